@@ -1,0 +1,77 @@
+# backplane — the one build. Everything lands under $(B)/ (default build/).
+#   make            build the library, plugins, bp and tests
+#   make run        install missing packages, list devices, run a verified workload
+#   make test       install missing packages, build, run the whole suite
+#   make bench      benchmarks side by side with the anchor libraries
+#   make check-asan the suite under AddressSanitizer + UBSan (in build-asan/)
+#   make check-tsan the threaded tests under ThreadSanitizer (in build-tsan/)
+#   make install    PREFIX=/usr/local DESTDIR=
+# Each part of the tree adds itself through a fragment: core/core.mk,
+# plugins/*/plugin.mk, tools/tools.mk, test/*.mk.
+
+B ?= build
+CC ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+PLUGIN_INSTALL_DIR ?= $(LIBDIR)/backplane
+OPT ?= -O2
+SAN ?=
+VERSION := 0.1.0
+SOVERSION := 0
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g $(OPT) -Wall -Wextra -Werror \
+  -fPIC -I. -Icore $(SAN) $(EXTRA_CFLAGS)
+LDFLAGS_BASE := $(SAN) $(EXTRA_LDFLAGS)
+PLUGIN_CFLAGS := -fvisibility=hidden
+PLUGIN_LDFLAGS := -shared -Wl,--version-script=plugins/plugin.map
+
+LIB := $(B)/lib/libbackplane.so
+PLUGINS :=
+TOOLS :=
+TESTS :=
+TEST_SUPPORT :=
+
+.PHONY: all run test bench check-asan check-tsan install uninstall clean deps
+all:
+
+include core/core.mk
+include $(sort $(wildcard plugins/*/plugin.mk))
+-include tools/tools.mk
+include $(sort $(wildcard test/*.mk))
+
+all: $(LIB) $(PLUGINS) $(TOOLS) $(TESTS) $(TEST_SUPPORT)
+
+# One rule compiles every C file; per-object flags come from target-specific
+# CFLAGS_EXTRA set in the fragments.
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -c $< -o $@
+
+deps:
+	@sh tools/deps.sh
+
+run: deps
+	$(MAKE) all
+	$(B)/bin/bp devices
+	$(B)/bin/bp run
+
+test: deps
+	$(MAKE) all
+	@sh test/run.sh $(B) $(TESTS)
+
+check-asan: deps
+	$(MAKE) B=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  BP_UNDER_SANITIZER=1 sh test/run.sh build-asan $(subst $(B)/,build-asan/,$(TESTS))
+
+check-tsan: deps
+	$(MAKE) B=build-tsan OPT=-O1 SAN="-fsanitize=thread" all
+	BP_UNDER_SANITIZER=1 sh test/run.sh build-tsan $(subst $(B)/,build-tsan/,$(TSAN_TESTS))
+
+clean:
+	rm -rf build build-asan build-tsan
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,534 @@
+/*
+ * plugin-api.h — the whole backplane plugin ABI.
+ *
+ * A backend is a shared object named backend-<name>.so that exports exactly
+ * one symbol, BP_PLUGIN_DESCRIPTOR_SYMBOL ("bp_plugin_descriptor"), a
+ * bp_plugin_descriptor_t. This header is the only one a plugin author needs;
+ * it depends on nothing but <stddef.h> and <stdint.h>.
+ *
+ * Version rules (see docs/plugin-abi.md for the long form):
+ *  1. The descriptor starts with magic, abi_major, abi_minor, struct_size.
+ *     The loader refuses a plugin whose magic differs, whose abi_major is not
+ *     BP_PLUGIN_ABI_MAJOR, or whose struct_size is smaller than
+ *     BP_PLUGIN_DESCRIPTOR_MIN_SIZE.
+ *  2. A minor version only appends fields at the end of a struct; each
+ *     addition is marked "fields below: ABI 1.N". The loader reads only what
+ *     struct_size covers and treats anything beyond as absent (NULL / 0).
+ *  3. Every argument struct passed to an op starts with struct_size, so an op
+ *     can gain parameters without a new entry point. A plugin must read only
+ *     the fields the struct_size it receives covers.
+ *  4. Entry points marked "(required)" must be non-NULL; the loader refuses
+ *     the plugin otherwise. Entry points marked "(optional)" may be NULL,
+ *     which means "not supported here": the core reports BP_ERR_UNSUPPORTED
+ *     and never calls a NULL pointer.
+ *  5. The core validates every call before a plugin sees it: handles are
+ *     live and of this device, dtypes are ones the device claims in its
+ *     capability table, shapes are consistent and every byte an op may touch
+ *     lies inside its allocation. Plugins may rely on that.
+ *  6. Threading: the core serialises calls on one stream; calls on different
+ *     streams or devices may arrive concurrently from different threads.
+ *  7. Plugins call back into the host only through bp_host_services_t.
+ */
+#ifndef BACKPLANE_PLUGIN_API_H
+#define BACKPLANE_PLUGIN_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_PLUGIN_MAGIC 0x4250504cu /* "BPPL" */
+#define BP_PLUGIN_ABI_MAJOR 1
+#define BP_PLUGIN_ABI_MINOR 0
+#define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
+
+#if defined(_WIN32)
+#define BP_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Tensors have at most this many dimensions. */
+#define BP_MAX_RANK 8
+
+/* ---------------------------------------------------------------------------
+ * Status codes. 0 is success, errors are negative. The same values are the
+ * public API's (core/backplane.h): a plugin's status reaches the application
+ * unchanged, with the message the plugin wrote through set_error.
+ */
+#define BP_STATUS_MAP(X)                                                        \
+  X(OK, 0, "success")                                                           \
+  X(ERR_INVALID_ARGUMENT, -1, "invalid argument")                              \
+  X(ERR_OUT_OF_MEMORY, -2, "out of memory")                                    \
+  X(ERR_UNSUPPORTED, -3, "operation or dtype not supported by this device")    \
+  X(ERR_UNAVAILABLE, -4, "backend or device unavailable")                       \
+  X(ERR_INCOMPATIBLE, -5, "incompatible plugin")                               \
+  X(ERR_DEVICE_LOST, -6, "device lost")                                        \
+  X(ERR_INTERNAL, -7, "internal error")                                        \
+  X(ERR_NOT_FOUND, -8, "not found")                                            \
+  X(ERR_UNIMPLEMENTED, -9, "not implemented")                                  \
+  X(ERR_TIMEOUT, -10, "timed out")                                             \
+  X(ERR_BUSY, -11, "resource busy")
+
+typedef enum bp_status {
+#define BP__STATUS_ENUM(name, value, msg) BP_##name = value,
+  BP_STATUS_MAP(BP__STATUS_ENUM)
+#undef BP__STATUS_ENUM
+} bp_status_t;
+
+/* ---------------------------------------------------------------------------
+ * Data types. The value is also the bit index in capability masks.
+ */
+typedef enum bp_dtype {
+  BP_F32 = 0,
+  BP_F16 = 1,
+  BP_BF16 = 2,
+  BP_F64 = 3,
+  BP_I32 = 4,
+  BP_I64 = 5,
+  BP_U8 = 6,
+  BP_DTYPE_COUNT = 7
+} bp_dtype_t;
+
+#define BP_DTYPE_BIT(dt) (1u << (unsigned)(dt))
+#define BP_DTYPES_FLOAT                                                        \
+  (BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F16) | BP_DTYPE_BIT(BP_BF16) |       \
+   BP_DTYPE_BIT(BP_F64))
+#define BP_DTYPES_INT                                                          \
+  (BP_DTYPE_BIT(BP_I32) | BP_DTYPE_BIT(BP_I64) | BP_DTYPE_BIT(BP_U8))
+
+/* ---------------------------------------------------------------------------
+ * Op families: the index into a device's capability table.
+ * New families are appended; BP_OP_TABLE_SIZE leaves room for them.
+ */
+typedef enum bp_op {
+  BP_OP_GEMM = 0,     /* gemm and strided batched gemm */
+  BP_OP_GEMV = 1,
+  BP_OP_CONV2D = 2,
+  BP_OP_POOL2D = 3,
+  BP_OP_BATCH_NORM = 4,
+  BP_OP_LAYER_NORM = 5,
+  BP_OP_RMS_NORM = 6,
+  BP_OP_SOFTMAX = 7,  /* softmax and log-softmax */
+  BP_OP_ATTENTION = 8,
+  BP_OP_ADAM = 9,
+  BP_OP_UNARY = 10,
+  BP_OP_BINARY = 11,
+  BP_OP_REDUCE = 12,
+  BP_OP_FILL = 13,
+  BP_OP_COPY = 14,
+  BP_OP_CAST = 15,
+  BP_OP_RANDOM = 16,
+  BP_OP_COUNT = 17
+} bp_op_t;
+#define BP_OP_TABLE_SIZE 64
+
+typedef enum bp_unary_op {
+  BP_UNARY_NEG = 0,
+  BP_UNARY_ABS,
+  BP_UNARY_EXP,
+  BP_UNARY_LOG,
+  BP_UNARY_SQRT,
+  BP_UNARY_RSQRT,
+  BP_UNARY_RELU,
+  BP_UNARY_GELU, /* exact: x * 0.5 * (1 + erf(x / sqrt(2))) */
+  BP_UNARY_SILU,
+  BP_UNARY_SIGMOID,
+  BP_UNARY_TANH,
+  BP_UNARY_SIN,
+  BP_UNARY_COS,
+  BP_UNARY_COUNT
+} bp_unary_op_t;
+
+typedef enum bp_binary_op {
+  BP_BINARY_ADD = 0,
+  BP_BINARY_SUB,
+  BP_BINARY_MUL,
+  BP_BINARY_DIV,
+  BP_BINARY_MAX, /* NaN-propagating */
+  BP_BINARY_MIN, /* NaN-propagating */
+  BP_BINARY_POW,
+  BP_BINARY_COUNT
+} bp_binary_op_t;
+
+typedef enum bp_reduce_op {
+  BP_REDUCE_SUM = 0,
+  BP_REDUCE_MEAN,
+  BP_REDUCE_MAX,  /* NaN-propagating */
+  BP_REDUCE_MIN,  /* NaN-propagating */
+  BP_REDUCE_PROD,
+  BP_REDUCE_VAR,  /* population variance (divides by n) */
+  BP_REDUCE_ARGMAX, /* first index of the maximum; output i32 or i64 */
+  BP_REDUCE_COUNT
+} bp_reduce_op_t;
+
+typedef enum bp_pool_kind { BP_POOL_MAX = 0, BP_POOL_AVG = 1 } bp_pool_kind_t;
+typedef enum bp_random_dist {
+  BP_RANDOM_UNIFORM = 0, /* [a, b) */
+  BP_RANDOM_NORMAL = 1   /* mean a, standard deviation b */
+} bp_random_dist_t;
+
+typedef enum bp_device_kind {
+  BP_DEVICE_DISCRETE_GPU = 0,
+  BP_DEVICE_INTEGRATED_GPU = 1,
+  BP_DEVICE_CPU = 2,
+  BP_DEVICE_SOFTWARE = 3, /* emulation: llvmpipe, PoCL, a reference device */
+  BP_DEVICE_OTHER = 4
+} bp_device_kind_t;
+
+/* ---------------------------------------------------------------------------
+ * Host services: the only way a plugin calls back into the host. Passed to
+ * init; valid until shutdown returns.
+ */
+typedef enum bp_log_level {
+  BP_LOG_ERROR = 0,
+  BP_LOG_WARN = 1,
+  BP_LOG_INFO = 2,
+  BP_LOG_DEBUG = 3
+} bp_log_level_t;
+
+typedef struct bp_host_services {
+  uint32_t struct_size;
+  uint16_t abi_major, abi_minor; /* the loader's ABI version */
+  const char *host_version;      /* the loader's version string */
+  /* Writes one log line under the plugin's name. Thread-safe. */
+  void (*log)(bp_log_level_t level, const char *plugin, const char *fmt, ...)
+      __attribute__((format(printf, 3, 4)));
+  /* Environment lookup that ignores the environment in setuid programs. */
+  const char *(*getenv)(const char *name);
+  /* Sets the calling thread's error message for the status about to be
+   * returned; the core shows it to the application. Thread-safe. */
+  void (*set_error)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+} bp_host_services_t;
+
+/* ---------------------------------------------------------------------------
+ * Device info: one record per device, filled by probe.
+ */
+typedef struct bp_device_info {
+  uint32_t struct_size;
+  char name[128];
+  char vendor[64];
+  char driver_version[64];
+  char identity[64];   /* stable id: "pci:0000:01:00.0" or "uuid:..." or "" */
+  bp_device_kind_t kind;
+  int32_t score_hint;  /* higher is better, within a kind */
+  uint64_t memory_bytes;
+  uint32_t compute_units;
+  uint32_t flags;      /* BP_DEVICE_FLAG_* */
+  double peak_gflops;  /* f32 FMA peak estimate, 0 when unknown */
+  double bandwidth_gbs; /* memory bandwidth estimate, 0 when unknown */
+  /* Per op family: bitmask of bp_dtype_t that run natively (BP_DTYPE_BIT). */
+  uint32_t op_dtypes[BP_OP_TABLE_SIZE];
+  char description[256]; /* free text: ISA, driver details */
+} bp_device_info_t;
+
+#define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */
+#define BP_DEVICE_FLAG_HOST_MEMORY 0x2u /* device pointers are host pointers */
+#define BP_DEVICE_FLAG_UNIFIED 0x4u
+
+/* Options the application passes when opening a device. */
+typedef enum bp_isa_level {
+  BP_ISA_BEST = 0,
+  BP_ISA_SCALAR = 1,
+  BP_ISA_AVX2 = 2,
+  BP_ISA_AVX512 = 3
+} bp_isa_level_t;
+
+typedef struct bp_plugin_device_config {
+  uint32_t struct_size;
+  uint32_t threads;       /* 0: the plugin decides */
+  bp_isa_level_t isa_max; /* CPU ISA ceiling */
+  uint64_t memory_limit;  /* 0: none */
+  uint32_t allow_reduced_precision; /* TF32 and the like */
+} bp_plugin_device_config_t;
+
+/* ---------------------------------------------------------------------------
+ * Tensors cross the ABI as plain descriptors. ptr is the opaque 64-bit value
+ * the plugin's alloc returned; offset is in bytes; strides are in elements
+ * and may be 0 (broadcast) or negative only where an op says so.
+ */
+typedef struct bp_plugin_tensor {
+  uint64_t ptr;
+  uint64_t offset;
+  bp_dtype_t dtype;
+  int32_t rank;
+  int64_t shape[BP_MAX_RANK];
+  int64_t strides[BP_MAX_RANK];
+} bp_plugin_tensor_t;
+
+/* Opaque handles owned by the plugin. */
+typedef struct bp_plugin_device bp_plugin_device_t;
+typedef struct bp_plugin_stream bp_plugin_stream_t;
+typedef struct bp_plugin_event bp_plugin_event_t;
+
+/* ---------------------------------------------------------------------------
+ * Op argument structs. Each starts with struct_size. The core has already
+ * normalised them as documented: shapes agree, broadcasting is expressed by
+ * stride 0, views are expressed by strides.
+ */
+
+/* C[b] = alpha * A[b] · B[b] + beta * C[b] for b in [0, batch).
+ * a: rank 3 [batch, m, k]; b: rank 3 [batch, k, n]; c: rank 3 [batch, m, n].
+ * Transposes and layouts are already folded into strides. When beta == 0, C
+ * is not read (NaN in C does not propagate). a and b share a dtype; c has the
+ * same dtype (f16/bf16 accumulate in f32). */
+typedef struct bp_gemm_args {
+  uint32_t struct_size;
+  uint32_t flags; /* BP_GEMM_FLAG_* */
+  double alpha, beta;
+  bp_plugin_tensor_t a, b, c;
+} bp_gemm_args_t;
+#define BP_GEMM_FLAG_ALLOW_TF32 0x1u
+
+/* y = alpha * A · x + beta * y. a: [m, n]; x: [n]; y: [m]. */
+typedef struct bp_gemv_args {
+  uint32_t struct_size;
+  uint32_t flags;
+  double alpha, beta;
+  bp_plugin_tensor_t a, x, y;
+} bp_gemv_args_t;
+
+/* NCHW conv2d forward. x: [N, C, H, W]; w: [K, C/groups, R, S];
+ * bias: [K] or rank 0 (absent); y: [N, K, P, Q]. */
+typedef struct bp_conv2d_args {
+  uint32_t struct_size;
+  int32_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+  bp_plugin_tensor_t x, w, bias, y;
+} bp_conv2d_args_t;
+
+/* x: [N, C, H, W]; y: [N, C, P, Q]. Padding counts as -inf for max; for
+ * average it is excluded from the divisor unless count_include_pad. */
+typedef struct bp_pool2d_args {
+  uint32_t struct_size;
+  bp_pool_kind_t kind;
+  int32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  int32_t count_include_pad;
+  bp_plugin_tensor_t x, y;
+} bp_pool2d_args_t;
+
+/* Inference batch norm over channel axis 1:
+ * y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c].
+ * x, y: [N, C, ...]; mean, var, scale, bias: [C]. */
+typedef struct bp_batch_norm_args {
+  uint32_t struct_size;
+  double eps;
+  bp_plugin_tensor_t x, mean, var, scale, bias, y;
+} bp_batch_norm_args_t;
+
+/* Layer norm and RMS norm over the last axis of x (rank >= 1).
+ * gamma and beta are [last] or rank 0 (absent). For RMS norm beta is absent.
+ */
+typedef struct bp_norm_args {
+  uint32_t struct_size;
+  double eps;
+  bp_plugin_tensor_t x, gamma, beta, y;
+} bp_norm_args_t;
+
+/* Softmax (log_softmax when log != 0) along axis of x; y has x's shape. */
+typedef struct bp_softmax_args {
+  uint32_t struct_size;
+  int32_t axis;
+  int32_t log;
+  bp_plugin_tensor_t x, y;
+} bp_softmax_args_t;
+
+/* Scaled dot-product attention.
+ * q: [B, Hq, Sq, D]; k: [B, Hkv, Skv, D]; v: [B, Hkv, Skv, Dv];
+ * out: [B, Hq, Sq, Dv]; Hq is a multiple of Hkv (query head h uses kv head
+ * h / (Hq / Hkv)). causal masks key j for query i when
+ * j > i + (Skv - Sq) (bottom-right aligned, as in KV-cache decoding); a
+ * query row with every key masked produces zeros. */
+typedef struct bp_attention_args {
+  uint32_t struct_size;
+  int32_t causal;
+  double scale;
+  bp_plugin_tensor_t q, k, v, out;
+} bp_attention_args_t;
+
+/* Fused Adam / AdamW step over count tensors (PyTorch's formula). All four
+ * arrays have count entries; param, m and v are updated in place. */
+typedef struct bp_adam_args {
+  uint32_t struct_size;
+  int32_t adamw; /* decoupled weight decay */
+  int64_t step;  /* 1-based step number after this update */
+  double lr, beta1, beta2, eps, weight_decay;
+  uint32_t count;
+  const bp_plugin_tensor_t *params, *grads, *exp_avg, *exp_avg_sq;
+} bp_adam_args_t;
+
+/* y = op(x); x and y have the same shape (x may broadcast by stride 0). */
+typedef struct bp_unary_args {
+  uint32_t struct_size;
+  bp_unary_op_t op;
+  bp_plugin_tensor_t x, y;
+} bp_unary_args_t;
+
+/* y = a op b; all three have y's shape, broadcasting by stride 0. */
+typedef struct bp_binary_args {
+  uint32_t struct_size;
+  bp_binary_op_t op;
+  bp_plugin_tensor_t a, b, y;
+} bp_binary_args_t;
+
+/* Reduction along axis. y has x's rank with shape 1 on axis. */
+typedef struct bp_reduce_args {
+  uint32_t struct_size;
+  bp_reduce_op_t op;
+  int32_t axis;
+  bp_plugin_tensor_t x, y;
+} bp_reduce_args_t;
+
+/* y[...] = value, converted to y's dtype. */
+typedef struct bp_fill_args {
+  uint32_t struct_size;
+  double value;
+  bp_plugin_tensor_t y;
+} bp_fill_args_t;
+
+/* y = x elementwise over y's shape; for copy the dtypes agree, for cast they
+ * differ (round to nearest even; NaN to integer is 0, out of range saturates).
+ */
+typedef struct bp_copy_args {
+  uint32_t struct_size;
+  bp_plugin_tensor_t x, y;
+} bp_copy_args_t;
+
+/* Philox 4x32-10 random fill; see docs/ops.md for the exact stream, which
+ * every backend reproduces bit for bit. */
+typedef struct bp_random_args {
+  uint32_t struct_size;
+  bp_random_dist_t dist;
+  uint64_t seed, offset;
+  double a, b;
+  bp_plugin_tensor_t y;
+} bp_random_args_t;
+
+/* ---------------------------------------------------------------------------
+ * The descriptor.
+ */
+typedef struct bp_plugin_descriptor {
+  uint32_t magic;        /* BP_PLUGIN_MAGIC */
+  uint16_t abi_major;    /* BP_PLUGIN_ABI_MAJOR */
+  uint16_t abi_minor;    /* BP_PLUGIN_ABI_MINOR */
+  uint32_t struct_size;  /* sizeof(bp_plugin_descriptor_t) as built */
+  uint32_t reserved;
+  const char *name;        /* (required) short name: "cpu", "vulkan" */
+  const char *version;     /* (required) plugin version string */
+  const char *description; /* (optional) one line */
+
+  /* --- lifetime ---------------------------------------------------------*/
+  /* (required) Called once after loading, before anything else. */
+  bp_status_t (*init)(const bp_host_services_t *host);
+  /* (required) Called once before unloading. */
+  void (*shutdown)(void);
+  /* (required) Cheap and side-effect free: fills at most capacity records
+   * and the number of devices present. When the driver is absent returns
+   * BP_ERR_UNAVAILABLE with a reason through set_error. */
+  bp_status_t (*probe)(bp_device_info_t *out_infos, uint32_t capacity,
+                       uint32_t *out_count);
+
+  /* --- devices ----------------------------------------------------------*/
+  /* (required) */
+  bp_status_t (*device_open)(uint32_t index,
+                             const bp_plugin_device_config_t *config,
+                             bp_plugin_device_t **out_device);
+  /* (required) Waits for all work, frees everything the device owns. */
+  void (*device_close)(bp_plugin_device_t *device);
+  /* (required) Waits until all streams of the device are idle. */
+  bp_status_t (*device_synchronize)(bp_plugin_device_t *device);
+
+  /* --- memory -----------------------------------------------------------*/
+  /* (required) Allocates size bytes (size > 0) aligned to at least 64. */
+  bp_status_t (*mem_alloc)(bp_plugin_device_t *device, uint64_t size,
+                           uint64_t *out_ptr);
+  /* (required) */
+  void (*mem_free)(bp_plugin_device_t *device, uint64_t ptr);
+  /* (required) Copies. stream NULL means synchronous with respect to the
+   * whole device; otherwise ordered on the stream, and the host memory must
+   * stay valid until the stream reaches the copy. */
+  bp_status_t (*mem_write)(bp_plugin_device_t *device,
+                           bp_plugin_stream_t *stream, uint64_t dst,
+                           uint64_t dst_offset, const void *src,
+                           uint64_t size);
+  bp_status_t (*mem_read)(bp_plugin_device_t *device,
+                          bp_plugin_stream_t *stream, void *dst, uint64_t src,
+                          uint64_t src_offset, uint64_t size);
+  bp_status_t (*mem_copy)(bp_plugin_device_t *device,
+                          bp_plugin_stream_t *stream, uint64_t dst,
+                          uint64_t dst_offset, uint64_t src,
+                          uint64_t src_offset, uint64_t size);
+
+  /* --- streams ----------------------------------------------------------*/
+  /* (required) */
+  bp_status_t (*stream_create)(bp_plugin_device_t *device,
+                               bp_plugin_stream_t **out_stream);
+  void (*stream_destroy)(bp_plugin_device_t *device,
+                         bp_plugin_stream_t *stream);
+  bp_status_t (*stream_synchronize)(bp_plugin_device_t *device,
+                                    bp_plugin_stream_t *stream);
+
+  /* --- events (optional as a group) -------------------------------------*/
+  bp_status_t (*event_create)(bp_plugin_device_t *device,
+                              bp_plugin_event_t **out_event);
+  void (*event_destroy)(bp_plugin_device_t *device, bp_plugin_event_t *event);
+  bp_status_t (*event_record)(bp_plugin_device_t *device,
+                              bp_plugin_event_t *event,
+                              bp_plugin_stream_t *stream);
+  bp_status_t (*stream_wait_event)(bp_plugin_device_t *device,
+                                   bp_plugin_stream_t *stream,
+                                   bp_plugin_event_t *event);
+  bp_status_t (*event_synchronize)(bp_plugin_device_t *device,
+                                   bp_plugin_event_t *event);
+  /* Milliseconds between two recorded events. */
+  bp_status_t (*event_elapsed)(bp_plugin_device_t *device,
+                               bp_plugin_event_t *start,
+                               bp_plugin_event_t *end, double *out_ms);
+
+  /* --- ops (each optional) ----------------------------------------------*/
+  bp_status_t (*gemm)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                      const bp_gemm_args_t *);
+  bp_status_t (*gemv)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                      const bp_gemv_args_t *);
+  bp_status_t (*conv2d)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                        const bp_conv2d_args_t *);
+  bp_status_t (*pool2d)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                        const bp_pool2d_args_t *);
+  bp_status_t (*batch_norm)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                            const bp_batch_norm_args_t *);
+  bp_status_t (*layer_norm)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                            const bp_norm_args_t *);
+  bp_status_t (*rms_norm)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                          const bp_norm_args_t *);
+  bp_status_t (*softmax)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                         const bp_softmax_args_t *);
+  bp_status_t (*attention)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                           const bp_attention_args_t *);
+  bp_status_t (*adam)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                      const bp_adam_args_t *);
+  bp_status_t (*unary)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                       const bp_unary_args_t *);
+  bp_status_t (*binary)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                        const bp_binary_args_t *);
+  bp_status_t (*reduce)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                        const bp_reduce_args_t *);
+  bp_status_t (*fill)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                      const bp_fill_args_t *);
+  bp_status_t (*copy)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                      const bp_copy_args_t *);
+  bp_status_t (*cast)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                      const bp_copy_args_t *);
+  bp_status_t (*random)(bp_plugin_device_t *, bp_plugin_stream_t *,
+                        const bp_random_args_t *);
+} bp_plugin_descriptor_t;
+
+/* The smallest descriptor the loader accepts: everything through the ops of
+ * ABI 1.0. */
+#define BP_PLUGIN_DESCRIPTOR_MIN_SIZE                                          \
+  (offsetof(bp_plugin_descriptor_t, random) + sizeof(void *))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BACKPLANE_PLUGIN_API_H */

@@ -1,0 +1,11 @@
+# plugins/cpu: backend-cpu.so, the always-present CPU backend and reference.
+CPU_SRCS := $(sort $(wildcard plugins/cpu/*.c))
+CPU_OBJS := $(CPU_SRCS:%.c=$(B)/obj/%.o)
+$(CPU_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS)
+# Per-file ISA flags for the fast kernels (files chosen at run time by CPUID).
+-include plugins/cpu/fast.mk
+
+$(B)/plugins/backend-cpu.so: $(CPU_OBJS) plugins/plugin.map
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_LDFLAGS) $(LDFLAGS_BASE) -o $@ $(CPU_OBJS) -lpthread -lm
+PLUGINS += $(B)/plugins/backend-cpu.so

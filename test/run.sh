@@ -1,0 +1,16 @@
+#!/bin/sh
+# Runs each test binary given, prints its output, and closes with one line
+# "N passed, N failed" counting test binaries.
+# usage: test/run.sh BUILD_DIR TEST...
+b=$1; shift
+passed=0; failed=0; failed_names=""
+export BACKPLANE_PLUGIN_PATH="$b/plugins"
+export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for t in "$@"; do
+  echo "=== $t"
+  if "$t"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); failed_names="$failed_names $t"; fi
+done
+[ -n "$failed_names" ] && echo "failed:$failed_names"
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
