@@ -23,7 +23,7 @@ VERSION := 0.1.0
 SOVERSION := 0
 
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g $(OPT) -Wall -Wextra -Werror \
-  -fPIC -I. -Icore $(SAN) $(EXTRA_CFLAGS)
+  -Wno-format-truncation -fPIC -I. -Icore $(SAN) $(EXTRA_CFLAGS)
 LDFLAGS_BASE := $(SAN) $(EXTRA_LDFLAGS)
 PLUGIN_CFLAGS := -fvisibility=hidden
 PLUGIN_LDFLAGS := -shared -Wl,--version-script=plugins/plugin.map

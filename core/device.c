@@ -1,0 +1,174 @@
+/*
+ * device.c — opening devices by selector, closing them with everything they
+ * still own, and capability queries.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Resolves a selector to a rank; see bp_device_open for the grammar. */
+static bp_status_t resolve_selector(const bp_context_t *ctx, const char *sel,
+                                    uint32_t *out_rank) {
+  if (ctx->device_count == 0)
+    return bp__fail(BP_ERR_UNAVAILABLE, "bp_device_open: no devices (no plugin loaded)");
+  if (!sel || !sel[0]) {
+    *out_rank = 0;
+    return BP_OK;
+  }
+  char *end;
+  unsigned long n = strtoul(sel, &end, 10);
+  if (sel[0] >= '0' && sel[0] <= '9' && *end == '\0') {
+    if (n >= ctx->device_count)
+      return bp__fail(BP_ERR_NOT_FOUND, "bp_device_open: rank %lu out of range (%u devices)",
+                      n, ctx->device_count);
+    *out_rank = (uint32_t)n;
+    return BP_OK;
+  }
+  for (uint32_t r = 0; r < ctx->device_count; r++) /* exact device name */
+    if (!strcmp(ctx->ranked[r].info.name, sel)) {
+      *out_rank = r;
+      return BP_OK;
+    }
+  const char *colon = strchr(sel, ':');
+  size_t blen = colon ? (size_t)(colon - sel) : strlen(sel);
+  long index = -1;
+  if (colon) {
+    index = strtol(colon + 1, &end, 10);
+    if (*end || index < 0)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                      "bp_device_open: selector '%s': expected backend:INDEX", sel);
+  }
+  for (uint32_t r = 0; r < ctx->device_count; r++) {
+    const bp_device_entry_t *e = &ctx->ranked[r];
+    if (strlen(e->backend) == blen && !strncmp(e->backend, sel, blen) &&
+        (index < 0 || e->backend_index == (uint32_t)index)) {
+      *out_rank = r;
+      return BP_OK;
+    }
+  }
+  return bp__fail(BP_ERR_NOT_FOUND, "bp_device_open: no device matches selector '%s'", sel);
+}
+
+static void config_to_plugin(const bp_device_config_t *c,
+                             bp_plugin_device_config_t *out) {
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  if (!c) return;
+  out->threads = c->threads;
+  out->isa_max = c->isa_max;
+  out->memory_limit = c->memory_limit;
+  out->allow_reduced_precision = c->allow_reduced_precision;
+}
+
+static bp_status_t check_config(const bp_device_config_t *c) {
+  if (!c) return BP_OK;
+  if (c->struct_size < sizeof *c)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "bp_device_open: config->struct_size %u < %zu", c->struct_size, sizeof *c);
+  if ((unsigned)c->isa_max > BP_ISA_AVX512)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: config->isa_max %d is not a bp_isa_level_t",
+                    (int)c->isa_max);
+  if (c->threads > 4096)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: config->threads %u is absurd (max 4096)",
+                    c->threads);
+  return BP_OK;
+}
+
+bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
+                           const bp_device_config_t *config, bp_device_t **out_device) {
+  bp__clear_error();
+  if (!out_device) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: out_device is NULL");
+  *out_device = NULL;
+  if (!bp__handle_live(ctx, BP__H_CONTEXT))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: context is %s",
+                    ctx ? "not a live context" : "NULL");
+  uint32_t rank = 0;
+  bp_status_t st = check_config(config);
+  if (st == BP_OK) st = resolve_selector(ctx, selector, &rank);
+  if (st != BP_OK) return st;
+  bp_device_t *d = calloc(1, sizeof *d);
+  if (!d) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_device_open: out of memory");
+  d->context = ctx;
+  d->plugin = &ctx->plugins[ctx->ranked_plugin[rank]];
+  d->desc = &d->plugin->desc;
+  d->entry = ctx->ranked[rank];
+  d->allow_reduced_precision = config && config->allow_reduced_precision;
+  pthread_mutex_init(&d->lock, NULL);
+  bp_plugin_device_config_t pc;
+  config_to_plugin(config, &pc);
+  bp__plugin_error_reset();
+  st = d->desc->device_open(d->entry.backend_index, &pc, &d->handle);
+  if (st != BP_OK || !d->handle) {
+    if (st == BP_OK) st = BP_ERR_INTERNAL;
+    bp__fail(st, "bp_device_open: plugin '%s' could not open device '%s': %s",
+             d->entry.backend, d->entry.info.name,
+             bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return st;
+  }
+  pthread_mutex_lock(&ctx->lock);
+  d->next = ctx->open_devices;
+  ctx->open_devices = d;
+  pthread_mutex_unlock(&ctx->lock);
+  bp__handle_add(d, BP__H_DEVICE);
+  *out_device = d;
+  return BP_OK;
+}
+
+void bp_device_close(bp_device_t *d) {
+  if (!d || !bp__handle_live(d, BP__H_DEVICE)) return;
+  bp__handle_remove(d);
+  bp__call_device_sync(d);
+  bp__device_release_children(d);
+  d->desc->device_close(d->handle);
+  bp_context_t *ctx = d->context;
+  pthread_mutex_lock(&ctx->lock);
+  for (bp_device_t **pp = &ctx->open_devices; *pp; pp = &(*pp)->next)
+    if (*pp == d) {
+      *pp = d->next;
+      break;
+    }
+  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_destroy(&d->lock);
+  free(d);
+}
+
+static bp_status_t check_device(const bp_device_t *d, const char *fn) {
+  if (!bp__handle_live(d, BP__H_DEVICE))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: device is %s", fn,
+                    d ? "not a live device" : "NULL");
+  return BP_OK;
+}
+
+bp_status_t bp_device_entry(const bp_device_t *d, bp_device_entry_t *out_entry) {
+  bp__clear_error();
+  if (!out_entry) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_entry: out_entry is NULL");
+  memset(out_entry, 0, sizeof *out_entry);
+  bp_status_t st = check_device(d, "bp_device_entry");
+  if (st == BP_OK) *out_entry = d->entry;
+  return st;
+}
+
+bp_status_t bp_device_supports(const bp_device_t *d, bp_op_t op, bp_dtype_t dtype,
+                               bool *out_supported) {
+  bp__clear_error();
+  if (!out_supported) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_supports: out_supported is NULL");
+  *out_supported = false;
+  bp_status_t st = check_device(d, "bp_device_supports");
+  if (st != BP_OK) return st;
+  if ((unsigned)op >= BP_OP_COUNT)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_supports: op %d out of range", (int)op);
+  if (!bp__dtype_valid(dtype))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_supports: dtype %d invalid", (int)dtype);
+  *out_supported = bp__require_op(d, op, dtype, "bp_device_supports") == BP_OK;
+  bp__clear_error();
+  return BP_OK;
+}
+
+bp_status_t bp_device_synchronize(bp_device_t *d) {
+  bp__clear_error();
+  bp_status_t st = check_device(d, "bp_device_synchronize");
+  return st == BP_OK ? bp__call_device_sync(d) : st;
+}

@@ -1,0 +1,144 @@
+/*
+ * isolate.c — probing a plugin in a child process first.
+ *
+ * A plugin whose constructor or probe crashes, calls exit, or hangs would
+ * take the application down (or freeze it) if loaded in-process. With
+ * isolate_probe, the loader forks, loads and probes the plugin in the child,
+ * and reads back a small result over a pipe. Only when the child reports
+ * success does the parent load the plugin itself.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct child_result {
+  int32_t status;
+  int32_t stage;
+  char reason[512];
+} child_result_t;
+
+/* Runs in the child: the same steps as the in-process load, reporting the
+ * first failure. Never returns. */
+static void child_probe(const char *path, int fd) {
+  child_result_t r = {0};
+  bp_context_t ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.options.struct_size = sizeof ctx.options;
+  bp__plugin_t *p = calloc(1, sizeof *p);
+  if (p) {
+    p->report.stage = BP_STAGE_OPEN;
+    ctx.plugins = p;
+    ctx.plugin_count = ctx.plugin_capacity = 1;
+    bp__loader_load_file(&ctx, p, path);
+    r.status = p->report.loaded ? BP_OK : p->report.status;
+    r.stage = p->report.stage;
+    snprintf(r.reason, sizeof r.reason, "%s", p->report.reason);
+  } else {
+    r.status = BP_ERR_OUT_OF_MEMORY;
+  }
+  ssize_t w = write(fd, &r, sizeof r);
+  (void)w;
+  _exit(0);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Reads the child's result, waiting at most timeout_s. Returns bytes read,
+ * 0 on EOF without data, -1 on timeout. */
+static ssize_t read_with_timeout(int fd, child_result_t *r, uint32_t timeout_s) {
+  size_t got = 0;
+  double deadline = now_s() + timeout_s;
+  while (got < sizeof *r) {
+    int left_ms = (int)((deadline - now_s()) * 1000);
+    if (left_ms <= 0) return -1;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int pr = poll(&pfd, 1, left_ms);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr == 0) return -1;
+    ssize_t n = read(fd, (char *)r + got, sizeof *r - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  return (ssize_t)got;
+}
+
+static void describe_exit(int wstatus, char *reason, size_t size) {
+  if (WIFSIGNALED(wstatus))
+    snprintf(reason, size, "crashed while loading or probing: %s (signal %d)",
+             strsignal(WTERMSIG(wstatus)), WTERMSIG(wstatus));
+  else if (WIFEXITED(wstatus))
+    snprintf(reason, size,
+             "called exit(%d) while loading or probing (isolated probe)",
+             WEXITSTATUS(wstatus));
+  else
+    snprintf(reason, size, "isolated probe ended abnormally");
+}
+
+bp_status_t bp__isolated_probe(const char *path, uint32_t timeout_s,
+                               char *reason, size_t reason_size,
+                               bp_plugin_stage_t *out_stage) {
+  int fds[2];
+  *out_stage = BP_STAGE_OPEN;
+  if (pipe(fds) != 0) {
+    snprintf(reason, reason_size, "isolated probe: pipe failed: %s",
+             strerror(errno));
+    return BP_ERR_INTERNAL;
+  }
+  fflush(NULL); /* a plugin calling exit in the child must not repeat output */
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(reason, reason_size, "isolated probe: fork failed: %s",
+             strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return BP_ERR_INTERNAL;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child_probe(path, fds[1]);
+  }
+  close(fds[1]);
+  child_result_t r;
+  memset(&r, 0, sizeof r);
+  ssize_t got = read_with_timeout(fds[0], &r, timeout_s);
+  close(fds[0]);
+  int wstatus = 0;
+  bp_status_t st = BP_OK;
+  if (got < 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &wstatus, 0);
+    snprintf(reason, reason_size,
+             "timed out after %u s while loading or probing (isolated probe)",
+             timeout_s);
+    *out_stage = BP_STAGE_PROBE;
+    return BP_ERR_TIMEOUT;
+  }
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if ((size_t)got < sizeof r) {
+    describe_exit(wstatus, reason, reason_size);
+    *out_stage = BP_STAGE_PROBE;
+    return BP_ERR_INCOMPATIBLE;
+  }
+  r.reason[sizeof r.reason - 1] = '\0';
+  if (r.status != BP_OK) {
+    snprintf(reason, reason_size, "%s", r.reason);
+    *out_stage = (bp_plugin_stage_t)r.stage;
+    st = (bp_status_t)r.status;
+  }
+  return st;
+}

@@ -1,0 +1,381 @@
+/*
+ * loader.c — plugin discovery and loading.
+ *
+ * Search order (first of a name wins, later ones are refused as duplicates):
+ *   1. the directories in BACKPLANE_PLUGIN_PATH (colon-separated, read with
+ *      secure_getenv so setuid programs ignore it),
+ *   2. the directory configured at build time (BP_PLUGIN_INSTALL_DIR),
+ *   3. the directory the application passes in bp_context_options_t.
+ * In each directory, files named backend-*.so are considered, in name order.
+ * Every candidate gets a report saying how far it got and why it stopped;
+ * a refused plugin never stops the others from loading.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+#define REASON(p, ...) snprintf((p)->report.reason, sizeof (p)->report.reason, __VA_ARGS__)
+
+static bp__plugin_t *new_candidate(bp_context_t *ctx, const char *path) {
+  if (ctx->plugin_count == ctx->plugin_capacity) {
+    uint32_t ncap = ctx->plugin_capacity ? 2 * ctx->plugin_capacity : 8;
+    bp__plugin_t *n = realloc(ctx->plugins, ncap * sizeof *n);
+    if (!n) return NULL;
+    ctx->plugins = n;
+    ctx->plugin_capacity = ncap;
+  }
+  bp__plugin_t *p = &ctx->plugins[ctx->plugin_count++];
+  memset(p, 0, sizeof *p);
+  p->report.struct_size = sizeof p->report;
+  snprintf(p->report.path, sizeof p->report.path, "%s", path);
+  p->report.loader_abi_major = BP_PLUGIN_ABI_MAJOR;
+  p->report.loader_abi_minor = BP_PLUGIN_ABI_MINOR;
+  p->report.stage = BP_STAGE_OPEN;
+  return p;
+}
+
+static void refuse(bp__plugin_t *p, bp_status_t status) {
+  p->report.status = status;
+  p->report.loaded = false;
+  bp__log(BP_LOG_WARN, BP__LOG_LOADER, "refusing plugin %s: %s; skipping it",
+          p->report.path, p->report.reason);
+}
+
+/* Policy: a file or directory that someone other than its owner and root
+ * could write is refused, since anyone who can write it can run code in every
+ * application that loads backplane. */
+static bool writable_by_others(const struct stat *st) {
+  if (st->st_mode & S_IWOTH) return true;
+  return (st->st_mode & S_IWGRP) && st->st_gid != 0;
+}
+
+static bool name_valid(const char *name) {
+  if (!name || !name[0] || strnlen(name, 64) >= 64) return false;
+  for (const char *c = name; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+          *c == '-'))
+      return false;
+  return true;
+}
+
+static bool string_valid(const char *s, size_t max) {
+  return s && strnlen(s, max) < max;
+}
+
+bp_status_t bp__descriptor_check(const bp_plugin_descriptor_t *d,
+                                 uint32_t avail_size, char *reason,
+                                 size_t reason_size,
+                                 bp_plugin_stage_t *out_stage) {
+  *out_stage = BP_STAGE_VERSION;
+  if (avail_size < 12) {
+    snprintf(reason, reason_size,
+             "descriptor symbol is %u bytes, too small for a header",
+             avail_size);
+    return BP_ERR_INCOMPATIBLE;
+  }
+  if (d->magic != BP_PLUGIN_MAGIC) {
+    snprintf(reason, reason_size, "wrong magic 0x%08x (expected 0x%08x)",
+             d->magic, BP_PLUGIN_MAGIC);
+    return BP_ERR_INCOMPATIBLE;
+  }
+  if (d->abi_major != BP_PLUGIN_ABI_MAJOR) {
+    snprintf(reason, reason_size,
+             "plugin ABI %u.%u is %s than the loader's %d.%d", d->abi_major,
+             d->abi_minor, d->abi_major > BP_PLUGIN_ABI_MAJOR ? "newer" : "older",
+             BP_PLUGIN_ABI_MAJOR, BP_PLUGIN_ABI_MINOR);
+    return BP_ERR_INCOMPATIBLE;
+  }
+  if (d->struct_size < BP_PLUGIN_DESCRIPTOR_MIN_SIZE ||
+      d->struct_size > avail_size) {
+    snprintf(reason, reason_size,
+             "descriptor struct_size %u is %s (minimum %zu, symbol has %u)",
+             d->struct_size,
+             d->struct_size > avail_size ? "larger than the symbol" : "too small",
+             (size_t)BP_PLUGIN_DESCRIPTOR_MIN_SIZE, avail_size);
+    return BP_ERR_INCOMPATIBLE;
+  }
+  *out_stage = BP_STAGE_VALIDATE;
+  if (!name_valid(d->name)) {
+    snprintf(reason, reason_size,
+             "descriptor name is NULL or not a short [a-z0-9_-] word");
+    return BP_ERR_INCOMPATIBLE;
+  }
+  if (!string_valid(d->version, 64) ||
+      (d->description && !string_valid(d->description, 512))) {
+    snprintf(reason, reason_size, "descriptor version string missing or too long");
+    return BP_ERR_INCOMPATIBLE;
+  }
+  static const struct {
+    size_t offset;
+    const char *name;
+  } required[] = {
+#define REQ(f) {offsetof(bp_plugin_descriptor_t, f), #f}
+      REQ(init),       REQ(shutdown),       REQ(probe),
+      REQ(device_open), REQ(device_close),  REQ(device_synchronize),
+      REQ(mem_alloc),  REQ(mem_free),       REQ(mem_write),
+      REQ(mem_read),   REQ(mem_copy),       REQ(stream_create),
+      REQ(stream_destroy), REQ(stream_synchronize),
+#undef REQ
+  };
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+    void *fn;
+    memcpy(&fn, (const char *)d + required[i].offset, sizeof fn);
+    if (!fn) {
+      snprintf(reason, reason_size, "required function '%s' is NULL",
+               required[i].name);
+      return BP_ERR_INCOMPATIBLE;
+    }
+  }
+  return BP_OK;
+}
+
+/* The descriptor symbol's size from the ELF symbol table, so that a symbol
+ * smaller than its own struct_size claims is never read past its end. */
+static uint32_t symbol_size(void *addr) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+    return sizeof(bp_plugin_descriptor_t);
+  return sym->st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym->st_size;
+}
+
+static bool open_library(bp__plugin_t *p, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    REASON(p, "cannot stat: %s", strerror(errno));
+    refuse(p, BP_ERR_INCOMPATIBLE);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    REASON(p, "not a regular file");
+    refuse(p, BP_ERR_INCOMPATIBLE);
+    return false;
+  }
+  if (writable_by_others(&st)) {
+    REASON(p, "file is writable by others than its owner and root (mode %03o)",
+           (unsigned)(st.st_mode & 0777));
+    refuse(p, BP_ERR_INCOMPATIBLE);
+    return false;
+  }
+  dlerror();
+  p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!p->dl) {
+    const char *e = dlerror();
+    REASON(p, "dlopen failed: %s", e ? e : "unknown error");
+    refuse(p, BP_ERR_INCOMPATIBLE);
+    return false;
+  }
+  return true;
+}
+
+static bool read_descriptor(bp__plugin_t *p) {
+  p->report.stage = BP_STAGE_SYMBOL;
+  dlerror();
+  void *sym = dlsym(p->dl, BP_PLUGIN_DESCRIPTOR_SYMBOL);
+  if (!sym) {
+    REASON(p, "no '%s' symbol: not a backplane plugin",
+           BP_PLUGIN_DESCRIPTOR_SYMBOL);
+    refuse(p, BP_ERR_INCOMPATIBLE);
+    return false;
+  }
+  uint32_t avail = symbol_size(sym);
+  memset(&p->desc, 0, sizeof p->desc);
+  memcpy(&p->desc, sym, avail < 12 ? avail : 12);
+  if (avail >= 12) {
+    uint32_t n = p->desc.struct_size;
+    if (n > avail) n = avail;
+    if (n > sizeof p->desc) n = sizeof p->desc; /* newer minor: read ours */
+    memcpy(&p->desc, sym, n);
+    p->report.plugin_abi_major = p->desc.abi_major;
+    p->report.plugin_abi_minor = p->desc.abi_minor;
+  }
+  bp_status_t st = bp__descriptor_check(&p->desc, avail, p->report.reason,
+                                        sizeof p->report.reason,
+                                        &p->report.stage);
+  if (st != BP_OK) {
+    refuse(p, st);
+    return false;
+  }
+  snprintf(p->report.name, sizeof p->report.name, "%s", p->desc.name);
+  snprintf(p->report.version, sizeof p->report.version, "%s", p->desc.version);
+  return true;
+}
+
+static bool duplicate_of_loaded(bp_context_t *ctx, bp__plugin_t *p) {
+  for (bp__plugin_t *q = ctx->plugins; q < p; q++) {
+    if (q->report.loaded && !strcmp(q->report.name, p->report.name)) {
+      REASON(p, "duplicate of plugin '%s' already loaded from %s",
+             p->report.name, q->report.path);
+      p->report.stage = BP_STAGE_VALIDATE;
+      refuse(p, BP_ERR_INCOMPATIBLE);
+      return true;
+    }
+  }
+  return false;
+}
+
+static void sanitize_infos(bp__plugin_t *p) {
+  for (uint32_t i = 0; i < p->device_count; i++) {
+    bp_device_info_t *d = &p->infos[i];
+    d->name[sizeof d->name - 1] = '\0';
+    d->vendor[sizeof d->vendor - 1] = '\0';
+    d->driver_version[sizeof d->driver_version - 1] = '\0';
+    d->identity[sizeof d->identity - 1] = '\0';
+    d->description[sizeof d->description - 1] = '\0';
+    if ((unsigned)d->kind > BP_DEVICE_OTHER) d->kind = BP_DEVICE_OTHER;
+    for (int op = 0; op < BP_OP_TABLE_SIZE; op++)
+      d->op_dtypes[op] &= (1u << BP_DTYPE_COUNT) - 1;
+  }
+}
+
+static bool init_and_probe(bp__plugin_t *p) {
+  p->report.stage = BP_STAGE_INIT;
+  bp__plugin_error_reset();
+  bp_status_t st = p->desc.init(bp__host_services());
+  if (st != BP_OK) {
+    REASON(p, "init failed: %s%s%s", bp_status_string(st),
+           bp__plugin_error()[0] ? ": " : "", bp__plugin_error());
+    refuse(p, st < 0 ? st : BP_ERR_INTERNAL);
+    return false;
+  }
+  p->initialised = true;
+  p->report.stage = BP_STAGE_PROBE;
+  for (uint32_t i = 0; i < BP__MAX_DEVICES_PER_PLUGIN; i++)
+    p->infos[i].struct_size = sizeof(bp_device_info_t);
+  uint32_t count = 0;
+  bp__plugin_error_reset();
+  st = p->desc.probe(p->infos, BP__MAX_DEVICES_PER_PLUGIN, &count);
+  if (st != BP_OK) {
+    REASON(p, "probe: %s", bp__plugin_error()[0] ? bp__plugin_error()
+                                                  : bp_status_string(st));
+    refuse(p, st < 0 ? st : BP_ERR_INTERNAL);
+    return false;
+  }
+  if (count == 0) {
+    REASON(p, "probe found no devices");
+    refuse(p, BP_ERR_UNAVAILABLE);
+    return false;
+  }
+  p->device_count =
+      count > BP__MAX_DEVICES_PER_PLUGIN ? BP__MAX_DEVICES_PER_PLUGIN : count;
+  sanitize_infos(p);
+  return true;
+}
+
+void bp__loader_load_file(bp_context_t *ctx, bp__plugin_t *p,
+                          const char *path) {
+  if (ctx->options.isolate_probe) {
+    bp_status_t st = bp__isolated_probe(
+        path, ctx->options.probe_timeout_s ? ctx->options.probe_timeout_s : 10,
+        p->report.reason, sizeof p->report.reason, &p->report.stage);
+    if (st != BP_OK) {
+      refuse(p, st);
+      return;
+    }
+    p->report.stage = BP_STAGE_OPEN;
+  }
+  if (!open_library(p, path) || !read_descriptor(p) ||
+      duplicate_of_loaded(ctx, p) || !init_and_probe(p)) {
+    bp__loader_unload(p);
+    return;
+  }
+  p->report.stage = BP_STAGE_READY;
+  p->report.status = BP_OK;
+  p->report.loaded = true;
+  p->report.device_count = p->device_count;
+  p->report.reason[0] = '\0';
+  bp__log(BP_LOG_INFO, BP__LOG_LOADER, "loaded plugin '%s' %s from %s: %u device(s)",
+          p->report.name, p->report.version, path, p->device_count);
+}
+
+void bp__loader_unload(bp__plugin_t *p) {
+  if (p->initialised) p->desc.shutdown();
+  p->initialised = false;
+  if (p->dl) dlclose(p->dl);
+  p->dl = NULL;
+}
+
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists the backend-*.so names of dir, sorted. Returns the count, -1 when the
+ * directory cannot be read. */
+static int list_dir(const char *dir, char ***out_names) {
+  *out_names = NULL;
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  char **names = NULL;
+  int n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (fnmatch("backend-*.so", e->d_name, 0) != 0) continue;
+    if (n == cap) {
+      char **nn = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof *nn);
+      if (!nn) break;
+      names = nn;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof *names, compare_names);
+  *out_names = names;
+  return n;
+}
+
+static void scan_dir(bp_context_t *ctx, const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "plugin directory %s: absent, skipping",
+            dir);
+    return;
+  }
+  char **names;
+  int n = list_dir(dir, &names);
+  bool dir_unsafe = writable_by_others(&st);
+  for (int i = 0; i < n; i++) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    bp__plugin_t *p = new_candidate(ctx, path);
+    if (p && dir_unsafe) {
+      REASON(p, "directory %s is writable by others than its owner and root "
+                "(mode %03o)", dir, (unsigned)(st.st_mode & 0777));
+      refuse(p, BP_ERR_INCOMPATIBLE);
+    } else if (p) {
+      bp__loader_load_file(ctx, p, path);
+    }
+    free(names[i]);
+  }
+  free(names);
+}
+
+static void scan_path_list(bp_context_t *ctx, const char *list) {
+  char *copy = strdup(list);
+  if (!copy) return;
+  char *save = NULL;
+  for (char *dir = strtok_r(copy, ":", &save); dir;
+       dir = strtok_r(NULL, ":", &save))
+    if (dir[0]) scan_dir(ctx, dir);
+  free(copy);
+}
+
+bp_status_t bp__loader_scan(bp_context_t *ctx) {
+  if (!ctx->options.only_plugin_dir) {
+    const char *env = bp__getenv("BACKPLANE_PLUGIN_PATH");
+    if (env) scan_path_list(ctx, env);
+    scan_dir(ctx, BP_PLUGIN_INSTALL_DIR);
+  }
+  if (ctx->options.plugin_dir) scan_dir(ctx, ctx->options.plugin_dir);
+  return BP_OK;
+}

@@ -1,0 +1,157 @@
+/*
+ * plugin_call.c — the wrappers through which the core calls a plugin's
+ * memory, stream and op entry points. They check that an optional entry
+ * exists, hold the stream lock so work on one stream stays in order, and turn
+ * a plugin's failure into a message that names the plugin and carries its
+ * own words.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static bp_status_t plugin_failed(bp_status_t st, const bp_device_t *d, const char *what) {
+  if (st == BP_OK) return st;
+  if (st > 0 || st < BP_ERR_BUSY) st = BP_ERR_INTERNAL; /* not a known status */
+  return bp__fail(st, "%s: plugin '%s' (%s): %s", what, d->entry.backend,
+                  d->entry.info.name,
+                  bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
+}
+
+static const char *const op_names[BP_OP_COUNT] = {
+    "gemm", "gemv", "conv2d", "pool2d", "batch_norm", "layer_norm", "rms_norm",
+    "softmax", "attention", "adam", "unary", "binary", "reduce", "fill", "copy",
+    "cast", "random"};
+
+const char *bp_op_name(bp_op_t op) {
+  return (unsigned)op < BP_OP_COUNT ? op_names[op] : "?";
+}
+
+/* The entry point of op in d's descriptor, NULL when absent. */
+static const void *op_entry(const bp_plugin_descriptor_t *x, bp_op_t op) {
+  switch (op) {
+  case BP_OP_GEMM: return (const void *)x->gemm;
+  case BP_OP_GEMV: return (const void *)x->gemv;
+  case BP_OP_CONV2D: return (const void *)x->conv2d;
+  case BP_OP_POOL2D: return (const void *)x->pool2d;
+  case BP_OP_BATCH_NORM: return (const void *)x->batch_norm;
+  case BP_OP_LAYER_NORM: return (const void *)x->layer_norm;
+  case BP_OP_RMS_NORM: return (const void *)x->rms_norm;
+  case BP_OP_SOFTMAX: return (const void *)x->softmax;
+  case BP_OP_ATTENTION: return (const void *)x->attention;
+  case BP_OP_ADAM: return (const void *)x->adam;
+  case BP_OP_UNARY: return (const void *)x->unary;
+  case BP_OP_BINARY: return (const void *)x->binary;
+  case BP_OP_REDUCE: return (const void *)x->reduce;
+  case BP_OP_FILL: return (const void *)x->fill;
+  case BP_OP_COPY: return (const void *)x->copy;
+  case BP_OP_CAST: return (const void *)x->cast;
+  case BP_OP_RANDOM: return (const void *)x->random;
+  case BP_OP_COUNT: break;
+  }
+  return NULL;
+}
+
+bp_status_t bp__require_op(const bp_device_t *d, bp_op_t op, bp_dtype_t dtype,
+                           const char *opname) {
+  if (!op_entry(d->desc, op))
+    return bp__fail(BP_ERR_UNSUPPORTED, "%s: backend '%s' does not implement %s", opname,
+                    d->entry.backend, bp_op_name(op));
+  if (!(d->entry.info.op_dtypes[op] & BP_DTYPE_BIT(dtype)))
+    return bp__fail(BP_ERR_UNSUPPORTED, "%s: device '%s' (%s) does not support %s for %s",
+                    opname, d->entry.info.name, d->entry.backend, bp_op_name(op),
+                    bp_dtype_name(dtype));
+  return BP_OK;
+}
+
+#define CALL(field, type)                                                      \
+  case BP_OP_##type:                                                           \
+    st = x->field(dh, sh, args);                                               \
+    break;
+
+bp_status_t bp__call_op(bp_stream_t *s, bp_op_t op, const void *args) {
+  bp_device_t *d = s->device;
+  const bp_plugin_descriptor_t *x = d->desc;
+  bp_plugin_device_t *dh = d->handle;
+  bp_plugin_stream_t *sh = s->handle;
+  bp_status_t st = BP_ERR_UNSUPPORTED;
+  pthread_mutex_lock(&s->lock);
+  bp__plugin_error_reset();
+  switch (op) {
+    CALL(gemm, GEMM) CALL(gemv, GEMV) CALL(conv2d, CONV2D) CALL(pool2d, POOL2D)
+    CALL(batch_norm, BATCH_NORM) CALL(layer_norm, LAYER_NORM)
+    CALL(rms_norm, RMS_NORM) CALL(softmax, SOFTMAX) CALL(attention, ATTENTION)
+    CALL(adam, ADAM) CALL(unary, UNARY) CALL(binary, BINARY) CALL(reduce, REDUCE)
+    CALL(fill, FILL) CALL(copy, COPY) CALL(cast, CAST) CALL(random, RANDOM)
+  case BP_OP_COUNT: break;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return plugin_failed(st, d, bp_op_name(op));
+}
+#undef CALL
+
+bp_status_t bp__call_mem_alloc(bp_device_t *d, uint64_t size, uint64_t *out_ptr) {
+  bp__plugin_error_reset();
+  *out_ptr = 0;
+  bp_status_t st = d->desc->mem_alloc(d->handle, size, out_ptr);
+  if (st == BP_ERR_OUT_OF_MEMORY && !bp__plugin_error()[0])
+    return bp__fail(st, "bp_buffer_alloc: device '%s' out of memory: requested %llu bytes",
+                    d->entry.info.name, (unsigned long long)size);
+  if (st == BP_OK && !*out_ptr)
+    return bp__fail(BP_ERR_INTERNAL, "bp_buffer_alloc: plugin '%s' returned success and no memory",
+                    d->entry.backend);
+  return plugin_failed(st, d, "bp_buffer_alloc");
+}
+
+void bp__call_mem_free(bp_device_t *d, uint64_t ptr) { d->desc->mem_free(d->handle, ptr); }
+
+static void lock_stream(bp_stream_t *s) { if (s) pthread_mutex_lock(&s->lock); }
+static void unlock_stream(bp_stream_t *s) { if (s) pthread_mutex_unlock(&s->lock); }
+
+bp_status_t bp__call_mem_write(bp_device_t *d, bp_stream_t *s, uint64_t dst, uint64_t off,
+                               const void *src, uint64_t size) {
+  lock_stream(s);
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->mem_write(d->handle, s ? s->handle : NULL, dst, off, src, size);
+  unlock_stream(s);
+  return plugin_failed(st, d, "bp_buffer_write");
+}
+
+bp_status_t bp__call_mem_read(bp_device_t *d, bp_stream_t *s, void *dst, uint64_t src,
+                              uint64_t off, uint64_t size) {
+  lock_stream(s);
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->mem_read(d->handle, s ? s->handle : NULL, dst, src, off, size);
+  unlock_stream(s);
+  return plugin_failed(st, d, "bp_buffer_read");
+}
+
+bp_status_t bp__call_mem_copy(bp_device_t *d, bp_stream_t *s, uint64_t dst, uint64_t doff,
+                              uint64_t src, uint64_t soff, uint64_t size) {
+  lock_stream(s);
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->mem_copy(d->handle, s ? s->handle : NULL, dst, doff, src, soff, size);
+  unlock_stream(s);
+  return plugin_failed(st, d, "bp_buffer_copy");
+}
+
+bp_status_t bp__call_device_sync(bp_device_t *d) {
+  bp__plugin_error_reset();
+  return plugin_failed(d->desc->device_synchronize(d->handle), d, "bp_device_synchronize");
+}
+
+bp_status_t bp__call_stream_create(bp_device_t *d, bp_plugin_stream_t **out) {
+  bp__plugin_error_reset();
+  *out = NULL;
+  bp_status_t st = d->desc->stream_create(d->handle, out);
+  if (st == BP_OK && !*out) st = BP_ERR_INTERNAL;
+  return plugin_failed(st, d, "bp_stream_create");
+}
+
+void bp__call_stream_destroy(bp_device_t *d, bp_plugin_stream_t *s) {
+  d->desc->stream_destroy(d->handle, s);
+}
+
+bp_status_t bp__call_stream_sync(bp_device_t *d, bp_plugin_stream_t *s) {
+  bp__plugin_error_reset();
+  return plugin_failed(d->desc->stream_synchronize(d->handle, s), d, "bp_stream_synchronize");
+}

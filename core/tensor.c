@@ -1,0 +1,284 @@
+/*
+ * tensor.c — dtypes, tensor views, and the checks every op runs on its
+ * tensors before a plugin sees them: live buffer of the right device, valid
+ * dtype and rank, non-negative shapes, and every byte reachable through the
+ * shape and strides inside the buffer, computed without overflow.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Dimensions and strides beyond this are rejected as absurd: no device has
+ * 2^48 elements, and the bound keeps every product below 2^96 for the
+ * overflow-checked arithmetic below. */
+#define MAX_EXTENT (INT64_C(1) << 48)
+
+static const struct {
+  const char *name;
+  size_t size;
+} dtypes[BP_DTYPE_COUNT] = {
+    [BP_F32] = {"f32", 4}, [BP_F16] = {"f16", 2}, [BP_BF16] = {"bf16", 2},
+    [BP_F64] = {"f64", 8}, [BP_I32] = {"i32", 4}, [BP_I64] = {"i64", 8},
+    [BP_U8] = {"u8", 1},
+};
+
+bool bp__dtype_valid(int dtype) { return dtype >= 0 && dtype < BP_DTYPE_COUNT; }
+
+bool bp__dtype_is_float(bp_dtype_t dt) {
+  return dt == BP_F32 || dt == BP_F16 || dt == BP_BF16 || dt == BP_F64;
+}
+
+size_t bp_dtype_size(bp_dtype_t dt) { return bp__dtype_valid(dt) ? dtypes[dt].size : 0; }
+
+const char *bp_dtype_name(bp_dtype_t dt) { return bp__dtype_valid(dt) ? dtypes[dt].name : "?"; }
+
+bp_status_t bp_dtype_parse(const char *name, bp_dtype_t *out_dtype) {
+  bp__clear_error();
+  if (!out_dtype) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_dtype_parse: out_dtype is NULL");
+  *out_dtype = BP_F32;
+  for (int i = 0; name && i < BP_DTYPE_COUNT; i++)
+    if (!strcmp(name, dtypes[i].name)) {
+      *out_dtype = (bp_dtype_t)i;
+      return BP_OK;
+    }
+  return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_dtype_parse: unknown dtype '%s'", name ? name : "(null)");
+}
+
+bool bp__mul_overflows(uint64_t a, uint64_t b, uint64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+bp_status_t bp_tensor_init(bp_buffer_t *buffer, uint64_t offset, bp_dtype_t dtype, int32_t rank,
+                           const int64_t *shape, const int64_t *strides, bp_tensor_t *out) {
+  bp__clear_error();
+  if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_init: out_tensor is NULL");
+  memset(out, 0, sizeof *out);
+  if (!bp__dtype_valid(dtype))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_init: dtype %d invalid", (int)dtype);
+  if (rank < 0 || rank > BP_MAX_RANK)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_init: rank %d not in [0, %d]", rank, BP_MAX_RANK);
+  if (rank > 0 && !shape) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_init: shape is NULL");
+  for (int i = 0; i < rank; i++)
+    if (shape[i] < 0 || shape[i] > MAX_EXTENT)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_init: shape[%d] = %lld out of range", i,
+                      (long long)shape[i]);
+  out->buffer = buffer;
+  out->offset = offset;
+  out->dtype = dtype;
+  out->rank = rank;
+  int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    out->shape[i] = shape[i];
+    out->strides[i] = strides ? strides[i] : stride;
+    if (shape[i] > 0 && stride <= MAX_EXTENT) stride *= shape[i];
+  }
+  return BP_OK;
+}
+
+bp_status_t bp_tensor_permute(const bp_tensor_t *t, const int32_t *perm, bp_tensor_t *out) {
+  bp__clear_error();
+  if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_permute: out_tensor is NULL");
+  memset(out, 0, sizeof *out);
+  if (!t || !perm) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_permute: %s is NULL", t ? "perm" : "tensor");
+  if (t->rank < 0 || t->rank > BP_MAX_RANK)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_permute: rank %d invalid", t->rank);
+  bool seen[BP_MAX_RANK] = {false};
+  for (int i = 0; i < t->rank; i++) {
+    if (perm[i] < 0 || perm[i] >= t->rank || seen[perm[i]])
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_permute: perm is not a permutation of 0..%d",
+                      t->rank - 1);
+    seen[perm[i]] = true;
+  }
+  *out = *t;
+  for (int i = 0; i < t->rank; i++) {
+    out->shape[i] = t->shape[perm[i]];
+    out->strides[i] = t->strides[perm[i]];
+  }
+  return BP_OK;
+}
+
+bp_status_t bp_tensor_transpose(const bp_tensor_t *t, int32_t a, int32_t b, bp_tensor_t *out) {
+  bp__clear_error();
+  if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_transpose: out_tensor is NULL");
+  memset(out, 0, sizeof *out);
+  if (!t) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_transpose: tensor is NULL");
+  if (t->rank < 0 || t->rank > BP_MAX_RANK || a < 0 || b < 0 || a >= t->rank || b >= t->rank)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tensor_transpose: axes %d, %d invalid for rank %d", a,
+                    b, t->rank);
+  int32_t perm[BP_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) perm[i] = i;
+  perm[a] = b;
+  perm[b] = a;
+  return bp_tensor_permute(t, perm, out);
+}
+
+int64_t bp_tensor_numel(const bp_tensor_t *t) {
+  if (!t || t->rank < 0 || t->rank > BP_MAX_RANK) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] <= 0) return 0;
+    if (__builtin_mul_overflow(n, t->shape[i], &n)) return 0;
+  }
+  return n;
+}
+
+/* Lowest and highest element offsets (relative to the tensor's offset) its
+ * shape and strides reach. False when some dimension is 0 (nothing touched).
+ */
+static bool element_extent(const bp_tensor_t *t, __int128 *lo, __int128 *hi) {
+  *lo = *hi = 0;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] == 0) return false;
+    __int128 span = (__int128)(t->shape[i] - 1) * t->strides[i];
+    if (span < 0) *lo += span; else *hi += span;
+  }
+  return true;
+}
+
+bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp_device_t *d, const char *op,
+                             const char *what) {
+  if (!t) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, what);
+  if (!bp__handle_live(t->buffer, BP__H_BUFFER))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.buffer is %s", op, what,
+                    t->buffer ? "not a live buffer (freed or foreign)" : "NULL");
+  if (t->buffer->device != d)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.buffer belongs to another device than the stream",
+                    op, what);
+  if (!bp__dtype_valid(t->dtype))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.dtype %d invalid", op, what, (int)t->dtype);
+  if (t->rank < 0 || t->rank > BP_MAX_RANK)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.rank %d not in [0, %d]", op, what, t->rank,
+                    BP_MAX_RANK);
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] < 0 || t->shape[i] > MAX_EXTENT)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.shape[%d] = %lld out of range [0, 2^48]", op,
+                      what, i, (long long)t->shape[i]);
+    if (t->strides[i] < -MAX_EXTENT || t->strides[i] > MAX_EXTENT)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.strides[%d] = %lld out of range", op, what, i,
+                      (long long)t->strides[i]);
+  }
+  size_t es = bp_dtype_size(t->dtype);
+  if (t->offset % es)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.offset %llu is not a multiple of the %zu-byte element",
+                    op, what, (unsigned long long)t->offset, es);
+  __int128 lo, hi;
+  if (!element_extent(t, &lo, &hi)) return BP_OK;
+  __int128 first = (__int128)t->offset + lo * (__int128)es;
+  __int128 end = (__int128)t->offset + (hi + 1) * (__int128)es;
+  if (first < 0 || end > (__int128)t->buffer->size)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: %s reaches bytes [%lld, %lld) outside its buffer of %llu bytes", op, what,
+                    (long long)first, (long long)end, (unsigned long long)t->buffer->size);
+  return BP_OK;
+}
+
+void bp__tensor_to_plugin(const bp_tensor_t *t, bp_plugin_tensor_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!t) return; /* absent optional tensor: rank 0, ptr 0 */
+  out->ptr = t->buffer->ptr;
+  out->offset = t->offset;
+  out->dtype = t->dtype;
+  out->rank = t->rank;
+  for (int i = 0; i < t->rank; i++) {
+    out->shape[i] = t->shape[i];
+    out->strides[i] = t->strides[i];
+  }
+}
+
+bp_status_t bp__broadcast_to(bp_plugin_tensor_t *x, int32_t rank, const int64_t *shape,
+                             const char *op, const char *what) {
+  if (x->rank > rank)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has rank %d, more than the output's %d", op,
+                    what, x->rank, rank);
+  bp_plugin_tensor_t r = *x;
+  int shift = rank - x->rank;
+  for (int i = rank - 1; i >= 0; i--) {
+    int j = i - shift;
+    int64_t dim = j >= 0 ? x->shape[j] : 1;
+    int64_t stride = j >= 0 ? x->strides[j] : 0;
+    if (dim != shape[i] && dim != 1)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                      "%s: %s dimension %d (%lld) does not broadcast to %lld", op, what, j,
+                      (long long)dim, (long long)shape[i]);
+    r.shape[i] = shape[i];
+    r.strides[i] = dim == 1 ? 0 : stride;
+  }
+  r.rank = rank;
+  *x = r;
+  return BP_OK;
+}
+
+bool bp__tensors_overlap(const bp_tensor_t *a, const bp_tensor_t *b) {
+  if (!a || !b || a->buffer != b->buffer) return false;
+  __int128 alo, ahi, blo, bhi;
+  if (!element_extent(a, &alo, &ahi) || !element_extent(b, &blo, &bhi)) return false;
+  __int128 as = bp_dtype_size(a->dtype), bs = bp_dtype_size(b->dtype);
+  __int128 a0 = a->offset + alo * as, a1 = a->offset + (ahi + 1) * as;
+  __int128 b0 = b->offset + blo * bs, b1 = b->offset + (bhi + 1) * bs;
+  return a0 < b1 && b0 < a1;
+}
+
+bp_status_t bp__same_shape(const bp_tensor_t *a, const bp_tensor_t *b, const char *op,
+                           const char *wa, const char *wb) {
+  bool same = a->rank == b->rank;
+  for (int i = 0; same && i < a->rank; i++) same = a->shape[i] == b->shape[i];
+  if (!same)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s and %s have different shapes", op, wa, wb);
+  return BP_OK;
+}
+
+bp_status_t bp__check_tensors(const bp_stream_t *s, const char *op, int n,
+                              const bp_tensor_t *const *ts, const char *const *names) {
+  bp_status_t st = bp__stream_check(s, op);
+  for (int i = 0; st == BP_OK && i < n; i++) st = bp__tensor_check(ts[i], s->device, op, names[i]);
+  return st;
+}
+
+bp_status_t bp__check_float_dtypes(const char *op, int n, const bp_tensor_t *const *ts,
+                                   const char *const *names) {
+  for (int i = 0; i < n; i++) {
+    if (!ts[i]) continue;
+    if (!bp__dtype_is_float(ts[i]->dtype))
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s; expected a float type", op,
+                      names[i], bp_dtype_name(ts[i]->dtype));
+    if (ts[i]->dtype != ts[0]->dtype)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s but %s has %s", op, names[i],
+                      bp_dtype_name(ts[i]->dtype), names[0], bp_dtype_name(ts[0]->dtype));
+  }
+  return BP_OK;
+}
+
+bool bp__same_view(const bp_tensor_t *a, const bp_tensor_t *b) {
+  if (a->buffer != b->buffer || a->offset != b->offset || a->dtype != b->dtype || a->rank != b->rank)
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->strides[i] != b->strides[i]))
+      return false;
+  return true;
+}
+
+bp_status_t bp__check_output(const char *op, const bp_tensor_t *y, const char *yname, int n,
+                             const bp_tensor_t *const *ins, const char *const *names,
+                             bool in_place_ok) {
+  for (int i = 0; i < n; i++) {
+    if (!ins[i] || !bp__tensors_overlap(y, ins[i])) continue;
+    if (in_place_ok && bp__same_view(y, ins[i])) continue;
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s overlaps %s%s", op, yname, names[i],
+                    in_place_ok ? " (only an identical view may be updated in place)" : "");
+  }
+  /* An output with a broadcast (stride 0) axis would be written twice. */
+  for (int i = 0; i < y->rank; i++)
+    if (y->shape[i] > 1 && y->strides[i] == 0)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has stride 0 on axis %d of size %lld", op,
+                      yname, i, (long long)y->shape[i]);
+  return BP_OK;
+}
+
+bp_status_t bp__normalize_axis(const char *op, int32_t axis, int32_t rank, int32_t *out) {
+  int32_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: axis %d out of range for rank %d", op, axis, rank);
+  *out = a;
+  return BP_OK;
+}
