@@ -16,7 +16,10 @@
  *     struct_size covers and treats anything beyond as absent (NULL / 0).
  *  3. Every argument struct passed to an op starts with struct_size, so an op
  *     can gain parameters without a new entry point. A plugin must read only
- *     the fields the struct_size it receives covers.
+ *     the fields the struct_size it receives covers. The args struct and
+ *     anything it points to are valid only during the call: a plugin that
+ *     queues work copies what it needs (device pointers stay valid until the
+ *     buffer is freed, and the core synchronises before freeing).
  *  4. Entry points marked "(required)" must be non-NULL; the loader refuses
  *     the plugin otherwise. Entry points marked "(optional)" may be NULL,
  *     which means "not supported here": the core reports BP_ERR_UNSUPPORTED
@@ -388,7 +391,8 @@ typedef struct bp_fill_args {
 } bp_fill_args_t;
 
 /* y = x elementwise over y's shape; for copy the dtypes agree, for cast they
- * differ (round to nearest even; NaN to integer is 0, out of range saturates).
+ * differ (every conversion rounds to nearest, ties to even, float to integer
+ * included; NaN to integer is 0; out of range saturates).
  */
 typedef struct bp_copy_args {
   uint32_t struct_size;
