@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <link.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -149,6 +151,82 @@ static uint32_t symbol_size(void *addr) {
   return sym->st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym->st_size;
 }
 
+#if defined(__x86_64__)
+#define HOST_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#elif defined(__i386__)
+#define HOST_MACHINE EM_386
+#elif defined(__powerpc64__)
+#define HOST_MACHINE EM_PPC64
+#elif defined(__riscv)
+#define HOST_MACHINE EM_RISCV
+#else
+#define HOST_MACHINE EM_NONE /* unknown: leave the check to dlopen */
+#endif
+
+static const char *machine_name(unsigned m) {
+  switch (m) {
+  case EM_X86_64: return "x86-64";
+  case EM_386: return "i386";
+  case EM_AARCH64: return "aarch64";
+  case EM_ARM: return "arm";
+  case EM_PPC64: return "ppc64";
+  case EM_RISCV: return "riscv";
+  case EM_S390: return "s390";
+  default: return "another architecture";
+  }
+}
+
+/* Reads the ELF header before dlopen: for an empty file, a text file or a
+ * library of another architecture, glibc's dlerror is terse or misleading (an
+ * AArch64 library reads "cannot open shared object file: No such file or
+ * directory"), and the report should say what is wrong. */
+static bool elf_header_ok(bp__plugin_t *p, const char *path) {
+  ElfW(Ehdr) eh;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    REASON(p, "cannot open: %s", strerror(errno));
+    return false;
+  }
+  ssize_t n = read(fd, &eh, sizeof eh);
+  int err = errno;
+  close(fd);
+  if (n < 0) {
+    REASON(p, "cannot read: %s", strerror(err));
+    return false;
+  }
+  if (n == 0) {
+    REASON(p, "empty file, not a shared library");
+    return false;
+  }
+  if ((size_t)n < SELFMAG || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+    REASON(p, "not an ELF file (no ELF magic): not a shared library");
+    return false;
+  }
+  if ((size_t)n < sizeof eh) {
+    REASON(p, "truncated ELF header (%zd bytes)", n);
+    return false;
+  }
+  if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
+    REASON(p, "wrong architecture: %s ELF file in a %d-bit process",
+           eh.e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : "64-bit",
+           (int)(8 * sizeof(void *)));
+    return false;
+  }
+  if (HOST_MACHINE != EM_NONE && eh.e_machine != HOST_MACHINE) {
+    REASON(p, "wrong architecture: built for %s (e_machine %u), this process is %s",
+           machine_name(eh.e_machine), (unsigned)eh.e_machine,
+           machine_name(HOST_MACHINE));
+    return false;
+  }
+  if (eh.e_type != ET_DYN) {
+    REASON(p, "not a shared library (ELF type %u)", (unsigned)eh.e_type);
+    return false;
+  }
+  return true;
+}
+
 static bool open_library(bp__plugin_t *p, const char *path) {
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -164,6 +242,10 @@ static bool open_library(bp__plugin_t *p, const char *path) {
   if (writable_by_others(&st)) {
     REASON(p, "file is writable by others than its owner and root (mode %03o)",
            (unsigned)(st.st_mode & 0777));
+    refuse(p, BP_ERR_INCOMPATIBLE);
+    return false;
+  }
+  if (!elf_header_ok(p, path)) {
     refuse(p, BP_ERR_INCOMPATIBLE);
     return false;
   }

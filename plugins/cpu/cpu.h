@@ -60,7 +60,7 @@ typedef struct cpu_device {
   unsigned threads;
   bp_isa_level_t isa; /* detected, capped by the open config */
   bool allow_reduced_precision;
-  uint64_t memory_limit, memory_used; /* memory_used under mem_lock */
+  uint64_t memory_limit, memory_used; /* memory_used: __atomic builtins */
   cpu_pool_t *pool;
 } cpu_device_t;
 

@@ -1,0 +1,85 @@
+// norm.cu — layer norm and RMS norm (one warp per row), inference batch
+// norm and 2-D pooling (one thread per output element).
+#include "bp_cuda_common.cuh"
+
+template <typename T> __device__ void norm(const bpk_norm_args_t &p) {
+  const int lane = threadIdx.x & 31;
+  const bpk_rows_t &r = p.r;
+  BPK_FOR_EACH_ROW(row, r.rows) {
+    const int64_t xb = bpk_offset(r.x, row), yb = bpk_offset(r.y, row);
+    T mean = 0;
+    if (!p.rms) {
+      T s = 0;
+      for (int64_t j = lane; j < r.len; j += 32)
+        s += bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step);
+      mean = bpk_warp_sum(s) / (T)r.len;
+    }
+    // Second pass around the mean (zero for RMS norm): no cancellation.
+    T sq = 0;
+    for (int64_t j = lane; j < r.len; j += 32) {
+      T d = bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step) - mean;
+      sq += d * d;
+    }
+    const T inv = (T)1 / sqrt(bpk_warp_sum(sq) / (T)r.len + (T)p.eps);
+    for (int64_t j = lane; j < r.len; j += 32) {
+      T v = (bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step) - mean) * inv;
+      v = v * bpk_ldv<T>(p.gamma, j, (T)1) + bpk_ldv<T>(p.beta, j, (T)0);
+      bpk_st(r.y.ptr, r.y.dtype, yb + j * r.y_step, v);
+    }
+  }
+}
+
+extern "C" __global__ void bp_norm_f(const bpk_norm_args_t p) { norm<float>(p); }
+extern "C" __global__ void bp_norm_d(const bpk_norm_args_t p) { norm<double>(p); }
+
+template <typename T> __device__ void batch_norm(const bpk_batch_norm_args_t &p) {
+  int64_t inner = 1;
+  for (int d = 2; d < p.y.rank; d++) inner *= p.y.shape[d];
+  const int64_t channels = p.y.rank > 1 ? p.y.shape[1] : 1;
+  BPK_FOR_EACH(i, p.n) {
+    const int64_t c = (i / inner) % channels;
+    const T x = bpk_ld<T>(p.x.ptr, p.x.dtype, bpk_offset(p.x, i));
+    const T inv = (T)1 / sqrt(bpk_ldv<T>(p.var, c, (T)1) + (T)p.eps);
+    const T v = (x - bpk_ldv<T>(p.mean, c, (T)0)) * inv * bpk_ldv<T>(p.scale, c, (T)1) +
+                bpk_ldv<T>(p.bias, c, (T)0);
+    bpk_st(p.y.ptr, p.y.dtype, bpk_offset(p.y, i), v);
+  }
+}
+
+extern "C" __global__ void bp_batch_norm_f(const bpk_batch_norm_args_t p) { batch_norm<float>(p); }
+extern "C" __global__ void bp_batch_norm_d(const bpk_batch_norm_args_t p) { batch_norm<double>(p); }
+
+template <typename T> __device__ void pool2d(const bpk_pool2d_args_t &p) {
+  const int64_t C = p.y.shape[1], P = p.y.shape[2], Q = p.y.shape[3];
+  const int64_t H = p.x.shape[2], W = p.x.shape[3];
+  BPK_FOR_EACH(i, p.n) {
+    const int64_t q = i % Q, pp = (i / Q) % P, c = (i / (Q * P)) % C, n = i / (Q * P * C);
+    const int64_t h0 = pp * p.stride_h - p.pad_h, w0 = q * p.stride_w - p.pad_w;
+    const int64_t xb = n * p.x.strides[0] + c * p.x.strides[1];
+    T acc = p.kind == 0 ? (T)-INFINITY : (T)0;
+    int64_t count = 0;
+    for (int kh = 0; kh < p.kernel_h; kh++) {
+      const int64_t h = h0 + kh;
+      if (h < 0 || h >= H) continue; // padding: -inf for max, skipped for avg
+      for (int kw = 0; kw < p.kernel_w; kw++) {
+        const int64_t w = w0 + kw;
+        if (w < 0 || w >= W) continue;
+        const T v = bpk_ld<T>(p.x.ptr, p.x.dtype, xb + h * p.x.strides[2] + w * p.x.strides[3]);
+        acc = p.kind == 0 ? bpk_max(acc, v) : acc + v;
+        count++;
+      }
+    }
+    if (p.kind != 0) {
+      // PyTorch's divisor: the window clipped to the padded input.
+      const int64_t hend = min(h0 + p.kernel_h, H + p.pad_h), wend = min(w0 + p.kernel_w, W + p.pad_w);
+      const int64_t padded = (hend - h0) * (wend - w0);
+      const int64_t div = p.count_include_pad ? padded : count;
+      acc = div > 0 ? acc / (T)div : (T)0;
+    }
+    const int64_t yo = n * p.y.strides[0] + c * p.y.strides[1] + pp * p.y.strides[2] + q * p.y.strides[3];
+    bpk_st(p.y.ptr, p.y.dtype, yo, acc);
+  }
+}
+
+extern "C" __global__ void bp_pool2d_f(const bpk_pool2d_args_t p) { pool2d<float>(p); }
+extern "C" __global__ void bp_pool2d_d(const bpk_pool2d_args_t p) { pool2d<double>(p); }

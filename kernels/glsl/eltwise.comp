@@ -1,0 +1,89 @@
+#version 460
+// eltwise.comp — unary and binary elementwise ops over strided tensors with
+// broadcasting by stride 0, computed in f32. Variants: eltwise_<dtype>.
+// The op is a field of the parameter block (uniform branch), so one
+// pipeline per dtype serves every op.
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
+  uint64_t y, a, b;
+  int n, rank;
+  int op, binary; // binary == 0: y = unary op(a)
+  int shape[BP_MAX_RANK], sy[BP_MAX_RANK], sa[BP_MAX_RANK], sb[BP_MAX_RANK];
+};
+layout(push_constant) uniform PC { Params p; };
+
+// erf with |error| < 1.2e-7 (Numerical Recipes erfc, Chebyshev fit).
+float bp_erf(float x) {
+  float z = abs(x), t = 1.0 / (1.0 + 0.5 * z);
+  float r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 +
+            t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 +
+            t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 +
+            t * 0.17087277)))))))));
+  return x >= 0.0 ? 1.0 - r : r - 1.0;
+}
+
+float bp_unary(int op, float x) {
+  switch (op) {
+  case 0: return -x;
+  case 1: return abs(x);
+  case 2: return exp(x);
+  case 3: return x < 0.0 ? BP_NAN : log(x);
+  case 4: return x < 0.0 ? BP_NAN : sqrt(x);
+  case 5: return x < 0.0 ? BP_NAN : inversesqrt(x);
+  case 6: return isnan(x) ? x : max(x, 0.0);
+  case 7: return x * 0.5 * (1.0 + bp_erf(x * 0.70710678118654752));
+  case 8: return x / (1.0 + exp(-x));
+  case 9: return 1.0 / (1.0 + exp(-x));
+  case 10: return isnan(x) ? x : (abs(x) > 9.0 ? sign(x) : tanh(x));
+  case 11: return sin(x);
+  default: return cos(x);
+  }
+}
+
+// C's powf for the cases GLSL's pow leaves undefined (x < 0, x == 0).
+float bp_pow(float x, float y) {
+  if (y == 0.0) return 1.0;
+  if (x == 1.0) return 1.0;
+  if (isnan(x) || isnan(y)) return BP_NAN;
+  float m = pow(abs(x), y);
+  if (abs(x) == 0.0) m = y < 0.0 ? BP_INF : 0.0;
+  if (x < 0.0 || (x == 0.0 && floatBitsToUint(x) != 0u)) {
+    if (floor(y) != y) return x == 0.0 ? m : BP_NAN;
+    bool odd = abs(y) < 16777216.0 && mod(y, 2.0) == 1.0;
+    return odd ? -m : m;
+  }
+  return m;
+}
+
+float bp_binary(int op, float a, float b) {
+  switch (op) {
+  case 0: return a + b;
+  case 1: return a - b;
+  case 2: return a * b;
+  case 3: return a / b;
+  case 4: return isnan(a) || isnan(b) ? BP_NAN : max(a, b);
+  case 5: return isnan(a) || isnan(b) ? BP_NAN : min(a, b);
+  default: return bp_pow(a, b);
+  }
+}
+
+void main() {
+  T1Buf y = T1Buf(p.y), a = T1Buf(p.a), b = T1Buf(p.b);
+  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  for (int i = int(gl_GlobalInvocationID.x); i < p.n; i += step) {
+    int oy, oa, ob;
+    BP_ND_OFFSET(oy, i, p.rank, p.shape, p.sy);
+    BP_ND_OFFSET(oa, i, p.rank, p.shape, p.sa);
+    float r;
+    if (p.binary != 0) {
+      BP_ND_OFFSET(ob, i, p.rank, p.shape, p.sb);
+      r = bp_binary(p.op, LOAD1(a, oa), LOAD1(b, ob));
+    } else {
+      r = bp_unary(p.op, LOAD1(a, oa));
+    }
+    STORE1(y, oy, r);
+  }
+}

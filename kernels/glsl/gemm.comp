@@ -1,0 +1,92 @@
+#version 460
+// gemm.comp — C[b] = alpha * A[b] · B[b] + beta * C[b] over arbitrary
+// strides (transposes are strides), f32 accumulation. Variants: gemm_<dt>.
+//
+// Each workgroup computes a BM x BN tile of C, staging BK-deep slices of A
+// and B in shared memory; each invocation keeps a TM x TN register tile
+// whose rows and columns are strided by the thread grid, so global stores
+// and shared reads of neighbouring invocations are adjacent. Tile sizes and
+// the load order (which of A's / B's axes is contiguous) are specialization
+// constants, so one SPIR-V module serves every layout and tile choice.
+#include "common.glsl"
+#extension GL_EXT_control_flow_attributes : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const int BM = 64;
+layout(constant_id = 2) const int BN = 64;
+layout(constant_id = 3) const int BK = 16;
+// The register tile is fixed at compile time: loops over it must unroll
+// so the accumulators stay in registers (lavapipe turns indexed private
+// arrays into memory gathers otherwise).
+const int TM = 4, TN = 4;
+layout(constant_id = 4) const int UNUSED_TM = 4;
+layout(constant_id = 5) const int UNUSED_TN = 4;
+// bit 0: A is contiguous along k (else along m); bit 1: B along n (else k)
+layout(constant_id = 6) const int LAYOUT = 1;
+
+const int WM = BM / TM, WN = BN / TN, THREADS = WM * WN;
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
+  uint64_t a, b, c;
+  int m, n, k, beta_zero;
+  int sab, sam, sak, sbb, sbk, sbn, scb, scm, scn;
+  float alpha, beta;
+};
+layout(push_constant) uniform PC { Params p; };
+
+shared float As[BK * BM]; // As[kk * BM + mm]
+shared float Bs[BK * BN]; // Bs[kk * BN + nn]
+
+void load_tiles(T1Buf a, T1Buf b, int m0, int n0, int k0, int tid) {
+  for (int idx = tid; idx < BM * BK; idx += THREADS) {
+    int mm, kk;
+    if ((LAYOUT & 1) != 0) { kk = idx % BK; mm = idx / BK; }
+    else { mm = idx % BM; kk = idx / BM; }
+    int gm = m0 + mm, gk = k0 + kk;
+    As[kk * BM + mm] = gm < p.m && gk < p.k ? LOAD1(a, gm * p.sam + gk * p.sak) : 0.0;
+  }
+  for (int idx = tid; idx < BN * BK; idx += THREADS) {
+    int nn, kk;
+    if ((LAYOUT & 2) != 0) { nn = idx % BN; kk = idx / BN; }
+    else { kk = idx % BK; nn = idx / BK; }
+    int gn = n0 + nn, gk = k0 + kk;
+    Bs[kk * BN + nn] = gn < p.n && gk < p.k ? LOAD1(b, gk * p.sbk + gn * p.sbn) : 0.0;
+  }
+}
+
+void main() {
+  int tid = int(gl_LocalInvocationID.x);
+  int tx = tid % WN, ty = tid / WN;
+  int m0 = int(gl_WorkGroupID.y) * BM, n0 = int(gl_WorkGroupID.x) * BN;
+  int batch = int(gl_WorkGroupID.z);
+  T1Buf a = T1Buf(p.a + uint64_t(batch * p.sab) * uint64_t(SIZE1));
+  T1Buf b = T1Buf(p.b + uint64_t(batch * p.sbb) * uint64_t(SIZE1));
+  T1Buf c = T1Buf(p.c + uint64_t(batch * p.scb) * uint64_t(SIZE1));
+
+  vec4 acc[TM];
+  [[unroll]] for (int i = 0; i < TM; i++) acc[i] = vec4(0.0);
+  for (int k0 = 0; k0 < p.k; k0 += BK) {
+    load_tiles(a, b, m0, n0, k0, tid);
+    barrier();
+    for (int kk = 0; kk < BK; kk++) {
+      vec4 rb = vec4(Bs[kk * BN + tx], Bs[kk * BN + tx + WN],
+                     Bs[kk * BN + tx + 2 * WN], Bs[kk * BN + tx + 3 * WN]);
+      [[unroll]] for (int i = 0; i < TM; i++)
+        acc[i] = fma(vec4(As[kk * BM + ty + i * WM]), rb, acc[i]);
+    }
+    barrier();
+  }
+  [[unroll]] for (int i = 0; i < TM; i++) {
+    int gm = m0 + ty + i * WM;
+    if (gm >= p.m) break;
+    [[unroll]] for (int j = 0; j < TN; j++) {
+      int gn = n0 + tx + j * WN;
+      if (gn >= p.n) break;
+      int oc = gm * p.scm + gn * p.scn;
+      float r = p.alpha * acc[i][j];
+      // beta == 0 never reads C, so NaN there does not propagate
+      if (p.beta_zero == 0) r += p.beta * LOAD1(c, oc);
+      STORE1(c, oc, r);
+    }
+  }
+}

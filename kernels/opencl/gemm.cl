@@ -1,0 +1,161 @@
+/*
+ * gemm.cl — C[b] = alpha * A[b] B[b] + beta * C[b], and y = alpha A x + beta y.
+ * Built with -DDT=code; CT is the compute type (f32, or f64 for f64).
+ *
+ * Large problems run in two steps. `pack` copies A (transposed, [K][Mp]) and
+ * B ([K][Np]) into zero-padded compute-type scratch buffers, which absorbs
+ * any strides, transposes and storage dtype. `gemm_tiled` then works on
+ * exact tile multiples: each work-item keeps a WM x WN block of C in
+ * registers as WM x (WN/VW) vectors; with -DUSE_LOCAL=1 the work-group first
+ * stages TK-deep slices of A and B in local memory (GPUs), with 0 it reads
+ * the packed buffers directly (CPU drivers, where local memory is plain
+ * memory and barriers cost a spill of every accumulator).
+ * Tunables: TM TN (work-group tile), TK, WM WN (per-item tile), VW (vector
+ * width), UK (K unroll), USE_LOCAL. `gemm_direct` serves small problems with
+ * no scratch at all.
+ */
+#define CT ACC
+
+/* ---- direct: one C element per work-item, any strides ------------------- */
+__kernel void gemm_direct(__global const uchar *ab, ulong ao,
+                          __global const uchar *bb, ulong bo,
+                          __global uchar *cb, ulong co, long m, long n, long k,
+                          long8 s, /* a: b m k, b: b k n (s0..s5) */
+                          long csb, long csm, long csn, CT alpha, CT beta) {
+  long j = get_global_id(0), i = get_global_id(1), bi = get_global_id(2);
+  if (i >= m || j >= n)
+    return;
+  __global const T *a = BP_PTR(const T, ab, ao) + bi * s.s0 + i * s.s1;
+  __global const T *b = BP_PTR(const T, bb, bo) + bi * s.s3 + j * s.s5;
+  CT acc = 0;
+  for (long p = 0; p < k; p++)
+    acc = fma((CT)LD(a, p * s.s2), (CT)LD(b, p * s.s4), acc);
+  __global T *c = BP_PTR(T, cb, co);
+  long oc = bi * csb + i * csm + j * csn;
+  CT v = alpha * acc;
+  if (beta != (CT)0)
+    v = fma(beta, (CT)LD(c, oc), v);
+  ST(c, oc, v);
+}
+
+/* ---- pack: src[b*sb + p*sp + x*sx] into panels of pw columns ------------
+ * dst[b][x / pw][p][x % pw], zero padded to kp x xp: every work-group of
+ * gemm_tiled then walks one contiguous panel (no page-strided k steps). */
+__kernel void pack(__global const uchar *sbuf, ulong so, long rows_k,
+                   long cols_x, long sb, long sp, long sx,
+                   __global CT *dst, long kp, long xp, long pw) {
+  long x = get_global_id(0), p = get_global_id(1), bi = get_global_id(2);
+  if (x >= xp || p >= kp)
+    return;
+  __global const T *src = BP_PTR(const T, sbuf, so);
+  CT v = 0;
+  if (p < rows_k && x < cols_x)
+    v = (CT)LD(src, bi * sb + p * sp + x * sx);
+  dst[bi * kp * xp + ((x / pw) * kp + p) * pw + x % pw] = v;
+}
+
+#ifdef TM
+#define VT BP_CAT(CT, VW)
+#define VLOAD BP_CAT(vload, VW)
+#define NV (WN / VW)
+
+/* Register-blocked micro-kernel over one k step: acc += a[r] * b[v]. */
+#define MICRO_STEP(apt, bpt)                                                   \
+  do {                                                                         \
+    VT bv[NV];                                                                 \
+    for (int v = 0; v < NV; v++)                                               \
+      bv[v] = VLOAD(0, (bpt) + v * VW);                                        \
+    for (int r = 0; r < WM; r++) {                                             \
+      VT av = (VT)((apt)[r]);                                                  \
+      for (int v = 0; v < NV; v++)                                             \
+        acc[r][v] = fma(av, bv[v], acc[r][v]);                                 \
+    }                                                                          \
+  } while (0)
+
+__kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1))) void
+gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
+           long kp, long sab, long sbb, __global uchar *cb, ulong co, long m,
+           long n, long csb, long csm, long csn, CT alpha, CT beta) {
+  int tx = get_local_id(0), ty = get_local_id(1);
+  long bi = get_global_id(2);
+  long i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
+  ap += bi * sab + get_group_id(1) * kp * TM; /* this group's panels */
+  bp += bi * sbb + get_group_id(0) * kp * TN;
+  VT acc[WM][NV];
+  for (int r = 0; r < WM; r++)
+    for (int v = 0; v < NV; v++)
+      acc[r][v] = (VT)0;
+#if USE_LOCAL
+  __local CT as[TK * TM], bs[TK * TN];
+  const int nthreads = (TN / WN) * (TM / WM), tid = ty * (TN / WN) + tx;
+  for (long p0 = 0; p0 < kp; p0 += TK) {
+    for (int e = tid; e < TK * TM; e += nthreads)
+      as[e] = ap[p0 * TM + e];
+    for (int e = tid; e < TK * TN; e += nthreads)
+      bs[e] = bp[p0 * TN + e];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll UK
+    for (int p = 0; p < TK; p++)
+      MICRO_STEP(as + p * TM + ty * WM, bs + p * TN + tx * WN);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#else
+  __global const CT *a = ap + ty * WM;
+  __global const CT *b = bp + tx * WN;
+  for (long p0 = 0; p0 < kp; p0 += UK) {
+#pragma unroll
+    for (int p = 0; p < UK; p++)
+      MICRO_STEP(a + (p0 + p) * TM, b + (p0 + p) * TN);
+  }
+#endif
+  __global T *c = BP_PTR(T, cb, co) + bi * csb;
+  for (int r = 0; r < WM; r++) {
+    long i = i0 + ty * WM + r;
+    if (i >= m)
+      break;
+    CT vals[WN];
+    for (int v = 0; v < NV; v++)
+      BP_CAT(vstore, VW)(acc[r][v], 0, vals + v * VW);
+    for (int q = 0; q < WN; q++) {
+      long j = j0 + tx * WN + q;
+      if (j >= n)
+        break;
+      long oc = i * csm + j * csn;
+      CT val = alpha * vals[q];
+      if (beta != (CT)0)
+        val = fma(beta, (CT)LD(c, oc), val);
+      ST(c, oc, val);
+    }
+  }
+}
+#endif /* TM */
+
+/* ---- gemv: one work-group per output row, work-group reduction ---------- */
+#define GEMV_WG 64
+__kernel __attribute__((reqd_work_group_size(GEMV_WG, 1, 1))) void
+gemv(__global const uchar *ab, ulong ao, __global const uchar *xb, ulong xo,
+     __global uchar *yb, ulong yo, long m, long n, long sam, long san,
+     long sx, long sy, CT alpha, CT beta) {
+  __local CT part[GEMV_WG];
+  long i = get_group_id(0);
+  int t = get_local_id(0);
+  __global const T *a = BP_PTR(const T, ab, ao) + i * sam;
+  __global const T *x = BP_PTR(const T, xb, xo);
+  CT acc = 0;
+  for (long j = t; j < n; j += GEMV_WG)
+    acc = fma((CT)LD(a, j * san), (CT)LD(x, j * sx), acc);
+  part[t] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int w = GEMV_WG / 2; w > 0; w >>= 1) {
+    if (t < w)
+      part[t] += part[t + w];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t == 0) {
+    __global T *y = BP_PTR(T, yb, yo);
+    CT v = alpha * part[0];
+    if (beta != (CT)0)
+      v = fma(beta, (CT)LD(y, i * sy), v);
+    ST(y, i * sy, v);
+  }
+}

@@ -1,0 +1,13 @@
+# plugins/cpu/fast.mk — per-object ISA flags for the fast kernels. Each file
+# named here holds code for one ISA and is only called after run-time CPUID
+# checks, so the rest of the plugin stays baseline x86-64. Included by
+# plugin.mk after its `$(CPU_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS)`; these
+# later target-specific assignments to the same variable replace it.
+FAST_DIR := $(B)/obj/plugins/cpu
+FAST_AVX2 := -mavx2 -mfma -mf16c
+FAST_AVX512 := $(FAST_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq
+
+$(FAST_DIR)/fast_gemm_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
+$(FAST_DIR)/fast_gemm_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
+$(FAST_DIR)/fast_gemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512) \
+  -mamx-tile -mamx-bf16

@@ -1,0 +1,431 @@
+/*
+ * fast_gemm.c — the f32 / f64 GEMM fast path of the "cpu" device.
+ *
+ * BLIS-style: C is split into independent parts (batch entries, then ranges
+ * of rows or columns) that run on the thread pool; each part loops over k
+ * blocks (KC), m blocks (MC, packed A) and n blocks (NC, packed B in L2) and
+ * calls a register-tiled micro-kernel chosen at run time (fast_gemm.h). All
+ * strides and transposes are absorbed by the packing routines, so the
+ * micro-kernels only ever see contiguous panels.
+ */
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "fast_gemm.h"
+
+/* ---- typed helpers: packing, edge merge, fallbacks ---------------------- */
+
+/* One GEMM problem over raw bytes with element strides. */
+typedef struct gemm_view {
+  int64_t m, n, k;
+  const char *a, *b;
+  char *c;
+  int64_t sam, sak, sbk, sbn, scm, scn;
+} gemm_view_t;
+
+typedef struct gemm_type {
+  size_t in_size; /* element size of A, B and C */
+  size_t esize;   /* element size of the packed panels (compute type) */
+  bool wide_c;    /* C holds the compute type, so kernels may write it */
+  void (*pack_a)(const void *a, int64_t sam, int64_t sak, int64_t mb,
+                 int64_t kb, int mr, void *dst);
+  void (*pack_b)(const void *b, int64_t sbk, int64_t sbn, int64_t kb,
+                 int64_t nb, int nr, void *dst);
+  void (*merge)(const void *tile, int nr, void *c, int64_t scm, int64_t scn,
+                int64_t mb, int64_t nb, const void *alpha, const void *beta);
+  void (*naive)(const gemm_view_t *v, const void *alpha, const void *beta);
+  void (*scale)(const gemm_view_t *v, const void *beta);
+} gemm_type_t;
+
+/* Element conversions: TI is the stored type, TC the compute type. LD_x
+ * widens a stored value, ST_x rounds a computed one back (RNE). */
+#define LD_id(x) (x)
+#define ST_f32(v) ((float)(v))
+#define ST_f64(v) ((double)(v))
+#define LD_f16(x) cpu_f16_to_float(x)
+#define ST_f16(v) cpu_f16_from_double(v)
+#define LD_bf16(x) cpu_bf16_to_float(x)
+#define ST_bf16(v) cpu_bf16_from_double(v)
+
+/* A panels: dst[p*mr + i] = A[i][p], rows past mb zero so edge tiles need
+ * no special kernel. Stores run contiguously; the mr source rows are read
+ * as mr sequential streams. The helper is inlined with constant mr so the
+ * inner loop unrolls. */
+#define DEFINE_PACK_A(TI, TC, sfx, LD)                                         \
+  static inline __attribute__((always_inline)) void pack_a_panel_##sfx(       \
+      const TI *ai, int64_t sam, int64_t sak, int64_t kb, int mr, TC *dst) {   \
+    for (int64_t p = 0; p < kb; p++)                                           \
+      for (int i = 0; i < mr; i++)                                             \
+        dst[p * mr + i] = LD(ai[i * sam + p * sak]);                           \
+  }                                                                            \
+  static void pack_a_##sfx(const void *a_, int64_t sam, int64_t sak,           \
+                           int64_t mb, int64_t kb, int mr, void *dst_) {       \
+    const TI *a = a_;                                                          \
+    TC *dst = dst_;                                                            \
+    for (int64_t i0 = 0; i0 < mb; i0 += mr, dst += (int64_t)mr * kb) {        \
+      int64_t r = mb - i0 < mr ? mb - i0 : mr;                                 \
+      const TI *ai = a + i0 * sam;                                             \
+      if (r == mr && mr == 12)                                                 \
+        pack_a_panel_##sfx(ai, sam, sak, kb, 12, dst);                         \
+      else if (r == mr && mr == 6)                                             \
+        pack_a_panel_##sfx(ai, sam, sak, kb, 6, dst);                          \
+      else                                                                     \
+        for (int64_t p = 0; p < kb; p++)                                       \
+          for (int64_t i = 0; i < mr; i++)                                     \
+            dst[p * mr + i] = i < r ? LD(ai[i * sam + p * sak]) : 0;           \
+    }                                                                          \
+  }
+
+/* B panels: dst[p*nr + j] = B[p][j], columns past nb zero. */
+#define DEFINE_PACK_B(TI, TC, sfx, LD)                                         \
+  static void pack_b_##sfx(const void *b_, int64_t sbk, int64_t sbn,           \
+                           int64_t kb, int64_t nb, int nr, void *dst_) {       \
+    const TI *b = b_;                                                          \
+    TC *dst = dst_;                                                            \
+    int64_t full = sbn == 1 ? nb / nr * nr : 0;                                \
+    /* Row-major B: read whole rows (one page at a time, not one per k) and  \
+     * deal them out to the panels; constant-size copies become vector      \
+     * moves. */                                                               \
+    for (int64_t p = 0; p < kb && full > 0; p++)                               \
+      for (int64_t j0 = 0; j0 < full; j0 += nr) {                              \
+        TC *d = dst + j0 * kb + p * nr;                                        \
+        const TI *src = b + p * sbk + j0;                                      \
+        if (sizeof(TI) == sizeof(TC) && nr * sizeof(TC) == 128)                \
+          memcpy(d, src, 128);                                                 \
+        else if (sizeof(TI) == sizeof(TC) && nr * sizeof(TC) == 64)            \
+          memcpy(d, src, 64);                                                  \
+        else                                                                   \
+          for (int j = 0; j < nr; j++) d[j] = LD(src[j]);                      \
+      }                                                                        \
+    dst += full * kb;                                                          \
+    for (int64_t j0 = full; j0 < nb; j0 += nr, dst += (int64_t)nr * kb) {     \
+      int64_t w = nb - j0 < nr ? nb - j0 : nr;                                 \
+      const TI *bj = b + j0 * sbn;                                             \
+      if (sbk == 1) {                                                          \
+        for (int64_t j = 0; j < w; j++)                                        \
+          for (int64_t p = 0; p < kb; p++)                                     \
+            dst[p * nr + j] = LD(bj[j * sbn + p]);                             \
+      } else {                                                                 \
+        for (int64_t p = 0; p < kb; p++)                                       \
+          for (int64_t j = 0; j < w; j++)                                      \
+            dst[p * nr + j] = LD(bj[p * sbk + j * sbn]);                       \
+      }                                                                        \
+      for (int64_t p = 0; p < kb && w < nr; p++)                               \
+        for (int64_t j = w; j < nr; j++) dst[p * nr + j] = 0;                  \
+    }                                                                          \
+  }
+
+/* Writes a finished tile (alpha, beta not yet applied) into C. */
+#define DEFINE_MERGE(TI, TC, sfx, LD, ST)                                      \
+  static void merge_##sfx(const void *tile_, int nr, void *c_, int64_t scm,    \
+                          int64_t scn, int64_t mb, int64_t nb,                 \
+                          const void *alpha_, const void *beta_) {             \
+    const TC *tile = tile_, alpha = *(const TC *)alpha_,                       \
+             beta = *(const TC *)beta_;                                        \
+    TI *c = c_;                                                                \
+    for (int64_t i = 0; i < mb; i++)                                           \
+      for (int64_t j = 0; j < nb; j++) {                                       \
+        TI *cij = c + i * scm + j * scn;                                       \
+        TC v = alpha * tile[i * nr + j];                                       \
+        *cij = ST(beta == 0 ? v : v + beta * LD(*cij));                        \
+      }                                                                        \
+  }
+
+/* Used only when scratch memory cannot be had: slow but always right. */
+#define DEFINE_NAIVE(TI, TC, sfx, LD, ST)                                      \
+  static void naive_##sfx(const gemm_view_t *v, const void *alpha_,            \
+                          const void *beta_) {                                 \
+    const TI *a = (const TI *)v->a, *b = (const TI *)v->b;                     \
+    TI *c = (TI *)v->c;                                                        \
+    TC alpha = *(const TC *)alpha_, beta = *(const TC *)beta_;                 \
+    for (int64_t i = 0; i < v->m; i++)                                         \
+      for (int64_t j = 0; j < v->n; j++) {                                     \
+        TC s = 0;                                                              \
+        for (int64_t p = 0; p < v->k; p++)                                     \
+          s += LD(a[i * v->sam + p * v->sak]) * LD(b[p * v->sbk + j * v->sbn]); \
+        TI *cij = c + i * v->scm + j * v->scn;                                 \
+        *cij = ST(beta == 0 ? alpha * s : alpha * s + beta * LD(*cij));        \
+      }                                                                        \
+  }
+
+/* k == 0: C = beta * C, and beta == 0 clears C without reading it. */
+#define DEFINE_SCALE(TI, TC, sfx, LD, ST)                                      \
+  static void scale_##sfx(const gemm_view_t *v, const void *beta_) {           \
+    TI *c = (TI *)v->c;                                                        \
+    TC beta = *(const TC *)beta_;                                              \
+    for (int64_t i = 0; i < v->m; i++)                                         \
+      for (int64_t j = 0; j < v->n; j++) {                                     \
+        TI *cij = c + i * v->scm + j * v->scn;                                 \
+        *cij = ST(beta == 0 ? 0 : beta * LD(*cij));                            \
+      }                                                                        \
+  }
+
+#define DEFINE_GEMM_TYPE(TI, TC, sfx, LD, ST)                                  \
+  DEFINE_PACK_A(TI, TC, sfx, LD)                                               \
+  DEFINE_PACK_B(TI, TC, sfx, LD)                                               \
+  DEFINE_MERGE(TI, TC, sfx, LD, ST)                                            \
+  DEFINE_NAIVE(TI, TC, sfx, LD, ST)                                            \
+  DEFINE_SCALE(TI, TC, sfx, LD, ST)                                            \
+  static const gemm_type_t gemm_type_##sfx = {                                 \
+      sizeof(TI),   sizeof(TC),  sizeof(TI) == sizeof(TC),                     \
+      pack_a_##sfx, pack_b_##sfx, merge_##sfx,                                 \
+      naive_##sfx,  scale_##sfx};
+
+DEFINE_GEMM_TYPE(float, float, f32, LD_id, ST_f32)
+DEFINE_GEMM_TYPE(double, double, f64, LD_id, ST_f64)
+/* f16 and bf16 without a native kernel: widened to f32 while packing. */
+DEFINE_GEMM_TYPE(uint16_t, float, f16, LD_f16, ST_f16)
+DEFINE_GEMM_TYPE(uint16_t, float, bf16, LD_bf16, ST_bf16)
+
+/* Portable micro-kernel, 4 x 8: plain C the compiler keeps in registers. */
+#define C_MR 4
+#define C_NR 8
+#define DEFINE_UKR_C(T, sfx)                                                   \
+  static void ukr_c_##sfx(int64_t k, const void *ap_, const void *bp_,         \
+                          void *c_, int64_t ldc, const void *alpha_,           \
+                          const void *beta_) {                                 \
+    const T *ap = ap_, *bp = bp_, alpha = *(const T *)alpha_,                  \
+            beta = *(const T *)beta_;                                          \
+    T *c = c_, acc[C_MR][C_NR] = {{0}};                                        \
+    for (int64_t p = 0; p < k; p++, ap += C_MR, bp += C_NR)                    \
+      for (int i = 0; i < C_MR; i++)                                           \
+        for (int j = 0; j < C_NR; j++) acc[i][j] += ap[i] * bp[j];             \
+    for (int i = 0; i < C_MR; i++)                                             \
+      for (int j = 0; j < C_NR; j++) {                                         \
+        T v = alpha * acc[i][j];                                               \
+        c[i * ldc + j] = beta == 0 ? v : v + beta * c[i * ldc + j];            \
+      }                                                                        \
+  }
+DEFINE_UKR_C(float, f32)
+DEFINE_UKR_C(double, f64)
+
+/* ---- the blocked driver -------------------------------------------------- */
+
+#define TILE_BYTES (16 * 32 * 8) /* largest MR x NR tile of any kernel */
+
+/* Runs one part of C on the calling thread. Returns false when scratch
+ * memory is unavailable (nothing has been written then). */
+static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                       const gemm_view_t *v, const void *alpha,
+                       const void *beta, const void *one, const void *zero) {
+  int64_t es = (int64_t)t->esize, is = (int64_t)t->in_size;
+  int mr = kr->mr, nr = kr->nr;
+  int64_t KC = kr->kc, MC = kr->mc, NC = kr->nc;
+  if (!t->wide_c) {
+    /* A narrow C cannot hold partial sums: keep all of k in the registers
+     * and shrink the m and n blocks to keep the panels near L3 / L2. */
+    KC = v->k;
+    int64_t mfit = ((int64_t)4 << 20) / (KC * es) / mr * mr;
+    int64_t nfit = ((int64_t)1 << 20) / (KC * es) / nr * nr;
+    MC = mfit < MC ? (mfit > mr ? mfit : mr) : MC;
+    NC = nfit < NC ? (nfit > nr ? nfit : nr) : NC;
+  }
+  if (v->k < KC) KC = v->k;
+  int64_t mcap = v->m < MC ? (v->m + mr - 1) / mr * mr : MC;
+  int64_t ncap = v->n < NC ? (v->n + nr - 1) / nr * nr : NC;
+  char *ap = fast_scratch(0, (size_t)(mcap * KC * es));
+  char *bp = fast_scratch(1, (size_t)(ncap * KC * es));
+  if (!ap || !bp) return false;
+  alignas(64) char tile[TILE_BYTES];
+  bool direct = v->scn == 1 && t->wide_c;
+
+  for (int64_t pc = 0; pc < v->k; pc += KC) {
+    int64_t kb = v->k - pc < KC ? v->k - pc : KC;
+    const void *bet = pc == 0 ? beta : one;
+    for (int64_t ic = 0; ic < v->m; ic += MC) {
+      int64_t mb = v->m - ic < MC ? v->m - ic : MC;
+      t->pack_a(v->a + (ic * v->sam + pc * v->sak) * is, v->sam,
+                v->sak, mb, kb, mr, ap);
+      for (int64_t jc = 0; jc < v->n; jc += NC) {
+        int64_t nb = v->n - jc < NC ? v->n - jc : NC;
+        t->pack_b(v->b + (pc * v->sbk + jc * v->sbn) * is, v->sbk,
+                  v->sbn, kb, nb, nr, bp);
+        for (int64_t ir = 0; ir < mb; ir += mr) {
+          const char *apan = ap + ir * kb * es;
+          int64_t rows = mb - ir < mr ? mb - ir : mr;
+          for (int64_t jr = 0; jr < nb; jr += nr) {
+            const char *bpan = bp + jr * kb * es;
+            int64_t cols = nb - jr < nr ? nb - jr : nr;
+            char *cc =
+                v->c + ((ic + ir) * v->scm + (jc + jr) * v->scn) * is;
+            if (direct && rows == mr && cols == nr) {
+              kr->ukr(kb, apan, bpan, cc, v->scm, alpha, bet);
+            } else {
+              kr->ukr(kb, apan, bpan, tile, nr, one, zero);
+              t->merge(tile, nr, cc, v->scm, v->scn, rows, cols, alpha, bet);
+            }
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/* ---- splitting over batch and the pool ----------------------------------- */
+
+typedef struct gemm_job {
+  const gemm_type_t *t;
+  const fast_gemm_kernel_t *kr;
+  gemm_view_t v;
+  int64_t sab, sbb, scb; /* batch strides in elements */
+  int64_t pm, pn;        /* parts per batch entry along m and n */
+  alignas(8) char alpha[8], beta[8], one[8], zero[8];
+} gemm_job_t;
+
+/* Part `idx` of [0, len) split in `parts` chunks aligned to `align`. */
+static void split_range(int64_t len, int64_t parts, int64_t idx, int64_t align,
+                        int64_t *begin, int64_t *count) {
+  int64_t chunk = (len + parts - 1) / parts;
+  chunk = (chunk + align - 1) / align * align;
+  *begin = idx * chunk < len ? idx * chunk : len;
+  int64_t end = *begin + chunk < len ? *begin + chunk : len;
+  *count = end - *begin;
+}
+
+static void gemm_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  const gemm_job_t *j = ctx;
+  (void)worker;
+  int64_t es = (int64_t)j->t->in_size;
+  for (int64_t i = begin; i < end; i++) {
+    int64_t b = i / (j->pm * j->pn), r = i % (j->pm * j->pn);
+    int64_t m0, mcnt, n0, ncnt;
+    split_range(j->v.m, j->pm, r / j->pn, j->kr->mr, &m0, &mcnt);
+    split_range(j->v.n, j->pn, r % j->pn, j->kr->nr, &n0, &ncnt);
+    if (mcnt == 0 || ncnt == 0) continue;
+    gemm_view_t v = j->v;
+    v.m = mcnt;
+    v.n = ncnt;
+    v.a += (b * j->sab + m0 * v.sam) * es;
+    v.b += (b * j->sbb + n0 * v.sbn) * es;
+    v.c += (b * j->scb + m0 * v.scm + n0 * v.scn) * es;
+    if (v.k == 0)
+      j->t->scale(&v, j->beta);
+    else if (!gemm_block(j->t, j->kr, &v, j->alpha, j->beta, j->one, j->zero))
+      j->t->naive(&v, j->alpha, j->beta);
+  }
+}
+
+/* Picks the micro-kernel for dtype under the device's ISA ceiling. */
+static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
+  const cpu_features_t *f = cpu_features_get();
+  bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
+  if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl)
+    return f64 ? fast_dgemm_avx512 : fast_sgemm_avx512;
+  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
+    return f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
+  fast_gemm_kernel_t c = {f64 ? ukr_c_f64 : ukr_c_f32,
+                          C_MR, C_NR, 256, 1024, 512};
+  return c;
+}
+
+static char *tensor_base(const bp_plugin_tensor_t *t) {
+  return (char *)(uintptr_t)t->ptr + t->offset;
+}
+
+static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
+
+/* True when the 2-D view with these dims/strides maps no two elements onto
+ * one address (a dimension of size 1 never matters). */
+static bool distinct_2d(int64_t d0, int64_t s0, int64_t d1, int64_t s1) {
+  if (d0 <= 1 || d1 <= 1) return (d0 <= 1 || s0 != 0) && (d1 <= 1 || s1 != 0);
+  int64_t a0 = iabs64(s0), a1 = iabs64(s1);
+  if (a0 == 0 || a1 == 0) return false;
+  return a0 < a1 ? a0 * d0 <= a1 : a1 * d1 <= a0;
+}
+
+static void store_scalar(char *dst, bool f64, double v) {
+  if (f64)
+    memcpy(dst, &v, sizeof v);
+  else {
+    float f = (float)v;
+    memcpy(dst, &f, sizeof f);
+  }
+}
+
+bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
+  bp_dtype_t dt = a->a.dtype;
+  if (a->b.dtype != dt || a->c.dtype != dt || a->a.rank != 3 ||
+      a->b.rank != 3 || a->c.rank != 3)
+    return BP_ERR_UNIMPLEMENTED;
+  const gemm_type_t *type = dt == BP_F32    ? &gemm_type_f32
+                            : dt == BP_F64  ? &gemm_type_f64
+                            : dt == BP_F16  ? &gemm_type_f16
+                            : dt == BP_BF16 ? &gemm_type_bf16
+                                            : NULL;
+  if (!type) return BP_ERR_UNIMPLEMENTED;
+  /* alpha == 0 has BLAS meaning (A and B unread): leave it to the reference
+   * so both devices agree on NaN handling. */
+  if (a->alpha == 0) return BP_ERR_UNIMPLEMENTED;
+  if (dt == BP_BF16 || dt == BP_F16) {
+    /* AMX / AVX512-BF16 kernels first; widening to f32 otherwise. */
+    bp_status_t st = fast_gemm_lowp(dev, a);
+    if (st != BP_ERR_UNIMPLEMENTED) return st;
+  }
+
+  int64_t batch = a->c.shape[0], m = a->c.shape[1], n = a->c.shape[2];
+  int64_t k = a->a.shape[2];
+  if (batch == 0 || m == 0 || n == 0) return BP_OK;
+  const int64_t *sc = a->c.strides;
+  if (!distinct_2d(m, sc[1], n, sc[2]) || (batch > 1 && sc[0] == 0))
+    return BP_ERR_UNIMPLEMENTED;
+
+  bool f64 = dt == BP_F64;
+  gemm_job_t j;
+  memset(&j, 0, sizeof j);
+  j.t = type;
+  fast_gemm_kernel_t kr = pick_kernel(dev, f64);
+  j.kr = &kr;
+  j.v = (gemm_view_t){m,
+                      n,
+                      k,
+                      tensor_base(&a->a),
+                      tensor_base(&a->b),
+                      tensor_base(&a->c),
+                      a->a.strides[1],
+                      a->a.strides[2],
+                      a->b.strides[1],
+                      a->b.strides[2],
+                      sc[1],
+                      sc[2]};
+  j.sab = a->a.strides[0];
+  j.sbb = a->b.strides[0];
+  j.scb = sc[0];
+  /* Column-major C: compute C^T = B^T A^T so vectors run along C's
+   * contiguous dimension. */
+  if (j.v.scn != 1 && j.v.scm == 1) {
+    gemm_view_t v = j.v;
+    j.v = (gemm_view_t){v.n,   v.m,   v.k,   v.b,   v.a,   v.c,
+                        v.sbn, v.sbk, v.sak, v.sam, v.scn, v.scm};
+    int64_t t = j.sab;
+    j.sab = j.sbb;
+    j.sbb = t;
+  }
+  store_scalar(j.alpha, f64, a->alpha);
+  store_scalar(j.beta, f64, a->beta);
+  store_scalar(j.one, f64, 1.0);
+  store_scalar(j.zero, f64, 0.0);
+
+  /* Threads only pay off above ~4 MFLOP; split batch first, then the longer
+   * of m and n so every part still fills whole micro-tiles. */
+  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
+  int64_t parts = 1;
+  if (threads > 1 && flops >= 4e6 && batch < (int64_t)threads)
+    parts = ((int64_t)threads + batch - 1) / batch;
+  /* Rows first: each part then packs only its own rows of A (a transpose)
+   * and all of B (row copies), and keeps its own B block in its L2. */
+  j.pm = j.pn = 1;
+  if (j.v.m >= parts * kr.mr * 4 || j.v.m / kr.mr >= j.v.n / kr.nr)
+    j.pm = parts;
+  else
+    j.pn = parts;
+  int64_t ntasks = batch * j.pm * j.pn;
+  if (threads > 1 && flops >= 4e6 && ntasks > 1)
+    cpu_pool_run(dev->pool, ntasks, 1, gemm_task, &j);
+  else
+    gemm_task(&j, 0, ntasks, 0);
+  return BP_OK;
+}

@@ -1,0 +1,54 @@
+/*
+ * fast_gemm.h — internals shared by the GEMM fast-path files (fast_gemm*.c).
+ *
+ * The driver (fast_gemm.c) packs A and B into contiguous micro-panels and
+ * calls a register-tiled micro-kernel chosen at run time for the ISA. A
+ * micro-kernel computes one MR x NR tile of C:
+ *
+ *   C[i][j] = alpha * sum_p Ap[p*MR + i] * Bp[p*NR + j] + beta * C[i][j]
+ *
+ * with C row-major (row stride ldc, unit column stride). beta == 0 means C is
+ * not read. The broadcast operand is A (MR values per k), the vector operand
+ * B (NR values per k), so vectors run along C's contiguous dimension.
+ */
+#ifndef BACKPLANE_FAST_GEMM_H
+#define BACKPLANE_FAST_GEMM_H
+
+#include <stdint.h>
+
+#include "cpu.h"
+
+/* Micro-kernel: alpha and beta point at values of the element type. */
+typedef void (*fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void *c,
+                            int64_t ldc, const void *alpha, const void *beta);
+
+/* A micro-kernel with its register tile and the cache blocking it wants. */
+typedef struct fast_gemm_kernel {
+  fast_ukr_fn ukr;
+  int mr, nr; /* tile: MR rows (broadcast) x NR columns (vector) */
+  int kc;     /* k block: MR x KC A panel stays in L1 */
+  int nc;     /* n block: KC x NC packed B stays in L2 */
+  int mc;     /* m block: MC x KC packed A (L3) */
+} fast_gemm_kernel_t;
+
+/* Kernels per ISA; each file is compiled with its own -m flags and is only
+ * called after the run-time feature check. */
+CPU_HIDDEN extern const fast_gemm_kernel_t fast_sgemm_avx512, fast_dgemm_avx512;
+CPU_HIDDEN extern const fast_gemm_kernel_t fast_sgemm_avx2, fast_dgemm_avx2;
+
+/* Low-precision GEMM with a native kernel (fast_gemm_lowp.c): bf16 / f16
+ * inputs, f32 accumulation. Returns BP_ERR_UNIMPLEMENTED when no native
+ * kernel applies; the caller then widens to f32 while packing. */
+CPU_HIDDEN bp_status_t fast_gemm_lowp(cpu_device_t *dev,
+                                      const bp_gemm_args_t *a);
+
+/* bf16 GEMM on AMX tiles (fast_gemm_amx.c); the caller has checked the CPU
+ * features and cpu_amx_request(). */
+CPU_HIDDEN bp_status_t fast_gemm_amx_bf16(cpu_device_t *dev,
+                                          const bp_gemm_args_t *a);
+
+/* Per-thread scratch memory, 64-byte aligned, kept between calls and freed
+ * when the thread exits. slot selects one of a few independent buffers. */
+CPU_HIDDEN void *fast_scratch(unsigned slot, size_t bytes);
+
+#endif /* BACKPLANE_FAST_GEMM_H */

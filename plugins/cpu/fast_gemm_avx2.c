@@ -1,0 +1,45 @@
+/*
+ * fast_gemm_avx2.c — AVX2 + FMA GEMM micro-kernels (f32 6x16, f64 6x8).
+ * Compiled with -mavx2 -mfma (fast.mk); called only after CPUID says so.
+ */
+#include <immintrin.h>
+
+#include "fast_gemm.h"
+#include "fast_gemm_ukr.h"
+
+/* 6 rows x 2 vectors: 12 accumulators + 2 B + 1 broadcast of 16 ymm. */
+#define VEC __m256
+#define T float
+#define W 8
+#define LOAD _mm256_loadu_ps
+#define STORE _mm256_storeu_ps
+#define SET1 _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
+#define MUL _mm256_mul_ps
+#define ZERO _mm256_setzero_ps
+FAST_DEFINE_UKR(sgemm_ukr_6x16, 6)
+#undef VEC
+#undef T
+#undef W
+#undef LOAD
+#undef STORE
+#undef SET1
+#undef FMA
+#undef MUL
+#undef ZERO
+
+#define VEC __m256d
+#define T double
+#define W 4
+#define LOAD _mm256_loadu_pd
+#define STORE _mm256_storeu_pd
+#define SET1 _mm256_set1_pd
+#define FMA _mm256_fmadd_pd
+#define MUL _mm256_mul_pd
+#define ZERO _mm256_setzero_pd
+FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
+
+const fast_gemm_kernel_t fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
+                                            256, 1024, 1536};
+const fast_gemm_kernel_t fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
+                                            256, 512, 1536};

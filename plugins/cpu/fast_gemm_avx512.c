@@ -1,0 +1,46 @@
+/*
+ * fast_gemm_avx512.c — AVX-512 GEMM micro-kernels (f32 12x32, f64 12x16).
+ * Compiled with -mavx512f -mfma (fast.mk); called only after CPUID says so.
+ */
+#include <immintrin.h>
+
+#include "fast_gemm.h"
+#include "fast_gemm_ukr.h"
+
+/* 12 rows x 2 vectors: 24 accumulators, 2 B vectors, 1 broadcast of the 32
+ * zmm registers; the A panel (12 x KC) stays in L1 while B streams from L2. */
+#define VEC __m512
+#define T float
+#define W 16
+#define LOAD _mm512_loadu_ps
+#define STORE _mm512_storeu_ps
+#define SET1 _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
+#define MUL _mm512_mul_ps
+#define ZERO _mm512_setzero_ps
+FAST_DEFINE_UKR(sgemm_ukr_12x32, 12)
+#undef VEC
+#undef T
+#undef W
+#undef LOAD
+#undef STORE
+#undef SET1
+#undef FMA
+#undef MUL
+#undef ZERO
+
+#define VEC __m512d
+#define T double
+#define W 8
+#define LOAD _mm512_loadu_pd
+#define STORE _mm512_storeu_pd
+#define SET1 _mm512_set1_pd
+#define FMA _mm512_fmadd_pd
+#define MUL _mm512_mul_pd
+#define ZERO _mm512_setzero_pd
+FAST_DEFINE_UKR(dgemm_ukr_12x16, 12)
+
+const fast_gemm_kernel_t fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
+                                              384, 640, 3072};
+const fast_gemm_kernel_t fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
+                                              256, 480, 3072};

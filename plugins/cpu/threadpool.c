@@ -1,0 +1,180 @@
+/*
+ * threadpool.c — the persistent worker pool behind the "cpu" device.
+ *
+ * A pool of n workers starts n - 1 threads once, at device open; the thread
+ * that calls cpu_pool_run is worker 0. Threads are never created per call:
+ * a call publishes one job (fn, ctx, the chunking), bumps a generation
+ * counter and wakes the workers, runs its own chunk and waits until every
+ * chunk is done.
+ *
+ * Chunking is static and deterministic: [0, ntasks) is cut into at most n
+ * contiguous chunks of at least `grain` tasks, and chunk i always runs on
+ * worker i. That keeps results independent of scheduling (a reduction that
+ * sums per-worker partials gives the same bits every run) and lets callers
+ * keep per-worker scratch indexed by the worker argument.
+ *
+ * Calls from several threads are serialised by run_lock. A call made from
+ * inside a task (of any pool) runs inline on the calling worker, which both
+ * avoids a deadlock on run_lock and keeps nested parallelism from
+ * oversubscribing the machine.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "cpu.h"
+
+struct cpu_pool {
+  unsigned size;         /* workers, including the calling thread */
+  pthread_t *threads;    /* size - 1 started threads */
+  unsigned started;      /* how many of them were created successfully */
+  pthread_mutex_t run_lock; /* serialises cpu_pool_run callers */
+  pthread_mutex_t lock;  /* guards everything below */
+  pthread_cond_t wake;   /* workers wait here for a new generation */
+  pthread_cond_t done;   /* the caller waits here for pending == 0 */
+  uint64_t generation;
+  unsigned pending;      /* chunks of the current job not yet finished */
+  int shutting_down;
+  /* The current job, valid while pending > 0. */
+  cpu_pool_fn fn;
+  void *ctx;
+  int64_t ntasks;
+  unsigned nchunks;
+};
+
+typedef struct worker_arg {
+  cpu_pool_t *pool;
+  unsigned index;
+} worker_arg_t;
+
+/* Set while this thread runs a task, so nested calls run inline. */
+static _Thread_local int tls_in_task;
+static _Thread_local unsigned tls_worker;
+
+static void chunk_bounds(const cpu_pool_t *p, unsigned chunk, int64_t *begin,
+                         int64_t *end) {
+  /* Even split; the first (ntasks % nchunks) chunks get one extra task. */
+  int64_t base = p->ntasks / p->nchunks, extra = p->ntasks % p->nchunks;
+  int64_t c = chunk;
+  *begin = c * base + (c < extra ? c : extra);
+  *end = *begin + base + (c < extra ? 1 : 0);
+}
+
+static void run_chunk(cpu_pool_t *p, unsigned chunk) {
+  int64_t begin, end;
+  chunk_bounds(p, chunk, &begin, &end);
+  tls_in_task = 1;
+  tls_worker = chunk;
+  p->fn(p->ctx, begin, end, chunk);
+  tls_in_task = 0;
+}
+
+static void *worker_main(void *varg) {
+  worker_arg_t *arg = varg;
+  cpu_pool_t *p = arg->pool;
+  unsigned index = arg->index;
+  free(arg);
+  uint64_t seen = 0;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (p->generation == seen && !p->shutting_down)
+      pthread_cond_wait(&p->wake, &p->lock);
+    if (p->shutting_down)
+      break;
+    seen = p->generation;
+    if (index >= p->nchunks)
+      continue; /* this job has fewer chunks than workers */
+    pthread_mutex_unlock(&p->lock);
+    run_chunk(p, index);
+    pthread_mutex_lock(&p->lock);
+    if (--p->pending == 0)
+      pthread_cond_signal(&p->done);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+cpu_pool_t *cpu_pool_create(unsigned n) {
+  cpu_pool_t *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  p->size = n ? n : 1;
+  pthread_mutex_init(&p->run_lock, NULL);
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->done, NULL);
+  if (p->size > 1) {
+    p->threads = calloc(p->size - 1, sizeof *p->threads);
+    if (!p->threads)
+      goto fail;
+  }
+  for (unsigned i = 1; i < p->size; i++) {
+    worker_arg_t *arg = malloc(sizeof *arg);
+    if (!arg)
+      goto fail;
+    arg->pool = p;
+    arg->index = i;
+    if (pthread_create(&p->threads[i - 1], NULL, worker_main, arg) != 0) {
+      free(arg);
+      goto fail;
+    }
+    p->started++;
+  }
+  return p;
+fail:
+  cpu_pool_destroy(p);
+  return NULL;
+}
+
+void cpu_pool_destroy(cpu_pool_t *p) {
+  if (!p)
+    return;
+  pthread_mutex_lock(&p->lock);
+  p->shutting_down = 1;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->lock);
+  for (unsigned i = 0; i < p->started; i++)
+    pthread_join(p->threads[i], NULL);
+  free(p->threads);
+  pthread_cond_destroy(&p->done);
+  pthread_cond_destroy(&p->wake);
+  pthread_mutex_destroy(&p->lock);
+  pthread_mutex_destroy(&p->run_lock);
+  free(p);
+}
+
+unsigned cpu_pool_size(const cpu_pool_t *p) { return p ? p->size : 1; }
+
+void cpu_pool_run(cpu_pool_t *p, int64_t ntasks, int64_t grain, cpu_pool_fn fn,
+                  void *ctx) {
+  if (ntasks <= 0)
+    return;
+  if (grain < 1)
+    grain = 1;
+  int64_t want = (ntasks + grain - 1) / grain;
+  unsigned workers = p ? p->size : 1;
+  /* Inline when there is nothing to split or we are already inside a task
+   * (nested parallelism would deadlock on run_lock or oversubscribe). */
+  if (want <= 1 || workers <= 1 || tls_in_task) {
+    unsigned w = tls_in_task ? tls_worker : 0;
+    fn(ctx, 0, ntasks, w);
+    return;
+  }
+  pthread_mutex_lock(&p->run_lock);
+  pthread_mutex_lock(&p->lock);
+  p->fn = fn;
+  p->ctx = ctx;
+  p->ntasks = ntasks;
+  p->nchunks = want < (int64_t)workers ? (unsigned)want : workers;
+  p->pending = p->nchunks - 1; /* chunk 0 is ours */
+  p->generation++;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->lock);
+
+  run_chunk(p, 0);
+
+  pthread_mutex_lock(&p->lock);
+  while (p->pending > 0)
+    pthread_cond_wait(&p->done, &p->lock);
+  pthread_mutex_unlock(&p->lock);
+  pthread_mutex_unlock(&p->run_lock);
+}

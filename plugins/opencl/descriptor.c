@@ -1,0 +1,66 @@
+/*
+ * descriptor.c — the one exported symbol, lifetime, and the capability table
+ * (which dtypes each op family really implements on a device).
+ */
+#include <string.h>
+
+#include "ocl.h"
+
+static bp_status_t ocl_init(const bp_host_services_t *host) {
+  ocl_host = host;
+  return BP_OK; /* the driver is opened lazily, at probe */
+}
+
+static void ocl_shutdown(void) {
+  ocl_api_unload();
+}
+
+void ocl_op_dtypes(const ocl_caps_t *c, uint32_t *t) {
+  memset(t, 0, sizeof(uint32_t) * BP_OP_TABLE_SIZE);
+  uint32_t f = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_BF16);
+  if (c->fp16)
+    f |= BP_DTYPE_BIT(BP_F16);
+  if (c->fp64)
+    f |= BP_DTYPE_BIT(BP_F64);
+  uint32_t all = f | BP_DTYPES_INT;
+  t[BP_OP_FILL] = all;
+  t[BP_OP_COPY] = all;
+  t[BP_OP_CAST] = all;
+  t[BP_OP_UNARY] = f;
+  t[BP_OP_BINARY] = f;
+  t[BP_OP_GEMM] = f;
+  t[BP_OP_GEMV] = f;
+}
+
+BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
+    .magic = BP_PLUGIN_MAGIC,
+    .abi_major = BP_PLUGIN_ABI_MAJOR,
+    .abi_minor = BP_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(bp_plugin_descriptor_t),
+    .name = OCL_NAME,
+    .version = OCL_VERSION,
+    .description = "OpenCL 1.2 devices through the ICD loader (libOpenCL.so.1)",
+    .init = ocl_init,
+    .shutdown = ocl_shutdown,
+    .probe = ocl_probe,
+    .device_open = ocl_device_open,
+    .device_close = ocl_device_close,
+    .device_synchronize = ocl_device_synchronize,
+    .mem_alloc = ocl_mem_alloc,
+    .mem_free = ocl_mem_free,
+    .mem_write = ocl_mem_write,
+    .mem_read = ocl_mem_read,
+    .mem_copy = ocl_mem_copy,
+    .stream_create = ocl_stream_create,
+    .stream_destroy = ocl_stream_destroy,
+    .stream_synchronize = ocl_stream_synchronize,
+    .event_create = ocl_event_create,
+    .event_destroy = ocl_event_destroy,
+    .event_record = ocl_event_record,
+    .stream_wait_event = ocl_stream_wait_event,
+    .event_synchronize = ocl_event_synchronize,
+    .event_elapsed = ocl_event_elapsed,
+#define OCL__SET(op, args_t) .op = ocl_op_##op,
+    OCL_OPS(OCL__SET)
+#undef OCL__SET
+};

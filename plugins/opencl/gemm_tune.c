@@ -1,0 +1,187 @@
+/*
+ * gemm_tune.c — chooses the tiled-gemm configuration per device and dtype by
+ * timing a few candidates on a 512^3 problem, and remembers the winner in
+ * $XDG_CACHE_HOME/backplane/opencl-gemm-<key>.txt (key: device, driver,
+ * kernel source, dtype) until the core's tuning cache exists.
+ *
+ * BACKPLANE_OPENCL_GEMM="TM,TN,TK,WM,WN,VW,UK,LOCAL" forces a configuration
+ * (for experiments); BACKPLANE_OPENCL_TUNE=0 skips measuring and takes the
+ * first candidate that fits the device.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ocl.h"
+
+/* TM TN TK WM WN VW UK LOCAL. The register-only variants come first: they
+ * win on CPU drivers; the local-memory ones are the GPU shapes. */
+static const ocl_gemm_cfg_t candidates[] = {
+    {64, 64, 16, 8, 32, 16, 4, 0},  {32, 64, 16, 8, 32, 16, 4, 0},
+    {64, 128, 16, 4, 64, 16, 2, 0}, {32, 32, 16, 4, 32, 16, 8, 0},
+    {64, 64, 16, 8, 16, 8, 4, 0},   {32, 32, 16, 4, 16, 8, 4, 0},
+    {64, 64, 16, 4, 4, 4, 4, 1},    {64, 64, 16, 8, 8, 8, 4, 1},
+    {128, 128, 8, 8, 8, 4, 8, 1},   {32, 32, 16, 2, 2, 2, 4, 1},
+};
+#define NCAND (sizeof candidates / sizeof candidates[0])
+
+static bool cfg_fits(const ocl_device_t *d, bp_dtype_t dt,
+                     const ocl_gemm_cfg_t *c) {
+  size_t wg = (size_t)(c->tile_n / c->wpt_n) * (size_t)(c->tile_m / c->wpt_m);
+  size_t es = dt == BP_F64 ? 8 : 4;
+  size_t lmem = c->use_local ? es * (size_t)c->tile_k * (c->tile_m + c->tile_n) : 0;
+  return wg <= d->caps.max_wg && lmem <= d->caps.local_mem &&
+         c->wpt_n % c->vec == 0 && (!c->use_local || c->tile_k % c->unroll_k == 0);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static bool tune_path(const ocl_device_t *d, bp_dtype_t dt, char *out,
+                      size_t cap) {
+  char dir[800];
+  if (!ocl_cache_dir(dir, sizeof dir))
+    return false;
+  const char *src = ocl_source("gemm.cl");
+  uint64_t h = 0xcbf29ce484222325ull;
+  const char *parts[] = {d->caps.platform, d->caps.name, d->caps.driver,
+                         d->caps.version, src ? src : ""};
+  for (size_t i = 0; i < 5; i++)
+    h = ocl_hash(h, parts[i], strlen(parts[i]) + 1);
+  h = ocl_hash(h, &dt, sizeof dt);
+  int n = snprintf(out, cap, "%s/opencl-gemm-%016llx.txt", dir,
+                   (unsigned long long)h);
+  return n > 0 && (size_t)n < cap;
+}
+
+static bool cfg_parse(const char *s, ocl_gemm_cfg_t *c) {
+  return sscanf(s, "%d%*[ ,]%d%*[ ,]%d%*[ ,]%d%*[ ,]%d%*[ ,]%d%*[ ,]%d%*[ ,]%d",
+                &c->tile_m, &c->tile_n, &c->tile_k, &c->wpt_m, &c->wpt_n,
+                &c->vec, &c->unroll_k, &c->use_local) == 8 &&
+         c->wpt_m > 0 && c->wpt_n > 0 && c->vec > 0 && c->unroll_k > 0 &&
+         c->tile_m % c->wpt_m == 0 && c->tile_n % c->wpt_n == 0;
+}
+
+static bool cfg_load(const char *path, ocl_gemm_cfg_t *c) {
+  FILE *f = fopen(path, "r");
+  char line[128] = "";
+  if (!f)
+    return false;
+  bool ok = fgets(line, sizeof line, f) && cfg_parse(line, c);
+  fclose(f);
+  return ok;
+}
+
+static void cfg_store(const char *path, const ocl_gemm_cfg_t *c, double gf) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return;
+  fprintf(f, "%d %d %d %d %d %d %d %d\n# TM TN TK WM WN VW UK LOCAL; "
+          "%.1f GFLOP/s at 512^3\n", c->tile_m, c->tile_n, c->tile_k,
+          c->wpt_m, c->wpt_n, c->vec, c->unroll_k, c->use_local, gf);
+  if (fclose(f) != 0 || rename(tmp, path) != 0)
+    remove(tmp);
+}
+
+/* Seconds for one 512^3 gemm with cfg (best of two after a warm-up). */
+static double cfg_time(ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_cfg_t *c,
+                       const bp_gemm_args_t *g) {
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = now_s();
+    if (ocl_gemm_tiled(d, d->queue, c, g) != BP_OK ||
+        ocl_api.clFinish(d->queue) != CL_SUCCESS)
+      return 1e30;
+    double t = now_s() - t0;
+    if (rep > 0 && t < best)
+      best = t;
+  }
+  (void)dt;
+  return best;
+}
+
+static bp_plugin_tensor_t tune_tensor(cl_mem m, bp_dtype_t dt, int64_t n) {
+  bp_plugin_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.ptr = (uint64_t)(uintptr_t)m;
+  t.dtype = dt;
+  t.rank = 3;
+  t.shape[0] = 1, t.shape[1] = n, t.shape[2] = n;
+  t.strides[0] = n * n, t.strides[1] = n, t.strides[2] = 1;
+  return t;
+}
+
+static bp_status_t tune_measure(ocl_device_t *d, bp_dtype_t dt,
+                                ocl_gemm_cfg_t *out) {
+  enum { N = 512 };
+  size_t bytes = (size_t)N * N * ocl_dtype_size(dt);
+  void *zeros = calloc(1, bytes); /* zeros: no denormal slow paths */
+  cl_int err = CL_SUCCESS;
+  cl_mem m = zeros ? ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE |
+                                            CL_MEM_COPY_HOST_PTR, bytes, zeros,
+                                            &err)
+                   : NULL;
+  free(zeros);
+  if (!m)
+    return ocl_fail(err, "clCreateBuffer (gemm tuning)");
+  bp_gemm_args_t g = {sizeof g, 0, 1.0, 0.0, tune_tensor(m, dt, N),
+                      tune_tensor(m, dt, N), tune_tensor(m, dt, N)};
+  double best = 1e30;
+  for (size_t i = 0; i < NCAND; i++) {
+    if (!cfg_fits(d, dt, &candidates[i]))
+      continue;
+    double t = cfg_time(d, dt, &candidates[i], &g);
+    OCL_LOG(BP_LOG_DEBUG, "gemm tune %s cand %zu: %.1f GFLOP/s", d->caps.name,
+            i, 2.0 * N * N * N / t / 1e9);
+    if (t < best) {
+      best = t;
+      *out = candidates[i];
+    }
+  }
+  ocl_api.clReleaseMemObject(m);
+  if (best >= 1e30) {
+    ocl_host->set_error("opencl: no gemm configuration runs on %s",
+                        d->caps.name);
+    return BP_ERR_UNSUPPORTED;
+  }
+  OCL_LOG(BP_LOG_INFO, "gemm tuned for %s: %d %d %d %d %d %d %d %d, "
+          "%.1f GFLOP/s at 512^3", d->caps.name, out->tile_m, out->tile_n,
+          out->tile_k, out->wpt_m, out->wpt_n, out->vec, out->unroll_k,
+          out->use_local, 2.0 * N * N * N / best / 1e9);
+  return BP_OK;
+}
+
+bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt,
+                            const ocl_gemm_cfg_t **out_cfg) {
+  *out_cfg = &d->gemm_cfg[dt];
+  if (d->gemm_tuned[dt])
+    return BP_OK;
+  ocl_gemm_cfg_t *c = &d->gemm_cfg[dt];
+  const char *force = ocl_host->getenv("BACKPLANE_OPENCL_GEMM");
+  const char *tune = ocl_host->getenv("BACKPLANE_OPENCL_TUNE");
+  char path[1024];
+  bool have_path = tune_path(d, dt, path, sizeof path);
+  bp_status_t st = BP_OK;
+  if (force && cfg_parse(force, c) && cfg_fits(d, dt, c)) {
+    /* forced: nothing to do */
+  } else if (have_path && cfg_load(path, c) && cfg_fits(d, dt, c)) {
+    /* cached */
+  } else if (tune && strcmp(tune, "0") == 0) {
+    st = BP_ERR_UNSUPPORTED;
+    for (size_t i = 0; i < NCAND && st != BP_OK; i++)
+      if (cfg_fits(d, dt, &candidates[i])) {
+        *c = candidates[i];
+        st = BP_OK;
+      }
+  } else if ((st = tune_measure(d, dt, c)) == BP_OK && have_path) {
+    cfg_store(path, c, 0);
+  }
+  d->gemm_tuned[dt] = st == BP_OK;
+  return st;
+}

@@ -1,0 +1,124 @@
+/*
+ * launch.c — kernel argument marshalling, enqueueing, dtype build options and
+ * the layout collapsing that lets elementwise kernels run as flat loops when
+ * tensors are contiguous.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl.h"
+
+void ocl_arg(ocl_args_t *a, size_t size, const void *value) {
+  if (a->err != CL_SUCCESS)
+    return; /* the first failure is the one reported */
+  a->err = ocl_api.clSetKernelArg(a->k, a->n++, size, value);
+}
+
+void ocl_arg_buf(ocl_args_t *a, uint64_t ptr, uint64_t offset) {
+  cl_mem m = ocl_mem(ptr);
+  cl_ulong off = offset;
+  OCL_ARG(a, m);
+  OCL_ARG(a, off);
+}
+
+bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims,
+                        const size_t *gws, const size_t *lws) {
+  if (a->err != CL_SUCCESS)
+    return ocl_fail(a->err, "clSetKernelArg");
+  for (cl_uint i = 0; i < dims; i++)
+    if (gws[i] == 0)
+      return BP_OK; /* empty launch: nothing to do */
+  cl_int err =
+      ocl_api.clEnqueueNDRangeKernel(q, a->k, dims, NULL, gws, lws, 0, NULL,
+                                     NULL);
+  if (err != CL_SUCCESS)
+    return ocl_fail(err, "clEnqueueNDRangeKernel");
+  /* Some drivers (PoCL among them) start work only on flush; without it an
+   * in-order queue on another thread could sit idle until synchronize. */
+  ocl_api.clFlush(q);
+  return BP_OK;
+}
+
+/* Grid for a grid-stride loop over n items: enough groups to fill the
+ * device, not so many that launch overhead dominates. */
+static void flat_grid(const ocl_device_t *d, int64_t n, size_t *gws,
+                      size_t *lws) {
+  *lws = 64;
+  size_t cap = (size_t)64 * 64 * (d->caps.compute_units ? d->caps.compute_units : 1);
+  size_t want = ocl_round_up((size_t)n, *lws);
+  *gws = want < cap ? want : cap;
+}
+
+bp_status_t ocl_launch_flat(ocl_device_t *d, bp_plugin_stream_t *stream,
+                               ocl_args_t *a, int64_t n) {
+  size_t gws, lws;
+  flat_grid(d, n, &gws, &lws);
+  return ocl_enqueue(ocl_queue(d, stream), a, 1, &gws, &lws);
+}
+
+void ocl_arg_scalar(ocl_args_t *a, bp_dtype_t dt, double v) {
+  if (dt == BP_F64) {
+    cl_double x = v;
+    OCL_ARG(a, x);
+  } else {
+    cl_float x = (cl_float)v;
+    OCL_ARG(a, x);
+  }
+}
+
+size_t ocl_dtype_size(bp_dtype_t dt) {
+  static const size_t sizes[BP_DTYPE_COUNT] = {4, 2, 2, 8, 4, 8, 1};
+  return (unsigned)dt < BP_DTYPE_COUNT ? sizes[dt] : 0;
+}
+
+void ocl_dtype_options(const ocl_device_t *d, bp_dtype_t dt, char *out,
+                       size_t cap) {
+  (void)d;
+  snprintf(out, cap, "-cl-std=CL1.2 -DDT=%d", (int)dt);
+}
+
+void ocl_layout_make(const bp_plugin_tensor_t *const *t, int nt,
+                     const int64_t *shape, int rank, ocl_layout_t *out) {
+  memset(out, 0, sizeof *out);
+  out->numel = 1;
+  for (int d = 0; d < rank; d++)
+    out->numel *= shape[d];
+  /* Keep non-unit dims, outermost first. */
+  int r = 0;
+  for (int d = 0; d < rank; d++) {
+    if (shape[d] == 1)
+      continue;
+    out->shape[r] = shape[d];
+    for (int i = 0; i < nt; i++)
+      out->strides[i][r] = t[i]->strides[d];
+    r++;
+  }
+  /* Merge dim j into its inner neighbour when every tensor steps over the
+   * pair as one longer dim. */
+  int w = 0;
+  for (int j = 0; j < r; j++) {
+    bool merge = w > 0;
+    for (int i = 0; i < nt && merge; i++)
+      merge = out->strides[i][w - 1] == out->strides[i][j] * out->shape[j];
+    if (merge) {
+      out->shape[w - 1] *= out->shape[j];
+      for (int i = 0; i < nt; i++)
+        out->strides[i][w - 1] = out->strides[i][j];
+    } else {
+      out->shape[w] = out->shape[j];
+      for (int i = 0; i < nt; i++)
+        out->strides[i][w] = out->strides[i][j];
+      w++;
+    }
+  }
+  if (w == 0) { /* a scalar: one element at offset 0 */
+    out->shape[0] = 1;
+    w = 1;
+  }
+  for (int j = w; j < 8; j++) {
+    out->shape[j] = 1;
+    for (int i = 0; i < nt; i++)
+      out->strides[i][j] = 0;
+  }
+  out->rank = w;
+}

@@ -1,0 +1,276 @@
+/*
+ * ocl.h — internals shared by the files of backend-opencl.so.
+ *
+ * The plugin reaches OpenCL only through the function table `ocl_api`, filled
+ * by dlopen("libOpenCL.so.1") at probe/open time (loader.c), so the plugin has
+ * no link-time dependency on the ICD loader. Device pointers handed to the
+ * core are the cl_mem handle itself, widened to 64 bits; byte offsets travel
+ * separately and every kernel takes (buffer, byte offset) pairs.
+ *
+ * Threading: one device mutex guards the program cache and the
+ * set-args-then-enqueue sequence of shared cl_kernel objects, because calls
+ * on different streams may arrive concurrently and cl_kernel argument state
+ * is not thread-safe.
+ */
+#ifndef BACKPLANE_OCL_H
+#define BACKPLANE_OCL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin-api.h"
+
+#define OCL_NAME "opencl"
+#define OCL_VERSION "0.1.0"
+
+/* ---- the OpenCL entry points we use (loader.c) -------------------------- */
+#define OCL_API_FUNCS(X)                                                       \
+  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs)                   \
+  X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext)                    \
+  X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clFinish) X(clFlush)      \
+  X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueWriteBuffer)              \
+  X(clEnqueueReadBuffer) X(clEnqueueCopyBuffer)                                \
+  X(clCreateProgramWithSource) X(clCreateProgramWithBinary)                    \
+  X(clBuildProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo)               \
+  X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel)                     \
+  X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clGetKernelWorkGroupInfo)      \
+  X(clEnqueueMarkerWithWaitList) X(clEnqueueBarrierWithWaitList)               \
+  X(clWaitForEvents) X(clReleaseEvent) X(clGetEventProfilingInfo)              \
+  X(clGetEventInfo)
+
+typedef struct ocl_api {
+#define OCL__FIELD(fn) __typeof__(&fn) fn;
+  OCL_API_FUNCS(OCL__FIELD)
+#undef OCL__FIELD
+} ocl_api_t;
+
+extern ocl_api_t ocl_api;
+extern const bp_host_services_t *ocl_host;
+
+/* Opens libOpenCL.so.1 once and fills ocl_api; BP_ERR_UNAVAILABLE (with the
+ * message set through the host) when the ICD loader is missing. Thread-safe.*/
+bp_status_t ocl_api_load(void);
+/* Closes the library (at shutdown). */
+void ocl_api_unload(void);
+/* Short English name of a cl_int error code ("CL_OUT_OF_RESOURCES"). */
+const char *ocl_err_name(cl_int err);
+/* Maps a cl_int to a status and reports "what: CL_ERROR" through the host. */
+bp_status_t ocl_fail(cl_int err, const char *what);
+
+#define OCL_LOG(level, ...)                                                    \
+  do {                                                                         \
+    if (ocl_host && ocl_host->log)                                             \
+      ocl_host->log(level, OCL_NAME, __VA_ARGS__);                             \
+  } while (0)
+
+/* ---- devices (device.c) -------------------------------------------------- */
+typedef struct ocl_caps {
+  char name[128], vendor[64], driver[64], platform[128], version[128];
+  cl_device_type type;
+  bool fp16, fp64, pci_bus_info;
+  uint64_t global_mem, local_mem;
+  uint32_t compute_units;
+  size_t max_wg;
+  cl_uint mem_align_bits;
+} ocl_caps_t;
+
+typedef struct ocl_program ocl_program_t;
+typedef struct ocl_stream ocl_stream_t;
+
+typedef struct ocl_gemm_cfg {
+  int tile_m, tile_n, tile_k; /* work-group tile */
+  int wpt_m, wpt_n;           /* per-item register tile */
+  int vec;                    /* vector width of the local-tile loads */
+  int unroll_k;
+  int use_local;              /* stage tiles in local memory (GPUs) */
+} ocl_gemm_cfg_t;
+
+typedef struct ocl_device {
+  cl_platform_id platform;
+  cl_device_id id;
+  cl_context ctx;
+  cl_command_queue queue; /* the device's own queue for stream NULL */
+  ocl_caps_t caps;
+  pthread_mutex_t lock; /* programs, streams list, kernel args */
+  ocl_program_t *programs;
+  ocl_stream_t *streams;
+  bool gemm_tuned[BP_DTYPE_COUNT];
+  ocl_gemm_cfg_t gemm_cfg[BP_DTYPE_COUNT];
+} ocl_device_t;
+
+struct ocl_stream {
+  cl_command_queue queue;
+  ocl_stream_t *next;
+};
+
+typedef struct ocl_event {
+  cl_event ev;
+} ocl_event_t;
+
+/* Enumerates every device of every platform in a fixed order; fills at most
+ * capacity ids (and their platforms) and the total count. */
+bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids,
+                          uint32_t capacity, uint32_t *out_count);
+/* Reads the capabilities of one device. */
+void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *out);
+/* Descriptor entry points (device.c, memory.c, stream.c). */
+bp_status_t ocl_probe(bp_device_info_t *out_infos, uint32_t capacity,
+                      uint32_t *out_count);
+bp_status_t ocl_device_open(uint32_t index,
+                            const bp_plugin_device_config_t *config,
+                            bp_plugin_device_t **out_device);
+void ocl_device_close(bp_plugin_device_t *device);
+bp_status_t ocl_device_synchronize(bp_plugin_device_t *device);
+bp_status_t ocl_mem_alloc(bp_plugin_device_t *device, uint64_t size,
+                          uint64_t *out_ptr);
+void ocl_mem_free(bp_plugin_device_t *device, uint64_t ptr);
+bp_status_t ocl_mem_write(bp_plugin_device_t *device,
+                          bp_plugin_stream_t *stream, uint64_t dst,
+                          uint64_t dst_offset, const void *src, uint64_t size);
+bp_status_t ocl_mem_read(bp_plugin_device_t *device,
+                         bp_plugin_stream_t *stream, void *dst, uint64_t src,
+                         uint64_t src_offset, uint64_t size);
+bp_status_t ocl_mem_copy(bp_plugin_device_t *device,
+                         bp_plugin_stream_t *stream, uint64_t dst,
+                         uint64_t dst_offset, uint64_t src, uint64_t src_offset,
+                         uint64_t size);
+bp_status_t ocl_stream_create(bp_plugin_device_t *device,
+                              bp_plugin_stream_t **out_stream);
+void ocl_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
+bp_status_t ocl_stream_synchronize(bp_plugin_device_t *device,
+                                   bp_plugin_stream_t *stream);
+bp_status_t ocl_event_create(bp_plugin_device_t *device,
+                             bp_plugin_event_t **out_event);
+void ocl_event_destroy(bp_plugin_device_t *device, bp_plugin_event_t *event);
+bp_status_t ocl_event_record(bp_plugin_device_t *device,
+                             bp_plugin_event_t *event,
+                             bp_plugin_stream_t *stream);
+bp_status_t ocl_stream_wait_event(bp_plugin_device_t *device,
+                                  bp_plugin_stream_t *stream,
+                                  bp_plugin_event_t *event);
+bp_status_t ocl_event_synchronize(bp_plugin_device_t *device,
+                                  bp_plugin_event_t *event);
+bp_status_t ocl_event_elapsed(bp_plugin_device_t *device,
+                              bp_plugin_event_t *start, bp_plugin_event_t *end,
+                              double *out_ms);
+
+/* The queue work for stream goes to (the device queue for NULL). */
+cl_command_queue ocl_queue(ocl_device_t *d, bp_plugin_stream_t *stream);
+/* Waits for every stream and the device queue. */
+bp_status_t ocl_device_finish(ocl_device_t *d);
+
+/* ---- programs and kernels (program.c) ------------------------------------ */
+/* Kernel source families, one file each under kernels/opencl/. */
+typedef enum ocl_family {
+  OCL_FAM_DATA = 0, /* fill, copy, cast */
+  OCL_FAM_ELEMENTWISE,
+  OCL_FAM_GEMM,
+  OCL_FAM_REDUCE,
+  OCL_FAM_NORM,
+  OCL_FAM_ATTENTION,
+  OCL_FAM_CONV,
+  OCL_FAM_ADAM,
+  OCL_FAM_RANDOM,
+  OCL_FAM_COUNT
+} ocl_family_t;
+
+/* Returns the kernel `name` of family built with `options` (cached in memory
+ * and, as a program binary, on disk). Caller holds d->lock. The kernel is
+ * borrowed from the device. */
+bp_status_t ocl_kernel_get(ocl_device_t *d, ocl_family_t fam,
+                           const char *options, const char *name,
+                           cl_kernel *out_kernel);
+/* Releases every cached program and kernel of the device. */
+void ocl_programs_release(ocl_device_t *d);
+/* Milliseconds spent in clBuildProgram by this process (for the warm-run
+ * target), and how many builds came from source. */
+double ocl_compile_ms(unsigned *out_source_builds);
+/* Directory for plugin caches ($XDG_CACHE_HOME/backplane or
+ * ~/.cache/backplane), created on demand; false when none can be made. */
+bool ocl_cache_dir(char *out, size_t cap);
+/* The embedded text of kernels/opencl/<file>, NULL when not built in. */
+const char *ocl_source(const char *file);
+/* FNV-1a 64 over bytes, chained from h. */
+uint64_t ocl_hash(uint64_t h, const void *p, size_t n);
+
+/* ---- launching (launch.c) ------------------------------------------------ */
+typedef struct ocl_args {
+  cl_kernel k;
+  cl_uint n;
+  cl_int err;
+} ocl_args_t;
+
+void ocl_arg(ocl_args_t *a, size_t size, const void *value);
+#define OCL_ARG(a, v) ocl_arg((a), sizeof(v), &(v))
+/* Adds (cl_mem, byte offset) for a device pointer. */
+void ocl_arg_buf(ocl_args_t *a, uint64_t ptr, uint64_t offset);
+/* Enqueues k over gws (work-group lws, or NULL) on q. */
+bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims,
+                        const size_t *gws, const size_t *lws);
+/* Enqueues a 1-D grid-stride kernel over n items on the stream's queue. */
+bp_status_t ocl_launch_flat(ocl_device_t *d, bp_plugin_stream_t *stream,
+                            ocl_args_t *a, int64_t n);
+/* Build options selecting dtype dt ("-DDT_F32 ..."), with the device's
+ * extensions. */
+void ocl_dtype_options(const ocl_device_t *d, bp_dtype_t dt, char *out,
+                       size_t cap);
+size_t ocl_dtype_size(bp_dtype_t dt);
+/* Adds a scalar in the compute type of dt (double for f64, else float). */
+void ocl_arg_scalar(ocl_args_t *a, bp_dtype_t dt, double v);
+/* Rounds n up to a multiple of m. */
+static inline size_t ocl_round_up(size_t n, size_t m) {
+  return (n + m - 1) / m * m;
+}
+static inline cl_mem ocl_mem(uint64_t ptr) { return (cl_mem)(uintptr_t)ptr; }
+
+/* Tensors collapsed for elementwise kernels: up to BP_MAX_RANK dims with
+ * unit dims dropped and mergeable neighbours merged. Kernels receive shape
+ * and strides as long8 vectors. */
+typedef struct ocl_layout {
+  int rank;
+  int64_t numel;
+  cl_long shape[8];
+  cl_long strides[3][8]; /* up to three tensors */
+} ocl_layout_t;
+/* Collapses the shape of y with the strides of ntensors tensors. */
+void ocl_layout_make(const bp_plugin_tensor_t *const *t, int ntensors,
+                     const int64_t *shape, int rank, ocl_layout_t *out);
+
+/* ---- ops (ops_*.c) -------------------------------------------------------- */
+#define OCL_OPS(X)                                                             \
+  X(fill, bp_fill_args_t)                                                      \
+  X(copy, bp_copy_args_t)                                                      \
+  X(cast, bp_copy_args_t)                                                      \
+  X(unary, bp_unary_args_t)                                                    \
+  X(binary, bp_binary_args_t)                                                  \
+  X(gemm, bp_gemm_args_t)                                                      \
+  X(gemv, bp_gemv_args_t)
+
+#define OCL__DECL(op, args_t)                                                  \
+  bp_status_t ocl_op_##op(bp_plugin_device_t *, bp_plugin_stream_t *,         \
+                          const args_t *);
+OCL_OPS(OCL__DECL)
+#undef OCL__DECL
+
+/* ---- gemm (ops_gemm.c, gemm_tune.c) -------------------------------------- */
+/* Build options of a tiled-gemm configuration. */
+void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt,
+                          const ocl_gemm_cfg_t *c, char *out, size_t cap);
+/* Enqueues pack + tiled kernel for g with configuration cfg. Caller holds
+ * d->lock. */
+bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
+                           const ocl_gemm_cfg_t *cfg, const bp_gemm_args_t *g);
+/* The device's tiled-gemm configuration for dt: from the tuning cache file,
+ * or measured now (once per device and dtype). Caller holds d->lock. */
+bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt,
+                            const ocl_gemm_cfg_t **out_cfg);
+
+/* Fills the capability table of a device from what the ops implement. */
+void ocl_op_dtypes(const ocl_caps_t *caps, uint32_t *op_dtypes);
+
+#endif /* BACKPLANE_OCL_H */

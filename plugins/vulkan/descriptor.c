@@ -1,0 +1,52 @@
+/*
+ * descriptor.c — the one exported symbol of backend-vulkan.so.
+ */
+#include "vkb.h"
+
+static bp_status_t vkb_init(const bp_host_services_t *host) {
+  vkb_host = host;
+  return BP_OK;
+}
+
+static void vkb_shutdown(void) {
+  vkb_global_release();
+  vkb_host = NULL;
+}
+
+BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
+    .magic = BP_PLUGIN_MAGIC,
+    .abi_major = BP_PLUGIN_ABI_MAJOR,
+    .abi_minor = BP_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(bp_plugin_descriptor_t),
+    .name = "vulkan",
+    .version = "0.1.0",
+    .description = "Vulkan compute through libvulkan.so.1 (GLSL kernels "
+                   "embedded as SPIR-V)",
+    .init = vkb_init,
+    .shutdown = vkb_shutdown,
+    .probe = vkb_probe,
+    .device_open = vkb_device_open,
+    .device_close = vkb_device_close,
+    .device_synchronize = vkb_device_synchronize,
+    .mem_alloc = vkb_mem_alloc,
+    .mem_free = vkb_mem_free,
+    .mem_write = vkb_mem_write,
+    .mem_read = vkb_mem_read,
+    .mem_copy = vkb_mem_copy,
+    .stream_create = vkb_stream_create,
+    .stream_destroy = vkb_stream_destroy,
+    .stream_synchronize = vkb_stream_synchronize,
+    .event_create = vkb_event_create,
+    .event_destroy = vkb_event_destroy,
+    .event_record = vkb_event_record,
+    .stream_wait_event = vkb_stream_wait_event,
+    .event_synchronize = vkb_event_synchronize,
+    .event_elapsed = vkb_event_elapsed,
+    /* Ops whose kernels are not written yet stay NULL: "unsupported". */
+    .gemm = vkb_op_gemm,
+    .unary = vkb_op_unary,
+    .binary = vkb_op_binary,
+    .fill = vkb_op_fill,
+    .copy = vkb_op_copy,
+    .cast = vkb_op_cast,
+};

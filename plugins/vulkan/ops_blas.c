@@ -1,0 +1,80 @@
+/*
+ * ops_blas.c — gemm (strided batched, any strides) and gemv.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+
+#include "ops.h"
+
+/* Matches gemm.comp's parameter block. */
+typedef struct gemm_params {
+  uint64_t a, b, c;
+  int32_t m, n, k, beta_zero;
+  int32_t sab, sam, sak, sbb, sbk, sbn, scb, scm, scn;
+  float alpha, beta;
+} gemm_params_t;
+
+/* A tile configuration: specialization constants 0..5 of gemm.comp. */
+typedef struct gemm_tile {
+  uint32_t bm, bn, bk, tm, tn;
+} gemm_tile_t;
+
+static const gemm_tile_t k_tiles[] = {
+    {64, 64, 16, 4, 4},  /* the default: 256 invocations, 4x4 each */
+    {32, 32, 16, 4, 4},  /* small outputs: more workgroups to spread */
+    {64, 64, 8, 4, 4},
+};
+
+/* Picks the tile: small problems use the small tile so that every core
+ * gets a workgroup; BACKPLANE_VK_GEMM_TILE=i forces one (for tuning). */
+static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch) {
+  const char *env = vkb_host && vkb_host->getenv
+                        ? vkb_host->getenv("BACKPLANE_VK_GEMM_TILE") : NULL;
+  if (env && env[0] >= '0' &&
+      env[0] < '0' + (int)(sizeof k_tiles / sizeof *k_tiles))
+    return &k_tiles[env[0] - '0'];
+  int64_t big_groups = ((m + 63) / 64) * ((n + 63) / 64) * batch;
+  return big_groups < 16 ? &k_tiles[1] : &k_tiles[0];
+}
+
+static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
+  const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
+  int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2],
+          k = A->shape[2];
+  if (!vkb_fits_i32(A) || !vkb_fits_i32(B) || !vkb_fits_i32(C) ||
+      batch > s->d->caps.max_groups[2])
+    return vkb_fail(BP_ERR_UNSUPPORTED,
+                    "vulkan: gemm: sizes beyond int32 offsets or %u batches",
+                    s->d->caps.max_groups[2]);
+  if (m == 0 || n == 0 || batch == 0)
+    return BP_OK;
+  gemm_params_t p = {
+      .a = vkb_tensor_addr(A), .b = vkb_tensor_addr(B),
+      .c = vkb_tensor_addr(C), .m = (int32_t)m, .n = (int32_t)n,
+      .k = (int32_t)k, .beta_zero = g->beta == 0.0,
+      .sab = (int32_t)A->strides[0], .sam = (int32_t)A->strides[1],
+      .sak = (int32_t)A->strides[2], .sbb = (int32_t)B->strides[0],
+      .sbk = (int32_t)B->strides[1], .sbn = (int32_t)B->strides[2],
+      .scb = (int32_t)C->strides[0], .scm = (int32_t)C->strides[1],
+      .scn = (int32_t)C->strides[2], .alpha = (float)g->alpha,
+      .beta = (float)g->beta};
+  const gemm_tile_t *t = pick_tile(m, n, batch);
+  /* Loads walk the contiguous axis so neighbouring invocations read
+   * neighbouring addresses. */
+  uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) |
+                    (B->strides[2] == 1 ? 2u : 0u);
+  uint32_t spec[7] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk,
+                      t->tm, t->tn, layout};
+  char name[32];
+  snprintf(name, sizeof name, "gemm_%s", vkb_dtype_tag(C->dtype));
+  if (getenv("GX")) return vkb_dispatch(s, "gemmx_f32", NULL, 0, &p, sizeof p, (uint32_t)n/64, (uint32_t)m/16, 1);
+  return vkb_dispatch(s, name, spec, 7, &p, sizeof p,
+                      (uint32_t)((n + t->bn - 1) / t->bn),
+                      (uint32_t)((m + t->bm - 1) / t->bm), (uint32_t)batch);
+}
+
+bp_status_t vkb_op_gemm(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
+                        const bp_gemm_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, gemm_record(s, a))
+}

@@ -1,0 +1,348 @@
+/*
+ * vkb.h — internals shared by the files of backend-vulkan.so.
+ *
+ * The plugin opens libvulkan.so.1 with dlopen (loader.c) and resolves every
+ * entry point through vkGetInstanceProcAddr / vkGetDeviceProcAddr into the
+ * tables below. Tensors reach shaders through buffer device addresses: each
+ * dispatch writes a small parameter block (addresses, shapes, strides) into
+ * host-visible memory and pushes its address as the only push constant, so
+ * no descriptor sets are needed and any byte offset works.
+ *
+ * Files: loader.c (dlopen, instance), device.c (probe, open, close),
+ * memory.c (suballocator, copies), stream.c (command batches, events),
+ * pipeline.c (embedded SPIR-V, pipeline cache, dispatch), ops*.c (the ops),
+ * descriptor.c (the exported descriptor).
+ */
+#ifndef BACKPLANE_VKB_H
+#define BACKPLANE_VKB_H
+
+#define VK_NO_PROTOTYPES
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "plugin-api.h"
+
+#define VKB_HIDDEN __attribute__((visibility("hidden")))
+#define VKB_MAX_DEVICES 16
+#define VKB_MAX_QUEUES 8
+
+/* ---- entry points (loader.c) ------------------------------------------- */
+#define VKB_INSTANCE_FNS(X)                                                    \
+  X(vkDestroyInstance)                                                         \
+  X(vkEnumeratePhysicalDevices)                                                \
+  X(vkGetPhysicalDeviceProperties)                                             \
+  X(vkGetPhysicalDeviceProperties2)                                            \
+  X(vkGetPhysicalDeviceFeatures2)                                              \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
+  X(vkGetPhysicalDeviceMemoryProperties)                                       \
+  X(vkEnumerateDeviceExtensionProperties)                                      \
+  X(vkCreateDevice)                                                            \
+  X(vkGetDeviceProcAddr)
+
+#define VKB_DEVICE_FNS(X)                                                      \
+  X(vkDestroyDevice)                                                           \
+  X(vkGetDeviceQueue)                                                          \
+  X(vkQueueSubmit)                                                             \
+  X(vkDeviceWaitIdle)                                                          \
+  X(vkAllocateMemory)                                                          \
+  X(vkFreeMemory)                                                              \
+  X(vkMapMemory)                                                               \
+  X(vkCreateBuffer)                                                            \
+  X(vkDestroyBuffer)                                                           \
+  X(vkGetBufferMemoryRequirements)                                             \
+  X(vkBindBufferMemory)                                                        \
+  X(vkGetBufferDeviceAddress)                                                  \
+  X(vkCreateShaderModule)                                                      \
+  X(vkDestroyShaderModule)                                                     \
+  X(vkCreatePipelineLayout)                                                    \
+  X(vkDestroyPipelineLayout)                                                   \
+  X(vkCreateComputePipelines)                                                  \
+  X(vkDestroyPipeline)                                                         \
+  X(vkCreatePipelineCache)                                                     \
+  X(vkDestroyPipelineCache)                                                    \
+  X(vkGetPipelineCacheData)                                                    \
+  X(vkCreateCommandPool)                                                       \
+  X(vkDestroyCommandPool)                                                      \
+  X(vkAllocateCommandBuffers)                                                  \
+  X(vkResetCommandBuffer)                                                      \
+  X(vkBeginCommandBuffer)                                                      \
+  X(vkEndCommandBuffer)                                                        \
+  X(vkCmdBindPipeline)                                                         \
+  X(vkCmdPushConstants)                                                        \
+  X(vkCmdDispatch)                                                             \
+  X(vkCmdPipelineBarrier)                                                      \
+  X(vkCmdCopyBuffer)                                                           \
+  X(vkCmdWriteTimestamp)                                                       \
+  X(vkCmdResetQueryPool)                                                       \
+  X(vkCreateQueryPool)                                                         \
+  X(vkDestroyQueryPool)                                                        \
+  X(vkGetQueryPoolResults)                                                     \
+  X(vkCreateSemaphore)                                                         \
+  X(vkDestroySemaphore)                                                        \
+  X(vkWaitSemaphores)                                                          \
+  X(vkGetSemaphoreCounterValue)
+
+#define VKB__FN_FIELD(name) PFN_##name name;
+typedef struct vkb_ifn {
+  VKB_INSTANCE_FNS(VKB__FN_FIELD)
+} vkb_ifn_t;
+typedef struct vkb_dfn {
+  VKB_DEVICE_FNS(VKB__FN_FIELD)
+} vkb_dfn_t;
+#undef VKB__FN_FIELD
+
+/* The process-wide Vulkan state: loader handle and one instance, created
+ * on first probe and kept until shutdown. */
+typedef struct vkb_global {
+  void *lib;
+  VkInstance instance;
+  vkb_ifn_t fn;
+  uint32_t phys_count;
+  VkPhysicalDevice phys[VKB_MAX_DEVICES];
+} vkb_global_t;
+
+extern VKB_HIDDEN const bp_host_services_t *vkb_host;
+/* Loads the loader and creates the instance once; BP_ERR_UNAVAILABLE with a
+ * message when there is no loader or no instance. Thread-safe. */
+VKB_HIDDEN bp_status_t vkb_global_get(vkb_global_t **out_global);
+VKB_HIDDEN void vkb_global_release(void);
+VKB_HIDDEN void vkb_log(bp_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Sets the host error message and returns status. */
+VKB_HIDDEN bp_status_t vkb_fail(bp_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Maps a VkResult to a status, with a message naming what failed. */
+VKB_HIDDEN bp_status_t vkb_check(VkResult r, const char *what);
+
+/* ---- capabilities (device.c) ------------------------------------------- */
+typedef struct vkb_caps {
+  bool usable;   /* bufferDeviceAddress, timeline semaphores, int64 */
+  bool storage8, storage16, float64;
+  uint32_t subgroup_size, shared_bytes, max_invocations;
+  uint32_t max_groups[3];
+} vkb_caps_t;
+
+/* The descriptor's device entry points. */
+VKB_HIDDEN bp_status_t vkb_probe(bp_device_info_t *out_infos,
+                                 uint32_t capacity, uint32_t *out_count);
+VKB_HIDDEN bp_status_t vkb_device_open(uint32_t index,
+                                       const bp_plugin_device_config_t *config,
+                                       bp_plugin_device_t **out_device);
+VKB_HIDDEN void vkb_device_close(bp_plugin_device_t *device);
+VKB_HIDDEN bp_status_t vkb_device_synchronize(bp_plugin_device_t *device);
+
+/* Fills the op/dtype table with what this plugin implements on caps. */
+VKB_HIDDEN void vkb_claims(const vkb_caps_t *caps,
+                           uint32_t op_dtypes[BP_OP_TABLE_SIZE]);
+
+/* ---- memory (memory.c) -------------------------------------------------- */
+typedef struct vkb_free_range vkb_free_range_t;
+typedef struct vkb_block {
+  VkDeviceMemory mem;
+  VkBuffer buf;
+  VkDeviceAddress addr;
+  uint8_t *map; /* NULL when not host-visible */
+  uint64_t size, used;
+  vkb_free_range_t *free; /* sorted by offset, coalesced */
+  struct vkb_block *next;
+} vkb_block_t;
+
+typedef struct vkb_heap {
+  uint32_t type_index;
+  bool host_visible;
+  vkb_block_t *blocks;
+} vkb_heap_t;
+
+/* One allocation; the plugin's 64-bit device pointer is its address. */
+typedef struct vkb_alloc {
+  vkb_block_t *block;
+  uint64_t offset, size;
+  VkDeviceAddress addr;
+  uint8_t *map; /* host view, NULL when not host-visible */
+  bool host;    /* from the host heap (staging, parameters) */
+} vkb_alloc_t;
+
+typedef struct vkb_stream vkb_stream_t;
+typedef struct vkb_pipeline vkb_pipeline_t;
+
+typedef struct vkb_device {
+  vkb_global_t *g;
+  VkPhysicalDevice phys;
+  VkDevice dev;
+  vkb_dfn_t fn;
+  vkb_caps_t caps;
+  uint32_t queue_family, queue_count;
+  VkQueue queues[VKB_MAX_QUEUES];
+  pthread_mutex_t queue_lock[VKB_MAX_QUEUES];
+  uint32_t next_queue;
+  float timestamp_period;
+  pthread_mutex_t mem_lock;
+  vkb_heap_t heap_dev, heap_host;
+  uint64_t memory_limit, memory_used;
+  VkPipelineLayout layout;
+  VkPipelineCache cache;
+  pthread_mutex_t pipe_lock;
+  vkb_pipeline_t *pipelines;
+  vkb_stream_t *default_stream;
+  pthread_mutex_t stream_lock;
+  vkb_stream_t *streams; /* every stream, for device_synchronize */
+} vkb_device_t;
+
+VKB_HIDDEN bp_status_t vkb_heaps_init(vkb_device_t *d);
+VKB_HIDDEN void vkb_heaps_destroy(vkb_device_t *d);
+/* Suballocates size bytes (aligned to 256) from the device or host heap. */
+VKB_HIDDEN bp_status_t vkb_alloc(vkb_device_t *d, bool host, uint64_t size,
+                                 vkb_alloc_t **out_alloc);
+VKB_HIDDEN void vkb_free(vkb_device_t *d, vkb_alloc_t *a);
+/* The descriptor's memory entry points. */
+VKB_HIDDEN bp_status_t vkb_mem_alloc(bp_plugin_device_t *device, uint64_t size,
+                                     uint64_t *out_ptr);
+VKB_HIDDEN void vkb_mem_free(bp_plugin_device_t *device, uint64_t ptr);
+VKB_HIDDEN bp_status_t vkb_mem_write(bp_plugin_device_t *device,
+                                     bp_plugin_stream_t *stream, uint64_t dst,
+                                     uint64_t dst_offset, const void *src,
+                                     uint64_t size);
+VKB_HIDDEN bp_status_t vkb_mem_read(bp_plugin_device_t *device,
+                                    bp_plugin_stream_t *stream, void *dst,
+                                    uint64_t src, uint64_t src_offset,
+                                    uint64_t size);
+VKB_HIDDEN bp_status_t vkb_mem_copy(bp_plugin_device_t *device,
+                                    bp_plugin_stream_t *stream, uint64_t dst,
+                                    uint64_t dst_offset, uint64_t src,
+                                    uint64_t src_offset, uint64_t size);
+static inline vkb_alloc_t *vkb_ptr(uint64_t p) {
+  return (vkb_alloc_t *)(uintptr_t)p;
+}
+
+/* ---- streams (stream.c) ------------------------------------------------- */
+/* One submission: its command buffer, the timeline value it signals and the
+ * allocations (staging, parameters) freed once it completes. */
+typedef struct vkb_batch {
+  VkCommandBuffer cb;
+  uint64_t value;
+  vkb_alloc_t **rel;
+  uint32_t nrel;
+} vkb_batch_t;
+
+struct vkb_stream {
+  vkb_device_t *d;
+  pthread_mutex_t lock;
+  uint32_t queue;
+  VkCommandPool pool;
+  VkSemaphore timeline;
+  uint64_t submitted;   /* last value a submission will signal */
+  VkCommandBuffer cur;  /* recording, or VK_NULL_HANDLE */
+  uint32_t cur_cmds;
+  struct vkb_batch *inflight; /* submitted, oldest first */
+  uint32_t ninflight, capinflight;
+  VkCommandBuffer *spare; /* completed command buffers, for reuse */
+  uint32_t nspare, capspare;
+  vkb_alloc_t *chunk;   /* parameter chunk being filled */
+  uint64_t chunk_used;
+  vkb_alloc_t **releases; /* freed when the current batch completes */
+  uint32_t nrel, caprel;
+  VkSemaphore wait_sem[8];
+  uint64_t wait_val[8];
+  uint32_t nwait;
+  struct vkb_stream *next;
+};
+
+VKB_HIDDEN bp_status_t vkb_stream_new(vkb_device_t *d,
+                                      vkb_stream_t **out_stream);
+VKB_HIDDEN void vkb_stream_free(vkb_stream_t *s);
+/* Returns the command buffer being recorded, starting one if needed, after
+ * a barrier that orders it behind everything recorded before. Call with
+ * s->lock held. */
+VKB_HIDDEN bp_status_t vkb_stream_cmd(vkb_stream_t *s,
+                                      VkCommandBuffer *out_cb);
+/* Counts a recorded command; submits the batch when it is large. */
+VKB_HIDDEN bp_status_t vkb_stream_recorded(vkb_stream_t *s);
+/* Submits what is recorded (if anything). Call with s->lock held. */
+VKB_HIDDEN bp_status_t vkb_stream_flush(vkb_stream_t *s);
+/* Submits and waits for everything on s. Call with s->lock held. */
+VKB_HIDDEN bp_status_t vkb_stream_wait(vkb_stream_t *s);
+/* Frees a when the current batch completes. */
+VKB_HIDDEN bp_status_t vkb_stream_release(vkb_stream_t *s, vkb_alloc_t *a);
+/* Copies size bytes of params into the stream's parameter memory, valid
+ * until the current batch completes; returns its device address. */
+VKB_HIDDEN bp_status_t vkb_stream_params(vkb_stream_t *s, const void *data,
+                                         uint32_t size,
+                                         VkDeviceAddress *out_addr);
+/* The stream to use for a call: s, or the device's default stream. */
+VKB_HIDDEN vkb_stream_t *vkb_stream_or_default(vkb_device_t *d,
+                                               bp_plugin_stream_t *s);
+
+/* The descriptor's stream and event entry points. */
+VKB_HIDDEN bp_status_t vkb_stream_create(bp_plugin_device_t *device,
+                                         bp_plugin_stream_t **out_stream);
+VKB_HIDDEN void vkb_stream_destroy(bp_plugin_device_t *device,
+                                   bp_plugin_stream_t *stream);
+VKB_HIDDEN bp_status_t vkb_stream_synchronize(bp_plugin_device_t *device,
+                                              bp_plugin_stream_t *stream);
+VKB_HIDDEN bp_status_t vkb_event_create(bp_plugin_device_t *device,
+                                        bp_plugin_event_t **out_event);
+VKB_HIDDEN void vkb_event_destroy(bp_plugin_device_t *device,
+                                  bp_plugin_event_t *event);
+VKB_HIDDEN bp_status_t vkb_event_record(bp_plugin_device_t *device,
+                                        bp_plugin_event_t *event,
+                                        bp_plugin_stream_t *stream);
+VKB_HIDDEN bp_status_t vkb_stream_wait_event(bp_plugin_device_t *device,
+                                             bp_plugin_stream_t *stream,
+                                             bp_plugin_event_t *event);
+VKB_HIDDEN bp_status_t vkb_event_synchronize(bp_plugin_device_t *device,
+                                             bp_plugin_event_t *event);
+VKB_HIDDEN bp_status_t vkb_event_elapsed(bp_plugin_device_t *device,
+                                         bp_plugin_event_t *start,
+                                         bp_plugin_event_t *end,
+                                         double *out_ms);
+
+/* ---- pipelines (pipeline.c) --------------------------------------------- */
+#define VKB_MAX_SPEC 8
+VKB_HIDDEN bp_status_t vkb_pipelines_init(vkb_device_t *d);
+VKB_HIDDEN void vkb_pipelines_destroy(vkb_device_t *d);
+/* True when the kernel variant is embedded in this build. */
+VKB_HIDDEN bool vkb_kernel_present(const char *name);
+/* Records one dispatch of kernel name (a variant such as "eltwise_f32")
+ * with specialization constants spec[0..nspec) (constant_id 0..), the
+ * parameter block params and groups[3] workgroups. Call with s->lock held.
+ */
+VKB_HIDDEN bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
+                                    const uint32_t *spec, uint32_t nspec,
+                                    const void *params, uint32_t psize,
+                                    uint32_t gx, uint32_t gy, uint32_t gz);
+
+/* ---- ops (ops*.c) ------------------------------------------------------- */
+#define VKB_OPS(X)                                                             \
+  X(gemm, bp_gemm_args_t)                                                      \
+  X(gemv, bp_gemv_args_t)                                                      \
+  X(conv2d, bp_conv2d_args_t)                                                  \
+  X(pool2d, bp_pool2d_args_t)                                                  \
+  X(batch_norm, bp_batch_norm_args_t)                                          \
+  X(layer_norm, bp_norm_args_t)                                                \
+  X(rms_norm, bp_norm_args_t)                                                  \
+  X(softmax, bp_softmax_args_t)                                                \
+  X(attention, bp_attention_args_t)                                            \
+  X(adam, bp_adam_args_t)                                                      \
+  X(unary, bp_unary_args_t)                                                    \
+  X(binary, bp_binary_args_t)                                                  \
+  X(reduce, bp_reduce_args_t)                                                  \
+  X(fill, bp_fill_args_t)                                                      \
+  X(copy, bp_copy_args_t)                                                      \
+  X(cast, bp_copy_args_t)                                                      \
+  X(random, bp_random_args_t)
+
+#define VKB__DECLARE_OP(name, args_t)                                          \
+  VKB_HIDDEN bp_status_t vkb_op_##name(bp_plugin_device_t *dev,               \
+                                       bp_plugin_stream_t *stream,            \
+                                       const args_t *a);
+VKB_OPS(VKB__DECLARE_OP)
+#undef VKB__DECLARE_OP
+
+/* Device address of element 0 of a tensor. */
+static inline uint64_t vkb_tensor_addr(const bp_plugin_tensor_t *t) {
+  return vkb_ptr(t->ptr)->addr + t->offset;
+}
+
+#endif /* BACKPLANE_VKB_H */

@@ -1,0 +1,61 @@
+/*
+ * shim.h — internals of the test-only libcuda.so.1 (test/shims/cuda).
+ *
+ * The shim is a CPU stand-in for NVIDIA's driver, built only for the tests
+ * of backend-cuda.so and never installed. It implements exactly the entry
+ * points of plugins/cuda/cuda_driver.h, under the very symbol names the
+ * plugin resolves (each declared from that header's X-macro, so a signature
+ * that drifts from the plugin's fails to compile). It checks the plugin's
+ * host logic — context discipline, handle lifetimes, pointer ranges, launch
+ * geometry, parameter-block sizes against the PTX — and runs each kernel as
+ * a plain C loop nest with the kernel's semantics. It does not run, and so
+ * cannot check, the PTX kernels themselves.
+ */
+#ifndef BP_CUDA_SHIM_H
+#define BP_CUDA_SHIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cuda/bp_cuda_args.h"
+#include "plugins/cuda/cuda_driver.h"
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+#define SHIM_INVALID_CONTEXT 201
+
+/* Prints a diagnostic to stderr ("cuda-shim: ...") — a plugin bug the shim
+ * caught, shown next to the failing test. */
+void shim_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* True when BP_CUDA_SHIM_FAIL (comma-separated) contains what: "init",
+ * "alloc", "launch", "module", "memcpy", "event". */
+bool shim_fail(const char *what);
+
+/* Checks that [p, p + bytes) lies inside one live allocation; reports and
+ * returns false otherwise. */
+bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what);
+
+/* A C kernel: runs a whole launch's work. Returns false (after reporting)
+ * when it found a bad pointer. */
+typedef bool (*shim_kernel_fn)(const void *params);
+typedef struct shim_kernel {
+  const char *name;
+  size_t param_size; /* sizeof the parameter block: must equal the PTX's */
+  shim_kernel_fn fn;
+} shim_kernel_t;
+
+/* The kernel table (kernels.c); NULL when name has no C implementation. */
+const shim_kernel_t *shim_kernel_find(const char *name);
+
+/* Test hook: counts of live objects, for leak checks. */
+typedef struct bp_cuda_shim_stats {
+  int64_t allocations, bytes_in_use;
+  int64_t streams, events, modules;
+  int64_t primary_ctx_refs; /* over all devices */
+  int64_t launches;         /* cumulative */
+  int ctx_depth;            /* this thread's context stack depth */
+} bp_cuda_shim_stats_t;
+SHIM_EXPORT void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out);
+
+#endif /* BP_CUDA_SHIM_H */

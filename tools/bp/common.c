@@ -1,0 +1,168 @@
+/*
+ * common.c — helpers shared by the bp subcommands: context and device
+ * opening, option parsing, JSON and human output, timing, progress.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bp.h"
+
+bool bpt_exe_dir(char *out, size_t size) {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return false;
+  path[n] = '\0';
+  char *slash = strrchr(path, '/');
+  if (!slash) return false;
+  *slash = '\0';
+  if (strlen(path) + 1 > size) return false;
+  memcpy(out, path, strlen(path) + 1);
+  return true;
+}
+
+bp_context_t *bpt_context_open(const bpt_context_flags_t *flags) {
+  char dir[PATH_MAX], plugins[PATH_MAX + 16];
+  bp_context_options_t opt = {.struct_size = sizeof opt};
+  opt.isolate_probe = !(flags && flags->no_isolate);
+  /* build/bin/bp finds build/plugins; an installed bin/bp finds
+   * lib/backplane through the core's build-time directory. */
+  if (bpt_exe_dir(dir, sizeof dir)) {
+    char rel[PATH_MAX + 16];
+    snprintf(rel, sizeof rel, "%s/../plugins", dir);
+    if (realpath(rel, plugins)) opt.plugin_dir = plugins;
+  }
+  /* Refusals are reported by bp devices; keep the loader's own warnings
+   * out of bp's output unless the user asked for them. */
+  setenv("BACKPLANE_DEBUG", "error", 0);
+  bp_context_t *ctx = NULL;
+  bp_status_t st = bp_context_create(&opt, &ctx);
+  if (st != BP_OK) {
+    fprintf(stderr, "bp: cannot create a context: %s (%s)\n",
+            bp_status_string(st), bp_last_error());
+    return NULL;
+  }
+  return ctx;
+}
+
+bp_device_t *bpt_device_open(bp_context_t *ctx, const char *selector) {
+  bp_device_t *dev = NULL;
+  bp_status_t st = bp_device_open(ctx, selector, NULL, &dev);
+  if (st != BP_OK) {
+    fprintf(stderr, "bp: cannot open device '%s': %s (%s)\n",
+            selector ? selector : "(best)", bp_status_string(st),
+            bp_last_error());
+    fprintf(stderr, "bp: 'bp devices' lists the devices and selectors\n");
+    return NULL;
+  }
+  return dev;
+}
+
+const char *bpt_opt_value(int argc, char **argv, int *i, const char *name,
+                          bool *missing) {
+  const char *arg = argv[*i];
+  size_t n = strlen(name);
+  *missing = false;
+  if (strncmp(arg, name, n) != 0) return NULL;
+  if (arg[n] == '=') return arg + n + 1;
+  if (arg[n] != '\0') return NULL;
+  if (*i + 1 >= argc) {
+    *missing = true;
+    return NULL;
+  }
+  (*i)++;
+  return argv[*i];
+}
+
+bool bpt_is_help(const char *arg) {
+  return !strcmp(arg, "-h") || !strcmp(arg, "--help");
+}
+
+int bpt_usage_error(const char *sub, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "bp %s: ", sub);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'bp %s --help'.\n", sub);
+  return BPT_EXIT_USAGE;
+}
+
+void bpt_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+void bpt_json_number(FILE *f, double v) {
+  if (isfinite(v))
+    fprintf(f, "%.6g", v);
+  else
+    fputs("null", f);
+}
+
+void bpt_format_bytes(uint64_t bytes, char *out, size_t size) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  if (bytes == 0)
+    snprintf(out, size, "-");
+  else
+    snprintf(out, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+const char *bpt_kind_name(bp_device_kind_t kind) {
+  switch (kind) {
+  case BP_DEVICE_DISCRETE_GPU: return "discrete-gpu";
+  case BP_DEVICE_INTEGRATED_GPU: return "integrated-gpu";
+  case BP_DEVICE_CPU: return "cpu";
+  case BP_DEVICE_SOFTWARE: return "software";
+  default: return "other";
+  }
+}
+
+const char *bpt_stage_name(bp_plugin_stage_t stage) {
+  static const char *const names[] = {"open", "symbol", "version", "validate",
+                                      "init", "probe",  "ready"};
+  return (unsigned)stage <= BP_STAGE_READY ? names[stage] : "?";
+}
+
+double bpt_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int progress_tty = -1;
+
+void bpt_progress(int i, int n, const char *label) {
+  if (progress_tty < 0) progress_tty = isatty(STDERR_FILENO);
+  if (!progress_tty) return;
+  fprintf(stderr, "\r\033[K[%d/%d] %s", i, n, label);
+  fflush(stderr);
+}
+
+void bpt_progress_done(void) {
+  if (progress_tty < 0) progress_tty = isatty(STDERR_FILENO);
+  if (!progress_tty) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+}

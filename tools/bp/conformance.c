@@ -1,0 +1,336 @@
+/*
+ * conformance.c — `bp conformance [PLUGIN.so ...]`: proves a plugin before it
+ * ships. Each plugin runs in its own child process with a time limit, so a
+ * crash or hang is reported against the case it happened in and the run
+ * goes on with the next plugin. See conformance.h for the structure.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bp.h"
+#include "conformance.h"
+#include "conformance_report.h"
+
+#ifndef BPT_INSTALL_PLUGIN_DIR
+#define BPT_INSTALL_PLUGIN_DIR "/usr/local/lib/backplane"
+#endif
+
+/* ---- the child --------------------------------------------------------------*/
+
+void cf_begin(cf_child_t *c, const char *stage, const char *name) {
+  fprintf(c->out, "B\t%s\t%s\n", stage, name);
+  fflush(c->out);
+}
+
+void cf_end(cf_child_t *c, cf_result_t r, const char *fmt, ...) {
+  char detail[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  for (char *p = detail; *p; p++)
+    if (*p == '\n' || *p == '\t') *p = ' ';
+  fprintf(c->out, "E\t%d\t%s\n", (int)r, detail);
+  fflush(c->out);
+}
+
+/* Finds backend-cpu.so for the reference: next to bp, then the path. */
+static bool find_reference(char *out, size_t size) {
+  char dir[PATH_MAX];
+  if (bpt_exe_dir(dir, sizeof dir)) {
+    snprintf(out, size, "%s/../plugins/backend-cpu.so", dir);
+    if (access(out, R_OK) == 0) return true;
+  }
+  const char *env = getenv("BACKPLANE_PLUGIN_PATH");
+  char *copy = env ? strdup(env) : NULL, *save = NULL;
+  for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+    snprintf(out, size, "%s/backend-cpu.so", d);
+    if (access(out, R_OK) == 0) {
+      free(copy);
+      return true;
+    }
+  }
+  free(copy);
+  snprintf(out, size, "%s/backend-cpu.so", BPT_INSTALL_PLUGIN_DIR);
+  return access(out, R_OK) == 0;
+}
+
+/* A private plugin directory with the plugin under test and the reference. */
+static bool make_plugin_dir(const char *plugin, char *dir, size_t size) {
+  snprintf(dir, size, "/tmp/bp-conformance-XXXXXX");
+  if (!mkdtemp(dir)) return false;
+  char real[PATH_MAX], link[PATH_MAX + 64], ref[PATH_MAX];
+  if (!realpath(plugin, real)) return false;
+  char *base = basename(strdup(plugin));
+  bool is_cpu = strcmp(base, "backend-cpu.so") == 0;
+  snprintf(link, sizeof link, "%s/%s", dir, strncmp(base, "backend-", 8) ? "backend-undertest.so" : base);
+  if (symlink(real, link) != 0) return false;
+  if (!is_cpu && find_reference(ref, sizeof ref) && realpath(ref, real)) {
+    snprintf(link, sizeof link, "%s/backend-cpu.so", dir);
+    if (symlink(real, link) != 0) return false;
+  }
+  return true;
+}
+
+/* Removes the staging directory and the links in it. */
+static void remove_plugin_dir(const char *dir, const char *link_path) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/backend-cpu.so", dir);
+  unlink(path);
+  unlink(link_path);
+  rmdir(dir);
+}
+
+static void run_device_stages(cf_child_t *c) {
+  cf_stage_probe(c);
+  if (c->entry.info.flags & BP_DEVICE_FLAG_REFERENCE) {
+    cf_begin(c, "ops", "all ops");
+    cf_end(c, CF_SKIP, "this is the reference device; test/ checks it against an independent reference");
+  } else if (!c->ref) {
+    cf_begin(c, "ops", "all ops");
+    cf_end(c, CF_SKIP, "no cpu-ref device to compare against (backend-cpu.so not found)");
+  } else {
+    cf_stage_ops(c);
+  }
+  cf_stage_errors(c);
+  cf_stage_memory(c);
+  cf_stage_concurrency(c);
+  cf_stage_performance(c);
+}
+
+/* Runs in the child: every stage for every device of the plugin. */
+static int child_main(const char *plugin, bool quick, FILE *out) {
+  cf_child_t c;
+  memset(&c, 0, sizeof c);
+  c.out = out;
+  c.plugin_path = plugin;
+  c.quick = quick;
+  char dir[PATH_MAX], real[PATH_MAX];
+  if (!make_plugin_dir(plugin, dir, sizeof dir) || !realpath(plugin, real)) {
+    cf_begin(&c, "abi", "open");
+    cf_end(&c, CF_FAIL, "cannot stage %s: %s", plugin, strerror(errno));
+    return 1;
+  }
+  bp_context_options_t o = {sizeof o, dir, false, true, 0};
+  if (bp_context_create(&o, &c.ctx) != BP_OK) {
+    cf_begin(&c, "abi", "context");
+    cf_end(&c, CF_FAIL, "%s", bp_last_error());
+    return 1;
+  }
+  char link_path[PATH_MAX + 64];
+  char *base = basename(strdup(plugin));
+  snprintf(link_path, sizeof link_path, "%s/%s", dir, strncmp(base, "backend-", 8) ? "backend-undertest.so" : base);
+  c.plugin_path = link_path;
+  cf_stage_abi(&c);
+  bp_device_open(c.ctx, "cpu-ref", NULL, &c.ref);
+  if (c.ref) bp_stream_create(c.ref, &c.ref_s);
+  uint32_t n = 0;
+  bp_context_device_count(c.ctx, &n);
+  bp_plugin_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  uint32_t np = 0;
+  bp_context_plugin_count(c.ctx, &np);
+  for (uint32_t i = 0; i < np; i++) {
+    bp_context_plugin_report(c.ctx, i, &rep);
+    if (!strcmp(rep.path, link_path)) break;
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    bp_device_entry_t e;
+    bp_context_device_entry(c.ctx, r, &e);
+    if (strcmp(e.backend, rep.name)) continue;
+    char sel[96];
+    snprintf(sel, sizeof sel, "%s:%u", e.backend, e.backend_index);
+    fprintf(out, "D\t%s\t%s\n", e.backend, e.info.name);
+    c.entry = e;
+    if (bp_device_open(c.ctx, sel, NULL, &c.dev) != BP_OK || bp_stream_create(c.dev, &c.dev_s) != BP_OK) {
+      cf_begin(&c, "probe", "device open");
+      cf_end(&c, CF_FAIL, "%s", bp_last_error());
+    } else {
+      run_device_stages(&c);
+    }
+    bp_stream_destroy(c.dev_s);
+    bp_device_close(c.dev);
+    c.dev = NULL;
+    c.dev_s = NULL;
+  }
+  bp_stream_destroy(c.ref_s);
+  bp_device_close(c.ref);
+  bp_context_destroy(c.ctx);
+  remove_plugin_dir(dir, link_path);
+  return 0;
+}
+
+/* ---- the parent -----------------------------------------------------------*/
+
+typedef struct cf_options {
+  bool quick, tap;
+  int case_timeout_s;
+  const char *junit, *json, *xfail;
+} cf_options_t;
+
+/* Reads the child's lines until it exits or stalls for case_timeout_s. */
+static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int timeout_s) {
+  FILE *in = fdopen(fd, "r");
+  char line[2048], stage[64] = "", name[256] = "", device[256] = "";
+  bool open_case = false, timed_out = false;
+  double started = bpt_now();
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int pr = poll(&p, 1, timeout_s * 1000);
+    if (pr == 0) {
+      timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (pr < 0 && errno == EINTR) continue;
+    if (!fgets(line, sizeof line, in)) break;
+    line[strcspn(line, "\n")] = '\0';
+    char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
+    if (!f1 || !f2) continue;
+    *f1++ = '\0';
+    *f2++ = '\0';
+    if (line[0] == 'D') {
+      snprintf(device, sizeof device, "%s/%s", f1, f2);
+    } else if (line[0] == 'B') {
+      snprintf(stage, sizeof stage, "%s", f1);
+      snprintf(name, sizeof name, "%s", f2);
+      open_case = true;
+      started = bpt_now();
+    } else if (line[0] == 'E' && open_case) {
+      cf_report_add(rep, plugin, device[0] ? device : plugin, stage, name, (cf_result_t)atoi(f1), f2,
+                    bpt_now() - started);
+      open_case = false;
+    }
+  }
+  fclose(in);
+  int ws = 0;
+  waitpid(pid, &ws, 0);
+  char why[300];
+  if (timed_out)
+    snprintf(why, sizeof why, "timed out after %d s in %s", timeout_s, open_case ? name : "start-up");
+  else if (WIFSIGNALED(ws))
+    snprintf(why, sizeof why, "crashed in %s: %s", open_case ? name : "start-up", strsignal(WTERMSIG(ws)));
+  else if (open_case || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+    snprintf(why, sizeof why, "exited with status %d in %s", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1,
+             open_case ? name : "start-up");
+  else
+    return;
+  cf_report_add(rep, plugin, device[0] ? device : plugin, open_case ? stage : "abi",
+                open_case ? name : "child process", CF_CRASH, why, bpt_now() - started);
+}
+
+static void test_plugin(cf_report_t *rep, const char *plugin, const cf_options_t *o) {
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    FILE *out = fdopen(fds[1], "w");
+    _exit(child_main(plugin, o->quick, out));
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    cf_report_add(rep, plugin, plugin, "abi", "fork", CF_FAIL, strerror(errno), 0);
+    return;
+  }
+  collect(rep, plugin, fds[0], pid, o->case_timeout_s);
+}
+
+/* With no paths: every candidate the loader saw; refused ones fail here. */
+static int list_plugins(char ***out) {
+  bpt_context_flags_t flags = {false};
+  bp_context_t *ctx = bpt_context_open(&flags);
+  uint32_t n = 0;
+  if (ctx) bp_context_plugin_count(ctx, &n);
+  char **paths = calloc(n + 1, sizeof *paths);
+  int count = 0;
+  for (uint32_t i = 0; paths && i < n; i++) {
+    bp_plugin_report_t r;
+    bp_context_plugin_report(ctx, i, &r);
+    paths[count++] = strdup(r.path);
+  }
+  bp_context_destroy(ctx);
+  *out = paths;
+  return count;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bp conformance [options] [PLUGIN.so ...]\n"
+          "Tests each plugin (every one found when none is named) in its own process:\n"
+          "ABI and descriptor, probe, every op and dtype it claims against cpu-ref,\n"
+          "error handling, memory accounting, concurrency and a performance floor.\n\n"
+          "  --quick           fewer and smaller cases\n"
+          "  --timeout S       seconds a single case may take (default 60)\n"
+          "  --xfail FILE      expected failures, one 'backend/case-prefix' per line\n"
+          "  --tap             TAP on stdout instead of the table\n"
+          "  --junit FILE      also write JUnit XML\n"
+          "  --json FILE       also write JSON\n"
+          "Exit status: 0 when everything claimed passes, 1 otherwise, 2 on usage errors.\n");
+}
+
+int bp_cmd_conformance(int argc, char **argv) {
+  cf_options_t o = {false, false, 60, NULL, NULL, NULL};
+  char **paths = calloc((size_t)argc + 1, sizeof *paths);
+  int npaths = 0;
+  for (int i = 1; i < argc; i++) {
+    bool missing = false;
+    const char *v;
+    if (bpt_is_help(argv[i])) {
+      usage(stdout);
+      free(paths);
+      return BPT_EXIT_OK;
+    } else if (!strcmp(argv[i], "--quick")) {
+      o.quick = true;
+    } else if (!strcmp(argv[i], "--tap")) {
+      o.tap = true;
+    } else if ((v = bpt_opt_value(argc, argv, &i, "--timeout", &missing))) {
+      o.case_timeout_s = atoi(v) > 0 ? atoi(v) : 60;
+    } else if ((v = bpt_opt_value(argc, argv, &i, "--xfail", &missing))) {
+      o.xfail = v;
+    } else if ((v = bpt_opt_value(argc, argv, &i, "--junit", &missing))) {
+      o.junit = v;
+    } else if ((v = bpt_opt_value(argc, argv, &i, "--json", &missing))) {
+      o.json = v;
+    } else if (missing || argv[i][0] == '-') {
+      free(paths);
+      return bpt_usage_error("conformance", "%s '%s'", missing ? "missing value for" : "unknown option", argv[i]);
+    } else {
+      paths[npaths++] = argv[i];
+    }
+  }
+  char **found = NULL;
+  if (npaths == 0) npaths = list_plugins(&found);
+  cf_report_t rep;
+  cf_report_init(&rep);
+  if (o.xfail && !cf_report_load_xfail(&rep, o.xfail)) {
+    fprintf(stderr, "bp conformance: cannot read %s: %s\n", o.xfail, strerror(errno));
+    return BPT_EXIT_USAGE;
+  }
+  for (int i = 0; i < npaths; i++) {
+    const char *p = found ? found[i] : paths[i];
+    bpt_progress(i + 1, npaths, p);
+    test_plugin(&rep, p, &o);
+  }
+  bpt_progress_done();
+  if (o.tap) cf_report_tap(&rep, stdout); else cf_report_table(&rep, stdout);
+  if (o.junit) cf_report_junit(&rep, o.junit);
+  if (o.json) cf_report_json(&rep, o.json);
+  int failed = cf_report_failures(&rep);
+  cf_report_free(&rep);
+  for (int i = 0; found && i < npaths; i++) free(found[i]);
+  free(found);
+  free(paths);
+  return failed ? BPT_EXIT_FAIL : BPT_EXIT_OK;
+}

@@ -1,0 +1,307 @@
+/*
+ * conformance_ops.c — every op and dtype the device claims, against the
+ * cpu-ref device, over a grid of shapes with the awkward ones in it: zero
+ * and one sizes, primes, tall-skinny, large leading dimensions,
+ * non-contiguous and transposed views, broadcasting, NaN / Inf / -0.0 /
+ * denormals, causal attention with seq_q != seq_kv.
+ *
+ * A case is a function that builds its inputs from fixed seeds on one device
+ * and runs the op, returning the output tensor. It runs once on the device
+ * under test and once on the reference, and the outputs are compared.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+typedef struct cf_case {
+  const char *name;
+  bp_op_t op;
+  int64_t p[12];   /* shape parameters, meaning per op */
+  int variant;     /* op-specific: layout, transposes, sub-op */
+  cf_fill_t fill;
+  int64_t reduction; /* for the tolerance */
+} cf_case_t;
+
+typedef bp_status_t (*case_fn)(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out);
+
+#define T(rank, ...) cf_tensor(r, dt, rank, (const int64_t[]){__VA_ARGS__}, CF_CONTIGUOUS, k->fill, __LINE__)
+
+/* ---- BLAS -----------------------------------------------------------------*/
+
+/* p: m n k batch ld_pad; variant bits: 1 trans_a, 2 trans_b, 4 col-major,
+ * 8 beta = 0 with NaN in C, 16 alpha/beta non-trivial. */
+static bp_status_t run_gemm(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t m = k->p[0], n = k->p[1], kk = k->p[2], batch = k->p[3], pad = k->p[4];
+  bool ta = k->variant & 1, tb = k->variant & 2, col = k->variant & 4;
+  int64_t ar = ta ? kk : m, ac = ta ? m : kk, br = tb ? n : kk, bc = tb ? kk : n;
+  /* CBLAS wants every leading dimension >= 1, even for empty matrices. */
+  int64_t lda = (col ? ar : ac) + pad, ldb = (col ? br : bc) + pad, ldc = (col ? m : n) + pad;
+  lda += lda == 0, ldb += ldb == 0, ldc += ldc == 0;
+  int64_t sa = lda * (col ? ac : ar), sb = ldb * (col ? bc : br), sc = ldc * (col ? n : m);
+  int64_t na = sa * batch + 1, nb = sb * batch + 1, nc = sc * batch + 1;
+  bp_tensor_t a = cf_tensor(r, dt, 1, &na, CF_CONTIGUOUS, k->fill, 1);
+  bp_tensor_t b = cf_tensor(r, dt, 1, &nb, CF_CONTIGUOUS, k->fill, 2);
+  *out = cf_tensor(r, dt, 1, &nc, CF_CONTIGUOUS, (k->variant & 8) ? CF_FILL_NAN : CF_FILL_NORMAL, 3);
+  if (r->failed) return BP_ERR_INTERNAL;
+  double alpha = (k->variant & 16) ? -0.75 : 1.0, beta = (k->variant & 8) ? 0.0 : (k->variant & 16) ? 0.5 : 1.0;
+  return bp_gemm_strided_batched(r->s, dt, col ? BP_COL_MAJOR : BP_ROW_MAJOR, ta ? BP_TRANS : BP_NO_TRANS,
+                                 tb ? BP_TRANS : BP_NO_TRANS, m, n, kk, alpha, a.buffer, 0, lda, sa,
+                                 b.buffer, 0, ldb, sb, beta, out->buffer, 0, ldc, sc, batch);
+}
+
+/* p: m n; variant 1: transposed. */
+static bp_status_t run_gemv(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t m = k->p[0], n = k->p[1], lda = n + 3;
+  bool t = k->variant & 1;
+  int64_t na = m * lda + 1, nx = (t ? m : n) * 2 + 1, ny = (t ? n : m) + 1;
+  bp_tensor_t a = cf_tensor(r, dt, 1, &na, CF_CONTIGUOUS, k->fill, 1);
+  bp_tensor_t x = cf_tensor(r, dt, 1, &nx, CF_CONTIGUOUS, k->fill, 2);
+  *out = cf_tensor(r, dt, 1, &ny, CF_CONTIGUOUS, CF_FILL_NORMAL, 3);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_gemv(r->s, dt, BP_ROW_MAJOR, t ? BP_TRANS : BP_NO_TRANS, m, n, 1.25, a.buffer, 0, lda,
+                 x.buffer, 0, 2, 0.5, out->buffer, 0, 1);
+}
+
+/* ---- DNN ------------------------------------------------------------------*/
+
+/* p: N C H W K R S stride pad dil groups bias */
+static bp_status_t run_conv2d(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  const int64_t *p = k->p;
+  bp_conv2d_params_t cp = {sizeof cp, (int)p[7], (int)p[7], (int)p[8], (int)p[8], (int)p[9], (int)p[9], (int)p[10]};
+  int64_t P = (p[2] + 2 * p[8] - p[9] * (p[5] - 1) - 1) / p[7] + 1;
+  int64_t Q = (p[3] + 2 * p[8] - p[9] * (p[6] - 1) - 1) / p[7] + 1;
+  bp_tensor_t x = T(4, p[0], p[1], p[2], p[3]);
+  bp_tensor_t w = T(4, p[4], p[1] / p[10], p[5], p[6]);
+  bp_tensor_t bias = T(1, p[4]);
+  *out = T(4, p[0], p[4], P, Q);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_conv2d(r->s, &cp, &x, &w, p[11] ? &bias : NULL, out);
+}
+
+/* p: N C H W kernel stride pad; variant: 0 max, 1 avg, 2 avg counting pad */
+static bp_status_t run_pool2d(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  const int64_t *p = k->p;
+  bp_pool2d_params_t pp = {sizeof pp, k->variant ? BP_POOL_AVG : BP_POOL_MAX, (int)p[4], (int)p[4],
+                           (int)p[5], (int)p[5], (int)p[6], (int)p[6], k->variant == 2};
+  int64_t P = (p[2] + 2 * p[6] - p[4]) / p[5] + 1, Q = (p[3] + 2 * p[6] - p[4]) / p[5] + 1;
+  bp_tensor_t x = T(4, p[0], p[1], p[2], p[3]);
+  *out = T(4, p[0], p[1], P, Q);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_pool2d(r->s, &pp, &x, out);
+}
+
+static bp_status_t run_batch_norm(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  const int64_t *p = k->p;
+  bp_tensor_t x = T(4, p[0], p[1], p[2], p[3]);
+  bp_tensor_t mean = T(1, p[1]), scale = T(1, p[1]), bias = T(1, p[1]);
+  bp_tensor_t var = cf_tensor(r, dt, 1, &p[1], CF_CONTIGUOUS, CF_FILL_POSITIVE, 9);
+  *out = T(4, p[0], p[1], p[2], p[3]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_batch_norm(r->s, &x, &mean, &var, &scale, &bias, 1e-5, out);
+}
+
+/* p: rows cols; variant: 0 layer norm, 1 layer norm without affine, 2 rms,
+ * 3 rms without gamma; the input is a strided view. */
+static bp_status_t run_norm(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t shape[2] = {k->p[0], k->p[1]};
+  bp_tensor_t x = cf_tensor(r, dt, 2, shape, CF_STRIDED, k->fill, 1);
+  bp_tensor_t g = T(1, k->p[1]), b = T(1, k->p[1]);
+  *out = T(2, k->p[0], k->p[1]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  bool affine = !(k->variant & 1);
+  if (k->variant < 2) return bp_layer_norm(r->s, &x, affine ? &g : NULL, affine ? &b : NULL, 1e-5, out);
+  return bp_rms_norm(r->s, &x, affine ? &g : NULL, 1e-6, out);
+}
+
+/* p: d0 d1 d2 axis log */
+static bp_status_t run_softmax(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t x = cf_tensor(r, dt, 3, k->p, (cf_layout_t)k->variant, k->fill, 1);
+  *out = T(3, k->p[0], k->p[1], k->p[2]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_softmax(r->s, &x, (int32_t)k->p[3], k->p[4] != 0, out);
+}
+
+/* p: B Hq Hkv Sq Skv D Dv causal */
+static bp_status_t run_attention(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  const int64_t *p = k->p;
+  bp_tensor_t q = T(4, p[0], p[1], p[3], p[5]);
+  bp_tensor_t kt = T(4, p[0], p[2], p[4], p[5]);
+  bp_tensor_t v = T(4, p[0], p[2], p[4], p[6]);
+  *out = T(4, p[0], p[1], p[3], p[6]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_attention(r->s, &q, &kt, &v, 0.0, p[7] != 0, out);
+}
+
+/* p: n0 n1; variant 1: AdamW. Returns the first parameter tensor. */
+static bp_status_t run_adam(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t prm[2], g[2], m[2], v[2];
+  for (int i = 0; i < 2; i++) {
+    prm[i] = T(1, k->p[i]);
+    g[i] = T(1, k->p[i]);
+    m[i] = T(1, k->p[i]);
+    v[i] = cf_tensor(r, dt, 1, &k->p[i], CF_CONTIGUOUS, CF_FILL_POSITIVE, 40 + i);
+  }
+  if (r->failed) return BP_ERR_INTERNAL;
+  bp_adam_params_t ap = {sizeof ap, 1e-2, 0.9, 0.999, 1e-8, 0.01, 3, k->variant == 1};
+  *out = prm[1];
+  return bp_adam(r->s, &ap, 2, prm, g, m, v);
+}
+
+/* ---- elementwise and reductions -----------------------------------------*/
+
+/* p: rows cols; variant: the unary op. Input is a transposed view. */
+static bp_status_t run_unary(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t x = cf_tensor(r, dt, 2, k->p, CF_TRANSPOSED, k->fill, 1);
+  *out = T(2, k->p[0], k->p[1]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_unary(r->s, (bp_unary_op_t)k->variant, &x, out);
+}
+
+/* p: rows cols; variant: the binary op. a [rows,1] broadcasts against a
+ * strided b [rows, cols]... and a row vector [cols]. */
+static bp_status_t run_binary(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t col[2] = {k->p[0], 1};
+  bp_tensor_t a = cf_tensor(r, dt, 2, col, CF_CONTIGUOUS, k->fill, 1);
+  bp_tensor_t b = cf_tensor(r, dt, 1, &k->p[1], CF_STRIDED, k->fill, 2);
+  *out = T(2, k->p[0], k->p[1]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_binary(r->s, (bp_binary_op_t)k->variant, &a, &b, out);
+}
+
+/* p: d0 d1 d2 axis; variant: the reduce op. */
+static bp_status_t run_reduce(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t x = cf_tensor(r, dt, 3, k->p, CF_STRIDED, k->fill, 1);
+  int64_t shape[3] = {k->p[0], k->p[1], k->p[2]};
+  shape[k->p[3]] = 1;
+  bool arg = k->variant == BP_REDUCE_ARGMAX;
+  *out = cf_tensor(r, arg ? BP_I64 : dt, 3, shape, CF_CONTIGUOUS, CF_FILL_NORMAL, 3);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_reduce(r->s, (bp_reduce_op_t)k->variant, &x, (int32_t)k->p[3], out);
+}
+
+/* ---- data -------------------------------------------------------------------*/
+
+static bp_status_t run_fill(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t shape[2] = {k->p[0], k->p[1]};
+  *out = cf_tensor(r, dt, 2, shape, CF_STRIDED, CF_FILL_NORMAL, 1);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_fill(r->s, out, k->variant ? -2.75 : 3.5);
+}
+
+/* A permuted copy: y = x viewed with axes (2, 0, 1). */
+static bp_status_t run_copy(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t x = cf_tensor(r, dt, 3, k->p, CF_CONTIGUOUS, k->fill, 1), xv;
+  bp_tensor_permute(&x, (const int32_t[]){2, 0, 1}, &xv);
+  *out = T(3, k->p[2], k->p[0], k->p[1]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_copy(r->s, &xv, out);
+}
+
+/* dt is the source; variant is the target dtype. */
+static bp_status_t run_cast(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t x = cf_tensor(r, dt, 2, k->p, CF_TRANSPOSED, k->fill, 1);
+  *out = cf_tensor(r, (bp_dtype_t)k->variant, 2, k->p, CF_CONTIGUOUS, CF_FILL_SMALL_INT, 2);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_cast(r->s, &x, out);
+}
+
+static bp_status_t run_random(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  *out = cf_tensor(r, dt, 2, k->p, CF_STRIDED, CF_FILL_NAN, 1);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_random(r->s, k->variant ? BP_RANDOM_NORMAL : BP_RANDOM_UNIFORM, 1234, 77, k->variant ? 0.5 : -1,
+                   k->variant ? 2 : 3, out);
+}
+
+static const case_fn case_fns[BP_OP_COUNT] = {
+    [BP_OP_GEMM] = run_gemm,       [BP_OP_GEMV] = run_gemv,         [BP_OP_CONV2D] = run_conv2d,
+    [BP_OP_POOL2D] = run_pool2d,   [BP_OP_BATCH_NORM] = run_batch_norm, [BP_OP_LAYER_NORM] = run_norm,
+    [BP_OP_RMS_NORM] = run_norm,   [BP_OP_SOFTMAX] = run_softmax,   [BP_OP_ATTENTION] = run_attention,
+    [BP_OP_ADAM] = run_adam,       [BP_OP_UNARY] = run_unary,       [BP_OP_BINARY] = run_binary,
+    [BP_OP_REDUCE] = run_reduce,   [BP_OP_FILL] = run_fill,         [BP_OP_COPY] = run_copy,
+    [BP_OP_CAST] = run_cast,       [BP_OP_RANDOM] = run_random,
+};
+
+#include "conformance_grid.inc"
+
+/* ---- running a case on both devices --------------------------------------*/
+
+static bool exact_op(const cf_case_t *k) {
+  return k->op == BP_OP_FILL || k->op == BP_OP_COPY || k->op == BP_OP_CAST || k->op == BP_OP_RANDOM ||
+         (k->op == BP_OP_REDUCE && k->variant == BP_REDUCE_ARGMAX);
+}
+
+/* Elementwise transcendental functions are allowed a few ulp of their own. */
+static double case_tolerance(const cf_case_t *k, bp_dtype_t dt) {
+  if (exact_op(k)) return 0;
+  double tol = cf_tolerance(dt, k->reduction);
+  if (k->op == BP_OP_UNARY || k->op == BP_OP_BINARY || k->op == BP_OP_SOFTMAX || k->op == BP_OP_ATTENTION ||
+      k->op == BP_OP_LAYER_NORM || k->op == BP_OP_RMS_NORM || k->op == BP_OP_ADAM)
+    tol *= 8;
+  return tol;
+}
+
+static double *run_on(cf_child_t *c, bool ref, const cf_case_t *k, bp_dtype_t dt, int64_t *n,
+                      bp_status_t *st, char *err, size_t size) {
+  cf_run_t r;
+  cf_run_init(&r, ref ? c->ref : c->dev, ref ? c->ref_s : c->dev_s);
+  bp_tensor_t out;
+  *st = case_fns[k->op](&r, k, dt, &out);
+  double *v = NULL;
+  if (r.failed) {
+    snprintf(err, size, "%s: %s", ref ? "reference" : "device", r.err);
+  } else if (*st != BP_OK) {
+    snprintf(err, size, "%s: %s", bp_status_name(*st), bp_last_error());
+  } else if (bp_stream_synchronize(r.s) != BP_OK || !(v = cf_read(&r, &out, n))) {
+    snprintf(err, size, "%s: synchronize or read failed: %s", ref ? "reference" : "device", bp_last_error());
+    *st = BP_ERR_INTERNAL;
+  }
+  cf_run_free(&r);
+  return v;
+}
+
+static void run_case(cf_child_t *c, const cf_case_t *k, bp_dtype_t dt) {
+  char name[160], err[512] = "";
+  snprintf(name, sizeof name, "%s %s %s", bp_op_name(k->op), bp_dtype_name(dt), k->name);
+  cf_begin(c, "ops", name);
+  bool supported = false;
+  bp_device_supports(c->dev, k->op, dt, &supported);
+  if (k->op == BP_OP_CAST && supported) bp_device_supports(c->dev, k->op, (bp_dtype_t)k->variant, &supported);
+  if (!supported) {
+    cf_end(c, CF_UNSUPPORTED, "not claimed by the device");
+    return;
+  }
+  int64_t n = 0, nref = 0;
+  bp_status_t st, st_ref;
+  double *got = run_on(c, false, k, dt, &n, &st, err, sizeof err);
+  if (!got) {
+    cf_end(c, CF_FAIL, "%s%s", err, st == BP_ERR_UNSUPPORTED ? " (claimed in op_dtypes but refused)" : "");
+    return;
+  }
+  double *ref = run_on(c, true, k, dt, &nref, &st_ref, err, sizeof err);
+  if (!ref) {
+    cf_end(c, CF_SKIP, "reference could not run it: %s", err);
+  } else {
+    char detail[256];
+    bool ok = n == nref && cf_compare(got, ref, n, case_tolerance(k, dt), detail, sizeof detail);
+    cf_end(c, ok ? CF_PASS : CF_FAIL, "%s (tolerance %.2g)", detail, case_tolerance(k, dt));
+  }
+  free(got);
+  free(ref);
+}
+
+void cf_stage_ops(cf_child_t *c) {
+  static const bp_dtype_t float_types[] = {BP_F32, BP_F16, BP_BF16, BP_F64};
+  bool software = c->entry.info.kind == BP_DEVICE_SOFTWARE || c->quick;
+  for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+    const cf_case_t *k = &grid[i];
+    if (software && k->reduction > 600) continue; /* keep emulated devices quick */
+    if (k->op == BP_OP_FILL || k->op == BP_OP_COPY || k->op == BP_OP_CAST) {
+      for (int dt = 0; dt < BP_DTYPE_COUNT; dt++) run_case(c, k, (bp_dtype_t)dt);
+      continue;
+    }
+    for (size_t d = 0; d < sizeof float_types / sizeof float_types[0]; d++)
+      run_case(c, k, float_types[d]);
+  }
+}

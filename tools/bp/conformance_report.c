@@ -1,0 +1,188 @@
+/*
+ * conformance_report.c — collecting conformance results and writing them as
+ * a table, TAP, JUnit XML and JSON.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bp.h"
+#include "conformance_report.h"
+
+static const char *const result_names[CF_RESULT_COUNT] = {
+    "pass", "FAIL", "unsupported", "skip", "warn", "xfail", "XPASS", "CRASH"};
+
+void cf_report_init(cf_report_t *r) { memset(r, 0, sizeof *r); }
+
+void cf_report_free(cf_report_t *r) {
+  for (int i = 0; i < r->n; i++) {
+    cf_record_t *x = &r->rec[i];
+    free(x->plugin), free(x->device), free(x->stage), free(x->name), free(x->detail);
+  }
+  for (int i = 0; i < r->nxfail; i++) free(r->xfail[i]);
+  free(r->rec);
+  free(r->xfail);
+  memset(r, 0, sizeof *r);
+}
+
+bool cf_report_load_xfail(cf_report_t *r, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n#")] = '\0';
+    size_t len = strlen(line);
+    while (len && line[len - 1] == ' ') line[--len] = '\0';
+    if (!len) continue;
+    char **n = realloc(r->xfail, (size_t)(r->nxfail + 1) * sizeof *n);
+    if (!n) break;
+    r->xfail = n;
+    r->xfail[r->nxfail++] = strdup(line);
+  }
+  fclose(f);
+  return true;
+}
+
+static bool listed(const cf_report_t *r, const char *device, const char *name) {
+  char key[600];
+  const char *slash = strchr(device, '/');
+  snprintf(key, sizeof key, "%.*s/%s", slash ? (int)(slash - device) : (int)strlen(device), device, name);
+  for (int i = 0; i < r->nxfail; i++)
+    if (!strncmp(key, r->xfail[i], strlen(r->xfail[i]))) return true;
+  return false;
+}
+
+void cf_report_add(cf_report_t *r, const char *plugin, const char *device, const char *stage, const char *name,
+                   cf_result_t result, const char *detail, double seconds) {
+  if (r->n == r->cap) {
+    int cap = r->cap ? 2 * r->cap : 256;
+    cf_record_t *n = realloc(r->rec, (size_t)cap * sizeof *n);
+    if (!n) return;
+    r->rec = n;
+    r->cap = cap;
+  }
+  if (listed(r, device, name)) {
+    if (result == CF_FAIL || result == CF_CRASH) result = CF_XFAIL;
+    else if (result == CF_PASS) result = CF_XPASS;
+  }
+  r->rec[r->n++] = (cf_record_t){strdup(plugin), strdup(device), strdup(stage), strdup(name), strdup(detail),
+                                 result, seconds};
+}
+
+int cf_report_failures(const cf_report_t *r) {
+  int n = 0;
+  for (int i = 0; i < r->n; i++) n += r->rec[i].result == CF_FAIL || r->rec[i].result == CF_CRASH;
+  return n;
+}
+
+void cf_report_table(const cf_report_t *r, FILE *f) {
+  const char *device = "";
+  int counts[CF_RESULT_COUNT] = {0};
+  bool tty = isatty(fileno(f));
+  for (int i = 0; i < r->n; i++) {
+    const cf_record_t *x = &r->rec[i];
+    if (strcmp(device, x->device)) {
+      device = x->device;
+      fprintf(f, "\n== %s  (%s)\n%-12s %-44s %-11s %s\n", x->device, x->plugin, "stage", "case", "result", "detail");
+    }
+    counts[x->result]++;
+    bool bad = x->result == CF_FAIL || x->result == CF_CRASH || x->result == CF_XPASS;
+    fprintf(f, "%-12s %-44.44s %s%-11s%s %s\n", x->stage, x->name, tty && bad ? "\033[31m" : "",
+            result_names[x->result], tty && bad ? "\033[0m" : "", x->detail);
+  }
+  fprintf(f, "\nconformance:");
+  for (int k = 0; k < CF_RESULT_COUNT; k++)
+    if (counts[k]) fprintf(f, " %d %s", counts[k], result_names[k]);
+  fprintf(f, "\n%s\n", cf_report_failures(r) ? "RESULT: FAIL" : "RESULT: PASS");
+}
+
+void cf_report_tap(const cf_report_t *r, FILE *f) {
+  fprintf(f, "TAP version 13\n1..%d\n", r->n);
+  for (int i = 0; i < r->n; i++) {
+    const cf_record_t *x = &r->rec[i];
+    bool ok = x->result != CF_FAIL && x->result != CF_CRASH;
+    fprintf(f, "%s %d - %s %s: %s", ok ? "ok" : "not ok", i + 1, x->device, x->stage, x->name);
+    if (x->result == CF_UNSUPPORTED || x->result == CF_SKIP) fprintf(f, " # SKIP %s", x->detail);
+    else if (x->result == CF_XFAIL) fprintf(f, " # TODO expected failure: %s", x->detail);
+    else fprintf(f, " # %s", x->detail);
+    fputc('\n', f);
+  }
+}
+
+static void xml_escape(FILE *f, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '&': fputs("&amp;", f); break;
+    case '"': fputs("&quot;", f); break;
+    default: fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
+    }
+  }
+}
+
+void cf_report_junit(const cf_report_t *r, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return;
+  }
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"bp conformance\" tests=\"%d\" failures=\"%d\">\n",
+          r->n, cf_report_failures(r));
+  const char *device = NULL;
+  for (int i = 0; i < r->n; i++) {
+    const cf_record_t *x = &r->rec[i];
+    if (!device || strcmp(device, x->device)) {
+      if (device) fputs("  </testsuite>\n", f);
+      device = x->device;
+      fputs("  <testsuite name=\"", f);
+      xml_escape(f, device);
+      fputs("\">\n", f);
+    }
+    fputs("    <testcase classname=\"", f);
+    xml_escape(f, x->stage);
+    fputs("\" name=\"", f);
+    xml_escape(f, x->name);
+    fprintf(f, "\" time=\"%.3f\">", x->seconds);
+    const char *tag = x->result == CF_FAIL || x->result == CF_CRASH ? "failure"
+                      : x->result == CF_UNSUPPORTED || x->result == CF_SKIP ? "skipped" : NULL;
+    if (tag) {
+      fprintf(f, "<%s message=\"", tag);
+      xml_escape(f, x->detail);
+      fprintf(f, "\"/>");
+    } else {
+      fputs("<system-out>", f);
+      xml_escape(f, x->detail);
+      fputs("</system-out>", f);
+    }
+    fputs("</testcase>\n", f);
+  }
+  if (device) fputs("  </testsuite>\n", f);
+  fputs("</testsuites>\n", f);
+  fclose(f);
+}
+
+void cf_report_json(const cf_report_t *r, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return;
+  }
+  fputs("[\n", f);
+  for (int i = 0; i < r->n; i++) {
+    const cf_record_t *x = &r->rec[i];
+    fputs("  {\"plugin\": ", f);
+    bpt_json_string(f, x->plugin);
+    fputs(", \"device\": ", f);
+    bpt_json_string(f, x->device);
+    fputs(", \"stage\": ", f);
+    bpt_json_string(f, x->stage);
+    fputs(", \"case\": ", f);
+    bpt_json_string(f, x->name);
+    fprintf(f, ", \"result\": \"%s\", \"seconds\": %.3f, \"detail\": ", result_names[x->result], x->seconds);
+    bpt_json_string(f, x->detail);
+    fprintf(f, "}%s\n", i + 1 < r->n ? "," : "");
+  }
+  fputs("]\n", f);
+  fclose(f);
+}

@@ -1,0 +1,246 @@
+/*
+ * devices.c — bp devices: the ranked device list, the refused plugins with
+ * their reasons, and with --explain every candidate's loading story.
+ * Exits 0 even when plugins were refused: a refusal is information.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bp.h"
+
+typedef struct devices_opts {
+  bool json, explain, verbose;
+  bpt_context_flags_t ctx;
+} devices_opts_t;
+
+static void devices_help(FILE *f) {
+  fprintf(f,
+          "usage: bp devices [--explain] [--verbose] [--json] [--no-isolate]\n\n"
+          "Lists the ranked devices (rank 0 is the default) and, below, every\n"
+          "refused plugin with its path, the stage it failed at and why.\n\n"
+          "  --explain     show every candidate plugin: stage reached, plugin and\n"
+          "                loader ABI versions, device count, reason\n"
+          "  --verbose     add each device's description, vendor, driver version,\n"
+          "                estimates and per-op dtype support\n"
+          "  --json        print everything as one JSON object on stdout\n"
+          "  --no-isolate  probe plugins in this process instead of a child\n\n"
+          "A device is selected elsewhere (--device) by rank ('0'), backend\n"
+          "('cpu'), backend:index ('cpu:1') or exact name ('cpu-ref').\n"
+          "Exit status: 0, even when plugins were refused; 1 when no context\n"
+          "could be created; 2 on a usage error.\n");
+}
+
+static int parse(int argc, char **argv, devices_opts_t *o) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (bpt_is_help(a)) {
+      devices_help(stdout);
+      return -1;
+    } else if (!strcmp(a, "--json")) {
+      o->json = true;
+    } else if (!strcmp(a, "--explain")) {
+      o->explain = true;
+    } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+      o->verbose = true;
+    } else if (!strcmp(a, "--no-isolate")) {
+      o->ctx.no_isolate = true;
+    } else {
+      return bpt_usage_error("devices", "unknown option '%s'", a);
+    }
+  }
+  return 0;
+}
+
+/* "f32 f16 bf16" for a capability mask; "-" when empty. */
+static void dtype_list(uint32_t mask, char *out, size_t size) {
+  out[0] = '\0';
+  size_t used = 0;
+  for (int d = 0; d < BP_DTYPE_COUNT; d++)
+    if (mask & BP_DTYPE_BIT(d))
+      used += (size_t)snprintf(out + used, used < size ? size - used : 0,
+                               "%s%s", used ? " " : "",
+                               bp_dtype_name((bp_dtype_t)d));
+  if (!out[0]) snprintf(out, size, "-");
+}
+
+static void print_device_verbose(const bp_device_entry_t *e) {
+  const bp_device_info_t *in = &e->info;
+  printf("      vendor: %s   driver: %s   score hint: %d\n",
+         in->vendor[0] ? in->vendor : "-",
+         in->driver_version[0] ? in->driver_version : "-", in->score_hint);
+  if (in->description[0]) printf("      %s\n", in->description);
+  if (in->peak_gflops > 0 || in->bandwidth_gbs > 0)
+    printf("      estimates: %.0f GFLOP/s f32 peak, %.1f GB/s\n",
+           in->peak_gflops, in->bandwidth_gbs);
+  if (in->flags & BP_DEVICE_FLAG_REFERENCE)
+    printf("      reference implementation\n");
+  for (int op = 0; op < BP_OP_COUNT; op++) {
+    char list[96];
+    dtype_list(in->op_dtypes[op], list, sizeof list);
+    printf("      %-11s %s\n", bp_op_name((bp_op_t)op), list);
+  }
+}
+
+/* Width of the device-name column: the longest name, at least 6. */
+static int name_width(bp_context_t *ctx, uint32_t n) {
+  size_t w = 6;
+  for (uint32_t r = 0; r < n; r++) {
+    bp_device_entry_t e;
+    if (bp_context_device_entry(ctx, r, &e) == BP_OK && strlen(e.info.name) > w)
+      w = strlen(e.info.name);
+  }
+  return (int)w;
+}
+
+static void print_devices(bp_context_t *ctx, const devices_opts_t *o) {
+  uint32_t n = 0;
+  bp_context_device_count(ctx, &n);
+  printf("devices (%u):\n", n);
+  if (n == 0) {
+    printf("  none: no plugin could be loaded (see below)\n");
+    return;
+  }
+  int w = name_width(ctx, n);
+  printf("  %-4s %-8s %-*s %-14s %10s %4s  %s\n", "rank", "backend", w,
+         "device", "kind", "memory", "CUs", "identity");
+  for (uint32_t r = 0; r < n; r++) {
+    bp_device_entry_t e;
+    if (bp_context_device_entry(ctx, r, &e) != BP_OK) continue;
+    char mem[32];
+    bpt_format_bytes(e.info.memory_bytes, mem, sizeof mem);
+    printf("  %-4u %-8s %-*s %-14s %10s %4u  %s\n", e.rank, e.backend, w,
+           e.info.name,
+           bpt_kind_name(e.info.kind), mem, e.info.compute_units,
+           e.info.identity[0] ? e.info.identity : "-");
+    if (o->verbose) print_device_verbose(&e);
+  }
+}
+
+static void print_plugin(const bp_plugin_report_t *p, bool explain) {
+  if (explain) {
+    char abi[32] = "-";
+    if (p->plugin_abi_major || p->plugin_abi_minor)
+      snprintf(abi, sizeof abi, "%u.%u", p->plugin_abi_major,
+               p->plugin_abi_minor);
+    printf("  %s\n      %s at stage %s", p->path,
+           p->loaded ? "loaded" : "REFUSED", bpt_stage_name(p->stage));
+    if (p->name[0]) printf(", name %s %s", p->name, p->version);
+    printf("\n      ABI: plugin %s, loader %u.%u; devices: %u\n", abi,
+           p->loader_abi_major, p->loader_abi_minor, p->device_count);
+    if (!p->loaded)
+      printf("      reason: %s: %s\n", bp_status_name(p->status),
+             p->reason[0] ? p->reason : "(none given)");
+    else if (p->reason[0])
+      printf("      note: %s\n", p->reason);
+    return;
+  }
+  printf("  %s\n      stage %s, %s: %s\n", p->path, bpt_stage_name(p->stage),
+         bp_status_name(p->status), p->reason[0] ? p->reason : "(no reason)");
+}
+
+static void print_plugins(bp_context_t *ctx, const devices_opts_t *o) {
+  uint32_t n = 0, refused = 0;
+  bp_context_plugin_count(ctx, &n);
+  for (uint32_t i = 0; i < n; i++) {
+    bp_plugin_report_t p;
+    if (bp_context_plugin_report(ctx, i, &p) == BP_OK && !p.loaded) refused++;
+  }
+  if (o->explain)
+    printf("\ncandidate plugins (%u, in search order):\n", n);
+  else
+    printf("\nrefused plugins (%u):\n", refused);
+  if ((o->explain ? n : refused) == 0) printf("  none\n");
+  for (uint32_t i = 0; i < n; i++) {
+    bp_plugin_report_t p;
+    if (bp_context_plugin_report(ctx, i, &p) != BP_OK) continue;
+    if (o->explain || !p.loaded) print_plugin(&p, o->explain);
+  }
+}
+
+static void json_device(const bp_device_entry_t *e) {
+  const bp_device_info_t *in = &e->info;
+  printf("    {\"rank\": %u, \"backend\": ", e->rank);
+  bpt_json_string(stdout, e->backend);
+  printf(", \"backend_index\": %u, \"name\": ", e->backend_index);
+  bpt_json_string(stdout, in->name);
+  printf(", \"vendor\": ");
+  bpt_json_string(stdout, in->vendor);
+  printf(", \"kind\": \"%s\", \"memory_bytes\": %llu, \"compute_units\": %u",
+         bpt_kind_name(in->kind), (unsigned long long)in->memory_bytes,
+         in->compute_units);
+  printf(", \"identity\": ");
+  bpt_json_string(stdout, in->identity);
+  printf(", \"driver_version\": ");
+  bpt_json_string(stdout, in->driver_version);
+  printf(", \"description\": ");
+  bpt_json_string(stdout, in->description);
+  printf(", \"score_hint\": %d, \"reference\": %s, \"peak_gflops\": ",
+         in->score_hint, in->flags & BP_DEVICE_FLAG_REFERENCE ? "true" : "false");
+  bpt_json_number(stdout, in->peak_gflops);
+  printf(", \"bandwidth_gbs\": ");
+  bpt_json_number(stdout, in->bandwidth_gbs);
+  printf(", \"ops\": {");
+  for (int op = 0; op < BP_OP_COUNT; op++) {
+    printf("%s\"%s\": [", op ? ", " : "", bp_op_name((bp_op_t)op));
+    int k = 0;
+    for (int d = 0; d < BP_DTYPE_COUNT; d++)
+      if (in->op_dtypes[op] & BP_DTYPE_BIT(d))
+        printf("%s\"%s\"", k++ ? ", " : "", bp_dtype_name((bp_dtype_t)d));
+    printf("]");
+  }
+  printf("}}");
+}
+
+static void json_plugin(const bp_plugin_report_t *p) {
+  printf("    {\"path\": ");
+  bpt_json_string(stdout, p->path);
+  printf(", \"name\": ");
+  bpt_json_string(stdout, p->name);
+  printf(", \"version\": ");
+  bpt_json_string(stdout, p->version);
+  printf(", \"loaded\": %s, \"stage\": \"%s\", \"status\": \"%s\", \"reason\": ",
+         p->loaded ? "true" : "false", bpt_stage_name(p->stage),
+         bp_status_name(p->status));
+  bpt_json_string(stdout, p->reason);
+  printf(", \"plugin_abi\": \"%u.%u\", \"loader_abi\": \"%u.%u\", "
+         "\"device_count\": %u}",
+         p->plugin_abi_major, p->plugin_abi_minor, p->loader_abi_major,
+         p->loader_abi_minor, p->device_count);
+}
+
+static void print_json(bp_context_t *ctx) {
+  uint32_t nd = 0, np = 0;
+  bp_context_device_count(ctx, &nd);
+  bp_context_plugin_count(ctx, &np);
+  printf("{\n  \"version\": \"%s\",\n  \"devices\": [\n", bp_version());
+  for (uint32_t r = 0; r < nd; r++) {
+    bp_device_entry_t e;
+    if (bp_context_device_entry(ctx, r, &e) != BP_OK) continue;
+    json_device(&e);
+    printf("%s\n", r + 1 < nd ? "," : "");
+  }
+  printf("  ],\n  \"plugins\": [\n");
+  for (uint32_t i = 0; i < np; i++) {
+    bp_plugin_report_t p;
+    if (bp_context_plugin_report(ctx, i, &p) != BP_OK) continue;
+    json_plugin(&p);
+    printf("%s\n", i + 1 < np ? "," : "");
+  }
+  printf("  ]\n}\n");
+}
+
+int bp_cmd_devices(int argc, char **argv) {
+  devices_opts_t o = {0};
+  int rc = parse(argc, argv, &o);
+  if (rc) return rc < 0 ? BPT_EXIT_OK : rc;
+  bp_context_t *ctx = bpt_context_open(&o.ctx);
+  if (!ctx) return BPT_EXIT_FAIL;
+  if (o.json) {
+    print_json(ctx);
+  } else {
+    print_devices(ctx, &o);
+    print_plugins(ctx, &o);
+  }
+  bp_context_destroy(ctx);
+  return BPT_EXIT_OK;
+}
