@@ -157,6 +157,8 @@ typedef struct bp_device_config {
   bp_isa_level_t isa_max;    /* CPU ISA ceiling, BP_ISA_BEST by default */
   uint64_t memory_limit;     /* bytes, 0: no limit */
   bool allow_reduced_precision; /* TF32 and the like */
+  uint64_t pool_max_bytes;   /* cap on memory the pool reserves, 0: none */
+  uint64_t pool_initial_bytes; /* reserved up front when the device opens */
 } bp_device_config_t;
 
 /* Opens a device. selector picks it: NULL or "" for the best, "N" for rank
@@ -179,6 +181,26 @@ BP_API bp_status_t bp_device_supports(const bp_device_t *device, bp_op_t op,
                                       bp_dtype_t dtype, bool *out_supported);
 /* Waits until all streams of the device are idle. */
 BP_API bp_status_t bp_device_synchronize(bp_device_t *device);
+
+/* The caching memory pool's figures for one device handle. */
+typedef struct bp_memory_stats {
+  uint32_t struct_size;
+  uint64_t in_use_bytes;       /* in live buffers (rounded to 256 bytes) */
+  uint64_t reserved_bytes;     /* held from the backend, in use or cached */
+  uint64_t cached_bytes;       /* reserved but free */
+  uint64_t peak_in_use_bytes;
+  uint64_t largest_free_block;
+  uint64_t alloc_count, free_count;
+  uint64_t cache_hits;         /* allocations served without the backend */
+  uint64_t segment_count;      /* backend allocations held */
+  double fragmentation;        /* 1 - largest free block / cached bytes */
+} bp_memory_stats_t;
+
+/* Copies the device's memory pool statistics. */
+BP_API bp_status_t bp_device_memory_stats(bp_device_t *device,
+                                          bp_memory_stats_t *out_stats);
+/* Returns every cached, wholly free block of memory to the backend. */
+BP_API bp_status_t bp_device_empty_cache(bp_device_t *device);
 
 /* ---------------------------------------------------------------------------
  * Buffers: device memory with its size.

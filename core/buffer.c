@@ -40,7 +40,7 @@ bp_status_t bp_buffer_alloc(bp_device_t *d, uint64_t size, bp_buffer_t **out_buf
                     (unsigned long long)size, (unsigned long long)d->entry.info.memory_bytes);
   bp_buffer_t *b = calloc(1, sizeof *b);
   if (!b) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_buffer_alloc: out of host memory");
-  bp_status_t st = bp__call_mem_alloc(d, size, &b->ptr);
+  bp_status_t st = bp__pool_alloc(d, size, &b->ptr, &b->origin, &b->block);
   if (st != BP_OK) {
     free(b);
     return st;
@@ -67,7 +67,7 @@ void bp_buffer_free(bp_buffer_t *b) {
   if (b->prev) b->prev->next = b->next; else d->buffers = b->next;
   if (b->next) b->next->prev = b->prev;
   pthread_mutex_unlock(&d->lock);
-  bp__call_mem_free(d, b->ptr);
+  bp__pool_free(d, b->block);
   free(b);
 }
 
@@ -92,14 +92,14 @@ bp_status_t bp_buffer_write(bp_buffer_t *b, uint64_t offset, const void *src, ui
   bp__clear_error();
   bp_status_t st = check_host_copy(b, offset, src, size, "bp_buffer_write");
   if (st != BP_OK || size == 0) return st;
-  return bp__call_mem_write(b->device, NULL, b->ptr, offset, src, size);
+  return bp__call_mem_write(b->device, NULL, b->ptr, b->origin + offset, src, size);
 }
 
 bp_status_t bp_buffer_read(bp_buffer_t *b, uint64_t offset, void *dst, uint64_t size) {
   bp__clear_error();
   bp_status_t st = check_host_copy(b, offset, dst, size, "bp_buffer_read");
   if (st != BP_OK || size == 0) return st;
-  return bp__call_mem_read(b->device, NULL, dst, b->ptr, offset, size);
+  return bp__call_mem_read(b->device, NULL, dst, b->ptr, b->origin + offset, size);
 }
 
 bp_status_t bp_buffer_copy(bp_buffer_t *dst, uint64_t dst_offset, bp_buffer_t *src,
@@ -116,7 +116,8 @@ bp_status_t bp_buffer_copy(bp_buffer_t *dst, uint64_t dst_offset, bp_buffer_t *s
   if (dst == src && dst_offset < src_offset + size && src_offset < dst_offset + size)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: source and destination ranges overlap", fn);
   if (size == 0) return BP_OK;
-  return bp__call_mem_copy(dst->device, NULL, dst->ptr, dst_offset, src->ptr, src_offset, size);
+  return bp__call_mem_copy(dst->device, NULL, dst->ptr, dst->origin + dst_offset, src->ptr,
+                           src->origin + src_offset, size);
 }
 
 static bp_status_t check_async(const bp_stream_t *s, const bp_buffer_t *b, uint64_t offset,
@@ -133,7 +134,7 @@ bp_status_t bp_buffer_write_async(bp_stream_t *s, bp_buffer_t *b, uint64_t offse
   bp__clear_error();
   bp_status_t st = check_async(s, b, offset, src, size, "bp_buffer_write_async");
   if (st != BP_OK || size == 0) return st;
-  return bp__call_mem_write(b->device, s, b->ptr, offset, src, size);
+  return bp__call_mem_write(b->device, s, b->ptr, b->origin + offset, src, size);
 }
 
 bp_status_t bp_buffer_read_async(bp_stream_t *s, bp_buffer_t *b, uint64_t offset,
@@ -141,5 +142,5 @@ bp_status_t bp_buffer_read_async(bp_stream_t *s, bp_buffer_t *b, uint64_t offset
   bp__clear_error();
   bp_status_t st = check_async(s, b, offset, dst, size, "bp_buffer_read_async");
   if (st != BP_OK || size == 0) return st;
-  return bp__call_mem_read(b->device, s, dst, b->ptr, offset, size);
+  return bp__call_mem_read(b->device, s, dst, b->ptr, b->origin + offset, size);
 }

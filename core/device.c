@@ -75,6 +75,14 @@ static bp_status_t check_config(const bp_device_config_t *c) {
   return BP_OK;
 }
 
+/* Warms the pool: one segment of the requested size, kept cached. */
+static void reserve_initial(bp_device_t *d, uint64_t bytes) {
+  uint64_t ptr, origin;
+  void *block;
+  if (bp__pool_alloc(d, bytes, &ptr, &origin, &block) == BP_OK) bp__pool_free(d, block);
+  bp__clear_error();
+}
+
 bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
                            const bp_device_config_t *config, bp_device_t **out_device) {
   bp__clear_error();
@@ -95,6 +103,12 @@ bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
   d->entry = ctx->ranked[rank];
   d->allow_reduced_precision = config && config->allow_reduced_precision;
   pthread_mutex_init(&d->lock, NULL);
+  d->pool = bp__pool_create(config ? config->pool_max_bytes : 0);
+  if (!d->pool) {
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_device_open: out of memory");
+  }
   bp_plugin_device_config_t pc;
   config_to_plugin(config, &pc);
   bp__plugin_error_reset();
@@ -104,6 +118,7 @@ bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
     bp__fail(st, "bp_device_open: plugin '%s' could not open device '%s': %s",
              d->entry.backend, d->entry.info.name,
              bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
+    bp__pool_destroy(d, d->pool);
     pthread_mutex_destroy(&d->lock);
     free(d);
     return st;
@@ -114,6 +129,7 @@ bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
   pthread_mutex_unlock(&ctx->lock);
   bp__handle_add(d, BP__H_DEVICE);
   *out_device = d;
+  if (config && config->pool_initial_bytes) reserve_initial(d, config->pool_initial_bytes);
   return BP_OK;
 }
 
@@ -122,6 +138,7 @@ void bp_device_close(bp_device_t *d) {
   bp__handle_remove(d);
   bp__call_device_sync(d);
   bp__device_release_children(d);
+  bp__pool_destroy(d, d->pool);
   d->desc->device_close(d->handle);
   bp_context_t *ctx = d->context;
   pthread_mutex_lock(&ctx->lock);
@@ -171,4 +188,20 @@ bp_status_t bp_device_synchronize(bp_device_t *d) {
   bp__clear_error();
   bp_status_t st = check_device(d, "bp_device_synchronize");
   return st == BP_OK ? bp__call_device_sync(d) : st;
+}
+
+bp_status_t bp_device_memory_stats(bp_device_t *d, bp_memory_stats_t *out_stats) {
+  bp__clear_error();
+  if (!out_stats) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_memory_stats: out_stats is NULL");
+  memset(out_stats, 0, sizeof *out_stats);
+  bp_status_t st = check_device(d, "bp_device_memory_stats");
+  if (st == BP_OK) bp__pool_stats(d, out_stats);
+  return st;
+}
+
+bp_status_t bp_device_empty_cache(bp_device_t *d) {
+  bp__clear_error();
+  bp_status_t st = check_device(d, "bp_device_empty_cache");
+  if (st == BP_OK) bp__pool_empty_cache(d);
+  return st;
 }

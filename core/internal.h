@@ -63,6 +63,8 @@ void bp__handle_remove(const void *handle);
 bool bp__handle_live(const void *handle, bp__handle_type_t type);
 
 /* ---- objects -------------------------------------------------------------- */
+typedef struct bp__pool bp__pool_t;
+
 typedef struct bp__plugin {
   bp_plugin_report_t report;
   void *dl;                              /* dlopen handle, NULL if refused */
@@ -94,13 +96,16 @@ struct bp_device {
   bp_stream_t *streams;
   bp_event_t *events;
   bool allow_reduced_precision;
+  bp__pool_t *pool;
   bp_device_t *next;
 };
 
 struct bp_buffer {
   bp_device_t *device;
-  uint64_t ptr;
+  uint64_t ptr;    /* the pool segment's device pointer */
+  uint64_t origin; /* the buffer's byte offset inside the segment */
   uint64_t size;
+  void *block;     /* the pool's record */
   bp_buffer_t *next, *prev;
 };
 
@@ -204,6 +209,15 @@ bp_status_t bp__call_device_sync(bp_device_t *d);
 bp_status_t bp__call_stream_create(bp_device_t *d, bp_plugin_stream_t **out);
 void bp__call_stream_destroy(bp_device_t *d, bp_plugin_stream_t *s);
 bp_status_t bp__call_stream_sync(bp_device_t *d, bp_plugin_stream_t *s);
+
+/* ---- memory pool (pool.c) -------------------------------------------------- */
+bp__pool_t *bp__pool_create(uint64_t max_reserved);
+void bp__pool_destroy(bp_device_t *d, bp__pool_t *p);
+bp_status_t bp__pool_alloc(bp_device_t *d, uint64_t size, uint64_t *out_ptr,
+                           uint64_t *out_origin, void **out_block);
+void bp__pool_free(bp_device_t *d, void *block);
+void bp__pool_empty_cache(bp_device_t *d);
+void bp__pool_stats(bp_device_t *d, bp_memory_stats_t *out);
 
 /* Frees everything a device still owns (device.c). */
 void bp__device_release_children(bp_device_t *device);

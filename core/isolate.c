@@ -9,11 +9,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,24 +29,20 @@ typedef struct child_result {
 } child_result_t;
 
 /* Runs in the child: the same steps as the in-process load, reporting the
- * first failure. Never returns. */
-static void child_probe(const char *path, int fd) {
+ * first failure. p lives in memory shared with the parent, so the stage the
+ * child reached is known even when it dies. Never returns. */
+static void child_probe(const char *path, int fd, bp__plugin_t *p) {
   child_result_t r = {0};
   bp_context_t ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.options.struct_size = sizeof ctx.options;
-  bp__plugin_t *p = calloc(1, sizeof *p);
-  if (p) {
-    p->report.stage = BP_STAGE_OPEN;
-    ctx.plugins = p;
-    ctx.plugin_count = ctx.plugin_capacity = 1;
-    bp__loader_load_file(&ctx, p, path);
-    r.status = p->report.loaded ? BP_OK : p->report.status;
-    r.stage = p->report.stage;
-    snprintf(r.reason, sizeof r.reason, "%s", p->report.reason);
-  } else {
-    r.status = BP_ERR_OUT_OF_MEMORY;
-  }
+  p->report.stage = BP_STAGE_OPEN;
+  ctx.plugins = p;
+  ctx.plugin_count = ctx.plugin_capacity = 1;
+  bp__loader_load_file(&ctx, p, path);
+  r.status = p->report.loaded ? BP_OK : p->report.status;
+  r.stage = p->report.stage;
+  snprintf(r.reason, sizeof r.reason, "%s", p->report.reason);
   ssize_t w = write(fd, &r, sizeof r);
   (void)w;
   _exit(0);
@@ -76,14 +74,30 @@ static ssize_t read_with_timeout(int fd, child_result_t *r, uint32_t timeout_s) 
   return (ssize_t)got;
 }
 
-static void describe_exit(int wstatus, char *reason, size_t size) {
-  if (WIFSIGNALED(wstatus))
-    snprintf(reason, size, "crashed while loading or probing: %s (signal %d)",
+static const char *stage_name(bp_plugin_stage_t stage) {
+  switch (stage) {
+  case BP_STAGE_OPEN: return "loading";
+  case BP_STAGE_SYMBOL:
+  case BP_STAGE_VERSION:
+  case BP_STAGE_VALIDATE: return "validating";
+  case BP_STAGE_INIT: return "init";
+  case BP_STAGE_PROBE: return "probe";
+  default: return "loading or probing";
+  }
+}
+
+static void describe_exit(int wstatus, bp_plugin_stage_t stage, char *reason,
+                          size_t size) {
+  if (WIFSIGNALED(wstatus)) {
+    const char *abbrev = sigabbrev_np(WTERMSIG(wstatus));
+    snprintf(reason, size, "crashed in %s: SIG%s (%s, signal %d) (isolated probe)",
+             stage_name(stage), abbrev ? abbrev : "?",
              strsignal(WTERMSIG(wstatus)), WTERMSIG(wstatus));
-  else if (WIFEXITED(wstatus))
-    snprintf(reason, size,
-             "called exit(%d) while loading or probing (isolated probe)",
-             WEXITSTATUS(wstatus));
+    return;
+  }
+  if (WIFEXITED(wstatus))
+    snprintf(reason, size, "called exit(%d) in %s (isolated probe)",
+             WEXITSTATUS(wstatus), stage_name(stage));
   else
     snprintf(reason, size, "isolated probe ended abnormally");
 }
@@ -93,9 +107,17 @@ bp_status_t bp__isolated_probe(const char *path, uint32_t timeout_s,
                                bp_plugin_stage_t *out_stage) {
   int fds[2];
   *out_stage = BP_STAGE_OPEN;
-  if (pipe(fds) != 0) {
+  bp__plugin_t *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) {
+    snprintf(reason, reason_size, "isolated probe: mmap failed: %s",
+             strerror(errno));
+    return BP_ERR_INTERNAL;
+  }
+  if (pipe2(fds, O_CLOEXEC) != 0) {
     snprintf(reason, reason_size, "isolated probe: pipe failed: %s",
              strerror(errno));
+    munmap(shared, sizeof *shared);
     return BP_ERR_INTERNAL;
   }
   fflush(NULL); /* a plugin calling exit in the child must not repeat output */
@@ -105,11 +127,12 @@ bp_status_t bp__isolated_probe(const char *path, uint32_t timeout_s,
              strerror(errno));
     close(fds[0]);
     close(fds[1]);
+    munmap(shared, sizeof *shared);
     return BP_ERR_INTERNAL;
   }
   if (pid == 0) {
     close(fds[0]);
-    child_probe(path, fds[1]);
+    child_probe(path, fds[1], shared);
   }
   close(fds[1]);
   child_result_t r;
@@ -120,20 +143,23 @@ bp_status_t bp__isolated_probe(const char *path, uint32_t timeout_s,
   bp_status_t st = BP_OK;
   if (got < 0) {
     kill(pid, SIGKILL);
-    waitpid(pid, &wstatus, 0);
-    snprintf(reason, reason_size,
-             "timed out after %u s while loading or probing (isolated probe)",
-             timeout_s);
-    *out_stage = BP_STAGE_PROBE;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    *out_stage = shared->report.stage;
+    snprintf(reason, reason_size, "timed out after %u s in %s (isolated probe)",
+             timeout_s, stage_name(*out_stage));
+    munmap(shared, sizeof *shared);
     return BP_ERR_TIMEOUT;
   }
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   if ((size_t)got < sizeof r) {
-    describe_exit(wstatus, reason, reason_size);
-    *out_stage = BP_STAGE_PROBE;
+    *out_stage = shared->report.stage;
+    describe_exit(wstatus, *out_stage, reason, reason_size);
+    munmap(shared, sizeof *shared);
     return BP_ERR_INCOMPATIBLE;
   }
+  munmap(shared, sizeof *shared);
   r.reason[sizeof r.reason - 1] = '\0';
   if (r.status != BP_OK) {
     snprintf(reason, reason_size, "%s", r.reason);

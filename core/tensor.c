@@ -177,7 +177,7 @@ void bp__tensor_to_plugin(const bp_tensor_t *t, bp_plugin_tensor_t *out) {
   memset(out, 0, sizeof *out);
   if (!t) return; /* absent optional tensor: rank 0, ptr 0 */
   out->ptr = t->buffer->ptr;
-  out->offset = t->offset;
+  out->offset = t->buffer->origin + t->offset;
   out->dtype = t->dtype;
   out->rank = t->rank;
   for (int i = 0; i < t->rank; i++) {
