@@ -45,6 +45,7 @@ typedef struct bp_device bp_device_t;
 typedef struct bp_buffer bp_buffer_t;
 typedef struct bp_stream bp_stream_t;
 typedef struct bp_event bp_event_t;
+typedef struct bp_graph bp_graph_t;
 
 /* ---------------------------------------------------------------------------
  * Status, errors, versions.
@@ -286,6 +287,27 @@ BP_API bp_status_t bp_stream_wait_event(bp_stream_t *stream,
 BP_API bp_status_t bp_event_synchronize(bp_event_t *event);
 BP_API bp_status_t bp_event_elapsed_ms(bp_event_t *start, bp_event_t *end,
                                        double *out_ms);
+
+/* ---------------------------------------------------------------------------
+ * Graphs: record the ops issued on a stream, replay them many times.
+ */
+
+/* Starts recording: ops issued on the stream are validated and recorded
+ * instead of run, until bp_stream_end_capture. Copies on a capturing stream
+ * are rejected. */
+BP_API bp_status_t bp_stream_begin_capture(bp_stream_t *stream);
+/* Stops recording and returns the graph, which the caller owns. */
+BP_API bp_status_t bp_stream_end_capture(bp_stream_t *stream,
+                                         bp_graph_t **out_graph);
+/* Queues the recorded ops, in order, on stream (same device). */
+BP_API bp_status_t bp_graph_launch(bp_graph_t *graph, bp_stream_t *stream);
+/* Points every recorded use of buffer `from` at buffer `to` (same device, at
+ * least as large), so one graph serves new inputs and outputs. */
+BP_API bp_status_t bp_graph_rebind(bp_graph_t *graph, bp_buffer_t *from,
+                                   bp_buffer_t *to);
+/* Number of recorded ops (0 for an invalid graph). */
+BP_API uint32_t bp_graph_size(const bp_graph_t *graph);
+BP_API void bp_graph_destroy(bp_graph_t *graph);
 
 /* ---------------------------------------------------------------------------
  * BLAS. a, b, c, x, y are buffers with byte offsets; leading dimensions and

@@ -126,6 +126,8 @@ static bp_status_t check_async(const bp_stream_t *s, const bp_buffer_t *b, uint6
   if (st == BP_OK) st = check_host_copy(b, offset, host, size, fn);
   if (st == BP_OK && b->device != s->device)
     st = bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: buffer belongs to another device than the stream", fn);
+  if (st == BP_OK && s->capture)
+    st = bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: copies cannot be captured into a graph", fn);
   return st;
 }
 

@@ -54,7 +54,8 @@ typedef enum bp__handle_type {
   BP__H_DEVICE,
   BP__H_BUFFER,
   BP__H_STREAM,
-  BP__H_EVENT
+  BP__H_EVENT,
+  BP__H_GRAPH
 } bp__handle_type_t;
 
 void bp__handle_add(const void *handle, bp__handle_type_t type);
@@ -113,6 +114,7 @@ struct bp_stream {
   bp_device_t *device;
   bp_plugin_stream_t *handle;
   pthread_mutex_t lock; /* serialises the work queued on this stream */
+  bp_graph_t *capture;  /* non-NULL while capturing (under lock) */
   bp_stream_t *next, *prev;
 };
 
@@ -218,6 +220,11 @@ bp_status_t bp__pool_alloc(bp_device_t *d, uint64_t size, uint64_t *out_ptr,
 void bp__pool_free(bp_device_t *d, void *block);
 void bp__pool_empty_cache(bp_device_t *d);
 void bp__pool_stats(bp_device_t *d, bp_memory_stats_t *out);
+
+/* Appends an op to a capturing graph (graph.c). */
+bp_status_t bp__graph_record(bp_graph_t *g, bp_op_t op, const void *args);
+/* Frees a graph that never left capture. */
+void bp__graph_free(bp_graph_t *g);
 
 /* Frees everything a device still owns (device.c). */
 void bp__device_release_children(bp_device_t *device);

@@ -49,8 +49,9 @@ static bp__plugin_t *new_candidate(bp_context_t *ctx, const char *path) {
 static void refuse(bp__plugin_t *p, bp_status_t status) {
   p->report.status = status;
   p->report.loaded = false;
-  bp__log(BP_LOG_WARN, BP__LOG_LOADER, "refusing plugin %s: %s; skipping it",
-          p->report.path, p->report.reason);
+  /* An absent driver is the normal case on most machines: not a warning. */
+  bp__log(status == BP_ERR_UNAVAILABLE ? BP_LOG_INFO : BP_LOG_WARN, BP__LOG_LOADER,
+          "refusing plugin %s: %s; skipping it", p->report.path, p->report.reason);
 }
 
 /* Policy: a file or directory that someone other than its owner and root

@@ -75,6 +75,11 @@ bp_status_t bp__call_op(bp_stream_t *s, bp_op_t op, const void *args) {
   bp_plugin_stream_t *sh = s->handle;
   bp_status_t st = BP_ERR_UNSUPPORTED;
   pthread_mutex_lock(&s->lock);
+  if (s->capture) { /* capturing: record instead of running */
+    st = bp__graph_record(s->capture, op, args);
+    pthread_mutex_unlock(&s->lock);
+    return st;
+  }
   bp__plugin_error_reset();
   switch (op) {
     CALL(gemm, GEMM) CALL(gemv, GEMV) CALL(conv2d, CONV2D) CALL(pool2d, POOL2D)

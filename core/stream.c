@@ -42,6 +42,7 @@ bp_status_t bp_stream_create(bp_device_t *d, bp_stream_t **out_stream) {
 
 static void stream_release(bp_stream_t *s) {
   bp_device_t *d = s->device;
+  if (s->capture) bp__graph_free(s->capture); /* capture never ended */
   bp__call_stream_sync(d, s->handle);
   bp__call_stream_destroy(d, s->handle);
   pthread_mutex_destroy(&s->lock);

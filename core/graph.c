@@ -1,0 +1,228 @@
+/*
+ * graph.c — capture a sequence of ops on a stream and replay it.
+ *
+ * While a stream captures, every op is validated as usual but, instead of
+ * reaching the plugin, its argument struct is copied into the graph. A launch
+ * replays the copies in order on any stream of the same device. Rebinding
+ * swaps one buffer for another in every recorded call (the new buffer must be
+ * at least as large), so one graph serves new inputs and outputs without
+ * being captured again. Backends replay through their ordinary entry points;
+ * a native path (CUDA graphs, reused Vulkan command buffers) can be added as
+ * an optional ABI entry without changing this API.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct graph_call {
+  bp_op_t op;
+  union {
+    bp_gemm_args_t gemm;
+    bp_gemv_args_t gemv;
+    bp_conv2d_args_t conv2d;
+    bp_pool2d_args_t pool2d;
+    bp_batch_norm_args_t batch_norm;
+    bp_norm_args_t norm;
+    bp_softmax_args_t softmax;
+    bp_attention_args_t attention;
+    bp_adam_args_t adam;
+    bp_unary_args_t unary;
+    bp_binary_args_t binary;
+    bp_reduce_args_t reduce;
+    bp_fill_args_t fill;
+    bp_copy_args_t copy;
+    bp_random_args_t random;
+  } u;
+  bp_plugin_tensor_t *adam_tensors; /* owned copy of Adam's four arrays */
+} graph_call_t;
+
+struct bp_graph {
+  bp_device_t *device;
+  graph_call_t *calls;
+  uint32_t count, capacity;
+  bp_status_t capture_error; /* the first failure while capturing */
+};
+
+static size_t args_size(bp_op_t op) {
+  switch (op) {
+  case BP_OP_GEMM: return sizeof(bp_gemm_args_t);
+  case BP_OP_GEMV: return sizeof(bp_gemv_args_t);
+  case BP_OP_CONV2D: return sizeof(bp_conv2d_args_t);
+  case BP_OP_POOL2D: return sizeof(bp_pool2d_args_t);
+  case BP_OP_BATCH_NORM: return sizeof(bp_batch_norm_args_t);
+  case BP_OP_LAYER_NORM: case BP_OP_RMS_NORM: return sizeof(bp_norm_args_t);
+  case BP_OP_SOFTMAX: return sizeof(bp_softmax_args_t);
+  case BP_OP_ATTENTION: return sizeof(bp_attention_args_t);
+  case BP_OP_ADAM: return sizeof(bp_adam_args_t);
+  case BP_OP_UNARY: return sizeof(bp_unary_args_t);
+  case BP_OP_BINARY: return sizeof(bp_binary_args_t);
+  case BP_OP_REDUCE: return sizeof(bp_reduce_args_t);
+  case BP_OP_FILL: return sizeof(bp_fill_args_t);
+  case BP_OP_COPY: case BP_OP_CAST: return sizeof(bp_copy_args_t);
+  case BP_OP_RANDOM: return sizeof(bp_random_args_t);
+  case BP_OP_COUNT: break;
+  }
+  return 0;
+}
+
+/* Lists the tensor fields of a recorded call, for rebinding. */
+static int call_tensors(graph_call_t *c, bp_plugin_tensor_t **t) {
+  int n = 0;
+#define ADD(x) t[n++] = &(x)
+  switch (c->op) {
+  case BP_OP_GEMM: ADD(c->u.gemm.a); ADD(c->u.gemm.b); ADD(c->u.gemm.c); break;
+  case BP_OP_GEMV: ADD(c->u.gemv.a); ADD(c->u.gemv.x); ADD(c->u.gemv.y); break;
+  case BP_OP_CONV2D: ADD(c->u.conv2d.x); ADD(c->u.conv2d.w); ADD(c->u.conv2d.bias); ADD(c->u.conv2d.y); break;
+  case BP_OP_POOL2D: ADD(c->u.pool2d.x); ADD(c->u.pool2d.y); break;
+  case BP_OP_BATCH_NORM:
+    ADD(c->u.batch_norm.x); ADD(c->u.batch_norm.mean); ADD(c->u.batch_norm.var);
+    ADD(c->u.batch_norm.scale); ADD(c->u.batch_norm.bias); ADD(c->u.batch_norm.y); break;
+  case BP_OP_LAYER_NORM: case BP_OP_RMS_NORM:
+    ADD(c->u.norm.x); ADD(c->u.norm.gamma); ADD(c->u.norm.beta); ADD(c->u.norm.y); break;
+  case BP_OP_SOFTMAX: ADD(c->u.softmax.x); ADD(c->u.softmax.y); break;
+  case BP_OP_ATTENTION: ADD(c->u.attention.q); ADD(c->u.attention.k); ADD(c->u.attention.v); ADD(c->u.attention.out); break;
+  case BP_OP_UNARY: ADD(c->u.unary.x); ADD(c->u.unary.y); break;
+  case BP_OP_BINARY: ADD(c->u.binary.a); ADD(c->u.binary.b); ADD(c->u.binary.y); break;
+  case BP_OP_REDUCE: ADD(c->u.reduce.x); ADD(c->u.reduce.y); break;
+  case BP_OP_FILL: ADD(c->u.fill.y); break;
+  case BP_OP_COPY: case BP_OP_CAST: ADD(c->u.copy.x); ADD(c->u.copy.y); break;
+  case BP_OP_RANDOM: ADD(c->u.random.y); break;
+  case BP_OP_ADAM: case BP_OP_COUNT: break;
+  }
+#undef ADD
+  return n;
+}
+
+bp_status_t bp__graph_record(bp_graph_t *g, bp_op_t op, const void *args) {
+  if (g->count == g->capacity) {
+    uint32_t cap = g->capacity ? 2 * g->capacity : 16;
+    graph_call_t *n = realloc(g->calls, cap * sizeof *n);
+    if (!n) return g->capture_error = bp__fail(BP_ERR_OUT_OF_MEMORY, "capture: out of host memory");
+    g->calls = n;
+    g->capacity = cap;
+  }
+  graph_call_t *c = &g->calls[g->count];
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  memcpy(&c->u, args, args_size(op));
+  if (op == BP_OP_ADAM) { /* the arrays live only during the call: copy them */
+    uint32_t n = c->u.adam.count;
+    c->adam_tensors = malloc(4 * (size_t)n * sizeof *c->adam_tensors);
+    if (!c->adam_tensors) return g->capture_error = bp__fail(BP_ERR_OUT_OF_MEMORY, "capture: out of host memory");
+    memcpy(c->adam_tensors, c->u.adam.params, n * sizeof *c->adam_tensors);
+    memcpy(c->adam_tensors + n, c->u.adam.grads, n * sizeof *c->adam_tensors);
+    memcpy(c->adam_tensors + 2 * n, c->u.adam.exp_avg, n * sizeof *c->adam_tensors);
+    memcpy(c->adam_tensors + 3 * n, c->u.adam.exp_avg_sq, n * sizeof *c->adam_tensors);
+    c->u.adam.params = c->adam_tensors;
+    c->u.adam.grads = c->adam_tensors + n;
+    c->u.adam.exp_avg = c->adam_tensors + 2 * n;
+    c->u.adam.exp_avg_sq = c->adam_tensors + 3 * n;
+  }
+  g->count++;
+  return BP_OK;
+}
+
+bp_status_t bp_stream_begin_capture(bp_stream_t *s) {
+  bp__clear_error();
+  bp_status_t st = bp__stream_check(s, "bp_stream_begin_capture");
+  if (st != BP_OK) return st;
+  bp_graph_t *g = calloc(1, sizeof *g);
+  if (!g) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_stream_begin_capture: out of memory");
+  g->device = s->device;
+  pthread_mutex_lock(&s->lock);
+  if (s->capture) {
+    pthread_mutex_unlock(&s->lock);
+    free(g);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_stream_begin_capture: the stream is already capturing");
+  }
+  s->capture = g;
+  pthread_mutex_unlock(&s->lock);
+  return BP_OK;
+}
+
+void bp__graph_free(bp_graph_t *g) {
+  for (uint32_t i = 0; i < g->count; i++) free(g->calls[i].adam_tensors);
+  free(g->calls);
+  free(g);
+}
+
+void bp_graph_destroy(bp_graph_t *g) {
+  if (!g || !bp__handle_live(g, BP__H_GRAPH)) return;
+  bp__handle_remove(g);
+  bp__graph_free(g);
+}
+
+bp_status_t bp_stream_end_capture(bp_stream_t *s, bp_graph_t **out_graph) {
+  bp__clear_error();
+  if (!out_graph) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_stream_end_capture: out_graph is NULL");
+  *out_graph = NULL;
+  bp_status_t st = bp__stream_check(s, "bp_stream_end_capture");
+  if (st != BP_OK) return st;
+  pthread_mutex_lock(&s->lock);
+  bp_graph_t *g = s->capture;
+  s->capture = NULL;
+  pthread_mutex_unlock(&s->lock);
+  if (!g) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_stream_end_capture: the stream is not capturing");
+  bp__handle_add(g, BP__H_GRAPH);
+  if (g->capture_error != BP_OK) {
+    st = g->capture_error;
+    bp_graph_destroy(g);
+    return bp__fail(st, "bp_stream_end_capture: an op failed while capturing");
+  }
+  *out_graph = g;
+  return BP_OK;
+}
+
+static bp_status_t check_graph(const bp_graph_t *g, const char *fn) {
+  if (!bp__handle_live(g, BP__H_GRAPH))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: graph is %s", fn, g ? "not a live graph" : "NULL");
+  return BP_OK;
+}
+
+bp_status_t bp_graph_launch(bp_graph_t *g, bp_stream_t *s) {
+  bp__clear_error();
+  bp_status_t st = check_graph(g, "bp_graph_launch");
+  if (st == BP_OK) st = bp__stream_check(s, "bp_graph_launch");
+  if (st != BP_OK) return st;
+  if (s->device != g->device)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_graph_launch: the stream is on another device than the graph");
+  if (s->capture) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_graph_launch: the stream is capturing");
+  for (uint32_t i = 0; i < g->count && st == BP_OK; i++) st = bp__call_op(s, g->calls[i].op, &g->calls[i].u);
+  return st;
+}
+
+uint32_t bp_graph_size(const bp_graph_t *g) {
+  return bp__handle_live(g, BP__H_GRAPH) ? g->count : 0;
+}
+
+/* Moves a tensor from one buffer's range to another's. */
+static void rebind_tensor(bp_plugin_tensor_t *t, const bp_buffer_t *from, const bp_buffer_t *to) {
+  if (t->ptr != from->ptr || t->offset < from->origin || t->offset >= from->origin + from->size) return;
+  t->offset = t->offset - from->origin + to->origin;
+  t->ptr = to->ptr;
+}
+
+bp_status_t bp_graph_rebind(bp_graph_t *g, bp_buffer_t *from, bp_buffer_t *to) {
+  bp__clear_error();
+  const char *fn = "bp_graph_rebind";
+  bp_status_t st = check_graph(g, fn);
+  if (st != BP_OK) return st;
+  if (!bp__handle_live(from, BP__H_BUFFER) || !bp__handle_live(to, BP__H_BUFFER))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s is not a live buffer", fn,
+                    bp__handle_live(from, BP__H_BUFFER) ? "to" : "from");
+  if (from->device != g->device || to->device != g->device)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: buffers must be on the graph's device", fn);
+  if (to->size < from->size)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the new buffer (%llu bytes) is smaller than the old (%llu)", fn,
+                    (unsigned long long)to->size, (unsigned long long)from->size);
+  for (uint32_t i = 0; i < g->count; i++) {
+    graph_call_t *c = &g->calls[i];
+    bp_plugin_tensor_t *t[8];
+    int n = call_tensors(c, t);
+    for (int j = 0; j < n; j++) rebind_tensor(t[j], from, to);
+    if (c->op == BP_OP_ADAM)
+      for (uint32_t j = 0; j < 4 * c->u.adam.count; j++) rebind_tensor(&c->adam_tensors[j], from, to);
+  }
+  return BP_OK;
+}
