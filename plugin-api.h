@@ -44,7 +44,7 @@ extern "C" {
 
 #define BP_PLUGIN_MAGIC 0x4250504cu /* "BPPL" */
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 0
+#define BP_PLUGIN_ABI_MINOR 1
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 
 #if defined(_WIN32)
@@ -225,6 +225,8 @@ typedef struct bp_device_info {
   /* Per op family: bitmask of bp_dtype_t that run natively (BP_DTYPE_BIT). */
   uint32_t op_dtypes[BP_OP_TABLE_SIZE];
   char description[256]; /* free text: ISA, driver details */
+  /* fields below: ABI 1.1 */
+  uint32_t kernel_formats; /* BP_KERNEL_FORMAT_BIT(f) of custom kernels taken */
 } bp_device_info_t;
 
 #define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */
@@ -410,6 +412,63 @@ typedef struct bp_random_args {
 } bp_random_args_t;
 
 /* ---------------------------------------------------------------------------
+ * Custom kernels (ABI 1.1): code in the form a backend takes, launched over a
+ * grid with an argument array.
+ */
+typedef enum bp_kernel_format {
+  BP_KERNEL_SPIRV = 0,     /* Vulkan: SPIR-V words, entry point name */
+  BP_KERNEL_GLSL = 1,      /* Vulkan: GLSL compute source (via libshaderc) */
+  BP_KERNEL_OPENCL_C = 2,  /* OpenCL C source, kernel name */
+  BP_KERNEL_PTX = 3,       /* CUDA: PTX text, .entry name */
+  BP_KERNEL_HIP = 4,       /* ROCm: HIP source through hiprtc */
+  BP_KERNEL_C_SHARED_OBJECT = 5 /* CPU: path of a .so, function name */
+} bp_kernel_format_t;
+#define BP_KERNEL_FORMAT_BIT(f) (1u << (unsigned)(f))
+
+typedef enum bp_kernel_arg_kind {
+  BP_ARG_BUFFER = 0, /* device pointer + byte offset */
+  BP_ARG_I32, BP_ARG_U32, BP_ARG_I64, BP_ARG_U64, BP_ARG_F32, BP_ARG_F64
+} bp_kernel_arg_kind_t;
+
+typedef struct bp_plugin_kernel_arg {
+  bp_kernel_arg_kind_t kind;
+  uint32_t reserved;
+  union {
+    struct { uint64_t ptr, offset; } buffer;
+    int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; float f32; double f64;
+  } value;
+} bp_plugin_kernel_arg_t;
+
+typedef struct bp_kernel_source {
+  uint32_t struct_size;
+  bp_kernel_format_t format;
+  const void *code;   /* source text, SPIR-V or PTX bytes, or a .so path */
+  uint64_t code_size; /* bytes (text need not be NUL-terminated) */
+  const char *entry;  /* kernel or function name */
+  const char *options;/* compiler options, may be NULL */
+  uint32_t arg_count;
+  const bp_kernel_arg_kind_t *signature; /* arg_count kinds */
+} bp_kernel_source_t;
+
+/* The CPU convention for BP_KERNEL_C_SHARED_OBJECT: the function is called
+ * once per block as fn(const bp_cpu_kernel_index_t *, arg0, arg1, ...) with
+ * buffers as pointers (offset applied) and scalars by value, blocks spread
+ * over the CPU's threads. */
+typedef struct bp_cpu_kernel_index {
+  uint32_t block[3], grid[3], block_dim[3];
+} bp_cpu_kernel_index_t;
+
+typedef struct bp_launch_args {
+  uint32_t struct_size;
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes;
+  uint32_t arg_count;
+  const bp_plugin_kernel_arg_t *args;
+} bp_launch_args_t;
+
+typedef struct bp_plugin_kernel bp_plugin_kernel_t;
+
+/* ---------------------------------------------------------------------------
  * The descriptor.
  */
 typedef struct bp_plugin_descriptor {
@@ -525,6 +584,21 @@ typedef struct bp_plugin_descriptor {
                       const bp_copy_args_t *);
   bp_status_t (*random)(bp_plugin_device_t *, bp_plugin_stream_t *,
                         const bp_random_args_t *);
+
+  /* fields below: ABI 1.1 */
+  /* --- custom kernels (optional as a group) ------------------------------*/
+  /* Compiles or loads a kernel; the core has checked the format is one the
+   * device lists in kernel_formats and that the signature is sane. */
+  bp_status_t (*kernel_create)(bp_plugin_device_t *device,
+                               const bp_kernel_source_t *source,
+                               bp_plugin_kernel_t **out_kernel);
+  void (*kernel_destroy)(bp_plugin_device_t *device,
+                         bp_plugin_kernel_t *kernel);
+  /* Launches over grid x block; args match the signature given at create. */
+  bp_status_t (*kernel_launch)(bp_plugin_device_t *device,
+                               bp_plugin_stream_t *stream,
+                               bp_plugin_kernel_t *kernel,
+                               const bp_launch_args_t *args);
 } bp_plugin_descriptor_t;
 
 /* The smallest descriptor the loader accepts: everything through the ops of

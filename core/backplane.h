@@ -46,6 +46,7 @@ typedef struct bp_buffer bp_buffer_t;
 typedef struct bp_stream bp_stream_t;
 typedef struct bp_event bp_event_t;
 typedef struct bp_graph bp_graph_t;
+typedef struct bp_kernel bp_kernel_t;
 
 /* ---------------------------------------------------------------------------
  * Status, errors, versions.
@@ -308,6 +309,41 @@ BP_API bp_status_t bp_graph_rebind(bp_graph_t *graph, bp_buffer_t *from,
 /* Number of recorded ops (0 for an invalid graph). */
 BP_API uint32_t bp_graph_size(const bp_graph_t *graph);
 BP_API void bp_graph_destroy(bp_graph_t *graph);
+
+/* ---------------------------------------------------------------------------
+ * Custom kernels, in the form the device's backend takes (see
+ * bp_kernel_format_t in plugin-api.h and docs/custom-kernels.md).
+ */
+
+/* One launch argument: a buffer (with a byte offset) or a scalar. */
+typedef struct bp_kernel_arg {
+  bp_kernel_arg_kind_t kind;
+  bp_buffer_t *buffer; /* BP_ARG_BUFFER */
+  uint64_t offset;     /* BP_ARG_BUFFER: bytes into the buffer */
+  union {
+    int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; float f32; double f64;
+  } value;
+} bp_kernel_arg_t;
+
+/* Compiles or loads a kernel for device. signature lists the kinds of the
+ * arg_count arguments every launch must pass. The caller owns the kernel.
+ * BP_ERR_UNSUPPORTED when the device takes no kernels of this format. */
+BP_API bp_status_t bp_kernel_create(bp_device_t *device,
+                                    bp_kernel_format_t format,
+                                    const void *code, uint64_t code_size,
+                                    const char *entry, const char *options,
+                                    uint32_t arg_count,
+                                    const bp_kernel_arg_kind_t *signature,
+                                    bp_kernel_t **out_kernel);
+/* Launches grid[0..2] blocks of block[0..2] invocations on stream; args are
+ * checked against the signature (kinds, live buffers of the stream's device,
+ * offsets inside them). */
+BP_API bp_status_t bp_kernel_launch(bp_stream_t *stream, bp_kernel_t *kernel,
+                                    const uint32_t grid[3],
+                                    const uint32_t block[3],
+                                    uint32_t shared_bytes, uint32_t arg_count,
+                                    const bp_kernel_arg_t *args);
+BP_API void bp_kernel_destroy(bp_kernel_t *kernel);
 
 /* ---------------------------------------------------------------------------
  * BLAS. a, b, c, x, y are buffers with byte offsets; leading dimensions and

@@ -55,7 +55,8 @@ typedef enum bp__handle_type {
   BP__H_BUFFER,
   BP__H_STREAM,
   BP__H_EVENT,
-  BP__H_GRAPH
+  BP__H_GRAPH,
+  BP__H_KERNEL
 } bp__handle_type_t;
 
 void bp__handle_add(const void *handle, bp__handle_type_t type);

@@ -20,7 +20,7 @@ static bp_status_t cpu_init(const bp_host_services_t *host) {
   if (host) {
     /* An older host may pass a shorter struct: copy what it covers. */
     size_t n = host->struct_size < sizeof cpu_host ? host->struct_size
-                                                    : sizeof cpu_host;
+                                                   : sizeof cpu_host;
     memcpy(&cpu_host, host, n);
   }
   cpu_features_get(); /* warm the cache so probe and ops never race on it */
@@ -54,9 +54,12 @@ static uint64_t physical_memory(void) {
 /* f32 flops per cycle per core: two FMA pipes of the widest vector. */
 static double flops_per_cycle(bp_isa_level_t isa) {
   switch (isa) {
-  case BP_ISA_AVX512: return 2 * 2 * 16;
-  case BP_ISA_AVX2: return 2 * 2 * 8;
-  default: return 2;
+  case BP_ISA_AVX512:
+    return 2 * 2 * 16;
+  case BP_ISA_AVX2:
+    return 2 * 2 * 8;
+  default:
+    return 2;
   }
 }
 
@@ -102,9 +105,10 @@ static void fill_common(bp_device_info_t *info) {
   info->kind = BP_DEVICE_CPU;
   info->memory_bytes = physical_memory();
   snprintf(info->vendor, sizeof info->vendor, "%s", vendor_of(f->brand));
-  snprintf(info->driver_version, sizeof info->driver_version,
-           "backend-cpu %s", CPU_PLUGIN_VERSION);
+  snprintf(info->driver_version, sizeof info->driver_version, "backend-cpu %s",
+           CPU_PLUGIN_VERSION);
   fill_op_dtypes(info->op_dtypes);
+  info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_C_SHARED_OBJECT);
 }
 
 static void fill_fast(bp_device_info_t *info) {
@@ -179,4 +183,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
 #define CPU__OP_SLOT(name, args_t) .name = cpu_op_##name,
     CPU_FAST_OPS(CPU__OP_SLOT)
 #undef CPU__OP_SLOT
+    .kernel_create = cpu_kernel_create,
+    .kernel_destroy = cpu_kernel_destroy,
+    .kernel_launch = cpu_kernel_launch,
 };

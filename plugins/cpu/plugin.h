@@ -35,6 +35,13 @@ static inline cpu_device_t *cpu_device(bp_plugin_device_t *d) {
   return (cpu_device_t *)(void *)d;
 }
 
+/* kernel.c: custom kernels through libffi */
+CPU_HIDDEN bp_status_t cpu_kernel_create(bp_plugin_device_t *device, const bp_kernel_source_t *src,
+                                         bp_plugin_kernel_t **out_kernel);
+CPU_HIDDEN void cpu_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel);
+CPU_HIDDEN bp_status_t cpu_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                         bp_plugin_kernel_t *kernel, const bp_launch_args_t *args);
+
 /* device.c */
 CPU_HIDDEN bp_status_t cpu_device_open(uint32_t index,
                                        const bp_plugin_device_config_t *config,

@@ -7,7 +7,7 @@ $(CPU_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS)
 
 $(B)/plugins/backend-cpu.so: $(CPU_OBJS) plugins/plugin.map
 	@mkdir -p $(dir $@)
-	$(CC) $(PLUGIN_LDFLAGS) $(LDFLAGS_BASE) -o $@ $(CPU_OBJS) -lpthread -lm
+	$(CC) $(PLUGIN_LDFLAGS) $(LDFLAGS_BASE) -o $@ $(CPU_OBJS) -lffi -ldl -lpthread -lm
 PLUGINS += $(B)/plugins/backend-cpu.so
 # The random stream must not fuse multiply-adds (kernels/common/bp_philox.h).
 $(B)/obj/plugins/cpu/ref_data.o: CFLAGS_EXTRA += -ffp-contract=off
