@@ -266,6 +266,21 @@ BP_API bp_status_t bp_tensor_transpose(const bp_tensor_t *tensor, int32_t a,
 /* Number of elements (product of the shape; 1 for rank 0). */
 BP_API int64_t bp_tensor_numel(const bp_tensor_t *tensor);
 
+/* Exports t as a DLPack managed tensor (DLManagedTensorVersioned when
+ * versioned, else the older DLManagedTensor) without copying. The result
+ * borrows t's buffer, which must outlive it; the consumer calls its deleter.
+ * BP_ERR_UNSUPPORTED for memory DLPack cannot describe (Vulkan, OpenCL). */
+BP_API bp_status_t bp_tensor_to_dlpack(const bp_tensor_t *tensor,
+                                       bool versioned, void **out_managed);
+/* Wraps a DLPack managed tensor living in memory device can address (host
+ * memory for the CPU backend, CUDA memory for the CUDA backend) as a buffer
+ * and a tensor over it, without copying. The caller owns the buffer;
+ * bp_buffer_free calls the producer's deleter. */
+BP_API bp_status_t bp_tensor_from_dlpack(bp_device_t *device, void *managed,
+                                         bool versioned,
+                                         bp_tensor_t *out_tensor,
+                                         bp_buffer_t **out_buffer);
+
 /* ---------------------------------------------------------------------------
  * Streams and events.
  */

@@ -57,6 +57,11 @@ bp_status_t bp_buffer_alloc(bp_device_t *d, uint64_t size, bp_buffer_t **out_buf
   return BP_OK;
 }
 
+void bp__buffer_release_memory(bp_device_t *d, bp_buffer_t *b) {
+  if (b->foreign) bp__dlpack_release(b->foreign, b->foreign_versioned);
+  else bp__pool_free(d, b->block);
+}
+
 void bp_buffer_free(bp_buffer_t *b) {
   if (!b || !bp__handle_live(b, BP__H_BUFFER)) return;
   bp__handle_remove(b);
@@ -67,7 +72,7 @@ void bp_buffer_free(bp_buffer_t *b) {
   if (b->prev) b->prev->next = b->next; else d->buffers = b->next;
   if (b->next) b->next->prev = b->prev;
   pthread_mutex_unlock(&d->lock);
-  bp__pool_free(d, b->block);
+  bp__buffer_release_memory(d, b);
   free(b);
 }
 

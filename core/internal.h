@@ -107,7 +107,9 @@ struct bp_buffer {
   uint64_t ptr;    /* the pool segment's device pointer */
   uint64_t origin; /* the buffer's byte offset inside the segment */
   uint64_t size;
-  void *block;     /* the pool's record */
+  void *block;     /* the pool's record; NULL for imported memory */
+  void *foreign;   /* imported DLPack tensor, released on free */
+  bool foreign_versioned;
   bp_buffer_t *next, *prev;
 };
 
@@ -226,6 +228,11 @@ void bp__pool_stats(bp_device_t *d, bp_memory_stats_t *out);
 bp_status_t bp__graph_record(bp_graph_t *g, bp_op_t op, const void *args);
 /* Frees a graph that never left capture. */
 void bp__graph_free(bp_graph_t *g);
+
+/* Calls an imported DLPack tensor's deleter (dlpack.c). */
+void bp__dlpack_release(void *managed, bool versioned);
+/* Returns a buffer's memory to the pool, or to its DLPack producer. */
+void bp__buffer_release_memory(bp_device_t *d, bp_buffer_t *b);
 
 /* Frees everything a device still owns (device.c). */
 void bp__device_release_children(bp_device_t *device);

@@ -210,7 +210,7 @@ void bp__device_release_children(bp_device_t *d) {
     bp__log(BP_LOG_WARN, BP__LOG_API, "bp_device_close: freeing a buffer of %llu bytes left allocated",
             (unsigned long long)b->size);
     bp__handle_remove(b);
-    bp__pool_free(d, b->block);
+    bp__buffer_release_memory(d, b);
     free(b);
   }
 }

@@ -229,6 +229,57 @@ static void test_kernel_errors(void **state) {
                    BP_ERR_NOT_FOUND);
 }
 
+/* ---- DLPack ------------------------------------------------------------------*/
+
+/* The leading fields of DLManagedTensorVersioned (DLPack 1.0), enough to
+ * check what the library wrote and to call the deleter. */
+typedef struct {
+  uint32_t major, minor;
+  void *ctx;
+  void (*deleter)(void *self);
+  uint64_t flags;
+  void *data;
+  int32_t device_type, device_id, ndim;
+  uint8_t code, bits;
+  uint16_t lanes;
+  int64_t *shape, *strides;
+  uint64_t byte_offset;
+} dl_versioned_t;
+
+static void test_dlpack_round_trip_shares_memory(void **state) {
+  fx_t *f = *state;
+  bp_buffer_t *b;
+  float v[6] = {0, 1, 2, 3, 4, 5};
+  assert_int_equal(bp_buffer_alloc(f->dev, sizeof v, &b), BP_OK);
+  bp_buffer_write(b, 0, v, sizeof v);
+  bp_tensor_t t, tt;
+  assert_int_equal(bp_tensor_init(b, 0, BP_F32, 2, (const int64_t[]){2, 3}, NULL, &t), BP_OK);
+  assert_int_equal(bp_tensor_transpose(&t, 0, 1, &tt), BP_OK);
+  void *m = NULL;
+  assert_int_equal(bp_tensor_to_dlpack(&tt, true, &m), BP_OK);
+  dl_versioned_t *dl = m;
+  assert_int_equal(dl->major, 1);
+  assert_int_equal(dl->device_type, 1); /* kDLCPU */
+  assert_int_equal(dl->ndim, 2);
+  assert_int_equal(dl->shape[0], 3);
+  assert_int_equal(dl->strides[0], 1);
+  assert_int_equal(dl->strides[1], 3);
+  assert_int_equal(dl->code, 2);
+  assert_int_equal(dl->bits, 32);
+  /* Import the same memory back: writes through one are seen by the other. */
+  bp_tensor_t imp;
+  bp_buffer_t *ib;
+  assert_int_equal(bp_tensor_from_dlpack(f->dev, m, true, &imp, &ib), BP_OK);
+  assert_int_equal(imp.rank, 2);
+  assert_int_equal(imp.shape[0], 3);
+  assert_int_equal(bp_fill(f->s, &imp, 9.0), BP_OK);
+  bp_buffer_read(b, 0, v, sizeof v);
+  for (int i = 0; i < 6; i++) assert_true(v[i] == 9.0f);
+  bp_buffer_free(ib); /* calls the exporter's deleter */
+  bp_buffer_free(b);
+  assert_int_equal(bp_tensor_to_dlpack(&t, false, &m), BP_ERR_INVALID_ARGUMENT); /* b is gone */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pool_reuses_freed_blocks),
@@ -239,6 +290,7 @@ int main(void) {
       cmocka_unit_test(test_graph_capture_rejects_invalid_ops),
       cmocka_unit_test(test_kernel_cpu_saxpy),
       cmocka_unit_test(test_kernel_errors),
+      cmocka_unit_test(test_dlpack_round_trip_shares_memory),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
