@@ -71,6 +71,30 @@ check-tsan: deps
 	$(MAKE) B=build-tsan OPT=-O1 SAN="-fsanitize=thread" all
 	BP_UNDER_SANITIZER=1 sh test/run.sh build-tsan $(subst $(B)/,build-tsan/,$(TSAN_TESTS))
 
+# Installs the library (with its soname links), both public headers, the
+# plugins, bp, its man page and backplane.pc. DESTDIR stages a package.
+INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include $(PLUGIN_INSTALL_DIR) \
+  $(PREFIX)/bin $(PREFIX)/share/man/man1
+install: all
+	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
+	install -m 755 $(B)/lib/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so.$(SOVERSION)
+	ln -sf libbackplane.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so
+	install -m 644 core/backplane.h plugin-api.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(PLUGINS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
+	install -m 755 $(B)/bin/bp $(DESTDIR)$(PREFIX)/bin/
+	if [ -f docs/bp.1 ]; then install -m 644 docs/bp.1 $(DESTDIR)$(PREFIX)/share/man/man1/; fi
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	  -e 's|@PLUGINDIR@|$(PLUGIN_INSTALL_DIR)|' core/backplane.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/backplane.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libbackplane.so $(DESTDIR)$(LIBDIR)/libbackplane.so.$(SOVERSION) \
+	  $(DESTDIR)$(LIBDIR)/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/backplane.pc \
+	  $(DESTDIR)$(PREFIX)/include/backplane.h $(DESTDIR)$(PREFIX)/include/plugin-api.h \
+	  $(DESTDIR)$(PREFIX)/bin/bp $(DESTDIR)$(PREFIX)/share/man/man1/bp.1 \
+	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS)))
+	-rmdir $(DESTDIR)$(PLUGIN_INSTALL_DIR)
+
 clean:
 	rm -rf build build-asan build-tsan
 

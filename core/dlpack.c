@@ -106,8 +106,10 @@ bp_status_t bp_tensor_to_dlpack(const bp_tensor_t *t, bool versioned, void **out
   if (!c) return bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
   memcpy(c->shape, t->shape, sizeof c->shape);
   memcpy(c->strides, t->strides, sizeof c->strides);
-  DLTensor dl = {(void *)(uintptr_t)t->buffer->ptr, dev, t->rank, dtype_map[0].dl, c->shape, c->strides,
-                 t->buffer->origin + t->offset};
+  /* The offset is folded into data: some consumers (PyTorch 1.x) ignore
+   * byte_offset. */
+  DLTensor dl = {(void *)(uintptr_t)(t->buffer->ptr + t->buffer->origin + t->offset), dev, t->rank,
+                 dtype_map[0].dl, c->shape, c->strides, 0};
   for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
     if (dtype_map[i].bp == t->dtype) dl.dtype = dtype_map[i].dl;
   if (versioned) {

@@ -2,12 +2,13 @@
 # linked against libbackplane.so and sharing test/common/ (environment,
 # device tensors, comparisons, and the independent reference in ref.c).
 #  test_ops_<family>   every op and dtype on "cpu" and "cpu-ref" vs ref.c
+#                      (blas, dnn, norm, attention, elementwise, reduce, data)
 #  test_parity         every other loaded device vs "cpu-ref"
 #  test_api_validation bad arguments: status, message, nothing written
 #  test_threads        concurrent streams and open/close (also under TSan)
-OPS_TEST_NAMES := test_ops_blas test_ops_dnn test_ops_attention \
+OPS_TEST_NAMES := test_ops_blas test_ops_dnn test_ops_norm test_ops_attention \
   test_ops_elementwise test_ops_reduce test_ops_data test_parity \
-  test_api_validation test_threads
+  test_api_validation test_api_params test_api_handles test_threads
 OPS_TEST_COMMON := $(B)/obj/test/common/tc.o $(B)/obj/test/common/ref.o
 OPS_TEST_BINS := $(OPS_TEST_NAMES:%=$(B)/test/%)
 OPS_TEST_OBJS := $(OPS_TEST_NAMES:%=$(B)/obj/test/%.o) $(OPS_TEST_COMMON)

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -190,7 +191,7 @@ static void tl_cpu_works(bp_context_t *ctx) {
 
 /* One refusal test: dir holds the variant (as backend-<as>.so) and the CPU
  * plugin; the variant is refused for the given reason, the CPU works. */
-static void tl_refusal_case(const char *variant, const char *as, bp_plugin_stage_t stage,
+__attribute__((unused)) static void tl_refusal_case(const char *variant, const char *as, bp_plugin_stage_t stage,
                             bp_status_t status, const char *want, const char *want2) {
   char dir[PATH_MAX], file[128];
   tl_mkdtemp(dir, sizeof dir);

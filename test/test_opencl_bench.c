@@ -28,7 +28,7 @@ typedef int (*clblast_sgemm_fn)(int layout, int ta, int tb, size_t m, size_t n,
                                 cl_command_queue *queue, cl_event *event);
 
 static void h_log(bp_log_level_t l, const char *p, const char *fmt, ...) {
-  if (l > BP_LOG_INFO)
+  if (l > (getenv("BP_BENCH_VERBOSE") ? BP_LOG_DEBUG : BP_LOG_INFO))
     return;
   va_list ap;
   va_start(ap, fmt);

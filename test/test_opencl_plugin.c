@@ -304,6 +304,39 @@ static void test_binary_broadcast(void **state) {
 
 #include "test_opencl_plugin_gemm.inc"
 
+/* Events: markers on the stream give a positive elapsed time around work,
+ * and a second stream can wait on them. */
+static void test_events(void **state) {
+  (void)state;
+  NEED_DEVICE();
+  bp_plugin_event_t *e0, *e1;
+  bp_plugin_stream_t *s2;
+  assert_int_equal(P->event_create(dev, &e0), BP_OK);
+  assert_int_equal(P->event_create(dev, &e1), BP_OK);
+  assert_int_equal(P->stream_create(dev, &s2), BP_OK);
+  enum { N = 1 << 20 };
+  uint64_t p = dalloc(N * 4);
+  bp_fill_args_t a = {sizeof a, 1.0, tensor1(p, 0, BP_F32, N, 1)};
+  assert_int_equal(P->event_record(dev, e0, stream), BP_OK);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(P->fill(dev, stream, &a), BP_OK);
+  assert_int_equal(P->event_record(dev, e1, stream), BP_OK);
+  assert_int_equal(P->stream_wait_event(dev, s2, e1), BP_OK);
+  a.value = 2.0;
+  assert_int_equal(P->fill(dev, s2, &a), BP_OK); /* ordered after stream's */
+  assert_int_equal(P->stream_synchronize(dev, s2), BP_OK);
+  double ms = -1;
+  assert_int_equal(P->event_elapsed(dev, e0, e1, &ms), BP_OK);
+  assert_true(ms >= 0);
+  float v;
+  assert_int_equal(P->mem_read(dev, NULL, &v, p, 4 * (N - 1), 4), BP_OK);
+  assert_true(v == 2.0f);
+  P->mem_free(dev, p);
+  P->stream_destroy(dev, s2);
+  P->event_destroy(dev, e0);
+  P->event_destroy(dev, e1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_probe),
@@ -313,7 +346,8 @@ int main(void) {
       cmocka_unit_test(test_cast),
       cmocka_unit_test(test_unary),
       cmocka_unit_test(test_binary_broadcast),
-      OCL_GEMM_TESTS
+      OCL_GEMM_TESTS,
+      cmocka_unit_test(test_events),
   };
   return cmocka_run_group_tests_name("opencl plugin", tests, group_setup,
                                      group_teardown);

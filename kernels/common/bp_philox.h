@@ -19,7 +19,7 @@
  *     v = fa + (fb - fa) * u                   (float, each op rounded: no FMA)
  *     where fa = (float)a, fb = (float)b; f16 / bf16 round v to nearest even.
  *   uniform, y f64:
- *     u = (double)((r0 << 21) | (r1 >> 11)) * 2^-53   (53 bits, exact)
+ *     u = (double)(((uint64_t)r0 << 21) | (r1 >> 11)) * 2^-53   (exact)
  *     v = a + (b - a) * u                      (double, each op rounded)
  *   normal (mean a, standard deviation b), any float y:
  *     u1 = (float)((r0 >> 8) + 1) * 2^-24      (exact; u1 in (0, 1])
@@ -27,6 +27,14 @@
  *     z  = bp_det_sqrtf(-2 * bp_det_logf(u1)) * bp_det_cos2pif(u2)   (float)
  *     f32 / f16 / bf16: v = fa + fb * z in float, then rounded to y's dtype.
  *     f64:              v = a + b * (double)z in double.
+ *
+ * Known answers (seed 42, offset 0, a = 0, b = 1), for checking a port:
+ *   i = 0: r = 9ceaf053 77f5493b 12bf50ad 5742b3d7,
+ *          uniform f32 0x3f1ceaf0, normal f32 0xbf785e5a (-0.970189691)
+ *   i = 1: r = fcdb2127 53ba6cfd 838f5a6e 744e06fb,
+ *          uniform f32 0x3f7cdb21, normal f32 0xbd95e014 (-0.0731813014)
+ * and Philox4x32-10 itself matches Random123's kat_vectors (counter 0,
+ * key 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8).
  *
  * bp_det_logf, bp_det_sqrtf and bp_det_cos2pif below use only IEEE float
  * add, subtract, multiply (each correctly rounded, never fused), exact
@@ -37,10 +45,16 @@
  * libm replacements: each is accurate to a few ulp over the domain the
  * stream uses, which is documented on the function.
  *
- * Porting rules: no FMA contraction anywhere in these functions. C builds
- * must use -ffp-contract=off (GCC's default under -std=c11; the plugin's
- * makefile fragment also sets it for the file that includes this header);
- * CUDA / HIP builds get __fmul_rn / __fadd_rn, which are never contracted.
+ * Porting rules: no FMA contraction anywhere in these functions. This
+ * header enforces that itself (see BP_FMUL below), whatever -ffp-contract
+ * or language mode the includer uses; a port to GLSL / OpenCL C must do the
+ * same (OpenCL: #pragma OPENCL FP_CONTRACT OFF; GLSL: precise). Value-
+ * changing optimisations (-ffast-math, nvcc --use_fast_math, which also
+ * flushes denormals) are refused or must be off for code using it.
+ * Constants are decimal literals that convert to the intended binary32
+ * values (the polynomial coefficients are binary32 values printed in
+ * shortest round-trip form; 2^-24 and 2^-53 are exact), so every language
+ * and compiler reads the same bits.
  */
 #ifndef BP_PHILOX_H
 #define BP_PHILOX_H
@@ -55,7 +69,17 @@
 #endif
 #endif
 
-/* Rounded, never-fused float and double arithmetic. */
+/* Rounded, never-fused float and double arithmetic. A fused multiply-add
+ * rounds once where a * b + c rounds twice, so a compiler that contracts
+ * (GCC with -std=gnu*, clang by default, nvcc by default) would change the
+ * bits. On GPUs the _rn intrinsics are never contracted. In C each product
+ * passes through bp_philox_keep_*, an empty asm statement the compiler cannot
+ * see through (a volatile round trip where there is no such asm), so no
+ * flag or optimisation level can fuse it into the following add. */
+#if defined(__FAST_MATH__)
+#error                                                                         \
+    "bp_philox.h: -ffast-math reorders float arithmetic and so changes the stream"
+#endif
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define BP_FMUL(x, y) __fmul_rn((x), (y))
 #define BP_FADD(x, y) __fadd_rn((x), (y))
@@ -64,13 +88,41 @@
 #define BP_DADD(x, y) __dadd_rn((x), (y))
 #define BP_DSUB(x, y) __dsub_rn((x), (y))
 #else
-#define BP_FMUL(x, y) ((float)(x) * (float)(y))
+#if defined(__GNUC__) && defined(__SSE2__)
+#define BP_PHILOX_KEEP(v) __asm__("" : "+x"(v))
+#elif defined(__GNUC__) && defined(__aarch64__)
+#define BP_PHILOX_KEEP(v) __asm__("" : "+w"(v))
+#endif
+BP_PHILOX_QUALIFIER float bp_philox_keep_f(float v) {
+#ifdef BP_PHILOX_KEEP
+  BP_PHILOX_KEEP(v);
+  return v;
+#else
+  volatile float t = v;
+  return t;
+#endif
+}
+BP_PHILOX_QUALIFIER double bp_philox_keep_d(double v) {
+#ifdef BP_PHILOX_KEEP
+  BP_PHILOX_KEEP(v);
+  return v;
+#else
+  volatile double t = v;
+  return t;
+#endif
+}
+#define BP_FMUL(x, y) bp_philox_keep_f((float)(x) * (float)(y))
 #define BP_FADD(x, y) ((float)(x) + (float)(y))
 #define BP_FSUB(x, y) ((float)(x) - (float)(y))
-#define BP_DMUL(x, y) ((double)(x) * (double)(y))
+#define BP_DMUL(x, y) bp_philox_keep_d((double)(x) * (double)(y))
 #define BP_DADD(x, y) ((double)(x) + (double)(y))
 #define BP_DSUB(x, y) ((double)(x) - (double)(y))
 #endif
+
+/* 2^-24 and 2^-53, written as exact decimals (C++ before 17 and GLSL have
+ * no hex float literals). */
+#define BP_PHILOX_2POW_M24F 5.9604644775390625e-08f
+#define BP_PHILOX_2POW_M53 1.1102230246251565404236316680908203125e-16
 
 #define BP_PHILOX_M0 0xD2511F53u
 #define BP_PHILOX_M1 0xCD9E8D57u
@@ -81,7 +133,16 @@ typedef struct bp_philox_u32x4 {
   uint32_t v[4];
 } bp_philox_u32x4;
 
-/* Float <-> bits without aliasing problems. */
+/* Float <-> bits without aliasing problems (device intrinsics on CUDA /
+ * HIP, where union punning is not sanctioned C++). */
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+BP_PHILOX_QUALIFIER uint32_t bp_philox_f2u(float f) {
+  return __float_as_uint(f);
+}
+BP_PHILOX_QUALIFIER float bp_philox_u2f(uint32_t u) {
+  return __uint_as_float(u);
+}
+#else
 BP_PHILOX_QUALIFIER uint32_t bp_philox_f2u(float f) {
   union {
     float f;
@@ -98,6 +159,7 @@ BP_PHILOX_QUALIFIER float bp_philox_u2f(uint32_t u) {
   c.u = u;
   return c.f;
 }
+#endif
 
 /* One Philox round: two 32x32->64 multiplies, then the Feistel-like mix. */
 BP_PHILOX_QUALIFIER bp_philox_u32x4 bp_philox_round(bp_philox_u32x4 c,
@@ -114,10 +176,9 @@ BP_PHILOX_QUALIFIER bp_philox_u32x4 bp_philox_round(bp_philox_u32x4 c,
 
 /* Philox4x32-10: ten rounds, the key bumped by (W0, W1) between rounds. */
 BP_PHILOX_QUALIFIER bp_philox_u32x4 bp_philox4x32_10(bp_philox_u32x4 ctr,
-                                                     uint32_t k0,
-                                                     uint32_t k1) {
-  for (int round = 0; round < 10; round++) {
-    if (round > 0) {
+                                                     uint32_t k0, uint32_t k1) {
+  for (int i = 0; i < 10; i++) {
+    if (i > 0) {
       k0 += BP_PHILOX_W0;
       k1 += BP_PHILOX_W1;
     }
@@ -168,7 +229,8 @@ BP_PHILOX_QUALIFIER float bp_det_logf(float x) {
   r = BP_FADD(BP_FMUL(r, f), 0.33333322405815125f);
   r = BP_FADD(BP_FMUL(r, f), -0.5f);
   float fe = (float)e; /* |e| <= 128: exact */
-  float lo = BP_FADD(BP_FMUL(BP_FMUL(f, f), r), BP_FMUL(fe, 1.4286068203094172e-06f));
+  float lo =
+      BP_FADD(BP_FMUL(BP_FMUL(f, f), r), BP_FMUL(fe, 1.4286068203094172e-06f));
   return BP_FADD(BP_FADD(f, lo), BP_FMUL(fe, 0.693145751953125f));
 }
 
@@ -225,7 +287,7 @@ BP_PHILOX_QUALIFIER float bp_det_cos2pif(float u) {
 /* Uniform [fa, fb) in float from r0 (f32, f16 and bf16 outputs). */
 BP_PHILOX_QUALIFIER float bp_philox_uniform_f32(bp_philox_u32x4 r, float fa,
                                                 float fb) {
-  float u = BP_FMUL((float)(r.v[0] >> 8), 0x1p-24f);
+  float u = BP_FMUL((float)(r.v[0] >> 8), BP_PHILOX_2POW_M24F);
   return BP_FADD(fa, BP_FMUL(BP_FSUB(fb, fa), u));
 }
 
@@ -233,14 +295,14 @@ BP_PHILOX_QUALIFIER float bp_philox_uniform_f32(bp_philox_u32x4 r, float fa,
 BP_PHILOX_QUALIFIER double bp_philox_uniform_f64(bp_philox_u32x4 r, double a,
                                                  double b) {
   uint64_t bits = ((uint64_t)r.v[0] << 21) | (r.v[1] >> 11);
-  double u = BP_DMUL((double)bits, 0x1p-53);
+  double u = BP_DMUL((double)bits, BP_PHILOX_2POW_M53);
   return BP_DADD(a, BP_DMUL(BP_DSUB(b, a), u));
 }
 
 /* Standard normal z by Box-Muller (cosine branch) from r0, r1. */
 BP_PHILOX_QUALIFIER float bp_philox_normal_z(bp_philox_u32x4 r) {
-  float u1 = BP_FMUL((float)((r.v[0] >> 8) + 1u), 0x1p-24f);
-  float u2 = BP_FMUL((float)(r.v[1] >> 8), 0x1p-24f);
+  float u1 = BP_FMUL((float)((r.v[0] >> 8) + 1u), BP_PHILOX_2POW_M24F);
+  float u2 = BP_FMUL((float)(r.v[1] >> 8), BP_PHILOX_2POW_M24F);
   float rad = bp_det_sqrtf(BP_FMUL(-2.0f, bp_det_logf(u1)));
   return BP_FMUL(rad, bp_det_cos2pif(u2));
 }

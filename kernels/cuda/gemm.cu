@@ -26,7 +26,7 @@ __device__ __forceinline__ void simt_load(T (*S)[TILE], const T *base,
     const int o = tid >> 1, kk = (tid & 1) * 4;
     const int64_t go = o0 + o, gk = k0 + kk;
     const T *p = base + go * so + gk;
-    if (vec && go < no && gk + 3 < nk) {
+    if (vec && so % 4 == 0 && go < no && gk + 3 < nk) {
       const float4 v = *(const float4 *)(const void *)p;
       S[kk][o] = v.x; S[kk + 1][o] = v.y; S[kk + 2][o] = v.z; S[kk + 3][o] = v.w;
     } else {
@@ -38,7 +38,7 @@ __device__ __forceinline__ void simt_load(T (*S)[TILE], const T *base,
     const int kk = tid >> 5, o = (tid & 31) * 4;
     const int64_t go = o0 + o, gk = k0 + kk;
     const T *p = base + go * so + gk * sk;
-    if (vec && so == 1 && gk < nk && go + 3 < no) {
+    if (vec && so == 1 && sk % 4 == 0 && gk < nk && go + 3 < no) {
       *(float4 *)(void *)&S[kk][o] = *(const float4 *)(const void *)p;
     } else {
 #pragma unroll

@@ -24,6 +24,11 @@ layout(constant_id = 5) const int UNUSED_TN = 4;
 // bit 0: A is contiguous along k (else along m); bit 1: B along n (else k)
 layout(constant_id = 6) const int LAYOUT = 1;
 
+// false: no shared memory, operands read straight from global memory. On
+// CPU implementations (lavapipe) barriers are costly and caches do the
+// staging, so this is faster there.
+layout(constant_id = 7) const bool USE_SHARED = true;
+
 const int WM = BM / TM, WN = BN / TN, THREADS = WM * WN;
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
@@ -65,16 +70,31 @@ void main() {
 
   vec4 acc[TM];
   [[unroll]] for (int i = 0; i < TM; i++) acc[i] = vec4(0.0);
-  for (int k0 = 0; k0 < p.k; k0 += BK) {
-    load_tiles(a, b, m0, n0, k0, tid);
-    barrier();
-    for (int kk = 0; kk < BK; kk++) {
-      vec4 rb = vec4(Bs[kk * BN + tx], Bs[kk * BN + tx + WN],
-                     Bs[kk * BN + tx + 2 * WN], Bs[kk * BN + tx + 3 * WN]);
-      [[unroll]] for (int i = 0; i < TM; i++)
-        acc[i] = fma(vec4(As[kk * BM + ty + i * WM]), rb, acc[i]);
+  if (USE_SHARED) {
+    for (int k0 = 0; k0 < p.k; k0 += BK) {
+      load_tiles(a, b, m0, n0, k0, tid);
+      barrier();
+      for (int kk = 0; kk < BK; kk++) {
+        vec4 rb = vec4(Bs[kk * BN + tx], Bs[kk * BN + tx + WN],
+                       Bs[kk * BN + tx + 2 * WN], Bs[kk * BN + tx + 3 * WN]);
+        [[unroll]] for (int i = 0; i < TM; i++)
+          acc[i] = fma(vec4(As[kk * BM + ty + i * WM]), rb, acc[i]);
+      }
+      barrier();
     }
-    barrier();
+  } else {
+    // Rows and columns past the edge are clamped, not branched around:
+    // their results are computed from valid data and never stored.
+    int ra[TM], cb[TN];
+    [[unroll]] for (int i = 0; i < TM; i++) ra[i] = min(m0 + ty + i * WM, p.m - 1) * p.sam;
+    [[unroll]] for (int j = 0; j < TN; j++) cb[j] = min(n0 + tx + j * WN, p.n - 1) * p.sbn;
+    for (int k = 0; k < p.k; k++) {
+      int ak = k * p.sak, bk = k * p.sbk;
+      vec4 rb = vec4(LOAD1(b, bk + cb[0]), LOAD1(b, bk + cb[1]),
+                     LOAD1(b, bk + cb[2]), LOAD1(b, bk + cb[3]));
+      [[unroll]] for (int i = 0; i < TM; i++)
+        acc[i] = fma(vec4(LOAD1(a, ra[i] + ak)), rb, acc[i]);
+    }
   }
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + ty + i * WM;

@@ -63,11 +63,11 @@ __kernel void pack(__global const uchar *sbuf, ulong so, long rows_k,
 #define MICRO_STEP(apt, bpt)                                                   \
   do {                                                                         \
     VT bv[NV];                                                                 \
-    for (int v = 0; v < NV; v++)                                               \
+    _Pragma("unroll") for (int v = 0; v < NV; v++)                             \
       bv[v] = VLOAD(0, (bpt) + v * VW);                                        \
-    for (int r = 0; r < WM; r++) {                                             \
+    _Pragma("unroll") for (int r = 0; r < WM; r++) {                           \
       VT av = (VT)((apt)[r]);                                                  \
-      for (int v = 0; v < NV; v++)                                             \
+      _Pragma("unroll") for (int v = 0; v < NV; v++)                           \
         acc[r][v] = fma(av, bv[v], acc[r][v]);                                 \
     }                                                                          \
   } while (0)

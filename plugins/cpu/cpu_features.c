@@ -78,8 +78,8 @@ static void detect(void) {
   bool os_ymm = (xcr0 & (XCR0_SSE | XCR0_AVX)) == (XCR0_SSE | XCR0_AVX);
   uint64_t zmm_mask = XCR0_OPMASK | XCR0_ZMM_HI256 | XCR0_HI16_ZMM;
   bool os_zmm = os_ymm && (xcr0 & zmm_mask) == zmm_mask;
-  bool os_amx = (xcr0 & (XCR0_TILECFG | XCR0_TILEDATA)) ==
-                (XCR0_TILECFG | XCR0_TILEDATA);
+  bool os_amx =
+      (xcr0 & (XCR0_TILECFG | XCR0_TILEDATA)) == (XCR0_TILECFG | XCR0_TILEDATA);
   if (!os_ymm)
     return;
   f->fma = fma;

@@ -21,8 +21,8 @@ static void read_config(const bp_plugin_device_config_t *cfg,
   if (!cfg)
     return;
 #define CPU__HAS(field)                                                        \
-  (cfg->struct_size >= offsetof(bp_plugin_device_config_t, field) +            \
-                           sizeof cfg->field)
+  (cfg->struct_size >=                                                         \
+   offsetof(bp_plugin_device_config_t, field) + sizeof cfg->field)
   if (CPU__HAS(threads))
     out->threads = cfg->threads;
   if (CPU__HAS(isa_max))
@@ -66,8 +66,8 @@ bp_status_t cpu_device_open(uint32_t index,
   dev->allow_reduced_precision = cfg.allow_reduced_precision != 0;
   dev->isa = dev->reference ? BP_ISA_SCALAR : capped_isa(cfg.isa_max);
   dev->threads = dev->reference ? 1
-                 : cfg.threads ? cfg.threads
-                               : cpu_count_online();
+                 : cfg.threads  ? cfg.threads
+                                : cpu_count_online();
   if (dev->threads > 1) {
     dev->pool = cpu_pool_create(dev->threads);
     if (!dev->pool) {

@@ -25,11 +25,19 @@
 
 static inline size_t cpu_dtype_size(bp_dtype_t dt) {
   switch (dt) {
-  case BP_F32: case BP_I32: return 4;
-  case BP_F16: case BP_BF16: return 2;
-  case BP_F64: case BP_I64: return 8;
-  case BP_U8: return 1;
-  default: return 0;
+  case BP_F32:
+  case BP_I32:
+    return 4;
+  case BP_F16:
+  case BP_BF16:
+    return 2;
+  case BP_F64:
+  case BP_I64:
+    return 8;
+  case BP_U8:
+    return 1;
+  default:
+    return 0;
   }
 }
 
@@ -69,9 +77,8 @@ static inline uint16_t cpu_round_small_float(double x, int ebits, int mbits) {
     q++;
   /* Denormals: q is the bit pattern (a carry into 2^mbits is exactly the
    * smallest normal). Normals: a mantissa carry bumps the exponent. */
-  uint64_t bits = e < emin ? q
-                           : ((uint64_t)(e + bias) << mbits) + q -
-                                 (1ull << mbits);
+  uint64_t bits =
+      e < emin ? q : ((uint64_t)(e + bias) << mbits) + q - (1ull << mbits);
   if (bits >= expmask)
     return sign | expmask;
   return (uint16_t)(sign | bits);
@@ -153,23 +160,39 @@ static inline double cpu_i64_to_double_odd(int64_t v) {
 /* Element idx (in elements, may be negative) of the array at base. */
 static inline double cpu_load(const void *base, bp_dtype_t dt, int64_t idx) {
   switch (dt) {
-  case BP_F32: return ((const float *)base)[idx];
-  case BP_F16: return cpu_f16_to_float(((const uint16_t *)base)[idx]);
-  case BP_BF16: return cpu_bf16_to_float(((const uint16_t *)base)[idx]);
-  case BP_F64: return ((const double *)base)[idx];
-  case BP_I32: return ((const int32_t *)base)[idx];
-  case BP_I64: return (double)((const int64_t *)base)[idx];
-  case BP_U8: return ((const uint8_t *)base)[idx];
-  default: return 0.0;
+  case BP_F32:
+    return ((const float *)base)[idx];
+  case BP_F16:
+    return cpu_f16_to_float(((const uint16_t *)base)[idx]);
+  case BP_BF16:
+    return cpu_bf16_to_float(((const uint16_t *)base)[idx]);
+  case BP_F64:
+    return ((const double *)base)[idx];
+  case BP_I32:
+    return ((const int32_t *)base)[idx];
+  case BP_I64:
+    return (double)((const int64_t *)base)[idx];
+  case BP_U8:
+    return ((const uint8_t *)base)[idx];
+  default:
+    return 0.0;
   }
 }
 
 static inline void cpu_store(void *base, bp_dtype_t dt, int64_t idx, double v) {
   switch (dt) {
-  case BP_F32: ((float *)base)[idx] = (float)v; break;
-  case BP_F16: ((uint16_t *)base)[idx] = cpu_f16_from_double(v); break;
-  case BP_BF16: ((uint16_t *)base)[idx] = cpu_bf16_from_double(v); break;
-  case BP_F64: ((double *)base)[idx] = v; break;
+  case BP_F32:
+    ((float *)base)[idx] = (float)v;
+    break;
+  case BP_F16:
+    ((uint16_t *)base)[idx] = cpu_f16_from_double(v);
+    break;
+  case BP_BF16:
+    ((uint16_t *)base)[idx] = cpu_bf16_from_double(v);
+    break;
+  case BP_F64:
+    ((double *)base)[idx] = v;
+    break;
   case BP_I32:
     ((int32_t *)base)[idx] =
         (int32_t)cpu_double_to_int(v, -2147483648.0, 2147483647.0);
@@ -180,7 +203,8 @@ static inline void cpu_store(void *base, bp_dtype_t dt, int64_t idx, double v) {
   case BP_U8:
     ((uint8_t *)base)[idx] = (uint8_t)cpu_double_to_int(v, 0.0, 255.0);
     break;
-  default: break;
+  default:
+    break;
   }
 }
 

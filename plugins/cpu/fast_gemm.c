@@ -359,18 +359,17 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   /* alpha == 0 has BLAS meaning (A and B unread): leave it to the reference
    * so both devices agree on NaN handling. */
   if (a->alpha == 0) return BP_ERR_UNIMPLEMENTED;
-  if (dt == BP_BF16 || dt == BP_F16) {
-    /* AMX / AVX512-BF16 kernels first; widening to f32 otherwise. */
-    bp_status_t st = fast_gemm_lowp(dev, a);
-    if (st != BP_ERR_UNIMPLEMENTED) return st;
-  }
-
   int64_t batch = a->c.shape[0], m = a->c.shape[1], n = a->c.shape[2];
   int64_t k = a->a.shape[2];
   if (batch == 0 || m == 0 || n == 0) return BP_OK;
   const int64_t *sc = a->c.strides;
   if (!distinct_2d(m, sc[1], n, sc[2]) || (batch > 1 && sc[0] == 0))
     return BP_ERR_UNIMPLEMENTED;
+  if (dt == BP_BF16 || dt == BP_F16) {
+    /* A native kernel (AMX) first; widening to f32 while packing else. */
+    bp_status_t st = fast_gemm_lowp(dev, a);
+    if (st != BP_ERR_UNIMPLEMENTED) return st;
+  }
 
   bool f64 = dt == BP_F64;
   gemm_job_t j;

@@ -1,5 +1,6 @@
 /*
- * fast_gemm.h — internals shared by the GEMM fast-path files (fast_gemm*.c).
+ * fast_gemm.h — internals shared by the fast-path files (fast_*.c): the GEMM
+ * micro-kernel contract, the per-ISA entry points and scratch memory.
  *
  * The driver (fast_gemm.c) packs A and B into contiguous micro-panels and
  * calls a register-tiled micro-kernel chosen at run time for the ISA. A
@@ -46,6 +47,11 @@ CPU_HIDDEN bp_status_t fast_gemm_lowp(cpu_device_t *dev,
  * features and cpu_amx_request(). */
 CPU_HIDDEN bp_status_t fast_gemm_amx_bf16(cpu_device_t *dev,
                                           const bp_gemm_args_t *a);
+
+/* Fused attention, f32, AVX-512 (fast_attention_avx512.c); the caller has
+ * checked the CPU features. */
+CPU_HIDDEN bp_status_t fast_attention_avx512(cpu_device_t *dev,
+                                             const bp_attention_args_t *a);
 
 /* Per-thread scratch memory, 64-byte aligned, kept between calls and freed
  * when the thread exits. slot selects one of a few independent buffers. */

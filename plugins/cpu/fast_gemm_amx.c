@@ -41,14 +41,27 @@ static void amx_configure(void) {
   _tile_loadconfig(&cfg);
 }
 
-/* out[32][32] = A panel (32 rows) x B panel (32 cols) over kchunks. */
+/* w[32][ld] (+)= A panel (32 rows) x B panel (32 cols) over kchunks k
+ * chunks; first == true starts from zero instead of loading w. */
 static void amx_ukr(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
-                    float *out) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+                    float *w, int64_t ld, bool first) {
+  size_t st = (size_t)ld * sizeof(float);
+  if (first) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, w, st);
+    _tile_loadd(1, w + 16, st);
+    _tile_loadd(2, w + 16 * ld, st);
+    _tile_loadd(3, w + 16 * ld + 16, st);
+  }
   for (int64_t c = 0; c < kchunks; c++) {
+    /* B streams from L2 and tile loads do not wake the prefetchers: ask for
+     * the next chunk now (the A panel is already in L1). */
+    const char *next = (const char *)(bp + AMX_PANEL);
+    for (int l = 0; l < 2 * AMX_PANEL; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
     _tile_loadd(4, ap, 64);
     _tile_loadd(5, ap + 512, 64);
     _tile_loadd(6, bp, 64);
@@ -60,10 +73,10 @@ static void amx_ukr(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
     ap += AMX_PANEL;
     bp += AMX_PANEL;
   }
-  _tile_stored(0, out, 128);
-  _tile_stored(1, out + 16, 128);
-  _tile_stored(2, out + 16 * 32, 128);
-  _tile_stored(3, out + 16 * 32 + 16, 128);
+  _tile_stored(0, w, st);
+  _tile_stored(1, w + 16, st);
+  _tile_stored(2, w + 16 * ld, st);
+  _tile_stored(3, w + 16 * ld + 16, st);
 }
 
 /* ---- packing ------------------------------------------------------------ */
@@ -134,13 +147,14 @@ static __m512 bf16_widen16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-static void amx_merge(const float *t, uint16_t *c, int64_t scm, int64_t scn,
-                      int64_t rows, int64_t cols, float alpha, float beta) {
+static void amx_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm,
+                      int64_t scn, int64_t rows, int64_t cols, float alpha,
+                      float beta) {
   if (scn != 1) {
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < cols; j++) {
         uint16_t *cij = c + i * scm + j * scn;
-        double v = (double)(alpha * t[i * 32 + j]);
+        double v = (double)(alpha * t[i * ld + j]);
         if (beta != 0) v += (double)(beta * cpu_bf16_to_float(*cij));
         *cij = cpu_bf16_from_double((double)(float)v);
       }
@@ -151,7 +165,7 @@ static void amx_merge(const float *t, uint16_t *c, int64_t scm, int64_t scn,
     for (int64_t j = 0; j < cols; j += 16) {
       __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
       uint16_t *cij = c + i * scm + j;
-      __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * 32 + j));
+      __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * ld + j));
       if (beta != 0)
         v = _mm512_fmadd_ps(vb, bf16_widen16(_mm256_maskz_loadu_epi16(m, cij)), v);
       _mm256_mask_storeu_epi16(cij, m, bf16_round16(v));
@@ -182,23 +196,53 @@ static void amx_pack_b_task(void *ctx, int64_t begin, int64_t end,
   }
 }
 
-/* Rows [m0, m0 + mcnt): A panels packed per block, swept over B blocks
- * sized for L2 so each B panel is reused by every A panel of the block. */
+/* Blocking: a 32 x AMX_KB A sub-panel (16 KiB) stays in L1 while B
+ * sub-panels stream from L2; C accumulates in f32 in a workspace of
+ * AMX_MB x AMX_NB micro-tiles (256 KiB) between k blocks. */
+#define AMX_KB 256
+#define AMX_MB 8
+#define AMX_NB 8
+#define AMX_WS_LD (AMX_NB * 32)
+
+/* Micro-panels [0, ni) of apack (rows r00 + 32 i) against B panels
+ * [p0, p1), all of k, finishing in C. */
+static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
+                      int64_t r00, int64_t m_end, int64_t p0, int64_t p1,
+                      float *ws) {
+  int64_t kp = j->kp, panel = 32 * kp;
+  for (int64_t k0 = 0; k0 < kp; k0 += AMX_KB) {
+    int64_t kb = kp - k0 < AMX_KB ? kp - k0 : AMX_KB;
+    bool first = k0 == 0, last = k0 + kb >= kp;
+    for (int64_t i = 0; i < ni; i++) {
+      int64_t r0 = r00 + i * 32, rows = m_end - r0 < 32 ? m_end - r0 : 32;
+      for (int64_t p = p0; p < p1; p++) {
+        float *w = ws + i * 32 * AMX_WS_LD + (p - p0) * 32;
+        amx_ukr(kb / AMX_KC, apack + i * panel + k0 * 32,
+                j->bpack + p * panel + k0 * 32, w, AMX_WS_LD, first);
+        if (!last) continue;
+        int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
+        amx_merge(w, AMX_WS_LD, j->c + r0 * j->scm + c0 * j->scn, j->scm,
+                  j->scn, rows, cols, j->alpha, j->beta);
+      }
+    }
+  }
+}
+
+/* Rows [m0, m0 + mcnt): A packed in chunks of up to 8 MiB, each swept over
+ * all of B block by block. */
 static void amx_rows(amx_job_t *j, int64_t m0, int64_t mcnt) {
   int64_t kp = j->kp, npanels = (j->n + 31) / 32;
   int64_t panel = 32 * kp; /* bf16 per packed panel */
   int64_t mblk = ((int64_t)8 << 20) / (panel * 2);
-  int64_t nblk = ((int64_t)1 << 20) / (panel * 2);
-  if (mblk < 1) mblk = 1;
-  if (nblk < 1) nblk = 1;
+  mblk = mblk < AMX_MB ? AMX_MB : mblk / AMX_MB * AMX_MB;
   int64_t mpanels = (mcnt + 31) / 32;
   int64_t cap = mpanels < mblk ? mpanels : mblk;
   uint16_t *apack = fast_scratch(0, (size_t)(cap * panel) * 2);
-  if (!apack) {
+  float *ws = fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
+  if (!apack || !ws) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  alignas(64) float tile[32 * 32];
   amx_configure();
   for (int64_t ib = 0; ib < mpanels; ib += mblk) {
     int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
@@ -207,19 +251,12 @@ static void amx_rows(amx_job_t *j, int64_t m0, int64_t mcnt) {
       amx_pack_a(j->a + r0 * j->sam, j->sam, j->sak, rows, j->k, kp,
                  apack + (i - ib) * panel);
     }
-    for (int64_t jb = 0; jb < npanels; jb += nblk) {
-      int64_t je = jb + nblk < npanels ? jb + nblk : npanels;
-      for (int64_t i = ib; i < ie; i++) {
-        int64_t r0 = m0 + i * 32, rows = m0 + mcnt - r0 < 32 ? m0 + mcnt - r0 : 32;
-        for (int64_t p = jb; p < je; p++) {
-          int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
-          amx_ukr(kp / AMX_KC, apack + (i - ib) * panel, j->bpack + p * panel,
-                  tile);
-          amx_merge(tile, j->c + r0 * j->scm + c0 * j->scn, j->scm, j->scn,
-                    rows, cols, j->alpha, j->beta);
-        }
-      }
-    }
+    for (int64_t i0 = ib; i0 < ie; i0 += AMX_MB)
+      for (int64_t p0 = 0; p0 < npanels; p0 += AMX_NB)
+        amx_block(j, apack + (i0 - ib) * panel,
+                  (i0 + AMX_MB < ie ? i0 + AMX_MB : ie) - i0, m0 + i0 * 32,
+                  m0 + mcnt, p0, p0 + AMX_NB < npanels ? p0 + AMX_NB : npanels,
+                  ws);
   }
   _tile_release();
 }

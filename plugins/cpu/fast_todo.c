@@ -13,14 +13,12 @@
   }
 
 #define CPU_FAST_TODO(X)                                                       \
-  X(gemv, bp_gemv_args_t)                                                      \
   X(conv2d, bp_conv2d_args_t)                                                  \
   X(pool2d, bp_pool2d_args_t)                                                  \
   X(batch_norm, bp_batch_norm_args_t)                                          \
   X(layer_norm, bp_norm_args_t)                                                \
   X(rms_norm, bp_norm_args_t)                                                  \
   X(softmax, bp_softmax_args_t)                                                \
-  X(attention, bp_attention_args_t)                                            \
   X(adam, bp_adam_args_t)                                                      \
   X(unary, bp_unary_args_t)                                                    \
   X(binary, bp_binary_args_t)                                                  \

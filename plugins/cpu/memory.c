@@ -25,13 +25,13 @@ static bool budget_reserve(cpu_device_t *dev, uint64_t size,
                            uint64_t *available) {
   uint64_t used = __atomic_load_n(&dev->memory_used, __ATOMIC_RELAXED);
   for (;;) {
-    if (dev->memory_limit && (used > dev->memory_limit ||
-                              size > dev->memory_limit - used)) {
+    if (dev->memory_limit &&
+        (used > dev->memory_limit || size > dev->memory_limit - used)) {
       *available = used > dev->memory_limit ? 0 : dev->memory_limit - used;
       return false;
     }
-    if (__atomic_compare_exchange_n(&dev->memory_used, &used, used + size,
-                                    true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    if (__atomic_compare_exchange_n(&dev->memory_used, &used, used + size, true,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
       return true;
   }
 }
@@ -86,8 +86,7 @@ void cpu_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
  * soon as the call returns. */
 bp_status_t cpu_mem_write(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream, uint64_t dst,
-                          uint64_t dst_offset, const void *src,
-                          uint64_t size) {
+                          uint64_t dst_offset, const void *src, uint64_t size) {
   (void)device;
   (void)stream;
   if (size)
@@ -95,9 +94,9 @@ bp_status_t cpu_mem_write(bp_plugin_device_t *device,
   return BP_OK;
 }
 
-bp_status_t cpu_mem_read(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, void *dst, uint64_t src,
-                         uint64_t src_offset, uint64_t size) {
+bp_status_t cpu_mem_read(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                         void *dst, uint64_t src, uint64_t src_offset,
+                         uint64_t size) {
   (void)device;
   (void)stream;
   if (size)
@@ -105,15 +104,13 @@ bp_status_t cpu_mem_read(bp_plugin_device_t *device,
   return BP_OK;
 }
 
-bp_status_t cpu_mem_copy(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, uint64_t dst,
-                         uint64_t dst_offset, uint64_t src,
+bp_status_t cpu_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                         uint64_t dst, uint64_t dst_offset, uint64_t src,
                          uint64_t src_offset, uint64_t size) {
   (void)device;
   (void)stream;
   /* memmove: the core allows a copy within one buffer. */
   if (size)
-    memmove(host_ptr(dst, dst_offset), host_ptr(src, src_offset),
-            (size_t)size);
+    memmove(host_ptr(dst, dst_offset), host_ptr(src, src_offset), (size_t)size);
   return BP_OK;
 }

@@ -35,10 +35,9 @@ static void split_task(void *vctx, int64_t begin, int64_t end,
   }
 }
 
-static bp_status_t run_split(cpu_device_t *dev, int64_t tasks, int64_t grain,
-                             const void *args,
-                             bp_status_t (*range)(const void *, int64_t,
-                                                  int64_t)) {
+static bp_status_t
+run_split(cpu_device_t *dev, int64_t tasks, int64_t grain, const void *args,
+          bp_status_t (*range)(const void *, int64_t, int64_t)) {
   split_ctx_t ctx = {args, range, BP_OK};
   cpu_pool_run(dev->pool, tasks, grain, split_task, &ctx);
   if (ctx.status == BP_ERR_OUT_OF_MEMORY)
@@ -46,10 +45,9 @@ static bp_status_t run_split(cpu_device_t *dev, int64_t tasks, int64_t grain,
   return (bp_status_t)ctx.status;
 }
 
-static bp_status_t args_too_small(const char *op, uint32_t got,
-                                  size_t want) {
-  cpu_set_error("cpu: %s arguments have struct_size %u, need at least %zu",
-                op, got, want);
+static bp_status_t args_too_small(const char *op, uint32_t got, size_t want) {
+  cpu_set_error("cpu: %s arguments have struct_size %u, need at least %zu", op,
+                got, want);
   return BP_ERR_INVALID_ARGUMENT;
 }
 
@@ -62,8 +60,7 @@ static bp_status_t refused(const char *op, int64_t status) {
 /* The range functions take their own args type; the split context stores
  * them type-erased through this adapter, one per op. */
 #define CPU__RANGE_ADAPTER(name, args_t)                                       \
-  static bp_status_t range_##name(const void *a, int64_t begin,               \
-                                  int64_t end) {                               \
+  static bp_status_t range_##name(const void *a, int64_t begin, int64_t end) { \
     return cpu_ref_##name##_range((const args_t *)a, begin, end);              \
   }
 CPU_FAST_OPS(CPU__RANGE_ADAPTER)
@@ -99,8 +96,7 @@ CPU_FAST_OPS(CPU__REF_WHOLE)
       if (st != BP_ERR_UNIMPLEMENTED)                                          \
         return st;                                                             \
     }                                                                          \
-    return run_split(dev, tasks, cpu_ref_##name##_grain(a), a,                 \
-                     range_##name);                                            \
+    return run_split(dev, tasks, cpu_ref_##name##_grain(a), a, range_##name);  \
   }
 CPU_FAST_OPS(CPU__OP_ENTRY)
 #undef CPU__OP_ENTRY

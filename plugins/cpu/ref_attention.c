@@ -16,6 +16,11 @@
 #include "tensor.h"
 
 int64_t cpu_ref_attention_tasks(const bp_attention_args_t *a) {
+  /* Guards against a division by zero; the core checks the rest. */
+  if (a->q.rank != 4 || a->k.rank != 4 || a->v.rank != 4 || a->out.rank != 4 ||
+      a->k.shape[1] <= 0 || a->q.shape[1] % a->k.shape[1] != 0)
+    return a->q.rank == 4 && cpu_numel(&a->q) == 0 ? 0
+                                                   : BP_ERR_INVALID_ARGUMENT;
   return a->q.shape[0] * a->q.shape[1] * a->q.shape[2];
 }
 
@@ -77,15 +82,15 @@ static void attention_row(const bp_attention_args_t *a, int64_t row,
   for (int64_t d = 0; d < dv; d++) {
     double acc = 0.0;
     for (int64_t j = 0; j < nk; j++)
-      acc += scores[j] * cpu_load(pv, v->dtype,
-                                  off4(v, b, g, j) + d * v->strides[3]);
+      acc += scores[j] *
+             cpu_load(pv, v->dtype, off4(v, b, g, j) + d * v->strides[3]);
     /* nk == 0: every key masked, the row is defined as zeros. */
     cpu_store(po, o->dtype, oo + d * o->strides[3], nk ? acc / sum : 0.0);
   }
 }
 
-bp_status_t cpu_ref_attention_range(const bp_attention_args_t *a,
-                                    int64_t begin, int64_t end) {
+bp_status_t cpu_ref_attention_range(const bp_attention_args_t *a, int64_t begin,
+                                    int64_t end) {
   int64_t skv = a->k.shape[2];
   double *scores = malloc((size_t)(skv > 0 ? skv : 1) * sizeof *scores);
   if (!scores)

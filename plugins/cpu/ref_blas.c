@@ -15,6 +15,8 @@
 /* ---- gemm: one task per output row (b, i) of the [batch * m] rows ------*/
 
 int64_t cpu_ref_gemm_tasks(const bp_gemm_args_t *a) {
+  if (a->a.rank != 3 || a->b.rank != 3 || a->c.rank != 3)
+    return BP_ERR_INVALID_ARGUMENT;
   return a->c.shape[0] * a->c.shape[1];
 }
 
@@ -66,7 +68,11 @@ bp_status_t cpu_ref_gemm_range(const bp_gemm_args_t *g, int64_t begin,
 
 /* ---- gemv: one task per element of y -----------------------------------*/
 
-int64_t cpu_ref_gemv_tasks(const bp_gemv_args_t *a) { return a->y.shape[0]; }
+int64_t cpu_ref_gemv_tasks(const bp_gemv_args_t *a) {
+  if (a->a.rank != 2 || a->x.rank != 1 || a->y.rank != 1)
+    return BP_ERR_INVALID_ARGUMENT;
+  return a->y.shape[0];
+}
 
 int64_t cpu_ref_gemv_grain(const bp_gemv_args_t *a) {
   return cpu_ref_grain_for(a->a.shape[1]);

@@ -6,8 +6,8 @@
  * double with dtype.h's rounding rules, except i64 sources headed for
  * f32 / f16 / bf16, which are rounded to odd first so the final rounding
  * is the only one that counts. random is kernels/common/bp_philox.h's
- * stream; this file must be compiled without FMA contraction (plugin.mk
- * adds -ffp-contract=off for it).
+ * stream (the header itself keeps the compiler from fusing its
+ * multiply-adds, so the bits do not depend on compiler flags).
  */
 #include <string.h>
 

@@ -29,7 +29,12 @@ static int64_t off4(const bp_plugin_tensor_t *t, int64_t i0, int64_t i1,
 
 /* ---- conv2d: one task per output element of y [N, K, P, Q] --------------*/
 
+/* The core validates shapes; these guards only keep a malformed call from
+ * dividing by zero or indexing outside the shape arrays. */
 int64_t cpu_ref_conv2d_tasks(const bp_conv2d_args_t *a) {
+  if (a->x.rank != 4 || a->w.rank != 4 || a->y.rank != 4 || a->groups <= 0 ||
+      a->y.shape[1] % a->groups != 0)
+    return BP_ERR_INVALID_ARGUMENT;
   return cpu_numel(&a->y);
 }
 
@@ -71,8 +76,7 @@ bp_status_t cpu_ref_conv2d_range(const bp_conv2d_args_t *a, int64_t begin,
   for (int64_t t = begin; t < end; t++) {
     int64_t o[4];
     unravel4(t, y->shape, o);
-    cpu_store(py, y->dtype, off4(y, o[0], o[1], o[2], o[3]),
-              conv_point(a, o));
+    cpu_store(py, y->dtype, off4(y, o[0], o[1], o[2], o[3]), conv_point(a, o));
   }
   return BP_OK;
 }
@@ -80,6 +84,9 @@ bp_status_t cpu_ref_conv2d_range(const bp_conv2d_args_t *a, int64_t begin,
 /* ---- pool2d: one task per output element of y [N, C, P, Q] --------------*/
 
 int64_t cpu_ref_pool2d_tasks(const bp_pool2d_args_t *a) {
+  if (a->x.rank != 4 || a->y.rank != 4 ||
+      (a->kind != BP_POOL_MAX && a->kind != BP_POOL_AVG))
+    return BP_ERR_INVALID_ARGUMENT;
   return cpu_numel(&a->y);
 }
 
@@ -125,8 +132,7 @@ bp_status_t cpu_ref_pool2d_range(const bp_pool2d_args_t *a, int64_t begin,
   for (int64_t t = begin; t < end; t++) {
     int64_t o[4];
     unravel4(t, y->shape, o);
-    cpu_store(py, y->dtype, off4(y, o[0], o[1], o[2], o[3]),
-              pool_point(a, o));
+    cpu_store(py, y->dtype, off4(y, o[0], o[1], o[2], o[3]), pool_point(a, o));
   }
   return BP_OK;
 }
@@ -134,6 +140,8 @@ bp_status_t cpu_ref_pool2d_range(const bp_pool2d_args_t *a, int64_t begin,
 /* ---- batch norm: one task per element; the channel is coordinate 1 ------*/
 
 int64_t cpu_ref_batch_norm_tasks(const bp_batch_norm_args_t *a) {
+  if (a->x.rank < 2)
+    return BP_ERR_INVALID_ARGUMENT;
   return cpu_numel(&a->x);
 }
 
@@ -177,6 +185,8 @@ static int64_t line_offset(const bp_plugin_tensor_t *t, int32_t axis,
 }
 
 static int64_t line_count(const bp_plugin_tensor_t *t, int32_t axis) {
+  if (axis < 0 || axis >= t->rank)
+    return BP_ERR_INVALID_ARGUMENT;
   int64_t n = 1;
   for (int32_t d = 0; d < t->rank; d++)
     n *= d == axis ? 1 : t->shape[d];
@@ -266,7 +276,8 @@ static void softmax_line(const bp_softmax_args_t *a, int64_t line) {
   int64_t sy = y->strides[a->axis];
   const void *px = cpu_tensor_base(x);
   void *py = cpu_tensor_base(y);
-  int64_t ox = line_offset(x, a->axis, line), oy = line_offset(y, a->axis, line);
+  int64_t ox = line_offset(x, a->axis, line),
+          oy = line_offset(y, a->axis, line);
   double mx = -INFINITY, sum = 0.0;
   for (int64_t j = 0; j < n; j++) {
     double v = cpu_load(px, x->dtype, ox + j * sx);
@@ -292,6 +303,8 @@ bp_status_t cpu_ref_softmax_range(const bp_softmax_args_t *a, int64_t begin,
 /* ---- Adam / AdamW: tasks are the elements of all tensors, in order ------*/
 
 int64_t cpu_ref_adam_tasks(const bp_adam_args_t *a) {
+  if (a->count && (!a->params || !a->grads || !a->exp_avg || !a->exp_avg_sq))
+    return BP_ERR_INVALID_ARGUMENT;
   int64_t n = 0;
   for (uint32_t t = 0; t < a->count; t++)
     n += cpu_numel(&a->params[t]);

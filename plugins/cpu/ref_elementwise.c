@@ -24,33 +24,55 @@ static double min_nan(double a, double b) {
 
 static double apply_unary(bp_unary_op_t op, double x) {
   switch (op) {
-  case BP_UNARY_NEG: return -x;
-  case BP_UNARY_ABS: return fabs(x);
-  case BP_UNARY_EXP: return exp(x);
-  case BP_UNARY_LOG: return log(x);
-  case BP_UNARY_SQRT: return sqrt(x);
-  case BP_UNARY_RSQRT: return 1.0 / sqrt(x);
-  case BP_UNARY_RELU: return x > 0.0 ? x : (x != x ? x : 0.0);
-  case BP_UNARY_GELU: return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
-  case BP_UNARY_SILU: return x * sigmoid(x);
-  case BP_UNARY_SIGMOID: return sigmoid(x);
-  case BP_UNARY_TANH: return tanh(x);
-  case BP_UNARY_SIN: return sin(x);
-  case BP_UNARY_COS: return cos(x);
-  default: return NAN;
+  case BP_UNARY_NEG:
+    return -x;
+  case BP_UNARY_ABS:
+    return fabs(x);
+  case BP_UNARY_EXP:
+    return exp(x);
+  case BP_UNARY_LOG:
+    return log(x);
+  case BP_UNARY_SQRT:
+    return sqrt(x);
+  case BP_UNARY_RSQRT:
+    return 1.0 / sqrt(x);
+  case BP_UNARY_RELU:
+    return x > 0.0 ? x : (x != x ? x : 0.0);
+  case BP_UNARY_GELU:
+    return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+  case BP_UNARY_SILU:
+    return x * sigmoid(x);
+  case BP_UNARY_SIGMOID:
+    return sigmoid(x);
+  case BP_UNARY_TANH:
+    return tanh(x);
+  case BP_UNARY_SIN:
+    return sin(x);
+  case BP_UNARY_COS:
+    return cos(x);
+  default:
+    return NAN;
   }
 }
 
 static double apply_binary(bp_binary_op_t op, double a, double b) {
   switch (op) {
-  case BP_BINARY_ADD: return a + b;
-  case BP_BINARY_SUB: return a - b;
-  case BP_BINARY_MUL: return a * b;
-  case BP_BINARY_DIV: return a / b;
-  case BP_BINARY_MAX: return max_nan(a, b);
-  case BP_BINARY_MIN: return min_nan(a, b);
-  case BP_BINARY_POW: return pow(a, b);
-  default: return NAN;
+  case BP_BINARY_ADD:
+    return a + b;
+  case BP_BINARY_SUB:
+    return a - b;
+  case BP_BINARY_MUL:
+    return a * b;
+  case BP_BINARY_DIV:
+    return a / b;
+  case BP_BINARY_MAX:
+    return max_nan(a, b);
+  case BP_BINARY_MIN:
+    return min_nan(a, b);
+  case BP_BINARY_POW:
+    return pow(a, b);
+  default:
+    return NAN;
   }
 }
 

@@ -15,11 +15,9 @@
 #include "tensor.h"
 
 int64_t cpu_ref_reduce_tasks(const bp_reduce_args_t *a) {
-  if ((unsigned)a->op >= BP_REDUCE_COUNT || a->axis < 0 ||
-      a->axis >= a->x.rank)
+  if ((unsigned)a->op >= BP_REDUCE_COUNT || a->axis < 0 || a->axis >= a->x.rank)
     return BP_ERR_INVALID_ARGUMENT;
-  if (a->op == BP_REDUCE_ARGMAX && a->y.dtype != BP_I32 &&
-      a->y.dtype != BP_I64)
+  if (a->op == BP_REDUCE_ARGMAX && a->y.dtype != BP_I32 && a->y.dtype != BP_I64)
     return BP_ERR_INVALID_ARGUMENT;
   return cpu_numel(&a->y);
 }
@@ -71,8 +69,10 @@ static double line_var(const line_t *l) {
 
 static double reduce_line(bp_reduce_op_t op, const line_t *l) {
   switch (op) {
-  case BP_REDUCE_SUM: return line_sum(l);
-  case BP_REDUCE_MEAN: return l->n ? line_sum(l) / (double)l->n : NAN;
+  case BP_REDUCE_SUM:
+    return line_sum(l);
+  case BP_REDUCE_MEAN:
+    return l->n ? line_sum(l) / (double)l->n : NAN;
   case BP_REDUCE_MAX:
     return l->n ? at(l, line_arg_extreme(l, 1.0)) : -INFINITY;
   case BP_REDUCE_MIN:
@@ -83,9 +83,12 @@ static double reduce_line(bp_reduce_op_t op, const line_t *l) {
       p *= at(l, j);
     return p;
   }
-  case BP_REDUCE_VAR: return l->n ? line_var(l) : NAN;
-  case BP_REDUCE_ARGMAX: return (double)line_arg_extreme(l, 1.0);
-  default: return NAN;
+  case BP_REDUCE_VAR:
+    return l->n ? line_var(l) : NAN;
+  case BP_REDUCE_ARGMAX:
+    return (double)line_arg_extreme(l, 1.0);
+  default:
+    return NAN;
   }
 }
 

@@ -24,15 +24,15 @@
 #include "cpu.h"
 
 struct cpu_pool {
-  unsigned size;         /* workers, including the calling thread */
-  pthread_t *threads;    /* size - 1 started threads */
-  unsigned started;      /* how many of them were created successfully */
+  unsigned size;            /* workers, including the calling thread */
+  pthread_t *threads;       /* size - 1 started threads */
+  unsigned started;         /* how many of them were created successfully */
   pthread_mutex_t run_lock; /* serialises cpu_pool_run callers */
-  pthread_mutex_t lock;  /* guards everything below */
-  pthread_cond_t wake;   /* workers wait here for a new generation */
-  pthread_cond_t done;   /* the caller waits here for pending == 0 */
+  pthread_mutex_t lock;     /* guards everything below */
+  pthread_cond_t wake;      /* workers wait here for a new generation */
+  pthread_cond_t done;      /* the caller waits here for pending == 0 */
   uint64_t generation;
-  unsigned pending;      /* chunks of the current job not yet finished */
+  unsigned pending; /* chunks of the current job not yet finished */
   int shutting_down;
   /* The current job, valid while pending > 0. */
   cpu_pool_fn fn;

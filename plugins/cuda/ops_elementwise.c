@@ -106,7 +106,7 @@ bp_status_t cuda_op_copy(bp_plugin_device_t *device,
     uint64_t bytes = (uint64_t)ts[0].shape[0] * cuda_dtype_size(a->y.dtype);
     if (bytes == 0)
       return BP_OK;
-    return cuda_mem_copy(device, stream ? stream : NULL, ts[0].ptr, 0,
+    return cuda_mem_copy(device, stream, ts[0].ptr, 0,
                          ts[1].ptr, 0, bytes);
   }
   return copy_like(device, stream, a, "bp_copy");

@@ -168,6 +168,12 @@ bp_status_t ocl_probe(bp_device_info_t *out_infos, uint32_t capacity,
     return st;
   if (n > OCL_MAX_DEVICES)
     n = OCL_MAX_DEVICES;
+  if (n == 0) {
+    ocl_host->set_error("OpenCL ICD loader found but it lists no device "
+                        "(no ICD under /etc/OpenCL/vendors; Debian's "
+                        "pocl-opencl-icd gives a CPU one)");
+    return BP_ERR_UNAVAILABLE;
+  }
   for (uint32_t i = 0; i < n && i < capacity && out_infos; i++)
     info_fill(plats[i], ids[i], &out_infos[i]);
   *out_count = n;
@@ -254,6 +260,11 @@ void ocl_device_close(bp_plugin_device_t *device) {
   if (!d)
     return;
   ocl_device_finish(d);
+  unsigned from_source = 0;
+  double ms = ocl_compile_ms(&from_source);
+  OCL_LOG(BP_LOG_DEBUG, "closing %s: %.1f ms in clBuildProgram so far in this "
+          "process, %u builds from source (the rest from the binary cache)",
+          d->caps.name, ms, from_source);
   /* Streams the core did not destroy die with the device. */
   while (d->streams) {
     ocl_stream_t *s = d->streams;

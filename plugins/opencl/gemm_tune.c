@@ -118,7 +118,7 @@ static bp_plugin_tensor_t tune_tensor(cl_mem m, bp_dtype_t dt, int64_t n) {
 }
 
 static bp_status_t tune_measure(ocl_device_t *d, bp_dtype_t dt,
-                                ocl_gemm_cfg_t *out) {
+                                ocl_gemm_cfg_t *out, double *out_gflops) {
   enum { N = 512 };
   size_t bytes = (size_t)N * N * ocl_dtype_size(dt);
   void *zeros = calloc(1, bytes); /* zeros: no denormal slow paths */
@@ -150,6 +150,7 @@ static bp_status_t tune_measure(ocl_device_t *d, bp_dtype_t dt,
                         d->caps.name);
     return BP_ERR_UNSUPPORTED;
   }
+  *out_gflops = 2.0 * N * N * N / best / 1e9;
   OCL_LOG(BP_LOG_INFO, "gemm tuned for %s: %d %d %d %d %d %d %d %d, "
           "%.1f GFLOP/s at 512^3", d->caps.name, out->tile_m, out->tile_n,
           out->tile_k, out->wpt_m, out->wpt_n, out->vec, out->unroll_k,
@@ -179,8 +180,10 @@ bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt,
         *c = candidates[i];
         st = BP_OK;
       }
-  } else if ((st = tune_measure(d, dt, c)) == BP_OK && have_path) {
-    cfg_store(path, c, 0);
+  } else {
+    double gflops = 0;
+    if ((st = tune_measure(d, dt, c, &gflops)) == BP_OK && have_path)
+      cfg_store(path, c, gflops);
   }
   d->gemm_tuned[dt] = st == BP_OK;
   return st;

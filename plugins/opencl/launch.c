@@ -122,3 +122,33 @@ void ocl_layout_make(const bp_plugin_tensor_t *const *t, int nt,
   }
   out->rank = w;
 }
+
+void ocl_rows_make(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y,
+                   int axis, ocl_layout_t *out) {
+  int64_t shape[BP_MAX_RANK];
+  for (int d = 0; d < x->rank; d++)
+    shape[d] = d == axis ? 1 : x->shape[d];
+  const bp_plugin_tensor_t *ts[2] = {x, y};
+  ocl_layout_make(ts, 2, shape, x->rank, out);
+}
+
+void ocl_arg_rows(ocl_args_t *a, const ocl_layout_t *l, int64_t len,
+                  int64_t sxl, int64_t syl) {
+  cl_int rank = l->rank;
+  cl_long v[4] = {l->numel, len, sxl, syl};
+  OCL_ARG(a, rank);
+  OCL_ARG(a, v[0]);
+  ocl_arg(a, sizeof(cl_long8), l->shape);
+  ocl_arg(a, sizeof(cl_long8), l->strides[0]);
+  ocl_arg(a, sizeof(cl_long8), l->strides[1]);
+  OCL_ARG(a, v[1]);
+  OCL_ARG(a, v[2]);
+  OCL_ARG(a, v[3]);
+}
+
+void ocl_arg_strides4(ocl_args_t *a, const bp_plugin_tensor_t *t) {
+  cl_long s[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 4 && i < t->rank; i++)
+    s[i] = t->strides[i];
+  ocl_arg(a, sizeof(cl_long4), s);
+}

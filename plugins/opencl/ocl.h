@@ -171,9 +171,12 @@ typedef enum ocl_family {
   OCL_FAM_ELEMENTWISE,
   OCL_FAM_GEMM,
   OCL_FAM_REDUCE,
+  OCL_FAM_SOFTMAX,
   OCL_FAM_NORM,
   OCL_FAM_ATTENTION,
   OCL_FAM_CONV,
+  OCL_FAM_POOL,
+  OCL_FAM_BATCH_NORM,
   OCL_FAM_ADAM,
   OCL_FAM_RANDOM,
   OCL_FAM_COUNT
@@ -226,6 +229,8 @@ void ocl_arg_scalar(ocl_args_t *a, bp_dtype_t dt, double v);
 static inline size_t ocl_round_up(size_t n, size_t m) {
   return (n + m - 1) / m * m;
 }
+/* Adds a tensor's first four strides as a long4 (rank-4 ops). */
+void ocl_arg_strides4(ocl_args_t *a, const bp_plugin_tensor_t *t);
 static inline cl_mem ocl_mem(uint64_t ptr) { return (cl_mem)(uintptr_t)ptr; }
 
 /* Tensors collapsed for elementwise kernels: up to BP_MAX_RANK dims with
@@ -235,11 +240,19 @@ typedef struct ocl_layout {
   int rank;
   int64_t numel;
   cl_long shape[8];
-  cl_long strides[3][8]; /* up to three tensors */
+  cl_long strides[4][8]; /* up to four tensors */
 } ocl_layout_t;
 /* Collapses the shape of y with the strides of ntensors tensors. */
 void ocl_layout_make(const bp_plugin_tensor_t *const *t, int ntensors,
                      const int64_t *shape, int rank, ocl_layout_t *out);
+
+/* Lines of x along axis (and the matching lines of y): the other dims of
+ * both, collapsed; numel is the number of lines. */
+void ocl_rows_make(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y,
+                   int axis, ocl_layout_t *out);
+/* Adds BP_ROW_ARGS (kernels/opencl/common.cl) for rows l of length len. */
+void ocl_arg_rows(ocl_args_t *a, const ocl_layout_t *l, int64_t len,
+                  int64_t sxl, int64_t syl);
 
 /* ---- ops (ops_*.c) -------------------------------------------------------- */
 #define OCL_OPS(X)                                                             \
@@ -249,7 +262,17 @@ void ocl_layout_make(const bp_plugin_tensor_t *const *t, int ntensors,
   X(unary, bp_unary_args_t)                                                    \
   X(binary, bp_binary_args_t)                                                  \
   X(gemm, bp_gemm_args_t)                                                      \
-  X(gemv, bp_gemv_args_t)
+  X(gemv, bp_gemv_args_t)                                                      \
+  X(reduce, bp_reduce_args_t)                                                  \
+  X(softmax, bp_softmax_args_t)                                                \
+  X(layer_norm, bp_norm_args_t)                                                \
+  X(rms_norm, bp_norm_args_t)                                                  \
+  X(attention, bp_attention_args_t)                                            \
+  X(conv2d, bp_conv2d_args_t)                                                  \
+  X(pool2d, bp_pool2d_args_t)                                                  \
+  X(batch_norm, bp_batch_norm_args_t)                                          \
+  X(adam, bp_adam_args_t)                                                      \
+  X(random, bp_random_args_t)
 
 #define OCL__DECL(op, args_t)                                                  \
   bp_status_t ocl_op_##op(bp_plugin_device_t *, bp_plugin_stream_t *,         \

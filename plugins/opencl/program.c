@@ -30,10 +30,17 @@ struct ocl_program {
 };
 
 static const char *const family_files[OCL_FAM_COUNT] = {
-    [OCL_FAM_DATA] = "data.cl",           [OCL_FAM_ELEMENTWISE] = "elementwise.cl",
-    [OCL_FAM_GEMM] = "gemm.cl",           [OCL_FAM_REDUCE] = "reduce.cl",
-    [OCL_FAM_NORM] = "norm.cl",           [OCL_FAM_ATTENTION] = "attention.cl",
-    [OCL_FAM_CONV] = "conv.cl",           [OCL_FAM_ADAM] = "adam.cl",
+    [OCL_FAM_DATA] = "data.cl",
+    [OCL_FAM_ELEMENTWISE] = "elementwise.cl",
+    [OCL_FAM_GEMM] = "gemm.cl",
+    [OCL_FAM_REDUCE] = "reduce.cl",
+    [OCL_FAM_SOFTMAX] = "softmax.cl",
+    [OCL_FAM_NORM] = "norm.cl",
+    [OCL_FAM_ATTENTION] = "attention.cl",
+    [OCL_FAM_CONV] = "conv.cl",
+    [OCL_FAM_POOL] = "pool.cl",
+    [OCL_FAM_BATCH_NORM] = "batch_norm.cl",
+    [OCL_FAM_ADAM] = "adam.cl",
     [OCL_FAM_RANDOM] = "random.cl",
 };
 

@@ -296,6 +296,7 @@ bp_status_t vkb_device_open(uint32_t index,
   query_phys(g, pd, &q);
   caps_from_query(&q, &d->caps);
   d->timestamp_period = q.props.limits.timestampPeriod;
+  d->software = kind_of(&q.props) == BP_DEVICE_SOFTWARE;
   if (config && config->struct_size >= offsetof(bp_plugin_device_config_t,
                                                 memory_limit) + 8)
     d->memory_limit = config->memory_limit;

@@ -219,7 +219,7 @@ void vkb_claims(const vkb_caps_t *c, uint32_t op_dtypes[BP_OP_TABLE_SIZE]) {
   op_dtypes[BP_OP_CAST] = cast;
   op_dtypes[BP_OP_UNARY] = op_dtypes[BP_OP_BINARY] = float_claims(c, "eltwise");
   op_dtypes[BP_OP_GEMM] = float_claims(c, "gemm");
-  op_dtypes[BP_OP_GEMV] = float_claims(c, "gemv");
+  op_dtypes[BP_OP_GEMV] = op_dtypes[BP_OP_GEMM]; /* gemv runs on gemm */
   op_dtypes[BP_OP_REDUCE] = float_claims(c, "reduce");
   op_dtypes[BP_OP_SOFTMAX] = float_claims(c, "softmax");
   op_dtypes[BP_OP_LAYER_NORM] = op_dtypes[BP_OP_RMS_NORM] =

@@ -14,7 +14,7 @@
 typedef struct vkb_nd {
   int32_t n, rank;
   int32_t shape[BP_MAX_RANK];
-  int32_t strides[3][BP_MAX_RANK];
+  int32_t strides[4][BP_MAX_RANK];
 } vkb_nd_t;
 
 /* Builds the index space of shape over tensors t[0..count); fails with

@@ -3,7 +3,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 #include "ops.h"
 
@@ -64,12 +63,14 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
    * neighbouring addresses. */
   uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) |
                     (B->strides[2] == 1 ? 2u : 0u);
-  uint32_t spec[7] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk,
-                      t->tm, t->tn, layout};
+  /* CPU implementations run barriers as coroutine switches; reading
+   * through the caches without shared-memory staging is faster there. */
+  uint32_t shared = !s->d->software;
+  uint32_t spec[8] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk,
+                      t->tm, t->tn, layout, shared};
   char name[32];
   snprintf(name, sizeof name, "gemm_%s", vkb_dtype_tag(C->dtype));
-  if (getenv("GX")) return vkb_dispatch(s, "gemmx_f32", NULL, 0, &p, sizeof p, (uint32_t)n/64, (uint32_t)m/16, 1);
-  return vkb_dispatch(s, name, spec, 7, &p, sizeof p,
+  return vkb_dispatch(s, name, spec, 8, &p, sizeof p,
                       (uint32_t)((n + t->bn - 1) / t->bn),
                       (uint32_t)((m + t->bm - 1) / t->bm), (uint32_t)batch);
 }
@@ -77,4 +78,32 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
 bp_status_t vkb_op_gemm(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
                         const bp_gemm_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, gemm_record(s, a))
+}
+
+/* gemv is gemm with n = 1: x is a [n, 1] matrix with row stride incx, y a
+ * [m, 1] one. The kernel takes any strides, so no copy is needed. */
+static bp_status_t gemv_record(vkb_stream_t *s, const bp_gemv_args_t *v) {
+  bp_gemm_args_t g = {.struct_size = sizeof g,
+                      .flags = v->flags,
+                      .alpha = v->alpha,
+                      .beta = v->beta};
+  g.a = v->a;
+  g.a.rank = 3;
+  g.a.shape[0] = 1, g.a.shape[1] = v->a.shape[0], g.a.shape[2] = v->a.shape[1];
+  g.a.strides[0] = 0, g.a.strides[1] = v->a.strides[0],
+  g.a.strides[2] = v->a.strides[1];
+  g.b = v->x;
+  g.b.rank = 3;
+  g.b.shape[0] = 1, g.b.shape[1] = v->x.shape[0], g.b.shape[2] = 1;
+  g.b.strides[0] = 0, g.b.strides[1] = v->x.strides[0], g.b.strides[2] = 1;
+  g.c = v->y;
+  g.c.rank = 3;
+  g.c.shape[0] = 1, g.c.shape[1] = v->y.shape[0], g.c.shape[2] = 1;
+  g.c.strides[0] = 0, g.c.strides[1] = v->y.strides[0], g.c.strides[2] = 1;
+  return gemm_record(s, &g);
+}
+
+bp_status_t vkb_op_gemv(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
+                        const bp_gemv_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, gemv_record(s, a))
 }

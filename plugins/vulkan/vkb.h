@@ -178,6 +178,7 @@ typedef struct vkb_device {
   pthread_mutex_t queue_lock[VKB_MAX_QUEUES];
   uint32_t next_queue;
   float timestamp_period;
+  bool software; /* a CPU implementation such as lavapipe */
   pthread_mutex_t mem_lock;
   vkb_heap_t heap_dev, heap_host;
   uint64_t memory_limit, memory_used;

@@ -6,6 +6,7 @@
  * (plugins/cpu/dtype.h): rounding goes through scaling by a power of two
  * and nearbyint (round half to even in the default FP environment).
  */
+#include <ctype.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,13 +118,14 @@ static double round_small(double x, int p, int emin, double maxv) {
 }
 
 static double round_int(double x, double lo, double hi) {
-  if (isnan(x))
+  if (isnan(x) || x == 0)
     return 0;
   if (x <= lo)
     return lo;
   if (x >= hi)
     return hi;
-  return nearbyint(x);
+  double r = nearbyint(x);
+  return r == 0 ? 0.0 : r; /* integers have no -0 */
 }
 
 double tc_round(bp_dtype_t dt, double x) {
@@ -544,4 +546,39 @@ int64_t tc_bcast_index(int ry, const int64_t *ys, int64_t lin, int rx,
     mul *= xs[dx];
   }
   return xi;
+}
+
+/* needle occurs in msg starting at a word boundary; short needles ("x",
+ * "y", "a") must also end at one. */
+static bool mentions(const char *msg, const char *needle) {
+  size_t n = strlen(needle);
+  for (const char *p = strstr(msg, needle); p; p = strstr(p + 1, needle)) {
+    bool start = p == msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool end = n > 2 || !(isalnum((unsigned char)p[n]) || p[n] == '_');
+    if (start && end)
+      return true;
+  }
+  return false;
+}
+
+bool tc_expect_reject(const tc_env_t *e, bp_status_t st, bp_status_t want,
+                      const char *needle, const char *what, ...) {
+  const char *msg = bp_last_error();
+  char detail[1400] = "";
+  if (st != want)
+    snprintf(detail, sizeof detail, "status %s, expected %s (message: %s)",
+             bp_status_name(st), bp_status_name(want), msg);
+  else if (!msg[0])
+    snprintf(detail, sizeof detail, "%s with an empty bp_last_error()",
+             bp_status_name(st));
+  else if (needle && !mentions(msg, needle))
+    snprintf(detail, sizeof detail, "message does not name '%s': %s", needle,
+             msg);
+  if (!detail[0])
+    return true;
+  va_list ap;
+  va_start(ap, what);
+  vreport(e, BP_F32, what, ap, detail);
+  va_end(ap);
+  return false;
 }

@@ -157,6 +157,12 @@ bool tc_expect_exact(const tc_env_t *e, bp_dtype_t dt, const double *y,
 bool tc_expect_status(const tc_env_t *e, bp_status_t st, bp_status_t want,
                       const char *what, ...)
     __attribute__((format(printf, 4, 5)));
+/* Checks a rejected call: status want, a non-empty bp_last_error() that
+ * names needle (a word; NULL: any message), printing and counting a
+ * failure otherwise. */
+bool tc_expect_reject(const tc_env_t *e, bp_status_t st, bp_status_t want,
+                      const char *needle, const char *what, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Fails the current test when any tc_expect_* failed since TC_BEGIN. */
 #define TC_BEGIN() (tc_failures = 0)
 #define TC_END() assert_int_equal(tc_failures, 0)

@@ -1,2 +1,430 @@
-#include "bp.h"
-int bp_cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return 0; }
+/*
+ * bench.c — bp bench: each op of the suite on each requested device, best of
+ * several runs after a warm-up, printed beside the anchors measured in the
+ * same run (OpenBLAS, PyTorch, a streaming loop, the FMA peak) with the
+ * ratio. An absent anchor is shown with the command that installs it; it is
+ * never a failure.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define BENCH_MAX_DEVICES 8
+#define BENCH_SEED 7u
+
+typedef struct bench_opts {
+  const char *devices[BENCH_MAX_DEVICES];
+  int ndevices;
+  unsigned op_mask;
+  bool quick;
+  const char *json;
+  bpt_context_flags_t ctx;
+} bench_opts_t;
+
+/* Everything measured once per run, shared by every device. */
+typedef struct bench_env {
+  bpt_case_t cases[BENCH_SUITE_MAX];
+  int ncases;
+  bench_timing_t timing;
+  bench_machine_t machine;
+  bench_openblas_t *openblas;
+  char openblas_why[128];
+  double openblas_ms[BENCH_SUITE_MAX]; /* 0: not measured yet */
+  bench_torch_t torch;
+} bench_env_t;
+
+static void bench_help(FILE *f) {
+  fprintf(f,
+          "usage: bp bench [--device SEL ...] [--op OP[,OP...]] [--quick]\n"
+          "                [--json FILE] [--no-isolate]\n\n"
+          "Times each op of a fixed suite on each device (best of several runs\n"
+          "after a warm-up, bp_device_synchronize around each call) and prints,\n"
+          "beside each figure, an anchor measured in the same run and the ratio\n"
+          "(anchor time / our time: above 1 means faster than the anchor):\n"
+          "  gemm        OpenBLAS cblas_sgemm/cblas_dgemm (libopenblas.so.0)\n"
+          "  attention   PyTorch matmul+softmax+matmul (and F.scaled_dot_product_\n"
+          "              attention when present), via tools/bench_torch.py\n"
+          "  conv2d      PyTorch F.conv2d\n"
+          "  softmax, layer_norm   PyTorch, and the streaming bandwidth\n"
+          "  add         the streaming bandwidth (read+write loop measured now)\n"
+          "Compute-bound ops also show %% of the FMA peak (detected ISA x cores x\n"
+          "measured clock); memory-bound ops show GB/s and %% of the bandwidth.\n"
+          "An absent anchor is shown as absent with its install command\n"
+          "(%s, %s); it never fails the run.\n\n"
+          "  --device SEL  a device as in 'bp devices' (repeatable; default best)\n"
+          "  --op OP       gemm, attention, conv2d, softmax, layer_norm, add or all\n"
+          "                (repeatable or comma-separated; default all)\n"
+          "  --quick       a small subset that runs in a few seconds\n"
+          "  --json FILE   also write one record per case to FILE ('-': stdout)\n"
+          "  --no-isolate  probe plugins in this process instead of a child\n\n"
+          "Progress is shown on stderr when it is a terminal.\n"
+          "Exit status: 0 (also when an op is unsupported or an anchor absent),\n"
+          "1 when no device could be opened, 2 on a usage error.\n",
+          BENCH_INSTALL_OPENBLAS, BENCH_INSTALL_TORCH);
+}
+
+static int parse_ops(const char *list, unsigned *mask) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    bpt_op_t op;
+    if (!strcmp(tok, "all"))
+      *mask |= (1u << BPT_OP_COUNT) - 1;
+    else if (bpt_op_parse(tok, &op))
+      *mask |= 1u << op;
+    else
+      return bpt_usage_error("bench", "unknown op '%s'", tok);
+  }
+  return 0;
+}
+
+static int parse(int argc, char **argv, bench_opts_t *o) {
+  for (int i = 1; i < argc; i++) {
+    bool missing;
+    const char *v;
+    if (bpt_is_help(argv[i])) {
+      bench_help(stdout);
+      return -1;
+    } else if ((v = bpt_opt_value(argc, argv, &i, "--device", &missing))) {
+      if (o->ndevices == BENCH_MAX_DEVICES)
+        return bpt_usage_error("bench", "at most %d devices", BENCH_MAX_DEVICES);
+      o->devices[o->ndevices++] = v;
+    } else if (!missing && (v = bpt_opt_value(argc, argv, &i, "--op", &missing))) {
+      if (parse_ops(v, &o->op_mask)) return BPT_EXIT_USAGE;
+    } else if (!missing &&
+               (v = bpt_opt_value(argc, argv, &i, "--json", &missing))) {
+      o->json = v;
+    } else if (missing) {
+      return bpt_usage_error("bench", "%s needs a value", argv[i]);
+    } else if (!strcmp(argv[i], "--quick")) {
+      o->quick = true;
+    } else if (!strcmp(argv[i], "--no-isolate")) {
+      o->ctx.no_isolate = true;
+    } else {
+      return bpt_usage_error("bench", "unknown option '%s'", argv[i]);
+    }
+  }
+  if (!o->op_mask) o->op_mask = (1u << BPT_OP_COUNT) - 1;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Measuring.
+ */
+/* CPU devices and software emulation (PoCL, llvmpipe) run on this host's
+ * cores: their ceiling is the machine's measured peak and bandwidth. */
+static bool is_cpu(const bp_device_entry_t *e) {
+  return e->info.kind == BP_DEVICE_CPU || e->info.kind == BP_DEVICE_SOFTWARE;
+}
+
+/* The f32-equivalent peak for the case's dtype on the device, 0 if unknown. */
+static double device_peak(const bench_env_t *env, const bp_device_entry_t *e,
+                          bp_dtype_t dt) {
+  double p = is_cpu(e) ? env->machine.peak_f32_gflops : e->info.peak_gflops;
+  return dt == BP_F64 ? p / 2 : p;
+}
+
+static double device_bandwidth(const bench_env_t *env,
+                               const bp_device_entry_t *e) {
+  return is_cpu(e) ? env->machine.stream_gbs : e->info.bandwidth_gbs;
+}
+
+static bp_status_t time_case(bpt_instance_t *inst, const bench_timing_t *t,
+                             double *out_ms) {
+  double warm;
+  bp_status_t st = bpt_instance_time(inst, 0, 1, 1, 0, &warm);
+  if (st != BP_OK) return st;
+  if (warm > t->slow_seconds * 1e3)
+    return bpt_instance_time(inst, 0, 1, 1, 0, out_ms);
+  return bpt_instance_time(inst, t->warmup - 1, t->min_reps, t->max_reps,
+                           t->min_seconds, out_ms);
+}
+
+static void add_anchor(bench_result_t *r, const char *name, double ms,
+                       double figure, const char *note) {
+  if (r->anchors == 3) return;
+  bench_anchor_fig_t *a = &r->anchor[r->anchors++];
+  a->name = name;
+  a->ms = ms;
+  a->figure = figure;
+  a->note = note;
+  a->ratio = ms > 0 && r->ms > 0 ? ms / r->ms : -1;
+}
+
+/* An anchor timed on the same shape: figure from its time. */
+static void add_timed_anchor(bench_result_t *r, const char *name, double ms,
+                             const char *note) {
+  double work = r->gflops > 0 ? bpt_case_flops(&r->c) : bpt_case_bytes(&r->c);
+  add_anchor(r, name, ms, ms > 0 ? work / (ms * 1e6) : -1, note);
+}
+
+static void attach_anchors(bench_env_t *env, int i, double bw,
+                           bench_result_t *r) {
+  const bpt_case_t *c = &env->cases[i];
+  if (c->op == BPT_GEMM) {
+    if (env->openblas && env->openblas_ms[i] == 0)
+      env->openblas_ms[i] = bench_openblas_gemm(env->openblas, c, &env->timing);
+    add_timed_anchor(r, "openblas", env->openblas ? env->openblas_ms[i] : -1,
+                     env->openblas ? NULL : BENCH_INSTALL_OPENBLAS);
+  }
+  if (bench_torch_covers(c)) {
+    add_timed_anchor(r, "torch", env->torch.ms[i],
+                     env->torch.available ? NULL : BENCH_INSTALL_TORCH);
+    if (env->torch.sdpa_ms[i] > 0)
+      add_timed_anchor(r, "torch-sdpa", env->torch.sdpa_ms[i], NULL);
+  }
+  if (bpt_case_bytes(c) > 0 && bw > 0) {
+    /* The streaming loop as a time for the same bytes: ratio = % of it. */
+    add_anchor(r, "stream", bpt_case_bytes(c) / (bw * 1e6), bw, NULL);
+  }
+}
+
+static void measure_case(bench_env_t *env, bp_device_t *dev,
+                         const bp_device_entry_t *e, int i,
+                         bench_result_t *r) {
+  const bpt_case_t *c = &env->cases[i];
+  memset(r, 0, sizeof *r);
+  r->c = *c;
+  r->pct_peak = r->pct_bw = -1;
+  snprintf(r->device, sizeof r->device, "%s", e->info.name);
+  bool ok = false;
+  bp_device_supports(dev, bpt_case_bp_op(c), c->dtype, &ok);
+  if (!ok) {
+    snprintf(r->message, sizeof r->message, "unsupported: %s %s",
+             bpt_op_name(c->op), bp_dtype_name(c->dtype));
+    return;
+  }
+  bpt_instance_t inst;
+  bp_status_t st = bpt_instance_create(c, dev, BENCH_SEED, &inst);
+  if (st != BP_OK) {
+    snprintf(r->message, sizeof r->message, "%s", inst.error);
+    return;
+  }
+  st = time_case(&inst, &env->timing, &r->ms);
+  if (st != BP_OK)
+    snprintf(r->message, sizeof r->message, "failed: %s (%s)",
+             bp_status_string(st), bp_last_error());
+  bpt_instance_destroy(&inst);
+  if (st != BP_OK) return;
+  r->ran = true;
+  double peak = device_peak(env, e, c->dtype), bw = device_bandwidth(env, e);
+  if (bpt_case_flops(c) > 0) {
+    r->gflops = bpt_case_flops(c) / (r->ms * 1e6);
+    if (peak > 0) r->pct_peak = 100 * r->gflops / peak;
+  } else {
+    r->gbs = bpt_case_bytes(c) / (r->ms * 1e6);
+    if (bw > 0) r->pct_bw = 100 * r->gbs / bw;
+  }
+  attach_anchors(env, i, bw, r);
+}
+
+/* ---------------------------------------------------------------------------
+ * Printing.
+ */
+static void print_env(const bench_env_t *env) {
+  const bench_machine_t *m = &env->machine;
+  printf("machine: %d cores x %s (%d f32 lanes, %d FMA unit%s/core) x %.2f GHz"
+         " measured = %.1f GFLOP/s f32 peak\n",
+         m->cores, m->isa, m->lanes_f32, m->fma_units,
+         m->fma_units > 1 ? "s" : "", m->ghz, m->peak_f32_gflops);
+  printf("stream:  %.1f GB/s (read+write loop, %d threads, measured now)\n",
+         m->stream_gbs, m->cores);
+  if (env->openblas)
+    printf("openblas: %s\n", bench_openblas_config(env->openblas));
+  else
+    printf("openblas: absent (%s); install: %s\n", env->openblas_why,
+           BENCH_INSTALL_OPENBLAS);
+  if (env->torch.available)
+    printf("torch:   PyTorch %s via tools/bench_torch.py\n", env->torch.version);
+  else if (env->torch.not_needed)
+    printf("torch:   not used by the selected ops\n");
+  else
+    printf("torch:   absent (%s); install: %s\n", env->torch.why,
+           BENCH_INSTALL_TORCH);
+}
+
+static void print_header(const bp_device_entry_t *e) {
+  printf("\ndevice: %s (rank %u, backend %s, %s)\n", e->info.name, e->rank,
+         e->backend, bpt_kind_name(e->info.kind));
+  printf("%-10s %-30s %-4s %9s %16s %6s | %-10s %9s %16s %8s\n", "op", "shape",
+         "type", "ms", "ours", "%peak", "anchor", "ms", "anchor", "ratio");
+}
+
+static void format_fig(double v, bool bytes, char *out, size_t size) {
+  if (v < 0)
+    snprintf(out, size, "-");
+  else
+    snprintf(out, size, "%.1f %s", v, bytes ? "GB/s" : "GFLOP/s");
+}
+
+static void print_anchor(const bench_anchor_fig_t *a, bool bytes) {
+  char fig[32];
+  if (a->ms < 0) {
+    printf("%-10s absent: %s\n", a->name, a->note ? a->note : "not measured");
+    return;
+  }
+  format_fig(a->figure, bytes, fig, sizeof fig);
+  printf("%-10s %9.3f %16s %7.2fx\n", a->name, a->ms, fig, a->ratio);
+}
+
+static void print_result(const bench_result_t *r) {
+  char shape[96], fig[32], pct[16] = "-";
+  bool bytes = r->gbs > 0;
+  bpt_case_label(&r->c, shape, sizeof shape);
+  printf("%-10s %-30s %-4s ", bpt_op_name(r->c.op), shape,
+         bp_dtype_name(r->c.dtype));
+  if (!r->ran) {
+    printf("%s\n", r->message);
+    return;
+  }
+  format_fig(bytes ? r->gbs : r->gflops, bytes, fig, sizeof fig);
+  double p = bytes ? r->pct_bw : r->pct_peak;
+  if (p >= 0) snprintf(pct, sizeof pct, "%.0f%%%s", p, bytes ? "bw" : "");
+  printf("%9.3f %16s %6s | ", r->ms, fig, pct);
+  if (r->anchors == 0) printf("-\n");
+  for (int a = 0; a < r->anchors; a++) {
+    if (a) printf("%*s| ", 10 + 1 + 30 + 1 + 4 + 1 + 9 + 1 + 16 + 1 + 6 + 1, "");
+    print_anchor(&r->anchor[a], bytes);
+  }
+}
+
+static void json_result(FILE *f, const bench_result_t *r) {
+  char shape[96];
+  bpt_case_label(&r->c, shape, sizeof shape);
+  fprintf(f, "    {\"op\": \"%s\", \"device\": ", bpt_op_name(r->c.op));
+  bpt_json_string(f, r->device);
+  fprintf(f, ", \"shape\": ");
+  bpt_json_string(f, shape);
+  fprintf(f, ", \"dtype\": \"%s\", \"ran\": %s", bp_dtype_name(r->c.dtype),
+          r->ran ? "true" : "false");
+  if (!r->ran) {
+    fprintf(f, ", \"message\": ");
+    bpt_json_string(f, r->message);
+  }
+  fprintf(f, ", \"ms\": ");
+  bpt_json_number(f, r->ran ? r->ms : NAN);
+  fprintf(f, ", \"gflops\": ");
+  bpt_json_number(f, r->gflops > 0 ? r->gflops : NAN);
+  fprintf(f, ", \"gbs\": ");
+  bpt_json_number(f, r->gbs > 0 ? r->gbs : NAN);
+  fprintf(f, ", \"pct_peak\": ");
+  bpt_json_number(f, r->pct_peak >= 0 ? r->pct_peak : NAN);
+  fprintf(f, ", \"pct_bandwidth\": ");
+  bpt_json_number(f, r->pct_bw >= 0 ? r->pct_bw : NAN);
+  const bench_anchor_fig_t *a0 = r->anchors ? &r->anchor[0] : NULL;
+  fprintf(f, ", \"anchor\": ");
+  if (a0) bpt_json_string(f, a0->name); else fprintf(f, "null");
+  fprintf(f, ", \"anchor_ms\": ");
+  bpt_json_number(f, a0 && a0->ms > 0 ? a0->ms : NAN);
+  fprintf(f, ", \"anchor_figure\": ");
+  bpt_json_number(f, a0 && a0->ms > 0 ? a0->figure : NAN);
+  fprintf(f, ", \"ratio\": ");
+  bpt_json_number(f, a0 && a0->ratio > 0 ? a0->ratio : NAN);
+  fprintf(f, ", \"anchors\": [");
+  for (int i = 0; i < r->anchors; i++) {
+    const bench_anchor_fig_t *a = &r->anchor[i];
+    fprintf(f, "%s{\"name\": \"%s\", \"ms\": ", i ? ", " : "", a->name);
+    bpt_json_number(f, a->ms > 0 ? a->ms : NAN);
+    fprintf(f, ", \"figure\": ");
+    bpt_json_number(f, a->ms > 0 ? a->figure : NAN);
+    fprintf(f, ", \"ratio\": ");
+    bpt_json_number(f, a->ratio > 0 ? a->ratio : NAN);
+    if (a->ms < 0 && a->note) {
+      fprintf(f, ", \"install\": ");
+      bpt_json_string(f, a->note);
+    }
+    fprintf(f, "}");
+  }
+  fprintf(f, "]}");
+}
+
+static int write_json(const char *path, const bench_env_t *env,
+                      const bench_result_t *res, int n) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+  if (!f) {
+    fprintf(stderr, "bp bench: cannot write %s\n", path);
+    return BPT_EXIT_FAIL;
+  }
+  const bench_machine_t *m = &env->machine;
+  fprintf(f, "{\n  \"machine\": {\"cores\": %d, \"isa\": \"%s\", \"fma_units\": %d, "
+             "\"ghz\": %.3f, \"peak_f32_gflops\": %.1f, \"stream_gbs\": %.2f},\n",
+          m->cores, m->isa, m->fma_units, m->ghz, m->peak_f32_gflops,
+          m->stream_gbs);
+  fprintf(f, "  \"openblas\": ");
+  bpt_json_string(f, env->openblas ? bench_openblas_config(env->openblas) : "");
+  fprintf(f, ",\n  \"torch\": ");
+  bpt_json_string(f, env->torch.available ? env->torch.version : "");
+  fprintf(f, ",\n  \"results\": [\n");
+  for (int i = 0; i < n; i++) {
+    json_result(f, &res[i]);
+    fprintf(f, "%s\n", i + 1 < n ? "," : "");
+  }
+  fprintf(f, "  ]\n}\n");
+  if (f != stdout) fclose(f);
+  return BPT_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * The run.
+ */
+static void env_measure(bench_env_t *env, const bench_opts_t *o) {
+  env->ncases = bench_suite(o->op_mask, o->quick, env->cases, BENCH_SUITE_MAX);
+  bench_timing_for(o->quick, &env->timing);
+  bpt_progress(0, 1, "measuring clock, FMA peak and bandwidth");
+  bench_machine_measure(&env->machine, o->quick);
+  env->openblas = bench_openblas_open(env->openblas_why, sizeof env->openblas_why);
+  bench_torch_measure(env->cases, env->ncases, o->quick, &env->torch);
+  bpt_progress_done();
+}
+
+static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
+                         bench_result_t *res) {
+  bp_device_entry_t e;
+  bp_device_entry(dev, &e);
+  if (print) print_header(&e);
+  for (int i = 0; i < env->ncases; i++) {
+    char label[128], shape[96];
+    bpt_case_label(&env->cases[i], shape, sizeof shape);
+    snprintf(label, sizeof label, "%s %s", bpt_op_name(env->cases[i].op), shape);
+    bpt_progress(i + 1, env->ncases, label);
+    measure_case(env, dev, &e, i, &res[i]);
+    bpt_progress_done();
+    if (print) print_result(&res[i]);
+    fflush(stdout);
+  }
+}
+
+int bp_cmd_bench(int argc, char **argv) {
+  bench_opts_t o = {0};
+  int rc = parse(argc, argv, &o);
+  if (rc) return rc < 0 ? BPT_EXIT_OK : rc;
+  bp_context_t *ctx = bpt_context_open(&o.ctx);
+  if (!ctx) return BPT_EXIT_FAIL;
+  bp_device_t *devs[BENCH_MAX_DEVICES] = {0};
+  int ndev = o.ndevices ? o.ndevices : 1;
+  bench_env_t *env = calloc(1, sizeof *env);
+  bench_result_t *res = NULL;
+  rc = BPT_EXIT_FAIL;
+  for (int d = 0; d < ndev; d++)
+    if (!(devs[d] = bpt_device_open(ctx, o.ndevices ? o.devices[d] : NULL)))
+      goto out;
+  if (!env) goto out;
+  env_measure(env, &o);
+  res = calloc((size_t)(ndev * env->ncases) + 1, sizeof *res);
+  if (!res) goto out;
+  bool to_stdout = o.json && !strcmp(o.json, "-");
+  if (!to_stdout) print_env(env);
+  for (int d = 0; d < ndev; d++)
+    bench_device(env, devs[d], !to_stdout, res + d * env->ncases);
+  rc = o.json ? write_json(o.json, env, res, ndev * env->ncases) : BPT_EXIT_OK;
+out:
+  if (env) bench_openblas_close(env->openblas);
+  free(res);
+  free(env);
+  for (int d = 0; d < ndev; d++) bp_device_close(devs[d]);
+  bp_context_destroy(ctx);
+  return rc;
+}

@@ -11,6 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef BP_PLUGIN_INSTALL_DIR
+#define BP_PLUGIN_INSTALL_DIR "/usr/local/lib/backplane"
+#endif
+
 #include "bp.h"
 
 bool bpt_exe_dir(char *out, size_t size) {
@@ -26,8 +30,21 @@ bool bpt_exe_dir(char *out, size_t size) {
   return true;
 }
 
+/* Whether dir (a real path) is one the core searches anyway: an entry of
+ * BACKPLANE_PLUGIN_PATH or the install directory. Passing it again would list
+ * every plugin twice, the second time as a refused duplicate. */
+static bool searched_anyway(const char *dir) {
+  char real[PATH_MAX], list[4096];
+  const char *env = secure_getenv("BACKPLANE_PLUGIN_PATH");
+  snprintf(list, sizeof list, "%s:%s", env ? env : "", BP_PLUGIN_INSTALL_DIR);
+  for (char *save, *tok = strtok_r(list, ":", &save); tok;
+       tok = strtok_r(NULL, ":", &save))
+    if (realpath(tok, real) && !strcmp(real, dir)) return true;
+  return false;
+}
+
 bp_context_t *bpt_context_open(const bpt_context_flags_t *flags) {
-  char dir[PATH_MAX], plugins[PATH_MAX + 16];
+  char dir[PATH_MAX], plugins[PATH_MAX];
   bp_context_options_t opt = {.struct_size = sizeof opt};
   opt.isolate_probe = !(flags && flags->no_isolate);
   /* build/bin/bp finds build/plugins; an installed bin/bp finds
@@ -35,7 +52,8 @@ bp_context_t *bpt_context_open(const bpt_context_flags_t *flags) {
   if (bpt_exe_dir(dir, sizeof dir)) {
     char rel[PATH_MAX + 16];
     snprintf(rel, sizeof rel, "%s/../plugins", dir);
-    if (realpath(rel, plugins)) opt.plugin_dir = plugins;
+    if (realpath(rel, plugins) && !searched_anyway(plugins))
+      opt.plugin_dir = plugins;
   }
   /* Refusals are reported by bp devices; keep the loader's own warnings
    * out of bp's output unless the user asked for them. */

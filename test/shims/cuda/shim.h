@@ -24,6 +24,14 @@
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_INVALID_CONTEXT 201
 
+/* Every entry point, declared from the plugin's own list under the symbol
+ * the plugin resolves: the definitions must match these types. */
+#define SHIM_DECLARE(field, sym, params)                                       \
+  SHIM_EXPORT CUresult field params __asm__(sym);
+CUDA_DRIVER_ENTRY_POINTS(SHIM_DECLARE)
+CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(SHIM_DECLARE)
+#undef SHIM_DECLARE
+
 /* Prints a diagnostic to stderr ("cuda-shim: ...") — a plugin bug the shim
  * caught, shown next to the failing test. */
 void shim_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -48,6 +56,10 @@ typedef struct shim_kernel {
 /* The kernel table (kernels.c); NULL when name has no C implementation. */
 const shim_kernel_t *shim_kernel_find(const char *name);
 
+/* True when cuInit ran and this thread has a current context; reports
+ * otherwise. */
+bool shim_have_ctx(const char *fn);
+
 /* Test hook: counts of live objects, for leak checks. */
 typedef struct bp_cuda_shim_stats {
   int64_t allocations, bytes_in_use;
@@ -57,5 +69,7 @@ typedef struct bp_cuda_shim_stats {
   int ctx_depth;            /* this thread's context stack depth */
 } bp_cuda_shim_stats_t;
 SHIM_EXPORT void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out);
+/* The live counters behind it (update with __atomic builtins). */
+extern bp_cuda_shim_stats_t shim_stats;
 
 #endif /* BP_CUDA_SHIM_H */

@@ -1,0 +1,61 @@
+/*
+ * conv.cl — NCHW conv2d forward as an implicit GEMM (-DDT=code): per image
+ * and group, C[K/g][P*Q] = W[K/g][Cg*R*S] x im2col(X)[Cg*R*S][P*Q], the
+ * im2col matrix never materialised: tiles of it are gathered straight into
+ * local memory. Work-group CT x CT items, each one output (channel, pixel).
+ */
+#define CT 16
+
+__kernel __attribute__((reqd_work_group_size(CT, CT, 1))) void
+conv2d(__global const uchar *xb, ulong xo, long4 xs, __global const uchar *wb,
+       ulong wo, long4 ws, __global const uchar *bb, ulong bo, long bst,
+       int has_bias, __global uchar *yb, ulong yo, long4 ys, int c_in,
+       int h, int w, int k_out, int r_k, int s_k, int p_out, int q_out,
+       int sh, int sw, int ph, int pw, int dh, int dw, int groups) {
+  __local ACC wt[CT][CT + 1], xt[CT][CT + 1];
+  int tx = get_local_id(0), ty = get_local_id(1);
+  long pix = get_global_id(0);              /* p * Q + q */
+  int kg = get_group_id(1) * CT + ty;       /* output channel within group */
+  int ng = get_global_id(2);                /* image * groups + group */
+  int n = ng / groups, g = ng % groups;
+  int kpg = k_out / groups, cg = c_in / groups;
+  long npix = (long)p_out * q_out, red = (long)cg * r_k * s_k;
+  __global const T *x = BP_PTR(const T, xb, xo) + n * xs.s0 + (long)g * cg * xs.s1;
+  __global const T *wp = BP_PTR(const T, wb, wo) + (long)g * kpg * ws.s0;
+  /* The pixel this item gathers for the X tile (column tx of the tile). */
+  long lpix = get_group_id(0) * CT + tx;
+  int op = (int)(lpix / q_out), oq = (int)(lpix % q_out);
+  ACC acc = 0;
+  for (long e0 = 0; e0 < red; e0 += CT) {
+    /* W tile: row ty (output channel), column tx (reduction index). */
+    long e = e0 + tx;
+    int kr = get_group_id(1) * CT + ty;
+    ACC wv = 0;
+    if (kr < kpg && e < red) {
+      int c = (int)(e / (r_k * s_k)), rs = (int)(e % (r_k * s_k));
+      wv = LD(wp, kr * ws.s0 + c * ws.s1 + (rs / s_k) * ws.s2 + (rs % s_k) * ws.s3);
+    }
+    wt[ty][tx] = wv;
+    /* X tile: row ty (reduction index), column tx (pixel). */
+    long ex = e0 + ty;
+    ACC xv = 0;
+    if (lpix < npix && ex < red) {
+      int c = (int)(ex / (r_k * s_k)), rs = (int)(ex % (r_k * s_k));
+      int ih = op * sh - ph + (rs / s_k) * dh, iw = oq * sw - pw + (rs % s_k) * dw;
+      if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+        xv = LD(x, c * xs.s1 + ih * xs.s2 + iw * xs.s3);
+    }
+    xt[ty][tx] = xv;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int u = 0; u < CT; u++)
+      acc = fma(wt[ty][u], xt[u][tx], acc);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (kg >= kpg || pix >= npix)
+    return;
+  int kk = g * kpg + kg;
+  if (has_bias)
+    acc += LD(BP_PTR(const T, bb, bo), kk * bst);
+  __global T *y = BP_PTR(T, yb, yo);
+  ST(y, n * ys.s0 + kk * ys.s1 + (pix / q_out) * ys.s2 + (pix % q_out) * ys.s3, acc);
+}

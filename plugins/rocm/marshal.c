@@ -1,0 +1,127 @@
+/*
+ * marshal.c — turns ABI tensors into the kernels' parameter views.
+ *
+ * The same logic as plugins/cuda/marshal.c (both backends fill the blocks of
+ * kernels/cuda/bp_cuda_args.h): a copy because that file's prototypes live
+ * in the CUDA plugin's internal header. A shared plugins/common/ file is the
+ * right home for both once the CUDA backend settles.
+ */
+#include <string.h>
+
+#include "plugins/rocm/rocm_plugin.h"
+
+int rocm_dtype_size(bp_dtype_t dt) {
+  switch (dt) {
+  case BP_F16:
+  case BP_BF16:
+    return 2;
+  case BP_F64:
+  case BP_I64:
+    return 8;
+  case BP_U8:
+    return 1;
+  default:
+    return 4;
+  }
+}
+
+void rocm_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out) {
+  memset(out, 0, sizeof *out);
+  out->ptr = t->ptr + t->offset;
+  out->dtype = (int32_t)t->dtype;
+  out->rank = t->rank;
+  for (int i = 0; i < t->rank && i < BPK_MAX_RANK; i++) {
+    out->shape[i] = t->shape[i];
+    out->strides[i] = t->strides[i];
+  }
+}
+
+int64_t rocm_numel(const bpk_tensor_t *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++)
+    n *= t->shape[i];
+  return n;
+}
+
+/* Gives every operand the output's shape, right-aligning a shorter operand
+ * the NumPy way (missing leading axes broadcast). */
+static void align_to_output(bpk_tensor_t *ts, int count) {
+  const int rank = ts[0].rank;
+  for (int k = 1; k < count; k++) {
+    bpk_tensor_t t = ts[k];
+    int lead = rank - t.rank;
+    for (int i = 0; i < rank; i++) {
+      int src = i - lead;
+      ts[k].strides[i] =
+          src >= 0 && t.shape[src] != 1 ? t.strides[src] : 0;
+      ts[k].shape[i] = ts[0].shape[i];
+    }
+    ts[k].rank = rank;
+  }
+}
+
+void rocm_coalesce(bpk_tensor_t *ts, int count) {
+  /* count <= 4: the widest op (binary) has three operands. */
+  align_to_output(ts, count);
+  int rank = ts[0].rank;
+  int64_t shape[BPK_MAX_RANK];
+  int64_t strides[4][BPK_MAX_RANK];
+  int r = 0;
+  for (int i = 0; i < rank; i++) {
+    if (ts[0].shape[i] == 1)
+      continue; /* size-1 axes index nothing */
+    if (r > 0) {
+      /* Compare with the last kept axis through a temporary view. */
+      bool merge = true;
+      for (int k = 0; k < count; k++)
+        if (strides[k][r - 1] != ts[k].strides[i] * ts[0].shape[i])
+          merge = false;
+      if (merge) {
+        shape[r - 1] *= ts[0].shape[i];
+        for (int k = 0; k < count; k++)
+          strides[k][r - 1] = ts[k].strides[i];
+        continue;
+      }
+    }
+    shape[r] = ts[0].shape[i];
+    for (int k = 0; k < count; k++)
+      strides[k][r] = ts[k].strides[i];
+    r++;
+  }
+  if (r == 0) { /* a single element, or rank 0 */
+    shape[0] = rocm_numel(&ts[0]);
+    for (int k = 0; k < count; k++)
+      strides[k][0] = 0;
+    r = 1;
+  }
+  for (int k = 0; k < count; k++) {
+    ts[k].rank = r;
+    for (int i = 0; i < BPK_MAX_RANK; i++) {
+      ts[k].shape[i] = i < r ? shape[i] : 0;
+      ts[k].strides[i] = i < r ? strides[k][i] : 0;
+    }
+  }
+}
+
+void rocm_rows_view(const bp_plugin_tensor_t *t, int axis, bpk_tensor_t *out,
+                    int64_t *out_step) {
+  rocm_tensor(t, out);
+  if (axis < 0)
+    axis += t->rank;
+  if (t->rank == 0 || axis < 0 || axis >= t->rank) {
+    *out_step = 0;
+    return;
+  }
+  *out_step = t->strides[axis];
+  out->shape[axis] = 1;
+  out->strides[axis] = 0;
+}
+
+void rocm_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!t || t->rank == 0 || t->ptr == 0)
+    return; /* absent */
+  out->ptr = t->ptr + t->offset;
+  out->stride = t->strides[t->rank - 1];
+  out->dtype = (int32_t)t->dtype;
+}

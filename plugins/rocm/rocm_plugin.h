@@ -1,0 +1,189 @@
+/*
+ * rocm_plugin.h — internals shared by the files of backend-rocm.so.
+ *
+ * The usual plugin file set (docs/plugin-guide.md), the same as the CUDA
+ * backend's: descriptor.c (descriptor, init, probe), device.c (open/close),
+ * memory.c (allocation, copies), stream.c (streams, events), and the ops in
+ * ops_*.c, one per kernel family (marshalling into the parameter blocks of
+ * kernels/cuda/bp_cuda_args.h, which the HIP kernels share). ROCm-specific:
+ * runtime.c (dlopen and dlsym of libamdhip64.so and hiprtc, hipError_t ->
+ * bp_status_t), module.c (embedded HIP sources, hiprtc, the code-object
+ * cache, launches), marshal.c (tensor views).
+ */
+#ifndef BACKPLANE_ROCM_PLUGIN_H
+#define BACKPLANE_ROCM_PLUGIN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/cuda/bp_cuda_args.h"
+#include "plugin-api.h"
+#include "plugins/rocm/hip_runtime.h"
+
+#define ROCM_HIDDEN __attribute__((visibility("hidden")))
+#define ROCM_PLUGIN_NAME "rocm"
+#define ROCM_PLUGIN_VERSION "0.1.0"
+
+/* Kernel modules, one per file kernels/hip/<name>.hip (see module.c). */
+#define ROCM_MODULES(X)                                                        \
+  X(ELEMENTWISE, elementwise)                                                  \
+  X(REDUCE, reduce)                                                            \
+  X(NORM, norm)                                                                \
+  X(GEMM, gemm)                                                                \
+  X(CONV, conv)                                                                \
+  X(ATTENTION, attention)                                                      \
+  X(ADAM, adam)                                                                \
+  X(RANDOM, random)
+
+typedef enum rocm_module_id {
+#define ROCM__MOD_ENUM(id, file) ROCM_MOD_##id,
+  ROCM_MODULES(ROCM__MOD_ENUM)
+#undef ROCM__MOD_ENUM
+      ROCM_MOD_COUNT
+} rocm_module_id_t;
+
+/* One opened device. HIP has no context stack: every entry point makes the
+ * device current on its thread with hipSetDevice. */
+typedef struct rocm_device {
+  int ordinal;
+  char arch[64];         /* gcnArchName, e.g. "gfx90a:sramecc+:xnack-" */
+  int smem_max;          /* shared memory per block */
+  uint64_t memory_limit; /* 0: none */
+  uint64_t memory_used;  /* under lock */
+  pthread_mutex_t lock;  /* module table and memory accounting */
+  hipModule_t modules[ROCM_MOD_COUNT];
+} rocm_device_t;
+
+typedef struct rocm_stream {
+  hipStream_t s;
+} rocm_stream_t;
+
+typedef struct rocm_event {
+  hipEvent_t e;
+} rocm_event_t;
+
+/* ---- runtime.c ----------------------------------------------------------- */
+ROCM_HIDDEN extern hip_runtime_t rocm_rt;
+ROCM_HIDDEN extern const bp_host_services_t *rocm_host;
+/* Opens libamdhip64.so (or $BACKPLANE_HIP_RUNTIME), resolves every entry
+ * point, calls hipInit once and looks for hiprtc (or $BACKPLANE_HIPRTC).
+ * BP_ERR_UNAVAILABLE with a reason when there is no runtime; a missing
+ * hiprtc is not an error here (rocm_rt.hiprtcCompileProgram stays NULL and
+ * rocm_rt.rtc_reason says why). Thread-safe; the result is cached. */
+ROCM_HIDDEN bp_status_t rocm_runtime_load(void);
+ROCM_HIDDEN void rocm_runtime_unload(void);
+/* Maps a hipError_t to a status and, when it is an error, sets the message
+ * "rocm: <what>: <hipErrorName> (<description>)". */
+ROCM_HIDDEN bp_status_t rocm_check(hipError_t r, const char *what);
+ROCM_HIDDEN void rocm_log(bp_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The gcnArchName of device ordinal into out ("" when unreadable). */
+ROCM_HIDDEN void rocm_arch_name(int ordinal, char *out, size_t cap);
+
+/* ---- device.c ------------------------------------------------------------ */
+/* Makes d current on this thread (hipSetDevice). */
+ROCM_HIDDEN bp_status_t rocm_enter(rocm_device_t *d);
+/* The hipStream_t an op runs on: the stream's, or the null stream. */
+static inline hipStream_t rocm_stream_of(bp_plugin_stream_t *s) {
+  return s ? ((rocm_stream_t *)(void *)s)->s : (hipStream_t)0;
+}
+
+/* ---- module.c ------------------------------------------------------------ */
+/* Launches kernel name of module m (compiled through hiprtc or read from
+ * the code-object cache on first use) with one by-value parameter block.
+ * A zero-sized grid is a no-op. */
+ROCM_HIDDEN bp_status_t rocm_launch(rocm_device_t *d, bp_plugin_stream_t *s,
+                                    rocm_module_id_t m, const char *name,
+                                    const unsigned grid[3],
+                                    const unsigned block[3], unsigned smem,
+                                    void *params);
+/* Unloads every module of d (device current). */
+ROCM_HIDDEN void rocm_modules_unload(rocm_device_t *d);
+/* Blocks of `threads` to cover n items, capped for grid-stride loops. */
+ROCM_HIDDEN unsigned rocm_blocks_for(int64_t n, unsigned threads);
+
+/* ---- marshal.c ----------------------------------------------------------- */
+ROCM_HIDDEN void rocm_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out);
+ROCM_HIDDEN void rocm_coalesce(bpk_tensor_t *ts, int count);
+ROCM_HIDDEN int64_t rocm_numel(const bpk_tensor_t *t);
+ROCM_HIDDEN void rocm_rows_view(const bp_plugin_tensor_t *t, int axis,
+                                bpk_tensor_t *out, int64_t *out_step);
+ROCM_HIDDEN void rocm_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out);
+ROCM_HIDDEN int rocm_dtype_size(bp_dtype_t dt);
+
+/* ---- ops ----------------------------------------------------------------- */
+#define ROCM_OPS(X)                                                            \
+  X(gemm, bp_gemm_args_t)                                                      \
+  X(gemv, bp_gemv_args_t)                                                      \
+  X(conv2d, bp_conv2d_args_t)                                                  \
+  X(pool2d, bp_pool2d_args_t)                                                  \
+  X(batch_norm, bp_batch_norm_args_t)                                          \
+  X(layer_norm, bp_norm_args_t)                                                \
+  X(rms_norm, bp_norm_args_t)                                                  \
+  X(softmax, bp_softmax_args_t)                                                \
+  X(attention, bp_attention_args_t)                                            \
+  X(adam, bp_adam_args_t)                                                      \
+  X(unary, bp_unary_args_t)                                                    \
+  X(binary, bp_binary_args_t)                                                  \
+  X(reduce, bp_reduce_args_t)                                                  \
+  X(fill, bp_fill_args_t)                                                      \
+  X(copy, bp_copy_args_t)                                                      \
+  X(cast, bp_copy_args_t)                                                      \
+  X(random, bp_random_args_t)
+
+#define ROCM__DECLARE_OP(name, args_t)                                         \
+  ROCM_HIDDEN bp_status_t rocm_op_##name(bp_plugin_device_t *,                 \
+                                         bp_plugin_stream_t *, const args_t *);
+ROCM_OPS(ROCM__DECLARE_OP)
+#undef ROCM__DECLARE_OP
+
+/* Device entry points (device.c, memory.c, stream.c). */
+ROCM_HIDDEN bp_status_t rocm_device_open(uint32_t index,
+                                         const bp_plugin_device_config_t *cfg,
+                                         bp_plugin_device_t **out_device);
+ROCM_HIDDEN void rocm_device_close(bp_plugin_device_t *device);
+ROCM_HIDDEN bp_status_t rocm_device_synchronize(bp_plugin_device_t *device);
+ROCM_HIDDEN bp_status_t rocm_mem_alloc(bp_plugin_device_t *device,
+                                       uint64_t size, uint64_t *out_ptr);
+ROCM_HIDDEN void rocm_mem_free(bp_plugin_device_t *device, uint64_t ptr);
+ROCM_HIDDEN bp_status_t rocm_mem_write(bp_plugin_device_t *device,
+                                       bp_plugin_stream_t *stream,
+                                       uint64_t dst, uint64_t dst_offset,
+                                       const void *src, uint64_t size);
+ROCM_HIDDEN bp_status_t rocm_mem_read(bp_plugin_device_t *device,
+                                      bp_plugin_stream_t *stream, void *dst,
+                                      uint64_t src, uint64_t src_offset,
+                                      uint64_t size);
+ROCM_HIDDEN bp_status_t rocm_mem_copy(bp_plugin_device_t *device,
+                                      bp_plugin_stream_t *stream, uint64_t dst,
+                                      uint64_t dst_offset, uint64_t src,
+                                      uint64_t src_offset, uint64_t size);
+ROCM_HIDDEN bp_status_t rocm_stream_create(bp_plugin_device_t *device,
+                                           bp_plugin_stream_t **out_stream);
+ROCM_HIDDEN void rocm_stream_destroy(bp_plugin_device_t *device,
+                                     bp_plugin_stream_t *stream);
+ROCM_HIDDEN bp_status_t rocm_stream_synchronize(bp_plugin_device_t *device,
+                                                bp_plugin_stream_t *stream);
+ROCM_HIDDEN bp_status_t rocm_event_create(bp_plugin_device_t *device,
+                                          bp_plugin_event_t **out_event);
+ROCM_HIDDEN void rocm_event_destroy(bp_plugin_device_t *device,
+                                    bp_plugin_event_t *event);
+ROCM_HIDDEN bp_status_t rocm_event_record(bp_plugin_device_t *device,
+                                          bp_plugin_event_t *event,
+                                          bp_plugin_stream_t *stream);
+ROCM_HIDDEN bp_status_t rocm_stream_wait_event(bp_plugin_device_t *device,
+                                               bp_plugin_stream_t *stream,
+                                               bp_plugin_event_t *event);
+ROCM_HIDDEN bp_status_t rocm_event_synchronize(bp_plugin_device_t *device,
+                                               bp_plugin_event_t *event);
+ROCM_HIDDEN bp_status_t rocm_event_elapsed(bp_plugin_device_t *device,
+                                           bp_plugin_event_t *start,
+                                           bp_plugin_event_t *end,
+                                           double *out_ms);
+
+static inline rocm_device_t *rocm_dev(bp_plugin_device_t *d) {
+  return (rocm_device_t *)(void *)d;
+}
+
+#endif /* BACKPLANE_ROCM_PLUGIN_H */

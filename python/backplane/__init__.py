@@ -1,0 +1,336 @@
+"""backplane: one API for numeric compute on every accelerator, from Python.
+
+A thin layer over libbackplane.so through ctypes. Objects own their C
+handles and release them when collected (or explicitly with close()).
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._dlpack import from_dlpack, to_dlpack_capsule
+
+__all__ = ["BackplaneError", "Context", "Device", "Stream", "Tensor", "from_dlpack", "version"]
+
+_NP_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32,
+              "i64": np.int64, "u8": np.uint8}
+
+
+class BackplaneError(RuntimeError):
+    """A failed call: .status is the symbolic status, the message the library's."""
+
+    def __init__(self, status, message):
+        self.status = _lib.lib.bp_status_name(status).decode()
+        super().__init__(f"{self.status}: {message}")
+
+
+def _check(status):
+    if status != 0:
+        raise BackplaneError(status, _lib.lib.bp_last_error().decode(errors="replace"))
+
+
+def version():
+    return _lib.lib.bp_version().decode()
+
+
+class DeviceEntry:
+    """One row of the ranked device list."""
+
+    def __init__(self, e):
+        i = e.info
+        self.rank, self.backend, self.index = e.rank, e.backend.decode(), e.backend_index
+        self.name, self.vendor = i.name.decode(), i.vendor.decode()
+        self.kind = _lib.KINDS[i.kind] if 0 <= i.kind < len(_lib.KINDS) else "other"
+        self.memory_bytes, self.compute_units = i.memory_bytes, i.compute_units
+        self.identity, self.description = i.identity.decode(), i.description.decode()
+        self.op_dtypes = {op: [d for d, bit in _lib.DTYPES.items() if i.op_dtypes[k] >> bit & 1]
+                          for k, op in enumerate(_lib.OPS)}
+
+    def __repr__(self):
+        return f"<device {self.rank}: {self.backend} {self.name!r} ({self.kind})>"
+
+
+class Context:
+    """A loader instance: discovers plugins and ranks their devices."""
+
+    def __init__(self, plugin_dir=None, isolate_probe=False):
+        opts = _lib.ContextOptions(ctypes.sizeof(_lib.ContextOptions),
+                                   plugin_dir.encode() if plugin_dir else None, isolate_probe, False, 0)
+        self._h = ctypes.c_void_p()
+        _check(_lib.lib.bp_context_create(ctypes.byref(opts), ctypes.byref(self._h)))
+        self._devices = []
+
+    def devices(self):
+        n = ctypes.c_uint32()
+        _check(_lib.lib.bp_context_device_count(self._h, ctypes.byref(n)))
+        out = []
+        for r in range(n.value):
+            e = _lib.DeviceEntry()
+            _check(_lib.lib.bp_context_device_entry(self._h, r, ctypes.byref(e)))
+            out.append(DeviceEntry(e))
+        return out
+
+    def plugins(self):
+        """Every candidate plugin: (path, name, loaded, reason)."""
+        n = ctypes.c_uint32()
+        _check(_lib.lib.bp_context_plugin_count(self._h, ctypes.byref(n)))
+        out = []
+        for i in range(n.value):
+            r = _lib.PluginReport()
+            _check(_lib.lib.bp_context_plugin_report(self._h, i, ctypes.byref(r)))
+            out.append((r.path.decode(), r.name.decode(), r.loaded, r.reason.decode()))
+        return out
+
+    def open(self, selector=None):
+        """Opens a device: None for the best, "cpu", "vulkan:1", "cpu-ref", "2"."""
+        d = Device(self, selector)
+        self._devices.append(d)
+        return d
+
+    def close(self):
+        for d in self._devices:
+            d.close()
+        if self._h:
+            _lib.lib.bp_context_destroy(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Device:
+    """An open device; allocates tensors and streams."""
+
+    def __init__(self, ctx, selector):
+        self._ctx, self._h = ctx, ctypes.c_void_p()
+        _check(_lib.lib.bp_device_open(ctx._h, selector.encode() if selector else None, None,
+                                       ctypes.byref(self._h)))
+        e = _lib.DeviceEntry()
+        _check(_lib.lib.bp_device_entry(self._h, ctypes.byref(e)))
+        self.entry = DeviceEntry(e)
+        self._tensors = []
+
+    def empty(self, shape, dtype="f32"):
+        """An uninitialised contiguous tensor."""
+        return Tensor._alloc(self, tuple(int(s) for s in shape), dtype)
+
+    def tensor(self, array, dtype=None):
+        """A tensor holding a copy of a NumPy array (bf16 given as float32)."""
+        a = np.asarray(array)
+        dt = dtype or {np.dtype(v): k for k, v in _NP_DTYPES.items()}.get(a.dtype)
+        if dt is None:
+            raise TypeError(f"no backplane dtype for {a.dtype}")
+        t = Tensor._alloc(self, a.shape, dt)
+        t.upload(a)
+        return t
+
+    def stream(self):
+        return Stream(self)
+
+    def synchronize(self):
+        _check(_lib.lib.bp_device_synchronize(self._h))
+
+    def memory_stats(self):
+        s = _lib.MemoryStats()
+        s.struct_size = ctypes.sizeof(s)
+        _check(_lib.lib.bp_device_memory_stats(self._h, ctypes.byref(s)))
+        return {f: getattr(s, f) for f, _ in _lib.MemoryStats._fields_[1:]}
+
+    def from_dlpack(self, obj):
+        return from_dlpack(self, obj)
+
+    def close(self):
+        if self._h:
+            for t in self._tensors:
+                t._forget()
+            _lib.lib.bp_device_close(self._h)  # frees what is left
+            self._h = None
+
+
+class Tensor:
+    """A dtype, shape and strides over a device buffer."""
+
+    def __init__(self, device, buffer, desc, owner=True):
+        self.device, self._buffer, self._desc, self._owner = device, buffer, desc, owner
+        device._tensors.append(self)
+
+    @classmethod
+    def _alloc(cls, device, shape, dtype):
+        code = _lib.DTYPES[dtype]
+        n = int(np.prod(shape)) if shape else 1
+        buf = ctypes.c_void_p()
+        _check(_lib.lib.bp_buffer_alloc(device._h, max(1, n * _lib.DTYPE_SIZES[code]), ctypes.byref(buf)))
+        desc = _lib.Tensor(buf, 0, code, len(shape))
+        stride = 1
+        for i in range(len(shape) - 1, -1, -1):
+            desc.shape[i], desc.strides[i] = shape[i], stride
+            stride *= shape[i]
+        return cls(device, buf, desc)
+
+    @property
+    def shape(self):
+        return tuple(self._desc.shape[i] for i in range(self._desc.rank))
+
+    @property
+    def strides(self):
+        return tuple(self._desc.strides[i] for i in range(self._desc.rank))
+
+    @property
+    def dtype(self):
+        return {v: k for k, v in _lib.DTYPES.items()}[self._desc.dtype]
+
+    def _view(self, shape, strides):
+        d = _lib.Tensor(self._desc.buffer, self._desc.offset, self._desc.dtype, len(shape))
+        for i, (s, st) in enumerate(zip(shape, strides)):
+            d.shape[i], d.strides[i] = s, st
+        v = Tensor(self.device, self._buffer, d, owner=False)
+        v._base = self
+        return v
+
+    def permute(self, *axes):
+        return self._view([self.shape[a] for a in axes], [self.strides[a] for a in axes])
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(len(self.shape))))
+
+    def upload(self, array):
+        if not self.is_contiguous():
+            raise ValueError("upload needs a contiguous tensor")
+        a = np.ascontiguousarray(array, dtype=_NP_DTYPES.get(self.dtype, np.float32))
+        if self.dtype == "bf16":  # round to nearest even from float32
+            u = a.astype(np.float32).view(np.uint32)
+            a = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        if a.shape != self.shape:
+            raise ValueError(f"shape {a.shape} != tensor shape {self.shape}")
+        _check(_lib.lib.bp_buffer_write(self._buffer, self._desc.offset, a.ctypes.data, a.nbytes))
+
+    def is_contiguous(self):
+        stride = 1
+        for s, st in zip(reversed(self.shape), reversed(self.strides)):
+            if s != 1 and st != stride:
+                return False
+            stride *= s
+        return True
+
+    def numpy(self):
+        """A copy as a NumPy array (waits for the device's work); bf16 comes back as float32."""
+        src = self
+        if not self.is_contiguous():
+            src = self.device.empty(self.shape, self.dtype)
+            s = self.device.stream()
+            s.copy(self, src)
+            s.synchronize()
+        store = np.uint16 if self.dtype == "bf16" else _NP_DTYPES[self.dtype]
+        out = np.empty(self.shape, dtype=store)
+        _check(_lib.lib.bp_buffer_read(src._buffer, src._desc.offset, out.ctypes.data, out.nbytes))
+        if self.dtype == "bf16":
+            out = (out.astype(np.uint32) << 16).view(np.float32)
+        return out
+
+    def __dlpack__(self, stream=None, max_version=None):
+        return to_dlpack_capsule(self, versioned=bool(max_version and max_version[0] >= 1))
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU; to_dlpack refuses memory DLPack cannot describe
+
+    def _forget(self):
+        self._buffer = None
+
+    def close(self):
+        if self._owner and self._buffer:
+            _lib.lib.bp_buffer_free(self._buffer)
+        self._buffer = None
+
+    def __del__(self):
+        if getattr(self, "_owner", False) and self._buffer and self.device._h:
+            self.close()
+
+    def __repr__(self):
+        return f"<tensor {self.dtype}{list(self.shape)} on {self.device.entry.name}>"
+
+
+def _t(x):
+    return ctypes.byref(x._desc) if x is not None else None
+
+
+class Stream:
+    """An in-order queue of work; every op is a method."""
+
+    def __init__(self, device):
+        self.device, self._h = device, ctypes.c_void_p()
+        _check(_lib.lib.bp_stream_create(device._h, ctypes.byref(self._h)))
+
+    def synchronize(self):
+        _check(_lib.lib.bp_stream_synchronize(self._h))
+
+    def matmul(self, a, b, c, alpha=1.0, beta=0.0):
+        _check(_lib.lib.bp_matmul(self._h, alpha, _t(a), _t(b), beta, _t(c)))
+
+    def conv2d(self, x, w, y, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        p = _lib.Conv2dParams(ctypes.sizeof(_lib.Conv2dParams), stride, stride, padding, padding,
+                              dilation, dilation, groups)
+        _check(_lib.lib.bp_conv2d(self._h, ctypes.byref(p), _t(x), _t(w), _t(bias), _t(y)))
+
+    def pool2d(self, kind, x, y, kernel, stride=0, padding=0, count_include_pad=False):
+        p = _lib.Pool2dParams(ctypes.sizeof(_lib.Pool2dParams), {"max": 0, "avg": 1}[kind], kernel,
+                              kernel, stride, stride, padding, padding, count_include_pad)
+        _check(_lib.lib.bp_pool2d(self._h, ctypes.byref(p), _t(x), _t(y)))
+
+    def batch_norm(self, x, mean, var, scale, bias, y, eps=1e-5):
+        _check(_lib.lib.bp_batch_norm(self._h, _t(x), _t(mean), _t(var), _t(scale), _t(bias), eps, _t(y)))
+
+    def layer_norm(self, x, y, gamma=None, beta=None, eps=1e-5):
+        _check(_lib.lib.bp_layer_norm(self._h, _t(x), _t(gamma), _t(beta), eps, _t(y)))
+
+    def rms_norm(self, x, y, gamma=None, eps=1e-6):
+        _check(_lib.lib.bp_rms_norm(self._h, _t(x), _t(gamma), eps, _t(y)))
+
+    def softmax(self, x, y, axis=-1, log=False):
+        _check(_lib.lib.bp_softmax(self._h, _t(x), axis, log, _t(y)))
+
+    def attention(self, q, k, v, out, scale=0.0, causal=False):
+        _check(_lib.lib.bp_attention(self._h, _t(q), _t(k), _t(v), scale, causal, _t(out)))
+
+    def adam(self, params, grads, exp_avg, exp_avg_sq, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+             weight_decay=0.0, step=1, adamw=False):
+        n = len(params)
+        arrays = [(_lib.Tensor * n)(*[t._desc for t in ts]) for ts in (params, grads, exp_avg, exp_avg_sq)]
+        p = _lib.AdamParams(ctypes.sizeof(_lib.AdamParams), lr, betas[0], betas[1], eps, weight_decay,
+                            step, adamw)
+        _check(_lib.lib.bp_adam(self._h, ctypes.byref(p), n, *arrays))
+
+    def unary(self, op, x, y):
+        _check(_lib.lib.bp_unary(self._h, _lib.UNARY.index(op), _t(x), _t(y)))
+
+    def binary(self, op, a, b, y):
+        _check(_lib.lib.bp_binary(self._h, _lib.BINARY.index(op), _t(a), _t(b), _t(y)))
+
+    def reduce(self, op, x, axis, y):
+        _check(_lib.lib.bp_reduce(self._h, _lib.REDUCE.index(op), _t(x), axis, _t(y)))
+
+    def fill(self, y, value):
+        _check(_lib.lib.bp_fill(self._h, _t(y), value))
+
+    def copy(self, x, y):
+        _check(_lib.lib.bp_copy(self._h, _t(x), _t(y)))
+
+    def cast(self, x, y):
+        _check(_lib.lib.bp_cast(self._h, _t(x), _t(y)))
+
+    def random(self, y, dist="uniform", seed=0, offset=0, a=0.0, b=1.0):
+        _check(_lib.lib.bp_random(self._h, {"uniform": 0, "normal": 1}[dist], seed, offset, a, b, _t(y)))
+
+    def close(self):
+        if self._h and self.device._h:
+            _lib.lib.bp_stream_destroy(self._h)
+        self._h = None
+
+    def __del__(self):
+        self.close()

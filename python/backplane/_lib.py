@@ -1,0 +1,143 @@
+"""ctypes declarations of libbackplane.so: structures and function signatures.
+
+Mirrors core/backplane.h and plugin-api.h. Only this module knows the C
+layout; the rest of the package works with Python objects.
+"""
+import ctypes
+import ctypes.util
+import os
+
+MAX_RANK = 8
+OP_TABLE_SIZE = 64
+
+DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "u8": 6}
+DTYPE_SIZES = {0: 4, 1: 2, 2: 2, 3: 8, 4: 4, 5: 8, 6: 1}
+OPS = ["gemm", "gemv", "conv2d", "pool2d", "batch_norm", "layer_norm", "rms_norm", "softmax",
+       "attention", "adam", "unary", "binary", "reduce", "fill", "copy", "cast", "random"]
+UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "gelu", "silu", "sigmoid", "tanh",
+         "sin", "cos"]
+BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
+REDUCE = ["sum", "mean", "max", "min", "prod", "var", "argmax"]
+KINDS = ["discrete-gpu", "integrated-gpu", "cpu", "software", "other"]
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("buffer", ctypes.c_void_p), ("offset", ctypes.c_uint64), ("dtype", ctypes.c_int),
+                ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * MAX_RANK),
+                ("strides", ctypes.c_int64 * MAX_RANK)]
+
+
+class DeviceInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("name", ctypes.c_char * 128),
+                ("vendor", ctypes.c_char * 64), ("driver_version", ctypes.c_char * 64),
+                ("identity", ctypes.c_char * 64), ("kind", ctypes.c_int), ("score_hint", ctypes.c_int32),
+                ("memory_bytes", ctypes.c_uint64), ("compute_units", ctypes.c_uint32),
+                ("flags", ctypes.c_uint32), ("peak_gflops", ctypes.c_double),
+                ("bandwidth_gbs", ctypes.c_double), ("op_dtypes", ctypes.c_uint32 * OP_TABLE_SIZE),
+                ("description", ctypes.c_char * 256), ("kernel_formats", ctypes.c_uint32)]
+
+
+class DeviceEntry(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("rank", ctypes.c_uint32),
+                ("backend", ctypes.c_char * 64), ("backend_index", ctypes.c_uint32),
+                ("info", DeviceInfo)]
+
+
+class PluginReport(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("path", ctypes.c_char * 1024),
+                ("name", ctypes.c_char * 64), ("version", ctypes.c_char * 64), ("loaded", ctypes.c_bool),
+                ("stage", ctypes.c_int), ("status", ctypes.c_int), ("reason", ctypes.c_char * 512),
+                ("plugin_abi_major", ctypes.c_uint16), ("plugin_abi_minor", ctypes.c_uint16),
+                ("loader_abi_major", ctypes.c_uint16), ("loader_abi_minor", ctypes.c_uint16),
+                ("device_count", ctypes.c_uint32)]
+
+
+class ContextOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("plugin_dir", ctypes.c_char_p),
+                ("isolate_probe", ctypes.c_bool), ("only_plugin_dir", ctypes.c_bool),
+                ("probe_timeout_s", ctypes.c_uint32)]
+
+
+class Conv2dParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32)] + [
+        (n, ctypes.c_int32) for n in ("stride_h", "stride_w", "pad_h", "pad_w", "dilation_h",
+                                      "dilation_w", "groups")]
+
+
+class Pool2dParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_int)] + [
+        (n, ctypes.c_int32) for n in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_h",
+                                      "pad_w")] + [("count_include_pad", ctypes.c_bool)]
+
+
+class AdamParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32)] + [
+        (n, ctypes.c_double) for n in ("lr", "beta1", "beta2", "eps", "weight_decay")] + [
+        ("step", ctypes.c_int64), ("adamw", ctypes.c_bool)]
+
+
+class MemoryStats(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32)] + [
+        (n, ctypes.c_uint64) for n in ("in_use_bytes", "reserved_bytes", "cached_bytes",
+                                       "peak_in_use_bytes", "largest_free_block", "alloc_count",
+                                       "free_count", "cache_hits", "segment_count")] + [
+        ("fragmentation", ctypes.c_double)]
+
+
+def _load():
+    path = os.environ.get("BACKPLANE_LIBRARY") or ctypes.util.find_library("backplane") \
+        or "libbackplane.so.0"
+    return ctypes.CDLL(path)
+
+
+lib = _load()
+
+P = ctypes.c_void_p
+PP = ctypes.POINTER(ctypes.c_void_p)
+T = ctypes.POINTER(Tensor)
+I64, U64, U32, I32, D = ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int32, ctypes.c_double
+_SIGNATURES = {
+    "bp_last_error": ([], ctypes.c_char_p),
+    "bp_status_name": ([ctypes.c_int], ctypes.c_char_p),
+    "bp_version": ([], ctypes.c_char_p),
+    "bp_context_create": ([ctypes.POINTER(ContextOptions), PP], ctypes.c_int),
+    "bp_context_destroy": ([P], None),
+    "bp_context_device_count": ([P, ctypes.POINTER(U32)], ctypes.c_int),
+    "bp_context_device_entry": ([P, U32, ctypes.POINTER(DeviceEntry)], ctypes.c_int),
+    "bp_context_plugin_count": ([P, ctypes.POINTER(U32)], ctypes.c_int),
+    "bp_context_plugin_report": ([P, U32, ctypes.POINTER(PluginReport)], ctypes.c_int),
+    "bp_device_open": ([P, ctypes.c_char_p, P, PP], ctypes.c_int),
+    "bp_device_close": ([P], None),
+    "bp_device_entry": ([P, ctypes.POINTER(DeviceEntry)], ctypes.c_int),
+    "bp_device_synchronize": ([P], ctypes.c_int),
+    "bp_device_memory_stats": ([P, ctypes.POINTER(MemoryStats)], ctypes.c_int),
+    "bp_buffer_alloc": ([P, U64, PP], ctypes.c_int),
+    "bp_buffer_free": ([P], None),
+    "bp_buffer_write": ([P, U64, P, U64], ctypes.c_int),
+    "bp_buffer_read": ([P, U64, P, U64], ctypes.c_int),
+    "bp_stream_create": ([P, PP], ctypes.c_int),
+    "bp_stream_destroy": ([P], None),
+    "bp_stream_synchronize": ([P], ctypes.c_int),
+    "bp_matmul": ([P, D, T, T, D, T], ctypes.c_int),
+    "bp_conv2d": ([P, ctypes.POINTER(Conv2dParams), T, T, T, T], ctypes.c_int),
+    "bp_pool2d": ([P, ctypes.POINTER(Pool2dParams), T, T], ctypes.c_int),
+    "bp_batch_norm": ([P, T, T, T, T, T, D, T], ctypes.c_int),
+    "bp_layer_norm": ([P, T, T, T, D, T], ctypes.c_int),
+    "bp_rms_norm": ([P, T, T, D, T], ctypes.c_int),
+    "bp_softmax": ([P, T, I32, ctypes.c_bool, T], ctypes.c_int),
+    "bp_attention": ([P, T, T, T, D, ctypes.c_bool, T], ctypes.c_int),
+    "bp_adam": ([P, ctypes.POINTER(AdamParams), U32, T, T, T, T], ctypes.c_int),
+    "bp_unary": ([P, ctypes.c_int, T, T], ctypes.c_int),
+    "bp_binary": ([P, ctypes.c_int, T, T, T], ctypes.c_int),
+    "bp_reduce": ([P, ctypes.c_int, T, I32, T], ctypes.c_int),
+    "bp_fill": ([P, T, D], ctypes.c_int),
+    "bp_copy": ([P, T, T], ctypes.c_int),
+    "bp_cast": ([P, T, T], ctypes.c_int),
+    "bp_random": ([P, ctypes.c_int, U64, U64, D, D, T], ctypes.c_int),
+    "bp_tensor_to_dlpack": ([T, ctypes.c_bool, PP], ctypes.c_int),
+    "bp_tensor_from_dlpack": ([P, P, ctypes.c_bool, T, PP], ctypes.c_int),
+}
+for _name, (_args, _res) in _SIGNATURES.items():
+    _fn = getattr(lib, _name)
+    _fn.argtypes = _args
+    _fn.restype = _res

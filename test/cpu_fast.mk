@@ -1,0 +1,11 @@
+# test/cpu_fast.mk: the "cpu" device's fast paths (plugins/cpu/fast_*.c)
+# linked straight from the plugin's objects, so the test can force each ISA
+# level and thread count, against a double-precision reference of its own.
+CPU_FAST_TEST_OBJS := $(filter $(B)/obj/plugins/cpu/fast_%.o,$(CPU_OBJS)) \
+  $(B)/obj/plugins/cpu/threadpool.o $(B)/obj/plugins/cpu/cpu_features.o
+
+$(B)/test/test_cpu_fast: $(B)/obj/test/test_cpu_fast.o $(CPU_FAST_TEST_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread
+
+TESTS += $(B)/test/test_cpu_fast

@@ -1,0 +1,550 @@
+/*
+ * driver.c — the shim's driver entry points: devices, contexts, memory,
+ * copies, streams, events, modules, launches. See shim.h for what the shim
+ * is and is not.
+ *
+ * Environment (read at each call, so one test binary can vary it):
+ *   BP_CUDA_SHIM_DEVICES   device count (default 1)
+ *   BP_CUDA_SHIM_CC        compute capability as major*10+minor (default 80)
+ *   BP_CUDA_SHIM_MEM       bytes of "device" memory per device (default 1 GiB)
+ *   BP_CUDA_SHIM_DRIVER    cuDriverGetVersion value (default 13000)
+ *   BP_CUDA_SHIM_FAIL      comma-separated failures to inject: init, alloc,
+ *                          launch, module, memcpy, event
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "test/shims/cuda/shim.h"
+
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static bool initialised;
+bp_cuda_shim_stats_t shim_stats;
+#define stats shim_stats
+
+void shim_report(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "cuda-shim: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+bool shim_fail(const char *what) {
+  const char *f = getenv("BP_CUDA_SHIM_FAIL");
+  if (!f)
+    return false;
+  size_t n = strlen(what);
+  for (const char *p = f; (p = strstr(p, what)); p += n)
+    if ((p == f || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+      return true;
+  return false;
+}
+
+static long env_long(const char *name, long dflt) {
+  const char *v = getenv(name);
+  return v && *v ? strtol(v, NULL, 0) : dflt;
+}
+
+/* ---- contexts ------------------------------------------------------------ */
+
+#define MAX_DEVICES 8
+#define CTX_STACK 16
+struct CUctx_st {
+  int device;
+  int refs;
+};
+static struct CUctx_st primary[MAX_DEVICES];
+static _Thread_local CUcontext ctx_stack[CTX_STACK];
+static _Thread_local int ctx_depth;
+
+static int device_count(void) {
+  long n = env_long("BP_CUDA_SHIM_DEVICES", 1);
+  return n < 0 ? 0 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
+}
+
+/* Calls that act on "the current context" fail without one, as the real
+ * driver's do: this catches a plugin entry point that forgot its push. */
+static bool have_ctx(const char *fn) {
+  if (ctx_depth > 0 && ctx_stack[ctx_depth - 1]->refs > 0)
+    return true;
+  shim_report("%s called with no current context", fn);
+  return false;
+}
+
+bool shim_have_ctx(const char *fn) {
+  if (!initialised) {
+    shim_report("%s called before cuInit", fn);
+    return false;
+  }
+  return have_ctx(fn);
+}
+
+#define NEED_INIT()                                                            \
+  do {                                                                         \
+    if (!initialised)                                                          \
+      return CUDA_ERROR_NOT_INITIALIZED;                                       \
+  } while (0)
+#define NEED_CTX()                                                             \
+  do {                                                                         \
+    NEED_INIT();                                                               \
+    if (!have_ctx(__func__))                                                   \
+      return SHIM_INVALID_CONTEXT;                                             \
+  } while (0)
+
+static const struct {
+  CUresult r;
+  const char *name, *desc;
+} errors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
+     "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+     "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+     "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
+     "device kernel image is invalid"},
+    {SHIM_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
+     "invalid device context"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX",
+     "a PTX JIT compilation failed"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
+     "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED",
+     "unspecified launch failure"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+};
+
+CUresult cuGetErrorName(CUresult r, const char **out) {
+  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+    if (errors[i].r == r) {
+      *out = errors[i].name;
+      return CUDA_SUCCESS;
+    }
+  *out = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult r, const char **out) {
+  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+    if (errors[i].r == r) {
+      *out = errors[i].desc;
+      return CUDA_SUCCESS;
+    }
+  *out = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuInit(unsigned flags) {
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (shim_fail("init") || device_count() == 0)
+    return CUDA_ERROR_NO_DEVICE;
+  initialised = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v) {
+  *v = (int)env_long("BP_CUDA_SHIM_DRIVER", 13000);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *n) {
+  NEED_INIT();
+  *n = device_count();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+  NEED_INIT();
+  if (ordinal < 0 || ordinal >= device_count())
+    return CUDA_ERROR_INVALID_DEVICE;
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+
+#define CHECK_DEV(d)                                                           \
+  do {                                                                         \
+    NEED_INIT();                                                               \
+    if ((d) < 0 || (d) >= device_count())                                      \
+      return CUDA_ERROR_INVALID_DEVICE;                                        \
+  } while (0)
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+  CHECK_DEV(d);
+  snprintf(name, (size_t)len, "backplane CUDA shim %d (CPU)", d);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
+  CHECK_DEV(d);
+  long cc = env_long("BP_CUDA_SHIM_CC", 80);
+  switch (attr) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = (int)(cc / 10); break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = (int)(cc % 10); break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1000000; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *v = 1000000; break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *v = 256; break;
+  case CU_DEVICE_ATTRIBUTE_INTEGRATED: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 * 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 1; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+static uint64_t total_mem(void) {
+  return (uint64_t)env_long("BP_CUDA_SHIM_MEM", 1L << 30);
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+  CHECK_DEV(d);
+  *bytes = total_mem();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
+  CHECK_DEV(d);
+  snprintf(id, (size_t)len, "0000:%02X:00.0", 0x0A + d);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {
+  CHECK_DEV(d);
+  for (int i = 0; i < 16; i++)
+    u->bytes[i] = (char)(0x10 * d + i);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  CHECK_DEV(d);
+  pthread_mutex_lock(&lock);
+  primary[d].device = d;
+  primary[d].refs++;
+  stats.primary_ctx_refs++;
+  pthread_mutex_unlock(&lock);
+  *c = &primary[d];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
+  CHECK_DEV(d);
+  pthread_mutex_lock(&lock);
+  CUresult r = CUDA_SUCCESS;
+  if (primary[d].refs <= 0) {
+    shim_report("cuDevicePrimaryCtxRelease(%d) without a retain", d);
+    r = SHIM_INVALID_CONTEXT;
+  } else {
+    primary[d].refs--;
+    stats.primary_ctx_refs--;
+  }
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+CUresult cuCtxPushCurrent(CUcontext c) {
+  NEED_INIT();
+  if (!c || c->refs <= 0) {
+    shim_report("cuCtxPushCurrent of a context not retained");
+    return SHIM_INVALID_CONTEXT;
+  }
+  if (ctx_depth == CTX_STACK) {
+    shim_report("context stack overflow: pushes without pops");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  ctx_stack[ctx_depth++] = c;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent(CUcontext *c) {
+  NEED_INIT();
+  if (ctx_depth == 0) {
+    shim_report("cuCtxPopCurrent with an empty context stack");
+    return SHIM_INVALID_CONTEXT;
+  }
+  CUcontext top = ctx_stack[--ctx_depth];
+  if (c)
+    *c = top;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) {
+  NEED_CTX();
+  return CUDA_SUCCESS; /* all work already ran synchronously */
+}
+
+void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out) {
+  pthread_mutex_lock(&lock);
+  *out = stats;
+  pthread_mutex_unlock(&lock);
+  out->ctx_depth = ctx_depth;
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+typedef struct shim_alloc {
+  uint64_t ptr, size;
+  struct shim_alloc *next;
+} shim_alloc_t;
+static shim_alloc_t *allocs;
+
+bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what) {
+  bool ok = false;
+  pthread_mutex_lock(&lock);
+  for (shim_alloc_t *a = allocs; a; a = a->next)
+    if (p >= a->ptr && p - a->ptr <= a->size && bytes <= a->size - (p - a->ptr)) {
+      ok = true;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!ok)
+    shim_report("%s: [0x%llx, +%llu) is outside every live allocation", what,
+                (unsigned long long)p, (unsigned long long)bytes);
+  return ok;
+}
+
+CUresult cuMemGetInfo(size_t *free_b, size_t *total_b) {
+  NEED_CTX();
+  pthread_mutex_lock(&lock);
+  uint64_t used = (uint64_t)stats.bytes_in_use, total = total_mem();
+  pthread_mutex_unlock(&lock);
+  *free_b = used < total ? total - used : 0;
+  *total_b = total;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr *p, size_t size) {
+  NEED_CTX();
+  *p = 0;
+  if (size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&lock);
+  bool over = (uint64_t)stats.bytes_in_use + size > total_mem();
+  pthread_mutex_unlock(&lock);
+  if (over || shim_fail("alloc"))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  shim_alloc_t *a = malloc(sizeof *a);
+  /* 256-byte aligned, as cuMemAlloc guarantees. */
+  void *mem = aligned_alloc(256, (size + 255) & ~(size_t)255);
+  if (!a || !mem) {
+    free(a);
+    free(mem);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  memset(mem, 0xA5, size); /* garbage, as real fresh memory may be */
+  a->ptr = (uint64_t)(uintptr_t)mem;
+  a->size = size;
+  pthread_mutex_lock(&lock);
+  a->next = allocs;
+  allocs = a;
+  stats.allocations++;
+  stats.bytes_in_use += (int64_t)size;
+  pthread_mutex_unlock(&lock);
+  *p = a->ptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr p) {
+  NEED_CTX();
+  shim_alloc_t *found = NULL;
+  pthread_mutex_lock(&lock);
+  for (shim_alloc_t **pp = &allocs; *pp; pp = &(*pp)->next)
+    if ((*pp)->ptr == p) {
+      found = *pp;
+      *pp = found->next;
+      stats.allocations--;
+      stats.bytes_in_use -= (int64_t)found->size;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!found) {
+    shim_report("cuMemFree(0x%llx): not an allocation (double free?)",
+                (unsigned long long)p);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  free((void *)(uintptr_t)found->ptr);
+  free(found);
+  return CUDA_SUCCESS;
+}
+
+struct CUstream_st {
+  uint32_t magic;
+};
+#define STREAM_MAGIC 0x5354524du
+#define EVENT_MAGIC 0x4556544eu
+
+/* The legacy default stream is handle 0; anything else must be live. */
+static bool stream_ok(CUstream s, const char *fn) {
+  if (!s || s->magic == STREAM_MAGIC)
+    return true;
+  shim_report("%s: stream %p is not a live stream", fn, (void *)s);
+  return false;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *p, size_t size, CUstream s) {
+  NEED_CTX();
+  if (!stream_ok(s, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return cuMemAlloc(p, size);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  NEED_CTX();
+  if (!stream_ok(s, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return cuMemFree(p);
+}
+
+static CUresult copy(uint64_t dst, bool dst_dev, uint64_t src, bool src_dev,
+                     size_t n, const char *fn) {
+  if ((dst_dev && !shim_mem_valid(dst, n, fn)) ||
+      (src_dev && !shim_mem_valid(src, n, fn)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (shim_fail("memcpy"))
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n) {
+  NEED_CTX();
+  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, __func__);
+}
+CUresult cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n) {
+  NEED_CTX();
+  return copy((uint64_t)(uintptr_t)h, false, d, true, n, __func__);
+}
+CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  NEED_CTX();
+  return copy(d, true, s, true, n, __func__);
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s) {
+  NEED_CTX();
+  if (!stream_ok(s, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, __func__);
+}
+CUresult cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s) {
+  NEED_CTX();
+  if (!stream_ok(s, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return copy((uint64_t)(uintptr_t)h, false, d, true, n, __func__);
+}
+CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+  NEED_CTX();
+  if (!stream_ok(s, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return copy(d, true, src, true, n, __func__);
+}
+
+/* ---- streams and events -------------------------------------------------- */
+
+CUresult cuStreamCreate(CUstream *s, unsigned flags) {
+  NEED_CTX();
+  (void)flags;
+  *s = calloc(1, sizeof **s);
+  if (!*s)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  (*s)->magic = STREAM_MAGIC;
+  __atomic_add_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream s) {
+  NEED_CTX();
+  if (!s || !stream_ok(s, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  s->magic = 0;
+  free(s);
+  __atomic_sub_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream s) {
+  NEED_CTX();
+  return stream_ok(s, __func__) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+struct CUevent_st {
+  uint32_t magic;
+  bool recorded;
+  double ms; /* CLOCK_MONOTONIC at record */
+};
+
+static bool event_ok(CUevent e, const char *fn) {
+  if (e && e->magic == EVENT_MAGIC)
+    return true;
+  shim_report("%s: event %p is not a live event", fn, (void *)e);
+  return false;
+}
+
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  NEED_CTX();
+  (void)flags;
+  if (!stream_ok(s, __func__) || !event_ok(e, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent *e, unsigned flags) {
+  NEED_CTX();
+  (void)flags;
+  if (shim_fail("event"))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *e = calloc(1, sizeof **e);
+  if (!*e)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  (*e)->magic = EVENT_MAGIC;
+  __atomic_add_fetch(&stats.events, 1, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent e) {
+  NEED_CTX();
+  if (!event_ok(e, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  e->magic = 0;
+  free(e);
+  __atomic_sub_fetch(&stats.events, 1, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent e, CUstream s) {
+  NEED_CTX();
+  if (!event_ok(e, __func__) || !stream_ok(s, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  e->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+  e->recorded = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent e) {
+  NEED_CTX();
+  return event_ok(e, __func__) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  NEED_CTX();
+  if (!event_ok(a, __func__) || !event_ok(b, __func__))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!a->recorded || !b->recorded)
+    return CUDA_ERROR_INVALID_HANDLE; /* the driver's answer, too */
+  *ms = (float)(b->ms - a->ms);
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,191 @@
+/*
+ * module.c — the shim's modules and launches.
+ *
+ * cuModuleLoadDataEx reads the PTX text only for its kernel entries: each
+ * ".entry NAME(" and the byte size of its single ".param .align A .b8
+ * NAME_param_0[SIZE]". cuModuleGetFunction then pairs the entry with the C
+ * implementation of the same name, refusing it when the C parameter block
+ * (bp_cuda_args.h as gcc lays it out) differs in size from what nvcc laid
+ * out in the PTX. cuLaunchKernel checks the launch geometry against the
+ * hardware limits and runs the C kernel at once (streams are synchronous).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/shims/cuda/shim.h"
+
+#define MAX_ENTRIES 64
+#define DEFAULT_SMEM (48 * 1024)
+#define OPTIN_SMEM (227 * 1024)
+
+struct CUfunc_st {
+  char name[64];
+  size_t ptx_param_size;
+  const shim_kernel_t *kernel;
+  int max_dynamic_smem;
+};
+
+struct CUmod_st {
+  uint32_t magic;
+  int count;
+  struct CUfunc_st fns[MAX_ENTRIES];
+};
+#define MODULE_MAGIC 0x4d4f444cu
+
+static void jit_log(unsigned n, const int *opts, void **vals, const char *msg) {
+  for (unsigned i = 0; i < n; i++)
+    if (opts[i] == CU_JIT_ERROR_LOG_BUFFER) {
+      size_t cap = 0;
+      for (unsigned j = 0; j < n; j++)
+        if (opts[j] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+          cap = (size_t)(uintptr_t)vals[j];
+      if (cap)
+        snprintf((char *)vals[i], cap, "%s", msg);
+    }
+}
+
+/* Parses every ".entry" of the PTX; false when one is malformed. */
+static bool parse_entries(const char *ptx, struct CUmod_st *m) {
+  for (const char *p = ptx; (p = strstr(p, ".entry ")); p++) {
+    if (m->count == MAX_ENTRIES)
+      return false;
+    struct CUfunc_st *f = &m->fns[m->count];
+    if (sscanf(p, ".entry %63[A-Za-z0-9_](", f->name) != 1)
+      return false;
+    const char *param = strstr(p, "_param_0[");
+    const char *close = strchr(p, ')');
+    if (!param || !close || param > close)
+      return false; /* every kernel takes exactly one parameter block */
+    f->ptx_param_size = strtoul(param + strlen("_param_0["), NULL, 10);
+    if (strstr(param + 1, "_param_1") && strstr(param + 1, "_param_1") < close)
+      return false;
+    m->count++;
+  }
+  return m->count > 0;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n,
+                            int *opts, void **vals) {
+  if (!shim_have_ctx(__func__))
+    return SHIM_INVALID_CONTEXT;
+  const char *ptx = image;
+  if (shim_fail("module")) {
+    jit_log(n, opts, vals, "ptxas fatal: injected failure (BP_CUDA_SHIM_FAIL)");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  if (!strstr(ptx, ".version ") || !strstr(ptx, ".target ")) {
+    jit_log(n, opts, vals, "not PTX text");
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  struct CUmod_st *m = calloc(1, sizeof *m);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!parse_entries(ptx, m)) {
+    free(m);
+    jit_log(n, opts, vals, "malformed .entry (one parameter block expected)");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  m->magic = MODULE_MAGIC;
+  __atomic_add_fetch(&shim_stats.modules, 1, __ATOMIC_RELAXED);
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule m) {
+  if (!shim_have_ctx(__func__))
+    return SHIM_INVALID_CONTEXT;
+  if (!m || m->magic != MODULE_MAGIC) {
+    shim_report("cuModuleUnload of a module not loaded");
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  m->magic = 0;
+  free(m);
+  __atomic_sub_fetch(&shim_stats.modules, 1, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name) {
+  if (!shim_have_ctx(__func__))
+    return SHIM_INVALID_CONTEXT;
+  if (!m || m->magic != MODULE_MAGIC)
+    return CUDA_ERROR_INVALID_HANDLE;
+  for (int i = 0; i < m->count; i++) {
+    struct CUfunc_st *f = &m->fns[i];
+    if (strcmp(f->name, name) != 0)
+      continue;
+    if (!f->kernel) {
+      f->kernel = shim_kernel_find(name);
+      if (!f->kernel) {
+        shim_report("kernel %s is in the PTX but has no C implementation",
+                    name);
+        return CUDA_ERROR_NOT_FOUND;
+      }
+      if (f->kernel->param_size != f->ptx_param_size) {
+        shim_report("kernel %s: parameter block is %zu bytes in C but %zu in "
+                    "the PTX: bp_cuda_args.h and the PTX disagree",
+                    name, f->kernel->param_size, f->ptx_param_size);
+        f->kernel = NULL;
+        return CUDA_ERROR_INVALID_IMAGE;
+      }
+    }
+    *out = f;
+    return CUDA_SUCCESS;
+  }
+  shim_report("kernel %s is not in the module's PTX", name);
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
+  if (!shim_have_ctx(__func__))
+    return SHIM_INVALID_CONTEXT;
+  if (!f || attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
+      value < 0 || value > OPTIN_SMEM)
+    return CUDA_ERROR_INVALID_VALUE;
+  f->max_dynamic_smem = value;
+  return CUDA_SUCCESS;
+}
+
+/* The limits a real launch is held to. */
+static CUresult check_geometry(const struct CUfunc_st *f, const unsigned g[3],
+                               const unsigned b[3], unsigned smem) {
+  const unsigned long long threads = (unsigned long long)b[0] * b[1] * b[2];
+  if (!g[0] || !g[1] || !g[2] || threads == 0 || threads > 1024 ||
+      b[2] > 64 || g[0] > 0x7fffffffu || g[1] > 65535 || g[2] > 65535) {
+    shim_report("%s: launch geometry grid (%u,%u,%u) block (%u,%u,%u) is "
+                "invalid",
+                f->name, g[0], g[1], g[2], b[0], b[1], b[2]);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  int allowed = f->max_dynamic_smem > DEFAULT_SMEM ? f->max_dynamic_smem
+                                                   : DEFAULT_SMEM;
+  if ((int)smem > allowed) {
+    shim_report("%s: %u bytes of dynamic shared memory without the opt-in "
+                "(allowed %d)",
+                f->name, smem, allowed);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                        CUstream s, void **params, void **extra) {
+  (void)s; /* stream validity is checked by the copies; launches run now */
+  if (!shim_have_ctx(__func__))
+    return SHIM_INVALID_CONTEXT;
+  if (!f || !f->kernel || !params || !params[0] || extra) {
+    shim_report("cuLaunchKernel: bad function or parameters");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+  CUresult r = check_geometry(f, g, b, smem);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (shim_fail("launch"))
+    return CUDA_ERROR_LAUNCH_FAILED;
+  __atomic_add_fetch(&shim_stats.launches, 1, __ATOMIC_RELAXED);
+  /* A kernel that would touch memory outside the buffers is what a GPU
+   * reports as an illegal address. */
+  return f->kernel->fn(params[0]) ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+}

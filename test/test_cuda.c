@@ -1,0 +1,407 @@
+/*
+ * test_cuda.c — the host side of backend-cuda.so through the public API,
+ * against the CPU shim of libcuda.so.1 (test/shims/cuda): probe, device
+ * records, memory and copies, streams and events, resource cleanup, and the
+ * error paths (driver absent or too old, old GPUs, out of memory, launch
+ * and JIT failures). The ops themselves are compared with the reference by
+ * test_cuda_ops, which runs the op suites on the shim's device.
+ *
+ * The test points BACKPLANE_CUDA_DRIVER at the shim next to this binary
+ * ($(B)/test/shims/cuda/libcuda.so.1) and varies the shim's environment
+ * (BP_CUDA_SHIM_*) between contexts.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backplane.h"
+
+/* Mirrors bp_cuda_shim_stats_t of test/shims/cuda/shim.h. */
+typedef struct shim_stats {
+  int64_t allocations, bytes_in_use;
+  int64_t streams, events, modules;
+  int64_t primary_ctx_refs;
+  int64_t launches;
+  int ctx_depth;
+} shim_stats_t;
+
+static char shim_path[PATH_MAX];
+static void (*shim_stats_fn)(shim_stats_t *);
+
+static shim_stats_t stats(void) {
+  shim_stats_t s;
+  memset(&s, 0, sizeof s);
+  shim_stats_fn(&s);
+  return s;
+}
+
+/* Finds the shim next to this binary and keeps it loaded, so its counters
+ * outlive each context (the plugin opens the same file: same instance). */
+static int group_setup(void **state) {
+  (void)state;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return -1;
+  exe[n] = 0;
+  *strrchr(exe, '/') = 0;
+  snprintf(shim_path, sizeof shim_path, "%s/shims/cuda/libcuda.so.1", exe);
+  void *h = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "test_cuda: %s\n", dlerror());
+    return -1;
+  }
+  *(void **)&shim_stats_fn = dlsym(h, "bp_cuda_shim_stats");
+  setenv("BACKPLANE_CUDA_DRIVER", shim_path, 1);
+  return shim_stats_fn ? 0 : -1;
+}
+
+static int reset_env(void **state) {
+  (void)state;
+  setenv("BACKPLANE_CUDA_DRIVER", shim_path, 1);
+  unsetenv("BP_CUDA_SHIM_FAIL");
+  unsetenv("BP_CUDA_SHIM_CC");
+  unsetenv("BP_CUDA_SHIM_DRIVER");
+  unsetenv("BP_CUDA_SHIM_DEVICES");
+  unsetenv("BP_CUDA_SHIM_MEM");
+  return 0;
+}
+
+static bp_context_t *context(void) {
+  bp_context_t *ctx = NULL;
+  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
+  return ctx;
+}
+
+/* The cuda plugin's report (asserting it was seen at all). */
+static bp_plugin_report_t cuda_report(bp_context_t *ctx) {
+  uint32_t n = 0;
+  bp_plugin_report_t r;
+  assert_int_equal(bp_context_plugin_count(ctx, &n), BP_OK);
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(bp_context_plugin_report(ctx, i, &r), BP_OK);
+    if (strcmp(r.name, "cuda") == 0)
+      return r;
+  }
+  fail_msg("backend-cuda.so was not found on the plugin path");
+  return r;
+}
+
+/* The first device of the cuda backend; false when there is none. */
+static bool cuda_entry(bp_context_t *ctx, uint32_t index, bp_device_entry_t *e) {
+  uint32_t n = 0;
+  bp_context_device_count(ctx, &n);
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(bp_context_device_entry(ctx, i, e), BP_OK);
+    if (strcmp(e->backend, "cuda") == 0 && e->backend_index == index)
+      return true;
+  }
+  return false;
+}
+
+static void test_probe_records(void **state) {
+  (void)state;
+  setenv("BP_CUDA_SHIM_DEVICES", "2", 1);
+  bp_context_t *ctx = context();
+  bp_plugin_report_t r = cuda_report(ctx);
+  assert_true(r.loaded);
+  assert_int_equal(r.device_count, 2);
+  bp_device_entry_t e;
+  assert_true(cuda_entry(ctx, 1, &e));
+  assert_string_equal(e.info.name, "backplane CUDA shim 1 (CPU)");
+  assert_string_equal(e.info.vendor, "NVIDIA");
+  assert_string_equal(e.info.identity, "pci:0000:0b:00.0");
+  assert_int_equal(e.info.kind, BP_DEVICE_DISCRETE_GPU);
+  assert_int_equal(e.info.memory_bytes, 1u << 30);
+  assert_int_equal(e.info.compute_units, 4);
+  assert_non_null(strstr(e.info.driver_version, "CUDA 13.0"));
+  assert_non_null(strstr(e.info.description, "sm_80"));
+  assert_non_null(strstr(e.info.description, "GPU-10111213-"));
+  assert_true(e.info.peak_gflops > 0);
+  assert_int_equal(e.info.op_dtypes[BP_OP_GEMM] & BP_DTYPE_BIT(BP_F16),
+                   BP_DTYPE_BIT(BP_F16));
+  assert_int_equal(e.info.op_dtypes[BP_OP_CAST] & BP_DTYPE_BIT(BP_U8),
+                   BP_DTYPE_BIT(BP_U8));
+  /* A discrete GPU outranks the CPU. */
+  bp_device_entry_t best;
+  assert_int_equal(bp_context_device_entry(ctx, 0, &best), BP_OK);
+  assert_string_equal(best.backend, "cuda");
+  bp_context_destroy(ctx);
+}
+
+static void expect_refused(const char *reason_part) {
+  bp_context_t *ctx = context();
+  bp_plugin_report_t r = cuda_report(ctx);
+  assert_false(r.loaded);
+  assert_int_equal(r.stage, BP_STAGE_PROBE);
+  if (!strstr(r.reason, reason_part))
+    fail_msg("reason \"%s\" lacks \"%s\"", r.reason, reason_part);
+  bp_device_entry_t e;
+  assert_false(cuda_entry(ctx, 0, &e));
+  bp_context_destroy(ctx);
+}
+
+static void test_driver_absent(void **state) {
+  (void)state;
+  setenv("BACKPLANE_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  expect_refused("not found");
+  unsetenv("BACKPLANE_CUDA_DRIVER"); /* the default name */
+  if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) &&
+      access("/usr/lib/x86_64-linux-gnu/libcuda.so.1", F_OK) != 0)
+    expect_refused("libcuda.so.1 not found");
+}
+
+static void test_init_fails(void **state) {
+  (void)state;
+  setenv("BP_CUDA_SHIM_FAIL", "init", 1);
+  expect_refused("CUDA_ERROR_NO_DEVICE");
+}
+
+static void test_driver_too_old(void **state) {
+  (void)state;
+  setenv("BP_CUDA_SHIM_DRIVER", "10020", 1); /* CUDA 10.2 */
+  expect_refused("11.0");
+}
+
+/* Devices the PTX cannot run on are listed but claim no op, saying why. */
+static void expect_no_ops(const char *why) {
+  bp_context_t *ctx = context();
+  bp_device_entry_t e;
+  assert_true(cuda_entry(ctx, 0, &e));
+  for (int op = 0; op < BP_OP_COUNT; op++)
+    assert_int_equal(e.info.op_dtypes[op], 0);
+  if (!strstr(e.info.description, why))
+    fail_msg("description \"%s\" lacks \"%s\"", e.info.description, why);
+  bp_context_destroy(ctx);
+}
+
+static void test_old_gpu_and_old_ptx_driver(void **state) {
+  (void)state;
+  setenv("BP_CUDA_SHIM_CC", "75", 1);
+  expect_no_ops("below 8.0");
+  unsetenv("BP_CUDA_SHIM_CC");
+  setenv("BP_CUDA_SHIM_DRIVER", "12040", 1); /* older than the PTX ISA */
+  expect_no_ops("needs a CUDA");
+}
+
+static bp_device_t *open_cuda(bp_context_t *ctx, const bp_device_config_t *c) {
+  bp_device_t *d = NULL;
+  bp_status_t st = bp_device_open(ctx, "cuda", c, &d);
+  if (st != BP_OK)
+    fail_msg("bp_device_open(cuda): %s", bp_last_error());
+  return d;
+}
+
+static void test_memory_and_copies(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  enum { N = 1000 };
+  int32_t host[N], back[N];
+  for (int i = 0; i < N; i++)
+    host[i] = i * 7 - 300;
+  bp_buffer_t *a = NULL, *b = NULL;
+  assert_int_equal(bp_buffer_alloc(d, sizeof host, &a), BP_OK);
+  assert_int_equal(bp_buffer_alloc(d, sizeof host + 64, &b), BP_OK);
+  assert_int_equal(bp_buffer_write(a, 0, host, sizeof host), BP_OK);
+  assert_int_equal(bp_buffer_copy(b, 64, a, 0, sizeof host), BP_OK);
+  memset(back, 0, sizeof back);
+  assert_int_equal(bp_buffer_read(b, 64, back, sizeof back), BP_OK);
+  assert_memory_equal(host, back, sizeof host);
+  /* Asynchronous copies on a stream, then a partial read at an offset. */
+  for (int i = 0; i < N; i++)
+    host[i] = -i;
+  assert_int_equal(bp_buffer_write_async(s, a, 0, host, sizeof host), BP_OK);
+  memset(back, 0, sizeof back);
+  assert_int_equal(bp_buffer_read_async(s, a, 40, back, 400), BP_OK);
+  assert_int_equal(bp_stream_synchronize(s), BP_OK);
+  assert_memory_equal(host + 10, back, 400);
+  assert_true(stats().allocations >= 1); /* the core pool may carve both from one */
+  bp_buffer_free(a);
+  bp_buffer_free(b);
+  bp_stream_destroy(s);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+static void test_events(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL, *s2 = NULL;
+  bp_event_t *e0 = NULL, *e1 = NULL, *never = NULL;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  assert_int_equal(bp_stream_create(d, &s2), BP_OK);
+  assert_int_equal(bp_event_create(d, &e0), BP_OK);
+  assert_int_equal(bp_event_create(d, &e1), BP_OK);
+  assert_int_equal(bp_event_create(d, &never), BP_OK);
+  assert_int_equal(bp_event_record(e0, s), BP_OK);
+  usleep(2000);
+  assert_int_equal(bp_event_record(e1, s), BP_OK);
+  assert_int_equal(bp_stream_wait_event(s2, e1), BP_OK);
+  assert_int_equal(bp_event_synchronize(e1), BP_OK);
+  double ms = -1;
+  assert_int_equal(bp_event_elapsed_ms(e0, e1, &ms), BP_OK);
+  assert_true(ms >= 1.0 && ms < 1000.0);
+  /* Timing an event never recorded is refused (by the core, before the
+   * driver would refuse it too). */
+  assert_int_equal(bp_event_elapsed_ms(e0, never, &ms),
+                   BP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stats().events, 3);
+  bp_event_destroy(e0);
+  bp_event_destroy(e1);
+  bp_event_destroy(never);
+  bp_stream_destroy(s);
+  bp_stream_destroy(s2);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+/* Runs a fill on a fresh f32 buffer of n elements; returns its status. */
+static bp_status_t fill(bp_device_t *d, bp_stream_t *s, int64_t n, float v) {
+  bp_buffer_t *b = NULL;
+  bp_status_t st = bp_buffer_alloc(d, (uint64_t)n * 4, &b);
+  if (st != BP_OK)
+    return st;
+  bp_tensor_t t;
+  assert_int_equal(bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, &t), BP_OK);
+  st = bp_fill(s, &t, v);
+  if (st == BP_OK) {
+    float got = 0;
+    assert_int_equal(bp_buffer_read(b, (uint64_t)(n - 1) * 4, &got, 4), BP_OK);
+    assert_true(got == v);
+  }
+  bp_buffer_free(b);
+  return st;
+}
+
+/* Everything the plugin created reaches the driver's destroy calls, and
+ * every entry point pops the context it pushed. */
+static void test_no_leaks(void **state) {
+  (void)state;
+  shim_stats_t before = stats();
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  assert_int_equal(fill(d, s, 300, 1.5f), BP_OK);
+  assert_true(stats().modules >= 1);
+  assert_true(stats().launches > before.launches);
+  assert_int_equal(stats().ctx_depth, 0);
+  bp_stream_destroy(s);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+  shim_stats_t after = stats();
+  assert_int_equal(after.allocations, before.allocations);
+  assert_int_equal(after.bytes_in_use, before.bytes_in_use);
+  assert_int_equal(after.streams, before.streams);
+  assert_int_equal(after.events, before.events);
+  assert_int_equal(after.modules, before.modules);
+  assert_int_equal(after.primary_ctx_refs, before.primary_ctx_refs);
+  assert_int_equal(after.ctx_depth, 0);
+}
+
+static void expect_message(const char *part) {
+  if (!strstr(bp_last_error(), part))
+    fail_msg("message \"%s\" lacks \"%s\"", bp_last_error(), part);
+}
+
+static void test_out_of_memory(void **state) {
+  (void)state;
+  setenv("BP_CUDA_SHIM_MEM", "1048576", 1); /* 1 MiB of "device" memory */
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_buffer_t *b = NULL;
+  assert_int_equal(bp_buffer_alloc(d, 4u << 20, &b), BP_ERR_OUT_OF_MEMORY);
+  expect_message("4194304 bytes requested");
+  expect_message("bytes free of 1048576");
+  setenv("BP_CUDA_SHIM_FAIL", "alloc", 1);
+  assert_int_equal(bp_buffer_alloc(d, 256, &b), BP_ERR_OUT_OF_MEMORY);
+  unsetenv("BP_CUDA_SHIM_FAIL");
+  bp_device_close(d);
+  /* The configured memory limit is the plugin's own check. */
+  bp_device_config_t cfg = {.struct_size = sizeof cfg, .memory_limit = 4096};
+  d = open_cuda(ctx, &cfg);
+  assert_int_equal(bp_buffer_alloc(d, 8192, &b), BP_ERR_OUT_OF_MEMORY);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+static void test_launch_and_jit_failures(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  setenv("BP_CUDA_SHIM_FAIL", "module", 1); /* the JIT refuses the PTX */
+  assert_int_equal(fill(d, s, 16, 1.0f), BP_ERR_INTERNAL);
+  expect_message("CUDA_ERROR_INVALID_PTX");
+  expect_message("injected failure"); /* the JIT log reaches the user */
+  setenv("BP_CUDA_SHIM_FAIL", "launch", 1);
+  assert_int_equal(fill(d, s, 16, 1.0f), BP_ERR_DEVICE_LOST);
+  expect_message("cuLaunchKernel(bp_fill): CUDA_ERROR_LAUNCH_FAILED");
+  unsetenv("BP_CUDA_SHIM_FAIL");
+  assert_int_equal(fill(d, s, 16, 1.0f), BP_OK);
+  assert_int_equal(stats().ctx_depth, 0);
+  bp_stream_destroy(s);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+/* Launch geometry at the edges: a grid-stride fill larger than one grid,
+ * and attention whose shared memory needs the opt-in (head dim 128). */
+static void test_launch_geometry(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  assert_int_equal(fill(d, s, 20000000, 3.0f), BP_OK);
+  int64_t shape[4] = {1, 2, 3, 128};
+  bp_buffer_t *b = NULL;
+  assert_int_equal(bp_buffer_alloc(d, 4 * 2 * 3 * 128 * 4, &b), BP_OK);
+  bp_tensor_t q, k, v, o;
+  for (int i = 0; i < 4; i++) {
+    bp_tensor_t *t[4] = {&q, &k, &v, &o};
+    assert_int_equal(bp_tensor_init(b, (uint64_t)i * 2 * 3 * 128 * 4, BP_F32,
+                                    4, shape, NULL, t[i]),
+                     BP_OK);
+    if (i < 3)
+      assert_int_equal(bp_fill(s, t[i], 0.25), BP_OK);
+  }
+  assert_int_equal(bp_attention(s, &q, &k, &v, 0, true, &o), BP_OK);
+  float out = 0;
+  assert_int_equal(bp_buffer_read(b, 3 * 2 * 3 * 128 * 4, &out, 4), BP_OK);
+  assert_true(out == 0.25f); /* a mean of equal values */
+  bp_buffer_free(b);
+  bp_stream_destroy(s);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_probe_records, reset_env),
+      cmocka_unit_test_setup(test_driver_absent, reset_env),
+      cmocka_unit_test_setup(test_init_fails, reset_env),
+      cmocka_unit_test_setup(test_driver_too_old, reset_env),
+      cmocka_unit_test_setup(test_old_gpu_and_old_ptx_driver, reset_env),
+      cmocka_unit_test_setup(test_memory_and_copies, reset_env),
+      cmocka_unit_test_setup(test_events, reset_env),
+      cmocka_unit_test_setup(test_no_leaks, reset_env),
+      cmocka_unit_test_setup(test_out_of_memory, reset_env),
+      cmocka_unit_test_setup(test_launch_and_jit_failures, reset_env),
+      cmocka_unit_test_setup(test_launch_geometry, reset_env),
+  };
+  return cmocka_run_group_tests_name("cuda", tests, group_setup, NULL);
+}

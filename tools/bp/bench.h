@@ -1,0 +1,102 @@
+/*
+ * bench.h — internals of bp bench: the suite, the anchors measured beside
+ * our figures (OpenBLAS, PyTorch, a streaming loop, the FMA peak), and one
+ * result record per case.
+ */
+#ifndef BP_TOOL_BENCH_H
+#define BP_TOOL_BENCH_H
+
+#include <stdbool.h>
+
+#include "bp.h"
+#include "cases.h"
+
+/* ---------------------------------------------------------------------------
+ * The suite.
+ */
+/* Fills at most cap cases of the suite for the ops whose bit is set in
+ * op_mask (1 << bpt_op_t), the small subset when quick. Returns the count. */
+int bench_suite(unsigned op_mask, bool quick, bpt_case_t *out, int cap);
+#define BENCH_SUITE_MAX 96
+
+/* How long to measure: warm-up calls, then at least min_reps timed calls and
+ * min_seconds, at most max_reps. */
+typedef struct bench_timing {
+  int warmup, min_reps, max_reps;
+  double min_seconds;
+  double slow_seconds; /* a warm-up call slower than this: one timed call */
+} bench_timing_t;
+void bench_timing_for(bool quick, bench_timing_t *out);
+
+/* ---------------------------------------------------------------------------
+ * Anchors.
+ */
+#define BENCH_INSTALL_OPENBLAS "apt-get install libopenblas0"
+#define BENCH_INSTALL_TORCH "apt-get install python3-torch"
+
+/* The machine: FMA peak from detected ISA x cores x measured clock. */
+typedef struct bench_machine {
+  const char *isa;  /* "avx512", "avx2+fma", "scalar" */
+  int lanes_f32;    /* f32 lanes per vector */
+  int fma_units;    /* per core, measured */
+  int cores;
+  double ghz;       /* measured */
+  double peak_f32_gflops;
+  double stream_gbs; /* streaming read+write bandwidth, measured */
+} bench_machine_t;
+/* Detects the ISA, measures the clock and FMA throughput and the streaming
+ * bandwidth over buffers of stream_bytes each. */
+void bench_machine_measure(bench_machine_t *m, bool quick);
+
+/* OpenBLAS through dlopen("libopenblas.so.0"). */
+typedef struct bench_openblas bench_openblas_t;
+/* Opens OpenBLAS; NULL when absent (reason in why). */
+bench_openblas_t *bench_openblas_open(char *why, size_t why_size);
+void bench_openblas_close(bench_openblas_t *ob);
+/* "OpenBLAS 0.3.21 ..." configuration string. */
+const char *bench_openblas_config(bench_openblas_t *ob);
+/* Best time in ms of the GEMM case c (f32 via sgemm, f64 via dgemm, f16/bf16
+ * via sgemm of the same shape); < 0 when it cannot run. */
+double bench_openblas_gemm(bench_openblas_t *ob, const bpt_case_t *c,
+                           const bench_timing_t *t);
+
+/* PyTorch through `python3 tools/bench_torch.py`: every torch-anchored case
+ * of the suite measured in one subprocess. */
+typedef struct bench_torch {
+  bool available;
+  bool not_needed; /* no case of the suite uses it */
+  char version[64];
+  char why[256];   /* reason when absent */
+  int count;
+  double ms[BENCH_SUITE_MAX];      /* < 0: not measured */
+  double sdpa_ms[BENCH_SUITE_MAX]; /* F.scaled_dot_product_attention */
+} bench_torch_t;
+/* Whether PyTorch is an anchor for the case. */
+bool bench_torch_covers(const bpt_case_t *c);
+/* Runs the helper over the cases it covers. */
+void bench_torch_measure(const bpt_case_t *cases, int n, bool quick,
+                         bench_torch_t *out);
+
+/* ---------------------------------------------------------------------------
+ * Results.
+ */
+typedef struct bench_anchor_fig {
+  const char *name; /* "openblas", "torch", "torch-sdpa", "stream", "peak" */
+  double ms;        /* < 0 when absent */
+  double figure;    /* GFLOP/s or GB/s */
+  double ratio;     /* anchor ms / our ms: > 1 means we are faster */
+  const char *note; /* install command when absent */
+} bench_anchor_fig_t;
+
+typedef struct bench_result {
+  bpt_case_t c;
+  char device[128];
+  bool ran;
+  char message[256]; /* why it did not run */
+  double ms, gflops, gbs;
+  double pct_peak, pct_bw; /* < 0 when not meaningful */
+  int anchors;
+  bench_anchor_fig_t anchor[3];
+} bench_result_t;
+
+#endif /* BP_TOOL_BENCH_H */

@@ -1,0 +1,297 @@
+/*
+ * bench_anchors.c — the anchors of bp bench measured on the spot: the
+ * machine's FMA peak (detected ISA x cores x measured clock), its streaming
+ * bandwidth, and OpenBLAS GEMM through dlopen (the bench only; no plugin
+ * depends on OpenBLAS).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "bench.h"
+
+/* ---------------------------------------------------------------------------
+ * Clock and FMA throughput.
+ */
+#define REP10(s) s s s s s s s s s s
+
+/* Cycles per second from a chain of dependent integer multiplies (3 cycles
+ * each on every x86 core since Core 2 and Zen). Not adds: recent cores fold
+ * chains of add-immediate at rename and run them faster than one a cycle. */
+static double measure_hz(void) {
+  double best = 0;
+  /* Many short windows, keeping the fastest: a busy machine preempts some. */
+  for (int rep = 0; rep < 30; rep++) {
+    uint64_t x = 1, one = 1;
+    const long iters = 50000;
+    double t0 = bpt_now();
+    for (long i = 0; i < iters; i++) {
+#if defined(__x86_64__)
+      __asm__ volatile(REP10("imul %1, %0\n\t") REP10("imul %1, %0\n\t")
+                       : "+r"(x)
+                       : "r"(one));
+#else
+      x = x * 3 + one;
+#endif
+    }
+    double hz = (double)iters * 20 * 3 / (bpt_now() - t0);
+    if (hz > best) best = hz;
+  }
+  return best;
+}
+
+#if defined(__x86_64__)
+#define FMA_CHAINS(T, fma, a, y, x)                                            \
+  a[0] = fma(a[0], y, x); a[1] = fma(a[1], y, x); a[2] = fma(a[2], y, x);      \
+  a[3] = fma(a[3], y, x); a[4] = fma(a[4], y, x); a[5] = fma(a[5], y, x);      \
+  a[6] = fma(a[6], y, x); a[7] = fma(a[7], y, x); a[8] = fma(a[8], y, x);      \
+  a[9] = fma(a[9], y, x); a[10] = fma(a[10], y, x); a[11] = fma(a[11], y, x);
+
+/* FMA instructions per second on one core, 12 independent chains. */
+__attribute__((target("avx512f"))) static double fma_rate_avx512(long iters) {
+  __m512 a[12], y = _mm512_set1_ps(0.9999f), x = _mm512_set1_ps(1e-6f);
+  for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+  double t0 = bpt_now();
+  for (long i = 0; i < iters; i++) { FMA_CHAINS(__m512, _mm512_fmadd_ps, a, y, x) }
+  double t = bpt_now() - t0;
+  volatile float sink = 0;
+  for (int i = 0; i < 12; i++) sink += _mm512_reduce_add_ps(a[i]);
+  (void)sink;
+  return (double)iters * 12 / t;
+}
+
+__attribute__((target("avx2,fma"))) static double fma_rate_avx2(long iters) {
+  __m256 a[12], y = _mm256_set1_ps(0.9999f), x = _mm256_set1_ps(1e-6f);
+  for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
+  double t0 = bpt_now();
+  for (long i = 0; i < iters; i++) { FMA_CHAINS(__m256, _mm256_fmadd_ps, a, y, x) }
+  double t = bpt_now() - t0;
+  float out[8];
+  volatile float sink = 0;
+  for (int i = 0; i < 12; i++) {
+    _mm256_storeu_ps(out, a[i]);
+    sink += out[0];
+  }
+  (void)sink;
+  return (double)iters * 12 / t;
+}
+#endif
+
+static void detect_isa(bench_machine_t *m) {
+  m->isa = "scalar";
+  m->lanes_f32 = 1;
+#if defined(__x86_64__)
+  /* __builtin_cpu_supports checks CPUID and the OS's XSAVE state. */
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    m->isa = "avx512";
+    m->lanes_f32 = 16;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    m->isa = "avx2+fma";
+    m->lanes_f32 = 8;
+  }
+#endif
+}
+
+/* FMA units per core: measured FMA rate over the clock, rounded, 1 or 2. */
+static int measure_fma_units(const bench_machine_t *m, double hz) {
+  double rate = 0;
+#if defined(__x86_64__)
+  for (int rep = 0; rep < 30; rep++) {
+    double r = m->lanes_f32 == 16 ? fma_rate_avx512(100000)
+               : m->lanes_f32 == 8 ? fma_rate_avx2(100000)
+                                    : 0;
+    if (r > rate) rate = r;
+  }
+#endif
+  if (rate <= 0 || hz <= 0) return 1;
+  int units = (int)(rate / hz + 0.5);
+  return units < 1 ? 1 : units > 2 ? 2 : units;
+}
+
+/* ---------------------------------------------------------------------------
+ * Streaming bandwidth: y = s * x over large buffers, one slice per core.
+ */
+typedef struct stream_job {
+  float *x, *y;
+  size_t n;
+  float s;
+} stream_job_t;
+
+static void *stream_thread(void *arg) {
+  stream_job_t *j = arg;
+  for (size_t i = 0; i < j->n; i++) j->y[i] = j->x[i] * j->s;
+  return NULL;
+}
+
+static double stream_once(float *x, float *y, size_t n, int threads) {
+  pthread_t tid[64];
+  stream_job_t job[64];
+  size_t per = (n / (size_t)threads) & ~(size_t)15;
+  double t0 = bpt_now();
+  for (int t = 0; t < threads; t++) {
+    size_t lo = per * (size_t)t, hi = t + 1 == threads ? n : lo + per;
+    job[t] = (stream_job_t){x + lo, y + lo, hi - lo, 1.0f};
+    if (pthread_create(&tid[t], NULL, stream_thread, &job[t]) != 0)
+      stream_thread(&job[t]), tid[t] = 0;
+  }
+  for (int t = 0; t < threads; t++)
+    if (tid[t]) pthread_join(tid[t], NULL);
+  return bpt_now() - t0;
+}
+
+static double measure_stream(int threads, size_t bytes, int reps) {
+  size_t n = bytes / sizeof(float);
+  float *x = aligned_alloc(64, n * sizeof *x), *y = aligned_alloc(64, n * sizeof *y);
+  if (!x || !y) {
+    free(x);
+    free(y);
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) x[i] = y[i] = (float)(i & 1023);
+  double best = 1e300;
+  for (int r = 0; r < reps; r++) {
+    double t = stream_once(x, y, n, threads);
+    if (t < best) best = t;
+  }
+  free(x);
+  free(y);
+  return 2.0 * (double)bytes / best / 1e9;
+}
+
+void bench_machine_measure(bench_machine_t *m, bool quick) {
+  memset(m, 0, sizeof *m);
+  detect_isa(m);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  m->cores = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
+  double hz = measure_hz();
+  m->ghz = hz / 1e9;
+  m->fma_units = measure_fma_units(m, hz);
+  m->peak_f32_gflops =
+      (double)m->lanes_f32 * 2.0 * m->fma_units * m->cores * m->ghz;
+  m->stream_gbs = measure_stream(m->cores, (quick ? 32u : 64u) << 20,
+                                 quick ? 3 : 6);
+}
+
+/* ---------------------------------------------------------------------------
+ * OpenBLAS.
+ */
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *,
+                         int, const float *, int, float, float *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *,
+                         int, const double *, int, double, double *, int);
+
+struct bench_openblas {
+  void *lib;
+  sgemm_fn sgemm;
+  dgemm_fn dgemm;
+  char config[128];
+};
+
+bench_openblas_t *bench_openblas_open(char *why, size_t why_size) {
+  void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(why, why_size, "libopenblas.so.0 not found");
+    return NULL;
+  }
+  bench_openblas_t *ob = calloc(1, sizeof *ob);
+  if (!ob) goto fail;
+  ob->lib = lib;
+  *(void **)&ob->sgemm = dlsym(lib, "cblas_sgemm");
+  *(void **)&ob->dgemm = dlsym(lib, "cblas_dgemm");
+  if (!ob->sgemm || !ob->dgemm) {
+    snprintf(why, why_size, "libopenblas.so.0 has no cblas_sgemm/cblas_dgemm");
+    goto fail;
+  }
+  void (*set_threads)(int);
+  char *(*get_config)(void);
+  *(void **)&set_threads = dlsym(lib, "openblas_set_num_threads");
+  *(void **)&get_config = dlsym(lib, "openblas_get_config");
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (set_threads) set_threads(cores > 0 ? (int)cores : 1);
+  snprintf(ob->config, sizeof ob->config, "%s",
+           get_config ? get_config() : "OpenBLAS");
+  return ob;
+fail:
+  free(ob);
+  dlclose(lib);
+  return NULL;
+}
+
+void bench_openblas_close(bench_openblas_t *ob) {
+  if (!ob) return;
+  dlclose(ob->lib);
+  free(ob);
+}
+
+const char *bench_openblas_config(bench_openblas_t *ob) {
+  return ob ? ob->config : "";
+}
+
+static void fill_uniform(void *p, size_t n, bool f64) {
+  uint64_t s = 0x2545f4914f6cdd1dull;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    double v = (double)(s >> 40) / (double)(1ull << 24) * 2.0 - 1.0;
+    if (f64)
+      ((double *)p)[i] = v;
+    else
+      ((float *)p)[i] = (float)v;
+  }
+}
+
+/* One call of the case: every matrix of the batch. */
+static void openblas_call(bench_openblas_t *ob, const bpt_case_t *c, bool f64,
+                          void *a, void *b, void *cc) {
+  int m = (int)c->m, n = (int)c->n, k = (int)c->k;
+  for (int64_t i = 0; i < c->batch; i++) {
+    if (f64)
+      ob->dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0,
+                (double *)a + i * m * k, k, (double *)b + i * k * n, n, 0.0,
+                (double *)cc + i * m * n, n);
+    else
+      ob->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0f,
+                (float *)a + i * m * k, k, (float *)b + i * k * n, n, 0.0f,
+                (float *)cc + i * m * n, n);
+  }
+}
+
+double bench_openblas_gemm(bench_openblas_t *ob, const bpt_case_t *c,
+                           const bench_timing_t *t) {
+  if (!ob || c->op != BPT_GEMM) return -1;
+  bool f64 = c->dtype == BP_F64;
+  size_t es = f64 ? 8 : 4;
+  size_t na = (size_t)(c->batch * c->m * c->k), nb = (size_t)(c->batch * c->k * c->n);
+  size_t nc = (size_t)(c->batch * c->m * c->n);
+  void *a = malloc(na * es), *b = malloc(nb * es), *cc = malloc(nc * es);
+  double best = -1;
+  if (a && b && cc) {
+    fill_uniform(a, na, f64);
+    fill_uniform(b, nb, f64);
+    double t0 = bpt_now();
+    openblas_call(ob, c, f64, a, b, cc); /* warm-up */
+    double warm = bpt_now() - t0, total = 0;
+    int reps = warm > t->slow_seconds ? 1 : t->max_reps;
+    best = 1e300;
+    for (int i = 0; i < reps; i++) {
+      if (i >= t->min_reps && total >= t->min_seconds) break;
+      t0 = bpt_now();
+      openblas_call(ob, c, f64, a, b, cc);
+      double s = bpt_now() - t0;
+      total += s;
+      if (s < best) best = s;
+    }
+    best *= 1e3;
+  }
+  free(a);
+  free(b);
+  free(cc);
+  return best;
+}

@@ -1,0 +1,96 @@
+/*
+ * bench_suite.c — the fixed shapes of bp bench (issue 4's suite) and its
+ * --quick subset, and how long each case is measured.
+ */
+#include "bench.h"
+
+static int add(bpt_case_t *out, int n, int cap, bpt_case_t c) {
+  if (n < cap) out[n] = c;
+  return n + 1;
+}
+
+static bpt_case_t gemm(bp_dtype_t dt, int64_t batch, int64_t m, int64_t n,
+                       int64_t k) {
+  return (bpt_case_t){.op = BPT_GEMM, .dtype = dt, .batch = batch, .m = m,
+                      .n = n, .k = k};
+}
+
+static bpt_case_t attention(int64_t b, int64_t h, int64_t s, int64_t d,
+                            bool causal) {
+  return (bpt_case_t){.op = BPT_ATTENTION, .dtype = BP_F32, .batch = b,
+                      .heads = h, .seq = s, .dim = d, .causal = causal};
+}
+
+static bpt_case_t conv(int64_t c, int64_t hw, int64_t k, int64_t r,
+                       int64_t stride, int64_t pad, int64_t groups) {
+  return (bpt_case_t){.op = BPT_CONV2D, .dtype = BP_F32, .batch = 1, .c = c,
+                      .hw = hw, .k = k, .r = r, .stride = stride, .pad = pad,
+                      .groups = groups};
+}
+
+static bpt_case_t rows(bpt_op_t op, int64_t m, int64_t n) {
+  return (bpt_case_t){.op = op, .dtype = BP_F32, .batch = 1, .m = m, .n = n};
+}
+
+static int suite_gemm(bool quick, bpt_case_t *o, int n, int cap) {
+  if (quick) {
+    n = add(o, n, cap, gemm(BP_F32, 1, 256, 256, 256));
+    return add(o, n, cap, gemm(BP_F32, 1, 1024, 1024, 1024));
+  }
+  for (int64_t s = 256; s <= 4096; s *= 2)
+    n = add(o, n, cap, gemm(BP_F32, 1, s, s, s));
+  n = add(o, n, cap, gemm(BP_F32, 1, 512, 4096, 4096));
+  n = add(o, n, cap, gemm(BP_F32, 1, 512, 11008, 4096));
+  n = add(o, n, cap, gemm(BP_F32, 32, 512, 512, 64));
+  n = add(o, n, cap, gemm(BP_F64, 1, 1024, 1024, 1024));
+  n = add(o, n, cap, gemm(BP_F64, 1, 2048, 2048, 2048));
+  n = add(o, n, cap, gemm(BP_BF16, 1, 2048, 2048, 2048));
+  return add(o, n, cap, gemm(BP_F16, 1, 2048, 2048, 2048));
+}
+
+static int suite_attention(bool quick, bpt_case_t *o, int n, int cap) {
+  if (quick) return add(o, n, cap, attention(1, 8, 512, 64, true));
+  static const int64_t bh[2][2] = {{1, 8}, {4, 32}};
+  for (int i = 0; i < 2; i++)
+    for (int64_t s = 512; s <= 2048; s *= 2)
+      for (int64_t d = 64; d <= 128; d *= 2)
+        for (int causal = 1; causal >= 0; causal--)
+          n = add(o, n, cap, attention(bh[i][0], bh[i][1], s, d, causal));
+  return n;
+}
+
+/* ResNet-50's characteristic layers, batch 1, and a MobileNet-style
+ * depthwise layer. */
+static int suite_conv(bool quick, bpt_case_t *o, int n, int cap) {
+  if (quick) return add(o, n, cap, conv(256, 56, 64, 1, 1, 0, 1));
+  n = add(o, n, cap, conv(3, 224, 64, 7, 2, 3, 1));
+  n = add(o, n, cap, conv(64, 56, 64, 3, 1, 1, 1));
+  n = add(o, n, cap, conv(256, 56, 64, 1, 1, 0, 1));
+  n = add(o, n, cap, conv(256, 14, 256, 3, 1, 1, 1));
+  return add(o, n, cap, conv(256, 56, 256, 3, 1, 1, 256));
+}
+
+int bench_suite(unsigned op_mask, bool quick, bpt_case_t *out, int cap) {
+  /* 64 MiB of f32 per tensor (16 MiB with --quick). */
+  int64_t rows_n = quick ? 4096 : 16384, cols = 1024;
+  int n = 0;
+  if (op_mask & (1u << BPT_GEMM)) n = suite_gemm(quick, out, n, cap);
+  if (op_mask & (1u << BPT_ATTENTION)) n = suite_attention(quick, out, n, cap);
+  if (op_mask & (1u << BPT_CONV2D)) n = suite_conv(quick, out, n, cap);
+  if (op_mask & (1u << BPT_SOFTMAX))
+    n = add(out, n, cap, rows(BPT_SOFTMAX, rows_n, cols));
+  if (op_mask & (1u << BPT_LAYER_NORM))
+    n = add(out, n, cap, rows(BPT_LAYER_NORM, rows_n, cols));
+  if (op_mask & (1u << BPT_ADD))
+    n = add(out, n, cap, rows(BPT_ADD, 1, rows_n * cols));
+  return n < cap ? n : cap;
+}
+
+void bench_timing_for(bool quick, bench_timing_t *out) {
+  if (quick)
+    *out = (bench_timing_t){.warmup = 1, .min_reps = 2, .max_reps = 10,
+                            .min_seconds = 0.05, .slow_seconds = 0.5};
+  else
+    *out = (bench_timing_t){.warmup = 1, .min_reps = 3, .max_reps = 50,
+                            .min_seconds = 0.3, .slow_seconds = 2.0};
+}
