@@ -75,7 +75,7 @@ check-tsan: deps
 # plugins, bp, its man page and backplane.pc. DESTDIR stages a package.
 INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include $(PLUGIN_INSTALL_DIR) \
   $(PREFIX)/bin $(PREFIX)/share/man/man1
-install: all
+install: $(LIB) $(PLUGINS) $(TOOLS)
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 755 $(B)/lib/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so.$(SOVERSION)

@@ -32,11 +32,23 @@ typedef struct child_result {
  * first failure. p lives in memory shared with the parent, so the stage the
  * child reached is known even when it dies. Never returns. */
 static void child_probe(const char *path, int fd, bp__plugin_t *p) {
+  /* The application's own handlers for fatal signals (a crash reporter, a
+   * test framework that longjmps back into its runner) must not run here:
+   * the child would go on as a copy of the application. Restore the
+   * defaults so a fault ends the child and the parent sees the signal. */
+  static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+                              SIGABRT, SIGTRAP, SIGSYS};
+  for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+    signal(fatal[i], SIG_DFL);
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
   child_result_t r = {0};
   bp_context_t ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.options.struct_size = sizeof ctx.options;
   p->report.stage = BP_STAGE_OPEN;
+  snprintf(p->report.path, sizeof p->report.path, "%s", path);
   ctx.plugins = p;
   ctx.plugin_count = ctx.plugin_capacity = 1;
   bp__loader_load_file(&ctx, p, path);

@@ -193,7 +193,7 @@ void bp__device_release_children(bp_device_t *d) {
   while (d->streams) {
     bp_stream_t *s = d->streams;
     d->streams = s->next;
-    bp__log(BP_LOG_WARN, BP__LOG_API, "bp_device_close: destroying a stream left open");
+    bp__log(BP_LOG_DEBUG, BP__LOG_API, "bp_device_close: destroying a stream left open");
     bp__handle_remove(s);
     stream_release(s);
   }
@@ -207,7 +207,7 @@ void bp__device_release_children(bp_device_t *d) {
   while (d->buffers) {
     bp_buffer_t *b = d->buffers;
     d->buffers = b->next;
-    bp__log(BP_LOG_WARN, BP__LOG_API, "bp_device_close: freeing a buffer of %llu bytes left allocated",
+    bp__log(BP_LOG_DEBUG, BP__LOG_API, "bp_device_close: freeing a buffer of %llu bytes left allocated",
             (unsigned long long)b->size);
     bp__handle_remove(b);
     bp__buffer_release_memory(d, b);

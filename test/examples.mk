@@ -1,0 +1,1 @@
+TESTS += test/test_examples.sh
