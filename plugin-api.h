@@ -4,7 +4,7 @@
  * A backend is a shared object named backend-<name>.so that exports exactly
  * one symbol, BP_PLUGIN_DESCRIPTOR_SYMBOL ("bp_plugin_descriptor"), a
  * bp_plugin_descriptor_t. This header is the only one a plugin author needs;
- * it depends on nothing but <stddef.h> and <stdint.h>.
+ * it depends on nothing but <stdbool.h>, <stddef.h> and <stdint.h>.
  *
  * Version rules (see docs/plugin-abi.md for the long form):
  *  1. The descriptor starts with magic, abi_major, abi_minor, struct_size.
@@ -35,6 +35,7 @@
 #ifndef BACKPLANE_PLUGIN_API_H
 #define BACKPLANE_PLUGIN_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -192,6 +193,25 @@ typedef enum bp_log_level {
   BP_LOG_DEBUG = 3
 } bp_log_level_t;
 
+/* The key of one autotuning cache entry (ABI 1.1). Every field is a
+ * NUL-terminated string of at most BP_TUNE_FIELD_MAX - 1 bytes (may be "",
+ * never NULL); a lookup matches only an entry whose every field is equal, so
+ * results measured under another plugin or driver version are never used.
+ * bucket names the shape class the plugin tunes for ("m1024n1024k1024",
+ * "s512d64"); its meaning is the plugin's own. */
+typedef struct bp_tune_key {
+  uint32_t struct_size;       /* sizeof(bp_tune_key_t) */
+  const char *plugin;         /* descriptor name: "cpu" */
+  const char *plugin_version; /* descriptor version */
+  const char *device;         /* device name as in bp_device_info_t */
+  const char *driver_version; /* as in bp_device_info_t */
+  const char *op;             /* "gemm", or a plugin's own kernel name */
+  const char *dtype;          /* "f32" */
+  const char *bucket;
+} bp_tune_key_t;
+#define BP_TUNE_FIELD_MAX 256 /* bytes per key field, NUL included */
+#define BP_TUNE_VALUE_MAX 1024 /* bytes per value, NUL included */
+
 typedef struct bp_host_services {
   uint32_t struct_size;
   uint16_t abi_major, abi_minor; /* the loader's ABI version */
@@ -204,6 +224,18 @@ typedef struct bp_host_services {
   /* Sets the calling thread's error message for the status about to be
    * returned; the core shows it to the application. Thread-safe. */
   void (*set_error)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+  /* fields below: ABI 1.1 */
+  /* Autotuning cache (see bp_tune_key_t and docs/runtime.md). Copies the
+   * value stored under key into out_value (NUL-terminated) and returns true;
+   * false when there is no entry for exactly this key or the value does not
+   * fit in size bytes. Thread-safe. (optional: a 1.0 host leaves it NULL) */
+  bool (*tune_lookup)(const bp_tune_key_t *key, char *out_value, size_t size);
+  /* Remembers value under key, replacing an entry with the same key, and
+   * writes it to the cache file (atomically, merged with what other
+   * processes wrote). A failure to write is logged, never reported to the
+   * caller: the value stays known to this process. Thread-safe.
+   * (optional: a 1.0 host leaves it NULL) */
+  void (*tune_store)(const bp_tune_key_t *key, const char *value);
 } bp_host_services_t;
 
 /* ---------------------------------------------------------------------------

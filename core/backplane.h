@@ -150,6 +150,16 @@ BP_API bp_status_t bp_context_device_entry(const bp_context_t *context,
                                            uint32_t rank,
                                            bp_device_entry_t *out_entry);
 
+/* Points the autotuning cache at the JSON file path (copied), in place of
+ * BACKPLANE_TUNING_CACHE and the default $XDG_CACHE_HOME/backplane/
+ * tuning.json (~/.cache/backplane/tuning.json). NULL restores that order.
+ * Plugins are loaded once per process and reach the cache through host
+ * services that carry no context, so the cache is one per process: the path
+ * applies to every context, and the last call wins. The file is read on the
+ * next lookup or store, not here. Thread-safe. See docs/runtime.md. */
+BP_API bp_status_t bp_context_set_tuning_cache(bp_context_t *context,
+                                               const char *path);
+
 /* ---------------------------------------------------------------------------
  * Devices.
  */

@@ -49,6 +49,8 @@ void bp_context_destroy(bp_context_t *ctx) {
   }
   for (uint32_t i = 0; i < ctx->plugin_count; i++) bp__loader_unload(&ctx->plugins[i]);
   free(ctx->plugins);
+  for (uint32_t i = 0; i < ctx->scanned_count; i++) free(ctx->scanned[i]);
+  free(ctx->scanned);
   free(ctx->ranked);
   free(ctx->ranked_plugin);
   pthread_mutex_destroy(&ctx->lock);

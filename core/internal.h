@@ -48,6 +48,10 @@ const bp_host_services_t *bp__host_services(void);
 /* secure_getenv, in one place. */
 const char *bp__getenv(const char *name);
 
+/* ---- autotuning cache (tuning.c): the host services tune_lookup/store ---- */
+bool bp__tune_lookup(const bp_tune_key_t *key, char *out_value, size_t size);
+void bp__tune_store(const bp_tune_key_t *key, const char *value);
+
 /* ---- handle registry (handles.c) ----------------------------------------- */
 typedef enum bp__handle_type {
   BP__H_CONTEXT = 1,
@@ -67,8 +71,11 @@ bool bp__handle_live(const void *handle, bp__handle_type_t type);
 /* ---- objects -------------------------------------------------------------- */
 typedef struct bp__pool bp__pool_t;
 
+typedef struct bp__shared bp__shared_t;
+
 typedef struct bp__plugin {
   bp_plugin_report_t report;
+  bp__shared_t *shared;                  /* the process-wide copy, if loaded */
   void *dl;                              /* dlopen handle, NULL if refused */
   bp_plugin_descriptor_t desc;           /* copy, zero beyond struct_size */
   bool initialised;
@@ -85,6 +92,8 @@ struct bp_context {
   uint32_t *ranked_plugin;   /* plugin index of each ranked entry */
   uint32_t device_count;
   bp_device_t *open_devices; /* linked through next */
+  char **scanned;            /* real paths of the directories scanned */
+  uint32_t scanned_count;
 };
 
 struct bp_device {
@@ -128,6 +137,28 @@ struct bp_event {
   bp_event_t *next, *prev;
 };
 
+/* ---- plugins shared by every context (registry.c) --------------------------- */
+struct bp__shared {
+  char real[4096]; /* real path */
+  void *dl;
+  bp_plugin_descriptor_t desc;
+  uint32_t device_count;
+  bp_device_info_t infos[BP__MAX_DEVICES_PER_PLUGIN];
+  unsigned refs;
+  bp__shared_t *next;
+};
+extern bool bp__in_isolated_child;
+void bp__registry_lock(void);
+void bp__registry_unlock(void);
+/* Under the lock: the loaded copy of a real path, or NULL. */
+bp__shared_t *bp__registry_find(const char *real);
+/* Under the lock: records p's freshly initialised and probed copy. */
+bp__shared_t *bp__registry_add(const char *real, bp__plugin_t *p);
+/* Under the lock: lets p use s (one more reference). */
+void bp__registry_share(bp__shared_t *s, bp__plugin_t *p);
+/* Drops one reference; the last shuts the plugin down and unloads it. */
+void bp__registry_release(bp__shared_t *s);
+
 /* ---- loader (loader.c, ranking.c) ----------------------------------------- */
 
 /* Scans the search path and loads every candidate into context->plugins. */
@@ -135,6 +166,8 @@ bp_status_t bp__loader_scan(bp_context_t *context);
 /* Loads one file as a plugin, filling p->report; never fails the caller. */
 void bp__loader_load_file(bp_context_t *context, bp__plugin_t *p,
                           const char *path);
+void bp__loader_load_new(bp_context_t *context, bp__plugin_t *p,
+                         const char *path);
 /* Validates a descriptor copy; returns BP_OK or the refusal with reason. */
 bp_status_t bp__descriptor_check(const bp_plugin_descriptor_t *d,
                                  uint32_t avail_size, char *reason,
@@ -179,6 +212,8 @@ bp_status_t bp__check_output(const char *op, const bp_tensor_t *y, const char *y
                              const bp_tensor_t *const *ins, const char *const *names,
                              bool in_place_ok);
 bool bp__same_view(const bp_tensor_t *a, const bp_tensor_t *b);
+/* An axis along which t's elements share memory with others, or -1. */
+int bp__self_overlap_axis(const bp_tensor_t *t);
 /* Maps a possibly negative axis into [0, rank). */
 bp_status_t bp__normalize_axis(const char *op, int32_t axis, int32_t rank, int32_t *out);
 bool bp__dtype_valid(int dtype);

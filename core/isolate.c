@@ -44,6 +44,7 @@ static void child_probe(const char *path, int fd, bp__plugin_t *p) {
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
   child_result_t r = {0};
+  bp__in_isolated_child = true; /* no registry, no duplicate log lines */
   bp_context_t ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.options.struct_size = sizeof ctx.options;

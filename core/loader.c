@@ -49,6 +49,7 @@ static bp__plugin_t *new_candidate(bp_context_t *ctx, const char *path) {
 static void refuse(bp__plugin_t *p, bp_status_t status) {
   p->report.status = status;
   p->report.loaded = false;
+  if (bp__in_isolated_child) return; /* the parent reports it */
   /* An absent driver is the normal case on most machines: not a warning. */
   bp__log(status == BP_ERR_UNAVAILABLE ? BP_LOG_INFO : BP_LOG_WARN, BP__LOG_LOADER,
           "refusing plugin %s: %s; skipping it", p->report.path, p->report.reason);
@@ -228,7 +229,8 @@ static bool elf_header_ok(bp__plugin_t *p, const char *path) {
   return true;
 }
 
-static bool open_library(bp__plugin_t *p, const char *path) {
+/* The checks every context runs on a file, even one already loaded. */
+static bool check_file(bp__plugin_t *p, const char *path) {
   struct stat st;
   if (stat(path, &st) != 0) {
     REASON(p, "cannot stat: %s", strerror(errno));
@@ -250,6 +252,10 @@ static bool open_library(bp__plugin_t *p, const char *path) {
     refuse(p, BP_ERR_INCOMPATIBLE);
     return false;
   }
+  return true;
+}
+
+static bool open_library(bp__plugin_t *p, const char *path) {
   dlerror();
   p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!p->dl) {
@@ -355,8 +361,56 @@ static bool init_and_probe(bp__plugin_t *p) {
   return true;
 }
 
+/* Marks p usable and logs it. */
+static void mark_ready(bp__plugin_t *p, const char *path) {
+  p->report.stage = BP_STAGE_READY;
+  p->report.status = BP_OK;
+  p->report.loaded = true;
+  p->report.device_count = p->device_count;
+  p->report.reason[0] = '\0';
+  snprintf(p->report.name, sizeof p->report.name, "%s", p->desc.name);
+  snprintf(p->report.version, sizeof p->report.version, "%s", p->desc.version);
+  p->report.plugin_abi_major = p->desc.abi_major;
+  p->report.plugin_abi_minor = p->desc.abi_minor;
+  bp__log(BP_LOG_INFO, BP__LOG_LOADER, "loaded plugin '%s' %s from %s: %u device(s)",
+          p->report.name, p->report.version, path, p->device_count);
+}
+
+/* Another context already loaded this file: share its copy. */
+static void load_shared(bp_context_t *ctx, bp__plugin_t *p, const char *path, bp__shared_t *s) {
+  if (!check_file(p, path)) return;
+  snprintf(p->report.name, sizeof p->report.name, "%s", s->desc.name);
+  if (duplicate_of_loaded(ctx, p)) return;
+  bp__registry_share(s, p);
+  mark_ready(p, path);
+}
+
 void bp__loader_load_file(bp_context_t *ctx, bp__plugin_t *p,
                           const char *path) {
+  char real[4096];
+  bool shareable = !bp__in_isolated_child && realpath(path, real);
+  if (shareable) {
+    bp__registry_lock();
+    bp__shared_t *s = bp__registry_find(real);
+    if (s) {
+      load_shared(ctx, p, path, s);
+      bp__registry_unlock();
+      return;
+    }
+  }
+  bp__loader_load_new(ctx, p, path);
+  if (shareable) {
+    if (p->report.loaded && !(p->shared = bp__registry_add(real, p))) {
+      REASON(p, "out of memory recording the plugin");
+      refuse(p, BP_ERR_OUT_OF_MEMORY);
+      bp__loader_unload(p);
+    }
+    bp__registry_unlock();
+  }
+}
+
+/* Loads, checks, initialises and probes a file no context has loaded. */
+void bp__loader_load_new(bp_context_t *ctx, bp__plugin_t *p, const char *path) {
   if (ctx->options.isolate_probe) {
     bp_status_t st = bp__isolated_probe(
         path, ctx->options.probe_timeout_s ? ctx->options.probe_timeout_s : 10,
@@ -367,21 +421,22 @@ void bp__loader_load_file(bp_context_t *ctx, bp__plugin_t *p,
     }
     p->report.stage = BP_STAGE_OPEN;
   }
-  if (!open_library(p, path) || !read_descriptor(p) ||
+  if (!check_file(p, path) || !open_library(p, path) || !read_descriptor(p) ||
       duplicate_of_loaded(ctx, p) || !init_and_probe(p)) {
     bp__loader_unload(p);
     return;
   }
-  p->report.stage = BP_STAGE_READY;
-  p->report.status = BP_OK;
-  p->report.loaded = true;
-  p->report.device_count = p->device_count;
-  p->report.reason[0] = '\0';
-  bp__log(BP_LOG_INFO, BP__LOG_LOADER, "loaded plugin '%s' %s from %s: %u device(s)",
-          p->report.name, p->report.version, path, p->device_count);
+  mark_ready(p, path);
 }
 
 void bp__loader_unload(bp__plugin_t *p) {
+  if (p->shared) { /* the process-wide copy: drop this context's reference */
+    bp__registry_release(p->shared);
+    p->shared = NULL;
+    p->initialised = false;
+    p->dl = NULL;
+    return;
+  }
   if (p->initialised) p->desc.shutdown();
   p->initialised = false;
   if (p->dl) dlclose(p->dl);
@@ -412,9 +467,25 @@ static int list_dir(const char *dir, char ***out_names) {
     n++;
   }
   closedir(d);
-  qsort(names, (size_t)n, sizeof *names, compare_names);
+  if (n > 1) /* names is NULL for an empty directory: qsort(NULL) is UB */
+    qsort(names, (size_t)n, sizeof *names, compare_names);
   *out_names = names;
   return n;
+}
+
+/* True when dir (by real path) was already scanned in this context: the
+ * same directory reached twice (a relative and an absolute spelling, or the
+ * install directory also on BACKPLANE_PLUGIN_PATH) is scanned once. */
+static bool already_scanned(bp_context_t *ctx, const char *dir) {
+  char real[PATH_MAX];
+  if (!realpath(dir, real)) return false;
+  for (uint32_t i = 0; i < ctx->scanned_count; i++)
+    if (!strcmp(ctx->scanned[i], real)) return true;
+  char **n = realloc(ctx->scanned, (ctx->scanned_count + 1) * sizeof *n);
+  if (!n) return false;
+  ctx->scanned = n;
+  if ((n[ctx->scanned_count] = strdup(real))) ctx->scanned_count++;
+  return false;
 }
 
 static void scan_dir(bp_context_t *ctx, const char *dir) {
@@ -422,6 +493,10 @@ static void scan_dir(bp_context_t *ctx, const char *dir) {
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "plugin directory %s: absent, skipping",
             dir);
+    return;
+  }
+  if (already_scanned(ctx, dir)) {
+    bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "plugin directory %s: already scanned", dir);
     return;
   }
   char **names;

@@ -103,6 +103,8 @@ static const bp_host_services_t host_services = {
     .log = host_log,
     .getenv = bp__getenv,
     .set_error = host_set_error,
+    .tune_lookup = bp__tune_lookup,
+    .tune_store = bp__tune_store,
 };
 
 const bp_host_services_t *bp__host_services(void) { return &host_services; }

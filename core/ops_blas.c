@@ -54,7 +54,8 @@ static bp_status_t gemm_dispatch(bp_stream_t *s, const char *op, double alpha,
                                  const bp_tensor_t *c) {
   if (bp__tensors_overlap(c, a) || bp__tensors_overlap(c, b))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: C overlaps A or B", op);
-  bp_status_t st = bp__require_op(s->device, BP_OP_GEMM, a->dtype, op);
+  bp_status_t st = bp__check_output(op, c, "c", 0, NULL, NULL, false);
+  if (st == BP_OK) st = bp__require_op(s->device, BP_OP_GEMM, a->dtype, op);
   if (st != BP_OK) return st;
   if (bp_tensor_numel(c) == 0) return BP_OK;
   bp_gemm_args_t args;
@@ -102,6 +103,11 @@ bp_status_t bp_gemm_strided_batched(bp_stream_t *s, bp_dtype_t dt, bp_layout_t l
   bp_tensor_t t[3];
   for (int i = 0; i < 3; i++)
     if ((st = mat_view(&md[i], dt, layout, batch, s->device, op, &t[i])) != BP_OK) return st;
+  bp_tensor_t one = t[2];
+  one.shape[0] = 1; /* a single C matrix: when it is fine, the batch stride is at fault */
+  if (batch > 1 && bp__self_overlap_axis(&t[2]) >= 0 && bp__self_overlap_axis(&one) < 0)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: stride_c = %lld makes the batch's C matrices overlap", op,
+                    (long long)stride_c);
   return gemm_dispatch(s, op, alpha, &t[0], &t[1], beta, &t[2]);
 }
 
@@ -196,6 +202,7 @@ bp_status_t bp_gemv(bp_stream_t *s, bp_dtype_t dt, bp_layout_t layout, bp_transp
     return st;
   if (bp__tensors_overlap(&ty, &ta) || bp__tensors_overlap(&ty, &tx))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: y overlaps a or x", op);
+  if ((st = bp__check_output(op, &ty, "y", 0, NULL, NULL, false)) != BP_OK) return st;
   if ((st = bp__require_op(s->device, BP_OP_GEMV, dt, op)) != BP_OK) return st;
   if (rows == 0) return BP_OK;
   bp_gemv_args_t args;

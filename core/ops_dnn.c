@@ -314,6 +314,53 @@ static bp_status_t adam_check_group(bp_stream_t *s, const char *op, uint32_t i,
   return BP_OK;
 }
 
+typedef struct byte_range {
+  const void *buffer;
+  __int128 start, end;
+  bool written;
+  uint32_t index;
+} byte_range_t;
+
+static int compare_ranges(const void *pa, const void *pb) {
+  const byte_range_t *a = pa, *b = pb;
+  if (a->buffer != b->buffer) return (uintptr_t)a->buffer < (uintptr_t)b->buffer ? -1 : 1;
+  return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Across all groups, nothing Adam writes (params, exp_avg, exp_avg_sq) may
+ * share memory with any other tensor of the call; gradients may share. */
+static bp_status_t adam_check_disjoint(const char *op, uint32_t count, const bp_tensor_t *const *arrays) {
+  byte_range_t *r = calloc(4 * (size_t)count, sizeof *r);
+  if (!r) return bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+  size_t n = 0;
+  for (int a = 0; a < 4; a++)
+    for (uint32_t i = 0; i < count; i++) {
+      const bp_tensor_t *t = &arrays[a][i];
+      int64_t numel = bp_tensor_numel(t);
+      if (!numel) continue;
+      __int128 lo = 0, hi = 0, es = bp_dtype_size(t->dtype);
+      for (int d = 0; d < t->rank; d++) {
+        __int128 span = (__int128)(t->shape[d] - 1) * t->strides[d];
+        if (span < 0) lo += span; else hi += span;
+      }
+      r[n++] = (byte_range_t){t->buffer, t->offset + lo * es, t->offset + (hi + 1) * es, a != 1, i};
+    }
+  qsort(r, n, sizeof *r, compare_ranges);
+  bp_status_t st = BP_OK;
+  __int128 end_any = 0, end_written = 0;
+  for (size_t i = 0; i < n && st == BP_OK; i++) {
+    if (i == 0 || r[i].buffer != r[i - 1].buffer) end_any = end_written = 0;
+    if (r[i].start < end_written || (r[i].written && r[i].start < end_any))
+      st = bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: tensor %u overlaps another tensor of the call that Adam updates", op,
+                    r[i].index);
+    if (r[i].end > end_any) end_any = r[i].end;
+    if (r[i].written && r[i].end > end_written) end_written = r[i].end;
+  }
+  free(r);
+  return st;
+}
+
 bp_status_t bp_adam(bp_stream_t *s, const bp_adam_params_t *p, uint32_t count,
                     const bp_tensor_t *params, const bp_tensor_t *grads, const bp_tensor_t *exp_avg,
                     const bp_tensor_t *exp_avg_sq) {
@@ -329,6 +376,7 @@ bp_status_t bp_adam(bp_stream_t *s, const bp_adam_params_t *p, uint32_t count,
   for (uint32_t i = 0; i < count; i++)
     if ((st = adam_check_group(s, op, i, NT(&params[i], &grads[i], &exp_avg[i], &exp_avg_sq[i]))))
       return st;
+  if ((st = adam_check_disjoint(op, count, NT(params, grads, exp_avg, exp_avg_sq)))) return st;
   for (uint32_t i = 0; i < count; i++)
     if ((st = bp__require_op(s->device, BP_OP_ADAM, params[i].dtype, op))) return st;
   bp_plugin_tensor_t *t = calloc(4 * (size_t)count, sizeof *t);

@@ -267,12 +267,37 @@ bp_status_t bp__check_output(const char *op, const bp_tensor_t *y, const char *y
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s overlaps %s%s", op, yname, names[i],
                     in_place_ok ? " (only an identical view may be updated in place)" : "");
   }
-  /* An output with a broadcast (stride 0) axis would be written twice. */
-  for (int i = 0; i < y->rank; i++)
-    if (y->shape[i] > 1 && y->strides[i] == 0)
-      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has stride 0 on axis %d of size %lld", op,
-                      yname, i, (long long)y->shape[i]);
+  int axis = bp__self_overlap_axis(y);
+  if (axis >= 0)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: %s's strides make elements share memory (axis %d, stride %lld): an output "
+                    "would be written twice", op, yname, axis, (long long)y->strides[axis]);
   return BP_OK;
+}
+
+int bp__self_overlap_axis(const bp_tensor_t *t) {
+  /* Sorted by |stride|, each axis must step past everything the smaller
+   * axes reach; that proves every element has its own address. (A few exotic
+   * interleaved layouts that are also one-to-one are refused too.) */
+  int order[BP_MAX_RANK], n = 0;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] == 0) return -1; /* no elements at all */
+    if (t->shape[i] > 1) order[n++] = i;
+  }
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && llabs(t->strides[order[j]]) < llabs(t->strides[order[j - 1]]); j--) {
+      int tmp = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = tmp;
+    }
+  __int128 reach = 0;
+  for (int i = 0; i < n; i++) {
+    int a = order[i];
+    __int128 step = llabs(t->strides[a]);
+    if (step <= reach || step == 0) return a;
+    reach += step * (t->shape[a] - 1);
+  }
+  return -1;
 }
 
 bp_status_t bp__normalize_axis(const char *op, int32_t axis, int32_t rank, int32_t *out) {

@@ -239,6 +239,67 @@ static void test_streams_events_lifetimes(void **state) {
   TC_END();
 }
 
+/* The runtime entry points (pool statistics, tuning cache, DLPack,
+ * graphs, custom kernels) against NULL, destroyed and foreign handles. */
+static void test_runtime_bad_handles(void **state) {
+  tc_suite_t *su = *state;
+  tc_env_t *e = &su->env[0], *o = &su->env[1];
+  TC_BEGIN();
+  bp_memory_stats_t ms;
+  REJ(bp_device_memory_stats(NULL, &ms), INV, "device");
+  REJ(bp_device_memory_stats(e->dev, NULL), INV, "out_stats");
+  REJ(bp_device_empty_cache(NULL), INV, "device");
+  REJ(bp_context_set_tuning_cache(NULL, "/tmp/x.json"), INV, "context");
+  void *managed = (void *)(uintptr_t)1;
+  REJ(bp_tensor_to_dlpack(NULL, true, &managed), INV, "tensor");
+  assert_null(managed);
+  bp_tensor_t t;
+  bp_buffer_t *b = (bp_buffer_t *)(uintptr_t)1;
+  REJ(bp_tensor_from_dlpack(e->dev, NULL, true, &t, &b), INV, "managed");
+  assert_null(b);
+  REJ(bp_tensor_from_dlpack(NULL, &t, true, &t, &b), INV, "device");
+  /* graphs */
+  REJ(bp_stream_begin_capture(NULL), INV, "stream");
+  bp_graph_t *g = (bp_graph_t *)(uintptr_t)1;
+  REJ(bp_stream_end_capture(e->s, &g), INV, "captur");
+  assert_null(g);
+  bp_stream_t *cap;
+  assert_int_equal(bp_stream_create(e->dev, &cap), BP_OK);
+  assert_int_equal(bp_stream_begin_capture(cap), BP_OK);
+  REJ(bp_stream_begin_capture(cap), INV, "captur");
+  int64_t n = 16;
+  bp_buffer_t *buf;
+  assert_int_equal(bp_buffer_alloc(e->dev, 64, &buf), BP_OK);
+  float host[16] = {0};
+  REJ(bp_buffer_write_async(cap, buf, 0, host, sizeof host), INV, "captur");
+  assert_int_equal(bp_tensor_init(buf, 0, BP_F32, 1, &n, NULL, &t), BP_OK);
+  assert_int_equal(bp_fill(cap, &t, 2.0), BP_OK); /* recorded, not run */
+  REJ(bp_stream_end_capture(cap, NULL), INV, "out_graph");
+  assert_int_equal(bp_stream_end_capture(cap, &g), BP_OK);
+  REJ(bp_graph_launch(g, o->s), INV, "device");
+  REJ(bp_graph_launch(NULL, e->s), INV, "graph");
+  REJ(bp_graph_launch(g, NULL), INV, "stream");
+  bp_buffer_t *small, *foreign;
+  assert_int_equal(bp_buffer_alloc(e->dev, 8, &small), BP_OK);
+  assert_int_equal(bp_buffer_alloc(o->dev, 64, &foreign), BP_OK);
+  REJ(bp_graph_rebind(g, buf, small), INV, NULL);
+  REJ(bp_graph_rebind(g, buf, foreign), INV, "device");
+  bp_graph_destroy(g);
+  REJ(bp_graph_launch(g, e->s), INV, "graph");
+  bp_graph_destroy(g); /* destroyed twice: detected */
+  bp_stream_destroy(cap);
+  bp_buffer_free(buf), bp_buffer_free(small), bp_buffer_free(foreign);
+  /* kernels */
+  bp_kernel_t *k = (bp_kernel_t *)(uintptr_t)1;
+  REJ(bp_kernel_create(NULL, (bp_kernel_format_t)0, "x", 1, "f", NULL, 0, NULL, &k), INV, "device");
+  assert_null(k);
+  REJ(bp_kernel_create(e->dev, (bp_kernel_format_t)0, NULL, 1, "f", NULL, 0, NULL, &k), INV, "code");
+  const uint32_t grid[3] = {1, 1, 1};
+  REJ(bp_kernel_launch(e->s, NULL, grid, grid, 0, 0, NULL), INV, "kernel");
+  bp_kernel_destroy(NULL);
+  TC_END();
+}
+
 int main(void) {
   setenv("TC_DEVICES", "cpu,cpu-ref", 1);
   const struct CMUnitTest tests[] = {
@@ -247,6 +308,7 @@ int main(void) {
       cmocka_unit_test(test_buffers),
       cmocka_unit_test(test_tensor_views),
       cmocka_unit_test(test_streams_events_lifetimes),
+      cmocka_unit_test(test_runtime_bad_handles),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);
 }

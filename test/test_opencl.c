@@ -122,8 +122,8 @@ static void test_fill_copy_cast(void **state) {
   (void)state;
   NEED_CL();
   int64_t shape[3] = {3, 5, 7};
-  const bp_dtype_t dts[] = {BP_F32, BP_BF16, BP_I32, BP_I64, BP_U8, BP_F64};
-  for (int i = 0; i < 6; i++) {
+  const bp_dtype_t dts[] = {BP_F32, BP_BF16, BP_I32, BP_I64, BP_U8, BP_F64, BP_F16};
+  for (int i = 0; i < 7; i++) {
     bp_dtype_t dt = dts[i];
     if (!tc_supports(&cl, BP_OP_FILL, dt))
       continue;
@@ -136,8 +136,8 @@ static void test_fill_copy_cast(void **state) {
     pfree(&x);
     pfree(&y);
   }
-  for (int i = 0; i < 6; i++)
-    for (int j = 0; j < 6; j++) {
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 7; j++) {
       if (i == j || !tc_supports(&cl, BP_OP_CAST, dts[i]) ||
           !tc_supports(&cl, BP_OP_CAST, dts[j]))
         continue;

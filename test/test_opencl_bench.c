@@ -10,6 +10,7 @@
 #include <CL/cl.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +46,14 @@ static void h_err(const char *fmt, ...) {
   va_end(ap);
 }
 static const char *h_getenv(const char *n) { return getenv(n); }
-static const bp_host_services_t host = {sizeof host, 1, 0, "bench", h_log,
-                                        h_getenv, h_err};
+static const bp_host_services_t host = {
+    .struct_size = offsetof(bp_host_services_t, set_error) + sizeof(void *),
+    .abi_major = 1,
+    .abi_minor = 0,
+    .host_version = "bench",
+    .log = h_log,
+    .getenv = h_getenv,
+    .set_error = h_err};
 
 static double now_s(void) {
   struct timespec ts;
@@ -185,8 +192,13 @@ int main(int argc, char **argv) {
     float *h = malloc((size_t)n * n * 4);
     for (size_t j = 0; j < (size_t)n * n; j++)
       h[j] = (float)((j * 7 + 3) % 11) / 8.0f - 0.6f;
+    /* BENCH_CLBLAST_FIRST=1 swaps the order, to check neither run warms or
+     * cools the machine for the other. */
+    bool clb_first = getenv("BENCH_CLBLAST_FIRST") != NULL;
+    double theirs = have_clb && clb_first ? bench_clblast(&clb, n, h) : 0;
     double ours = bench_ours(P, dev, s, n, h);
-    double theirs = have_clb ? bench_clblast(&clb, n, h) : 0;
+    if (have_clb && !clb_first)
+      theirs = bench_clblast(&clb, n, h);
     printf("%6d %14.1f %14.1f %8.2f\n", n, ours, theirs,
            theirs > 0 ? ours / theirs : 0);
     fflush(stdout);

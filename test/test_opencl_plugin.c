@@ -39,9 +39,35 @@ static void h_set_error(const char *fmt, ...) {
   va_end(ap);
 }
 static const char *h_getenv(const char *n) { return getenv(n); }
+/* A one-entry in-memory tuning cache (ABI 1.1 host services): the plugin
+ * must store its gemm choice here, not in its own file. */
+static char tune_value[BP_TUNE_VALUE_MAX];
+static char tune_op[64], tune_dtype[16], tune_plugin[64];
+static int tune_stores;
+static bool h_tune_lookup(const bp_tune_key_t *key, char *out, size_t size) {
+  if (!tune_stores || strcmp(key->op, tune_op) || strcmp(key->dtype, tune_dtype) ||
+      strlen(tune_value) >= size)
+    return false;
+  strcpy(out, tune_value);
+  return true;
+}
+static void h_tune_store(const bp_tune_key_t *key, const char *value) {
+  snprintf(tune_value, sizeof tune_value, "%s", value);
+  snprintf(tune_op, sizeof tune_op, "%s", key->op);
+  snprintf(tune_dtype, sizeof tune_dtype, "%s", key->dtype);
+  snprintf(tune_plugin, sizeof tune_plugin, "%s", key->plugin);
+  tune_stores++;
+}
 static const bp_host_services_t host = {
-    sizeof host, BP_PLUGIN_ABI_MAJOR, BP_PLUGIN_ABI_MINOR, "test",
-    h_log, h_getenv, h_set_error};
+    .struct_size = sizeof(bp_host_services_t),
+    .abi_major = BP_PLUGIN_ABI_MAJOR,
+    .abi_minor = BP_PLUGIN_ABI_MINOR,
+    .host_version = "test",
+    .log = h_log,
+    .getenv = h_getenv,
+    .set_error = h_set_error,
+    .tune_lookup = h_tune_lookup,
+    .tune_store = h_tune_store};
 
 static void *lib;
 static const bp_plugin_descriptor_t *P;

@@ -35,6 +35,8 @@ static const attn_case_t attn_cases[] = {
     {1, 1, 1, 7, 7, 16, 16, 0, 4},    /* scores in the hundreds */
     {0, 2, 1, 3, 3, 4, 4, 0, 1},      /* B = 0 */
     {1, 2, 1, 0, 5, 4, 4, 0, 1},      /* Sq = 0 */
+    /* sizes the fast kernels block: long kv, head dims 64 / 128 */
+    {1, 4, 2, 33, 300, 64, 64, 0, 1}, {1, 2, 2, 128, 128, 128, 128, 0, 1},
 };
 
 /* Strides of a [B,H,S,D] view over [B,S,H,D] storage. */

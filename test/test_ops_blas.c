@@ -48,6 +48,8 @@ typedef struct gemm_case {
 static const gemm_case_t gemm_cases[] = {
     {1, 1, 1}, {7, 13, 31}, {13, 7, 1}, {31, 1, 13}, {1, 31, 7},
     {127, 13, 31}, {0, 5, 3}, {5, 0, 3}, {4, 5, 0}, {16, 16, 127},
+    /* big enough for the fast kernels' blocking and edge tiles */
+    {67, 129, 257}, {130, 70, 600},
 };
 
 /* Runs one strided batched gemm case and checks C, including the bytes

@@ -227,13 +227,13 @@ static bp_status_t c_cast(tc_env_t *e, bp_dtype_t dt, double **out, int64_t *n) 
   return finish(bp_cast(e->s, &x.t, &y.t), &y, out, n, 1, &x);
 }
 
-static bp_status_t random(tc_env_t *e, bp_dtype_t dt, double **out, int64_t *n, bool normal) {
+static bp_status_t rnd(tc_env_t *e, bp_dtype_t dt, double **out, int64_t *n, bool normal) {
   const int64_t s[2] = {17, 33};
   tc_tensor_t y = tc_tensor(e, dt, 2, s, TC_PERMUTED, NULL);
   return finish(bp_random(e->s, normal, 77, 3, normal ? 1 : -1, 2, &y.t), &y, out, n, 0, NULL);
 }
-static bp_status_t c_uniform(tc_env_t *e, bp_dtype_t dt, double **o, int64_t *n) { return random(e, dt, o, n, false); }
-static bp_status_t c_normal(tc_env_t *e, bp_dtype_t dt, double **o, int64_t *n) { return random(e, dt, o, n, true); }
+static bp_status_t c_uniform(tc_env_t *e, bp_dtype_t dt, double **o, int64_t *n) { return rnd(e, dt, o, n, false); }
+static bp_status_t c_normal(tc_env_t *e, bp_dtype_t dt, double **o, int64_t *n) { return rnd(e, dt, o, n, true); }
 
 static const struct {
   const char *name;

@@ -5,8 +5,8 @@
  *    mix of ops on shared read-only inputs into private outputs; every
  *    result must equal, bit for bit, what one thread computed alone;
  *  - 4 threads share one stream;
- *  - threads open and close contexts, devices, streams and buffers
- *    concurrently, on one shared context and on their own.
+ *  - threads open and close devices, streams and buffers concurrently on
+ *    one shared context, and (known core gap, last) contexts of their own.
  * Threads never call cmocka; they count mismatches and the main thread
  * checks the counts.
  */
@@ -231,26 +231,84 @@ static void *opener_main(void *arg) {
   return NULL;
 }
 
+static int join_openers(pthread_t *th, opener_t *o, int n) {
+  int errs = 0;
+  for (int i = 0; i < n; i++) {
+    pthread_join(th[i], NULL);
+    errs += o[i].errors;
+  }
+  return errs;
+}
+
+/* 8 threads open and close devices, streams and buffers of one shared
+ * context. */
 static void test_concurrent_open_close(void **state) {
   tc_suite_t *su = *state;
   pthread_t th[NTHREADS];
   opener_t o[NTHREADS];
   int n = getenv("BP_UNDER_SANITIZER") ? 3 : 10;
   for (int i = 0; i < NTHREADS; i++) {
-    /* even threads share the suite's context, odd ones make their own */
-    o[i] = (opener_t){i % 2 ? NULL : su->ctx, i % 2 ? n / 2 + 1 : n, 0};
+    o[i] = (opener_t){su->ctx, n, 0};
     assert_int_equal(pthread_create(&th[i], NULL, opener_main, &o[i]), 0);
   }
-  int errs = 0;
-  for (int i = 0; i < NTHREADS; i++) {
-    pthread_join(th[i], NULL);
-    errs += o[i].errors;
-  }
-  assert_int_equal(errs, 0);
-  /* the shared context still works */
-  uint32_t count = 0;
+  assert_int_equal(join_openers(th, o, NTHREADS), 0);
+  uint32_t count = 0; /* the shared context still works */
   assert_int_equal(bp_context_device_count(su->ctx, &count), BP_OK);
   assert_true(count >= 2);
+}
+
+/* KNOWN CORE GAP (reported to the lead; do not weaken). Plugins are
+ * dlopen'ed once per process, but every context calls init / probe and,
+ * when destroyed, shutdown on them, with no process-wide lock or
+ * reference count (core/loader.c bp__loader_load_file / unload). So
+ * (1) destroying a second context shuts the plugin down under a device
+ * the first context still has open (Vulkan: SIGSEGV at the next op), and
+ * (2) threads creating / destroying their own contexts at once crash in
+ * the Vulkan and OpenCL plugins' probe. This test may therefore die with
+ * SIGSEGV when those plugins are present; it runs last for that reason. */
+static void test_known_core_gap_contexts_per_thread(void **state) {
+  (void)state;
+  /* (1) every device of a context keeps working after another context
+   * is created and destroyed */
+  bp_context_t *a, *b;
+  assert_int_equal(bp_context_create(NULL, &a), BP_OK);
+  uint32_t count = 0;
+  assert_int_equal(bp_context_device_count(a, &count), BP_OK);
+  tc_env_t envs[16];
+  uint32_t opened = 0;
+  for (uint32_t r = 0; r < count && opened < 16; r++) {
+    char sel[16];
+    snprintf(sel, sizeof sel, "%u", r);
+    if (tc_env_open(&envs[opened], a, sel))
+      opened++;
+  }
+  assert_int_equal(bp_context_create(NULL, &b), BP_OK);
+  bp_context_destroy(b);
+  int bad = 0;
+  for (uint32_t i = 0; i < opened; i++) {
+    int64_t n = 33;
+    tc_tensor_t t = tc_tensor(&envs[i], BP_F32, 1, &n, TC_CONTIG, NULL);
+    bp_status_t st = bp_fill(envs[i].s, &t.t, 4.0);
+    double *v = st == BP_OK ? tc_download(&t) : NULL;
+    if (!v || v[0] != 4.0 || v[32] != 4.0) {
+      print_error("FAIL device %s broken after another context's destroy\n", envs[i].name);
+      bad++;
+    }
+    free(v);
+    tc_tensor_free(&t);
+  }
+  for (uint32_t i = 0; i < opened; i++)
+    tc_env_close(&envs[i]);
+  bp_context_destroy(a);
+  assert_int_equal(bad, 0);
+  /* (2) threads with their own contexts */
+  pthread_t th[4];
+  opener_t o[4];
+  for (int i = 0; i < 4; i++) {
+    o[i] = (opener_t){NULL, getenv("BP_UNDER_SANITIZER") ? 2 : 5, 0};
+    assert_int_equal(pthread_create(&th[i], NULL, opener_main, &o[i]), 0);
+  }
+  assert_int_equal(join_openers(th, o, 4), 0);
 }
 
 int main(void) {
@@ -259,6 +317,7 @@ int main(void) {
       cmocka_unit_test(test_streams_per_thread),
       cmocka_unit_test(test_shared_stream),
       cmocka_unit_test(test_concurrent_open_close),
+      cmocka_unit_test(test_known_core_gap_contexts_per_thread),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);
 }

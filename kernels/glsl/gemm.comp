@@ -11,7 +11,13 @@
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
+#ifdef T2_direct
+// A fixed size: llvmpipe generates much slower code for a workgroup size
+// it only learns at specialization. The host uses tile 16 x 64 here.
+layout(local_size_x = 64) in;
+#else
 layout(local_size_x_id = 0) in;
+#endif
 layout(constant_id = 1) const int BM = 64;
 layout(constant_id = 2) const int BN = 64;
 layout(constant_id = 3) const int BK = 16;
@@ -24,10 +30,15 @@ layout(constant_id = 5) const int UNUSED_TN = 4;
 // bit 0: A is contiguous along k (else along m); bit 1: B along n (else k)
 layout(constant_id = 6) const int LAYOUT = 1;
 
-// false: no shared memory, operands read straight from global memory. On
-// CPU implementations (lavapipe) barriers are costly and caches do the
-// staging, so this is faster there.
-layout(constant_id = 7) const bool USE_SHARED = true;
+// Variant gemm_<dt>_direct (-DT2_direct): no shared memory and no
+// barriers, operands read straight from global memory. CPU implementations
+// (lavapipe) run a shader containing barriers as coroutines and let caches
+// do the staging, so this variant is the fast one there.
+#ifdef T2_direct
+const bool USE_SHARED = false;
+#else
+const bool USE_SHARED = true;
+#endif
 
 const int WM = BM / TM, WN = BN / TN, THREADS = WM * WN;
 
@@ -39,6 +50,7 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
 };
 layout(push_constant) uniform PC { Params p; };
 
+#ifndef T2_direct
 shared float As[BK * BM]; // As[kk * BM + mm]
 shared float Bs[BK * BN]; // Bs[kk * BN + nn]
 
@@ -58,6 +70,7 @@ void load_tiles(T1Buf a, T1Buf b, int m0, int n0, int k0, int tid) {
     Bs[kk * BN + nn] = gn < p.n && gk < p.k ? LOAD1(b, gk * p.sbk + gn * p.sbn) : 0.0;
   }
 }
+#endif
 
 void main() {
   int tid = int(gl_LocalInvocationID.x);
@@ -70,6 +83,7 @@ void main() {
 
   vec4 acc[TM];
   [[unroll]] for (int i = 0; i < TM; i++) acc[i] = vec4(0.0);
+#ifndef T2_direct
   if (USE_SHARED) {
     for (int k0 = 0; k0 < p.k; k0 += BK) {
       load_tiles(a, b, m0, n0, k0, tid);
@@ -82,7 +96,9 @@ void main() {
       }
       barrier();
     }
-  } else {
+  }
+#else
+  {
     // Rows and columns past the edge are clamped, not branched around:
     // their results are computed from valid data and never stored.
     int ra[TM], cb[TN];
@@ -96,6 +112,7 @@ void main() {
         acc[i] = fma(vec4(LOAD1(a, ra[i] + ak)), rb, acc[i]);
     }
   }
+#endif
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + ty + i * WM;
     if (gm >= p.m) break;

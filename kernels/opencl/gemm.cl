@@ -85,7 +85,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
   for (int r = 0; r < WM; r++)
     for (int v = 0; v < NV; v++)
       acc[r][v] = (VT)0;
-#if USE_LOCAL
+#if USE_LOCAL == 1
   __local CT as[TK * TM], bs[TK * TN];
   const int nthreads = (TN / WN) * (TM / WM), tid = ty * (TN / WN) + tx;
   for (long p0 = 0; p0 < kp; p0 += TK) {
@@ -98,6 +98,21 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
     for (int p = 0; p < TK; p++)
       MICRO_STEP(as + p * TM + ty * WM, bs + p * TN + tx * WN);
     barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#elif USE_LOCAL == 2
+  /* K blocks of TK separated by barriers, no local memory: on CPU drivers
+   * (PoCL) a barrier makes every item of the group finish block k before
+   * any starts block k + 1, so the group's TK-deep slices of both panels
+   * stay in L1 while all its items use them. */
+  __global const CT *a = ap + ty * WM;
+  __global const CT *b = bp + tx * WN;
+  for (long p0 = 0; p0 < kp; p0 += TK) {
+    for (int p1 = 0; p1 < TK; p1 += UK) {
+#pragma unroll
+      for (int p = 0; p < UK; p++)
+        MICRO_STEP(a + (p0 + p1 + p) * TM, b + (p0 + p1 + p) * TN);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
   }
 #else
   __global const CT *a = ap + ty * WM;

@@ -12,6 +12,7 @@
 #define BACKPLANE_CPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "plugin-api.h"
@@ -36,6 +37,28 @@ CPU_HIDDEN bp_isa_level_t cpu_isa_detect(void);
 CPU_HIDDEN bool cpu_amx_request(void);
 /* Logical CPUs this process may run on. */
 CPU_HIDDEN unsigned cpu_count_online(void);
+
+/* ---- topology (topology.c) ---------------------------------------------- */
+typedef struct cpu_topology {
+  bool from_hwloc; /* false: hwloc absent, sysconf and the affinity mask */
+  unsigned packages, cores, pus, numa_nodes; /* 0: unknown */
+  uint64_t l1d, l2, l3; /* bytes of one cache instance, 0: unknown */
+} cpu_topology_t;
+
+/* Discovered once (hwloc through dlopen, else sysconf), then cached; the
+ * first call is the slow one (init makes it). Thread-safe. */
+CPU_HIDDEN const cpu_topology_t *cpu_topology_get(void);
+/* The sizes in bytes of one L1 data, L2 and L3 cache instance (0 when
+ * unknown), for kernels that block for the caches. Any pointer may be NULL.
+ * Thread-safe. */
+CPU_HIDDEN void cpu_cache_sizes(uint64_t *out_l1d, uint64_t *out_l2,
+                                uint64_t *out_l3);
+/* Discovers afresh, through hwloc when use_hwloc and it loads (returns true),
+ * otherwise through sysconf (returns false). Uncached: for tests. */
+CPU_HIDDEN bool cpu_topology_query(bool use_hwloc, cpu_topology_t *out);
+/* "1 package, 2 cores, L1d 32 KiB, L2 2 MiB, L3 32 MiB, 1 NUMA node". */
+CPU_HIDDEN void cpu_topology_describe(const cpu_topology_t *t, char *buf,
+                                      size_t cap);
 
 /* ---- thread pool (threadpool.c) ----------------------------------------- */
 typedef struct cpu_pool cpu_pool_t;

@@ -24,6 +24,7 @@ static bp_status_t cpu_init(const bp_host_services_t *host) {
     memcpy(&cpu_host, host, n);
   }
   cpu_features_get(); /* warm the cache so probe and ops never race on it */
+  cpu_topology_get(); /* hwloc's discovery is the slow part: once, here */
   return BP_OK;
 }
 
@@ -113,7 +114,7 @@ static void fill_common(bp_device_info_t *info) {
 
 static void fill_fast(bp_device_info_t *info) {
   const cpu_features_t *f = cpu_features_get();
-  char isa[160];
+  char isa[160], topo[96];
   fill_common(info);
   unsigned cores = cpu_count_online();
   snprintf(info->name, sizeof info->name, "cpu");
@@ -124,8 +125,9 @@ static void fill_fast(bp_device_info_t *info) {
   /* A rough peak at an assumed 2.5 GHz; ranking only needs the order. */
   info->peak_gflops = flops_per_cycle(cpu_isa_detect()) * cores * 2.5;
   describe_isa(isa, sizeof isa);
-  snprintf(info->description, sizeof info->description, "%.80s: %s",
-           f->brand[0] ? f->brand : "CPU", isa);
+  cpu_topology_describe(cpu_topology_get(), topo, sizeof topo);
+  snprintf(info->description, sizeof info->description, "%.64s: %s; %s",
+           f->brand[0] ? f->brand : "CPU", topo, isa);
 }
 
 static void fill_ref(bp_device_info_t *info) {

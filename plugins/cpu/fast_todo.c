@@ -13,18 +13,7 @@
   }
 
 #define CPU_FAST_TODO(X)                                                       \
-  X(conv2d, bp_conv2d_args_t)                                                  \
   X(pool2d, bp_pool2d_args_t)                                                  \
-  X(batch_norm, bp_batch_norm_args_t)                                          \
-  X(layer_norm, bp_norm_args_t)                                                \
-  X(rms_norm, bp_norm_args_t)                                                  \
-  X(softmax, bp_softmax_args_t)                                                \
   X(adam, bp_adam_args_t)                                                      \
-  X(unary, bp_unary_args_t)                                                    \
-  X(binary, bp_binary_args_t)                                                  \
-  X(reduce, bp_reduce_args_t)                                                  \
-  X(fill, bp_fill_args_t)                                                      \
-  X(copy, bp_copy_args_t)                                                      \
-  X(cast, bp_copy_args_t)                                                      \
   X(random, bp_random_args_t)
 CPU_FAST_TODO(CPU__NO_FAST_PATH)

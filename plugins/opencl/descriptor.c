@@ -80,4 +80,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
 #define OCL__SET(op, args_t) .op = ocl_op_##op,
     OCL_OPS(OCL__SET)
 #undef OCL__SET
+    /* ABI 1.1 */
+    .kernel_create = ocl_kernel_create,
+    .kernel_destroy = ocl_kernel_destroy,
+    .kernel_launch = ocl_kernel_launch,
 };

@@ -149,6 +149,7 @@ static void info_fill(cl_platform_id plat, cl_device_id dev,
   info->memory_bytes = c.global_mem;
   info->compute_units = c.compute_units;
   ocl_op_dtypes(&c, info->op_dtypes);
+  info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_OPENCL_C);
   snprintf(info->description, sizeof info->description,
            "%s on %s; local memory %llu KiB; fp16 %s, fp64 %s", c.version,
            c.platform, (unsigned long long)(c.local_mem / 1024),

@@ -58,13 +58,13 @@ bp_status_t ocl_api_load(void) {
 }
 
 void ocl_api_unload(void) {
-  pthread_mutex_lock(&api_lock);
-  /* The ICD loader and some drivers keep threads and atexit handlers that
-   * point into their code; unloading them while those live crashes at exit.
-   * Keep the library mapped and only forget the table. */
-  api_lib = NULL;
-  api_status = BP_ERR_UNAVAILABLE;
-  pthread_mutex_unlock(&api_lock);
+  /* Nothing to undo, on purpose. The ICD loader and drivers keep threads
+   * and atexit handlers that point into their code, so unmapping them
+   * while those live crashes at exit. And every context of the process
+   * calls init / shutdown on this one mapped plugin: a shutdown from one
+   * context must not pull the table from under another context's open
+   * devices, nor make a concurrent probe re-resolve it while others call
+   * through it. The table, once filled, stays valid until exit. */
 }
 
 const char *ocl_err_name(cl_int err) {

@@ -41,7 +41,7 @@
   X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clGetKernelWorkGroupInfo)      \
   X(clEnqueueMarkerWithWaitList) X(clEnqueueBarrierWithWaitList)               \
   X(clWaitForEvents) X(clReleaseEvent) X(clGetEventProfilingInfo)              \
-  X(clGetEventInfo)
+  X(clGetEventInfo) X(clCreateSubBuffer) X(clGetMemObjectInfo)
 
 typedef struct ocl_api {
 #define OCL__FIELD(fn) __typeof__(&fn) fn;
@@ -55,7 +55,7 @@ extern const bp_host_services_t *ocl_host;
 /* Opens libOpenCL.so.1 once and fills ocl_api; BP_ERR_UNAVAILABLE (with the
  * message set through the host) when the ICD loader is missing. Thread-safe.*/
 bp_status_t ocl_api_load(void);
-/* Closes the library (at shutdown). */
+/* At shutdown: keeps the library and table (see loader.c for why). */
 void ocl_api_unload(void);
 /* Short English name of a cl_int error code ("CL_OUT_OF_RESOURCES"). */
 const char *ocl_err_name(cl_int err);
@@ -87,7 +87,8 @@ typedef struct ocl_gemm_cfg {
   int wpt_m, wpt_n;           /* per-item register tile */
   int vec;                    /* vector width of the local-tile loads */
   int unroll_k;
-  int use_local;              /* stage tiles in local memory (GPUs) */
+  int use_local; /* 0: stream panels; 1: local-memory tiles (GPUs);
+                    2: K blocks of tile_k split by barriers (CPU caches) */
 } ocl_gemm_cfg_t;
 
 typedef struct ocl_device {
@@ -188,6 +189,21 @@ typedef enum ocl_family {
 bp_status_t ocl_kernel_get(ocl_device_t *d, ocl_family_t fam,
                            const char *options, const char *name,
                            cl_kernel *out_kernel);
+/* Builds an application's OpenCL C source (NUL-terminated) through the same
+ * binary cache; a build failure is BP_ERR_INVALID_ARGUMENT with the log.
+ * Caller holds d->lock. */
+bp_status_t ocl_program_build_user(ocl_device_t *d, const char *name,
+                                   const char *src, const char *options,
+                                   cl_program *out);
+/* Custom kernels (kernels.c, ABI 1.1). */
+bp_status_t ocl_kernel_create(bp_plugin_device_t *device,
+                              const bp_kernel_source_t *src,
+                              bp_plugin_kernel_t **out_kernel);
+void ocl_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel);
+bp_status_t ocl_kernel_launch(bp_plugin_device_t *device,
+                              bp_plugin_stream_t *stream,
+                              bp_plugin_kernel_t *kernel,
+                              const bp_launch_args_t *args);
 /* Releases every cached program and kernel of the device. */
 void ocl_programs_release(ocl_device_t *d);
 /* Milliseconds spent in clBuildProgram by this process (for the warm-run

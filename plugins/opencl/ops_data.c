@@ -39,8 +39,8 @@ static int64_t to_int(double v, double lo, double hi) {
     return 0;
   if (v <= lo)
     return (int64_t)lo;
-  if (v >= hi)
-    return v >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)hi;
+  if (v >= hi) /* i64's hi is 2^63, one past INT64_MAX */
+    return hi >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)hi;
   return (int64_t)nearbyint(v);
 }
 

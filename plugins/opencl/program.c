@@ -203,7 +203,7 @@ static void binary_store(ocl_device_t *d, cl_program p, const char *path) {
 }
 
 static void build_log_report(ocl_device_t *d, cl_program p, const char *file,
-                             const char *options) {
+                             const char *options, bp_log_level_t level) {
   size_t n = 0;
   ocl_api.clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
   char *log = malloc(n + 1);
@@ -212,20 +212,21 @@ static void build_log_report(ocl_device_t *d, cl_program p, const char *file,
   log[0] = 0;
   ocl_api.clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL);
   log[n] = 0;
-  OCL_LOG(BP_LOG_ERROR, "building %s with '%s' failed:\n%s", file, options,
-          log);
-  ocl_host->set_error("opencl: building kernels/opencl/%s failed: %.300s",
-                      file, log);
+  OCL_LOG(level, "building %s with '%s' failed:\n%s", file, options, log);
+  ocl_host->set_error("opencl: building %s failed: %.300s", file, log);
   free(log);
 }
 
+/* Builds prelude (may be NULL) + src. A failure is the caller's to name:
+ * ours is internal, an application's source is an invalid argument. */
 static bp_status_t build_from_source(ocl_device_t *d, const char *file,
                                      const char *prelude, const char *src,
-                                     const char *options, cl_program *out) {
-  const char *texts[2] = {prelude, src};
+                                     const char *options, bp_status_t fail,
+                                     cl_program *out) {
+  const char *texts[2] = {prelude ? prelude : src, src};
   cl_int err = CL_SUCCESS;
-  cl_program p =
-      ocl_api.clCreateProgramWithSource(d->ctx, 2, texts, NULL, &err);
+  cl_program p = ocl_api.clCreateProgramWithSource(d->ctx, prelude ? 2 : 1,
+                                                   texts, NULL, &err);
   if (!p)
     return ocl_fail(err, "clCreateProgramWithSource");
   double t0 = now_ms();
@@ -233,9 +234,12 @@ static bp_status_t build_from_source(ocl_device_t *d, const char *file,
   double ms = now_ms() - t0;
   stats_add(ms, true);
   if (err != CL_SUCCESS) {
-    build_log_report(d, p, file, options);
+    /* Our own kernels failing is a bug worth a warning; an application's
+     * source failing is its error, already in the returned message. */
+    build_log_report(d, p, file, options,
+                     fail == BP_ERR_INTERNAL ? BP_LOG_WARN : BP_LOG_DEBUG);
     ocl_api.clReleaseProgram(p);
-    return BP_ERR_INTERNAL;
+    return fail;
   }
   OCL_LOG(BP_LOG_DEBUG, "built %s '%s' from source in %.0f ms", file, options,
           ms);
@@ -243,9 +247,23 @@ static bp_status_t build_from_source(ocl_device_t *d, const char *file,
   return BP_OK;
 }
 
+bp_status_t ocl_program_build_user(ocl_device_t *d, const char *name,
+                                   const char *src, const char *options,
+                                   cl_program *out) {
+  char path[1024];
+  bool cached = cache_path(d, "", src, options, path, sizeof path);
+  if (cached && (*out = build_from_binary(d, path, options)) != NULL)
+    return BP_OK;
+  bp_status_t st = build_from_source(d, name, NULL, src, options,
+                                     BP_ERR_INVALID_ARGUMENT, out);
+  if (st == BP_OK && cached)
+    binary_store(d, *out, path);
+  return st;
+}
+
 static bp_status_t program_build(ocl_device_t *d, ocl_family_t fam,
                                  const char *options, cl_program *out) {
-  const char *file = family_files[fam];
+  const char *file = family_files[fam]; /* named in messages as is */
   const char *prelude = ocl_source("common.cl");
   const char *src = ocl_source(file);
   if (!prelude || !src) {
@@ -256,7 +274,8 @@ static bp_status_t program_build(ocl_device_t *d, ocl_family_t fam,
   bool cached = cache_path(d, prelude, src, options, path, sizeof path);
   if (cached && (*out = build_from_binary(d, path, options)) != NULL)
     return BP_OK;
-  bp_status_t st = build_from_source(d, file, prelude, src, options, out);
+  bp_status_t st = build_from_source(d, file, prelude, src, options,
+                                     BP_ERR_INTERNAL, out);
   if (st == BP_OK && cached)
     binary_store(d, *out, path);
   return st;

@@ -1,27 +1,23 @@
 /*
  * memory.c — device allocations and host/device copies.
  *
- * Allocation uses the driver's stream-ordered pool (cuMemAllocAsync on the
- * legacy default stream) where the device has one: it recycles memory
- * without a device-wide synchronisation, and because our streams are
- * blocking, the legacy stream orders a free after all work already queued
- * on the device — the ABI's "free after the queued work". Elsewhere it
- * falls back to cuMemAlloc / cuMemFree. Sizes are remembered per pointer so
- * that a configured memory_limit can be enforced and a free of an unknown
- * pointer is caught.
+ * hipMalloc / hipFree. hipFree waits for the device's queued work before it
+ * frees, which is the ABI's "free after the queued work". Sizes are
+ * remembered per pointer so that a configured memory_limit can be enforced
+ * and a free of an unknown pointer is caught.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "plugins/cuda/rocm_plugin.h"
+#include "plugins/rocm/rocm_plugin.h"
 
 typedef struct alloc_node {
   uint64_t ptr, size;
   struct alloc_node *next;
 } alloc_node_t;
 
-/* One table for the process: device pointers are unique across contexts
- * (unified virtual addressing), so the key needs no device. */
+/* One table for the process: device pointers are unique across devices
+ * (HIP's unified virtual addressing), so the key needs no device. */
 #define ALLOC_BUCKETS 1024
 static alloc_node_t *alloc_table[ALLOC_BUCKETS];
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -64,8 +60,8 @@ static uint64_t table_remove(uint64_t p) {
 /* Out-of-memory message with the sizes the application needs to act. */
 static bp_status_t oom(uint64_t size, const char *why) {
   size_t free_b = 0, total_b = 0;
-  rocm_drv.cuMemGetInfo(&free_b, &total_b);
-  rocm_host->set_error("cuda: out of memory: %s %llu bytes requested, "
+  rocm_rt.hipMemGetInfo(&free_b, &total_b);
+  rocm_host->set_error("rocm: out of memory: %s %llu bytes requested, "
                        "%llu bytes free of %llu",
                        why, (unsigned long long)size,
                        (unsigned long long)free_b,
@@ -91,52 +87,35 @@ static void unreserve(rocm_device_t *d, uint64_t size) {
   pthread_mutex_unlock(&d->lock);
 }
 
-static CUresult raw_alloc(rocm_device_t *d, uint64_t size, CUdeviceptr *p) {
-  if (d->async_alloc)
-    return rocm_drv.cuMemAllocAsync(p, (size_t)size, (CUstream)0);
-  return rocm_drv.cuMemAlloc(p, (size_t)size);
-}
-
-static CUresult raw_free(rocm_device_t *d, CUdeviceptr p) {
-  if (d->async_alloc)
-    return rocm_drv.cuMemFreeAsync(p, (CUstream)0);
-  return rocm_drv.cuMemFree(p);
-}
-
 bp_status_t rocm_mem_alloc(bp_plugin_device_t *device, uint64_t size,
                            uint64_t *out_ptr) {
   *out_ptr = 0;
   rocm_device_t *d = rocm_dev(device);
   if (size > (uint64_t)SIZE_MAX) {
-    rocm_host->set_error("cuda: allocation of %llu bytes exceeds size_t",
+    rocm_host->set_error("rocm: allocation of %llu bytes exceeds size_t",
                          (unsigned long long)size);
     return BP_ERR_OUT_OF_MEMORY;
   }
-  bp_status_t st = rocm_ctx_enter(d);
+  bp_status_t st = rocm_enter(d);
   if (st != BP_OK)
     return st;
-  CUdeviceptr p = 0;
-  if (!reserve(d, size)) {
-    st = oom(size, "memory_limit reached;");
-    goto out;
-  }
-  CUresult r = raw_alloc(d, size, &p);
-  if (r == ROCM_ERROR_OUT_OF_MEMORY) {
-    st = oom(size, d->async_alloc ? "cuMemAllocAsync:" : "cuMemAlloc:");
-  } else {
-    st = rocm_check(r, d->async_alloc ? "cuMemAllocAsync" : "cuMemAlloc");
-  }
-  if (st == BP_OK && !table_add(p, size)) {
-    raw_free(d, p);
-    rocm_host->set_error("cuda: no host memory to track an allocation");
+  if (!reserve(d, size))
+    return oom(size, "memory_limit reached;");
+  void *p = NULL;
+  hipError_t r = rocm_rt.hipMalloc(&p, (size_t)size);
+  if (r == hipErrorOutOfMemory)
+    st = oom(size, "hipMalloc:");
+  else
+    st = rocm_check(r, "hipMalloc");
+  if (st == BP_OK && !table_add((uint64_t)(uintptr_t)p, size)) {
+    rocm_rt.hipFree(p);
+    rocm_host->set_error("rocm: no host memory to track an allocation");
     st = BP_ERR_OUT_OF_MEMORY;
   }
   if (st != BP_OK)
     unreserve(d, size);
   else
-    *out_ptr = p;
-out:
-  rocm_ctx_leave();
+    *out_ptr = (uint64_t)(uintptr_t)p;
   return st;
 }
 
@@ -151,76 +130,75 @@ void rocm_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
     return;
   }
   unreserve(d, size);
-  if (rocm_ctx_enter(d) != BP_OK)
+  if (rocm_enter(d) != BP_OK)
     return;
-  CUresult r = raw_free(d, ptr);
-  if (r != ROCM_SUCCESS)
-    rocm_log(BP_LOG_WARN, "freeing 0x%llx failed with CUresult %d",
+  hipError_t r = rocm_rt.hipFree((void *)(uintptr_t)ptr);
+  if (r != hipSuccess)
+    rocm_log(BP_LOG_WARN, "freeing 0x%llx failed with hipError_t %d",
              (unsigned long long)ptr, r);
-  rocm_ctx_leave();
 }
 
-/* Synchronous copies run on the legacy default stream: ordered after the
- * work of every (blocking) stream of the context, as the ABI asks for a
- * NULL stream. A device-to-device copy may return early, so it is waited
- * for. */
+static hipDeviceptr_t dptr(uint64_t p, uint64_t offset) {
+  return (hipDeviceptr_t)(uintptr_t)(p + offset);
+}
+
+/* Synchronous copies run on the null stream: ordered after the work of
+ * every blocking stream of the device, as the ABI asks for a NULL stream.
+ * The hipMemcpy*-without-Async calls return when the copy is done. */
 bp_status_t rocm_mem_write(bp_plugin_device_t *device,
                            bp_plugin_stream_t *stream, uint64_t dst,
                            uint64_t dst_offset, const void *src,
                            uint64_t size) {
-  bp_status_t st = rocm_ctx_enter(rocm_dev(device));
+  bp_status_t st = rocm_enter(rocm_dev(device));
   if (st != BP_OK)
     return st;
+  /* HIP's prototypes take a non-const source; it is only read. */
+  void *host = (void *)(uintptr_t)src;
   if (stream)
-    st = rocm_check(rocm_drv.cuMemcpyHtoDAsync(dst + dst_offset, src,
-                                               (size_t)size,
-                                               rocm_stream_of(stream)),
-                    "cuMemcpyHtoDAsync");
-  else
-    st = rocm_check(rocm_drv.cuMemcpyHtoD(dst + dst_offset, src, (size_t)size),
-                    "cuMemcpyHtoD");
-  rocm_ctx_leave();
-  return st;
+    return rocm_check(rocm_rt.hipMemcpyHtoDAsync(dptr(dst, dst_offset), host,
+                                                 (size_t)size,
+                                                 rocm_stream_of(stream)),
+                      "hipMemcpyHtoDAsync");
+  return rocm_check(
+      rocm_rt.hipMemcpyHtoD(dptr(dst, dst_offset), host, (size_t)size),
+      "hipMemcpyHtoD");
 }
 
 bp_status_t rocm_mem_read(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream, void *dst, uint64_t src,
                           uint64_t src_offset, uint64_t size) {
-  bp_status_t st = rocm_ctx_enter(rocm_dev(device));
+  bp_status_t st = rocm_enter(rocm_dev(device));
   if (st != BP_OK)
     return st;
   if (stream)
-    st = rocm_check(rocm_drv.cuMemcpyDtoHAsync(dst, src + src_offset,
-                                               (size_t)size,
-                                               rocm_stream_of(stream)),
-                    "cuMemcpyDtoHAsync");
-  else
-    st = rocm_check(rocm_drv.cuMemcpyDtoH(dst, src + src_offset, (size_t)size),
-                    "cuMemcpyDtoH");
-  rocm_ctx_leave();
-  return st;
+    return rocm_check(rocm_rt.hipMemcpyDtoHAsync(dst, dptr(src, src_offset),
+                                                 (size_t)size,
+                                                 rocm_stream_of(stream)),
+                      "hipMemcpyDtoHAsync");
+  return rocm_check(
+      rocm_rt.hipMemcpyDtoH(dst, dptr(src, src_offset), (size_t)size),
+      "hipMemcpyDtoH");
 }
 
 bp_status_t rocm_mem_copy(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream, uint64_t dst,
                           uint64_t dst_offset, uint64_t src,
                           uint64_t src_offset, uint64_t size) {
-  bp_status_t st = rocm_ctx_enter(rocm_dev(device));
+  bp_status_t st = rocm_enter(rocm_dev(device));
   if (st != BP_OK)
     return st;
-  if (stream) {
-    st = rocm_check(rocm_drv.cuMemcpyDtoDAsync(dst + dst_offset,
-                                               src + src_offset, (size_t)size,
-                                               rocm_stream_of(stream)),
-                    "cuMemcpyDtoDAsync");
-  } else {
-    st = rocm_check(rocm_drv.cuMemcpyDtoD(dst + dst_offset, src + src_offset,
-                                          (size_t)size),
-                    "cuMemcpyDtoD");
-    if (st == BP_OK)
-      st = rocm_check(rocm_drv.cuStreamSynchronize((CUstream)0),
-                      "cuStreamSynchronize");
-  }
-  rocm_ctx_leave();
+  if (stream)
+    return rocm_check(rocm_rt.hipMemcpyDtoDAsync(dptr(dst, dst_offset),
+                                                 dptr(src, src_offset),
+                                                 (size_t)size,
+                                                 rocm_stream_of(stream)),
+                      "hipMemcpyDtoDAsync");
+  st = rocm_check(rocm_rt.hipMemcpyDtoD(dptr(dst, dst_offset),
+                                        dptr(src, src_offset), (size_t)size),
+                  "hipMemcpyDtoD");
+  /* A device-to-device copy may return before it is done. */
+  if (st == BP_OK)
+    st = rocm_check(rocm_rt.hipStreamSynchronize((hipStream_t)0),
+                    "hipStreamSynchronize");
   return st;
 }

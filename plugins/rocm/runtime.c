@@ -209,12 +209,11 @@ void rocm_arch_name(int ordinal, char *out, size_t cap) {
   } props;
   memset(&props, 0, sizeof props);
   const char *arch = NULL;
-  if (rocm_rt.hipGetDevicePropertiesR0600) {
-    if (rocm_rt.hipGetDevicePropertiesR0600(&props, ordinal) == hipSuccess)
-      arch = props.r0600.gcnArchName;
-  } else if (rocm_rt.hipGetDeviceProperties(&props, ordinal) == hipSuccess) {
+  if (rocm_rt.hipGetDevicePropertiesR0600 &&
+      rocm_rt.hipGetDevicePropertiesR0600(&props, ordinal) == hipSuccess)
+    arch = props.r0600.gcnArchName;
+  else if (rocm_rt.hipGetDeviceProperties(&props, ordinal) == hipSuccess)
     arch = props.bytes + HIP_PROPS_R0000_ARCH_OFFSET;
-  }
   /* A layout we misread shows up as something other than "gfx...". */
   if (!arch || strncmp(arch, "gfx", 3) != 0)
     arch = "";

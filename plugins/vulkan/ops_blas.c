@@ -23,17 +23,21 @@ static const gemm_tile_t k_tiles[] = {
     {64, 64, 16, 4, 4},  /* the default: 256 invocations, 4x4 each */
     {32, 32, 16, 4, 4},  /* small outputs: more workgroups to spread */
     {64, 64, 8, 4, 4},
+    {16, 64, 16, 4, 4},  /* 64 invocations: the direct (no shared) path */
 };
 
 /* Picks the tile: small problems use the small tile so that every core
  * gets a workgroup; BACKPLANE_VK_GEMM_TILE=i forces one (for tuning). */
-static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch) {
+static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch,
+                                    bool software) {
   const char *env = vkb_host && vkb_host->getenv
                         ? vkb_host->getenv("BACKPLANE_VK_GEMM_TILE") : NULL;
   if (env && env[0] >= '0' &&
       env[0] < '0' + (int)(sizeof k_tiles / sizeof *k_tiles))
     return &k_tiles[env[0] - '0'];
   int64_t big_groups = ((m + 63) / 64) * ((n + 63) / 64) * batch;
+  if (software)
+    return &k_tiles[3];
   return big_groups < 16 ? &k_tiles[1] : &k_tiles[0];
 }
 
@@ -58,19 +62,19 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
       .scb = (int32_t)C->strides[0], .scm = (int32_t)C->strides[1],
       .scn = (int32_t)C->strides[2], .alpha = (float)g->alpha,
       .beta = (float)g->beta};
-  const gemm_tile_t *t = pick_tile(m, n, batch);
+  const gemm_tile_t *t = pick_tile(m, n, batch, s->d->software);
   /* Loads walk the contiguous axis so neighbouring invocations read
    * neighbouring addresses. */
   uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) |
                     (B->strides[2] == 1 ? 2u : 0u);
+  uint32_t spec[7] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk,
+                      t->tm, t->tn, layout};
   /* CPU implementations run barriers as coroutine switches; reading
    * through the caches without shared-memory staging is faster there. */
-  uint32_t shared = !s->d->software;
-  uint32_t spec[8] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk,
-                      t->tm, t->tn, layout, shared};
   char name[32];
-  snprintf(name, sizeof name, "gemm_%s", vkb_dtype_tag(C->dtype));
-  return vkb_dispatch(s, name, spec, 8, &p, sizeof p,
+  snprintf(name, sizeof name, "gemm_%s%s", vkb_dtype_tag(C->dtype),
+           s->d->software ? "_direct" : "");
+  return vkb_dispatch(s, name, spec, 7, &p, sizeof p,
                       (uint32_t)((n + t->bn - 1) / t->bn),
                       (uint32_t)((m + t->bm - 1) / t->bm), (uint32_t)batch);
 }

@@ -14,7 +14,7 @@ GLSLC_FLAGS := --target-env=vulkan1.2 -O -Werror -Ikernels/glsl
 VK_FLOATS := f32 f16 bf16
 VK_CAST_TYPES := f32 f16 bf16 i32 u8
 VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
-  $(foreach t,$(VK_FLOATS),eltwise_$(t) gemm_$(t) reduce_$(t) softmax_$(t) \
+  $(foreach t,$(VK_FLOATS),eltwise_$(t) gemm_$(t) gemm_$(t)_direct reduce_$(t) softmax_$(t) \
     norm_$(t) attention_$(t) gemv_$(t) conv_$(t) pool_$(t) bnorm_$(t) \
     adam_$(t) random_$(t)) \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))

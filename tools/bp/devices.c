@@ -114,6 +114,7 @@ static void print_devices(bp_context_t *ctx, const devices_opts_t *o) {
            e.info.identity[0] ? e.info.identity : "-");
     if (o->verbose) print_device_verbose(&e);
   }
+  printf("  (select with --device RANK, BACKEND, BACKEND:INDEX or NAME)\n");
 }
 
 static void print_plugin(const bp_plugin_report_t *p, bool explain) {

@@ -22,7 +22,7 @@ static const bp_subcommand_t bp_subcommands[] = {
     {"run", bp_cmd_run, "run a verified workload (GEMM, attention, conv2d)"},
     {"bench", bp_cmd_bench, "benchmark ops against OpenBLAS, PyTorch, peak"},
     {"conformance", bp_cmd_conformance, "prove a plugin: ops vs cpu-ref, errors, leaks, threads"},
-    /* {"tune", bp_cmd_tune, "autotune kernels and fill the cache"}, */
+    {"tune", bp_cmd_tune, "autotune kernels and fill the cache"},
 };
 #define BP_SUBCOMMAND_COUNT (sizeof bp_subcommands / sizeof bp_subcommands[0])
 

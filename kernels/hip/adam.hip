@@ -1,0 +1,4 @@
+// adam.hip — the kernels of kernels/cuda/adam.cu, compiled as HIP through
+// bp_hip_compat.h (one source for both backends).
+#include "bp_hip_compat.h"
+#include "adam.cu"

@@ -1,0 +1,4 @@
+// attention.hip — the kernels of kernels/cuda/attention.cu, compiled as HIP through
+// bp_hip_compat.h (one source for both backends).
+#include "bp_hip_compat.h"
+#include "attention.cu"

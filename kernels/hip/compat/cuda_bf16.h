@@ -1,0 +1,1 @@
+// Empty: bp_hip_compat.h provides the bf16 type under its CUDA names.

@@ -1,0 +1,4 @@
+// conv.hip — the kernels of kernels/cuda/conv.cu, compiled as HIP through
+// bp_hip_compat.h (one source for both backends).
+#include "bp_hip_compat.h"
+#include "conv.cu"

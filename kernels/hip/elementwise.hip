@@ -1,0 +1,4 @@
+// elementwise.hip — the kernels of kernels/cuda/elementwise.cu, compiled as HIP through
+// bp_hip_compat.h (one source for both backends).
+#include "bp_hip_compat.h"
+#include "elementwise.cu"

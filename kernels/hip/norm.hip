@@ -1,0 +1,4 @@
+// norm.hip — the kernels of kernels/cuda/norm.cu, compiled as HIP through
+// bp_hip_compat.h (one source for both backends).
+#include "bp_hip_compat.h"
+#include "norm.cu"

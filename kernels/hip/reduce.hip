@@ -1,0 +1,4 @@
+// reduce.hip — the kernels of kernels/cuda/reduce.cu, compiled as HIP through
+// bp_hip_compat.h (one source for both backends).
+#include "bp_hip_compat.h"
+#include "reduce.cu"

@@ -1,0 +1,485 @@
+/*
+ * fast_conv2d.c — the conv2d fast path of the "cpu" device (f32, NCHW).
+ *
+ * Three routes, picked per call:
+ *  - 1x1, stride 1, no padding, one group: each image is a plain GEMM,
+ *    Y[n] = W · X[n] ([K, C] x [C, H*W]), run by cpu_fast_gemm as one
+ *    batched call with W broadcast over the batch;
+ *  - depthwise (one input and one output channel per group): a direct
+ *    stencil over each plane (fast_vec_*.c), vectorised along output rows;
+ *  - everything else: implicit GEMM. Per group, Y = W · im2col(X), with W
+ *    packed once into micro-panels and im2col(X) never materialised: each
+ *    thread packs only the KC x NC tile of it that the micro-kernel needs
+ *    next, straight from the image (zeros for padding), into its own
+ *    scratch, then runs the packed GEMM micro-kernels (fast_gemm.h) over it.
+ * Bias is added to each output block while it is still in cache. Any other
+ * dtype, a y without unit column stride, or a CPU without AVX2 returns
+ * BP_ERR_UNIMPLEMENTED and the reference runs.
+ */
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "fast_gemm.h"
+#include "fast_vec.h"
+#include "tensor.h"
+
+#define CONV_NC_MAX 1088 /* largest NC of any kernel, rounded up */
+#define CONV_ROW_MAX 4096 /* widest padded row split into phases */
+
+typedef struct conv_job {
+  const fast_gemm_kernel_t *kr;
+  const float *x, *ap; /* image, packed weights (all groups) */
+  float *y;
+  const float *bias;   /* K floats or NULL */
+  int64_t C, H, W, K, P, Q, R, S, G, cg, kg, crs;
+  int64_t sxn, sxc, sxh, sxw, syn, syk;
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t kc, nc, ncb, pm; /* blocking; column blocks; m parts */
+  int64_t gstride;         /* floats of packed weights per group */
+  int64_t wq; /* > 0: rows are split into stride_w phases this wide */
+  const bp_plugin_tensor_t *wt;
+} conv_job_t;
+
+/* ---- packing --------------------------------------------------------------*/
+
+/* Weights of group g as MR-row panels over all of C/G*R*S:
+ * ap[panel][p][i] = w[g*kg + panel*mr + i][p], rows past kg zero. */
+static void pack_weights(void *ctx, int64_t begin, int64_t end,
+                         unsigned worker) {
+  (void)worker;
+  const conv_job_t *j = ctx;
+  int mr = j->kr->mr;
+  int64_t panels = (j->kg + mr - 1) / mr;
+  const bp_plugin_tensor_t *w = j->wt;
+  const int64_t *ws = w->strides;
+  /* (c, r, s) dense in memory: one flat index p */
+  bool flat = ws[3] == 1 && ws[2] == j->S && ws[1] == j->R * j->S;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t g = t / panels, pan = t % panels;
+    float *dst = (float *)j->ap + g * j->gstride + pan * j->crs * mr;
+    const float *rows[16];
+    int nrow = 0;
+    for (int i = 0; i < mr; i++) {
+      int64_t k = pan * mr + i;
+      if (k < j->kg) {
+        rows[i] = (const float *)cpu_tensor_base(w) + (g * j->kg + k) * ws[0];
+        nrow = i + 1;
+      }
+    }
+    int64_t p = 0;
+    for (int64_t c = 0; c < j->cg; c++)
+      for (int64_t r = 0; r < j->R; r++)
+        for (int64_t s = 0; s < j->S; s++, p++) {
+          int64_t off = flat ? p : c * ws[1] + r * ws[2] + s * ws[3];
+          float *d = dst + p * mr;
+          for (int i = 0; i < nrow; i++) d[i] = rows[i][off];
+          for (int i = nrow; i < mr; i++) d[i] = 0;
+        }
+  }
+}
+
+/* Zero-padded copy of the images, so packing needs no bounds checks:
+ * plane (n, c) of Hp x Wp floats, x's pixel (h, w) at (h + ph, w + pw). */
+typedef struct pad_job {
+  const float *x;
+  float *xp;
+  int64_t C, H, W, Hp, Wp, ph, pw, sxn, sxc, sxh, sxw;
+  int64_t sw, wq; /* rows split into sw phases of wq (Wp = sw * wq) */
+} pad_job_t;
+
+/* Row t of the padded image split by column phase: column c goes to
+ * phase c % sw, index c / sw, so strided taps read contiguous runs. */
+static void split_phases(const float *row, int64_t sw, int64_t wq, float *d) {
+  if (sw == 2)
+    for (int64_t q = 0; q < wq; q++) d[q] = row[2 * q], d[wq + q] = row[2 * q + 1];
+  else
+    for (int64_t q = 0; q < wq; q++)
+      for (int64_t f = 0; f < sw; f++) d[f * wq + q] = row[q * sw + f];
+}
+
+static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const pad_job_t *j = ctx;
+  for (int64_t t = begin; t < end; t++) {
+    const float *xc = j->x + (t / j->C) * j->sxn + (t % j->C) * j->sxc;
+    float *d = j->xp + t * j->Hp * j->Wp;
+    float tmp[CONV_ROW_MAX];
+    for (int64_t h = 0; h < j->Hp; h++, d += j->Wp) {
+      int64_t ih = h - j->ph;
+      if (ih < 0 || ih >= j->H) {
+        memset(d, 0, (size_t)j->Wp * sizeof *d);
+        continue;
+      }
+      float *o = j->sw > 1 ? tmp : d;
+      const float *row = xc + ih * j->sxh;
+      int64_t w0 = j->pw < j->Wp ? j->pw : j->Wp;
+      int64_t w1 = j->pw + j->W < j->Wp ? j->pw + j->W : j->Wp;
+      memset(o, 0, (size_t)w0 * sizeof *o);
+      if (j->sxw == 1)
+        memcpy(o + w0, row, (size_t)(w1 - w0) * sizeof *o);
+      else
+        for (int64_t w = w0; w < w1; w++) o[w] = row[(w - j->pw) * j->sxw];
+      memset(o + w1, 0, (size_t)(j->Wp - w1) * sizeof *o);
+      if (j->sw > 1) split_phases(tmp, j->sw, j->wq, d);
+    }
+  }
+}
+
+/* One k row (input channel plane xc, tap (r, s)) of the im2col tile for
+ * output pixels [j0, j0 + nb), gathered into tmp in pixel order. The image
+ * is padded (or needs no padding), so every read is in bounds. */
+static void gather_row(const conv_job_t *j, const float *xc, int64_t r,
+                       int64_t s, int64_t j0, int64_t nb, float *tmp) {
+  int64_t oh = j0 / j->Q, ow = j0 % j->Q, jj = 0;
+  int64_t c = s * j->dw, step = j->wq ? 1 : j->sw;
+  const float *src = xc + r * j->dh * j->sxh +
+                     (j->wq ? c % j->sw * j->wq + c / j->sw : c);
+  while (jj < nb) {
+    int64_t len = j->Q - ow < nb - jj ? j->Q - ow : nb - jj;
+    const float *s0 = src + oh * j->sh * j->sxh + ow * step;
+    if (step == 1)
+      memcpy(tmp + jj, s0, (size_t)len * sizeof *tmp);
+    else
+      for (int64_t t = 0; t < len; t++) tmp[jj + t] = s0[t * step];
+    jj += len;
+    ow = 0;
+    oh++;
+  }
+}
+
+/* The KC x NC tile of im2col(X[n], group g), k rows [pc, pc + kb), dealt
+ * out into micro-panels: dst[panel][p][lane]. */
+static void pack_tile(const conv_job_t *j, const float *xg, int64_t pc,
+                      int64_t kb, int64_t j0, int64_t nb, float *dst) {
+  int nr = j->kr->nr;
+  int64_t panels = (nb + nr - 1) / nr;
+  alignas(64) float tmp[CONV_NC_MAX];
+  memset(tmp + nb, 0, (size_t)(panels * nr - nb) * sizeof *tmp);
+  int64_t rs = j->R * j->S;
+  int64_t c = pc / rs, r = (pc / j->S) % j->R, s = pc % j->S;
+  for (int64_t p = 0; p < kb; p++) {
+    gather_row(j, xg + c * j->sxc, r, s, j0, nb, tmp);
+    float *d = dst + p * nr;
+    if (nr == 32)
+      for (int64_t q = 0; q < panels; q++)
+        memcpy(d + q * kb * 32, tmp + q * 32, 32 * sizeof *tmp);
+    else
+      for (int64_t q = 0; q < panels; q++)
+        memcpy(d + q * kb * nr, tmp + q * nr, (size_t)nr * sizeof *tmp);
+    if (++s == j->S) {
+      s = 0;
+      if (++r == j->R) r = 0, c++;
+    }
+  }
+}
+
+/* ---- the blocked loop ------------------------------------------------------*/
+
+/* Rows [m0, m0 + mcnt) of one group's output, columns [j0, j0 + nb). */
+static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0,
+                       int64_t mcnt, int64_t j0, int64_t nb, float *bbuf) {
+  const fast_gemm_kernel_t *kr = j->kr;
+  int mr = kr->mr, nr = kr->nr;
+  const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
+  float *yg = j->y + n * j->syn + g * j->kg * j->syk;
+  const float *ag = j->ap + g * j->gstride;
+  static const float one = 1.0f, zero = 0.0f;
+  alignas(64) float tile[16 * 32];
+  for (int64_t pc = 0; pc < j->crs; pc += j->kc) {
+    int64_t kb = j->crs - pc < j->kc ? j->crs - pc : j->kc;
+    pack_tile(j, xg, pc, kb, j0, nb, bbuf);
+    const float *beta = pc == 0 ? &zero : &one;
+    for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
+      const float *apan = ag + (ir / mr) * j->crs * mr + pc * mr;
+      int64_t rows = m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr;
+      for (int64_t jr = 0; jr < nb; jr += nr) {
+        const float *bpan = bbuf + jr * kb;
+        int64_t cols = nb - jr < nr ? nb - jr : nr;
+        float *cc = yg + ir * j->syk + j0 + jr;
+        if (rows == mr && cols == nr) {
+          kr->ukr(kb, apan, bpan, cc, j->syk, &one, beta);
+          continue;
+        }
+        kr->ukr(kb, apan, bpan, tile, nr, &one, &zero);
+        for (int64_t i = 0; i < rows; i++)
+          for (int64_t c = 0; c < cols; c++)
+            cc[i * j->syk + c] =
+                tile[i * nr + c] + (pc == 0 ? 0.0f : cc[i * j->syk + c]);
+      }
+    }
+  }
+  if (j->bias)
+    for (int64_t i = m0; i < m0 + mcnt; i++) {
+      float b = j->bias[g * j->kg + i], *row = yg + i * j->syk + j0;
+      for (int64_t c = 0; c < nb; c++) row[c] += b;
+    }
+}
+
+static void conv_task(void *ctx, int64_t begin, int64_t end,
+                      unsigned worker) {
+  (void)worker;
+  const conv_job_t *j = ctx;
+  int mr = j->kr->mr, nr = j->kr->nr;
+  int64_t kcap = j->crs < j->kc ? j->crs : j->kc;
+  int64_t ncap = (j->nc + nr - 1) / nr * nr;
+  float *bbuf = fast_scratch(3, (size_t)(kcap * ncap) * sizeof(float));
+  if (!bbuf) return; /* checked by the caller before the split */
+  for (int64_t t = begin; t < end; t++) {
+    int64_t mp = t % j->pm, rest = t / j->pm;
+    int64_t jb = rest % j->ncb, ng = rest / j->ncb;
+    int64_t n = ng / j->G, g = ng % j->G;
+    int64_t chunk = ((j->kg + j->pm - 1) / j->pm + mr - 1) / mr * mr;
+    int64_t m0 = mp * chunk, m1 = m0 + chunk < j->kg ? m0 + chunk : j->kg;
+    int64_t j0 = jb * j->nc, pq = j->P * j->Q;
+    int64_t nb = pq - j0 < j->nc ? pq - j0 : j->nc;
+    if (m1 > m0) conv_block(j, n, g, m0, m1 - m0, j0, nb, bbuf);
+  }
+}
+
+/* ---- routes ---------------------------------------------------------------*/
+
+static const fast_gemm_kernel_t *pick_kernel(const cpu_device_t *dev) {
+  const cpu_features_t *f = cpu_features_get();
+  bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
+  if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl)
+    return &fast_sgemm_avx512;
+  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma) return &fast_sgemm_avx2;
+  return NULL;
+}
+
+static unsigned pool_threads(const cpu_device_t *dev) {
+  return dev->pool ? cpu_pool_size(dev->pool) : 1;
+}
+
+/* Splits the work: column blocks of at most NC output pixels, and when
+ * there are too few of them for the pool, parts of the output channels. */
+static void plan(conv_job_t *j, int64_t N, unsigned threads) {
+  int64_t pq = j->P * j->Q, nr = j->kr->nr, mr = j->kr->mr;
+  int64_t T = threads, ng = N * j->G;
+  j->kc = j->kr->kc;
+  int64_t ncb = (pq + j->kr->nc - 1) / j->kr->nc;
+  j->pm = 1;
+  if (T > 1 && (ng * ncb) % T != 0 && ng * ncb < 8 * T) {
+    /* more, narrower column blocks when that balances the threads; else
+     * split the output channels too (each part packs its own tiles) */
+    int64_t more = ncb + 1;
+    while ((ng * more) % T != 0 && pq / more >= 4 * nr) more++;
+    if ((ng * more) % T == 0 && pq / more >= 4 * nr)
+      ncb = more;
+    else {
+      int64_t mpanels = (j->kg + mr - 1) / mr;
+      j->pm = mpanels < T ? mpanels : T;
+    }
+  }
+  /* even blocks, whole micro-panels */
+  j->nc = ((pq + ncb - 1) / ncb + nr - 1) / nr * nr;
+  j->ncb = (pq + j->nc - 1) / j->nc;
+}
+
+/* Points j's image at a zero-padded copy when x has padding or strided
+ * rows; false when the copy's memory cannot be had. */
+static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
+  if (j->ph == 0 && j->pw == 0 && j->sxw == 1 && j->sw == 1) return true;
+  int64_t sw = j->sw, wneed = (j->Q - 1) * sw + (j->S - 1) * j->dw + 1;
+  int64_t wq = (wneed + sw - 1) / sw;
+  if (sw > 1 && sw * wq > CONV_ROW_MAX) return false;
+  pad_job_t p = {j->x, NULL, j->C, j->H, j->W,
+                 (j->P - 1) * j->sh + (j->R - 1) * j->dh + 1, sw * wq,
+                 j->ph, j->pw, j->sxn, j->sxc, j->sxh, j->sxw, sw, wq};
+  p.xp = fast_scratch(1, (size_t)(N * j->C * p.Hp * p.Wp) * sizeof(float));
+  if (!p.xp) return false;
+  int64_t plane = p.Hp * p.Wp;
+  cpu_pool_run(dev->pool, N * j->C, plane >= 16384 ? 1 : 16384 / plane + 1,
+               pad_task, &p);
+  j->x = p.xp;
+  j->sxn = j->C * plane, j->sxc = plane, j->sxh = p.Wp, j->sxw = 1;
+  j->ph = j->pw = 0;
+  j->wq = sw > 1 ? wq : 0;
+  return true;
+}
+
+static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                 const fast_gemm_kernel_t *kr,
+                                 const float *bias) {
+  conv_job_t j;
+  memset(&j, 0, sizeof j);
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  j.kr = kr;
+  j.wt = w;
+  j.x = cpu_tensor_base(x);
+  j.y = cpu_tensor_base(y);
+  j.bias = bias;
+  j.C = x->shape[1], j.H = x->shape[2], j.W = x->shape[3];
+  j.K = y->shape[1], j.P = y->shape[2], j.Q = y->shape[3];
+  j.R = w->shape[2], j.S = w->shape[3], j.G = a->groups;
+  j.cg = w->shape[1], j.kg = j.K / j.G, j.crs = j.cg * j.R * j.S;
+  j.sxn = x->strides[0], j.sxc = x->strides[1], j.sxh = x->strides[2];
+  j.sxw = x->strides[3], j.syn = y->strides[0], j.syk = y->strides[1];
+  j.sh = a->stride_h, j.sw = a->stride_w, j.ph = a->pad_h, j.pw = a->pad_w;
+  j.dh = a->dilation_h, j.dw = a->dilation_w;
+  int64_t mr = kr->mr;
+  j.gstride = (j.kg + mr - 1) / mr * mr * j.crs;
+  float *ap = fast_scratch(2, (size_t)(j.G * j.gstride) * sizeof(float));
+  if (!ap || j.crs == 0) return BP_ERR_UNIMPLEMENTED;
+  j.ap = ap;
+  unsigned threads = pool_threads(dev);
+  plan(&j, x->shape[0], threads);
+  if (!pad_images(dev, &j, x->shape[0])) return BP_ERR_UNIMPLEMENTED;
+  /* every worker needs its tile buffer: fail before writing anything */
+  int64_t need = (j.crs < j.kc ? j.crs : j.kc) * ((j.nc + 31) / 32 * 32);
+  if (!fast_scratch(3, (size_t)need * sizeof(float)))
+    return BP_ERR_UNIMPLEMENTED;
+  int64_t panels = j.G * ((j.kg + mr - 1) / mr);
+  cpu_pool_run(dev->pool, panels, 1, pack_weights, &j);
+  int64_t tasks = x->shape[0] * j.G * j.ncb * j.pm;
+  double flops = 2.0 * (double)j.K * (double)j.crs * (double)(j.P * j.Q) *
+                 (double)x->shape[0];
+  cpu_pool_run(dev->pool, tasks, flops < 2e6 ? tasks : 1, conv_task, &j);
+  return BP_OK;
+}
+
+/* ---- per-plane work: bias after the GEMM, depthwise --------------------*/
+
+typedef struct plane_job {
+  const bp_conv2d_args_t *a;
+  const fast_vec_kernels_t *vk;
+  const float *bias;
+  fast_dw_geom_t g;
+} plane_job_t;
+
+static void bias_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const plane_job_t *j = ctx;
+  const bp_plugin_tensor_t *y = &j->a->y;
+  int64_t K = y->shape[1], hw = y->shape[2] * y->shape[3];
+  float *py = cpu_tensor_base(y);
+  for (int64_t t = begin; t < end; t++) {
+    float *row = py + (t / K) * y->strides[0] + (t % K) * y->strides[1];
+    float b = j->bias[t % K];
+    for (int64_t i = 0; i < hw; i++) row[i] += b;
+  }
+}
+
+static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const plane_job_t *j = ctx;
+  const bp_conv2d_args_t *a = j->a;
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  int64_t C = x->shape[1], R = w->shape[2], S = w->shape[3];
+  float *buf =
+      fast_scratch(3, (size_t)((j->g.Hp + 1) * j->g.Wp) * sizeof(float));
+  float wt[64];
+  const float *px = cpu_tensor_base(x), *pw = cpu_tensor_base(w);
+  float *py = cpu_tensor_base(y);
+  for (int64_t t = begin; t < end && buf; t++) {
+    int64_t n = t / C, c = t % C;
+    for (int64_t r = 0; r < R; r++)
+      for (int64_t s = 0; s < S; s++)
+        wt[r * S + s] =
+            pw[c * w->strides[0] + r * w->strides[2] + s * w->strides[3]];
+    j->vk->dw_plane(&j->g, px + n * x->strides[0] + c * x->strides[1], wt,
+                    j->bias ? j->bias[c] : 0.0f,
+                    py + n * y->strides[0] + c * y->strides[1], buf);
+  }
+}
+
+/* One input and one output channel per group: a direct stencil per plane. */
+static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                  const fast_vec_kernels_t *vk,
+                                  const float *bias) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  if (w->shape[2] * w->shape[3] > 64) return BP_ERR_UNIMPLEMENTED;
+  plane_job_t j = {a, vk, bias, {0}};
+  fast_dw_geom_t *g = &j.g;
+  g->H = x->shape[2], g->W = x->shape[3], g->P = y->shape[2];
+  g->Q = y->shape[3], g->R = w->shape[2], g->S = w->shape[3];
+  g->sh = a->stride_h, g->sw = a->stride_w, g->ph = a->pad_h;
+  g->pw = a->pad_w, g->dh = a->dilation_h, g->dw = a->dilation_w;
+  g->sxh = x->strides[2], g->sxw = x->strides[3];
+  g->Hp = (g->P - 1) * g->sh + (g->R - 1) * g->dh + 1;
+  /* per phase: Q outputs, the widest tap's shift, one vector of slack */
+  g->Wp = (g->Q + ((g->S - 1) * g->dw) / g->sw + 1 + 16) * g->sw;
+  if (!fast_scratch(3, (size_t)((g->Hp + 1) * g->Wp) * sizeof(float)))
+    return BP_ERR_UNIMPLEMENTED;
+  int64_t planes = x->shape[0] * x->shape[1];
+  int64_t work = g->P * g->Q * g->R * g->S;
+  cpu_pool_run(dev->pool, planes, work >= 16384 ? 1 : 16384 / work + 1,
+               dw_task, &j);
+  return BP_OK;
+}
+
+/* Y[n] = W · X[n] as one batched GEMM; then the bias over each plane. */
+static bp_status_t conv_1x1(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                            const float *bias) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  int64_t N = x->shape[0], C = x->shape[1], HW = x->shape[2] * x->shape[3];
+  int64_t K = y->shape[1];
+  bp_gemm_args_t g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  g.alpha = 1.0;
+  g.beta = 0.0;
+  g.a = (bp_plugin_tensor_t){w->ptr, w->offset, BP_F32, 3, {1 < N ? N : 1, K, C},
+                             {0, w->strides[0], w->strides[1]}};
+  g.b = (bp_plugin_tensor_t){x->ptr, x->offset, BP_F32, 3, {N, C, HW},
+                             {x->strides[0], x->strides[1], 1}};
+  g.c = (bp_plugin_tensor_t){y->ptr, y->offset, BP_F32, 3, {N, K, HW},
+                             {y->strides[0], y->strides[1], 1}};
+  g.a.shape[0] = N;
+  bp_status_t st = cpu_fast_gemm(dev, &g);
+  if (st != BP_OK || !bias) return st;
+  plane_job_t j = {a, NULL, bias, {0}};
+  cpu_pool_run(dev->pool, N * K, HW >= 4096 ? 1 : 4096 / (HW + 1) + 1,
+               bias_task, &j);
+  return BP_OK;
+}
+
+/* The dense planes the routes need: x's and y's (H, W) unit-strided rows. */
+static bool layout_ok(const bp_conv2d_args_t *a) {
+  const bp_plugin_tensor_t *y = &a->y;
+  if (y->strides[3] != 1 || (y->shape[2] > 1 && y->strides[2] != y->shape[3]))
+    return false;
+  return a->stride_h > 0 && a->stride_w > 0 && a->dilation_h > 0 &&
+         a->dilation_w > 0 && a->pad_h >= 0 && a->pad_w >= 0;
+}
+
+static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                              const fast_gemm_kernel_t *kr,
+                              const fast_vec_kernels_t *vk, const float *bias) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  int64_t G = a->groups;
+  if (G == x->shape[1] && G == y->shape[1] && w->shape[1] == 1)
+    return conv_depthwise(dev, a, vk, bias);
+  bool unit = w->shape[2] == 1 && w->shape[3] == 1 && a->stride_h == 1 &&
+              a->stride_w == 1 && a->pad_h == 0 && a->pad_w == 0;
+  if (unit && G == 1 && x->strides[3] == 1 &&
+      (x->shape[2] <= 1 || x->strides[2] == x->shape[3]))
+    return conv_1x1(dev, a, bias);
+  return conv_implicit(dev, a, kr, bias);
+}
+
+bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  if (x->dtype != BP_F32 || w->dtype != BP_F32 || y->dtype != BP_F32 ||
+      !layout_ok(a))
+    return BP_ERR_UNIMPLEMENTED;
+  const fast_gemm_kernel_t *kr = pick_kernel(dev);
+  const fast_vec_kernels_t *vk = fast_vec_pick(dev);
+  if (!kr || !vk) return BP_ERR_UNIMPLEMENTED;
+  int64_t K = y->shape[1];
+  if (cpu_numel(y) == 0) return BP_OK;
+  /* bias of any float dtype, widened once */
+  float *bias = NULL;
+  if (!cpu_tensor_absent(&a->bias)) {
+    bias = malloc((size_t)K * sizeof(float));
+    if (!bias) return BP_ERR_UNIMPLEMENTED;
+    const void *pb = cpu_tensor_base(&a->bias);
+    for (int64_t k = 0; k < K; k++)
+      bias[k] = (float)cpu_load(pb, a->bias.dtype, k * a->bias.strides[0]);
+  }
+  bp_status_t st = conv_route(dev, a, kr, vk, bias);
+  free(bias);
+  return st;
+}

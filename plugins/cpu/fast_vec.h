@@ -1,0 +1,94 @@
+/*
+ * fast_vec.h — the vector row kernels behind the memory-bound fast paths
+ * (softmax, norms, elementwise, reductions, casts) and depthwise conv.
+ *
+ * The drivers (fast_softmax.c, fast_norm.c, fast_elementwise.c,
+ * fast_reduce.c, fast_cast.c, fast_conv2d.c) are baseline x86-64 C: they
+ * check dtypes and strides, cut the work into rows and hand rows to one of
+ * these tables over the thread pool. The tables hold the only SIMD code;
+ * they are instantiated from one template (fast_vec_kern.h) per ISA by
+ * fast_vec_avx512.c and fast_vec_avx2.c, each compiled with its own -m
+ * flags (fast.mk) and reached only after fast_vec_pick's CPUID check.
+ * All row pointers are f32 with unit stride unless a stride is given.
+ */
+#ifndef BACKPLANE_FAST_VEC_H
+#define BACKPLANE_FAST_VEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpu.h"
+
+/* Geometry of one depthwise plane; the input plane is first copied into a
+ * zero-padded buffer of Hp x Wp floats so the stencil needs no bounds. */
+typedef struct fast_dw_geom {
+  int64_t H, W, P, Q, R, S, sh, sw, ph, pw, dh, dw;
+  int64_t sxh, sxw; /* input strides of the plane, elements */
+  int64_t Hp, Wp;   /* padded plane */
+} fast_dw_geom_t;
+
+typedef struct fast_vec_kernels {
+  /* y (P x Q, contiguous) = depthwise stencil of one plane, plus bias. */
+  void (*dw_plane)(const fast_dw_geom_t *g, const float *x, const float *w,
+                   float bias, float *y, float *buf);
+  /* Softmax (log != 0: log-softmax) of one row: one pass for max and sum
+   * (online), one for the output. NaN and -inf rows as the reference. */
+  void (*softmax_row)(const float *x, float *y, int64_t n, int log);
+  /* Layer norm (rms == 0) or RMS norm of one row; gamma / beta may be NULL.
+   */
+  void (*norm_row)(const float *x, float *y, int64_t n, const float *gamma,
+                   const float *beta, double eps, int rms);
+  /* y = x * scale + shift (batch norm, folded per channel). */
+  void (*affine_row)(const float *x, float *y, int64_t n, float scale,
+                     float shift);
+  /* y = op(x); false (nothing written) for an op without a vector form. */
+  bool (*unary_row)(bp_unary_op_t op, const float *x, float *y, int64_t n);
+  /* y = a op b with a, b of element stride 0 or 1; false when not vector. */
+  bool (*binary_row)(bp_binary_op_t op, const float *a, int64_t sa,
+                     const float *b, int64_t sb, float *y, int64_t n);
+  /* Reduces one contiguous row: sum, mean, max, min, var (as the
+   * reference: double accumulation, first NaN wins for max / min). */
+  double (*reduce_row)(bp_reduce_op_t op, const float *x, int64_t n);
+  /* Column reduction: acc[j] (op) = x[i * stride + j] for i < len, j <
+   * width; acc holds doubles (sum) or the running max / min. */
+  void (*reduce_cols)(bp_reduce_op_t op, const float *x, int64_t stride,
+                      int64_t len, void *acc, int64_t width);
+  /* Converts n elements between f32 and f16 / bf16 (RNE, quiet NaN). */
+  bool (*cvt)(bp_dtype_t from, bp_dtype_t to, const void *x, void *y,
+              int64_t n);
+} fast_vec_kernels_t;
+
+CPU_HIDDEN extern const fast_vec_kernels_t fast_vec_avx512, fast_vec_avx2;
+
+/* The table for the device's ISA ceiling and this CPU, or NULL when not
+ * even AVX2 + FMA + F16C is there (the reference runs then). */
+CPU_HIDDEN const fast_vec_kernels_t *fast_vec_pick(const cpu_device_t *dev);
+
+/* Rows of an elementwise op over up to 4 tensors of one shape: dims are
+ * coalesced where every tensor allows, the last dim is the row. */
+typedef struct fast_rows {
+  int32_t rank, count;
+  int64_t shape[BP_MAX_RANK];
+  int64_t strides[4][BP_MAX_RANK];
+} fast_rows_t;
+
+/* Fills r from the tensors' strides over shape; false for rank 0. */
+CPU_HIDDEN bool fast_rows_init(fast_rows_t *r, const bp_plugin_tensor_t *shape_of,
+                               const bp_plugin_tensor_t *const *ts, int count);
+/* Element offset of row `row` (the last dim is excluded) in tensor k. */
+CPU_HIDDEN int64_t fast_rows_offset(const fast_rows_t *r, int k, int64_t row);
+/* Rows in all (the product of every dim but the last) and row length. */
+CPU_HIDDEN int64_t fast_rows_count(const fast_rows_t *r);
+
+/* Runs fn(ctx, row, col0, ncols) over every row, cut into pieces of at most
+ * `piece` columns, threaded over the pool when total work is large. */
+typedef void (*fast_piece_fn)(void *ctx, int64_t row, int64_t col0,
+                              int64_t ncols);
+CPU_HIDDEN void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len,
+                              int64_t piece, fast_piece_fn fn, void *ctx);
+
+/* Element offset in t of line `line` of the lines along t's last axis
+ * (the lines enumerated row-major over the other axes). */
+CPU_HIDDEN int64_t fast_line_offset(const bp_plugin_tensor_t *t, int64_t line);
+
+#endif /* BACKPLANE_FAST_VEC_H */

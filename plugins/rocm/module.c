@@ -1,0 +1,295 @@
+/*
+ * module.c — the embedded HIP sources, hiprtc, the code-object cache and
+ * kernel launches.
+ *
+ * kernels/hip/<name>.hip is compiled into the plugin as one self-contained
+ * string (the generated header $(B)/gen/rocm/rocm_hip_src.h, see embed.sh).
+ * The first time a kernel of a module is used on a device, the module is
+ * compiled by hiprtc for the device's gcnArchName, not at device open:
+ * compiling every module takes seconds and most programs use a few. The
+ * code object is kept on disk under $XDG_CACHE_HOME/backplane/rocm (or
+ * ~/.cache/backplane/rocm), named by module, architecture, HIP runtime
+ * version and a hash of the source and options, so a later process (or
+ * device) loads it without compiling; a file that fails to load is
+ * recompiled and replaced.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugins/rocm/rocm_plugin.h"
+#include "rocm_hip_src.h" /* generated: rocm_hip_<name>[] */
+
+static const char *const module_src[ROCM_MOD_COUNT] = {
+#define ROCM__MOD_SRC(id, file) rocm_hip_##file,
+    ROCM_MODULES(ROCM__MOD_SRC)
+#undef ROCM__MOD_SRC
+};
+
+static const char *const module_name[ROCM_MOD_COUNT] = {
+#define ROCM__MOD_NAME(id, file) #file,
+    ROCM_MODULES(ROCM__MOD_NAME)
+#undef ROCM__MOD_NAME
+};
+
+/* -O3 and no fast math: results are compared with the CPU reference. */
+#define HIPRTC_FIXED_OPTIONS "-O3"
+
+/* ---- the cache ------------------------------------------------------------ */
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+/* The cache directory, created on demand; false when there is none. */
+static bool cache_dir(char *out, size_t cap) {
+  const char *xdg = rocm_host->getenv("XDG_CACHE_HOME");
+  const char *home = rocm_host->getenv("HOME");
+  char base[512];
+  if (xdg && *xdg)
+    snprintf(base, sizeof base, "%s/backplane", xdg);
+  else if (home && *home)
+    snprintf(base, sizeof base, "%s/.cache/backplane", home);
+  else
+    return false;
+  snprintf(out, cap, "%s/rocm", base);
+  /* Intermediate directories: XDG_CACHE_HOME itself may not exist yet. */
+  for (char *p = out + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = 0;
+    mkdir(out, 0700);
+    *p = '/';
+  }
+  return mkdir(out, 0700) == 0 || errno == EEXIST;
+}
+
+/* The cache file of module m for arch. Architecture names carry ':' (the
+ * feature flags); they become '_' in the file name. */
+static bool cache_path(rocm_module_id_t m, const char *arch, char *out,
+                       size_t cap) {
+  char dir[600];
+  if (!cache_dir(dir, sizeof dir))
+    return false;
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv1a(h, module_src[m], strlen(module_src[m]));
+  h = fnv1a(h, HIPRTC_FIXED_OPTIONS, sizeof HIPRTC_FIXED_OPTIONS);
+  h = fnv1a(h, ROCM_PLUGIN_VERSION, sizeof ROCM_PLUGIN_VERSION);
+  char a[64];
+  snprintf(a, sizeof a, "%s", arch);
+  for (char *p = a; *p; p++)
+    if (*p == ':' || *p == '/')
+      *p = '_';
+  snprintf(out, cap, "%s/%s-%s-hip%d-%016llx.hsaco", dir, module_name[m], a,
+           rocm_rt.runtime_version, (unsigned long long)h);
+  return true;
+}
+
+static char *read_file(const char *path, size_t *out_size) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = NULL;
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
+      fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
+      fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *out_size = buf ? (size_t)n : 0;
+  return buf;
+}
+
+/* Writes atomically (temporary file, then rename), so a concurrent reader
+ * sees the whole code object or none. A failure only costs a recompile. */
+static void write_file(const char *path, const char *data, size_t n) {
+  /* Unique per process and call: two devices of one architecture may
+   * store the same module at once. */
+  static unsigned serial;
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(),
+           __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+  FILE *f = fopen(tmp, "wb");
+  if (!f)
+    return;
+  bool ok = fwrite(data, 1, n, f) == n;
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    unlink(tmp);
+    rocm_log(BP_LOG_WARN, "could not write the code-object cache %s", path);
+  }
+}
+
+/* ---- hiprtc --------------------------------------------------------------- */
+
+/* Sets the error for a failed compile, with hiprtc's log. */
+static bp_status_t compile_error(hiprtcProgram prog, hiprtcResult r,
+                                 rocm_module_id_t m, const char *arch) {
+  size_t n = 0;
+  char *log = NULL;
+  if (rocm_rt.hiprtcGetProgramLogSize(prog, &n) == HIPRTC_SUCCESS && n > 1 &&
+      (log = calloc(1, n + 1)))
+    rocm_rt.hiprtcGetProgramLog(prog, log);
+  rocm_host->set_error("rocm: hiprtc could not compile %s.hip for %s: %s%s%.1500s",
+                       module_name[m], arch, rocm_rt.hiprtcGetErrorString(r),
+                       log ? ": " : "", log ? log : "");
+  free(log);
+  return r == HIPRTC_ERROR_OUT_OF_MEMORY ? BP_ERR_OUT_OF_MEMORY
+                                         : BP_ERR_INTERNAL;
+}
+
+/* Compiles module m for arch; *out_code (malloc'd) is the code object. */
+static bp_status_t compile(rocm_module_id_t m, const char *arch,
+                           char **out_code, size_t *out_size) {
+  *out_code = NULL;
+  if (!rocm_rt.hiprtcCompileProgram) {
+    rocm_host->set_error("rocm: cannot compile %s.hip: %s", module_name[m],
+                         rocm_rt.rtc_reason);
+    return BP_ERR_UNAVAILABLE;
+  }
+  char name[64], offload[96];
+  snprintf(name, sizeof name, "%s.hip", module_name[m]);
+  snprintf(offload, sizeof offload, "--offload-arch=%s", arch);
+  const char *opts[] = {offload, HIPRTC_FIXED_OPTIONS};
+  hiprtcProgram prog = NULL;
+  hiprtcResult r = rocm_rt.hiprtcCreateProgram(&prog, module_src[m], name, 0,
+                                               NULL, NULL);
+  if (r != HIPRTC_SUCCESS) {
+    rocm_host->set_error("rocm: hiprtcCreateProgram(%s): %s", name,
+                         rocm_rt.hiprtcGetErrorString(r));
+    return BP_ERR_INTERNAL;
+  }
+  bp_status_t st = BP_OK;
+  size_t n = 0;
+  r = rocm_rt.hiprtcCompileProgram(prog, 2, opts);
+  if (r == HIPRTC_SUCCESS)
+    r = rocm_rt.hiprtcGetCodeSize(prog, &n);
+  if (r != HIPRTC_SUCCESS || n == 0) {
+    st = compile_error(prog, r, m, arch);
+    goto out;
+  }
+  *out_code = malloc(n);
+  if (!*out_code) {
+    rocm_host->set_error("rocm: no host memory for a %zu-byte code object", n);
+    st = BP_ERR_OUT_OF_MEMORY;
+    goto out;
+  }
+  r = rocm_rt.hiprtcGetCode(prog, *out_code);
+  if (r != HIPRTC_SUCCESS) {
+    free(*out_code);
+    *out_code = NULL;
+    st = compile_error(prog, r, m, arch);
+    goto out;
+  }
+  *out_size = n;
+out:
+  rocm_rt.hiprtcDestroyProgram(&prog);
+  return st;
+}
+
+/* Loads module m for d (device current, lock held): from the cache when a
+ * code object there loads, by compiling otherwise. */
+static bp_status_t load_module(rocm_device_t *d, rocm_module_id_t m) {
+  if (!d->arch[0]) {
+    rocm_host->set_error("rocm: device %d has no readable gcnArchName",
+                         d->ordinal);
+    return BP_ERR_UNSUPPORTED;
+  }
+  char path[1024];
+  bool cached = cache_path(m, d->arch, path, sizeof path);
+  size_t n = 0;
+  char *code = cached ? read_file(path, &n) : NULL;
+  if (code && rocm_rt.hipModuleLoadData(&d->modules[m], code) == hipSuccess) {
+    rocm_log(BP_LOG_DEBUG, "%s.hip for %s from the cache %s", module_name[m],
+             d->arch, path);
+    free(code);
+    return BP_OK;
+  }
+  if (code)
+    rocm_log(BP_LOG_WARN, "cached %s does not load; recompiling", path);
+  free(code);
+  bp_status_t st = compile(m, d->arch, &code, &n);
+  if (st != BP_OK)
+    return st;
+  char what[128];
+  snprintf(what, sizeof what, "hipModuleLoadData(%s.hip for %s)",
+           module_name[m], d->arch);
+  st = rocm_check(rocm_rt.hipModuleLoadData(&d->modules[m], code), what);
+  if (st == BP_OK && cached)
+    write_file(path, code, n);
+  free(code);
+  return st;
+}
+
+static bp_status_t kernel_get(rocm_device_t *d, rocm_module_id_t m,
+                              const char *name, hipFunction_t *out_fn) {
+  *out_fn = NULL;
+  bp_status_t st = BP_OK;
+  pthread_mutex_lock(&d->lock);
+  if (!d->modules[m])
+    st = load_module(d, m);
+  if (st == BP_OK) {
+    char what[160];
+    snprintf(what, sizeof what, "hipModuleGetFunction(%s.hip, %s)",
+             module_name[m], name);
+    st = rocm_check(
+        rocm_rt.hipModuleGetFunction(out_fn, d->modules[m], name), what);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
+void rocm_modules_unload(rocm_device_t *d) {
+  for (int m = 0; m < ROCM_MOD_COUNT; m++) {
+    if (d->modules[m])
+      rocm_rt.hipModuleUnload(d->modules[m]);
+    d->modules[m] = NULL;
+  }
+}
+
+unsigned rocm_blocks_for(int64_t n, unsigned threads) {
+  int64_t b = (n + threads - 1) / threads;
+  /* Kernels loop grid-stride, so a cap loses nothing. */
+  if (b > 65535LL * 16)
+    b = 65535LL * 16;
+  return b < 1 ? 1u : (unsigned)b;
+}
+
+bp_status_t rocm_launch(rocm_device_t *d, bp_plugin_stream_t *s,
+                        rocm_module_id_t m, const char *name,
+                        const unsigned grid[3], const unsigned block[3],
+                        unsigned smem, void *params) {
+  if (!grid[0] || !grid[1] || !grid[2])
+    return BP_OK;
+  bp_status_t st = rocm_enter(d);
+  if (st != BP_OK)
+    return st;
+  if (d->smem_max > 0 && smem > (unsigned)d->smem_max) {
+    rocm_host->set_error("rocm: %s needs %u bytes of shared memory; the "
+                         "device allows %d",
+                         name, smem, d->smem_max);
+    return BP_ERR_UNSUPPORTED;
+  }
+  hipFunction_t fn;
+  st = kernel_get(d, m, name, &fn);
+  if (st != BP_OK)
+    return st;
+  /* One by-value parameter block: the runtime copies it into the kernel
+   * argument segment using the code object's metadata. */
+  void *args[1] = {params};
+  char what[128];
+  snprintf(what, sizeof what, "hipModuleLaunchKernel(%s)", name);
+  return rocm_check(rocm_rt.hipModuleLaunchKernel(
+                        fn, grid[0], grid[1], grid[2], block[0], block[1],
+                        block[2], smem, rocm_stream_of(s), args, NULL),
+                    what);
+}

@@ -1,0 +1,476 @@
+/*
+ * runtime.c — the shim's HIP runtime entry points: devices, memory, copies,
+ * streams, events. Modules and launches are in module.c. See shim.h.
+ *
+ * Environment (read at each call, so one test binary can vary it):
+ *   BP_HIP_SHIM_DEVICES    device count (default 1)
+ *   BP_HIP_SHIM_ARCH       gcnArchName (default gfx90a:sramecc+:xnack-)
+ *   BP_HIP_SHIM_PROPS      "r0000": hipGetDevicePropertiesR0600 fails, as
+ *                          on ROCm 5 where only the old layout exists
+ *   BP_HIP_SHIM_INTEGRATED 1: an APU
+ *   BP_HIP_SHIM_MEM        bytes of "device" memory (default 1 GiB)
+ *   BP_HIP_SHIM_FAIL       failures to inject (shim.h)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "test/shims/hip/shim.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static bool initialised;
+static _Thread_local int current = -1; /* hipSetDevice of this thread */
+bp_hip_shim_stats_t shim_hip_stats;
+#define stats shim_hip_stats
+#define MAX_DEVICES 8
+
+static long env_long(const char *name, long dflt) {
+  const char *v = getenv(name);
+  return v && *v ? strtol(v, NULL, 0) : dflt;
+}
+
+static int device_count(void) {
+  long n = env_long("BP_HIP_SHIM_DEVICES", 1);
+  return n < 0 ? 0 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
+}
+
+/* Device calls without hipSetDevice on the calling thread would act on
+ * whatever device the thread last used: a plugin entry point that forgot
+ * its rocm_enter. */
+bool shim_have_device(const char *fn) {
+  if (!initialised) {
+    shim_report("%s called before hipInit", fn);
+    return false;
+  }
+  if (current < 0) {
+    shim_report("%s called on a thread that never called hipSetDevice", fn);
+    return false;
+  }
+  return true;
+}
+
+#define NEED_DEVICE()                                                          \
+  do {                                                                         \
+    if (!shim_have_device(__func__))                                           \
+      return hipErrorInvalidDevice;                                            \
+  } while (0)
+#define CHECK_DEV(d)                                                           \
+  do {                                                                         \
+    if (!initialised)                                                          \
+      return hipErrorNotInitialized;                                           \
+    if ((d) < 0 || (d) >= device_count())                                      \
+      return hipErrorInvalidDevice;                                            \
+  } while (0)
+
+static const struct {
+  hipError_t r;
+  const char *name, *desc;
+} errors[] = {
+    {hipSuccess, "hipSuccess", "no error"},
+    {hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
+    {hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
+    {hipErrorNotInitialized, "hipErrorNotInitialized", "initialization error"},
+    {hipErrorNoDevice, "hipErrorNoDevice", "no ROCm-capable device is detected"},
+    {hipErrorInvalidDevice, "hipErrorInvalidDevice", "invalid device ordinal"},
+    {hipErrorInvalidImage, "hipErrorInvalidImage", "device kernel image is invalid"},
+    {hipErrorInvalidHandle, "hipErrorInvalidHandle", "invalid resource handle"},
+    {hipErrorNotFound, "hipErrorNotFound", "named symbol not found"},
+    {hipErrorNotSupported, "hipErrorNotSupported", "operation not supported"},
+    {hipErrorLaunchFailure, "hipErrorLaunchFailure", "unspecified launch failure"},
+    {hipErrorIllegalAddress, "hipErrorIllegalAddress",
+     "an illegal memory access was encountered"},
+};
+
+const char *hipGetErrorName(hipError_t r) {
+  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+    if (errors[i].r == r)
+      return errors[i].name;
+  return "hipErrorUnknown";
+}
+
+const char *hipGetErrorString(hipError_t r) {
+  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+    if (errors[i].r == r)
+      return errors[i].desc;
+  return "unknown error";
+}
+
+hipError_t hipInit(unsigned flags) {
+  if (flags != 0)
+    return hipErrorInvalidValue;
+  if (shim_hip_fail("init") || device_count() == 0)
+    return hipErrorNoDevice;
+  initialised = true;
+  return hipSuccess;
+}
+
+hipError_t hipDriverGetVersion(int *v) {
+  *v = 60241133; /* ROCm 6.2 */
+  return hipSuccess;
+}
+
+hipError_t hipRuntimeGetVersion(int *v) {
+  *v = 60241134;
+  return hipSuccess;
+}
+
+hipError_t hipGetDeviceCount(int *n) {
+  if (!initialised)
+    return hipErrorNotInitialized;
+  *n = device_count();
+  return *n ? hipSuccess : hipErrorNoDevice;
+}
+
+hipError_t hipDeviceGetAttribute(int *v, int attr, int d) {
+  CHECK_DEV(d);
+  switch (attr) {
+  case hipDeviceAttributeClockRate: *v = 1700000; break;
+  case hipDeviceAttributeIntegrated:
+    *v = (int)env_long("BP_HIP_SHIM_INTEGRATED", 0); break;
+  case hipDeviceAttributeMaxThreadsPerBlock: *v = 1024; break;
+  case hipDeviceAttributeMemoryBusWidth: *v = 4096; break;
+  case hipDeviceAttributeMemoryClockRate: *v = 1600000; break;
+  case hipDeviceAttributeMultiprocessorCount: *v = 104; break;
+  case hipDeviceAttributeMaxSharedMemoryPerBlock: *v = 65536; break;
+  case hipDeviceAttributeWarpSize: *v = 64; break;
+  default: return hipErrorInvalidValue;
+  }
+  return hipSuccess;
+}
+
+hipError_t hipDeviceGetName(char *name, int len, int d) {
+  CHECK_DEV(d);
+  snprintf(name, (size_t)len, "backplane HIP shim %d (CPU)", d);
+  return hipSuccess;
+}
+
+hipError_t hipDeviceGetPCIBusId(char *id, int len, int d) {
+  CHECK_DEV(d);
+  snprintf(id, (size_t)len, "0000:%02X:00.0", 0xC1 + d);
+  return hipSuccess;
+}
+
+static uint64_t total_mem(void) {
+  return (uint64_t)env_long("BP_HIP_SHIM_MEM", 1L << 30);
+}
+
+hipError_t hipDeviceTotalMem(size_t *bytes, int d) {
+  CHECK_DEV(d);
+  *bytes = total_mem();
+  return hipSuccess;
+}
+
+hipError_t hipDeviceGetUuid(hipUUID *u, int d) {
+  CHECK_DEV(d);
+  memcpy(u->bytes, "5a1b2c3d4e5f6a7b", 16);
+  u->bytes[15] = (char)('0' + d);
+  return hipSuccess;
+}
+
+static const char *arch(void) {
+  const char *a = getenv("BP_HIP_SHIM_ARCH");
+  return a ? a : "gfx90a:sramecc+:xnack-";
+}
+
+/* The two layouts of hipDeviceProp_t, written as the real runtimes do:
+ * the whole struct, here only the name and gcnArchName (see the plugin's
+ * hip_runtime.h for the offsets). */
+hipError_t hipGetDeviceProperties(void *props, int d) {
+  CHECK_DEV(d);
+  memset(props, 0, 792); /* sizeof(hipDeviceProp_t) in ROCm 5.2 */
+  snprintf(props, 256, "backplane HIP shim %d (CPU)", d);
+  snprintf((char *)props + HIP_PROPS_R0000_ARCH_OFFSET, 256, "%s", arch());
+  return hipSuccess;
+}
+
+hipError_t hipGetDevicePropertiesR0600(void *props, int d) {
+  CHECK_DEV(d);
+  const char *p = getenv("BP_HIP_SHIM_PROPS");
+  if (p && strcmp(p, "r0000") == 0)
+    return hipErrorNotSupported;
+  hip_props_r0600_prefix_t *r = props;
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "backplane HIP shim %d (CPU)", d);
+  snprintf(r->gcnArchName, sizeof r->gcnArchName, "%s", arch());
+  return hipSuccess;
+}
+
+hipError_t hipSetDevice(int d) {
+  CHECK_DEV(d);
+  current = d;
+  return hipSuccess;
+}
+
+hipError_t hipDeviceSynchronize(void) {
+  NEED_DEVICE();
+  return hipSuccess; /* all work already ran synchronously */
+}
+
+void bp_hip_shim_stats(bp_hip_shim_stats_t *out) {
+  pthread_mutex_lock(&lock);
+  *out = stats;
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+typedef struct shim_alloc {
+  uint64_t ptr, size;
+  struct shim_alloc *next;
+} shim_alloc_t;
+static shim_alloc_t *allocs;
+
+/* Bumped by every free: a thread's cached allocation below is trusted only
+ * while no free has happened since it was looked up. */
+static uint64_t free_generation;
+static _Thread_local struct {
+  uint64_t ptr, size, generation;
+  bool valid;
+} last_hit;
+
+static bool inside(uint64_t p, uint64_t bytes, uint64_t base, uint64_t size) {
+  return p >= base && p - base <= size && bytes <= size - (p - base);
+}
+
+/* Called for every element a C kernel touches: the last allocation hit is
+ * checked first, without the lock, which keeps the op suites fast. */
+bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what) {
+  uint64_t gen = __atomic_load_n(&free_generation, __ATOMIC_ACQUIRE);
+  if (last_hit.valid && last_hit.generation == gen &&
+      inside(p, bytes, last_hit.ptr, last_hit.size))
+    return true;
+  bool ok = false;
+  pthread_mutex_lock(&lock);
+  for (shim_alloc_t *a = allocs; a; a = a->next)
+    if (inside(p, bytes, a->ptr, a->size)) {
+      ok = true;
+      last_hit.ptr = a->ptr;
+      last_hit.size = a->size;
+      last_hit.generation = free_generation;
+      last_hit.valid = true;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!ok)
+    shim_report("%s: [0x%llx, +%llu) is outside every live allocation", what,
+                (unsigned long long)p, (unsigned long long)bytes);
+  return ok;
+}
+
+hipError_t hipMemGetInfo(size_t *free_b, size_t *total_b) {
+  NEED_DEVICE();
+  pthread_mutex_lock(&lock);
+  uint64_t used = (uint64_t)stats.bytes_in_use, total = total_mem();
+  pthread_mutex_unlock(&lock);
+  *free_b = used < total ? total - used : 0;
+  *total_b = total;
+  return hipSuccess;
+}
+
+hipError_t hipMalloc(void **p, size_t size) {
+  NEED_DEVICE();
+  *p = NULL;
+  pthread_mutex_lock(&lock);
+  bool over = (uint64_t)stats.bytes_in_use + size > total_mem();
+  pthread_mutex_unlock(&lock);
+  if (over || shim_hip_fail("alloc"))
+    return hipErrorOutOfMemory;
+  if (size == 0)
+    return hipSuccess; /* HIP returns a null pointer for 0 bytes */
+  shim_alloc_t *a = malloc(sizeof *a);
+  /* 256-byte aligned, as hipMalloc guarantees. */
+  void *mem = aligned_alloc(256, (size + 255) & ~(size_t)255);
+  if (!a || !mem) {
+    free(a);
+    free(mem);
+    return hipErrorOutOfMemory;
+  }
+  memset(mem, 0xA5, size); /* garbage, as real fresh memory may be */
+  a->ptr = (uint64_t)(uintptr_t)mem;
+  a->size = size;
+  pthread_mutex_lock(&lock);
+  a->next = allocs;
+  allocs = a;
+  stats.allocations++;
+  stats.bytes_in_use += (int64_t)size;
+  pthread_mutex_unlock(&lock);
+  *p = mem;
+  return hipSuccess;
+}
+
+hipError_t hipFree(void *p) {
+  NEED_DEVICE();
+  if (!p)
+    return hipSuccess;
+  shim_alloc_t *found = NULL;
+  pthread_mutex_lock(&lock);
+  for (shim_alloc_t **pp = &allocs; *pp; pp = &(*pp)->next)
+    if ((*pp)->ptr == (uint64_t)(uintptr_t)p) {
+      found = *pp;
+      *pp = found->next;
+      stats.allocations--;
+      stats.bytes_in_use -= (int64_t)found->size;
+      __atomic_add_fetch(&free_generation, 1, __ATOMIC_RELEASE);
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!found) {
+    shim_report("hipFree(%p): not an allocation (double free?)", p);
+    return hipErrorInvalidValue;
+  }
+  free(p);
+  free(found);
+  return hipSuccess;
+}
+
+struct ihipStream_t {
+  uint32_t magic;
+};
+#define STREAM_MAGIC 0x5354524du
+#define EVENT_MAGIC 0x4556544eu
+
+/* The null stream is handle 0; anything else must be live. */
+static bool stream_ok(hipStream_t s, const char *fn) {
+  if (!s || s->magic == STREAM_MAGIC)
+    return true;
+  shim_report("%s: stream %p is not a live stream", fn, (void *)s);
+  return false;
+}
+
+static hipError_t copy(const void *dst, bool dst_dev, const void *src,
+                       bool src_dev, size_t n, hipStream_t s, const char *fn) {
+  if (!stream_ok(s, fn))
+    return hipErrorInvalidHandle;
+  if ((dst_dev && !shim_mem_valid((uint64_t)(uintptr_t)dst, n, fn)) ||
+      (src_dev && !shim_mem_valid((uint64_t)(uintptr_t)src, n, fn)))
+    return hipErrorInvalidValue;
+  if (shim_hip_fail("memcpy"))
+    return hipErrorIllegalAddress;
+  memmove((void *)(uintptr_t)dst, src, n);
+  return hipSuccess;
+}
+
+hipError_t hipMemcpyHtoD(hipDeviceptr_t d, void *h, size_t n) {
+  NEED_DEVICE();
+  return copy(d, true, h, false, n, NULL, __func__);
+}
+hipError_t hipMemcpyDtoH(void *h, hipDeviceptr_t d, size_t n) {
+  NEED_DEVICE();
+  return copy(h, false, d, true, n, NULL, __func__);
+}
+hipError_t hipMemcpyDtoD(hipDeviceptr_t d, hipDeviceptr_t s, size_t n) {
+  NEED_DEVICE();
+  return copy(d, true, s, true, n, NULL, __func__);
+}
+hipError_t hipMemcpyHtoDAsync(hipDeviceptr_t d, void *h, size_t n,
+                              hipStream_t s) {
+  NEED_DEVICE();
+  return copy(d, true, h, false, n, s, __func__);
+}
+hipError_t hipMemcpyDtoHAsync(void *h, hipDeviceptr_t d, size_t n,
+                              hipStream_t s) {
+  NEED_DEVICE();
+  return copy(h, false, d, true, n, s, __func__);
+}
+hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t d, hipDeviceptr_t src, size_t n,
+                              hipStream_t s) {
+  NEED_DEVICE();
+  return copy(d, true, src, true, n, s, __func__);
+}
+
+/* ---- streams and events -------------------------------------------------- */
+
+hipError_t hipStreamCreate(hipStream_t *s) {
+  NEED_DEVICE();
+  *s = calloc(1, sizeof **s);
+  if (!*s)
+    return hipErrorOutOfMemory;
+  (*s)->magic = STREAM_MAGIC;
+  __atomic_add_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
+  return hipSuccess;
+}
+
+hipError_t hipStreamDestroy(hipStream_t s) {
+  NEED_DEVICE();
+  if (!s || !stream_ok(s, __func__))
+    return hipErrorInvalidHandle;
+  s->magic = 0;
+  free(s);
+  __atomic_sub_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
+  return hipSuccess;
+}
+
+hipError_t hipStreamSynchronize(hipStream_t s) {
+  NEED_DEVICE();
+  return stream_ok(s, __func__) ? hipSuccess : hipErrorInvalidHandle;
+}
+
+struct ihipEvent_t {
+  uint32_t magic;
+  bool recorded;
+  double ms; /* CLOCK_MONOTONIC at record */
+};
+
+static bool event_ok(hipEvent_t e, const char *fn) {
+  if (e && e->magic == EVENT_MAGIC)
+    return true;
+  shim_report("%s: event %p is not a live event", fn, (void *)e);
+  return false;
+}
+
+hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
+  NEED_DEVICE();
+  if (flags != 0 || !stream_ok(s, __func__) || !event_ok(e, __func__))
+    return hipErrorInvalidHandle;
+  return hipSuccess;
+}
+
+hipError_t hipEventCreate(hipEvent_t *e) {
+  NEED_DEVICE();
+  if (shim_hip_fail("event"))
+    return hipErrorOutOfMemory;
+  *e = calloc(1, sizeof **e);
+  if (!*e)
+    return hipErrorOutOfMemory;
+  (*e)->magic = EVENT_MAGIC;
+  __atomic_add_fetch(&stats.events, 1, __ATOMIC_RELAXED);
+  return hipSuccess;
+}
+
+hipError_t hipEventDestroy(hipEvent_t e) {
+  NEED_DEVICE();
+  if (!event_ok(e, __func__))
+    return hipErrorInvalidHandle;
+  e->magic = 0;
+  free(e);
+  __atomic_sub_fetch(&stats.events, 1, __ATOMIC_RELAXED);
+  return hipSuccess;
+}
+
+hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
+  NEED_DEVICE();
+  if (!event_ok(e, __func__) || !stream_ok(s, __func__))
+    return hipErrorInvalidHandle;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  e->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+  e->recorded = true;
+  return hipSuccess;
+}
+
+hipError_t hipEventSynchronize(hipEvent_t e) {
+  NEED_DEVICE();
+  return event_ok(e, __func__) ? hipSuccess : hipErrorInvalidHandle;
+}
+
+hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b) {
+  NEED_DEVICE();
+  if (!event_ok(a, __func__) || !event_ok(b, __func__))
+    return hipErrorInvalidHandle;
+  if (!a->recorded || !b->recorded)
+    return hipErrorInvalidHandle; /* the runtime's answer, too */
+  *ms = (float)(b->ms - a->ms);
+  return hipSuccess;
+}

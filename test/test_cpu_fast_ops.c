@@ -1,0 +1,104 @@
+/*
+ * test_cpu_fast_ops.c — the "cpu" device's fast paths for conv2d,
+ * elementwise, softmax, norms, reductions and casts against the scalar
+ * reference (ref_*.c), both linked straight from the plugin's objects so
+ * every ISA level (AVX2, AVX-512) and thread count can be forced. Shapes
+ * include 1, primes, broadcasts, strided views that must fall back, and
+ * NaN / Inf inputs; NaN must land exactly where the reference puts it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/dtype.h"
+#include "plugins/cpu/ref.h"
+
+static int fails, checks, fallbacks;
+
+typedef struct dev_set {
+  cpu_device_t dev[4];
+  int n;
+} dev_set_t;
+
+/* AVX2 and AVX-512 (when the CPU has them), 1 and 2 threads. */
+static void devs_open(dev_set_t *s) {
+  const cpu_features_t *f = cpu_features_get();
+  s->n = 0;
+  for (int isa = BP_ISA_AVX2; isa <= BP_ISA_AVX512; isa++) {
+    if (isa == BP_ISA_AVX2 && !(f->avx2 && f->fma && f->f16c)) continue;
+    if (isa == BP_ISA_AVX512 && !f->avx512f) continue;
+    for (unsigned t = 1; t <= 2; t++) {
+      cpu_device_t *d = &s->dev[s->n++];
+      memset(d, 0, sizeof *d);
+      d->isa = (bp_isa_level_t)isa;
+      d->threads = t;
+      d->pool = cpu_pool_create(t);
+    }
+  }
+}
+static void devs_close(dev_set_t *s) {
+  for (int i = 0; i < s->n; i++) cpu_pool_destroy(s->dev[i].pool);
+}
+
+static bp_plugin_tensor_t tens(void *p, bp_dtype_t dt, int rank,
+                               const int64_t *shape, const int64_t *strides) {
+  bp_plugin_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.ptr = (uint64_t)(uintptr_t)p;
+  t.dtype = dt;
+  t.rank = rank;
+  for (int d = 0; d < rank; d++) t.shape[d] = shape[d], t.strides[d] = strides[d];
+  return t;
+}
+/* Row-major strides of shape. */
+static void dense(int rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
+}
+static float frand(void) { return (float)(rand() % 20001 - 10000) / 2500.0f; }
+static float *falloc(int64_t n) {
+  float *p = malloc(sizeof(float) * (size_t)(n + 16));
+  for (int64_t i = 0; i < n + 16; i++) p[i] = frand();
+  return p;
+}
+
+/* Compares n elements of dtype dt: NaN where the reference has NaN, equal
+ * infinities, else |got - want| <= atol + rtol * |want|. */
+static int compare(const char *what, bp_dtype_t dt, const void *got,
+                   const void *want, int64_t n, double rtol, double atol) {
+  checks++;
+  for (int64_t i = 0; i < n; i++) {
+    double g = cpu_load(got, dt, i), w = cpu_load(want, dt, i);
+    bool ok = isnan(w) ? isnan(g)
+              : isinf(w) ? g == w
+                         : !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
+    if (!ok) {
+      printf("MISMATCH %s at %ld: got %.9g want %.9g\n", what, (long)i, g, w);
+      fails++;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+#include "test_cpu_fast_ops_conv.inc"
+#include "test_cpu_fast_ops_ew.inc"
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_unary),
+      cmocka_unit_test(test_binary),
+      cmocka_unit_test(test_softmax),
+      cmocka_unit_test(test_norms),
+      cmocka_unit_test(test_reduce),
+      cmocka_unit_test(test_cast),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
