@@ -110,7 +110,56 @@ static inline void online_step(V x, V *m, V *s) {
   *m = mn;
 }
 
-static void k_softmax_row(const float *x, float *y, int64_t n, int log_) {
+/* Rows up to this many floats stay in L2 between passes: max, then exp
+ * and sum (exps stored in y), then scale — one exp per element, and memory
+ * still sees one read and one write. Longer rows use the online form. */
+#define SOFTMAX_CACHED_ROW 16384
+
+/* Rows are read several times while in cache, which stalls the hardware
+ * prefetcher between rows: the last pass fetches the row that follows in
+ * memory (the next row of a dense tensor; a harmless hint otherwise). */
+static inline void next_row_prefetch(const float *x, int64_t n, int64_t i) {
+  if (n <= SOFTMAX_CACHED_ROW && (i & 15) == 0)
+    _mm_prefetch((const char *)(x + n + i), _MM_HINT_T0);
+}
+
+static float row_max(const float *x, int64_t n) {
+  V m0 = vset1(-INFINITY), m1 = m0;
+  M nan = VCMP(m0, m0, _CMP_UNORD_Q);
+  int64_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    V a = vload(x + i), b = vload(x + i + VL);
+    nan = mor(nan, mor(VCMP(a, a, _CMP_UNORD_Q), VCMP(b, b, _CMP_UNORD_Q)));
+    m0 = vmax(a, m0), m1 = vmax(b, m1);
+  }
+  for (; i < n; i += VL) {
+    V a = load_or(x + i, n - i, -INFINITY);
+    nan = mor(nan, VCMP(a, a, _CMP_UNORD_Q));
+    m0 = vmax(a, m0);
+  }
+  return many(nan) ? NAN : hmax(vmax(m0, m1));
+}
+
+/* sum of e^(x - mx); stores the terms into y when y != NULL */
+static float row_expsum(const float *x, float *y, int64_t n, float mx) {
+  V M_ = vset1(mx), s0 = vset1(0.0f), s1 = s0;
+  int64_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    V e0 = vexp(vsub(vload(x + i), M_)), e1 = vexp(vsub(vload(x + i + VL), M_));
+    if (y) vstore(y + i, e0), vstore(y + i + VL, e1);
+    s0 = vadd(s0, e0), s1 = vadd(s1, e1);
+  }
+  for (; i < n; i += VL) {
+    int64_t left = n - i < VL ? n - i : VL;
+    V e = vexp(vsub(load_or(x + i, left, -INFINITY), M_));
+    if (y) vstore_n(y + i, e, left);
+    s0 = vadd(s0, e);
+  }
+  return hsum(vadd(s0, s1));
+}
+
+/* max and sum of e^(x - max) in one pass (rows too long for the cache) */
+static float online_max_sum(const float *x, int64_t n, float *sum) {
   V m0 = vset1(-INFINITY), s0 = vset1(0.0f), m1 = m0, s1 = s0;
   int64_t i = 0;
   for (; i + 2 * VL <= n; i += 2 * VL) {
@@ -119,28 +168,50 @@ static void k_softmax_row(const float *x, float *y, int64_t n, int log_) {
   }
   for (; i < n; i += VL) online_step(load_or(x + i, n - i, -INFINITY), &m0, &s0);
   float mx = hmax(vmax(m0, m1));
-  float sum;
   if (mx == -INFINITY) {
-    sum = NAN; /* all -inf (or NaN): -inf - -inf, as the reference */
-  } else {
-    V M_ = vset1(mx);
-    V t = vfma(s0, vexp(vsub(m0, M_)), vmul(s1, vexp(vsub(m1, M_))));
-    sum = hsum(t);
+    *sum = NAN; /* all -inf: -inf - -inf, as the reference */
+    return mx;
   }
+  V M_ = vset1(mx);
+  *sum = hsum(vfma(s0, vexp(vsub(m0, M_)), vmul(s1, vexp(vsub(m1, M_)))));
+  return mx;
+}
+
+static void k_softmax_row(const float *x, float *y, int64_t n, int log_) {
+  float mx, sum;
+  int cached = n <= SOFTMAX_CACHED_ROW;
+  if (cached) {
+    mx = row_max(x, n);
+    /* NaN anywhere: every output NaN; an all -inf row too (-inf - -inf) */
+    if (mx != mx || mx == -INFINITY) mx = NAN;
+    sum = row_expsum(x, log_ ? NULL : y, n, mx);
+  } else {
+    mx = online_max_sum(x, n, &sum);
+    if (mx == -INFINITY) mx = NAN;
+  }
+  int64_t i = 0;
   if (log_) {
     /* (x - max) - lse: x - max is exact near the max, so large offsets
      * lose nothing to a rounded max + lse */
     V M_ = vset1(mx), lse = vset1((float)log((double)sum));
-    if (mx == -INFINITY) M_ = vset1(NAN);
-    for (i = 0; i + VL <= n; i += VL)
+    for (; i + VL <= n; i += VL) {
+      next_row_prefetch(x, n, i);
       vstore(y + i, vsub(vsub(vload(x + i), M_), lse));
+    }
     if (i < n)
       vstore_n(y + i, vsub(vsub(vload_n(x + i, n - i), M_), lse), n - i);
     return;
   }
-  V M_ = vset1(mx), inv = vset1((float)(1.0 / (double)sum));
-  if (mx == -INFINITY) M_ = vset1(NAN);
-  for (i = 0; i + VL <= n; i += VL)
+  V inv = vset1((float)(1.0 / (double)sum)), M_ = vset1(mx);
+  if (cached) {
+    for (; i + VL <= n; i += VL) {
+      next_row_prefetch(x, n, i);
+      vstore(y + i, vmul(vload(y + i), inv));
+    }
+    if (i < n) vstore_n(y + i, vmul(vload_n(y + i, n - i), inv), n - i);
+    return;
+  }
+  for (; i + VL <= n; i += VL)
     vstore(y + i, vmul(vexp(vsub(vload(x + i), M_)), inv));
   if (i < n)
     vstore_n(y + i, vmul(vexp(vsub(vload_n(x + i, n - i), M_)), inv), n - i);
@@ -192,6 +263,7 @@ static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
   int64_t i = 0;
   for (; i < n; i += VL) {
     int64_t left = n - i;
+    next_row_prefetch(x, n, i);
     V v = left >= VL ? vload(x + i) : vload_n(x + i, left);
     v = vmul(vmul(vsub(vsub(v, vm), vdm), vi), opt_load(gamma, i, n, 1.0f));
     if (!rms) v = vadd(v, opt_load(beta, i, n, 0.0f));

@@ -303,11 +303,18 @@ typedef struct shim_alloc {
 static shim_alloc_t *allocs;
 
 bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what) {
+  uint64_t lo, hi;
+  return shim_mem_find(p, bytes, what, &lo, &hi);
+}
+
+bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi) {
   bool ok = false;
   pthread_mutex_lock(&lock);
   for (shim_alloc_t *a = allocs; a; a = a->next)
     if (p >= a->ptr && p - a->ptr <= a->size && bytes <= a->size - (p - a->ptr)) {
       ok = true;
+      *out_lo = a->ptr;
+      *out_hi = a->ptr + a->size;
       break;
     }
   pthread_mutex_unlock(&lock);

@@ -43,6 +43,9 @@ bool shim_fail(const char *what);
 /* Checks that [p, p + bytes) lies inside one live allocation; reports and
  * returns false otherwise. */
 bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what);
+/* Like shim_mem_valid, also giving the allocation's [lo, hi) so a kernel can
+ * check later accesses without the lock (nothing is freed during a launch). */
+bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi);
 
 /* A C kernel: runs a whole launch's work. Returns false (after reporting)
  * when it found a bad pointer. */
