@@ -234,6 +234,23 @@ static bool inside(uint64_t p, uint64_t bytes, uint64_t base, uint64_t size) {
   return p >= base && p - base <= size && bytes <= size - (p - base);
 }
 
+/* The allocation holding [p, p + bytes), for the shared C kernels' per-launch
+ * access cache (test/shims/cuda/kernels.c). */
+bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi) {
+  bool ok = false;
+  pthread_mutex_lock(&lock);
+  for (shim_alloc_t *a = allocs; a; a = a->next)
+    if (inside(p, bytes, a->ptr, a->size)) {
+      ok = true;
+      *out_lo = a->ptr;
+      *out_hi = a->ptr + a->size;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!ok) return shim_mem_valid(p, bytes, what); /* reports it */
+  return true;
+}
+
 /* Called for every element a C kernel touches: the last allocation hit is
  * checked first, without the lock, which keeps the op suites fast. */
 bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what) {

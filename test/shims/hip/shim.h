@@ -39,6 +39,7 @@ HIPRTC_ENTRY_POINTS(SHIM_DECLARE)
 /* The names test/shims/cuda/kernels.c calls (see its shim.h). */
 void shim_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what);
+bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi);
 
 /* True when BP_HIP_SHIM_FAIL (comma-separated) contains what: "init",
  * "alloc", "launch", "module", "memcpy", "event", "compile". */
