@@ -63,7 +63,9 @@ void bp__registry_release(bp__shared_t *s) {
         break;
       }
     s->desc.shutdown();
-    dlclose(s->dl);
+    /* BACKPLANE_NO_DLCLOSE keeps the code mapped, so leak checkers can name
+     * the plugin function that allocated what was never freed. */
+    if (!bp__getenv("BACKPLANE_NO_DLCLOSE")) dlclose(s->dl);
     free(s);
   }
   bp__registry_unlock();

@@ -9,7 +9,7 @@
 set -eu
 
 BUILD_PKGS="gcc make pkg-config libcmocka-dev libhwloc-dev libffi-dev \
-glslc libvulkan1 libvulkan-dev mesa-vulkan-drivers \
+glslc libshaderc1 libvulkan1 libvulkan-dev mesa-vulkan-drivers \
 opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd \
 clang libclang-rt-14-dev valgrind python3 python3-numpy python3-pytest"
 BENCH_PKGS="libopenblas0 python3-torch python3-numpy libclblast1"

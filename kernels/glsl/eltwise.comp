@@ -25,12 +25,22 @@ float bp_erf(float x) {
   return x >= 0.0 ? 1.0 - r : r - 1.0;
 }
 
+// log that is right for denormal x too: CPU drivers (lavapipe) run with
+// denormals flushed, so log(1e-40) would come out as log(0) or
+// log(FLT_MIN). A denormal is mant * 2^-149 with mant an exact integer.
+float bp_log(float x) {
+  uint b = floatBitsToUint(x);
+  if ((b & 0x7f800000u) == 0u && (b & 0x7fffffu) != 0u)
+    return log(float(b & 0x7fffffu)) - 103.27892990343184; // 149 ln 2
+  return log(x);
+}
+
 float bp_unary(int op, float x) {
   switch (op) {
   case 0: return -x;
   case 1: return abs(x);
   case 2: return exp(x);
-  case 3: return x < 0.0 ? BP_NAN : log(x);
+  case 3: return x < 0.0 ? BP_NAN : bp_log(x);
   case 4: return x < 0.0 ? BP_NAN : sqrt(x);
   case 5: return x < 0.0 ? BP_NAN : inversesqrt(x);
   case 6: return isnan(x) ? x : max(x, 0.0);

@@ -59,4 +59,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .fill = vkb_op_fill,
     .copy = vkb_op_copy,
     .cast = vkb_op_cast,
+    .random = vkb_op_random,
+    .kernel_create = vkb_kernel_create,
+    .kernel_destroy = vkb_kernel_destroy,
+    .kernel_launch = vkb_kernel_launch,
 };

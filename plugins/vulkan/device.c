@@ -176,6 +176,11 @@ static void fill_info(vkb_global_t *g, VkPhysicalDevice pd,
            caps.usable ? "" : "; lacks buffer device address / timeline "
                               "semaphores / int64: no ops");
   vkb_claims(&caps, info->op_dtypes);
+  /* GLSL is listed even without libshaderc, so kernel_create can say
+   * "unavailable: install libshaderc1" instead of a bare "unsupported". */
+  if (caps.usable)
+    info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_SPIRV) |
+                           BP_KERNEL_FORMAT_BIT(BP_KERNEL_GLSL);
 }
 
 bp_status_t vkb_probe(bp_device_info_t *out_infos, uint32_t capacity,

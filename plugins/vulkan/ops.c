@@ -230,6 +230,10 @@ void vkb_claims(const vkb_caps_t *c, uint32_t op_dtypes[BP_OP_TABLE_SIZE]) {
   op_dtypes[BP_OP_BATCH_NORM] = float_claims(c, "bnorm");
   op_dtypes[BP_OP_ADAM] = float_claims(c, "adam");
   op_dtypes[BP_OP_RANDOM] = float_claims(c, "random");
+  /* f64 only where the shader can compute in double (random's uniform and
+   * normal f64 paths are double arithmetic, not just storage). */
+  if (c->float64 && vkb_kernel_present("random_f64"))
+    op_dtypes[BP_OP_RANDOM] |= BP_DTYPE_BIT(BP_F64);
 }
 
 /* ---- fill and copy ---------------------------------------------------------*/

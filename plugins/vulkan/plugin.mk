@@ -16,7 +16,7 @@ VK_CAST_TYPES := f32 f16 bf16 i32 u8
 VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
   $(foreach t,$(VK_FLOATS),eltwise_$(t) gemm_$(t) gemm_$(t)_direct reduce_$(t) softmax_$(t) \
     norm_$(t) attention_$(t) gemv_$(t) conv_$(t) pool_$(t) bnorm_$(t) \
-    adam_$(t) random_$(t)) \
+    adam_$(t) random_$(t)) random_f64 \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
 # Only families whose source exists are built (kernels land one at a time).
 VK_VARIANTS := $(foreach v,$(VK_VARIANTS),$(if $(wildcard \

@@ -11,6 +11,7 @@
  * Files: loader.c (dlopen, instance), device.c (probe, open, close),
  * memory.c (suballocator, copies), stream.c (command batches, events),
  * pipeline.c (embedded SPIR-V, pipeline cache, dispatch), ops*.c (the ops),
+ * kernels.c, kernels_glsl.c (custom kernels: SPIR-V, GLSL at run time),
  * descriptor.c (the exported descriptor).
  */
 #ifndef BACKPLANE_VKB_H
@@ -340,6 +341,25 @@ VKB_HIDDEN bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
                                        const args_t *a);
 VKB_OPS(VKB__DECLARE_OP)
 #undef VKB__DECLARE_OP
+
+/* ---- custom kernels (kernels.c) ---------------------------------------- */
+VKB_HIDDEN bp_status_t vkb_kernel_create(bp_plugin_device_t *device,
+                                         const bp_kernel_source_t *source,
+                                         bp_plugin_kernel_t **out_kernel);
+VKB_HIDDEN void vkb_kernel_destroy(bp_plugin_device_t *device,
+                                   bp_plugin_kernel_t *kernel);
+VKB_HIDDEN bp_status_t vkb_kernel_launch(bp_plugin_device_t *device,
+                                         bp_plugin_stream_t *stream,
+                                         bp_plugin_kernel_t *kernel,
+                                         const bp_launch_args_t *args);
+
+/* Compiles GLSL compute source to SPIR-V words (malloc'd; the caller
+ * frees them) through libshaderc or glslc (kernels_glsl.c); options are
+ * "-DNAME[=VALUE]", "-O", "-O0". BP_ERR_UNAVAILABLE when neither exists,
+ * BP_ERR_INVALID_ARGUMENT with the compiler's log on a compile error. */
+VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source,
+                                        uint32_t **out_words,
+                                        size_t *out_count);
 
 /* Device address of element 0 of a tensor. */
 static inline uint64_t vkb_tensor_addr(const bp_plugin_tensor_t *t) {
