@@ -218,7 +218,7 @@ static bp_status_t get_pipeline(vkb_device_t *d, const char *name,
   vkb_pipeline_t *p = d->pipelines;
   for (; p; p = p->next)
     if (p->kernel == k && p->nspec == nspec &&
-        memcmp(p->spec, spec, 4 * nspec) == 0)
+        (nspec == 0 || memcmp(p->spec, spec, 4 * nspec) == 0))
       break;
   if (!p) {
     p = calloc(1, sizeof *p);
@@ -228,7 +228,8 @@ static bp_status_t get_pipeline(vkb_device_t *d, const char *name,
     }
     p->kernel = k;
     p->nspec = nspec;
-    memcpy(p->spec, spec, 4 * nspec);
+    if (nspec) /* spec may be NULL when there are none */
+      memcpy(p->spec, spec, 4 * nspec);
     if ((st = create_pipeline(d, p)) != BP_OK) {
       free(p);
       goto out;
