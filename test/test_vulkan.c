@@ -189,9 +189,12 @@ static void test_unary_binary(void **state) {
 
 static void gemm_pair(bp_dtype_t dt, bp_transpose_t ta, bp_transpose_t tb,
                       int64_t m, int64_t n, int64_t k, int64_t batch,
-                      double alpha, double beta) {
-  int64_t lda = (ta == BP_NO_TRANS ? k : m) + 1;
-  int64_t ldb = (tb == BP_NO_TRANS ? n : k) + 2, ldc = n + 3;
+                      double alpha, double beta, bool aligned) {
+  /* aligned: leading dimensions multiples of 4, so the vec4 kernel of
+   * software devices (gemmv4.comp) runs; else odd padding. */
+  int64_t lda = (ta == BP_NO_TRANS ? k : m) + (aligned ? 4 : 1);
+  int64_t ldb = (tb == BP_NO_TRANS ? n : k) + (aligned ? 4 : 2);
+  int64_t ldc = n + 3;
   int64_t ra = ta == BP_NO_TRANS ? m : k, rb = tb == BP_NO_TRANS ? k : n;
   int64_t sa = ra * lda, sb = rb * ldb, sc = m * ldc;
   int64_t na[1] = {batch * sa}, nb[1] = {batch * sb}, nc[1] = {batch * sc};
@@ -220,12 +223,14 @@ static void test_gemm(void **state) {
   int ndt = vt_float_dtypes(BP_OP_GEMM, dts);
   assert_true(ndt > 0); /* f32 at least is claimed */
   for (int d = 0; d < ndt; d++) {
-    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 7, 5, 3, 2, 1.0, 0.0);
-    gemm_pair(dts[d], BP_TRANS, BP_NO_TRANS, 67, 45, 33, 1, 0.5, -1.0);
-    gemm_pair(dts[d], BP_NO_TRANS, BP_TRANS, 100, 70, 64, 3, 1.0, 0.0);
-    gemm_pair(dts[d], BP_TRANS, BP_TRANS, 65, 129, 17, 1, -1.0, 2.0);
-    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 1, 1, 1, 1, 1.0, 0.0);
-    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 130, 131, 0, 1, 1.0, 0.5);
+    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 7, 5, 3, 2, 1.0, 0.0, false);
+    gemm_pair(dts[d], BP_TRANS, BP_NO_TRANS, 67, 45, 33, 1, 0.5, -1.0, false);
+    gemm_pair(dts[d], BP_NO_TRANS, BP_TRANS, 100, 70, 64, 3, 1.0, 0.0, false);
+    gemm_pair(dts[d], BP_TRANS, BP_TRANS, 65, 129, 17, 1, -1.0, 2.0, false);
+    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 1, 1, 1, 1, 1.0, 0.0, false);
+    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 130, 131, 0, 1, 1.0, 0.5, false);
+    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 67, 44, 36, 2, 1.0, 0.5, true);
+    gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 128, 136, 64, 1, 1.0, 0.0, true);
   }
   TC_END();
 }

@@ -17,6 +17,7 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
   $(foreach t,$(VK_FLOATS),eltwise_$(t) gemm_$(t) gemm_$(t)_direct reduce_$(t) softmax_$(t) \
     norm_$(t) attention_$(t) gemv_$(t) conv_$(t) pool_$(t) bnorm_$(t) \
     adam_$(t) random_$(t)) random_f64 \
+  gemmv4_f32_t44 gemmv4_f32_t48 gemmv4_f32_t84 gemmv4_f32_t88 \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
 # Only families whose source exists are built (kernels land one at a time).
 VK_VARIANTS := $(foreach v,$(VK_VARIANTS),$(if $(wildcard \
