@@ -71,7 +71,9 @@ bp_status_t bp_tensor_init(bp_buffer_t *buffer, uint64_t offset, bp_dtype_t dtyp
   for (int i = rank - 1; i >= 0; i--) {
     out->shape[i] = shape[i];
     out->strides[i] = strides ? strides[i] : stride;
-    if (shape[i] > 0 && stride <= MAX_EXTENT) stride *= shape[i];
+    /* Saturate: an absurd contiguous shape is rejected when an op checks
+     * its bounds, never wrapped around here. */
+    if (shape[i] > 0) stride = stride > INT64_MAX / shape[i] ? INT64_MAX : stride * shape[i];
   }
   return BP_OK;
 }
@@ -162,6 +164,9 @@ bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp_device_t *d, const c
   if (t->offset % es)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.offset %llu is not a multiple of the %zu-byte element",
                     op, what, (unsigned long long)t->offset, es);
+  if (t->offset > t->buffer->size) /* even an empty view must start inside */
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.offset %llu is past the end of its %llu-byte buffer", op,
+                    what, (unsigned long long)t->offset, (unsigned long long)t->buffer->size);
   __int128 lo, hi;
   if (!element_extent(t, &lo, &hi)) return BP_OK;
   __int128 first = (__int128)t->offset + lo * (__int128)es;

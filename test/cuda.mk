@@ -10,7 +10,7 @@
 #                  skipped, with a message, without the toolkit)
 CUDA_SHIM := $(B)/test/shims/cuda/libcuda.so.1
 CUDA_SHIM_SRCS := test/shims/cuda/driver.c test/shims/cuda/module.c \
-  test/shims/cuda/kernels.c
+  test/shims/cuda/kernels.c test/shims/cuda/custom.c
 CUDA_SHIM_OBJS := $(CUDA_SHIM_SRCS:%.c=$(B)/obj/%.o)
 $(CUDA_SHIM_OBJS): CFLAGS_EXTRA := -fvisibility=hidden
 # The random stream must not fuse multiply-adds (kernels/common/bp_philox.h).
@@ -23,7 +23,7 @@ $(CUDA_SHIM): $(CUDA_SHIM_OBJS)
 	  $(CUDA_SHIM_OBJS) -lpthread -lm
 TEST_SUPPORT += $(CUDA_SHIM)
 
-$(B)/obj/test/test_cuda.o: CFLAGS_EXTRA := -Itest/common
+$(B)/obj/test/test_cuda.o: CFLAGS_EXTRA := -Itest/common -I$(B)/gen/test
 $(B)/test/test_cuda: $(B)/obj/test/test_cuda.o $(LIB) $(CUDA_SHIM) \
     $(B)/plugins/backend-cuda.so
 	@mkdir -p $(dir $@)
@@ -39,3 +39,9 @@ $(B)/test/test_cuda_ptx: test/test_cuda_ptx.sh $(CUDA_PTX)
 	cp $< $@ && chmod +x $@
 
 TESTS += $(B)/test/test_cuda $(B)/test/test_cuda_ops $(B)/test/test_cuda_ptx
+
+# The custom-kernel fixture's PTX, as one C string for test_cuda.
+$(B)/gen/test/cuda_custom_ptx.inc: test/fixtures/cuda_custom.ptx
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+$(B)/obj/test/test_cuda.o: $(B)/gen/test/cuda_custom_ptx.inc

@@ -389,6 +389,208 @@ static void test_launch_geometry(void **state) {
   bp_context_destroy(ctx);
 }
 
+/* ---- custom PTX kernels ------------------------------------------------- */
+
+/* test/fixtures/cuda_custom.ptx (nvcc output of cuda_custom.cu). */
+static const char custom_ptx[] =
+#include "cuda_custom_ptx.inc"
+    ;
+
+static bp_kernel_t *custom_kernel(bp_device_t *d, const char *entry,
+                                  uint32_t n, const bp_kernel_arg_kind_t *sig) {
+  bp_kernel_t *k = NULL;
+  /* Without the NUL: the plugin must not rely on one. */
+  bp_status_t st = bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx,
+                                    sizeof custom_ptx - 1, entry, NULL, n,
+                                    sig, &k);
+  if (st != BP_OK)
+    fail_msg("bp_kernel_create(%s): %s", entry, bp_last_error());
+  return k;
+}
+
+static bp_kernel_arg_t buf_arg(bp_buffer_t *b, uint64_t offset) {
+  bp_kernel_arg_t a;
+  memset(&a, 0, sizeof a);
+  a.kind = BP_ARG_BUFFER;
+  a.buffer = b;
+  a.offset = offset;
+  return a;
+}
+
+static void test_custom_saxpy(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_entry_t e;
+  assert_true(cuda_entry(ctx, 0, &e));
+  assert_true(e.info.kernel_formats & BP_KERNEL_FORMAT_BIT(BP_KERNEL_PTX));
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  int64_t modules = stats().modules;
+  const bp_kernel_arg_kind_t sig[4] = {BP_ARG_BUFFER, BP_ARG_BUFFER,
+                                       BP_ARG_F32, BP_ARG_I32};
+  bp_kernel_t *k = custom_kernel(d, "bp_test_saxpy", 4, sig);
+  assert_int_equal(stats().modules, modules + 1);
+  enum { N = 1000 };
+  float X[N], Y[N];
+  for (int i = 0; i < N; i++)
+    X[i] = (float)i, Y[i] = 1.0f;
+  bp_buffer_t *x = NULL, *y = NULL;
+  assert_int_equal(bp_buffer_alloc(d, sizeof X, &x), BP_OK);
+  assert_int_equal(bp_buffer_alloc(d, sizeof Y + 16, &y), BP_OK);
+  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
+  assert_int_equal(bp_buffer_write(y, 16, Y, sizeof Y), BP_OK);
+  bp_kernel_arg_t args[4] = {buf_arg(y, 16), buf_arg(x, 0)};
+  args[2].kind = BP_ARG_F32, args[2].value.f32 = 2.0f;
+  args[3].kind = BP_ARG_I32, args[3].value.i32 = N;
+  const uint32_t grid[3] = {(N + 127) / 128, 1, 1}, block[3] = {128, 1, 1};
+  int64_t launches = stats().launches;
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args), BP_OK);
+  assert_int_equal(stats().launches, launches + 1);
+  assert_int_equal(bp_stream_synchronize(s), BP_OK);
+  assert_int_equal(bp_buffer_read(y, 16, Y, sizeof Y), BP_OK);
+  for (int i = 0; i < N; i++)
+    assert_true(Y[i] == 2.0f * (float)i + 1.0f);
+  /* The core's checks, before the plugin sees the launch. */
+  args[2].kind = BP_ARG_F64;
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args),
+                   BP_ERR_INVALID_ARGUMENT);
+  args[2].kind = BP_ARG_F32;
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 3, args),
+                   BP_ERR_INVALID_ARGUMENT);
+  args[0].offset = sizeof Y + 16;
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args),
+                   BP_ERR_INVALID_ARGUMENT);
+  /* An n past the buffers is what a GPU reports as an illegal address. */
+  args[0].offset = 16;
+  args[3].value.i32 = N + 64;
+  const uint32_t wide[3] = {(N + 64 + 127) / 128, 1, 1};
+  assert_int_equal(bp_kernel_launch(s, k, wide, block, 0, 4, args),
+                   BP_ERR_DEVICE_LOST);
+  expect_message("cuLaunchKernel(bp_test_saxpy): CUDA_ERROR_ILLEGAL_ADDRESS");
+  args[3].value.i32 = N;
+  setenv("BP_CUDA_SHIM_FAIL", "launch", 1);
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args),
+                   BP_ERR_DEVICE_LOST);
+  expect_message("CUDA_ERROR_LAUNCH_FAILED");
+  unsetenv("BP_CUDA_SHIM_FAIL");
+  bp_kernel_destroy(k);
+  assert_int_equal(stats().modules, modules);
+  assert_int_equal(stats().ctx_depth, 0);
+  bp_buffer_free(x);
+  bp_buffer_free(y);
+  bp_stream_destroy(s);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+/* Every scalar kind arrives at its position and width; dynamic shared
+ * memory reaches the launch. */
+static void test_custom_args_and_shared(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  const bp_kernel_arg_kind_t sig[7] = {BP_ARG_BUFFER, BP_ARG_I32, BP_ARG_U32,
+                                       BP_ARG_I64,    BP_ARG_U64, BP_ARG_F32,
+                                       BP_ARG_F64};
+  bp_kernel_t *k = custom_kernel(d, "bp_test_args", 7, sig);
+  bp_buffer_t *out = NULL;
+  assert_int_equal(bp_buffer_alloc(d, 6 * 8, &out), BP_OK);
+  bp_kernel_arg_t a[7] = {buf_arg(out, 0)};
+  for (int i = 1; i < 7; i++)
+    a[i].kind = sig[i];
+  a[1].value.i32 = -7;
+  a[2].value.u32 = 0xfffffff0u;
+  a[3].value.i64 = -((int64_t)1 << 40);
+  a[4].value.u64 = 0x8000000000000001ull;
+  a[5].value.f32 = 1.5f;
+  a[6].value.f64 = -0.1;
+  const uint32_t one[3] = {1, 1, 1};
+  assert_int_equal(bp_kernel_launch(s, k, one, one, 0, 7, a), BP_OK);
+  int64_t w[6];
+  assert_int_equal(bp_buffer_read(out, 0, w, sizeof w), BP_OK);
+  int32_t f32_bits;
+  int64_t f64_bits;
+  memcpy(&f32_bits, &a[5].value.f32, 4);
+  memcpy(&f64_bits, &a[6].value.f64, 8);
+  assert_true(w[0] == -7 && w[1] == 0xfffffff0ll);
+  assert_true(w[2] == -((int64_t)1 << 40));
+  assert_true((uint64_t)w[3] == 0x8000000000000001ull);
+  assert_true(w[4] == f32_bits && w[5] == f64_bits);
+  bp_kernel_destroy(k);
+
+  const bp_kernel_arg_kind_t rsig[2] = {BP_ARG_BUFFER, BP_ARG_BUFFER};
+  k = custom_kernel(d, "bp_test_reverse", 2, rsig);
+  enum { B = 64, G = 3 };
+  float X[B * G], Y[B * G];
+  for (int i = 0; i < B * G; i++)
+    X[i] = (float)i;
+  bp_buffer_t *x = NULL, *y = NULL;
+  assert_int_equal(bp_buffer_alloc(d, sizeof X, &x), BP_OK);
+  assert_int_equal(bp_buffer_alloc(d, sizeof Y, &y), BP_OK);
+  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
+  bp_kernel_arg_t r[2] = {buf_arg(y, 0), buf_arg(x, 0)};
+  const uint32_t grid[3] = {G, 1, 1}, block[3] = {B, 1, 1};
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, B * 4, 2, r), BP_OK);
+  assert_int_equal(bp_buffer_read(y, 0, Y, sizeof Y), BP_OK);
+  for (int i = 0; i < B * G; i++)
+    assert_true(Y[i] == X[i / B * B + B - 1 - i % B]);
+  /* Without the shared memory it needs the kernel faults... */
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 2, r),
+                   BP_ERR_DEVICE_LOST);
+  /* ...over the 48 KiB default it is opted in, past the device's limit
+   * refused before the launch. */
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 100 * 1024, 2, r),
+                   BP_OK);
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, 300 * 1024, 2, r),
+                   BP_ERR_UNSUPPORTED);
+  expect_message("bp_test_reverse needs 307200 bytes of shared memory");
+  bp_kernel_destroy(k);
+  bp_buffer_free(out);
+  bp_buffer_free(x);
+  bp_buffer_free(y);
+  bp_stream_destroy(s);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+static void test_custom_errors(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  int64_t modules = stats().modules;
+  bp_kernel_t *k = (bp_kernel_t *)1;
+  const size_t n = sizeof custom_ptx - 1;
+  assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx, n, "nope",
+                                    NULL, 0, NULL, &k),
+                   BP_ERR_NOT_FOUND);
+  assert_null(k);
+  expect_message("no such .entry");
+  const char junk[] = "this is not PTX";
+  assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, junk, sizeof junk - 1,
+                                    "f", NULL, 0, NULL, &k),
+                   BP_ERR_INVALID_ARGUMENT);
+  expect_message("CUDA_ERROR_INVALID_IMAGE");
+  setenv("BP_CUDA_SHIM_FAIL", "module", 1);
+  assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx, n,
+                                    "bp_test_saxpy", NULL, 0, NULL, &k),
+                   BP_ERR_INVALID_ARGUMENT);
+  expect_message("injected failure"); /* the JIT log reaches the user */
+  unsetenv("BP_CUDA_SHIM_FAIL");
+  assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx, n,
+                                    "bp_test_saxpy", "-O3", 0, NULL, &k),
+                   BP_ERR_UNSUPPORTED);
+  assert_int_equal(bp_kernel_create(d, BP_KERNEL_HIP, custom_ptx, n,
+                                    "bp_test_saxpy", NULL, 0, NULL, &k),
+                   BP_ERR_UNSUPPORTED);
+  assert_int_equal(stats().modules, modules); /* failures leak no module */
+  assert_int_equal(stats().ctx_depth, 0);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_probe_records, reset_env),
@@ -402,6 +604,9 @@ int main(void) {
       cmocka_unit_test_setup(test_out_of_memory, reset_env),
       cmocka_unit_test_setup(test_launch_and_jit_failures, reset_env),
       cmocka_unit_test_setup(test_launch_geometry, reset_env),
+      cmocka_unit_test_setup(test_custom_saxpy, reset_env),
+      cmocka_unit_test_setup(test_custom_args_and_shared, reset_env),
+      cmocka_unit_test_setup(test_custom_errors, reset_env),
   };
   return cmocka_run_group_tests_name("cuda", tests, group_setup, NULL);
 }

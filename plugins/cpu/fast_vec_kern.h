@@ -430,7 +430,8 @@ static void k_reduce_cols(bp_reduce_op_t op, const float *x, int64_t stride,
       V a = w >= VL ? vload(acc + j) : vload_n(acc + j, w);
       /* keep a NaN already there; else take a NaN or a strictly better v */
       M take = VCMP(v, v, _CMP_UNORD_Q);
-      take = mor(take, VCMP(v, a, is_max ? _CMP_GT_OQ : _CMP_LT_OQ));
+      /* the predicate must be a constant expression (clang) */
+      take = mor(take, is_max ? VCMP(v, a, _CMP_GT_OQ) : VCMP(v, a, _CMP_LT_OQ));
       take = mand(take, VCMP(a, a, _CMP_ORD_Q));
       a = vsel(take, a, v);
       if (w >= VL)

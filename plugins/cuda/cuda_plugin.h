@@ -7,7 +7,8 @@
  * ops_*.c, one per kernel family (argument marshalling into the parameter
  * blocks of kernels/cuda/bp_cuda_args.h). CUDA-specific: driver.c (dlopen
  * and dlsym of libcuda.so.1, CUresult -> bp_status_t), module.c (embedded
- * PTX, kernel lookup and launch), marshal.c (tensor views).
+ * PTX, kernel lookup and launch), marshal.c (tensor views), kernels.c
+ * (custom PTX kernels of the application).
  */
 #ifndef BACKPLANE_CUDA_PLUGIN_H
 #define BACKPLANE_CUDA_PLUGIN_H
@@ -112,6 +113,11 @@ CUDA_HIDDEN bp_status_t cuda_launch(cuda_device_t *d, bp_plugin_stream_t *s,
  * version needs, from its ".version" line; 0 when unknown. */
 CUDA_HIDDEN int cuda_ptx_required_driver(int *out_isa_major,
                                          int *out_isa_minor);
+/* Opts fn in to smem bytes of dynamic shared memory when that is over the
+ * 48 KiB default; BP_ERR_UNSUPPORTED over the device's limit (context
+ * current). name is for the message. */
+CUDA_HIDDEN bp_status_t cuda_allow_smem(cuda_device_t *d, CUfunction fn,
+                                        unsigned smem, const char *name);
 /* Unloads every module of d (context must be current). */
 CUDA_HIDDEN void cuda_modules_unload(cuda_device_t *d);
 /* Blocks of `threads` to cover n items, capped for grid-stride loops. */
@@ -134,6 +140,17 @@ CUDA_HIDDEN void cuda_rows_view(const bp_plugin_tensor_t *t, int axis,
 CUDA_HIDDEN void cuda_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out);
 /* Element size of a dtype. */
 CUDA_HIDDEN int cuda_dtype_size(bp_dtype_t dt);
+
+/* ---- kernels.c: custom PTX kernels (ABI 1.1) ---------------------------- */
+CUDA_HIDDEN bp_status_t cuda_kernel_create(bp_plugin_device_t *device,
+                                           const bp_kernel_source_t *source,
+                                           bp_plugin_kernel_t **out_kernel);
+CUDA_HIDDEN void cuda_kernel_destroy(bp_plugin_device_t *device,
+                                     bp_plugin_kernel_t *kernel);
+CUDA_HIDDEN bp_status_t cuda_kernel_launch(bp_plugin_device_t *device,
+                                           bp_plugin_stream_t *stream,
+                                           bp_plugin_kernel_t *kernel,
+                                           const bp_launch_args_t *args);
 
 /* ---- ops ----------------------------------------------------------------- */
 #define CUDA_OPS(X)                                                            \

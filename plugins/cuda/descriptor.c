@@ -144,6 +144,9 @@ static bp_status_t describe(int ordinal, bp_device_info_t *info) {
    * so `bp devices` shows it and says why. */
   if (!why[0])
     fill_capabilities(info);
+  /* Custom PTX is the application's: it may target any compute capability
+   * and ISA, and the driver's JIT is the judge, so every device takes it. */
+  info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_PTX);
   snprintf(info->description, sizeof info->description, "sm_%d%d, %d SMs, %s%s",
            major, minor, sms, uuid[0] ? uuid : "no uuid", why);
   return BP_OK;
@@ -203,4 +206,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
 #define CUDA__OP_ENTRY(name, args_t) .name = cuda_op_##name,
     CUDA_OPS(CUDA__OP_ENTRY)
 #undef CUDA__OP_ENTRY
+    .kernel_create = cuda_kernel_create,
+    .kernel_destroy = cuda_kernel_destroy,
+    .kernel_launch = cuda_kernel_launch,
 };

@@ -100,8 +100,8 @@ unsigned cuda_blocks_for(int64_t n, unsigned threads) {
 
 /* Dynamic shared memory over the 48 KiB default needs an opt-in per
  * function, up to the device's limit. */
-static bp_status_t allow_smem(cuda_device_t *d, CUfunction fn, unsigned smem,
-                              const char *name) {
+bp_status_t cuda_allow_smem(cuda_device_t *d, CUfunction fn, unsigned smem,
+                            const char *name) {
   if (smem <= 48 * 1024)
     return BP_OK;
   if ((int)smem > d->smem_optin) {
@@ -128,7 +128,7 @@ bp_status_t cuda_launch(cuda_device_t *d, bp_plugin_stream_t *s,
   CUfunction fn;
   st = cuda_kernel_get(d, m, name, &fn);
   if (st == BP_OK)
-    st = allow_smem(d, fn, smem, name);
+    st = cuda_allow_smem(d, fn, smem, name);
   if (st == BP_OK) {
     void *args[1] = {params};
     char what[128];

@@ -325,7 +325,7 @@ static bool k_norm(const void *pp) {
 #include "test/shims/cuda/kernels_dnn.inc"
 
 static const shim_kernel_t table[] = {
-#define K(name, type, fn) {#name, sizeof(type), fn}
+#define K(name, type, fn) {#name, sizeof(type), fn, 0, NULL, NULL}
     K(bp_unary_f, bpk_unary_args_t, k_unary),
     K(bp_unary_d, bpk_unary_args_t, k_unary),
     K(bp_binary_f, bpk_binary_args_t, k_binary),
@@ -361,5 +361,5 @@ const shim_kernel_t *shim_kernel_find(const char *name) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (strcmp(table[i].name, name) == 0)
       return &table[i];
-  return NULL;
+  return shim_custom_find(name);
 }

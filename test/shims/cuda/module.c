@@ -2,11 +2,12 @@
  * module.c — the shim's modules and launches.
  *
  * cuModuleLoadDataEx reads the PTX text only for its kernel entries: each
- * ".entry NAME(" and the byte size of its single ".param .align A .b8
- * NAME_param_0[SIZE]". cuModuleGetFunction then pairs the entry with the C
- * implementation of the same name, refusing it when the C parameter block
- * (bp_cuda_args.h as gcc lays it out) differs in size from what nvcc laid
- * out in the PTX. cuLaunchKernel checks the launch geometry against the
+ * ".entry NAME(" and the byte size of each of its ".param"s (the built-in
+ * kernels take one ".align A .b8 NAME_param_0[SIZE]" block; custom kernels
+ * a list of scalars and pointers). cuModuleGetFunction then pairs the entry
+ * with the C implementation of the same name, refusing it when the C
+ * parameter block (bp_cuda_args.h as gcc lays it out), or a custom twin's
+ * parameter list (custom.c), differs from what the PTX declares. cuLaunchKernel checks the launch geometry against the
  * hardware limits and runs the C kernel at once (streams are synchronous).
  */
 #include <stdio.h>
@@ -21,7 +22,8 @@
 
 struct CUfunc_st {
   char name[64];
-  size_t ptx_param_size;
+  int param_count;
+  uint32_t param_sizes[SHIM_MAX_PARAMS]; /* bytes, from the PTX */
   const shim_kernel_t *kernel;
   int max_dynamic_smem;
 };
@@ -45,7 +47,31 @@ static void jit_log(unsigned n, const int *opts, void **vals, const char *msg) {
     }
 }
 
-/* Parses every ".entry" of the PTX; false when one is malformed. */
+/* The byte size of one ".param" declaration of an entry's list: an
+ * ".align A .b8 NAME[SIZE]" block, or a scalar type (".u64", ".f32", ...),
+ * possibly with ".ptr .global .align N" qualifiers; 0 when unreadable. */
+static uint32_t param_size(const char *p, const char *end) {
+  const char *bracket = memchr(p, '[', (size_t)(end - p));
+  if (bracket)
+    return (uint32_t)strtoul(bracket + 1, NULL, 10);
+  static const struct {
+    const char *type;
+    uint32_t size;
+  } types[] = {{".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8},
+               {".u32", 4}, {".s32", 4}, {".b32", 4}, {".f32", 4},
+               {".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2},
+               {".u8", 1},  {".s8", 1},  {".b8", 1}};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    const char *t = strstr(p, types[i].type);
+    size_t n = strlen(types[i].type);
+    if (t && t < end && (t[n] == ' ' || t[n] == '\t'))
+      return types[i].size;
+  }
+  return 0;
+}
+
+/* Parses every ".entry NAME(...)" of the PTX with the size of each of its
+ * parameters; false when one is malformed. */
 static bool parse_entries(const char *ptx, struct CUmod_st *m) {
   for (const char *p = ptx; (p = strstr(p, ".entry ")); p++) {
     if (m->count == MAX_ENTRIES)
@@ -53,13 +79,20 @@ static bool parse_entries(const char *ptx, struct CUmod_st *m) {
     struct CUfunc_st *f = &m->fns[m->count];
     if (sscanf(p, ".entry %63[A-Za-z0-9_](", f->name) != 1)
       return false;
-    const char *param = strstr(p, "_param_0[");
-    const char *close = strchr(p, ')');
-    if (!param || !close || param > close)
-      return false; /* every kernel takes exactly one parameter block */
-    f->ptx_param_size = strtoul(param + strlen("_param_0["), NULL, 10);
-    if (strstr(param + 1, "_param_1") && strstr(param + 1, "_param_1") < close)
+    const char *open = strchr(p, '('), *close = strchr(p, ')');
+    if (!open || !close || close < open)
       return false;
+    for (const char *q = open; (q = strstr(q, ".param ")) && q < close;) {
+      const char *next = strstr(q + 1, ".param ");
+      const char *end = next && next < close ? next : close;
+      if (f->param_count == SHIM_MAX_PARAMS)
+        return false;
+      uint32_t size = param_size(q + strlen(".param"), end);
+      if (!size)
+        return false;
+      f->param_sizes[f->param_count++] = size;
+      q = end;
+    }
     m->count++;
   }
   return m->count > 0;
@@ -115,19 +148,15 @@ CUresult cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name) {
     if (strcmp(f->name, name) != 0)
       continue;
     if (!f->kernel) {
-      f->kernel = shim_kernel_find(name);
-      if (!f->kernel) {
+      const shim_kernel_t *k = shim_kernel_find(name);
+      if (!k) {
         shim_report("kernel %s is in the PTX but has no C implementation",
                     name);
         return CUDA_ERROR_NOT_FOUND;
       }
-      if (f->kernel->param_size != f->ptx_param_size) {
-        shim_report("kernel %s: parameter block is %zu bytes in C but %zu in "
-                    "the PTX: bp_cuda_args.h and the PTX disagree",
-                    name, f->kernel->param_size, f->ptx_param_size);
-        f->kernel = NULL;
+      if (!shim_params_match(k, f->param_count, f->param_sizes, "the PTX"))
         return CUDA_ERROR_INVALID_IMAGE;
-      }
+      f->kernel = k;
     }
     *out = f;
     return CUDA_SUCCESS;
@@ -174,7 +203,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   (void)s; /* stream validity is checked by the copies; launches run now */
   if (!shim_have_ctx(__func__))
     return SHIM_INVALID_CONTEXT;
-  if (!f || !f->kernel || !params || !params[0] || extra) {
+  if (!f || !f->kernel || extra || (f->param_count && !params)) {
     shim_report("cuLaunchKernel: bad function or parameters");
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -187,5 +216,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   __atomic_add_fetch(&shim_stats.launches, 1, __ATOMIC_RELAXED);
   /* A kernel that would touch memory outside the buffers is what a GPU
    * reports as an illegal address. */
-  return f->kernel->fn(params[0]) ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+  const shim_launch_t l = {{gx, gy, gz}, {bx, by, bz}, smem};
+  return shim_kernel_run(f->kernel, &l, params) ? CUDA_SUCCESS
+                                                : CUDA_ERROR_ILLEGAL_ADDRESS;
 }

@@ -50,14 +50,35 @@ bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_l
 /* A C kernel: runs a whole launch's work. Returns false (after reporting)
  * when it found a bad pointer. */
 typedef bool (*shim_kernel_fn)(const void *params);
+/* A custom-kernel twin (custom.c): sees the launch geometry and the
+ * kernelParams array, one pointer per parameter, as the driver would. */
+typedef struct shim_launch {
+  unsigned grid[3], block[3], smem;
+} shim_launch_t;
+typedef bool (*shim_custom_fn)(const shim_launch_t *launch, void **params);
+#define SHIM_MAX_PARAMS 64
 typedef struct shim_kernel {
   const char *name;
   size_t param_size; /* sizeof the parameter block: must equal the PTX's */
-  shim_kernel_fn fn;
+  shim_kernel_fn fn; /* NULL for a custom kernel */
+  /* custom kernels only: the byte size of each parameter, in order */
+  int param_count;
+  const unsigned char *param_sizes;
+  shim_custom_fn custom;
 } shim_kernel_t;
 
-/* The kernel table (kernels.c); NULL when name has no C implementation. */
+/* The kernel table (kernels.c), then the custom twins (custom.c); NULL
+ * when name has no C implementation. */
 const shim_kernel_t *shim_kernel_find(const char *name);
+const shim_kernel_t *shim_custom_find(const char *name);
+/* True when a code object's parameter list (count parameters of sizes[i]
+ * bytes) is what the C kernel k reads; reports the difference otherwise.
+ * from names the code object's origin for the message ("the PTX"). */
+bool shim_params_match(const shim_kernel_t *k, int count,
+                       const uint32_t *sizes, const char *from);
+/* Runs k (table or custom) for one launch; false on a bad access. */
+bool shim_kernel_run(const shim_kernel_t *k, const shim_launch_t *launch,
+                     void **params);
 
 /* True when cuInit ran and this thread has a current context; reports
  * otherwise. */
