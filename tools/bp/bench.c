@@ -395,6 +395,7 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
     if (print) print_result(&res[i]);
     fflush(stdout);
   }
+  if (print) bench_overhead(dev);
 }
 
 int bp_cmd_bench(int argc, char **argv) {

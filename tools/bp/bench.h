@@ -99,4 +99,8 @@ typedef struct bench_result {
   bench_anchor_fig_t anchor[3];
 } bench_result_t;
 
+/* Prints the per-call overhead of a tiny op, direct and from a graph
+ * (bench_overhead.c). */
+void bench_overhead(bp_device_t *dev);
+
 #endif /* BP_TOOL_BENCH_H */
