@@ -67,6 +67,7 @@ check-asan: deps
 	@# A real ROCm runtime on the machine is not instrumented and leaks in its
 	@# own constructors; the ROCm tests point the plugin at the test shim.
 	BACKPLANE_HIP_RUNTIME=/nonexistent/libamdhip64.so \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  BP_UNDER_SANITIZER=1 sh test/run.sh build-asan $(subst $(B)/,build-asan/,$(TESTS))
 
