@@ -5,6 +5,9 @@
 #  test_rocm       host side of backend-rocm.so through the public API,
 #                  against the shims: probe, memory, streams, events, every
 #                  op's launch path, the code-object cache, errors
+#  test_rocm_kernels  custom HIP kernels (BP_KERNEL_HIP) through the shims:
+#                  hiprtc and the cache, argument marshalling, shared
+#                  memory, errors
 #  test_rocm_ops   the op suites (test_ops_*, test_parity) on the "rocm"
 #                  device over the shims, against the reference
 #  test_rocm_hiprtc  every embedded kernel source through a real hiprtc
@@ -32,6 +35,13 @@ $(B)/test/test_rocm: $(B)/obj/test/test_rocm.o $(LIB) $(HIP_SHIM) \
 	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
 
+$(B)/obj/test/test_rocm_kernels.o: CFLAGS_EXTRA := -Itest/common
+$(B)/test/test_rocm_kernels: $(B)/obj/test/test_rocm_kernels.o $(LIB) \
+    $(HIP_SHIM) $(HIPRTC_SHIM) $(B)/plugins/backend-rocm.so
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane \
+	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
+
 # Shell tests are copied next to the binaries they drive.
 $(B)/test/test_rocm_ops: test/test_rocm_ops.sh $(HIP_SHIM) $(HIPRTC_SHIM)
 	@mkdir -p $(dir $@)
@@ -45,4 +55,4 @@ $(B)/test/test_rocm_hiprtc_check: $(B)/obj/test/test_rocm_hiprtc_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $< -ldl
 
-TESTS += $(B)/test/test_rocm $(B)/test/test_rocm_ops $(B)/test/test_rocm_hiprtc
+TESTS += $(B)/test/test_rocm $(B)/test/test_rocm_kernels $(B)/test/test_rocm_ops $(B)/test/test_rocm_hiprtc

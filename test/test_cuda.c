@@ -463,8 +463,9 @@ static void test_custom_saxpy(void **state) {
                    BP_ERR_INVALID_ARGUMENT);
   /* An n past the buffers is what a GPU reports as an illegal address. */
   args[0].offset = 16;
-  args[3].value.i32 = N + 64;
-  const uint32_t wide[3] = {(N + 64 + 127) / 128, 1, 1};
+  /* (1 GiB of floats: past any pool block the core may have carved y from) */
+  args[3].value.i32 = 1 << 28;
+  const uint32_t wide[3] = {(1u << 28) / 128, 1, 1};
   assert_int_equal(bp_kernel_launch(s, k, wide, block, 0, 4, args),
                    BP_ERR_DEVICE_LOST);
   expect_message("cuLaunchKernel(bp_test_saxpy): CUDA_ERROR_ILLEGAL_ADDRESS");

@@ -30,6 +30,15 @@ if [ -x "$PTXAS" ]; then
       fi
     done
   done
+  # The custom-kernel fixture of test_cuda is PTX that a GPU runs too.
+  f="$src/test/fixtures/cuda_custom.ptx"
+  if [ -f "$f" ]; then
+    if "$PTXAS" -arch=sm_80 "$f" -o "$tmp/custom.cubin" 2>"$tmp/err"; then
+      echo "ok   ptxas sm_80 test/fixtures/cuda_custom.ptx"
+    else
+      echo "FAIL ptxas test/fixtures/cuda_custom.ptx:"; cat "$tmp/err"; failed=$((failed + 1))
+    fi
+  fi
 else
   echo "skip: ptxas not found (set PTXAS or install the CUDA toolkit)"
 fi

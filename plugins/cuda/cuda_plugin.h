@@ -7,8 +7,9 @@
  * ops_*.c, one per kernel family (argument marshalling into the parameter
  * blocks of kernels/cuda/bp_cuda_args.h). CUDA-specific: driver.c (dlopen
  * and dlsym of libcuda.so.1, CUresult -> bp_status_t), module.c (embedded
- * PTX, kernel lookup and launch), marshal.c (tensor views), kernels.c
- * (custom PTX kernels of the application).
+ * PTX, kernel lookup and launch), kernels.c (custom PTX kernels of the
+ * application). Shared with the ROCm backend: plugins/common/gpu_marshal.h
+ * (tensor views) and gpu_kernel_args.h (custom-kernel parameters).
  */
 #ifndef BACKPLANE_CUDA_PLUGIN_H
 #define BACKPLANE_CUDA_PLUGIN_H
@@ -19,6 +20,7 @@
 
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugin-api.h"
+#include "plugins/common/gpu_marshal.h"
 #include "plugins/cuda/cuda_driver.h"
 
 #define CUDA_HIDDEN __attribute__((visibility("hidden")))
@@ -123,23 +125,7 @@ CUDA_HIDDEN void cuda_modules_unload(cuda_device_t *d);
 /* Blocks of `threads` to cover n items, capped for grid-stride loops. */
 CUDA_HIDDEN unsigned cuda_blocks_for(int64_t n, unsigned threads);
 
-/* ---- marshal.c ----------------------------------------------------------- */
-/* Copies an ABI tensor into a kernel view (ptr includes the offset). */
-CUDA_HIDDEN void cuda_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out);
-/* Elementwise views: folds dimensions that are contiguous in every operand
- * (same stride ratio), so most launches index one flat dimension. ts[0] is
- * the output, whose shape all share. */
-CUDA_HIDDEN void cuda_coalesce(bpk_tensor_t *ts, int count);
-/* Number of elements of a view. */
-CUDA_HIDDEN int64_t cuda_numel(const bpk_tensor_t *t);
-/* Describes t's axis as rows x len: out gets t with that axis set to 1, and
- * *out_step the axis stride. */
-CUDA_HIDDEN void cuda_rows_view(const bp_plugin_tensor_t *t, int axis,
-                                bpk_tensor_t *out, int64_t *out_step);
-/* A rank-1 (or absent, rank 0) tensor as a vector operand. */
-CUDA_HIDDEN void cuda_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out);
-/* Element size of a dtype. */
-CUDA_HIDDEN int cuda_dtype_size(bp_dtype_t dt);
+/* ---- tensor views: plugins/common/gpu_marshal.h (shared with ROCm) ----- */
 
 /* ---- kernels.c: custom PTX kernels (ABI 1.1) ---------------------------- */
 CUDA_HIDDEN bp_status_t cuda_kernel_create(bp_plugin_device_t *device,

@@ -25,9 +25,9 @@ bp_status_t cuda_op_gemm(bp_plugin_device_t *device,
                          const bp_gemm_args_t *a) {
   bpk_gemm_args_t p;
   memset(&p, 0, sizeof p);
-  cuda_tensor(&a->a, &p.a);
-  cuda_tensor(&a->b, &p.b);
-  cuda_tensor(&a->c, &p.c);
+  bp_gpu_tensor(&a->a, &p.a);
+  bp_gpu_tensor(&a->b, &p.b);
+  bp_gpu_tensor(&a->c, &p.c);
   p.alpha = a->alpha;
   p.beta = a->beta;
   const int64_t batch = p.c.shape[0], m = p.c.shape[1], n = p.c.shape[2];
@@ -58,9 +58,9 @@ bp_status_t cuda_op_gemv(bp_plugin_device_t *device,
                          const bp_gemv_args_t *a) {
   bpk_gemv_args_t p;
   memset(&p, 0, sizeof p);
-  cuda_tensor(&a->a, &p.a);
-  cuda_vec(&a->x, &p.x);
-  cuda_vec(&a->y, &p.y);
+  bp_gpu_tensor(&a->a, &p.a);
+  bp_gpu_vec(&a->x, &p.x);
+  bp_gpu_vec(&a->y, &p.y);
   p.m = a->a.shape[0];
   p.n = a->a.shape[1];
   p.alpha = a->alpha;

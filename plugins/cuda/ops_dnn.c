@@ -32,10 +32,10 @@ bp_status_t cuda_op_conv2d(bp_plugin_device_t *device,
                            const bp_conv2d_args_t *a) {
   bpk_conv2d_args_t p;
   memset(&p, 0, sizeof p);
-  cuda_tensor(&a->x, &p.x);
-  cuda_tensor(&a->w, &p.w);
-  cuda_tensor(&a->y, &p.y);
-  cuda_vec(&a->bias, &p.bias);
+  bp_gpu_tensor(&a->x, &p.x);
+  bp_gpu_tensor(&a->w, &p.w);
+  bp_gpu_tensor(&a->y, &p.y);
+  bp_gpu_vec(&a->bias, &p.bias);
   p.stride_h = a->stride_h;
   p.stride_w = a->stride_w;
   p.pad_h = a->pad_h;
@@ -69,9 +69,9 @@ bp_status_t cuda_op_pool2d(bp_plugin_device_t *device,
                            const bp_pool2d_args_t *a) {
   bpk_pool2d_args_t p;
   memset(&p, 0, sizeof p);
-  cuda_tensor(&a->x, &p.x);
-  cuda_tensor(&a->y, &p.y);
-  p.n = cuda_numel(&p.y);
+  bp_gpu_tensor(&a->x, &p.x);
+  bp_gpu_tensor(&a->y, &p.y);
+  p.n = bp_gpu_numel(&p.y);
   p.kind = (int32_t)a->kind;
   p.kernel_h = a->kernel_h;
   p.kernel_w = a->kernel_w;
@@ -91,13 +91,13 @@ bp_status_t cuda_op_batch_norm(bp_plugin_device_t *device,
   bpk_batch_norm_args_t p;
   memset(&p, 0, sizeof p);
   /* Not coalesced: the kernel reads the channel off axis 1 of y's shape. */
-  cuda_tensor(&a->x, &p.x);
-  cuda_tensor(&a->y, &p.y);
-  cuda_vec(&a->mean, &p.mean);
-  cuda_vec(&a->var, &p.var);
-  cuda_vec(&a->scale, &p.scale);
-  cuda_vec(&a->bias, &p.bias);
-  p.n = cuda_numel(&p.y);
+  bp_gpu_tensor(&a->x, &p.x);
+  bp_gpu_tensor(&a->y, &p.y);
+  bp_gpu_vec(&a->mean, &p.mean);
+  bp_gpu_vec(&a->var, &p.var);
+  bp_gpu_vec(&a->scale, &p.scale);
+  bp_gpu_vec(&a->bias, &p.bias);
+  p.n = bp_gpu_numel(&p.y);
   p.eps = a->eps;
   return launch_flat(device, stream, CUDA_MOD_NORM,
                      a->y.dtype == BP_F64 ? "bp_batch_norm_d"
@@ -110,10 +110,10 @@ bp_status_t cuda_op_attention(bp_plugin_device_t *device,
                               const bp_attention_args_t *a) {
   bpk_attention_args_t p;
   memset(&p, 0, sizeof p);
-  cuda_tensor(&a->q, &p.q);
-  cuda_tensor(&a->k, &p.k);
-  cuda_tensor(&a->v, &p.v);
-  cuda_tensor(&a->out, &p.out);
+  bp_gpu_tensor(&a->q, &p.q);
+  bp_gpu_tensor(&a->k, &p.k);
+  bp_gpu_tensor(&a->v, &p.v);
+  bp_gpu_tensor(&a->out, &p.out);
   p.scale = (float)a->scale;
   p.causal = a->causal != 0;
   const int64_t B = p.q.shape[0], Hq = p.q.shape[1], Sq = p.q.shape[2];
@@ -152,16 +152,16 @@ bp_status_t cuda_op_adam(bp_plugin_device_t *device,
    * after the work that produced the gradients. */
   for (uint32_t i = 0; i < a->count; i++) {
     bpk_tensor_t ts[4];
-    cuda_tensor(&a->params[i], &ts[0]);
-    cuda_tensor(&a->grads[i], &ts[1]);
-    cuda_tensor(&a->exp_avg[i], &ts[2]);
-    cuda_tensor(&a->exp_avg_sq[i], &ts[3]);
-    cuda_coalesce(ts, 4);
+    bp_gpu_tensor(&a->params[i], &ts[0]);
+    bp_gpu_tensor(&a->grads[i], &ts[1]);
+    bp_gpu_tensor(&a->exp_avg[i], &ts[2]);
+    bp_gpu_tensor(&a->exp_avg_sq[i], &ts[3]);
+    bp_gpu_coalesce(ts, 4);
     p.p = ts[0];
     p.g = ts[1];
     p.m = ts[2];
     p.v = ts[3];
-    p.n = cuda_numel(&p.p);
+    p.n = bp_gpu_numel(&p.p);
     bp_status_t st = launch_flat(
         device, stream, CUDA_MOD_ADAM,
         a->params[i].dtype == BP_F64 ? "bp_adam_d" : "bp_adam_f", p.n, &p);

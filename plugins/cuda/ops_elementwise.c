@@ -32,12 +32,12 @@ bp_status_t cuda_op_unary(bp_plugin_device_t *device,
   bpk_unary_args_t p;
   memset(&p, 0, sizeof p);
   bpk_tensor_t ts[2];
-  cuda_tensor(&a->y, &ts[0]);
-  cuda_tensor(&a->x, &ts[1]);
-  cuda_coalesce(ts, 2);
+  bp_gpu_tensor(&a->y, &ts[0]);
+  bp_gpu_tensor(&a->x, &ts[1]);
+  bp_gpu_coalesce(ts, 2);
   p.y = ts[0];
   p.x = ts[1];
-  p.n = cuda_numel(&p.y);
+  p.n = bp_gpu_numel(&p.y);
   p.op = (int32_t)a->op;
   return launch_flat(device, stream, CUDA_MOD_ELEMENTWISE,
                      pick("bp_unary_f", "bp_unary_d", a->y.dtype), p.n, &p);
@@ -49,14 +49,14 @@ bp_status_t cuda_op_binary(bp_plugin_device_t *device,
   bpk_binary_args_t p;
   memset(&p, 0, sizeof p);
   bpk_tensor_t ts[3];
-  cuda_tensor(&a->y, &ts[0]);
-  cuda_tensor(&a->a, &ts[1]);
-  cuda_tensor(&a->b, &ts[2]);
-  cuda_coalesce(ts, 3);
+  bp_gpu_tensor(&a->y, &ts[0]);
+  bp_gpu_tensor(&a->a, &ts[1]);
+  bp_gpu_tensor(&a->b, &ts[2]);
+  bp_gpu_coalesce(ts, 3);
   p.y = ts[0];
   p.a = ts[1];
   p.b = ts[2];
-  p.n = cuda_numel(&p.y);
+  p.n = bp_gpu_numel(&p.y);
   p.op = (int32_t)a->op;
   return launch_flat(device, stream, CUDA_MOD_ELEMENTWISE,
                      pick("bp_binary_f", "bp_binary_d", a->y.dtype), p.n, &p);
@@ -70,10 +70,10 @@ bp_status_t cuda_op_fill(bp_plugin_device_t *device,
                          bp_plugin_stream_t *stream, const bp_fill_args_t *a) {
   bpk_fill_args_t p;
   memset(&p, 0, sizeof p);
-  cuda_tensor(&a->y, &p.y);
-  cuda_coalesce(&p.y, 1);
-  p.n = cuda_numel(&p.y);
-  p.elem_size = cuda_dtype_size(a->y.dtype);
+  bp_gpu_tensor(&a->y, &p.y);
+  bp_gpu_coalesce(&p.y, 1);
+  p.n = bp_gpu_numel(&p.y);
+  p.elem_size = bp_gpu_dtype_size(a->y.dtype);
   p.bits = fill_bits(a->value, a->y.dtype);
   return launch_flat(device, stream, CUDA_MOD_ELEMENTWISE, "bp_fill", p.n, &p);
 }
@@ -84,13 +84,13 @@ static bp_status_t copy_like(bp_plugin_device_t *device,
   bpk_copy_args_t p;
   memset(&p, 0, sizeof p);
   bpk_tensor_t ts[2];
-  cuda_tensor(&a->y, &ts[0]);
-  cuda_tensor(&a->x, &ts[1]);
-  cuda_coalesce(ts, 2);
+  bp_gpu_tensor(&a->y, &ts[0]);
+  bp_gpu_tensor(&a->x, &ts[1]);
+  bp_gpu_coalesce(ts, 2);
   p.y = ts[0];
   p.x = ts[1];
-  p.n = cuda_numel(&p.y);
-  p.elem_size = cuda_dtype_size(a->y.dtype);
+  p.n = bp_gpu_numel(&p.y);
+  p.elem_size = bp_gpu_dtype_size(a->y.dtype);
   return launch_flat(device, stream, CUDA_MOD_ELEMENTWISE, kernel, p.n, &p);
 }
 
@@ -99,11 +99,11 @@ bp_status_t cuda_op_copy(bp_plugin_device_t *device,
   /* A dense copy of one contiguous range is a driver memcpy (copy engine,
    * no kernel). */
   bpk_tensor_t ts[2];
-  cuda_tensor(&a->y, &ts[0]);
-  cuda_tensor(&a->x, &ts[1]);
-  cuda_coalesce(ts, 2);
+  bp_gpu_tensor(&a->y, &ts[0]);
+  bp_gpu_tensor(&a->x, &ts[1]);
+  bp_gpu_coalesce(ts, 2);
   if (ts[0].rank == 1 && ts[0].strides[0] == 1 && ts[1].strides[0] == 1) {
-    uint64_t bytes = (uint64_t)ts[0].shape[0] * cuda_dtype_size(a->y.dtype);
+    uint64_t bytes = (uint64_t)ts[0].shape[0] * bp_gpu_dtype_size(a->y.dtype);
     if (bytes == 0)
       return BP_OK;
     return cuda_mem_copy(device, stream, ts[0].ptr, 0,
@@ -122,8 +122,8 @@ bp_status_t cuda_op_random(bp_plugin_device_t *device,
                            const bp_random_args_t *a) {
   bpk_random_args_t p;
   memset(&p, 0, sizeof p);
-  cuda_tensor(&a->y, &p.y);
-  p.n = cuda_numel(&p.y);
+  bp_gpu_tensor(&a->y, &p.y);
+  p.n = bp_gpu_numel(&p.y);
   p.seed = a->seed;
   p.offset = a->offset;
   p.a = a->a;
@@ -131,7 +131,7 @@ bp_status_t cuda_op_random(bp_plugin_device_t *device,
   p.dist = (int32_t)a->dist;
   /* Element i of y (row-major) is number i of the stream, so the view is not
    * coalesced in a way that reorders elements; coalescing only merges. */
-  cuda_coalesce(&p.y, 1);
+  bp_gpu_coalesce(&p.y, 1);
   return launch_flat(device, stream, CUDA_MOD_RANDOM, "bp_random", p.n, &p);
 }
 

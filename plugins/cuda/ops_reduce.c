@@ -13,10 +13,10 @@ static void rows_of(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y,
                     int axis, bpk_rows_t *r) {
   if (axis < 0)
     axis += x->rank;
-  cuda_rows_view(x, axis, &r->x, &r->x_step);
-  cuda_rows_view(y, axis, &r->y, &r->y_step);
+  bp_gpu_rows_view(x, axis, &r->x, &r->x_step);
+  bp_gpu_rows_view(y, axis, &r->y, &r->y_step);
   r->len = x->rank ? x->shape[axis] : 1;
-  r->rows = cuda_numel(&r->x);
+  r->rows = bp_gpu_numel(&r->x);
 }
 
 static bp_status_t launch_rows(bp_plugin_device_t *device,
@@ -60,9 +60,9 @@ static bp_status_t norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   bpk_norm_args_t p;
   memset(&p, 0, sizeof p);
   rows_of(&a->x, &a->y, a->x.rank - 1, &p.r);
-  cuda_vec(&a->gamma, &p.gamma);
+  bp_gpu_vec(&a->gamma, &p.gamma);
   if (!rms)
-    cuda_vec(&a->beta, &p.beta);
+    bp_gpu_vec(&a->beta, &p.beta);
   p.eps = a->eps;
   p.rms = rms;
   return launch_rows(device, stream, CUDA_MOD_NORM,

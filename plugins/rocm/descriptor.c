@@ -142,6 +142,10 @@ static void describe(int ordinal, bp_device_info_t *info) {
    * so `bp devices` shows it and says why. */
   if (!why[0])
     fill_capabilities(info);
+  /* Custom HIP source compiles through hiprtc for the device's own
+   * architecture, so it needs both, but none of the ops' conditions. */
+  if (rocm_rt.hiprtcCompileProgram && arch[0])
+    info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_HIP);
   snprintf(info->description, sizeof info->description,
            "%s, %d CUs, %s, hiprtc %s%s", arch[0] ? arch : "gfx?", cus,
            uuid[0] ? uuid : "no uuid",
@@ -202,4 +206,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
 #define ROCM__OP_ENTRY(name, args_t) .name = rocm_op_##name,
     ROCM_OPS(ROCM__OP_ENTRY)
 #undef ROCM__OP_ENTRY
+    .kernel_create = rocm_kernel_create,
+    .kernel_destroy = rocm_kernel_destroy,
+    .kernel_launch = rocm_kernel_launch,
 };

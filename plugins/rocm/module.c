@@ -71,23 +71,31 @@ static bool cache_dir(char *out, size_t cap) {
   return mkdir(out, 0700) == 0 || errno == EEXIST;
 }
 
-/* The cache file of module m for arch. Architecture names carry ':' (the
- * feature flags); they become '_' in the file name. */
-static bool cache_path(rocm_module_id_t m, const char *arch, char *out,
-                       size_t cap) {
+/* The cache file of the source src, compiled as name with the options
+ * opts for arch. Architecture names carry ':' (the feature flags); they
+ * become '_' in the file name, as does anything but [A-Za-z0-9_.-] in name
+ * (an application's kernel name). */
+static bool cache_path(const char *name, const char *src, const char *opts,
+                       const char *arch, char *out, size_t cap) {
   char dir[600];
   if (!cache_dir(dir, sizeof dir))
     return false;
   uint64_t h = 0xcbf29ce484222325ull;
-  h = fnv1a(h, module_src[m], strlen(module_src[m]));
+  h = fnv1a(h, src, strlen(src));
   h = fnv1a(h, HIPRTC_FIXED_OPTIONS, sizeof HIPRTC_FIXED_OPTIONS);
+  h = fnv1a(h, opts, strlen(opts) + 1);
   h = fnv1a(h, ROCM_PLUGIN_VERSION, sizeof ROCM_PLUGIN_VERSION);
-  char a[64];
+  char a[64], n[80];
   snprintf(a, sizeof a, "%s", arch);
+  snprintf(n, sizeof n, "%s", name);
   for (char *p = a; *p; p++)
     if (*p == ':' || *p == '/')
       *p = '_';
-  snprintf(out, cap, "%s/%s-%s-hip%d-%016llx.hsaco", dir, module_name[m], a,
+  for (char *p = n; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
+      *p = '_';
+  snprintf(out, cap, "%s/%s-%s-hip%d-%016llx.hsaco", dir, n, a,
            rocm_rt.runtime_version, (unsigned long long)h);
   return true;
 }
@@ -131,50 +139,77 @@ static void write_file(const char *path, const char *data, size_t n) {
 
 /* ---- hiprtc --------------------------------------------------------------- */
 
-/* Sets the error for a failed compile, with hiprtc's log. */
+/* Sets the error for a failed compile, with hiprtc's log. A source that
+ * does not compile is the caller's mistake when it is the application's
+ * (app), the backend's own otherwise. */
 static bp_status_t compile_error(hiprtcProgram prog, hiprtcResult r,
-                                 rocm_module_id_t m, const char *arch) {
+                                 const char *name, const char *arch,
+                                 bool app) {
   size_t n = 0;
   char *log = NULL;
   if (rocm_rt.hiprtcGetProgramLogSize(prog, &n) == HIPRTC_SUCCESS && n > 1 &&
       (log = calloc(1, n + 1)))
     rocm_rt.hiprtcGetProgramLog(prog, log);
-  rocm_host->set_error("rocm: hiprtc could not compile %s.hip for %s: %s%s%.1500s",
-                       module_name[m], arch, rocm_rt.hiprtcGetErrorString(r),
+  rocm_host->set_error("rocm: hiprtc could not compile %s for %s: %s%s%.1500s",
+                       name, arch, rocm_rt.hiprtcGetErrorString(r),
                        log ? ": " : "", log ? log : "");
   free(log);
-  return r == HIPRTC_ERROR_OUT_OF_MEMORY ? BP_ERR_OUT_OF_MEMORY
-                                         : BP_ERR_INTERNAL;
+  if (r == HIPRTC_ERROR_OUT_OF_MEMORY)
+    return BP_ERR_OUT_OF_MEMORY;
+  return app ? BP_ERR_INVALID_ARGUMENT : BP_ERR_INTERNAL;
 }
 
-/* Compiles module m for arch; *out_code (malloc'd) is the code object. */
-static bp_status_t compile(rocm_module_id_t m, const char *arch,
+#define MAX_USER_OPTIONS 32
+
+/* Compiles src (called name in messages) for arch with the fixed options
+ * and the whitespace-separated user options opts; *out_code (malloc'd) is
+ * the code object. */
+static bp_status_t compile(const char *src, const char *name,
+                           const char *opts, bool app, const char *arch,
                            char **out_code, size_t *out_size) {
   *out_code = NULL;
   if (!rocm_rt.hiprtcCompileProgram) {
-    rocm_host->set_error("rocm: cannot compile %s.hip: %s", module_name[m],
+    rocm_host->set_error("rocm: cannot compile %s: %s", name,
                          rocm_rt.rtc_reason);
     return BP_ERR_UNAVAILABLE;
   }
-  char name[64], offload[96];
-  snprintf(name, sizeof name, "%s.hip", module_name[m]);
+  char offload[96];
   snprintf(offload, sizeof offload, "--offload-arch=%s", arch);
-  const char *opts[] = {offload, HIPRTC_FIXED_OPTIONS};
+  /* hiprtc takes an argv: split a copy of opts at whitespace (no quoting,
+   * which no hiprtc option needs). */
+  char *words = strdup(opts);
+  const char *argv[MAX_USER_OPTIONS + 2] = {offload, HIPRTC_FIXED_OPTIONS};
+  int argc = 2;
+  if (!words) {
+    rocm_host->set_error("rocm: no host memory for compiler options");
+    return BP_ERR_OUT_OF_MEMORY;
+  }
+  for (char *save = NULL, *w = strtok_r(words, " \t\n", &save); w;
+       w = strtok_r(NULL, " \t\n", &save)) {
+    if (argc == MAX_USER_OPTIONS + 2) {
+      free(words);
+      rocm_host->set_error("rocm: more than %d compiler options for %s",
+                           MAX_USER_OPTIONS, name);
+      return BP_ERR_INVALID_ARGUMENT;
+    }
+    argv[argc++] = w;
+  }
   hiprtcProgram prog = NULL;
-  hiprtcResult r = rocm_rt.hiprtcCreateProgram(&prog, module_src[m], name, 0,
-                                               NULL, NULL);
+  hiprtcResult r =
+      rocm_rt.hiprtcCreateProgram(&prog, src, name, 0, NULL, NULL);
   if (r != HIPRTC_SUCCESS) {
+    free(words);
     rocm_host->set_error("rocm: hiprtcCreateProgram(%s): %s", name,
                          rocm_rt.hiprtcGetErrorString(r));
     return BP_ERR_INTERNAL;
   }
   bp_status_t st = BP_OK;
   size_t n = 0;
-  r = rocm_rt.hiprtcCompileProgram(prog, 2, opts);
+  r = rocm_rt.hiprtcCompileProgram(prog, argc, argv);
   if (r == HIPRTC_SUCCESS)
     r = rocm_rt.hiprtcGetCodeSize(prog, &n);
   if (r != HIPRTC_SUCCESS || n == 0) {
-    st = compile_error(prog, r, m, arch);
+    st = compile_error(prog, r, name, arch, app);
     goto out;
   }
   *out_code = malloc(n);
@@ -187,47 +222,57 @@ static bp_status_t compile(rocm_module_id_t m, const char *arch,
   if (r != HIPRTC_SUCCESS) {
     free(*out_code);
     *out_code = NULL;
-    st = compile_error(prog, r, m, arch);
+    st = compile_error(prog, r, name, arch, app);
     goto out;
   }
   *out_size = n;
 out:
   rocm_rt.hiprtcDestroyProgram(&prog);
+  free(words);
   return st;
 }
 
-/* Loads module m for d (device current, lock held): from the cache when a
- * code object there loads, by compiling otherwise. */
-static bp_status_t load_module(rocm_device_t *d, rocm_module_id_t m) {
+bp_status_t rocm_code_object_load(rocm_device_t *d, const char *src,
+                                  const char *name, const char *opts,
+                                  bool app, hipModule_t *out) {
+  *out = NULL;
+  if (!opts)
+    opts = "";
   if (!d->arch[0]) {
     rocm_host->set_error("rocm: device %d has no readable gcnArchName",
                          d->ordinal);
     return BP_ERR_UNSUPPORTED;
   }
   char path[1024];
-  bool cached = cache_path(m, d->arch, path, sizeof path);
+  bool cached = cache_path(name, src, opts, d->arch, path, sizeof path);
   size_t n = 0;
   char *code = cached ? read_file(path, &n) : NULL;
-  if (code && rocm_rt.hipModuleLoadData(&d->modules[m], code) == hipSuccess) {
-    rocm_log(BP_LOG_DEBUG, "%s.hip for %s from the cache %s", module_name[m],
-             d->arch, path);
+  if (code && rocm_rt.hipModuleLoadData(out, code) == hipSuccess) {
+    rocm_log(BP_LOG_DEBUG, "%s for %s from the cache %s", name, d->arch, path);
     free(code);
     return BP_OK;
   }
   if (code)
     rocm_log(BP_LOG_WARN, "cached %s does not load; recompiling", path);
   free(code);
-  bp_status_t st = compile(m, d->arch, &code, &n);
+  bp_status_t st = compile(src, name, opts, app, d->arch, &code, &n);
   if (st != BP_OK)
     return st;
-  char what[128];
-  snprintf(what, sizeof what, "hipModuleLoadData(%s.hip for %s)",
-           module_name[m], d->arch);
-  st = rocm_check(rocm_rt.hipModuleLoadData(&d->modules[m], code), what);
+  char what[160];
+  snprintf(what, sizeof what, "hipModuleLoadData(%s for %s)", name, d->arch);
+  st = rocm_check(rocm_rt.hipModuleLoadData(out, code), what);
   if (st == BP_OK && cached)
     write_file(path, code, n);
   free(code);
   return st;
+}
+
+/* Loads module m for d (device current, lock held). */
+static bp_status_t load_module(rocm_device_t *d, rocm_module_id_t m) {
+  char name[64];
+  snprintf(name, sizeof name, "%s.hip", module_name[m]);
+  return rocm_code_object_load(d, module_src[m], name, NULL, false,
+                               &d->modules[m]);
 }
 
 static bp_status_t kernel_get(rocm_device_t *d, rocm_module_id_t m,

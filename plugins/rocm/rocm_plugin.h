@@ -8,7 +8,9 @@
  * kernels/cuda/bp_cuda_args.h, which the HIP kernels share). ROCm-specific:
  * runtime.c (dlopen and dlsym of libamdhip64.so and hiprtc, hipError_t ->
  * bp_status_t), module.c (embedded HIP sources, hiprtc, the code-object
- * cache, launches), marshal.c (tensor views).
+ * cache, launches), kernels.c (custom HIP kernels of the application,
+ * through the same hiprtc path and cache). Shared with the CUDA backend:
+ * plugins/common/gpu_marshal.h (tensor views) and gpu_kernel_args.h.
  */
 #ifndef BACKPLANE_ROCM_PLUGIN_H
 #define BACKPLANE_ROCM_PLUGIN_H
@@ -19,6 +21,7 @@
 
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugin-api.h"
+#include "plugins/common/gpu_marshal.h"
 #include "plugins/rocm/hip_runtime.h"
 
 #define ROCM_HIDDEN __attribute__((visibility("hidden")))
@@ -98,19 +101,35 @@ ROCM_HIDDEN bp_status_t rocm_launch(rocm_device_t *d, bp_plugin_stream_t *s,
                                     const unsigned grid[3],
                                     const unsigned block[3], unsigned smem,
                                     void *params);
+/* Loads a code object for d (device current, caller serialises per
+ * device): from the on-disk cache when one for this source, options,
+ * architecture and runtime loads, else compiled through hiprtc (and
+ * cached). name labels messages and the cache file; opts (NULL for none)
+ * are extra hiprtc options, whitespace-separated. app: the source is the
+ * application's, so a compile error is BP_ERR_INVALID_ARGUMENT rather than
+ * BP_ERR_INTERNAL. The caller owns *out (hipModuleUnload). */
+ROCM_HIDDEN bp_status_t rocm_code_object_load(rocm_device_t *d,
+                                              const char *src,
+                                              const char *name,
+                                              const char *opts, bool app,
+                                              hipModule_t *out);
 /* Unloads every module of d (device current). */
 ROCM_HIDDEN void rocm_modules_unload(rocm_device_t *d);
 /* Blocks of `threads` to cover n items, capped for grid-stride loops. */
 ROCM_HIDDEN unsigned rocm_blocks_for(int64_t n, unsigned threads);
 
-/* ---- marshal.c ----------------------------------------------------------- */
-ROCM_HIDDEN void rocm_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out);
-ROCM_HIDDEN void rocm_coalesce(bpk_tensor_t *ts, int count);
-ROCM_HIDDEN int64_t rocm_numel(const bpk_tensor_t *t);
-ROCM_HIDDEN void rocm_rows_view(const bp_plugin_tensor_t *t, int axis,
-                                bpk_tensor_t *out, int64_t *out_step);
-ROCM_HIDDEN void rocm_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out);
-ROCM_HIDDEN int rocm_dtype_size(bp_dtype_t dt);
+/* ---- tensor views: plugins/common/gpu_marshal.h (shared with CUDA) ----- */
+
+/* ---- kernels.c: custom HIP kernels (ABI 1.1) ----------------------------- */
+ROCM_HIDDEN bp_status_t rocm_kernel_create(bp_plugin_device_t *device,
+                                           const bp_kernel_source_t *source,
+                                           bp_plugin_kernel_t **out_kernel);
+ROCM_HIDDEN void rocm_kernel_destroy(bp_plugin_device_t *device,
+                                     bp_plugin_kernel_t *kernel);
+ROCM_HIDDEN bp_status_t rocm_kernel_launch(bp_plugin_device_t *device,
+                                           bp_plugin_stream_t *stream,
+                                           bp_plugin_kernel_t *kernel,
+                                           const bp_launch_args_t *args);
 
 /* ---- ops ----------------------------------------------------------------- */
 #define ROCM_OPS(X)                                                            \

@@ -4,7 +4,9 @@
  *
  * It checks what the plugin hands hiprtc: a self-contained source (no
  * header list: embed.sh inlines them), one --offload-arch=gfx... option, and
- * every kernel taking one parameter block by value. BP_HIP_SHIM_FAIL=compile
+ * every built-in kernel taking one parameter block by value; an
+ * application's kernel ("kernel NAME (S,S,...)" in the code object) is
+ * described by the byte size of each parameter. BP_HIP_SHIM_FAIL=compile
  * makes compilation fail with a log, as a real compile error would.
  */
 #include <ctype.h>
@@ -55,6 +57,36 @@ static const char *skip_space(const char *p) {
   return p;
 }
 
+/* Writes the byte sizes of the parameters in [p, end) as "S,S,...": a
+ * pointer is 8 bytes, a scalar as its type says; false for a type the
+ * shim does not know. "(void)" and "()" write nothing. */
+static bool param_sizes(const char *p, const char *end, FILE *out) {
+  int count = 0;
+  while (p < end) {
+    const char *comma = memchr(p, ',', (size_t)(end - p));
+    const char *stop = comma ? comma : end;
+    char decl[160];
+    snprintf(decl, sizeof decl, "%.*s", (int)(stop - p), p);
+    const char *d = skip_space(decl);
+    int size = 0;
+    if (!*d || strcmp(d, "void") == 0)
+      size = -1; /* an empty list */
+    else if (strchr(d, '*'))
+      size = 8;
+    else if (strstr(d, "long") || strstr(d, "double") || strstr(d, "int64_t") ||
+             strstr(d, "size_t"))
+      size = 8;
+    else if (strstr(d, "float") || strstr(d, "int") || strstr(d, "unsigned"))
+      size = 4;
+    if (size == 0)
+      return false;
+    if (size > 0)
+      fprintf(out, "%s%d", count++ ? "," : "", size);
+    p = comma ? comma + 1 : end;
+  }
+  return true;
+}
+
 /* Appends "kernel NAME TYPE\n" for the __global__ function at p (just past
  * the keyword); false for a malformed declaration. */
 static bool one_kernel(const char *p, FILE *out) {
@@ -77,21 +109,28 @@ static bool one_kernel(const char *p, FILE *out) {
       break;
     }
   }
-  /* The parameter list: "const TYPE p" or "TYPE p", nothing more. */
+  const char *open = p, *close = strchr(p, ')');
+  if (!close)
+    return false;
+  /* A built-in kernel takes one parameter block by value: "const TYPE p"
+   * or "TYPE p" with TYPE a bpk_*_args_t. */
   p = skip_space(p + 1);
   if (strncmp(p, "const ", 6) == 0)
     p += 6;
   int n = 0;
-  if (sscanf(p, "%95[A-Za-z0-9_]%n", type, &n) != 1)
-    return false;
-  p = skip_space(p + n);
-  if (*p == '&' || *p == '*')
-    return false; /* by value only */
-  const char *close = strchr(p, ')');
-  if (!close || memchr(p, ',', (size_t)(close - p)))
-    return false;
-  fprintf(out, "kernel %s %s\n", name, type);
-  return true;
+  if (sscanf(p, "%95[A-Za-z0-9_]%n", type, &n) == 1 &&
+      strncmp(type, "bpk_", 4) == 0) {
+    p = skip_space(p + n);
+    if (*p == '&' || *p == '*' || memchr(p, ',', (size_t)(close - p)))
+      return false; /* by value, alone */
+    fprintf(out, "kernel %s %s\n", name, type);
+    return true;
+  }
+  /* Anything else is an application's kernel: its parameter sizes. */
+  fprintf(out, "kernel %s (", name);
+  bool ok = param_sizes(open + 1, close, out);
+  fprintf(out, ")\n");
+  return ok;
 }
 
 static void set_log(hiprtcProgram p, const char *msg) {
@@ -127,7 +166,7 @@ hiprtcResult hiprtcCompileProgram(hiprtcProgram p, int n,
   fclose(out);
   if (!ok) {
     free(code);
-    set_log(p, "error: a kernel does not take one parameter block by value");
+    set_log(p, "error: a kernel's parameter list is not one the shim reads");
     return HIPRTC_ERROR_COMPILATION;
   }
   free(p->code);

@@ -37,7 +37,8 @@ static const struct {
 
 struct ihipModuleSymbol_t {
   char name[64];
-  size_t param_size; /* of the type the HIP source declares */
+  int param_count;
+  uint32_t param_sizes[SHIM_MAX_PARAMS]; /* as the HIP source declares */
   const shim_kernel_t *kernel;
 };
 
@@ -55,21 +56,42 @@ static size_t type_size(const char *type) {
   return 0;
 }
 
-/* Parses the "kernel NAME TYPE" lines; false when one is malformed. */
+/* Reads "(S,S,...)" into f; false when malformed. */
+static bool parse_sizes(const char *t, struct ihipModuleSymbol_t *f) {
+  for (t++; *t && *t != ')';) {
+    char *end;
+    unsigned long v = strtoul(t, &end, 10);
+    if (end == t || !v || f->param_count == SHIM_MAX_PARAMS)
+      return false;
+    f->param_sizes[f->param_count++] = (uint32_t)v;
+    t = *end == ',' ? end + 1 : end;
+  }
+  return *t == ')';
+}
+
+/* Parses the "kernel NAME TYPE" (a built-in's parameter block) and
+ * "kernel NAME (S,...)" (an application's parameter list) lines; false
+ * when one is malformed. */
 static bool parse(const char *code, struct ihipModule_t *m) {
   for (const char *p = code; (p = strstr(p, "\nkernel ")); p++) {
     if (m->count == MAX_ENTRIES)
       return false;
     struct ihipModuleSymbol_t *f = &m->fns[m->count];
-    char type[64];
-    if (sscanf(p, "\nkernel %63s %63s", f->name, type) != 2)
+    char type[256];
+    if (sscanf(p, "\nkernel %63s %255s", f->name, type) != 2)
       return false;
-    f->param_size = type_size(type);
-    if (!f->param_size) {
-      shim_report("kernel %s takes %s, not a parameter block of "
-                  "bp_cuda_args.h",
-                  f->name, type);
-      return false;
+    if (type[0] == '(') {
+      if (!parse_sizes(type, f))
+        return false;
+    } else {
+      f->param_count = 1;
+      f->param_sizes[0] = (uint32_t)type_size(type);
+      if (!f->param_sizes[0]) {
+        shim_report("kernel %s takes %s, not a parameter block of "
+                    "bp_cuda_args.h",
+                    f->name, type);
+        return false;
+      }
     }
     m->count++;
   }
@@ -129,12 +151,9 @@ hipError_t hipModuleGetFunction(hipFunction_t *out, hipModule_t m,
                     "implementation", name);
         return hipErrorNotFound;
       }
-      if (k->param_size != f->param_size) {
-        shim_report("kernel %s: the HIP source declares a %zu-byte "
-                    "parameter block, the C kernel reads %zu",
-                    name, f->param_size, k->param_size);
+      if (!shim_params_match(k, f->param_count, f->param_sizes,
+                             "the HIP source"))
         return hipErrorInvalidImage;
-      }
       f->kernel = k;
     }
     *out = f;
@@ -171,7 +190,7 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy,
   (void)s; /* stream validity is checked by the copies; launches run now */
   if (!shim_have_device(__func__))
     return hipErrorInvalidDevice;
-  if (!f || !f->kernel || !params || !params[0] || extra) {
+  if (!f || !f->kernel || extra || (f->param_count && !params)) {
     shim_report("hipModuleLaunchKernel: bad function or parameters");
     return hipErrorInvalidValue;
   }
@@ -184,5 +203,7 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy,
   __atomic_add_fetch(&shim_hip_stats.launches, 1, __ATOMIC_RELAXED);
   /* A kernel that would touch memory outside the buffers is what a GPU
    * reports as an illegal address. */
-  return f->kernel->fn(params[0]) ? hipSuccess : hipErrorIllegalAddress;
+  const shim_launch_t l = {{gx, gy, gz}, {bx, by, bz}, smem};
+  return shim_kernel_run(f->kernel, &l, params) ? hipSuccess
+                                                : hipErrorIllegalAddress;
 }

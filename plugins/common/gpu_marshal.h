@@ -1,11 +1,23 @@
 /*
- * marshal.c — turns ABI tensors into the kernels' parameter views.
+ * gpu_marshal.h — ABI tensors into the kernels' parameter views
+ * (kernels/cuda/bp_cuda_args.h), shared by backend-cuda.so and
+ * backend-rocm.so, whose kernels read the same parameter blocks.
+ *
+ * Header-only (static inline) because each plugin folder builds from its
+ * own *.c files: both include this one copy instead of keeping two.
  */
+#ifndef BACKPLANE_GPU_MARSHAL_H
+#define BACKPLANE_GPU_MARSHAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
-#include "plugins/cuda/cuda_plugin.h"
+#include "kernels/cuda/bp_cuda_args.h"
+#include "plugin-api.h"
 
-int cuda_dtype_size(bp_dtype_t dt) {
+/* Element size of a dtype. */
+static inline int bp_gpu_dtype_size(bp_dtype_t dt) {
   switch (dt) {
   case BP_F16:
   case BP_BF16:
@@ -20,7 +32,8 @@ int cuda_dtype_size(bp_dtype_t dt) {
   }
 }
 
-void cuda_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out) {
+/* Copies an ABI tensor into a kernel view (ptr includes the offset). */
+static inline void bp_gpu_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out) {
   memset(out, 0, sizeof *out);
   out->ptr = t->ptr + t->offset;
   out->dtype = (int32_t)t->dtype;
@@ -31,7 +44,8 @@ void cuda_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out) {
   }
 }
 
-int64_t cuda_numel(const bpk_tensor_t *t) {
+/* Number of elements of a view. */
+static inline int64_t bp_gpu_numel(const bpk_tensor_t *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++)
     n *= t->shape[i];
@@ -40,7 +54,7 @@ int64_t cuda_numel(const bpk_tensor_t *t) {
 
 /* Gives every operand the output's shape, right-aligning a shorter operand
  * the NumPy way (missing leading axes broadcast). */
-static void align_to_output(bpk_tensor_t *ts, int count) {
+static inline void bp_gpu__align_to_output(bpk_tensor_t *ts, int count) {
   const int rank = ts[0].rank;
   for (int k = 1; k < count; k++) {
     bpk_tensor_t t = ts[k];
@@ -55,9 +69,12 @@ static void align_to_output(bpk_tensor_t *ts, int count) {
   }
 }
 
-void cuda_coalesce(bpk_tensor_t *ts, int count) {
+/* Elementwise views: folds dimensions that are contiguous in every operand
+ * (same stride ratio), so most launches index one flat dimension. ts[0] is
+ * the output, whose shape all share; count <= 4. */
+static inline void bp_gpu_coalesce(bpk_tensor_t *ts, int count) {
   /* count <= 4: the widest op (binary) has three operands. */
-  align_to_output(ts, count);
+  bp_gpu__align_to_output(ts, count);
   int rank = ts[0].rank;
   int64_t shape[BPK_MAX_RANK];
   int64_t strides[4][BPK_MAX_RANK];
@@ -84,7 +101,7 @@ void cuda_coalesce(bpk_tensor_t *ts, int count) {
     r++;
   }
   if (r == 0) { /* a single element, or rank 0 */
-    shape[0] = cuda_numel(&ts[0]);
+    shape[0] = bp_gpu_numel(&ts[0]);
     for (int k = 0; k < count; k++)
       strides[k][0] = 0;
     r = 1;
@@ -98,9 +115,11 @@ void cuda_coalesce(bpk_tensor_t *ts, int count) {
   }
 }
 
-void cuda_rows_view(const bp_plugin_tensor_t *t, int axis, bpk_tensor_t *out,
+/* Describes t's axis as rows x len: out gets t with that axis set to 1, and
+ * *out_step the axis stride. */
+static inline void bp_gpu_rows_view(const bp_plugin_tensor_t *t, int axis, bpk_tensor_t *out,
                     int64_t *out_step) {
-  cuda_tensor(t, out);
+  bp_gpu_tensor(t, out);
   if (axis < 0)
     axis += t->rank;
   if (t->rank == 0 || axis < 0 || axis >= t->rank) {
@@ -112,7 +131,8 @@ void cuda_rows_view(const bp_plugin_tensor_t *t, int axis, bpk_tensor_t *out,
   out->strides[axis] = 0;
 }
 
-void cuda_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out) {
+/* A rank-1 (or absent, rank 0) tensor as a vector operand. */
+static inline void bp_gpu_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out) {
   memset(out, 0, sizeof *out);
   if (!t || t->rank == 0 || t->ptr == 0)
     return; /* absent */
@@ -120,3 +140,5 @@ void cuda_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out) {
   out->stride = t->strides[t->rank - 1];
   out->dtype = (int32_t)t->dtype;
 }
+
+#endif /* BACKPLANE_GPU_MARSHAL_H */

@@ -1,0 +1,314 @@
+/*
+ * test_rocm_kernels.c — custom HIP kernels (BP_KERNEL_HIP) on backend-rocm.so
+ * against the CPU shims of the HIP runtime and hiprtc (test/shims/hip):
+ * compilation through hiprtc with the code-object cache, the kernelParams
+ * marshalling of every argument kind, dynamic shared memory, and the error
+ * paths. The shims run C twins of the kernels below
+ * (test/shims/cuda/custom.c), checking the parameter sizes hiprtc saw
+ * against them; the HIP code itself is not run.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backplane.h"
+
+/* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
+typedef struct shim_stats {
+  int64_t allocations, bytes_in_use;
+  int64_t streams, events, modules;
+  int64_t launches, loads;
+} shim_stats_t;
+
+static char hip_path[PATH_MAX], rtc_path[PATH_MAX], cache_home[PATH_MAX];
+static void (*shim_stats_fn)(shim_stats_t *);
+static int64_t (*shim_compiles_fn)(void);
+
+static shim_stats_t stats(void) {
+  shim_stats_t s;
+  memset(&s, 0, sizeof s);
+  shim_stats_fn(&s);
+  return s;
+}
+
+/* The same kernels as test/fixtures/cuda_custom.cu, in HIP. */
+static const char hip_src[] =
+    "#include <hip/hip_runtime.h>\n"
+    "extern \"C\" __global__ void bp_test_saxpy(float *y, const float *x,\n"
+    "                                          float a, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "extern \"C\" __global__ void bp_test_args(long long *out, int i32,\n"
+    "    unsigned u32, long long i64, unsigned long long u64, float f32,\n"
+    "    double f64) {\n"
+    "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
+    "    out[0] = i32; out[1] = u32; out[2] = i64; out[3] = (long long)u64;\n"
+    "    out[4] = __float_as_int(f32); out[5] = __double_as_longlong(f64);\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void bp_test_reverse(float *y, const float *x) {\n"
+    "  extern __shared__ float tile[];\n"
+    "  unsigned base = blockIdx.x * blockDim.x, t = threadIdx.x;\n"
+    "  tile[t] = x[base + t];\n"
+    "  __syncthreads();\n"
+    "  y[base + t] = tile[blockDim.x - 1 - t];\n"
+    "}\n";
+
+/* Finds the shims next to this binary and keeps them loaded, so their
+ * counters outlive each context. */
+static int group_setup(void **state) {
+  (void)state;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return -1;
+  exe[n] = 0;
+  *strrchr(exe, '/') = 0;
+  snprintf(hip_path, sizeof hip_path, "%s/shims/hip/libamdhip64.so", exe);
+  snprintf(rtc_path, sizeof rtc_path, "%s/shims/hip/libhiprtc.so", exe);
+  void *h = dlopen(hip_path, RTLD_NOW | RTLD_LOCAL);
+  void *r = dlopen(rtc_path, RTLD_NOW | RTLD_LOCAL);
+  if (!h || !r) {
+    fprintf(stderr, "test_rocm_kernels: %s\n", dlerror());
+    return -1;
+  }
+  *(void **)&shim_stats_fn = dlsym(h, "bp_hip_shim_stats");
+  *(void **)&shim_compiles_fn = dlsym(r, "bp_hiprtc_shim_compiles");
+  snprintf(cache_home, sizeof cache_home, "/tmp/bp-test-rocm-kernels-%ld",
+           (long)getpid());
+  return shim_stats_fn && shim_compiles_fn ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_home);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static int reset_env(void **state) {
+  (void)state;
+  setenv("BACKPLANE_HIP_RUNTIME", hip_path, 1);
+  setenv("BACKPLANE_HIPRTC", rtc_path, 1);
+  setenv("XDG_CACHE_HOME", cache_home, 1);
+  unsetenv("BP_HIP_SHIM_FAIL");
+  unsetenv("BP_HIP_SHIM_ARCH");
+  return 0;
+}
+
+static void expect_text(const char *part) {
+  if (!strstr(bp_last_error(), part))
+    fail_msg("message \"%s\" lacks \"%s\"", bp_last_error(), part);
+}
+
+typedef struct fx {
+  bp_context_t *ctx;
+  bp_device_t *d;
+  bp_stream_t *s;
+} fx_t;
+
+static fx_t open_rocm(void) {
+  fx_t f = {0};
+  assert_int_equal(bp_context_create(NULL, &f.ctx), BP_OK);
+  if (bp_device_open(f.ctx, "rocm", NULL, &f.d) != BP_OK)
+    fail_msg("bp_device_open(rocm): %s", bp_last_error());
+  assert_int_equal(bp_stream_create(f.d, &f.s), BP_OK);
+  return f;
+}
+
+static void close_rocm(fx_t *f) {
+  bp_stream_destroy(f->s);
+  bp_device_close(f->d);
+  bp_context_destroy(f->ctx);
+}
+
+static bp_status_t create(bp_device_t *d, const char *entry,
+                          const char *options, uint32_t n,
+                          const bp_kernel_arg_kind_t *sig, bp_kernel_t **k) {
+  /* Without the NUL: the plugin must not rely on one. */
+  return bp_kernel_create(d, BP_KERNEL_HIP, hip_src, sizeof hip_src - 1, entry,
+                          options, n, sig, k);
+}
+
+static bp_kernel_arg_t buf_arg(bp_buffer_t *b, uint64_t offset) {
+  bp_kernel_arg_t a;
+  memset(&a, 0, sizeof a);
+  a.kind = BP_ARG_BUFFER;
+  a.buffer = b;
+  a.offset = offset;
+  return a;
+}
+
+static void test_saxpy_and_cache(void **state) {
+  (void)state;
+  fx_t f = open_rocm();
+  uint32_t count = 0;
+  bp_device_entry_t e;
+  assert_int_equal(bp_context_device_count(f.ctx, &count), BP_OK);
+  bool found = false;
+  for (uint32_t i = 0; i < count && !found; i++)
+    found = bp_context_device_entry(f.ctx, i, &e) == BP_OK &&
+            strcmp(e.backend, "rocm") == 0;
+  assert_true(found);
+  assert_true(e.info.kernel_formats & BP_KERNEL_FORMAT_BIT(BP_KERNEL_HIP));
+  const bp_kernel_arg_kind_t sig[4] = {BP_ARG_BUFFER, BP_ARG_BUFFER,
+                                       BP_ARG_F32, BP_ARG_I32};
+  int64_t compiles = shim_compiles_fn(), modules = stats().modules;
+  bp_kernel_t *k = NULL;
+  if (create(f.d, "bp_test_saxpy", NULL, 4, sig, &k) != BP_OK)
+    fail_msg("bp_kernel_create: %s", bp_last_error());
+  assert_int_equal(shim_compiles_fn(), compiles + 1);
+  assert_int_equal(stats().modules, modules + 1);
+  enum { N = 1000 };
+  float X[N], Y[N];
+  for (int i = 0; i < N; i++)
+    X[i] = (float)i, Y[i] = 1.0f;
+  bp_buffer_t *x = NULL, *y = NULL;
+  assert_int_equal(bp_buffer_alloc(f.d, sizeof X, &x), BP_OK);
+  assert_int_equal(bp_buffer_alloc(f.d, sizeof Y + 16, &y), BP_OK);
+  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
+  assert_int_equal(bp_buffer_write(y, 16, Y, sizeof Y), BP_OK);
+  bp_kernel_arg_t args[4] = {buf_arg(y, 16), buf_arg(x, 0)};
+  args[2].kind = BP_ARG_F32, args[2].value.f32 = 2.0f;
+  args[3].kind = BP_ARG_I32, args[3].value.i32 = N;
+  const uint32_t grid[3] = {(N + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
+  assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 0, 4, args), BP_OK);
+  assert_int_equal(bp_stream_synchronize(f.s), BP_OK);
+  assert_int_equal(bp_buffer_read(y, 16, Y, sizeof Y), BP_OK);
+  for (int i = 0; i < N; i++)
+    assert_true(Y[i] == 2.0f * (float)i + 1.0f);
+  args[1].kind = BP_ARG_U64; /* the core checks kinds first */
+  assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 0, 4, args),
+                   BP_ERR_INVALID_ARGUMENT);
+  args[1].kind = BP_ARG_BUFFER;
+  setenv("BP_HIP_SHIM_FAIL", "launch", 1);
+  assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 0, 4, args),
+                   BP_ERR_DEVICE_LOST);
+  expect_text("hipModuleLaunchKernel(bp_test_saxpy)");
+  unsetenv("BP_HIP_SHIM_FAIL");
+  bp_kernel_destroy(k);
+  assert_int_equal(stats().modules, modules);
+  /* The same source again comes from the code-object cache; other options
+   * are another code object. */
+  assert_int_equal(create(f.d, "bp_test_saxpy", NULL, 4, sig, &k), BP_OK);
+  assert_int_equal(shim_compiles_fn(), compiles + 1);
+  bp_kernel_destroy(k);
+  assert_int_equal(create(f.d, "bp_test_saxpy", "-DBP_X=1 -O2", 4, sig, &k),
+                   BP_OK);
+  assert_int_equal(shim_compiles_fn(), compiles + 2);
+  bp_kernel_destroy(k);
+  bp_buffer_free(x);
+  bp_buffer_free(y);
+  close_rocm(&f);
+}
+
+static void test_args_and_shared(void **state) {
+  (void)state;
+  fx_t f = open_rocm();
+  const bp_kernel_arg_kind_t sig[7] = {BP_ARG_BUFFER, BP_ARG_I32, BP_ARG_U32,
+                                       BP_ARG_I64,    BP_ARG_U64, BP_ARG_F32,
+                                       BP_ARG_F64};
+  bp_kernel_t *k = NULL;
+  assert_int_equal(create(f.d, "bp_test_args", NULL, 7, sig, &k), BP_OK);
+  bp_buffer_t *out = NULL;
+  assert_int_equal(bp_buffer_alloc(f.d, 6 * 8, &out), BP_OK);
+  bp_kernel_arg_t a[7] = {buf_arg(out, 0)};
+  for (int i = 1; i < 7; i++)
+    a[i].kind = sig[i];
+  a[1].value.i32 = -7;
+  a[2].value.u32 = 0xfffffff0u;
+  a[3].value.i64 = -((int64_t)1 << 40);
+  a[4].value.u64 = 0x8000000000000001ull;
+  a[5].value.f32 = 1.5f;
+  a[6].value.f64 = -0.1;
+  const uint32_t one[3] = {1, 1, 1};
+  assert_int_equal(bp_kernel_launch(f.s, k, one, one, 0, 7, a), BP_OK);
+  int64_t w[6];
+  assert_int_equal(bp_buffer_read(out, 0, w, sizeof w), BP_OK);
+  int32_t f32_bits;
+  int64_t f64_bits;
+  memcpy(&f32_bits, &a[5].value.f32, 4);
+  memcpy(&f64_bits, &a[6].value.f64, 8);
+  assert_true(w[0] == -7 && w[1] == 0xfffffff0ll);
+  assert_true(w[2] == -((int64_t)1 << 40));
+  assert_true((uint64_t)w[3] == 0x8000000000000001ull);
+  assert_true(w[4] == f32_bits && w[5] == f64_bits);
+  bp_kernel_destroy(k);
+
+  const bp_kernel_arg_kind_t rsig[2] = {BP_ARG_BUFFER, BP_ARG_BUFFER};
+  assert_int_equal(create(f.d, "bp_test_reverse", NULL, 2, rsig, &k), BP_OK);
+  enum { B = 64, G = 3 };
+  float X[B * G], Y[B * G];
+  for (int i = 0; i < B * G; i++)
+    X[i] = (float)i;
+  bp_buffer_t *x = NULL, *y = NULL;
+  assert_int_equal(bp_buffer_alloc(f.d, sizeof X, &x), BP_OK);
+  assert_int_equal(bp_buffer_alloc(f.d, sizeof Y, &y), BP_OK);
+  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
+  bp_kernel_arg_t r[2] = {buf_arg(y, 0), buf_arg(x, 0)};
+  const uint32_t grid[3] = {G, 1, 1}, block[3] = {B, 1, 1};
+  assert_int_equal(bp_kernel_launch(f.s, k, grid, block, B * 4, 2, r), BP_OK);
+  assert_int_equal(bp_buffer_read(y, 0, Y, sizeof Y), BP_OK);
+  for (int i = 0; i < B * G; i++)
+    assert_true(Y[i] == X[i / B * B + B - 1 - i % B]);
+  /* Without its shared memory the kernel faults; more than the 64 KiB of
+   * LDS is refused before the launch. */
+  assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 0, 2, r),
+                   BP_ERR_DEVICE_LOST);
+  assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 100 * 1024, 2, r),
+                   BP_ERR_UNSUPPORTED);
+  expect_text("bp_test_reverse needs 102400 bytes of shared memory");
+  bp_kernel_destroy(k);
+  bp_buffer_free(out);
+  bp_buffer_free(x);
+  bp_buffer_free(y);
+  close_rocm(&f);
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/errors", cache_home);
+  setenv("XDG_CACHE_HOME", dir, 1); /* nothing cached: every create compiles */
+  fx_t f = open_rocm();
+  int64_t modules = stats().modules;
+  bp_kernel_t *k = (bp_kernel_t *)1;
+  assert_int_equal(create(f.d, "nope", NULL, 0, NULL, &k), BP_ERR_NOT_FOUND);
+  assert_null(k);
+  expect_text("no such kernel in the code object");
+  setenv("BP_HIP_SHIM_FAIL", "compile", 1);
+  assert_int_equal(create(f.d, "bp_test_saxpy", NULL, 0, NULL, &k),
+                   BP_ERR_INVALID_ARGUMENT);
+  expect_text("hiprtc could not compile custom-bp_test_saxpy.hip for gfx");
+  expect_text("injected failure"); /* the compile log reaches the user */
+  unsetenv("BP_HIP_SHIM_FAIL");
+  assert_int_equal(bp_kernel_create(f.d, BP_KERNEL_PTX, "x", 1, "f", NULL, 0,
+                                    NULL, &k),
+                   BP_ERR_UNSUPPORTED);
+  assert_int_equal(stats().modules, modules); /* failures leak no module */
+  close_rocm(&f);
+  /* Without hiprtc the device takes no HIP source. */
+  setenv("BACKPLANE_HIPRTC", "/nonexistent/libhiprtc.so", 1);
+  f = open_rocm();
+  assert_int_equal(create(f.d, "bp_test_saxpy", NULL, 0, NULL, &k),
+                   BP_ERR_UNSUPPORTED);
+  close_rocm(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_saxpy_and_cache, reset_env),
+      cmocka_unit_test_setup(test_args_and_shared, reset_env),
+      cmocka_unit_test_setup(test_errors, reset_env),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
