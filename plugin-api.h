@@ -631,6 +631,13 @@ typedef struct bp_plugin_descriptor {
                                bp_plugin_stream_t *stream,
                                bp_plugin_kernel_t *kernel,
                                const bp_launch_args_t *args);
+
+  /* --- page-locked host memory (optional as a pair) -----------------------*/
+  /* Host memory the device can copy from and to asynchronously (CUDA's
+   * cuMemHostAlloc). Absent: the core hands out ordinary aligned memory. */
+  bp_status_t (*host_alloc)(bp_plugin_device_t *device, uint64_t size,
+                            void **out_ptr);
+  void (*host_free)(bp_plugin_device_t *device, void *ptr);
 } bp_plugin_descriptor_t;
 
 /* The smallest descriptor the loader accepts: everything through the ops of

@@ -247,6 +247,15 @@ BP_API bp_status_t bp_buffer_read_async(bp_stream_t *stream,
                                         bp_buffer_t *buffer, uint64_t offset,
                                         void *dst, uint64_t size);
 
+/* Allocates size bytes of host memory suited to asynchronous copies with
+ * device: page-locked where the backend has it (CUDA), ordinary 64-byte
+ * aligned memory otherwise (the CPU, where no staging is needed). The caller
+ * owns it and frees it with bp_host_free on the same device. */
+BP_API bp_status_t bp_host_alloc(bp_device_t *device, uint64_t size,
+                                 void **out_ptr);
+/* Frees memory from bp_host_alloc; NULL is a no-op. */
+BP_API void bp_host_free(bp_device_t *device, void *ptr);
+
 /* ---------------------------------------------------------------------------
  * Tensors: a dtype, shape and strides (in elements) over a buffer and a byte
  * offset. A plain value type; it borrows the buffer.

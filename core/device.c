@@ -138,6 +138,7 @@ void bp_device_close(bp_device_t *d) {
   bp__handle_remove(d);
   bp__call_device_sync(d);
   bp__device_release_children(d);
+  bp__host_release_all(d);
   bp__pool_destroy(d, d->pool);
   d->desc->device_close(d->handle);
   bp_context_t *ctx = d->context;

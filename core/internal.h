@@ -108,6 +108,7 @@ struct bp_device {
   bp_event_t *events;
   bool allow_reduced_precision;
   bp__pool_t *pool;
+  struct bp__host_block *host_blocks; /* from bp_host_alloc, under lock */
   bp_device_t *next;
 };
 
@@ -268,6 +269,9 @@ void bp__graph_free(bp_graph_t *g);
 void bp__dlpack_release(void *managed, bool versioned);
 /* Returns a buffer's memory to the pool, or to its DLPack producer. */
 void bp__buffer_release_memory(bp_device_t *d, bp_buffer_t *b);
+
+/* Frees the host blocks a device still holds (host_memory.c). */
+void bp__host_release_all(bp_device_t *d);
 
 /* Frees everything a device still owns (device.c). */
 void bp__device_release_children(bp_device_t *device);

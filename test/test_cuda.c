@@ -31,6 +31,7 @@ typedef struct shim_stats {
   int64_t primary_ctx_refs;
   int64_t launches;
   int ctx_depth;
+  int64_t host_blocks;
 } shim_stats_t;
 
 static char shim_path[PATH_MAX];
@@ -231,6 +232,34 @@ static void test_memory_and_copies(void **state) {
   bp_buffer_free(b);
   bp_stream_destroy(s);
   bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
+/* bp_host_alloc on CUDA is page-locked memory from cuMemHostAlloc, usable
+ * for async copies, and closing the device frees what is left. */
+static void test_host_memory(void **state) {
+  (void)state;
+  bp_context_t *ctx = context();
+  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_stream_t *s = NULL;
+  bp_buffer_t *b = NULL;
+  float *h = NULL, *leftover = NULL;
+  assert_int_equal(bp_host_alloc(d, 64 * sizeof(float), (void **)&h), BP_OK);
+  assert_int_equal(bp_host_alloc(d, 16, (void **)&leftover), BP_OK);
+  assert_int_equal(stats().host_blocks, 2);
+  for (int i = 0; i < 64; i++) h[i] = (float)i;
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  assert_int_equal(bp_buffer_alloc(d, 64 * sizeof(float), &b), BP_OK);
+  assert_int_equal(bp_buffer_write_async(s, b, 0, h, 64 * sizeof(float)), BP_OK);
+  memset(h, 0, 64 * sizeof(float));
+  assert_int_equal(bp_stream_synchronize(s), BP_OK);
+  assert_int_equal(bp_buffer_read_async(s, b, 0, h, 64 * sizeof(float)), BP_OK);
+  assert_int_equal(bp_stream_synchronize(s), BP_OK);
+  assert_true(h[63] == 63.0f);
+  bp_host_free(d, h);
+  assert_int_equal(stats().host_blocks, 1);
+  bp_device_close(d); /* frees the leftover block */
+  assert_int_equal(stats().host_blocks, 0);
   bp_context_destroy(ctx);
 }
 
@@ -601,6 +630,7 @@ int main(void) {
       cmocka_unit_test_setup(test_old_gpu_and_old_ptx_driver, reset_env),
       cmocka_unit_test_setup(test_memory_and_copies, reset_env),
       cmocka_unit_test_setup(test_events, reset_env),
+      cmocka_unit_test_setup(test_host_memory, reset_env),
       cmocka_unit_test_setup(test_no_leaks, reset_env),
       cmocka_unit_test_setup(test_out_of_memory, reset_env),
       cmocka_unit_test_setup(test_launch_and_jit_failures, reset_env),

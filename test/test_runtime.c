@@ -106,6 +106,21 @@ static void test_pool_limit_gives_sizes_in_message(void **state) {
   bp_device_close(d);
 }
 
+/* ---- host memory -------------------------------------------------------------*/
+
+static void test_host_alloc_cpu(void **state) {
+  fx_t *f = *state;
+  void *p = NULL, *q = NULL;
+  assert_int_equal(bp_host_alloc(f->dev, 1000, &p), BP_OK);
+  assert_non_null(p);
+  assert_int_equal((uintptr_t)p % 64, 0);
+  memset(p, 1, 1000);
+  assert_int_equal(bp_host_alloc(f->dev, 0, &q), BP_ERR_INVALID_ARGUMENT);
+  assert_null(q);
+  bp_host_free(f->dev, p);
+  bp_host_free(f->dev, NULL);
+}
+
 /* ---- graphs ------------------------------------------------------------------*/
 
 static void test_graph_replays_and_rebinds(void **state) {
@@ -286,6 +301,7 @@ int main(void) {
       cmocka_unit_test(test_pool_split_buffers_do_not_overlap),
       cmocka_unit_test(test_pool_empty_cache_returns_segments),
       cmocka_unit_test(test_pool_limit_gives_sizes_in_message),
+      cmocka_unit_test(test_host_alloc_cpu),
       cmocka_unit_test(test_graph_replays_and_rebinds),
       cmocka_unit_test(test_graph_capture_rejects_invalid_ops),
       cmocka_unit_test(test_kernel_cpu_saxpy),

@@ -128,7 +128,9 @@ typedef void (*CUhostFn)(void *user_data);
 #define CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X)                                   \
   X(cuDeviceGetUuid, "cuDeviceGetUuid_v2", (CUuuid *, CUdevice))               \
   X(cuMemAllocAsync, "cuMemAllocAsync", (CUdeviceptr *, size_t, CUstream))     \
-  X(cuMemFreeAsync, "cuMemFreeAsync", (CUdeviceptr, CUstream))
+  X(cuMemFreeAsync, "cuMemFreeAsync", (CUdeviceptr, CUstream))               \
+  X(cuMemHostAlloc, "cuMemHostAlloc", (void **, size_t, unsigned))             \
+  X(cuMemFreeHost, "cuMemFreeHost", (void *))
 
 /* The resolved driver: one per process, filled by cuda_driver_load. */
 typedef struct cuda_driver {

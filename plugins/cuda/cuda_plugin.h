@@ -170,6 +170,8 @@ CUDA_HIDDEN bp_status_t cuda_device_open(uint32_t index,
                                          bp_plugin_device_t **out_device);
 CUDA_HIDDEN void cuda_device_close(bp_plugin_device_t *device);
 CUDA_HIDDEN bp_status_t cuda_device_synchronize(bp_plugin_device_t *device);
+CUDA_HIDDEN bp_status_t cuda_host_alloc(bp_plugin_device_t *device, uint64_t size, void **out_ptr);
+CUDA_HIDDEN void cuda_host_free(bp_plugin_device_t *device, void *ptr);
 CUDA_HIDDEN bp_status_t cuda_mem_alloc(bp_plugin_device_t *device,
                                        uint64_t size, uint64_t *out_ptr);
 CUDA_HIDDEN void cuda_mem_free(bp_plugin_device_t *device, uint64_t ptr);

@@ -224,3 +224,30 @@ bp_status_t cuda_mem_copy(bp_plugin_device_t *device,
   cuda_ctx_leave();
   return st;
 }
+
+/* Page-locked host memory: the DMA engine copies it without a bounce, and
+ * async copies from it really overlap. Portable so any context can use it. */
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+
+bp_status_t cuda_host_alloc(bp_plugin_device_t *device, uint64_t size, void **out_ptr) {
+  *out_ptr = NULL;
+  cuda_device_t *d = cuda_dev(device);
+  if (!cuda_drv.cuMemHostAlloc || !cuda_drv.cuMemFreeHost) {
+    cuda_host->set_error("cuda: the driver has no cuMemHostAlloc");
+    return BP_ERR_UNSUPPORTED;
+  }
+  if (size > (uint64_t)SIZE_MAX) return oom(size, "cuMemHostAlloc:");
+  bp_status_t st = cuda_ctx_enter(d);
+  if (st != BP_OK) return st;
+  CUresult r = cuda_drv.cuMemHostAlloc(out_ptr, (size_t)size, CU_MEMHOSTALLOC_PORTABLE);
+  st = r == CUDA_ERROR_OUT_OF_MEMORY ? oom(size, "cuMemHostAlloc:") : cuda_check(r, "cuMemHostAlloc");
+  cuda_ctx_leave();
+  return st;
+}
+
+void cuda_host_free(bp_plugin_device_t *device, void *ptr) {
+  cuda_device_t *d = cuda_dev(device);
+  if (!ptr || cuda_ctx_enter(d) != BP_OK) return;
+  cuda_drv.cuMemFreeHost(ptr);
+  cuda_ctx_leave();
+}

@@ -365,6 +365,27 @@ CUresult cuMemAlloc(CUdeviceptr *p, size_t size) {
   return CUDA_SUCCESS;
 }
 
+/* Page-locked memory is plain memory here; the shim only checks the context
+ * and counts blocks so a leak shows in the statistics. */
+CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags) {
+  NEED_CTX();
+  (void)flags;
+  if (!p || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (shim_fail("alloc")) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = aligned_alloc(256, (size + 255) / 256 * 256);
+  if (!*p) return CUDA_ERROR_OUT_OF_MEMORY;
+  __atomic_add_fetch(&stats.host_blocks, 1, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeHost(void *p) {
+  NEED_CTX();
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  __atomic_sub_fetch(&stats.host_blocks, 1, __ATOMIC_RELAXED);
+  free(p);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemFree(CUdeviceptr p) {
   NEED_CTX();
   shim_alloc_t *found = NULL;

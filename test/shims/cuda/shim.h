@@ -91,6 +91,7 @@ typedef struct bp_cuda_shim_stats {
   int64_t primary_ctx_refs; /* over all devices */
   int64_t launches;         /* cumulative */
   int ctx_depth;            /* this thread's context stack depth */
+  int64_t host_blocks;      /* live cuMemHostAlloc blocks */
 } bp_cuda_shim_stats_t;
 SHIM_EXPORT void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out);
 /* The live counters behind it (update with __atomic builtins). */

@@ -1,0 +1,90 @@
+/*
+ * host_memory.c — host memory for asynchronous copies (bp_host_alloc).
+ *
+ * A backend with page-locked memory (CUDA) provides host_alloc/host_free;
+ * otherwise the core hands out ordinary 64-byte aligned memory, which is
+ * what the CPU backend needs. Each block is recorded on its device so a
+ * pointer from another device, or one freed twice, is refused instead of
+ * reaching the wrong allocator, and so closing the device frees what is left.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+typedef struct bp__host_block {
+  void *ptr;
+  bool from_plugin;
+  struct bp__host_block *next;
+} host_block_t;
+
+static bool plugin_has_host_memory(const bp_device_t *d) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  return x->struct_size >= offsetof(bp_plugin_descriptor_t, host_free) + sizeof(void *) && x->host_alloc &&
+         x->host_free;
+}
+
+bp_status_t bp_host_alloc(bp_device_t *d, uint64_t size, void **out_ptr) {
+  bp__clear_error();
+  if (!out_ptr) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: out_ptr is NULL");
+  *out_ptr = NULL;
+  if (!bp__handle_live(d, BP__H_DEVICE))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: device is %s", d ? "not a live device" : "NULL");
+  if (size == 0 || size > (UINT64_C(1) << 48))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: size %llu not in [1, 2^48]", (unsigned long long)size);
+  host_block_t *b = calloc(1, sizeof *b);
+  if (!b) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_host_alloc: out of host memory");
+  b->from_plugin = plugin_has_host_memory(d);
+  if (b->from_plugin) {
+    bp__plugin_error_reset();
+    bp_status_t st = d->desc->host_alloc(d->handle, size, &b->ptr);
+    if (st != BP_OK || !b->ptr) {
+      free(b);
+      if (st == BP_OK) st = BP_ERR_INTERNAL;
+      return bp__fail(st, "bp_host_alloc: plugin '%s': %s (requested %llu bytes)", d->entry.backend,
+                      bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st), (unsigned long long)size);
+    }
+  } else if (!(b->ptr = aligned_alloc(64, (size_t)((size + 63) / 64 * 64)))) {
+    free(b);
+    return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_host_alloc: cannot allocate %llu bytes of host memory",
+                    (unsigned long long)size);
+  }
+  pthread_mutex_lock(&d->lock);
+  b->next = d->host_blocks;
+  d->host_blocks = b;
+  pthread_mutex_unlock(&d->lock);
+  *out_ptr = b->ptr;
+  return BP_OK;
+}
+
+static void release(bp_device_t *d, host_block_t *b) {
+  if (b->from_plugin) d->desc->host_free(d->handle, b->ptr);
+  else free(b->ptr);
+  free(b);
+}
+
+void bp_host_free(bp_device_t *d, void *ptr) {
+  if (!ptr || !bp__handle_live(d, BP__H_DEVICE)) return;
+  host_block_t *found = NULL;
+  pthread_mutex_lock(&d->lock);
+  for (host_block_t **pp = &d->host_blocks; *pp; pp = &(*pp)->next)
+    if ((*pp)->ptr == ptr) {
+      found = *pp;
+      *pp = found->next;
+      break;
+    }
+  pthread_mutex_unlock(&d->lock);
+  if (!found) {
+    bp__log(BP_LOG_WARN, BP__LOG_API, "bp_host_free: %p was not allocated on this device; ignored", ptr);
+    return;
+  }
+  bp__call_device_sync(d); /* an asynchronous copy may still read it */
+  release(d, found);
+}
+
+void bp__host_release_all(bp_device_t *d) {
+  while (d->host_blocks) {
+    host_block_t *b = d->host_blocks;
+    d->host_blocks = b->next;
+    release(d, b);
+  }
+}
