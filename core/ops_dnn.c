@@ -28,9 +28,10 @@ static bp_status_t expect_dim(const char *op, const char *what, int axis, int64_
 /* Output extent of a window of size k (dilation d) over n with padding p and
  * stride s; -1 when the window does not fit. */
 static int64_t out_extent(int64_t n, int64_t k, int64_t p, int64_t s, int64_t d) {
-  int64_t span = d * (k - 1) + 1;
-  if (n + 2 * p < span) return -1;
-  return (n + 2 * p - span) / s + 1;
+  /* 128-bit: a fuzzed dilation of 2^31 times a kernel of 2^40 must not wrap */
+  __int128 span = (__int128)d * (k - 1) + 1, padded = (__int128)n + 2 * (__int128)p;
+  if (padded < span) return -1;
+  return (int64_t)((padded - span) / s + 1);
 }
 
 /* ---- conv2d ----------------------------------------------------------------*/
