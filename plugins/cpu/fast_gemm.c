@@ -204,6 +204,7 @@ DEFINE_UKR_C(double, f64)
 /* ---- the blocked driver -------------------------------------------------- */
 
 #define TILE_BYTES (16 * 32 * 8) /* largest MR x NR tile of any kernel */
+#define GEMM_MT_FLOPS 4e6 /* least work per thread worth a pool dispatch */
 
 /* Runs one part of C on the calling thread. Returns false when scratch
  * memory is unavailable (nothing has been written then). */
@@ -230,18 +231,22 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
   if (!ap || !bp) return false;
   alignas(64) char tile[TILE_BYTES];
   bool direct = v->scn == 1 && t->wide_c;
+  /* The ISA's packing handles the kernel's own dtype only, not widening. */
+  bool vpack = kr->pack && t->wide_c;
 
   for (int64_t pc = 0; pc < v->k; pc += KC) {
     int64_t kb = v->k - pc < KC ? v->k - pc : KC;
     const void *bet = pc == 0 ? beta : one;
     for (int64_t ic = 0; ic < v->m; ic += MC) {
       int64_t mb = v->m - ic < MC ? v->m - ic : MC;
-      t->pack_a(v->a + (ic * v->sam + pc * v->sak) * is, v->sam,
-                v->sak, mb, kb, mr, ap);
+      const char *asrc = v->a + (ic * v->sam + pc * v->sak) * is;
+      if (!vpack || !kr->pack(asrc, v->sam, v->sak, mb, kb, mr, ap))
+        t->pack_a(asrc, v->sam, v->sak, mb, kb, mr, ap);
       for (int64_t jc = 0; jc < v->n; jc += NC) {
         int64_t nb = v->n - jc < NC ? v->n - jc : NC;
-        t->pack_b(v->b + (pc * v->sbk + jc * v->sbn) * is, v->sbk,
-                  v->sbn, kb, nb, nr, bp);
+        const char *bsrc = v->b + (pc * v->sbk + jc * v->sbn) * is;
+        if (!vpack || !kr->pack(bsrc, v->sbn, v->sbk, nb, kb, nr, bp))
+          t->pack_b(bsrc, v->sbk, v->sbn, kb, nb, nr, bp);
         for (int64_t ir = 0; ir < mb; ir += mr) {
           const char *apan = ap + ir * kb * es;
           int64_t rows = mb - ir < mr ? mb - ir : mr;
@@ -317,7 +322,7 @@ static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
   if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
     return f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
   fast_gemm_kernel_t c = {f64 ? ukr_c_f64 : ukr_c_f32,
-                          C_MR, C_NR, 256, 1024, 512};
+                          C_MR, C_NR, 256, 1024, 512, NULL};
   return c;
 }
 
@@ -407,12 +412,16 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   store_scalar(j.one, f64, 1.0);
   store_scalar(j.zero, f64, 0.0);
 
-  /* Threads only pay off above ~4 MFLOP; split batch first, then the longer
-   * of m and n so every part still fills whole micro-tiles. */
+  /* Threads only pay off when every thread gets ~4 MFLOP or more (tens of
+   * microseconds against the pool's wake-up and a second packing of B):
+   * below that the whole call runs on the calling thread. Split batch
+   * first, then the longer of m and n so every part still fills whole
+   * micro-tiles. */
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
+  bool mt = threads > 1 && flops >= GEMM_MT_FLOPS * (double)threads;
   int64_t parts = 1;
-  if (threads > 1 && flops >= 4e6 && batch < (int64_t)threads)
+  if (mt && batch < (int64_t)threads)
     parts = ((int64_t)threads + batch - 1) / batch;
   /* Rows first: each part then packs only its own rows of A (a transpose)
    * and all of B (row copies), and keeps its own B block in its L2. */
@@ -422,7 +431,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   else
     j.pn = parts;
   int64_t ntasks = batch * j.pm * j.pn;
-  if (threads > 1 && flops >= 4e6 && ntasks > 1)
+  if (mt && ntasks > 1)
     cpu_pool_run(dev->pool, ntasks, 1, gemm_task, &j);
   else
     gemm_task(&j, 0, ntasks, 0);

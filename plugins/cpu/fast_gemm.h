@@ -23,6 +23,16 @@
 typedef void (*fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void *c,
                             int64_t ldc, const void *alpha, const void *beta);
 
+/* Vectorised panel packing for one ISA, used by the driver for the native
+ * dtype only (the f32 kernels; NULL elsewhere). Packs `cnt` rows of a
+ * kb-long operand into panels of w rows, zero-padded past cnt:
+ *   dst[q*w*kb + p*w + i] = src[(q*w + i)*si + p*sk]
+ * i.e. A panels with (si, sk) = (sam, sak) and B panels with (sbn, sbk).
+ * Returns false, having written nothing, for layouts it does not cover
+ * (neither si nor sk is 1); the generic scalar packing runs then. */
+typedef bool (*fast_pack_fn)(const void *src, int64_t si, int64_t sk,
+                             int64_t cnt, int64_t kb, int w, void *dst);
+
 /* A micro-kernel with its register tile and the cache blocking it wants. */
 typedef struct fast_gemm_kernel {
   fast_ukr_fn ukr;
@@ -30,12 +40,18 @@ typedef struct fast_gemm_kernel {
   int kc;     /* k block: MR x KC A panel stays in L1 */
   int nc;     /* n block: KC x NC packed B stays in L2 */
   int mc;     /* m block: MC x KC packed A (L3) */
+  fast_pack_fn pack; /* optional, see fast_pack_fn */
 } fast_gemm_kernel_t;
 
 /* Kernels per ISA; each file is compiled with its own -m flags and is only
  * called after the run-time feature check. */
 CPU_HIDDEN extern const fast_gemm_kernel_t fast_sgemm_avx512, fast_dgemm_avx512;
 CPU_HIDDEN extern const fast_gemm_kernel_t fast_sgemm_avx2, fast_dgemm_avx2;
+/* f32 packing (fast_gemm_pack_avx512.c, fast_gemm_pack_avx2.c). */
+CPU_HIDDEN bool fast_spack_avx512(const void *src, int64_t si, int64_t sk,
+                                  int64_t cnt, int64_t kb, int w, void *dst);
+CPU_HIDDEN bool fast_spack_avx2(const void *src, int64_t si, int64_t sk,
+                                int64_t cnt, int64_t kb, int w, void *dst);
 
 /* Low-precision GEMM with a native kernel (fast_gemm_lowp.c): bf16 / f16
  * inputs, f32 accumulation. Returns BP_ERR_UNIMPLEMENTED when no native

@@ -40,6 +40,7 @@ FAST_DEFINE_UKR(sgemm_ukr_6x16, 6)
 FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 
 const fast_gemm_kernel_t fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
-                                            256, 1024, 1536};
+                                            256, 1024, 1536,
+                                            fast_spack_avx2};
 const fast_gemm_kernel_t fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
-                                            256, 512, 1536};
+                                            256, 512, 1536, NULL};

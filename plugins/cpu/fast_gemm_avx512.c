@@ -41,6 +41,7 @@ FAST_DEFINE_UKR(sgemm_ukr_12x32, 12)
 FAST_DEFINE_UKR(dgemm_ukr_12x16, 12)
 
 const fast_gemm_kernel_t fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
-                                              384, 640, 3072};
+                                              384, 640, 3072,
+                                              fast_spack_avx512};
 const fast_gemm_kernel_t fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
-                                              256, 480, 3072};
+                                              256, 480, 3072, NULL};

@@ -1,0 +1,103 @@
+/*
+ * fast_gemm_pack_avx2.c — AVX2 packing of f32 GEMM panels for the common
+ * layouts (fast_gemm.h, fast_pack_fn). Compiled with the AVX2 flags
+ * (fast.mk); reached only through fast_sgemm_avx2.
+ */
+#include <immintrin.h>
+
+#include "fast_gemm.h"
+
+/* Transposes 8 rows of 8 floats in place: r[i] lane j -> r[j] lane i. */
+static inline __attribute__((always_inline)) void tr8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  _Pragma("GCC unroll 8") for (int i = 0; i < 4; i++) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+/* Lane mask with the first n of 8 lanes set. */
+static inline __m256i lanes(int64_t n) {
+  n = n < 0 ? 0 : n > 8 ? 8 : n;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Inlined with constant w (below) so that lane masks and row counts fold. */
+static inline __attribute__((always_inline)) bool pack(
+    const float *src, int64_t si, int64_t sk, int64_t cnt, int64_t kb, int w,
+    float *dst) {
+  if (sk == 1) {
+    /* Rows contiguous along k: 8 x 8 register transposes, rows past cnt
+     * read as zeros, which is the padding the panels need. */
+    for (int64_t i0 = 0; i0 < cnt; i0 += w, dst += (int64_t)w * kb) {
+      for (int c = 0; c < w; c += 8) {
+        int64_t rows = cnt - i0 < w ? cnt - i0 - c : w - c;
+        __m256i sm = lanes(w - c);
+        bool full = w - c >= 8;
+        const float *s = src + (i0 + c) * si;
+        for (int64_t p = 0; p < kb; p += 8) {
+          int64_t kn = kb - p < 8 ? kb - p : 8;
+          __m256i km = lanes(kn);
+          __m256 r[8];
+          _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) r[i] =
+              i >= rows  ? _mm256_setzero_ps()
+              : kn == 8  ? _mm256_loadu_ps(s + i * si + p)
+                         : _mm256_maskload_ps(s + i * si + p, km);
+          tr8(r);
+          float *d = dst + p * w + c;
+          for (int j = 0; j < kn; j++) {
+            if (full)
+              _mm256_storeu_ps(d + j * w, r[j]);
+            else
+              _mm256_maskstore_ps(d + j * w, sm, r[j]);
+          }
+        }
+      }
+    }
+    return true;
+  }
+  if (si == 1) {
+    /* Panel rows contiguous: masked copies, k outermost so each source
+     * line is read once for all panels. */
+    int64_t np = (cnt + w - 1) / w;
+    for (int64_t p = 0; p < kb; p++) {
+      const float *s = src + p * sk;
+      for (int64_t q = 0; q < np; q++) {
+        float *d = dst + q * w * kb + p * w;
+        int64_t i0 = q * w;
+        for (int c = 0; c < w; c += 8) {
+          int64_t n = cnt - i0 - c < w - c ? cnt - i0 - c : w - c;
+          __m256 v = n >= 8 ? _mm256_loadu_ps(s + i0 + c)
+                            : _mm256_maskload_ps(s + i0 + c, lanes(n));
+          if (w - c >= 8)
+            _mm256_storeu_ps(d + c, v);
+          else
+            _mm256_maskstore_ps(d + c, lanes(w - c), v);
+        }
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+bool fast_spack_avx2(const void *src_, int64_t si, int64_t sk, int64_t cnt,
+                     int64_t kb, int w, void *dst_) {
+  const float *src = src_;
+  float *dst = dst_;
+  if (w > 16) return false;
+  if (w == 6) return pack(src, si, sk, cnt, kb, 6, dst);
+  if (w == 16) return pack(src, si, sk, cnt, kb, 16, dst);
+  return pack(src, si, sk, cnt, kb, w, dst);
+}
