@@ -45,7 +45,7 @@ extern "C" {
 
 #define BP_PLUGIN_MAGIC 0x4250504cu /* "BPPL" */
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 1
+#define BP_PLUGIN_ABI_MINOR 2
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 
 #if defined(_WIN32)
@@ -499,6 +499,7 @@ typedef struct bp_launch_args {
 } bp_launch_args_t;
 
 typedef struct bp_plugin_kernel bp_plugin_kernel_t;
+typedef struct bp_plugin_graph bp_plugin_graph_t;
 
 /* ---------------------------------------------------------------------------
  * The descriptor.
@@ -638,6 +639,33 @@ typedef struct bp_plugin_descriptor {
   bp_status_t (*host_alloc)(bp_plugin_device_t *device, uint64_t size,
                             void **out_ptr);
   void (*host_free)(bp_plugin_device_t *device, void *ptr);
+
+  /* fields below: ABI 1.2 */
+  /* --- native graphs (optional as a group) -------------------------------
+   * The core records graphs itself (bp_stream_begin_capture) and can always
+   * replay them through the op entry points above. A backend with a cheaper
+   * way to repeat work (CUDA graphs, a reused Vulkan command buffer) offers
+   * it here. To build one, the core calls graph_begin on a stream, replays
+   * the recorded ops on that stream through the ordinary op entry points,
+   * and calls graph_end. Between the two the plugin records and must not
+   * run anything: ops may keep device pointers and must copy what else they
+   * need. An op that cannot be recorded returns BP_ERR_UNSUPPORTED; the core
+   * then calls graph_end, destroys what it returns (may be NULL) and keeps
+   * replaying that graph op by op. Rebinding a graph's buffers destroys the
+   * native graph; the next launch builds a new one. */
+  bp_status_t (*graph_begin)(bp_plugin_device_t *device,
+                             bp_plugin_stream_t *stream);
+  bp_status_t (*graph_end)(bp_plugin_device_t *device,
+                           bp_plugin_stream_t *stream,
+                           bp_plugin_graph_t **out_graph);
+  /* Runs the whole graph on any stream of the device, in stream order. The
+   * core never launches one graph from two threads at once. */
+  bp_status_t (*graph_launch)(bp_plugin_device_t *device,
+                              bp_plugin_stream_t *stream,
+                              bp_plugin_graph_t *graph);
+  /* May be called while launches are still in flight: the plugin waits for
+   * them (or defers the release) before freeing anything they use. */
+  void (*graph_destroy)(bp_plugin_device_t *device, bp_plugin_graph_t *graph);
 } bp_plugin_descriptor_t;
 
 /* The smallest descriptor the loader accepts: everything through the ops of

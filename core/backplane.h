@@ -342,6 +342,9 @@ BP_API bp_status_t bp_graph_rebind(bp_graph_t *graph, bp_buffer_t *from,
                                    bp_buffer_t *to);
 /* Number of recorded ops (0 for an invalid graph). */
 BP_API uint32_t bp_graph_size(const bp_graph_t *graph);
+/* Whether the last launch ran the backend's native graph (CUDA graph, reused
+ * Vulkan command buffer) rather than replaying the ops one by one. */
+BP_API bool bp_graph_is_native(const bp_graph_t *graph);
 BP_API void bp_graph_destroy(bp_graph_t *graph);
 
 /* ---------------------------------------------------------------------------

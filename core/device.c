@@ -137,6 +137,7 @@ void bp_device_close(bp_device_t *d) {
   if (!d || !bp__handle_live(d, BP__H_DEVICE)) return;
   bp__handle_remove(d);
   bp__call_device_sync(d);
+  bp__device_release_graphs(d);
   bp__device_release_children(d);
   bp__host_release_all(d);
   bp__pool_destroy(d, d->pool);

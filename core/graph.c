@@ -6,10 +6,16 @@
  * replays the copies in order on any stream of the same device. Rebinding
  * swaps one buffer for another in every recorded call (the new buffer must be
  * at least as large), so one graph serves new inputs and outputs without
- * being captured again. Backends replay through their ordinary entry points;
- * a native path (CUDA graphs, reused Vulkan command buffers) can be added as
- * an optional ABI entry without changing this API.
+ * being captured again.
+ *
+ * The recorded calls stay the source of truth. A backend with native graphs
+ * (ABI 1.2: CUDA graphs, a reused Vulkan command buffer) gets them replayed
+ * once between graph_begin and graph_end on the launching stream, and later
+ * launches run what it built. A rebind drops the native graph (the next
+ * launch builds a new one); a backend that cannot record some op makes the
+ * graph fall back to replaying op by op for good.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +48,11 @@ struct bp_graph {
   graph_call_t *calls;
   uint32_t count, capacity;
   bp_status_t capture_error; /* the first failure while capturing */
+  bp_plugin_graph_t *native; /* the backend's graph; NULL until built */
+  bool native_refused;       /* the backend could not record it: replay */
+  bool last_native;          /* the last launch ran the native graph */
+  bp_graph_t *next;          /* in the device's list of live graphs */
+  pthread_mutex_t lock;      /* one launch or rebind at a time */
 };
 
 static size_t args_size(bp_op_t op) {
@@ -130,6 +141,7 @@ bp_status_t bp_stream_begin_capture(bp_stream_t *s) {
   bp_graph_t *g = calloc(1, sizeof *g);
   if (!g) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_stream_begin_capture: out of memory");
   g->device = s->device;
+  pthread_mutex_init(&g->lock, NULL);
   pthread_mutex_lock(&s->lock);
   if (s->capture) {
     pthread_mutex_unlock(&s->lock);
@@ -144,12 +156,51 @@ bp_status_t bp_stream_begin_capture(bp_stream_t *s) {
 void bp__graph_free(bp_graph_t *g) {
   for (uint32_t i = 0; i < g->count; i++) free(g->calls[i].adam_tensors);
   free(g->calls);
+  pthread_mutex_destroy(&g->lock);
   free(g);
+}
+
+/* Adds g to, or takes it off, its device's list of live graphs. */
+static void device_track(bp_graph_t *g, bool add) {
+  bp_device_t *d = g->device;
+  pthread_mutex_lock(&d->lock);
+  if (add) {
+    g->next = d->graphs;
+    d->graphs = g;
+  } else {
+    for (bp_graph_t **pp = &d->graphs; *pp; pp = &(*pp)->next)
+      if (*pp == g) {
+        *pp = g->next;
+        break;
+      }
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
+void bp__device_release_graphs(bp_device_t *d) {
+  pthread_mutex_lock(&d->lock);
+  for (bp_graph_t *g = d->graphs; g; g = g->next) {
+    bp__call_graph_destroy(d, g->native);
+    g->native = NULL;
+    g->device = NULL; /* launches and rebinds now fail; destroy only frees */
+  }
+  d->graphs = NULL;
+  pthread_mutex_unlock(&d->lock);
+}
+
+static void drop_native(bp_graph_t *g) {
+  if (!g->native) return;
+  bp__call_graph_destroy(g->device, g->native);
+  g->native = NULL;
 }
 
 void bp_graph_destroy(bp_graph_t *g) {
   if (!g || !bp__handle_live(g, BP__H_GRAPH)) return;
   bp__handle_remove(g);
+  if (g->device) {
+    drop_native(g);
+    device_track(g, false);
+  }
   bp__graph_free(g);
 }
 
@@ -165,6 +216,7 @@ bp_status_t bp_stream_end_capture(bp_stream_t *s, bp_graph_t **out_graph) {
   pthread_mutex_unlock(&s->lock);
   if (!g) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_stream_end_capture: the stream is not capturing");
   bp__handle_add(g, BP__H_GRAPH);
+  device_track(g, true);
   if (g->capture_error != BP_OK) {
     st = g->capture_error;
     bp_graph_destroy(g);
@@ -180,6 +232,44 @@ static bp_status_t check_graph(const bp_graph_t *g, const char *fn) {
   return BP_OK;
 }
 
+/* Records g's calls into a native graph on s (whose lock the caller holds).
+ * Any failure leaves the graph replaying op by op: a native graph is an
+ * optimisation, never a reason for a launch to fail. */
+static void build_native(bp_graph_t *g, bp_stream_t *s) {
+  if (bp__call_graph_begin(s) != BP_OK) {
+    g->native_refused = true;
+    bp__log(BP_LOG_INFO, BP__LOG_API, "graph of %u ops replays op by op: %s", g->count, bp_last_error());
+    bp__clear_error();
+    return;
+  }
+  bp_status_t st = BP_OK;
+  uint32_t i = 0;
+  for (; i < g->count && st == BP_OK; i++) st = bp__call_op_unlocked(s, g->calls[i].op, &g->calls[i].u);
+  char why[256];
+  snprintf(why, sizeof why, "%s", st == BP_OK ? "" : bp_last_error());
+  bp_plugin_graph_t *native = NULL;
+  bp_status_t end = bp__call_graph_end(s, &native);
+  if (st == BP_OK && end == BP_OK && native) {
+    g->native = native;
+    return;
+  }
+  bp__call_graph_destroy(g->device, native);
+  g->native_refused = true;
+  bp__log(BP_LOG_INFO, BP__LOG_API, "graph of %u ops replays op by op: the backend could not record %s: %s",
+          g->count, st != BP_OK ? bp_op_name(g->calls[i - 1].op) : "it",
+          st != BP_OK ? why : end != BP_OK ? bp_last_error() : "no graph returned");
+  bp__clear_error();
+}
+
+static bp_status_t launch_locked(bp_graph_t *g, bp_stream_t *s) {
+  if (!g->native && !g->native_refused && g->count && bp__native_graphs(g->device)) build_native(g, s);
+  g->last_native = g->native != NULL;
+  if (g->native) return bp__call_graph_launch(s, g->native);
+  bp_status_t st = BP_OK;
+  for (uint32_t i = 0; i < g->count && st == BP_OK; i++) st = bp__call_op_unlocked(s, g->calls[i].op, &g->calls[i].u);
+  return st;
+}
+
 bp_status_t bp_graph_launch(bp_graph_t *g, bp_stream_t *s) {
   bp__clear_error();
   bp_status_t st = check_graph(g, "bp_graph_launch");
@@ -187,13 +277,21 @@ bp_status_t bp_graph_launch(bp_graph_t *g, bp_stream_t *s) {
   if (st != BP_OK) return st;
   if (s->device != g->device)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_graph_launch: the stream is on another device than the graph");
-  if (s->capture) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_graph_launch: the stream is capturing");
-  for (uint32_t i = 0; i < g->count && st == BP_OK; i++) st = bp__call_op(s, g->calls[i].op, &g->calls[i].u);
+  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&s->lock);
+  if (s->capture) st = bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_graph_launch: the stream is capturing");
+  else st = launch_locked(g, s);
+  pthread_mutex_unlock(&s->lock);
+  pthread_mutex_unlock(&g->lock);
   return st;
 }
 
 uint32_t bp_graph_size(const bp_graph_t *g) {
   return bp__handle_live(g, BP__H_GRAPH) ? g->count : 0;
+}
+
+bool bp_graph_is_native(const bp_graph_t *g) {
+  return bp__handle_live(g, BP__H_GRAPH) && g->last_native;
 }
 
 /* Moves a tensor from one buffer's range to another's. */
@@ -216,6 +314,8 @@ bp_status_t bp_graph_rebind(bp_graph_t *g, bp_buffer_t *from, bp_buffer_t *to) {
   if (to->size < from->size)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the new buffer (%llu bytes) is smaller than the old (%llu)", fn,
                     (unsigned long long)to->size, (unsigned long long)from->size);
+  pthread_mutex_lock(&g->lock);
+  drop_native(g); /* it holds the old buffers' addresses */
   for (uint32_t i = 0; i < g->count; i++) {
     graph_call_t *c = &g->calls[i];
     bp_plugin_tensor_t *t[8];
@@ -224,5 +324,6 @@ bp_status_t bp_graph_rebind(bp_graph_t *g, bp_buffer_t *from, bp_buffer_t *to) {
     if (c->op == BP_OP_ADAM)
       for (uint32_t j = 0; j < 4 * c->u.adam.count; j++) rebind_tensor(&c->adam_tensors[j], from, to);
   }
+  pthread_mutex_unlock(&g->lock);
   return BP_OK;
 }

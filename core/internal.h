@@ -109,6 +109,7 @@ struct bp_device {
   bool allow_reduced_precision;
   bp__pool_t *pool;
   struct bp__host_block *host_blocks; /* from bp_host_alloc, under lock */
+  bp_graph_t *graphs;                 /* live graphs, under lock */
   bp_device_t *next;
 };
 
@@ -260,6 +261,17 @@ void bp__pool_free(bp_device_t *d, void *block);
 void bp__pool_empty_cache(bp_device_t *d);
 void bp__pool_stats(bp_device_t *d, bp_memory_stats_t *out);
 
+/* Native graphs (plugin_call.c): whether d's plugin offers them (and
+ * BACKPLANE_NATIVE_GRAPHS is not 0), and the wrappers around its entries.
+ * bp__call_op_unlocked runs an op with s->lock already held. */
+bool bp__native_graphs(const bp_device_t *d);
+bp_status_t bp__call_op_unlocked(bp_stream_t *s, bp_op_t op, const void *args);
+bp_status_t bp__call_graph_begin(bp_stream_t *s);
+bp_status_t bp__call_graph_end(bp_stream_t *s, bp_plugin_graph_t **out_graph);
+bp_status_t bp__call_graph_launch(bp_stream_t *s, bp_plugin_graph_t *g);
+void bp__call_graph_destroy(bp_device_t *d, bp_plugin_graph_t *g);
+/* Releases the native graphs of d's graphs before d closes (graph.c). */
+void bp__device_release_graphs(bp_device_t *d);
 /* Appends an op to a capturing graph (graph.c). */
 bp_status_t bp__graph_record(bp_graph_t *g, bp_op_t op, const void *args);
 /* Frees a graph that never left capture. */

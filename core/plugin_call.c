@@ -68,18 +68,13 @@ bp_status_t bp__require_op(const bp_device_t *d, bp_op_t op, bp_dtype_t dtype,
     st = x->field(dh, sh, args);                                               \
     break;
 
-bp_status_t bp__call_op(bp_stream_t *s, bp_op_t op, const void *args) {
+/* Calls the plugin's op on s; the caller holds s->lock. */
+static bp_status_t call_op_locked(bp_stream_t *s, bp_op_t op, const void *args) {
   bp_device_t *d = s->device;
   const bp_plugin_descriptor_t *x = d->desc;
   bp_plugin_device_t *dh = d->handle;
   bp_plugin_stream_t *sh = s->handle;
   bp_status_t st = BP_ERR_UNSUPPORTED;
-  pthread_mutex_lock(&s->lock);
-  if (s->capture) { /* capturing: record instead of running */
-    st = bp__graph_record(s->capture, op, args);
-    pthread_mutex_unlock(&s->lock);
-    return st;
-  }
   bp__plugin_error_reset();
   switch (op) {
     CALL(gemm, GEMM) CALL(gemv, GEMV) CALL(conv2d, CONV2D) CALL(pool2d, POOL2D)
@@ -89,8 +84,53 @@ bp_status_t bp__call_op(bp_stream_t *s, bp_op_t op, const void *args) {
     CALL(fill, FILL) CALL(copy, COPY) CALL(cast, CAST) CALL(random, RANDOM)
   case BP_OP_COUNT: break;
   }
-  pthread_mutex_unlock(&s->lock);
   return plugin_failed(st, d, bp_op_name(op));
+}
+
+bp_status_t bp__call_op(bp_stream_t *s, bp_op_t op, const void *args) {
+  bp_status_t st;
+  pthread_mutex_lock(&s->lock);
+  if (s->capture) /* capturing: record instead of running */
+    st = bp__graph_record(s->capture, op, args);
+  else
+    st = call_op_locked(s, op, args);
+  pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
+bp_status_t bp__call_op_unlocked(bp_stream_t *s, bp_op_t op, const void *args) {
+  return call_op_locked(s, op, args);
+}
+
+bool bp__native_graphs(const bp_device_t *d) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  if (x->struct_size < offsetof(bp_plugin_descriptor_t, graph_destroy) + sizeof(void *)) return false;
+  if (!x->graph_begin || !x->graph_end || !x->graph_launch || !x->graph_destroy) return false;
+  const char *env = bp__getenv("BACKPLANE_NATIVE_GRAPHS");
+  return !(env && strcmp(env, "0") == 0);
+}
+
+bp_status_t bp__call_graph_begin(bp_stream_t *s) {
+  bp__plugin_error_reset();
+  return plugin_failed(s->device->desc->graph_begin(s->device->handle, s->handle), s->device,
+                       "bp_graph_launch: graph_begin");
+}
+
+bp_status_t bp__call_graph_end(bp_stream_t *s, bp_plugin_graph_t **out_graph) {
+  bp__plugin_error_reset();
+  *out_graph = NULL;
+  return plugin_failed(s->device->desc->graph_end(s->device->handle, s->handle, out_graph), s->device,
+                       "bp_graph_launch: graph_end");
+}
+
+bp_status_t bp__call_graph_launch(bp_stream_t *s, bp_plugin_graph_t *g) {
+  bp__plugin_error_reset();
+  return plugin_failed(s->device->desc->graph_launch(s->device->handle, s->handle, g), s->device,
+                       "bp_graph_launch");
+}
+
+void bp__call_graph_destroy(bp_device_t *d, bp_plugin_graph_t *g) {
+  if (g) d->desc->graph_destroy(d->handle, g);
 }
 #undef CALL
 
