@@ -9,3 +9,10 @@ $(B)/test/test_runtime: $(B)/obj/test/test_runtime.o $(LIB) $(PLUGINS) $(B)/test
 	$(CC) $(LDFLAGS_BASE) -o $@ $(B)/obj/test/test_runtime.o -L$(B)/lib -lbackplane \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread
 TESTS += $(B)/test/test_runtime
+
+# Captured graphs on every device present, native where the backend has them.
+$(B)/test/test_graphs: $(B)/obj/test/test_graphs.o $(LIB) $(PLUGINS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $(B)/obj/test/test_graphs.o -L$(B)/lib -lbackplane \
+	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread
+TESTS += $(B)/test/test_graphs

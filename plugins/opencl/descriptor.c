@@ -84,4 +84,9 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .kernel_create = ocl_kernel_create,
     .kernel_destroy = ocl_kernel_destroy,
     .kernel_launch = ocl_kernel_launch,
+    /* ABI 1.2 */
+    .graph_begin = ocl_graph_begin,
+    .graph_end = ocl_graph_end,
+    .graph_launch = ocl_graph_launch,
+    .graph_destroy = ocl_graph_destroy,
 };

@@ -82,7 +82,13 @@ void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *c) {
     c->fp16 = has_ext(exts, "cl_khr_fp16");
     c->fp64 = has_ext(exts, "cl_khr_fp64");
     c->pci_bus_info = has_ext(exts, "cl_khr_pci_bus_info");
+    c->command_buffer = has_ext(exts, "cl_khr_command_buffer");
     free(exts);
+  }
+  if (c->command_buffer) {
+    cl_device_command_buffer_capabilities_khr cb = 0;
+    ocl_api.clGetDeviceInfo(dev, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, sizeof cb, &cb, NULL);
+    c->command_buffer_simultaneous = (cb & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0;
   }
   cl_ulong gmem = 0, lmem = 0;
   cl_uint cu = 0;

@@ -28,6 +28,11 @@ bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims,
   for (cl_uint i = 0; i < dims; i++)
     if (gws[i] == 0)
       return BP_OK; /* empty launch: nothing to do */
+  ocl_graph_t *g = ocl_graph_recording(q);
+  if (g) { /* recording a native graph: into its command buffer */
+    cl_int err = ocl_graph_record_kernel(g, a->k, dims, gws, lws);
+    return err == CL_SUCCESS ? BP_OK : ocl_fail(err, "clCommandNDRangeKernelKHR");
+  }
   cl_int err =
       ocl_api.clEnqueueNDRangeKernel(q, a->k, dims, NULL, gws, lws, 0, NULL,
                                      NULL);

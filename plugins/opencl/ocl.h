@@ -41,7 +41,8 @@
   X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clGetKernelWorkGroupInfo)      \
   X(clEnqueueMarkerWithWaitList) X(clEnqueueBarrierWithWaitList)               \
   X(clWaitForEvents) X(clReleaseEvent) X(clGetEventProfilingInfo)              \
-  X(clGetEventInfo) X(clCreateSubBuffer) X(clGetMemObjectInfo)
+  X(clGetEventInfo) X(clCreateSubBuffer) X(clGetMemObjectInfo)                \
+  X(clRetainMemObject) X(clGetExtensionFunctionAddressForPlatform)
 
 typedef struct ocl_api {
 #define OCL__FIELD(fn) __typeof__(&fn) fn;
@@ -73,6 +74,7 @@ typedef struct ocl_caps {
   char name[128], vendor[64], driver[64], platform[128], version[128];
   cl_device_type type;
   bool fp16, fp64, pci_bus_info;
+  bool command_buffer, command_buffer_simultaneous; /* cl_khr_command_buffer */
   uint64_t global_mem, local_mem;
   uint32_t compute_units;
   size_t max_wg;
@@ -164,6 +166,22 @@ bp_status_t ocl_event_elapsed(bp_plugin_device_t *device,
 cl_command_queue ocl_queue(ocl_device_t *d, bp_plugin_stream_t *stream);
 /* Waits for every stream and the device queue. */
 bp_status_t ocl_device_finish(ocl_device_t *d);
+
+/* ---- native graphs (graph.c, ABI 1.2) ------------------------------------ */
+typedef struct ocl_graph ocl_graph_t;
+/* The graph this thread is recording for queue q, or NULL. */
+ocl_graph_t *ocl_graph_recording(cl_command_queue q);
+/* Appends a kernel launch (with the arguments set on k now) to g. */
+cl_int ocl_graph_record_kernel(ocl_graph_t *g, cl_kernel k, cl_uint dims, const size_t *gws,
+                               const size_t *lws);
+/* While q records a graph, keeps m alive for the graph's lifetime. */
+void ocl_graph_keep(cl_command_queue q, cl_mem m);
+bp_status_t ocl_graph_begin(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
+bp_status_t ocl_graph_end(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                          bp_plugin_graph_t **out_graph);
+bp_status_t ocl_graph_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                             bp_plugin_graph_t *graph);
+void ocl_graph_destroy(bp_plugin_device_t *device, bp_plugin_graph_t *graph);
 
 /* ---- programs and kernels (program.c) ------------------------------------ */
 /* Kernel source families, one file each under kernels/opencl/. */

@@ -133,6 +133,8 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
   size_t gws[3] = {(size_t)(np / cfg->tile_n) * lws[0],
                    (size_t)(mp / cfg->tile_m) * lws[1], (size_t)batch};
   st = ocl_enqueue(q, &a, 3, gws, lws);
+  ocl_graph_keep(q, pa); /* a recorded graph reuses the scratch later */
+  ocl_graph_keep(q, pb);
 out:
   /* OpenCL keeps the scratch alive until the queued kernels finish. */
   if (pa)
