@@ -140,6 +140,11 @@ typedef struct bp_device_entry {
   char backend[64];       /* plugin name */
   uint32_t backend_index; /* device index inside its plugin */
   bp_device_info_t info;
+  /* Where a PCI device hangs off (from hwloc): the NUMA node of its root
+   * port and the CPUs local to it ("0-15"); -1 and "" when unknown, and for
+   * devices without a PCI identity. */
+  int32_t numa_node;
+  char local_cpus[64];
 } bp_device_entry_t;
 
 /* Number of devices, all plugins together. */

@@ -261,6 +261,9 @@ void bp__pool_free(bp_device_t *d, void *block);
 void bp__pool_empty_cache(bp_device_t *d);
 void bp__pool_stats(bp_device_t *d, bp_memory_stats_t *out);
 
+/* The NUMA node and local CPU list of the PCI device named by identity
+ * ("pci:DDDD:BB:DD.F"), from hwloc; false (-1, "") when unknown (locality.c). */
+bool bp__pci_locality(const char *identity, int32_t *out_numa_node, char *out_cpus, size_t cpus_size);
 /* Native graphs (plugin_call.c): whether d's plugin offers them (and
  * BACKPLANE_NATIVE_GRAPHS is not 0), and the wrappers around its entries.
  * bp__call_op_unlocked runs an op with s->lock already held. */

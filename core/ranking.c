@@ -107,6 +107,7 @@ bp_status_t bp__rank_devices(bp_context_t *ctx) {
     snprintf(e->backend, sizeof e->backend, "%s", ctx->plugins[c[r].plugin].report.name);
     e->backend_index = c[r].index;
     e->info = *c[r].info;
+    bp__pci_locality(e->info.identity, &e->numa_node, e->local_cpus, sizeof e->local_cpus);
     ctx->ranked_plugin[r] = c[r].plugin;
   }
   ctx->device_count = n;

@@ -5,3 +5,9 @@ $(B)/test/test_hwloc: $(B)/obj/test/test_hwloc.o $(B)/obj/plugins/cpu/topology.o
 	$(CC) $(LDFLAGS_BASE) -o $@ $(B)/obj/test/test_hwloc.o $(B)/obj/plugins/cpu/topology.o \
 	  -L$(B)/lib -lbackplane -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lpthread -ldl
 TESTS += $(B)/test/test_hwloc
+
+# PCI device locality (core/locality.c), against sysfs.
+$(B)/test/test_locality: $(B)/obj/test/test_locality.o $(B)/obj/core/locality.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lpthread -ldl
+TESTS += $(B)/test/test_locality

@@ -43,6 +43,7 @@ class DeviceEntry:
         self.kind = _lib.KINDS[i.kind] if 0 <= i.kind < len(_lib.KINDS) else "other"
         self.memory_bytes, self.compute_units = i.memory_bytes, i.compute_units
         self.identity, self.description = i.identity.decode(), i.description.decode()
+        self.numa_node, self.local_cpus = e.numa_node, e.local_cpus.decode()  # -1, "": unknown
         self.op_dtypes = {op: [d for d, bit in _lib.DTYPES.items() if i.op_dtypes[k] >> bit & 1]
                           for k, op in enumerate(_lib.OPS)}
 

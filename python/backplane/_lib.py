@@ -40,7 +40,7 @@ class DeviceInfo(ctypes.Structure):
 class DeviceEntry(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("rank", ctypes.c_uint32),
                 ("backend", ctypes.c_char * 64), ("backend_index", ctypes.c_uint32),
-                ("info", DeviceInfo)]
+                ("info", DeviceInfo), ("numa_node", ctypes.c_int32), ("local_cpus", ctypes.c_char * 64)]
 
 
 class PluginReport(ctypes.Structure):

@@ -74,6 +74,9 @@ static void print_device_verbose(const bp_device_entry_t *e) {
            in->peak_gflops, in->bandwidth_gbs);
   if (in->flags & BP_DEVICE_FLAG_REFERENCE)
     printf("      reference implementation\n");
+  if (!strncmp(in->identity, "pci:", 4))
+    printf("      locality: %s\n", e->numa_node >= 0 ? "" : "unknown (no hwloc, or the device is not in its topology)");
+  if (e->numa_node >= 0) printf("        NUMA node %d, local CPUs %s\n", e->numa_node, e->local_cpus);
   for (int op = 0; op < BP_OP_COUNT; op++) {
     char list[96];
     dtype_list(in->op_dtypes[op], list, sizeof list);
@@ -171,6 +174,8 @@ static void json_device(const bp_device_entry_t *e) {
          in->compute_units);
   printf(", \"identity\": ");
   bpt_json_string(stdout, in->identity);
+  printf(", \"numa_node\": %d, \"local_cpus\": ", (int)e->numa_node);
+  bpt_json_string(stdout, e->local_cpus);
   printf(", \"driver_version\": ");
   bpt_json_string(stdout, in->driver_version);
   printf(", \"description\": ");
