@@ -104,6 +104,7 @@ static void run_device_stages(cf_child_t *c) {
   cf_stage_errors(c);
   cf_stage_memory(c);
   cf_stage_concurrency(c);
+  cf_stage_graphs(c);
   cf_stage_performance(c);
 }
 

@@ -55,6 +55,7 @@ void cf_stage_errors(cf_child_t *c);
 void cf_stage_memory(cf_child_t *c);
 void cf_stage_concurrency(cf_child_t *c);
 void cf_stage_performance(cf_child_t *c);
+void cf_stage_graphs(cf_child_t *c);
 
 /* ---- helpers shared by the stages (conformance_data.c) --------------------*/
 
