@@ -27,6 +27,9 @@ typedef struct CUuuid_st {
   char bytes[16];
 } CUuuid;
 typedef void (*CUhostFn)(void *user_data);
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
 
 /* CUresult values the plugin treats specially. */
 #define CUDA_SUCCESS 0
@@ -50,6 +53,10 @@ typedef void (*CUhostFn)(void *user_data);
 #define CUDA_ERROR_LAUNCH_FAILED 719
 #define CUDA_ERROR_NOT_SUPPORTED 801
 #define CUDA_ERROR_SYSTEM_DRIVER_MISMATCH 803
+#define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+#define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
+#define CUDA_ERROR_STREAM_CAPTURE_IMPLICIT 906
+#define CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD 908
 #define CUDA_ERROR_UNKNOWN 999
 
 /* CUdevice_attribute values. */
@@ -72,6 +79,11 @@ typedef void (*CUhostFn)(void *user_data);
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define CU_STREAM_DEFAULT 0x0u
 #define CU_EVENT_DEFAULT 0x0u
+
+/* CUstreamCaptureMode (an enum: int in the ABI). */
+#define CU_STREAM_CAPTURE_MODE_GLOBAL 0
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
 
 /* X(field, symbol, return/params...) — required entry points. A field is
  * named after the API function without its version suffix. */
@@ -130,7 +142,27 @@ typedef void (*CUhostFn)(void *user_data);
   X(cuMemAllocAsync, "cuMemAllocAsync", (CUdeviceptr *, size_t, CUstream))     \
   X(cuMemFreeAsync, "cuMemFreeAsync", (CUdeviceptr, CUstream))               \
   X(cuMemHostAlloc, "cuMemHostAlloc", (void **, size_t, unsigned))             \
-  X(cuMemFreeHost, "cuMemFreeHost", (void *))
+  X(cuMemFreeHost, "cuMemFreeHost", (void *))                                 \
+  CUDA_DRIVER_GRAPH_ENTRY_POINTS(X)
+
+/* Stream capture and graphs (native graphs, ABI 1.2): every one of them is
+ * needed, else graphs replay in the core. cuStreamBeginCapture is the _v2
+ * with a mode (cuda.h maps the plain name to it since 10.1);
+ * cuGraphInstantiateWithFlags (11.4+, what cuda.h 12+ calls
+ * cuGraphInstantiate) is preferred, cuGraphInstantiate_v2 (11.0's
+ * signature, with an error log) is the fallback. */
+#define CUDA_DRIVER_GRAPH_ENTRY_POINTS(X)                                      \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream, int))          \
+  X(cuStreamEndCapture, "cuStreamEndCapture", (CUstream, CUgraph *))           \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode",    \
+    (int *))                                                                   \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                \
+    (CUgraphExec *, CUgraph, unsigned long long))                              \
+  X(cuGraphInstantiate, "cuGraphInstantiate_v2",                               \
+    (CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t))                   \
+  X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                   \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                   \
+  X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))
 
 /* The resolved driver: one per process, filled by cuda_driver_load. */
 typedef struct cuda_driver {

@@ -60,11 +60,15 @@ typedef struct cuda_device {
   uint64_t memory_used;  /* under lock */
   bool allow_tf32;
   pthread_mutex_t lock;  /* module cache and memory accounting */
+  /* Held shared by legacy-stream work, exclusively by a graph capture
+   * (graph.c): the one must not run during the other. */
+  pthread_rwlock_t capture_lock;
   CUmodule modules[CUDA_MOD_COUNT];
 } cuda_device_t;
 
 typedef struct cuda_stream {
   CUstream s;
+  bool capturing; /* between graph_begin and graph_end */
 } cuda_stream_t;
 
 typedef struct cuda_event {
@@ -98,6 +102,29 @@ CUDA_HIDDEN void cuda_ctx_leave(void);
 static inline CUstream cuda_stream_of(bp_plugin_stream_t *s) {
   return s ? ((cuda_stream_t *)(void *)s)->s : (CUstream)0;
 }
+
+/* ---- graph.c: native graphs (ABI 1.2) by stream capture ---------------- */
+CUDA_HIDDEN bp_status_t cuda_graph_begin(bp_plugin_device_t *device,
+                                         bp_plugin_stream_t *stream);
+CUDA_HIDDEN bp_status_t cuda_graph_end(bp_plugin_device_t *device,
+                                       bp_plugin_stream_t *stream,
+                                       bp_plugin_graph_t **out_graph);
+CUDA_HIDDEN bp_status_t cuda_graph_launch(bp_plugin_device_t *device,
+                                          bp_plugin_stream_t *stream,
+                                          bp_plugin_graph_t *graph);
+CUDA_HIDDEN void cuda_graph_destroy(bp_plugin_device_t *device,
+                                    bp_plugin_graph_t *graph);
+/* Brackets work on the legacy (NULL) stream: waits while a capture runs
+ * on another thread; BP_ERR_UNSUPPORTED (message set) on the capturing
+ * thread. what names the work for the message. */
+CUDA_HIDDEN bp_status_t cuda_legacy_begin(cuda_device_t *d, const char *what);
+CUDA_HIDDEN void cuda_legacy_end(cuda_device_t *d);
+/* True between graph_begin and graph_end on this thread. */
+CUDA_HIDDEN bool cuda_capturing_here(void);
+/* Around a potentially unsafe driver call (module load) while this thread
+ * captures: relaxed capture mode, then the previous one. */
+CUDA_HIDDEN int cuda_capture_relax(void);
+CUDA_HIDDEN void cuda_capture_restore(int mode);
 
 /* ---- module.c ------------------------------------------------------------ */
 /* Looks up kernel name in module m, loading the module on first use. */

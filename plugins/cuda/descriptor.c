@@ -211,4 +211,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .kernel_create = cuda_kernel_create,
     .kernel_destroy = cuda_kernel_destroy,
     .kernel_launch = cuda_kernel_launch,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };

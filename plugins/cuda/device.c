@@ -65,6 +65,7 @@ bp_status_t cuda_device_open(uint32_t index,
     d->allow_tf32 = cfg->allow_reduced_precision != 0;
   }
   pthread_mutex_init(&d->lock, NULL);
+  pthread_rwlock_init(&d->capture_lock, NULL);
   cuda_log(BP_LOG_DEBUG, "device %d open: sm_%d%d, %s allocator", d->ordinal,
            d->cc_major, d->cc_minor, d->async_alloc ? "stream-ordered" : "plain");
 out:
@@ -89,15 +90,20 @@ void cuda_device_close(bp_plugin_device_t *device) {
   }
   cuda_drv.cuDevicePrimaryCtxRelease(d->dev);
   pthread_mutex_destroy(&d->lock);
+  pthread_rwlock_destroy(&d->capture_lock);
   free(d);
 }
 
 bp_status_t cuda_device_synchronize(bp_plugin_device_t *device) {
   cuda_device_t *d = cuda_dev(device);
-  bp_status_t st = cuda_ctx_enter(d);
+  bp_status_t st = cuda_legacy_begin(d, "device_synchronize");
   if (st != BP_OK)
     return st;
-  st = cuda_check(cuda_drv.cuCtxSynchronize(), "cuCtxSynchronize");
-  cuda_ctx_leave();
+  st = cuda_ctx_enter(d);
+  if (st == BP_OK) {
+    st = cuda_check(cuda_drv.cuCtxSynchronize(), "cuCtxSynchronize");
+    cuda_ctx_leave();
+  }
+  cuda_legacy_end(d);
   return st;
 }

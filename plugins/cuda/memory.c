@@ -112,9 +112,13 @@ bp_status_t cuda_mem_alloc(bp_plugin_device_t *device, uint64_t size,
                          (unsigned long long)size);
     return BP_ERR_OUT_OF_MEMORY;
   }
-  bp_status_t st = cuda_ctx_enter(d);
+  bp_status_t st = cuda_legacy_begin(d, "mem_alloc");
   if (st != BP_OK)
     return st;
+  if ((st = cuda_ctx_enter(d)) != BP_OK) {
+    cuda_legacy_end(d);
+    return st;
+  }
   CUdeviceptr p = 0;
   if (!reserve(d, size)) {
     st = oom(size, "memory_limit reached;");
@@ -137,6 +141,7 @@ bp_status_t cuda_mem_alloc(bp_plugin_device_t *device, uint64_t size,
     *out_ptr = p;
 out:
   cuda_ctx_leave();
+  cuda_legacy_end(d);
   return st;
 }
 
@@ -144,20 +149,27 @@ void cuda_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
   cuda_device_t *d = cuda_dev(device);
   if (!ptr)
     return;
+  if (cuda_legacy_begin(d, "mem_free") != BP_OK) {
+    cuda_log(BP_LOG_WARN, "mem_free of 0x%llx during a graph capture on "
+             "this thread: leaked", (unsigned long long)ptr);
+    return;
+  }
   uint64_t size = table_remove(ptr);
   if (!size) {
     cuda_log(BP_LOG_WARN, "mem_free of unknown pointer 0x%llx ignored",
              (unsigned long long)ptr);
+    cuda_legacy_end(d);
     return;
   }
   unreserve(d, size);
-  if (cuda_ctx_enter(d) != BP_OK)
-    return;
-  CUresult r = raw_free(d, ptr);
-  if (r != CUDA_SUCCESS)
-    cuda_log(BP_LOG_WARN, "freeing 0x%llx failed with CUresult %d",
-             (unsigned long long)ptr, r);
-  cuda_ctx_leave();
+  if (cuda_ctx_enter(d) == BP_OK) {
+    CUresult r = raw_free(d, ptr);
+    if (r != CUDA_SUCCESS)
+      cuda_log(BP_LOG_WARN, "freeing 0x%llx failed with CUresult %d",
+               (unsigned long long)ptr, r);
+    cuda_ctx_leave();
+  }
+  cuda_legacy_end(d);
 }
 
 /* Synchronous copies run on the legacy default stream: ordered after the
@@ -168,9 +180,12 @@ bp_status_t cuda_mem_write(bp_plugin_device_t *device,
                            bp_plugin_stream_t *stream, uint64_t dst,
                            uint64_t dst_offset, const void *src,
                            uint64_t size) {
-  bp_status_t st = cuda_ctx_enter(cuda_dev(device));
+  cuda_device_t *d = cuda_dev(device);
+  bp_status_t st = stream ? BP_OK : cuda_legacy_begin(d, "a synchronous copy");
   if (st != BP_OK)
     return st;
+  if ((st = cuda_ctx_enter(d)) != BP_OK)
+    goto out;
   if (stream)
     st = cuda_check(cuda_drv.cuMemcpyHtoDAsync(dst + dst_offset, src,
                                                (size_t)size,
@@ -180,15 +195,21 @@ bp_status_t cuda_mem_write(bp_plugin_device_t *device,
     st = cuda_check(cuda_drv.cuMemcpyHtoD(dst + dst_offset, src, (size_t)size),
                     "cuMemcpyHtoD");
   cuda_ctx_leave();
+out:
+  if (!stream)
+    cuda_legacy_end(d);
   return st;
 }
 
 bp_status_t cuda_mem_read(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream, void *dst, uint64_t src,
                           uint64_t src_offset, uint64_t size) {
-  bp_status_t st = cuda_ctx_enter(cuda_dev(device));
+  cuda_device_t *d = cuda_dev(device);
+  bp_status_t st = stream ? BP_OK : cuda_legacy_begin(d, "a synchronous copy");
   if (st != BP_OK)
     return st;
+  if ((st = cuda_ctx_enter(d)) != BP_OK)
+    goto out;
   if (stream)
     st = cuda_check(cuda_drv.cuMemcpyDtoHAsync(dst, src + src_offset,
                                                (size_t)size,
@@ -198,6 +219,9 @@ bp_status_t cuda_mem_read(bp_plugin_device_t *device,
     st = cuda_check(cuda_drv.cuMemcpyDtoH(dst, src + src_offset, (size_t)size),
                     "cuMemcpyDtoH");
   cuda_ctx_leave();
+out:
+  if (!stream)
+    cuda_legacy_end(d);
   return st;
 }
 
@@ -205,9 +229,12 @@ bp_status_t cuda_mem_copy(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream, uint64_t dst,
                           uint64_t dst_offset, uint64_t src,
                           uint64_t src_offset, uint64_t size) {
-  bp_status_t st = cuda_ctx_enter(cuda_dev(device));
+  cuda_device_t *d = cuda_dev(device);
+  bp_status_t st = stream ? BP_OK : cuda_legacy_begin(d, "a synchronous copy");
   if (st != BP_OK)
     return st;
+  if ((st = cuda_ctx_enter(d)) != BP_OK)
+    goto out;
   if (stream) {
     st = cuda_check(cuda_drv.cuMemcpyDtoDAsync(dst + dst_offset,
                                                src + src_offset, (size_t)size,
@@ -222,6 +249,9 @@ bp_status_t cuda_mem_copy(bp_plugin_device_t *device,
                       "cuStreamSynchronize");
   }
   cuda_ctx_leave();
+out:
+  if (!stream)
+    cuda_legacy_end(d);
   return st;
 }
 
@@ -237,17 +267,23 @@ bp_status_t cuda_host_alloc(bp_plugin_device_t *device, uint64_t size, void **ou
     return BP_ERR_UNSUPPORTED;
   }
   if (size > (uint64_t)SIZE_MAX) return oom(size, "cuMemHostAlloc:");
-  bp_status_t st = cuda_ctx_enter(d);
+  bp_status_t st = cuda_legacy_begin(d, "host_alloc");
   if (st != BP_OK) return st;
-  CUresult r = cuda_drv.cuMemHostAlloc(out_ptr, (size_t)size, CU_MEMHOSTALLOC_PORTABLE);
-  st = r == CUDA_ERROR_OUT_OF_MEMORY ? oom(size, "cuMemHostAlloc:") : cuda_check(r, "cuMemHostAlloc");
-  cuda_ctx_leave();
+  if ((st = cuda_ctx_enter(d)) == BP_OK) {
+    CUresult r = cuda_drv.cuMemHostAlloc(out_ptr, (size_t)size, CU_MEMHOSTALLOC_PORTABLE);
+    st = r == CUDA_ERROR_OUT_OF_MEMORY ? oom(size, "cuMemHostAlloc:") : cuda_check(r, "cuMemHostAlloc");
+    cuda_ctx_leave();
+  }
+  cuda_legacy_end(d);
   return st;
 }
 
 void cuda_host_free(bp_plugin_device_t *device, void *ptr) {
   cuda_device_t *d = cuda_dev(device);
-  if (!ptr || cuda_ctx_enter(d) != BP_OK) return;
-  cuda_drv.cuMemFreeHost(ptr);
-  cuda_ctx_leave();
+  if (!ptr || cuda_legacy_begin(d, "host_free") != BP_OK) return;
+  if (cuda_ctx_enter(d) == BP_OK) {
+    cuda_drv.cuMemFreeHost(ptr);
+    cuda_ctx_leave();
+  }
+  cuda_legacy_end(d);
 }

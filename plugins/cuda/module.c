@@ -43,7 +43,10 @@ static bp_status_t load_module(cuda_module_id_t m, CUmodule *out) {
   char log[2048] = "";
   int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  /* The first use of a module may come while a graph is being captured. */
+  int mode = cuda_capture_relax();
   CUresult r = cuda_drv.cuModuleLoadDataEx(out, module_ptx[m], 2, opts, vals);
+  cuda_capture_restore(mode);
   if (r == CUDA_SUCCESS)
     return BP_OK;
   char what[2200];

@@ -284,7 +284,10 @@ CUresult cuCtxPopCurrent(CUcontext *c) {
 
 CUresult cuCtxSynchronize(void) {
   NEED_CTX();
-  return CUDA_SUCCESS; /* all work already ran synchronously */
+  CUresult r = shim_capture_unsafe(__func__);
+  if (r == CUDA_SUCCESS)
+    r = shim_capture_legacy(__func__);
+  return r; /* all work already ran synchronously */
 }
 
 void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out) {
@@ -292,6 +295,7 @@ void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out) {
   *out = stats;
   pthread_mutex_unlock(&lock);
   out->ctx_depth = ctx_depth;
+  out->graphs = shim_graphs_live();
 }
 
 /* ---- memory -------------------------------------------------------------- */
@@ -334,8 +338,16 @@ CUresult cuMemGetInfo(size_t *free_b, size_t *total_b) {
   return CUDA_SUCCESS;
 }
 
+static CUresult mem_alloc(CUdeviceptr *p, size_t size);
+
 CUresult cuMemAlloc(CUdeviceptr *p, size_t size) {
   NEED_CTX();
+  *p = 0;
+  CUresult r = shim_capture_unsafe(__func__);
+  return r ? r : mem_alloc(p, size);
+}
+
+static CUresult mem_alloc(CUdeviceptr *p, size_t size) {
   *p = 0;
   if (size == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -371,6 +383,8 @@ CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags) {
   NEED_CTX();
   (void)flags;
   if (!p || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = shim_capture_unsafe(__func__);
+  if (r) return r;
   if (shim_fail("alloc")) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = aligned_alloc(256, (size + 255) / 256 * 256);
   if (!*p) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -381,13 +395,25 @@ CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags) {
 CUresult cuMemFreeHost(void *p) {
   NEED_CTX();
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = shim_capture_unsafe(__func__);
+  if (r) return r;
   __atomic_sub_fetch(&stats.host_blocks, 1, __ATOMIC_RELAXED);
   free(p);
   return CUDA_SUCCESS;
 }
 
+static CUresult mem_free(CUdeviceptr p);
+
+/* cuMemFree synchronises with the device: unsafe, and legacy-stream work. */
 CUresult cuMemFree(CUdeviceptr p) {
   NEED_CTX();
+  CUresult r = shim_capture_unsafe(__func__);
+  if (r == CUDA_SUCCESS)
+    r = shim_capture_legacy(__func__);
+  return r ? r : mem_free(p);
+}
+
+static CUresult mem_free(CUdeviceptr p) {
   shim_alloc_t *found = NULL;
   pthread_mutex_lock(&lock);
   for (shim_alloc_t **pp = &allocs; *pp; pp = &(*pp)->next)
@@ -409,39 +435,60 @@ CUresult cuMemFree(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
-struct CUstream_st {
-  uint32_t magic;
-};
-#define STREAM_MAGIC 0x5354524du
+#define STREAM_MAGIC SHIM_STREAM_MAGIC
 #define EVENT_MAGIC 0x4556544eu
 
 /* The legacy default stream is handle 0; anything else must be live. */
-static bool stream_ok(CUstream s, const char *fn) {
+bool shim_stream_ok(CUstream s, const char *fn) {
   if (!s || s->magic == STREAM_MAGIC)
     return true;
   shim_report("%s: stream %p is not a live stream", fn, (void *)s);
   return false;
 }
+#define stream_ok shim_stream_ok
 
+CUresult shim_stream_use(CUstream s, const char *fn) {
+  if (!stream_ok(s, fn))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return s ? CUDA_SUCCESS : (CUresult)shim_capture_legacy(fn);
+}
+
+shim_stream_capture_t *shim_stream_capture(CUstream s) {
+  return s && s->cap.graph ? &s->cap : NULL;
+}
+
+/* Stream-ordered allocation is recorded as an allocation node by the real
+ * driver; the shim does not model those, and the plugin never allocates in
+ * a capture: it is refused. */
 CUresult cuMemAllocAsync(CUdeviceptr *p, size_t size, CUstream s) {
   NEED_CTX();
-  if (!stream_ok(s, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  return cuMemAlloc(p, size);
+  CUresult r = shim_stream_use(s, __func__);
+  if (r == CUDA_SUCCESS && shim_stream_capture(s))
+    r = (CUresult)shim_capture_sync(&s->cap, __func__);
+  return r ? r : mem_alloc(p, size);
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   NEED_CTX();
-  if (!stream_ok(s, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  return cuMemFree(p);
+  CUresult r = shim_stream_use(s, __func__);
+  if (r == CUDA_SUCCESS && shim_stream_capture(s))
+    r = (CUresult)shim_capture_sync(&s->cap, __func__);
+  return r ? r : mem_free(p);
 }
 
+/* A copy on stream s (NULL: synchronous, legacy stream). */
 static CUresult copy(uint64_t dst, bool dst_dev, uint64_t src, bool src_dev,
-                     size_t n, const char *fn) {
+                     size_t n, CUstream s, bool sync, const char *fn) {
+  CUresult r = sync ? shim_capture_unsafe(fn) : CUDA_SUCCESS;
+  if (r == CUDA_SUCCESS)
+    r = shim_stream_use(s, fn);
+  if (r != CUDA_SUCCESS)
+    return r;
   if ((dst_dev && !shim_mem_valid(dst, n, fn)) ||
       (src_dev && !shim_mem_valid(src, n, fn)))
     return CUDA_ERROR_INVALID_VALUE;
+  if (shim_capture_copy(shim_stream_capture(s), dst, dst_dev, src, src_dev, n))
+    return CUDA_SUCCESS;
   if (shim_fail("memcpy"))
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
@@ -450,33 +497,27 @@ static CUresult copy(uint64_t dst, bool dst_dev, uint64_t src, bool src_dev,
 
 CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n) {
   NEED_CTX();
-  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, __func__);
+  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, NULL, true, __func__);
 }
 CUresult cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n) {
   NEED_CTX();
-  return copy((uint64_t)(uintptr_t)h, false, d, true, n, __func__);
+  return copy((uint64_t)(uintptr_t)h, false, d, true, n, NULL, true, __func__);
 }
 CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) {
   NEED_CTX();
-  return copy(d, true, s, true, n, __func__);
+  return copy(d, true, s, true, n, NULL, true, __func__);
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s) {
   NEED_CTX();
-  if (!stream_ok(s, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, __func__);
+  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, s, false, __func__);
 }
 CUresult cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s) {
   NEED_CTX();
-  if (!stream_ok(s, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  return copy((uint64_t)(uintptr_t)h, false, d, true, n, __func__);
+  return copy((uint64_t)(uintptr_t)h, false, d, true, n, s, false, __func__);
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
   NEED_CTX();
-  if (!stream_ok(s, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  return copy(d, true, src, true, n, __func__);
+  return copy(d, true, src, true, n, s, false, __func__);
 }
 
 /* ---- streams and events -------------------------------------------------- */
@@ -496,6 +537,7 @@ CUresult cuStreamDestroy(CUstream s) {
   NEED_CTX();
   if (!s || !stream_ok(s, __func__))
     return CUDA_ERROR_INVALID_HANDLE;
+  shim_capture_drop(&s->cap);
   s->magic = 0;
   free(s);
   __atomic_sub_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
@@ -504,7 +546,8 @@ CUresult cuStreamDestroy(CUstream s) {
 
 CUresult cuStreamSynchronize(CUstream s) {
   NEED_CTX();
-  return stream_ok(s, __func__) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = shim_stream_use(s, __func__);
+  return r ? r : (CUresult)shim_capture_sync(shim_stream_capture(s), __func__);
 }
 
 struct CUevent_st {
@@ -525,7 +568,9 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   (void)flags;
   if (!stream_ok(s, __func__) || !event_ok(e, __func__))
     return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_SUCCESS;
+  /* Cross-stream dependencies inside a capture are not modelled. */
+  CUresult r = shim_stream_use(s, __func__);
+  return r ? r : (CUresult)shim_capture_sync(shim_stream_capture(s), __func__);
 }
 
 CUresult cuEventCreate(CUevent *e, unsigned flags) {
@@ -555,6 +600,12 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
   NEED_CTX();
   if (!event_ok(e, __func__) || !stream_ok(s, __func__))
     return CUDA_ERROR_INVALID_HANDLE;
+  /* Event nodes in a capture are not modelled. */
+  CUresult r = shim_stream_use(s, __func__);
+  if (r == CUDA_SUCCESS)
+    r = (CUresult)shim_capture_sync(shim_stream_capture(s), __func__);
+  if (r)
+    return r;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   e->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;

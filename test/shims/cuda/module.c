@@ -103,6 +103,9 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n,
   if (!shim_have_ctx(__func__))
     return SHIM_INVALID_CONTEXT;
   const char *ptx = image;
+  CUresult unsafe = shim_capture_unsafe(__func__);
+  if (unsafe)
+    return unsafe;
   if (shim_fail("module")) {
     jit_log(n, opts, vals, "ptxas fatal: injected failure (BP_CUDA_SHIM_FAIL)");
     return CUDA_ERROR_INVALID_PTX;
@@ -128,6 +131,9 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n,
 CUresult cuModuleUnload(CUmodule m) {
   if (!shim_have_ctx(__func__))
     return SHIM_INVALID_CONTEXT;
+  CUresult unsafe = shim_capture_unsafe(__func__);
+  if (unsafe)
+    return unsafe;
   if (!m || m->magic != MODULE_MAGIC) {
     shim_report("cuModuleUnload of a module not loaded");
     return CUDA_ERROR_INVALID_HANDLE;
@@ -200,9 +206,11 @@ static CUresult check_geometry(const struct CUfunc_st *f, const unsigned g[3],
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
                         CUstream s, void **params, void **extra) {
-  (void)s; /* stream validity is checked by the copies; launches run now */
   if (!shim_have_ctx(__func__))
     return SHIM_INVALID_CONTEXT;
+  CUresult use = shim_stream_use(s, __func__);
+  if (use != CUDA_SUCCESS)
+    return use;
   if (!f || !f->kernel || extra || (f->param_count && !params)) {
     shim_report("cuLaunchKernel: bad function or parameters");
     return CUDA_ERROR_INVALID_VALUE;
@@ -213,10 +221,13 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     return r;
   if (shim_fail("launch"))
     return CUDA_ERROR_LAUNCH_FAILED;
+  const shim_launch_t l = {{gx, gy, gz}, {bx, by, bz}, smem};
+  if (shim_capture_kernel(shim_stream_capture(s), f->kernel, &l, params,
+                          f->param_count, f->param_sizes))
+    return CUDA_SUCCESS; /* recorded: runs at each graph launch */
   __atomic_add_fetch(&shim_stats.launches, 1, __ATOMIC_RELAXED);
   /* A kernel that would touch memory outside the buffers is what a GPU
    * reports as an illegal address. */
-  const shim_launch_t l = {{gx, gy, gz}, {bx, by, bz}, smem};
   return shim_kernel_run(f->kernel, &l, params) ? CUDA_SUCCESS
                                                 : CUDA_ERROR_ILLEGAL_ADDRESS;
 }

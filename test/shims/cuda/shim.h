@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugins/cuda/cuda_driver.h"
+#include "test/shims/common/capture.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_INVALID_CONTEXT 201
@@ -84,6 +85,25 @@ bool shim_kernel_run(const shim_kernel_t *k, const shim_launch_t *launch,
  * otherwise. */
 bool shim_have_ctx(const char *fn);
 
+/* A stream: the legacy default stream is handle 0. */
+struct CUstream_st {
+  uint32_t magic;
+  shim_stream_capture_t cap; /* test/shims/common/capture.c */
+};
+#define SHIM_STREAM_MAGIC 0x5354524du
+/* True when s is 0 or a live stream; reports otherwise. */
+bool shim_stream_ok(CUstream s, const char *fn);
+/* 0, or the error stream-ordered work on s gets: the legacy stream while
+ * a blocking stream captures. */
+CUresult shim_stream_use(CUstream s, const char *fn);
+/* s's capture state when it is capturing, else NULL. */
+shim_stream_capture_t *shim_stream_capture(CUstream s);
+
+/* Test hook for the cuBLAS shim: runs fn on a copy of data (size bytes) in
+ * stream order on s, or records it into s's capture. */
+SHIM_EXPORT CUresult bp_cuda_shim_enqueue(CUstream s, void (*fn)(void *),
+                                          const void *data, size_t size);
+
 /* Test hook: counts of live objects, for leak checks. */
 typedef struct bp_cuda_shim_stats {
   int64_t allocations, bytes_in_use;
@@ -92,6 +112,8 @@ typedef struct bp_cuda_shim_stats {
   int64_t launches;         /* cumulative */
   int ctx_depth;            /* this thread's context stack depth */
   int64_t host_blocks;      /* live cuMemHostAlloc blocks */
+  int64_t graphs;           /* live CUgraph and CUgraphExec objects */
+  int64_t graph_launches;   /* cumulative cuGraphLaunch calls */
 } bp_cuda_shim_stats_t;
 SHIM_EXPORT void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out);
 /* The live counters behind it (update with __atomic builtins). */
