@@ -209,4 +209,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .kernel_create = rocm_kernel_create,
     .kernel_destroy = rocm_kernel_destroy,
     .kernel_launch = rocm_kernel_launch,
+    .graph_begin = rocm_graph_begin,
+    .graph_end = rocm_graph_end,
+    .graph_launch = rocm_graph_launch,
+    .graph_destroy = rocm_graph_destroy,
 };

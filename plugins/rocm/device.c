@@ -43,6 +43,7 @@ bp_status_t rocm_device_open(uint32_t index,
                                      sizeof(uint64_t))
     d->memory_limit = cfg->memory_limit;
   pthread_mutex_init(&d->lock, NULL);
+  pthread_rwlock_init(&d->capture_lock, NULL);
   rocm_log(BP_LOG_DEBUG, "device %d open: %s, %d bytes of shared memory",
            d->ordinal, d->arch[0] ? d->arch : "unknown arch", d->smem_max);
   *out_device = (bp_plugin_device_t *)(void *)d;
@@ -58,13 +59,17 @@ void rocm_device_close(bp_plugin_device_t *device) {
     rocm_modules_unload(d);
   }
   pthread_mutex_destroy(&d->lock);
+  pthread_rwlock_destroy(&d->capture_lock);
   free(d);
 }
 
 bp_status_t rocm_device_synchronize(bp_plugin_device_t *device) {
   rocm_device_t *d = rocm_dev(device);
-  bp_status_t st = rocm_enter(d);
+  bp_status_t st = rocm_legacy_begin(d, "device_synchronize");
   if (st != BP_OK)
     return st;
-  return rocm_check(rocm_rt.hipDeviceSynchronize(), "hipDeviceSynchronize");
+  if ((st = rocm_enter(d)) == BP_OK)
+    st = rocm_check(rocm_rt.hipDeviceSynchronize(), "hipDeviceSynchronize");
+  rocm_legacy_end(d);
+  return st;
 }

@@ -23,6 +23,9 @@ typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipEvent_t *hipEvent_t;
 typedef struct ihipModule_t *hipModule_t;
 typedef struct ihipModuleSymbol_t *hipFunction_t;
+typedef struct ihipGraph *hipGraph_t;
+typedef struct hipGraphExec *hipGraphExec_t;
+typedef struct hipGraphNode *hipGraphNode_t;
 typedef struct hipUUID_t {
   char bytes[16];
 } hipUUID;
@@ -50,6 +53,10 @@ typedef struct hipUUID_t {
 #define hipErrorLaunchTimeOut 702
 #define hipErrorLaunchFailure 719
 #define hipErrorNotSupported 801
+#define hipErrorStreamCaptureUnsupported 900
+#define hipErrorStreamCaptureInvalidated 901
+#define hipErrorStreamCaptureImplicit 906
+#define hipErrorStreamCaptureWrongThread 908
 #define hipErrorUnknown 999
 
 /* hipDeviceAttribute_t values (the ROCm 5.0+ numbering). */
@@ -64,6 +71,10 @@ typedef struct hipUUID_t {
 
 #define hipStreamDefault 0x0u
 #define hipEventDefault 0x0u
+/* hipStreamCaptureMode (an enum: int in the ABI). */
+#define hipStreamCaptureModeGlobal 0
+#define hipStreamCaptureModeThreadLocal 1
+#define hipStreamCaptureModeRelaxed 2
 
 /* hipDeviceProp_t is read only for gcnArchName, which has no attribute.
  * Its layout differs by symbol: hipGetDevicePropertiesR0600 (ROCm 6) fills
@@ -167,7 +178,27 @@ typedef struct _hiprtcProgram *hiprtcProgram;
 #define HIP_RUNTIME_OPTIONAL_ENTRY_POINTS(X)                                   \
   X(hipGetDevicePropertiesR0600, "hipGetDevicePropertiesR0600", hipError_t,    \
     (void *, int))                                                             \
-  X(hipDeviceGetUuid, "hipDeviceGetUuid", hipError_t, (hipUUID *, int))
+  X(hipDeviceGetUuid, "hipDeviceGetUuid", hipError_t, (hipUUID *, int))      \
+  HIP_RUNTIME_GRAPH_ENTRY_POINTS(X)
+
+/* Stream capture and graphs (native graphs, ABI 1.2; ROCm 5.3+ for the
+ * modes and hipThreadExchangeStreamCaptureMode): all needed, else graphs
+ * replay in the core. hipGraphInstantiateWithFlags is preferred, the
+ * original hipGraphInstantiate (with an error log) the fallback. */
+#define HIP_RUNTIME_GRAPH_ENTRY_POINTS(X)                                      \
+  X(hipStreamBeginCapture, "hipStreamBeginCapture", hipError_t,                \
+    (hipStream_t, int))                                                        \
+  X(hipStreamEndCapture, "hipStreamEndCapture", hipError_t,                    \
+    (hipStream_t, hipGraph_t *))                                               \
+  X(hipThreadExchangeStreamCaptureMode, "hipThreadExchangeStreamCaptureMode",  \
+    hipError_t, (int *))                                                       \
+  X(hipGraphInstantiateWithFlags, "hipGraphInstantiateWithFlags", hipError_t,  \
+    (hipGraphExec_t *, hipGraph_t, unsigned long long))                        \
+  X(hipGraphInstantiate, "hipGraphInstantiate", hipError_t,                    \
+    (hipGraphExec_t *, hipGraph_t, hipGraphNode_t *, char *, size_t))          \
+  X(hipGraphLaunch, "hipGraphLaunch", hipError_t, (hipGraphExec_t, hipStream_t)) \
+  X(hipGraphExecDestroy, "hipGraphExecDestroy", hipError_t, (hipGraphExec_t))  \
+  X(hipGraphDestroy, "hipGraphDestroy", hipError_t, (hipGraph_t))
 
 /* X(field, symbol, params) — hiprtc, from libhiprtc.so or (ROCm 5.2 and
  * older) from libamdhip64.so itself. */

@@ -87,7 +87,7 @@ static void unreserve(rocm_device_t *d, uint64_t size) {
   pthread_mutex_unlock(&d->lock);
 }
 
-bp_status_t rocm_mem_alloc(bp_plugin_device_t *device, uint64_t size,
+static bp_status_t mem_alloc_now(bp_plugin_device_t *device, uint64_t size,
                            uint64_t *out_ptr) {
   *out_ptr = 0;
   rocm_device_t *d = rocm_dev(device);
@@ -119,7 +119,7 @@ bp_status_t rocm_mem_alloc(bp_plugin_device_t *device, uint64_t size,
   return st;
 }
 
-void rocm_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
+static void mem_free_now(bp_plugin_device_t *device, uint64_t ptr) {
   rocm_device_t *d = rocm_dev(device);
   if (!ptr)
     return;
@@ -145,7 +145,7 @@ static hipDeviceptr_t dptr(uint64_t p, uint64_t offset) {
 /* Synchronous copies run on the null stream: ordered after the work of
  * every blocking stream of the device, as the ABI asks for a NULL stream.
  * The hipMemcpy*-without-Async calls return when the copy is done. */
-bp_status_t rocm_mem_write(bp_plugin_device_t *device,
+static bp_status_t mem_write_now(bp_plugin_device_t *device,
                            bp_plugin_stream_t *stream, uint64_t dst,
                            uint64_t dst_offset, const void *src,
                            uint64_t size) {
@@ -164,7 +164,7 @@ bp_status_t rocm_mem_write(bp_plugin_device_t *device,
       "hipMemcpyHtoD");
 }
 
-bp_status_t rocm_mem_read(bp_plugin_device_t *device,
+static bp_status_t mem_read_now(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream, void *dst, uint64_t src,
                           uint64_t src_offset, uint64_t size) {
   bp_status_t st = rocm_enter(rocm_dev(device));
@@ -180,7 +180,7 @@ bp_status_t rocm_mem_read(bp_plugin_device_t *device,
       "hipMemcpyDtoH");
 }
 
-bp_status_t rocm_mem_copy(bp_plugin_device_t *device,
+static bp_status_t mem_copy_now(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream, uint64_t dst,
                           uint64_t dst_offset, uint64_t src,
                           uint64_t src_offset, uint64_t size) {
@@ -200,5 +200,76 @@ bp_status_t rocm_mem_copy(bp_plugin_device_t *device,
   if (st == BP_OK)
     st = rocm_check(rocm_rt.hipStreamSynchronize((hipStream_t)0),
                     "hipStreamSynchronize");
+  return st;
+}
+
+/* The entry points: null-stream work (allocation, hipFree's wait, the
+ * synchronous copies) must not run while a blocking stream captures. */
+bp_status_t rocm_mem_alloc(bp_plugin_device_t *device, uint64_t size,
+                           uint64_t *out_ptr) {
+  *out_ptr = 0;
+  rocm_device_t *d = rocm_dev(device);
+  bp_status_t st = rocm_legacy_begin(d, "mem_alloc");
+  if (st != BP_OK)
+    return st;
+  st = mem_alloc_now(device, size, out_ptr);
+  rocm_legacy_end(d);
+  return st;
+}
+
+void rocm_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
+  rocm_device_t *d = rocm_dev(device);
+  if (!ptr)
+    return;
+  if (rocm_legacy_begin(d, "mem_free") != BP_OK) {
+    rocm_log(BP_LOG_WARN, "mem_free of 0x%llx during a graph capture on "
+             "this thread: leaked", (unsigned long long)ptr);
+    return;
+  }
+  mem_free_now(device, ptr);
+  rocm_legacy_end(d);
+}
+
+bp_status_t rocm_mem_write(bp_plugin_device_t *device,
+                           bp_plugin_stream_t *stream, uint64_t dst,
+                           uint64_t dst_offset, const void *src,
+                           uint64_t size) {
+  rocm_device_t *d = rocm_dev(device);
+  if (stream)
+    return mem_write_now(device, stream, dst, dst_offset, src, size);
+  bp_status_t st = rocm_legacy_begin(d, "a synchronous copy");
+  if (st != BP_OK)
+    return st;
+  st = mem_write_now(device, stream, dst, dst_offset, src, size);
+  rocm_legacy_end(d);
+  return st;
+}
+
+bp_status_t rocm_mem_read(bp_plugin_device_t *device,
+                          bp_plugin_stream_t *stream, void *dst, uint64_t src,
+                          uint64_t src_offset, uint64_t size) {
+  rocm_device_t *d = rocm_dev(device);
+  if (stream)
+    return mem_read_now(device, stream, dst, src, src_offset, size);
+  bp_status_t st = rocm_legacy_begin(d, "a synchronous copy");
+  if (st != BP_OK)
+    return st;
+  st = mem_read_now(device, stream, dst, src, src_offset, size);
+  rocm_legacy_end(d);
+  return st;
+}
+
+bp_status_t rocm_mem_copy(bp_plugin_device_t *device,
+                          bp_plugin_stream_t *stream, uint64_t dst,
+                          uint64_t dst_offset, uint64_t src,
+                          uint64_t src_offset, uint64_t size) {
+  rocm_device_t *d = rocm_dev(device);
+  if (stream)
+    return mem_copy_now(device, stream, dst, dst_offset, src, src_offset, size);
+  bp_status_t st = rocm_legacy_begin(d, "a synchronous copy");
+  if (st != BP_OK)
+    return st;
+  st = mem_copy_now(device, stream, dst, dst_offset, src, src_offset, size);
+  rocm_legacy_end(d);
   return st;
 }

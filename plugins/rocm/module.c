@@ -232,6 +232,14 @@ out:
   return st;
 }
 
+/* The first use of a module may come while a graph is being captured. */
+static hipError_t load_data(hipModule_t *out, const void *code) {
+  int mode = rocm_capture_relax();
+  hipError_t r = rocm_rt.hipModuleLoadData(out, code);
+  rocm_capture_restore(mode);
+  return r;
+}
+
 bp_status_t rocm_code_object_load(rocm_device_t *d, const char *src,
                                   const char *name, const char *opts,
                                   bool app, hipModule_t *out) {
@@ -247,7 +255,7 @@ bp_status_t rocm_code_object_load(rocm_device_t *d, const char *src,
   bool cached = cache_path(name, src, opts, d->arch, path, sizeof path);
   size_t n = 0;
   char *code = cached ? read_file(path, &n) : NULL;
-  if (code && rocm_rt.hipModuleLoadData(out, code) == hipSuccess) {
+  if (code && load_data(out, code) == hipSuccess) {
     rocm_log(BP_LOG_DEBUG, "%s for %s from the cache %s", name, d->arch, path);
     free(code);
     return BP_OK;
@@ -260,7 +268,7 @@ bp_status_t rocm_code_object_load(rocm_device_t *d, const char *src,
     return st;
   char what[160];
   snprintf(what, sizeof what, "hipModuleLoadData(%s for %s)", name, d->arch);
-  st = rocm_check(rocm_rt.hipModuleLoadData(out, code), what);
+  st = rocm_check(load_data(out, code), what);
   if (st == BP_OK && cached)
     write_file(path, code, n);
   free(code);

@@ -55,11 +55,15 @@ typedef struct rocm_device {
   uint64_t memory_limit; /* 0: none */
   uint64_t memory_used;  /* under lock */
   pthread_mutex_t lock;  /* module table and memory accounting */
+  /* Held shared by null-stream work, exclusively by a graph capture
+   * (graph.c): the one must not run during the other. */
+  pthread_rwlock_t capture_lock;
   hipModule_t modules[ROCM_MOD_COUNT];
 } rocm_device_t;
 
 typedef struct rocm_stream {
   hipStream_t s;
+  bool capturing; /* between graph_begin and graph_end */
 } rocm_stream_t;
 
 typedef struct rocm_event {
@@ -91,6 +95,27 @@ ROCM_HIDDEN bp_status_t rocm_enter(rocm_device_t *d);
 static inline hipStream_t rocm_stream_of(bp_plugin_stream_t *s) {
   return s ? ((rocm_stream_t *)(void *)s)->s : (hipStream_t)0;
 }
+
+/* ---- graph.c: native graphs (ABI 1.2) by stream capture ---------------- */
+ROCM_HIDDEN bp_status_t rocm_graph_begin(bp_plugin_device_t *device,
+                                         bp_plugin_stream_t *stream);
+ROCM_HIDDEN bp_status_t rocm_graph_end(bp_plugin_device_t *device,
+                                       bp_plugin_stream_t *stream,
+                                       bp_plugin_graph_t **out_graph);
+ROCM_HIDDEN bp_status_t rocm_graph_launch(bp_plugin_device_t *device,
+                                          bp_plugin_stream_t *stream,
+                                          bp_plugin_graph_t *graph);
+ROCM_HIDDEN void rocm_graph_destroy(bp_plugin_device_t *device,
+                                    bp_plugin_graph_t *graph);
+/* Brackets work on the null stream: waits while a capture runs on another
+ * thread; BP_ERR_UNSUPPORTED (message set) on the capturing thread. */
+ROCM_HIDDEN bp_status_t rocm_legacy_begin(rocm_device_t *d, const char *what);
+ROCM_HIDDEN void rocm_legacy_end(rocm_device_t *d);
+ROCM_HIDDEN bool rocm_capturing_here(void);
+/* Around a potentially unsafe runtime call (module load) while this thread
+ * captures: relaxed capture mode, then the previous one. */
+ROCM_HIDDEN int rocm_capture_relax(void);
+ROCM_HIDDEN void rocm_capture_restore(int mode);
 
 /* ---- module.c ------------------------------------------------------------ */
 /* Launches kernel name of module m (compiled through hiprtc or read from

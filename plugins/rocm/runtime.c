@@ -242,7 +242,11 @@ static bp_status_t status_of(hipError_t r) {
   case hipErrorSharedObjectInitFailed:
     return BP_ERR_INCOMPATIBLE;
   case hipErrorNotSupported:
-    return BP_ERR_UNSUPPORTED;
+  case hipErrorStreamCaptureUnsupported:
+  case hipErrorStreamCaptureInvalidated:
+  case hipErrorStreamCaptureImplicit:
+  case hipErrorStreamCaptureWrongThread:
+    return BP_ERR_UNSUPPORTED; /* the core replays the graph instead */
   case hipErrorNotFound:
   case hipErrorInvalidDeviceFunction:
     return BP_ERR_NOT_FOUND;

@@ -102,6 +102,9 @@ hipError_t hipModuleLoadData(hipModule_t *out, const void *image) {
   if (!shim_have_device(__func__))
     return hipErrorInvalidDevice;
   *out = NULL;
+  hipError_t unsafe = shim_capture_unsafe(__func__);
+  if (unsafe)
+    return unsafe;
   if (shim_hip_fail("module"))
     return hipErrorInvalidImage;
   const char *code = image;
@@ -124,6 +127,9 @@ hipError_t hipModuleLoadData(hipModule_t *out, const void *image) {
 hipError_t hipModuleUnload(hipModule_t m) {
   if (!shim_have_device(__func__))
     return hipErrorInvalidDevice;
+  hipError_t unsafe = shim_capture_unsafe(__func__);
+  if (unsafe)
+    return unsafe;
   if (!m || m->magic != MODULE_MAGIC) {
     shim_report("hipModuleUnload of a module not loaded");
     return hipErrorInvalidHandle;
@@ -187,9 +193,11 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy,
                                  unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned smem, hipStream_t s,
                                  void **params, void **extra) {
-  (void)s; /* stream validity is checked by the copies; launches run now */
   if (!shim_have_device(__func__))
     return hipErrorInvalidDevice;
+  hipError_t use = shim_hip_stream_use(s, __func__);
+  if (use != hipSuccess)
+    return use;
   if (!f || !f->kernel || extra || (f->param_count && !params)) {
     shim_report("hipModuleLaunchKernel: bad function or parameters");
     return hipErrorInvalidValue;
@@ -200,10 +208,13 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy,
     return r;
   if (shim_hip_fail("launch"))
     return hipErrorLaunchFailure;
+  const shim_launch_t l = {{gx, gy, gz}, {bx, by, bz}, smem};
+  if (shim_capture_kernel(shim_hip_stream_capture(s), f->kernel, &l, params,
+                          f->param_count, f->param_sizes))
+    return hipSuccess; /* recorded: runs at each graph launch */
   __atomic_add_fetch(&shim_hip_stats.launches, 1, __ATOMIC_RELAXED);
   /* A kernel that would touch memory outside the buffers is what a GPU
    * reports as an illegal address. */
-  const shim_launch_t l = {{gx, gy, gz}, {bx, by, bz}, smem};
   return shim_kernel_run(f->kernel, &l, params) ? hipSuccess
                                                 : hipErrorIllegalAddress;
 }

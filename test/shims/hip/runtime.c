@@ -205,13 +205,17 @@ hipError_t hipSetDevice(int d) {
 
 hipError_t hipDeviceSynchronize(void) {
   NEED_DEVICE();
-  return hipSuccess; /* all work already ran synchronously */
+  hipError_t r = shim_capture_unsafe(__func__);
+  if (r == hipSuccess)
+    r = shim_capture_legacy(__func__);
+  return r; /* all work already ran synchronously */
 }
 
 void bp_hip_shim_stats(bp_hip_shim_stats_t *out) {
   pthread_mutex_lock(&lock);
   *out = stats;
   pthread_mutex_unlock(&lock);
+  out->graphs = shim_graphs_live();
 }
 
 /* ---- memory -------------------------------------------------------------- */
@@ -289,6 +293,9 @@ hipError_t hipMemGetInfo(size_t *free_b, size_t *total_b) {
 hipError_t hipMalloc(void **p, size_t size) {
   NEED_DEVICE();
   *p = NULL;
+  hipError_t unsafe = shim_capture_unsafe(__func__);
+  if (unsafe)
+    return unsafe;
   pthread_mutex_lock(&lock);
   bool over = (uint64_t)stats.bytes_in_use + size > total_mem();
   pthread_mutex_unlock(&lock);
@@ -317,8 +324,14 @@ hipError_t hipMalloc(void **p, size_t size) {
   return hipSuccess;
 }
 
+/* hipFree waits for the device: unsafe, and null-stream work. */
 hipError_t hipFree(void *p) {
   NEED_DEVICE();
+  hipError_t unsafe = shim_capture_unsafe(__func__);
+  if (unsafe == hipSuccess)
+    unsafe = shim_capture_legacy(__func__);
+  if (unsafe)
+    return unsafe;
   if (!p)
     return hipSuccess;
   shim_alloc_t *found = NULL;
@@ -342,27 +355,42 @@ hipError_t hipFree(void *p) {
   return hipSuccess;
 }
 
-struct ihipStream_t {
-  uint32_t magic;
-};
-#define STREAM_MAGIC 0x5354524du
+#define STREAM_MAGIC SHIM_STREAM_MAGIC
 #define EVENT_MAGIC 0x4556544eu
 
 /* The null stream is handle 0; anything else must be live. */
-static bool stream_ok(hipStream_t s, const char *fn) {
+bool shim_hip_stream_ok(hipStream_t s, const char *fn) {
   if (!s || s->magic == STREAM_MAGIC)
     return true;
   shim_report("%s: stream %p is not a live stream", fn, (void *)s);
   return false;
 }
+#define stream_ok shim_hip_stream_ok
 
-static hipError_t copy(const void *dst, bool dst_dev, const void *src,
-                       bool src_dev, size_t n, hipStream_t s, const char *fn) {
+hipError_t shim_hip_stream_use(hipStream_t s, const char *fn) {
   if (!stream_ok(s, fn))
     return hipErrorInvalidHandle;
+  return s ? hipSuccess : (hipError_t)shim_capture_legacy(fn);
+}
+
+shim_stream_capture_t *shim_hip_stream_capture(hipStream_t s) {
+  return s && s->cap.graph ? &s->cap : NULL;
+}
+
+/* A copy on stream s; the synchronous ones (sync) run on the null stream. */
+static hipError_t copy(const void *dst, bool dst_dev, const void *src,
+                       bool src_dev, size_t n, hipStream_t s, const char *fn) {
+  hipError_t r = s ? hipSuccess : shim_capture_unsafe(fn);
+  if (r == hipSuccess)
+    r = shim_hip_stream_use(s, fn);
+  if (r != hipSuccess)
+    return r;
   if ((dst_dev && !shim_mem_valid((uint64_t)(uintptr_t)dst, n, fn)) ||
       (src_dev && !shim_mem_valid((uint64_t)(uintptr_t)src, n, fn)))
     return hipErrorInvalidValue;
+  if (shim_capture_copy(shim_hip_stream_capture(s), (uint64_t)(uintptr_t)dst,
+                        dst_dev, (uint64_t)(uintptr_t)src, src_dev, n))
+    return hipSuccess;
   if (shim_hip_fail("memcpy"))
     return hipErrorIllegalAddress;
   memmove((void *)(uintptr_t)dst, src, n);
@@ -413,6 +441,7 @@ hipError_t hipStreamDestroy(hipStream_t s) {
   NEED_DEVICE();
   if (!s || !stream_ok(s, __func__))
     return hipErrorInvalidHandle;
+  shim_capture_drop(&s->cap);
   s->magic = 0;
   free(s);
   __atomic_sub_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
@@ -421,7 +450,8 @@ hipError_t hipStreamDestroy(hipStream_t s) {
 
 hipError_t hipStreamSynchronize(hipStream_t s) {
   NEED_DEVICE();
-  return stream_ok(s, __func__) ? hipSuccess : hipErrorInvalidHandle;
+  hipError_t r = shim_hip_stream_use(s, __func__);
+  return r ? r : (hipError_t)shim_capture_sync(shim_hip_stream_capture(s), __func__);
 }
 
 struct ihipEvent_t {
@@ -441,7 +471,9 @@ hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
   NEED_DEVICE();
   if (flags != 0 || !stream_ok(s, __func__) || !event_ok(e, __func__))
     return hipErrorInvalidHandle;
-  return hipSuccess;
+  /* Cross-stream dependencies inside a capture are not modelled. */
+  hipError_t r = shim_hip_stream_use(s, __func__);
+  return r ? r : (hipError_t)shim_capture_sync(shim_hip_stream_capture(s), __func__);
 }
 
 hipError_t hipEventCreate(hipEvent_t *e) {
@@ -470,6 +502,12 @@ hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
   NEED_DEVICE();
   if (!event_ok(e, __func__) || !stream_ok(s, __func__))
     return hipErrorInvalidHandle;
+  /* Event nodes in a capture are not modelled. */
+  hipError_t r = shim_hip_stream_use(s, __func__);
+  if (r == hipSuccess)
+    r = (hipError_t)shim_capture_sync(shim_hip_stream_capture(s), __func__);
+  if (r)
+    return r;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   e->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;

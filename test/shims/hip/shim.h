@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "plugins/rocm/hip_runtime.h"
+#include "test/shims/common/capture.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_CODE_MAGIC "BPHIPCO1 "
@@ -49,12 +50,32 @@ bool shim_hip_fail(const char *what);
  * otherwise. */
 bool shim_have_device(const char *fn);
 
+/* A stream: the null stream is handle 0. */
+struct ihipStream_t {
+  uint32_t magic;
+  shim_stream_capture_t cap; /* test/shims/common/capture.c */
+};
+#define SHIM_STREAM_MAGIC 0x5354524du
+bool shim_hip_stream_ok(hipStream_t s, const char *fn);
+/* 0, or the error stream-ordered work on s gets: the null stream while a
+ * blocking stream captures. */
+hipError_t shim_hip_stream_use(hipStream_t s, const char *fn);
+/* s's capture state when it is capturing, else NULL. */
+shim_stream_capture_t *shim_hip_stream_capture(hipStream_t s);
+
+/* Test hook for the rocBLAS shim: runs fn on a copy of data (size bytes) in
+ * stream order on s, or records it into s's capture. */
+SHIM_EXPORT hipError_t bp_hip_shim_enqueue(hipStream_t s, void (*fn)(void *),
+                                           const void *data, size_t size);
+
 /* Test hook: counts of live objects, for leak checks. */
 typedef struct bp_hip_shim_stats {
   int64_t allocations, bytes_in_use;
   int64_t streams, events, modules;
   int64_t launches; /* cumulative */
   int64_t loads;    /* cumulative hipModuleLoadData calls that succeeded */
+  int64_t graphs;           /* live hipGraph_t and hipGraphExec_t objects */
+  int64_t graph_launches;   /* cumulative hipGraphLaunch calls */
 } bp_hip_shim_stats_t;
 SHIM_EXPORT void bp_hip_shim_stats(bp_hip_shim_stats_t *out);
 extern bp_hip_shim_stats_t shim_hip_stats;
