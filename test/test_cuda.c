@@ -32,6 +32,7 @@ typedef struct shim_stats {
   int64_t launches;
   int ctx_depth;
   int64_t host_blocks;
+  int64_t graphs, graph_launches;
 } shim_stats_t;
 
 static char shim_path[PATH_MAX];

@@ -26,6 +26,7 @@ typedef struct shim_stats {
   int64_t allocations, bytes_in_use;
   int64_t streams, events, modules;
   int64_t launches, loads;
+  int64_t graphs, graph_launches;
 } shim_stats_t;
 
 static char hip_path[PATH_MAX], rtc_path[PATH_MAX], cache_home[PATH_MAX];
