@@ -25,7 +25,9 @@
 #include "fast_vec.h"
 #include "tensor.h"
 
-#define CONV_NC_MAX 1088 /* largest NC of any kernel, rounded up */
+#define CONV_NR_MAX 32 /* widest micro-kernel tile (NR) */
+#define CONV_TILE_BYTES (384 << 10) /* packed image tile, kept in L2 */
+#define CONV_KC_MAX 256 /* k block: a micro-panel (KC x NR) stays in L1 */
 #define CONV_ROW_MAX 4096 /* widest padded row split into phases */
 
 typedef struct conv_job {
@@ -37,46 +39,31 @@ typedef struct conv_job {
   int64_t sxn, sxc, sxh, sxw, syn, syk;
   int64_t sh, sw, ph, pw, dh, dw;
   int64_t kc, nc, ncb, pm; /* blocking; column blocks; m parts */
-  int64_t gstride;         /* floats of packed weights per group */
+  int64_t lda;             /* floats between two output channels' weights */
   int64_t wq; /* > 0: rows are split into stride_w phases this wide */
+  int64_t Hin, Win; /* extent of the planes x points at (padded or not) */
+  bool lim_ok;      /* x's strides are positive: reads may run to its end */
   const bp_plugin_tensor_t *wt;
 } conv_job_t;
 
-/* ---- packing --------------------------------------------------------------*/
+/* ---- weights ---------------------------------------------------------------*/
 
-/* Weights of group g as MR-row panels over all of C/G*R*S:
- * ap[panel][p][i] = w[g*kg + panel*mr + i][p], rows past kg zero. */
-static void pack_weights(void *ctx, int64_t begin, int64_t end,
-                         unsigned worker) {
+/* Output channels [begin, end) of w copied into rows of one flat (c, r, s)
+ * index each, ap[k * crs + p], for weights whose (c, r, s) are not dense;
+ * dense weights are read in place (lda = the K stride). */
+static void flatten_weights(void *ctx, int64_t begin, int64_t end,
+                            unsigned worker) {
   (void)worker;
   const conv_job_t *j = ctx;
-  int mr = j->kr->mr;
-  int64_t panels = (j->kg + mr - 1) / mr;
   const bp_plugin_tensor_t *w = j->wt;
   const int64_t *ws = w->strides;
-  /* (c, r, s) dense in memory: one flat index p */
-  bool flat = ws[3] == 1 && ws[2] == j->S && ws[1] == j->R * j->S;
-  for (int64_t t = begin; t < end; t++) {
-    int64_t g = t / panels, pan = t % panels;
-    float *dst = (float *)j->ap + g * j->gstride + pan * j->crs * mr;
-    const float *rows[16];
-    int nrow = 0;
-    for (int i = 0; i < mr; i++) {
-      int64_t k = pan * mr + i;
-      if (k < j->kg) {
-        rows[i] = (const float *)cpu_tensor_base(w) + (g * j->kg + k) * ws[0];
-        nrow = i + 1;
-      }
-    }
-    int64_t p = 0;
+  const float *pw = cpu_tensor_base(w);
+  for (int64_t k = begin; k < end; k++) {
+    float *d = (float *)j->ap + k * j->crs;
     for (int64_t c = 0; c < j->cg; c++)
       for (int64_t r = 0; r < j->R; r++)
-        for (int64_t s = 0; s < j->S; s++, p++) {
-          int64_t off = flat ? p : c * ws[1] + r * ws[2] + s * ws[3];
-          float *d = dst + p * mr;
-          for (int i = 0; i < nrow; i++) d[i] = rows[i][off];
-          for (int i = nrow; i < mr; i++) d[i] = 0;
-        }
+        for (int64_t s = 0; s < j->S; s++)
+          *d++ = pw[k * ws[0] + c * ws[1] + r * ws[2] + s * ws[3]];
   }
 }
 
@@ -127,47 +114,52 @@ static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   }
 }
 
-/* One k row (input channel plane xc, tap (r, s)) of the im2col tile for
- * output pixels [j0, j0 + nb), gathered into tmp in pixel order. The image
- * is padded (or needs no padding), so every read is in bounds. */
-static void gather_row(const conv_job_t *j, const float *xc, int64_t r,
-                       int64_t s, int64_t j0, int64_t nb, float *tmp) {
-  int64_t oh = j0 / j->Q, ow = j0 % j->Q, jj = 0;
-  int64_t c = s * j->dw, step = j->wq ? 1 : j->sw;
-  const float *src = xc + r * j->dh * j->sxh +
-                     (j->wq ? c % j->sw * j->wq + c / j->sw : c);
-  while (jj < nb) {
-    int64_t len = j->Q - ow < nb - jj ? j->Q - ow : nb - jj;
-    const float *s0 = src + oh * j->sh * j->sxh + ow * step;
-    if (step == 1)
-      memcpy(tmp + jj, s0, (size_t)len * sizeof *tmp);
-    else
-      for (int64_t t = 0; t < len; t++) tmp[jj + t] = s0[t * step];
-    jj += len;
-    ow = 0;
-    oh++;
-  }
-}
+/* ---- packing the image: the KC x NC tile of im2col(X) --------------------*/
 
-/* The KC x NC tile of im2col(X[n], group g), k rows [pc, pc + kb), dealt
- * out into micro-panels: dst[panel][p][lane]. */
-static void pack_tile(const conv_job_t *j, const float *xg, int64_t pc,
-                      int64_t kb, int64_t j0, int64_t nb, float *dst) {
-  int nr = j->kr->nr;
-  int64_t panels = (nb + nr - 1) / nr;
-  alignas(64) float tmp[CONV_NC_MAX];
-  memset(tmp + nb, 0, (size_t)(panels * nr - nb) * sizeof *tmp);
-  int64_t rs = j->R * j->S;
+/* Copies N floats, N a constant: a few vector moves, no call. */
+#define COPY_N(N, d, s) memcpy((d), (s), (N) * sizeof(float))
+
+/* Floats between the starts of two packed image panels: kb rows plus one
+ * row of slack that a copy may spill into (see pack_tile). */
+static int64_t panel_stride(int64_t kb, int nr) { return (kb + 1) * nr; }
+
+/* k rows [pc, pc + kb) of im2col(X[n], group g) for output pixels [j0,
+ * j0 + nb), dealt out into micro-panels: dst[q * panel_stride + p*nr + l]
+ * holds row p of pixel j0 + q*nr + l. k rows run outermost, so each tap
+ * row of the image is read front to back (the prefetchers follow it). The
+ * image is padded and phase-split (or needs neither), so each output row's
+ * pixels read consecutive floats. Every piece is copied as a whole nr-float
+ * vector starting at its first lane; what spills past the piece lands in
+ * lanes or the slack row written later, so only reads near lim (the end of
+ * x) need an exact copy. Lanes past nb in the last panel are zero. */
+static inline __attribute__((always_inline)) void pack_tile_nr(
+    const conv_job_t *j, const float *xg, const float *lim, int64_t pc,
+    int64_t kb, int64_t j0, int64_t nb, int nr, float *dst) {
+  int64_t ps = panel_stride(kb, nr), rs = j->R * j->S;
   int64_t c = pc / rs, r = (pc / j->S) % j->R, s = pc % j->S;
+  int64_t oh0 = j0 / j->Q, ow0 = j0 % j->Q, pad = (nb + nr - 1) / nr * nr;
   for (int64_t p = 0; p < kb; p++) {
-    gather_row(j, xg + c * j->sxc, r, s, j0, nb, tmp);
-    float *d = dst + p * nr;
-    if (nr == 32)
-      for (int64_t q = 0; q < panels; q++)
-        memcpy(d + q * kb * 32, tmp + q * 32, 32 * sizeof *tmp);
-    else
-      for (int64_t q = 0; q < panels; q++)
-        memcpy(d + q * kb * nr, tmp + q * nr, (size_t)nr * sizeof *tmp);
+    int64_t col = s * j->dw;
+    const float *tap = xg + c * j->sxc + r * j->dh * j->sxh +
+                       (j->wq ? col % j->sw * j->wq + col / j->sw : col);
+    int64_t jj = 0, oh = oh0, ow = ow0;
+    while (jj < nb) {
+      int64_t run = j->Q - ow < nb - jj ? j->Q - ow : nb - jj;
+      const float *src = tap + oh * j->sh * j->sxh + ow;
+      for (int64_t e = jj + run; jj < e;) {
+        int64_t lane = jj % nr, n = nr - lane < e - jj ? nr - lane : e - jj;
+        float *d = dst + jj / nr * ps + p * nr + lane;
+        if (src + nr > lim)
+          memcpy(d, src, (size_t)n * sizeof *d);
+        else
+          COPY_N(nr, d, src);
+        src += n;
+        jj += n;
+      }
+      ow = 0;
+      oh++;
+    }
+    for (; jj < pad; jj++) dst[jj / nr * ps + p * nr + jj % nr] = 0;
     if (++s == j->S) {
       s = 0;
       if (++r == j->R) r = 0, c++;
@@ -175,38 +167,46 @@ static void pack_tile(const conv_job_t *j, const float *xg, int64_t pc,
   }
 }
 
+/* pack_tile_nr with nr a constant, so the lane arithmetic folds. */
+static void pack_tile(const conv_job_t *j, const float *xg, const float *lim,
+                      int64_t pc, int64_t kb, int64_t j0, int64_t nb,
+                      float *dst) {
+  if (j->kr->nr == 16)
+    pack_tile_nr(j, xg, lim, pc, kb, j0, nb, 16, dst);
+  else if (j->kr->nr == 32)
+    pack_tile_nr(j, xg, lim, pc, kb, j0, nb, 32, dst);
+  else
+    pack_tile_nr(j, xg, lim, pc, kb, j0, nb, j->kr->nr, dst);
+}
+
 /* ---- the blocked loop ------------------------------------------------------*/
 
-/* Rows [m0, m0 + mcnt) of one group's output, columns [j0, j0 + nb). */
+/* Rows [m0, m0 + mcnt) of one group's output, columns [j0, j0 + nb). Per k
+ * block the image tile is packed once (it stays in L2); each micro-panel of
+ * it then meets the weights of every output-channel panel in turn, so it
+ * stays in L1 while they stream from L2. */
 static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0,
                        int64_t mcnt, int64_t j0, int64_t nb, float *bbuf) {
   const fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, nr = kr->nr;
-  const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
+  const float *xn = j->x + n * j->sxn;
+  const float *xg = xn + g * j->cg * j->sxc;
+  const float *lim =
+      j->lim_ok ? xn + (j->C - 1) * j->sxc + (j->Hin - 1) * j->sxh + j->Win
+                : xn;
   float *yg = j->y + n * j->syn + g * j->kg * j->syk;
-  const float *ag = j->ap + g * j->gstride;
-  static const float one = 1.0f, zero = 0.0f;
-  alignas(64) float tile[16 * 32];
+  const float *ag = j->ap + g * j->kg * j->lda;
   for (int64_t pc = 0; pc < j->crs; pc += j->kc) {
     int64_t kb = j->crs - pc < j->kc ? j->crs - pc : j->kc;
-    pack_tile(j, xg, pc, kb, j0, nb, bbuf);
-    const float *beta = pc == 0 ? &zero : &one;
-    for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
-      const float *apan = ag + (ir / mr) * j->crs * mr + pc * mr;
-      int64_t rows = m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr;
-      for (int64_t jr = 0; jr < nb; jr += nr) {
-        const float *bpan = bbuf + jr * kb;
-        int64_t cols = nb - jr < nr ? nb - jr : nr;
-        float *cc = yg + ir * j->syk + j0 + jr;
-        if (rows == mr && cols == nr) {
-          kr->ukr(kb, apan, bpan, cc, j->syk, &one, beta);
-          continue;
-        }
-        kr->ukr(kb, apan, bpan, tile, nr, &one, &zero);
-        for (int64_t i = 0; i < rows; i++)
-          for (int64_t c = 0; c < cols; c++)
-            cc[i * j->syk + c] =
-                tile[i * nr + c] + (pc == 0 ? 0.0f : cc[i * j->syk + c]);
+    pack_tile(j, xg, lim, pc, kb, j0, nb, bbuf);
+    for (int64_t jr = 0; jr < nb; jr += nr) {
+      int64_t cols = nb - jr < nr ? nb - jr : nr;
+      const float *bpan = bbuf + jr / nr * panel_stride(kb, nr);
+      for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
+        int rows = (int)(m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr);
+        kr->ukr_rows(kb, ag + ir * j->lda + pc, j->lda, bpan, nr,
+                     yg + ir * j->syk + j0 + jr, j->syk, rows, (int)cols,
+                     1.0f, pc == 0 ? 0.0f : 1.0f);
       }
     }
   }
@@ -217,14 +217,18 @@ static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0,
     }
 }
 
+/* The packed image tile of the largest k and n block, with its slack. */
+static size_t conv_tile_bytes(const conv_job_t *j) {
+  int64_t nr = j->kr->nr, panels = (j->nc + nr - 1) / nr;
+  return (size_t)(panels * panel_stride(j->kc, (int)nr)) * sizeof(float);
+}
+
 static void conv_task(void *ctx, int64_t begin, int64_t end,
                       unsigned worker) {
   (void)worker;
   const conv_job_t *j = ctx;
-  int mr = j->kr->mr, nr = j->kr->nr;
-  int64_t kcap = j->crs < j->kc ? j->crs : j->kc;
-  int64_t ncap = (j->nc + nr - 1) / nr * nr;
-  float *bbuf = fast_scratch(3, (size_t)(kcap * ncap) * sizeof(float));
+  int mr = j->kr->mr;
+  float *bbuf = fast_scratch(3, conv_tile_bytes(j));
   if (!bbuf) return; /* checked by the caller before the split */
   for (int64_t t = begin; t < end; t++) {
     int64_t mp = t % j->pm, rest = t / j->pm;
@@ -258,8 +262,14 @@ static unsigned pool_threads(const cpu_device_t *dev) {
 static void plan(conv_job_t *j, int64_t N, unsigned threads) {
   int64_t pq = j->P * j->Q, nr = j->kr->nr, mr = j->kr->mr;
   int64_t T = threads, ng = N * j->G;
-  j->kc = j->kr->kc;
-  int64_t ncb = (pq + j->kr->nc - 1) / j->kr->nc;
+  /* k blocks of equal size, at most CONV_KC_MAX (and the kernel's KC) */
+  int64_t kmax = j->kr->kc < CONV_KC_MAX ? j->kr->kc : CONV_KC_MAX;
+  int64_t kblocks = (j->crs + kmax - 1) / kmax;
+  j->kc = kblocks ? (j->crs + kblocks - 1) / kblocks : 1;
+  /* n blocks whose packed tile fits CONV_TILE_BYTES */
+  int64_t ncmax = CONV_TILE_BYTES / (int64_t)sizeof(float) / (j->kc + 1);
+  ncmax = ncmax / nr * nr > nr ? ncmax / nr * nr : nr;
+  int64_t ncb = (pq + ncmax - 1) / ncmax;
   j->pm = 1;
   if (T > 1 && (ng * ncb) % T != 0 && ng * ncb < 8 * T) {
     /* more, narrower column blocks when that balances the threads; else
@@ -297,6 +307,7 @@ static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
   j->sxn = j->C * plane, j->sxc = plane, j->sxh = p.Wp, j->sxw = 1;
   j->ph = j->pw = 0;
   j->wq = sw > 1 ? wq : 0;
+  j->Hin = p.Hp, j->Win = p.Wp, j->lim_ok = true;
   return true;
 }
 
@@ -319,20 +330,30 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
   j.sxw = x->strides[3], j.syn = y->strides[0], j.syk = y->strides[1];
   j.sh = a->stride_h, j.sw = a->stride_w, j.ph = a->pad_h, j.pw = a->pad_w;
   j.dh = a->dilation_h, j.dw = a->dilation_w;
-  int64_t mr = kr->mr;
-  j.gstride = (j.kg + mr - 1) / mr * mr * j.crs;
-  float *ap = fast_scratch(2, (size_t)(j.G * j.gstride) * sizeof(float));
-  if (!ap || j.crs == 0) return BP_ERR_UNIMPLEMENTED;
-  j.ap = ap;
+  j.Hin = j.H, j.Win = j.W;
+  j.lim_ok = j.sxc >= 0 && j.sxh >= 0;
+  if (j.crs == 0) return BP_ERR_UNIMPLEMENTED;
+  /* (c, r, s) dense in memory: the weights are read where they are */
+  const int64_t *ws = w->strides;
+  bool flat = (j.S == 1 || ws[3] == 1) && (j.R == 1 || ws[2] == j.S) &&
+              (j.cg == 1 || ws[1] == j.R * j.S);
+  float *ap = NULL;
+  if (flat) {
+    j.ap = cpu_tensor_base(w);
+    j.lda = ws[0];
+  } else {
+    ap = fast_scratch(2, (size_t)(j.K * j.crs) * sizeof(float));
+    if (!ap) return BP_ERR_UNIMPLEMENTED;
+    j.ap = ap;
+    j.lda = j.crs;
+  }
   unsigned threads = pool_threads(dev);
   plan(&j, x->shape[0], threads);
   if (!pad_images(dev, &j, x->shape[0])) return BP_ERR_UNIMPLEMENTED;
   /* every worker needs its tile buffer: fail before writing anything */
-  int64_t need = (j.crs < j.kc ? j.crs : j.kc) * ((j.nc + 31) / 32 * 32);
-  if (!fast_scratch(3, (size_t)need * sizeof(float)))
+  if (!fast_scratch(3, conv_tile_bytes(&j)))
     return BP_ERR_UNIMPLEMENTED;
-  int64_t panels = j.G * ((j.kg + mr - 1) / mr);
-  cpu_pool_run(dev->pool, panels, 1, pack_weights, &j);
+  if (ap) cpu_pool_run(dev->pool, j.K, 16, flatten_weights, &j);
   int64_t tasks = x->shape[0] * j.G * j.ncb * j.pm;
   double flops = 2.0 * (double)j.K * (double)j.crs * (double)(j.P * j.Q) *
                  (double)x->shape[0];

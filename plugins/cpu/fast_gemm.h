@@ -33,6 +33,17 @@ typedef void (*fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void *c,
 typedef bool (*fast_pack_fn)(const void *src, int64_t si, int64_t sk,
                              int64_t cnt, int64_t kb, int w, void *dst);
 
+/* Unpacked f32 micro-kernel (fast_gemm_ukr_rows.h): one MR x NR tile
+ *   C[i][j] = alpha * sum_p A[i*lda + p] * B[p*ldb + j] + beta * C[i][j]
+ * for i < rows (<= MR), j < cols (<= NR); A rows and B rows have unit
+ * stride, so row-major operands need no packing. beta == 0: C not read.
+ * Rows and columns past rows / cols are neither read from C nor written;
+ * rows past `rows` re-read A's last row, columns past `cols` are masked. */
+typedef void (*fast_ukr_rows_fn)(int64_t k, const float *a, int64_t lda,
+                                 const float *b, int64_t ldb, float *c,
+                                 int64_t ldc, int rows, int cols, float alpha,
+                                 float beta);
+
 /* A micro-kernel with its register tile and the cache blocking it wants. */
 typedef struct fast_gemm_kernel {
   fast_ukr_fn ukr;
@@ -41,6 +52,7 @@ typedef struct fast_gemm_kernel {
   int nc;     /* n block: KC x NC packed B stays in L2 */
   int mc;     /* m block: MC x KC packed A (L3) */
   fast_pack_fn pack; /* optional, see fast_pack_fn */
+  fast_ukr_rows_fn ukr_rows; /* optional (f32), same MR x NR tile */
 } fast_gemm_kernel_t;
 
 /* Kernels per ISA; each file is compiled with its own -m flags and is only

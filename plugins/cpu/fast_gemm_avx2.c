@@ -6,6 +6,7 @@
 
 #include "fast_gemm.h"
 #include "fast_gemm_ukr.h"
+#include "fast_gemm_ukr_rows.h"
 
 /* 6 rows x 2 vectors: 12 accumulators + 2 B + 1 broadcast of 16 ymm. */
 #define VEC __m256
@@ -18,6 +19,20 @@
 #define MUL _mm256_mul_ps
 #define ZERO _mm256_setzero_ps
 FAST_DEFINE_UKR(sgemm_ukr_6x16, 6)
+/* Lane mask with the first n of 8 lanes set (none for n <= 0). */
+static inline __m256i lanes8(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define MASK_T __m256i
+#define MASK(n) lanes8(n)
+#define MLOAD(p, m) _mm256_maskload_ps((p), (m))
+#define MSTORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
+FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_6x16, 6)
+#undef MASK_T
+#undef MASK
+#undef MLOAD
+#undef MSTORE
 #undef VEC
 #undef T
 #undef W
@@ -41,6 +56,7 @@ FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 
 const fast_gemm_kernel_t fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             256, 1024, 1536,
-                                            fast_spack_avx2};
+                                            fast_spack_avx2,
+                                            sgemm_ukr_rows_6x16};
 const fast_gemm_kernel_t fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
-                                            256, 512, 1536, NULL};
+                                            256, 512, 1536, NULL, NULL};

@@ -6,6 +6,7 @@
 
 #include "fast_gemm.h"
 #include "fast_gemm_ukr.h"
+#include "fast_gemm_ukr_rows.h"
 
 /* 12 rows x 2 vectors: 24 accumulators, 2 B vectors, 1 broadcast of the 32
  * zmm registers; the A panel (12 x KC) stays in L1 while B streams from L2. */
@@ -19,6 +20,19 @@
 #define MUL _mm512_mul_ps
 #define ZERO _mm512_setzero_ps
 FAST_DEFINE_UKR(sgemm_ukr_12x32, 12)
+/* Lane mask with the first n of 16 lanes set (none for n <= 0). */
+static inline __mmask16 lanes16(int n) {
+  return n <= 0 ? 0 : n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+}
+#define MASK_T __mmask16
+#define MASK(n) lanes16(n)
+#define MLOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define MSTORE(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
+FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
+#undef MASK_T
+#undef MASK
+#undef MLOAD
+#undef MSTORE
 #undef VEC
 #undef T
 #undef W
@@ -42,6 +56,7 @@ FAST_DEFINE_UKR(dgemm_ukr_12x16, 12)
 
 const fast_gemm_kernel_t fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               384, 640, 3072,
-                                              fast_spack_avx512};
+                                              fast_spack_avx512,
+                                              sgemm_ukr_rows_12x32};
 const fast_gemm_kernel_t fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
-                                              256, 480, 3072, NULL};
+                                              256, 480, 3072, NULL, NULL};

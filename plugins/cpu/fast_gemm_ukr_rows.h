@@ -1,0 +1,71 @@
+/*
+ * fast_gemm_ukr_rows.h — the unpacked f32 micro-kernel body, instantiated
+ * per ISA by fast_gemm_avx512.c and fast_gemm_avx2.c (fast_ukr_rows_fn in
+ * fast_gemm.h). Where fast_gemm_ukr.h reads packed panels, this one reads A
+ * as MR rows of unit k stride (a + i*lda) and B as k rows of unit n stride
+ * (b + p*ldb), so row-major operands, packed image tiles (ldb = NR) and
+ * plain weights need no packing. Ragged edges are handled in place: rows
+ * past `rows` repeat the last row and are not stored, columns past `cols`
+ * are loaded and stored under a lane mask.
+ *
+ * The includer defines VEC, W (lanes), LOAD, STORE, SET1, FMA, MUL, ZERO,
+ * MASK_T, MASK(n) (first n lanes), MLOAD(p, m), MSTORE(p, m, v).
+ */
+#define FAST_DEFINE_UKR_ROWS(name, MR)                                         \
+  static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
+                   int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
+                   float alpha, float beta) {                                  \
+    const float *ar[MR];                                                       \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) ar[i] =              \
+        a + (i < rows ? i : rows - 1) * lda;                                   \
+    VEC c0[MR], c1[MR];                                                        \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) c0[i] = c1[i] =      \
+        ZERO();                                                                \
+    /* C is only touched after the k loop: start fetching it now */           \
+    for (int i = 0; i < rows; i++) {                                           \
+      __builtin_prefetch(c + i * ldc, 1);                                      \
+      __builtin_prefetch(c + i * ldc + cols - 1, 1);                           \
+    }                                                                          \
+    if (cols == 2 * W) {                                                       \
+      for (int64_t p = 0; p < k; p++) {                                        \
+        const float *bp = b + p * ldb;                                         \
+        VEC b0 = LOAD(bp), b1 = LOAD(bp + W);                                  \
+        __builtin_prefetch(bp + 8 * ldb);                                      \
+        __builtin_prefetch(bp + 8 * ldb + 2 * W - 1);                          \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                \
+          VEC va = SET1(ar[i][p]);                                             \
+          c0[i] = FMA(va, b0, c0[i]);                                          \
+          c1[i] = FMA(va, b1, c1[i]);                                          \
+        }                                                                      \
+      }                                                                        \
+    } else {                                                                   \
+      MASK_T m0 = MASK(cols < W ? cols : W), m1 = MASK(cols - W);              \
+      for (int64_t p = 0; p < k; p++) {                                        \
+        const float *bp = b + p * ldb;                                         \
+        VEC b0 = MLOAD(bp, m0), b1 = MLOAD(bp + W, m1);                        \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                \
+          VEC va = SET1(ar[i][p]);                                             \
+          c0[i] = FMA(va, b0, c0[i]);                                          \
+          c1[i] = FMA(va, b1, c1[i]);                                          \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+    VEC vA = SET1(alpha), vB = SET1(beta);                                     \
+    MASK_T m0 = MASK(cols < W ? cols : W), m1 = MASK(cols - W);                \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                    \
+      if (i >= rows) break;                                                    \
+      float *ci = c + i * ldc;                                                 \
+      VEC r0 = MUL(vA, c0[i]), r1 = MUL(vA, c1[i]);                            \
+      if (cols == 2 * W) {                                                     \
+        if (beta != 0)                                                         \
+          r0 = FMA(vB, LOAD(ci), r0), r1 = FMA(vB, LOAD(ci + W), r1);          \
+        STORE(ci, r0);                                                         \
+        STORE(ci + W, r1);                                                     \
+      } else {                                                                 \
+        if (beta != 0)                                                         \
+          r0 = FMA(vB, MLOAD(ci, m0), r0), r1 = FMA(vB, MLOAD(ci + W, m1), r1); \
+        MSTORE(ci, m0, r0);                                                    \
+        MSTORE(ci + W, m1, r1);                                                \
+      }                                                                        \
+    }                                                                          \
+  }
