@@ -8,7 +8,14 @@ export BACKPLANE_PLUGIN_PATH="$b/plugins"
 export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for t in "$@"; do
   echo "=== $t"
-  if "$t"; then passed=$((passed + 1)); else
+  # BP_TEST_PRELOAD (check-asan) goes to compiled tests only: scripts would
+  # hand it to every shell and tool they start.
+  if [ -n "${BP_TEST_PRELOAD:-}" ] && [ "$(head -c 4 "$t" | tail -c 3)" = ELF ]; then
+    run() { LD_PRELOAD="$BP_TEST_PRELOAD" "$@"; }
+  else
+    run() { "$@"; }
+  fi
+  if run "$t"; then passed=$((passed + 1)); else
     failed=$((failed + 1)); failed_names="$failed_names $t"; fi
 done
 [ -n "$failed_names" ] && echo "failed:$failed_names"
