@@ -9,3 +9,11 @@ $(B)/test/test_cpu_fast: $(B)/obj/test/test_cpu_fast.o $(CPU_FAST_TEST_OBJS)
 	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread
 
 TESTS += $(B)/test/test_cpu_fast
+
+# The fused attention kernels against the plugin's own scalar reference.
+$(B)/test/test_cpu_fast_attention: $(B)/obj/test/test_cpu_fast_attention.o \
+  $(CPU_FAST_TEST_OBJS) $(B)/obj/plugins/cpu/ref_attention.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread
+
+TESTS += $(B)/test/test_cpu_fast_attention

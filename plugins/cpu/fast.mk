@@ -12,6 +12,7 @@ $(FAST_DIR)/fast_gemm_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
 $(FAST_DIR)/fast_gemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512) \
   -mamx-tile -mamx-bf16
 $(FAST_DIR)/fast_attention_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
+$(FAST_DIR)/fast_attention_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 # Row kernels of the memory-bound ops and depthwise conv (fast_vec_kern.h).
 $(FAST_DIR)/fast_vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 $(FAST_DIR)/fast_vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
