@@ -9,6 +9,9 @@
  * broadcast) and any strides outside it. Everything else — other dtypes,
  * pow, gelu / sin / cos, strided rows — returns BP_ERR_UNIMPLEMENTED.
  */
+#include <immintrin.h>
+
+#include "dtype.h"
 #include "fast_vec.h"
 #include "tensor.h"
 
@@ -77,6 +80,43 @@ int64_t fast_line_offset(const bp_plugin_tensor_t *t, int64_t line) {
   return off;
 }
 
+/* ---- non-temporal stores ---------------------------------------------------*/
+
+int64_t fast_nt_min_bytes = (int64_t)16 << 20;
+
+/* [lo, hi) bytes t's elements touch. */
+static void byte_span(const bp_plugin_tensor_t *t, uintptr_t *lo,
+                      uintptr_t *hi) {
+  int64_t es = (int64_t)cpu_dtype_size(t->dtype), a = 0, b = 0;
+  for (int32_t d = 0; d < t->rank; d++) {
+    int64_t ext = (t->shape[d] - 1) * t->strides[d] * es;
+    if (ext < 0) a += ext;
+    else b += ext;
+  }
+  uintptr_t base = (uintptr_t)cpu_tensor_base(t);
+  *lo = base + (uintptr_t)a; /* a <= 0: wraps to base - |a| */
+  *hi = base + (uintptr_t)b + (uintptr_t)es;
+}
+
+bool fast_nt_ok(const bp_plugin_tensor_t *y,
+                const bp_plugin_tensor_t *const *in, int nin) {
+  int64_t n = cpu_numel(y);
+  if (n == 0 || (uintptr_t)cpu_tensor_base(y) % sizeof(float) != 0 ||
+      n * (int64_t)cpu_dtype_size(y->dtype) < fast_nt_min_bytes)
+    return false;
+  uintptr_t ylo, yhi;
+  byte_span(y, &ylo, &yhi);
+  for (int k = 0; k < nin; k++) {
+    uintptr_t lo, hi;
+    if (cpu_numel(in[k]) == 0) continue;
+    byte_span(in[k], &lo, &hi);
+    if (lo < yhi && ylo < hi) return false;
+  }
+  return true;
+}
+
+/* ---- threading -----------------------------------------------------------------*/
+
 typedef struct rows_job {
   fast_piece_fn fn;
   void *ctx;
@@ -91,6 +131,9 @@ static void rows_task(void *vctx, int64_t begin, int64_t end, unsigned w) {
     int64_t n = j->len - c0 < j->piece ? j->len - c0 : j->piece;
     j->fn(j->ctx, row, c0, n);
   }
+  /* streaming stores are weakly ordered: make them visible before the
+   * pool reports this share done (cheap when there were none) */
+  _mm_sfence();
 }
 
 void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len, int64_t piece,
@@ -115,6 +158,7 @@ typedef struct ew_job {
   const float *in[2];
   float *y;
   int nin;
+  bool nt;
 } ew_job_t;
 
 static void ew_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
@@ -124,12 +168,12 @@ static void ew_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   int64_t s0 = j->r.strides[0][last];
   const float *a = j->in[0] + fast_rows_offset(&j->r, 0, row) + c0 * s0;
   if (j->nin == 1) {
-    j->vk->unary_row((bp_unary_op_t)j->op, a, y, n);
+    j->vk->unary_row((bp_unary_op_t)j->op, a, y, n, j->nt);
     return;
   }
   int64_t s1 = j->r.strides[1][last];
   const float *b = j->in[1] + fast_rows_offset(&j->r, 1, row) + c0 * s1;
-  j->vk->binary_row((bp_binary_op_t)j->op, a, s0, b, s1, y, n);
+  j->vk->binary_row((bp_binary_op_t)j->op, a, s0, b, s1, y, n, j->nt);
 }
 
 /* y must be a plain, non-broadcast row-major walk along its last dim. */
@@ -150,28 +194,30 @@ static bp_status_t ew_run(cpu_device_t *dev, ew_job_t *j) {
 }
 
 bp_status_t cpu_fast_unary(cpu_device_t *dev, const bp_unary_args_t *a) {
-  ew_job_t j = {fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 1};
+  ew_job_t j = {fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 1, false};
   if (!j.vk || a->x.dtype != BP_F32 || a->y.dtype != BP_F32)
     return BP_ERR_UNIMPLEMENTED;
   /* ops without a vector form: probe with an empty row */
   float probe = 0;
-  if (!j.vk->unary_row(a->op, &probe, &probe, 0)) return BP_ERR_UNIMPLEMENTED;
+  if (!j.vk->unary_row(a->op, &probe, &probe, 0, false))
+    return BP_ERR_UNIMPLEMENTED;
   const bp_plugin_tensor_t *ts[2] = {&a->x, &a->y};
   fast_rows_init(&j.r, &a->y, ts, 2);
   if (!rows_ok(&j.r, 1, 1) || j.r.strides[0][j.r.rank - 1] != 1)
     return BP_ERR_UNIMPLEMENTED;
   j.in[0] = cpu_tensor_base(&a->x);
   j.y = cpu_tensor_base(&a->y);
+  j.nt = fast_nt_ok(&a->y, ts, 1);
   return ew_run(dev, &j);
 }
 
 bp_status_t cpu_fast_binary(cpu_device_t *dev, const bp_binary_args_t *a) {
-  ew_job_t j = {fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 2};
+  ew_job_t j = {fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 2, false};
   if (!j.vk || a->a.dtype != BP_F32 || a->b.dtype != BP_F32 ||
       a->y.dtype != BP_F32)
     return BP_ERR_UNIMPLEMENTED;
   float probe = 0;
-  if (!j.vk->binary_row(a->op, &probe, 0, &probe, 0, &probe, 0))
+  if (!j.vk->binary_row(a->op, &probe, 0, &probe, 0, &probe, 0, false))
     return BP_ERR_UNIMPLEMENTED;
   const bp_plugin_tensor_t *ts[3] = {&a->a, &a->b, &a->y};
   fast_rows_init(&j.r, &a->y, ts, 3);
@@ -179,5 +225,6 @@ bp_status_t cpu_fast_binary(cpu_device_t *dev, const bp_binary_args_t *a) {
   j.in[0] = cpu_tensor_base(&a->a);
   j.in[1] = cpu_tensor_base(&a->b);
   j.y = cpu_tensor_base(&a->y);
+  j.nt = fast_nt_ok(&a->y, ts, 2);
   return ew_run(dev, &j);
 }

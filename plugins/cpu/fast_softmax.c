@@ -1,10 +1,13 @@
 /*
  * fast_softmax.c — softmax / log-softmax fast path (f32, last axis).
  *
- * One task per row: the vector kernel (fast_vec.h) reads the row once for
- * the running max and sum (online), then once more to write the output, so
- * a large tensor costs one read pass plus one read-and-write pass. NaN in a
- * row makes it all NaN, an all -inf row gives NaN, as the reference.
+ * One task per row: the vector kernel (fast_vec.h) reads a row that fits
+ * the cache once from memory (max, exps and sum, output — the later passes
+ * hit L1 / L2) while prefetching the next row, and writes a large output
+ * with non-temporal stores (fast_nt_ok). Rows too long for the cache take
+ * the online form: one read pass for max and sum, one read-and-write pass.
+ * NaN in a row makes it all NaN, an all -inf row gives NaN, as the
+ * reference.
  * Covered: f32 x and y, axis the last one with unit stride there; other
  * axes and dtypes return BP_ERR_UNIMPLEMENTED.
  */
@@ -16,25 +19,32 @@ typedef struct softmax_job {
   const bp_softmax_args_t *a;
   const float *x;
   float *y;
+  int64_t rows;
+  bool nt;
 } softmax_job_t;
 
 static void softmax_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const softmax_job_t *j = ctx;
   (void)c0;
+  const float *next =
+      row + 1 < j->rows ? j->x + fast_line_offset(&j->a->x, row + 1) : NULL;
   j->vk->softmax_row(j->x + fast_line_offset(&j->a->x, row),
-                     j->y + fast_line_offset(&j->a->y, row), n, j->a->log);
+                     j->y + fast_line_offset(&j->a->y, row), n, j->a->log,
+                     next, j->nt);
 }
 
 bp_status_t cpu_fast_softmax(cpu_device_t *dev, const bp_softmax_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
   softmax_job_t j = {fast_vec_pick(dev), a, cpu_tensor_base(x),
-                     cpu_tensor_base(y)};
+                     cpu_tensor_base(y), 0, false};
   int32_t last = x->rank - 1;
   if (!j.vk || x->dtype != BP_F32 || y->dtype != BP_F32 || last < 0 ||
       a->axis != last || x->strides[last] != 1 || y->strides[last] != 1)
     return BP_ERR_UNIMPLEMENTED;
   int64_t n = x->shape[last];
   if (n == 0 || cpu_numel(x) == 0) return BP_OK;
-  fast_rows_run(dev, cpu_numel(x) / n, n, n, softmax_piece, &j);
+  j.rows = cpu_numel(x) / n;
+  j.nt = fast_nt_ok(y, &x, 1);
+  fast_rows_run(dev, j.rows, n, n, softmax_piece, &j);
   return BP_OK;
 }

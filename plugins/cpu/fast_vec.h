@@ -31,21 +31,29 @@ typedef struct fast_vec_kernels {
   /* y (P x Q, contiguous) = depthwise stencil of one plane, plus bias. */
   void (*dw_plane)(const fast_dw_geom_t *g, const float *x, const float *w,
                    float bias, float *y, float *buf);
-  /* Softmax (log != 0: log-softmax) of one row: one pass for max and sum
-   * (online), one for the output. NaN and -inf rows as the reference. */
-  void (*softmax_row)(const float *x, float *y, int64_t n, int log);
+  /* In the row kernels below, nt asks for non-temporal (streaming) stores
+   * of y (the caller has checked fast_nt_ok and fences afterwards), and
+   * next, when not NULL, is the row the caller will hand over next: it is
+   * prefetched while this one is computed. */
+  /* Softmax (log != 0: log-softmax) of one row: in cache, max, then exps
+   * and their sum, then the output; longer rows online. NaN and -inf rows
+   * as the reference. */
+  void (*softmax_row)(const float *x, float *y, int64_t n, int log,
+                      const float *next, bool nt);
   /* Layer norm (rms == 0) or RMS norm of one row; gamma / beta may be NULL.
    */
   void (*norm_row)(const float *x, float *y, int64_t n, const float *gamma,
-                   const float *beta, double eps, int rms);
+                   const float *beta, double eps, int rms, const float *next,
+                   bool nt);
   /* y = x * scale + shift (batch norm, folded per channel). */
   void (*affine_row)(const float *x, float *y, int64_t n, float scale,
-                     float shift);
+                     float shift, bool nt);
   /* y = op(x); false (nothing written) for an op without a vector form. */
-  bool (*unary_row)(bp_unary_op_t op, const float *x, float *y, int64_t n);
+  bool (*unary_row)(bp_unary_op_t op, const float *x, float *y, int64_t n,
+                    bool nt);
   /* y = a op b with a, b of element stride 0 or 1; false when not vector. */
   bool (*binary_row)(bp_binary_op_t op, const float *a, int64_t sa,
-                     const float *b, int64_t sb, float *y, int64_t n);
+                     const float *b, int64_t sb, float *y, int64_t n, bool nt);
   /* Reduces one contiguous row: sum, mean, max, min, var (as the
    * reference: double accumulation, first NaN wins for max / min). */
   double (*reduce_row)(bp_reduce_op_t op, const float *x, int64_t n);
@@ -81,11 +89,24 @@ CPU_HIDDEN int64_t fast_rows_offset(const fast_rows_t *r, int k, int64_t row);
 CPU_HIDDEN int64_t fast_rows_count(const fast_rows_t *r);
 
 /* Runs fn(ctx, row, col0, ncols) over every row, cut into pieces of at most
- * `piece` columns, threaded over the pool when total work is large. */
+ * `piece` columns, threaded over the pool when total work is large. Each
+ * thread fences its stores (sfence) when its share is done, so pieces may
+ * use non-temporal stores. */
 typedef void (*fast_piece_fn)(void *ctx, int64_t row, int64_t col0,
                               int64_t ncols);
 CPU_HIDDEN void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len,
                               int64_t piece, fast_piece_fn fn, void *ctx);
+
+/* Outputs of at least this many bytes are written with non-temporal stores
+ * (default 16 MiB: past most L3 slices, so the output would be evicted
+ * before a consumer reads it; caching it would only cost a read for
+ * ownership per line). Tests lower it to reach the streaming path. */
+CPU_HIDDEN extern int64_t fast_nt_min_bytes;
+/* Whether y may take non-temporal stores: f32-aligned, at least
+ * fast_nt_min_bytes of elements, and its bytes overlap none of the nin
+ * inputs (an in-place op keeps normal stores). */
+CPU_HIDDEN bool fast_nt_ok(const bp_plugin_tensor_t *y,
+                           const bp_plugin_tensor_t *const *in, int nin);
 
 /* Element offset in t of line `line` of the lines along t's last axis
  * (the lines enumerated row-major over the other axes). */

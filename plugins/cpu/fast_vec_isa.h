@@ -20,6 +20,8 @@ static inline V vload_n(const float *p, int64_t n) {
 static inline void vstore_n(float *p, V v, int64_t n) {
   _mm512_mask_storeu_ps(p, tailmask(n), v);
 }
+/* non-temporal store; p aligned to the vector (VL * 4 bytes) */
+static inline void vstream(float *p, V v) { _mm512_stream_ps(p, v); }
 static inline V vset1(float x) { return _mm512_set1_ps(x); }
 static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
@@ -41,6 +43,7 @@ static inline V vround(V a) {
 }
 /* a * 2^n for integral n in float (any range: scalef saturates) */
 static inline V vscale2(V a, V n) { return _mm512_scalef_ps(a, n); }
+static inline V vscale2_norm(V a, V n) { return _mm512_scalef_ps(a, n); }
 static inline VI vcast_i(V a) { return _mm512_castps_si512(a); }
 static inline V vcast_f(VI a) { return _mm512_castsi512_ps(a); }
 static inline V vand(V a, V b) { return _mm512_and_ps(a, b); }
@@ -81,6 +84,7 @@ static inline V vload_n(const float *p, int64_t n) {
 static inline void vstore_n(float *p, V v, int64_t n) {
   _mm256_maskstore_ps(p, tailmask_i(n), v);
 }
+static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
 static inline V vset1(float x) { return _mm256_set1_ps(x); }
 static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
@@ -109,6 +113,13 @@ static inline V vscale2(V a, V n) {
   V s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, b), 23));
   V s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(r, b), 23));
   return _mm256_mul_ps(_mm256_mul_ps(a, s1), s2);
+}
+/* a * 2^n for integral n <= 127 in one multiply: n <= -127 gives 0 (the
+ * exponent field is built directly, so no denormal scale factors) */
+static inline V vscale2_norm(V a, V n) {
+  n = _mm256_max_ps(n, _mm256_set1_ps(-127.0f));
+  __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+  return _mm256_mul_ps(a, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
 }
 static inline VI vcast_i(V a) { return _mm256_castps_si256(a); }
 static inline V vcast_f(VI a) { return _mm256_castsi256_ps(a); }

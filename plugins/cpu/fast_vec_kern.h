@@ -86,140 +86,12 @@ static void k_dw_plane(const fast_dw_geom_t *g, const float *x, const float *w,
   }
 }
 
-/* ---- softmax ----------------------------------------------------------------*/
+#include "fast_vec_rows.h"
 
-/* Lanes past n read as -inf, which adds nothing to any sum. */
-static inline V load_or(const float *p, int64_t n, float fill) {
-  if (n >= VL) return vload(p);
-  float lane[VL];
-  vstore(lane, vset1(fill));
-  memcpy(lane, p, (size_t)n * sizeof *p);
-  return vload(lane);
-}
+/* ---- exact sums for the reductions -------------------------------------------*/
 
-/* Adds the block x to the running per-lane (max m, sum s). x = -inf adds 0
- * (and m - m is not computed when m did not move, so -inf lanes stay
- * finite); NaN reaches s through exp and makes the row NaN. */
-static inline void online_step(V x, V *m, V *s) {
-  V mn = vmax(x, *m); /* a NaN x leaves the max alone */
-  M moved = VCMP(mn, *m, _CMP_NEQ_OQ);
-  V scale = vsel(moved, vset1(1.0f), vexp(vsub(*m, mn)));
-  V t = vexp(vsub(x, mn));
-  t = vsel(VCMP(x, vset1(-INFINITY), _CMP_EQ_OQ), t, vset1(0.0f));
-  *s = vfma(*s, scale, t);
-  *m = mn;
-}
-
-/* Rows up to this many floats stay in L2 between passes: max, then exp
- * and sum (exps stored in y), then scale — one exp per element, and memory
- * still sees one read and one write. Longer rows use the online form. */
-#define SOFTMAX_CACHED_ROW 16384
-
-/* Rows are read several times while in cache, which stalls the hardware
- * prefetcher between rows: the last pass fetches the row that follows in
- * memory (the next row of a dense tensor; a harmless hint otherwise). */
-static inline void next_row_prefetch(const float *x, int64_t n, int64_t i) {
-  if (n <= SOFTMAX_CACHED_ROW && (i & 15) == 0)
-    _mm_prefetch((const char *)(x + n + i), _MM_HINT_T0);
-}
-
-static float row_max(const float *x, int64_t n) {
-  V m0 = vset1(-INFINITY), m1 = m0;
-  M nan = VCMP(m0, m0, _CMP_UNORD_Q);
-  int64_t i = 0;
-  for (; i + 2 * VL <= n; i += 2 * VL) {
-    V a = vload(x + i), b = vload(x + i + VL);
-    nan = mor(nan, mor(VCMP(a, a, _CMP_UNORD_Q), VCMP(b, b, _CMP_UNORD_Q)));
-    m0 = vmax(a, m0), m1 = vmax(b, m1);
-  }
-  for (; i < n; i += VL) {
-    V a = load_or(x + i, n - i, -INFINITY);
-    nan = mor(nan, VCMP(a, a, _CMP_UNORD_Q));
-    m0 = vmax(a, m0);
-  }
-  return many(nan) ? NAN : hmax(vmax(m0, m1));
-}
-
-/* sum of e^(x - mx); stores the terms into y when y != NULL */
-static float row_expsum(const float *x, float *y, int64_t n, float mx) {
-  V M_ = vset1(mx), s0 = vset1(0.0f), s1 = s0;
-  int64_t i = 0;
-  for (; i + 2 * VL <= n; i += 2 * VL) {
-    V e0 = vexp(vsub(vload(x + i), M_)), e1 = vexp(vsub(vload(x + i + VL), M_));
-    if (y) vstore(y + i, e0), vstore(y + i + VL, e1);
-    s0 = vadd(s0, e0), s1 = vadd(s1, e1);
-  }
-  for (; i < n; i += VL) {
-    int64_t left = n - i < VL ? n - i : VL;
-    V e = vexp(vsub(load_or(x + i, left, -INFINITY), M_));
-    if (y) vstore_n(y + i, e, left);
-    s0 = vadd(s0, e);
-  }
-  return hsum(vadd(s0, s1));
-}
-
-/* max and sum of e^(x - max) in one pass (rows too long for the cache) */
-static float online_max_sum(const float *x, int64_t n, float *sum) {
-  V m0 = vset1(-INFINITY), s0 = vset1(0.0f), m1 = m0, s1 = s0;
-  int64_t i = 0;
-  for (; i + 2 * VL <= n; i += 2 * VL) {
-    online_step(vload(x + i), &m0, &s0);
-    online_step(vload(x + i + VL), &m1, &s1);
-  }
-  for (; i < n; i += VL) online_step(load_or(x + i, n - i, -INFINITY), &m0, &s0);
-  float mx = hmax(vmax(m0, m1));
-  if (mx == -INFINITY) {
-    *sum = NAN; /* all -inf: -inf - -inf, as the reference */
-    return mx;
-  }
-  V M_ = vset1(mx);
-  *sum = hsum(vfma(s0, vexp(vsub(m0, M_)), vmul(s1, vexp(vsub(m1, M_)))));
-  return mx;
-}
-
-static void k_softmax_row(const float *x, float *y, int64_t n, int log_) {
-  float mx, sum;
-  int cached = n <= SOFTMAX_CACHED_ROW;
-  if (cached) {
-    mx = row_max(x, n);
-    /* NaN anywhere: every output NaN; an all -inf row too (-inf - -inf) */
-    if (mx != mx || mx == -INFINITY) mx = NAN;
-    sum = row_expsum(x, log_ ? NULL : y, n, mx);
-  } else {
-    mx = online_max_sum(x, n, &sum);
-    if (mx == -INFINITY) mx = NAN;
-  }
-  int64_t i = 0;
-  if (log_) {
-    /* (x - max) - lse: x - max is exact near the max, so large offsets
-     * lose nothing to a rounded max + lse */
-    V M_ = vset1(mx), lse = vset1((float)log((double)sum));
-    for (; i + VL <= n; i += VL) {
-      next_row_prefetch(x, n, i);
-      vstore(y + i, vsub(vsub(vload(x + i), M_), lse));
-    }
-    if (i < n)
-      vstore_n(y + i, vsub(vsub(vload_n(x + i, n - i), M_), lse), n - i);
-    return;
-  }
-  V inv = vset1((float)(1.0 / (double)sum)), M_ = vset1(mx);
-  if (cached) {
-    for (; i + VL <= n; i += VL) {
-      next_row_prefetch(x, n, i);
-      vstore(y + i, vmul(vload(y + i), inv));
-    }
-    if (i < n) vstore_n(y + i, vmul(vload_n(y + i, n - i), inv), n - i);
-    return;
-  }
-  for (; i + VL <= n; i += VL)
-    vstore(y + i, vmul(vexp(vsub(vload(x + i), M_)), inv));
-  if (i < n)
-    vstore_n(y + i, vmul(vexp(vsub(vload_n(x + i, n - i), M_)), inv), n - i);
-}
-
-/* ---- norms ------------------------------------------------------------------*/
-
-static double row_sum_d(const float *x, int64_t n) {
+/* Every element widened to double, as the reference sums. */
+static double row_sum_exact(const float *x, int64_t n) {
   VD a = vd_zero(), b = vd_zero();
   int64_t i = 0;
   for (; i + VL <= n; i += VL) vacc_d(vload(x + i), &a, &b);
@@ -227,66 +99,44 @@ static double row_sum_d(const float *x, int64_t n) {
   return vd_hsum(a) + vd_hsum(b);
 }
 
-/* sum of (x - c)^2, squares in f32, sums in double */
-static double row_sqdev_d(const float *x, int64_t n, float c) {
+/* Sum of (x - c)^2, squares in f32, each added in double. */
+static double row_sqdev_exact(const float *x, int64_t n, float c) {
   VD a = vd_zero(), b = vd_zero();
   V vc = vset1(c);
   int64_t i = 0;
-  for (; i + VL <= n; i += VL) {
-    V d = vsub(vload(x + i), vc);
+  for (; i < n; i += VL) {
+    V d = vsub(load_or(x + i, n - i, c), vc);
     vacc_d(vmul(d, d), &a, &b);
-  }
-  if (i < n) {
-    V d = vsub(vload_n(x + i, n - i), vc);
-    float lane[VL];
-    vstore(lane, vmul(d, d));
-    for (int64_t t = n - i; t < VL; t++) lane[t] = 0;
-    vacc_d(vload(lane), &a, &b);
   }
   return vd_hsum(a) + vd_hsum(b);
 }
 
-static inline V opt_load(const float *p, int64_t i, int64_t n, float dflt) {
-  if (!p) return vset1(dflt);
-  return n - i >= VL ? vload(p + i) : vload_n(p + i, n - i);
-}
-
-static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
-                       const float *beta, double eps, int rms) {
-  double mean = rms ? 0.0 : row_sum_d(x, n) / (double)n;
-  float fm = (float)mean;
-  /* deviations from the f32 mean, corrected for its rounding */
-  double var = row_sqdev_d(x, n, fm) / (double)n;
-  if (!rms) var -= (mean - fm) * (mean - fm);
-  float inv = (float)(1.0 / sqrt(var + eps));
-  V vm = vset1(fm), vi = vset1(inv), vdm = vset1((float)(mean - fm));
-  int64_t i = 0;
-  for (; i < n; i += VL) {
-    int64_t left = n - i;
-    next_row_prefetch(x, n, i);
-    V v = left >= VL ? vload(x + i) : vload_n(x + i, left);
-    v = vmul(vmul(vsub(vsub(v, vm), vdm), vi), opt_load(gamma, i, n, 1.0f));
-    if (!rms) v = vadd(v, opt_load(beta, i, n, 0.0f));
-    if (left >= VL)
-      vstore(y + i, v);
-    else
-      vstore_n(y + i, v, left);
-  }
-}
-
 static void k_affine_row(const float *x, float *y, int64_t n, float scale,
-                         float shift) {
+                         float shift, bool nt) {
   V a = vset1(scale), b = vset1(shift);
-  int64_t i = 0;
-  for (; i + VL <= n; i += VL) vstore(y + i, vfma(vload(x + i), a, b));
-  if (i < n) vstore_n(y + i, vfma(vload_n(x + i, n - i), a, b), n - i);
+#define AFFINE_OUT(i, c) vfma(ldn(x + (i), (c)), a, b)
+  ROW_OUT(y, n, nt, AFFINE_OUT);
+#undef AFFINE_OUT
 }
 
 /* ---- unary and binary ---------------------------------------------------*/
 
-/* Applies the vector expression F (of v) over a row. */
+/* Applies the vector expression F (of v) over a row, streaming stores
+ * when nt. */
 #define ROW_MAP(F)                                                             \
   do {                                                                         \
+    if (nt) {                                                                  \
+      int64_t i = nt_head(y, n);                                               \
+      if (i > 0) {                                                             \
+        V v = vload_n(x, i);                                                   \
+        vstore_n(y, F, i);                                                     \
+      }                                                                        \
+      for (; i + VL <= n; i += VL) {                                           \
+        V v = vload(x + i);                                                    \
+        vstream(y + i, F);                                                     \
+      }                                                                        \
+      x += i, y += i, n -= i;                                                  \
+    }                                                                          \
     int64_t i = 0;                                                             \
     for (; i + VL <= n; i += VL) {                                             \
       V v = vload(x + i);                                                      \
@@ -305,7 +155,7 @@ static inline V vrelu(V v) {
 }
 
 static bool k_unary_row(bp_unary_op_t op, const float *x, float *y,
-                        int64_t n) {
+                        int64_t n, bool nt) {
   switch (op) {
   case BP_UNARY_NEG: ROW_MAP(vxor(v, vset1(-0.0f))); return true;
   case BP_UNARY_ABS: ROW_MAP(vabs(v)); return true;
@@ -336,6 +186,16 @@ static inline V vmin_nan(V a, V b) {
   do {                                                                         \
     int64_t i = 0;                                                             \
     V a0 = vset1(*a), b0 = vset1(*b);                                          \
+    if (nt) {                                                                  \
+      if ((i = nt_head(y, n)) > 0) {                                           \
+        V va = sa ? vload_n(a, i) : a0, vb = sb ? vload_n(b, i) : b0;          \
+        vstore_n(y, F, i);                                                     \
+      }                                                                        \
+      for (; i + VL <= n; i += VL) {                                           \
+        V va = sa ? vload(a + i) : a0, vb = sb ? vload(b + i) : b0;            \
+        vstream(y + i, F);                                                     \
+      }                                                                        \
+    }                                                                          \
     for (; i + VL <= n; i += VL) {                                             \
       V va = sa ? vload(a + i) : a0, vb = sb ? vload(b + i) : b0;              \
       vstore(y + i, F);                                                        \
@@ -348,7 +208,8 @@ static inline V vmin_nan(V a, V b) {
   } while (0)
 
 static bool k_binary_row(bp_binary_op_t op, const float *a, int64_t sa,
-                         const float *b, int64_t sb, float *y, int64_t n) {
+                         const float *b, int64_t sb, float *y, int64_t n,
+                         bool nt) {
   switch (op) {
   case BP_BINARY_ADD: ROW_ZIP(vadd(va, vb)); return true;
   case BP_BINARY_SUB: ROW_ZIP(vsub(va, vb)); return true;
@@ -386,15 +247,15 @@ static float row_extreme(const float *x, int64_t n, int is_max) {
 
 static double k_reduce_row(bp_reduce_op_t op, const float *x, int64_t n) {
   switch (op) {
-  case BP_REDUCE_SUM: return row_sum_d(x, n);
-  case BP_REDUCE_MEAN: return n ? row_sum_d(x, n) / (double)n : NAN;
+  case BP_REDUCE_SUM: return row_sum_exact(x, n);
+  case BP_REDUCE_MEAN: return n ? row_sum_exact(x, n) / (double)n : NAN;
   case BP_REDUCE_MAX: return n ? row_extreme(x, n, 1) : -INFINITY;
   case BP_REDUCE_MIN: return n ? row_extreme(x, n, 0) : INFINITY;
   case BP_REDUCE_VAR: {
     if (!n) return NAN;
-    double mean = row_sum_d(x, n) / (double)n;
+    double mean = row_sum_exact(x, n) / (double)n;
     float fm = (float)mean;
-    return row_sqdev_d(x, n, fm) / (double)n - (mean - fm) * (mean - fm);
+    return row_sqdev_exact(x, n, fm) / (double)n - (mean - fm) * (mean - fm);
   }
   default: return NAN;
   }

@@ -8,14 +8,12 @@
  * when either is NaN).
  */
 
-/* e^x: Cody-Waite reduction by ln 2, degree-7 Taylor on [-ln2/2, ln2/2],
- * then the exact scale by 2^n (overflow gives inf, underflow 0 through
- * denormals). */
-static inline V vexp(V x) {
-  x = vmin(vset1(89.0f), vmax(vset1(-104.0f), x)); /* NaN stays */
-  V n = vround(vmul(x, vset1(1.44269504088896341f)));
-  V r = vfnma(n, vset1(0.693145751953125f), x);
-  r = vfnma(n, vset1(1.428606765330187e-06f), r);
+/* e^x before the final scale: x = n ln2 + r (Cody-Waite), degree-7 Taylor
+ * for e^r on [-ln2/2, ln2/2]; the result is that times 2^n. */
+static inline V vexp_parts(V x, V *n) {
+  *n = vround(vmul(x, vset1(1.44269504088896341f)));
+  V r = vfnma(*n, vset1(0.693145751953125f), x);
+  r = vfnma(*n, vset1(1.428606765330187e-06f), r);
   V p = vset1(1.0f / 5040);
   p = vfma(p, r, vset1(1.0f / 720));
   p = vfma(p, r, vset1(1.0f / 120));
@@ -23,8 +21,25 @@ static inline V vexp(V x) {
   p = vfma(p, r, vset1(1.0f / 6));
   p = vfma(p, r, vset1(0.5f));
   p = vfma(p, r, vset1(1.0f));
-  p = vfma(p, r, vset1(1.0f));
+  return vfma(p, r, vset1(1.0f));
+}
+
+/* e^x over the whole range: overflow gives inf, underflow 0 through the
+ * denormals (the exact scale by 2^n). */
+static inline V vexp(V x) {
+  x = vmin(vset1(89.0f), vmax(vset1(-104.0f), x)); /* NaN stays */
+  V n, p = vexp_parts(x, &n);
   return vscale2(p, n);
+}
+
+/* e^x for x <= 88 with a one-multiply scale: the same value as vexp down
+ * to 2^-126; below that (AVX2) the result may flush to 0, an absolute
+ * error under 1.2e-38. For softmax terms (x - max <= 0, divided by a sum
+ * >= 1) and tanh, where that error is far below an ulp of the output. */
+static inline V vexp_lo(V x) {
+  x = vmax(vset1(-104.0f), x); /* NaN stays */
+  V n, p = vexp_parts(x, &n);
+  return vscale2_norm(p, n);
 }
 
 #ifdef FAST_VEC_512
@@ -75,8 +90,9 @@ static inline V vtanh(V x) {
   p = vfma(p, z, vset1(1.33314422036e-1f));
   p = vfma(p, z, vset1(-3.33332819422e-1f));
   V small = vfma(vmul(p, z), x, x);
-  V big = vsub(vset1(1.0f),
-               vdiv(vset1(2.0f), vadd(vexp(vadd(a, a)), vset1(1.0f))));
+  /* e^{2|x|} is capped at e^88: tanh is 1 in f32 long before */
+  V e2 = vexp_lo(vmin(vset1(88.0f), vadd(a, a)));
+  V big = vsub(vset1(1.0f), vdiv(vset1(2.0f), vadd(e2, vset1(1.0f))));
   big = vor(big, sign);
   return vsel(VCMP(a, vset1(0.625f), _CMP_LT_OQ), big, small);
 }

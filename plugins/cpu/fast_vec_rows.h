@@ -1,0 +1,259 @@
+/*
+ * fast_vec_rows.h — the softmax and norm row kernels of fast_vec.h, part of
+ * the fast_vec_kern.h template (included from there, after the ISA ops).
+ *
+ * A row that fits in L1 / L2 is read from memory once: the first pass pulls
+ * it in, the later passes find it in cache. While a later, compute-heavy
+ * pass runs, the next row (`next`, from the driver; NULL for none) is
+ * prefetched one cache line per 64 bytes of progress, so the fetch of row
+ * r + 1 overlaps the arithmetic on row r instead of following it.
+ *
+ * With `nt` the output is written with non-temporal stores (a normal head
+ * up to the vector boundary, then aligned streaming stores, then a normal
+ * tail): memory sees no read-for-ownership of y and the caches keep x.
+ * Softmax then keeps its exps in a stack scratch rather than in y, so y is
+ * written exactly once. The caller fences (fast_rows_run does).
+ */
+
+/* Rows up to this many floats stay in cache between passes: max, then exp
+ * and sum, then scale — one exp per element, and memory still sees one
+ * read and one write. Longer rows use the online form. */
+#define SOFTMAX_CACHED_ROW 16384
+
+/* c lanes from p (c <= VL; c == VL folds to a plain load). */
+static inline __attribute__((always_inline)) V ldn(const float *p, int64_t c) {
+  return c >= VL ? vload(p) : vload_n(p, c);
+}
+
+/* Prefetches next's line at element i, once per 16 elements (64 bytes)
+ * of i stepping by VL from any start. */
+static inline __attribute__((always_inline)) void pf_next(const float *next,
+                                                         int64_t i) {
+  if (next && (i & 15) < VL) _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
+}
+
+/* Lanes of y before its first vector-aligned element (at most n). */
+static inline int64_t nt_head(const float *y, int64_t n) {
+  uintptr_t mis = (uintptr_t)0 - (uintptr_t)y;
+  int64_t h = (int64_t)(mis & (VL * sizeof(float) - 1)) / (int64_t)sizeof(float);
+  return h < n ? h : n;
+}
+
+/* y[i .. i+c) = F(i, c) over the row, c = VL but at the ends; F is a macro
+ * of the element index and the lane count. Streaming stores when nt. */
+#define ROW_OUT(y, n, nt, F)                                                   \
+  do {                                                                         \
+    int64_t i_ = 0, c_;                                                        \
+    if (nt) {                                                                  \
+      if ((c_ = nt_head((y), (n))) > 0) {                                      \
+        vstore_n((y), F(0, c_), c_);                                           \
+        i_ = c_;                                                               \
+      }                                                                        \
+      for (; i_ + VL <= (n); i_ += VL) vstream((y) + i_, F(i_, VL));           \
+    } else {                                                                   \
+      for (; i_ + VL <= (n); i_ += VL) vstore((y) + i_, F(i_, VL));            \
+    }                                                                          \
+    if (i_ < (n)) {                                                            \
+      c_ = (n) - i_;                                                           \
+      vstore_n((y) + i_, F(i_, c_), c_);                                       \
+    }                                                                          \
+  } while (0)
+
+/* ---- softmax ----------------------------------------------------------------*/
+
+/* Lanes past n read as fill (-inf adds nothing to any sum). */
+static inline V load_or(const float *p, int64_t n, float fill) {
+  if (n >= VL) return vload(p);
+  float lane[VL];
+  vstore(lane, vset1(fill));
+  memcpy(lane, p, (size_t)n * sizeof *p);
+  return vload(lane);
+}
+
+/* Adds the block x to the running per-lane (max m, sum s). x = -inf adds 0
+ * (and m - m is not computed when m did not move, so -inf lanes stay
+ * finite); NaN reaches s through exp and makes the row NaN. */
+static inline void online_step(V x, V *m, V *s) {
+  V mn = vmax(x, *m); /* a NaN x leaves the max alone */
+  M moved = VCMP(mn, *m, _CMP_NEQ_OQ);
+  V scale = vsel(moved, vset1(1.0f), vexp(vsub(*m, mn)));
+  V t = vexp(vsub(x, mn));
+  t = vsel(VCMP(x, vset1(-INFINITY), _CMP_EQ_OQ), t, vset1(0.0f));
+  *s = vfma(*s, scale, t);
+  *m = mn;
+}
+
+static float row_max(const float *x, int64_t n) {
+  V m0 = vset1(-INFINITY), m1 = m0;
+  M nan = VCMP(m0, m0, _CMP_UNORD_Q);
+  int64_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    V a = vload(x + i), b = vload(x + i + VL);
+    nan = mor(nan, mor(VCMP(a, a, _CMP_UNORD_Q), VCMP(b, b, _CMP_UNORD_Q)));
+    m0 = vmax(a, m0), m1 = vmax(b, m1);
+  }
+  for (; i < n; i += VL) {
+    V a = load_or(x + i, n - i, -INFINITY);
+    nan = mor(nan, VCMP(a, a, _CMP_UNORD_Q));
+    m0 = vmax(a, m0);
+  }
+  return many(nan) ? NAN : hmax(vmax(m0, m1));
+}
+
+/* Sum of e^(x - mx); stores the terms into e when e != NULL. */
+static float row_expsum(const float *x, float *e, int64_t n, float mx,
+                        const float *next) {
+  V M_ = vset1(mx), s0 = vset1(0.0f), s1 = s0;
+  int64_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    pf_next(next, i);
+    pf_next(next, i + VL);
+    V e0 = vexp_lo(vsub(vload(x + i), M_));
+    V e1 = vexp_lo(vsub(vload(x + i + VL), M_));
+    if (e) vstore(e + i, e0), vstore(e + i + VL, e1);
+    s0 = vadd(s0, e0), s1 = vadd(s1, e1);
+  }
+  for (; i < n; i += VL) {
+    int64_t left = n - i < VL ? n - i : VL;
+    pf_next(next, i);
+    V t = vexp_lo(vsub(load_or(x + i, left, -INFINITY), M_));
+    if (e) vstore_n(e + i, t, left);
+    s0 = vadd(s0, t);
+  }
+  return hsum(vadd(s0, s1));
+}
+
+/* Max and sum of e^(x - max) in one pass (rows too long for the cache). */
+static float online_max_sum(const float *x, int64_t n, float *sum) {
+  V m0 = vset1(-INFINITY), s0 = vset1(0.0f), m1 = m0, s1 = s0;
+  int64_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    online_step(vload(x + i), &m0, &s0);
+    online_step(vload(x + i + VL), &m1, &s1);
+  }
+  for (; i < n; i += VL) online_step(load_or(x + i, n - i, -INFINITY), &m0, &s0);
+  float mx = hmax(vmax(m0, m1));
+  if (mx == -INFINITY) {
+    *sum = NAN; /* all -inf: -inf - -inf, as the reference */
+    return mx;
+  }
+  V M_ = vset1(mx);
+  *sum = hsum(vfma(s0, vexp(vsub(m0, M_)), vmul(s1, vexp(vsub(m1, M_)))));
+  return mx;
+}
+
+static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
+                          const float *next, bool nt) {
+  float mx, sum;
+  /* the exps: in y (the last pass finds them in cache), or with streaming
+   * stores in a scratch, so that y is written once */
+  float scratch[SOFTMAX_CACHED_ROW] __attribute__((aligned(64)));
+  float *e = NULL;
+  if (n <= SOFTMAX_CACHED_ROW) {
+    mx = row_max(x, n);
+    /* NaN anywhere: every output NaN; an all -inf row too (-inf - -inf) */
+    if (mx != mx || mx == -INFINITY) mx = NAN;
+    e = log_ ? NULL : nt ? scratch : y;
+    sum = row_expsum(x, e, n, mx, next);
+  } else {
+    mx = online_max_sum(x, n, &sum);
+    if (mx == -INFINITY) mx = NAN;
+  }
+  V M_ = vset1(mx);
+  if (log_) {
+    /* (x - max) - lse: x - max is exact near the max, so large offsets
+     * lose nothing to a rounded max + lse */
+    V lse = vset1((float)log((double)sum));
+#define LOGSM_OUT(i, c) vsub(vsub(ldn(x + (i), (c)), M_), lse)
+    ROW_OUT(y, n, nt, LOGSM_OUT);
+#undef LOGSM_OUT
+    return;
+  }
+  V inv = vset1((float)(1.0 / (double)sum));
+  if (e) {
+#define SM_OUT(i, c) vmul(ldn(e + (i), (c)), inv)
+    ROW_OUT(y, n, nt, SM_OUT);
+#undef SM_OUT
+    return;
+  }
+#define SM_ONLINE_OUT(i, c) vmul(vexp(vsub(ldn(x + (i), (c)), M_)), inv)
+  ROW_OUT(y, n, nt, SM_ONLINE_OUT);
+#undef SM_ONLINE_OUT
+}
+
+/* ---- norms ------------------------------------------------------------------*/
+
+/* Sum of (x - c): four vectors at a time in f32 (pairwise), each block
+ * added into double, so the conversion costs a quarter of a vector op. */
+static double row_sum_d(const float *x, int64_t n, float c) {
+  VD a = vd_zero(), b = vd_zero();
+  V vc = vset1(c);
+  int64_t i = 0;
+  for (; i + 4 * VL <= n; i += 4 * VL) {
+    V s = vadd(vadd(vsub(vload(x + i), vc), vsub(vload(x + i + VL), vc)),
+               vadd(vsub(vload(x + i + 2 * VL), vc),
+                    vsub(vload(x + i + 3 * VL), vc)));
+    vacc_d(s, &a, &b);
+  }
+  for (; i < n; i += VL) {
+    int64_t left = n - i < VL ? n - i : VL;
+    vacc_d(vsub(load_or(x + i, left, c), vc), &a, &b);
+  }
+  return vd_hsum(a) + vd_hsum(b);
+}
+
+/* Sum of (x - c)^2: squares in f32, four vectors per block, blocks in
+ * double. */
+static double row_sqdev_d(const float *x, int64_t n, float c,
+                          const float *next) {
+  VD a = vd_zero(), b = vd_zero();
+  V vc = vset1(c);
+  int64_t i = 0;
+  for (; i + 4 * VL <= n; i += 4 * VL) {
+    for (int k = 0; k < 4; k++) pf_next(next, i + k * VL);
+    V d0 = vsub(vload(x + i), vc), d1 = vsub(vload(x + i + VL), vc);
+    V d2 = vsub(vload(x + i + 2 * VL), vc), d3 = vsub(vload(x + i + 3 * VL), vc);
+    vacc_d(vadd(vfma(d0, d0, vmul(d1, d1)), vfma(d2, d2, vmul(d3, d3))), &a, &b);
+  }
+  for (; i < n; i += VL) {
+    int64_t left = n - i < VL ? n - i : VL;
+    pf_next(next, i);
+    V d = vsub(load_or(x + i, left, c), vc);
+    vacc_d(vmul(d, d), &a, &b);
+  }
+  return vd_hsum(a) + vd_hsum(b);
+}
+
+static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
+                       const float *beta, double eps, int rms,
+                       const float *next, bool nt) {
+  double mean = 0.0;
+  if (!rms) {
+    /* summed as deviations from x[0], so a large common offset costs no
+     * precision in the f32 blocks */
+    float c = isfinite(x[0]) ? x[0] : 0.0f;
+    mean = (double)c + row_sum_d(x, n, c) / (double)n;
+  }
+  float fm = (float)mean;
+  /* deviations from the f32 mean, corrected for its rounding; layer norm
+   * prefetches the next row here, RMS norm (whose first pass this is)
+   * while it writes the output */
+  double var = row_sqdev_d(x, n, fm, rms ? NULL : next) / (double)n;
+  if (!rms) var -= (mean - fm) * (mean - fm);
+  V vm = vset1(fm), vi = vset1((float)(1.0 / sqrt(var + eps)));
+  V vdm = vset1((float)(mean - fm)), one = vset1(1.0f), zero = vset1(0.0f);
+  if (!rms) {
+#define LN_OUT(i, c)                                                           \
+  vfma(vmul(vsub(vsub(ldn(x + (i), (c)), vm), vdm), vi),                       \
+       gamma ? ldn(gamma + (i), (c)) : one,                                    \
+       beta ? ldn(beta + (i), (c)) : zero)
+    ROW_OUT(y, n, nt, LN_OUT);
+#undef LN_OUT
+    return;
+  }
+#define RMS_OUT(i, c)                                                          \
+  (pf_next(next, (i)),                                                         \
+   vmul(vmul(ldn(x + (i), (c)), vi), gamma ? ldn(gamma + (i), (c)) : one))
+  ROW_OUT(y, n, nt, RMS_OUT);
+#undef RMS_OUT
+}
