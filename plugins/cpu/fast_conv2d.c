@@ -43,6 +43,7 @@ typedef struct conv_job {
   int64_t wq; /* > 0: rows are split into stride_w phases this wide */
   int64_t Hin, Win; /* extent of the planes x points at (padded or not) */
   bool lim_ok;      /* x's strides are positive: reads may run to its end */
+  const int64_t *off; /* per k row (c, r, s): tap offset, for conv_direct */
   const bp_plugin_tensor_t *wt;
 } conv_job_t;
 
@@ -181,6 +182,30 @@ static void pack_tile(const conv_job_t *j, const float *xg, const float *lim,
 
 /* ---- the blocked loop ------------------------------------------------------*/
 
+/* k rows [pc, pc + kb) of conv_block with B read in place: every half
+ * micro-panel (W = NR/2 output pixels) lies on one output row, so its k
+ * row (c, r, s) is W consecutive floats at the tap's offset off[p] from
+ * the pixel's input. The image stays in L1 across the output-channel
+ * panels that meet it; nothing is packed. */
+static void conv_direct(const conv_job_t *j, const float *ag, const float *xg,
+                        float *yg, int64_t pc, int64_t kb, int64_t m0,
+                        int64_t mcnt, int64_t j0, int64_t nb) {
+  const fast_gemm_kernel_t *kr = j->kr;
+  int mr = kr->mr, nr = kr->nr, hw = nr / 2;
+  for (int64_t jr = 0; jr < nb; jr += nr) {
+    int64_t cols = nb - jr < nr ? nb - jr : nr;
+    int64_t lo = j0 + jr, hi = lo + hw;
+    const float *blo = xg + lo / j->Q * j->sh * j->sxh + lo % j->Q;
+    const float *bhi = xg + hi / j->Q * j->sh * j->sxh + hi % j->Q;
+    for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
+      int rows = (int)(m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr);
+      kr->ukr_offs(kb, ag + ir * j->lda + pc, j->lda, blo, bhi, j->off + pc,
+                   yg + ir * j->syk + lo, j->syk, rows, (int)cols, 1.0f,
+                   pc == 0 ? 0.0f : 1.0f);
+    }
+  }
+}
+
 /* Rows [m0, m0 + mcnt) of one group's output, columns [j0, j0 + nb). Per k
  * block the image tile is packed once (it stays in L2); each micro-panel of
  * it then meets the weights of every output-channel panel in turn, so it
@@ -198,6 +223,10 @@ static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0,
   const float *ag = j->ap + g * j->kg * j->lda;
   for (int64_t pc = 0; pc < j->crs; pc += j->kc) {
     int64_t kb = j->crs - pc < j->kc ? j->crs - pc : j->kc;
+    if (j->off) {
+      conv_direct(j, ag, xg, yg, pc, kb, m0, mcnt, j0, nb);
+      continue;
+    }
     pack_tile(j, xg, lim, pc, kb, j0, nb, bbuf);
     for (int64_t jr = 0; jr < nb; jr += nr) {
       int64_t cols = nb - jr < nr ? nb - jr : nr;
@@ -353,11 +382,28 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
   /* every worker needs its tile buffer: fail before writing anything */
   if (!fast_scratch(3, conv_tile_bytes(&j)))
     return BP_ERR_UNIMPLEMENTED;
+  /* B in place when every half micro-panel stays on one output row */
+  int64_t *off = NULL;
+  if (kr->ukr_offs && j.Q % (kr->nr / 2) == 0 && !getenv("NODIRECT")) {
+    off = malloc((size_t)(j.crs + 8) * sizeof *off);
+    if (!off) return BP_ERR_UNIMPLEMENTED;
+    int64_t p = 0;
+    for (int64_t c = 0; c < j.cg; c++)
+      for (int64_t r = 0; r < j.R; r++)
+        for (int64_t s = 0; s < j.S; s++) {
+          int64_t col = s * j.dw;
+          off[p++] = c * j.sxc + r * j.dh * j.sxh +
+                     (j.wq ? col % j.sw * j.wq + col / j.sw : col);
+        }
+    for (int i = 0; i < 8; i++) off[p + i] = 0; /* the kernel's prefetch */
+    j.off = off;
+  }
   if (ap) cpu_pool_run(dev->pool, j.K, 16, flatten_weights, &j);
   int64_t tasks = x->shape[0] * j.G * j.ncb * j.pm;
   double flops = 2.0 * (double)j.K * (double)j.crs * (double)(j.P * j.Q) *
                  (double)x->shape[0];
   cpu_pool_run(dev->pool, tasks, flops < 2e6 ? tasks : 1, conv_task, &j);
+  free(off);
   return BP_OK;
 }
 

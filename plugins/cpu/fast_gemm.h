@@ -44,6 +44,14 @@ typedef void (*fast_ukr_rows_fn)(int64_t k, const float *a, int64_t lda,
                                  int64_t ldc, int rows, int cols, float alpha,
                                  float beta);
 
+/* The same tile with B read in place from an image (fast_conv2d.c): row p
+ * of B is the W lanes at blo + off[p] followed by the W lanes at bhi +
+ * off[p] (NR = 2W). off must be readable 8 entries past k (prefetch). */
+typedef void (*fast_ukr_offs_fn)(int64_t k, const float *a, int64_t lda,
+                                 const float *blo, const float *bhi,
+                                 const int64_t *off, float *c, int64_t ldc,
+                                 int rows, int cols, float alpha, float beta);
+
 /* A micro-kernel with its register tile and the cache blocking it wants. */
 typedef struct fast_gemm_kernel {
   fast_ukr_fn ukr;
@@ -53,6 +61,7 @@ typedef struct fast_gemm_kernel {
   int mc;     /* m block: MC x KC packed A (L3) */
   fast_pack_fn pack; /* optional, see fast_pack_fn */
   fast_ukr_rows_fn ukr_rows; /* optional (f32), same MR x NR tile */
+  fast_ukr_offs_fn ukr_offs; /* optional (f32), same MR x NR tile */
 } fast_gemm_kernel_t;
 
 /* Kernels per ISA; each file is compiled with its own -m flags and is only

@@ -11,10 +11,9 @@
  * The includer defines VEC, W (lanes), LOAD, STORE, SET1, FMA, MUL, ZERO,
  * MASK_T, MASK(n) (first n lanes), MLOAD(p, m), MSTORE(p, m, v).
  */
-#define FAST_DEFINE_UKR_ROWS(name, MR)                                         \
-  static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
-                   int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
-                   float alpha, float beta) {                                  \
+/* The body shared by both kernels: BLO(p) and BHI(p) give the addresses of
+ * B row p's first and second W lanes. */
+#define FAST_UKR_ROWS_BODY(MR, BLO, BHI)                                       \
     const float *ar[MR];                                                       \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) ar[i] =              \
         a + (i < rows ? i : rows - 1) * lda;                                   \
@@ -28,10 +27,9 @@
     }                                                                          \
     if (cols == 2 * W) {                                                       \
       for (int64_t p = 0; p < k; p++) {                                        \
-        const float *bp = b + p * ldb;                                         \
-        VEC b0 = LOAD(bp), b1 = LOAD(bp + W);                                  \
-        __builtin_prefetch(bp + 8 * ldb);                                      \
-        __builtin_prefetch(bp + 8 * ldb + 2 * W - 1);                          \
+        VEC b0 = LOAD(BLO(p)), b1 = LOAD(BHI(p));                              \
+        __builtin_prefetch(BLO(p + 8));                                        \
+        __builtin_prefetch(BHI(p + 8) + W - 1);                                \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                \
           VEC va = SET1(ar[i][p]);                                             \
           c0[i] = FMA(va, b0, c0[i]);                                          \
@@ -41,8 +39,7 @@
     } else {                                                                   \
       MASK_T m0 = MASK(cols < W ? cols : W), m1 = MASK(cols - W);              \
       for (int64_t p = 0; p < k; p++) {                                        \
-        const float *bp = b + p * ldb;                                         \
-        VEC b0 = MLOAD(bp, m0), b1 = MLOAD(bp + W, m1);                        \
+        VEC b0 = MLOAD(BLO(p), m0), b1 = MLOAD(BHI(p), m1);                    \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                \
           VEC va = SET1(ar[i][p]);                                             \
           c0[i] = FMA(va, b0, c0[i]);                                          \
@@ -67,5 +64,24 @@
         MSTORE(ci, m0, r0);                                                    \
         MSTORE(ci + W, m1, r1);                                                \
       }                                                                        \
-    }                                                                          \
+    }
+
+#define FAST_ROWS_BLO(p) (b + (p) * ldb)
+#define FAST_ROWS_BHI(p) (b + (p) * ldb + W)
+#define FAST_DEFINE_UKR_ROWS(name, MR)                                         \
+  static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
+                   int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
+                   float alpha, float beta) {                                  \
+    FAST_UKR_ROWS_BODY(MR, FAST_ROWS_BLO, FAST_ROWS_BHI)                       \
+  }
+
+/* B row p's two halves at blo + off[p] and bhi + off[p] (fast_ukr_offs_fn):
+ * an image read in place, each half a run of one output row. */
+#define FAST_OFFS_BLO(p) (blo + off[p])
+#define FAST_OFFS_BHI(p) (bhi + off[p])
+#define FAST_DEFINE_UKR_OFFS(name, MR)                                         \
+  static void name(int64_t k, const float *a, int64_t lda, const float *blo,   \
+                   const float *bhi, const int64_t *off, float *c,             \
+                   int64_t ldc, int rows, int cols, float alpha, float beta) { \
+    FAST_UKR_ROWS_BODY(MR, FAST_OFFS_BLO, FAST_OFFS_BHI)                       \
   }
