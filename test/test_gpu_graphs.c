@@ -40,6 +40,9 @@
 #define SHIM_FILE "shims/cuda/libcuda.so.1"
 #define SHIM_ENV "BACKPLANE_CUDA_DRIVER"
 #define STATS_SYM "bp_cuda_shim_stats"
+#define BLAS_FILE "shims/cublas/libcublas.so.13"
+#define BLAS_ENV "BACKPLANE_CUBLAS"
+#define BLAS_GEMMS_SYM "bp_cublas_shim_gemms"
 /* Mirrors bp_cuda_shim_stats_t of test/shims/cuda/shim.h. */
 typedef struct shim_stats {
   int64_t allocations, bytes_in_use;
@@ -55,6 +58,9 @@ typedef struct shim_stats {
 #define SHIM_FILE "shims/hip/libamdhip64.so"
 #define SHIM_ENV "BACKPLANE_HIP_RUNTIME"
 #define STATS_SYM "bp_hip_shim_stats"
+#define BLAS_FILE "shims/rocblas/librocblas.so.4"
+#define BLAS_ENV "BACKPLANE_ROCBLAS"
+#define BLAS_GEMMS_SYM "bp_rocblas_shim_gemms"
 /* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
 typedef struct shim_stats {
   int64_t allocations, bytes_in_use;
@@ -68,9 +74,16 @@ typedef struct shim_stats {
 #endif
 
 static void (*shim_stats_fn)(shim_stats_t *);
-#ifdef BP_TEST_ROCM
+static int64_t (*blas_gemms_fn)(void);
 static char cache_dir[] = "/tmp/bp-gpu-graphs-XXXXXX";
-#endif
+
+/* Kernel launches plus vendor-BLAS gemms (the gemm may take either), now. */
+static int64_t work(void) {
+  shim_stats_t s;
+  memset(&s, 0, sizeof s);
+  shim_stats_fn(&s);
+  return s.launches + blas_gemms_fn();
+}
 
 static shim_stats_t stats(void) {
   shim_stats_t s;
@@ -95,25 +108,33 @@ static int group_setup(void **state) {
   }
   *(void **)&shim_stats_fn = dlsym(h, STATS_SYM);
   setenv(SHIM_ENV, path, 1);
+  /* The vendor BLAS shim: gemm is tuned between it and the own kernels. */
+  snprintf(path, sizeof path, "%s/" BLAS_FILE, exe);
+  void *blas = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!blas) {
+    fprintf(stderr, "test_gpu_graphs: %s\n", dlerror());
+    return -1;
+  }
+  *(void **)&blas_gemms_fn = dlsym(blas, BLAS_GEMMS_SYM);
+  setenv(BLAS_ENV, path, 1);
 #ifdef BP_TEST_ROCM
   snprintf(path, sizeof path, "%s/shims/hip/libhiprtc.so", exe);
   setenv("BACKPLANE_HIPRTC", path, 1);
+#endif
   if (!mkdtemp(cache_dir))
     return -1;
-  setenv("XDG_CACHE_HOME", cache_dir, 1); /* the code-object cache */
-#endif
-  return shim_stats_fn ? 0 : -1;
+  /* The code-object and tuning caches, away from the user's. */
+  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  snprintf(path, sizeof path, "%s/tuning.txt", cache_dir);
+  setenv("BACKPLANE_TUNING_CACHE", path, 1);
+  return shim_stats_fn && blas_gemms_fn ? 0 : -1;
 }
 
 static int group_teardown(void **state) {
   (void)state;
-#ifdef BP_TEST_ROCM
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
-  if (system(cmd) != 0)
-    return -1;
-#endif
-  return 0;
+  return system(cmd) == 0 ? 0 : -1;
 }
 
 /* ---- the pipeline ------------------------------------------------------- */
@@ -254,6 +275,7 @@ static void test_native_pipeline(void **state) {
   assert_int_equal(bp_graph_size(g), 5);
 
   shim_stats_t before = stats();
+  int64_t work_before = work();
   enum { LAUNCHES = 25 };
   for (int i = 0; i < LAUNCHES; i++)
     assert_int_equal(bp_graph_launch(g, pl.s), BP_OK);
@@ -261,8 +283,9 @@ static void test_native_pipeline(void **state) {
   shim_stats_t after = stats();
   assert_true(bp_graph_is_native(g));
   assert_int_equal(after.graph_launches - before.graph_launches, LAUNCHES);
-  /* Every kernel ran from the graph: at least one launch per op each time. */
-  assert_true(after.launches - before.launches >= 5 * LAUNCHES);
+  /* Every op ran from the graph: at least one kernel launch or BLAS call
+   * per op each time. */
+  assert_true(work() - work_before >= 5 * LAUNCHES);
   expect_result(&got, &want0, "native graph");
 
   /* New input: the rebind drops the native graph, the next launch
@@ -324,11 +347,16 @@ static void *churn_main(void *arg) {
   while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) || c->rounds < 20) {
     bp_buffer_t *b = NULL;
     /* Odd sizes: past the pool's cached blocks, to reach the plugin. */
-    if (bp_buffer_alloc(c->dev, sizeof v + 64 * (size_t)(c->rounds % 97), &b) != BP_OK ||
-        bp_buffer_write(b, 0, v, sizeof v) != BP_OK ||
-        bp_buffer_read(b, 0, back, sizeof back) != BP_OK ||
-        memcmp(v, back, sizeof v) != 0)
+    bp_status_t st = bp_buffer_alloc(c->dev, sizeof v + 64 * (size_t)(c->rounds % 97), &b);
+    if (st == BP_OK)
+      st = bp_buffer_write(b, 0, v, sizeof v);
+    if (st == BP_OK)
+      st = bp_buffer_read(b, 0, back, sizeof back);
+    if (st != BP_OK || memcmp(v, back, sizeof v) != 0) {
+      fprintf(stderr, "churn round %d: %s\n", c->rounds,
+              st != BP_OK ? bp_last_error() : "read back differs");
       c->errors++;
+    }
     bp_buffer_free(b);
     c->rounds++;
   }

@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugin-api.h"
+#include "plugins/common/gpu_blas.h"
 #include "plugins/common/gpu_marshal.h"
 #include "plugins/cuda/cuda_driver.h"
 
@@ -64,6 +65,7 @@ typedef struct cuda_device {
    * (graph.c): the one must not run during the other. */
   pthread_rwlock_t capture_lock;
   CUmodule modules[CUDA_MOD_COUNT];
+  bp_gpu_blas_state_t blas; /* cuBLAS handle and choices, under lock */
 } cuda_device_t;
 
 typedef struct cuda_stream {
@@ -125,6 +127,21 @@ CUDA_HIDDEN bool cuda_capturing_here(void);
  * captures: relaxed capture mode, then the previous one. */
 CUDA_HIDDEN int cuda_capture_relax(void);
 CUDA_HIDDEN void cuda_capture_restore(int mode);
+
+/* ---- blas.c: cuBLAS through dlopen, for gpu_blas.inc ------------------- */
+/* True when cuBLAS is loaded and d has a working handle (created on first
+ * use; a failure is logged once and sticks). */
+CUDA_HIDDEN bool cuda_blas_ready(cuda_device_t *d);
+/* Runs one mapped gemm on stream s with cuBLAS. */
+CUDA_HIDDEN bp_status_t cuda_blas_run(cuda_device_t *d, bp_plugin_stream_t *s,
+                                      const bp_gpu_blas_call_t *c);
+/* Device name and "driver N cublas M", for the tuning-cache key. */
+CUDA_HIDDEN void cuda_blas_identity(cuda_device_t *d, char *dev,
+                                    size_t dev_size, char *driver,
+                                    size_t driver_size);
+/* Destroys d's handle (context current); closes the library (shutdown). */
+CUDA_HIDDEN void cuda_blas_release(cuda_device_t *d);
+CUDA_HIDDEN void cuda_blas_unload(void);
 
 /* ---- module.c ------------------------------------------------------------ */
 /* Looks up kernel name in module m, loading the module on first use. */

@@ -20,6 +20,7 @@ static bp_status_t cuda_init(const bp_host_services_t *host) {
 }
 
 static void cuda_shutdown(void) {
+  cuda_blas_unload();
   cuda_driver_unload();
   cuda_host = NULL;
 }

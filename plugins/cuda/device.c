@@ -85,6 +85,7 @@ void cuda_device_close(bp_plugin_device_t *device) {
     return;
   if (cuda_ctx_enter(d) == BP_OK) {
     cuda_drv.cuCtxSynchronize();
+    cuda_blas_release(d);
     cuda_modules_unload(d);
     cuda_ctx_leave();
   }

@@ -7,5 +7,8 @@
 #define GPU(x) cuda_##x
 #define GPU_UP(x) CUDA_##x
 #define GPU_NAME "cuda"
+#define GPU_PLUGIN_VERSION CUDA_PLUGIN_VERSION
+#define GPU_BLAS_ENV "BACKPLANE_CUDA_BLAS"
+#define GPU_BLAS_VENDOR "cuBLAS"
 
 #include "plugins/common/gpu_ops_blas.inc"

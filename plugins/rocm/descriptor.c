@@ -20,6 +20,7 @@ static bp_status_t rocm_init(const bp_host_services_t *host) {
 }
 
 static void rocm_shutdown(void) {
+  rocm_blas_unload();
   rocm_runtime_unload();
   rocm_host = NULL;
 }

@@ -56,6 +56,7 @@ void rocm_device_close(bp_plugin_device_t *device) {
     return;
   if (rocm_enter(d) == BP_OK) {
     rocm_rt.hipDeviceSynchronize();
+    rocm_blas_release(d);
     rocm_modules_unload(d);
   }
   pthread_mutex_destroy(&d->lock);

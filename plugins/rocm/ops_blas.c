@@ -7,5 +7,8 @@
 #define GPU(x) rocm_##x
 #define GPU_UP(x) ROCM_##x
 #define GPU_NAME "rocm"
+#define GPU_PLUGIN_VERSION ROCM_PLUGIN_VERSION
+#define GPU_BLAS_ENV "BACKPLANE_ROCM_BLAS"
+#define GPU_BLAS_VENDOR "rocBLAS"
 
 #include "plugins/common/gpu_ops_blas.inc"

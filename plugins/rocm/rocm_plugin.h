@@ -21,6 +21,7 @@
 
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugin-api.h"
+#include "plugins/common/gpu_blas.h"
 #include "plugins/common/gpu_marshal.h"
 #include "plugins/rocm/hip_runtime.h"
 
@@ -59,6 +60,7 @@ typedef struct rocm_device {
    * (graph.c): the one must not run during the other. */
   pthread_rwlock_t capture_lock;
   hipModule_t modules[ROCM_MOD_COUNT];
+  bp_gpu_blas_state_t blas; /* rocBLAS handle and choices, under lock */
 } rocm_device_t;
 
 typedef struct rocm_stream {
@@ -116,6 +118,21 @@ ROCM_HIDDEN bool rocm_capturing_here(void);
  * captures: relaxed capture mode, then the previous one. */
 ROCM_HIDDEN int rocm_capture_relax(void);
 ROCM_HIDDEN void rocm_capture_restore(int mode);
+
+/* ---- blas.c: rocBLAS through dlopen, for gpu_blas.inc ------------------ */
+/* True when rocBLAS is loaded and d has a working handle (created on first
+ * use; a failure is logged once and sticks). */
+ROCM_HIDDEN bool rocm_blas_ready(rocm_device_t *d);
+/* Runs one mapped gemm on stream s with rocBLAS. */
+ROCM_HIDDEN bp_status_t rocm_blas_run(rocm_device_t *d, bp_plugin_stream_t *s,
+                                      const bp_gpu_blas_call_t *c);
+/* Device name and "<arch> hip N rocblas V", for the tuning-cache key. */
+ROCM_HIDDEN void rocm_blas_identity(rocm_device_t *d, char *dev,
+                                    size_t dev_size, char *driver,
+                                    size_t driver_size);
+/* Destroys d's handle (device current); closes the library (shutdown). */
+ROCM_HIDDEN void rocm_blas_release(rocm_device_t *d);
+ROCM_HIDDEN void rocm_blas_unload(void);
 
 /* ---- module.c ------------------------------------------------------------ */
 /* Launches kernel name of module m (compiled through hiprtc or read from

@@ -98,3 +98,7 @@ CUresult bp_cuda_shim_enqueue(CUstream s, void (*fn)(void *), const void *data,
   fn((void *)data);
   return CUDA_SUCCESS;
 }
+
+bool bp_cuda_shim_mem_valid(uint64_t p, uint64_t bytes) {
+  return shim_mem_valid(p, bytes, "cuBLAS operand");
+}

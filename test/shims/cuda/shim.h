@@ -104,6 +104,9 @@ shim_stream_capture_t *shim_stream_capture(CUstream s);
 SHIM_EXPORT CUresult bp_cuda_shim_enqueue(CUstream s, void (*fn)(void *),
                                           const void *data, size_t size);
 
+/* Test hook for the cuBLAS shim: shim_mem_valid, exported. */
+SHIM_EXPORT bool bp_cuda_shim_mem_valid(uint64_t p, uint64_t bytes);
+
 /* Test hook: counts of live objects, for leak checks. */
 typedef struct bp_cuda_shim_stats {
   int64_t allocations, bytes_in_use;

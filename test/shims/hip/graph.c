@@ -99,3 +99,7 @@ hipError_t bp_hip_shim_enqueue(hipStream_t s, void (*fn)(void *),
   fn((void *)data);
   return hipSuccess;
 }
+
+bool bp_hip_shim_mem_valid(uint64_t p, uint64_t bytes) {
+  return shim_mem_valid(p, bytes, "rocBLAS operand");
+}

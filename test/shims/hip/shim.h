@@ -68,6 +68,9 @@ shim_stream_capture_t *shim_hip_stream_capture(hipStream_t s);
 SHIM_EXPORT hipError_t bp_hip_shim_enqueue(hipStream_t s, void (*fn)(void *),
                                            const void *data, size_t size);
 
+/* Test hook for the rocBLAS shim: shim_mem_valid, exported. */
+SHIM_EXPORT bool bp_hip_shim_mem_valid(uint64_t p, uint64_t bytes);
+
 /* Test hook: counts of live objects, for leak checks. */
 typedef struct bp_hip_shim_stats {
   int64_t allocations, bytes_in_use;
