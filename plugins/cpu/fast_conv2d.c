@@ -182,19 +182,30 @@ static void pack_tile(const conv_job_t *j, const float *xg, const float *lim,
 
 /* ---- the blocked loop ------------------------------------------------------*/
 
-/* k rows [pc, pc + kb) of conv_block with B read in place: every half
- * micro-panel (W = NR/2 output pixels) lies on one output row, so its k
- * row (c, r, s) is W consecutive floats at the tap's offset off[p] from
- * the pixel's input. The image stays in L1 across the output-channel
- * panels that meet it; nothing is packed. */
+/* The next strip of output pixels from jj (at most end) that conv_direct
+ * reads in place: one or two halves of W = NR/2 lanes, each half on one
+ * output row, the second only after a full first. Returns its width. */
+static int64_t conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end) {
+  int64_t n1 = Q - jj % Q < end - jj ? Q - jj % Q : end - jj;
+  if (n1 < W) return n1;
+  int64_t h = jj + W;
+  if (h >= end) return W;
+  int64_t n2 = Q - h % Q < end - h ? Q - h % Q : end - h;
+  return W + (n2 < W ? n2 : W);
+}
+
+/* k rows [pc, pc + kb) of conv_block with B read in place: each half of a
+ * strip (conv_strip) is W consecutive input floats for every k row (c, r,
+ * s), at the tap's offset off[p] from the pixel's input. The image stays
+ * in L1 across the output-channel panels that meet it; nothing is packed. */
 static void conv_direct(const conv_job_t *j, const float *ag, const float *xg,
                         float *yg, int64_t pc, int64_t kb, int64_t m0,
                         int64_t mcnt, int64_t j0, int64_t nb) {
   const fast_gemm_kernel_t *kr = j->kr;
-  int mr = kr->mr, nr = kr->nr, hw = nr / 2;
-  for (int64_t jr = 0; jr < nb; jr += nr) {
-    int64_t cols = nb - jr < nr ? nb - jr : nr;
-    int64_t lo = j0 + jr, hi = lo + hw;
+  int mr = kr->mr, hw = kr->nr / 2;
+  for (int64_t lo = j0, cols; lo < j0 + nb; lo += cols) {
+    cols = conv_strip(j->Q, hw, lo, j0 + nb);
+    int64_t hi = lo + hw;
     const float *blo = xg + lo / j->Q * j->sh * j->sxh + lo % j->Q;
     const float *bhi = xg + hi / j->Q * j->sh * j->sxh + hi % j->Q;
     for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
@@ -340,6 +351,15 @@ static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
   return true;
 }
 
+/* Whether conv_direct's strips fill at least 15/16 of the kernel's lanes
+ * (they cannot when output rows are short or not a multiple of NR/2):
+ * below that, packing the image costs less than the idle lanes. */
+static bool direct_pays(const conv_job_t *j) {
+  int64_t pq = j->P * j->Q, hw = j->kr->nr / 2, strips = 0;
+  for (int64_t jj = 0; jj < pq; jj += conv_strip(j->Q, hw, jj, pq)) strips++;
+  return pq * 16 >= strips * 2 * hw * 15;
+}
+
 static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                  const fast_gemm_kernel_t *kr,
                                  const float *bias) {
@@ -359,6 +379,12 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
   j.sxw = x->strides[3], j.syn = y->strides[0], j.syk = y->strides[1];
   j.sh = a->stride_h, j.sw = a->stride_w, j.ph = a->pad_h, j.pw = a->pad_w;
   j.dh = a->dilation_h, j.dw = a->dilation_w;
+  if (j.R == 1 && j.S == 1 && j.sh == 1 && j.sw == 1 && j.ph == 0 &&
+      j.pw == 0 && j.sxw == 1 && (j.H == 1 || j.sxh == j.W)) {
+    /* 1x1 over dense planes: one long row, so strips may run across rows */
+    j.Q = j.W = j.P * j.Q;
+    j.P = j.H = 1;
+  }
   j.Hin = j.H, j.Win = j.W;
   j.lim_ok = j.sxc >= 0 && j.sxh >= 0;
   if (j.crs == 0) return BP_ERR_UNIMPLEMENTED;
@@ -384,7 +410,7 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
     return BP_ERR_UNIMPLEMENTED;
   /* B in place when every half micro-panel stays on one output row */
   int64_t *off = NULL;
-  if (kr->ukr_offs && j.Q % (kr->nr / 2) == 0 && !getenv("NODIRECT")) {
+  if (kr->ukr_offs && direct_pays(&j) && !getenv("NODIRECT")) {
     off = malloc((size_t)(j.crs + 8) * sizeof *off);
     if (!off) return BP_ERR_UNIMPLEMENTED;
     int64_t p = 0;
@@ -521,7 +547,9 @@ static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
     return conv_depthwise(dev, a, vk, bias);
   bool unit = w->shape[2] == 1 && w->shape[3] == 1 && a->stride_h == 1 &&
               a->stride_w == 1 && a->pad_h == 0 && a->pad_w == 0;
-  if (unit && G == 1 && x->strides[3] == 1 &&
+  /* 1x1 over dense planes is read in place by conv_implicit's direct path
+   * where the kernel has one; a batched GEMM otherwise */
+  if (unit && G == 1 && x->strides[3] == 1 && !kr->ukr_offs &&
       (x->shape[2] <= 1 || x->strides[2] == x->shape[3]))
     return conv_1x1(dev, a, bias);
   return conv_implicit(dev, a, kr, bias);
