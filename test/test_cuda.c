@@ -69,6 +69,9 @@ static int group_setup(void **state) {
 static int reset_env(void **state) {
   (void)state;
   setenv("BACKPLANE_CUDA_DRIVER", shim_path, 1);
+  /* The own kernels' paths (launch counts, leaks); the cuBLAS path is
+   * test_cuda_blas's. */
+  setenv("BACKPLANE_CUDA_BLAS", "0", 1);
   unsetenv("BP_CUDA_SHIM_FAIL");
   unsetenv("BP_CUDA_SHIM_CC");
   unsetenv("BP_CUDA_SHIM_DRIVER");

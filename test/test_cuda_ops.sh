@@ -12,7 +12,15 @@ shim="$here/shims/cuda/libcuda.so.1"
 export BACKPLANE_PLUGIN_PATH="$b/plugins"
 export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # On a real GPU machine CUDA_OPS_REAL_DRIVER=1 keeps the system driver.
-[ -n "$CUDA_OPS_REAL_DRIVER" ] || export BACKPLANE_CUDA_DRIVER="$shim"
+# gemm is tuned between the plugin's kernels and cuBLAS: the cuBLAS shim
+# over the driver shim here (a real cuBLAS needs the real driver).
+if [ -z "$CUDA_OPS_REAL_DRIVER" ]; then
+  export BACKPLANE_CUDA_DRIVER="$shim"
+  export BACKPLANE_CUBLAS="$here/shims/cublas/libcublas.so.13"
+fi
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+export BACKPLANE_TUNING_CACHE="$cache/tuning.txt"
 export TC_DEVICES="${TC_DEVICES:-cuda,cpu-ref}"
 # test_parity compares every visible device with cpu-ref; the other GPU
 # backends have their own suites, and PoCL's kernel builds alone take over a
@@ -28,6 +36,13 @@ for t in test_ops_blas test_ops_dnn test_ops_attention test_ops_elementwise \
   echo "--- $t (TC_DEVICES=$TC_DEVICES)"
   ran=$((ran + 1))
   "$here/$t" || failed=$((failed + 1))
+done
+# The gemm suite once more on each path: cuBLAS forced, own kernels forced.
+for mode in 1 0; do
+  [ -x "$here/test_ops_blas" ] || break
+  echo "--- test_ops_blas (BACKPLANE_CUDA_BLAS=$mode)"
+  ran=$((ran + 1))
+  BACKPLANE_CUDA_BLAS=$mode "$here/test_ops_blas" || failed=$((failed + 1))
 done
 echo "test_cuda_ops: $ran suites run, $failed failed"
 [ "$failed" -eq 0 ]

@@ -99,6 +99,8 @@ static int group_teardown(void **state) {
 static int reset_env(void **state) {
   (void)state;
   setenv("BACKPLANE_HIP_RUNTIME", hip_path, 1);
+  /* The own kernels' paths; the rocBLAS path is test_rocm_blas's. */
+  setenv("BACKPLANE_ROCM_BLAS", "0", 1);
   setenv("BACKPLANE_HIPRTC", rtc_path, 1);
   setenv("XDG_CACHE_HOME", cache_home, 1);
   unsetenv("BP_HIP_SHIM_FAIL");

@@ -14,10 +14,13 @@ export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ -z "$ROCM_OPS_REAL_RUNTIME" ]; then
   export BACKPLANE_HIP_RUNTIME="$here/shims/hip/libamdhip64.so"
   export BACKPLANE_HIPRTC="$here/shims/hip/libhiprtc.so"
+  # gemm is tuned between the plugin's kernels and rocBLAS (its shim here).
+  export BACKPLANE_ROCBLAS="$here/shims/rocblas/librocblas.so.4"
 fi
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 export XDG_CACHE_HOME="$cache"
+export BACKPLANE_TUNING_CACHE="$cache/tuning.txt"
 export TC_DEVICES="${TC_DEVICES:-rocm,cpu-ref}"
 # test_parity compares every visible device with cpu-ref; the other GPU
 # backends have their own suites, and PoCL's kernel builds alone take over a
@@ -33,6 +36,13 @@ for t in test_ops_blas test_ops_dnn test_ops_attention test_ops_elementwise \
   echo "--- $t (TC_DEVICES=$TC_DEVICES)"
   ran=$((ran + 1))
   "$here/$t" || failed=$((failed + 1))
+done
+# The gemm suite once more on each path: rocBLAS forced, own kernels forced.
+for mode in 1 0; do
+  [ -x "$here/test_ops_blas" ] || break
+  echo "--- test_ops_blas (BACKPLANE_ROCM_BLAS=$mode)"
+  ran=$((ran + 1))
+  BACKPLANE_ROCM_BLAS=$mode "$here/test_ops_blas" || failed=$((failed + 1))
 done
 echo "test_rocm_ops: $ran suites run, $failed failed"
 [ "$failed" -eq 0 ]
