@@ -206,11 +206,57 @@ DEFINE_UKR_C(double, f64)
 #define TILE_BYTES (16 * 32 * 8) /* largest MR x NR tile of any kernel */
 #define GEMM_MT_FLOPS 4e6 /* least work per thread worth a pool dispatch */
 
+/* Small f32 problems in row-major layouts: no packing at all. The
+ * unpacked micro-kernel reads A's rows and B's rows where they are (all of
+ * them fit in L1 / L2 at these sizes) and masks the ragged edges, so C is
+ * written once, in place. Column-major A is first copied row-major. */
+#define GEMM_DIRECT_MAX 160 /* largest m, n, k taken unpacked */
+
+static bool gemm_direct_fits(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                             const gemm_view_t *v) {
+  return t == &gemm_type_f32 && kr->ukr_rows && v->scn == 1 && v->sbn == 1 &&
+         (v->sak == 1 || v->sam == 1) && v->m <= GEMM_DIRECT_MAX &&
+         v->n <= GEMM_DIRECT_MAX && v->k <= GEMM_DIRECT_MAX;
+}
+
+static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
+                        float alpha, float beta) {
+  const float *a = (const float *)v->a, *b = (const float *)v->b;
+  float *c = (float *)v->c;
+  int64_t lda = v->sam;
+  if (v->sak != 1) {
+    /* column-major A: a row-major copy, m x k */
+    float *at = fast_scratch(0, (size_t)(v->m * v->k) * sizeof(float));
+    if (!at) return false;
+    for (int64_t p = 0; p < v->k; p++)
+      for (int64_t i = 0; i < v->m; i++) at[i * v->k + p] = a[p * v->sak + i];
+    a = at;
+    lda = v->k;
+  }
+  int mr = kr->mr, nr = kr->nr;
+  /* each B panel (k x NR) stays in L1 while A's rows stream past it */
+  for (int64_t jr = 0; jr < v->n; jr += nr) {
+    int cols = (int)(v->n - jr < nr ? v->n - jr : nr);
+    for (int64_t ir = 0; ir < v->m; ir += mr) {
+      int rows = (int)(v->m - ir < mr ? v->m - ir : mr);
+      kr->ukr_rows(v->k, a + ir * lda, lda, b + jr, v->sbk,
+                   c + ir * v->scm + jr, v->scm, rows, cols, alpha, beta);
+    }
+  }
+  return true;
+}
+
 /* Runs one part of C on the calling thread. Returns false when scratch
  * memory is unavailable (nothing has been written then). */
 static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
                        const gemm_view_t *v, const void *alpha,
                        const void *beta, const void *one, const void *zero) {
+  if (gemm_direct_fits(t, kr, v) && !getenv("NOGD")) {
+    float fa, fb;
+    memcpy(&fa, alpha, sizeof fa);
+    memcpy(&fb, beta, sizeof fb);
+    return gemm_direct(kr, v, fa, fb);
+  }
   int64_t es = (int64_t)t->esize, is = (int64_t)t->in_size;
   int mr = kr->mr, nr = kr->nr;
   int64_t KC = kr->kc, MC = kr->mc, NC = kr->nc;
