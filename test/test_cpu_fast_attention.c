@@ -25,7 +25,7 @@
 static int fails, checks;
 
 enum { LAYOUT_DENSE, LAYOUT_BSHD, LAYOUT_KV_TRANSPOSED, LAYOUT_COUNT };
-enum { SPECIAL_NONE, SPECIAL_NAN_Q, SPECIAL_LARGE, SPECIAL_NAN_K };
+enum { SPECIAL_NONE, SPECIAL_NAN_Q, SPECIAL_LARGE, SPECIAL_NAN_K, SPECIAL_NAN_V };
 
 typedef struct att_case {
   int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
@@ -88,6 +88,10 @@ static bp_status_t run_case(cpu_device_t *dev, const att_case_t *c) {
     cpu_store(q.p, c->dt, at4(&q.t, 0, 0, c->Sq / 2, c->D - 1), NAN);
   if (c->special == SPECIAL_NAN_K && c->Skv > 0 && c->D > 0)
     cpu_store(k.p, c->dt, at4(&k.t, 0, 0, c->Skv - 1, 0), NAN);
+  if (c->special == SPECIAL_NAN_V && c->Skv > 2) { /* hidden from most rows */
+    cpu_store(v.p, c->dt, at4(&v.t, 0, 0, c->Skv - 1, 0), NAN);
+    cpu_store(v.p, c->dt, at4(&v.t, 0, 0, c->Skv - 2, c->Dv - 1), INFINITY);
+  }
   bp_attention_args_t a;
   memset(&a, 0, sizeof a);
   a.struct_size = sizeof a;
@@ -113,8 +117,9 @@ static bp_status_t run_case(cpu_device_t *dev, const att_case_t *c) {
           for (int64_t e = 0; e < c->Dv; e++) {
             int64_t x = at4(&o.t, b, h, i, e);
             double g = cpu_load(o.p, c->dt, x), w = cpu_load(r.p, c->dt, x);
-            bool ok = isnan(w) ? isnan(g)
-                               : !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
+            bool ok = isnan(w)   ? isnan(g)
+                      : isinf(w) ? g == w
+                                 : !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
             if (ok) continue;
             printf("MISMATCH dt%d isa%d thr%u B%ld Hq%ld Hkv%ld Sq%ld Skv%ld "
                    "D%ld Dv%ld causal%d layout%d special%d at [%ld,%ld,%ld,%ld]:"
@@ -219,8 +224,8 @@ static void test_attention_avx2_random(void **state) {
 }
 
 /* Rows that see no key are zeros; a NaN in a query makes that row NaN and
- * nothing else; a NaN key poisons exactly the rows that see it; large
- * scores (softmax near one-hot) stay finite. */
+ * nothing else; a NaN key, or a NaN / inf value, poisons exactly the rows
+ * that see it; large scores (softmax near one-hot) stay finite. */
 static void test_attention_avx2_special(void **state) {
   (void)state;
   dev_set_t s;
@@ -229,7 +234,7 @@ static void test_attention_avx2_special(void **state) {
   srand(3);
   fails = checks = 0;
   for (int d = 0; d < 3; d++) {
-    for (int sp = SPECIAL_NAN_Q; sp <= SPECIAL_NAN_K; sp++) {
+    for (int sp = SPECIAL_NAN_Q; sp <= SPECIAL_NAN_V; sp++) {
       run_all(&s, (att_case_t){1, 2, 1, 70, 70, 64, 64, 1, 0, sp, dts[d]});
       run_all(&s, (att_case_t){1, 2, 2, 45, 90, 40, 40, 1, 1, sp, dts[d]});
       run_all(&s, (att_case_t){1, 1, 1, 33, 129, 72, 72, 0, 2, sp, dts[d]});

@@ -254,6 +254,39 @@ static void att_softmax(const att_job_t *j, att_ws_t *w, int64_t lane0,
   }
 }
 
+/* true when rows [0, n) of v (row stride ldv, Dv long) are all finite. */
+static bool att_finite(const float *v, int64_t ldv, int64_t n, int64_t Dv) {
+  const __m256i expo = _mm256_set1_epi32(0x7f800000);
+  __m256i hit = _mm256_setzero_si256();
+  bool ok = true;
+  for (int64_t jj = 0; jj < n; jj++) {
+    const float *r = v + jj * ldv;
+    int64_t e = 0;
+    for (; e + 8 <= Dv; e += 8) {
+      __m256i x = _mm256_and_si256(_mm256_loadu_si256((const void *)(r + e)), expo);
+      hit = _mm256_or_si256(hit, _mm256_cmpeq_epi32(x, expo));
+    }
+    for (; e < Dv; e++) ok = ok && isfinite(r[e]);
+  }
+  return ok && _mm256_testz_si256(hit, hit);
+}
+
+/* ot[e][q] += st[jj][q] v[jj][e] for keys [jd, nk) of the group at lane0,
+ * skipping the (query, key) pairs the mask hides, so that a NaN or inf in
+ * a hidden value row stays out of the rows that do not see it (0 * inf
+ * would be NaN). Only for the rare diagonal blocks with such values. */
+static void att_pv_exact(const att_ws_t *w, const float *v, int64_t ldv,
+                         int64_t Dv, int64_t lane0, int64_t t0, int64_t jd,
+                         int64_t nk) {
+  for (int64_t jj = jd; jj < nk; jj++) {
+    int64_t q0 = t0 + jj > lane0 ? t0 + jj : lane0; /* first lane that sees */
+    const float *p = w->st + jj * ATT_BQ;
+    for (int64_t e = 0; e < Dv; e++)
+      for (int64_t q = q0; q < lane0 + ATT_LG; q++)
+        w->ot[e * ATT_BQ + q] += p[q] * v[jj * ldv + e];
+  }
+}
+
 /* Queries [i0, i0 + nq) of head (b, h), nq <= ATT_BQ. */
 static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h,
                       int64_t i0, int64_t nq) {
@@ -305,6 +338,15 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h,
       if (nkg > nk) nkg = nk;
       att_ukr(nkg, D, kp, ldk, 1, w->qt + lane0, w->st + lane0, NULL);
       att_softmax(j, w, lane0, i0, k0, nkg);
+      /* keys [jd, nkg) are hidden from some lanes of the group */
+      int64_t t0 = k0 - i0 - j->off, jd = nkg;
+      if (j->causal) jd = lane0 - t0 + 1 < 0 ? 0 : lane0 - t0 + 1;
+      if (jd < nkg && !att_finite(vp + jd * ldv, ldv, nkg - jd, Dv)) {
+        att_ukr(Dv, jd, vp, 1, ldv, w->st + lane0, w->ot + lane0,
+                w->corr + lane0);
+        att_pv_exact(w, vp, ldv, Dv, lane0, t0, jd, nkg);
+        continue;
+      }
       att_ukr(Dv, nkg, vp, 1, ldv, w->st + lane0, w->ot + lane0,
               w->corr + lane0);
     }
