@@ -45,6 +45,7 @@ typedef struct bp_gpu_blas_call {
 #define BP_GPU_BLAS_CHOICES 64
 typedef struct bp_gpu_blas_state {
   void *handle;  /* cublasHandle_t / rocblas_handle; NULL until first use */
+  uint64_t workspace, workspace_size; /* the plugin's BLAS workspace, or 0 */
   bool broken;   /* a vendor call failed: the own kernels from then on */
   int count;     /* choices used (a ring past BP_GPU_BLAS_CHOICES) */
   struct {

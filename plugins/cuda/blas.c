@@ -10,8 +10,11 @@
  * the plugin's), and every call sets the op's stream first
  * (cublasSetStream) under the device lock, since a handle must not be
  * used from two threads at once. cuBLAS calls are stream-ordered and
- * capture-safe; creating a handle allocates its workspace, so when that
- * happens during a graph capture it runs in relaxed capture mode.
+ * capture-safe as long as they need not allocate: each handle gets a
+ * workspace the plugin allocates (4 MiB, 32 MiB from sm_90, NVIDIA's
+ * recommendation), set again after every cublasSetStream (which resets
+ * it). Creating a handle allocates, so when that happens during a graph
+ * capture it runs in relaxed capture mode.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@ static struct {
   int version; /* cublasGetVersion of the first handle */
 #define CUBLAS__FIELD(field, sym, params) cublasStatus_t (*field) params;
   CUBLAS_ENTRY_POINTS(CUBLAS__FIELD)
+  CUBLAS_OPTIONAL_ENTRY_POINTS(CUBLAS__FIELD)
 #undef CUBLAS__FIELD
 } cublas;
 static pthread_mutex_t cublas_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +67,11 @@ static bool cublas_load(void) {
     missing = sym;
   CUBLAS_ENTRY_POINTS(CUBLAS__RESOLVE)
 #undef CUBLAS__RESOLVE
+#define CUBLAS__RESOLVE_OPT(field, sym, params)                                \
+  if (h && !missing)                                                           \
+    *(void **)(&cublas.field) = dlsym(h, sym);
+  CUBLAS_OPTIONAL_ENTRY_POINTS(CUBLAS__RESOLVE_OPT)
+#undef CUBLAS__RESOLVE_OPT
   if (h && missing) {
     snprintf(why, sizeof why, "%s lacks %s", cublas.path, missing);
     dlclose(h);
@@ -86,12 +95,19 @@ bool cuda_blas_ready(cuda_device_t *d) {
   bool ok = !d->blas.broken;
   if (ok && !d->blas.handle && cuda_ctx_enter(d) == BP_OK) {
     cublasHandle_t h = NULL;
-    int mode = cuda_capture_relax(); /* the handle allocates a workspace */
+    int mode = cuda_capture_relax(); /* both allocate device memory */
     cublasStatus_t r = cublas.cublasCreate(&h);
+    CUdeviceptr ws = 0;
+    size_t ws_size = (size_t)(d->cc_major >= 9 ? 32 : 4) << 20;
+    if (r == CUBLAS_STATUS_SUCCESS && h && cublas.cublasSetWorkspace &&
+        cuda_drv.cuMemAlloc(&ws, ws_size) != CUDA_SUCCESS)
+      ws = 0; /* cuBLAS's own workspace then */
     cuda_capture_restore(mode);
     cuda_ctx_leave();
     if (r == CUBLAS_STATUS_SUCCESS && h) {
       d->blas.handle = h;
+      d->blas.workspace = ws;
+      d->blas.workspace_size = ws ? ws_size : 0;
       int v = 0;
       if (cublas.cublasGetVersion(h, &v) == CUBLAS_STATUS_SUCCESS)
         cublas.version = v;
@@ -125,6 +141,9 @@ bp_status_t cuda_blas_run(cuda_device_t *d, bp_plugin_stream_t *s,
   pthread_mutex_lock(&d->lock);
   cublasHandle_t h = d->blas.handle;
   r = cublas.cublasSetStream(h, cuda_stream_of(s));
+  if (r == CUBLAS_STATUS_SUCCESS && d->blas.workspace)
+    r = cublas.cublasSetWorkspace(h, (void *)(uintptr_t)d->blas.workspace,
+                                  (size_t)d->blas.workspace_size);
   if (r == CUBLAS_STATUS_SUCCESS && c->dtype == BP_F64) {
     const double alpha = c->alpha, beta = c->beta;
     r = cublas.cublasDgemmStridedBatched(
@@ -161,7 +180,10 @@ bp_status_t cuda_blas_run(cuda_device_t *d, bp_plugin_stream_t *s,
 void cuda_blas_release(cuda_device_t *d) {
   if (d->blas.handle && cublas.cublasDestroy)
     cublas.cublasDestroy((cublasHandle_t)d->blas.handle);
+  if (d->blas.workspace)
+    cuda_drv.cuMemFree(d->blas.workspace);
   d->blas.handle = NULL;
+  d->blas.workspace = 0;
 }
 
 void cuda_blas_unload(void) {

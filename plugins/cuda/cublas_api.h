@@ -10,6 +10,7 @@
 #ifndef BACKPLANE_CUBLAS_API_H
 #define BACKPLANE_CUBLAS_API_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "plugins/cuda/cuda_driver.h"
@@ -45,5 +46,11 @@ typedef struct cublasContext *cublasHandle_t;
     (cublasHandle_t, int, int, int, int, int, const void *, const void *, int, \
      int, long long, const void *, int, int, long long, const void *, void *,  \
      int, int, long long, int, int, int))
+
+/* Optional (cuBLAS 11.4+): a workspace the plugin owns, so that no gemm
+ * inside a graph capture has to allocate one. */
+#define CUBLAS_OPTIONAL_ENTRY_POINTS(X)                                        \
+  X(cublasSetWorkspace, "cublasSetWorkspace_v2",                               \
+    (cublasHandle_t, void *, size_t))
 
 #endif /* BACKPLANE_CUBLAS_API_H */

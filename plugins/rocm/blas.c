@@ -7,8 +7,10 @@
  * gemm; its absence is logged once at info and the plugin's own kernels
  * run every gemm. Each device gets one handle, created with the device
  * current, and every call sets the op's stream first (rocblas_set_stream)
- * under the device lock. Creating a handle allocates device memory, so
- * during a graph capture it runs in relaxed capture mode.
+ * under the device lock. Each handle gets a 32 MiB workspace the plugin
+ * allocates (rocblas_set_workspace), so that no gemm inside a graph capture
+ * allocates. Creating a handle allocates device memory, so during a graph
+ * capture it runs in relaxed capture mode.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@ static struct {
   char version[64];
 #define ROCBLAS__FIELD(field, sym, params) rocblas_status (*field) params;
   ROCBLAS_ENTRY_POINTS(ROCBLAS__FIELD)
+  ROCBLAS_OPTIONAL_ENTRY_POINTS(ROCBLAS__FIELD)
 #undef ROCBLAS__FIELD
 } rb;
 static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,6 +63,11 @@ static bool rocblas_load(void) {
     missing = sym;
   ROCBLAS_ENTRY_POINTS(ROCBLAS__RESOLVE)
 #undef ROCBLAS__RESOLVE
+#define ROCBLAS__RESOLVE_OPT(field, sym, params)                               \
+  if (h && !missing)                                                           \
+    *(void **)(&rb.field) = dlsym(h, sym);
+  ROCBLAS_OPTIONAL_ENTRY_POINTS(ROCBLAS__RESOLVE_OPT)
+#undef ROCBLAS__RESOLVE_OPT
   if (h && missing) {
     snprintf(why, sizeof why, "%s lacks %s", rb.path, missing);
     dlclose(h);
@@ -86,11 +94,22 @@ bool rocm_blas_ready(rocm_device_t *d) {
   bool ok = !d->blas.broken;
   if (ok && !d->blas.handle && rocm_enter(d) == BP_OK) {
     rocblas_handle h = NULL;
-    int mode = rocm_capture_relax(); /* the handle allocates memory */
+    int mode = rocm_capture_relax(); /* both allocate device memory */
     rocblas_status r = rb.rocblas_create_handle(&h);
+    void *ws = NULL;
+    const size_t ws_size = (size_t)32 << 20;
+    if (r == rocblas_status_success && h && rb.rocblas_set_workspace &&
+        (rocm_rt.hipMalloc(&ws, ws_size) != hipSuccess ||
+         rb.rocblas_set_workspace(h, ws, ws_size) != rocblas_status_success)) {
+      if (ws)
+        rocm_rt.hipFree(ws);
+      ws = NULL; /* rocBLAS's own workspace then */
+    }
     rocm_capture_restore(mode);
     if (r == rocblas_status_success && h) {
       d->blas.handle = h;
+      d->blas.workspace = (uint64_t)(uintptr_t)ws;
+      d->blas.workspace_size = ws ? ws_size : 0;
     } else {
       d->blas.broken = true;
       rocm_log(BP_LOG_WARN, "rocblas_create_handle failed (status %d) on "
@@ -159,7 +178,10 @@ bp_status_t rocm_blas_run(rocm_device_t *d, bp_plugin_stream_t *s,
 void rocm_blas_release(rocm_device_t *d) {
   if (d->blas.handle && rb.rocblas_destroy_handle)
     rb.rocblas_destroy_handle((rocblas_handle)d->blas.handle);
+  if (d->blas.workspace)
+    rocm_rt.hipFree((void *)(uintptr_t)d->blas.workspace);
   d->blas.handle = NULL;
+  d->blas.workspace = 0;
 }
 
 void rocm_blas_unload(void) {

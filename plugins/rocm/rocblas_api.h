@@ -47,4 +47,10 @@ typedef struct _rocblas_handle *rocblas_handle;
      const void *, int, int, int64_t, void *, int, int, int64_t, int, int,     \
      int, int32_t, uint32_t))
 
+/* Optional: a workspace the plugin owns, so that no gemm inside a graph
+ * capture has to allocate one. */
+#define ROCBLAS_OPTIONAL_ENTRY_POINTS(X)                                       \
+  X(rocblas_set_workspace, "rocblas_set_workspace",                            \
+    (rocblas_handle, void *, size_t))
+
 #endif /* BACKPLANE_ROCBLAS_API_H */

@@ -7,7 +7,11 @@
  * allocations, then enqueued on the handle's stream through the driver
  * shim (bp_cuda_shim_enqueue), so a graph capture records it and each
  * graph launch runs it. cublasCreate allocates a workspace with cuMemAlloc
- * as the real library does, which a capture forbids unless relaxed.
+ * as the real library does, which a capture forbids unless relaxed; and
+ * as cuBLAS does, cublasSetStream drops a workspace set with
+ * cublasSetWorkspace, after which the next gemm allocates a default one
+ * (cuMemAlloc, so inside a capture it fails: the plugin must set its own
+ * workspace after every cublasSetStream).
  * It checks the plugin's host logic (argument mapping, stream, context,
  * capture safety), not cuBLAS's performance or numerics.
  *
@@ -25,6 +29,7 @@
 #define SHIM_DECLARE(field, sym, params)                                       \
   SHIM_EXPORT cublasStatus_t field params __asm__(sym);
 CUBLAS_ENTRY_POINTS(SHIM_DECLARE)
+CUBLAS_OPTIONAL_ENTRY_POINTS(SHIM_DECLARE)
 #undef SHIM_DECLARE
 
 /* From the driver shim. */
@@ -43,7 +48,9 @@ bool bp_cuda_shim_mem_valid(uint64_t p, uint64_t bytes);
 struct cublasContext {
   uint32_t magic;
   CUstream stream;
-  CUdeviceptr workspace;
+  CUdeviceptr workspace;      /* handle internals, from cublasCreate */
+  bool user_workspace;        /* cublasSetWorkspace since the last SetStream */
+  CUdeviceptr default_workspace;
 };
 
 static int64_t gemms, handles;
@@ -86,6 +93,8 @@ cublasStatus_t cublasDestroy(cublasHandle_t h) {
   if (!handle_ok(h))
     return CUBLAS_STATUS_NOT_INITIALIZED;
   cuMemFree_v2(h->workspace);
+  if (h->default_workspace)
+    cuMemFree_v2(h->default_workspace);
   h->magic = 0;
   free(h);
   __atomic_sub_fetch(&handles, 1, __ATOMIC_RELAXED);
@@ -103,6 +112,16 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, CUstream s) {
   if (!handle_ok(h))
     return CUBLAS_STATUS_NOT_INITIALIZED;
   h->stream = s;
+  h->user_workspace = false;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t size) {
+  if (!handle_ok(h))
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (size && !bp_cuda_shim_mem_valid((uint64_t)(uintptr_t)ws, size))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  h->user_workspace = size > 0;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -129,6 +148,9 @@ static cublasStatus_t gemm(cublasHandle_t h, int ta, int tb, int m, int n,
     return CUBLAS_STATUS_INVALID_VALUE;
   if (fail("gemm"))
     return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (!h->user_workspace && !h->default_workspace &&
+      cuMemAlloc_v2(&h->default_workspace, 1 << 20) != CUDA_SUCCESS)
+    return CUBLAS_STATUS_ALLOC_FAILED;
   if (m == 0 || n == 0 || batch == 0)
     return CUBLAS_STATUS_SUCCESS;
   return bp_cuda_shim_enqueue(h->stream, counted_run, &g, sizeof g) ==

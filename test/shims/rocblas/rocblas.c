@@ -6,7 +6,8 @@
  * extent against the live allocations, then enqueued on the handle's stream
  * through the HIP shim (bp_hip_shim_enqueue), so a graph capture records
  * it. rocblas_create_handle allocates device memory with hipMalloc, which
- * a capture forbids unless relaxed. It checks the plugin's host logic, not
+ * a capture forbids unless relaxed; without rocblas_set_workspace the
+ * first gemm allocates a workspace (hipMalloc: fails inside a capture). It checks the plugin's host logic, not
  * rocBLAS's performance or numerics.
  *
  * Environment: BP_ROCBLAS_SHIM_FAIL=create,gemm injects failures.
@@ -23,6 +24,7 @@
 #define SHIM_DECLARE(field, sym, params)                                       \
   SHIM_EXPORT rocblas_status field params __asm__(sym);
 ROCBLAS_ENTRY_POINTS(SHIM_DECLARE)
+ROCBLAS_OPTIONAL_ENTRY_POINTS(SHIM_DECLARE)
 #undef SHIM_DECLARE
 
 /* From the HIP shim. */
@@ -42,7 +44,9 @@ bool bp_hip_shim_mem_valid(uint64_t p, uint64_t bytes);
 struct _rocblas_handle {
   uint32_t magic;
   hipStream_t stream;
-  void *workspace;
+  void *workspace;         /* handle internals, from rocblas_create_handle */
+  bool user_workspace;     /* rocblas_set_workspace */
+  void *default_workspace;
 };
 
 static int64_t gemms, handles;
@@ -84,6 +88,8 @@ rocblas_status rocblas_destroy_handle(rocblas_handle h) {
   if (!handle_ok(h))
     return rocblas_status_invalid_handle;
   hipFree(h->workspace);
+  if (h->default_workspace)
+    hipFree(h->default_workspace);
   h->magic = 0;
   free(h);
   __atomic_sub_fetch(&handles, 1, __ATOMIC_RELAXED);
@@ -94,6 +100,15 @@ rocblas_status rocblas_set_stream(rocblas_handle h, hipStream_t s) {
   if (!handle_ok(h))
     return rocblas_status_invalid_handle;
   h->stream = s;
+  return rocblas_status_success;
+}
+
+rocblas_status rocblas_set_workspace(rocblas_handle h, void *ws, size_t size) {
+  if (!handle_ok(h))
+    return rocblas_status_invalid_handle;
+  if (size && !bp_hip_shim_mem_valid((uint64_t)(uintptr_t)ws, size))
+    return rocblas_status_invalid_value;
+  h->user_workspace = size > 0;
   return rocblas_status_success;
 }
 
@@ -130,6 +145,9 @@ static rocblas_status gemm(rocblas_handle h, int ta, int tb, int m, int n,
     return rocblas_status_invalid_size;
   if (fail("gemm"))
     return rocblas_status_internal_error;
+  if (!h->user_workspace && !h->default_workspace &&
+      hipMalloc(&h->default_workspace, 1 << 20) != hipSuccess)
+    return rocblas_status_memory_error;
   if (m == 0 || n == 0 || batch == 0)
     return rocblas_status_success;
   return bp_hip_shim_enqueue(h->stream, counted_run, &g, sizeof g) == hipSuccess
