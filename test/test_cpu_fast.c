@@ -127,6 +127,37 @@ static void test_gemm(void **state) {
   assert_int_equal(fails, 0);
 }
 
+/* Small f32 problems, which run unpacked (m, n, k <= 160): every ragged
+ * MR / NR edge around 64, row- and column-major A, C both ways, beta 0
+ * over NaN, on every ISA level and 1 or 2 threads. */
+static void test_gemm_small(void **state) {
+  (void)state;
+  int64_t sz[] = {1, 5, 6, 11, 12, 13, 16, 17, 33, 63, 64, 65, 96, 128, 160};
+  int nsz = (int)(sizeof sz / sizeof *sz);
+  cpu_device_t dev;
+  memset(&dev, 0, sizeof dev);
+  srand(7);
+  fails = checks = 0;
+  for (int isa = 1; isa <= 3; isa++)
+    for (int thr = 1; thr <= 2; thr++) {
+      dev.isa = isa;
+      dev.threads = thr;
+      dev.pool = cpu_pool_create(thr);
+      for (int x = 0; x < 40; x++) {
+        int64_t m = sz[rand() % nsz], n = sz[rand() % nsz], k = sz[rand() % nsz];
+        double al = rand() % 3 == 0 ? -1.5 : 1;
+        double be = (double[]){0, 1, 0.5}[rand() % 3];
+        run(&dev, BP_F32, 1 + rand() % 2, m, n, k, rand() % 2, 0, rand() % 4 == 0,
+            0, al, be);
+      }
+      run(&dev, BP_F32, 1, 64, 64, 64, 0, 0, 0, 0, 1, 0);
+      run(&dev, BP_F32, 1, 128, 128, 128, 1, 0, 0, 0, 1, 1);
+      cpu_pool_destroy(dev.pool);
+    }
+  printf("gemm small: %d cases, %d failures\n", checks, fails);
+  assert_int_equal(fails, 0);
+}
+
 static void test_attention(void **state) {
   (void)state;
   cpu_device_t dev;
@@ -201,6 +232,7 @@ static void bench_attention(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),
+      cmocka_unit_test(test_gemm_small),
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_gemv),
       cmocka_unit_test(bench_attention),

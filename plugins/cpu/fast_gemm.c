@@ -465,7 +465,10 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
    * micro-tiles. */
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
-  bool mt = threads > 1 && flops >= GEMM_MT_FLOPS * (double)threads;
+  /* unpacked problems repeat no packing per thread: split them sooner */
+  double mt_flops = gemm_direct_fits(type, &kr, &j.v) ? GEMM_MT_FLOPS / 2
+                                                      : GEMM_MT_FLOPS;
+  bool mt = threads > 1 && flops >= mt_flops * (double)threads;
   int64_t parts = 1;
   if (mt && batch < (int64_t)threads)
     parts = ((int64_t)threads + batch - 1) / batch;
