@@ -56,6 +56,22 @@ static void test_devices(void **state) {
   free(out);
 }
 
+static void test_devices_memory(void **state) {
+  (void)state;
+  char *out;
+  /* 3 MiB reserved up front: one pool segment on every device listed. */
+  assert_int_equal(run_bp("devices --memory --pool-initial 3145728", &out), 0);
+  assert_non_null(strstr(out, "memory pool: in use -, reserved 3.0 MiB in 1 segment(s)"));
+  assert_true(count(out, "memory pool:") >= 2); /* cpu and cpu-ref at least */
+  assert_int_equal(count(out, "memory pool:"), count(out, "reserved 3.0 MiB in 1 segment(s)"));
+  free(out);
+  assert_int_equal(run_bp("devices --memory --pool-initial lots", &out), 2);
+  free(out);
+  assert_int_equal(run_bp("run --device cpu-ref --memory", &out), 0);
+  assert_non_null(strstr(out, "served from the cache"));
+  free(out);
+}
+
 static void test_devices_json(void **state) {
   (void)state;
   char *out;
@@ -136,7 +152,7 @@ static int find_bp(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_usage),       cmocka_unit_test(test_devices),
+      cmocka_unit_test(test_usage),       cmocka_unit_test(test_devices), cmocka_unit_test(test_devices_memory),
       cmocka_unit_test(test_devices_json), cmocka_unit_test(test_run_cpu),
       cmocka_unit_test(test_run_json),    cmocka_unit_test(test_bench_quick),
   };

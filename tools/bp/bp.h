@@ -68,6 +68,8 @@ void bpt_json_string(FILE *f, const char *s);
 void bpt_json_number(FILE *f, double v);
 /* "16.0 GiB" style rendering of a byte count. */
 void bpt_format_bytes(uint64_t bytes, char *out, size_t size);
+/* Prints dev's memory pool statistics on two lines, each after indent. */
+void bpt_print_memory_stats(bp_device_t *dev, const char *indent);
 /* The device kind as a word ("discrete-gpu", "cpu", ...). */
 const char *bpt_kind_name(bp_device_kind_t kind);
 /* The loader stage as a word ("open", "probe", "ready", ...). */

@@ -184,3 +184,23 @@ void bpt_progress_done(void) {
   fputs("\r\033[K", stderr);
   fflush(stderr);
 }
+
+void bpt_print_memory_stats(bp_device_t *dev, const char *indent) {
+  bp_memory_stats_t m;
+  if (bp_device_memory_stats(dev, &m) != BP_OK) {
+    printf("%smemory pool: %s\n", indent, bp_last_error());
+    return;
+  }
+  char in_use[32], reserved[32], cached[32], peak[32], largest[32];
+  bpt_format_bytes(m.in_use_bytes, in_use, sizeof in_use);
+  bpt_format_bytes(m.reserved_bytes, reserved, sizeof reserved);
+  bpt_format_bytes(m.cached_bytes, cached, sizeof cached);
+  bpt_format_bytes(m.peak_in_use_bytes, peak, sizeof peak);
+  bpt_format_bytes(m.largest_free_block, largest, sizeof largest);
+  printf("%smemory pool: in use %s, reserved %s in %llu segment(s), cached %s (largest free block %s, "
+         "fragmentation %.0f%%)\n",
+         indent, in_use, reserved, (unsigned long long)m.segment_count, cached, largest, 100 * m.fragmentation);
+  printf("%s             peak in use %s; %llu allocations, %llu frees, %llu served from the cache\n", indent,
+         peak, (unsigned long long)m.alloc_count, (unsigned long long)m.free_count,
+         (unsigned long long)m.cache_hits);
+}

@@ -9,19 +9,26 @@
 #include "bp.h"
 
 typedef struct devices_opts {
-  bool json, explain, verbose;
+  bool json, explain, verbose, memory;
+  uint64_t pool_initial;
   bpt_context_flags_t ctx;
 } devices_opts_t;
 
 static void devices_help(FILE *f) {
   fprintf(f,
-          "usage: bp devices [--explain] [--verbose] [--json] [--no-isolate]\n\n"
+          "usage: bp devices [--explain] [--verbose] [--memory [--pool-initial BYTES]]\n"
+          "                  [--json] [--no-isolate]\n\n"
           "Lists the ranked devices (rank 0 is the default) and, below, every\n"
           "refused plugin with its path, the stage it failed at and why.\n\n"
           "  --explain     show every candidate plugin: stage reached, plugin and\n"
           "                loader ABI versions, device count, reason\n"
           "  --verbose     add each device's description, vendor, driver version,\n"
           "                estimates and per-op dtype support\n"
+          "  --memory      open each device and show its memory pool statistics\n"
+          "                (this process's pool: empty unless --pool-initial\n"
+          "                reserves memory up front; `bp run --memory` shows the\n"
+          "                pool after a workload)\n"
+          "  --pool-initial BYTES  with --memory: reserve this much when opening\n"
           "  --json        print everything as one JSON object on stdout\n"
           "  --no-isolate  probe plugins in this process instead of a child\n\n"
           "A device is selected elsewhere (--device) by rank ('0'), backend\n"
@@ -44,6 +51,13 @@ static int parse(int argc, char **argv, devices_opts_t *o) {
       o->verbose = true;
     } else if (!strcmp(a, "--no-isolate")) {
       o->ctx.no_isolate = true;
+    } else if (!strcmp(a, "--memory")) {
+      o->memory = true;
+    } else if (!strcmp(a, "--pool-initial")) {
+      char *end = NULL;
+      if (i + 1 >= argc || (o->pool_initial = strtoull(argv[i + 1], &end, 10), !end || *end || !*argv[i + 1]))
+        return bpt_usage_error("devices", "--pool-initial needs a byte count");
+      i++;
     } else {
       return bpt_usage_error("devices", "unknown option '%s'", a);
     }
@@ -84,6 +98,20 @@ static void print_device_verbose(const bp_device_entry_t *e) {
   }
 }
 
+/* Opens the device and prints its pool, with pool_initial reserved. */
+static void print_device_memory(bp_context_t *ctx, const bp_device_entry_t *e, uint64_t pool_initial) {
+  char sel[16];
+  snprintf(sel, sizeof sel, "%u", e->rank);
+  bp_device_config_t cfg = {.struct_size = sizeof cfg, .pool_initial_bytes = pool_initial};
+  bp_device_t *dev = NULL;
+  if (bp_device_open(ctx, sel, &cfg, &dev) != BP_OK) {
+    printf("      memory pool: cannot open the device: %s\n", bp_last_error());
+    return;
+  }
+  bpt_print_memory_stats(dev, "      ");
+  bp_device_close(dev);
+}
+
 /* Width of the device-name column: the longest name, at least 6. */
 static int name_width(bp_context_t *ctx, uint32_t n) {
   size_t w = 6;
@@ -116,6 +144,7 @@ static void print_devices(bp_context_t *ctx, const devices_opts_t *o) {
            bpt_kind_name(e.info.kind), mem, e.info.compute_units,
            e.info.identity[0] ? e.info.identity : "-");
     if (o->verbose) print_device_verbose(&e);
+    if (o->memory) print_device_memory(ctx, &e, o->pool_initial);
   }
   printf("  (select with --device RANK, BACKEND, BACKEND:INDEX or NAME)\n");
 }

@@ -17,7 +17,7 @@
 
 typedef struct run_opts {
   const char *device;
-  bool json;
+  bool json, memory;
   bpt_context_flags_t ctx;
 } run_opts_t;
 
@@ -31,7 +31,7 @@ typedef struct run_result {
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: bp run [--device SEL] [--json] [--no-isolate]\n\n"
+          "usage: bp run [--device SEL] [--memory] [--json] [--no-isolate]\n\n"
           "Runs a fixed f32 workload on one device (default: the best) and\n"
           "checks each result against the reference device 'cpu-ref':\n"
           "  gemm       1024x1024x1024\n"
@@ -43,6 +43,7 @@ static void run_help(FILE *f) {
           "PASS when that is at most %g.\n\n"
           "  --device SEL  rank ('0'), backend ('cpu'), backend:index ('cpu:1')\n"
           "                or device name ('cpu-ref'); see 'bp devices'\n"
+          "  --memory      print the device's memory pool statistics afterwards\n"
           "  --json        print the results as one JSON object on stdout\n"
           "  --no-isolate  probe plugins in this process instead of a child\n\n"
           "Exit status: 0 when every check passes, 1 when one fails or the\n"
@@ -63,6 +64,8 @@ static int parse(int argc, char **argv, run_opts_t *o) {
       return bpt_usage_error("run", "%s needs a value", argv[i]);
     } else if (!strcmp(argv[i], "--json")) {
       o->json = true;
+    } else if (!strcmp(argv[i], "--memory")) {
+      o->memory = true;
     } else if (!strcmp(argv[i], "--no-isolate")) {
       o->ctx.no_isolate = true;
     } else {
@@ -268,6 +271,7 @@ int bp_cmd_run(int argc, char **argv) {
     print_json(&e, self_ref, res, RUN_CASES, pass);
   else
     printf("\nresult: %s\n", pass ? "PASS" : "FAIL");
+  if (o.memory && !o.json) bpt_print_memory_stats(dev, "");
 out:
   bp_device_close(ref);
   bp_device_close(dev);
