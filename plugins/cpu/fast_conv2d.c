@@ -44,6 +44,7 @@ typedef struct conv_job {
   int64_t Hin, Win; /* extent of the planes x points at (padded or not) */
   bool lim_ok;      /* x's strides are positive: reads may run to its end */
   const int64_t *off; /* per k row (c, r, s): tap offset, for conv_direct */
+  bool direct;        /* B read in place (conv_direct), off set */
   const bp_plugin_tensor_t *wt;
 } conv_job_t;
 
@@ -199,7 +200,7 @@ static int64_t conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end) {
  * s), at the tap's offset off[p] from the pixel's input. The image stays
  * in L1 across the output-channel panels that meet it; nothing is packed. */
 static void conv_direct(const conv_job_t *j, const float *ag, const float *xg,
-                        float *yg, int64_t pc, int64_t kb, int64_t m0,
+                        const float *lim, float *yg, int64_t pc, int64_t kb, int64_t m0,
                         int64_t mcnt, int64_t j0, int64_t nb) {
   const fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, hw = kr->nr / 2;
@@ -208,11 +209,17 @@ static void conv_direct(const conv_job_t *j, const float *ag, const float *xg,
     int64_t hi = lo + hw;
     const float *blo = xg + lo / j->Q * j->sh * j->sxh + lo % j->Q;
     const float *bhi = xg + hi / j->Q * j->sh * j->sxh + hi % j->Q;
+    /* a ragged strip loads whole vectors while they stay inside x (the
+     * offsets grow with k): masked loads cost more */
+    int lcols = (int)cols;
+    if (cols < 2 * hw && j->lim_ok &&
+        bhi + j->off[pc + kb - 1] + hw <= lim)
+      lcols = 2 * hw;
     for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
       int rows = (int)(m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr);
       kr->ukr_offs(kb, ag + ir * j->lda + pc, j->lda, blo, bhi, j->off + pc,
-                   yg + ir * j->syk + lo, j->syk, rows, (int)cols, 1.0f,
-                   pc == 0 ? 0.0f : 1.0f);
+                   yg + ir * j->syk + lo, j->syk, rows, (int)cols, lcols,
+                   1.0f, pc == 0 ? 0.0f : 1.0f);
     }
   }
 }
@@ -234,8 +241,8 @@ static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0,
   const float *ag = j->ap + g * j->kg * j->lda;
   for (int64_t pc = 0; pc < j->crs; pc += j->kc) {
     int64_t kb = j->crs - pc < j->kc ? j->crs - pc : j->kc;
-    if (j->off) {
-      conv_direct(j, ag, xg, yg, pc, kb, m0, mcnt, j0, nb);
+    if (j->direct) {
+      conv_direct(j, ag, xg, lim, yg, pc, kb, m0, mcnt, j0, nb);
       continue;
     }
     pack_tile(j, xg, lim, pc, kb, j0, nb, bbuf);
@@ -268,8 +275,8 @@ static void conv_task(void *ctx, int64_t begin, int64_t end,
   (void)worker;
   const conv_job_t *j = ctx;
   int mr = j->kr->mr;
-  float *bbuf = fast_scratch(3, conv_tile_bytes(j));
-  if (!bbuf) return; /* checked by the caller before the split */
+  float *bbuf = j->direct ? NULL : fast_scratch(3, conv_tile_bytes(j));
+  if (!j->direct && !bbuf) return; /* checked by the caller before the split */
   for (int64_t t = begin; t < end; t++) {
     int64_t mp = t % j->pm, rest = t / j->pm;
     int64_t jb = rest % j->ncb, ng = rest / j->ncb;
@@ -323,8 +330,10 @@ static void plan(conv_job_t *j, int64_t N, unsigned threads) {
       j->pm = mpanels < T ? mpanels : T;
     }
   }
-  /* even blocks, whole micro-panels */
-  j->nc = ((pq + ncb - 1) / ncb + nr - 1) / nr * nr;
+  if (j->direct && j->P >= ncb)
+    j->nc = (j->P + ncb - 1) / ncb * j->Q; /* even blocks of whole rows */
+  else
+    j->nc = ((pq + ncb - 1) / ncb + nr - 1) / nr * nr; /* whole panels */
   j->ncb = (pq + j->nc - 1) / j->nc;
 }
 
@@ -351,13 +360,15 @@ static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
   return true;
 }
 
-/* Whether conv_direct's strips fill at least 15/16 of the kernel's lanes
+/* Whether conv_direct's strips fill at least 7/8 of the kernel's lanes
  * (they cannot when output rows are short or not a multiple of NR/2):
- * below that, packing the image costs less than the idle lanes. */
+ * below that, packing the image costs less than the idle lanes. At 7/8
+ * (rows of 14 on AVX2) one thread runs about as fast either way, and the
+ * direct route splits evenly by rows and packs nothing per thread. */
 static bool direct_pays(const conv_job_t *j) {
   int64_t pq = j->P * j->Q, hw = j->kr->nr / 2, strips = 0;
   for (int64_t jj = 0; jj < pq; jj += conv_strip(j->Q, hw, jj, pq)) strips++;
-  return pq * 16 >= strips * 2 * hw * 15;
+  return pq * 8 >= strips * 2 * hw * 7;
 }
 
 static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
@@ -402,15 +413,16 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
     j.ap = ap;
     j.lda = j.crs;
   }
+  j.direct = kr->ukr_offs && direct_pays(&j);
   unsigned threads = pool_threads(dev);
   plan(&j, x->shape[0], threads);
   if (!pad_images(dev, &j, x->shape[0])) return BP_ERR_UNIMPLEMENTED;
   /* every worker needs its tile buffer: fail before writing anything */
-  if (!fast_scratch(3, conv_tile_bytes(&j)))
+  if (!j.direct && !fast_scratch(3, conv_tile_bytes(&j)))
     return BP_ERR_UNIMPLEMENTED;
-  /* B in place when every half micro-panel stays on one output row */
   int64_t *off = NULL;
-  if (kr->ukr_offs && direct_pays(&j) && !getenv("NODIRECT")) {
+  if (j.direct) {
+    /* the tap offsets, with slack for the kernel's prefetch */
     off = malloc((size_t)(j.crs + 8) * sizeof *off);
     if (!off) return BP_ERR_UNIMPLEMENTED;
     int64_t p = 0;
@@ -421,7 +433,7 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
           off[p++] = c * j.sxc + r * j.dh * j.sxh +
                      (j.wq ? col % j.sw * j.wq + col / j.sw : col);
         }
-    for (int i = 0; i < 8; i++) off[p + i] = 0; /* the kernel's prefetch */
+    for (int i = 0; i < 8; i++) off[p + i] = 0;
     j.off = off;
   }
   if (ap) cpu_pool_run(dev->pool, j.K, 16, flatten_weights, &j);

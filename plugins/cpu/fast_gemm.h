@@ -46,11 +46,14 @@ typedef void (*fast_ukr_rows_fn)(int64_t k, const float *a, int64_t lda,
 
 /* The same tile with B read in place from an image (fast_conv2d.c): row p
  * of B is the W lanes at blo + off[p] followed by the W lanes at bhi +
- * off[p] (NR = 2W). off must be readable 8 entries past k (prefetch). */
+ * off[p] (NR = 2W). off must be readable 8 entries past k (prefetch).
+ * lcols: lanes of B loaded, the rest masked; NR when all NR lanes may be
+ * read (whatever they hold only reaches columns that are not stored). */
 typedef void (*fast_ukr_offs_fn)(int64_t k, const float *a, int64_t lda,
                                  const float *blo, const float *bhi,
                                  const int64_t *off, float *c, int64_t ldc,
-                                 int rows, int cols, float alpha, float beta);
+                                 int rows, int cols, int lcols, float alpha,
+                                 float beta);
 
 /* A micro-kernel with its register tile and the cache blocking it wants. */
 typedef struct fast_gemm_kernel {

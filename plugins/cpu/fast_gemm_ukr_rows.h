@@ -13,7 +13,7 @@
  */
 /* The body shared by both kernels: BLO(p) and BHI(p) give the addresses of
  * B row p's first and second W lanes. */
-#define FAST_UKR_ROWS_BODY(MR, BLO, BHI)                                       \
+#define FAST_UKR_ROWS_BODY(MR, BLO, BHI, LCOLS)                                       \
     const float *ar[MR];                                                       \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) ar[i] =              \
         a + (i < rows ? i : rows - 1) * lda;                                   \
@@ -25,7 +25,7 @@
       __builtin_prefetch(c + i * ldc, 1);                                      \
       __builtin_prefetch(c + i * ldc + cols - 1, 1);                           \
     }                                                                          \
-    if (cols == 2 * W) {                                                       \
+    if ((LCOLS) == 2 * W) {                                                    \
       for (int64_t p = 0; p < k; p++) {                                        \
         VEC b0 = LOAD(BLO(p)), b1 = LOAD(BHI(p));                              \
         __builtin_prefetch(BLO(p + 8));                                        \
@@ -72,16 +72,18 @@
   static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
                    int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
                    float alpha, float beta) {                                  \
-    FAST_UKR_ROWS_BODY(MR, FAST_ROWS_BLO, FAST_ROWS_BHI)                       \
+    FAST_UKR_ROWS_BODY(MR, FAST_ROWS_BLO, FAST_ROWS_BHI, cols)                 \
   }
 
 /* B row p's two halves at blo + off[p] and bhi + off[p] (fast_ukr_offs_fn):
- * an image read in place, each half a run of one output row. */
+ * an image read in place, each half a run of one output row. lcols lanes
+ * are loaded (2W: all, unmasked), cols stored. */
 #define FAST_OFFS_BLO(p) (blo + off[p])
 #define FAST_OFFS_BHI(p) (bhi + off[p])
 #define FAST_DEFINE_UKR_OFFS(name, MR)                                         \
   static void name(int64_t k, const float *a, int64_t lda, const float *blo,   \
                    const float *bhi, const int64_t *off, float *c,             \
-                   int64_t ldc, int rows, int cols, float alpha, float beta) { \
-    FAST_UKR_ROWS_BODY(MR, FAST_OFFS_BLO, FAST_OFFS_BHI)                       \
+                   int64_t ldc, int rows, int cols, int lcols, float alpha,    \
+                   float beta) {                                               \
+    FAST_UKR_ROWS_BODY(MR, FAST_OFFS_BLO, FAST_OFFS_BHI, lcols)                \
   }
