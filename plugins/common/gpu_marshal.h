@@ -32,6 +32,34 @@ static inline int bp_gpu_dtype_size(bp_dtype_t dt) {
   }
 }
 
+/* Which dtypes each op family runs natively on the CUDA and ROCm backends:
+ * what their shared kernels implement (kernels/cuda, included by
+ * kernels/hip), the same on every device that claims ops at all. */
+static inline void bp_gpu_fill_capabilities(bp_device_info_t *info) {
+  const uint32_t f = BP_DTYPES_FLOAT;
+  const uint32_t half = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F16) |
+                        BP_DTYPE_BIT(BP_BF16);
+  const uint32_t all = BP_DTYPES_FLOAT | BP_DTYPES_INT;
+  uint32_t *t = info->op_dtypes;
+  t[BP_OP_GEMM] = f;
+  t[BP_OP_GEMV] = f;
+  t[BP_OP_CONV2D] = half;
+  t[BP_OP_POOL2D] = f;
+  t[BP_OP_BATCH_NORM] = f;
+  t[BP_OP_LAYER_NORM] = f;
+  t[BP_OP_RMS_NORM] = f;
+  t[BP_OP_SOFTMAX] = f;
+  t[BP_OP_ATTENTION] = half;
+  t[BP_OP_ADAM] = f;
+  t[BP_OP_UNARY] = f;
+  t[BP_OP_BINARY] = f;
+  t[BP_OP_REDUCE] = f;
+  t[BP_OP_FILL] = all;
+  t[BP_OP_COPY] = all;
+  t[BP_OP_CAST] = all;
+  t[BP_OP_RANDOM] = f;
+}
+
 /* Copies an ABI tensor into a kernel view (ptr includes the offset). */
 static inline void bp_gpu_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out) {
   memset(out, 0, sizeof *out);

@@ -21,6 +21,7 @@
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugin-api.h"
 #include "plugins/common/gpu_blas.h"
+#include "plugins/common/gpu_plugin.h"
 #include "plugins/common/gpu_marshal.h"
 #include "plugins/cuda/cuda_driver.h"
 
@@ -105,43 +106,8 @@ static inline CUstream cuda_stream_of(bp_plugin_stream_t *s) {
   return s ? ((cuda_stream_t *)(void *)s)->s : (CUstream)0;
 }
 
-/* ---- graph.c: native graphs (ABI 1.2) by stream capture ---------------- */
-CUDA_HIDDEN bp_status_t cuda_graph_begin(bp_plugin_device_t *device,
-                                         bp_plugin_stream_t *stream);
-CUDA_HIDDEN bp_status_t cuda_graph_end(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream,
-                                       bp_plugin_graph_t **out_graph);
-CUDA_HIDDEN bp_status_t cuda_graph_launch(bp_plugin_device_t *device,
-                                          bp_plugin_stream_t *stream,
-                                          bp_plugin_graph_t *graph);
-CUDA_HIDDEN void cuda_graph_destroy(bp_plugin_device_t *device,
-                                    bp_plugin_graph_t *graph);
-/* Brackets work on the legacy (NULL) stream: waits while a capture runs
- * on another thread; BP_ERR_UNSUPPORTED (message set) on the capturing
- * thread. what names the work for the message. */
-CUDA_HIDDEN bp_status_t cuda_legacy_begin(cuda_device_t *d, const char *what);
-CUDA_HIDDEN void cuda_legacy_end(cuda_device_t *d);
-/* True between graph_begin and graph_end on this thread. */
-CUDA_HIDDEN bool cuda_capturing_here(void);
-/* Around a potentially unsafe driver call (module load) while this thread
- * captures: relaxed capture mode, then the previous one. */
-CUDA_HIDDEN int cuda_capture_relax(void);
-CUDA_HIDDEN void cuda_capture_restore(int mode);
-
-/* ---- blas.c: cuBLAS through dlopen, for gpu_blas.inc ------------------- */
-/* True when cuBLAS is loaded and d has a working handle (created on first
- * use; a failure is logged once and sticks). */
-CUDA_HIDDEN bool cuda_blas_ready(cuda_device_t *d);
-/* Runs one mapped gemm on stream s with cuBLAS. */
-CUDA_HIDDEN bp_status_t cuda_blas_run(cuda_device_t *d, bp_plugin_stream_t *s,
-                                      const bp_gpu_blas_call_t *c);
-/* Device name and "driver N cublas M", for the tuning-cache key. */
-CUDA_HIDDEN void cuda_blas_identity(cuda_device_t *d, char *dev,
-                                    size_t dev_size, char *driver,
-                                    size_t driver_size);
-/* Destroys d's handle (context current); closes the library (shutdown). */
-CUDA_HIDDEN void cuda_blas_release(cuda_device_t *d);
-CUDA_HIDDEN void cuda_blas_unload(void);
+/* ---- shared entry points: memory.c, stream.c, graph.c, blas.c ---------- */
+BP_GPU_DECLARE_ENTRY_POINTS(cuda, CUDA_HIDDEN, cuda_device_t)
 
 /* ---- module.c ------------------------------------------------------------ */
 /* Looks up kernel name in module m, loading the module on first use. */
@@ -183,24 +149,7 @@ CUDA_HIDDEN bp_status_t cuda_kernel_launch(bp_plugin_device_t *device,
                                            const bp_launch_args_t *args);
 
 /* ---- ops ----------------------------------------------------------------- */
-#define CUDA_OPS(X)                                                            \
-  X(gemm, bp_gemm_args_t)                                                      \
-  X(gemv, bp_gemv_args_t)                                                      \
-  X(conv2d, bp_conv2d_args_t)                                                  \
-  X(pool2d, bp_pool2d_args_t)                                                  \
-  X(batch_norm, bp_batch_norm_args_t)                                          \
-  X(layer_norm, bp_norm_args_t)                                                \
-  X(rms_norm, bp_norm_args_t)                                                  \
-  X(softmax, bp_softmax_args_t)                                                \
-  X(attention, bp_attention_args_t)                                            \
-  X(adam, bp_adam_args_t)                                                      \
-  X(unary, bp_unary_args_t)                                                    \
-  X(binary, bp_binary_args_t)                                                  \
-  X(reduce, bp_reduce_args_t)                                                  \
-  X(fill, bp_fill_args_t)                                                      \
-  X(copy, bp_copy_args_t)                                                      \
-  X(cast, bp_copy_args_t)                                                      \
-  X(random, bp_random_args_t)
+#define CUDA_OPS(X) BP_GPU_OPS(X)
 
 #define CUDA__DECLARE_OP(name, args_t)                                         \
   CUDA_HIDDEN bp_status_t cuda_op_##name(bp_plugin_device_t *,                 \
@@ -216,43 +165,6 @@ CUDA_HIDDEN void cuda_device_close(bp_plugin_device_t *device);
 CUDA_HIDDEN bp_status_t cuda_device_synchronize(bp_plugin_device_t *device);
 CUDA_HIDDEN bp_status_t cuda_host_alloc(bp_plugin_device_t *device, uint64_t size, void **out_ptr);
 CUDA_HIDDEN void cuda_host_free(bp_plugin_device_t *device, void *ptr);
-CUDA_HIDDEN bp_status_t cuda_mem_alloc(bp_plugin_device_t *device,
-                                       uint64_t size, uint64_t *out_ptr);
-CUDA_HIDDEN void cuda_mem_free(bp_plugin_device_t *device, uint64_t ptr);
-CUDA_HIDDEN bp_status_t cuda_mem_write(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream,
-                                       uint64_t dst, uint64_t dst_offset,
-                                       const void *src, uint64_t size);
-CUDA_HIDDEN bp_status_t cuda_mem_read(bp_plugin_device_t *device,
-                                      bp_plugin_stream_t *stream, void *dst,
-                                      uint64_t src, uint64_t src_offset,
-                                      uint64_t size);
-CUDA_HIDDEN bp_status_t cuda_mem_copy(bp_plugin_device_t *device,
-                                      bp_plugin_stream_t *stream, uint64_t dst,
-                                      uint64_t dst_offset, uint64_t src,
-                                      uint64_t src_offset, uint64_t size);
-CUDA_HIDDEN bp_status_t cuda_stream_create(bp_plugin_device_t *device,
-                                           bp_plugin_stream_t **out_stream);
-CUDA_HIDDEN void cuda_stream_destroy(bp_plugin_device_t *device,
-                                     bp_plugin_stream_t *stream);
-CUDA_HIDDEN bp_status_t cuda_stream_synchronize(bp_plugin_device_t *device,
-                                                bp_plugin_stream_t *stream);
-CUDA_HIDDEN bp_status_t cuda_event_create(bp_plugin_device_t *device,
-                                          bp_plugin_event_t **out_event);
-CUDA_HIDDEN void cuda_event_destroy(bp_plugin_device_t *device,
-                                    bp_plugin_event_t *event);
-CUDA_HIDDEN bp_status_t cuda_event_record(bp_plugin_device_t *device,
-                                          bp_plugin_event_t *event,
-                                          bp_plugin_stream_t *stream);
-CUDA_HIDDEN bp_status_t cuda_stream_wait_event(bp_plugin_device_t *device,
-                                               bp_plugin_stream_t *stream,
-                                               bp_plugin_event_t *event);
-CUDA_HIDDEN bp_status_t cuda_event_synchronize(bp_plugin_device_t *device,
-                                               bp_plugin_event_t *event);
-CUDA_HIDDEN bp_status_t cuda_event_elapsed(bp_plugin_device_t *device,
-                                           bp_plugin_event_t *start,
-                                           bp_plugin_event_t *end,
-                                           double *out_ms);
 
 static inline cuda_device_t *cuda_dev(bp_plugin_device_t *d) {
   return (cuda_device_t *)(void *)d;

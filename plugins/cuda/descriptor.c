@@ -25,33 +25,6 @@ static void cuda_shutdown(void) {
   cuda_host = NULL;
 }
 
-/* Which dtypes each op family runs natively (the same on every device of
- * compute capability 8.0 or newer, the PTX target). */
-static void fill_capabilities(bp_device_info_t *info) {
-  const uint32_t f = BP_DTYPES_FLOAT;
-  const uint32_t half = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F16) |
-                        BP_DTYPE_BIT(BP_BF16);
-  const uint32_t all = BP_DTYPES_FLOAT | BP_DTYPES_INT;
-  uint32_t *t = info->op_dtypes;
-  t[BP_OP_GEMM] = f;
-  t[BP_OP_GEMV] = f;
-  t[BP_OP_CONV2D] = half;
-  t[BP_OP_POOL2D] = f;
-  t[BP_OP_BATCH_NORM] = f;
-  t[BP_OP_LAYER_NORM] = f;
-  t[BP_OP_RMS_NORM] = f;
-  t[BP_OP_SOFTMAX] = f;
-  t[BP_OP_ATTENTION] = half;
-  t[BP_OP_ADAM] = f;
-  t[BP_OP_UNARY] = f;
-  t[BP_OP_BINARY] = f;
-  t[BP_OP_REDUCE] = f;
-  t[BP_OP_FILL] = all;
-  t[BP_OP_COPY] = all;
-  t[BP_OP_CAST] = all;
-  t[BP_OP_RANDOM] = f;
-}
-
 /* FP32 lanes per SM by architecture, for the peak estimate. */
 static int fp32_lanes_per_sm(int major, int minor) {
   if (major == 8 && minor == 0)
@@ -144,7 +117,7 @@ static bp_status_t describe(int ordinal, bp_device_info_t *info) {
   /* A device the kernels cannot run on is still listed, claiming nothing,
    * so `bp devices` shows it and says why. */
   if (!why[0])
-    fill_capabilities(info);
+    bp_gpu_fill_capabilities(info);
   /* Custom PTX is the application's: it may target any compute capability
    * and ISA, and the driver's JIT is the judge, so every device takes it. */
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_PTX);

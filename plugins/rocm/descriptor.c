@@ -25,33 +25,6 @@ static void rocm_shutdown(void) {
   rocm_host = NULL;
 }
 
-/* Which dtypes each op family runs natively: what kernels/hip implements,
- * the same on every architecture hiprtc compiles for. */
-static void fill_capabilities(bp_device_info_t *info) {
-  const uint32_t f = BP_DTYPES_FLOAT;
-  const uint32_t half = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F16) |
-                        BP_DTYPE_BIT(BP_BF16);
-  const uint32_t all = BP_DTYPES_FLOAT | BP_DTYPES_INT;
-  uint32_t *t = info->op_dtypes;
-  t[BP_OP_GEMM] = f;
-  t[BP_OP_GEMV] = f;
-  t[BP_OP_CONV2D] = half;
-  t[BP_OP_POOL2D] = f;
-  t[BP_OP_BATCH_NORM] = f;
-  t[BP_OP_LAYER_NORM] = f;
-  t[BP_OP_RMS_NORM] = f;
-  t[BP_OP_SOFTMAX] = f;
-  t[BP_OP_ATTENTION] = half;
-  t[BP_OP_ADAM] = f;
-  t[BP_OP_UNARY] = f;
-  t[BP_OP_BINARY] = f;
-  t[BP_OP_REDUCE] = f;
-  t[BP_OP_FILL] = all;
-  t[BP_OP_COPY] = all;
-  t[BP_OP_CAST] = all;
-  t[BP_OP_RANDOM] = f;
-}
-
 static int attr(int which, int ordinal) {
   int v = 0;
   if (rocm_rt.hipDeviceGetAttribute(&v, which, ordinal) != hipSuccess)
@@ -142,7 +115,7 @@ static void describe(int ordinal, bp_device_info_t *info) {
   /* A device the kernels cannot run on is still listed, claiming nothing,
    * so `bp devices` shows it and says why. */
   if (!why[0])
-    fill_capabilities(info);
+    bp_gpu_fill_capabilities(info);
   /* Custom HIP source compiles through hiprtc for the device's own
    * architecture, so it needs both, but none of the ops' conditions. */
   if (rocm_rt.hiprtcCompileProgram && arch[0])

@@ -22,6 +22,7 @@
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugin-api.h"
 #include "plugins/common/gpu_blas.h"
+#include "plugins/common/gpu_plugin.h"
 #include "plugins/common/gpu_marshal.h"
 #include "plugins/rocm/hip_runtime.h"
 
@@ -98,41 +99,8 @@ static inline hipStream_t rocm_stream_of(bp_plugin_stream_t *s) {
   return s ? ((rocm_stream_t *)(void *)s)->s : (hipStream_t)0;
 }
 
-/* ---- graph.c: native graphs (ABI 1.2) by stream capture ---------------- */
-ROCM_HIDDEN bp_status_t rocm_graph_begin(bp_plugin_device_t *device,
-                                         bp_plugin_stream_t *stream);
-ROCM_HIDDEN bp_status_t rocm_graph_end(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream,
-                                       bp_plugin_graph_t **out_graph);
-ROCM_HIDDEN bp_status_t rocm_graph_launch(bp_plugin_device_t *device,
-                                          bp_plugin_stream_t *stream,
-                                          bp_plugin_graph_t *graph);
-ROCM_HIDDEN void rocm_graph_destroy(bp_plugin_device_t *device,
-                                    bp_plugin_graph_t *graph);
-/* Brackets work on the null stream: waits while a capture runs on another
- * thread; BP_ERR_UNSUPPORTED (message set) on the capturing thread. */
-ROCM_HIDDEN bp_status_t rocm_legacy_begin(rocm_device_t *d, const char *what);
-ROCM_HIDDEN void rocm_legacy_end(rocm_device_t *d);
-ROCM_HIDDEN bool rocm_capturing_here(void);
-/* Around a potentially unsafe runtime call (module load) while this thread
- * captures: relaxed capture mode, then the previous one. */
-ROCM_HIDDEN int rocm_capture_relax(void);
-ROCM_HIDDEN void rocm_capture_restore(int mode);
-
-/* ---- blas.c: rocBLAS through dlopen, for gpu_blas.inc ------------------ */
-/* True when rocBLAS is loaded and d has a working handle (created on first
- * use; a failure is logged once and sticks). */
-ROCM_HIDDEN bool rocm_blas_ready(rocm_device_t *d);
-/* Runs one mapped gemm on stream s with rocBLAS. */
-ROCM_HIDDEN bp_status_t rocm_blas_run(rocm_device_t *d, bp_plugin_stream_t *s,
-                                      const bp_gpu_blas_call_t *c);
-/* Device name and "<arch> hip N rocblas V", for the tuning-cache key. */
-ROCM_HIDDEN void rocm_blas_identity(rocm_device_t *d, char *dev,
-                                    size_t dev_size, char *driver,
-                                    size_t driver_size);
-/* Destroys d's handle (device current); closes the library (shutdown). */
-ROCM_HIDDEN void rocm_blas_release(rocm_device_t *d);
-ROCM_HIDDEN void rocm_blas_unload(void);
+/* ---- shared entry points: memory.c, stream.c, graph.c, blas.c ---------- */
+BP_GPU_DECLARE_ENTRY_POINTS(rocm, ROCM_HIDDEN, rocm_device_t)
 
 /* ---- module.c ------------------------------------------------------------ */
 /* Launches kernel name of module m (compiled through hiprtc or read from
@@ -174,24 +142,7 @@ ROCM_HIDDEN bp_status_t rocm_kernel_launch(bp_plugin_device_t *device,
                                            const bp_launch_args_t *args);
 
 /* ---- ops ----------------------------------------------------------------- */
-#define ROCM_OPS(X)                                                            \
-  X(gemm, bp_gemm_args_t)                                                      \
-  X(gemv, bp_gemv_args_t)                                                      \
-  X(conv2d, bp_conv2d_args_t)                                                  \
-  X(pool2d, bp_pool2d_args_t)                                                  \
-  X(batch_norm, bp_batch_norm_args_t)                                          \
-  X(layer_norm, bp_norm_args_t)                                                \
-  X(rms_norm, bp_norm_args_t)                                                  \
-  X(softmax, bp_softmax_args_t)                                                \
-  X(attention, bp_attention_args_t)                                            \
-  X(adam, bp_adam_args_t)                                                      \
-  X(unary, bp_unary_args_t)                                                    \
-  X(binary, bp_binary_args_t)                                                  \
-  X(reduce, bp_reduce_args_t)                                                  \
-  X(fill, bp_fill_args_t)                                                      \
-  X(copy, bp_copy_args_t)                                                      \
-  X(cast, bp_copy_args_t)                                                      \
-  X(random, bp_random_args_t)
+#define ROCM_OPS(X) BP_GPU_OPS(X)
 
 #define ROCM__DECLARE_OP(name, args_t)                                         \
   ROCM_HIDDEN bp_status_t rocm_op_##name(bp_plugin_device_t *,                 \
@@ -205,44 +156,6 @@ ROCM_HIDDEN bp_status_t rocm_device_open(uint32_t index,
                                          bp_plugin_device_t **out_device);
 ROCM_HIDDEN void rocm_device_close(bp_plugin_device_t *device);
 ROCM_HIDDEN bp_status_t rocm_device_synchronize(bp_plugin_device_t *device);
-ROCM_HIDDEN bp_status_t rocm_mem_alloc(bp_plugin_device_t *device,
-                                       uint64_t size, uint64_t *out_ptr);
-ROCM_HIDDEN void rocm_mem_free(bp_plugin_device_t *device, uint64_t ptr);
-ROCM_HIDDEN bp_status_t rocm_mem_write(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream,
-                                       uint64_t dst, uint64_t dst_offset,
-                                       const void *src, uint64_t size);
-ROCM_HIDDEN bp_status_t rocm_mem_read(bp_plugin_device_t *device,
-                                      bp_plugin_stream_t *stream, void *dst,
-                                      uint64_t src, uint64_t src_offset,
-                                      uint64_t size);
-ROCM_HIDDEN bp_status_t rocm_mem_copy(bp_plugin_device_t *device,
-                                      bp_plugin_stream_t *stream, uint64_t dst,
-                                      uint64_t dst_offset, uint64_t src,
-                                      uint64_t src_offset, uint64_t size);
-ROCM_HIDDEN bp_status_t rocm_stream_create(bp_plugin_device_t *device,
-                                           bp_plugin_stream_t **out_stream);
-ROCM_HIDDEN void rocm_stream_destroy(bp_plugin_device_t *device,
-                                     bp_plugin_stream_t *stream);
-ROCM_HIDDEN bp_status_t rocm_stream_synchronize(bp_plugin_device_t *device,
-                                                bp_plugin_stream_t *stream);
-ROCM_HIDDEN bp_status_t rocm_event_create(bp_plugin_device_t *device,
-                                          bp_plugin_event_t **out_event);
-ROCM_HIDDEN void rocm_event_destroy(bp_plugin_device_t *device,
-                                    bp_plugin_event_t *event);
-ROCM_HIDDEN bp_status_t rocm_event_record(bp_plugin_device_t *device,
-                                          bp_plugin_event_t *event,
-                                          bp_plugin_stream_t *stream);
-ROCM_HIDDEN bp_status_t rocm_stream_wait_event(bp_plugin_device_t *device,
-                                               bp_plugin_stream_t *stream,
-                                               bp_plugin_event_t *event);
-ROCM_HIDDEN bp_status_t rocm_event_synchronize(bp_plugin_device_t *device,
-                                               bp_plugin_event_t *event);
-ROCM_HIDDEN bp_status_t rocm_event_elapsed(bp_plugin_device_t *device,
-                                           bp_plugin_event_t *start,
-                                           bp_plugin_event_t *end,
-                                           double *out_ms);
-
 static inline rocm_device_t *rocm_dev(bp_plugin_device_t *d) {
   return (rocm_device_t *)(void *)d;
 }
