@@ -187,17 +187,19 @@ static void test_unary_binary(void **state) {
   TC_END();
 }
 
+static bool g_share_a; /* A's batch stride 0: one A for the whole batch */
+
 static void gemm_pair(bp_dtype_t dt, bp_transpose_t ta, bp_transpose_t tb,
                       int64_t m, int64_t n, int64_t k, int64_t batch,
                       double alpha, double beta, bool aligned) {
-  /* aligned: leading dimensions multiples of 4, so the vec4 kernel of
-   * software devices (gemmv4.comp) runs; else odd padding. */
+  /* aligned: leading dimensions multiples of 4; else odd padding (the
+   * texel kernel's packing absorbs both). */
   int64_t lda = (ta == BP_NO_TRANS ? k : m) + (aligned ? 4 : 1);
   int64_t ldb = (tb == BP_NO_TRANS ? n : k) + (aligned ? 4 : 2);
   int64_t ldc = n + 3;
   int64_t ra = ta == BP_NO_TRANS ? m : k, rb = tb == BP_NO_TRANS ? k : n;
-  int64_t sa = ra * lda, sb = rb * ldb, sc = m * ldc;
-  int64_t na[1] = {batch * sa}, nb[1] = {batch * sb}, nc[1] = {batch * sc};
+  int64_t sa = g_share_a ? 0 : ra * lda, sb = rb * ldb, sc = m * ldc;
+  int64_t na[1] = {g_share_a ? ra * lda : batch * sa}, nb[1] = {batch * sb}, nc[1] = {batch * sc};
   vt_pair_t a = vt_rand(11, dt, 1, na, TC_CONTIG, -1, 1);
   vt_pair_t b = vt_rand(12, dt, 1, nb, TC_CONTIG, -1, 1);
   vt_pair_t c = vt_rand(13, dt, 1, nc, TC_CONTIG, -1, 1);
@@ -232,6 +234,22 @@ static void test_gemm(void **state) {
     gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 67, 44, 36, 2, 1.0, 0.5, true);
     gemm_pair(dts[d], BP_NO_TRANS, BP_NO_TRANS, 128, 136, 64, 1, 1.0, 0.0, true);
   }
+  /* Every register tile of the texel kernel (gemmtex.comp), and the
+   * generic kernels with the texel path off. */
+  static const char *tiles[] = {"t8844", "t4888", "t8888", "t8448", "t81644",
+                                NULL};
+  for (int i = 0; tiles[i]; i++) {
+    setenv("BACKPLANE_VK_GEMM_TILE", tiles[i], 1);
+    gemm_pair(BP_F32, BP_TRANS, BP_NO_TRANS, 67, 45, 33, 2, 0.5, -1.0, false);
+    gemm_pair(BP_F32, BP_NO_TRANS, BP_TRANS, 37, 70, 9, 1, 1.0, 0.0, false);
+  }
+  unsetenv("BACKPLANE_VK_GEMM_TILE");
+  g_share_a = true;
+  gemm_pair(BP_F32, BP_NO_TRANS, BP_NO_TRANS, 40, 36, 20, 3, 1.0, 0.0, false);
+  g_share_a = false;
+  setenv("BACKPLANE_VK_GEMM_TEXEL", "0", 1);
+  gemm_pair(BP_F32, BP_TRANS, BP_TRANS, 65, 129, 17, 2, -1.0, 2.0, false);
+  unsetenv("BACKPLANE_VK_GEMM_TEXEL");
   TC_END();
 }
 

@@ -63,4 +63,9 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .kernel_create = vkb_kernel_create,
     .kernel_destroy = vkb_kernel_destroy,
     .kernel_launch = vkb_kernel_launch,
+    /* fields below: ABI 1.2 */
+    .graph_begin = vkb_graph_begin,
+    .graph_end = vkb_graph_end,
+    .graph_launch = vkb_graph_launch,
+    .graph_destroy = vkb_graph_destroy,
 };

@@ -16,7 +16,7 @@ typedef struct phys_query {
   VkPhysicalDeviceFeatures2 f;
   VkPhysicalDeviceVulkan11Features f11;
   VkPhysicalDeviceVulkan12Features f12;
-  bool has_pci, has_coop;
+  bool has_pci, has_coop, has_push, texel_format;
 } phys_query_t;
 
 static bool has_extension(vkb_global_t *g, VkPhysicalDevice pd,
@@ -44,6 +44,12 @@ static void query_phys(vkb_global_t *g, VkPhysicalDevice pd,
   q->has_pci = has_extension(g, pd, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
   q->has_coop = has_extension(g, pd, "VK_KHR_cooperative_matrix") ||
                 has_extension(g, pd, "VK_NV_cooperative_matrix");
+  q->has_push = has_extension(g, pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  VkFormatProperties fp;
+  g->fn.vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R32G32B32A32_SFLOAT,
+                                            &fp);
+  q->texel_format = (fp.bufferFeatures &
+                     VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0;
   q->p11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
   q->p12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES;
   q->p11.pNext = &q->p12;
@@ -70,6 +76,8 @@ static void caps_from_query(const phys_query_t *q, vkb_caps_t *c) {
   c->storage8 = q->f12.storageBuffer8BitAccess && q->f12.shaderInt8;
   c->storage16 = q->f11.storageBuffer16BitAccess && q->f.features.shaderInt16;
   c->float64 = q->f.features.shaderFloat64;
+  c->texel = q->has_push && q->texel_format;
+  c->max_texels = q->props.limits.maxTexelBufferElements;
   c->subgroup_size = q->p11.subgroupSize;
   c->shared_bytes = q->props.limits.maxComputeSharedMemorySize;
   c->max_invocations = q->props.limits.maxComputeWorkGroupInvocations;
@@ -241,10 +249,13 @@ static bp_status_t create_logical(vkb_device_t *d, const phys_query_t *q) {
   f.features.shaderInt64 = VK_TRUE;
   f.features.shaderInt16 = q->f.features.shaderInt16;
   f.features.shaderFloat64 = q->f.features.shaderFloat64;
+  const char *ext[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                            .pNext = &f,
                            .queueCreateInfoCount = 1,
-                           .pQueueCreateInfos = &qci};
+                           .pQueueCreateInfos = &qci,
+                           .enabledExtensionCount = q->has_push ? 1u : 0u,
+                           .ppEnabledExtensionNames = ext};
   bp_status_t st =
       vkb_check(d->g->fn.vkCreateDevice(d->phys, &ci, NULL, &d->dev),
                 "vkCreateDevice");
@@ -256,6 +267,11 @@ static bp_status_t create_logical(vkb_device_t *d, const phys_query_t *q) {
     return vkb_fail(BP_ERR_UNAVAILABLE, "vulkan: %s not found", #name);
   VKB_DEVICE_FNS(VKB__LOAD)
 #undef VKB__LOAD
+  if (q->has_push)
+    d->push_descriptors = (PFN_vkCmdPushDescriptorSetKHR)
+        d->g->fn.vkGetDeviceProcAddr(d->dev, "vkCmdPushDescriptorSetKHR");
+  if (!d->push_descriptors)
+    d->caps.texel = false;
   for (uint32_t i = 0; i < d->queue_count; i++) {
     d->fn.vkGetDeviceQueue(d->dev, d->queue_family, i, &d->queues[i]);
     pthread_mutex_init(&d->queue_lock[i], NULL);
@@ -302,6 +318,10 @@ bp_status_t vkb_device_open(uint32_t index,
   caps_from_query(&q, &d->caps);
   d->timestamp_period = q.props.limits.timestampPeriod;
   d->software = kind_of(&q.props) == BP_DEVICE_SOFTWARE;
+  snprintf(d->tune_device, sizeof d->tune_device, "%s", q.props.deviceName);
+  snprintf(d->tune_driver, sizeof d->tune_driver, "0x%x",
+           q.props.driverVersion);
+  d->gemm_tile = -1;
   if (config && config->struct_size >= offsetof(bp_plugin_device_config_t,
                                                 memory_limit) + 8)
     d->memory_limit = config->memory_limit;

@@ -41,16 +41,6 @@ static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch,
   return big_groups < 16 ? &k_tiles[1] : &k_tiles[0];
 }
 
-/* The vec4 register-tile kernel for CPU implementations (gemmv4.comp):
- * f32, A contiguous along k, B along n, everything vec4-aligned. Returns
- * false when the layout does not allow it. */
-static bool gemmv4_fits(const bp_plugin_tensor_t *A, const gemm_params_t *p) {
-  return A->dtype == BP_F32 && p->sak == 1 && p->sbn == 1 &&
-         p->k % 4 == 0 && p->n % 4 == 0 && p->sam % 4 == 0 &&
-         p->sbk % 4 == 0 && p->sab % 4 == 0 && p->sbb % 4 == 0 &&
-         p->a % 16 == 0 && p->b % 16 == 0 && p->k > 0;
-}
-
 static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
   int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2],
@@ -72,22 +62,10 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
       .scb = (int32_t)C->strides[0], .scm = (int32_t)C->strides[1],
       .scn = (int32_t)C->strides[2], .alpha = (float)g->alpha,
       .beta = (float)g->beta};
-  /* Tile per invocation TM x TN; 8 x 8 invocations per workgroup.
-   * 8 x 8 measured fastest on lavapipe (docs/backend-vulkan.md);
-   * BACKPLANE_VK_GEMMV4=44|48|84|88 picks another, "off" disables the
-   * kernel (both for measuring). */
-  const char *env = vkb_host && vkb_host->getenv
-                        ? vkb_host->getenv("BACKPLANE_VK_GEMMV4") : NULL;
-  bool v4_off = env && strcmp(env, "off") == 0;
-  if (s->d->software && !v4_off && gemmv4_fits(A, &p)) {
-    const char *tile = env && strlen(env) == 2 ? env : "88";
-    char name[32];
-    snprintf(name, sizeof name, "gemmv4_f32_t%s", tile);
-    uint32_t bm = 8u * (uint32_t)(tile[0] - '0'), bn = 8u * (uint32_t)(tile[1] - '0');
-    return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                        (uint32_t)((n + bn - 1) / bn),
-                        (uint32_t)((m + bm - 1) / bm), (uint32_t)batch);
-  }
+  /* CPU implementations: the texel-buffer kernel (gemm_texel.c). */
+  bp_status_t tst = vkb_gemm_texel(s, g);
+  if (tst != BP_ERR_UNSUPPORTED)
+    return tst;
   const gemm_tile_t *t = pick_tile(m, n, batch, s->d->software);
   /* Loads walk the contiguous axis so neighbouring invocations read
    * neighbouring addresses. */

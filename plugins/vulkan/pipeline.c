@@ -27,6 +27,7 @@ static const kernel_t g_kernels[] = {VKB_SPIRV_TABLE(VKB__KERNEL){NULL, NULL,
 
 struct vkb_pipeline {
   const kernel_t *kernel;
+  VkPipelineLayout layout;
   uint32_t spec[VKB_MAX_SPEC], nspec;
   VkPipeline pipe;
   struct vkb_pipeline *next;
@@ -106,6 +107,32 @@ bp_status_t vkb_pipelines_init(vkb_device_t *d) {
       "vkCreatePipelineLayout");
   if (st != BP_OK)
     return st;
+  if (d->caps.texel) {
+    VkDescriptorSetLayoutBinding b[VKB_MAX_VIEWS];
+    for (uint32_t i = 0; i < VKB_MAX_VIEWS; i++)
+      b[i] = (VkDescriptorSetLayoutBinding){
+          .binding = i,
+          .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER,
+          .descriptorCount = 1,
+          .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo si = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+        .bindingCount = VKB_MAX_VIEWS,
+        .pBindings = b};
+    li.setLayoutCount = 1;
+    li.pSetLayouts = &d->tex_set;
+    if (vkb_check(d->fn.vkCreateDescriptorSetLayout(d->dev, &si, NULL,
+                                                    &d->tex_set),
+                  "vkCreateDescriptorSetLayout") != BP_OK ||
+        vkb_check(d->fn.vkCreatePipelineLayout(d->dev, &li, NULL,
+                                               &d->tex_layout),
+                  "vkCreatePipelineLayout") != BP_OK) {
+      vkb_log(BP_LOG_WARN, "texel-buffer kernels unavailable: the generic "
+                           "GEMM kernels run instead");
+      d->caps.texel = false;
+    }
+  }
   /* A stale or foreign cache file is harmless: the driver checks its
    * header and ignores data it did not write. */
   char path[1024];
@@ -167,6 +194,10 @@ void vkb_pipelines_destroy(vkb_device_t *d) {
   }
   if (d->layout)
     d->fn.vkDestroyPipelineLayout(d->dev, d->layout, NULL);
+  if (d->tex_layout)
+    d->fn.vkDestroyPipelineLayout(d->dev, d->tex_layout, NULL);
+  if (d->tex_set)
+    d->fn.vkDestroyDescriptorSetLayout(d->dev, d->tex_set, NULL);
 }
 
 static bp_status_t create_pipeline(vkb_device_t *d, vkb_pipeline_t *p) {
@@ -195,7 +226,7 @@ static bp_status_t create_pipeline(vkb_device_t *d, vkb_pipeline_t *p) {
                 .module = mod,
                 .pName = "main",
                 .pSpecializationInfo = p->nspec ? &spec : NULL},
-      .layout = d->layout};
+      .layout = p->layout};
   st = vkb_check(d->fn.vkCreateComputePipelines(d->dev, d->cache, 1, &ci,
                                                 NULL, &p->pipe),
                  "vkCreateComputePipelines");
@@ -208,7 +239,7 @@ static bp_status_t create_pipeline(vkb_device_t *d, vkb_pipeline_t *p) {
 
 static bp_status_t get_pipeline(vkb_device_t *d, const char *name,
                                 const uint32_t *spec, uint32_t nspec,
-                                VkPipeline *out) {
+                                VkPipelineLayout layout, VkPipeline *out) {
   const kernel_t *k = find_kernel(name);
   if (!k)
     return vkb_fail(BP_ERR_UNSUPPORTED,
@@ -217,7 +248,7 @@ static bp_status_t get_pipeline(vkb_device_t *d, const char *name,
   pthread_mutex_lock(&d->pipe_lock);
   vkb_pipeline_t *p = d->pipelines;
   for (; p; p = p->next)
-    if (p->kernel == k && p->nspec == nspec &&
+    if (p->kernel == k && p->layout == layout && p->nspec == nspec &&
         (nspec == 0 || memcmp(p->spec, spec, 4 * nspec) == 0))
       break;
   if (!p) {
@@ -227,6 +258,7 @@ static bp_status_t get_pipeline(vkb_device_t *d, const char *name,
       goto out;
     }
     p->kernel = k;
+    p->layout = layout;
     p->nspec = nspec;
     if (nspec) /* spec may be NULL when there are none */
       memcpy(p->spec, spec, 4 * nspec);
@@ -243,10 +275,13 @@ out:
   return st;
 }
 
-bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
-                         const uint32_t *spec, uint32_t nspec,
-                         const void *params, uint32_t psize, uint32_t gx,
-                         uint32_t gy, uint32_t gz) {
+/* Records one dispatch with layout; views, when nviews > 0, are pushed as
+ * set 0 (storage texel buffers at bindings 0..nviews). */
+static bp_status_t dispatch(vkb_stream_t *s, const char *name,
+                            const uint32_t *spec, uint32_t nspec,
+                            const void *params, uint32_t psize,
+                            const VkBufferView *views, uint32_t nviews,
+                            uint32_t gx, uint32_t gy, uint32_t gz) {
   vkb_device_t *d = s->d;
   if (gx == 0 || gy == 0 || gz == 0)
     return BP_OK;
@@ -255,10 +290,14 @@ bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
     return vkb_fail(BP_ERR_UNSUPPORTED,
                     "vulkan: %s: grid %ux%ux%u exceeds the device's limit",
                     name, gx, gy, gz);
+  if (nviews && (!d->caps.texel || nviews > VKB_MAX_VIEWS))
+    return vkb_fail(BP_ERR_UNSUPPORTED,
+                    "vulkan: %s needs storage texel buffers", name);
+  VkPipelineLayout layout = nviews ? d->tex_layout : d->layout;
   VkPipeline pipe = VK_NULL_HANDLE;
   VkDeviceAddress addr = 0;
   VkCommandBuffer cb = VK_NULL_HANDLE;
-  bp_status_t st = get_pipeline(d, name, spec, nspec, &pipe);
+  bp_status_t st = get_pipeline(d, name, spec, nspec, layout, &pipe);
   if (st == BP_OK)
     st = vkb_stream_params(s, params, psize, &addr);
   if (st == BP_OK)
@@ -266,8 +305,34 @@ bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
   if (st != BP_OK)
     return st;
   d->fn.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-  d->fn.vkCmdPushConstants(cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+  if (nviews) {
+    VkWriteDescriptorSet w[VKB_MAX_VIEWS];
+    for (uint32_t i = 0; i < nviews; i++)
+      w[i] = (VkWriteDescriptorSet){
+          .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+          .dstBinding = i,
+          .descriptorCount = 1,
+          .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER,
+          .pTexelBufferView = &views[i]};
+    d->push_descriptors(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0,
+                        nviews, w);
+  }
+  d->fn.vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            sizeof addr, &addr);
   d->fn.vkCmdDispatch(cb, gx, gy, gz);
   return vkb_stream_recorded(s);
+}
+
+bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
+                         const uint32_t *spec, uint32_t nspec,
+                         const void *params, uint32_t psize, uint32_t gx,
+                         uint32_t gy, uint32_t gz) {
+  return dispatch(s, name, spec, nspec, params, psize, NULL, 0, gx, gy, gz);
+}
+
+bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name,
+                               const void *params, uint32_t psize,
+                               const VkBufferView *views, uint32_t nviews,
+                               uint32_t gx, uint32_t gy, uint32_t gz) {
+  return dispatch(s, name, NULL, 0, params, psize, views, nviews, gx, gy, gz);
 }

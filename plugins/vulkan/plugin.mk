@@ -13,11 +13,13 @@ GLSLC_FLAGS := --target-env=vulkan1.2 -O -Werror -Ikernels/glsl
 
 VK_FLOATS := f32 f16 bf16
 VK_CAST_TYPES := f32 f16 bf16 i32 u8
+# Register tiles of gemmtex.comp (t<TM><TN><WX><WY>), the autotuner's candidates.
+VK_GEMMTEX_TILES := t8844 t4888 t8888 t8448 t81644
 VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
   $(foreach t,$(VK_FLOATS),eltwise_$(t) gemm_$(t) gemm_$(t)_direct reduce_$(t) softmax_$(t) \
     norm_$(t) attention_$(t) gemv_$(t) conv_$(t) pool_$(t) bnorm_$(t) \
     adam_$(t) random_$(t)) random_f64 \
-  gemmv4_f32_t44 gemmv4_f32_t48 gemmv4_f32_t84 gemmv4_f32_t88 \
+  $(foreach t,$(VK_FLOATS),gemmpack_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g))) \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
 # Only families whose source exists are built (kernels land one at a time).
 VK_VARIANTS := $(foreach v,$(VK_VARIANTS),$(if $(wildcard \

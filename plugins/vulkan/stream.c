@@ -78,8 +78,11 @@ static void retire(vkb_stream_t *s) {
     for (uint32_t i = 0; i < b->nrel; i++)
       vkb_free(s->d, b->rel[i]);
     free(b->rel);
-    if (grow((void **)&s->spare, &s->capspare, s->nspare + 1,
-             sizeof *s->spare))
+    for (uint32_t i = 0; i < b->nviews; i++)
+      s->d->fn.vkDestroyBufferView(s->d->dev, b->views[i], NULL);
+    free(b->views);
+    if (b->cb && grow((void **)&s->spare, &s->capspare, s->nspare + 1,
+                      sizeof *s->spare))
       s->spare[s->nspare++] = b->cb;
   }
   memmove(s->inflight, s->inflight + k,
@@ -102,8 +105,11 @@ void vkb_stream_free(vkb_stream_t *s) {
   /* Destroying the pool frees every command buffer it gave out. */
   for (uint32_t i = 0; i < s->nrel; i++)
     vkb_free(d, s->releases[i]);
+  for (uint32_t i = 0; i < s->nviews; i++)
+    d->fn.vkDestroyBufferView(d->dev, s->views[i], NULL);
   vkb_free(d, s->chunk);
   free(s->releases);
+  free(s->views);
   free(s->inflight);
   free(s->spare);
   d->fn.vkDestroySemaphore(d->dev, s->timeline, NULL);
@@ -142,10 +148,12 @@ static bp_status_t begin(vkb_stream_t *s) {
 }
 
 bp_status_t vkb_stream_cmd(vkb_stream_t *s, VkCommandBuffer *out_cb) {
-  if (!s->cur) {
+  VkCommandBuffer cb = s->capture ? s->capture->cb : s->cur;
+  if (!cb) {
     bp_status_t st = begin(s);
     if (st != BP_OK)
       return st;
+    cb = s->cur;
   }
   /* One global barrier orders every command after the previous one, which
    * is what in-order stream semantics need; earlier batches are ordered by
@@ -159,18 +167,27 @@ bp_status_t vkb_stream_cmd(vkb_stream_t *s, VkCommandBuffer *out_cb) {
                        VK_ACCESS_TRANSFER_WRITE_BIT};
   VkPipelineStageFlags stages =
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  s->d->fn.vkCmdPipelineBarrier(s->cur, stages, stages, 0, 1, &mb, 0, NULL,
-                                0, NULL);
-  *out_cb = s->cur;
+  s->d->fn.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &mb, 0, NULL, 0,
+                                NULL);
+  *out_cb = cb;
   return BP_OK;
 }
 
 bp_status_t vkb_stream_recorded(vkb_stream_t *s) {
+  if (s->capture) {
+    s->capture->cmds++;
+    return BP_OK;
+  }
   return ++s->cur_cmds >= BATCH_CMDS ? vkb_stream_flush(s) : BP_OK;
 }
 
-static bp_status_t submit(vkb_stream_t *s, VkCommandBuffer cb, uint64_t val) {
+/* Submits cb signalling s's timeline at val and, when sem2 is not NULL, sem2
+ * at val2. */
+static bp_status_t submit(vkb_stream_t *s, VkCommandBuffer cb, uint64_t val,
+                          VkSemaphore sem2, uint64_t val2) {
   vkb_device_t *d = s->d;
+  VkSemaphore sig[2] = {s->timeline, sem2};
+  uint64_t sig_val[2] = {val, val2};
   VkPipelineStageFlags wait_stages[8];
   for (uint32_t i = 0; i < s->nwait; i++)
     wait_stages[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
@@ -178,8 +195,8 @@ static bp_status_t submit(vkb_stream_t *s, VkCommandBuffer cb, uint64_t val) {
       .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
       .waitSemaphoreValueCount = s->nwait,
       .pWaitSemaphoreValues = s->wait_val,
-      .signalSemaphoreValueCount = 1,
-      .pSignalSemaphoreValues = &val};
+      .signalSemaphoreValueCount = sem2 ? 2u : 1u,
+      .pSignalSemaphoreValues = sig_val};
   VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                      .pNext = &tsi,
                      .waitSemaphoreCount = s->nwait,
@@ -187,8 +204,8 @@ static bp_status_t submit(vkb_stream_t *s, VkCommandBuffer cb, uint64_t val) {
                      .pWaitDstStageMask = wait_stages,
                      .commandBufferCount = 1,
                      .pCommandBuffers = &cb,
-                     .signalSemaphoreCount = 1,
-                     .pSignalSemaphores = &s->timeline};
+                     .signalSemaphoreCount = sem2 ? 2u : 1u,
+                     .pSignalSemaphores = sig};
   pthread_mutex_lock(&d->queue_lock[s->queue]);
   VkResult r = d->fn.vkQueueSubmit(d->queues[s->queue], 1, &si,
                                    VK_NULL_HANDLE);
@@ -198,6 +215,10 @@ static bp_status_t submit(vkb_stream_t *s, VkCommandBuffer cb, uint64_t val) {
 }
 
 bp_status_t vkb_stream_flush(vkb_stream_t *s) {
+  if (s->capture)
+    return vkb_fail(BP_ERR_UNSUPPORTED,
+                    "vulkan: this call waits for or submits work, which a "
+                    "graph being recorded cannot hold");
   if (!s->cur && s->nwait == 0)
     return BP_OK;
   if (!s->cur) {
@@ -218,14 +239,45 @@ bp_status_t vkb_stream_flush(vkb_stream_t *s) {
   s->d->fn.vkEndCommandBuffer(cb);
   s->cur = VK_NULL_HANDLE;
   uint64_t val = s->submitted + 1;
-  bp_status_t st = submit(s, cb, val);
+  bp_status_t st = submit(s, cb, val, VK_NULL_HANDLE, 0);
   if (st != BP_OK)
     return st;
   s->submitted = val;
-  s->inflight[s->ninflight++] =
-      (vkb_batch_t){.cb = cb, .value = val, .rel = s->releases, .nrel = s->nrel};
+  s->inflight[s->ninflight++] = (vkb_batch_t){.cb = cb,
+                                              .value = val,
+                                              .rel = s->releases,
+                                              .nrel = s->nrel,
+                                              .views = s->views,
+                                              .nviews = s->nviews};
   s->releases = NULL;
   s->nrel = s->caprel = 0;
+  s->views = NULL;
+  s->nviews = s->capviews = 0;
+  return BP_OK;
+}
+
+bp_status_t vkb_stream_submit_graph(vkb_stream_t *s, VkCommandBuffer cb,
+                                    VkSemaphore sem, uint64_t value) {
+  bp_status_t st = vkb_stream_flush(s); /* earlier work goes first */
+  if (st != BP_OK)
+    return st;
+  /* Launches of one graph signal sem in order even when they come from
+   * different streams (queues): each waits for the previous one. */
+  if (value > 1) {
+    s->wait_sem[0] = sem;
+    s->wait_val[0] = value - 1;
+    s->nwait = 1;
+  }
+  if (!grow((void **)&s->inflight, &s->capinflight, s->ninflight + 1,
+            sizeof *s->inflight))
+    return BP_ERR_OUT_OF_MEMORY;
+  uint64_t val = s->submitted + 1;
+  if ((st = submit(s, cb, val, sem, value)) != BP_OK)
+    return st;
+  s->submitted = val;
+  /* The graph keeps its command buffer and memory; the batch only marks
+   * the timeline value. */
+  s->inflight[s->ninflight++] = (vkb_batch_t){.value = val};
   return BP_OK;
 }
 
@@ -240,6 +292,8 @@ static bp_status_t wait_value(vkb_stream_t *s, uint64_t value) {
 }
 
 bp_status_t vkb_stream_wait(vkb_stream_t *s) {
+  if (s->capture)
+    return vkb_stream_flush(s); /* refuses, with the reason */
   bp_status_t st = vkb_stream_flush(s);
   if (st == BP_OK && s->submitted)
     st = wait_value(s, s->submitted);
@@ -256,6 +310,17 @@ bp_status_t vkb_stream_release(vkb_stream_t *s, vkb_alloc_t *a) {
     return st;
   }
   s->releases[s->nrel++] = a;
+  return BP_OK;
+}
+
+bp_status_t vkb_stream_release_view(vkb_stream_t *s, VkBufferView v) {
+  if (!grow((void **)&s->views, &s->capviews, s->nviews + 1,
+            sizeof *s->views)) {
+    bp_status_t st = vkb_stream_wait(s);
+    s->d->fn.vkDestroyBufferView(s->d->dev, v, NULL);
+    return st;
+  }
+  s->views[s->nviews++] = v;
   return BP_OK;
 }
 

@@ -38,6 +38,7 @@
   X(vkGetPhysicalDeviceFeatures2)                                              \
   X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
   X(vkGetPhysicalDeviceMemoryProperties)                                       \
+  X(vkGetPhysicalDeviceFormatProperties)                                       \
   X(vkEnumerateDeviceExtensionProperties)                                      \
   X(vkCreateDevice)                                                            \
   X(vkGetDeviceProcAddr)
@@ -83,6 +84,10 @@
   X(vkCreateSemaphore)                                                         \
   X(vkDestroySemaphore)                                                        \
   X(vkWaitSemaphores)                                                          \
+  X(vkCreateBufferView)                                                        \
+  X(vkDestroyBufferView)                                                       \
+  X(vkCreateDescriptorSetLayout)                                               \
+  X(vkDestroyDescriptorSetLayout)                                              \
   X(vkGetSemaphoreCounterValue)
 
 #define VKB__FN_FIELD(name) PFN_##name name;
@@ -121,6 +126,10 @@ VKB_HIDDEN bp_status_t vkb_check(VkResult r, const char *what);
 typedef struct vkb_caps {
   bool usable;   /* bufferDeviceAddress, timeline semaphores, int64 */
   bool storage8, storage16, float64;
+  /* VK_KHR_push_descriptor and rgba32f storage texel buffers: the texel
+   * GEMM path (gemmtex.comp) for CPU implementations */
+  bool texel;
+  uint32_t max_texels; /* maxTexelBufferElements */
   uint32_t subgroup_size, shared_bytes, max_invocations;
   uint32_t max_groups[3];
 } vkb_caps_t;
@@ -184,6 +193,14 @@ typedef struct vkb_device {
   vkb_heap_t heap_dev, heap_host;
   uint64_t memory_limit, memory_used;
   VkPipelineLayout layout;
+  /* Kernels that read storage texel buffers: one push-descriptor set of
+   * VKB_MAX_VIEWS texel-buffer bindings plus the parameter address. */
+  VkDescriptorSetLayout tex_set;
+  VkPipelineLayout tex_layout;
+  PFN_vkCmdPushDescriptorSetKHR push_descriptors; /* NULL without */
+  /* the tuning cache key: device name, driver version */
+  char tune_device[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE], tune_driver[32];
+  int gemm_tile; /* index of the tuned gemmtex tile; -1 until tuned */
   VkPipelineCache cache;
   pthread_mutex_t pipe_lock;
   vkb_pipeline_t *pipelines;
@@ -222,11 +239,15 @@ static inline vkb_alloc_t *vkb_ptr(uint64_t p) {
 /* One submission: its command buffer, the timeline value it signals and the
  * allocations (staging, parameters) freed once it completes. */
 typedef struct vkb_batch {
-  VkCommandBuffer cb;
+  VkCommandBuffer cb; /* VK_NULL_HANDLE for a graph launch (not reused) */
   uint64_t value;
   vkb_alloc_t **rel;
   uint32_t nrel;
+  VkBufferView *views;
+  uint32_t nviews;
 } vkb_batch_t;
+
+typedef struct vkb_graph vkb_graph_t;
 
 struct vkb_stream {
   vkb_device_t *d;
@@ -245,6 +266,9 @@ struct vkb_stream {
   uint64_t chunk_used;
   vkb_alloc_t **releases; /* freed when the current batch completes */
   uint32_t nrel, caprel;
+  VkBufferView *views;    /* destroyed when the current batch completes */
+  uint32_t nviews, capviews;
+  vkb_graph_t *capture;   /* recording a native graph (graph.c), or NULL */
   VkSemaphore wait_sem[8];
   uint64_t wait_val[8];
   uint32_t nwait;
@@ -265,8 +289,19 @@ VKB_HIDDEN bp_status_t vkb_stream_recorded(vkb_stream_t *s);
 VKB_HIDDEN bp_status_t vkb_stream_flush(vkb_stream_t *s);
 /* Submits and waits for everything on s. Call with s->lock held. */
 VKB_HIDDEN bp_status_t vkb_stream_wait(vkb_stream_t *s);
-/* Frees a when the current batch completes. */
+/* Frees a when the current batch completes (or, while a graph is being
+ * recorded, when the graph is destroyed). */
 VKB_HIDDEN bp_status_t vkb_stream_release(vkb_stream_t *s, vkb_alloc_t *a);
+/* Destroys v like vkb_stream_release frees allocations. */
+VKB_HIDDEN bp_status_t vkb_stream_release_view(vkb_stream_t *s,
+                                               VkBufferView v);
+/* Submits cb (a recorded graph) on s after everything already recorded on
+ * s, signalling s's timeline and also (sem, value), after sem reaches
+ * value - 1. Call with s->lock held. */
+VKB_HIDDEN bp_status_t vkb_stream_submit_graph(vkb_stream_t *s,
+                                               VkCommandBuffer cb,
+                                               VkSemaphore sem,
+                                               uint64_t value);
 /* Copies size bytes of params into the stream's parameter memory, valid
  * until the current batch completes; returns its device address. */
 VKB_HIDDEN bp_status_t vkb_stream_params(vkb_stream_t *s, const void *data,
@@ -300,8 +335,42 @@ VKB_HIDDEN bp_status_t vkb_event_elapsed(bp_plugin_device_t *device,
                                          bp_plugin_event_t *end,
                                          double *out_ms);
 
+/* ---- native graphs (graph.c) ------------------------------------------- */
+/* A recorded command buffer with everything it uses (parameter memory,
+ * scratch, texel views), launched by resubmission. */
+struct vkb_graph {
+  VkCommandPool pool;
+  VkCommandBuffer cb;
+  VkSemaphore done;     /* timeline: reaches launches when all completed */
+  uint64_t launches;
+  uint32_t cmds;
+  bp_status_t failed;   /* the first failure while recording */
+  vkb_alloc_t **keep;
+  uint32_t nkeep;
+  VkBufferView *views;
+  uint32_t nviews;
+  /* the stream's own release lists, set aside while recording */
+  vkb_alloc_t *saved_chunk;
+  uint64_t saved_chunk_used;
+  vkb_alloc_t **saved_rel;
+  uint32_t saved_nrel, saved_caprel;
+  VkBufferView *saved_views;
+  uint32_t saved_nviews, saved_capviews;
+};
+VKB_HIDDEN bp_status_t vkb_graph_begin(bp_plugin_device_t *device,
+                                       bp_plugin_stream_t *stream);
+VKB_HIDDEN bp_status_t vkb_graph_end(bp_plugin_device_t *device,
+                                     bp_plugin_stream_t *stream,
+                                     bp_plugin_graph_t **out_graph);
+VKB_HIDDEN bp_status_t vkb_graph_launch(bp_plugin_device_t *device,
+                                        bp_plugin_stream_t *stream,
+                                        bp_plugin_graph_t *graph);
+VKB_HIDDEN void vkb_graph_destroy(bp_plugin_device_t *device,
+                                  bp_plugin_graph_t *graph);
+
 /* ---- pipelines (pipeline.c) --------------------------------------------- */
 #define VKB_MAX_SPEC 8
+#define VKB_MAX_VIEWS 2
 VKB_HIDDEN bp_status_t vkb_pipelines_init(vkb_device_t *d);
 VKB_HIDDEN void vkb_pipelines_destroy(vkb_device_t *d);
 /* True when the kernel variant is embedded in this build. */
@@ -314,6 +383,14 @@ VKB_HIDDEN bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
                                     const uint32_t *spec, uint32_t nspec,
                                     const void *params, uint32_t psize,
                                     uint32_t gx, uint32_t gy, uint32_t gz);
+/* vkb_dispatch for kernels that also read or write storage texel buffers:
+ * views[i] is bound to set 0, binding i (pushed into the command buffer).
+ */
+VKB_HIDDEN bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name,
+                                          const void *params, uint32_t psize,
+                                          const VkBufferView *views,
+                                          uint32_t nviews, uint32_t gx,
+                                          uint32_t gy, uint32_t gz);
 
 /* ---- ops (ops*.c) ------------------------------------------------------- */
 #define VKB_OPS(X)                                                             \
@@ -360,6 +437,13 @@ VKB_HIDDEN bp_status_t vkb_kernel_launch(bp_plugin_device_t *device,
 VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source,
                                         uint32_t **out_words,
                                         size_t *out_count);
+
+/* The texel-buffer GEMM (gemm_texel.c) for CPU implementations: packs A
+ * and B into f32 panels and runs gemmtex.comp with the tile tuned for the
+ * device. Returns BP_ERR_UNSUPPORTED, with nothing recorded, when the
+ * device or the sizes do not allow it. Call with s->lock held. */
+VKB_HIDDEN bp_status_t vkb_gemm_texel(vkb_stream_t *s,
+                                      const bp_gemm_args_t *g);
 
 /* Device address of element 0 of a tensor. */
 static inline uint64_t vkb_tensor_addr(const bp_plugin_tensor_t *t) {

@@ -1,0 +1,100 @@
+#version 460
+// gemmtex.comp — C[b] = alpha * A[b] · B[b] + beta * C[b] for CPU
+// implementations of Vulkan (lavapipe), from operands that gemmpack.comp
+// has copied into f32 panels: A as [b][m / BM][k][BM], B as [b][n / BN][k]
+// [BN], zero-padded, so the loop has no bounds checks and a workgroup walks
+// two contiguous panels.
+//
+// Why storage texel buffers: llvmpipe (Mesa 22.3) turns every load from a
+// storage buffer, a buffer device address or shared memory into a loop
+// over the SIMD lanes with a branch per lane (about 25 cycles per scalar),
+// while imageLoad on a texel buffer is one vectorised gather. Measured on
+// the same tiles: 1.0 GFLOP/s through SSBO or BDA, 12 through imageLoad,
+// 22-25 with the packed panels (docs/backend-vulkan.md).
+//
+// Each invocation keeps a TM x TN register tile (vec4 columns); WX x WY
+// invocations per workgroup. Variants gemmtex_<C dtype>_t<TM><TN><WX><WY>,
+// e.g. t8844; the tile is a compile-time constant so the accumulator loops
+// unroll and stay in registers.
+#include "common.glsl"
+#extension GL_EXT_control_flow_attributes : require
+
+#if defined(T2_t4888)
+#define TM_ 4
+#define TN_ 8
+#define WX_ 8
+#define WY_ 8
+#elif defined(T2_t8888)
+#define TM_ 8
+#define TN_ 8
+#define WX_ 8
+#define WY_ 8
+#elif defined(T2_t8448)
+#define TM_ 8
+#define TN_ 4
+#define WX_ 4
+#define WY_ 8
+#elif defined(T2_t81644)
+#define TM_ 8
+#define TN_ 16
+#define WX_ 4
+#define WY_ 4
+#else // t8844
+#define TM_ 8
+#define TN_ 8
+#define WX_ 4
+#define WY_ 4
+#endif
+const int TM = TM_, TN = TN_, WX = WX_, WY = WY_;
+const int TM4 = TM / 4, TN4 = TN / 4, BM = TM * WY, BN = TN * WX;
+layout(local_size_x = WX_ * WY_) in;
+
+layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer pa;
+layout(set = 0, binding = 1, rgba32f) uniform readonly imageBuffer pb;
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
+  uint64_t c;
+  int m, n, kp, beta_zero;
+  int scb, scm, scn, pab, pbb; // panel batch strides in texels (0: shared)
+  float alpha, beta;
+};
+layout(push_constant) uniform PC { Params p; };
+
+void main() {
+  // Every parameter is read once: each read through the block's address is
+  // a per-lane memory loop on llvmpipe, which it does not hoist.
+  const int kp = p.kp, M = p.m, N = p.n, SCB = p.scb, SCM = p.scm, SCN = p.scn;
+  const bool beta_zero = p.beta_zero != 0;
+  const float alpha = p.alpha, beta = p.beta;
+  int tid = int(gl_LocalInvocationID.x);
+  int tx = tid % WX, ty = tid / WX;
+  int mb = int(gl_WorkGroupID.y), nb = int(gl_WorkGroupID.x);
+  int b = int(gl_WorkGroupID.z);
+  int a0 = b * p.pab + mb * kp * (BM / 4) + ty * TM4;
+  int b0 = b * p.pbb + nb * kp * (BN / 4) + tx * TN4;
+  vec4 acc[TM][TN4];
+  [[unroll]] for (int i = 0; i < TM; i++)
+    [[unroll]] for (int j = 0; j < TN4; j++) acc[i][j] = vec4(0.0);
+  for (int k = 0; k < kp; k++) {
+    vec4 av[TM4], bv[TN4];
+    [[unroll]] for (int i = 0; i < TM4; i++) av[i] = imageLoad(pa, a0 + k * (BM / 4) + i);
+    [[unroll]] for (int j = 0; j < TN4; j++) bv[j] = imageLoad(pb, b0 + k * (BN / 4) + j);
+    [[unroll]] for (int i = 0; i < TM; i++)
+      [[unroll]] for (int j = 0; j < TN4; j++)
+        acc[i][j] = fma(vec4(av[i / 4][i % 4]), bv[j], acc[i][j]);
+  }
+  T1Buf c = T1Buf(p.c);
+  int m0 = mb * BM + ty * TM, n0 = nb * BN + tx * TN;
+  [[unroll]] for (int i = 0; i < TM; i++) {
+    int gm = m0 + i;
+    [[unroll]] for (int j = 0; j < TN; j++) {
+      int gn = n0 + j;
+      if (gm < M && gn < N) {
+        int oc = b * SCB + gm * SCM + gn * SCN;
+        float r = alpha * acc[i][j / 4][j % 4];
+        if (!beta_zero) r += beta * LOAD1(c, oc);
+        STORE1(c, oc, r);
+      }
+    }
+  }
+}

@@ -1,0 +1,266 @@
+/*
+ * gemm_texel.c — GEMM for CPU implementations of Vulkan (lavapipe): A and
+ * B are packed into zero-padded f32 panels (gemmpack.comp) and multiplied
+ * by gemmtex.comp, which reads the panels through storage texel buffers,
+ * the one kind of load llvmpipe vectorises (docs/backend-vulkan.md, "GEMM
+ * on CPU implementations"). The register tile is tuned once per device and
+ * kept in the host's tuning cache; BACKPLANE_VK_GEMM_TILE=<name> forces
+ * one, BACKPLANE_VK_GEMM_TEXEL=0 turns the path off, =1 uses it on any
+ * device that has texel buffers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ops.h"
+
+/* Tiles built into gemmtex.comp (plugin.mk's VK_GEMMTEX_TILES). */
+typedef struct tile {
+  const char *name;
+  uint32_t tm, tn, wx, wy; /* register tile, invocations along n and m */
+} tile_t;
+
+static const tile_t k_tiles[] = {
+    {"t8844", 8, 8, 4, 4},   {"t4888", 4, 8, 8, 8}, {"t8888", 8, 8, 8, 8},
+    {"t8448", 8, 4, 4, 8},   {"t81644", 8, 16, 4, 4},
+};
+#define NTILES ((int)(sizeof k_tiles / sizeof *k_tiles))
+#define TUNE_N 512
+#define TUNE_BUCKET "gemmtex-1" /* bump when gemmtex.comp changes */
+
+/* Matches gemmpack.comp's parameter block. */
+typedef struct pack_params {
+  uint64_t src;
+  int32_t rows_k, cols_x, sb, sp, sx, kp, xp, pw;
+} pack_params_t;
+
+/* Matches gemmtex.comp's parameter block. */
+typedef struct tex_params {
+  uint64_t c;
+  int32_t m, n, kp, beta_zero;
+  int32_t scb, scm, scn, pab, pbb;
+  float alpha, beta;
+} tex_params_t;
+
+static const char *env(const char *name) {
+  return vkb_host && vkb_host->getenv ? vkb_host->getenv(name) : NULL;
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Packs one operand into a new scratch allocation and returns it and its
+ * view; both are released by the caller once everything is recorded. */
+static bp_status_t pack(vkb_stream_t *s, const bp_plugin_tensor_t *t,
+                        const char *dt, int64_t nb, int64_t rows_k,
+                        int64_t cols_x, int64_t sb, int64_t sp, int64_t sx,
+                        int64_t xp, uint32_t pw, uint64_t bytes,
+                        vkb_alloc_t **out_alloc, VkBufferView *out_view) {
+  vkb_device_t *d = s->d;
+  bp_status_t st = vkb_alloc(d, false, bytes, out_alloc);
+  if (st != BP_OK)
+    return st;
+  VkBufferViewCreateInfo vi = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+      .buffer = (*out_alloc)->block->buf,
+      .format = VK_FORMAT_R32G32B32A32_SFLOAT,
+      .offset = (*out_alloc)->offset,
+      .range = bytes};
+  st = vkb_check(d->fn.vkCreateBufferView(d->dev, &vi, NULL, out_view),
+                 "vkCreateBufferView");
+  if (st != BP_OK)
+    return st;
+  pack_params_t p = {.src = vkb_tensor_addr(t),
+                     .rows_k = (int32_t)rows_k, .cols_x = (int32_t)cols_x,
+                     .sb = (int32_t)sb, .sp = (int32_t)sp, .sx = (int32_t)sx,
+                     .kp = (int32_t)rows_k, .xp = (int32_t)xp,
+                     .pw = (int32_t)pw};
+  char name[32];
+  snprintf(name, sizeof name, "gemmpack_%s", dt);
+  /* The kernel loops over the texels past its grid. */
+  int64_t groups = (rows_k * xp / 4 + 63) / 64;
+  uint32_t gx = groups > 4096 ? 4096u : (uint32_t)groups;
+  return vkb_dispatch_views(s, name, &p, sizeof p, out_view, 1, gx, 1,
+                            (uint32_t)nb);
+}
+
+/* Records pack A, pack B and the tiled kernel with tile t. */
+static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g,
+                            const tile_t *t) {
+  vkb_device_t *d = s->d;
+  const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
+  int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2],
+          k = A->shape[2];
+  int64_t bm = t->tm * t->wy, bn = t->tn * t->wx;
+  int64_t mp = round_up(m, bm), np = round_up(n, bn);
+  /* A matrix shared by the whole batch (stride 0) is packed once. */
+  int64_t na = A->strides[0] == 0 ? 1 : batch,
+          nb = B->strides[0] == 0 ? 1 : batch;
+  uint64_t abytes = (uint64_t)(na * mp * k) * 4,
+           bbytes = (uint64_t)(nb * np * k) * 4;
+  if (abytes / 16 > d->caps.max_texels || bbytes / 16 > d->caps.max_texels ||
+      np / bn > d->caps.max_groups[0] || mp / bm > d->caps.max_groups[1] ||
+      batch > d->caps.max_groups[2] || nb > d->caps.max_groups[2] ||
+      na > d->caps.max_groups[2])
+    return vkb_fail(BP_ERR_UNSUPPORTED,
+                    "vulkan: gemm: too large for texel buffers");
+  const char *dt = vkb_dtype_tag(C->dtype);
+  vkb_alloc_t *sa = NULL, *sb = NULL;
+  VkBufferView views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  bp_status_t st = pack(s, A, dt, na, k, m, A->strides[0], A->strides[2],
+                        A->strides[1], mp, (uint32_t)bm, abytes, &sa,
+                        &views[0]);
+  if (st == BP_OK)
+    st = pack(s, B, dt, nb, k, n, B->strides[0], B->strides[1],
+              B->strides[2], np, (uint32_t)bn, bbytes, &sb, &views[1]);
+  if (st == BP_OK) {
+    tex_params_t p = {.c = vkb_tensor_addr(C), .m = (int32_t)m,
+                      .n = (int32_t)n, .kp = (int32_t)k,
+                      .beta_zero = g->beta == 0.0,
+                      .scb = (int32_t)C->strides[0],
+                      .scm = (int32_t)C->strides[1],
+                      .scn = (int32_t)C->strides[2],
+                      .pab = na == 1 ? 0 : (int32_t)(mp * k / 4),
+                      .pbb = nb == 1 ? 0 : (int32_t)(np * k / 4),
+                      .alpha = (float)g->alpha, .beta = (float)g->beta};
+    char name[40];
+    snprintf(name, sizeof name, "gemmtex_%s_%s", dt, t->name);
+    st = vkb_dispatch_views(s, name, &p, sizeof p, views, 2,
+                            (uint32_t)(np / bn), (uint32_t)(mp / bm),
+                            (uint32_t)batch);
+  }
+  /* Released only now: work recorded above may have been submitted in an
+   * earlier batch, and must still find its scratch. */
+  for (int i = 0; i < 2; i++)
+    if (views[i])
+      vkb_stream_release_view(s, views[i]);
+  if (sa)
+    vkb_stream_release(s, sa);
+  if (sb)
+    vkb_stream_release(s, sb);
+  return st;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bp_plugin_tensor_t square(uint64_t ptr, int64_t n) {
+  bp_plugin_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.ptr = ptr;
+  t.dtype = BP_F32;
+  t.rank = 3;
+  t.shape[0] = 1, t.shape[1] = n, t.shape[2] = n;
+  t.strides[0] = n * n, t.strides[1] = n, t.strides[2] = 1;
+  return t;
+}
+
+/* Times every tile on a TUNE_N^3 f32 gemm of zeros on a private stream:
+ * the best of three runs after a warm-up, as other processes share the
+ * cores. Returns the fastest tile's index, 0 when nothing could run. */
+static int measure(vkb_device_t *d) {
+  size_t bytes = (size_t)TUNE_N * TUNE_N * 4;
+  void *zeros = calloc(1, bytes);
+  vkb_alloc_t *buf = NULL;
+  vkb_stream_t *ts = NULL;
+  int best = 0;
+  double best_t = 1e30;
+  /* Only this stream and this allocation: the caller holds its stream's
+   * lock, so nothing here may synchronise the device. */
+  if (!zeros || vkb_stream_new(d, &ts) != BP_OK ||
+      vkb_alloc(d, false, bytes, &buf) != BP_OK ||
+      vkb_mem_write((bp_plugin_device_t *)d, (bp_plugin_stream_t *)ts,
+                    (uint64_t)(uintptr_t)buf, 0, zeros, bytes) != BP_OK)
+    goto out;
+  bp_gemm_args_t g = {.struct_size = sizeof g, .alpha = 1.0, .beta = 0.0};
+  g.a = g.b = g.c = square((uint64_t)(uintptr_t)buf, TUNE_N);
+  pthread_mutex_lock(&ts->lock);
+  for (int i = 0; i < NTILES; i++) {
+    double t_best = 1e30;
+    for (int rep = 0; rep < 4; rep++) {
+      double t0 = now_s();
+      if (run_tile(ts, &g, &k_tiles[i]) != BP_OK || vkb_stream_wait(ts) != BP_OK)
+        break;
+      double t = now_s() - t0;
+      if (rep > 0 && t < t_best)
+        t_best = t;
+    }
+    vkb_log(BP_LOG_DEBUG, "gemm tune %s: %s %.1f GFLOP/s", d->tune_device,
+            k_tiles[i].name, 2.0 * TUNE_N * TUNE_N * TUNE_N / t_best / 1e9);
+    if (t_best < best_t) {
+      best_t = t_best;
+      best = i;
+    }
+  }
+  pthread_mutex_unlock(&ts->lock);
+  vkb_log(BP_LOG_INFO, "gemm tuned for %s: tile %s, %.1f GFLOP/s at %d^3",
+          d->tune_device, k_tiles[best].name,
+          2.0 * TUNE_N * TUNE_N * TUNE_N / best_t / 1e9, TUNE_N);
+out:
+  if (ts)
+    vkb_stream_free(ts); /* waits for its work */
+  if (buf)
+    vkb_free(d, buf);
+  free(zeros);
+  return best;
+}
+
+static int find_tile(const char *name) {
+  for (int i = 0; name && i < NTILES; i++)
+    if (strcmp(k_tiles[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+/* The device's tile: forced by the environment, else from the host's
+ * tuning cache, else measured now (about a second on lavapipe) and stored. */
+static const tile_t *device_tile(vkb_device_t *d) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  int forced = find_tile(env("BACKPLANE_VK_GEMM_TILE"));
+  if (forced >= 0)
+    return &k_tiles[forced];
+  pthread_mutex_lock(&lock);
+  if (d->gemm_tile < 0) {
+    bool cache = vkb_host &&
+                 vkb_host->struct_size >=
+                     offsetof(bp_host_services_t, tune_store) +
+                         sizeof(void *) &&
+                 vkb_host->tune_lookup && vkb_host->tune_store;
+    bp_tune_key_t key = {.struct_size = sizeof key,
+                         .plugin = "vulkan",
+                         .plugin_version = "0.1.0",
+                         .device = d->tune_device,
+                         .driver_version = d->tune_driver,
+                         .op = "gemm",
+                         .dtype = "f32",
+                         .bucket = TUNE_BUCKET};
+    char value[64] = "";
+    int i = cache && vkb_host->tune_lookup(&key, value, sizeof value)
+                ? find_tile(value) : -1;
+    if (i < 0) {
+      i = measure(d);
+      if (cache)
+        vkb_host->tune_store(&key, k_tiles[i].name);
+    }
+    d->gemm_tile = i;
+  }
+  pthread_mutex_unlock(&lock);
+  return &k_tiles[d->gemm_tile];
+}
+
+bp_status_t vkb_gemm_texel(vkb_stream_t *s, const bp_gemm_args_t *g) {
+  vkb_device_t *d = s->d;
+  const char *on = env("BACKPLANE_VK_GEMM_TEXEL");
+  bool forced = on && strcmp(on, "1") == 0;
+  int64_t m = g->c.shape[1], n = g->c.shape[2], k = g->a.shape[2];
+  /* Tiny and vector-shaped products stay on the direct kernel: the panels
+   * would be mostly padding. */
+  if (!d->caps.texel || (on && strcmp(on, "0") == 0) ||
+      (!d->software && !forced) || k == 0 || m < 4 || n < 4 ||
+      m * n * k < 4096 || !vkb_kernel_present("gemmpack_f32"))
+    return BP_ERR_UNSUPPORTED;
+  return run_tile(s, g, device_tile(d));
+}
