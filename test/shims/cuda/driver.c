@@ -296,43 +296,16 @@ void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out) {
   pthread_mutex_unlock(&lock);
   out->ctx_depth = ctx_depth;
   out->graphs = shim_graphs_live();
+  shim_heap_usage(&out->allocations, &out->bytes_in_use);
 }
 
 /* ---- memory -------------------------------------------------------------- */
 
-typedef struct shim_alloc {
-  uint64_t ptr, size;
-  struct shim_alloc *next;
-} shim_alloc_t;
-static shim_alloc_t *allocs;
-
-bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what) {
-  uint64_t lo, hi;
-  return shim_mem_find(p, bytes, what, &lo, &hi);
-}
-
-bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi) {
-  bool ok = false;
-  pthread_mutex_lock(&lock);
-  for (shim_alloc_t *a = allocs; a; a = a->next)
-    if (p >= a->ptr && p - a->ptr <= a->size && bytes <= a->size - (p - a->ptr)) {
-      ok = true;
-      *out_lo = a->ptr;
-      *out_hi = a->ptr + a->size;
-      break;
-    }
-  pthread_mutex_unlock(&lock);
-  if (!ok)
-    shim_report("%s: [0x%llx, +%llu) is outside every live allocation", what,
-                (unsigned long long)p, (unsigned long long)bytes);
-  return ok;
-}
-
 CUresult cuMemGetInfo(size_t *free_b, size_t *total_b) {
   NEED_CTX();
-  pthread_mutex_lock(&lock);
-  uint64_t used = (uint64_t)stats.bytes_in_use, total = total_mem();
-  pthread_mutex_unlock(&lock);
+  int64_t blocks, bytes;
+  shim_heap_usage(&blocks, &bytes);
+  uint64_t used = (uint64_t)bytes, total = total_mem();
   *free_b = used < total ? total - used : 0;
   *total_b = total;
   return CUDA_SUCCESS;
@@ -351,29 +324,12 @@ static CUresult mem_alloc(CUdeviceptr *p, size_t size) {
   *p = 0;
   if (size == 0)
     return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&lock);
-  bool over = (uint64_t)stats.bytes_in_use + size > total_mem();
-  pthread_mutex_unlock(&lock);
-  if (over || shim_fail("alloc"))
+  if (shim_fail("alloc"))
     return CUDA_ERROR_OUT_OF_MEMORY;
-  shim_alloc_t *a = malloc(sizeof *a);
-  /* 256-byte aligned, as cuMemAlloc guarantees. */
-  void *mem = aligned_alloc(256, (size + 255) & ~(size_t)255);
-  if (!a || !mem) {
-    free(a);
-    free(mem);
+  uint64_t ptr;
+  if (!shim_heap_alloc(size, total_mem(), &ptr))
     return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  memset(mem, 0xA5, size); /* garbage, as real fresh memory may be */
-  a->ptr = (uint64_t)(uintptr_t)mem;
-  a->size = size;
-  pthread_mutex_lock(&lock);
-  a->next = allocs;
-  allocs = a;
-  stats.allocations++;
-  stats.bytes_in_use += (int64_t)size;
-  pthread_mutex_unlock(&lock);
-  *p = a->ptr;
+  *p = ptr;
   return CUDA_SUCCESS;
 }
 
@@ -414,25 +370,8 @@ CUresult cuMemFree(CUdeviceptr p) {
 }
 
 static CUresult mem_free(CUdeviceptr p) {
-  shim_alloc_t *found = NULL;
-  pthread_mutex_lock(&lock);
-  for (shim_alloc_t **pp = &allocs; *pp; pp = &(*pp)->next)
-    if ((*pp)->ptr == p) {
-      found = *pp;
-      *pp = found->next;
-      stats.allocations--;
-      stats.bytes_in_use -= (int64_t)found->size;
-      break;
-    }
-  pthread_mutex_unlock(&lock);
-  if (!found) {
-    shim_report("cuMemFree(0x%llx): not an allocation (double free?)",
-                (unsigned long long)p);
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  free((void *)(uintptr_t)found->ptr);
-  free(found);
-  return CUDA_SUCCESS;
+  return shim_heap_free(p, "cuMemFree") ? CUDA_SUCCESS
+                                        : CUDA_ERROR_INVALID_VALUE;
 }
 
 #define STREAM_MAGIC SHIM_STREAM_MAGIC

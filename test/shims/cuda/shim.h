@@ -21,6 +21,7 @@
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugins/cuda/cuda_driver.h"
 #include "test/shims/common/capture.h"
+#include "test/shims/common/heap.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_INVALID_CONTEXT 201
@@ -33,20 +34,12 @@ CUDA_DRIVER_ENTRY_POINTS(SHIM_DECLARE)
 CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(SHIM_DECLARE)
 #undef SHIM_DECLARE
 
-/* Prints a diagnostic to stderr ("cuda-shim: ...") — a plugin bug the shim
- * caught, shown next to the failing test. */
-void shim_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* shim_report ("cuda-shim: ..." on stderr), shim_mem_valid and
+ * shim_mem_find: test/shims/common/heap.h. */
 
 /* True when BP_CUDA_SHIM_FAIL (comma-separated) contains what: "init",
  * "alloc", "launch", "module", "memcpy", "event". */
 bool shim_fail(const char *what);
-
-/* Checks that [p, p + bytes) lies inside one live allocation; reports and
- * returns false otherwise. */
-bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what);
-/* Like shim_mem_valid, also giving the allocation's [lo, hi) so a kernel can
- * check later accesses without the lock (nothing is freed during a launch). */
-bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi);
 
 /* A C kernel: runs a whole launch's work. Returns false (after reporting)
  * when it found a bad pointer. */

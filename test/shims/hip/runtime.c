@@ -216,75 +216,16 @@ void bp_hip_shim_stats(bp_hip_shim_stats_t *out) {
   *out = stats;
   pthread_mutex_unlock(&lock);
   out->graphs = shim_graphs_live();
+  shim_heap_usage(&out->allocations, &out->bytes_in_use);
 }
 
 /* ---- memory -------------------------------------------------------------- */
 
-typedef struct shim_alloc {
-  uint64_t ptr, size;
-  struct shim_alloc *next;
-} shim_alloc_t;
-static shim_alloc_t *allocs;
-
-/* Bumped by every free: a thread's cached allocation below is trusted only
- * while no free has happened since it was looked up. */
-static uint64_t free_generation;
-static _Thread_local struct {
-  uint64_t ptr, size, generation;
-  bool valid;
-} last_hit;
-
-static bool inside(uint64_t p, uint64_t bytes, uint64_t base, uint64_t size) {
-  return p >= base && p - base <= size && bytes <= size - (p - base);
-}
-
-/* The allocation holding [p, p + bytes), for the shared C kernels' per-launch
- * access cache (test/shims/cuda/kernels.c). */
-bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi) {
-  bool ok = false;
-  pthread_mutex_lock(&lock);
-  for (shim_alloc_t *a = allocs; a; a = a->next)
-    if (inside(p, bytes, a->ptr, a->size)) {
-      ok = true;
-      *out_lo = a->ptr;
-      *out_hi = a->ptr + a->size;
-      break;
-    }
-  pthread_mutex_unlock(&lock);
-  if (!ok) return shim_mem_valid(p, bytes, what); /* reports it */
-  return true;
-}
-
-/* Called for every element a C kernel touches: the last allocation hit is
- * checked first, without the lock, which keeps the op suites fast. */
-bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what) {
-  uint64_t gen = __atomic_load_n(&free_generation, __ATOMIC_ACQUIRE);
-  if (last_hit.valid && last_hit.generation == gen &&
-      inside(p, bytes, last_hit.ptr, last_hit.size))
-    return true;
-  bool ok = false;
-  pthread_mutex_lock(&lock);
-  for (shim_alloc_t *a = allocs; a; a = a->next)
-    if (inside(p, bytes, a->ptr, a->size)) {
-      ok = true;
-      last_hit.ptr = a->ptr;
-      last_hit.size = a->size;
-      last_hit.generation = free_generation;
-      last_hit.valid = true;
-      break;
-    }
-  pthread_mutex_unlock(&lock);
-  if (!ok)
-    shim_report("%s: [0x%llx, +%llu) is outside every live allocation", what,
-                (unsigned long long)p, (unsigned long long)bytes);
-  return ok;
-}
-
 hipError_t hipMemGetInfo(size_t *free_b, size_t *total_b) {
   NEED_DEVICE();
-  pthread_mutex_lock(&lock);
-  uint64_t used = (uint64_t)stats.bytes_in_use, total = total_mem();
-  pthread_mutex_unlock(&lock);
+  int64_t blocks, bytes;
+  shim_heap_usage(&blocks, &bytes);
+  uint64_t used = (uint64_t)bytes, total = total_mem();
   *free_b = used < total ? total - used : 0;
   *total_b = total;
   return hipSuccess;
@@ -296,31 +237,14 @@ hipError_t hipMalloc(void **p, size_t size) {
   hipError_t unsafe = shim_capture_unsafe(__func__);
   if (unsafe)
     return unsafe;
-  pthread_mutex_lock(&lock);
-  bool over = (uint64_t)stats.bytes_in_use + size > total_mem();
-  pthread_mutex_unlock(&lock);
-  if (over || shim_hip_fail("alloc"))
+  if (shim_hip_fail("alloc"))
     return hipErrorOutOfMemory;
   if (size == 0)
     return hipSuccess; /* HIP returns a null pointer for 0 bytes */
-  shim_alloc_t *a = malloc(sizeof *a);
-  /* 256-byte aligned, as hipMalloc guarantees. */
-  void *mem = aligned_alloc(256, (size + 255) & ~(size_t)255);
-  if (!a || !mem) {
-    free(a);
-    free(mem);
+  uint64_t ptr;
+  if (!shim_heap_alloc(size, total_mem(), &ptr))
     return hipErrorOutOfMemory;
-  }
-  memset(mem, 0xA5, size); /* garbage, as real fresh memory may be */
-  a->ptr = (uint64_t)(uintptr_t)mem;
-  a->size = size;
-  pthread_mutex_lock(&lock);
-  a->next = allocs;
-  allocs = a;
-  stats.allocations++;
-  stats.bytes_in_use += (int64_t)size;
-  pthread_mutex_unlock(&lock);
-  *p = mem;
+  *p = (void *)(uintptr_t)ptr;
   return hipSuccess;
 }
 
@@ -334,25 +258,8 @@ hipError_t hipFree(void *p) {
     return unsafe;
   if (!p)
     return hipSuccess;
-  shim_alloc_t *found = NULL;
-  pthread_mutex_lock(&lock);
-  for (shim_alloc_t **pp = &allocs; *pp; pp = &(*pp)->next)
-    if ((*pp)->ptr == (uint64_t)(uintptr_t)p) {
-      found = *pp;
-      *pp = found->next;
-      stats.allocations--;
-      stats.bytes_in_use -= (int64_t)found->size;
-      __atomic_add_fetch(&free_generation, 1, __ATOMIC_RELEASE);
-      break;
-    }
-  pthread_mutex_unlock(&lock);
-  if (!found) {
-    shim_report("hipFree(%p): not an allocation (double free?)", p);
-    return hipErrorInvalidValue;
-  }
-  free(p);
-  free(found);
-  return hipSuccess;
+  return shim_heap_free((uint64_t)(uintptr_t)p, "hipFree") ? hipSuccess
+                                                           : hipErrorInvalidValue;
 }
 
 #define STREAM_MAGIC SHIM_STREAM_MAGIC

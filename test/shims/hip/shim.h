@@ -26,6 +26,7 @@
 
 #include "plugins/rocm/hip_runtime.h"
 #include "test/shims/common/capture.h"
+#include "test/shims/common/heap.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_CODE_MAGIC "BPHIPCO1 "
@@ -37,10 +38,8 @@ HIP_RUNTIME_OPTIONAL_ENTRY_POINTS(SHIM_DECLARE)
 HIPRTC_ENTRY_POINTS(SHIM_DECLARE)
 #undef SHIM_DECLARE
 
-/* The names test/shims/cuda/kernels.c calls (see its shim.h). */
-void shim_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-bool shim_mem_valid(uint64_t p, uint64_t bytes, const char *what);
-bool shim_mem_find(uint64_t p, uint64_t bytes, const char *what, uint64_t *out_lo, uint64_t *out_hi);
+/* The names test/shims/cuda/kernels.c calls (shim_report, shim_mem_valid,
+ * shim_mem_find): test/shims/common/heap.h. */
 
 /* True when BP_HIP_SHIM_FAIL (comma-separated) contains what: "init",
  * "alloc", "launch", "module", "memcpy", "event", "compile". */
