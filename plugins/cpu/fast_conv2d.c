@@ -30,6 +30,15 @@
 #define CONV_KC_MAX 256 /* k block: a micro-panel (KC x NR) stays in L1 */
 #define CONV_ROW_MAX 4096 /* widest padded row split into phases */
 
+/* Zero-padded copy of the images, so packing needs no bounds checks:
+ * plane (n, c) of Hp x Wp floats, x's pixel (h, w) at (h + ph, w + pw). */
+typedef struct pad_job {
+  const float *x;
+  float *xp;
+  int64_t C, H, W, Hp, Wp, ph, pw, sxn, sxc, sxh, sxw;
+  int64_t sw, wq; /* rows split into sw phases of wq (Wp = sw * wq) */
+} pad_job_t;
+
 typedef struct conv_job {
   const fast_gemm_kernel_t *kr;
   const float *x, *ap; /* image, packed weights (all groups) */
@@ -45,6 +54,11 @@ typedef struct conv_job {
   bool lim_ok;      /* x's strides are positive: reads may run to its end */
   const int64_t *off; /* per k row (c, r, s): tap offset, for conv_direct */
   bool direct;        /* B read in place (conv_direct), off set */
+  /* slab: each task pads the input rows its block needs (pad, slab_rows of
+   * them per channel) into its own scratch, instead of one padded copy */
+  bool slab;
+  int64_t slab_rows;
+  pad_job_t pad;
   const bp_plugin_tensor_t *wt;
 } conv_job_t;
 
@@ -69,14 +83,6 @@ static void flatten_weights(void *ctx, int64_t begin, int64_t end,
   }
 }
 
-/* Zero-padded copy of the images, so packing needs no bounds checks:
- * plane (n, c) of Hp x Wp floats, x's pixel (h, w) at (h + ph, w + pw). */
-typedef struct pad_job {
-  const float *x;
-  float *xp;
-  int64_t C, H, W, Hp, Wp, ph, pw, sxn, sxc, sxh, sxw;
-  int64_t sw, wq; /* rows split into sw phases of wq (Wp = sw * wq) */
-} pad_job_t;
 
 /* Row t of the padded image split by column phase: column c goes to
  * phase c % sw, index c / sw, so strided taps read contiguous runs. */
@@ -88,32 +94,36 @@ static void split_phases(const float *row, int64_t sw, int64_t wq, float *d) {
       for (int64_t f = 0; f < sw; f++) d[f * wq + q] = row[q * sw + f];
 }
 
+/* Padded rows [h0, h1) of one channel plane xc into d (Wp floats each). */
+static void pad_rows(const pad_job_t *j, const float *xc, int64_t h0,
+                     int64_t h1, float *d) {
+  float tmp[CONV_ROW_MAX];
+  for (int64_t h = h0; h < h1; h++, d += j->Wp) {
+    int64_t ih = h - j->ph;
+    if (ih < 0 || ih >= j->H) {
+      memset(d, 0, (size_t)j->Wp * sizeof *d);
+      continue;
+    }
+    float *o = j->sw > 1 ? tmp : d;
+    const float *row = xc + ih * j->sxh;
+    int64_t w0 = j->pw < j->Wp ? j->pw : j->Wp;
+    int64_t w1 = j->pw + j->W < j->Wp ? j->pw + j->W : j->Wp;
+    memset(o, 0, (size_t)w0 * sizeof *o);
+    if (j->sxw == 1)
+      memcpy(o + w0, row, (size_t)(w1 - w0) * sizeof *o);
+    else
+      for (int64_t w = w0; w < w1; w++) o[w] = row[(w - j->pw) * j->sxw];
+    memset(o + w1, 0, (size_t)(j->Wp - w1) * sizeof *o);
+    if (j->sw > 1) split_phases(tmp, j->sw, j->wq, d);
+  }
+}
+
 static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const pad_job_t *j = ctx;
-  for (int64_t t = begin; t < end; t++) {
-    const float *xc = j->x + (t / j->C) * j->sxn + (t % j->C) * j->sxc;
-    float *d = j->xp + t * j->Hp * j->Wp;
-    float tmp[CONV_ROW_MAX];
-    for (int64_t h = 0; h < j->Hp; h++, d += j->Wp) {
-      int64_t ih = h - j->ph;
-      if (ih < 0 || ih >= j->H) {
-        memset(d, 0, (size_t)j->Wp * sizeof *d);
-        continue;
-      }
-      float *o = j->sw > 1 ? tmp : d;
-      const float *row = xc + ih * j->sxh;
-      int64_t w0 = j->pw < j->Wp ? j->pw : j->Wp;
-      int64_t w1 = j->pw + j->W < j->Wp ? j->pw + j->W : j->Wp;
-      memset(o, 0, (size_t)w0 * sizeof *o);
-      if (j->sxw == 1)
-        memcpy(o + w0, row, (size_t)(w1 - w0) * sizeof *o);
-      else
-        for (int64_t w = w0; w < w1; w++) o[w] = row[(w - j->pw) * j->sxw];
-      memset(o + w1, 0, (size_t)(j->Wp - w1) * sizeof *o);
-      if (j->sw > 1) split_phases(tmp, j->sw, j->wq, d);
-    }
-  }
+  for (int64_t t = begin; t < end; t++)
+    pad_rows(j, j->x + (t / j->C) * j->sxn + (t % j->C) * j->sxc, 0, j->Hp,
+             j->xp + t * j->Hp * j->Wp);
 }
 
 /* ---- packing the image: the KC x NC tile of im2col(X) --------------------*/
@@ -200,15 +210,16 @@ static int64_t conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end) {
  * s), at the tap's offset off[p] from the pixel's input. The image stays
  * in L1 across the output-channel panels that meet it; nothing is packed. */
 static void conv_direct(const conv_job_t *j, const float *ag, const float *xg,
-                        const float *lim, float *yg, int64_t pc, int64_t kb, int64_t m0,
-                        int64_t mcnt, int64_t j0, int64_t nb) {
+                        const float *lim, int64_t row0, float *yg, int64_t pc,
+                        int64_t kb, int64_t m0, int64_t mcnt, int64_t j0,
+                        int64_t nb) {
   const fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, hw = kr->nr / 2;
   for (int64_t lo = j0, cols; lo < j0 + nb; lo += cols) {
     cols = conv_strip(j->Q, hw, lo, j0 + nb);
     int64_t hi = lo + hw;
-    const float *blo = xg + lo / j->Q * j->sh * j->sxh + lo % j->Q;
-    const float *bhi = xg + hi / j->Q * j->sh * j->sxh + hi % j->Q;
+    const float *blo = xg + (lo / j->Q * j->sh - row0) * j->sxh + lo % j->Q;
+    const float *bhi = xg + (hi / j->Q * j->sh - row0) * j->sxh + hi % j->Q;
     /* a ragged strip loads whole vectors while they stay inside x (the
      * offsets grow with k): masked loads cost more */
     int lcols = (int)cols;
@@ -229,20 +240,16 @@ static void conv_direct(const conv_job_t *j, const float *ag, const float *xg,
  * it then meets the weights of every output-channel panel in turn, so it
  * stays in L1 while they stream from L2. */
 static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0,
-                       int64_t mcnt, int64_t j0, int64_t nb, float *bbuf) {
+                       int64_t mcnt, int64_t j0, int64_t nb, float *bbuf,
+                       const float *xg, const float *lim, int64_t row0) {
   const fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, nr = kr->nr;
-  const float *xn = j->x + n * j->sxn;
-  const float *xg = xn + g * j->cg * j->sxc;
-  const float *lim =
-      j->lim_ok ? xn + (j->C - 1) * j->sxc + (j->Hin - 1) * j->sxh + j->Win
-                : xn;
   float *yg = j->y + n * j->syn + g * j->kg * j->syk;
   const float *ag = j->ap + g * j->kg * j->lda;
   for (int64_t pc = 0; pc < j->crs; pc += j->kc) {
     int64_t kb = j->crs - pc < j->kc ? j->crs - pc : j->kc;
     if (j->direct) {
-      conv_direct(j, ag, xg, lim, yg, pc, kb, m0, mcnt, j0, nb);
+      conv_direct(j, ag, xg, lim, row0, yg, pc, kb, m0, mcnt, j0, nb);
       continue;
     }
     pack_tile(j, xg, lim, pc, kb, j0, nb, bbuf);
@@ -275,8 +282,14 @@ static void conv_task(void *ctx, int64_t begin, int64_t end,
   (void)worker;
   const conv_job_t *j = ctx;
   int mr = j->kr->mr;
+  /* checked by the caller before the split */
   float *bbuf = j->direct ? NULL : fast_scratch(3, conv_tile_bytes(j));
-  if (!j->direct && !bbuf) return; /* checked by the caller before the split */
+  int64_t plane = j->slab_rows * j->pad.Wp;
+  float *slab =
+      j->slab ? fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float))
+              : NULL;
+  if ((!j->direct && !bbuf) || (j->slab && !slab)) return;
+  int64_t have = -1; /* the block whose rows the slab holds */
   for (int64_t t = begin; t < end; t++) {
     int64_t mp = t % j->pm, rest = t / j->pm;
     int64_t jb = rest % j->ncb, ng = rest / j->ncb;
@@ -285,7 +298,29 @@ static void conv_task(void *ctx, int64_t begin, int64_t end,
     int64_t m0 = mp * chunk, m1 = m0 + chunk < j->kg ? m0 + chunk : j->kg;
     int64_t j0 = jb * j->nc, pq = j->P * j->Q;
     int64_t nb = pq - j0 < j->nc ? pq - j0 : j->nc;
-    if (m1 > m0) conv_block(j, n, g, m0, m1 - m0, j0, nb, bbuf);
+    if (m1 <= m0) continue;
+    if (!j->slab) {
+      const float *xn = j->x + n * j->sxn;
+      const float *lim =
+          j->lim_ok ? xn + (j->C - 1) * j->sxc + (j->Hin - 1) * j->sxh + j->Win
+                    : xn;
+      conv_block(j, n, g, m0, m1 - m0, j0, nb, bbuf,
+                 xn + g * j->cg * j->sxc, lim, 0);
+      continue;
+    }
+    /* the padded input rows of this block's output rows, every channel */
+    int64_t oh0 = j0 / j->Q, oh1 = (j0 + nb - 1) / j->Q + 1;
+    int64_t h0 = oh0 * j->sh;
+    int64_t h1 = (oh1 - 1) * j->sh + (j->R - 1) * j->dh + 1;
+    if (have != rest) {
+      const pad_job_t *pj = &j->pad;
+      const float *xc = pj->x + n * pj->sxn + g * j->cg * pj->sxc;
+      for (int64_t c = 0; c < j->cg; c++)
+        pad_rows(pj, xc + c * pj->sxc, h0, h1, slab + c * plane);
+      have = rest;
+    }
+    conv_block(j, n, g, m0, m1 - m0, j0, nb, NULL, slab, slab + j->cg * plane,
+               h0);
   }
 }
 
@@ -347,6 +382,22 @@ static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
   pad_job_t p = {j->x, NULL, j->C, j->H, j->W,
                  (j->P - 1) * j->sh + (j->R - 1) * j->dh + 1, sw * wq,
                  j->ph, j->pw, j->sxn, j->sxc, j->sxh, j->sxw, sw, wq};
+  if (j->direct) {
+    /* per task: the rows of at most slab_rows output rows, in scratch 1 */
+    int64_t orows = (j->nc + j->Q - 1) / j->Q + 1;
+    orows = orows < j->P ? orows : j->P;
+    j->slab = true;
+    j->pad = p;
+    j->slab_rows = (orows - 1) * j->sh + (j->R - 1) * j->dh + 1;
+    int64_t plane = j->slab_rows * p.Wp;
+    if (!fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)))
+      return false;
+    j->sxc = plane, j->sxh = p.Wp, j->sxw = 1;
+    j->ph = j->pw = 0;
+    j->wq = sw > 1 ? wq : 0;
+    j->Hin = j->slab_rows, j->Win = p.Wp, j->lim_ok = true;
+    return true;
+  }
   p.xp = fast_scratch(1, (size_t)(N * j->C * p.Hp * p.Wp) * sizeof(float));
   if (!p.xp) return false;
   int64_t plane = p.Hp * p.Wp;
