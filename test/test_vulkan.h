@@ -58,11 +58,12 @@ void vt_test_gemv_adam(void **state);
 void vt_test_random(void **state);
 void vt_test_streams_events(void **state);
 void vt_test_kernels(void **state); /* test_vulkan_kernels.c */
+void vt_test_graph(void **state);   /* test_vulkan_graph.c */
 #define VT_MORE_TESTS                                                          \
   cmocka_unit_test(vt_test_reduce), cmocka_unit_test(vt_test_softmax_norms),   \
       cmocka_unit_test(vt_test_attention), cmocka_unit_test(vt_test_dnn),      \
       cmocka_unit_test(vt_test_gemv_adam), cmocka_unit_test(vt_test_random),   \
       cmocka_unit_test(vt_test_streams_events),                               \
-      cmocka_unit_test(vt_test_kernels)
+      cmocka_unit_test(vt_test_kernels), cmocka_unit_test(vt_test_graph)
 
 #endif /* BP_TEST_VULKAN_H */

@@ -1,10 +1,11 @@
 # test/vulkan.mk: the Vulkan backend's tests.
-#  test_vulkan   every claimed op through the public API vs cpu-ref, and
-#                custom kernels (skips when there is no Vulkan device)
+#  test_vulkan   every claimed op through the public API vs cpu-ref, custom
+#                kernels and native graphs (skips when there is no Vulkan
+#                device)
 # The SPIR-V custom-kernel fixture is compiled by glslc (as the plugin's
 # kernels are); without glslc that part of the test is left out.
 VK_TEST_OBJS := $(B)/obj/test/test_vulkan.o $(B)/obj/test/test_vulkan_ops.o \
-  $(B)/obj/test/test_vulkan_kernels.o
+  $(B)/obj/test/test_vulkan_kernels.o $(B)/obj/test/test_vulkan_graph.o
 $(VK_TEST_OBJS): CFLAGS_EXTRA := -Itest/common
 ifneq ($(GLSLC),)
 $(B)/gen/test/saxpy_spv.inc: test/fixtures/saxpy.comp
