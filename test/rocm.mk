@@ -21,7 +21,7 @@ $(B)/obj/test/shims/hip/%.o: CFLAGS_EXTRA := -fvisibility=hidden
 
 $(HIP_SHIM): $(HIP_SHIM_OBJS) $(B)/obj/test/shims/cuda/kernels.o \
     $(B)/obj/test/shims/cuda/custom.o $(B)/obj/test/shims/common/capture.o \
-    $(B)/obj/test/shims/common/heap.o
+    $(B)/obj/test/shims/common/heap.o $(B)/obj/test/shims/common/streams.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libamdhip64.so $(LDFLAGS_BASE) -o $@ $^ -lpthread -lm
 $(HIPRTC_SHIM): $(HIPRTC_SHIM_OBJS)

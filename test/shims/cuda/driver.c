@@ -297,6 +297,7 @@ void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out) {
   out->ctx_depth = ctx_depth;
   out->graphs = shim_graphs_live();
   shim_heap_usage(&out->allocations, &out->bytes_in_use);
+  shim_streams_live(&out->streams, &out->events);
 }
 
 /* ---- memory -------------------------------------------------------------- */
@@ -374,44 +375,22 @@ static CUresult mem_free(CUdeviceptr p) {
                                         : CUDA_ERROR_INVALID_VALUE;
 }
 
-#define STREAM_MAGIC SHIM_STREAM_MAGIC
-#define EVENT_MAGIC 0x4556544eu
-
-/* The legacy default stream is handle 0; anything else must be live. */
-bool shim_stream_ok(CUstream s, const char *fn) {
-  if (!s || s->magic == STREAM_MAGIC)
-    return true;
-  shim_report("%s: stream %p is not a live stream", fn, (void *)s);
-  return false;
-}
-#define stream_ok shim_stream_ok
-
-CUresult shim_stream_use(CUstream s, const char *fn) {
-  if (!stream_ok(s, fn))
-    return CUDA_ERROR_INVALID_HANDLE;
-  return s ? CUDA_SUCCESS : (CUresult)shim_capture_legacy(fn);
-}
-
-shim_stream_capture_t *shim_stream_capture(CUstream s) {
-  return s && s->cap.graph ? &s->cap : NULL;
-}
-
 /* Stream-ordered allocation is recorded as an allocation node by the real
  * driver; the shim does not model those, and the plugin never allocates in
  * a capture: it is refused. */
 CUresult cuMemAllocAsync(CUdeviceptr *p, size_t size, CUstream s) {
   NEED_CTX();
-  CUresult r = shim_stream_use(s, __func__);
+  CUresult r = (CUresult)shim_stream_use(s, __func__);
   if (r == CUDA_SUCCESS && shim_stream_capture(s))
-    r = (CUresult)shim_capture_sync(&s->cap, __func__);
+    r = (CUresult)shim_capture_sync(shim_stream_state(s), __func__);
   return r ? r : mem_alloc(p, size);
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   NEED_CTX();
-  CUresult r = shim_stream_use(s, __func__);
+  CUresult r = (CUresult)shim_stream_use(s, __func__);
   if (r == CUDA_SUCCESS && shim_stream_capture(s))
-    r = (CUresult)shim_capture_sync(&s->cap, __func__);
+    r = (CUresult)shim_capture_sync(shim_stream_state(s), __func__);
   return r ? r : mem_free(p);
 }
 
@@ -459,110 +438,52 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s)
   return copy(d, true, src, true, n, s, false, __func__);
 }
 
-/* ---- streams and events -------------------------------------------------- */
+/* ---- streams and events: test/shims/common/streams.c ------------------ */
 
 CUresult cuStreamCreate(CUstream *s, unsigned flags) {
   NEED_CTX();
-  (void)flags;
-  *s = calloc(1, sizeof **s);
-  if (!*s)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  (*s)->magic = STREAM_MAGIC;
-  __atomic_add_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
-  return CUDA_SUCCESS;
+  (void)flags; /* every stream is synchronous here */
+  return (CUresult)shim_stream_create((void **)s);
 }
 
 CUresult cuStreamDestroy(CUstream s) {
   NEED_CTX();
-  if (!s || !stream_ok(s, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  shim_capture_drop(&s->cap);
-  s->magic = 0;
-  free(s);
-  __atomic_sub_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
-  return CUDA_SUCCESS;
+  return (CUresult)shim_stream_destroy(s, __func__);
 }
 
 CUresult cuStreamSynchronize(CUstream s) {
   NEED_CTX();
-  CUresult r = shim_stream_use(s, __func__);
-  return r ? r : (CUresult)shim_capture_sync(shim_stream_capture(s), __func__);
-}
-
-struct CUevent_st {
-  uint32_t magic;
-  bool recorded;
-  double ms; /* CLOCK_MONOTONIC at record */
-};
-
-static bool event_ok(CUevent e, const char *fn) {
-  if (e && e->magic == EVENT_MAGIC)
-    return true;
-  shim_report("%s: event %p is not a live event", fn, (void *)e);
-  return false;
+  return (CUresult)shim_stream_sync(s, __func__);
 }
 
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   NEED_CTX();
   (void)flags;
-  if (!stream_ok(s, __func__) || !event_ok(e, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  /* Cross-stream dependencies inside a capture are not modelled. */
-  CUresult r = shim_stream_use(s, __func__);
-  return r ? r : (CUresult)shim_capture_sync(shim_stream_capture(s), __func__);
+  return (CUresult)shim_event_wait(s, e, __func__);
 }
 
 CUresult cuEventCreate(CUevent *e, unsigned flags) {
   NEED_CTX();
   (void)flags;
-  if (shim_fail("event"))
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  *e = calloc(1, sizeof **e);
-  if (!*e)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  (*e)->magic = EVENT_MAGIC;
-  __atomic_add_fetch(&stats.events, 1, __ATOMIC_RELAXED);
-  return CUDA_SUCCESS;
+  return (CUresult)shim_event_create((void **)e, shim_fail("event"));
 }
 
 CUresult cuEventDestroy(CUevent e) {
   NEED_CTX();
-  if (!event_ok(e, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  e->magic = 0;
-  free(e);
-  __atomic_sub_fetch(&stats.events, 1, __ATOMIC_RELAXED);
-  return CUDA_SUCCESS;
+  return (CUresult)shim_event_destroy(e, __func__);
 }
 
 CUresult cuEventRecord(CUevent e, CUstream s) {
   NEED_CTX();
-  if (!event_ok(e, __func__) || !stream_ok(s, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  /* Event nodes in a capture are not modelled. */
-  CUresult r = shim_stream_use(s, __func__);
-  if (r == CUDA_SUCCESS)
-    r = (CUresult)shim_capture_sync(shim_stream_capture(s), __func__);
-  if (r)
-    return r;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  e->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-  e->recorded = true;
-  return CUDA_SUCCESS;
+  return (CUresult)shim_event_record(e, s, __func__);
 }
 
 CUresult cuEventSynchronize(CUevent e) {
   NEED_CTX();
-  return event_ok(e, __func__) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return (CUresult)shim_event_sync(e, __func__);
 }
 
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   NEED_CTX();
-  if (!event_ok(a, __func__) || !event_ok(b, __func__))
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (!a->recorded || !b->recorded)
-    return CUDA_ERROR_INVALID_HANDLE; /* the driver's answer, too */
-  *ms = (float)(b->ms - a->ms);
-  return CUDA_SUCCESS;
+  return (CUresult)shim_event_elapsed(ms, a, b, __func__);
 }

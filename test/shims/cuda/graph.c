@@ -17,7 +17,7 @@ CUresult cuStreamBeginCapture(CUstream s, int mode) {
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!shim_stream_ok(s, __func__))
     return CUDA_ERROR_INVALID_HANDLE;
-  return (CUresult)shim_capture_begin(&s->cap, mode);
+  return (CUresult)shim_capture_begin(shim_stream_state(s), mode);
 }
 
 CUresult cuStreamEndCapture(CUstream s, CUgraph *out) {
@@ -26,7 +26,7 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *out) {
   if (!s || !shim_stream_ok(s, __func__))
     return CUDA_ERROR_INVALID_HANDLE;
   shim_graph_t *g = NULL;
-  CUresult r = (CUresult)shim_capture_end(&s->cap, &g);
+  CUresult r = (CUresult)shim_capture_end(shim_stream_state(s), &g);
   *out = (CUgraph)(void *)g;
   return r;
 }
@@ -58,11 +58,11 @@ CUresult cuGraphInstantiate(CUgraphExec *out, CUgraph g, CUgraphNode *error_node
 
 CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
   NEED_CTX();
-  CUresult r = shim_stream_use(s, __func__);
+  CUresult r = (CUresult)shim_stream_use(s, __func__);
   if (r != CUDA_SUCCESS)
     return r;
   if (shim_stream_capture(s)) /* child graphs are not modelled */
-    return (CUresult)shim_capture_sync(&s->cap, __func__);
+    return (CUresult)shim_capture_sync(shim_stream_state(s), __func__);
   if (shim_fail("launch"))
     return CUDA_ERROR_LAUNCH_FAILED;
   __atomic_add_fetch(&shim_stats.graph_launches, 1, __ATOMIC_RELAXED);
@@ -90,7 +90,7 @@ CUresult cuGraphDestroy(CUgraph g) {
 CUresult bp_cuda_shim_enqueue(CUstream s, void (*fn)(void *), const void *data,
                               size_t size) {
   NEED_CTX();
-  CUresult r = shim_stream_use(s, __func__);
+  CUresult r = (CUresult)shim_stream_use(s, __func__);
   if (r != CUDA_SUCCESS)
     return r;
   if (shim_capture_host(shim_stream_capture(s), fn, data, size))

@@ -208,7 +208,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         CUstream s, void **params, void **extra) {
   if (!shim_have_ctx(__func__))
     return SHIM_INVALID_CONTEXT;
-  CUresult use = shim_stream_use(s, __func__);
+  CUresult use = (CUresult)shim_stream_use(s, __func__);
   if (use != CUDA_SUCCESS)
     return use;
   if (!f || !f->kernel || extra || (f->param_count && !params)) {

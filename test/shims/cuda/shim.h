@@ -22,6 +22,7 @@
 #include "plugins/cuda/cuda_driver.h"
 #include "test/shims/common/capture.h"
 #include "test/shims/common/heap.h"
+#include "test/shims/common/streams.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_INVALID_CONTEXT 201
@@ -78,19 +79,8 @@ bool shim_kernel_run(const shim_kernel_t *k, const shim_launch_t *launch,
  * otherwise. */
 bool shim_have_ctx(const char *fn);
 
-/* A stream: the legacy default stream is handle 0. */
-struct CUstream_st {
-  uint32_t magic;
-  shim_stream_capture_t cap; /* test/shims/common/capture.c */
-};
-#define SHIM_STREAM_MAGIC 0x5354524du
-/* True when s is 0 or a live stream; reports otherwise. */
-bool shim_stream_ok(CUstream s, const char *fn);
-/* 0, or the error stream-ordered work on s gets: the legacy stream while
- * a blocking stream captures. */
-CUresult shim_stream_use(CUstream s, const char *fn);
-/* s's capture state when it is capturing, else NULL. */
-shim_stream_capture_t *shim_stream_capture(CUstream s);
+/* Streams (CUstream points to a shim_stream_t, 0 is the legacy stream)
+ * and events: test/shims/common/streams.h. */
 
 /* Test hook for the cuBLAS shim: runs fn on a copy of data (size bytes) in
  * stream order on s, or records it into s's capture. */

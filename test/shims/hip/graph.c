@@ -15,18 +15,18 @@ hipError_t hipStreamBeginCapture(hipStream_t s, int mode) {
   NEED_DEVICE();
   if (!s) /* the null stream cannot be captured */
     return hipErrorStreamCaptureUnsupported;
-  if (!shim_hip_stream_ok(s, __func__))
+  if (!shim_stream_ok(s, __func__))
     return hipErrorInvalidHandle;
-  return (hipError_t)shim_capture_begin(&s->cap, mode);
+  return (hipError_t)shim_capture_begin(shim_stream_state(s), mode);
 }
 
 hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t *out) {
   NEED_DEVICE();
   *out = NULL;
-  if (!s || !shim_hip_stream_ok(s, __func__))
+  if (!s || !shim_stream_ok(s, __func__))
     return hipErrorInvalidHandle;
   shim_graph_t *g = NULL;
-  hipError_t r = (hipError_t)shim_capture_end(&s->cap, &g);
+  hipError_t r = (hipError_t)shim_capture_end(shim_stream_state(s), &g);
   *out = (hipGraph_t)(void *)g;
   return r;
 }
@@ -59,11 +59,11 @@ hipError_t hipGraphInstantiate(hipGraphExec_t *out, hipGraph_t g,
 
 hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) {
   NEED_DEVICE();
-  hipError_t r = shim_hip_stream_use(s, __func__);
+  hipError_t r = (hipError_t)shim_stream_use(s, __func__);
   if (r != hipSuccess)
     return r;
-  if (shim_hip_stream_capture(s)) /* child graphs are not modelled */
-    return (hipError_t)shim_capture_sync(&s->cap, __func__);
+  if (shim_stream_capture(s)) /* child graphs are not modelled */
+    return (hipError_t)shim_capture_sync(shim_stream_state(s), __func__);
   if (shim_hip_fail("launch"))
     return hipErrorLaunchFailure;
   __atomic_add_fetch(&shim_hip_stats.graph_launches, 1, __ATOMIC_RELAXED);
@@ -91,10 +91,10 @@ hipError_t hipGraphDestroy(hipGraph_t g) {
 hipError_t bp_hip_shim_enqueue(hipStream_t s, void (*fn)(void *),
                                const void *data, size_t size) {
   NEED_DEVICE();
-  hipError_t r = shim_hip_stream_use(s, __func__);
+  hipError_t r = (hipError_t)shim_stream_use(s, __func__);
   if (r != hipSuccess)
     return r;
-  if (shim_capture_host(shim_hip_stream_capture(s), fn, data, size))
+  if (shim_capture_host(shim_stream_capture(s), fn, data, size))
     return hipSuccess;
   fn((void *)data);
   return hipSuccess;

@@ -195,7 +195,7 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy,
                                  void **params, void **extra) {
   if (!shim_have_device(__func__))
     return hipErrorInvalidDevice;
-  hipError_t use = shim_hip_stream_use(s, __func__);
+  hipError_t use = (hipError_t)shim_stream_use(s, __func__);
   if (use != hipSuccess)
     return use;
   if (!f || !f->kernel || extra || (f->param_count && !params)) {
@@ -209,7 +209,7 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy,
   if (shim_hip_fail("launch"))
     return hipErrorLaunchFailure;
   const shim_launch_t l = {{gx, gy, gz}, {bx, by, bz}, smem};
-  if (shim_capture_kernel(shim_hip_stream_capture(s), f->kernel, &l, params,
+  if (shim_capture_kernel(shim_stream_capture(s), f->kernel, &l, params,
                           f->param_count, f->param_sizes))
     return hipSuccess; /* recorded: runs at each graph launch */
   __atomic_add_fetch(&shim_hip_stats.launches, 1, __ATOMIC_RELAXED);

@@ -217,6 +217,7 @@ void bp_hip_shim_stats(bp_hip_shim_stats_t *out) {
   pthread_mutex_unlock(&lock);
   out->graphs = shim_graphs_live();
   shim_heap_usage(&out->allocations, &out->bytes_in_use);
+  shim_streams_live(&out->streams, &out->events);
 }
 
 /* ---- memory -------------------------------------------------------------- */
@@ -262,40 +263,18 @@ hipError_t hipFree(void *p) {
                                                            : hipErrorInvalidValue;
 }
 
-#define STREAM_MAGIC SHIM_STREAM_MAGIC
-#define EVENT_MAGIC 0x4556544eu
-
-/* The null stream is handle 0; anything else must be live. */
-bool shim_hip_stream_ok(hipStream_t s, const char *fn) {
-  if (!s || s->magic == STREAM_MAGIC)
-    return true;
-  shim_report("%s: stream %p is not a live stream", fn, (void *)s);
-  return false;
-}
-#define stream_ok shim_hip_stream_ok
-
-hipError_t shim_hip_stream_use(hipStream_t s, const char *fn) {
-  if (!stream_ok(s, fn))
-    return hipErrorInvalidHandle;
-  return s ? hipSuccess : (hipError_t)shim_capture_legacy(fn);
-}
-
-shim_stream_capture_t *shim_hip_stream_capture(hipStream_t s) {
-  return s && s->cap.graph ? &s->cap : NULL;
-}
-
 /* A copy on stream s; the synchronous ones (sync) run on the null stream. */
 static hipError_t copy(const void *dst, bool dst_dev, const void *src,
                        bool src_dev, size_t n, hipStream_t s, const char *fn) {
   hipError_t r = s ? hipSuccess : shim_capture_unsafe(fn);
   if (r == hipSuccess)
-    r = shim_hip_stream_use(s, fn);
+    r = (hipError_t)shim_stream_use(s, fn);
   if (r != hipSuccess)
     return r;
   if ((dst_dev && !shim_mem_valid((uint64_t)(uintptr_t)dst, n, fn)) ||
       (src_dev && !shim_mem_valid((uint64_t)(uintptr_t)src, n, fn)))
     return hipErrorInvalidValue;
-  if (shim_capture_copy(shim_hip_stream_capture(s), (uint64_t)(uintptr_t)dst,
+  if (shim_capture_copy(shim_stream_capture(s), (uint64_t)(uintptr_t)dst,
                         dst_dev, (uint64_t)(uintptr_t)src, src_dev, n))
     return hipSuccess;
   if (shim_hip_fail("memcpy"))
@@ -332,107 +311,51 @@ hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t d, hipDeviceptr_t src, size_t n,
   return copy(d, true, src, true, n, s, __func__);
 }
 
-/* ---- streams and events -------------------------------------------------- */
+/* ---- streams and events: test/shims/common/streams.c ------------------ */
 
 hipError_t hipStreamCreate(hipStream_t *s) {
   NEED_DEVICE();
-  *s = calloc(1, sizeof **s);
-  if (!*s)
-    return hipErrorOutOfMemory;
-  (*s)->magic = STREAM_MAGIC;
-  __atomic_add_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
-  return hipSuccess;
+  return (hipError_t)shim_stream_create((void **)s);
 }
 
 hipError_t hipStreamDestroy(hipStream_t s) {
   NEED_DEVICE();
-  if (!s || !stream_ok(s, __func__))
-    return hipErrorInvalidHandle;
-  shim_capture_drop(&s->cap);
-  s->magic = 0;
-  free(s);
-  __atomic_sub_fetch(&stats.streams, 1, __ATOMIC_RELAXED);
-  return hipSuccess;
+  return (hipError_t)shim_stream_destroy(s, __func__);
 }
 
 hipError_t hipStreamSynchronize(hipStream_t s) {
   NEED_DEVICE();
-  hipError_t r = shim_hip_stream_use(s, __func__);
-  return r ? r : (hipError_t)shim_capture_sync(shim_hip_stream_capture(s), __func__);
-}
-
-struct ihipEvent_t {
-  uint32_t magic;
-  bool recorded;
-  double ms; /* CLOCK_MONOTONIC at record */
-};
-
-static bool event_ok(hipEvent_t e, const char *fn) {
-  if (e && e->magic == EVENT_MAGIC)
-    return true;
-  shim_report("%s: event %p is not a live event", fn, (void *)e);
-  return false;
+  return (hipError_t)shim_stream_sync(s, __func__);
 }
 
 hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
   NEED_DEVICE();
-  if (flags != 0 || !stream_ok(s, __func__) || !event_ok(e, __func__))
+  if (flags != 0)
     return hipErrorInvalidHandle;
-  /* Cross-stream dependencies inside a capture are not modelled. */
-  hipError_t r = shim_hip_stream_use(s, __func__);
-  return r ? r : (hipError_t)shim_capture_sync(shim_hip_stream_capture(s), __func__);
+  return (hipError_t)shim_event_wait(s, e, __func__);
 }
 
 hipError_t hipEventCreate(hipEvent_t *e) {
   NEED_DEVICE();
-  if (shim_hip_fail("event"))
-    return hipErrorOutOfMemory;
-  *e = calloc(1, sizeof **e);
-  if (!*e)
-    return hipErrorOutOfMemory;
-  (*e)->magic = EVENT_MAGIC;
-  __atomic_add_fetch(&stats.events, 1, __ATOMIC_RELAXED);
-  return hipSuccess;
+  return (hipError_t)shim_event_create((void **)e, shim_hip_fail("event"));
 }
 
 hipError_t hipEventDestroy(hipEvent_t e) {
   NEED_DEVICE();
-  if (!event_ok(e, __func__))
-    return hipErrorInvalidHandle;
-  e->magic = 0;
-  free(e);
-  __atomic_sub_fetch(&stats.events, 1, __ATOMIC_RELAXED);
-  return hipSuccess;
+  return (hipError_t)shim_event_destroy(e, __func__);
 }
 
 hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
   NEED_DEVICE();
-  if (!event_ok(e, __func__) || !stream_ok(s, __func__))
-    return hipErrorInvalidHandle;
-  /* Event nodes in a capture are not modelled. */
-  hipError_t r = shim_hip_stream_use(s, __func__);
-  if (r == hipSuccess)
-    r = (hipError_t)shim_capture_sync(shim_hip_stream_capture(s), __func__);
-  if (r)
-    return r;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  e->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-  e->recorded = true;
-  return hipSuccess;
+  return (hipError_t)shim_event_record(e, s, __func__);
 }
 
 hipError_t hipEventSynchronize(hipEvent_t e) {
   NEED_DEVICE();
-  return event_ok(e, __func__) ? hipSuccess : hipErrorInvalidHandle;
+  return (hipError_t)shim_event_sync(e, __func__);
 }
 
 hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b) {
   NEED_DEVICE();
-  if (!event_ok(a, __func__) || !event_ok(b, __func__))
-    return hipErrorInvalidHandle;
-  if (!a->recorded || !b->recorded)
-    return hipErrorInvalidHandle; /* the runtime's answer, too */
-  *ms = (float)(b->ms - a->ms);
-  return hipSuccess;
+  return (hipError_t)shim_event_elapsed(ms, a, b, __func__);
 }

@@ -27,6 +27,7 @@
 #include "plugins/rocm/hip_runtime.h"
 #include "test/shims/common/capture.h"
 #include "test/shims/common/heap.h"
+#include "test/shims/common/streams.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_CODE_MAGIC "BPHIPCO1 "
@@ -49,18 +50,8 @@ bool shim_hip_fail(const char *what);
  * otherwise. */
 bool shim_have_device(const char *fn);
 
-/* A stream: the null stream is handle 0. */
-struct ihipStream_t {
-  uint32_t magic;
-  shim_stream_capture_t cap; /* test/shims/common/capture.c */
-};
-#define SHIM_STREAM_MAGIC 0x5354524du
-bool shim_hip_stream_ok(hipStream_t s, const char *fn);
-/* 0, or the error stream-ordered work on s gets: the null stream while a
- * blocking stream captures. */
-hipError_t shim_hip_stream_use(hipStream_t s, const char *fn);
-/* s's capture state when it is capturing, else NULL. */
-shim_stream_capture_t *shim_hip_stream_capture(hipStream_t s);
+/* Streams (hipStream_t points to a shim_stream_t, 0 is the null stream)
+ * and events: test/shims/common/streams.h. */
 
 /* Test hook for the rocBLAS shim: runs fn on a copy of data (size bytes) in
  * stream order on s, or records it into s's capture. */
