@@ -27,6 +27,7 @@
 
 #define CONV_NR_MAX 32 /* widest micro-kernel tile (NR) */
 #define CONV_TILE_BYTES (384 << 10) /* packed image tile, kept in L2 */
+#define CONV_KC_DIRECT 384 /* k block of the in-place route (see plan) */
 #define CONV_KC_MAX 256 /* k block: a micro-panel (KC x NR) stays in L1 */
 #define CONV_ROW_MAX 4096 /* widest padded row split into phases */
 
@@ -344,8 +345,13 @@ static unsigned pool_threads(const cpu_device_t *dev) {
 static void plan(conv_job_t *j, int64_t N, unsigned threads) {
   int64_t pq = j->P * j->Q, nr = j->kr->nr, mr = j->kr->mr;
   int64_t T = threads, ng = N * j->G;
-  /* k blocks of equal size, at most CONV_KC_MAX (and the kernel's KC) */
+  /* k blocks of equal size. Packed: at most CONV_KC_MAX (and the kernel's
+   * KC), for the tile. In place: a strip's image rows and the MR x KC
+   * weights stay in L1 over 384 k rows; long k runs (256 x 3x3 and up)
+   * did best in blocks up to 1152 (AVX2, measured), which rereads C less. */
   int64_t kmax = j->kr->kc < CONV_KC_MAX ? j->kr->kc : CONV_KC_MAX;
+  if (j->direct) kmax = j->crs > 3 * CONV_KC_DIRECT ? 3 * CONV_KC_DIRECT
+                                                    : CONV_KC_DIRECT;
   int64_t kblocks = (j->crs + kmax - 1) / kmax;
   j->kc = kblocks ? (j->crs + kblocks - 1) / kblocks : 1;
   /* n blocks whose packed tile fits CONV_TILE_BYTES */
