@@ -12,7 +12,7 @@ CUDA_SHIM := $(B)/test/shims/cuda/libcuda.so.1
 CUDA_SHIM_SRCS := test/shims/cuda/driver.c test/shims/cuda/module.c \
   test/shims/cuda/kernels.c test/shims/cuda/custom.c test/shims/cuda/graph.c \
   test/shims/common/capture.c test/shims/common/heap.c \
-  test/shims/common/streams.c
+  test/shims/common/streams.c test/shims/common/env.c
 CUDA_SHIM_OBJS := $(CUDA_SHIM_SRCS:%.c=$(B)/obj/%.o)
 $(CUDA_SHIM_OBJS): CFLAGS_EXTRA := -fvisibility=hidden
 # The random stream must not fuse multiply-adds (kernels/common/bp_philox.h).

@@ -16,12 +16,14 @@ HIP_SHIM_DIR := $(B)/test/shims/hip
 HIP_SHIM := $(HIP_SHIM_DIR)/libamdhip64.so
 HIPRTC_SHIM := $(HIP_SHIM_DIR)/libhiprtc.so
 HIP_SHIM_OBJS := $(addprefix $(B)/obj/test/shims/hip/,runtime.o module.o env.o graph.o)
-HIPRTC_SHIM_OBJS := $(addprefix $(B)/obj/test/shims/hip/,hiprtc.o env.o)
+HIPRTC_SHIM_OBJS := $(addprefix $(B)/obj/test/shims/hip/,hiprtc.o env.o) \
+  $(B)/obj/test/shims/common/env.o
 $(B)/obj/test/shims/hip/%.o: CFLAGS_EXTRA := -fvisibility=hidden
 
 $(HIP_SHIM): $(HIP_SHIM_OBJS) $(B)/obj/test/shims/cuda/kernels.o \
     $(B)/obj/test/shims/cuda/custom.o $(B)/obj/test/shims/common/capture.o \
-    $(B)/obj/test/shims/common/heap.o $(B)/obj/test/shims/common/streams.o
+    $(B)/obj/test/shims/common/heap.o $(B)/obj/test/shims/common/streams.o \
+    $(B)/obj/test/shims/common/env.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libamdhip64.so $(LDFLAGS_BASE) -o $@ $^ -lpthread -lm
 $(HIPRTC_SHIM): $(HIPRTC_SHIM_OBJS)

@@ -12,16 +12,19 @@
 CUBLAS_SHIM := $(B)/test/shims/cublas/libcublas.so.13
 ROCBLAS_SHIM := $(B)/test/shims/rocblas/librocblas.so.4
 BLAS_SHIM_OBJS := $(B)/obj/test/shims/cublas/cublas.o \
-  $(B)/obj/test/shims/rocblas/rocblas.o $(B)/obj/test/shims/common/blas_ref.o
+  $(B)/obj/test/shims/rocblas/rocblas.o $(B)/obj/test/shims/common/blas_ref.o \
+  $(B)/obj/test/shims/common/env.o
 $(BLAS_SHIM_OBJS): CFLAGS_EXTRA := -fvisibility=hidden
 
 $(CUBLAS_SHIM): $(B)/obj/test/shims/cublas/cublas.o \
-    $(B)/obj/test/shims/common/blas_ref.o $(CUDA_SHIM)
+    $(B)/obj/test/shims/common/blas_ref.o $(B)/obj/test/shims/common/env.o \
+    $(CUDA_SHIM)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libcublas.so.13 $(LDFLAGS_BASE) -o $@ \
 	  $(filter %.o,$^) $(CUDA_SHIM) -Wl,-rpath,'$$ORIGIN/../cuda' -lm
 $(ROCBLAS_SHIM): $(B)/obj/test/shims/rocblas/rocblas.o \
-    $(B)/obj/test/shims/common/blas_ref.o $(HIP_SHIM)
+    $(B)/obj/test/shims/common/blas_ref.o $(B)/obj/test/shims/common/env.o \
+    $(HIP_SHIM)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,librocblas.so.4 $(LDFLAGS_BASE) -o $@ \
 	  $(filter %.o,$^) $(HIP_SHIM) -Wl,-rpath,'$$ORIGIN/../hip' -lm

@@ -24,6 +24,7 @@
 
 #include "plugins/cuda/cublas_api.h"
 #include "test/shims/common/blas_ref.h"
+#include "test/shims/common/env.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_DECLARE(field, sym, params)                                       \
@@ -63,8 +64,7 @@ SHIM_EXPORT int64_t bp_cublas_shim_handles(void) {
 }
 
 static bool fail(const char *what) {
-  const char *f = getenv("BP_CUBLAS_SHIM_FAIL");
-  return f && strstr(f, what);
+  return shim_env_has("BP_CUBLAS_SHIM_FAIL", what);
 }
 
 cublasStatus_t cublasCreate(cublasHandle_t *out) {

@@ -29,27 +29,15 @@ bp_cuda_shim_stats_t shim_stats;
 void shim_report(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "cuda-shim: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  shim_vreport("cuda-shim", fmt, ap);
   va_end(ap);
 }
 
 bool shim_fail(const char *what) {
-  const char *f = getenv("BP_CUDA_SHIM_FAIL");
-  if (!f)
-    return false;
-  size_t n = strlen(what);
-  for (const char *p = f; (p = strstr(p, what)); p += n)
-    if ((p == f || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
-      return true;
-  return false;
+  return shim_env_has("BP_CUDA_SHIM_FAIL", what);
 }
 
-static long env_long(const char *name, long dflt) {
-  const char *v = getenv(name);
-  return v && *v ? strtol(v, NULL, 0) : dflt;
-}
+#define env_long shim_env_long
 
 /* ---- contexts ------------------------------------------------------------ */
 

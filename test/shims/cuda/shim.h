@@ -21,6 +21,7 @@
 #include "kernels/cuda/bp_cuda_args.h"
 #include "plugins/cuda/cuda_driver.h"
 #include "test/shims/common/capture.h"
+#include "test/shims/common/env.h"
 #include "test/shims/common/heap.h"
 #include "test/shims/common/streams.h"
 

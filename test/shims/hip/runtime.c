@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "test/shims/common/env.h"
 #include "test/shims/hip/shim.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -26,10 +27,7 @@ bp_hip_shim_stats_t shim_hip_stats;
 #define stats shim_hip_stats
 #define MAX_DEVICES 8
 
-static long env_long(const char *name, long dflt) {
-  const char *v = getenv(name);
-  return v && *v ? strtol(v, NULL, 0) : dflt;
-}
+#define env_long shim_env_long
 
 static int device_count(void) {
   long n = env_long("BP_HIP_SHIM_DEVICES", 1);

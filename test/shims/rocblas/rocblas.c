@@ -19,6 +19,7 @@
 
 #include "plugins/rocm/rocblas_api.h"
 #include "test/shims/common/blas_ref.h"
+#include "test/shims/common/env.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_DECLARE(field, sym, params)                                       \
@@ -59,8 +60,7 @@ SHIM_EXPORT int64_t bp_rocblas_shim_handles(void) {
 }
 
 static bool fail(const char *what) {
-  const char *f = getenv("BP_ROCBLAS_SHIM_FAIL");
-  return f && strstr(f, what);
+  return shim_env_has("BP_ROCBLAS_SHIM_FAIL", what);
 }
 
 rocblas_status rocblas_create_handle(rocblas_handle *out) {
