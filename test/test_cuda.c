@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "gpu_test.h"
 
 /* Mirrors bp_cuda_shim_stats_t of test/shims/cuda/shim.h. */
 typedef struct shim_stats {
@@ -49,18 +50,13 @@ static shim_stats_t stats(void) {
  * outlive each context (the plugin opens the same file: same instance). */
 static int group_setup(void **state) {
   (void)state;
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
+  char dir[PATH_MAX];
+  void *h = gpu_test_dir(dir, sizeof dir)
+                ? gpu_test_open(dir, "shims/cuda/libcuda.so.1", shim_path,
+                                sizeof shim_path)
+                : NULL;
+  if (!h)
     return -1;
-  exe[n] = 0;
-  *strrchr(exe, '/') = 0;
-  snprintf(shim_path, sizeof shim_path, "%s/shims/cuda/libcuda.so.1", exe);
-  void *h = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "test_cuda: %s\n", dlerror());
-    return -1;
-  }
   *(void **)&shim_stats_fn = dlsym(h, "bp_cuda_shim_stats");
   setenv("BACKPLANE_CUDA_DRIVER", shim_path, 1);
   return shim_stats_fn ? 0 : -1;
@@ -80,47 +76,16 @@ static int reset_env(void **state) {
   return 0;
 }
 
-static bp_context_t *context(void) {
-  bp_context_t *ctx = NULL;
-  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
-  return ctx;
-}
-
-/* The cuda plugin's report (asserting it was seen at all). */
-static bp_plugin_report_t cuda_report(bp_context_t *ctx) {
-  uint32_t n = 0;
-  bp_plugin_report_t r;
-  assert_int_equal(bp_context_plugin_count(ctx, &n), BP_OK);
-  for (uint32_t i = 0; i < n; i++) {
-    assert_int_equal(bp_context_plugin_report(ctx, i, &r), BP_OK);
-    if (strcmp(r.name, "cuda") == 0)
-      return r;
-  }
-  fail_msg("backend-cuda.so was not found on the plugin path");
-  return r;
-}
-
-/* The first device of the cuda backend; false when there is none. */
-static bool cuda_entry(bp_context_t *ctx, uint32_t index, bp_device_entry_t *e) {
-  uint32_t n = 0;
-  bp_context_device_count(ctx, &n);
-  for (uint32_t i = 0; i < n; i++) {
-    assert_int_equal(bp_context_device_entry(ctx, i, e), BP_OK);
-    if (strcmp(e->backend, "cuda") == 0 && e->backend_index == index)
-      return true;
-  }
-  return false;
-}
 
 static void test_probe_records(void **state) {
   (void)state;
   setenv("BP_CUDA_SHIM_DEVICES", "2", 1);
-  bp_context_t *ctx = context();
-  bp_plugin_report_t r = cuda_report(ctx);
+  bp_context_t *ctx = gpu_test_context();
+  bp_plugin_report_t r = gpu_test_report(ctx, "cuda");
   assert_true(r.loaded);
   assert_int_equal(r.device_count, 2);
   bp_device_entry_t e;
-  assert_true(cuda_entry(ctx, 1, &e));
+  assert_true(gpu_test_entry(ctx, "cuda", 1, &e));
   assert_string_equal(e.info.name, "backplane CUDA shim 1 (CPU)");
   assert_string_equal(e.info.vendor, "NVIDIA");
   assert_string_equal(e.info.identity, "pci:0000:0b:00.0");
@@ -143,14 +108,14 @@ static void test_probe_records(void **state) {
 }
 
 static void expect_refused(const char *reason_part) {
-  bp_context_t *ctx = context();
-  bp_plugin_report_t r = cuda_report(ctx);
+  bp_context_t *ctx = gpu_test_context();
+  bp_plugin_report_t r = gpu_test_report(ctx, "cuda");
   assert_false(r.loaded);
   assert_int_equal(r.stage, BP_STAGE_PROBE);
   if (!strstr(r.reason, reason_part))
     fail_msg("reason \"%s\" lacks \"%s\"", r.reason, reason_part);
   bp_device_entry_t e;
-  assert_false(cuda_entry(ctx, 0, &e));
+  assert_false(gpu_test_entry(ctx, "cuda", 0, &e));
   bp_context_destroy(ctx);
 }
 
@@ -178,9 +143,9 @@ static void test_driver_too_old(void **state) {
 
 /* Devices the PTX cannot run on are listed but claim no op, saying why. */
 static void expect_no_ops(const char *why) {
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_entry_t e;
-  assert_true(cuda_entry(ctx, 0, &e));
+  assert_true(gpu_test_entry(ctx, "cuda", 0, &e));
   for (int op = 0; op < BP_OP_COUNT; op++)
     assert_int_equal(e.info.op_dtypes[op], 0);
   if (!strstr(e.info.description, why))
@@ -207,7 +172,7 @@ static bp_device_t *open_cuda(bp_context_t *ctx, const bp_device_config_t *c) {
 
 static void test_memory_and_copies(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -243,7 +208,7 @@ static void test_memory_and_copies(void **state) {
  * for async copies, and closing the device frees what is left. */
 static void test_host_memory(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL;
   bp_buffer_t *b = NULL;
@@ -269,7 +234,7 @@ static void test_host_memory(void **state) {
 
 static void test_events(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL, *s2 = NULL;
   bp_event_t *e0 = NULL, *e1 = NULL, *never = NULL;
@@ -323,7 +288,7 @@ static bp_status_t fill(bp_device_t *d, bp_stream_t *s, int64_t n, float v) {
 static void test_no_leaks(void **state) {
   (void)state;
   shim_stats_t before = stats();
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -352,7 +317,7 @@ static void expect_message(const char *part) {
 static void test_out_of_memory(void **state) {
   (void)state;
   setenv("BP_CUDA_SHIM_MEM", "1048576", 1); /* 1 MiB of "device" memory */
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_buffer_t *b = NULL;
   assert_int_equal(bp_buffer_alloc(d, 4u << 20, &b), BP_ERR_OUT_OF_MEMORY);
@@ -372,7 +337,7 @@ static void test_out_of_memory(void **state) {
 
 static void test_launch_and_jit_failures(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -395,7 +360,7 @@ static void test_launch_and_jit_failures(void **state) {
  * and attention whose shared memory needs the opt-in (head dim 128). */
 static void test_launch_geometry(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -452,9 +417,9 @@ static bp_kernel_arg_t buf_arg(bp_buffer_t *b, uint64_t offset) {
 
 static void test_custom_saxpy(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_entry_t e;
-  assert_true(cuda_entry(ctx, 0, &e));
+  assert_true(gpu_test_entry(ctx, "cuda", 0, &e));
   assert_true(e.info.kernel_formats & BP_KERNEL_FORMAT_BIT(BP_KERNEL_PTX));
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL;
@@ -522,7 +487,7 @@ static void test_custom_saxpy(void **state) {
  * memory reaches the launch. */
 static void test_custom_args_and_shared(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -592,7 +557,7 @@ static void test_custom_args_and_shared(void **state) {
 
 static void test_custom_errors(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_cuda(ctx, NULL);
   int64_t modules = stats().modules;
   bp_kernel_t *k = (bp_kernel_t *)1;

@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "test/common/gpu_test.h"
 
 #if defined(BP_TEST_CUDA)
 #define BACKEND "cuda"
@@ -66,24 +67,18 @@ static char cache_dir[] = "/tmp/bp-gpu-blas-XXXXXX";
 
 static int group_setup(void **state) {
   (void)state;
-  char exe[PATH_MAX], path[PATH_MAX + 64];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
+  char dir[PATH_MAX], path[PATH_MAX + 64];
+  if (!gpu_test_dir(dir, sizeof dir))
     return -1;
-  exe[n] = 0;
-  *strrchr(exe, '/') = 0;
-  snprintf(path, sizeof path, "%s/" SHIM_FILE, exe);
+  snprintf(path, sizeof path, "%s/" SHIM_FILE, dir);
   setenv(SHIM_ENV, path, 1);
 #ifdef BP_TEST_ROCM
-  snprintf(path, sizeof path, "%s/shims/hip/libhiprtc.so", exe);
+  snprintf(path, sizeof path, "%s/shims/hip/libhiprtc.so", dir);
   setenv("BACKPLANE_HIPRTC", path, 1);
 #endif
-  snprintf(blas_path, sizeof blas_path, "%s/" BLAS_FILE, exe);
-  void *h = dlopen(blas_path, RTLD_NOW | RTLD_LOCAL); /* kept: same instance */
-  if (!h) {
-    fprintf(stderr, "test_gpu_blas: %s\n", dlerror());
+  void *h = gpu_test_open(dir, BLAS_FILE, blas_path, sizeof blas_path);
+  if (!h)
     return -1;
-  }
   *(void **)&blas_gemms = dlsym(h, BLAS_GEMMS_SYM);
   *(void **)&blas_handles = dlsym(h, BLAS_HANDLES_SYM);
   if (!mkdtemp(cache_dir))
@@ -96,9 +91,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return gpu_test_rmtree(cache_dir);
 }
 
 /* Every test starts with the BLAS shim found, forced on, not failing. */
@@ -245,12 +238,6 @@ static int64_t check_case(bp_context_t *ctx, const gemm_case_t *c) {
   return made;
 }
 
-static bp_context_t *context(void) {
-  bp_context_t *ctx;
-  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
-  return ctx;
-}
-
 /* ---- tests ---------------------------------------------------------------- */
 
 static const gemm_case_t basic = {BP_F32, BP_ROW_MAJOR, BP_NO_TRANS,
@@ -261,7 +248,7 @@ static const gemm_case_t basic = {BP_F32, BP_ROW_MAJOR, BP_NO_TRANS,
  * call reaches the BLAS shim once and agrees with cpu-ref. */
 static void test_mapping_grid(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   const bp_dtype_t dts[] = {BP_F32, BP_F64, BP_F16, BP_BF16};
   const bp_layout_t layouts[] = {BP_ROW_MAJOR, BP_COL_MAJOR};
   const bp_transpose_t ts[] = {BP_NO_TRANS, BP_TRANS};
@@ -292,7 +279,7 @@ static void test_mapping_grid(void **state) {
 static void test_vendor_off(void **state) {
   (void)state;
   setenv(BLAS_MODE_ENV, "0", 1);
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   assert_int_equal(check_case(ctx, &basic), 0);
   bp_context_destroy(ctx);
   assert_int_equal(blas_handles(), 0);
@@ -320,12 +307,12 @@ static void test_tuned_choice_is_cached(void **state) {
   (void)state;
   unsetenv(BLAS_MODE_ENV);
   remove(tune_path);
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   assert_true(check_case(ctx, &basic) >= 4); /* warm-up and three timed */
   bp_context_destroy(ctx);
   int choice = cached_choice();
   assert_true(choice == 0 || choice == 1);
-  ctx = context();
+  ctx = gpu_test_context();
   assert_int_equal(check_case(ctx, &basic), choice);
   /* Same bucket (sizes round up to powers of two): no new measurement. */
   gemm_case_t near = basic;
@@ -337,7 +324,7 @@ static void test_tuned_choice_is_cached(void **state) {
 static void test_library_absent(void **state) {
   (void)state;
   setenv(BLAS_ENV, "/nonexistent/libvendorblas.so", 1);
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   assert_int_equal(check_case(ctx, &basic), 0);
   bp_context_destroy(ctx);
 }
@@ -345,11 +332,11 @@ static void test_library_absent(void **state) {
 static void test_library_failing(void **state) {
   (void)state;
   setenv(BLAS_FAIL_ENV, "create", 1);
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   assert_int_equal(check_case(ctx, &basic), 0);
   bp_context_destroy(ctx);
   setenv(BLAS_FAIL_ENV, "gemm", 1);
-  ctx = context();
+  ctx = gpu_test_context();
   assert_int_equal(check_case(ctx, &basic), 0); /* falls back, same result */
   gemm_case_t c = basic;
   c.dtype = BP_F16;
@@ -361,7 +348,7 @@ static void test_library_failing(void **state) {
 /* A vendor gemm captured into a native graph: every launch runs it. */
 static void test_vendor_gemm_in_graph(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   gemm_case_t c = basic;
   c.beta = 0.0;
   run_t r;

@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "test/common/gpu_test.h"
 
 #if defined(BP_TEST_CUDA)
 #define BACKEND "cuda"
@@ -94,31 +95,22 @@ static shim_stats_t stats(void) {
 
 static int group_setup(void **state) {
   (void)state;
-  char exe[PATH_MAX], path[PATH_MAX + 64];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
+  char dir[PATH_MAX], path[PATH_MAX + 64];
+  if (!gpu_test_dir(dir, sizeof dir))
     return -1;
-  exe[n] = 0;
-  *strrchr(exe, '/') = 0;
-  snprintf(path, sizeof path, "%s/" SHIM_FILE, exe);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* kept: same instance */
-  if (!h) {
-    fprintf(stderr, "test_gpu_graphs: %s\n", dlerror());
+  void *h = gpu_test_open(dir, SHIM_FILE, path, sizeof path);
+  if (!h)
     return -1;
-  }
   *(void **)&shim_stats_fn = dlsym(h, STATS_SYM);
   setenv(SHIM_ENV, path, 1);
   /* The vendor BLAS shim: gemm is tuned between it and the own kernels. */
-  snprintf(path, sizeof path, "%s/" BLAS_FILE, exe);
-  void *blas = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!blas) {
-    fprintf(stderr, "test_gpu_graphs: %s\n", dlerror());
+  void *blas = gpu_test_open(dir, BLAS_FILE, path, sizeof path);
+  if (!blas)
     return -1;
-  }
   *(void **)&blas_gemms_fn = dlsym(blas, BLAS_GEMMS_SYM);
   setenv(BLAS_ENV, path, 1);
 #ifdef BP_TEST_ROCM
-  snprintf(path, sizeof path, "%s/shims/hip/libhiprtc.so", exe);
+  snprintf(path, sizeof path, "%s/shims/hip/libhiprtc.so", dir);
   setenv("BACKPLANE_HIPRTC", path, 1);
 #endif
   if (!mkdtemp(cache_dir))
@@ -132,9 +124,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return gpu_test_rmtree(cache_dir);
 }
 
 /* ---- the pipeline ------------------------------------------------------- */

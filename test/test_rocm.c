@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "gpu_test.h"
 
 /* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
 typedef struct shim_stats {
@@ -52,20 +53,15 @@ static shim_stats_t stats(void) {
  * instances). */
 static int group_setup(void **state) {
   (void)state;
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
+  char dir[PATH_MAX];
+  if (!gpu_test_dir(dir, sizeof dir))
     return -1;
-  exe[n] = 0;
-  *strrchr(exe, '/') = 0;
-  snprintf(hip_path, sizeof hip_path, "%s/shims/hip/libamdhip64.so", exe);
-  snprintf(rtc_path, sizeof rtc_path, "%s/shims/hip/libhiprtc.so", exe);
-  void *h = dlopen(hip_path, RTLD_NOW | RTLD_LOCAL);
-  void *r = dlopen(rtc_path, RTLD_NOW | RTLD_LOCAL);
-  if (!h || !r) {
-    fprintf(stderr, "test_rocm: %s\n", dlerror());
+  void *h = gpu_test_open(dir, "shims/hip/libamdhip64.so", hip_path,
+                          sizeof hip_path);
+  void *r = gpu_test_open(dir, "shims/hip/libhiprtc.so", rtc_path,
+                          sizeof rtc_path);
+  if (!h || !r)
     return -1;
-  }
   *(void **)&shim_stats_fn = dlsym(h, "bp_hip_shim_stats");
   *(void **)&shim_compiles_fn = dlsym(r, "bp_hiprtc_shim_compiles");
   snprintf(cache_home, sizeof cache_home, "/tmp/bp-test-rocm-%ld",
@@ -75,9 +71,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  char cmd[PATH_MAX + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_home);
-  return system(cmd) == 0 ? 0 : -1;
+  return gpu_test_rmtree(cache_home);
 }
 
 static int reset_env(void **state) {
@@ -96,38 +90,6 @@ static int reset_env(void **state) {
   return 0;
 }
 
-static bp_context_t *context(void) {
-  bp_context_t *ctx = NULL;
-  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
-  return ctx;
-}
-
-/* The rocm plugin's report (asserting it was seen at all). */
-static bp_plugin_report_t rocm_report(bp_context_t *ctx) {
-  uint32_t n = 0;
-  bp_plugin_report_t r;
-  assert_int_equal(bp_context_plugin_count(ctx, &n), BP_OK);
-  for (uint32_t i = 0; i < n; i++) {
-    assert_int_equal(bp_context_plugin_report(ctx, i, &r), BP_OK);
-    if (strcmp(r.name, "rocm") == 0)
-      return r;
-  }
-  fail_msg("backend-rocm.so was not found on the plugin path");
-  return r;
-}
-
-/* Device index of the rocm backend; false when there is none. */
-static bool rocm_entry(bp_context_t *ctx, uint32_t index, bp_device_entry_t *e) {
-  uint32_t n = 0;
-  bp_context_device_count(ctx, &n);
-  for (uint32_t i = 0; i < n; i++) {
-    assert_int_equal(bp_context_device_entry(ctx, i, e), BP_OK);
-    if (strcmp(e->backend, "rocm") == 0 && e->backend_index == index)
-      return true;
-  }
-  return false;
-}
-
 static void expect_text(const char *text, const char *part) {
   if (!strstr(text, part))
     fail_msg("\"%s\" lacks \"%s\"", text, part);
@@ -136,12 +98,12 @@ static void expect_text(const char *text, const char *part) {
 static void test_probe_records(void **state) {
   (void)state;
   setenv("BP_HIP_SHIM_DEVICES", "2", 1);
-  bp_context_t *ctx = context();
-  bp_plugin_report_t r = rocm_report(ctx);
+  bp_context_t *ctx = gpu_test_context();
+  bp_plugin_report_t r = gpu_test_report(ctx, "rocm");
   assert_true(r.loaded);
   assert_int_equal(r.device_count, 2);
   bp_device_entry_t e;
-  assert_true(rocm_entry(ctx, 1, &e));
+  assert_true(gpu_test_entry(ctx, "rocm", 1, &e));
   assert_string_equal(e.info.name, "backplane HIP shim 1 (CPU)");
   assert_string_equal(e.info.vendor, "AMD");
   assert_string_equal(e.info.identity, "pci:0000:c2:00.0");
@@ -169,9 +131,9 @@ static void test_probe_rocm5_layout_and_apu(void **state) {
   setenv("BP_HIP_SHIM_PROPS", "r0000", 1);
   setenv("BP_HIP_SHIM_ARCH", "gfx1103", 1);
   setenv("BP_HIP_SHIM_INTEGRATED", "1", 1);
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_entry_t e;
-  assert_true(rocm_entry(ctx, 0, &e));
+  assert_true(gpu_test_entry(ctx, "rocm", 0, &e));
   expect_text(e.info.description, "gfx1103");
   assert_int_equal(e.info.kind, BP_DEVICE_INTEGRATED_GPU);
   assert_int_not_equal(e.info.op_dtypes[BP_OP_GEMM], 0);
@@ -179,13 +141,13 @@ static void test_probe_rocm5_layout_and_apu(void **state) {
 }
 
 static void expect_refused(const char *reason_part) {
-  bp_context_t *ctx = context();
-  bp_plugin_report_t r = rocm_report(ctx);
+  bp_context_t *ctx = gpu_test_context();
+  bp_plugin_report_t r = gpu_test_report(ctx, "rocm");
   assert_false(r.loaded);
   assert_int_equal(r.stage, BP_STAGE_PROBE);
   expect_text(r.reason, reason_part);
   bp_device_entry_t e;
-  assert_false(rocm_entry(ctx, 0, &e));
+  assert_false(gpu_test_entry(ctx, "rocm", 0, &e));
   bp_context_destroy(ctx);
 }
 
@@ -213,9 +175,9 @@ static void test_init_fails(void **state) {
 /* Devices the kernels cannot be built for are listed, claim no op, and
  * say why. */
 static void expect_no_ops(const char *why) {
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_entry_t e;
-  assert_true(rocm_entry(ctx, 0, &e));
+  assert_true(gpu_test_entry(ctx, "rocm", 0, &e));
   for (int op = 0; op < BP_OP_COUNT; op++)
     assert_int_equal(e.info.op_dtypes[op], 0);
   expect_text(e.info.description, why);
@@ -242,7 +204,7 @@ static bp_device_t *open_dev(bp_context_t *ctx, const char *sel,
 
 static void test_memory_and_copies(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_dev(ctx, "rocm", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -275,7 +237,7 @@ static void test_memory_and_copies(void **state) {
 
 static void test_events(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_dev(ctx, "rocm", NULL);
   bp_stream_t *s = NULL, *s2 = NULL;
   bp_event_t *e0 = NULL, *e1 = NULL;
@@ -420,7 +382,7 @@ static void expect_close(const float *got, const float *want, size_t n,
 static void test_marshalling_vs_reference(void **state) {
   (void)state;
   static results_t rocm, ref;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   shim_stats_t before = stats();
   compute(ctx, "rocm", &rocm);
   compute(ctx, "cpu-ref", &ref);
@@ -453,7 +415,7 @@ static int count_cache_files(const char *home) {
 /* One fill in a fresh context; returns the hiprtc compiles it caused. */
 static int64_t fill_in_new_context(void) {
   int64_t before = shim_compiles_fn();
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_dev(ctx, "rocm", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -503,7 +465,7 @@ static void *fill_thread(void *arg) {
  * device must still work (the shim refuses calls without hipSetDevice). */
 static void test_other_thread(void **state) {
   (void)state;
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_dev(ctx, "rocm", NULL);
   pthread_t t;
   void *ret = NULL;
@@ -518,7 +480,7 @@ static void test_other_thread(void **state) {
 static void test_no_leaks(void **state) {
   (void)state;
   shim_stats_t before = stats();
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_dev(ctx, "rocm", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
@@ -539,7 +501,7 @@ static void test_no_leaks(void **state) {
 static void test_out_of_memory(void **state) {
   (void)state;
   setenv("BP_HIP_SHIM_MEM", "1048576", 1); /* 1 MiB of "device" memory */
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_dev(ctx, "rocm", NULL);
   bp_buffer_t *b = NULL;
   assert_int_equal(bp_buffer_alloc(d, 4u << 20, &b), BP_ERR_OUT_OF_MEMORY);
@@ -563,7 +525,7 @@ static void test_launch_and_compile_failures(void **state) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/failures", cache_home);
   setenv("XDG_CACHE_HOME", dir, 1); /* nothing cached: every module compiles */
-  bp_context_t *ctx = context();
+  bp_context_t *ctx = gpu_test_context();
   bp_device_t *d = open_dev(ctx, "rocm", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);

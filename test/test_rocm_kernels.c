@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "gpu_test.h"
 
 /* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
 typedef struct shim_stats {
@@ -68,20 +69,15 @@ static const char hip_src[] =
  * counters outlive each context. */
 static int group_setup(void **state) {
   (void)state;
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
+  char dir[PATH_MAX];
+  if (!gpu_test_dir(dir, sizeof dir))
     return -1;
-  exe[n] = 0;
-  *strrchr(exe, '/') = 0;
-  snprintf(hip_path, sizeof hip_path, "%s/shims/hip/libamdhip64.so", exe);
-  snprintf(rtc_path, sizeof rtc_path, "%s/shims/hip/libhiprtc.so", exe);
-  void *h = dlopen(hip_path, RTLD_NOW | RTLD_LOCAL);
-  void *r = dlopen(rtc_path, RTLD_NOW | RTLD_LOCAL);
-  if (!h || !r) {
-    fprintf(stderr, "test_rocm_kernels: %s\n", dlerror());
+  void *h = gpu_test_open(dir, "shims/hip/libamdhip64.so", hip_path,
+                          sizeof hip_path);
+  void *r = gpu_test_open(dir, "shims/hip/libhiprtc.so", rtc_path,
+                          sizeof rtc_path);
+  if (!h || !r)
     return -1;
-  }
   *(void **)&shim_stats_fn = dlsym(h, "bp_hip_shim_stats");
   *(void **)&shim_compiles_fn = dlsym(r, "bp_hiprtc_shim_compiles");
   snprintf(cache_home, sizeof cache_home, "/tmp/bp-test-rocm-kernels-%ld",
@@ -91,9 +87,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  char cmd[PATH_MAX + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_home);
-  return system(cmd) == 0 ? 0 : -1;
+  return gpu_test_rmtree(cache_home);
 }
 
 static int reset_env(void **state) {
