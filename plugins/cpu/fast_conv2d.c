@@ -55,6 +55,7 @@ typedef struct conv_job {
   bool lim_ok;      /* x's strides are positive: reads may run to its end */
   const int64_t *off; /* per k row (c, r, s): tap offset, for conv_direct */
   bool direct;        /* B read in place (conv_direct), off set */
+  bool pix;           /* channels along the vector (pix_task), off set */
   /* slab: each task pads the input rows its block needs (pad, slab_rows of
    * them per channel) into its own scratch, instead of one padded copy */
   bool slab;
@@ -325,6 +326,55 @@ static void conv_task(void *ctx, int64_t begin, int64_t end,
   }
 }
 
+/* ---- output channels along the vector ---------------------------------------*/
+
+/* One task per NR output channels of one image and group: their weights
+ * packed NR to a k row (in L2 while every pixel tile streams past), then
+ * MR pixels at a time over all of k, written transposed into y. For small
+ * images with many channels, where output rows are too short to fill the
+ * vector (14 x 14 on AVX2): every lane works, at the cost of the pack. */
+static void pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const conv_job_t *j = ctx;
+  const fast_gemm_kernel_t *kr = j->kr;
+  int mr = kr->mr, nr = kr->nr;
+  int64_t kq = j->kg / nr, pq = j->P * j->Q;
+  float *wp = fast_scratch(3, (size_t)(j->crs * nr) * sizeof(float));
+  if (!wp) return; /* checked by the caller before the split */
+  for (int64_t t = begin; t < end; t++) {
+    int64_t q = t % kq, ng = t / kq, n = ng / j->G, g = ng % j->G;
+    int64_t k0 = g * j->kg + q * nr;
+    kr->pack(j->ap + k0 * j->lda, j->lda, 1, nr, j->crs, nr, wp);
+    const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
+    float *y = j->y + n * j->syn + k0 * j->syk;
+    const float *xp[16];
+    for (int64_t pi = 0; pi < pq; pi += mr) {
+      int rows = (int)(pq - pi < mr ? pq - pi : mr);
+      for (int i = 0; i < rows; i++)
+        xp[i] = xg + (pi + i) / j->Q * j->sh * j->sxh + (pi + i) % j->Q;
+      kr->ukr_pix(j->crs, xp, j->off, wp, y + pi, j->syk, rows, 0.0f);
+    }
+    if (j->bias)
+      for (int64_t ch = 0; ch < nr; ch++)
+        for (int64_t i = 0; i < pq; i++) y[ch * j->syk + i] += j->bias[k0 + ch];
+  }
+}
+
+/* Whether pix_task suits: whole NR-channel blocks, output rows that leave
+ * the in-place route's lanes idle, and a padded image that stays in L2
+ * while each block of channels streams over it. */
+static bool pix_pays(const conv_job_t *j) {
+  const fast_gemm_kernel_t *kr = j->kr;
+  if (!kr->ukr_pix || !kr->pack || kr->mr > 16 || j->kg % kr->nr) return false;
+  int64_t pq = j->P * j->Q, hw = kr->nr / 2, strips = 0;
+  for (int64_t jj = 0; jj < pq; jj += conv_strip(j->Q, hw, jj, pq)) strips++;
+  if (pq * 16 >= strips * 2 * hw * 15) return false; /* lanes full anyway */
+  int64_t hp = (j->P - 1) * j->sh + (j->R - 1) * j->dh + 1;
+  int64_t wp = (j->Q - 1) * j->sw + (j->S - 1) * j->dw + 1;
+  return j->cg * hp * wp * (int64_t)sizeof(float) <= (512 << 10) &&
+         pq >= 4 * kr->mr;
+}
+
 /* ---- routes ---------------------------------------------------------------*/
 
 static const fast_gemm_kernel_t *pick_kernel(const cpu_device_t *dev) {
@@ -470,15 +520,18 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
     j.ap = ap;
     j.lda = j.crs;
   }
-  j.direct = kr->ukr_offs && direct_pays(&j);
+  j.pix = pix_pays(&j);
+  j.direct = !j.pix && kr->ukr_offs && direct_pays(&j);
   unsigned threads = pool_threads(dev);
   plan(&j, x->shape[0], threads);
   if (!pad_images(dev, &j, x->shape[0])) return BP_ERR_UNIMPLEMENTED;
   /* every worker needs its tile buffer: fail before writing anything */
-  if (!j.direct && !fast_scratch(3, conv_tile_bytes(&j)))
+  if (!j.direct && !j.pix && !fast_scratch(3, conv_tile_bytes(&j)))
+    return BP_ERR_UNIMPLEMENTED;
+  if (j.pix && !fast_scratch(3, (size_t)(j.crs * kr->nr) * sizeof(float)))
     return BP_ERR_UNIMPLEMENTED;
   int64_t *off = NULL;
-  if (j.direct) {
+  if (j.direct || j.pix) {
     /* the tap offsets, with slack for the kernel's prefetch */
     off = malloc((size_t)(j.crs + 8) * sizeof *off);
     if (!off) return BP_ERR_UNIMPLEMENTED;
@@ -497,7 +550,12 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
   int64_t tasks = x->shape[0] * j.G * j.ncb * j.pm;
   double flops = 2.0 * (double)j.K * (double)j.crs * (double)(j.P * j.Q) *
                  (double)x->shape[0];
-  cpu_pool_run(dev->pool, tasks, flops < 2e6 ? tasks : 1, conv_task, &j);
+  if (j.pix) {
+    tasks = x->shape[0] * j.G * (j.kg / kr->nr);
+    cpu_pool_run(dev->pool, tasks, flops < 2e6 ? tasks : 1, pix_task, &j);
+  } else {
+    cpu_pool_run(dev->pool, tasks, flops < 2e6 ? tasks : 1, conv_task, &j);
+  }
   free(off);
   return BP_OK;
 }

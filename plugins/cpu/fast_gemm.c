@@ -368,7 +368,7 @@ static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
   if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
     return f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
   fast_gemm_kernel_t c = {f64 ? ukr_c_f64 : ukr_c_f32,
-                          C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL};
+                          C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL};
   return c;
 }
 

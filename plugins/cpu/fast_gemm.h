@@ -55,6 +55,15 @@ typedef void (*fast_ukr_offs_fn)(int64_t k, const float *a, int64_t lda,
                                  int rows, int cols, int lcols, float alpha,
                                  float beta);
 
+/* MR output pixels x NR output channels of a convolution with the channels
+ * along the vector (fast_conv2d.c): pixel i's k row p is the float at
+ * xp[i] + off[p], the weights are packed NR channels per k row (wp[p*NR +
+ * ch]), and the tile is written transposed, y[ch*ldy + i], adding to y
+ * unless beta == 0. Only the first `rows` pixels are stored. */
+typedef void (*fast_ukr_pix_fn)(int64_t k, const float *const *xp,
+                                const int64_t *off, const float *wp, float *y,
+                                int64_t ldy, int rows, float beta);
+
 /* A micro-kernel with its register tile and the cache blocking it wants. */
 typedef struct fast_gemm_kernel {
   fast_ukr_fn ukr;
@@ -65,6 +74,7 @@ typedef struct fast_gemm_kernel {
   fast_pack_fn pack; /* optional, see fast_pack_fn */
   fast_ukr_rows_fn ukr_rows; /* optional (f32), same MR x NR tile */
   fast_ukr_offs_fn ukr_offs; /* optional (f32), same MR x NR tile */
+  fast_ukr_pix_fn ukr_pix;   /* optional (f32), same MR x NR tile */
 } fast_gemm_kernel_t;
 
 /* Kernels per ISA; each file is compiled with its own -m flags and is only

@@ -87,3 +87,43 @@
                    float beta) {                                               \
     FAST_UKR_ROWS_BODY(MR, FAST_OFFS_BLO, FAST_OFFS_BHI, lcols)                \
   }
+
+/* Output channels along the vector (fast_ukr_pix_fn): MR output pixels, each
+ * broadcast from its own input pointer xp[i] + off[p], times NR = 2W output
+ * channels of packed weights wp[p*2W + ch]; the tile is transposed on the
+ * way out, so y[ch*ldy + i] (NCHW) is written directly. Pixels past `rows`
+ * repeat the last one and are not stored. */
+#define FAST_DEFINE_UKR_PIX(name, MR)                                          \
+  static void name(int64_t k, const float *const *xp, const int64_t *off,      \
+                   const float *wp, float *y, int64_t ldy, int rows,           \
+                   float beta) {                                               \
+    const float *pr[MR];                                                       \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) pr[i] =              \
+        xp[i < rows ? i : rows - 1];                                           \
+    VEC c0[MR], c1[MR];                                                        \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) c0[i] = c1[i] =      \
+        ZERO();                                                                \
+    for (int64_t p = 0; p < k; p++) {                                          \
+      VEC b0 = LOAD(wp + p * 2 * W), b1 = LOAD(wp + p * 2 * W + W);            \
+      int64_t o = off[p];                                                      \
+      __builtin_prefetch(wp + (p + 8) * 2 * W);                                \
+      __builtin_prefetch(wp + (p + 8) * 2 * W + 2 * W - 1);                    \
+      _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                  \
+        VEC va = SET1(pr[i][o]);                                               \
+        c0[i] = FMA(va, b0, c0[i]);                                            \
+        c1[i] = FMA(va, b1, c1[i]);                                            \
+      }                                                                        \
+    }                                                                          \
+    float t[MR][2 * W] __attribute__((aligned(64)));                           \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                    \
+      STORE(t[i], c0[i]);                                                      \
+      STORE(t[i] + W, c1[i]);                                                  \
+    }                                                                          \
+    for (int ch = 0; ch < 2 * W; ch++) {                                       \
+      float *yc = y + ch * ldy;                                                \
+      if (beta == 0)                                                           \
+        for (int i = 0; i < rows; i++) yc[i] = t[i][ch];                       \
+      else                                                                     \
+        for (int i = 0; i < rows; i++) yc[i] += t[i][ch];                      \
+    }                                                                          \
+  }
