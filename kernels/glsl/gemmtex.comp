@@ -16,6 +16,11 @@
 // invocations per workgroup. Variants gemmtex_<C dtype>_t<TM><TN><WX><WY>,
 // e.g. t8844; the tile is a compile-time constant so the accumulator loops
 // unroll and stay in registers.
+//
+// gemmtex_score_<tile> is the first product of attention on CPU devices
+// (attn_texel.c): S = scale * Q·Kᵀ, with the causal mask and the padded
+// keys set to -inf, written as the A panels of the second product
+// ([b][m / BM][kp2][BM]) through a third texel buffer instead of to C.
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
@@ -51,12 +56,18 @@ layout(local_size_x = WX_ * WY_) in;
 
 layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer pa;
 layout(set = 0, binding = 1, rgba32f) uniform readonly imageBuffer pb;
+#ifdef T1_score
+layout(set = 0, binding = 2, rgba32f) uniform writeonly imageBuffer ps;
+#endif
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
   uint64_t c;
   int m, n, kp, beta_zero;
   int scb, scm, scn, pab, pbb; // panel batch strides in texels (0: shared)
   float alpha, beta;
+  int bg;       // B panels are shared by bg consecutive batches (GQA)
+  int causal;   // score: mask key j > row i + n - m
+  int skp;      // score: the output panels' k extent (n padded)
 };
 layout(push_constant) uniform PC { Params p; };
 
@@ -71,7 +82,7 @@ void main() {
   int mb = int(gl_WorkGroupID.y), nb = int(gl_WorkGroupID.x);
   int b = int(gl_WorkGroupID.z);
   int a0 = b * p.pab + mb * kp * (BM / 4) + ty * TM4;
-  int b0 = b * p.pbb + nb * kp * (BN / 4) + tx * TN4;
+  int b0 = (b / p.bg) * p.pbb + nb * kp * (BN / 4) + tx * TN4;
   vec4 acc[TM][TN4];
   [[unroll]] for (int i = 0; i < TM; i++)
     [[unroll]] for (int j = 0; j < TN4; j++) acc[i][j] = vec4(0.0);
@@ -83,8 +94,25 @@ void main() {
       [[unroll]] for (int j = 0; j < TN4; j++)
         acc[i][j] = fma(vec4(av[i / 4][i % 4]), bv[j], acc[i][j]);
   }
-  T1Buf c = T1Buf(p.c);
   int m0 = mb * BM + ty * TM, n0 = nb * BN + tx * TN;
+#ifdef T1_score
+  // Texel (4 rows i..i+3, column j) of the panels [b][i / BM][j][BM].
+  const int SKP = p.skp, shift = N - M;
+  const bool causal = p.causal != 0;
+  int pbase = (b * int(gl_NumWorkGroups.y) + mb) * SKP * (BM / 4) + ty * TM4;
+  [[unroll]] for (int i4 = 0; i4 < TM4; i4++)
+    [[unroll]] for (int j = 0; j < TN; j++) {
+      int gn = n0 + j;
+      vec4 v;
+      [[unroll]] for (int e = 0; e < 4; e++) {
+        int gm = m0 + 4 * i4 + e;
+        bool keep = gn < N && !(causal && gn > gm + shift);
+        v[e] = keep ? alpha * acc[4 * i4 + e][j / 4][j % 4] : -BP_INF;
+      }
+      imageStore(ps, pbase + gn * (BM / 4) + i4, v);
+    }
+#else
+  T1Buf c = T1Buf(p.c);
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + i;
     [[unroll]] for (int j = 0; j < TN; j++) {
@@ -97,4 +125,5 @@ void main() {
       }
     }
   }
+#endif
 }

@@ -16,12 +16,7 @@
 #include "ops.h"
 
 /* Tiles built into gemmtex.comp (plugin.mk's VK_GEMMTEX_TILES). */
-typedef struct tile {
-  const char *name;
-  uint32_t tm, tn, wx, wy; /* register tile, invocations along n and m */
-} tile_t;
-
-static const tile_t k_tiles[] = {
+static const vkb_texel_tile_t k_tiles[] = {
     {"t8844", 8, 8, 4, 4},   {"t4888", 4, 8, 8, 8}, {"t8888", 8, 8, 8, 8},
     {"t8448", 8, 4, 4, 8},   {"t81644", 8, 16, 4, 4},
 };
@@ -35,28 +30,16 @@ typedef struct pack_params {
   int32_t rows_k, cols_x, sb, sp, sx, kp, xp, pw;
 } pack_params_t;
 
-/* Matches gemmtex.comp's parameter block. */
-typedef struct tex_params {
-  uint64_t c;
-  int32_t m, n, kp, beta_zero;
-  int32_t scb, scm, scn, pab, pbb;
-  float alpha, beta;
-} tex_params_t;
-
 static const char *env(const char *name) {
   return vkb_host && vkb_host->getenv ? vkb_host->getenv(name) : NULL;
 }
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-/* Packs one operand into a new scratch allocation and returns it and its
- * view; both are released by the caller once everything is recorded. */
-static bp_status_t pack(vkb_stream_t *s, const bp_plugin_tensor_t *t,
-                        const char *dt, int64_t nb, int64_t rows_k,
-                        int64_t cols_x, int64_t sb, int64_t sp, int64_t sx,
-                        int64_t xp, uint32_t pw, uint64_t bytes,
-                        vkb_alloc_t **out_alloc, VkBufferView *out_view) {
-  vkb_device_t *d = s->d;
+bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes,
+                              vkb_alloc_t **out_alloc,
+                              VkBufferView *out_view) {
+  *out_view = VK_NULL_HANDLE;
   bp_status_t st = vkb_alloc(d, false, bytes, out_alloc);
   if (st != BP_OK)
     return st;
@@ -68,25 +51,45 @@ static bp_status_t pack(vkb_stream_t *s, const bp_plugin_tensor_t *t,
       .range = bytes};
   st = vkb_check(d->fn.vkCreateBufferView(d->dev, &vi, NULL, out_view),
                  "vkCreateBufferView");
-  if (st != BP_OK)
-    return st;
-  pack_params_t p = {.src = vkb_tensor_addr(t),
-                     .rows_k = (int32_t)rows_k, .cols_x = (int32_t)cols_x,
-                     .sb = (int32_t)sb, .sp = (int32_t)sp, .sx = (int32_t)sx,
-                     .kp = (int32_t)rows_k, .xp = (int32_t)xp,
-                     .pw = (int32_t)pw};
+  if (st != BP_OK) {
+    vkb_free(d, *out_alloc);
+    *out_alloc = NULL;
+  }
+  return st;
+}
+
+bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, uint64_t src,
+                           const char *dt, int64_t nb, int64_t rows_k,
+                           int64_t kp, int64_t cols_x, int64_t xp, int64_t sb,
+                           int64_t sp, int64_t sx, uint32_t pw) {
+  pack_params_t p = {.src = src, .rows_k = (int32_t)rows_k,
+                     .cols_x = (int32_t)cols_x, .sb = (int32_t)sb,
+                     .sp = (int32_t)sp, .sx = (int32_t)sx, .kp = (int32_t)kp,
+                     .xp = (int32_t)xp, .pw = (int32_t)pw};
   char name[32];
   snprintf(name, sizeof name, "gemmpack_%s", dt);
   /* The kernel loops over the texels past its grid. */
-  int64_t groups = (rows_k * xp / 4 + 63) / 64;
+  int64_t groups = (kp * xp / 4 + 63) / 64;
   uint32_t gx = groups > 4096 ? 4096u : (uint32_t)groups;
-  return vkb_dispatch_views(s, name, &p, sizeof p, out_view, 1, gx, 1,
+  return vkb_dispatch_views(s, name, &p, sizeof p, &view, 1, gx, 1,
                             (uint32_t)nb);
+}
+
+void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs,
+                       VkBufferView *views, int count) {
+  /* Only now: work recorded above may have gone out in an earlier batch
+   * and must still find its scratch. */
+  for (int i = 0; i < count; i++) {
+    if (views[i])
+      vkb_stream_release_view(s, views[i]);
+    if (allocs[i])
+      vkb_stream_release(s, allocs[i]);
+  }
 }
 
 /* Records pack A, pack B and the tiled kernel with tile t. */
 static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g,
-                            const tile_t *t) {
+                            const vkb_texel_tile_t *t) {
   vkb_device_t *d = s->d;
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
   int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2],
@@ -100,44 +103,41 @@ static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g,
            bbytes = (uint64_t)(nb * np * k) * 4;
   if (abytes / 16 > d->caps.max_texels || bbytes / 16 > d->caps.max_texels ||
       np / bn > d->caps.max_groups[0] || mp / bm > d->caps.max_groups[1] ||
-      batch > d->caps.max_groups[2] || nb > d->caps.max_groups[2] ||
-      na > d->caps.max_groups[2])
+      batch > d->caps.max_groups[2])
     return vkb_fail(BP_ERR_UNSUPPORTED,
                     "vulkan: gemm: too large for texel buffers");
   const char *dt = vkb_dtype_tag(C->dtype);
-  vkb_alloc_t *sa = NULL, *sb = NULL;
+  vkb_alloc_t *sc[2] = {NULL, NULL};
   VkBufferView views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
-  bp_status_t st = pack(s, A, dt, na, k, m, A->strides[0], A->strides[2],
-                        A->strides[1], mp, (uint32_t)bm, abytes, &sa,
-                        &views[0]);
+  bp_status_t st = vkb_texel_scratch(d, abytes, &sc[0], &views[0]);
   if (st == BP_OK)
-    st = pack(s, B, dt, nb, k, n, B->strides[0], B->strides[1],
-              B->strides[2], np, (uint32_t)bn, bbytes, &sb, &views[1]);
+    st = vkb_texel_scratch(d, bbytes, &sc[1], &views[1]);
+  if (st == BP_OK)
+    st = vkb_texel_pack(s, views[0], vkb_tensor_addr(A), dt, na, k, k, m, mp,
+                        A->strides[0], A->strides[2], A->strides[1],
+                        (uint32_t)bm);
+  if (st == BP_OK)
+    st = vkb_texel_pack(s, views[1], vkb_tensor_addr(B), dt, nb, k, k, n, np,
+                        B->strides[0], B->strides[1], B->strides[2],
+                        (uint32_t)bn);
   if (st == BP_OK) {
-    tex_params_t p = {.c = vkb_tensor_addr(C), .m = (int32_t)m,
-                      .n = (int32_t)n, .kp = (int32_t)k,
-                      .beta_zero = g->beta == 0.0,
-                      .scb = (int32_t)C->strides[0],
-                      .scm = (int32_t)C->strides[1],
-                      .scn = (int32_t)C->strides[2],
-                      .pab = na == 1 ? 0 : (int32_t)(mp * k / 4),
-                      .pbb = nb == 1 ? 0 : (int32_t)(np * k / 4),
-                      .alpha = (float)g->alpha, .beta = (float)g->beta};
+    vkb_texel_params_t p = {.c = vkb_tensor_addr(C), .m = (int32_t)m,
+                            .n = (int32_t)n, .kp = (int32_t)k,
+                            .beta_zero = g->beta == 0.0,
+                            .scb = (int32_t)C->strides[0],
+                            .scm = (int32_t)C->strides[1],
+                            .scn = (int32_t)C->strides[2],
+                            .pab = na == 1 ? 0 : (int32_t)(mp * k / 4),
+                            .pbb = nb == 1 ? 0 : (int32_t)(np * k / 4),
+                            .alpha = (float)g->alpha, .beta = (float)g->beta,
+                            .bg = 1};
     char name[40];
     snprintf(name, sizeof name, "gemmtex_%s_%s", dt, t->name);
     st = vkb_dispatch_views(s, name, &p, sizeof p, views, 2,
                             (uint32_t)(np / bn), (uint32_t)(mp / bm),
                             (uint32_t)batch);
   }
-  /* Released only now: work recorded above may have been submitted in an
-   * earlier batch, and must still find its scratch. */
-  for (int i = 0; i < 2; i++)
-    if (views[i])
-      vkb_stream_release_view(s, views[i]);
-  if (sa)
-    vkb_stream_release(s, sa);
-  if (sb)
-    vkb_stream_release(s, sb);
+  vkb_texel_release(s, sc, views, 2);
   return st;
 }
 
@@ -216,8 +216,8 @@ static int find_tile(const char *name) {
 }
 
 /* The device's tile: forced by the environment, else from the host's
- * tuning cache, else measured now (about a second on lavapipe) and stored. */
-static const tile_t *device_tile(vkb_device_t *d) {
+ * tuning cache, else measured now (a few seconds on lavapipe) and stored. */
+const vkb_texel_tile_t *vkb_texel_tile(vkb_device_t *d) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   int forced = find_tile(env("BACKPLANE_VK_GEMM_TILE"));
   if (forced >= 0)
@@ -251,16 +251,20 @@ static const tile_t *device_tile(vkb_device_t *d) {
   return &k_tiles[d->gemm_tile];
 }
 
-bp_status_t vkb_gemm_texel(vkb_stream_t *s, const bp_gemm_args_t *g) {
-  vkb_device_t *d = s->d;
+bool vkb_texel_wanted(vkb_device_t *d) {
   const char *on = env("BACKPLANE_VK_GEMM_TEXEL");
-  bool forced = on && strcmp(on, "1") == 0;
+  if (!d->caps.texel || (on && strcmp(on, "0") == 0) ||
+      !vkb_kernel_present("gemmpack_f32"))
+    return false;
+  return d->software || (on && strcmp(on, "1") == 0);
+}
+
+bp_status_t vkb_gemm_texel(vkb_stream_t *s, const bp_gemm_args_t *g) {
   int64_t m = g->c.shape[1], n = g->c.shape[2], k = g->a.shape[2];
   /* Tiny and vector-shaped products stay on the direct kernel: the panels
    * would be mostly padding. */
-  if (!d->caps.texel || (on && strcmp(on, "0") == 0) ||
-      (!d->software && !forced) || k == 0 || m < 4 || n < 4 ||
-      m * n * k < 4096 || !vkb_kernel_present("gemmpack_f32"))
+  if (!vkb_texel_wanted(s->d) || k == 0 || m < 4 || n < 4 ||
+      m * n * k < 4096)
     return BP_ERR_UNSUPPORTED;
-  return run_tile(s, g, device_tile(d));
+  return run_tile(s, g, vkb_texel_tile(s->d));
 }

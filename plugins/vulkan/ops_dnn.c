@@ -39,6 +39,10 @@ static bp_status_t attention_record(vkb_stream_t *s,
   const bp_plugin_tensor_t *ts[4] = {&a->q, &a->k, &a->v, &a->out};
   if (!all_fit(ts, 4))
     return too_big("attention");
+  /* CPU implementations: the texel-buffer kernels (attn_texel.c). */
+  bp_status_t tst = vkb_attention_texel(s, a);
+  if (tst != BP_ERR_UNSUPPORTED)
+    return tst;
   if (a->q.shape[3] > 256 || a->v.shape[3] > 256)
     return vkb_fail(BP_ERR_UNSUPPORTED,
                     "vulkan: attention: head dims above 256 not supported");

@@ -370,7 +370,7 @@ VKB_HIDDEN void vkb_graph_destroy(bp_plugin_device_t *device,
 
 /* ---- pipelines (pipeline.c) --------------------------------------------- */
 #define VKB_MAX_SPEC 8
-#define VKB_MAX_VIEWS 2
+#define VKB_MAX_VIEWS 3
 VKB_HIDDEN bp_status_t vkb_pipelines_init(vkb_device_t *d);
 VKB_HIDDEN void vkb_pipelines_destroy(vkb_device_t *d);
 /* True when the kernel variant is embedded in this build. */
@@ -438,12 +438,55 @@ VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source,
                                         uint32_t **out_words,
                                         size_t *out_count);
 
-/* The texel-buffer GEMM (gemm_texel.c) for CPU implementations: packs A
- * and B into f32 panels and runs gemmtex.comp with the tile tuned for the
- * device. Returns BP_ERR_UNSUPPORTED, with nothing recorded, when the
- * device or the sizes do not allow it. Call with s->lock held. */
+/* ---- texel-buffer kernels for CPU implementations (gemm_texel.c) ------ */
+/* The texel-buffer GEMM: packs A and B into f32 panels and runs
+ * gemmtex.comp with the tile tuned for the device. Returns
+ * BP_ERR_UNSUPPORTED, with nothing recorded, when the device or the sizes
+ * do not allow it. Call with s->lock held. */
 VKB_HIDDEN bp_status_t vkb_gemm_texel(vkb_stream_t *s,
                                       const bp_gemm_args_t *g);
+/* Whether the texel kernels should run on d (a CPU implementation with
+ * texel buffers, unless BACKPLANE_VK_GEMM_TEXEL says otherwise). */
+VKB_HIDDEN bool vkb_texel_wanted(vkb_device_t *d);
+
+/* A register tile of gemmtex.comp. */
+typedef struct vkb_texel_tile {
+  const char *name;
+  uint32_t tm, tn, wx, wy; /* tile per invocation, invocations along n, m */
+} vkb_texel_tile_t;
+/* The device's tuned tile (measured on first use, then cached). */
+VKB_HIDDEN const vkb_texel_tile_t *vkb_texel_tile(vkb_device_t *d);
+
+/* Matches gemmtex.comp's parameter block. */
+typedef struct vkb_texel_params {
+  uint64_t c;
+  int32_t m, n, kp, beta_zero;
+  int32_t scb, scm, scn, pab, pbb;
+  float alpha, beta;
+  int32_t bg, causal, skp;
+} vkb_texel_params_t;
+
+/* New device scratch of size bytes with an rgba32f view of it. */
+VKB_HIDDEN bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes,
+                                         vkb_alloc_t **out_alloc,
+                                         VkBufferView *out_view);
+/* Records gemmpack.comp into the view: nb batches of src (dtype tag dt)
+ * as [nb][xp / pw][kp][pw] f32, element (b, p, x) from src + b*sb + p*sp +
+ * x*sx (elements), zero for p >= rows_k or x >= cols_x. */
+VKB_HIDDEN bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view,
+                                      uint64_t src, const char *dt,
+                                      int64_t nb, int64_t rows_k, int64_t kp,
+                                      int64_t cols_x, int64_t xp, int64_t sb,
+                                      int64_t sp, int64_t sx, uint32_t pw);
+/* Releases scratch and views once what is recorded so far completes. */
+VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs,
+                                  VkBufferView *views, int count);
+
+/* Attention through the texel kernels (attn_texel.c): two gemmtex
+ * products and attnsoftmax.comp over scores kept in scratch panels.
+ * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
+VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s,
+                                           const bp_attention_args_t *a);
 
 /* Device address of element 0 of a tensor. */
 static inline uint64_t vkb_tensor_addr(const bp_plugin_tensor_t *t) {
