@@ -17,6 +17,7 @@
  * BP_ERR_UNIMPLEMENTED and the reference runs.
  */
 #include <stdalign.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -421,9 +422,17 @@ static void plan(conv_job_t *j, int64_t N, unsigned threads) {
       j->pm = mpanels < T ? mpanels : T;
     }
   }
-  if (j->direct && j->P >= ncb)
-    j->nc = (j->P + ncb - 1) / ncb * j->Q; /* even blocks of whole rows */
-  else
+  if (j->direct && j->P >= ncb && j->pm == 1) {
+    /* blocks of whole rows; of the row counts up to half smaller, the one
+     * that leaves the busiest thread the fewest rows */
+    int64_t r0 = (j->P + ncb - 1) / ncb, rows = r0, most = INT64_MAX;
+    for (int64_t r = r0; r >= 1 && 2 * r >= r0; r--) {
+      int64_t tasks = (j->P + r - 1) / r * ng;
+      int64_t busiest = (tasks + T - 1) / T * r;
+      if (busiest < most) most = busiest, rows = r;
+    }
+    j->nc = rows * j->Q;
+  } else
     j->nc = ((pq + ncb - 1) / ncb + nr - 1) / nr * nr; /* whole panels */
   j->ncb = (pq + j->nc - 1) / j->nc;
 }
