@@ -33,7 +33,7 @@ $(B)/test/test_cuda: $(B)/obj/test/test_cuda.o $(LIB) $(CUDA_SHIM) \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
 
 # Shell tests are copied next to the binaries they drive.
-$(B)/test/test_cuda_ops: test/test_cuda_ops.sh $(CUDA_SHIM) \
+$(B)/test/test_cuda_ops: test/test_gpu_ops.sh $(CUDA_SHIM) \
     $(B)/test/shims/cublas/libcublas.so.13
 	@mkdir -p $(dir $@)
 	cp $< $@ && chmod +x $@

@@ -46,7 +46,7 @@ $(B)/test/test_rocm_kernels: $(B)/obj/test/test_rocm_kernels.o $(LIB) \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
 
 # Shell tests are copied next to the binaries they drive.
-$(B)/test/test_rocm_ops: test/test_rocm_ops.sh $(HIP_SHIM) $(HIPRTC_SHIM) \
+$(B)/test/test_rocm_ops: test/test_gpu_ops.sh $(HIP_SHIM) $(HIPRTC_SHIM) \
     $(B)/test/shims/rocblas/librocblas.so.4
 	@mkdir -p $(dir $@)
 	cp $< $@ && chmod +x $@

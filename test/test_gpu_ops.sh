@@ -1,0 +1,64 @@
+#!/bin/sh
+# test_cuda_ops / test_rocm_ops (this script, copied under both names; the
+# name picks the backend) — the op suites on the "cuda" or "rocm" device,
+# driven through the CPU shims (libcuda.so.1; the HIP runtime and hiprtc)
+# and the vendor BLAS shims (cuBLAS; rocBLAS): every op's launch path
+# (marshalling, views, kernel choice, launch geometry; hiprtc and module
+# loading on ROCm) against the independent reference of test/common/ref.c,
+# plus test_parity against "cpu-ref", then test_ops_blas once more with the
+# vendor BLAS forced on and off. The shims run C stand-ins for the kernels,
+# so this checks the plugins' host side, not the PTX or HIP kernels
+# (tools/gpu-check.sh runs these suites on a real GPU).
+# usage: test_cuda_ops | test_rocm_ops   (from test/run.sh; finds its build
+# dir itself). On a real GPU machine CUDA_OPS_REAL_DRIVER=1 /
+# ROCM_OPS_REAL_RUNTIME=1 keep the system's driver and BLAS.
+here=$(cd "$(dirname "$0")" && pwd)
+b=$(dirname "$here")
+name=$(basename "$0")
+export BACKPLANE_PLUGIN_PATH="$b/plugins"
+export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+export XDG_CACHE_HOME="$cache"
+export BACKPLANE_TUNING_CACHE="$cache/tuning.txt"
+case "$name" in
+  *rocm*)
+    backend=rocm other=cuda blas_mode=BACKPLANE_ROCM_BLAS
+    if [ -z "$ROCM_OPS_REAL_RUNTIME" ]; then
+      export BACKPLANE_HIP_RUNTIME="$here/shims/hip/libamdhip64.so"
+      export BACKPLANE_HIPRTC="$here/shims/hip/libhiprtc.so"
+      export BACKPLANE_ROCBLAS="$here/shims/rocblas/librocblas.so.4"
+    fi ;;
+  *)
+    backend=cuda other=rocm blas_mode=BACKPLANE_CUDA_BLAS
+    # A real cuBLAS needs the real driver: its shim goes with the shim.
+    if [ -z "$CUDA_OPS_REAL_DRIVER" ]; then
+      export BACKPLANE_CUDA_DRIVER="$here/shims/cuda/libcuda.so.1"
+      export BACKPLANE_CUBLAS="$here/shims/cublas/libcublas.so.13"
+    fi ;;
+esac
+export TC_DEVICES="${TC_DEVICES:-$backend,cpu-ref}"
+# test_parity compares every visible device with cpu-ref; the other GPU
+# backends have their own suites, and PoCL's kernel builds alone take over a
+# minute with a cold cache, so only this backend and the CPU are shown.
+export BACKPLANE_BACKENDS="${BACKPLANE_BACKENDS:-$backend,cpu,-$other,-opencl,-vulkan}"
+failed=0; ran=0
+for t in test_ops_blas test_ops_dnn test_ops_attention test_ops_elementwise \
+         test_ops_reduce test_ops_data test_parity; do
+  if [ ! -x "$here/$t" ]; then
+    echo "$name: $t not built, skipped"
+    continue
+  fi
+  echo "--- $t (TC_DEVICES=$TC_DEVICES)"
+  ran=$((ran + 1))
+  "$here/$t" || failed=$((failed + 1))
+done
+# The gemm suite once more on each path: vendor BLAS forced, own kernels.
+for mode in 1 0; do
+  [ -x "$here/test_ops_blas" ] || break
+  echo "--- test_ops_blas ($blas_mode=$mode)"
+  ran=$((ran + 1))
+  env "$blas_mode=$mode" "$here/test_ops_blas" || failed=$((failed + 1))
+done
+echo "$name: $ran suites run, $failed failed"
+[ "$failed" -eq 0 ]
