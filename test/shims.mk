@@ -6,6 +6,8 @@
 #                                           runtime shim
 #  test_cuda_graphs / test_rocm_graphs   native graphs (test_gpu_graphs.c)
 #  test_cuda_blas / test_rocm_blas       vendor BLAS gemm (test_gpu_blas.c)
+#  test_cuda_runtime / test_rocm_runtime memory, copies, streams, events
+#                                        (test_gpu_runtime.c)
 # Each BLAS shim links against its driver shim (the same instance as the
 # plugin's, by soname) and does its gemm with test/shims/common/blas_ref.c.
 # Each test source is built twice, with -DBP_TEST_CUDA and -DBP_TEST_ROCM.
@@ -73,3 +75,23 @@ $(B)/test/test_rocm_blas: $(B)/obj/test/test_gpu_blas_rocm.o $(LIB) \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
 
 TESTS += $(B)/test/test_cuda_blas $(B)/test/test_rocm_blas
+
+$(B)/obj/test/test_gpu_runtime_cuda.o: test/test_gpu_runtime.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_CUDA -MMD -MP -c $< -o $@
+$(B)/obj/test/test_gpu_runtime_rocm.o: test/test_gpu_runtime.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_ROCM -MMD -MP -c $< -o $@
+
+$(B)/test/test_cuda_runtime: $(B)/obj/test/test_gpu_runtime_cuda.o $(LIB) \
+    $(CUDA_SHIM) $(B)/plugins/backend-cuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane \
+	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
+$(B)/test/test_rocm_runtime: $(B)/obj/test/test_gpu_runtime_rocm.o $(LIB) \
+    $(HIP_SHIM) $(HIPRTC_SHIM) $(B)/plugins/backend-rocm.so
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane \
+	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
+
+TESTS += $(B)/test/test_cuda_runtime $(B)/test/test_rocm_runtime

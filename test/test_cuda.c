@@ -170,41 +170,9 @@ static bp_device_t *open_cuda(bp_context_t *ctx, const bp_device_config_t *c) {
   return d;
 }
 
-static void test_memory_and_copies(void **state) {
-  (void)state;
-  bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
-  bp_stream_t *s = NULL;
-  assert_int_equal(bp_stream_create(d, &s), BP_OK);
-  enum { N = 1000 };
-  int32_t host[N], back[N];
-  for (int i = 0; i < N; i++)
-    host[i] = i * 7 - 300;
-  bp_buffer_t *a = NULL, *b = NULL;
-  assert_int_equal(bp_buffer_alloc(d, sizeof host, &a), BP_OK);
-  assert_int_equal(bp_buffer_alloc(d, sizeof host + 64, &b), BP_OK);
-  assert_int_equal(bp_buffer_write(a, 0, host, sizeof host), BP_OK);
-  assert_int_equal(bp_buffer_copy(b, 64, a, 0, sizeof host), BP_OK);
-  memset(back, 0, sizeof back);
-  assert_int_equal(bp_buffer_read(b, 64, back, sizeof back), BP_OK);
-  assert_memory_equal(host, back, sizeof host);
-  /* Asynchronous copies on a stream, then a partial read at an offset. */
-  for (int i = 0; i < N; i++)
-    host[i] = -i;
-  assert_int_equal(bp_buffer_write_async(s, a, 0, host, sizeof host), BP_OK);
-  memset(back, 0, sizeof back);
-  assert_int_equal(bp_buffer_read_async(s, a, 40, back, 400), BP_OK);
-  assert_int_equal(bp_stream_synchronize(s), BP_OK);
-  assert_memory_equal(host + 10, back, 400);
-  assert_true(stats().allocations >= 1); /* the core pool may carve both from one */
-  bp_buffer_free(a);
-  bp_buffer_free(b);
-  bp_stream_destroy(s);
-  bp_device_close(d);
-  bp_context_destroy(ctx);
-}
-
-/* bp_host_alloc on CUDA is page-locked memory from cuMemHostAlloc, usable
+/* Memory, copies, streams and events: test_gpu_runtime.c (both backends).
+ *
+ * bp_host_alloc on CUDA is page-locked memory from cuMemHostAlloc, usable
  * for async copies, and closing the device frees what is left. */
 static void test_host_memory(void **state) {
   (void)state;
@@ -229,39 +197,6 @@ static void test_host_memory(void **state) {
   assert_int_equal(stats().host_blocks, 1);
   bp_device_close(d); /* frees the leftover block */
   assert_int_equal(stats().host_blocks, 0);
-  bp_context_destroy(ctx);
-}
-
-static void test_events(void **state) {
-  (void)state;
-  bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
-  bp_stream_t *s = NULL, *s2 = NULL;
-  bp_event_t *e0 = NULL, *e1 = NULL, *never = NULL;
-  assert_int_equal(bp_stream_create(d, &s), BP_OK);
-  assert_int_equal(bp_stream_create(d, &s2), BP_OK);
-  assert_int_equal(bp_event_create(d, &e0), BP_OK);
-  assert_int_equal(bp_event_create(d, &e1), BP_OK);
-  assert_int_equal(bp_event_create(d, &never), BP_OK);
-  assert_int_equal(bp_event_record(e0, s), BP_OK);
-  usleep(2000);
-  assert_int_equal(bp_event_record(e1, s), BP_OK);
-  assert_int_equal(bp_stream_wait_event(s2, e1), BP_OK);
-  assert_int_equal(bp_event_synchronize(e1), BP_OK);
-  double ms = -1;
-  assert_int_equal(bp_event_elapsed_ms(e0, e1, &ms), BP_OK);
-  assert_true(ms >= 1.0 && ms < 1000.0);
-  /* Timing an event never recorded is refused (by the core, before the
-   * driver would refuse it too). */
-  assert_int_equal(bp_event_elapsed_ms(e0, never, &ms),
-                   BP_ERR_INVALID_ARGUMENT);
-  assert_int_equal(stats().events, 3);
-  bp_event_destroy(e0);
-  bp_event_destroy(e1);
-  bp_event_destroy(never);
-  bp_stream_destroy(s);
-  bp_stream_destroy(s2);
-  bp_device_close(d);
   bp_context_destroy(ctx);
 }
 
@@ -597,8 +532,6 @@ int main(void) {
       cmocka_unit_test_setup(test_init_fails, reset_env),
       cmocka_unit_test_setup(test_driver_too_old, reset_env),
       cmocka_unit_test_setup(test_old_gpu_and_old_ptx_driver, reset_env),
-      cmocka_unit_test_setup(test_memory_and_copies, reset_env),
-      cmocka_unit_test_setup(test_events, reset_env),
       cmocka_unit_test_setup(test_host_memory, reset_env),
       cmocka_unit_test_setup(test_no_leaks, reset_env),
       cmocka_unit_test_setup(test_out_of_memory, reset_env),

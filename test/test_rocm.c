@@ -202,66 +202,6 @@ static bp_device_t *open_dev(bp_context_t *ctx, const char *sel,
   return d;
 }
 
-static void test_memory_and_copies(void **state) {
-  (void)state;
-  bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_dev(ctx, "rocm", NULL);
-  bp_stream_t *s = NULL;
-  assert_int_equal(bp_stream_create(d, &s), BP_OK);
-  enum { N = 1000 };
-  int32_t host[N], back[N];
-  for (int i = 0; i < N; i++)
-    host[i] = i * 7 - 300;
-  bp_buffer_t *a = NULL, *b = NULL;
-  assert_int_equal(bp_buffer_alloc(d, sizeof host, &a), BP_OK);
-  assert_int_equal(bp_buffer_alloc(d, sizeof host + 64, &b), BP_OK);
-  assert_int_equal(bp_buffer_write(a, 0, host, sizeof host), BP_OK);
-  assert_int_equal(bp_buffer_copy(b, 64, a, 0, sizeof host), BP_OK);
-  memset(back, 0, sizeof back);
-  assert_int_equal(bp_buffer_read(b, 64, back, sizeof back), BP_OK);
-  assert_memory_equal(host, back, sizeof host);
-  for (int i = 0; i < N; i++)
-    host[i] = -i;
-  assert_int_equal(bp_buffer_write_async(s, a, 0, host, sizeof host), BP_OK);
-  memset(back, 0, sizeof back);
-  assert_int_equal(bp_buffer_read_async(s, a, 40, back, 400), BP_OK);
-  assert_int_equal(bp_stream_synchronize(s), BP_OK);
-  assert_memory_equal(host + 10, back, 400);
-  assert_true(stats().allocations >= 1);
-  bp_buffer_free(a);
-  bp_buffer_free(b);
-  bp_stream_destroy(s);
-  bp_device_close(d);
-  bp_context_destroy(ctx);
-}
-
-static void test_events(void **state) {
-  (void)state;
-  bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_dev(ctx, "rocm", NULL);
-  bp_stream_t *s = NULL, *s2 = NULL;
-  bp_event_t *e0 = NULL, *e1 = NULL;
-  assert_int_equal(bp_stream_create(d, &s), BP_OK);
-  assert_int_equal(bp_stream_create(d, &s2), BP_OK);
-  assert_int_equal(bp_event_create(d, &e0), BP_OK);
-  assert_int_equal(bp_event_create(d, &e1), BP_OK);
-  assert_int_equal(bp_event_record(e0, s), BP_OK);
-  usleep(2000);
-  assert_int_equal(bp_event_record(e1, s), BP_OK);
-  assert_int_equal(bp_stream_wait_event(s2, e1), BP_OK);
-  assert_int_equal(bp_event_synchronize(e1), BP_OK);
-  double ms = -1;
-  assert_int_equal(bp_event_elapsed_ms(e0, e1, &ms), BP_OK);
-  assert_true(ms >= 1.0 && ms < 1000.0);
-  assert_int_equal(stats().events, 2);
-  bp_event_destroy(e0);
-  bp_event_destroy(e1);
-  bp_stream_destroy(s);
-  bp_stream_destroy(s2);
-  bp_device_close(d);
-  bp_context_destroy(ctx);
-}
-
 /* Runs a fill on a fresh f32 buffer of n elements; returns its status. */
 static bp_status_t fill(bp_device_t *d, bp_stream_t *s, int64_t n, float v) {
   bp_buffer_t *b = NULL;
@@ -569,8 +509,6 @@ int main(void) {
       cmocka_unit_test_setup(test_runtime_absent, reset_env),
       cmocka_unit_test_setup(test_init_fails, reset_env),
       cmocka_unit_test_setup(test_no_hiprtc_or_arch, reset_env),
-      cmocka_unit_test_setup(test_memory_and_copies, reset_env),
-      cmocka_unit_test_setup(test_events, reset_env),
       cmocka_unit_test_setup(test_marshalling_vs_reference, reset_env),
       cmocka_unit_test_setup(test_code_object_cache, reset_env),
       cmocka_unit_test_setup(test_other_thread, reset_env),
