@@ -28,6 +28,7 @@
 
 #define CONV_NR_MAX 32 /* widest micro-kernel tile (NR) */
 #define CONV_TILE_BYTES (384 << 10) /* packed image tile, kept in L2 */
+#define CONV_DIRECT_NC 1024 /* output pixels per block, in-place route */
 #define CONV_KC_DIRECT 384 /* k block of the in-place route (see plan) */
 #define CONV_KC_MAX 256 /* k block: a micro-panel (KC x NR) stays in L1 */
 #define CONV_ROW_MAX 4096 /* widest padded row split into phases */
@@ -422,7 +423,14 @@ static void plan(conv_job_t *j, int64_t N, unsigned threads) {
       j->pm = mpanels < T ? mpanels : T;
     }
   }
-  if (j->direct && j->P >= ncb && j->pm == 1) {
+  if (j->direct) {
+    /* no tile to fit: blocks of about CONV_DIRECT_NC pixels (their output
+     * and input rows stay in L2), at least one per thread */
+    j->pm = 1;
+    ncb = pq / CONV_DIRECT_NC > 1 ? pq / CONV_DIRECT_NC : 1;
+    while ((ng * ncb) % T != 0 && ncb < pq) ncb++;
+  }
+  if (j->direct && j->P >= ncb) {
     /* blocks of whole rows; of the row counts up to half smaller, the one
      * that leaves the busiest thread the fewest rows */
     int64_t r0 = (j->P + ncb - 1) / ncb, rows = r0, most = INT64_MAX;
