@@ -2,6 +2,7 @@
  * streams.c — see streams.h.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "test/shims/common/heap.h"
@@ -10,6 +11,7 @@
 #define STREAM_MAGIC 0x5354524du
 #define EVENT_MAGIC 0x4556544eu
 #define ERR_OUT_OF_MEMORY 2
+#define ERR_ILLEGAL_ADDRESS 700 /* CUDA_ERROR_ILLEGAL_ADDRESS, hipErrorIllegalAddress */
 
 typedef struct shim_event {
   uint32_t magic;
@@ -69,6 +71,26 @@ int shim_stream_destroy(void *stream, const char *fn) {
 int shim_stream_sync(void *s, const char *fn) {
   int r = shim_stream_use(s, fn);
   return r ? r : shim_capture_sync(shim_stream_capture(s), fn);
+}
+
+int shim_stream_copy(uint64_t dst, bool dst_dev, uint64_t src, bool src_dev,
+                     uint64_t n, void *s, bool sync, bool fail,
+                     const char *fn) {
+  int r = sync ? shim_capture_unsafe(fn) : 0;
+  if (r == 0)
+    r = shim_stream_use(s, fn);
+  if (r != 0)
+    return r;
+  if ((dst_dev && !shim_mem_valid(dst, n, fn)) ||
+      (src_dev && !shim_mem_valid(src, n, fn)))
+    return SHIM_ERR_INVALID_VALUE;
+  if (shim_capture_copy(shim_stream_capture(s), dst, dst_dev, src, src_dev,
+                        (size_t)n))
+    return 0;
+  if (fail)
+    return ERR_ILLEGAL_ADDRESS;
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, (size_t)n);
+  return 0;
 }
 
 static bool event_ok(const void *e, const char *fn) {

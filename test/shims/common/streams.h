@@ -34,6 +34,14 @@ int shim_stream_create(void **out);
 int shim_stream_destroy(void *s, const char *fn);
 int shim_stream_sync(void *s, const char *fn);
 
+/* A copy of n bytes on stream s (sync: a synchronous copy, which is a
+ * potentially unsafe call during a capture); the device sides are checked
+ * against the live allocations. Recorded when s captures, else done now.
+ * fail: an injected failure (illegal address). */
+int shim_stream_copy(uint64_t dst, bool dst_dev, uint64_t src, bool src_dev,
+                     uint64_t n, void *s, bool sync, bool fail,
+                     const char *fn);
+
 int shim_event_create(void **out, bool fail);
 int shim_event_destroy(void *e, const char *fn);
 int shim_event_record(void *e, void *s, const char *fn);

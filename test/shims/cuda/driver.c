@@ -382,48 +382,36 @@ CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   return r ? r : mem_free(p);
 }
 
-/* A copy on stream s (NULL: synchronous, legacy stream). */
-static CUresult copy(uint64_t dst, bool dst_dev, uint64_t src, bool src_dev,
-                     size_t n, CUstream s, bool sync, const char *fn) {
-  CUresult r = sync ? shim_capture_unsafe(fn) : CUDA_SUCCESS;
-  if (r == CUDA_SUCCESS)
-    r = shim_stream_use(s, fn);
-  if (r != CUDA_SUCCESS)
-    return r;
-  if ((dst_dev && !shim_mem_valid(dst, n, fn)) ||
-      (src_dev && !shim_mem_valid(src, n, fn)))
-    return CUDA_ERROR_INVALID_VALUE;
-  if (shim_capture_copy(shim_stream_capture(s), dst, dst_dev, src, src_dev, n))
-    return CUDA_SUCCESS;
-  if (shim_fail("memcpy"))
-    return CUDA_ERROR_ILLEGAL_ADDRESS;
-  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-  return CUDA_SUCCESS;
-}
+/* Copies: test/shims/common/streams.c (the synchronous ones are legacy-
+ * stream work). */
+#define COPY(dst, dst_dev, src, src_dev, n, s, sync)                           \
+  (CUresult) shim_stream_copy((uint64_t)(uintptr_t)(dst), dst_dev,             \
+                              (uint64_t)(uintptr_t)(src), src_dev, n, s, sync, \
+                              shim_fail("memcpy"), __func__)
 
 CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n) {
   NEED_CTX();
-  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, NULL, true, __func__);
+  return COPY(d, true, h, false, n, NULL, true);
 }
 CUresult cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n) {
   NEED_CTX();
-  return copy((uint64_t)(uintptr_t)h, false, d, true, n, NULL, true, __func__);
+  return COPY(h, false, d, true, n, NULL, true);
 }
 CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) {
   NEED_CTX();
-  return copy(d, true, s, true, n, NULL, true, __func__);
+  return COPY(d, true, s, true, n, NULL, true);
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s) {
   NEED_CTX();
-  return copy(d, true, (uint64_t)(uintptr_t)h, false, n, s, false, __func__);
+  return COPY(d, true, h, false, n, s, false);
 }
 CUresult cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s) {
   NEED_CTX();
-  return copy((uint64_t)(uintptr_t)h, false, d, true, n, s, false, __func__);
+  return COPY(h, false, d, true, n, s, false);
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
   NEED_CTX();
-  return copy(d, true, src, true, n, s, false, __func__);
+  return COPY(d, true, src, true, n, s, false);
 }
 
 /* ---- streams and events: test/shims/common/streams.c ------------------ */
