@@ -43,7 +43,6 @@ static inline V vround(V a) {
 }
 /* a * 2^n for integral n in float (any range: scalef saturates) */
 static inline V vscale2(V a, V n) { return _mm512_scalef_ps(a, n); }
-static inline V vscale2_norm(V a, V n) { return _mm512_scalef_ps(a, n); }
 static inline VI vcast_i(V a) { return _mm512_castps_si512(a); }
 static inline V vcast_f(VI a) { return _mm512_castsi512_ps(a); }
 static inline V vand(V a, V b) { return _mm512_and_ps(a, b); }
@@ -113,13 +112,6 @@ static inline V vscale2(V a, V n) {
   V s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, b), 23));
   V s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(r, b), 23));
   return _mm256_mul_ps(_mm256_mul_ps(a, s1), s2);
-}
-/* a * 2^n for integral n <= 127 in one multiply: n <= -127 gives 0 (the
- * exponent field is built directly, so no denormal scale factors) */
-static inline V vscale2_norm(V a, V n) {
-  n = _mm256_max_ps(n, _mm256_set1_ps(-127.0f));
-  __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-  return _mm256_mul_ps(a, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
 }
 static inline VI vcast_i(V a) { return _mm256_castps_si256(a); }
 static inline V vcast_f(VI a) { return _mm256_castsi256_ps(a); }
