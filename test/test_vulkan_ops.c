@@ -217,6 +217,8 @@ void vt_test_dnn(void **state) {
     conv_case(dts[d], 2, 3, 11, 9, 20, 3, 3, 1, 1, 1, 1, true);
     conv_case(dts[d], 1, 8, 10, 10, 6, 3, 2, 2, 2, 2, 2, false);
     conv_case(dts[d], 1, 4, 5, 5, 4, 1, 1, 1, 0, 1, 4, true);
+    /* groups, stride, dilation on the texel path of software devices */
+    conv_case(dts[d], 2, 8, 12, 10, 16, 3, 3, 2, 1, 2, 2, true);
   }
   ndt = vt_float_dtypes(BP_OP_BATCH_NORM, dts);
   assert_true(ndt > 0);

@@ -68,6 +68,9 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int bg;       // B panels are shared by bg consecutive batches (GQA)
   int causal;   // score: mask key j > row i + n - m
   int skp;      // score: the output panels' k extent (n padded)
+  int amod;     // A panel of batch b is b % amod (conv2d groups)
+  int has_bias, sbias, pad;
+  uint64_t bias; // C[b][i][j] += bias[((b % amod) * m + i) * sbias]
 };
 layout(push_constant) uniform PC { Params p; };
 
@@ -81,7 +84,7 @@ void main() {
   int tx = tid % WX, ty = tid / WX;
   int mb = int(gl_WorkGroupID.y), nb = int(gl_WorkGroupID.x);
   int b = int(gl_WorkGroupID.z);
-  int a0 = b * p.pab + mb * kp * (BM / 4) + ty * TM4;
+  int a0 = (b % p.amod) * p.pab + mb * kp * (BM / 4) + ty * TM4;
   int b0 = (b / p.bg) * p.pbb + nb * kp * (BN / 4) + tx * TN4;
   vec4 acc[TM][TN4];
   [[unroll]] for (int i = 0; i < TM; i++)
@@ -113,13 +116,17 @@ void main() {
     }
 #else
   T1Buf c = T1Buf(p.c);
+  const bool has_bias = p.has_bias != 0;
+  const int bias0 = (b % p.amod) * M, SBIAS = p.sbias;
+  T1Buf bias = T1Buf(p.bias);
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + i;
+    float bi = has_bias && gm < M ? LOAD1(bias, (bias0 + gm) * SBIAS) : 0.0;
     [[unroll]] for (int j = 0; j < TN; j++) {
       int gn = n0 + j;
       if (gm < M && gn < N) {
         int oc = b * SCB + gm * SCM + gn * SCN;
-        float r = alpha * acc[i][j / 4][j % 4];
+        float r = alpha * acc[i][j / 4][j % 4] + bi;
         if (!beta_zero) r += beta * LOAD1(c, oc);
         STORE1(c, oc, r);
       }

@@ -96,6 +96,7 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s,
                                 .pab = (int32_t)(mp * D / 4),
                                 .pbb = (int32_t)(np1 * D / 4),
                                 .alpha = (float)a->scale, .bg = (int32_t)G,
+                                .amod = (int32_t)nh,
                                 .causal = a->causal != 0,
                                 .skp = (int32_t)np1};
         VkBufferView v3[3] = {vw[0], vw[1], vw[2]};
@@ -123,7 +124,8 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s,
                                 .scn = (int32_t)O->strides[3],
                                 .pab = (int32_t)(mp * np1 / 4),
                                 .pbb = (int32_t)(np2 * np1 / 4),
-                                .alpha = 1.0f, .bg = (int32_t)G};
+                                .alpha = 1.0f, .bg = (int32_t)G,
+                                .amod = (int32_t)nh};
         VkBufferView v2[2] = {vw[2], vw[3]};
         st = vkb_dispatch_views(s, gemm, &p, sizeof p, v2, 2,
                                 (uint32_t)(np2 / bn), (uint32_t)(mp / bm),

@@ -22,7 +22,7 @@ static const vkb_texel_tile_t k_tiles[] = {
 };
 #define NTILES ((int)(sizeof k_tiles / sizeof *k_tiles))
 #define TUNE_N 512
-#define TUNE_BUCKET "gemmtex-2" /* bump when gemmtex.comp changes */
+#define TUNE_BUCKET "gemmtex-3" /* bump when gemmtex.comp changes */
 
 /* Matches gemmpack.comp's parameter block. */
 typedef struct pack_params {
@@ -130,7 +130,7 @@ static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g,
                             .pab = na == 1 ? 0 : (int32_t)(mp * k / 4),
                             .pbb = nb == 1 ? 0 : (int32_t)(np * k / 4),
                             .alpha = (float)g->alpha, .beta = (float)g->beta,
-                            .bg = 1};
+                            .bg = 1, .amod = (int32_t)batch};
     char name[40];
     snprintf(name, sizeof name, "gemmtex_%s_%s", dt, t->name);
     st = vkb_dispatch_views(s, name, &p, sizeof p, views, 2,

@@ -91,6 +91,10 @@ static bp_status_t conv_record(vkb_stream_t *s, const bp_conv2d_args_t *a) {
   const bp_plugin_tensor_t *ts[4] = {&a->x, &a->w, &a->bias, &a->y};
   if (!all_fit(ts, 4))
     return too_big("conv2d");
+  /* CPU implementations: an implicit GEMM on texel buffers. */
+  bp_status_t tst = vkb_conv2d_texel(s, a);
+  if (tst != BP_ERR_UNSUPPORTED)
+    return tst;
   conv_params_t p = {
       .x = vkb_tensor_addr(&a->x), .w = vkb_tensor_addr(&a->w),
       .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0,

@@ -464,6 +464,8 @@ typedef struct vkb_texel_params {
   int32_t scb, scm, scn, pab, pbb;
   float alpha, beta;
   int32_t bg, causal, skp;
+  int32_t amod, has_bias, sbias, pad;
+  uint64_t bias;
 } vkb_texel_params_t;
 
 /* New device scratch of size bytes with an rgba32f view of it. */
@@ -487,6 +489,12 @@ VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs,
  * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
 VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s,
                                            const bp_attention_args_t *a);
+/* conv2d as an implicit GEMM through the texel kernels (conv_texel.c):
+ * per image, convpack.comp writes im2col panels, gemmtex multiplies the
+ * packed weights by them (groups as the batch) and adds the bias.
+ * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
+VKB_HIDDEN bp_status_t vkb_conv2d_texel(vkb_stream_t *s,
+                                        const bp_conv2d_args_t *a);
 
 /* Device address of element 0 of a tensor. */
 static inline uint64_t vkb_tensor_addr(const bp_plugin_tensor_t *t) {
