@@ -3,10 +3,12 @@
  * the fast_vec_kern.h template (included from there, after the ISA ops).
  *
  * A row that fits in L1 / L2 is read from memory once: the first pass pulls
- * it in, the later passes find it in cache. While a later, compute-heavy
- * pass runs, the next row (`next`, from the driver; NULL for none) is
- * prefetched one cache line per 64 bytes of progress, so the fetch of row
- * r + 1 overlaps the arithmetic on row r instead of following it.
+ * it in, the later passes find it in cache. While a middle, compute-heavy
+ * pass runs (softmax's exps, layer norm's squared deviations), the next
+ * row (`next`, from the driver; NULL for none) is prefetched one cache
+ * line per 64 bytes of progress, so the fetch of row r + 1 overlaps the
+ * arithmetic on row r instead of following it. Not while the output
+ * streams out: there the prefetches compete with the streaming stores.
  *
  * With `nt` the output is written with non-temporal stores (a normal head
  * up to the vector boundary, then aligned streaming stores, then a normal
@@ -236,8 +238,9 @@ static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
   }
   float fm = (float)mean;
   /* deviations from the f32 mean, corrected for its rounding; layer norm
-   * prefetches the next row here, RMS norm (whose first pass this is)
-   * while it writes the output */
+   * prefetches the next row here. RMS norm has no pass to spare: this is
+   * its first, and prefetching while the output streams out measured
+   * slower (the prefetches and the streaming stores share fill buffers) */
   double var = row_sqdev_d(x, n, fm, rms ? NULL : next) / (double)n;
   if (!rms) var -= (mean - fm) * (mean - fm);
   V vm = vset1(fm), vi = vset1((float)(1.0 / sqrt(var + eps)));
@@ -252,8 +255,7 @@ static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
     return;
   }
 #define RMS_OUT(i, c)                                                          \
-  (pf_next(next, (i)),                                                         \
-   vmul(vmul(ldn(x + (i), (c)), vi), gamma ? ldn(gamma + (i), (c)) : one))
+  vmul(vmul(ldn(x + (i), (c)), vi), gamma ? ldn(gamma + (i), (c)) : one)
   ROW_OUT(y, n, nt, RMS_OUT);
 #undef RMS_OUT
 }
