@@ -183,9 +183,10 @@ static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
   pad_job_t p = {j->x,    NULL,  j->C,  j->H,   j->W,   (j->P - 1) * j->sh + (j->R - 1) * j->dh + 1,
                  sw * wq, j->ph, j->pw, j->sxn, j->sxc, j->sxh,
                  j->sxw,  sw,    wq};
-  if (j->direct) {
-    /* per task: the rows of at most slab_rows output rows, in scratch 1 */
-    int64_t orows = (j->nc + j->Q - 1) / j->Q + 1;
+  if (j->direct || j->pix) {
+    /* per task: the rows of at most slab_rows output rows, in scratch 1
+     * (pix: all of them, padded once per thread and image) */
+    int64_t orows = j->pix ? j->P : (j->nc + j->Q - 1) / j->Q + 1;
     orows = orows < j->P ? orows : j->P;
     j->slab = true;
     j->pad = p;

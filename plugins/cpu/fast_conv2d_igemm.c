@@ -216,13 +216,28 @@ void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) 
   const fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, nr = kr->nr;
   int64_t kq = j->kg / nr, pq = j->P * j->Q;
+  /* checked by the caller before the split */
   float *wp = fast_scratch(3, (size_t)(j->crs * nr) * sizeof(float));
-  if (!wp) return; /* checked by the caller before the split */
+  int64_t plane = j->slab_rows * j->pad.Wp;
+  float *slab =
+      j->slab ? fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
+  if (!wp || (j->slab && !slab)) return;
+  int64_t have = -1; /* the image and group the slab holds */
   for (int64_t t = begin; t < end; t++) {
     int64_t q = t % kq, ng = t / kq, n = ng / j->G, g = ng % j->G;
     int64_t k0 = g * j->kg + q * nr;
     kr->pack(j->ap + k0 * j->lda, j->lda, 1, nr, j->crs, nr, wp);
     const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
+    if (j->slab) {
+      if (have != ng) {
+        const pad_job_t *pj = &j->pad;
+        const float *xc = pj->x + n * pj->sxn + g * j->cg * pj->sxc;
+        for (int64_t c = 0; c < j->cg; c++)
+          fast_conv_pad_rows(pj, xc + c * pj->sxc, 0, j->slab_rows, slab + c * plane);
+        have = ng;
+      }
+      xg = slab;
+    }
     float *y = j->y + n * j->syn + k0 * j->syk;
     const float *xp[16];
     for (int64_t pi = 0; pi < pq; pi += mr) {
