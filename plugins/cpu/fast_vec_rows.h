@@ -85,21 +85,16 @@ static inline void online_step(V x, V *m, V *s) {
   *m = mn;
 }
 
+/* The row's max, NaN ignored (a NaN reaches the output through its exp:
+ * NaN - max is NaN, so the sum and every output are NaN, as the
+ * reference has them). */
 static float row_max(const float *x, int64_t n) {
   V m0 = vset1(-INFINITY), m1 = m0;
-  M nan = VCMP(m0, m0, _CMP_UNORD_Q);
   int64_t i = 0;
-  for (; i + 2 * VL <= n; i += 2 * VL) {
-    V a = vload(x + i), b = vload(x + i + VL);
-    nan = mor(nan, mor(VCMP(a, a, _CMP_UNORD_Q), VCMP(b, b, _CMP_UNORD_Q)));
-    m0 = vmax(a, m0), m1 = vmax(b, m1);
-  }
-  for (; i < n; i += VL) {
-    V a = load_or(x + i, n - i, -INFINITY);
-    nan = mor(nan, VCMP(a, a, _CMP_UNORD_Q));
-    m0 = vmax(a, m0);
-  }
-  return many(nan) ? NAN : hmax(vmax(m0, m1));
+  for (; i + 2 * VL <= n; i += 2 * VL)
+    m0 = vmax(vload(x + i), m0), m1 = vmax(vload(x + i + VL), m1);
+  for (; i < n; i += VL) m0 = vmax(load_or(x + i, n - i, -INFINITY), m0);
+  return hmax(vmax(m0, m1));
 }
 
 /* Sum of e^(x - mx); stores the terms into e when e != NULL. */
@@ -153,8 +148,8 @@ static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
   float *e = NULL;
   if (n <= SOFTMAX_CACHED_ROW) {
     mx = row_max(x, n);
-    /* NaN anywhere: every output NaN; an all -inf row too (-inf - -inf) */
-    if (mx != mx || mx == -INFINITY) mx = NAN;
+    /* an all -inf row gives NaN (-inf - -inf), as the reference */
+    if (mx == -INFINITY) mx = NAN;
     e = log_ ? NULL : nt ? scratch : y;
     sum = row_expsum(x, e, n, mx, next);
   } else {
