@@ -239,18 +239,30 @@ static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
   double var = row_sqdev_d(x, n, fm, rms ? NULL : next) / (double)n;
   if (!rms) var -= (mean - fm) * (mean - fm);
   V vm = vset1(fm), vi = vset1((float)(1.0 / sqrt(var + eps)));
-  V vdm = vset1((float)(mean - fm)), one = vset1(1.0f), zero = vset1(0.0f);
-  if (!rms) {
-#define LN_OUT(i, c)                                                           \
-  vfma(vmul(vsub(vsub(ldn(x + (i), (c)), vm), vdm), vi),                       \
-       gamma ? ldn(gamma + (i), (c)) : one,                                    \
-       beta ? ldn(beta + (i), (c)) : zero)
-    ROW_OUT(y, n, nt, LN_OUT);
-#undef LN_OUT
-    return;
+  V vdm = vset1((float)(mean - fm));
+  /* one loop per gamma / beta presence, so none tests them per vector */
+#define NORM_X(i, c) vmul(vsub(vsub(ldn(x + (i), (c)), vm), vdm), vi)
+#define LN_GB(i, c) vfma(NORM_X(i, c), ldn(gamma + (i), (c)), ldn(beta + (i), (c)))
+#define LN_G(i, c) vmul(NORM_X(i, c), ldn(gamma + (i), (c)))
+#define LN_B(i, c) vadd(NORM_X(i, c), ldn(beta + (i), (c)))
+#define RMS_G(i, c) vmul(vmul(ldn(x + (i), (c)), vi), ldn(gamma + (i), (c)))
+#define RMS_X(i, c) vmul(ldn(x + (i), (c)), vi)
+  if (rms) {
+    if (gamma) ROW_OUT(y, n, nt, RMS_G);
+    else ROW_OUT(y, n, nt, RMS_X);
+  } else if (gamma && beta) {
+    ROW_OUT(y, n, nt, LN_GB);
+  } else if (gamma) {
+    ROW_OUT(y, n, nt, LN_G);
+  } else if (beta) {
+    ROW_OUT(y, n, nt, LN_B);
+  } else {
+    ROW_OUT(y, n, nt, NORM_X);
   }
-#define RMS_OUT(i, c)                                                          \
-  vmul(vmul(ldn(x + (i), (c)), vi), gamma ? ldn(gamma + (i), (c)) : one)
-  ROW_OUT(y, n, nt, RMS_OUT);
-#undef RMS_OUT
+#undef NORM_X
+#undef LN_GB
+#undef LN_G
+#undef LN_B
+#undef RMS_G
+#undef RMS_X
 }
