@@ -41,8 +41,8 @@ typedef struct att_buf {
 
 /* A [d0, d1, d2, d3] tensor: dense, or with dims 1 and 2 swapped in memory
  * ([B, S, H, D]), or with dims 2 and 3 swapped (last dim strided). */
-static att_buf_t buf_make(bp_dtype_t dt, int64_t d0, int64_t d1, int64_t d2,
-                          int64_t d3, int layout, double lo, double hi) {
+static att_buf_t buf_make(bp_dtype_t dt, int64_t d0, int64_t d1, int64_t d2, int64_t d3, int layout,
+                          double lo, double hi) {
   att_buf_t b;
   memset(&b, 0, sizeof b);
   int64_t shape[4] = {d0, d1, d2, d3}, st[4];
@@ -62,10 +62,8 @@ static att_buf_t buf_make(bp_dtype_t dt, int64_t d0, int64_t d1, int64_t d2,
   return b;
 }
 
-static int64_t at4(const bp_plugin_tensor_t *t, int64_t a, int64_t b,
-                   int64_t c, int64_t d) {
-  return a * t->strides[0] + b * t->strides[1] + c * t->strides[2] +
-         d * t->strides[3];
+static int64_t at4(const bp_plugin_tensor_t *t, int64_t a, int64_t b, int64_t c, int64_t d) {
+  return a * t->strides[0] + b * t->strides[1] + c * t->strides[2] + d * t->strides[3];
 }
 
 static void tol_for(bp_dtype_t dt, double *rtol, double *atol) {
@@ -124,10 +122,9 @@ static bp_status_t run_case(cpu_device_t *dev, const att_case_t *c) {
             printf("MISMATCH dt%d isa%d thr%u B%ld Hq%ld Hkv%ld Sq%ld Skv%ld "
                    "D%ld Dv%ld causal%d layout%d special%d at [%ld,%ld,%ld,%ld]:"
                    " got %.9g want %.9g\n",
-                   c->dt, dev->isa, dev->threads, (long)c->B, (long)c->Hq,
-                   (long)c->Hkv, (long)c->Sq, (long)c->Skv, (long)c->D,
-                   (long)c->Dv, c->causal, c->layout, c->special, (long)b,
-                   (long)h, (long)i, (long)e, g, w);
+                   c->dt, dev->isa, dev->threads, (long)c->B, (long)c->Hq, (long)c->Hkv,
+                   (long)c->Sq, (long)c->Skv, (long)c->D, (long)c->Dv, c->causal, c->layout,
+                   c->special, (long)b, (long)h, (long)i, (long)e, g, w);
             fails++;
             goto out;
           }
@@ -162,8 +159,8 @@ static void devs_close(dev_set_t *s) {
 static void run_all(dev_set_t *s, att_case_t c) {
   for (int i = 0; i < s->n; i++)
     if (run_case(&s->dev[i], &c) != BP_OK) {
-      printf("status != BP_OK for dt%d Sq%ld Skv%ld D%ld\n", c.dt, (long)c.Sq,
-             (long)c.Skv, (long)c.D);
+      printf("status != BP_OK for dt%d Sq%ld Skv%ld D%ld\n", c.dt, (long)c.Sq, (long)c.Skv,
+             (long)c.D);
       fails++;
     }
 }
@@ -180,20 +177,18 @@ static void test_attention_avx2_shapes(void **state) {
   fails = checks = 0;
   static const int64_t shapes[][7] = {
       /* B, Hq, Hkv, Sq, Skv, D, Dv */
-      {1, 2, 2, 1, 1, 64, 64},     {1, 2, 2, 7, 7, 64, 64},
-      {1, 2, 2, 33, 33, 64, 64},   {1, 1, 1, 65, 65, 128, 128},
-      {2, 3, 3, 129, 129, 72, 72}, {1, 2, 2, 100, 100, 40, 40},
-      {1, 4, 1, 31, 97, 64, 64},   {1, 6, 2, 97, 31, 64, 64},
-      {1, 4, 2, 1, 200, 64, 64},   {1, 2, 1, 130, 70, 16, 24},
-      {2, 2, 1, 17, 250, 7, 5},    {1, 1, 1, 40, 40, 1, 1},
+      {1, 2, 2, 1, 1, 64, 64},     {1, 2, 2, 7, 7, 64, 64},     {1, 2, 2, 33, 33, 64, 64},
+      {1, 1, 1, 65, 65, 128, 128}, {2, 3, 3, 129, 129, 72, 72}, {1, 2, 2, 100, 100, 40, 40},
+      {1, 4, 1, 31, 97, 64, 64},   {1, 6, 2, 97, 31, 64, 64},   {1, 4, 2, 1, 200, 64, 64},
+      {1, 2, 1, 130, 70, 16, 24},  {2, 2, 1, 17, 250, 7, 5},    {1, 1, 1, 40, 40, 1, 1},
       {1, 2, 2, 64, 64, 3, 130},   {1, 1, 1, 5, 0, 8, 8},
   };
   for (size_t x = 0; x < sizeof shapes / sizeof shapes[0]; x++)
     for (int d = 0; d < 3; d++)
       for (int causal = 0; causal <= 1; causal++) {
         const int64_t *p = shapes[x];
-        att_case_t c = {p[0], p[1], p[2], p[3], p[4], p[5], p[6],
-                        causal, LAYOUT_DENSE, SPECIAL_NONE, dts[d]};
+        att_case_t c = {p[0], p[1],   p[2],         p[3],         p[4],  p[5],
+                        p[6], causal, LAYOUT_DENSE, SPECIAL_NONE, dts[d]};
         run_all(&s, c);
       }
   devs_close(&s);
@@ -213,9 +208,10 @@ static void test_attention_avx2_random(void **state) {
   static const int64_t Dim[] = {1, 5, 8, 40, 64, 72, 80, 128};
   for (int it = 0; it < 80; it++) {
     int64_t hk = 1 + rand() % 2, grp = 1 + rand() % 3;
-    att_case_t c = {1 + rand() % 2, hk * grp, hk, S[rand() % 13], S[rand() % 13],
-                    Dim[rand() % 8], Dim[rand() % 8], rand() % 2,
-                    rand() % LAYOUT_COUNT, SPECIAL_NONE, dts[rand() % 3]};
+    att_case_t c = {1 + rand() % 2,  hk * grp,       hk,
+                    S[rand() % 13],  S[rand() % 13], Dim[rand() % 8],
+                    Dim[rand() % 8], rand() % 2,     rand() % LAYOUT_COUNT,
+                    SPECIAL_NONE,    dts[rand() % 3]};
     run_all(&s, c);
   }
   devs_close(&s);
@@ -257,8 +253,10 @@ static void test_attention_avx2_special(void **state) {
   assert_int_equal(cpu_fast_attention(&s.dev[1], &a), BP_OK);
   for (int64_t i = 0; i < 9 * 8; i++) {
     float x = ((float *)o.p)[i];
-    if (i < 6 * 8) assert_true(x == 0.0f);
-    else assert_false(isnan(x));
+    if (i < 6 * 8)
+      assert_true(x == 0.0f);
+    else
+      assert_false(isnan(x));
   }
   free(q.p), free(k.p), free(v.p), free(o.p);
   devs_close(&s);
@@ -325,7 +323,8 @@ static void bench_attention_avx2(void **state) {
       best = t < best ? t : best;
     }
     printf("avx2 attention causal B1 H8 S%ld D64, %d thread(s): %.2f ms, "
-           "%.1f GFLOP/s\n", (long)S, nt, best * 1e3, 2.0 * 8 * S * S * 128 / 2 / best * 1e-9);
+           "%.1f GFLOP/s\n",
+           (long)S, nt, best * 1e3, 2.0 * 8 * S * S * 128 / 2 / best * 1e-9);
     free(q.p), free(k.p), free(v.p), free(o.p);
   }
   devs_close(&s);
@@ -333,10 +332,8 @@ static void bench_attention_avx2(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_attention_avx2_shapes),
-      cmocka_unit_test(test_attention_avx2_random),
-      cmocka_unit_test(test_attention_avx2_special),
-      cmocka_unit_test(test_attention_dispatch),
+      cmocka_unit_test(test_attention_avx2_shapes),  cmocka_unit_test(test_attention_avx2_random),
+      cmocka_unit_test(test_attention_avx2_special), cmocka_unit_test(test_attention_dispatch),
       cmocka_unit_test(bench_attention_avx2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

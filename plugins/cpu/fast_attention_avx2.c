@@ -65,9 +65,9 @@ static inline __m256 att_exp(__m256 x) {
  * rows of b and c ATT_BQ floats apart; init is 0 without scale, else
  * scale[0..16) * c[r][0..16). R is a constant after inlining, so the
  * 2R accumulators stay in registers. */
-static inline __attribute__((always_inline)) void
-att_ukr_n(const int R, int64_t n, const float *a, int64_t ar, int64_t ap,
-          const float *b, float *c, const float *scale) {
+static inline __attribute__((always_inline)) void att_ukr_n(const int R, int64_t n, const float *a,
+                                                            int64_t ar, int64_t ap, const float *b,
+                                                            float *c, const float *scale) {
   __m256 x0[ATT_NR], x1[ATT_NR];
   const float *ar0[ATT_NR];
   if (scale) {
@@ -99,18 +99,30 @@ att_ukr_n(const int R, int64_t n, const float *a, int64_t ar, int64_t ap,
 }
 
 /* att_ukr_n over rows [0, rows), ATT_NR at a time. */
-static void att_ukr(int64_t rows, int64_t n, const float *a, int64_t ar,
-                    int64_t ap, const float *b, float *c, const float *scale) {
+static void att_ukr(int64_t rows, int64_t n, const float *a, int64_t ar, int64_t ap, const float *b,
+                    float *c, const float *scale) {
   for (int64_t r = 0; r < rows; r += ATT_NR) {
     const float *ar_ = a + r * ar;
     float *cr = c + r * ATT_BQ;
     switch (rows - r < ATT_NR ? rows - r : ATT_NR) {
-    case 1: att_ukr_n(1, n, ar_, ar, ap, b, cr, scale); break;
-    case 2: att_ukr_n(2, n, ar_, ar, ap, b, cr, scale); break;
-    case 3: att_ukr_n(3, n, ar_, ar, ap, b, cr, scale); break;
-    case 4: att_ukr_n(4, n, ar_, ar, ap, b, cr, scale); break;
-    case 5: att_ukr_n(5, n, ar_, ar, ap, b, cr, scale); break;
-    default: att_ukr_n(6, n, ar_, ar, ap, b, cr, scale); break;
+    case 1:
+      att_ukr_n(1, n, ar_, ar, ap, b, cr, scale);
+      break;
+    case 2:
+      att_ukr_n(2, n, ar_, ar, ap, b, cr, scale);
+      break;
+    case 3:
+      att_ukr_n(3, n, ar_, ar, ap, b, cr, scale);
+      break;
+    case 4:
+      att_ukr_n(4, n, ar_, ar, ap, b, cr, scale);
+      break;
+    case 5:
+      att_ukr_n(5, n, ar_, ar, ap, b, cr, scale);
+      break;
+    default:
+      att_ukr_n(6, n, ar_, ar, ap, b, cr, scale);
+      break;
     }
   }
 }
@@ -121,12 +133,11 @@ typedef struct att_job {
   bp_dtype_t tq, tk, tv, to;
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb, per;  /* query blocks per head, tasks per head */
-  int64_t ntasks, next; /* next: the next task to take (atomic) */
+  int64_t nqb, per;      /* query blocks per head, tasks per head */
+  int64_t ntasks, next;  /* next: the next task to take (atomic) */
   bool kdirect, vdirect; /* f32 rows with unit stride: read in place */
   float scale;
   int causal;
-  int failed;
 } att_job_t;
 
 /* Per-thread workspace; every array is 32-byte aligned. */
@@ -179,8 +190,7 @@ static inline void att_store(char *base, bp_dtype_t dt, int64_t i, float x) {
 }
 
 /* dst[0..n) = src[i * stride], widened to f32. */
-static void att_widen(const char *src, bp_dtype_t dt, int64_t stride,
-                      int64_t n, float *dst) {
+static void att_widen(const char *src, bp_dtype_t dt, int64_t stride, int64_t n, float *dst) {
   int64_t i = 0;
   if (stride == 1 && dt == BP_F32) {
     memcpy(dst, src, (size_t)n * sizeof(float));
@@ -188,12 +198,12 @@ static void att_widen(const char *src, bp_dtype_t dt, int64_t stride,
   }
   if (stride == 1 && dt == BP_F16) {
     for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
-                                    (const __m128i *)(const void *)(src + 2 * i))));
+      _mm256_storeu_ps(
+          dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + 2 * i))));
   } else if (stride == 1 && dt == BP_BF16) {
     for (; i + 8 <= n; i += 8) {
-      __m256i w = _mm256_cvtepu16_epi32(
-          _mm_loadu_si128((const __m128i *)(const void *)(src + 2 * i)));
+      __m256i w =
+          _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 2 * i)));
       _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
     }
   }
@@ -203,26 +213,24 @@ static void att_widen(const char *src, bp_dtype_t dt, int64_t stride,
 /* Online-softmax step for the 16 lanes at lane0 over keys [k0, k0 + nk):
  * hides the keys the causal mask hides, turns the scores into weights
  * and updates m, l, and corr (the factor for the output so far). */
-static void att_softmax(const att_job_t *j, att_ws_t *w, int64_t lane0,
-                        int64_t i0, int64_t k0, int64_t nk) {
+static void att_softmax(const att_job_t *j, att_ws_t *w, int64_t lane0, int64_t i0, int64_t k0,
+                        int64_t nk) {
   /* key k0 + jj is hidden from lane q when q < t0 + jj */
   int64_t t0 = k0 - i0 - j->off;
   for (int64_t c = lane0; c < lane0 + ATT_LG; c += 8) {
     float *s = w->st + c;
     __m256 mx = _mm256_set1_ps(-INFINITY), bad = _mm256_load_ps(w->bad + c);
-    __m256i lanes = _mm256_add_epi32(_mm256_set1_epi32((int)c),
-                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i lanes =
+        _mm256_add_epi32(_mm256_set1_epi32((int)c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     for (int64_t jj = 0; jj < nk; jj++) {
       __m256 x = _mm256_load_ps(s + jj * ATT_BQ);
       if (j->causal && t0 + jj > c) {
         int64_t t = t0 + jj < c + 8 ? t0 + jj : c + 8;
-        __m256 hide = _mm256_castsi256_ps(
-            _mm256_cmpgt_epi32(_mm256_set1_epi32((int)t), lanes));
+        __m256 hide = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)t), lanes));
         x = _mm256_blendv_ps(x, _mm256_set1_ps(-INFINITY), hide);
         _mm256_store_ps(s + jj * ATT_BQ, x);
       }
-      bad = _mm256_or_ps(
-          bad, _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
       mx = _mm256_max_ps(mx, x);
     }
     __m256 mold = _mm256_load_ps(w->m + c), mnew = _mm256_max_ps(mold, mx);
@@ -234,8 +242,7 @@ static void att_softmax(const att_job_t *j, att_ws_t *w, int64_t lane0,
     int64_t jj = 0;
     for (; jj + 2 <= nk; jj += 2) {
       __m256 p0 = att_exp(_mm256_sub_ps(_mm256_load_ps(s + jj * ATT_BQ), msub));
-      __m256 p1 = att_exp(
-          _mm256_sub_ps(_mm256_load_ps(s + (jj + 1) * ATT_BQ), msub));
+      __m256 p1 = att_exp(_mm256_sub_ps(_mm256_load_ps(s + (jj + 1) * ATT_BQ), msub));
       _mm256_store_ps(s + jj * ATT_BQ, p0);
       _mm256_store_ps(s + (jj + 1) * ATT_BQ, p1);
       sum0 = _mm256_add_ps(sum0, p0);
@@ -275,28 +282,25 @@ static bool att_finite(const float *v, int64_t ldv, int64_t n, int64_t Dv) {
  * skipping the (query, key) pairs the mask hides, so that a NaN or inf in
  * a hidden value row stays out of the rows that do not see it (0 * inf
  * would be NaN). Only for the rare diagonal blocks with such values. */
-static void att_pv_exact(const att_ws_t *w, const float *v, int64_t ldv,
-                         int64_t Dv, int64_t lane0, int64_t t0, int64_t jd,
-                         int64_t nk) {
+static void att_pv_exact(const att_ws_t *w, const float *v, int64_t ldv, int64_t Dv, int64_t lane0,
+                         int64_t t0, int64_t jd, int64_t nk) {
   for (int64_t jj = jd; jj < nk; jj++) {
     int64_t q0 = t0 + jj > lane0 ? t0 + jj : lane0; /* first lane that sees */
     const float *p = w->st + jj * ATT_BQ;
     for (int64_t e = 0; e < Dv; e++)
-      for (int64_t q = q0; q < lane0 + ATT_LG; q++)
-        w->ot[e * ATT_BQ + q] += p[q] * v[jj * ldv + e];
+      for (int64_t q = q0; q < lane0 + ATT_LG; q++) w->ot[e * ATT_BQ + q] += p[q] * v[jj * ldv + e];
   }
 }
 
 /* Queries [i0, i0 + nq) of head (b, h), nq <= ATT_BQ. */
-static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h,
-                      int64_t i0, int64_t nq) {
+static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h, int64_t i0,
+                      int64_t nq) {
   int64_t D = j->D, Dv = j->Dv, g = h / j->grp;
   const char *qb = att_at(j->q, j->tq, b * j->sq[0] + h * j->sq[1]);
   for (int64_t r = 0; r < ATT_BQ; r++) {
     const char *qr = r < nq ? att_at(qb, j->tq, (i0 + r) * j->sq[2]) : NULL;
     for (int64_t d = 0; d < D; d++) /* lanes past nq compute zeros */
-      w->qt[d * ATT_BQ + r] =
-          qr ? j->scale * att_load(qr, j->tq, d * j->sq[3]) : 0.0f;
+      w->qt[d * ATT_BQ + r] = qr ? j->scale * att_load(qr, j->tq, d * j->sq[3]) : 0.0f;
     w->m[r] = -INFINITY;
     w->l[r] = 0;
     w->bad[r] = 0;
@@ -321,16 +325,14 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h,
       ldk = j->sk[2];
     } else {
       for (int64_t jj = 0; jj < nk; jj++)
-        att_widen(att_at(kh, j->tk, (k0 + jj) * j->sk[2]), j->tk, j->sk[3],
-                  D, w->kb + jj * D);
+        att_widen(att_at(kh, j->tk, (k0 + jj) * j->sk[2]), j->tk, j->sk[3], D, w->kb + jj * D);
     }
     if (j->vdirect) {
       vp = (const float *)(const void *)vh + k0 * j->sv[2];
       ldv = j->sv[2];
     } else {
       for (int64_t jj = 0; jj < nk; jj++)
-        att_widen(att_at(vh, j->tv, (k0 + jj) * j->sv[2]), j->tv, j->sv[3],
-                  Dv, w->vb + jj * Dv);
+        att_widen(att_at(vh, j->tv, (k0 + jj) * j->sv[2]), j->tv, j->sv[3], Dv, w->vb + jj * Dv);
     }
     for (int64_t gi = 0; gi < ng; gi++) {
       int64_t lane0 = gi * ATT_LG, nkg = gend[gi] - k0;
@@ -342,13 +344,11 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h,
       int64_t t0 = k0 - i0 - j->off, jd = nkg;
       if (j->causal) jd = lane0 - t0 + 1 < 0 ? 0 : lane0 - t0 + 1;
       if (jd < nkg && !att_finite(vp + jd * ldv, ldv, nkg - jd, Dv)) {
-        att_ukr(Dv, jd, vp, 1, ldv, w->st + lane0, w->ot + lane0,
-                w->corr + lane0);
+        att_ukr(Dv, jd, vp, 1, ldv, w->st + lane0, w->ot + lane0, w->corr + lane0);
         att_pv_exact(w, vp, ldv, Dv, lane0, t0, jd, nkg);
         continue;
       }
-      att_ukr(Dv, nkg, vp, 1, ldv, w->st + lane0, w->ot + lane0,
-              w->corr + lane0);
+      att_ukr(Dv, nkg, vp, 1, ldv, w->st + lane0, w->ot + lane0, w->corr + lane0);
     }
   }
 
@@ -361,14 +361,12 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h,
     /* every visible score -inf: the reference's max is -inf, e^(nan) */
     bool nan = badbits || (w->m[r] == -INFINITY && att_visible(j, i0 + r) > 0);
     for (int64_t e = 0; e < Dv; e++)
-      att_store(orow, j->to, e * j->so[3],
-                nan ? NAN : l > 0 ? w->ot[e * ATT_BQ + r] * inv : 0.0f);
+      att_store(orow, j->to, e * j->so[3], nan ? NAN : l > 0 ? w->ot[e * ATT_BQ + r] * inv : 0.0f);
   }
 }
 
 static size_t att_ws_floats(const att_job_t *j) {
-  return (size_t)(ATT_BQ * (4 + j->D + ATT_BK + j->Dv) +
-                  (j->kdirect ? 0 : ATT_BK * j->D) +
+  return (size_t)(ATT_BQ * (4 + j->D + ATT_BK + j->Dv) + (j->kdirect ? 0 : ATT_BK * j->D) +
                   (j->vdirect ? 0 : ATT_BK * j->Dv));
 }
 
@@ -382,10 +380,7 @@ static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   att_job_t *j = ctx;
   (void)worker, (void)begin, (void)end;
   float *buf = fast_scratch(0, att_ws_floats(j) * sizeof(float));
-  if (!buf) {
-    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-    return;
-  }
+  if (!buf) return; /* the other workers take the tasks */
   att_ws_t w;
   w.m = buf;
   w.l = w.m + ATT_BQ;
@@ -414,13 +409,11 @@ static bool att_dtype_ok(bp_dtype_t dt) {
   return dt == BP_F32 || dt == BP_F16 || dt == BP_BF16;
 }
 
-bp_status_t fast_attention_avx2(cpu_device_t *dev,
-                                const bp_attention_args_t *a) {
+bp_status_t fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a) {
   const bp_plugin_tensor_t *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->out;
-  if (!att_dtype_ok(q->dtype) || !att_dtype_ok(k->dtype) ||
-      !att_dtype_ok(v->dtype) || !att_dtype_ok(o->dtype) || q->rank != 4 ||
-      k->rank != 4 || v->rank != 4 || o->rank != 4 || k->shape[1] <= 0 ||
-      q->shape[1] % k->shape[1] != 0)
+  if (!att_dtype_ok(q->dtype) || !att_dtype_ok(k->dtype) || !att_dtype_ok(v->dtype) ||
+      !att_dtype_ok(o->dtype) || q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4 ||
+      k->shape[1] <= 0 || q->shape[1] % k->shape[1] != 0)
     return BP_ERR_UNIMPLEMENTED;
   att_job_t j;
   memset(&j, 0, sizeof j);
@@ -441,20 +434,19 @@ bp_status_t fast_attention_avx2(cpu_device_t *dev,
   j.kdirect = k->dtype == BP_F32 && (k->strides[3] == 1 || j.D <= 1);
   j.vdirect = v->dtype == BP_F32 && (v->strides[3] == 1 || j.Dv <= 1);
   /* blocks scale with the head dims; absurd ones go to the reference */
-  if ((double)att_ws_floats(&j) * sizeof(float) > 64e6)
-    return BP_ERR_UNIMPLEMENTED;
+  if ((double)att_ws_floats(&j) * sizeof(float) > 64e6) return BP_ERR_UNIMPLEMENTED;
   j.scale = (float)a->scale;
   j.causal = a->causal;
   j.nqb = (j.Sq + ATT_BQ - 1) / ATT_BQ;
   j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
   j.ntasks = B * j.Hq * j.per;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
-  double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv *
-                (double)(j.D + j.Dv);
+  double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
   int64_t workers = j.ntasks < (int64_t)threads ? j.ntasks : threads;
   if (workers > 1 && work > 1e6)
     cpu_pool_run(dev->pool, workers, 1, att_task, &j);
   else
     att_task(&j, 0, 1, 0);
-  return j.failed ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+  /* tasks left over: no worker could get its scratch memory */
+  return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }
