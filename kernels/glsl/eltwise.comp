@@ -1,8 +1,10 @@
 #version 460
 // eltwise.comp — unary and binary elementwise ops over strided tensors with
 // broadcasting by stride 0, computed in f32. Variants: eltwise_<dtype>.
-// The op is a field of the parameter block (uniform branch), so one
-// pipeline per dtype serves every op.
+// The op is a field of the parameter block, or (what the plugin does)
+// specialization constants 0 (op) and 1 (binary): CPU drivers such as
+// lavapipe run every case of a switch they cannot prove uniform, under a
+// lane mask, so an unspecialised add also paid for exp, log, erf, pow...
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
@@ -14,6 +16,8 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int shape[BP_MAX_RANK], sy[BP_MAX_RANK], sa[BP_MAX_RANK], sb[BP_MAX_RANK];
 };
 layout(push_constant) uniform PC { Params p; };
+layout(constant_id = 0) const int OP_SPEC = -1;     // -1: p.op
+layout(constant_id = 1) const int BINARY_SPEC = -1; // -1: p.binary
 
 // erf with |error| < 1.2e-7 (Numerical Recipes erfc, Chebyshev fit).
 float bp_erf(float x) {
@@ -82,18 +86,23 @@ float bp_binary(int op, float a, float b) {
 
 void main() {
   T1Buf y = T1Buf(p.y), a = T1Buf(p.a), b = T1Buf(p.b);
+  // Parameters read once: on CPU drivers (lavapipe) each read through the
+  // block's address is a per-lane load loop that is not hoisted. Rank 1
+  // (every contiguous tensor, after the host merges dims) needs no index
+  // arithmetic at all.
+  const int n = p.n, rank = p.rank, op = OP_SPEC >= 0 ? OP_SPEC : p.op;
+  const bool binary = BINARY_SPEC >= 0 ? BINARY_SPEC != 0 : p.binary != 0;
+  const int sy0 = p.sy[0], sa0 = p.sa[0], sb0 = p.sb[0];
   int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
-  for (int i = int(gl_GlobalInvocationID.x); i < p.n; i += step) {
-    int oy, oa, ob;
-    BP_ND_OFFSET(oy, i, p.rank, p.shape, p.sy);
-    BP_ND_OFFSET(oa, i, p.rank, p.shape, p.sa);
-    float r;
-    if (p.binary != 0) {
-      BP_ND_OFFSET(ob, i, p.rank, p.shape, p.sb);
-      r = bp_binary(p.op, LOAD1(a, oa), LOAD1(b, ob));
-    } else {
-      r = bp_unary(p.op, LOAD1(a, oa));
+  for (int i = int(gl_GlobalInvocationID.x); i < n; i += step) {
+    int oy = i * sy0, oa = i * sa0, ob = i * sb0;
+    if (rank != 1) {
+      BP_ND_OFFSET(oy, i, rank, p.shape, p.sy);
+      BP_ND_OFFSET(oa, i, rank, p.shape, p.sa);
+      if (binary) BP_ND_OFFSET(ob, i, rank, p.shape, p.sb);
     }
+    float r = binary ? bp_binary(op, LOAD1(a, oa), LOAD1(b, ob))
+                     : bp_unary(op, LOAD1(a, oa));
     STORE1(y, oy, r);
   }
 }

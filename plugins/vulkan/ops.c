@@ -311,8 +311,12 @@ static bp_status_t eltwise_record(vkb_stream_t *s, const char *kernel,
   memcpy(p.sy, nd.strides[0], sizeof p.sy);
   memcpy(p.sa, nd.strides[1], sizeof p.sa);
   memcpy(p.sb, nd.strides[2], sizeof p.sb);
-  return vkb_dispatch(s, kernel, NULL, 0, &p, sizeof p,
-                      vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+  /* eltwise: op and arity as specialization constants, so the driver
+   * compiles only that op (eltwise.comp says why); cast has none. */
+  uint32_t spec[2] = {(uint32_t)op, b != NULL};
+  bool specialise = strncmp(kernel, "eltwise_", 8) == 0;
+  return vkb_dispatch(s, kernel, specialise ? spec : NULL, specialise ? 2 : 0,
+                      &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
 static bp_status_t cast_record(vkb_stream_t *s, const bp_copy_args_t *a) {
