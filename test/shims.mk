@@ -53,6 +53,8 @@ $(B)/test/test_rocm_graphs: $(B)/obj/test/test_gpu_graphs_rocm.o $(LIB) \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -ldl -lm -lpthread
 
 TESTS += $(B)/test/test_cuda_graphs $(B)/test/test_rocm_graphs
+# A second thread does null-stream work while graphs are captured.
+TSAN_TESTS += $(B)/test/test_cuda_graphs $(B)/test/test_rocm_graphs
 
 $(B)/obj/test/test_gpu_blas_cuda.o: test/test_gpu_blas.c
 	@mkdir -p $(dir $@)
