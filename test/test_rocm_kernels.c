@@ -136,15 +136,6 @@ static bp_status_t create(bp_device_t *d, const char *entry,
                           options, n, sig, k);
 }
 
-static bp_kernel_arg_t buf_arg(bp_buffer_t *b, uint64_t offset) {
-  bp_kernel_arg_t a;
-  memset(&a, 0, sizeof a);
-  a.kind = BP_ARG_BUFFER;
-  a.buffer = b;
-  a.offset = offset;
-  return a;
-}
-
 static void test_saxpy_and_cache(void **state) {
   (void)state;
   fx_t f = open_rocm();
@@ -174,7 +165,7 @@ static void test_saxpy_and_cache(void **state) {
   assert_int_equal(bp_buffer_alloc(f.d, sizeof Y + 16, &y), BP_OK);
   assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
   assert_int_equal(bp_buffer_write(y, 16, Y, sizeof Y), BP_OK);
-  bp_kernel_arg_t args[4] = {buf_arg(y, 16), buf_arg(x, 0)};
+  bp_kernel_arg_t args[4] = {gpu_test_buf_arg(y, 16), gpu_test_buf_arg(x, 0)};
   args[2].kind = BP_ARG_F32, args[2].value.f32 = 2.0f;
   args[3].kind = BP_ARG_I32, args[3].value.i32 = N;
   const uint32_t grid[3] = {(N + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
@@ -211,52 +202,18 @@ static void test_saxpy_and_cache(void **state) {
 static void test_args_and_shared(void **state) {
   (void)state;
   fx_t f = open_rocm();
-  const bp_kernel_arg_kind_t sig[7] = {BP_ARG_BUFFER, BP_ARG_I32, BP_ARG_U32,
-                                       BP_ARG_I64,    BP_ARG_U64, BP_ARG_F32,
-                                       BP_ARG_F64};
+  bp_kernel_arg_kind_t sig[7];
+  gpu_test_args_sig(sig);
   bp_kernel_t *k = NULL;
   assert_int_equal(create(f.d, "bp_test_args", NULL, 7, sig, &k), BP_OK);
-  bp_buffer_t *out = NULL;
-  assert_int_equal(bp_buffer_alloc(f.d, 6 * 8, &out), BP_OK);
-  bp_kernel_arg_t a[7] = {buf_arg(out, 0)};
-  for (int i = 1; i < 7; i++)
-    a[i].kind = sig[i];
-  a[1].value.i32 = -7;
-  a[2].value.u32 = 0xfffffff0u;
-  a[3].value.i64 = -((int64_t)1 << 40);
-  a[4].value.u64 = 0x8000000000000001ull;
-  a[5].value.f32 = 1.5f;
-  a[6].value.f64 = -0.1;
-  const uint32_t one[3] = {1, 1, 1};
-  assert_int_equal(bp_kernel_launch(f.s, k, one, one, 0, 7, a), BP_OK);
-  int64_t w[6];
-  assert_int_equal(bp_buffer_read(out, 0, w, sizeof w), BP_OK);
-  int32_t f32_bits;
-  int64_t f64_bits;
-  memcpy(&f32_bits, &a[5].value.f32, 4);
-  memcpy(&f64_bits, &a[6].value.f64, 8);
-  assert_true(w[0] == -7 && w[1] == 0xfffffff0ll);
-  assert_true(w[2] == -((int64_t)1 << 40));
-  assert_true((uint64_t)w[3] == 0x8000000000000001ull);
-  assert_true(w[4] == f32_bits && w[5] == f64_bits);
+  gpu_test_check_args(f.d, f.s, k);
   bp_kernel_destroy(k);
 
   const bp_kernel_arg_kind_t rsig[2] = {BP_ARG_BUFFER, BP_ARG_BUFFER};
   assert_int_equal(create(f.d, "bp_test_reverse", NULL, 2, rsig, &k), BP_OK);
-  enum { B = 64, G = 3 };
-  float X[B * G], Y[B * G];
-  for (int i = 0; i < B * G; i++)
-    X[i] = (float)i;
-  bp_buffer_t *x = NULL, *y = NULL;
-  assert_int_equal(bp_buffer_alloc(f.d, sizeof X, &x), BP_OK);
-  assert_int_equal(bp_buffer_alloc(f.d, sizeof Y, &y), BP_OK);
-  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
-  bp_kernel_arg_t r[2] = {buf_arg(y, 0), buf_arg(x, 0)};
-  const uint32_t grid[3] = {G, 1, 1}, block[3] = {B, 1, 1};
-  assert_int_equal(bp_kernel_launch(f.s, k, grid, block, B * 4, 2, r), BP_OK);
-  assert_int_equal(bp_buffer_read(y, 0, Y, sizeof Y), BP_OK);
-  for (int i = 0; i < B * G; i++)
-    assert_true(Y[i] == X[i / B * B + B - 1 - i % B]);
+  bp_kernel_arg_t r[2];
+  gpu_test_check_reverse(f.d, f.s, k, r);
+  const uint32_t grid[3] = {GPU_TEST_RG, 1, 1}, block[3] = {GPU_TEST_RB, 1, 1};
   /* Without its shared memory the kernel faults; more than the 64 KiB of
    * LDS is refused before the launch. */
   assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 0, 2, r),
@@ -265,9 +222,8 @@ static void test_args_and_shared(void **state) {
                    BP_ERR_UNSUPPORTED);
   expect_text("bp_test_reverse needs 102400 bytes of shared memory");
   bp_kernel_destroy(k);
-  bp_buffer_free(out);
-  bp_buffer_free(x);
-  bp_buffer_free(y);
+  bp_buffer_free(r[0].buffer);
+  bp_buffer_free(r[1].buffer);
   close_rocm(&f);
 }
 

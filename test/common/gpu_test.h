@@ -72,6 +72,85 @@ static inline bool gpu_test_entry(bp_context_t *ctx, const char *backend,
   return false;
 }
 
+/* ---- custom kernels: the twins of test/fixtures/cuda_custom.cu ---------- */
+
+static inline bp_kernel_arg_t gpu_test_buf_arg(bp_buffer_t *b,
+                                               uint64_t offset) {
+  bp_kernel_arg_t a;
+  memset(&a, 0, sizeof a);
+  a.kind = BP_ARG_BUFFER;
+  a.buffer = b;
+  a.offset = offset;
+  return a;
+}
+
+/* The signature of bp_test_args: a buffer, then every scalar kind. */
+static inline void gpu_test_args_sig(bp_kernel_arg_kind_t sig[7]) {
+  const bp_kernel_arg_kind_t s[7] = {BP_ARG_BUFFER, BP_ARG_I32, BP_ARG_U32,
+                                     BP_ARG_I64,    BP_ARG_U64, BP_ARG_F32,
+                                     BP_ARG_F64};
+  memcpy(sig, s, sizeof s);
+}
+
+/* Launches bp_test_args (k) on s and checks that every scalar reached the
+ * kernel at its position and width (it writes them back as 64-bit words). */
+static inline void gpu_test_check_args(bp_device_t *d, bp_stream_t *s,
+                                       bp_kernel_t *k) {
+  bp_kernel_arg_kind_t sig[7];
+  gpu_test_args_sig(sig);
+  bp_buffer_t *out = NULL;
+  assert_int_equal(bp_buffer_alloc(d, 6 * 8, &out), BP_OK);
+  bp_kernel_arg_t a[7] = {gpu_test_buf_arg(out, 0)};
+  for (int i = 1; i < 7; i++)
+    a[i].kind = sig[i];
+  a[1].value.i32 = -7;
+  a[2].value.u32 = 0xfffffff0u;
+  a[3].value.i64 = -((int64_t)1 << 40);
+  a[4].value.u64 = 0x8000000000000001ull;
+  a[5].value.f32 = 1.5f;
+  a[6].value.f64 = -0.1;
+  const uint32_t one[3] = {1, 1, 1};
+  assert_int_equal(bp_kernel_launch(s, k, one, one, 0, 7, a), BP_OK);
+  int64_t w[6];
+  assert_int_equal(bp_buffer_read(out, 0, w, sizeof w), BP_OK);
+  int32_t f32_bits;
+  int64_t f64_bits;
+  memcpy(&f32_bits, &a[5].value.f32, 4);
+  memcpy(&f64_bits, &a[6].value.f64, 8);
+  assert_true(w[0] == -7 && w[1] == 0xfffffff0ll);
+  assert_true(w[2] == -((int64_t)1 << 40));
+  assert_true((uint64_t)w[3] == 0x8000000000000001ull);
+  assert_true(w[4] == f32_bits && w[5] == f64_bits);
+  bp_buffer_free(out);
+}
+
+/* bp_test_reverse reverses each block of GPU_TEST_RB floats through
+ * dynamic shared memory; GPU_TEST_RG blocks. */
+enum { GPU_TEST_RB = 64, GPU_TEST_RG = 3 };
+
+/* Launches bp_test_reverse (k) with the shared memory it needs and checks
+ * the result; r gets the arguments (y, x; buffers the caller frees) for
+ * the backend's own shared-memory limits. */
+static inline void gpu_test_check_reverse(bp_device_t *d, bp_stream_t *s,
+                                          bp_kernel_t *k,
+                                          bp_kernel_arg_t r[2]) {
+  enum { B = GPU_TEST_RB, G = GPU_TEST_RG };
+  float X[B * G], Y[B * G];
+  for (int i = 0; i < B * G; i++)
+    X[i] = (float)i;
+  bp_buffer_t *x = NULL, *y = NULL;
+  assert_int_equal(bp_buffer_alloc(d, sizeof X, &x), BP_OK);
+  assert_int_equal(bp_buffer_alloc(d, sizeof Y, &y), BP_OK);
+  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
+  r[0] = gpu_test_buf_arg(y, 0);
+  r[1] = gpu_test_buf_arg(x, 0);
+  const uint32_t grid[3] = {G, 1, 1}, block[3] = {B, 1, 1};
+  assert_int_equal(bp_kernel_launch(s, k, grid, block, B * 4, 2, r), BP_OK);
+  assert_int_equal(bp_buffer_read(y, 0, Y, sizeof Y), BP_OK);
+  for (int i = 0; i < B * G; i++)
+    assert_true(Y[i] == X[i / B * B + B - 1 - i % B]);
+}
+
 /* Removes a temporary directory tree; 0 on success. */
 static inline int gpu_test_rmtree(const char *dir) {
   char cmd[4200];
