@@ -31,12 +31,9 @@ static bp_status_t chain_issue(chain_t *c, int I, bp_stream_t *s) {
   bias.rank = 2;
   bias.shape[0] = 1, bias.shape[1] = N;
   bias.strides[0] = N, bias.strides[1] = c->bias.t[I].t.strides[0];
-  bp_status_t st = bp_matmul(s, 1.0, &c->x.t[I].t, &c->w.t[I].t, 0.0,
-                             &c->y.t[I].t);
-  if (st == BP_OK)
-    st = bp_binary(s, BP_BINARY_ADD, &c->y.t[I].t, &bias, &c->y.t[I].t);
-  if (st == BP_OK)
-    st = bp_softmax(s, &c->y.t[I].t, -1, false, &c->out.t[I].t);
+  bp_status_t st = bp_matmul(s, 1.0, &c->x.t[I].t, &c->w.t[I].t, 0.0, &c->y.t[I].t);
+  if (st == BP_OK) st = bp_binary(s, BP_BINARY_ADD, &c->y.t[I].t, &bias, &c->y.t[I].t);
+  if (st == BP_OK) st = bp_softmax(s, &c->y.t[I].t, -1, false, &c->out.t[I].t);
   return st;
 }
 
@@ -58,26 +55,22 @@ static bp_graph_t *capture(chain_t *c) {
 static void read_vk(vt_pair_t *p, float *host) {
   assert_int_equal(bp_device_synchronize(vt_vk.dev), BP_OK);
   bp_tensor_t t = p->t[0].t;
-  assert_int_equal(bp_buffer_read(p->t[0].buf, t.offset, host,
-                                  M * N * sizeof *host),
-                   BP_OK);
+  assert_int_equal(bp_buffer_read(p->t[0].buf, t.offset, host, M * N * sizeof *host), BP_OK);
 }
 
 void vt_test_graph(void **state) {
   (void)state;
   VT_NEED();
   int64_t sx[2] = {M, K}, sw[2] = {K, N}, sb[1] = {N}, sy[2] = {M, N};
-  chain_t c = {
-      .x = vt_rand(31, BP_F32, 2, sx, TC_STRIDED, -1, 1),
-      .w = vt_rand(32, BP_F32, 2, sw, TC_CONTIG, -1, 1),
-      .bias = vt_rand(33, BP_F32, 1, sb, TC_CONTIG, -1, 1),
-      .y = vt_rand(34, BP_F32, 2, sy, TC_CONTIG, -1, 1),
-      .out = vt_rand(35, BP_F32, 2, sy, TC_CONTIG, -1, 1)};
+  chain_t c = {.x = vt_rand(31, BP_F32, 2, sx, TC_STRIDED, -1, 1),
+               .w = vt_rand(32, BP_F32, 2, sw, TC_CONTIG, -1, 1),
+               .bias = vt_rand(33, BP_F32, 1, sb, TC_CONTIG, -1, 1),
+               .y = vt_rand(34, BP_F32, 2, sy, TC_CONTIG, -1, 1),
+               .out = vt_rand(35, BP_F32, 2, sy, TC_CONTIG, -1, 1)};
 
   bp_graph_t *g = capture(&c);
   assert_int_equal(bp_graph_size(g), 3);
-  for (int r = 0; r < 20; r++)
-    assert_int_equal(bp_graph_launch(g, vt_vk.s), BP_OK);
+  for (int r = 0; r < 20; r++) assert_int_equal(bp_graph_launch(g, vt_vk.s), BP_OK);
   assert_true(bp_graph_is_native(g));
   check_out(&c, "graph: 20 native launches");
 
@@ -86,8 +79,7 @@ void vt_test_graph(void **state) {
   assert_int_equal(bp_graph_rebind(g, c.x.t[0].buf, x1.t[0].buf), BP_OK);
   vt_pair_t x0 = c.x;
   c.x = x1;
-  for (int r = 0; r < 3; r++)
-    assert_int_equal(bp_graph_launch(g, vt_vk.s), BP_OK);
+  for (int r = 0; r < 3; r++) assert_int_equal(bp_graph_launch(g, vt_vk.s), BP_OK);
   assert_true(bp_graph_is_native(g));
   check_out(&c, "graph: launches after rebinding x");
 
@@ -103,8 +95,7 @@ void vt_test_graph(void **state) {
 
   /* Destroying a graph with launches in flight waits for them. */
   assert_int_equal(bp_fill(vt_vk.s, &c.out.t[0].t, 0.0), BP_OK);
-  for (int r = 0; r < 10; r++)
-    assert_int_equal(bp_graph_launch(g, r % 2 ? s2 : vt_vk.s), BP_OK);
+  for (int r = 0; r < 10; r++) assert_int_equal(bp_graph_launch(g, r % 2 ? s2 : vt_vk.s), BP_OK);
   bp_graph_destroy(g);
   check_out(&c, "graph: destroyed with launches in flight");
   bp_stream_destroy(s2);
@@ -113,8 +104,7 @@ void vt_test_graph(void **state) {
   setenv("BACKPLANE_NATIVE_GRAPHS", "0", 1);
   assert_int_equal(bp_fill(vt_vk.s, &c.out.t[0].t, 0.0), BP_OK);
   bp_graph_t *g2 = capture(&c);
-  for (int r = 0; r < 3; r++)
-    assert_int_equal(bp_graph_launch(g2, vt_vk.s), BP_OK);
+  for (int r = 0; r < 3; r++) assert_int_equal(bp_graph_launch(g2, vt_vk.s), BP_OK);
   assert_false(bp_graph_is_native(g2));
   read_vk(&c.out, replayed);
   unsetenv("BACKPLANE_NATIVE_GRAPHS");

@@ -22,43 +22,35 @@ typedef struct smx_params {
   int32_t quads, bm4, kp;
 } smx_params_t;
 
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
-bp_status_t vkb_attention_texel(vkb_stream_t *s,
-                                const bp_attention_args_t *a) {
+bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
   vkb_device_t *d = s->d;
   const bp_plugin_tensor_t *Q = &a->q, *K = &a->k, *V = &a->v, *O = &a->out;
-  int64_t B = Q->shape[0], Hq = Q->shape[1], Hkv = K->shape[1],
-          Sq = Q->shape[2], Skv = K->shape[2], D = Q->shape[3],
-          Dv = V->shape[3];
-  if (!vkb_texel_wanted(d) || !vkb_kernel_present("attnsoftmax_f32") ||
-      Skv == 0 || D == 0 || Hkv == 0 || Hq % Hkv != 0)
+  int64_t B = Q->shape[0], Hq = Q->shape[1], Hkv = K->shape[1], Sq = Q->shape[2], Skv = K->shape[2],
+          D = Q->shape[3], Dv = V->shape[3];
+  if (!vkb_texel_wanted(d) || !vkb_kernel_present("attnsoftmax_f32") || Skv == 0 || D == 0 ||
+      Hkv == 0 || Hq % Hkv != 0)
     return BP_ERR_UNSUPPORTED;
-  if (B == 0 || Hq == 0 || Sq == 0 || Dv == 0)
-    return BP_OK;
+  if (B == 0 || Hq == 0 || Sq == 0 || Dv == 0) return BP_OK;
   const vkb_texel_tile_t *t = vkb_texel_tile(d);
   int64_t G = Hq / Hkv, bm = t->tm * t->wy, bn = t->tn * t->wx;
-  int64_t mp = round_up(Sq, bm), np1 = round_up(Skv, bn),
-          np2 = round_up(Dv, bn);
+  int64_t mp = round_up(Sq, bm), np1 = round_up(Skv, bn), np2 = round_up(Dv, bn);
   int64_t per_head = mp * np1 * 4, hc = (int64_t)ATTN_SCRATCH / per_head;
   hc = hc / G * G;
-  if (hc < G)
-    hc = G;
-  if (hc > Hq)
-    hc = Hq;
+  if (hc < G) hc = G;
+  if (hc > Hq) hc = Hq;
   int64_t hkc = hc / G;
-  uint64_t bytes[4] = {(uint64_t)(hc * mp * D * 4),
-                       (uint64_t)(hkc * np1 * D * 4),
-                       (uint64_t)(hc * per_head),
-                       (uint64_t)(hkc * np2 * np1 * 4)};
+  uint64_t bytes[4] = {(uint64_t)(hc * mp * D * 4), (uint64_t)(hkc * np1 * D * 4),
+                       (uint64_t)(hc * per_head), (uint64_t)(hkc * np2 * np1 * 4)};
   for (int i = 0; i < 4; i++)
     if (bytes[i] / 16 > d->caps.max_texels || bytes[i] / 4 > INT32_MAX)
-      return vkb_fail(BP_ERR_UNSUPPORTED,
-                      "vulkan: attention: too large for texel buffers");
+      return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: attention: too large for texel buffers");
   if (np1 / bn > d->caps.max_groups[0] || np2 / bn > d->caps.max_groups[0] ||
       mp / bm > d->caps.max_groups[1] || hc > d->caps.max_groups[2])
-    return vkb_fail(BP_ERR_UNSUPPORTED,
-                    "vulkan: attention: grid beyond the device's limits");
+    return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: attention: grid beyond the device's limits");
   const char *dt = vkb_dtype_tag(Q->dtype);
   uint64_t es = vkb_dtype_size(Q->dtype);
   char gemm[40], score[40];
@@ -66,70 +58,66 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s,
   snprintf(score, sizeof score, "gemmtex_score_%s", t->name);
   /* qa: Q panels, kb: K panels, ps: scores / probabilities, vb: V panels */
   vkb_alloc_t *sc[4] = {NULL, NULL, NULL, NULL};
-  VkBufferView vw[4] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE,
-                        VK_NULL_HANDLE};
+  VkBufferView vw[4] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE};
   bp_status_t st = BP_OK;
-  for (int i = 0; i < 4 && st == BP_OK; i++)
-    st = vkb_texel_scratch(d, bytes[i], &sc[i], &vw[i]);
+  for (int i = 0; i < 4 && st == BP_OK; i++) st = vkb_texel_scratch(d, bytes[i], &sc[i], &vw[i]);
   for (int64_t bi = 0; bi < B && st == BP_OK; bi++)
     for (int64_t h0 = 0; h0 < Hq && st == BP_OK; h0 += hc) {
       int64_t nh = Hq - h0 < hc ? Hq - h0 : hc, nkv = nh / G;
-      uint64_t q = vkb_tensor_addr(Q) +
-                   (uint64_t)(bi * Q->strides[0] + h0 * Q->strides[1]) * es;
-      uint64_t k = vkb_tensor_addr(K) +
-                   (uint64_t)(bi * K->strides[0] + h0 / G * K->strides[1]) *
-                       es;
-      uint64_t v = vkb_tensor_addr(V) +
-                   (uint64_t)(bi * V->strides[0] + h0 / G * V->strides[1]) *
-                       es;
-      uint64_t o = vkb_tensor_addr(O) +
-                   (uint64_t)(bi * O->strides[0] + h0 * O->strides[1]) * es;
-      st = vkb_texel_pack(s, vw[0], q, dt, nh, D, D, Sq, mp, Q->strides[1],
-                          Q->strides[3], Q->strides[2], (uint32_t)bm);
+      uint64_t q = vkb_tensor_addr(Q) + (uint64_t)(bi * Q->strides[0] + h0 * Q->strides[1]) * es;
+      uint64_t k =
+          vkb_tensor_addr(K) + (uint64_t)(bi * K->strides[0] + h0 / G * K->strides[1]) * es;
+      uint64_t v =
+          vkb_tensor_addr(V) + (uint64_t)(bi * V->strides[0] + h0 / G * V->strides[1]) * es;
+      uint64_t o = vkb_tensor_addr(O) + (uint64_t)(bi * O->strides[0] + h0 * O->strides[1]) * es;
+      st = vkb_texel_pack(s, vw[0], q, dt, nh, D, D, Sq, mp, Q->strides[1], Q->strides[3],
+                          Q->strides[2], (uint32_t)bm);
       if (st == BP_OK)
-        st = vkb_texel_pack(s, vw[1], k, dt, nkv, D, D, Skv, np1,
-                            K->strides[1], K->strides[3], K->strides[2],
-                            (uint32_t)bn);
+        st = vkb_texel_pack(s, vw[1], k, dt, nkv, D, D, Skv, np1, K->strides[1], K->strides[3],
+                            K->strides[2], (uint32_t)bn);
       if (st == BP_OK) {
-        vkb_texel_params_t p = {.m = (int32_t)Sq, .n = (int32_t)Skv,
-                                .kp = (int32_t)D, .beta_zero = 1,
+        vkb_texel_params_t p = {.m = (int32_t)Sq,
+                                .n = (int32_t)Skv,
+                                .kp = (int32_t)D,
+                                .beta_zero = 1,
                                 .pab = (int32_t)(mp * D / 4),
                                 .pbb = (int32_t)(np1 * D / 4),
-                                .alpha = (float)a->scale, .bg = (int32_t)G,
+                                .alpha = (float)a->scale,
+                                .bg = (int32_t)G,
                                 .amod = (int32_t)nh,
                                 .causal = a->causal != 0,
                                 .skp = (int32_t)np1};
         VkBufferView v3[3] = {vw[0], vw[1], vw[2]};
-        st = vkb_dispatch_views(s, score, &p, sizeof p, v3, 3,
-                                (uint32_t)(np1 / bn), (uint32_t)(mp / bm),
-                                (uint32_t)nh);
+        st = vkb_dispatch_views(s, score, &p, sizeof p, v3, 3, (uint32_t)(np1 / bn),
+                                (uint32_t)(mp / bm), (uint32_t)nh);
       }
       if (st == BP_OK) {
-        smx_params_t p = {.quads = (int32_t)(nh * mp / 4),
-                          .bm4 = (int32_t)(bm / 4), .kp = (int32_t)np1};
+        smx_params_t p = {
+            .quads = (int32_t)(nh * mp / 4), .bm4 = (int32_t)(bm / 4), .kp = (int32_t)np1};
         int64_t groups = (p.quads + 63) / 64;
-        st = vkb_dispatch_views(s, "attnsoftmax_f32", &p, sizeof p, &vw[2],
-                                1, groups > 4096 ? 4096u : (uint32_t)groups,
-                                1, 1);
+        st = vkb_dispatch_views(s, "attnsoftmax_f32", &p, sizeof p, &vw[2], 1,
+                                groups > 4096 ? 4096u : (uint32_t)groups, 1, 1);
       }
       if (st == BP_OK)
-        st = vkb_texel_pack(s, vw[3], v, dt, nkv, Skv, np1, Dv, np2,
-                            V->strides[1], V->strides[2], V->strides[3],
-                            (uint32_t)bn);
+        st = vkb_texel_pack(s, vw[3], v, dt, nkv, Skv, np1, Dv, np2, V->strides[1], V->strides[2],
+                            V->strides[3], (uint32_t)bn);
       if (st == BP_OK) {
-        vkb_texel_params_t p = {.c = o, .m = (int32_t)Sq, .n = (int32_t)Dv,
-                                .kp = (int32_t)np1, .beta_zero = 1,
+        vkb_texel_params_t p = {.c = o,
+                                .m = (int32_t)Sq,
+                                .n = (int32_t)Dv,
+                                .kp = (int32_t)np1,
+                                .beta_zero = 1,
                                 .scb = (int32_t)O->strides[1],
                                 .scm = (int32_t)O->strides[2],
                                 .scn = (int32_t)O->strides[3],
                                 .pab = (int32_t)(mp * np1 / 4),
                                 .pbb = (int32_t)(np2 * np1 / 4),
-                                .alpha = 1.0f, .bg = (int32_t)G,
+                                .alpha = 1.0f,
+                                .bg = (int32_t)G,
                                 .amod = (int32_t)nh};
         VkBufferView v2[2] = {vw[2], vw[3]};
-        st = vkb_dispatch_views(s, gemm, &p, sizeof p, v2, 2,
-                                (uint32_t)(np2 / bn), (uint32_t)(mp / bm),
-                                (uint32_t)nh);
+        st = vkb_dispatch_views(s, gemm, &p, sizeof p, v2, 2, (uint32_t)(np2 / bn),
+                                (uint32_t)(mp / bm), (uint32_t)nh);
       }
     }
   vkb_texel_release(s, sc, vw, 4);

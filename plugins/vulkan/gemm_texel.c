@@ -17,8 +17,8 @@
 
 /* Tiles built into gemmtex.comp (plugin.mk's VK_GEMMTEX_TILES). */
 static const vkb_texel_tile_t k_tiles[] = {
-    {"t8844", 8, 8, 4, 4},   {"t4888", 4, 8, 8, 8}, {"t8888", 8, 8, 8, 8},
-    {"t8448", 8, 4, 4, 8},   {"t81644", 8, 16, 4, 4},
+    {"t8844", 8, 8, 4, 4}, {"t4888", 4, 8, 8, 8},   {"t8888", 8, 8, 8, 8},
+    {"t8448", 8, 4, 4, 8}, {"t81644", 8, 16, 4, 4},
 };
 #define NTILES ((int)(sizeof k_tiles / sizeof *k_tiles))
 #define TUNE_N 512
@@ -34,23 +34,21 @@ static const char *env(const char *name) {
   return vkb_host && vkb_host->getenv ? vkb_host->getenv(name) : NULL;
 }
 
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
-bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes,
-                              vkb_alloc_t **out_alloc,
+bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes, vkb_alloc_t **out_alloc,
                               VkBufferView *out_view) {
   *out_view = VK_NULL_HANDLE;
   bp_status_t st = vkb_alloc(d, false, bytes, out_alloc);
-  if (st != BP_OK)
-    return st;
-  VkBufferViewCreateInfo vi = {
-      .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
-      .buffer = (*out_alloc)->block->buf,
-      .format = VK_FORMAT_R32G32B32A32_SFLOAT,
-      .offset = (*out_alloc)->offset,
-      .range = bytes};
-  st = vkb_check(d->fn.vkCreateBufferView(d->dev, &vi, NULL, out_view),
-                 "vkCreateBufferView");
+  if (st != BP_OK) return st;
+  VkBufferViewCreateInfo vi = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                               .buffer = (*out_alloc)->block->buf,
+                               .format = VK_FORMAT_R32G32B32A32_SFLOAT,
+                               .offset = (*out_alloc)->offset,
+                               .range = bytes};
+  st = vkb_check(d->fn.vkCreateBufferView(d->dev, &vi, NULL, out_view), "vkCreateBufferView");
   if (st != BP_OK) {
     vkb_free(d, *out_alloc);
     *out_alloc = NULL;
@@ -58,84 +56,79 @@ bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes,
   return st;
 }
 
-bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, uint64_t src,
-                           const char *dt, int64_t nb, int64_t rows_k,
-                           int64_t kp, int64_t cols_x, int64_t xp, int64_t sb,
-                           int64_t sp, int64_t sx, uint32_t pw) {
-  pack_params_t p = {.src = src, .rows_k = (int32_t)rows_k,
-                     .cols_x = (int32_t)cols_x, .sb = (int32_t)sb,
-                     .sp = (int32_t)sp, .sx = (int32_t)sx, .kp = (int32_t)kp,
-                     .xp = (int32_t)xp, .pw = (int32_t)pw};
+bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, uint64_t src, const char *dt,
+                           int64_t nb, int64_t rows_k, int64_t kp, int64_t cols_x, int64_t xp,
+                           int64_t sb, int64_t sp, int64_t sx, uint32_t pw) {
+  pack_params_t p = {.src = src,
+                     .rows_k = (int32_t)rows_k,
+                     .cols_x = (int32_t)cols_x,
+                     .sb = (int32_t)sb,
+                     .sp = (int32_t)sp,
+                     .sx = (int32_t)sx,
+                     .kp = (int32_t)kp,
+                     .xp = (int32_t)xp,
+                     .pw = (int32_t)pw};
   char name[32];
   snprintf(name, sizeof name, "gemmpack_%s", dt);
   /* The kernel loops over the texels past its grid. */
   int64_t groups = (kp * xp / 4 + 63) / 64;
   uint32_t gx = groups > 4096 ? 4096u : (uint32_t)groups;
-  return vkb_dispatch_views(s, name, &p, sizeof p, &view, 1, gx, 1,
-                            (uint32_t)nb);
+  return vkb_dispatch_views(s, name, &p, sizeof p, &view, 1, gx, 1, (uint32_t)nb);
 }
 
-void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs,
-                       VkBufferView *views, int count) {
+void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBufferView *views, int count) {
   /* Only now: work recorded above may have gone out in an earlier batch
    * and must still find its scratch. */
   for (int i = 0; i < count; i++) {
-    if (views[i])
-      vkb_stream_release_view(s, views[i]);
-    if (allocs[i])
-      vkb_stream_release(s, allocs[i]);
+    if (views[i]) vkb_stream_release_view(s, views[i]);
+    if (allocs[i]) vkb_stream_release(s, allocs[i]);
   }
 }
 
 /* Records pack A, pack B and the tiled kernel with tile t. */
-static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g,
-                            const vkb_texel_tile_t *t) {
+static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g, const vkb_texel_tile_t *t) {
   vkb_device_t *d = s->d;
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
-  int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2],
-          k = A->shape[2];
+  int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2], k = A->shape[2];
   int64_t bm = t->tm * t->wy, bn = t->tn * t->wx;
   int64_t mp = round_up(m, bm), np = round_up(n, bn);
   /* A matrix shared by the whole batch (stride 0) is packed once. */
-  int64_t na = A->strides[0] == 0 ? 1 : batch,
-          nb = B->strides[0] == 0 ? 1 : batch;
-  uint64_t abytes = (uint64_t)(na * mp * k) * 4,
-           bbytes = (uint64_t)(nb * np * k) * 4;
+  int64_t na = A->strides[0] == 0 ? 1 : batch, nb = B->strides[0] == 0 ? 1 : batch;
+  uint64_t abytes = (uint64_t)(na * mp * k) * 4, bbytes = (uint64_t)(nb * np * k) * 4;
   if (abytes / 16 > d->caps.max_texels || bbytes / 16 > d->caps.max_texels ||
       np / bn > d->caps.max_groups[0] || mp / bm > d->caps.max_groups[1] ||
       batch > d->caps.max_groups[2])
-    return vkb_fail(BP_ERR_UNSUPPORTED,
-                    "vulkan: gemm: too large for texel buffers");
+    return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: gemm: too large for texel buffers");
   const char *dt = vkb_dtype_tag(C->dtype);
   vkb_alloc_t *sc[2] = {NULL, NULL};
   VkBufferView views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
   bp_status_t st = vkb_texel_scratch(d, abytes, &sc[0], &views[0]);
+  if (st == BP_OK) st = vkb_texel_scratch(d, bbytes, &sc[1], &views[1]);
   if (st == BP_OK)
-    st = vkb_texel_scratch(d, bbytes, &sc[1], &views[1]);
+    st = vkb_texel_pack(s, views[0], vkb_tensor_addr(A), dt, na, k, k, m, mp, A->strides[0],
+                        A->strides[2], A->strides[1], (uint32_t)bm);
   if (st == BP_OK)
-    st = vkb_texel_pack(s, views[0], vkb_tensor_addr(A), dt, na, k, k, m, mp,
-                        A->strides[0], A->strides[2], A->strides[1],
-                        (uint32_t)bm);
-  if (st == BP_OK)
-    st = vkb_texel_pack(s, views[1], vkb_tensor_addr(B), dt, nb, k, k, n, np,
-                        B->strides[0], B->strides[1], B->strides[2],
-                        (uint32_t)bn);
+    st = vkb_texel_pack(s, views[1], vkb_tensor_addr(B), dt, nb, k, k, n, np, B->strides[0],
+                        B->strides[1], B->strides[2], (uint32_t)bn);
   if (st == BP_OK) {
-    vkb_texel_params_t p = {.c = vkb_tensor_addr(C), .m = (int32_t)m,
-                            .n = (int32_t)n, .kp = (int32_t)k,
+    vkb_texel_params_t p = {.c = vkb_tensor_addr(C),
+                            .m = (int32_t)m,
+                            .n = (int32_t)n,
+                            .kp = (int32_t)k,
                             .beta_zero = g->beta == 0.0,
                             .scb = (int32_t)C->strides[0],
                             .scm = (int32_t)C->strides[1],
                             .scn = (int32_t)C->strides[2],
                             .pab = na == 1 ? 0 : (int32_t)(mp * k / 4),
                             .pbb = nb == 1 ? 0 : (int32_t)(np * k / 4),
-                            .alpha = (float)g->alpha, .beta = (float)g->beta,
-                            .bg = 1, .amod = (int32_t)batch};
+                            .alpha = (float)g->alpha,
+                            .beta = (float)g->beta,
+                            .bg = 1,
+                            .amod = (int32_t)batch};
     char name[40];
     snprintf(name, sizeof name, "gemmtex_%s_%s", dt, t->name);
-    st = vkb_dispatch_views(s, name, &p, sizeof p, views, 2,
-                            (uint32_t)(np / bn), (uint32_t)(mp / bm),
-                            (uint32_t)batch);
+    st = vkb_dispatch_views(s, name, &p, sizeof p, views, 2, (uint32_t)(np / bn),
+                            (uint32_t)(mp / bm), (uint32_t)batch);
   }
   vkb_texel_release(s, sc, views, 2);
   return st;
@@ -170,10 +163,9 @@ static int measure(vkb_device_t *d) {
   double best_t = 1e30;
   /* Only this stream and this allocation: the caller holds its stream's
    * lock, so nothing here may synchronise the device. */
-  if (!zeros || vkb_stream_new(d, &ts) != BP_OK ||
-      vkb_alloc(d, false, bytes, &buf) != BP_OK ||
-      vkb_mem_write((bp_plugin_device_t *)d, (bp_plugin_stream_t *)ts,
-                    (uint64_t)(uintptr_t)buf, 0, zeros, bytes) != BP_OK)
+  if (!zeros || vkb_stream_new(d, &ts) != BP_OK || vkb_alloc(d, false, bytes, &buf) != BP_OK ||
+      vkb_mem_write((bp_plugin_device_t *)d, (bp_plugin_stream_t *)ts, (uint64_t)(uintptr_t)buf, 0,
+                    zeros, bytes) != BP_OK)
     goto out;
   bp_gemm_args_t g = {.struct_size = sizeof g, .alpha = 1.0, .beta = 0.0};
   g.a = g.b = g.c = square((uint64_t)(uintptr_t)buf, TUNE_N);
@@ -181,43 +173,35 @@ static int measure(vkb_device_t *d) {
   /* Round robin over the tiles, so a burst of load from other processes
    * slows every candidate alike; the first round is the warm-up. */
   double t_best[NTILES];
-  for (int i = 0; i < NTILES; i++)
-    t_best[i] = 1e30;
+  for (int i = 0; i < NTILES; i++) t_best[i] = 1e30;
   for (int rep = 0; rep < 4; rep++)
     for (int i = 0; i < NTILES; i++) {
       double t0 = now_s();
-      if (run_tile(ts, &g, &k_tiles[i]) != BP_OK ||
-          vkb_stream_wait(ts) != BP_OK)
-        continue;
+      if (run_tile(ts, &g, &k_tiles[i]) != BP_OK || vkb_stream_wait(ts) != BP_OK) continue;
       double t = now_s() - t0;
-      if (rep > 0 && t < t_best[i])
-        t_best[i] = t;
+      if (rep > 0 && t < t_best[i]) t_best[i] = t;
     }
   for (int i = 0; i < NTILES; i++) {
-    vkb_log(BP_LOG_DEBUG, "gemm tune %s: %s %.1f GFLOP/s", d->tune_device,
-            k_tiles[i].name, 2.0 * TUNE_N * TUNE_N * TUNE_N / t_best[i] / 1e9);
+    vkb_log(BP_LOG_DEBUG, "gemm tune %s: %s %.1f GFLOP/s", d->tune_device, k_tiles[i].name,
+            2.0 * TUNE_N * TUNE_N * TUNE_N / t_best[i] / 1e9);
     if (t_best[i] < best_t) {
       best_t = t_best[i];
       best = i;
     }
   }
   pthread_mutex_unlock(&ts->lock);
-  vkb_log(BP_LOG_INFO, "gemm tuned for %s: tile %s, %.1f GFLOP/s at %d^3",
-          d->tune_device, k_tiles[best].name,
-          2.0 * TUNE_N * TUNE_N * TUNE_N / best_t / 1e9, TUNE_N);
+  vkb_log(BP_LOG_INFO, "gemm tuned for %s: tile %s, %.1f GFLOP/s at %d^3", d->tune_device,
+          k_tiles[best].name, 2.0 * TUNE_N * TUNE_N * TUNE_N / best_t / 1e9, TUNE_N);
 out:
-  if (ts)
-    vkb_stream_free(ts); /* waits for its work */
-  if (buf)
-    vkb_free(d, buf);
+  if (ts) vkb_stream_free(ts); /* waits for its work */
+  if (buf) vkb_free(d, buf);
   free(zeros);
   return best;
 }
 
 static int find_tile(const char *name) {
   for (int i = 0; name && i < NTILES; i++)
-    if (strcmp(k_tiles[i].name, name) == 0)
-      return i;
+    if (strcmp(k_tiles[i].name, name) == 0) return i;
   return -1;
 }
 
@@ -226,15 +210,13 @@ static int find_tile(const char *name) {
 const vkb_texel_tile_t *vkb_texel_tile(vkb_device_t *d) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   int forced = find_tile(env("BACKPLANE_VK_GEMM_TILE"));
-  if (forced >= 0)
-    return &k_tiles[forced];
+  if (forced >= 0) return &k_tiles[forced];
   pthread_mutex_lock(&lock);
   if (d->gemm_tile < 0) {
-    bool cache = vkb_host &&
-                 vkb_host->struct_size >=
-                     offsetof(bp_host_services_t, tune_store) +
-                         sizeof(void *) &&
-                 vkb_host->tune_lookup && vkb_host->tune_store;
+    bool cache =
+        vkb_host &&
+        vkb_host->struct_size >= offsetof(bp_host_services_t, tune_store) + sizeof(void *) &&
+        vkb_host->tune_lookup && vkb_host->tune_store;
     bp_tune_key_t key = {.struct_size = sizeof key,
                          .plugin = "vulkan",
                          .plugin_version = "0.1.0",
@@ -244,12 +226,10 @@ const vkb_texel_tile_t *vkb_texel_tile(vkb_device_t *d) {
                          .dtype = "f32",
                          .bucket = TUNE_BUCKET};
     char value[64] = "";
-    int i = cache && vkb_host->tune_lookup(&key, value, sizeof value)
-                ? find_tile(value) : -1;
+    int i = cache && vkb_host->tune_lookup(&key, value, sizeof value) ? find_tile(value) : -1;
     if (i < 0) {
       i = measure(d);
-      if (cache)
-        vkb_host->tune_store(&key, k_tiles[i].name);
+      if (cache) vkb_host->tune_store(&key, k_tiles[i].name);
     }
     d->gemm_tile = i;
   }
@@ -259,8 +239,7 @@ const vkb_texel_tile_t *vkb_texel_tile(vkb_device_t *d) {
 
 bool vkb_texel_wanted(vkb_device_t *d) {
   const char *on = env("BACKPLANE_VK_GEMM_TEXEL");
-  if (!d->caps.texel || (on && strcmp(on, "0") == 0) ||
-      !vkb_kernel_present("gemmpack_f32"))
+  if (!d->caps.texel || (on && strcmp(on, "0") == 0) || !vkb_kernel_present("gemmpack_f32"))
     return false;
   return d->software || (on && strcmp(on, "1") == 0);
 }
@@ -269,8 +248,7 @@ bp_status_t vkb_gemm_texel(vkb_stream_t *s, const bp_gemm_args_t *g) {
   int64_t m = g->c.shape[1], n = g->c.shape[2], k = g->a.shape[2];
   /* Tiny and vector-shaped products stay on the direct kernel: the panels
    * would be mostly padding. */
-  if (!vkb_texel_wanted(s->d) || k == 0 || m < 4 || n < 4 ||
-      m * n * k < 4096)
+  if (!vkb_texel_wanted(s->d) || k == 0 || m < 4 || n < 4 || m * n * k < 4096)
     return BP_ERR_UNSUPPORTED;
   return run_tile(s, g, vkb_texel_tile(s->d));
 }

@@ -17,8 +17,7 @@
 #include "vkb.h"
 
 static void graph_free(vkb_device_t *d, vkb_graph_t *g) {
-  if (!g)
-    return;
+  if (!g) return;
   if (g->launches) {
     VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
                               .semaphoreCount = 1,
@@ -27,14 +26,11 @@ static void graph_free(vkb_device_t *d, vkb_graph_t *g) {
     if (d->fn.vkWaitSemaphores(d->dev, &wi, UINT64_MAX) != VK_SUCCESS)
       d->fn.vkDeviceWaitIdle(d->dev); /* never free what may still run */
   }
-  for (uint32_t i = 0; i < g->nkeep; i++)
-    vkb_free(d, g->keep[i]);
-  for (uint32_t i = 0; i < g->nviews; i++)
-    d->fn.vkDestroyBufferView(d->dev, g->views[i], NULL);
+  for (uint32_t i = 0; i < g->nkeep; i++) vkb_free(d, g->keep[i]);
+  for (uint32_t i = 0; i < g->nviews; i++) d->fn.vkDestroyBufferView(d->dev, g->views[i], NULL);
   free(g->keep);
   free(g->views);
-  if (g->done)
-    d->fn.vkDestroySemaphore(d->dev, g->done, NULL);
+  if (g->done) d->fn.vkDestroySemaphore(d->dev, g->done, NULL);
   if (g->pool) /* frees g->cb too */
     d->fn.vkDestroyCommandPool(d->dev, g->pool, NULL);
   free(g);
@@ -43,27 +39,20 @@ static void graph_free(vkb_device_t *d, vkb_graph_t *g) {
 static bp_status_t graph_new(vkb_device_t *d, vkb_graph_t **out) {
   *out = NULL;
   vkb_graph_t *g = calloc(1, sizeof *g);
-  if (!g)
-    return BP_ERR_OUT_OF_MEMORY;
-  VkCommandPoolCreateInfo pci = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-      .queueFamilyIndex = d->queue_family};
-  VkCommandBufferAllocateInfo ai = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-      .commandBufferCount = 1};
-  VkSemaphoreTypeCreateInfo tci = {
-      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
-  VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
-                               .pNext = &tci};
+  if (!g) return BP_ERR_OUT_OF_MEMORY;
+  VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                 .queueFamilyIndex = d->queue_family};
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                    .commandBufferCount = 1};
+  VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                   .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
+  VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
   /* Launches may overlap (a second one submitted before the first ran). */
-  VkCommandBufferBeginInfo bi = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-      .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT};
-  bp_status_t st = vkb_check(
-      d->fn.vkCreateCommandPool(d->dev, &pci, NULL, &g->pool),
-      "vkCreateCommandPool (graph)");
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                 .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT};
+  bp_status_t st = vkb_check(d->fn.vkCreateCommandPool(d->dev, &pci, NULL, &g->pool),
+                             "vkCreateCommandPool (graph)");
   if (st == BP_OK) {
     ai.commandPool = g->pool;
     st = vkb_check(d->fn.vkAllocateCommandBuffers(d->dev, &ai, &g->cb),
@@ -73,8 +62,7 @@ static bp_status_t graph_new(vkb_device_t *d, vkb_graph_t **out) {
     st = vkb_check(d->fn.vkCreateSemaphore(d->dev, &sci, NULL, &g->done),
                    "vkCreateSemaphore (graph)");
   if (st == BP_OK)
-    st = vkb_check(d->fn.vkBeginCommandBuffer(g->cb, &bi),
-                   "vkBeginCommandBuffer (graph)");
+    st = vkb_check(d->fn.vkBeginCommandBuffer(g->cb, &bi), "vkBeginCommandBuffer (graph)");
   if (st != BP_OK) {
     graph_free(d, g);
     return st;
@@ -83,21 +71,18 @@ static bp_status_t graph_new(vkb_device_t *d, vkb_graph_t **out) {
   return BP_OK;
 }
 
-bp_status_t vkb_graph_begin(bp_plugin_device_t *device,
-                            bp_plugin_stream_t *stream) {
+bp_status_t vkb_graph_begin(bp_plugin_device_t *device, bp_plugin_stream_t *stream) {
   vkb_device_t *d = (vkb_device_t *)device;
   vkb_stream_t *s = vkb_stream_or_default(d, stream);
   pthread_mutex_lock(&s->lock);
   bp_status_t st = BP_OK;
   vkb_graph_t *g = NULL;
   if (s->capture) {
-    st = vkb_fail(BP_ERR_INVALID_ARGUMENT,
-                  "vulkan: graph_begin: the stream is already recording");
+    st = vkb_fail(BP_ERR_INVALID_ARGUMENT, "vulkan: graph_begin: the stream is already recording");
     goto out;
   }
   /* What the stream holds so far runs before, and apart from, the graph. */
-  if ((st = vkb_stream_flush(s)) != BP_OK || (st = graph_new(d, &g)) != BP_OK)
-    goto out;
+  if ((st = vkb_stream_flush(s)) != BP_OK || (st = graph_new(d, &g)) != BP_OK) goto out;
   g->saved_chunk = s->chunk;
   g->saved_chunk_used = s->chunk_used;
   g->saved_rel = s->releases;
@@ -118,8 +103,7 @@ out:
   return st;
 }
 
-bp_status_t vkb_graph_end(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream,
+bp_status_t vkb_graph_end(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                           bp_plugin_graph_t **out_graph) {
   vkb_device_t *d = (vkb_device_t *)device;
   vkb_stream_t *s = vkb_stream_or_default(d, stream);
@@ -128,8 +112,7 @@ bp_status_t vkb_graph_end(bp_plugin_device_t *device,
   vkb_graph_t *g = s->capture;
   if (!g) {
     pthread_mutex_unlock(&s->lock);
-    return vkb_fail(BP_ERR_INVALID_ARGUMENT,
-                    "vulkan: graph_end: the stream is not recording");
+    return vkb_fail(BP_ERR_INVALID_ARGUMENT, "vulkan: graph_end: the stream is not recording");
   }
   /* Everything the recorded ops allocated now belongs to the graph. */
   g->keep = s->releases;
@@ -157,9 +140,7 @@ bp_status_t vkb_graph_end(bp_plugin_device_t *device,
   s->capture = NULL;
   pthread_mutex_unlock(&s->lock);
   bp_status_t st = g->failed;
-  if (st == BP_OK)
-    st = vkb_check(d->fn.vkEndCommandBuffer(g->cb),
-                   "vkEndCommandBuffer (graph)");
+  if (st == BP_OK) st = vkb_check(d->fn.vkEndCommandBuffer(g->cb), "vkEndCommandBuffer (graph)");
   if (st != BP_OK) {
     graph_free(d, g);
     return st;
@@ -168,19 +149,15 @@ bp_status_t vkb_graph_end(bp_plugin_device_t *device,
   return BP_OK;
 }
 
-bp_status_t vkb_graph_launch(bp_plugin_device_t *device,
-                             bp_plugin_stream_t *stream,
+bp_status_t vkb_graph_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                              bp_plugin_graph_t *graph) {
   vkb_device_t *d = (vkb_device_t *)device;
   vkb_stream_t *s = vkb_stream_or_default(d, stream);
   vkb_graph_t *g = (vkb_graph_t *)graph;
-  if (g->cmds == 0)
-    return BP_OK;
+  if (g->cmds == 0) return BP_OK;
   pthread_mutex_lock(&s->lock);
-  bp_status_t st = vkb_stream_submit_graph(s, g->cb, g->done,
-                                           g->launches + 1);
-  if (st == BP_OK)
-    g->launches++;
+  bp_status_t st = vkb_stream_submit_graph(s, g->cb, g->done, g->launches + 1);
+  if (st == BP_OK) g->launches++;
   pthread_mutex_unlock(&s->lock);
   return st;
 }

@@ -20,30 +20,26 @@ typedef struct unfused {
 
 static bp_status_t run(unfused_t *u) {
   int64_t bh = u->bh, S = u->sq, D = u->d;
-  bp_status_t st = bp_gemm_strided_batched(
-      u->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_TRANS, S, S, D,
-      1.0 / sqrt((double)D), u->q, 0, D, S * D, u->k, 0, D, S * D, 0.0, u->p,
-      0, S, S * S, bh);
+  bp_status_t st = bp_gemm_strided_batched(u->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_TRANS, S, S,
+                                           D, 1.0 / sqrt((double)D), u->q, 0, D, S * D, u->k, 0, D,
+                                           S * D, 0.0, u->p, 0, S, S * S, bh);
   bp_tensor_t p;
   int64_t shape[2] = {bh * S, S};
   if (st == BP_OK) st = bp_tensor_init(u->p, 0, BP_F32, 2, shape, NULL, &p);
   if (st == BP_OK) st = bp_softmax(u->s, &p, -1, false, &p);
   if (st == BP_OK)
-    st = bp_gemm_strided_batched(u->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS,
-                                 BP_NO_TRANS, S, D, S, 1.0, u->p, 0, S, S * S,
-                                 u->v, 0, D, S * D, 0.0, u->o, 0, D, S * D, bh);
+    st = bp_gemm_strided_batched(u->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, S, D, S, 1.0,
+                                 u->p, 0, S, S * S, u->v, 0, D, S * D, 0.0, u->o, 0, D, S * D, bh);
   return st;
 }
 
 /* Best time of one unfused attention in ms after a warm-up (at least
  * t->min_reps runs and t->min_seconds, at most t->max_reps); -1 when it
  * cannot run here. */
-double bench_unfused_attention_ms(bp_device_t *dev, const bpt_case_t *c,
-                                  const bench_timing_t *t) {
+double bench_unfused_attention_ms(bp_device_t *dev, const bpt_case_t *c, const bench_timing_t *t) {
   if (c->op != BPT_ATTENTION || c->causal || c->dtype != BP_F32) return -1;
   unfused_t u = {.bh = c->batch * c->heads, .sq = c->seq, .d = c->dim};
-  uint64_t qkv = (uint64_t)(u.bh * u.sq * u.d) * 4,
-           scores = (uint64_t)(u.bh * u.sq * u.sq) * 4;
+  uint64_t qkv = (uint64_t)(u.bh * u.sq * u.d) * 4, scores = (uint64_t)(u.bh * u.sq * u.sq) * 4;
   if (scores > (uint64_t)UNFUSED_MAX_SCORES) return -1;
   double best = -1;
   bp_buffer_t **bufs[5] = {&u.q, &u.k, &u.v, &u.p, &u.o};
