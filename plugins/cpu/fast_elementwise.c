@@ -117,22 +117,33 @@ bool fast_nt_ok(const bp_plugin_tensor_t *y,
 
 /* ---- threading -----------------------------------------------------------------*/
 
+/* Pieces are claimed from a shared counter a batch at a time rather than
+ * split evenly up front: every piece writes only its own output, so who
+ * runs it does not change a bit, and when another process holds one core
+ * (a shared machine) the other worker takes the rest instead of waiting
+ * for the slow half. */
 typedef struct rows_job {
   fast_piece_fn fn;
   void *ctx;
-  int64_t len, piece, per_row;
+  int64_t len, piece, per_row, tasks, batch;
+  int64_t next; /* the first unclaimed piece (atomic) */
 } rows_job_t;
 
 static void rows_task(void *vctx, int64_t begin, int64_t end, unsigned w) {
-  (void)w;
-  const rows_job_t *j = vctx;
-  for (int64_t t = begin; t < end; t++) {
-    int64_t row = t / j->per_row, c0 = t % j->per_row * j->piece;
-    int64_t n = j->len - c0 < j->piece ? j->len - c0 : j->piece;
-    j->fn(j->ctx, row, c0, n);
+  (void)begin, (void)end, (void)w;
+  rows_job_t *j = vctx;
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&j->next, j->batch, __ATOMIC_RELAXED);
+    if (t >= j->tasks) break;
+    int64_t stop = t + j->batch < j->tasks ? t + j->batch : j->tasks;
+    for (; t < stop; t++) {
+      int64_t row = t / j->per_row, c0 = t % j->per_row * j->piece;
+      int64_t n = j->len - c0 < j->piece ? j->len - c0 : j->piece;
+      j->fn(j->ctx, row, c0, n);
+    }
   }
   /* streaming stores are weakly ordered: make them visible before the
-   * pool reports this share done (cheap when there were none) */
+   * pool reports this worker done (cheap when there were none) */
   _mm_sfence();
 }
 
@@ -140,11 +151,13 @@ void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len, int64_t piece,
                    fast_piece_fn fn, void *ctx) {
   if (rows <= 0 || len <= 0) return;
   if (piece <= 0 || piece > len) piece = len;
-  rows_job_t j = {fn, ctx, len, piece, (len + piece - 1) / piece};
-  int64_t tasks = rows * j.per_row;
-  /* a thread is worth it above ~64k elements */
-  int64_t grain = 65536 / piece + 1;
-  cpu_pool_run(dev->pool, tasks, grain, rows_task, &j);
+  rows_job_t j = {fn, ctx, len, piece, (len + piece - 1) / piece, 0, 0, 0};
+  j.tasks = rows * j.per_row;
+  /* a thread is worth it above ~64k elements; claims of ~16k elements */
+  int64_t grain = 65536 / piece + 1, workers = cpu_pool_size(dev->pool);
+  if (j.tasks / grain < workers) workers = j.tasks / grain;
+  j.batch = 16384 / piece > 1 ? 16384 / piece : 1;
+  cpu_pool_run(dev->pool, workers > 1 ? workers : 1, 1, rows_task, &j);
 }
 
 /* ---- unary / binary ---------------------------------------------------------*/
