@@ -102,8 +102,8 @@ typedef struct bench_result {
 /* Prints the per-call overhead of a tiny op, direct and from a graph
  * (bench_overhead.c). */
 void bench_overhead(bp_device_t *dev);
-/* Time of the same non-causal f32 attention as matmul + softmax + matmul
- * on dev, in ms; -1 when not measured (bench_unfused.c). */
+/* Time of the same f32 attention as matmul + softmax + matmul on dev (no
+ * causal mask), in ms; -1 when not measured (bench_unfused.c). */
 double bench_unfused_attention_ms(bp_device_t *dev, const bpt_case_t *c,
                                   const bench_timing_t *t);
 
