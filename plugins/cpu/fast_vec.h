@@ -89,9 +89,10 @@ CPU_HIDDEN int64_t fast_rows_offset(const fast_rows_t *r, int k, int64_t row);
 CPU_HIDDEN int64_t fast_rows_count(const fast_rows_t *r);
 
 /* Runs fn(ctx, row, col0, ncols) over every row, cut into pieces of at most
- * `piece` columns, threaded over the pool when total work is large. Each
- * thread fences its stores (sfence) when its share is done, so pieces may
- * use non-temporal stores. */
+ * `piece` columns, threaded over the pool when total work is large. The
+ * workers claim pieces as they go (fn must write only its piece's output,
+ * so the result is the same whoever runs it), and each fences its stores
+ * (sfence) when done, so pieces may use non-temporal stores. */
 typedef void (*fast_piece_fn)(void *ctx, int64_t row, int64_t col0,
                               int64_t ncols);
 CPU_HIDDEN void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len,
