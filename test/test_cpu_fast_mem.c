@@ -226,8 +226,12 @@ static void sweep(dev_set_t *s) {
       run_add(dev, rows, n, 0, skew);
       run_add(dev, rows, n, 1, skew);
     }
-    /* rows past the cached form (softmax online) and one huge norm row */
-    for (int log = 0; log < 2; log++) run_softmax(dev, 3, 20011, log, 1);
+    /* rows past the stack scratch, past the cached form (softmax online)
+     * and one huge norm row */
+    for (int log = 0; log < 2; log++) {
+      run_softmax(dev, 3, 4097, log, 2);
+      run_softmax(dev, 3, 20011, log, 1);
+    }
     run_norm(dev, 0, 2, 300007, 3, 3);
     run_norm(dev, 1, 2, 300007, 2, 1);
   }

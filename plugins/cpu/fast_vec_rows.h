@@ -21,6 +21,10 @@
  * and sum, then scale — one exp per element, and memory still sees one
  * read and one write. Longer rows use the online form. */
 #define SOFTMAX_CACHED_ROW 16384
+/* Rows up to this many floats keep their exps in a 16 KiB stack scratch
+ * when y takes streaming stores (longer ones keep them in y, which then
+ * costs y's read for ownership): small enough for any thread's stack. */
+#define SOFTMAX_SCRATCH_ROW 4096
 
 /* c lanes from p (c <= VL; c == VL folds to a plain load). */
 static inline __attribute__((always_inline)) V ldn(const float *p, int64_t c) {
@@ -143,14 +147,15 @@ static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
                           const float *next, bool nt) {
   float mx, sum;
   /* the exps: in y (the last pass finds them in cache), or with streaming
-   * stores in a scratch, so that y is written once */
-  float scratch[SOFTMAX_CACHED_ROW] __attribute__((aligned(64)));
+   * stores in a stack scratch (rows up to SOFTMAX_SCRATCH_ROW), so that y
+   * is written once */
+  float scratch[SOFTMAX_SCRATCH_ROW] __attribute__((aligned(64)));
   float *e = NULL;
   if (n <= SOFTMAX_CACHED_ROW) {
     mx = row_max(x, n);
     /* an all -inf row gives NaN (-inf - -inf), as the reference */
     if (mx == -INFINITY) mx = NAN;
-    e = log_ ? NULL : nt ? scratch : y;
+    e = log_ ? NULL : nt && n <= SOFTMAX_SCRATCH_ROW ? scratch : y;
     sum = row_expsum(x, e, n, mx, next);
   } else {
     mx = online_max_sum(x, n, &sum);
