@@ -291,11 +291,19 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
   if (ap) cpu_pool_run(dev->pool, j.K, 16, flatten_weights, &j);
   int64_t tasks = x->shape[0] * j.G * j.ncb * j.pm;
   double flops = 2.0 * (double)j.K * (double)j.crs * (double)(j.P * j.Q) * (double)x->shape[0];
-  if (j.pix) {
-    tasks = x->shape[0] * j.G * (j.kg / kr->nr);
-    cpu_pool_run(dev->pool, tasks, flops < 2e6 ? tasks : 1, fast_conv_pix_task, &j);
+  if (j.pix) tasks = x->shape[0] * j.G * (j.kg / kr->nr);
+  cpu_pool_fn fn = j.pix ? fast_conv_pix_task : fast_conv_task;
+  if (flops < 2e6 || threads < 2 || tasks < 2) {
+    fn(&j, 0, tasks, 0);
   } else {
-    cpu_pool_run(dev->pool, tasks, flops < 2e6 ? tasks : 1, fast_conv_task, &j);
+    /* tasks claimed as workers get to them: a late or preempted worker
+     * (the pool wakes them per call; the machine may be shared) takes
+     * fewer, and which worker computes a block never changes its result */
+    _Atomic int64_t next = 0;
+    j.dyn = true;
+    j.ntasks = tasks;
+    j.next = &next;
+    cpu_pool_run(dev->pool, threads, 1, fn, &j);
   }
   free(off);
   return BP_OK;

@@ -6,6 +6,7 @@
 #ifndef BACKPLANE_FAST_CONV2D_H
 #define BACKPLANE_FAST_CONV2D_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -13,7 +14,7 @@
 
 #define CONV_NR_MAX 32              /* widest micro-kernel tile (NR) */
 #define CONV_TILE_BYTES (384 << 10) /* packed image tile, kept in L2 */
-#define CONV_DIRECT_NC 1024         /* output pixels per block, in-place route */
+#define CONV_DIRECT_NC 512          /* output pixels per block, in-place route */
 #define CONV_KC_DIRECT 384          /* k block of the in-place route (see plan) */
 #define CONV_KC_MAX 256             /* k block: a micro-panel (KC x NR) stays in L1 */
 #define CONV_ROW_MAX 4096           /* widest padded row split into phases */
@@ -43,6 +44,11 @@ typedef struct conv_job {
   const int64_t *off;      /* per k row (c, r, s): tap offset, for conv_direct */
   bool direct;             /* B read in place (conv_direct), off set */
   bool pix;                /* channels along the vector (pix_task), off set */
+  /* dyn: the pool runs one chunk per worker, and each claims tasks from
+   * *next until ntasks are taken */
+  bool dyn;
+  int64_t ntasks;
+  _Atomic int64_t *next;
   /* slab: each task pads the input rows its block needs (pad, slab_rows of
    * them per channel) into its own scratch, instead of one padded copy */
   bool slab;

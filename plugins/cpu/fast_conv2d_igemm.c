@@ -13,10 +13,24 @@
  *    (fast_ukr_pix_fn).
  */
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "fast_conv2d.h"
+
+/* The next task of this call: those of the static chunk in turn (*cur
+ * counts them), or, with j->dyn (one pool chunk per worker), the next one
+ * of all j->ntasks no worker has claimed yet, so that a worker that starts
+ * late or is preempted takes fewer. Tasks stop at task_end(). */
+static int64_t next_task(const conv_job_t *j, int64_t *cur) {
+  if (!j->dyn) return (*cur)++;
+  return atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed);
+}
+
+static int64_t task_end(const conv_job_t *j, int64_t end) {
+  return j->dyn ? j->ntasks : end;
+}
 
 /* ---- packing the image: the KC x NC tile of im2col(X) --------------------*/
 
@@ -173,7 +187,7 @@ void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   float *slab = j->slab ? fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
   if ((!j->direct && !bbuf) || (j->slab && !slab)) return;
   int64_t have = -1; /* the block whose rows the slab holds */
-  for (int64_t t = begin; t < end; t++) {
+  for (int64_t t = next_task(j, &begin); t < task_end(j, end); t = next_task(j, &begin)) {
     int64_t mp = t % j->pm, rest = t / j->pm;
     int64_t jb = rest % j->ncb, ng = rest / j->ncb;
     int64_t n = ng / j->G, g = ng % j->G;
@@ -219,11 +233,10 @@ void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) 
   /* checked by the caller before the split */
   float *wp = fast_scratch(3, (size_t)(j->crs * nr) * sizeof(float));
   int64_t plane = j->slab_rows * j->pad.Wp;
-  float *slab =
-      j->slab ? fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
+  float *slab = j->slab ? fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
   if (!wp || (j->slab && !slab)) return;
   int64_t have = -1; /* the image and group the slab holds */
-  for (int64_t t = begin; t < end; t++) {
+  for (int64_t t = next_task(j, &begin); t < task_end(j, end); t = next_task(j, &begin)) {
     int64_t q = t % kq, ng = t / kq, n = ng / j->G, g = ng % j->G;
     int64_t k0 = g * j->kg + q * nr;
     kr->pack(j->ap + k0 * j->lda, j->lda, 1, nr, j->crs, nr, wp);
