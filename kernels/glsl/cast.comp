@@ -16,11 +16,15 @@ layout(push_constant) uniform PC { Params p; };
 void main() {
   T2Buf y = T2Buf(p.y);
   T1Buf x = T1Buf(p.a);
+  // Parameters read once, no index arithmetic at rank 1 (see eltwise.comp).
+  const int n = p.n, rank = p.rank, sy0 = p.sy[0], sa0 = p.sa[0];
   int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
-  for (int i = int(gl_GlobalInvocationID.x); i < p.n; i += step) {
-    int oy, ox;
-    BP_ND_OFFSET(oy, i, p.rank, p.shape, p.sy);
-    BP_ND_OFFSET(ox, i, p.rank, p.shape, p.sa);
+  for (int i = int(gl_GlobalInvocationID.x); i < n; i += step) {
+    int oy = i * sy0, ox = i * sa0;
+    if (rank != 1) {
+      BP_ND_OFFSET(oy, i, rank, p.shape, p.sy);
+      BP_ND_OFFSET(ox, i, rank, p.shape, p.sa);
+    }
 #if defined(T1_IS_INT) && defined(T2_IS_INT)
     STOREI2(y, oy, LOADI1(x, ox));
 #else

@@ -39,17 +39,21 @@ layout(push_constant) uniform PC { Params p; };
 
 void main() {
   EBuf y = EBuf(p.y), x = EBuf(p.x);
-  bool fill = p.x == 0;
-  ELEM value = FROM_BITS(p.lo, p.hi);
+  // Parameters read once and no index arithmetic at rank 1 (every
+  // contiguous tensor): see eltwise.comp.
+  const bool fill = p.x == 0;
+  const ELEM value = FROM_BITS(p.lo, p.hi);
+  const int n = p.n, rank = p.rank, sy0 = p.sy[0], sx0 = p.sx[0];
   int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
-  for (int i = int(gl_GlobalInvocationID.x); i < p.n; i += step) {
-    int oy, ox;
-    BP_ND_OFFSET(oy, i, p.rank, p.shape, p.sy);
-    if (fill) {
-      y.v[oy] = value;
-    } else {
-      BP_ND_OFFSET(ox, i, p.rank, p.shape, p.sx);
-      y.v[oy] = x.v[ox];
+  for (int i = int(gl_GlobalInvocationID.x); i < n; i += step) {
+    int oy = i * sy0, ox = i * sx0;
+    if (rank != 1) {
+      BP_ND_OFFSET(oy, i, rank, p.shape, p.sy);
+      if (!fill) BP_ND_OFFSET(ox, i, rank, p.shape, p.sx);
     }
+    if (fill)
+      y.v[oy] = value;
+    else
+      y.v[oy] = x.v[ox];
   }
 }

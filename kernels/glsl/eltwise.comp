@@ -101,8 +101,11 @@ void main() {
       BP_ND_OFFSET(oa, i, rank, p.shape, p.sa);
       if (binary) BP_ND_OFFSET(ob, i, rank, p.shape, p.sb);
     }
-    float r = binary ? bp_binary(op, LOAD1(a, oa), LOAD1(b, ob))
-                     : bp_unary(op, LOAD1(a, oa));
+    float r;
+    if (binary)
+      r = bp_binary(op, LOAD1(a, oa), LOAD1(b, ob));
+    else
+      r = bp_unary(op, LOAD1(a, oa));
     STORE1(y, oy, r);
   }
 }
