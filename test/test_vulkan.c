@@ -189,6 +189,60 @@ static void test_unary_binary(void **state) {
 
 static bool g_share_a; /* A's batch stride 0: one A for the whole batch */
 
+/* Contiguous f32 elementwise ops: the texel-view path of software devices
+ * (eltwise_f32_tex), with element offsets that are not 16-byte aligned,
+ * in place, and with a broadcast scalar operand (stride 0). */
+static bp_tensor_t vt_view(const vt_pair_t *p, int I, int64_t off, int64_t n,
+                           int64_t stride) {
+  bp_tensor_t t = p->t[I].t;
+  t.offset += (uint64_t)off * 4;
+  t.rank = 1;
+  t.shape[0] = n;
+  t.strides[0] = stride;
+  return t;
+}
+
+enum { EV_N = 1000 };
+
+static bp_status_t ev_unary(tc_env_t *E, int I, int op, const vt_pair_t *x, int offx,
+                            const vt_pair_t *y, int offy) {
+  bp_tensor_t a = vt_view(x, I, offx, EV_N, 1), o = vt_view(y, I, offy, EV_N, 1);
+  return bp_unary(E->s, (bp_unary_op_t)op, &a, &o);
+}
+
+static bp_status_t ev_binary(tc_env_t *E, int I, int op, const vt_pair_t *x, int offx,
+                             const vt_pair_t *b, int offb, int64_t sb) {
+  bp_tensor_t a = vt_view(x, I, offx, EV_N, 1), c = vt_view(b, I, offb, EV_N, sb);
+  return bp_binary(E->s, (bp_binary_op_t)op, &a, &c, &a); /* in place */
+}
+
+static void test_eltwise_views(void **state) {
+  (void)state;
+  VT_NEED();
+  int64_t len[1] = {EV_N + 4};
+  for (int off = 0; off < 4; off++) {
+    vt_pair_t x = vt_rand(21 + off, BP_F32, 1, len, TC_CONTIG, 0.1, 3);
+    vt_pair_t b = vt_rand(31 + off, BP_F32, 1, len, TC_CONTIG, 0.5, 2);
+    vt_pair_t y = vt_rand(41 + off, BP_F32, 1, len, TC_CONTIG, -1, 1);
+    char what[64];
+    for (int op = 0; op < BP_UNARY_COUNT; op++) {
+      VT_BOTH(ev_unary(E, I, op, &x, off, &y, (off + 1) % 4));
+      snprintf(what, sizeof what, "unary %d f32, offsets %d/%d", op, off, (off + 1) % 4);
+      vt_check(&y, BP_F32, 1, what);
+    }
+    for (int op = 0; op < BP_BINARY_COUNT; op++) {
+      /* odd ops: b is one element broadcast by stride 0 */
+      VT_BOTH(ev_binary(E, I, op, &x, off, &b, 3 - off, op % 2 ? 0 : 1));
+      snprintf(what, sizeof what, "binary %d f32 in place, offset %d", op, off);
+      vt_check(&x, BP_F32, 1, what);
+    }
+    vt_free(&x);
+    vt_free(&b);
+    vt_free(&y);
+  }
+  TC_END();
+}
+
 static void gemm_pair(bp_dtype_t dt, bp_transpose_t ta, bp_transpose_t tb,
                       int64_t m, int64_t n, int64_t k, int64_t batch,
                       double alpha, double beta, bool aligned) {
@@ -258,6 +312,7 @@ int main(void) {
       cmocka_unit_test(test_device_info),
       cmocka_unit_test(test_fill_copy_cast),
       cmocka_unit_test(test_unary_binary),
+      cmocka_unit_test(test_eltwise_views),
       cmocka_unit_test(test_gemm),
       VT_MORE_TESTS};
   return cmocka_run_group_tests_name("vulkan vs cpu-ref", tests, setup,

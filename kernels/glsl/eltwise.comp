@@ -16,6 +16,16 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int shape[BP_MAX_RANK], sy[BP_MAX_RANK], sa[BP_MAX_RANK], sb[BP_MAX_RANK];
 };
 layout(push_constant) uniform PC { Params p; };
+#ifdef T2_tex
+// eltwise_f32_tex, for CPU drivers (lavapipe): rank 1 only, y, a and b
+// read and written through r32f storage texel buffers (vectorised there,
+// where buffer loads are per-lane loops). A view starts at a 16-byte
+// boundary: sy[1], sa[1], sb[1] hold each tensor's element shift in it,
+// sy[0], sa[0], sb[0] its stride (1, or 0 for a broadcast scalar).
+layout(set = 0, binding = 0, r32f) uniform writeonly imageBuffer ty;
+layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer ta;
+layout(set = 0, binding = 2, r32f) uniform readonly imageBuffer tb;
+#endif
 layout(constant_id = 0) const int OP_SPEC = -1;     // -1: p.op
 layout(constant_id = 1) const int BINARY_SPEC = -1; // -1: p.binary
 
@@ -84,6 +94,23 @@ float bp_binary(int op, float a, float b) {
   }
 }
 
+#ifdef T2_tex
+void main() {
+  const int n = p.n, op = OP_SPEC >= 0 ? OP_SPEC : p.op;
+  const bool binary = BINARY_SPEC >= 0 ? BINARY_SPEC != 0 : p.binary != 0;
+  const int sy0 = p.sy[0], sa0 = p.sa[0], sb0 = p.sb[0];
+  const int hy = p.sy[1], ha = p.sa[1], hb = p.sb[1];
+  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  for (int i = int(gl_GlobalInvocationID.x); i < n; i += step) {
+    float r;
+    if (binary)
+      r = bp_binary(op, imageLoad(ta, ha + i * sa0).x, imageLoad(tb, hb + i * sb0).x);
+    else
+      r = bp_unary(op, imageLoad(ta, ha + i * sa0).x);
+    imageStore(ty, hy + i * sy0, vec4(r));
+  }
+}
+#else
 void main() {
   T1Buf y = T1Buf(p.y), a = T1Buf(p.a), b = T1Buf(p.b);
   // Parameters read once: on CPU drivers (lavapipe) each read through the
@@ -109,3 +136,4 @@ void main() {
     STORE1(y, oy, r);
   }
 }
+#endif

@@ -88,14 +88,14 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .causal = a->causal != 0,
                                 .skp = (int32_t)np1};
         VkBufferView v3[3] = {vw[0], vw[1], vw[2]};
-        st = vkb_dispatch_views(s, score, &p, sizeof p, v3, 3, (uint32_t)(np1 / bn),
+        st = vkb_dispatch_views(s, score, NULL, 0, &p, sizeof p, v3, 3, (uint32_t)(np1 / bn),
                                 (uint32_t)(mp / bm), (uint32_t)nh);
       }
       if (st == BP_OK) {
         smx_params_t p = {
             .quads = (int32_t)(nh * mp / 4), .bm4 = (int32_t)(bm / 4), .kp = (int32_t)np1};
         int64_t groups = (p.quads + 63) / 64;
-        st = vkb_dispatch_views(s, "attnsoftmax_f32", &p, sizeof p, &vw[2], 1,
+        st = vkb_dispatch_views(s, "attnsoftmax_f32", NULL, 0, &p, sizeof p, &vw[2], 1,
                                 groups > 4096 ? 4096u : (uint32_t)groups, 1, 1);
       }
       if (st == BP_OK)
@@ -116,7 +116,7 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .bg = (int32_t)G,
                                 .amod = (int32_t)nh};
         VkBufferView v2[2] = {vw[2], vw[3]};
-        st = vkb_dispatch_views(s, gemm, &p, sizeof p, v2, 2, (uint32_t)(np2 / bn),
+        st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, v2, 2, (uint32_t)(np2 / bn),
                                 (uint32_t)(mp / bm), (uint32_t)nh);
       }
     }

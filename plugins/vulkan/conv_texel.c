@@ -82,7 +82,7 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .xp = (int32_t)np,
                             .bw = (int32_t)bn};
     int64_t groups_x = (crs * np / 4 + 63) / 64;
-    st = vkb_dispatch_views(s, packx, &cp, sizeof cp, &vw[1], 1,
+    st = vkb_dispatch_views(s, packx, NULL, 0, &cp, sizeof cp, &vw[1], 1,
                             groups_x > 4096 ? 4096u : (uint32_t)groups_x, 1, (uint32_t)groups);
     if (st != BP_OK) break;
     vkb_texel_params_t p = {.c = vkb_tensor_addr(Y) + (uint64_t)(n * Y->strides[0]) * es,
@@ -101,7 +101,7 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .has_bias = a->bias.rank > 0,
                             .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0,
                             .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0};
-    st = vkb_dispatch_views(s, gemm, &p, sizeof p, vw, 2, (uint32_t)(np / bn), (uint32_t)(mp / bm),
+    st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, vw, 2, (uint32_t)(np / bn), (uint32_t)(mp / bm),
                             (uint32_t)groups);
   }
   vkb_texel_release(s, sc, vw, 2);

@@ -73,7 +73,7 @@ bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, uint64_t src, con
   /* The kernel loops over the texels past its grid. */
   int64_t groups = (kp * xp / 4 + 63) / 64;
   uint32_t gx = groups > 4096 ? 4096u : (uint32_t)groups;
-  return vkb_dispatch_views(s, name, &p, sizeof p, &view, 1, gx, 1, (uint32_t)nb);
+  return vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, &view, 1, gx, 1, (uint32_t)nb);
 }
 
 void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBufferView *views, int count) {
@@ -127,7 +127,7 @@ static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g, const vkb_
                             .amod = (int32_t)batch};
     char name[40];
     snprintf(name, sizeof name, "gemmtex_%s_%s", dt, t->name);
-    st = vkb_dispatch_views(s, name, &p, sizeof p, views, 2, (uint32_t)(np / bn),
+    st = vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, views, 2, (uint32_t)(np / bn),
                             (uint32_t)(mp / bm), (uint32_t)batch);
   }
   vkb_texel_release(s, sc, views, 2);

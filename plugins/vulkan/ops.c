@@ -291,6 +291,50 @@ typedef struct eltwise_params {
       sb[BP_MAX_RANK];
 } eltwise_params_t;
 
+/* A texel view of t's buffer from the 16-byte boundary at or below element
+ * 0, covering count elements; *out_shift is element 0's index in it. */
+static bp_status_t texel_view(vkb_stream_t *s, const bp_plugin_tensor_t *t,
+                              int64_t count, VkBufferView *out_view,
+                              int32_t *out_shift) {
+  vkb_alloc_t *al = vkb_ptr(t->ptr);
+  uint64_t byte = al->offset + t->offset, base = byte & ~(uint64_t)15;
+  *out_shift = (int32_t)((byte - base) / 4);
+  VkBufferViewCreateInfo vi = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                               .buffer = al->block->buf,
+                               .format = VK_FORMAT_R32_SFLOAT,
+                               .offset = base,
+                               .range = (byte - base) + (uint64_t)count * 4};
+  return vkb_check(s->d->fn.vkCreateBufferView(s->d->dev, &vi, NULL, out_view),
+                   "vkCreateBufferView");
+}
+
+/* f32 eltwise of rank 1 (contiguous or broadcast scalar operands) through
+ * r32f texel views, on devices where the texel kernels run (lavapipe);
+ * BP_ERR_UNSUPPORTED, nothing recorded, otherwise. */
+static bp_status_t eltwise_texel(vkb_stream_t *s, eltwise_params_t *p, const vkb_nd_t *nd,
+                                 const bp_plugin_tensor_t *y, const bp_plugin_tensor_t *a,
+                                 const bp_plugin_tensor_t *b, const uint32_t *spec) {
+  if (y->dtype != BP_F32 || nd->rank != 1 || nd->strides[0][0] != 1 || nd->strides[1][0] > 1 ||
+      (b && nd->strides[2][0] > 1) || (uint64_t)nd->n + 4 > s->d->caps.max_texels ||
+      !vkb_texel_wanted(s->d) || !vkb_kernel_present("eltwise_f32_tex"))
+    return BP_ERR_UNSUPPORTED;
+  const bp_plugin_tensor_t *t[3] = {y, a, b ? b : a};
+  int32_t shift[3];
+  VkBufferView v[3] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE};
+  bp_status_t st = BP_OK;
+  for (int i = 0; i < 3 && st == BP_OK; i++)
+    st = texel_view(s, t[i], nd->strides[i][0] ? nd->n : 1, &v[i], &shift[i]);
+  if (st == BP_OK) {
+    p->sy[1] = shift[0], p->sa[1] = shift[1], p->sb[1] = shift[2];
+    st = vkb_dispatch_views(s, "eltwise_f32_tex", spec, 2, p, sizeof *p, v, 3,
+                            vkb_groups_1d(s->d, nd->n, 256), 1, 1);
+  }
+  for (int i = 0; i < 3; i++) /* after recording: see vkb_texel_release */
+    if (v[i])
+      vkb_stream_release_view(s, v[i]);
+  return st;
+}
+
 static bp_status_t eltwise_record(vkb_stream_t *s, const char *kernel,
                                   int op, const bp_plugin_tensor_t *y,
                                   const bp_plugin_tensor_t *a,
@@ -315,6 +359,11 @@ static bp_status_t eltwise_record(vkb_stream_t *s, const char *kernel,
    * compiles only that op (eltwise.comp says why); cast has none. */
   uint32_t spec[2] = {(uint32_t)op, b != NULL};
   bool specialise = strncmp(kernel, "eltwise_", 8) == 0;
+  if (specialise) {
+    st = eltwise_texel(s, &p, &nd, y, a, b, spec);
+    if (st != BP_ERR_UNSUPPORTED)
+      return st;
+  }
   return vkb_dispatch(s, kernel, specialise ? spec : NULL, specialise ? 2 : 0,
                       &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }

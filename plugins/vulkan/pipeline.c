@@ -331,8 +331,10 @@ bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
 }
 
 bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name,
+                               const uint32_t *spec, uint32_t nspec,
                                const void *params, uint32_t psize,
                                const VkBufferView *views, uint32_t nviews,
                                uint32_t gx, uint32_t gy, uint32_t gz) {
-  return dispatch(s, name, NULL, 0, params, psize, views, nviews, gx, gy, gz);
+  return dispatch(s, name, spec, nspec, params, psize, views, nviews, gx, gy,
+                  gz);
 }

@@ -387,6 +387,7 @@ VKB_HIDDEN bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
  * views[i] is bound to set 0, binding i (pushed into the command buffer).
  */
 VKB_HIDDEN bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name,
+                                          const uint32_t *spec, uint32_t nspec,
                                           const void *params, uint32_t psize,
                                           const VkBufferView *views,
                                           uint32_t nviews, uint32_t gx,
