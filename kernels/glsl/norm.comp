@@ -11,26 +11,30 @@ void main() {
   // flags: gamma / beta strides along the axis (the kernels use p.sx for
   // rows only, so these come in pad / pad2 slots)
   int sg = p.flags, sb = p.pad;
-  for (int r = int(gl_WorkGroupID.x); r < p.rows; r += int(gl_NumWorkGroups.x)) {
+  // Parameters read once (see softmax.comp).
+  const int rows = p.rows, len = p.len, sxa = p.sx_axis, sya = p.sy_axis;
+  const bool layer = p.op == 0, has_g = p.g != 0, has_b = p.b != 0;
+  const float eps = p.eps;
+  for (int r = int(gl_WorkGroupID.x); r < rows; r += int(gl_NumWorkGroups.x)) {
     int ox, oy;
     row_offsets(r, ox, oy);
     float mean = 0.0;
-    if (p.op == 0) {
+    if (layer) {
       float s = 0.0;
-      for (int j = t; j < p.len; j += WG) s += LOAD1(x, ox + j * p.sx_axis);
-      mean = wg_reduce(0, s) / float(p.len);
+      for (int j = t; j < len; j += WG) s += LOAD1(x, ox + j * sxa);
+      mean = wg_reduce(0, s) / float(len);
     }
     float q = 0.0;
-    for (int j = t; j < p.len; j += WG) {
-      float d = LOAD1(x, ox + j * p.sx_axis) - mean;
+    for (int j = t; j < len; j += WG) {
+      float d = LOAD1(x, ox + j * sxa) - mean;
       q += d * d;
     }
-    float inv = inversesqrt(wg_reduce(0, q) / float(p.len) + p.eps);
-    for (int j = t; j < p.len; j += WG) {
-      float v = (LOAD1(x, ox + j * p.sx_axis) - mean) * inv;
-      if (p.g != 0) v *= LOAD1(g, j * sg);
-      if (p.b != 0) v += LOAD1(b, j * sb);
-      STORE1(y, oy + j * p.sy_axis, v);
+    float inv = inversesqrt(wg_reduce(0, q) / float(len) + eps);
+    for (int j = t; j < len; j += WG) {
+      float v = (LOAD1(x, ox + j * sxa) - mean) * inv;
+      if (has_g) v *= LOAD1(g, j * sg);
+      if (has_b) v += LOAD1(b, j * sb);
+      STORE1(y, oy + j * sya, v);
     }
   }
 }

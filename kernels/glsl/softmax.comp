@@ -7,21 +7,25 @@
 void main() {
   T1Buf x = T1Buf(p.x), y = T1Buf(p.y);
   int t = int(gl_LocalInvocationID.x);
-  for (int r = int(gl_WorkGroupID.x); r < p.rows; r += int(gl_NumWorkGroups.x)) {
+  // Parameters read once: on CPU drivers (lavapipe) every read through the
+  // block's address is a per-lane load loop that is not hoisted.
+  const int rows = p.rows, len = p.len, sxa = p.sx_axis, sya = p.sy_axis;
+  const bool logsm = p.op == 1;
+  for (int r = int(gl_WorkGroupID.x); r < rows; r += int(gl_NumWorkGroups.x)) {
     int ox, oy;
     row_offsets(r, ox, oy);
     float m = -BP_INF;
-    for (int j = t; j < p.len; j += WG)
-      m = bp_combine(1, m, LOAD1(x, ox + j * p.sx_axis));
+    for (int j = t; j < len; j += WG)
+      m = bp_combine(1, m, LOAD1(x, ox + j * sxa));
     m = wg_reduce(1, m);
     float s = 0.0;
-    for (int j = t; j < p.len; j += WG)
-      s += exp(LOAD1(x, ox + j * p.sx_axis) - m);
+    for (int j = t; j < len; j += WG)
+      s += exp(LOAD1(x, ox + j * sxa) - m);
     s = wg_reduce(0, s);
     float ls = log(s), inv = 1.0 / s;
-    for (int j = t; j < p.len; j += WG) {
-      float d = LOAD1(x, ox + j * p.sx_axis) - m;
-      STORE1(y, oy + j * p.sy_axis, p.op == 1 ? d - ls : exp(d) * inv);
+    for (int j = t; j < len; j += WG) {
+      float d = LOAD1(x, ox + j * sxa) - m;
+      STORE1(y, oy + j * sya, logsm ? d - ls : exp(d) * inv);
     }
   }
 }
