@@ -66,10 +66,11 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int scb, scm, scn, pab, pbb; // panel batch strides in texels (0: shared)
   float alpha, beta;
   int bg;       // B panels are shared by bg consecutive batches (GQA)
-  int causal;   // score: mask key j > row i + n - m
+  int causal;   // score: mask key j > row i + n - m; P·V: k stops after
+                // the tile's last visible key, row + kshift
   int skp;      // score: the output panels' k extent (n padded)
   int amod;     // A panel of batch b is b % amod (conv2d groups)
-  int has_bias, sbias, pad;
+  int has_bias, sbias, kshift;
   uint64_t bias; // C[b][i][j] += bias[((b % amod) * m + i) * sbias]
 };
 layout(push_constant) uniform PC { Params p; };
@@ -89,7 +90,20 @@ void main() {
   vec4 acc[TM][TN4];
   [[unroll]] for (int i = 0; i < TM; i++)
     [[unroll]] for (int j = 0; j < TN4; j++) acc[i][j] = vec4(0.0);
-  for (int k = 0; k < kp; k++) {
+  // Causal attention: keys past the last row's limit (+ shift) are masked
+  // for the whole tile. The score product skips a tile that is all masked;
+  // P·V (kcausal != 0, k = keys) stops where the tile's probabilities end.
+  int kend = kp;
+  if (p.causal != 0) {
+#ifdef T1_score
+    int last = mb * BM + BM - 1 + (p.n - p.m); // last row's last visible key
+    if (nb * BN > last) kend = 0;
+#else
+    int last = mb * BM + BM - 1 + p.kshift;
+    kend = min(kp, max(last + 1, 0));
+#endif
+  }
+  for (int k = 0; k < kend; k++) {
     vec4 av[TM4], bv[TN4];
     [[unroll]] for (int i = 0; i < TM4; i++) av[i] = imageLoad(pa, a0 + k * (BM / 4) + i);
     [[unroll]] for (int j = 0; j < TN4; j++) bv[j] = imageLoad(pb, b0 + k * (BN / 4) + j);

@@ -114,7 +114,9 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .pbb = (int32_t)(np2 * np1 / 4),
                                 .alpha = 1.0f,
                                 .bg = (int32_t)G,
-                                .amod = (int32_t)nh};
+                                .causal = a->causal != 0,
+                                .amod = (int32_t)nh,
+                                .kshift = (int32_t)(Skv - Sq)};
         VkBufferView v2[2] = {vw[2], vw[3]};
         st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, v2, 2, (uint32_t)(np2 / bn),
                                 (uint32_t)(mp / bm), (uint32_t)nh);

@@ -465,7 +465,7 @@ typedef struct vkb_texel_params {
   int32_t scb, scm, scn, pab, pbb;
   float alpha, beta;
   int32_t bg, causal, skp;
-  int32_t amod, has_bias, sbias, pad;
+  int32_t amod, has_bias, sbias, kshift;
   uint64_t bias;
 } vkb_texel_params_t;
 
