@@ -64,16 +64,15 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
   for (int64_t bi = 0; bi < B && st == BP_OK; bi++)
     for (int64_t h0 = 0; h0 < Hq && st == BP_OK; h0 += hc) {
       int64_t nh = Hq - h0 < hc ? Hq - h0 : hc, nkv = nh / G;
-      uint64_t q = vkb_tensor_addr(Q) + (uint64_t)(bi * Q->strides[0] + h0 * Q->strides[1]) * es;
-      uint64_t k =
-          vkb_tensor_addr(K) + (uint64_t)(bi * K->strides[0] + h0 / G * K->strides[1]) * es;
-      uint64_t v =
-          vkb_tensor_addr(V) + (uint64_t)(bi * V->strides[0] + h0 / G * V->strides[1]) * es;
+      /* element offsets of this chunk's first head */
+      int64_t q = bi * Q->strides[0] + h0 * Q->strides[1],
+              k = bi * K->strides[0] + h0 / G * K->strides[1],
+              v = bi * V->strides[0] + h0 / G * V->strides[1];
       uint64_t o = vkb_tensor_addr(O) + (uint64_t)(bi * O->strides[0] + h0 * O->strides[1]) * es;
-      st = vkb_texel_pack(s, vw[0], q, dt, nh, D, D, Sq, mp, Q->strides[1], Q->strides[3],
+      st = vkb_texel_pack(s, vw[0], Q, q, nh, D, D, Sq, mp, Q->strides[1], Q->strides[3],
                           Q->strides[2], (uint32_t)bm);
       if (st == BP_OK)
-        st = vkb_texel_pack(s, vw[1], k, dt, nkv, D, D, Skv, np1, K->strides[1], K->strides[3],
+        st = vkb_texel_pack(s, vw[1], K, k, nkv, D, D, Skv, np1, K->strides[1], K->strides[3],
                             K->strides[2], (uint32_t)bn);
       if (st == BP_OK) {
         vkb_texel_params_t p = {.m = (int32_t)Sq,
@@ -99,7 +98,7 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 groups > 4096 ? 4096u : (uint32_t)groups, 1, 1);
       }
       if (st == BP_OK)
-        st = vkb_texel_pack(s, vw[3], v, dt, nkv, Skv, np1, Dv, np2, V->strides[1], V->strides[2],
+        st = vkb_texel_pack(s, vw[3], V, v, nkv, Skv, np1, Dv, np2, V->strides[1], V->strides[2],
                             V->strides[3], (uint32_t)bn);
       if (st == BP_OK) {
         vkb_texel_params_t p = {.c = o,

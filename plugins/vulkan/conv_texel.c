@@ -58,8 +58,8 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
   bp_status_t st = vkb_texel_scratch(d, bytes[0], &sc[0], &vw[0]);
   if (st == BP_OK) st = vkb_texel_scratch(d, bytes[1], &sc[1], &vw[1]);
   if (st == BP_OK) /* weights: rows k of group g, columns crs */
-    st = vkb_texel_pack(s, vw[0], vkb_tensor_addr(Wt), dt, groups, crs, crs, kg, mp,
-                        kg * Wt->strides[0], Wt->strides[3], Wt->strides[0], (uint32_t)bm);
+    st = vkb_texel_pack(s, vw[0], Wt, 0, groups, crs, crs, kg, mp, kg * Wt->strides[0],
+                        Wt->strides[3], Wt->strides[0], (uint32_t)bm);
   for (int64_t n = 0; n < N && st == BP_OK; n++) {
     convpack_params_t cp = {.x = vkb_tensor_addr(X) + (uint64_t)(n * X->strides[0]) * es,
                             .cg = (int32_t)cg,
@@ -101,8 +101,8 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .has_bias = a->bias.rank > 0,
                             .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0,
                             .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0};
-    st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, vw, 2, (uint32_t)(np / bn), (uint32_t)(mp / bm),
-                            (uint32_t)groups);
+    st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, vw, 2, (uint32_t)(np / bn),
+                            (uint32_t)(mp / bm), (uint32_t)groups);
   }
   vkb_texel_release(s, sc, vw, 2);
   return st;

@@ -27,7 +27,7 @@ static const vkb_texel_tile_t k_tiles[] = {
 /* Matches gemmpack.comp's parameter block. */
 typedef struct pack_params {
   uint64_t src;
-  int32_t rows_k, cols_x, sb, sp, sx, kp, xp, pw;
+  int32_t rows_k, cols_x, sb, sp, sx, kp, xp, pw, shift;
 } pack_params_t;
 
 static const char *env(const char *name) {
@@ -56,10 +56,28 @@ bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes, vkb_alloc_t **out
   return st;
 }
 
-bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, uint64_t src, const char *dt,
-                           int64_t nb, int64_t rows_k, int64_t kp, int64_t cols_x, int64_t xp,
-                           int64_t sb, int64_t sp, int64_t sx, uint32_t pw) {
-  pack_params_t p = {.src = src,
+bp_status_t vkb_texel_src_view(vkb_stream_t *s, const bp_plugin_tensor_t *t, int64_t elem_off,
+                               VkBufferView *out_view, int32_t *out_shift) {
+  *out_view = VK_NULL_HANDLE;
+  vkb_alloc_t *al = vkb_ptr(t->ptr);
+  uint64_t byte = al->offset + t->offset + (uint64_t)elem_off * 4, base = byte & ~(uint64_t)15,
+           end = al->offset + al->size;
+  if (t->dtype != BP_F32 || byte >= end || (end - base) / 4 > s->d->caps.max_texels)
+    return BP_ERR_UNSUPPORTED;
+  *out_shift = (int32_t)((byte - base) / 4);
+  VkBufferViewCreateInfo vi = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                               .buffer = al->block->buf,
+                               .format = VK_FORMAT_R32_SFLOAT,
+                               .offset = base,
+                               .range = (end - base) & ~(uint64_t)3};
+  return vkb_check(s->d->fn.vkCreateBufferView(s->d->dev, &vi, NULL, out_view),
+                   "vkCreateBufferView");
+}
+
+bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, const bp_plugin_tensor_t *t,
+                           int64_t elem_off, int64_t nb, int64_t rows_k, int64_t kp, int64_t cols_x,
+                           int64_t xp, int64_t sb, int64_t sp, int64_t sx, uint32_t pw) {
+  pack_params_t p = {.src = vkb_tensor_addr(t) + (uint64_t)elem_off * vkb_dtype_size(t->dtype),
                      .rows_k = (int32_t)rows_k,
                      .cols_x = (int32_t)cols_x,
                      .sb = (int32_t)sb,
@@ -68,12 +86,20 @@ bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, uint64_t src, con
                      .kp = (int32_t)kp,
                      .xp = (int32_t)xp,
                      .pw = (int32_t)pw};
+  /* f32 sources are read through a texel view too where one fits. */
+  VkBufferView v[2] = {view, VK_NULL_HANDLE};
+  bool tex = vkb_kernel_present("gemmpack_f32_tex") &&
+             vkb_texel_src_view(s, t, elem_off, &v[1], &p.shift) == BP_OK;
   char name[32];
-  snprintf(name, sizeof name, "gemmpack_%s", dt);
+  snprintf(name, sizeof name, "gemmpack_%s%s", vkb_dtype_tag(t->dtype), tex ? "_tex" : "");
   /* The kernel loops over the texels past its grid. */
   int64_t groups = (kp * xp / 4 + 63) / 64;
   uint32_t gx = groups > 4096 ? 4096u : (uint32_t)groups;
-  return vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, &view, 1, gx, 1, (uint32_t)nb);
+  bp_status_t st =
+      vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, v, tex ? 2 : 1, gx, 1, (uint32_t)nb);
+  if (v[1]) /* after recording: see vkb_texel_release */
+    vkb_stream_release_view(s, v[1]);
+  return st;
 }
 
 void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBufferView *views, int count) {
@@ -105,11 +131,11 @@ static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g, const vkb_
   bp_status_t st = vkb_texel_scratch(d, abytes, &sc[0], &views[0]);
   if (st == BP_OK) st = vkb_texel_scratch(d, bbytes, &sc[1], &views[1]);
   if (st == BP_OK)
-    st = vkb_texel_pack(s, views[0], vkb_tensor_addr(A), dt, na, k, k, m, mp, A->strides[0],
-                        A->strides[2], A->strides[1], (uint32_t)bm);
+    st = vkb_texel_pack(s, views[0], A, 0, na, k, k, m, mp, A->strides[0], A->strides[2],
+                        A->strides[1], (uint32_t)bm);
   if (st == BP_OK)
-    st = vkb_texel_pack(s, views[1], vkb_tensor_addr(B), dt, nb, k, k, n, np, B->strides[0],
-                        B->strides[1], B->strides[2], (uint32_t)bn);
+    st = vkb_texel_pack(s, views[1], B, 0, nb, k, k, n, np, B->strides[0], B->strides[1],
+                        B->strides[2], (uint32_t)bn);
   if (st == BP_OK) {
     vkb_texel_params_t p = {.c = vkb_tensor_addr(C),
                             .m = (int32_t)m,

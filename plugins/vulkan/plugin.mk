@@ -21,7 +21,7 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
     adam_$(t) random_$(t)) random_f64 \
   $(foreach t,$(VK_FLOATS),gemmpack_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g))) \
   $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_score_$(g)) attnsoftmax_f32 \
-  $(foreach t,$(VK_FLOATS),convpack_$(t)) eltwise_f32_tex \
+  $(foreach t,$(VK_FLOATS),convpack_$(t)) eltwise_f32_tex gemmpack_f32_tex \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
 # Only families whose source exists are built (kernels land one at a time).
 VK_VARIANTS := $(foreach v,$(VK_VARIANTS),$(if $(wildcard \

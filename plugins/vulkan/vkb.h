@@ -473,14 +473,22 @@ typedef struct vkb_texel_params {
 VKB_HIDDEN bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes,
                                          vkb_alloc_t **out_alloc,
                                          VkBufferView *out_view);
-/* Records gemmpack.comp into the view: nb batches of src (dtype tag dt)
- * as [nb][xp / pw][kp][pw] f32, element (b, p, x) from src + b*sb + p*sp +
- * x*sx (elements), zero for p >= rows_k or x >= cols_x. */
+/* Records gemmpack.comp into the view: nb batches of tensor t from its
+ * element elem_off on, as [nb][xp / pw][kp][pw] f32, element (b, p, x) from
+ * t + b*sb + p*sp + x*sx (elements), zero for p >= rows_k or x >= cols_x.
+ * f32 sources are read through an r32f texel view where one fits. */
 VKB_HIDDEN bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view,
-                                      uint64_t src, const char *dt,
+                                      const bp_plugin_tensor_t *t, int64_t elem_off,
                                       int64_t nb, int64_t rows_k, int64_t kp,
                                       int64_t cols_x, int64_t xp, int64_t sb,
                                       int64_t sp, int64_t sx, uint32_t pw);
+/* An r32f view of t's allocation from the 16-byte boundary at or below
+ * element elem_off to the allocation's end; *out_shift is that element's
+ * index in it. BP_ERR_UNSUPPORTED for other dtypes or views too large.
+ * The caller releases the view (vkb_stream_release_view). */
+VKB_HIDDEN bp_status_t vkb_texel_src_view(vkb_stream_t *s, const bp_plugin_tensor_t *t,
+                                          int64_t elem_off, VkBufferView *out_view,
+                                          int32_t *out_shift);
 /* Releases scratch and views once what is recorded so far completes. */
 VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs,
                                   VkBufferView *views, int count);
