@@ -224,7 +224,13 @@ static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
   const float *a = (const float *)v->a, *b = (const float *)v->b;
   float *c = (float *)v->c;
   int64_t lda = v->sam;
-  if (v->sak != 1) {
+  fast_ukr_rows_fn ukr = kr->ukr_rows;
+  bool cols_a = v->sak != 1 && kr->ukr_cols;
+  if (cols_a) {
+    /* column-major A: the kernel broadcasts the MR values of each k step */
+    ukr = kr->ukr_cols;
+    lda = v->sak;
+  } else if (v->sak != 1) {
     /* column-major A: a row-major copy, m x k */
     float *at = fast_scratch(0, (size_t)(v->m * v->k) * sizeof(float));
     if (!at) return false;
@@ -239,8 +245,8 @@ static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
     int cols = (int)(v->n - jr < nr ? v->n - jr : nr);
     for (int64_t ir = 0; ir < v->m; ir += mr) {
       int rows = (int)(v->m - ir < mr ? v->m - ir : mr);
-      kr->ukr_rows(v->k, a + ir * lda, lda, b + jr, v->sbk,
-                   c + ir * v->scm + jr, v->scm, rows, cols, alpha, beta);
+      ukr(v->k, cols_a ? a + ir : a + ir * lda, lda, b + jr, v->sbk,
+          c + ir * v->scm + jr, v->scm, rows, cols, alpha, beta);
     }
   }
   return true;
@@ -368,7 +374,7 @@ static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
   if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
     return f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
   fast_gemm_kernel_t c = {f64 ? ukr_c_f64 : ukr_c_f32,
-                          C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL};
+                          C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL};
   return c;
 }
 

@@ -75,6 +75,8 @@ typedef struct fast_gemm_kernel {
   fast_ukr_rows_fn ukr_rows; /* optional (f32), same MR x NR tile */
   fast_ukr_offs_fn ukr_offs; /* optional (f32), same MR x NR tile */
   fast_ukr_pix_fn ukr_pix;   /* optional (f32), same MR x NR tile */
+  /* optional (f32): ukr_rows with column-major A, (i, p) at a[p*lda + i] */
+  fast_ukr_rows_fn ukr_cols;
 } fast_gemm_kernel_t;
 
 /* Kernels per ISA; each file is compiled with its own -m flags and is only

@@ -31,6 +31,7 @@ static inline __m256i lanes8(int n) {
 FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_6x16, 6)
 FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_6x16, 6)
 FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_6x16, 6)
+FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
 #undef MASK_T
 #undef MASK
 #undef MLOAD
@@ -61,6 +62,7 @@ const fast_gemm_kernel_t fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             fast_spack_avx2,
                                             sgemm_ukr_rows_6x16,
                                             sgemm_ukr_offs_6x16,
-                                            sgemm_ukr_pix_6x16};
+                                            sgemm_ukr_pix_6x16,
+                                            sgemm_ukr_cols_6x16};
 const fast_gemm_kernel_t fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
-                                            256, 512, 1536, NULL, NULL, NULL, NULL};
+                                            256, 512, 1536, NULL, NULL, NULL, NULL, NULL};

@@ -31,6 +31,7 @@ static inline __mmask16 lanes16(int n) {
 FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
 FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_12x32, 12)
 FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_12x32, 12)
+FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
 #undef MASK_T
 #undef MASK
 #undef MLOAD
@@ -61,6 +62,7 @@ const fast_gemm_kernel_t fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               fast_spack_avx512,
                                               sgemm_ukr_rows_12x32,
                                               sgemm_ukr_offs_12x32,
-                                              sgemm_ukr_pix_12x32};
+                                              sgemm_ukr_pix_12x32,
+                                              sgemm_ukr_cols_12x32};
 const fast_gemm_kernel_t fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
-                                              256, 480, 3072, NULL, NULL, NULL, NULL};
+                                              256, 480, 3072, NULL, NULL, NULL, NULL, NULL};

@@ -13,10 +13,14 @@
  */
 /* The body shared by both kernels: BLO(p) and BHI(p) give the addresses of
  * B row p's first and second W lanes. */
-#define FAST_UKR_ROWS_BODY(MR, BLO, BHI, LCOLS)                                       \
+#define FAST_UKR_ROWS_BODY(MR, BLO, BHI, LCOLS)                                \
+    FAST_UKR_BODY_A(MR, BLO, BHI, LCOLS, lda, 1)
+
+/* The same with A element (i, p) at a + i*AI + p*AP. */
+#define FAST_UKR_BODY_A(MR, BLO, BHI, LCOLS, AI, AP)                           \
     const float *ar[MR];                                                       \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) ar[i] =              \
-        a + (i < rows ? i : rows - 1) * lda;                                   \
+        a + (i < rows ? i : rows - 1) * (AI);                                  \
     VEC c0[MR], c1[MR];                                                        \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) c0[i] = c1[i] =      \
         ZERO();                                                                \
@@ -31,7 +35,7 @@
         __builtin_prefetch(BLO(p + 8));                                        \
         __builtin_prefetch(BHI(p + 8) + W - 1);                                \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                \
-          VEC va = SET1(ar[i][p]);                                             \
+          VEC va = SET1(ar[i][p * (AP)]);                                      \
           c0[i] = FMA(va, b0, c0[i]);                                          \
           c1[i] = FMA(va, b1, c1[i]);                                          \
         }                                                                      \
@@ -41,7 +45,7 @@
       for (int64_t p = 0; p < k; p++) {                                        \
         VEC b0 = MLOAD(BLO(p), m0), b1 = MLOAD(BHI(p), m1);                    \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                \
-          VEC va = SET1(ar[i][p]);                                             \
+          VEC va = SET1(ar[i][p * (AP)]);                                      \
           c0[i] = FMA(va, b0, c0[i]);                                          \
           c1[i] = FMA(va, b1, c1[i]);                                          \
         }                                                                      \
@@ -73,6 +77,15 @@
                    int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
                    float alpha, float beta) {                                  \
     FAST_UKR_ROWS_BODY(MR, FAST_ROWS_BLO, FAST_ROWS_BHI, cols)                 \
+  }
+
+/* Column-major A (fast_gemm_kernel_t.ukr_cols): element (i, p) at
+ * a[p*lda + i], the MR values of one k step side by side. */
+#define FAST_DEFINE_UKR_COLS(name, MR)                                         \
+  static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
+                   int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
+                   float alpha, float beta) {                                  \
+    FAST_UKR_BODY_A(MR, FAST_ROWS_BLO, FAST_ROWS_BHI, cols, 1, lda)            \
   }
 
 /* B row p's two halves at blo + off[p] and bhi + off[p] (fast_ukr_offs_fn):
