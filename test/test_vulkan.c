@@ -202,7 +202,7 @@ static bp_tensor_t vt_view(const vt_pair_t *p, int I, int64_t off, int64_t n,
   return t;
 }
 
-enum { EV_N = 1000 };
+enum { EV_N = 1500 }; /* >= 1024: the texel path */
 
 static bp_status_t ev_unary(tc_env_t *E, int I, int op, const vt_pair_t *x, int offx,
                             const vt_pair_t *y, int offy) {

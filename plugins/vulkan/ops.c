@@ -314,7 +314,9 @@ static bp_status_t texel_view(vkb_stream_t *s, const bp_plugin_tensor_t *t,
 static bp_status_t eltwise_texel(vkb_stream_t *s, eltwise_params_t *p, const vkb_nd_t *nd,
                                  const bp_plugin_tensor_t *y, const bp_plugin_tensor_t *a,
                                  const bp_plugin_tensor_t *b, const uint32_t *spec) {
-  if (y->dtype != BP_F32 || nd->rank != 1 || nd->strides[0][0] != 1 || nd->strides[1][0] > 1 ||
+  /* Below 1024 elements the per-lane loads cost less than creating the
+   * three views. */
+  if (y->dtype != BP_F32 || nd->rank != 1 || nd->n < 1024 || nd->strides[0][0] != 1 || nd->strides[1][0] > 1 ||
       (b && nd->strides[2][0] > 1) || (uint64_t)nd->n + 4 > s->d->caps.max_texels ||
       !vkb_texel_wanted(s->d) || !vkb_kernel_present("eltwise_f32_tex"))
     return BP_ERR_UNSUPPORTED;
