@@ -16,7 +16,9 @@
  * Keys and values are broadcast straight from their rows (f32 with unit
  * stride along D / Dv) or from a per-key-block widened copy (f16, bf16,
  * other strides), and the softmax over keys is a per-lane max and sum with
- * no horizontal reductions.
+ * no horizontal reductions. Lanes past a block's last query compute zeros,
+ * so with fewer than 16 queries per head (decoding) most lanes idle:
+ * stacking the heads of a GQA group into the lanes would fill them.
  *
  * Semantics are the reference's (ref_attention.c): bottom-right causal
  * mask, grouped-query heads, a row that sees no key gives zeros, a NaN or
