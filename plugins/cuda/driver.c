@@ -9,139 +9,84 @@
  * the test suite points it at the CPU shim.
  */
 #include <dlfcn.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "plugins/cuda/cuda_plugin.h"
 
 cuda_driver_t cuda_drv;
-const bp_host_services_t *cuda_host;
-
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool load_done;
-static bp_status_t load_status;
-static char load_reason[512];
 
 /* cuDriverGetVersion 11020 is CUDA 11.2, the first with cuMemAllocAsync;
  * the _v2 entry points used here all exist since CUDA 4.0. */
 #define CUDA_MIN_DRIVER_VERSION 11000
 
-void cuda_log(bp_log_level_t level, const char *fmt, ...) {
-  if (!cuda_host || !cuda_host->log)
-    return;
-  char line[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  cuda_host->log(level, CUDA_PLUGIN_NAME, "%s", line);
+/* cuGetErrorName / cuGetErrorString answer through an out-parameter. */
+static const char *error_name(CUresult r) {
+  const char *s = NULL;
+  if (cuda_drv.cuGetErrorName)
+    cuda_drv.cuGetErrorName(r, &s);
+  return s;
 }
 
-/* Resolves the entry point table; names the first missing symbol. */
-static bool resolve_symbols(void *h, const char **out_missing) {
-#define CUDA__RESOLVE(field, sym, params)                                      \
-  *(void **)(&cuda_drv.field) = dlsym(h, sym);                                 \
-  if (!cuda_drv.field) {                                                       \
-    *out_missing = sym;                                                        \
-    return false;                                                              \
-  }
-  CUDA_DRIVER_ENTRY_POINTS(CUDA__RESOLVE)
-#undef CUDA__RESOLVE
-#define CUDA__RESOLVE_OPT(field, sym, params)                                  \
-  *(void **)(&cuda_drv.field) = dlsym(h, sym);
-  CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(CUDA__RESOLVE_OPT)
-#undef CUDA__RESOLVE_OPT
+static const char *error_string(CUresult r) {
+  const char *s = NULL;
+  if (cuda_drv.cuGetErrorString)
+    cuda_drv.cuGetErrorString(r, &s);
+  return s;
+}
+
+#define GPU(x) cuda_##x
+#define GPU_NAME CUDA_PLUGIN_NAME
+#define GPU_API "cu"
+#define GPU_TABLE cuda_drv
+#define GPU_LIB(x) cuda_driver_##x
+#define GPU_LIB_WHAT "driver"
+#define GPU_VENDOR "CUDA"
+#define GPU_RESULT_T CUresult
+#define GPU_SUCCESS CUDA_SUCCESS
+#define GPU_INIT() cuda_drv.cuInit(0)
+#define GPU_ERROR_NAME(r) error_name(r)
+#define GPU_ERROR_STRING(r) error_string(r)
+#define GPU_UNKNOWN_ERROR "CUDA_ERROR_UNKNOWN"
+#define GPU_ENTRY_POINTS(X) CUDA_DRIVER_ENTRY_POINTS(X)
+#define GPU_OPTIONAL_ENTRY_POINTS(X) CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X)
+#define GPU_TOO_OLD "driver too old"
+#define GPU_CLOSE_EXTRA() ((void)0)
+
+#include "plugins/common/gpu_loader.inc"
+
+static void *open_library(void) {
+  const char *path = env("BACKPLANE_CUDA_DRIVER");
+  if (!path)
+    path = "libcuda.so.1";
+  snprintf(cuda_drv.path, sizeof cuda_drv.path, "%s", path);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fail(BP_ERR_UNAVAILABLE, "%s not found (%s)", path, dlerror());
+  return h;
+}
+
+static bp_status_t before_init(void *h) {
   /* Drivers before 11.4 only have the first cuDeviceGetUuid, which has the
    * same signature. */
   if (!cuda_drv.cuDeviceGetUuid)
-    *(void **)(&cuda_drv.cuDeviceGetUuid) = dlsym(h, "cuDeviceGetUuid");
-  return true;
-}
-
-static bp_status_t fail(bp_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static bp_status_t fail(bp_status_t st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(load_reason, sizeof load_reason, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
-/* One attempt at opening and initialising the driver; closes the handle on
- * every failure. */
-static bp_status_t load_once(void) {
-  const char *path = "libcuda.so.1";
-  const char *env = cuda_host && cuda_host->getenv
-                        ? cuda_host->getenv("BACKPLANE_CUDA_DRIVER")
-                        : NULL;
-  if (env && *env)
-    path = env;
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    return fail(BP_ERR_UNAVAILABLE, "%s not found (%s)", path, dlerror());
-  bp_status_t st = BP_OK;
-  const char *missing = NULL;
-  memset(&cuda_drv, 0, sizeof cuda_drv);
-  if (!resolve_symbols(h, &missing)) {
-    st = fail(BP_ERR_INCOMPATIBLE, "%s lacks %s: driver too old", path,
-              missing);
-    goto out;
-  }
+    *(void **)(&cuda_drv.cuDeviceGetUuid) =
+        dlsym(h, "cuDeviceGetUuid");
   CUresult r = cuda_drv.cuDriverGetVersion(&cuda_drv.version);
-  if (r != CUDA_SUCCESS || cuda_drv.version < CUDA_MIN_DRIVER_VERSION) {
-    st = fail(BP_ERR_INCOMPATIBLE,
-              "%s reports driver version %d; CUDA 11.0 (11000) or newer is "
-              "needed",
-              path, cuda_drv.version);
-    goto out;
-  }
-  r = cuda_drv.cuInit(0);
-  if (r != CUDA_SUCCESS) {
-    const char *name = "?";
-    cuda_drv.cuGetErrorName(r, &name);
-    /* No device and a stub library both mean "nothing to run on here". */
-    st = fail(BP_ERR_UNAVAILABLE, "cuInit failed: %s (%d)", name, r);
-    goto out;
-  }
-  cuda_drv.handle = h;
-  snprintf(cuda_drv.path, sizeof cuda_drv.path, "%s", path);
-out:
-  if (st != BP_OK) {
-    dlclose(h);
-    memset(&cuda_drv, 0, sizeof cuda_drv);
-  }
-  return st;
+  if (r != CUDA_SUCCESS || cuda_drv.version < CUDA_MIN_DRIVER_VERSION)
+    return fail(BP_ERR_INCOMPATIBLE,
+                "%s reports driver version %d; CUDA 11.0 (11000) or newer "
+                "is needed",
+                cuda_drv.path, cuda_drv.version);
+  return BP_OK;
 }
 
-bp_status_t cuda_driver_load(void) {
-  pthread_mutex_lock(&load_lock);
-  if (!load_done) {
-    load_status = load_once();
-    load_done = true;
-    if (load_status != BP_OK)
-      cuda_log(BP_LOG_INFO, "driver not loaded: %s; no CUDA devices",
-               load_reason);
-  }
-  bp_status_t st = load_status;
-  pthread_mutex_unlock(&load_lock);
-  if (st != BP_OK && cuda_host && cuda_host->set_error)
-    cuda_host->set_error("%s", load_reason);
-  return st;
-}
+static void after_init(void) {}
 
-void cuda_driver_unload(void) {
-  pthread_mutex_lock(&load_lock);
-  if (cuda_drv.handle)
-    dlclose(cuda_drv.handle);
-  memset(&cuda_drv, 0, sizeof cuda_drv);
-  load_done = false;
-  pthread_mutex_unlock(&load_lock);
-}
-
-/* The status a CUresult means to an application. */
+/* The status a CUresult means to an application. Kept apart from the HIP
+ * mapping (plugins/rocm/runtime.c) on purpose: the enumerations differ in
+ * values and in which codes exist (CUDA_ERROR_STUB_LIBRARY,
+ * CUDA_ERROR_UNSUPPORTED_PTX_VERSION here; hipErrorInvalidImage,
+ * hipErrorInvalidDeviceFunction there). */
 static bp_status_t status_of(CUresult r) {
   switch (r) {
   case CUDA_SUCCESS:
@@ -180,19 +125,4 @@ static bp_status_t status_of(CUresult r) {
   default:
     return BP_ERR_INTERNAL;
   }
-}
-
-bp_status_t cuda_check(CUresult r, const char *what) {
-  if (r == CUDA_SUCCESS)
-    return BP_OK;
-  const char *name = NULL, *desc = NULL;
-  if (cuda_drv.cuGetErrorName)
-    cuda_drv.cuGetErrorName(r, &name);
-  if (cuda_drv.cuGetErrorString)
-    cuda_drv.cuGetErrorString(r, &desc);
-  if (cuda_host && cuda_host->set_error)
-    cuda_host->set_error("cuda: %s: %s (%s)", what,
-                         name ? name : "CUDA_ERROR_UNKNOWN",
-                         desc ? desc : "no description");
-  return status_of(r);
 }

@@ -13,15 +13,15 @@
 #include "cuda_ptx.h" /* generated: cuda_ptx_<name>[] */
 #include "plugins/cuda/cuda_plugin.h"
 
-static const char *const module_ptx[CUDA_MOD_COUNT] = {
+static const char *const module_ptx[BP_GPU_MOD_COUNT] = {
 #define CUDA__MOD_PTX(id, file) cuda_ptx_##file,
-    CUDA_MODULES(CUDA__MOD_PTX)
+    BP_GPU_MODULES(CUDA__MOD_PTX)
 #undef CUDA__MOD_PTX
 };
 
-static const char *const module_name[CUDA_MOD_COUNT] = {
+static const char *const module_name[BP_GPU_MOD_COUNT] = {
 #define CUDA__MOD_NAME(id, file) #file,
-    CUDA_MODULES(CUDA__MOD_NAME)
+    BP_GPU_MODULES(CUDA__MOD_NAME)
 #undef CUDA__MOD_NAME
 };
 
@@ -39,7 +39,7 @@ int cuda_ptx_required_driver(int *out_isa_major, int *out_isa_minor) {
 }
 
 /* Loads one module with the JIT's error log captured (context current). */
-static bp_status_t load_module(cuda_module_id_t m, CUmodule *out) {
+static bp_status_t load_module(bp_gpu_module_id_t m, CUmodule *out) {
   char log[2048] = "";
   int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
@@ -66,7 +66,7 @@ static bp_status_t load_module(cuda_module_id_t m, CUmodule *out) {
   return cuda_check(r, what);
 }
 
-bp_status_t cuda_kernel_get(cuda_device_t *d, cuda_module_id_t m,
+bp_status_t cuda_kernel_get(cuda_device_t *d, bp_gpu_module_id_t m,
                             const char *name, CUfunction *out_fn) {
   *out_fn = NULL;
   bp_status_t st = BP_OK;
@@ -85,7 +85,7 @@ bp_status_t cuda_kernel_get(cuda_device_t *d, cuda_module_id_t m,
 }
 
 void cuda_modules_unload(cuda_device_t *d) {
-  for (int m = 0; m < CUDA_MOD_COUNT; m++) {
+  for (int m = 0; m < BP_GPU_MOD_COUNT; m++) {
     if (d->modules[m])
       cuda_drv.cuModuleUnload(d->modules[m]);
     d->modules[m] = NULL;
@@ -120,7 +120,7 @@ bp_status_t cuda_allow_smem(cuda_device_t *d, CUfunction fn, unsigned smem,
 }
 
 bp_status_t cuda_launch(cuda_device_t *d, bp_plugin_stream_t *s,
-                        cuda_module_id_t m, const char *name,
+                        bp_gpu_module_id_t m, const char *name,
                         const unsigned grid[3], const unsigned block[3],
                         unsigned smem, void *params) {
   if (!grid[0] || !grid[1] || !grid[2])

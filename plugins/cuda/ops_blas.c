@@ -5,7 +5,6 @@
 #include "plugins/cuda/cuda_plugin.h"
 
 #define GPU(x) cuda_##x
-#define GPU_UP(x) CUDA_##x
 #define GPU_NAME "cuda"
 #define GPU_PLUGIN_VERSION CUDA_PLUGIN_VERSION
 #define GPU_BLAS_ENV "BACKPLANE_CUDA_BLAS"

@@ -5,7 +5,6 @@
 #include "plugins/cuda/cuda_plugin.h"
 
 #define GPU(x) cuda_##x
-#define GPU_UP(x) CUDA_##x
 #define GPU_NAME "cuda"
 
 #include "plugins/common/gpu_ops_elementwise.inc"

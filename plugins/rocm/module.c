@@ -23,15 +23,15 @@
 #include "plugins/rocm/rocm_plugin.h"
 #include "rocm_hip_src.h" /* generated: rocm_hip_<name>[] */
 
-static const char *const module_src[ROCM_MOD_COUNT] = {
+static const char *const module_src[BP_GPU_MOD_COUNT] = {
 #define ROCM__MOD_SRC(id, file) rocm_hip_##file,
-    ROCM_MODULES(ROCM__MOD_SRC)
+    BP_GPU_MODULES(ROCM__MOD_SRC)
 #undef ROCM__MOD_SRC
 };
 
-static const char *const module_name[ROCM_MOD_COUNT] = {
+static const char *const module_name[BP_GPU_MOD_COUNT] = {
 #define ROCM__MOD_NAME(id, file) #file,
-    ROCM_MODULES(ROCM__MOD_NAME)
+    BP_GPU_MODULES(ROCM__MOD_NAME)
 #undef ROCM__MOD_NAME
 };
 
@@ -276,14 +276,14 @@ bp_status_t rocm_code_object_load(rocm_device_t *d, const char *src,
 }
 
 /* Loads module m for d (device current, lock held). */
-static bp_status_t load_module(rocm_device_t *d, rocm_module_id_t m) {
+static bp_status_t load_module(rocm_device_t *d, bp_gpu_module_id_t m) {
   char name[64];
   snprintf(name, sizeof name, "%s.hip", module_name[m]);
   return rocm_code_object_load(d, module_src[m], name, NULL, false,
                                &d->modules[m]);
 }
 
-static bp_status_t kernel_get(rocm_device_t *d, rocm_module_id_t m,
+static bp_status_t kernel_get(rocm_device_t *d, bp_gpu_module_id_t m,
                               const char *name, hipFunction_t *out_fn) {
   *out_fn = NULL;
   bp_status_t st = BP_OK;
@@ -302,7 +302,7 @@ static bp_status_t kernel_get(rocm_device_t *d, rocm_module_id_t m,
 }
 
 void rocm_modules_unload(rocm_device_t *d) {
-  for (int m = 0; m < ROCM_MOD_COUNT; m++) {
+  for (int m = 0; m < BP_GPU_MOD_COUNT; m++) {
     if (d->modules[m])
       rocm_rt.hipModuleUnload(d->modules[m]);
     d->modules[m] = NULL;
@@ -318,7 +318,7 @@ unsigned rocm_blocks_for(int64_t n, unsigned threads) {
 }
 
 bp_status_t rocm_launch(rocm_device_t *d, bp_plugin_stream_t *s,
-                        rocm_module_id_t m, const char *name,
+                        bp_gpu_module_id_t m, const char *name,
                         const unsigned grid[3], const unsigned block[3],
                         unsigned smem, void *params) {
   if (!grid[0] || !grid[1] || !grid[2])

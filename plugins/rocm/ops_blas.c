@@ -5,7 +5,6 @@
 #include "plugins/rocm/rocm_plugin.h"
 
 #define GPU(x) rocm_##x
-#define GPU_UP(x) ROCM_##x
 #define GPU_NAME "rocm"
 #define GPU_PLUGIN_VERSION ROCM_PLUGIN_VERSION
 #define GPU_BLAS_ENV "BACKPLANE_ROCM_BLAS"

@@ -5,7 +5,6 @@
 #include "plugins/rocm/rocm_plugin.h"
 
 #define GPU(x) rocm_##x
-#define GPU_UP(x) ROCM_##x
 #define GPU_NAME "rocm"
 
 #include "plugins/common/gpu_ops_dnn.inc"

@@ -9,20 +9,39 @@
  * the test suite points them at the CPU shims.
  */
 #include <dlfcn.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "plugins/rocm/rocm_plugin.h"
 
 hip_runtime_t rocm_rt;
-const bp_host_services_t *rocm_host;
 
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool load_done;
-static bp_status_t load_status;
-static char load_reason[512];
+#define GPU(x) rocm_##x
+#define GPU_NAME ROCM_PLUGIN_NAME
+#define GPU_API "hip"
+#define GPU_TABLE rocm_rt
+#define GPU_LIB(x) rocm_runtime_##x
+#define GPU_LIB_WHAT "runtime"
+#define GPU_VENDOR "ROCm"
+#define GPU_RESULT_T hipError_t
+#define GPU_SUCCESS hipSuccess
+#define GPU_INIT() rocm_rt.hipInit(0)
+#define GPU_ERROR_NAME(r)                                                      \
+  (rocm_rt.hipGetErrorName ? rocm_rt.hipGetErrorName(r) : NULL)
+#define GPU_ERROR_STRING(r)                                                    \
+  (rocm_rt.hipGetErrorString ? rocm_rt.hipGetErrorString(r) : NULL)
+#define GPU_UNKNOWN_ERROR "hipErrorUnknown"
+#define GPU_ENTRY_POINTS(X) HIP_RUNTIME_ENTRY_POINTS(X)
+#define GPU_OPTIONAL_ENTRY_POINTS(X) HIP_RUNTIME_OPTIONAL_ENTRY_POINTS(X)
+#define GPU_TOO_OLD "ROCm too old (5.0 or newer is needed)"
+/* hiprtc may live in the runtime's own library (load_rtc). */
+#define GPU_CLOSE_EXTRA()                                                      \
+  do {                                                                         \
+    if (rocm_rt.rtc_handle && rocm_rt.rtc_handle != rocm_rt.handle)            \
+      dlclose(rocm_rt.rtc_handle);                                             \
+  } while (0)
+
+#include "plugins/common/gpu_loader.inc"
 
 /* Sonames in order of preference: ROCm 6, ROCm 5, then the unversioned
  * development link. */
@@ -31,23 +50,6 @@ static const char *const runtime_names[] = {"libamdhip64.so.6",
                                             "libamdhip64.so"};
 static const char *const rtc_names[] = {"libhiprtc.so.6", "libhiprtc.so.5",
                                         "libhiprtc.so"};
-
-void rocm_log(bp_log_level_t level, const char *fmt, ...) {
-  if (!rocm_host || !rocm_host->log)
-    return;
-  char line[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  rocm_host->log(level, ROCM_PLUGIN_NAME, "%s", line);
-}
-
-static const char *env(const char *name) {
-  const char *v =
-      rocm_host && rocm_host->getenv ? rocm_host->getenv(name) : NULL;
-  return v && *v ? v : NULL;
-}
 
 /* dlopens the override, or the first of names that opens; path gets the
  * name opened. */
@@ -67,20 +69,14 @@ static void *open_first(const char *override, const char *const *names,
   return NULL;
 }
 
-static bool resolve_runtime(void *h, const char **out_missing) {
-#define HIP__RESOLVE(field, sym, ret, params)                                  \
-  *(void **)(&rocm_rt.field) = dlsym(h, sym);                                  \
-  if (!rocm_rt.field) {                                                        \
-    *out_missing = sym;                                                        \
-    return false;                                                              \
-  }
-  HIP_RUNTIME_ENTRY_POINTS(HIP__RESOLVE)
-#undef HIP__RESOLVE
-#define HIP__RESOLVE_OPT(field, sym, ret, params)                              \
-  *(void **)(&rocm_rt.field) = dlsym(h, sym);
-  HIP_RUNTIME_OPTIONAL_ENTRY_POINTS(HIP__RESOLVE_OPT)
-#undef HIP__RESOLVE_OPT
-  return true;
+static void *open_library(void) {
+  const char *override = env("BACKPLANE_HIP_RUNTIME");
+  void *h = open_first(override, runtime_names, 3, rocm_rt.path,
+                       sizeof rocm_rt.path);
+  if (!h)
+    fail(BP_ERR_UNAVAILABLE, "ROCm runtime not found (%s)",
+         override ? override : "libamdhip64.so");
+  return h;
 }
 
 /* All of hiprtc from h, or none of it (a partial table is never left). */
@@ -127,78 +123,15 @@ static void load_rtc(void) {
            "hiprtc not found (%s)", override ? override : "libhiprtc.so");
 }
 
-static bp_status_t fail(bp_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static bp_status_t fail(bp_status_t st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(load_reason, sizeof load_reason, fmt, ap);
-  va_end(ap);
-  return st;
+static bp_status_t before_init(void *h) {
+  (void)h; /* no version floor: a missing entry point says "too old" */
+  return BP_OK;
 }
 
-/* One attempt at opening and initialising the runtime; closes the handle
- * on every failure. */
-static bp_status_t load_once(void) {
-  const char *override = env("BACKPLANE_HIP_RUNTIME");
-  memset(&rocm_rt, 0, sizeof rocm_rt);
-  void *h = open_first(override, runtime_names, 3, rocm_rt.path,
-                       sizeof rocm_rt.path);
-  if (!h)
-    return fail(BP_ERR_UNAVAILABLE, "ROCm runtime not found (%s)",
-                override ? override : "libamdhip64.so");
-  bp_status_t st = BP_OK;
-  const char *missing = NULL;
-  if (!resolve_runtime(h, &missing)) {
-    st = fail(BP_ERR_INCOMPATIBLE, "%s lacks %s: ROCm too old (5.0 or newer "
-              "is needed)", rocm_rt.path, missing);
-    goto out;
-  }
-  hipError_t r = rocm_rt.hipInit(0);
-  if (r != hipSuccess) {
-    const char *name = rocm_rt.hipGetErrorName(r);
-    /* No GPU and no kernel driver both mean "nothing to run on here". */
-    st = fail(BP_ERR_UNAVAILABLE, "hipInit failed: %s (%d)",
-              name ? name : "?", r);
-    goto out;
-  }
+static void after_init(void) {
   rocm_rt.hipDriverGetVersion(&rocm_rt.driver_version);
   rocm_rt.hipRuntimeGetVersion(&rocm_rt.runtime_version);
-  rocm_rt.handle = h;
   load_rtc();
-out:
-  if (st != BP_OK) {
-    dlclose(h);
-    memset(&rocm_rt, 0, sizeof rocm_rt);
-  }
-  return st;
-}
-
-bp_status_t rocm_runtime_load(void) {
-  pthread_mutex_lock(&load_lock);
-  if (!load_done) {
-    load_status = load_once();
-    load_done = true;
-    if (load_status != BP_OK)
-      rocm_log(BP_LOG_INFO, "runtime not loaded: %s; no ROCm devices",
-               load_reason);
-  }
-  bp_status_t st = load_status;
-  pthread_mutex_unlock(&load_lock);
-  if (st != BP_OK && rocm_host && rocm_host->set_error)
-    rocm_host->set_error("%s", load_reason);
-  return st;
-}
-
-void rocm_runtime_unload(void) {
-  pthread_mutex_lock(&load_lock);
-  if (rocm_rt.rtc_handle && rocm_rt.rtc_handle != rocm_rt.handle)
-    dlclose(rocm_rt.rtc_handle);
-  if (rocm_rt.handle)
-    dlclose(rocm_rt.handle);
-  memset(&rocm_rt, 0, sizeof rocm_rt);
-  load_done = false;
-  pthread_mutex_unlock(&load_lock);
 }
 
 void rocm_arch_name(int ordinal, char *out, size_t cap) {
@@ -220,7 +153,8 @@ void rocm_arch_name(int ordinal, char *out, size_t cap) {
   snprintf(out, cap, "%.*s", (int)strnlen(arch, 255), arch);
 }
 
-/* The status a hipError_t means to an application. */
+/* The status a hipError_t means to an application; kept apart from the
+ * CUDA mapping on purpose (see plugins/cuda/driver.c). */
 static bp_status_t status_of(hipError_t r) {
   switch (r) {
   case hipSuccess:
@@ -261,17 +195,4 @@ static bp_status_t status_of(hipError_t r) {
   default:
     return BP_ERR_INTERNAL;
   }
-}
-
-bp_status_t rocm_check(hipError_t r, const char *what) {
-  if (r == hipSuccess)
-    return BP_OK;
-  const char *name = rocm_rt.hipGetErrorName ? rocm_rt.hipGetErrorName(r) : 0;
-  const char *desc =
-      rocm_rt.hipGetErrorString ? rocm_rt.hipGetErrorString(r) : NULL;
-  if (rocm_host && rocm_host->set_error)
-    rocm_host->set_error("rocm: %s: %s (%s)", what,
-                         name ? name : "hipErrorUnknown",
-                         desc ? desc : "no description");
-  return status_of(r);
 }
