@@ -1,9 +1,11 @@
 /*
  * test_cuda.c — the host side of backend-cuda.so through the public API,
- * against the CPU shim of libcuda.so.1 (test/shims/cuda): probe, device
- * records, memory and copies, streams and events, resource cleanup, and the
- * error paths (driver absent or too old, old GPUs, out of memory, launch
- * and JIT failures). The ops themselves are compared with the reference by
+ * against the CPU shim of libcuda.so.1 (test/shims/cuda): what is CUDA's
+ * own — the driver absent or too old, old GPUs and old PTX drivers, pinned
+ * host memory, launch and JIT failures, launch geometry, custom PTX
+ * kernels. What CUDA and ROCm do alike (device records, init failure,
+ * memory, streams, events, out of memory, leaks) is test_gpu_runtime.c
+ * (test_cuda_runtime); the ops are compared with the reference by
  * test_cuda_ops, which runs the op suites on the shim's device.
  *
  * The test points BACKPLANE_CUDA_DRIVER at the shim next to this binary
@@ -77,97 +79,29 @@ static int reset_env(void **state) {
 }
 
 
-static void test_probe_records(void **state) {
-  (void)state;
-  setenv("BP_CUDA_SHIM_DEVICES", "2", 1);
-  bp_context_t *ctx = gpu_test_context();
-  bp_plugin_report_t r = gpu_test_report(ctx, "cuda");
-  assert_true(r.loaded);
-  assert_int_equal(r.device_count, 2);
-  bp_device_entry_t e;
-  assert_true(gpu_test_entry(ctx, "cuda", 1, &e));
-  assert_string_equal(e.info.name, "backplane CUDA shim 1 (CPU)");
-  assert_string_equal(e.info.vendor, "NVIDIA");
-  assert_string_equal(e.info.identity, "pci:0000:0b:00.0");
-  assert_int_equal(e.info.kind, BP_DEVICE_DISCRETE_GPU);
-  assert_int_equal(e.info.memory_bytes, 1u << 30);
-  assert_int_equal(e.info.compute_units, 4);
-  assert_non_null(strstr(e.info.driver_version, "CUDA 13.0"));
-  assert_non_null(strstr(e.info.description, "sm_80"));
-  assert_non_null(strstr(e.info.description, "GPU-10111213-"));
-  assert_true(e.info.peak_gflops > 0);
-  assert_int_equal(e.info.op_dtypes[BP_OP_GEMM] & BP_DTYPE_BIT(BP_F16),
-                   BP_DTYPE_BIT(BP_F16));
-  assert_int_equal(e.info.op_dtypes[BP_OP_CAST] & BP_DTYPE_BIT(BP_U8),
-                   BP_DTYPE_BIT(BP_U8));
-  /* A discrete GPU outranks the CPU. */
-  bp_device_entry_t best;
-  assert_int_equal(bp_context_device_entry(ctx, 0, &best), BP_OK);
-  assert_string_equal(best.backend, "cuda");
-  bp_context_destroy(ctx);
-}
-
-static void expect_refused(const char *reason_part) {
-  bp_context_t *ctx = gpu_test_context();
-  bp_plugin_report_t r = gpu_test_report(ctx, "cuda");
-  assert_false(r.loaded);
-  assert_int_equal(r.stage, BP_STAGE_PROBE);
-  if (!strstr(r.reason, reason_part))
-    fail_msg("reason \"%s\" lacks \"%s\"", r.reason, reason_part);
-  bp_device_entry_t e;
-  assert_false(gpu_test_entry(ctx, "cuda", 0, &e));
-  bp_context_destroy(ctx);
-}
-
 static void test_driver_absent(void **state) {
   (void)state;
   setenv("BACKPLANE_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
-  expect_refused("not found");
+  gpu_test_expect_refused("cuda", "not found");
   unsetenv("BACKPLANE_CUDA_DRIVER"); /* the default name */
   if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) &&
       access("/usr/lib/x86_64-linux-gnu/libcuda.so.1", F_OK) != 0)
-    expect_refused("libcuda.so.1 not found");
-}
-
-static void test_init_fails(void **state) {
-  (void)state;
-  setenv("BP_CUDA_SHIM_FAIL", "init", 1);
-  expect_refused("CUDA_ERROR_NO_DEVICE");
+    gpu_test_expect_refused("cuda", "libcuda.so.1 not found");
 }
 
 static void test_driver_too_old(void **state) {
   (void)state;
   setenv("BP_CUDA_SHIM_DRIVER", "10020", 1); /* CUDA 10.2 */
-  expect_refused("11.0");
-}
-
-/* Devices the PTX cannot run on are listed but claim no op, saying why. */
-static void expect_no_ops(const char *why) {
-  bp_context_t *ctx = gpu_test_context();
-  bp_device_entry_t e;
-  assert_true(gpu_test_entry(ctx, "cuda", 0, &e));
-  for (int op = 0; op < BP_OP_COUNT; op++)
-    assert_int_equal(e.info.op_dtypes[op], 0);
-  if (!strstr(e.info.description, why))
-    fail_msg("description \"%s\" lacks \"%s\"", e.info.description, why);
-  bp_context_destroy(ctx);
+  gpu_test_expect_refused("cuda", "11.0");
 }
 
 static void test_old_gpu_and_old_ptx_driver(void **state) {
   (void)state;
   setenv("BP_CUDA_SHIM_CC", "75", 1);
-  expect_no_ops("below 8.0");
+  gpu_test_expect_no_ops("cuda", "below 8.0");
   unsetenv("BP_CUDA_SHIM_CC");
   setenv("BP_CUDA_SHIM_DRIVER", "12040", 1); /* older than the PTX ISA */
-  expect_no_ops("needs a CUDA");
-}
-
-static bp_device_t *open_cuda(bp_context_t *ctx, const bp_device_config_t *c) {
-  bp_device_t *d = NULL;
-  bp_status_t st = bp_device_open(ctx, "cuda", c, &d);
-  if (st != BP_OK)
-    fail_msg("bp_device_open(cuda): %s", bp_last_error());
-  return d;
+  gpu_test_expect_no_ops("cuda", "needs a CUDA");
 }
 
 /* Memory, copies, streams and events: test_gpu_runtime.c (both backends).
@@ -177,7 +111,7 @@ static bp_device_t *open_cuda(bp_context_t *ctx, const bp_device_config_t *c) {
 static void test_host_memory(void **state) {
   (void)state;
   bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_device_t *d = gpu_test_open_device(ctx, "cuda", NULL);
   bp_stream_t *s = NULL;
   bp_buffer_t *b = NULL;
   float *h = NULL, *leftover = NULL;
@@ -200,91 +134,21 @@ static void test_host_memory(void **state) {
   bp_context_destroy(ctx);
 }
 
-/* Runs a fill on a fresh f32 buffer of n elements; returns its status. */
-static bp_status_t fill(bp_device_t *d, bp_stream_t *s, int64_t n, float v) {
-  bp_buffer_t *b = NULL;
-  bp_status_t st = bp_buffer_alloc(d, (uint64_t)n * 4, &b);
-  if (st != BP_OK)
-    return st;
-  bp_tensor_t t;
-  assert_int_equal(bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, &t), BP_OK);
-  st = bp_fill(s, &t, v);
-  if (st == BP_OK) {
-    float got = 0;
-    assert_int_equal(bp_buffer_read(b, (uint64_t)(n - 1) * 4, &got, 4), BP_OK);
-    assert_true(got == v);
-  }
-  bp_buffer_free(b);
-  return st;
-}
-
-/* Everything the plugin created reaches the driver's destroy calls, and
- * every entry point pops the context it pushed. */
-static void test_no_leaks(void **state) {
-  (void)state;
-  shim_stats_t before = stats();
-  bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
-  bp_stream_t *s = NULL;
-  assert_int_equal(bp_stream_create(d, &s), BP_OK);
-  assert_int_equal(fill(d, s, 300, 1.5f), BP_OK);
-  assert_true(stats().modules >= 1);
-  assert_true(stats().launches > before.launches);
-  assert_int_equal(stats().ctx_depth, 0);
-  bp_stream_destroy(s);
-  bp_device_close(d);
-  bp_context_destroy(ctx);
-  shim_stats_t after = stats();
-  assert_int_equal(after.allocations, before.allocations);
-  assert_int_equal(after.bytes_in_use, before.bytes_in_use);
-  assert_int_equal(after.streams, before.streams);
-  assert_int_equal(after.events, before.events);
-  assert_int_equal(after.modules, before.modules);
-  assert_int_equal(after.primary_ctx_refs, before.primary_ctx_refs);
-  assert_int_equal(after.ctx_depth, 0);
-}
-
-static void expect_message(const char *part) {
-  if (!strstr(bp_last_error(), part))
-    fail_msg("message \"%s\" lacks \"%s\"", bp_last_error(), part);
-}
-
-static void test_out_of_memory(void **state) {
-  (void)state;
-  setenv("BP_CUDA_SHIM_MEM", "1048576", 1); /* 1 MiB of "device" memory */
-  bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
-  bp_buffer_t *b = NULL;
-  assert_int_equal(bp_buffer_alloc(d, 4u << 20, &b), BP_ERR_OUT_OF_MEMORY);
-  expect_message("4194304 bytes requested");
-  expect_message("bytes free of 1048576");
-  setenv("BP_CUDA_SHIM_FAIL", "alloc", 1);
-  assert_int_equal(bp_buffer_alloc(d, 256, &b), BP_ERR_OUT_OF_MEMORY);
-  unsetenv("BP_CUDA_SHIM_FAIL");
-  bp_device_close(d);
-  /* The configured memory limit is the plugin's own check. */
-  bp_device_config_t cfg = {.struct_size = sizeof cfg, .memory_limit = 4096};
-  d = open_cuda(ctx, &cfg);
-  assert_int_equal(bp_buffer_alloc(d, 8192, &b), BP_ERR_OUT_OF_MEMORY);
-  bp_device_close(d);
-  bp_context_destroy(ctx);
-}
-
 static void test_launch_and_jit_failures(void **state) {
   (void)state;
   bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_device_t *d = gpu_test_open_device(ctx, "cuda", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
   setenv("BP_CUDA_SHIM_FAIL", "module", 1); /* the JIT refuses the PTX */
-  assert_int_equal(fill(d, s, 16, 1.0f), BP_ERR_INTERNAL);
-  expect_message("CUDA_ERROR_INVALID_PTX");
-  expect_message("injected failure"); /* the JIT log reaches the user */
+  assert_int_equal(gpu_test_fill(d, s, 16, 1.0f), BP_ERR_INTERNAL);
+  gpu_test_expect_message("CUDA_ERROR_INVALID_PTX");
+  gpu_test_expect_message("injected failure"); /* the JIT log reaches the user */
   setenv("BP_CUDA_SHIM_FAIL", "launch", 1);
-  assert_int_equal(fill(d, s, 16, 1.0f), BP_ERR_DEVICE_LOST);
-  expect_message("cuLaunchKernel(bp_fill): CUDA_ERROR_LAUNCH_FAILED");
+  assert_int_equal(gpu_test_fill(d, s, 16, 1.0f), BP_ERR_DEVICE_LOST);
+  gpu_test_expect_message("cuLaunchKernel(bp_fill): CUDA_ERROR_LAUNCH_FAILED");
   unsetenv("BP_CUDA_SHIM_FAIL");
-  assert_int_equal(fill(d, s, 16, 1.0f), BP_OK);
+  assert_int_equal(gpu_test_fill(d, s, 16, 1.0f), BP_OK);
   assert_int_equal(stats().ctx_depth, 0);
   bp_stream_destroy(s);
   bp_device_close(d);
@@ -296,10 +160,10 @@ static void test_launch_and_jit_failures(void **state) {
 static void test_launch_geometry(void **state) {
   (void)state;
   bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_device_t *d = gpu_test_open_device(ctx, "cuda", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
-  assert_int_equal(fill(d, s, 20000000, 3.0f), BP_OK);
+  assert_int_equal(gpu_test_fill(d, s, 20000000, 3.0f), BP_OK);
   int64_t shape[4] = {1, 2, 3, 128};
   bp_buffer_t *b = NULL;
   assert_int_equal(bp_buffer_alloc(d, 4 * 2 * 3 * 128 * 4, &b), BP_OK);
@@ -347,7 +211,7 @@ static void test_custom_saxpy(void **state) {
   bp_device_entry_t e;
   assert_true(gpu_test_entry(ctx, "cuda", 0, &e));
   assert_true(e.info.kernel_formats & BP_KERNEL_FORMAT_BIT(BP_KERNEL_PTX));
-  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_device_t *d = gpu_test_open_device(ctx, "cuda", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
   int64_t modules = stats().modules;
@@ -392,12 +256,12 @@ static void test_custom_saxpy(void **state) {
   const uint32_t wide[3] = {(1u << 28) / 128, 1, 1};
   assert_int_equal(bp_kernel_launch(s, k, wide, block, 0, 4, args),
                    BP_ERR_DEVICE_LOST);
-  expect_message("cuLaunchKernel(bp_test_saxpy): CUDA_ERROR_ILLEGAL_ADDRESS");
+  gpu_test_expect_message("cuLaunchKernel(bp_test_saxpy): CUDA_ERROR_ILLEGAL_ADDRESS");
   args[3].value.i32 = N;
   setenv("BP_CUDA_SHIM_FAIL", "launch", 1);
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args),
                    BP_ERR_DEVICE_LOST);
-  expect_message("CUDA_ERROR_LAUNCH_FAILED");
+  gpu_test_expect_message("CUDA_ERROR_LAUNCH_FAILED");
   unsetenv("BP_CUDA_SHIM_FAIL");
   bp_kernel_destroy(k);
   assert_int_equal(stats().modules, modules);
@@ -414,7 +278,7 @@ static void test_custom_saxpy(void **state) {
 static void test_custom_args_and_shared(void **state) {
   (void)state;
   bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_device_t *d = gpu_test_open_device(ctx, "cuda", NULL);
   bp_stream_t *s = NULL;
   assert_int_equal(bp_stream_create(d, &s), BP_OK);
   bp_kernel_arg_kind_t sig[7];
@@ -437,7 +301,7 @@ static void test_custom_args_and_shared(void **state) {
                    BP_OK);
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 300 * 1024, 2, r),
                    BP_ERR_UNSUPPORTED);
-  expect_message("bp_test_reverse needs 307200 bytes of shared memory");
+  gpu_test_expect_message("bp_test_reverse needs 307200 bytes of shared memory");
   bp_kernel_destroy(k);
   bp_buffer_free(r[0].buffer);
   bp_buffer_free(r[1].buffer);
@@ -449,7 +313,7 @@ static void test_custom_args_and_shared(void **state) {
 static void test_custom_errors(void **state) {
   (void)state;
   bp_context_t *ctx = gpu_test_context();
-  bp_device_t *d = open_cuda(ctx, NULL);
+  bp_device_t *d = gpu_test_open_device(ctx, "cuda", NULL);
   int64_t modules = stats().modules;
   bp_kernel_t *k = (bp_kernel_t *)1;
   const size_t n = sizeof custom_ptx - 1;
@@ -457,17 +321,17 @@ static void test_custom_errors(void **state) {
                                     NULL, 0, NULL, &k),
                    BP_ERR_NOT_FOUND);
   assert_null(k);
-  expect_message("no such .entry");
+  gpu_test_expect_message("no such .entry");
   const char junk[] = "this is not PTX";
   assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, junk, sizeof junk - 1,
                                     "f", NULL, 0, NULL, &k),
                    BP_ERR_INVALID_ARGUMENT);
-  expect_message("CUDA_ERROR_INVALID_IMAGE");
+  gpu_test_expect_message("CUDA_ERROR_INVALID_IMAGE");
   setenv("BP_CUDA_SHIM_FAIL", "module", 1);
   assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx, n,
                                     "bp_test_saxpy", NULL, 0, NULL, &k),
                    BP_ERR_INVALID_ARGUMENT);
-  expect_message("injected failure"); /* the JIT log reaches the user */
+  gpu_test_expect_message("injected failure"); /* the JIT log reaches the user */
   unsetenv("BP_CUDA_SHIM_FAIL");
   assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx, n,
                                     "bp_test_saxpy", "-O3", 0, NULL, &k),
@@ -483,14 +347,10 @@ static void test_custom_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_probe_records, reset_env),
       cmocka_unit_test_setup(test_driver_absent, reset_env),
-      cmocka_unit_test_setup(test_init_fails, reset_env),
       cmocka_unit_test_setup(test_driver_too_old, reset_env),
       cmocka_unit_test_setup(test_old_gpu_and_old_ptx_driver, reset_env),
       cmocka_unit_test_setup(test_host_memory, reset_env),
-      cmocka_unit_test_setup(test_no_leaks, reset_env),
-      cmocka_unit_test_setup(test_out_of_memory, reset_env),
       cmocka_unit_test_setup(test_launch_and_jit_failures, reset_env),
       cmocka_unit_test_setup(test_launch_geometry, reset_env),
       cmocka_unit_test_setup(test_custom_saxpy, reset_env),

@@ -22,24 +22,8 @@
 #include "backplane.h"
 #include "gpu_test.h"
 
-/* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
-typedef struct shim_stats {
-  int64_t allocations, bytes_in_use;
-  int64_t streams, events, modules;
-  int64_t launches, loads;
-  int64_t graphs, graph_launches;
-} shim_stats_t;
-
-static char hip_path[PATH_MAX], rtc_path[PATH_MAX], cache_home[PATH_MAX];
-static void (*shim_stats_fn)(shim_stats_t *);
-static int64_t (*shim_compiles_fn)(void);
-
-static shim_stats_t stats(void) {
-  shim_stats_t s;
-  memset(&s, 0, sizeof s);
-  shim_stats_fn(&s);
-  return s;
-}
+#define ROCM_TEST_CACHE_TAG "bp-test-rocm-kernels"
+#include "test_rocm.h"
 
 /* The same kernels as test/fixtures/cuda_custom.cu, in HIP. */
 static const char hip_src[] =
@@ -64,43 +48,6 @@ static const char hip_src[] =
     "  __syncthreads();\n"
     "  y[base + t] = tile[blockDim.x - 1 - t];\n"
     "}\n";
-
-/* Finds the shims next to this binary and keeps them loaded, so their
- * counters outlive each context. */
-static int group_setup(void **state) {
-  (void)state;
-  char dir[PATH_MAX];
-  if (!gpu_test_dir(dir, sizeof dir))
-    return -1;
-  void *h = gpu_test_open(dir, "shims/hip/libamdhip64.so", hip_path,
-                          sizeof hip_path);
-  void *r = gpu_test_open(dir, "shims/hip/libhiprtc.so", rtc_path,
-                          sizeof rtc_path);
-  if (!h || !r)
-    return -1;
-  *(void **)&shim_stats_fn = dlsym(h, "bp_hip_shim_stats");
-  *(void **)&shim_compiles_fn = dlsym(r, "bp_hiprtc_shim_compiles");
-  snprintf(cache_home, sizeof cache_home, "/tmp/bp-test-rocm-kernels-%ld",
-           (long)getpid());
-  return shim_stats_fn && shim_compiles_fn ? 0 : -1;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  return gpu_test_rmtree(cache_home);
-}
-
-static int reset_env(void **state) {
-  (void)state;
-  setenv("BACKPLANE_HIP_RUNTIME", hip_path, 1);
-  /* The own kernels' paths; the rocBLAS path is test_rocm_blas's. */
-  setenv("BACKPLANE_ROCM_BLAS", "0", 1);
-  setenv("BACKPLANE_HIPRTC", rtc_path, 1);
-  setenv("XDG_CACHE_HOME", cache_home, 1);
-  unsetenv("BP_HIP_SHIM_FAIL");
-  unsetenv("BP_HIP_SHIM_ARCH");
-  return 0;
-}
 
 static void expect_text(const char *part) {
   if (!strstr(bp_last_error(), part))

@@ -72,6 +72,76 @@ static inline bool gpu_test_entry(bp_context_t *ctx, const char *backend,
   return false;
 }
 
+/* Fails the test when text lacks part; what names the text. */
+static inline void gpu_test_expect_text(const char *what, const char *text,
+                                        const char *part) {
+  if (!strstr(text, part))
+    fail_msg("%s \"%s\" lacks \"%s\"", what, text, part);
+}
+
+/* The last error message holds part. */
+static inline void gpu_test_expect_message(const char *part) {
+  gpu_test_expect_text("message", bp_last_error(), part);
+}
+
+/* Opens the first device of backend (a selector), failing the test with
+ * the message when it does not open. */
+static inline bp_device_t *gpu_test_open_device(bp_context_t *ctx,
+                                                const char *backend,
+                                                const bp_device_config_t *c) {
+  bp_device_t *d = NULL;
+  if (bp_device_open(ctx, backend, c, &d) != BP_OK)
+    fail_msg("bp_device_open(%s): %s", backend, bp_last_error());
+  return d;
+}
+
+/* A fresh context refuses backend at probe, with a reason holding
+ * reason_part, and lists none of its devices. */
+static inline void gpu_test_expect_refused(const char *backend,
+                                           const char *reason_part) {
+  bp_context_t *ctx = gpu_test_context();
+  bp_plugin_report_t r = gpu_test_report(ctx, backend);
+  assert_false(r.loaded);
+  assert_int_equal(r.stage, BP_STAGE_PROBE);
+  gpu_test_expect_text("reason", r.reason, reason_part);
+  bp_device_entry_t e;
+  assert_false(gpu_test_entry(ctx, backend, 0, &e));
+  bp_context_destroy(ctx);
+}
+
+/* A device the kernels cannot run on is listed, claims no op, and its
+ * description says why. */
+static inline void gpu_test_expect_no_ops(const char *backend,
+                                          const char *why) {
+  bp_context_t *ctx = gpu_test_context();
+  bp_device_entry_t e;
+  assert_true(gpu_test_entry(ctx, backend, 0, &e));
+  for (int op = 0; op < BP_OP_COUNT; op++)
+    assert_int_equal(e.info.op_dtypes[op], 0);
+  gpu_test_expect_text("description", e.info.description, why);
+  bp_context_destroy(ctx);
+}
+
+/* Runs a fill on a fresh f32 buffer of n elements and checks the last
+ * element when it ran; returns its status. */
+static inline bp_status_t gpu_test_fill(bp_device_t *d, bp_stream_t *s,
+                                        int64_t n, float v) {
+  bp_buffer_t *b = NULL;
+  bp_status_t st = bp_buffer_alloc(d, (uint64_t)n * 4, &b);
+  if (st != BP_OK)
+    return st;
+  bp_tensor_t t;
+  assert_int_equal(bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, &t), BP_OK);
+  st = bp_fill(s, &t, v);
+  if (st == BP_OK) {
+    float got = 0;
+    assert_int_equal(bp_buffer_read(b, (uint64_t)(n - 1) * 4, &got, 4), BP_OK);
+    assert_true(got == v);
+  }
+  bp_buffer_free(b);
+  return st;
+}
+
 /* ---- custom kernels: the twins of test/fixtures/cuda_custom.cu ---------- */
 
 static inline bp_kernel_arg_t gpu_test_buf_arg(bp_buffer_t *b,
