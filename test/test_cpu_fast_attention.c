@@ -5,8 +5,8 @@
  * objects so the ISA level and thread count can be forced. Covers the AVX2
  * kernel: odd and block-straddling sequence lengths, Sq != Skv with the
  * bottom-right causal mask (including rows that see no key), grouped-query
- * heads, head dims 1 to 128 (D != Dv), permuted and strided layouts, f32,
- * f16 and bf16, NaN rows and large scores (no spurious NaN).
+ * heads (stacked into one block's lanes when Sq is short), head dims 1 to 128 (D != Dv), permuted
+ * and strided layouts, f32, f16 and bf16, NaN rows and large scores (no spurious NaN).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -177,11 +177,26 @@ static void test_attention_avx2_shapes(void **state) {
   fails = checks = 0;
   static const int64_t shapes[][7] = {
       /* B, Hq, Hkv, Sq, Skv, D, Dv */
-      {1, 2, 2, 1, 1, 64, 64},     {1, 2, 2, 7, 7, 64, 64},     {1, 2, 2, 33, 33, 64, 64},
-      {1, 1, 1, 65, 65, 128, 128}, {2, 3, 3, 129, 129, 72, 72}, {1, 2, 2, 100, 100, 40, 40},
-      {1, 4, 1, 31, 97, 64, 64},   {1, 6, 2, 97, 31, 64, 64},   {1, 4, 2, 1, 200, 64, 64},
-      {1, 2, 1, 130, 70, 16, 24},  {2, 2, 1, 17, 250, 7, 5},    {1, 1, 1, 40, 40, 1, 1},
-      {1, 2, 2, 64, 64, 3, 130},   {1, 1, 1, 5, 0, 8, 8},
+      {1, 2, 2, 1, 1, 64, 64},
+      {1, 2, 2, 7, 7, 64, 64},
+      {1, 2, 2, 33, 33, 64, 64},
+      {1, 1, 1, 65, 65, 128, 128},
+      {2, 3, 3, 129, 129, 72, 72},
+      {1, 2, 2, 100, 100, 40, 40},
+      {1, 4, 1, 31, 97, 64, 64},
+      {1, 6, 2, 97, 31, 64, 64},
+      {1, 4, 2, 1, 200, 64, 64},
+      {1, 2, 1, 130, 70, 16, 24},
+      {2, 2, 1, 17, 250, 7, 5},
+      {1, 1, 1, 40, 40, 1, 1},
+      {1, 2, 2, 64, 64, 3, 130},
+      {1, 1, 1, 5, 0, 8, 8},
+      /* short Sq: the query heads of a kv head share a block's lanes */
+      {1, 8, 2, 3, 40, 64, 64},
+      {1, 12, 1, 5, 77, 72, 72},
+      {2, 6, 2, 7, 7, 40, 40},
+      {1, 4, 1, 9, 3, 16, 16},
+      {1, 16, 1, 1, 300, 128, 128},
   };
   for (size_t x = 0; x < sizeof shapes / sizeof shapes[0]; x++)
     for (int d = 0; d < 3; d++)
@@ -234,6 +249,7 @@ static void test_attention_avx2_special(void **state) {
       run_all(&s, (att_case_t){1, 2, 1, 70, 70, 64, 64, 1, 0, sp, dts[d]});
       run_all(&s, (att_case_t){1, 2, 2, 45, 90, 40, 40, 1, 1, sp, dts[d]});
       run_all(&s, (att_case_t){1, 1, 1, 33, 129, 72, 72, 0, 2, sp, dts[d]});
+      run_all(&s, (att_case_t){1, 6, 2, 6, 20, 32, 32, 1, 1, sp, dts[d]});
     }
     /* Sq > Skv causal: rows 0 .. Sq - Skv - 1 see nothing */
     run_all(&s, (att_case_t){1, 2, 1, 100, 37, 64, 64, 1, 0, 0, dts[d]});

@@ -16,9 +16,10 @@
  * Keys and values are broadcast straight from their rows (f32 with unit
  * stride along D / Dv) or from a per-key-block widened copy (f16, bf16,
  * other strides), and the softmax over keys is a per-lane max and sum with
- * no horizontal reductions. Lanes past a block's last query compute zeros,
- * so with fewer than 16 queries per head (decoding) most lanes idle:
- * stacking the heads of a GQA group into the lanes would fill them.
+ * no horizontal reductions. When Sq is shorter than a block (decoding),
+ * the query heads that share a kv head (GQA) are stacked into the lanes of
+ * one block, so they share the key and value reads; lanes past the last
+ * query compute zeros.
  *
  * Semantics are the reference's (ref_attention.c): bottom-right causal
  * mask, grouped-query heads, a row that sees no key gives zeros, a NaN or
@@ -135,6 +136,7 @@ typedef struct att_job {
   bp_dtype_t tq, tk, tv, to;
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t sq[4], sk[4], sv[4], so[4];
+  int64_t hs, hchunks;   /* query heads per block, blocks of them per kv head */
   int64_t nqb, per;      /* query blocks per head, tasks per head */
   int64_t ntasks, next;  /* next: the next task to take (atomic) */
   bool kdirect, vdirect; /* f32 rows with unit stride: read in place */
@@ -144,7 +146,8 @@ typedef struct att_job {
 
 /* Per-thread workspace; every array is 32-byte aligned. */
 typedef struct att_ws {
-  float *m, *l, *corr, *bad; /* [ATT_BQ] per query; bad: all-ones bits */
+  float *m, *l, *corr, *bad; /* [ATT_BQ] per lane; bad: all-ones bits */
+  int32_t *qo;               /* [ATT_BQ] lane's query, from the block's i0 */
   float *qt;                 /* [D][ATT_BQ] scaled queries, transposed */
   float *st;                 /* [ATT_BK][ATT_BQ] scores, then weights */
   float *ot;                 /* [Dv][ATT_BQ] unnormalised output */
@@ -217,17 +220,18 @@ static void att_widen(const char *src, bp_dtype_t dt, int64_t stride, int64_t n,
  * and updates m, l, and corr (the factor for the output so far). */
 static void att_softmax(const att_job_t *j, att_ws_t *w, int64_t lane0, int64_t i0, int64_t k0,
                         int64_t nk) {
-  /* key k0 + jj is hidden from lane q when q < t0 + jj */
+  /* key k0 + jj is hidden from lane q when qo[q] < t0 + jj */
   int64_t t0 = k0 - i0 - j->off;
   for (int64_t c = lane0; c < lane0 + ATT_LG; c += 8) {
     float *s = w->st + c;
     __m256 mx = _mm256_set1_ps(-INFINITY), bad = _mm256_load_ps(w->bad + c);
-    __m256i lanes =
-        _mm256_add_epi32(_mm256_set1_epi32((int)c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i lanes = _mm256_load_si256((const void *)(w->qo + c));
+    int64_t qmin = w->qo[c];
+    for (int x = 1; x < 8; x++) qmin = w->qo[c + x] < qmin ? w->qo[c + x] : qmin;
     for (int64_t jj = 0; jj < nk; jj++) {
       __m256 x = _mm256_load_ps(s + jj * ATT_BQ);
-      if (j->causal && t0 + jj > c) {
-        int64_t t = t0 + jj < c + 8 ? t0 + jj : c + 8;
+      if (j->causal && t0 + jj > qmin) {
+        int64_t t = t0 + jj < ATT_BQ ? t0 + jj : ATT_BQ;
         __m256 hide = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)t), lanes));
         x = _mm256_blendv_ps(x, _mm256_set1_ps(-INFINITY), hide);
         _mm256_store_ps(s + jj * ATT_BQ, x);
@@ -287,21 +291,25 @@ static bool att_finite(const float *v, int64_t ldv, int64_t n, int64_t Dv) {
 static void att_pv_exact(const att_ws_t *w, const float *v, int64_t ldv, int64_t Dv, int64_t lane0,
                          int64_t t0, int64_t jd, int64_t nk) {
   for (int64_t jj = jd; jj < nk; jj++) {
-    int64_t q0 = t0 + jj > lane0 ? t0 + jj : lane0; /* first lane that sees */
     const float *p = w->st + jj * ATT_BQ;
     for (int64_t e = 0; e < Dv; e++)
-      for (int64_t q = q0; q < lane0 + ATT_LG; q++) w->ot[e * ATT_BQ + q] += p[q] * v[jj * ldv + e];
+      for (int64_t q = lane0; q < lane0 + ATT_LG; q++)
+        if (w->qo[q] >= t0 + jj) w->ot[e * ATT_BQ + q] += p[q] * v[jj * ldv + e];
   }
 }
 
-/* Queries [i0, i0 + nq) of head (b, h), nq <= ATT_BQ. */
-static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h, int64_t i0,
-                      int64_t nq) {
-  int64_t D = j->D, Dv = j->Dv, g = h / j->grp;
-  const char *qb = att_at(j->q, j->tq, b * j->sq[0] + h * j->sq[1]);
+/* Queries [i0, i0 + nq) of query heads [h0, h0 + nh) of batch b, all of
+ * one kv head, nh * nq <= ATT_BQ; lane L is head h0 + L / nq, query
+ * i0 + L % nq. */
+static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, int64_t nh,
+                      int64_t i0, int64_t nq) {
+  int64_t D = j->D, Dv = j->Dv, g = h0 / j->grp, nl = nh * nq;
   for (int64_t r = 0; r < ATT_BQ; r++) {
-    const char *qr = r < nq ? att_at(qb, j->tq, (i0 + r) * j->sq[2]) : NULL;
-    for (int64_t d = 0; d < D; d++) /* lanes past nq compute zeros */
+    const char *qr = NULL;
+    w->qo[r] = (int32_t)(r < nl ? r % nq : 0);
+    if (r < nl)
+      qr = att_at(j->q, j->tq, b * j->sq[0] + (h0 + r / nq) * j->sq[1] + (i0 + r % nq) * j->sq[2]);
+    for (int64_t d = 0; d < D; d++) /* lanes past nl compute zeros */
       w->qt[d * ATT_BQ + r] = qr ? j->scale * att_load(qr, j->tq, d * j->sq[3]) : 0.0f;
     w->m[r] = -INFINITY;
     w->l[r] = 0;
@@ -310,12 +318,18 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h, int
   memset(w->ot, 0, sizeof(float) * (size_t)(Dv * ATT_BQ));
 
   /* keys each group of ATT_LG lanes may see; the block sees the last's */
-  int64_t ng = (nq + ATT_LG - 1) / ATT_LG, gend[ATT_BQ / ATT_LG];
+  int64_t ng = (nl + ATT_LG - 1) / ATT_LG, gend[ATT_BQ / ATT_LG], gmin[ATT_BQ / ATT_LG];
+  int64_t kend = 0;
   for (int64_t gi = 0; gi < ng; gi++) {
-    int64_t last = gi * ATT_LG + ATT_LG - 1;
-    gend[gi] = att_visible(j, i0 + (last < nq ? last : nq - 1));
+    int64_t hi = 0, lo = ATT_BQ;
+    for (int64_t r = gi * ATT_LG; r < gi * ATT_LG + ATT_LG && r < nl; r++) {
+      hi = w->qo[r] > hi ? w->qo[r] : hi;
+      lo = w->qo[r] < lo ? w->qo[r] : lo;
+    }
+    gend[gi] = att_visible(j, i0 + hi);
+    gmin[gi] = lo;
+    kend = gend[gi] > kend ? gend[gi] : kend;
   }
-  int64_t kend = gend[ng - 1];
   const char *kh = att_at(j->k, j->tk, b * j->sk[0] + g * j->sk[1]);
   const char *vh = att_at(j->v, j->tv, b * j->sv[0] + g * j->sv[1]);
   for (int64_t k0 = 0; k0 < kend; k0 += ATT_BK) {
@@ -344,7 +358,7 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h, int
       att_softmax(j, w, lane0, i0, k0, nkg);
       /* keys [jd, nkg) are hidden from some lanes of the group */
       int64_t t0 = k0 - i0 - j->off, jd = nkg;
-      if (j->causal) jd = lane0 - t0 + 1 < 0 ? 0 : lane0 - t0 + 1;
+      if (j->causal) jd = gmin[gi] - t0 + 1 < 0 ? 0 : gmin[gi] - t0 + 1;
       if (jd < nkg && !att_finite(vp + jd * ldv, ldv, nkg - jd, Dv)) {
         att_ukr(Dv, jd, vp, 1, ldv, w->st + lane0, w->ot + lane0, w->corr + lane0);
         att_pv_exact(w, vp, ldv, Dv, lane0, t0, jd, nkg);
@@ -354,26 +368,28 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h, int
     }
   }
 
-  char *ob = (char *)att_at(j->o, j->to, b * j->so[0] + h * j->so[1]);
-  for (int64_t r = 0; r < nq; r++) {
-    char *orow = (char *)att_at(ob, j->to, (i0 + r) * j->so[2]);
+  for (int64_t r = 0; r < nl; r++) {
+    int64_t i = i0 + w->qo[r];
+    char *orow =
+        (char *)att_at(j->o, j->to, b * j->so[0] + (h0 + r / nq) * j->so[1] + i * j->so[2]);
     float l = w->l[r], inv = l > 0 ? 1.0f / l : 0.0f;
     uint32_t badbits;
     memcpy(&badbits, &w->bad[r], sizeof badbits);
     /* every visible score -inf: the reference's max is -inf, e^(nan) */
-    bool nan = badbits || (w->m[r] == -INFINITY && att_visible(j, i0 + r) > 0);
+    bool nan = badbits || (w->m[r] == -INFINITY && att_visible(j, i) > 0);
     for (int64_t e = 0; e < Dv; e++)
       att_store(orow, j->to, e * j->so[3], nan ? NAN : l > 0 ? w->ot[e * ATT_BQ + r] * inv : 0.0f);
   }
 }
 
 static size_t att_ws_floats(const att_job_t *j) {
-  return (size_t)(ATT_BQ * (4 + j->D + ATT_BK + j->Dv) + (j->kdirect ? 0 : ATT_BK * j->D) +
+  return (size_t)(ATT_BQ * (5 + j->D + ATT_BK + j->Dv) + (j->kdirect ? 0 : ATT_BK * j->D) +
                   (j->vdirect ? 0 : ATT_BK * j->Dv));
 }
 
-/* Task t: head t / per, query block t % per; causal heads pair block c
- * with block nqb - 1 - c so that every task does about the same work.
+/* Task t: heads unit t / per (hs query heads of one kv head), query block
+ * t % per; causal heads pair block c with block nqb - 1 - c so that every
+ * task does about the same work.
  * Each worker takes the next task from a shared counter rather than a
  * fixed share, so a core slowed down by other processes does less of the
  * work; every task writes only its own rows, so results do not depend on
@@ -388,7 +404,8 @@ static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   w.l = w.m + ATT_BQ;
   w.corr = w.l + ATT_BQ;
   w.bad = w.corr + ATT_BQ;
-  w.qt = w.bad + ATT_BQ;
+  w.qo = (int32_t *)(void *)(w.bad + ATT_BQ);
+  w.qt = w.bad + 2 * ATT_BQ;
   w.st = w.qt + ATT_BQ * j->D;
   w.ot = w.st + ATT_BQ * ATT_BK;
   w.kb = w.ot + ATT_BQ * j->Dv;
@@ -396,13 +413,15 @@ static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   for (;;) {
     int64_t t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
     if (t >= j->ntasks) break;
-    int64_t bh = t / j->per, c = t % j->per;
-    int64_t b = bh / j->Hq, h = bh % j->Hq;
+    int64_t u = t / j->per, c = t % j->per, Hkv = j->Hq / j->grp;
+    int64_t b = u / (Hkv * j->hchunks), hc = u % j->hchunks;
+    int64_t h0 = u / j->hchunks % Hkv * j->grp + hc * j->hs;
+    int64_t nh = j->grp - hc * j->hs < j->hs ? j->grp - hc * j->hs : j->hs;
     int64_t blocks[2] = {c, j->nqb - 1 - c};
     int nb = j->causal && blocks[1] != c ? 2 : 1;
     for (int x = 0; x < nb; x++) {
       int64_t i0 = blocks[x] * ATT_BQ;
-      att_block(j, &w, b, h, i0, j->Sq - i0 < ATT_BQ ? j->Sq - i0 : ATT_BQ);
+      att_block(j, &w, b, h0, nh, i0, j->Sq - i0 < ATT_BQ ? j->Sq - i0 : ATT_BQ);
     }
   }
 }
@@ -441,7 +460,9 @@ bp_status_t fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a)
   j.causal = a->causal;
   j.nqb = (j.Sq + ATT_BQ - 1) / ATT_BQ;
   j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
-  j.ntasks = B * j.Hq * j.per;
+  j.hs = j.Sq >= ATT_BQ ? 1 : ATT_BQ / j.Sq < j.grp ? ATT_BQ / j.Sq : j.grp;
+  j.hchunks = (j.grp + j.hs - 1) / j.hs;
+  j.ntasks = B * (j.Hq / j.grp) * j.hchunks * j.per;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
   int64_t workers = j.ntasks < (int64_t)threads ? j.ntasks : threads;
