@@ -283,7 +283,9 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
       for (int64_t r = 0; r < j.R; r++)
         for (int64_t s = 0; s < j.S; s++) {
           int64_t col = s * j.dw;
-          off[p++] = c * j.sxc + r * j.dh * j.sxh + (j.wq ? col % j.sw * j.wq + col / j.sw : col);
+          off[p] = c * j.sxc + r * j.dh * j.sxh + (j.wq ? col % j.sw * j.wq + col / j.sw : col);
+          if (off[p] > j.off_max) j.off_max = off[p];
+          p++;
         }
     for (int i = 0; i < 8; i++) off[p + i] = 0;
     j.off = off;

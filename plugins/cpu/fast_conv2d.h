@@ -42,6 +42,7 @@ typedef struct conv_job {
   int64_t Hin, Win;        /* extent of the planes x points at (padded or not) */
   bool lim_ok;             /* x's strides are positive: reads may run to its end */
   const int64_t *off;      /* per k row (c, r, s): tap offset, for conv_direct */
+  int64_t off_max;         /* the largest of them (phases make them unordered) */
   bool direct;             /* B read in place (conv_direct), off set */
   bool pix;                /* channels along the vector (pix_task), off set */
   /* dyn: the pool runs one chunk per worker, and each claims tasks from

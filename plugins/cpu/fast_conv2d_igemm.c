@@ -124,10 +124,11 @@ static void conv_direct(const conv_job_t *j, const float *ag, const float *xg, c
     int64_t hi = lo + hw;
     const float *blo = xg + (lo / j->Q * j->sh - row0) * j->sxh + lo % j->Q;
     const float *bhi = xg + (hi / j->Q * j->sh - row0) * j->sxh + hi % j->Q;
-    /* a ragged strip loads whole vectors while they stay inside x (the
-     * offsets grow with k): masked loads cost more */
+    /* a ragged strip loads whole vectors while every tap's stay inside x:
+     * masked loads cost more */
     int lcols = (int)cols;
-    if (cols < 2 * hw && j->lim_ok && bhi + j->off[pc + kb - 1] + hw <= lim) lcols = 2 * hw;
+    const float *top = blo > bhi ? blo : bhi;
+    if (cols < 2 * hw && j->lim_ok && top + j->off_max + hw <= lim) lcols = 2 * hw;
     for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
       int rows = (int)(m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr);
       kr->ukr_offs(kb, ag + ir * j->lda + pc, j->lda, blo, bhi, j->off + pc, yg + ir * j->syk + lo,
