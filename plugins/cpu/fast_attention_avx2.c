@@ -317,7 +317,7 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, in
   }
   memset(w->ot, 0, sizeof(float) * (size_t)(Dv * ATT_BQ));
 
-  /* keys each group of ATT_LG lanes may see; the block sees the last's */
+  /* keys each group of ATT_LG lanes may see (the block: the most of any) */
   int64_t ng = (nl + ATT_LG - 1) / ATT_LG, gend[ATT_BQ / ATT_LG], gmin[ATT_BQ / ATT_LG];
   int64_t kend = 0;
   for (int64_t gi = 0; gi < ng; gi++) {
