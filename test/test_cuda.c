@@ -27,26 +27,10 @@
 #include "backplane.h"
 #include "gpu_test.h"
 
-/* Mirrors bp_cuda_shim_stats_t of test/shims/cuda/shim.h. */
-typedef struct shim_stats {
-  int64_t allocations, bytes_in_use;
-  int64_t streams, events, modules;
-  int64_t primary_ctx_refs;
-  int64_t launches;
-  int ctx_depth;
-  int64_t host_blocks;
-  int64_t graphs, graph_launches;
-} shim_stats_t;
+typedef gpu_test_cuda_stats_t shim_stats_t;
 
 static char shim_path[PATH_MAX];
-static void (*shim_stats_fn)(shim_stats_t *);
-
-static shim_stats_t stats(void) {
-  shim_stats_t s;
-  memset(&s, 0, sizeof s);
-  shim_stats_fn(&s);
-  return s;
-}
+GPU_TEST_SHIM_STATS(shim_stats_t)
 
 /* Finds the shim next to this binary and keeps it loaded, so its counters
  * outlive each context (the plugin opens the same file: same instance). */
@@ -143,7 +127,8 @@ static void test_launch_and_jit_failures(void **state) {
   setenv("BP_CUDA_SHIM_FAIL", "module", 1); /* the JIT refuses the PTX */
   assert_int_equal(gpu_test_fill(d, s, 16, 1.0f), BP_ERR_INTERNAL);
   gpu_test_expect_message("CUDA_ERROR_INVALID_PTX");
-  gpu_test_expect_message("injected failure"); /* the JIT log reaches the user */
+  /* the JIT log reaches the user */
+  gpu_test_expect_message("injected failure");
   setenv("BP_CUDA_SHIM_FAIL", "launch", 1);
   assert_int_equal(gpu_test_fill(d, s, 16, 1.0f), BP_ERR_DEVICE_LOST);
   gpu_test_expect_message("cuLaunchKernel(bp_fill): CUDA_ERROR_LAUNCH_FAILED");
@@ -219,26 +204,16 @@ static void test_custom_saxpy(void **state) {
                                        BP_ARG_F32, BP_ARG_I32};
   bp_kernel_t *k = custom_kernel(d, "bp_test_saxpy", 4, sig);
   assert_int_equal(stats().modules, modules + 1);
-  enum { N = 1000 };
-  float X[N], Y[N];
-  for (int i = 0; i < N; i++)
-    X[i] = (float)i, Y[i] = 1.0f;
+  enum { N = GPU_TEST_SAXPY_N };
   bp_buffer_t *x = NULL, *y = NULL;
-  assert_int_equal(bp_buffer_alloc(d, sizeof X, &x), BP_OK);
-  assert_int_equal(bp_buffer_alloc(d, sizeof Y + 16, &y), BP_OK);
-  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
-  assert_int_equal(bp_buffer_write(y, 16, Y, sizeof Y), BP_OK);
-  bp_kernel_arg_t args[4] = {gpu_test_buf_arg(y, 16), gpu_test_buf_arg(x, 0)};
-  args[2].kind = BP_ARG_F32, args[2].value.f32 = 2.0f;
-  args[3].kind = BP_ARG_I32, args[3].value.i32 = N;
+  bp_kernel_arg_t args[4];
+  gpu_test_saxpy_setup(d, &x, &y, args);
   const uint32_t grid[3] = {(N + 127) / 128, 1, 1}, block[3] = {128, 1, 1};
   int64_t launches = stats().launches;
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args), BP_OK);
   assert_int_equal(stats().launches, launches + 1);
   assert_int_equal(bp_stream_synchronize(s), BP_OK);
-  assert_int_equal(bp_buffer_read(y, 16, Y, sizeof Y), BP_OK);
-  for (int i = 0; i < N; i++)
-    assert_true(Y[i] == 2.0f * (float)i + 1.0f);
+  gpu_test_saxpy_check(y);
   /* The core's checks, before the plugin sees the launch. */
   args[2].kind = BP_ARG_F64;
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args),
@@ -246,7 +221,7 @@ static void test_custom_saxpy(void **state) {
   args[2].kind = BP_ARG_F32;
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 3, args),
                    BP_ERR_INVALID_ARGUMENT);
-  args[0].offset = sizeof Y + 16;
+  args[0].offset = N * sizeof(float) + 16;
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args),
                    BP_ERR_INVALID_ARGUMENT);
   /* An n past the buffers is what a GPU reports as an illegal address. */
@@ -256,7 +231,8 @@ static void test_custom_saxpy(void **state) {
   const uint32_t wide[3] = {(1u << 28) / 128, 1, 1};
   assert_int_equal(bp_kernel_launch(s, k, wide, block, 0, 4, args),
                    BP_ERR_DEVICE_LOST);
-  gpu_test_expect_message("cuLaunchKernel(bp_test_saxpy): CUDA_ERROR_ILLEGAL_ADDRESS");
+  gpu_test_expect_message(
+      "cuLaunchKernel(bp_test_saxpy): CUDA_ERROR_ILLEGAL_ADDRESS");
   args[3].value.i32 = N;
   setenv("BP_CUDA_SHIM_FAIL", "launch", 1);
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 0, 4, args),
@@ -301,7 +277,8 @@ static void test_custom_args_and_shared(void **state) {
                    BP_OK);
   assert_int_equal(bp_kernel_launch(s, k, grid, block, 300 * 1024, 2, r),
                    BP_ERR_UNSUPPORTED);
-  gpu_test_expect_message("bp_test_reverse needs 307200 bytes of shared memory");
+  gpu_test_expect_message(
+      "bp_test_reverse needs 307200 bytes of shared memory");
   bp_kernel_destroy(k);
   bp_buffer_free(r[0].buffer);
   bp_buffer_free(r[1].buffer);
@@ -331,7 +308,8 @@ static void test_custom_errors(void **state) {
   assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx, n,
                                     "bp_test_saxpy", NULL, 0, NULL, &k),
                    BP_ERR_INVALID_ARGUMENT);
-  gpu_test_expect_message("injected failure"); /* the JIT log reaches the user */
+  /* the JIT log reaches the user */
+  gpu_test_expect_message("injected failure");
   unsetenv("BP_CUDA_SHIM_FAIL");
   assert_int_equal(bp_kernel_create(d, BP_KERNEL_PTX, custom_ptx, n,
                                     "bp_test_saxpy", "-O3", 0, NULL, &k),

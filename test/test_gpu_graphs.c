@@ -44,16 +44,7 @@
 #define BLAS_FILE "shims/cublas/libcublas.so.13"
 #define BLAS_ENV "BACKPLANE_CUBLAS"
 #define BLAS_GEMMS_SYM "bp_cublas_shim_gemms"
-/* Mirrors bp_cuda_shim_stats_t of test/shims/cuda/shim.h. */
-typedef struct shim_stats {
-  int64_t allocations, bytes_in_use;
-  int64_t streams, events, modules;
-  int64_t primary_ctx_refs;
-  int64_t launches;
-  int ctx_depth;
-  int64_t host_blocks;
-  int64_t graphs, graph_launches;
-} shim_stats_t;
+typedef gpu_test_cuda_stats_t shim_stats_t;
 #elif defined(BP_TEST_ROCM)
 #define BACKEND "rocm"
 #define SHIM_FILE "shims/hip/libamdhip64.so"
@@ -62,36 +53,17 @@ typedef struct shim_stats {
 #define BLAS_FILE "shims/rocblas/librocblas.so.4"
 #define BLAS_ENV "BACKPLANE_ROCBLAS"
 #define BLAS_GEMMS_SYM "bp_rocblas_shim_gemms"
-/* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
-typedef struct shim_stats {
-  int64_t allocations, bytes_in_use;
-  int64_t streams, events, modules;
-  int64_t launches;
-  int64_t loads;
-  int64_t graphs, graph_launches;
-} shim_stats_t;
+typedef gpu_test_hip_stats_t shim_stats_t;
 #else
 #error "build with -DBP_TEST_CUDA or -DBP_TEST_ROCM"
 #endif
 
-static void (*shim_stats_fn)(shim_stats_t *);
+GPU_TEST_SHIM_STATS(shim_stats_t)
 static int64_t (*blas_gemms_fn)(void);
 static char cache_dir[] = "/tmp/bp-gpu-graphs-XXXXXX";
 
 /* Kernel launches plus vendor-BLAS gemms (the gemm may take either), now. */
-static int64_t work(void) {
-  shim_stats_t s;
-  memset(&s, 0, sizeof s);
-  shim_stats_fn(&s);
-  return s.launches + blas_gemms_fn();
-}
-
-static shim_stats_t stats(void) {
-  shim_stats_t s;
-  memset(&s, 0, sizeof s);
-  shim_stats_fn(&s);
-  return s;
-}
+static int64_t work(void) { return stats().launches + blas_gemms_fn(); }
 
 static int group_setup(void **state) {
   (void)state;

@@ -45,16 +45,7 @@
 #define PROBE_UUID "GPU-10111213-"
 #define PROBE_HALF BP_F16
 #define INIT_FAILED "CUDA_ERROR_NO_DEVICE"
-/* Mirrors bp_cuda_shim_stats_t of test/shims/cuda/shim.h. */
-typedef struct shim_stats {
-  int64_t allocations, bytes_in_use;
-  int64_t streams, events, modules;
-  int64_t primary_ctx_refs;
-  int64_t launches;
-  int ctx_depth;
-  int64_t host_blocks;
-  int64_t graphs, graph_launches;
-} shim_stats_t;
+typedef gpu_test_cuda_stats_t shim_stats_t;
 #elif defined(BP_TEST_ROCM)
 #define BACKEND "rocm"
 #define SHIM_FILE "shims/hip/libamdhip64.so"
@@ -74,27 +65,14 @@ typedef struct shim_stats {
 #define PROBE_UUID "GPU-5a1b2c3d4e5f6a71"
 #define PROBE_HALF BP_BF16
 #define INIT_FAILED "hipInit failed: hipErrorNoDevice"
-/* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
-typedef struct shim_stats {
-  int64_t allocations, bytes_in_use;
-  int64_t streams, events, modules;
-  int64_t launches, loads;
-  int64_t graphs, graph_launches;
-} shim_stats_t;
+typedef gpu_test_hip_stats_t shim_stats_t;
 #else
 #error "build with -DBP_TEST_CUDA or -DBP_TEST_ROCM"
 #endif
 
-static void (*shim_stats_fn)(shim_stats_t *);
+GPU_TEST_SHIM_STATS(shim_stats_t)
 static char shim_path[PATH_MAX + 64];
 static char cache_dir[] = "/tmp/bp-gpu-runtime-XXXXXX";
-
-static shim_stats_t stats(void) {
-  shim_stats_t s;
-  memset(&s, 0, sizeof s);
-  shim_stats_fn(&s);
-  return s;
-}
 
 static int group_setup(void **state) {
   (void)state;

@@ -52,7 +52,8 @@ static void test_probe_rocm5_layout_and_apu(void **state) {
 static void test_runtime_absent(void **state) {
   (void)state;
   setenv("BACKPLANE_HIP_RUNTIME", "/nonexistent/libamdhip64.so", 1);
-  gpu_test_expect_refused("rocm", "ROCm runtime not found (/nonexistent/libamdhip64.so)");
+  gpu_test_expect_refused(
+      "rocm", "ROCm runtime not found (/nonexistent/libamdhip64.so)");
   unsetenv("BACKPLANE_HIP_RUNTIME"); /* the default names */
   /* The shims this test keeps loaded carry the soname libamdhip64.so, and
    * dlopen of a bare name finds an already loaded soname first. */
@@ -288,7 +289,8 @@ static void test_launch_and_compile_failures(void **state) {
   gpu_test_expect_message("hipModuleLoadData(elementwise.hip");
   setenv("BP_HIP_SHIM_FAIL", "launch", 1);
   assert_int_equal(gpu_test_fill(d, s, 16, 1.0f), BP_ERR_DEVICE_LOST);
-  gpu_test_expect_message("hipModuleLaunchKernel(bp_fill): hipErrorLaunchFailure");
+  gpu_test_expect_message(
+      "hipModuleLaunchKernel(bp_fill): hipErrorLaunchFailure");
   unsetenv("BP_HIP_SHIM_FAIL");
   assert_int_equal(gpu_test_fill(d, s, 16, 1.0f), BP_OK);
   /* Attention whose shared memory exceeds the 64 KiB of LDS is refused

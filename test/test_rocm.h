@@ -16,24 +16,11 @@
 #error "define ROCM_TEST_CACHE_TAG before including test_rocm.h"
 #endif
 
-/* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
-typedef struct shim_stats {
-  int64_t allocations, bytes_in_use;
-  int64_t streams, events, modules;
-  int64_t launches, loads;
-  int64_t graphs, graph_launches;
-} shim_stats_t;
+typedef gpu_test_hip_stats_t shim_stats_t;
 
 static char hip_path[PATH_MAX], rtc_path[PATH_MAX], cache_home[PATH_MAX];
-static void (*shim_stats_fn)(shim_stats_t *);
+GPU_TEST_SHIM_STATS(shim_stats_t)
 static int64_t (*shim_compiles_fn)(void);
-
-static inline shim_stats_t stats(void) {
-  shim_stats_t s;
-  memset(&s, 0, sizeof s);
-  shim_stats_fn(&s);
-  return s;
-}
 
 static int group_setup(void **state) {
   (void)state;

@@ -103,24 +103,14 @@ static void test_saxpy_and_cache(void **state) {
     fail_msg("bp_kernel_create: %s", bp_last_error());
   assert_int_equal(shim_compiles_fn(), compiles + 1);
   assert_int_equal(stats().modules, modules + 1);
-  enum { N = 1000 };
-  float X[N], Y[N];
-  for (int i = 0; i < N; i++)
-    X[i] = (float)i, Y[i] = 1.0f;
+  enum { N = GPU_TEST_SAXPY_N };
   bp_buffer_t *x = NULL, *y = NULL;
-  assert_int_equal(bp_buffer_alloc(f.d, sizeof X, &x), BP_OK);
-  assert_int_equal(bp_buffer_alloc(f.d, sizeof Y + 16, &y), BP_OK);
-  assert_int_equal(bp_buffer_write(x, 0, X, sizeof X), BP_OK);
-  assert_int_equal(bp_buffer_write(y, 16, Y, sizeof Y), BP_OK);
-  bp_kernel_arg_t args[4] = {gpu_test_buf_arg(y, 16), gpu_test_buf_arg(x, 0)};
-  args[2].kind = BP_ARG_F32, args[2].value.f32 = 2.0f;
-  args[3].kind = BP_ARG_I32, args[3].value.i32 = N;
+  bp_kernel_arg_t args[4];
+  gpu_test_saxpy_setup(f.d, &x, &y, args);
   const uint32_t grid[3] = {(N + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
   assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 0, 4, args), BP_OK);
   assert_int_equal(bp_stream_synchronize(f.s), BP_OK);
-  assert_int_equal(bp_buffer_read(y, 16, Y, sizeof Y), BP_OK);
-  for (int i = 0; i < N; i++)
-    assert_true(Y[i] == 2.0f * (float)i + 1.0f);
+  gpu_test_saxpy_check(y);
   args[1].kind = BP_ARG_U64; /* the core checks kinds first */
   assert_int_equal(bp_kernel_launch(f.s, k, grid, block, 0, 4, args),
                    BP_ERR_INVALID_ARGUMENT);

@@ -10,10 +10,41 @@
 
 #include <dlfcn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Mirrors bp_cuda_shim_stats_t of test/shims/cuda/shim.h. */
+typedef struct gpu_test_cuda_stats {
+  int64_t allocations, bytes_in_use;
+  int64_t streams, events, modules;
+  int64_t primary_ctx_refs;
+  int64_t launches;
+  int ctx_depth;
+  int64_t host_blocks;
+  int64_t graphs, graph_launches;
+} gpu_test_cuda_stats_t;
+
+/* Mirrors bp_hip_shim_stats_t of test/shims/hip/shim.h. */
+typedef struct gpu_test_hip_stats {
+  int64_t allocations, bytes_in_use;
+  int64_t streams, events, modules;
+  int64_t launches, loads;
+  int64_t graphs, graph_launches;
+} gpu_test_hip_stats_t;
+
+/* Defines shim_stats_fn (set it to the shim's bp_*_shim_stats with dlsym)
+ * and stats(), the shim's counters now, both of statistics type T. */
+#define GPU_TEST_SHIM_STATS(T)                                                 \
+  static void (*shim_stats_fn)(T *);                                           \
+  static inline T stats(void) {                                                \
+    T s;                                                                       \
+    memset(&s, 0, sizeof s);                                                   \
+    shim_stats_fn(&s);                                                         \
+    return s;                                                                  \
+  }
 
 /* The directory of this test binary ($(B)/test), where shims/ lives. */
 static inline bool gpu_test_dir(char *out, size_t cap) {
@@ -152,6 +183,39 @@ static inline bp_kernel_arg_t gpu_test_buf_arg(bp_buffer_t *b,
   a.buffer = b;
   a.offset = offset;
   return a;
+}
+
+/* bp_test_saxpy (y = a x + y over n floats) runs over GPU_TEST_SAXPY_N
+ * elements: x from 0, y at offset 16, both in fresh buffers the caller
+ * frees; a = 2, x[i] = i, y[i] = 1 before. */
+enum { GPU_TEST_SAXPY_N = 1000 };
+
+/* Allocates and fills x and y and sets the four arguments (y, x, a, n). */
+static inline void gpu_test_saxpy_setup(bp_device_t *d, bp_buffer_t **x,
+                                        bp_buffer_t **y,
+                                        bp_kernel_arg_t args[4]) {
+  enum { N = GPU_TEST_SAXPY_N };
+  float X[N], Y[N];
+  for (int i = 0; i < N; i++)
+    X[i] = (float)i, Y[i] = 1.0f;
+  assert_int_equal(bp_buffer_alloc(d, sizeof X, x), BP_OK);
+  assert_int_equal(bp_buffer_alloc(d, sizeof Y + 16, y), BP_OK);
+  assert_int_equal(bp_buffer_write(*x, 0, X, sizeof X), BP_OK);
+  assert_int_equal(bp_buffer_write(*y, 16, Y, sizeof Y), BP_OK);
+  memset(args, 0, 4 * sizeof *args);
+  args[0] = gpu_test_buf_arg(*y, 16);
+  args[1] = gpu_test_buf_arg(*x, 0);
+  args[2].kind = BP_ARG_F32, args[2].value.f32 = 2.0f;
+  args[3].kind = BP_ARG_I32, args[3].value.i32 = N;
+}
+
+/* y holds 2 i + 1 after one launch. */
+static inline void gpu_test_saxpy_check(bp_buffer_t *y) {
+  enum { N = GPU_TEST_SAXPY_N };
+  float Y[N];
+  assert_int_equal(bp_buffer_read(y, 16, Y, sizeof Y), BP_OK);
+  for (int i = 0; i < N; i++)
+    assert_true(Y[i] == 2.0f * (float)i + 1.0f);
 }
 
 /* The signature of bp_test_args: a buffer, then every scalar kind. */
