@@ -28,3 +28,8 @@ void shim_vreport(const char *who, const char *fmt, va_list ap) {
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");
 }
+
+int shim_env_devices(const char *var, int max) {
+  long n = shim_env_long(var, 1);
+  return n < 0 ? 0 : n > max ? max : (int)n;
+}

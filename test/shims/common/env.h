@@ -13,8 +13,20 @@
 bool shim_env_has(const char *var, const char *what);
 /* The integer in variable name (any base strtol reads), else dflt. */
 long shim_env_long(const char *name, long dflt);
+/* The device count in variable var (default 1), clamped to [0, max]. */
+int shim_env_devices(const char *var, int max);
 /* Prints "<who>: <message>" on stderr: a plugin bug a shim caught, shown
  * next to the failing test. */
 void shim_vreport(const char *who, const char *fmt, va_list ap);
+
+/* Defines the shim's shim_report (heap.h) as shim_vreport under who
+ * ("cuda-shim", "hip-shim"): one line in each shim. */
+#define SHIM_DEFINE_REPORT(who)                                                \
+  void shim_report(const char *fmt, ...) {                                     \
+    va_list ap;                                                                \
+    va_start(ap, fmt);                                                         \
+    shim_vreport(who, fmt, ap);                                                \
+    va_end(ap);                                                                \
+  }
 
 #endif /* BP_SHIM_ENV_H */

@@ -26,12 +26,7 @@ static bool initialised;
 bp_cuda_shim_stats_t shim_stats;
 #define stats shim_stats
 
-void shim_report(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  shim_vreport("cuda-shim", fmt, ap);
-  va_end(ap);
-}
+SHIM_DEFINE_REPORT("cuda-shim")
 
 bool shim_fail(const char *what) {
   return shim_env_has("BP_CUDA_SHIM_FAIL", what);
@@ -52,8 +47,7 @@ static _Thread_local CUcontext ctx_stack[CTX_STACK];
 static _Thread_local int ctx_depth;
 
 static int device_count(void) {
-  long n = env_long("BP_CUDA_SHIM_DEVICES", 1);
-  return n < 0 ? 0 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
+  return shim_env_devices("BP_CUDA_SHIM_DEVICES", MAX_DEVICES);
 }
 
 /* Calls that act on "the current context" fail without one, as the real
@@ -290,16 +284,6 @@ void bp_cuda_shim_stats(bp_cuda_shim_stats_t *out) {
 
 /* ---- memory -------------------------------------------------------------- */
 
-CUresult cuMemGetInfo(size_t *free_b, size_t *total_b) {
-  NEED_CTX();
-  int64_t blocks, bytes;
-  shim_heap_usage(&blocks, &bytes);
-  uint64_t used = (uint64_t)bytes, total = total_mem();
-  *free_b = used < total ? total - used : 0;
-  *total_b = total;
-  return CUDA_SUCCESS;
-}
-
 static CUresult mem_alloc(CUdeviceptr *p, size_t size);
 
 CUresult cuMemAlloc(CUdeviceptr *p, size_t size) {
@@ -422,16 +406,6 @@ CUresult cuStreamCreate(CUstream *s, unsigned flags) {
   return (CUresult)shim_stream_create((void **)s);
 }
 
-CUresult cuStreamDestroy(CUstream s) {
-  NEED_CTX();
-  return (CUresult)shim_stream_destroy(s, __func__);
-}
-
-CUresult cuStreamSynchronize(CUstream s) {
-  NEED_CTX();
-  return (CUresult)shim_stream_sync(s, __func__);
-}
-
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   NEED_CTX();
   (void)flags;
@@ -444,22 +418,12 @@ CUresult cuEventCreate(CUevent *e, unsigned flags) {
   return (CUresult)shim_event_create((void **)e, shim_fail("event"));
 }
 
-CUresult cuEventDestroy(CUevent e) {
-  NEED_CTX();
-  return (CUresult)shim_event_destroy(e, __func__);
-}
-
-CUresult cuEventRecord(CUevent e, CUstream s) {
-  NEED_CTX();
-  return (CUresult)shim_event_record(e, s, __func__);
-}
-
-CUresult cuEventSynchronize(CUevent e) {
-  NEED_CTX();
-  return (CUresult)shim_event_sync(e, __func__);
-}
-
-CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
-  NEED_CTX();
-  return (CUresult)shim_event_elapsed(ms, a, b, __func__);
-}
+/* What the HIP shim defines alike (the stream and event calls of the same
+ * parameters, cuMemGetInfo). */
+#define SHIM_R CUresult
+#define SHIM_OK CUDA_SUCCESS
+#define SHIM_FN(x) cu##x
+#define SHIM_STREAM_T CUstream
+#define SHIM_EVENT_T CUevent
+#define SHIM_NEED() NEED_CTX()
+#include "test/shims/common/api.inc"

@@ -30,8 +30,7 @@ bp_hip_shim_stats_t shim_hip_stats;
 #define env_long shim_env_long
 
 static int device_count(void) {
-  long n = env_long("BP_HIP_SHIM_DEVICES", 1);
-  return n < 0 ? 0 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
+  return shim_env_devices("BP_HIP_SHIM_DEVICES", MAX_DEVICES);
 }
 
 /* Device calls without hipSetDevice on the calling thread would act on
@@ -220,16 +219,6 @@ void bp_hip_shim_stats(bp_hip_shim_stats_t *out) {
 
 /* ---- memory -------------------------------------------------------------- */
 
-hipError_t hipMemGetInfo(size_t *free_b, size_t *total_b) {
-  NEED_DEVICE();
-  int64_t blocks, bytes;
-  shim_heap_usage(&blocks, &bytes);
-  uint64_t used = (uint64_t)bytes, total = total_mem();
-  *free_b = used < total ? total - used : 0;
-  *total_b = total;
-  return hipSuccess;
-}
-
 hipError_t hipMalloc(void **p, size_t size) {
   NEED_DEVICE();
   *p = NULL;
@@ -304,16 +293,6 @@ hipError_t hipStreamCreate(hipStream_t *s) {
   return (hipError_t)shim_stream_create((void **)s);
 }
 
-hipError_t hipStreamDestroy(hipStream_t s) {
-  NEED_DEVICE();
-  return (hipError_t)shim_stream_destroy(s, __func__);
-}
-
-hipError_t hipStreamSynchronize(hipStream_t s) {
-  NEED_DEVICE();
-  return (hipError_t)shim_stream_sync(s, __func__);
-}
-
 hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
   NEED_DEVICE();
   if (flags != 0)
@@ -326,22 +305,12 @@ hipError_t hipEventCreate(hipEvent_t *e) {
   return (hipError_t)shim_event_create((void **)e, shim_hip_fail("event"));
 }
 
-hipError_t hipEventDestroy(hipEvent_t e) {
-  NEED_DEVICE();
-  return (hipError_t)shim_event_destroy(e, __func__);
-}
-
-hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
-  NEED_DEVICE();
-  return (hipError_t)shim_event_record(e, s, __func__);
-}
-
-hipError_t hipEventSynchronize(hipEvent_t e) {
-  NEED_DEVICE();
-  return (hipError_t)shim_event_sync(e, __func__);
-}
-
-hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b) {
-  NEED_DEVICE();
-  return (hipError_t)shim_event_elapsed(ms, a, b, __func__);
-}
+/* What the CUDA shim defines alike (the stream and event calls of the same
+ * parameters, hipMemGetInfo). */
+#define SHIM_R hipError_t
+#define SHIM_OK hipSuccess
+#define SHIM_FN(x) hip##x
+#define SHIM_STREAM_T hipStream_t
+#define SHIM_EVENT_T hipEvent_t
+#define SHIM_NEED() NEED_DEVICE()
+#include "test/shims/common/api.inc"
