@@ -15,7 +15,8 @@
 #define GPU_LOAD() cuda_driver_load()
 #define GPU_UNLOAD() cuda_driver_unload()
 /* Pinned host memory: the HIP path has none (yet). */
-#define GPU_EXTRA_ENTRIES .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
+#define GPU_EXTRA_ENTRIES                                                      \
+  .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
 
 #include "plugins/common/gpu_descriptor.inc"
 
