@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xmmintrin.h>
 
 #include "dtype.h"
 #include "fast_conv2d.h"
@@ -318,6 +319,8 @@ typedef struct plane_job {
   const fast_vec_kernels_t *vk;
   const float *bias;
   fast_dw_geom_t g;
+  bool avx2; /* fast_conv_dw_plane_avx2 (stride-1 rows) instead of vk's */
+  int nt;    /* its output stores bypass the cache */
 } plane_job_t;
 
 static void bias_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
@@ -348,17 +351,27 @@ static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     for (int64_t r = 0; r < R; r++)
       for (int64_t s = 0; s < S; s++)
         wt[r * S + s] = pw[c * w->strides[0] + r * w->strides[2] + s * w->strides[3]];
-    j->vk->dw_plane(&j->g, px + n * x->strides[0] + c * x->strides[1], wt,
-                    j->bias ? j->bias[c] : 0.0f, py + n * y->strides[0] + c * y->strides[1], buf);
+    const float *xc = px + n * x->strides[0] + c * x->strides[1];
+    float *yc = py + n * y->strides[0] + c * y->strides[1], b = j->bias ? j->bias[c] : 0.0f;
+    if (j->avx2)
+      fast_conv_dw_plane_avx2(&j->g, xc, wt, b, yc, buf, j->nt);
+    else
+      j->vk->dw_plane(&j->g, xc, wt, b, yc, buf);
   }
+  if (j->nt) _mm_sfence(); /* the streamed rows, before the pool's barrier */
 }
 
 /* One input and one output channel per group: a direct stencil per plane. */
 static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
-                                  const fast_vec_kernels_t *vk, const float *bias) {
+                                  const fast_gemm_kernel_t *kr, const fast_vec_kernels_t *vk,
+                                  const float *bias) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   if (w->shape[2] * w->shape[3] > 64) return BP_ERR_UNIMPLEMENTED;
-  plane_job_t j = {a, vk, bias, {0}};
+  plane_job_t j = {a, vk, bias, {0}, false, 0};
+  /* AVX2 and stride-1 rows: the stencil that keeps a row's vectors in
+   * flight; outputs past the caches (1 MiB) are streamed */
+  j.avx2 = kr == &fast_sgemm_avx2 && a->stride_w == 1;
+  j.nt = j.avx2 && cpu_numel(y) * (int64_t)sizeof(float) >= (1 << 20);
   fast_dw_geom_t *g = &j.g;
   g->H = x->shape[2], g->W = x->shape[3], g->P = y->shape[2];
   g->Q = y->shape[3], g->R = w->shape[2], g->S = w->shape[3];
@@ -394,7 +407,7 @@ static bp_status_t conv_1x1(cpu_device_t *dev, const bp_conv2d_args_t *a, const 
   g.a.shape[0] = N;
   bp_status_t st = cpu_fast_gemm(dev, &g);
   if (st != BP_OK || !bias) return st;
-  plane_job_t j = {a, NULL, bias, {0}};
+  plane_job_t j = {a, NULL, bias, {0}, false, 0};
   cpu_pool_run(dev->pool, N * K, HW >= 4096 ? 1 : 4096 / (HW + 1) + 1, bias_task, &j);
   return BP_OK;
 }
@@ -413,7 +426,7 @@ static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   int64_t G = a->groups;
   if (G == x->shape[1] && G == y->shape[1] && w->shape[1] == 1)
-    return conv_depthwise(dev, a, vk, bias);
+    return conv_depthwise(dev, a, kr, vk, bias);
   bool unit = w->shape[2] == 1 && w->shape[3] == 1 && a->stride_h == 1 && a->stride_w == 1 &&
               a->pad_h == 0 && a->pad_w == 0;
   /* 1x1 over dense planes is read in place by conv_implicit's direct path

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fast_gemm.h"
+#include "fast_vec.h"
 
 #define CONV_NR_MAX 32              /* widest micro-kernel tile (NR) */
 #define CONV_TILE_BYTES (384 << 10) /* packed image tile, kept in L2 */
@@ -74,5 +75,11 @@ CPU_HIDDEN size_t fast_conv_tile_bytes(const conv_job_t *j);
  * (packed or in place), or blocks of NR output channels (j->pix). */
 CPU_HIDDEN void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
 CPU_HIDDEN void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
+
+/* Depthwise stencil of one plane, stride-1 rows, AVX2 (fast_conv2d_dw_avx2.c):
+ * fast_vec_kernels_t.dw_plane's contract for g->sw == 1; nt: store full
+ * aligned vectors with non-temporal stores (the caller fences). */
+CPU_HIDDEN void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x, const float *w,
+                                        float bias, float *y, float *buf, int nt);
 
 #endif /* BACKPLANE_FAST_CONV2D_H */
