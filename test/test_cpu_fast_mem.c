@@ -101,7 +101,9 @@ static void compare(const char *what, const float *got, const float *want,
 /* A buffer of n floats whose first element sits `skew` floats past a
  * 64-byte boundary; *base is what to free. */
 static float *skewed(int64_t n, int skew, float **base) {
-  *base = aligned_alloc(64, (size_t)(n + 32) * sizeof(float));
+  /* aligned_alloc wants a multiple of the alignment */
+  size_t bytes = ((size_t)(n + 32) * sizeof(float) + 63) & ~(size_t)63;
+  *base = aligned_alloc(64, bytes);
   for (int64_t i = 0; i < n + 32; i++) (*base)[i] = -7.0f; /* poison */
   return *base + skew;
 }
