@@ -33,3 +33,11 @@ int shim_env_devices(const char *var, int max) {
   long n = shim_env_long(var, 1);
   return n < 0 ? 0 : n > max ? max : (int)n;
 }
+
+const shim_error_t *shim_error_find(const shim_error_t *table, size_t count,
+                                    int code) {
+  for (size_t i = 0; i < count; i++)
+    if (table[i].code == code)
+      return &table[i];
+  return NULL;
+}

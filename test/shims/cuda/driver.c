@@ -79,10 +79,7 @@ bool shim_have_ctx(const char *fn) {
       return SHIM_INVALID_CONTEXT;                                             \
   } while (0)
 
-static const struct {
-  CUresult r;
-  const char *name, *desc;
-} errors[] = {
+static const shim_error_t errors[] = {
     {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
@@ -109,24 +106,19 @@ static const struct {
      "an illegal memory access was encountered"},
 };
 
+/* Unknown codes: CUDA_ERROR_INVALID_VALUE and NULL, as the driver does. */
 CUresult cuGetErrorName(CUresult r, const char **out) {
-  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-    if (errors[i].r == r) {
-      *out = errors[i].name;
-      return CUDA_SUCCESS;
-    }
-  *out = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  const shim_error_t *e =
+      shim_error_find(errors, sizeof errors / sizeof errors[0], r);
+  *out = e ? e->name : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGetErrorString(CUresult r, const char **out) {
-  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-    if (errors[i].r == r) {
-      *out = errors[i].desc;
-      return CUDA_SUCCESS;
-    }
-  *out = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  const shim_error_t *e =
+      shim_error_find(errors, sizeof errors / sizeof errors[0], r);
+  *out = e ? e->desc : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuInit(unsigned flags) {

@@ -61,10 +61,7 @@ bool shim_have_device(const char *fn) {
       return hipErrorInvalidDevice;                                            \
   } while (0)
 
-static const struct {
-  hipError_t r;
-  const char *name, *desc;
-} errors[] = {
+static const shim_error_t errors[] = {
     {hipSuccess, "hipSuccess", "no error"},
     {hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
     {hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
@@ -80,18 +77,17 @@ static const struct {
      "an illegal memory access was encountered"},
 };
 
+/* Unknown codes have a name and a description, as in the HIP runtime. */
 const char *hipGetErrorName(hipError_t r) {
-  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-    if (errors[i].r == r)
-      return errors[i].name;
-  return "hipErrorUnknown";
+  const shim_error_t *e =
+      shim_error_find(errors, sizeof errors / sizeof errors[0], r);
+  return e ? e->name : "hipErrorUnknown";
 }
 
 const char *hipGetErrorString(hipError_t r) {
-  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-    if (errors[i].r == r)
-      return errors[i].desc;
-  return "unknown error";
+  const shim_error_t *e =
+      shim_error_find(errors, sizeof errors / sizeof errors[0], r);
+  return e ? e->desc : "unknown error";
 }
 
 hipError_t hipInit(unsigned flags) {
