@@ -47,6 +47,9 @@ typedef struct bench_machine {
 /* Detects the ISA, measures the clock and FMA throughput and the streaming
  * bandwidth over buffers of stream_bytes each. */
 void bench_machine_measure(bench_machine_t *m, bool quick);
+/* The streaming read+write bandwidth now, in GB/s (best of a cached-store
+ * and a non-temporal-store loop), for memory-bound cases to be held to. */
+double bench_stream_gbs(int threads, bool quick);
 
 /* OpenBLAS through dlopen("libopenblas.so.0"). */
 typedef struct bench_openblas bench_openblas_t;
