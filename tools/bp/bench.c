@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -165,8 +166,14 @@ static void attach_anchors(bench_env_t *env, int i, double bw,
                            bench_result_t *r) {
   const bpt_case_t *c = &env->cases[i];
   if (c->op == BPT_GEMM) {
-    if (env->openblas && env->openblas_ms[i] == 0)
+    if (env->openblas && env->openblas_ms[i] == 0) {
       env->openblas_ms[i] = bench_openblas_gemm(env->openblas, c, &env->timing);
+      /* OpenBLAS's threads spin for about 2^28 cycles after a call (its
+       * THREAD_TIMEOUT) and would take the cores from whatever is timed
+       * next; let them park first, as they would between an application's
+       * calls. */
+      usleep(300000);
+    }
     add_timed_anchor(r, "openblas", env->openblas ? env->openblas_ms[i] : -1,
                      env->openblas ? NULL : BENCH_INSTALL_OPENBLAS);
   }
