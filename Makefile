@@ -68,9 +68,9 @@ check-asan: deps
 	@# process-lifetime allocations into leaks from "<unknown module>" that no
 	@# suppression can name; preloading it (after the ASan runtime, which must
 	@# come first) keeps it mapped so test/lsan.supp matches it.
-	BP_TEST_PRELOAD="$$(ls $$($(CC) -print-file-name=libasan.so) /usr/lib/*/libvulkan_lvp.so 2>/dev/null | tr '\n' ' ')" \
 	@# A real ROCm runtime on the machine is not instrumented and leaks in its
 	@# own constructors; the ROCm tests point the plugin at the test shim.
+	BP_TEST_PRELOAD="$$(ls $$($(CC) -print-file-name=libasan.so) /usr/lib/*/libvulkan_lvp.so 2>/dev/null | tr '\n' ' ')" \
 	BACKPLANE_HIP_RUNTIME=/nonexistent/libamdhip64.so \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
