@@ -21,6 +21,7 @@
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/ref.h"
+#include "test/cpu_fast_devs.h"
 
 static int fails, checks;
 
@@ -134,27 +135,9 @@ out:
   return st;
 }
 
-typedef struct dev_set {
-  cpu_device_t dev[2];
-  int n;
-} dev_set_t;
-
-/* The AVX2 level with 1 and 2 threads; none without AVX2 + FMA + F16C. */
-static void devs_open(dev_set_t *s) {
-  const cpu_features_t *f = cpu_features_get();
-  s->n = 0;
-  if (!(f->avx2 && f->fma && f->f16c)) return;
-  for (unsigned t = 1; t <= 2; t++) {
-    cpu_device_t *d = &s->dev[s->n++];
-    memset(d, 0, sizeof *d);
-    d->isa = BP_ISA_AVX2;
-    d->threads = t;
-    d->pool = cpu_pool_create(t);
-  }
-}
-static void devs_close(dev_set_t *s) {
-  for (int i = 0; i < s->n; i++) cpu_pool_destroy(s->dev[i].pool);
-}
+/* The AVX2 level with 1 and 2 threads (above it the AVX-512 kernel would
+ * be chosen); none without AVX2 + FMA + F16C. */
+static void devs_open_avx2(dev_set_t *s) { devs_open_levels(s, BP_ISA_AVX2, BP_ISA_AVX2); }
 
 static void run_all(dev_set_t *s, att_case_t c) {
   for (int i = 0; i < s->n; i++)
@@ -171,7 +154,7 @@ static const bp_dtype_t dts[] = {BP_F32, BP_F16, BP_BF16};
 static void test_attention_avx2_shapes(void **state) {
   (void)state;
   dev_set_t s;
-  devs_open(&s);
+  devs_open_avx2(&s);
   if (!s.n) skip();
   srand(1);
   fails = checks = 0;
@@ -215,7 +198,7 @@ static void test_attention_avx2_shapes(void **state) {
 static void test_attention_avx2_random(void **state) {
   (void)state;
   dev_set_t s;
-  devs_open(&s);
+  devs_open_avx2(&s);
   if (!s.n) skip();
   srand(2);
   fails = checks = 0;
@@ -240,7 +223,7 @@ static void test_attention_avx2_random(void **state) {
 static void test_attention_avx2_special(void **state) {
   (void)state;
   dev_set_t s;
-  devs_open(&s);
+  devs_open_avx2(&s);
   if (!s.n) skip();
   srand(3);
   fails = checks = 0;
@@ -316,7 +299,7 @@ static void bench_attention_avx2(void **state) {
   (void)state;
   dev_set_t s;
   if (!getenv("BP_FAST_BENCH")) skip();
-  devs_open(&s);
+  devs_open_avx2(&s);
   if (!s.n) skip();
   int nt = getenv("BP_FAST_BENCH")[0] == '1' ? 1 : 2;
   for (int64_t S = 512; S <= 2048; S *= 2) {

@@ -18,33 +18,10 @@
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/ref.h"
+#include "test/cpu_fast_devs.h"
 
 static int fails, checks, fallbacks;
 
-typedef struct dev_set {
-  cpu_device_t dev[4];
-  int n;
-} dev_set_t;
-
-/* AVX2 and AVX-512 (when the CPU has them), 1 and 2 threads. */
-static void devs_open(dev_set_t *s) {
-  const cpu_features_t *f = cpu_features_get();
-  s->n = 0;
-  for (int isa = BP_ISA_AVX2; isa <= BP_ISA_AVX512; isa++) {
-    if (isa == BP_ISA_AVX2 && !(f->avx2 && f->fma && f->f16c)) continue;
-    if (isa == BP_ISA_AVX512 && !f->avx512f) continue;
-    for (unsigned t = 1; t <= 2; t++) {
-      cpu_device_t *d = &s->dev[s->n++];
-      memset(d, 0, sizeof *d);
-      d->isa = (bp_isa_level_t)isa;
-      d->threads = t;
-      d->pool = cpu_pool_create(t);
-    }
-  }
-}
-static void devs_close(dev_set_t *s) {
-  for (int i = 0; i < s->n; i++) cpu_pool_destroy(s->dev[i].pool);
-}
 
 static bp_plugin_tensor_t tens(void *p, bp_dtype_t dt, int rank,
                                const int64_t *shape, const int64_t *strides) {
