@@ -295,12 +295,61 @@ static void test_dlpack_round_trip_shares_memory(void **state) {
   assert_int_equal(bp_tensor_to_dlpack(&t, false, &m), BP_ERR_INVALID_ARGUMENT); /* b is gone */
 }
 
+/* Large CPU buffers are marked for transparent huge pages: the mapping
+ * holding a 16 MiB buffer is THP-eligible (smaps' THPeligible, which does
+ * not depend on whether the kernel found free huge pages), unless the
+ * system has THP off. */
+static int thp_eligible(uintptr_t p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return -1;
+  char line[256];
+  int in = 0, r = -1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+      in = p >= lo && p < hi;
+    else if (in && sscanf(line, "THPeligible: %d", &r) == 1)
+      break;
+  }
+  fclose(f);
+  return r;
+}
+
+static void test_large_cpu_buffers_ask_for_huge_pages(void **state) {
+  fx_t *f = *state;
+  char mode[128] = "";
+  FILE *mf = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!mf || !fgets(mode, sizeof mode, mf) || strstr(mode, "[never]")) {
+    if (mf) fclose(mf);
+    skip();
+  }
+  fclose(mf);
+  int64_t n = 4 << 20;
+  bp_buffer_t *b;
+  assert_int_equal(bp_buffer_alloc(f->dev, (uint64_t)n * 4, &b), BP_OK);
+  bp_tensor_t t = vec(b, n);
+  assert_int_equal(bp_fill(f->s, &t, 2.0), BP_OK);
+  assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
+  void *m = NULL;
+  assert_int_equal(bp_tensor_to_dlpack(&t, true, &m), BP_OK);
+  dl_versioned_t *dl = m;
+  uintptr_t p = (uintptr_t)dl->data + dl->byte_offset;
+  float v[2];
+  assert_int_equal(bp_buffer_read(b, (uint64_t)(n - 2) * 4, v, sizeof v), BP_OK);
+  assert_true(v[0] == 2.0f && v[1] == 2.0f);
+  assert_int_equal(thp_eligible(p), 1);
+  assert_int_equal(thp_eligible(p + (uintptr_t)n * 4 - 4), 1);
+  dl->deleter(dl);
+  bp_buffer_free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pool_reuses_freed_blocks),
       cmocka_unit_test(test_pool_split_buffers_do_not_overlap),
       cmocka_unit_test(test_pool_empty_cache_returns_segments),
       cmocka_unit_test(test_pool_limit_gives_sizes_in_message),
+      cmocka_unit_test(test_large_cpu_buffers_ask_for_huge_pages),
       cmocka_unit_test(test_host_alloc_cpu),
       cmocka_unit_test(test_graph_replays_and_rebinds),
       cmocka_unit_test(test_graph_capture_rejects_invalid_ops),

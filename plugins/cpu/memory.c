@@ -6,14 +6,25 @@
  * can return the bytes to the device's memory_limit budget and the pointer
  * the caller sees stays 64-byte aligned. Accounting is a lock-free
  * reserve-then-allocate on memory_used.
+ *
+ * Blocks of CPU_MEM_HUGE_MIN bytes and more start on a 2 MiB boundary and
+ * are marked for transparent huge pages (madvise MADV_HUGEPAGE; Debian's
+ * default THP mode, "madvise", gives them only to regions that ask). A
+ * row-wise op over a large tensor otherwise takes a TLB miss every 4 KiB,
+ * and the streaming kernels measured about 1.2x faster on huge pages
+ * (docs/performance.md). Where THP is off, madvise fails harmlessly and
+ * the block is an ordinary one.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "plugin.h"
 
 #define CPU_MEM_ALIGN 64u
 #define CPU_MEM_HEADER 64u
+#define CPU_MEM_HUGE_MIN (4ull << 20)
+#define CPU_MEM_HUGE_ALIGN (2ull << 20)
 
 static void *host_ptr(uint64_t p, uint64_t offset) {
   return (char *)(uintptr_t)p + offset;
@@ -57,13 +68,20 @@ bp_status_t cpu_mem_alloc(bp_plugin_device_t *device, uint64_t size,
     return BP_ERR_OUT_OF_MEMORY;
   }
   void *block = NULL;
-  if (size > SIZE_MAX - CPU_MEM_HEADER ||
-      posix_memalign(&block, CPU_MEM_ALIGN, (size_t)size + CPU_MEM_HEADER)) {
+  bool huge = size >= CPU_MEM_HUGE_MIN;
+  /* a huge block is whole huge pages, so its last bytes are on one too */
+  uint64_t bytes = huge ? (size + CPU_MEM_HEADER + CPU_MEM_HUGE_ALIGN - 1) &
+                              ~(CPU_MEM_HUGE_ALIGN - 1)
+                        : size + CPU_MEM_HEADER;
+  if (size > SIZE_MAX - CPU_MEM_HUGE_ALIGN - CPU_MEM_HEADER ||
+      posix_memalign(&block, huge ? CPU_MEM_HUGE_ALIGN : CPU_MEM_ALIGN,
+                     (size_t)bytes)) {
     budget_release(dev, size);
     cpu_set_error("cpu: out of host memory allocating %llu bytes",
                   (unsigned long long)size);
     return BP_ERR_OUT_OF_MEMORY;
   }
+  if (huge) (void)madvise(block, (size_t)bytes, MADV_HUGEPAGE);
   memcpy(block, &size, sizeof size);
   *out_ptr = (uint64_t)(uintptr_t)((char *)block + CPU_MEM_HEADER);
   return BP_OK;
