@@ -183,19 +183,20 @@ static double stream_once(float *x, float *y, size_t n, int threads, bool nontem
   return bpt_now() - t0;
 }
 
-/* n floats on transparent huge pages where the system gives them, as the
- * CPU plugin's large buffers are (plugins/cpu/memory.c): the loop then
- * measures the same memory system our ops see, not a TLB-bound one. */
-static float *stream_buffer(size_t n) {
-  size_t bytes = (n * sizeof(float) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-  float *p = aligned_alloc(2u << 20, bytes);
+/* Anchor buffers on transparent huge pages where the system gives them, as
+ * the CPU plugin's large buffers are (plugins/cpu/memory.c): the anchors
+ * then run on the same memory system our ops see, not a TLB-bound one. */
+static void *huge_buffer(size_t bytes) {
+  bytes = (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  if (!bytes) bytes = 2u << 20;
+  void *p = aligned_alloc(2u << 20, bytes);
   if (p) (void)madvise(p, bytes, MADV_HUGEPAGE);
   return p;
 }
 
 static double measure_stream(int threads, size_t bytes, int reps) {
   size_t n = bytes / sizeof(float);
-  float *x = stream_buffer(n), *y = stream_buffer(n);
+  float *x = huge_buffer(n * sizeof *x), *y = huge_buffer(n * sizeof *y);
   if (!x || !y) {
     free(x);
     free(y);
@@ -321,7 +322,7 @@ double bench_openblas_gemm(bench_openblas_t *ob, const bpt_case_t *c,
   size_t es = f64 ? 8 : 4;
   size_t na = (size_t)(c->batch * c->m * c->k), nb = (size_t)(c->batch * c->k * c->n);
   size_t nc = (size_t)(c->batch * c->m * c->n);
-  void *a = malloc(na * es), *b = malloc(nb * es), *cc = malloc(nc * es);
+  void *a = huge_buffer(na * es), *b = huge_buffer(nb * es), *cc = huge_buffer(nc * es);
   double best = -1;
   if (a && b && cc) {
     fill_uniform(a, na, f64);
