@@ -342,7 +342,7 @@ static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   const bp_conv2d_args_t *a = j->a;
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   int64_t C = x->shape[1], R = w->shape[2], S = w->shape[3];
-  float *buf = fast_scratch(3, (size_t)((j->g.Hp + 1) * j->g.Wp) * sizeof(float));
+  float *buf = fast_scratch(3, (size_t)((j->g.Hp + 2) * j->g.Wp) * sizeof(float));
   float wt[64];
   const float *px = cpu_tensor_base(x), *pw = cpu_tensor_base(w);
   float *py = cpu_tensor_base(y);
@@ -369,9 +369,12 @@ static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
   if (w->shape[2] * w->shape[3] > 64) return BP_ERR_UNIMPLEMENTED;
   plane_job_t j = {a, vk, bias, {0}, false, 0};
   /* AVX2 and stride-1 rows: the stencil that keeps a row's vectors in
-   * flight; outputs past the caches (1 MiB) are streamed */
+   * flight. Its output is streamed past the caches only from the size the
+   * memory-bound ops stream at (fast_nt_min_bytes, 16 MiB): below that,
+   * x and y together stay in L3 between layers (and between calls), and
+   * streaming them to memory would make the layer DRAM-bound. */
   j.avx2 = kr == &fast_sgemm_avx2 && a->stride_w == 1;
-  j.nt = j.avx2 && cpu_numel(y) * (int64_t)sizeof(float) >= (1 << 20);
+  j.nt = j.avx2 && cpu_numel(y) * (int64_t)sizeof(float) >= fast_nt_min_bytes;
   fast_dw_geom_t *g = &j.g;
   g->H = x->shape[2], g->W = x->shape[3], g->P = y->shape[2];
   g->Q = y->shape[3], g->R = w->shape[2], g->S = w->shape[3];
@@ -381,7 +384,8 @@ static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
   g->Hp = (g->P - 1) * g->sh + (g->R - 1) * g->dh + 1;
   /* per phase: Q outputs, the widest tap's shift, one vector of slack */
   g->Wp = (g->Q + ((g->S - 1) * g->dw) / g->sw + 1 + 16) * g->sw;
-  if (!fast_scratch(3, (size_t)((g->Hp + 1) * g->Wp) * sizeof(float))) return BP_ERR_UNIMPLEMENTED;
+  if (j.avx2) g->Wp = (g->Wp + 7) / 8 * 8; /* aligned rows */
+  if (!fast_scratch(3, (size_t)((g->Hp + 2) * g->Wp) * sizeof(float))) return BP_ERR_UNIMPLEMENTED;
   int64_t planes = x->shape[0] * x->shape[1];
   int64_t work = g->P * g->Q * g->R * g->S;
   cpu_pool_run(dev->pool, planes, work >= 16384 ? 1 : 16384 / work + 1, dw_task, &j);
