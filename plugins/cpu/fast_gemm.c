@@ -26,6 +26,7 @@ typedef struct gemm_view {
 } gemm_view_t;
 
 typedef struct gemm_type {
+  bp_dtype_t dtype; /* of A, B and C */
   size_t in_size; /* element size of A, B and C */
   size_t esize;   /* element size of the packed panels (compute type) */
   bool wide_c;    /* C holds the compute type, so kernels may write it */
@@ -162,22 +163,22 @@ typedef struct gemm_type {
       }                                                                        \
   }
 
-#define DEFINE_GEMM_TYPE(TI, TC, sfx, LD, ST)                                  \
+#define DEFINE_GEMM_TYPE(DT, TI, TC, sfx, LD, ST)                              \
   DEFINE_PACK_A(TI, TC, sfx, LD)                                               \
   DEFINE_PACK_B(TI, TC, sfx, LD)                                               \
   DEFINE_MERGE(TI, TC, sfx, LD, ST)                                            \
   DEFINE_NAIVE(TI, TC, sfx, LD, ST)                                            \
   DEFINE_SCALE(TI, TC, sfx, LD, ST)                                            \
   static const gemm_type_t gemm_type_##sfx = {                                 \
-      sizeof(TI),   sizeof(TC),  sizeof(TI) == sizeof(TC),                     \
+      DT, sizeof(TI), sizeof(TC), sizeof(TI) == sizeof(TC),                    \
       pack_a_##sfx, pack_b_##sfx, merge_##sfx,                                 \
       naive_##sfx,  scale_##sfx};
 
-DEFINE_GEMM_TYPE(float, float, f32, LD_id, ST_f32)
-DEFINE_GEMM_TYPE(double, double, f64, LD_id, ST_f64)
+DEFINE_GEMM_TYPE(BP_F32, float, float, f32, LD_id, ST_f32)
+DEFINE_GEMM_TYPE(BP_F64, double, double, f64, LD_id, ST_f64)
 /* f16 and bf16 without a native kernel: widened to f32 while packing. */
-DEFINE_GEMM_TYPE(uint16_t, float, f16, LD_f16, ST_f16)
-DEFINE_GEMM_TYPE(uint16_t, float, bf16, LD_bf16, ST_bf16)
+DEFINE_GEMM_TYPE(BP_F16, uint16_t, float, f16, LD_f16, ST_f16)
+DEFINE_GEMM_TYPE(BP_BF16, uint16_t, float, bf16, LD_bf16, ST_bf16)
 
 /* Portable micro-kernel, 4 x 8: plain C the compiler keeps in registers. */
 #define C_MR 4
@@ -252,6 +253,20 @@ static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
   return true;
 }
 
+/* Packs panels with vector code when there is some for the layout: the
+ * ISA's own for its dtype, the AVX2 widening packer for f16 / bf16 into
+ * the f32 kernels' panels (on any CPU with AVX2, FMA and F16C). False:
+ * nothing written, the scalar packing runs. */
+static bool vec_pack(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                     const void *src, int64_t si, int64_t sk, int64_t cnt,
+                     int64_t kb, int w, void *dst) {
+  if (t->wide_c) return kr->pack && kr->pack(src, si, sk, cnt, kb, w, dst);
+  const cpu_features_t *f = cpu_features_get();
+  if (t->esize != sizeof(float) || !kr->pack || !f->avx2 || !f->fma || !f->f16c)
+    return false;
+  return fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
+}
+
 /* Runs one part of C on the calling thread. Returns false when scratch
  * memory is unavailable (nothing has been written then). */
 static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
@@ -283,8 +298,6 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
   if (!ap || !bp) return false;
   alignas(64) char tile[TILE_BYTES];
   bool direct = v->scn == 1 && t->wide_c;
-  /* The ISA's packing handles the kernel's own dtype only, not widening. */
-  bool vpack = kr->pack && t->wide_c;
 
   for (int64_t pc = 0; pc < v->k; pc += KC) {
     int64_t kb = v->k - pc < KC ? v->k - pc : KC;
@@ -292,12 +305,12 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
     for (int64_t ic = 0; ic < v->m; ic += MC) {
       int64_t mb = v->m - ic < MC ? v->m - ic : MC;
       const char *asrc = v->a + (ic * v->sam + pc * v->sak) * is;
-      if (!vpack || !kr->pack(asrc, v->sam, v->sak, mb, kb, mr, ap))
+      if (!vec_pack(t, kr, asrc, v->sam, v->sak, mb, kb, mr, ap))
         t->pack_a(asrc, v->sam, v->sak, mb, kb, mr, ap);
       for (int64_t jc = 0; jc < v->n; jc += NC) {
         int64_t nb = v->n - jc < NC ? v->n - jc : NC;
         const char *bsrc = v->b + (pc * v->sbk + jc * v->sbn) * is;
-        if (!vpack || !kr->pack(bsrc, v->sbn, v->sbk, nb, kb, nr, bp))
+        if (!vec_pack(t, kr, bsrc, v->sbn, v->sbk, nb, kb, nr, bp))
           t->pack_b(bsrc, v->sbk, v->sbn, kb, nb, nr, bp);
         for (int64_t ir = 0; ir < mb; ir += mr) {
           const char *apan = ap + ir * kb * es;

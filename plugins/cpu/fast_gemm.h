@@ -88,6 +88,13 @@ CPU_HIDDEN bool fast_spack_avx512(const void *src, int64_t si, int64_t sk,
                                   int64_t cnt, int64_t kb, int w, void *dst);
 CPU_HIDDEN bool fast_spack_avx2(const void *src, int64_t si, int64_t sk,
                                 int64_t cnt, int64_t kb, int w, void *dst);
+/* The same packing from f16 or bf16 sources (dtype), widened to f32 on the
+ * way: F16C's conversion for f16, a shift for bf16 (exact either way). For
+ * the f32 kernels that take widened panels on any CPU with AVX2, FMA and
+ * F16C (the AVX-512 ones too); false for other dtypes and layouts. */
+CPU_HIDDEN bool fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si,
+                                int64_t sk, int64_t cnt, int64_t kb, int w,
+                                void *dst);
 
 /* Low-precision GEMM with a native kernel (fast_gemm_lowp.c): bf16 / f16
  * inputs, f32 accumulation. Returns BP_ERR_UNIMPLEMENTED when no native

@@ -1,7 +1,9 @@
 /*
  * fast_gemm_pack_avx2.c — AVX2 packing of f32 GEMM panels for the common
- * layouts (fast_gemm.h, fast_pack_fn). Compiled with the AVX2 flags
- * (fast.mk); reached only through fast_sgemm_avx2.
+ * layouts (fast_gemm.h, fast_pack_fn), from f32 sources or, widening on
+ * the way (F16C for f16, a shift for bf16), from f16 / bf16 ones. Compiled
+ * with the AVX2 flags (fast.mk); reached only through fast_sgemm_avx2 and,
+ * for widening, the driver's CPU check (fast_wpack_avx2).
  */
 #include <immintrin.h>
 
@@ -33,10 +35,34 @@ static inline __m256i lanes(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Inlined with constant w (below) so that lane masks and row counts fold. */
+/* Source element kinds: the 16-bit ones are widened to f32 as they load. */
+enum { SRC_F32, SRC_F16, SRC_BF16 };
+
+static inline __m256 widen8(__m128i h, int kind) {
+  if (kind == SRC_F16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* 8 lanes from element i of src (n of them real, the rest zero). */
+static inline __attribute__((always_inline)) __m256 load8(const void *src,
+                                                          int64_t i, int64_t n,
+                                                          int kind) {
+  if (kind == SRC_F32) {
+    const float *s = (const float *)src + i;
+    return n >= 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, lanes(n));
+  }
+  const uint16_t *s = (const uint16_t *)src + i;
+  if (n >= 8) return widen8(_mm_loadu_si128((const __m128i *)s), kind);
+  uint16_t t[8] = {0};
+  for (int64_t j = 0; j < n; j++) t[j] = s[j];
+  return widen8(_mm_loadu_si128((const __m128i *)t), kind);
+}
+
+/* Inlined with constant w and kind (below) so that lane masks, row counts
+ * and the loads fold. */
 static inline __attribute__((always_inline)) bool pack(
-    const float *src, int64_t si, int64_t sk, int64_t cnt, int64_t kb, int w,
-    float *dst) {
+    const void *src, int64_t si, int64_t sk, int64_t cnt, int64_t kb, int w,
+    float *dst, int kind) {
   if (sk == 1) {
     /* Rows contiguous along k: 8 x 8 register transposes, rows past cnt
      * read as zeros, which is the padding the panels need. */
@@ -45,15 +71,12 @@ static inline __attribute__((always_inline)) bool pack(
         int64_t rows = cnt - i0 < w ? cnt - i0 - c : w - c;
         __m256i sm = lanes(w - c);
         bool full = w - c >= 8;
-        const float *s = src + (i0 + c) * si;
+        int64_t s = (i0 + c) * si;
         for (int64_t p = 0; p < kb; p += 8) {
           int64_t kn = kb - p < 8 ? kb - p : 8;
-          __m256i km = lanes(kn);
           __m256 r[8];
           _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) r[i] =
-              i >= rows  ? _mm256_setzero_ps()
-              : kn == 8  ? _mm256_loadu_ps(s + i * si + p)
-                         : _mm256_maskload_ps(s + i * si + p, km);
+              i >= rows ? _mm256_setzero_ps() : load8(src, s + i * si + p, kn, kind);
           tr8(r);
           float *d = dst + p * w + c;
           for (int j = 0; j < kn; j++) {
@@ -72,14 +95,13 @@ static inline __attribute__((always_inline)) bool pack(
      * line is read once for all panels. */
     int64_t np = (cnt + w - 1) / w;
     for (int64_t p = 0; p < kb; p++) {
-      const float *s = src + p * sk;
+      int64_t s = p * sk;
       for (int64_t q = 0; q < np; q++) {
         float *d = dst + q * w * kb + p * w;
         int64_t i0 = q * w;
         for (int c = 0; c < w; c += 8) {
           int64_t n = cnt - i0 - c < w - c ? cnt - i0 - c : w - c;
-          __m256 v = n >= 8 ? _mm256_loadu_ps(s + i0 + c)
-                            : _mm256_maskload_ps(s + i0 + c, lanes(n));
+          __m256 v = load8(src, s + i0 + c, n, kind);
           if (w - c >= 8)
             _mm256_storeu_ps(d + c, v);
           else
@@ -92,12 +114,27 @@ static inline __attribute__((always_inline)) bool pack(
   return false;
 }
 
-bool fast_spack_avx2(const void *src_, int64_t si, int64_t sk, int64_t cnt,
+bool fast_spack_avx2(const void *src, int64_t si, int64_t sk, int64_t cnt,
                      int64_t kb, int w, void *dst_) {
-  const float *src = src_;
   float *dst = dst_;
   if (w > 16) return false;
-  if (w == 6) return pack(src, si, sk, cnt, kb, 6, dst);
-  if (w == 16) return pack(src, si, sk, cnt, kb, 16, dst);
-  return pack(src, si, sk, cnt, kb, w, dst);
+  if (w == 6) return pack(src, si, sk, cnt, kb, 6, dst, SRC_F32);
+  if (w == 16) return pack(src, si, sk, cnt, kb, 16, dst, SRC_F32);
+  return pack(src, si, sk, cnt, kb, w, dst, SRC_F32);
+}
+
+bool fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si, int64_t sk,
+                     int64_t cnt, int64_t kb, int w, void *dst_) {
+  float *dst = dst_;
+  if (dtype == BP_F16) {
+    if (w == 6) return pack(src, si, sk, cnt, kb, 6, dst, SRC_F16);
+    if (w == 16) return pack(src, si, sk, cnt, kb, 16, dst, SRC_F16);
+    return pack(src, si, sk, cnt, kb, w, dst, SRC_F16);
+  }
+  if (dtype == BP_BF16) {
+    if (w == 6) return pack(src, si, sk, cnt, kb, 6, dst, SRC_BF16);
+    if (w == 16) return pack(src, si, sk, cnt, kb, 16, dst, SRC_BF16);
+    return pack(src, si, sk, cnt, kb, w, dst, SRC_BF16);
+  }
+  return false;
 }
