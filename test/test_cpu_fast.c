@@ -18,6 +18,8 @@
 #include <time.h>
 
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/dtype.h"
+#include "plugins/cpu/fast_gemm.h"
 
 static int fails, checks;
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
@@ -229,10 +231,67 @@ static void bench_attention(void **state) {
   cpu_pool_destroy(dev.pool);
 }
 
+/* The vector merge of an f32 tile into f16 / bf16 C rounds exactly as the
+ * scalar one (cpu_*_from_double of the f32 value alpha * t + beta * c):
+ * every 4099th f32 bit pattern plus halfway cases, overflow, denormals,
+ * NaNs and infinities, beta 0 and not, full rows and ragged ones. */
+static void test_gemm_narrow_merge(void **state) {
+  (void)state;
+  const cpu_features_t *f = cpu_features_get();
+  if (!f->avx2 || !f->fma || !f->f16c) skip();
+  enum { NR = 16, ROWS = 4096 };
+  float *tile = malloc(sizeof(float) * NR * ROWS);
+  uint16_t *c = malloc(2 * NR * ROWS), *c0 = malloc(2 * NR * ROWS), *want = malloc(2 * NR * ROWS);
+  int dts[2] = {BP_F16, BP_BF16};
+  uint32_t u = 0;
+  fails = checks = 0;
+  for (int pass = 0; pass < 120; pass++)
+    for (int d = 0; d < 2; d++) {
+      for (int i = 0; i < NR * ROWS; i++, u += 4099u) {
+        uint32_t bits = u;
+        if (i % 7 == 0) bits = (u & 0xffff0000u) | 0x8000u; /* bf16 halfway */
+        if (i % 11 == 0) bits = (u & 0xffffe000u) | 0x1000u; /* f16 halfway */
+        memcpy(&tile[i], &bits, 4);
+        c0[i] = (uint16_t)(u >> 7);
+      }
+      tile[0] = NAN, tile[1] = INFINITY, tile[2] = -INFINITY, tile[3] = 65520.0f;
+      tile[4] = 1e-8f, tile[5] = -0.0f, tile[6] = 3.4e38f;
+      float alpha = pass % 3 == 0 ? 1.0f : -1.5f, beta = (float[]){0, 1, 0.5f}[pass % 3];
+      int64_t nb = pass % 2 ? NR : 13, mb = ROWS;
+      memcpy(c, c0, 2 * NR * ROWS);
+      memcpy(want, c0, 2 * NR * ROWS);
+      for (int64_t i = 0; i < mb; i++)
+        for (int64_t j = 0; j < nb; j++) {
+          uint16_t *w = &want[i * NR + j];
+          float cv = dts[d] == BP_F16 ? cpu_f16_to_float(*w) : cpu_bf16_to_float(*w);
+          float v = alpha * tile[i * NR + j];
+          if (beta != 0) v = v + beta * cv;
+          *w = dts[d] == BP_F16 ? cpu_f16_from_double(v) : cpu_bf16_from_double(v);
+        }
+      assert_true(fast_wmerge_avx2(dts[d], tile, NR, c, NR, 1, mb, nb, alpha, beta));
+      checks++;
+      if (memcmp(c, want, 2 * NR * ROWS) != 0) {
+        for (int i = 0; i < NR * ROWS; i++)
+          if (c[i] != want[i]) {
+            if (fails < 5)
+              printf("narrow merge dt%d pass %d at %d: tile %a -> %04x, want %04x\n", dts[d], pass, i,
+                     tile[i], c[i], want[i]);
+            break;
+          }
+        fails++;
+      }
+    }
+  assert_false(fast_wmerge_avx2(BP_F16, tile, NR, c, NR, 2, 1, 1, 1.0f, 0.0f)); /* strided C */
+  printf("narrow merge: %d cases, %d failures\n", checks, fails);
+  free(tile), free(c), free(c0), free(want);
+  assert_int_equal(fails, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemm_small),
+      cmocka_unit_test(test_gemm_narrow_merge),
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_gemv),
       cmocka_unit_test(bench_attention),

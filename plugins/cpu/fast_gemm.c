@@ -253,6 +253,13 @@ static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
   return true;
 }
 
+/* Whether the f32 kernel kr may take the AVX2 widening packer and merge:
+ * a vector ISA's kernel (it has a packer) on a CPU with AVX2, FMA, F16C. */
+static bool wpack_ok(const fast_gemm_kernel_t *kr) {
+  const cpu_features_t *f = cpu_features_get();
+  return kr->pack && f->avx2 && f->fma && f->f16c;
+}
+
 /* Packs panels with vector code when there is some for the layout: the
  * ISA's own for its dtype, the AVX2 widening packer for f16 / bf16 into
  * the f32 kernels' panels (on any CPU with AVX2, FMA and F16C). False:
@@ -261,10 +268,8 @@ static bool vec_pack(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
                      const void *src, int64_t si, int64_t sk, int64_t cnt,
                      int64_t kb, int w, void *dst) {
   if (t->wide_c) return kr->pack && kr->pack(src, si, sk, cnt, kb, w, dst);
-  const cpu_features_t *f = cpu_features_get();
-  if (t->esize != sizeof(float) || !kr->pack || !f->avx2 || !f->fma || !f->f16c)
-    return false;
-  return fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
+  return t->esize == sizeof(float) && wpack_ok(kr) &&
+         fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
 }
 
 /* Runs one part of C on the calling thread. Returns false when scratch
@@ -298,6 +303,8 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
   if (!ap || !bp) return false;
   alignas(64) char tile[TILE_BYTES];
   bool direct = v->scn == 1 && t->wide_c;
+  /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
+  bool wmerge = !t->wide_c && t->esize == sizeof(float) && wpack_ok(kr);
 
   for (int64_t pc = 0; pc < v->k; pc += KC) {
     int64_t kb = v->k - pc < KC ? v->k - pc : KC;
@@ -324,7 +331,10 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
               kr->ukr(kb, apan, bpan, cc, v->scm, alpha, bet);
             } else {
               kr->ukr(kb, apan, bpan, tile, nr, one, zero);
-              t->merge(tile, nr, cc, v->scm, v->scn, rows, cols, alpha, bet);
+              if (!wmerge || !fast_wmerge_avx2(t->dtype, (const float *)tile, nr, cc,
+                                               v->scm, v->scn, rows, cols,
+                                               *(const float *)alpha, *(const float *)bet))
+                t->merge(tile, nr, cc, v->scm, v->scn, rows, cols, alpha, bet);
             }
           }
         }

@@ -95,6 +95,13 @@ CPU_HIDDEN bool fast_spack_avx2(const void *src, int64_t si, int64_t sk,
 CPU_HIDDEN bool fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si,
                                 int64_t sk, int64_t cnt, int64_t kb, int w,
                                 void *dst);
+/* The matching merge of an f32 tile (mb x nb, rows nr apart) into an f16 /
+ * bf16 C with unit column stride: C = round(alpha * tile + beta * C) with
+ * the scalar merge's f32 arithmetic and rounding, so results are bit for
+ * bit the same. False (nothing written) for other dtypes or strides. */
+CPU_HIDDEN bool fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr,
+                                 void *c, int64_t scm, int64_t scn, int64_t mb,
+                                 int64_t nb, float alpha, float beta);
 
 /* Low-precision GEMM with a native kernel (fast_gemm_lowp.c): bf16 / f16
  * inputs, f32 accumulation. Returns BP_ERR_UNIMPLEMENTED when no native

@@ -138,3 +138,59 @@ bool fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si, int64_t sk,
   }
   return false;
 }
+
+/* ---- narrow C: the f32 tile rounded back into f16 / bf16 --------------------*/
+
+/* f32 -> bf16 bits, round to nearest even; NaN quieted with its top payload
+ * bits kept (cpu_bf16_from_double's rules, one rounding). */
+static inline __m128i narrow_bf16(__m256 v) {
+  __m256i b = _mm256_castps_si256(v);
+  __m256i r = _mm256_add_epi32(
+      b, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                          _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1))));
+  __m256i q = _mm256_or_si256(b, _mm256_set1_epi32(0x00400000)); /* quiet NaN */
+  __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  r = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), nan));
+  r = _mm256_srli_epi32(r, 16);
+  /* 32-bit lanes to 16-bit: pack within 128-bit halves, then order them */
+  __m256i p = _mm256_packus_epi32(r, r);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08));
+}
+
+static inline __m128i narrow8(__m256 v, int kind) {
+  if (kind == SRC_F16) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+  return narrow_bf16(v);
+}
+
+static inline __attribute__((always_inline)) void wmerge(
+    const float *tile, int nr, uint16_t *c, int64_t scm, int64_t mb, int64_t nb,
+    float alpha, float beta, int kind) {
+  __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  for (int64_t i = 0; i < mb; i++) {
+    uint16_t *ci = c + i * scm;
+    for (int64_t j = 0; j < nb; j += 8) {
+      int64_t n = nb - j < 8 ? nb - j : 8;
+      __m256 v = _mm256_mul_ps(va, _mm256_loadu_ps(tile + i * nr + j));
+      /* v + beta * C, two roundings, as the scalar merge */
+      if (beta != 0) v = _mm256_add_ps(v, _mm256_mul_ps(vb, load8(ci, j, n, kind)));
+      __m128i h = narrow8(v, kind);
+      if (n == 8) {
+        _mm_storeu_si128((__m128i *)(ci + j), h);
+      } else {
+        uint16_t t[8];
+        _mm_storeu_si128((__m128i *)t, h);
+        for (int64_t q = 0; q < n; q++) ci[j + q] = t[q];
+      }
+    }
+  }
+}
+
+bool fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr, void *c,
+                      int64_t scm, int64_t scn, int64_t mb, int64_t nb,
+                      float alpha, float beta) {
+  if (scn != 1) return false;
+  if (dtype == BP_F16) wmerge(tile, nr, c, scm, mb, nb, alpha, beta, SRC_F16);
+  else if (dtype == BP_BF16) wmerge(tile, nr, c, scm, mb, nb, alpha, beta, SRC_BF16);
+  else return false;
+  return true;
+}
