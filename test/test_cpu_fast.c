@@ -123,6 +123,13 @@ static void test_gemm(void **state) {
           run(&dev, dts[d], 2, 257, 129, 800, 1, 1, 0, 0, 0.5, 2);
         }
         run(&dev, dts[d], 1, 130, 100, 45, 0, 1, 1, 0, 1, 1);
+        /* f16 / bf16 past one k block in several f32 bands of C (the
+         * band shrunk to a few rows), C row- and column-major */
+        int64_t band = fast_gemm_band_floats;
+        fast_gemm_band_floats = 1500;
+        run(&dev, dts[d], 1, 67, 90, 300, 0, 1, 0, 0, 0.5, 1);
+        run(&dev, dts[d], 2, 41, 77, 290, 1, 0, 1, 0, 1, 0);
+        fast_gemm_band_floats = band;
         cpu_pool_destroy(dev.pool);
       }
   printf("gemm: %d cases, %d failures\n", checks, fails);

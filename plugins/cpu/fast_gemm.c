@@ -272,29 +272,15 @@ static bool vec_pack(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
          fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
 }
 
-/* Runs one part of C on the calling thread. Returns false when scratch
- * memory is unavailable (nothing has been written then). */
-static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
-                       const gemm_view_t *v, const void *alpha,
-                       const void *beta, const void *one, const void *zero) {
-  if (gemm_direct_fits(t, kr, v)) {
-    float fa, fb;
-    memcpy(&fa, alpha, sizeof fa);
-    memcpy(&fb, beta, sizeof fb);
-    return gemm_direct(kr, v, fa, fb);
-  }
-  int64_t es = (int64_t)t->esize, is = (int64_t)t->in_size;
+/* The blocked loops: panels of A and B packed by t (the operands' type), C
+ * written through ct (C's type: t itself, or f32 when the caller gives an
+ * f32 C for a narrow one), with KC x MC x NC blocking. */
+static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
+                       const fast_gemm_kernel_t *kr, const gemm_view_t *v,
+                       const void *alpha, const void *beta, const void *one,
+                       const void *zero, int64_t KC, int64_t MC, int64_t NC) {
+  int64_t es = (int64_t)t->esize, is = (int64_t)t->in_size, cs = (int64_t)ct->in_size;
   int mr = kr->mr, nr = kr->nr;
-  int64_t KC = kr->kc, MC = kr->mc, NC = kr->nc;
-  if (!t->wide_c) {
-    /* A narrow C cannot hold partial sums: keep all of k in the registers
-     * and shrink the m and n blocks to keep the panels near L3 / L2. */
-    KC = v->k;
-    int64_t mfit = ((int64_t)4 << 20) / (KC * es) / mr * mr;
-    int64_t nfit = ((int64_t)1 << 20) / (KC * es) / nr * nr;
-    MC = mfit < MC ? (mfit > mr ? mfit : mr) : MC;
-    NC = nfit < NC ? (nfit > nr ? nfit : nr) : NC;
-  }
   if (v->k < KC) KC = v->k;
   int64_t mcap = v->m < MC ? (v->m + mr - 1) / mr * mr : MC;
   int64_t ncap = v->n < NC ? (v->n + nr - 1) / nr * nr : NC;
@@ -302,9 +288,9 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
   char *bp = fast_scratch(1, (size_t)(ncap * KC * es));
   if (!ap || !bp) return false;
   alignas(64) char tile[TILE_BYTES];
-  bool direct = v->scn == 1 && t->wide_c;
+  bool direct = v->scn == 1 && ct->wide_c;
   /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
-  bool wmerge = !t->wide_c && t->esize == sizeof(float) && wpack_ok(kr);
+  bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && wpack_ok(kr);
 
   for (int64_t pc = 0; pc < v->k; pc += KC) {
     int64_t kb = v->k - pc < KC ? v->k - pc : KC;
@@ -326,15 +312,15 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
             const char *bpan = bp + jr * kb * es;
             int64_t cols = nb - jr < nr ? nb - jr : nr;
             char *cc =
-                v->c + ((ic + ir) * v->scm + (jc + jr) * v->scn) * is;
+                v->c + ((ic + ir) * v->scm + (jc + jr) * v->scn) * cs;
             if (direct && rows == mr && cols == nr) {
               kr->ukr(kb, apan, bpan, cc, v->scm, alpha, bet);
             } else {
               kr->ukr(kb, apan, bpan, tile, nr, one, zero);
-              if (!wmerge || !fast_wmerge_avx2(t->dtype, (const float *)tile, nr, cc,
+              if (!wmerge || !fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
                                                v->scm, v->scn, rows, cols,
                                                *(const float *)alpha, *(const float *)bet))
-                t->merge(tile, nr, cc, v->scm, v->scn, rows, cols, alpha, bet);
+                ct->merge(tile, nr, cc, v->scm, v->scn, rows, cols, alpha, bet);
             }
           }
         }
@@ -342,6 +328,69 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
     }
   }
   return true;
+}
+
+/* f16 / bf16 C with k past one KC block: a narrow C cannot hold partial
+ * sums, so each band of rows is computed into an f32 scratch C with the
+ * normal blocking (A and B widened while packing), then rounded into C
+ * once with alpha and beta. A band holds fast_gemm_band_floats floats of
+ * C (4 MiB; tests lower it to reach several bands). */
+int64_t fast_gemm_band_floats = (int64_t)1 << 20;
+
+static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                              const gemm_view_t *v, const void *alpha,
+                              const void *beta, const void *one, const void *zero) {
+  int64_t band = fast_gemm_band_floats / v->n / kr->mr * kr->mr;
+  if (band < kr->mr) band = kr->mr;
+  if (band > v->m) band = v->m;
+  for (int64_t i0 = 0; i0 < v->m; i0 += band) {
+    int64_t rows = v->m - i0 < band ? v->m - i0 : band;
+    float *cb = fast_scratch(4, (size_t)(rows * v->n) * sizeof(float));
+    if (!cb) return false;
+    gemm_view_t sub = *v;
+    sub.m = rows;
+    sub.a = v->a + i0 * v->sam * (int64_t)t->in_size;
+    sub.c = (char *)cb;
+    sub.scm = v->n;
+    sub.scn = 1;
+    if (!gemm_loops(t, &gemm_type_f32, kr, &sub, one, zero, one, zero, kr->kc,
+                    kr->mc, kr->nc))
+      return false;
+    char *c = v->c + i0 * v->scm * (int64_t)t->in_size;
+    if (!wpack_ok(kr) ||
+        !fast_wmerge_avx2(t->dtype, cb, (int)v->n, c, v->scm, v->scn, rows, v->n,
+                          *(const float *)alpha, *(const float *)beta))
+      t->merge(cb, (int)v->n, c, v->scm, v->scn, rows, v->n, alpha, beta);
+  }
+  return true;
+}
+
+/* Runs one part of C on the calling thread. Returns false when scratch
+ * memory is unavailable (nothing has been written then). */
+static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                       const gemm_view_t *v, const void *alpha,
+                       const void *beta, const void *one, const void *zero) {
+  if (gemm_direct_fits(t, kr, v)) {
+    float fa, fb;
+    memcpy(&fa, alpha, sizeof fa);
+    memcpy(&fb, beta, sizeof fb);
+    return gemm_direct(kr, v, fa, fb);
+  }
+  if (!t->wide_c && t->esize == sizeof(float) && v->k > kr->kc &&
+      v->n <= ((int64_t)1 << 24) / kr->mr)
+    return gemm_narrow_bands(t, kr, v, alpha, beta, one, zero);
+  int64_t es = (int64_t)t->esize;
+  int64_t KC = kr->kc, MC = kr->mc, NC = kr->nc;
+  if (!t->wide_c) {
+    /* A narrow C cannot hold partial sums: keep all of k in the registers
+     * and shrink the m and n blocks to keep the panels near L3 / L2. */
+    KC = v->k;
+    int64_t mfit = ((int64_t)4 << 20) / (KC * es) / kr->mr * kr->mr;
+    int64_t nfit = ((int64_t)1 << 20) / (KC * es) / kr->nr * kr->nr;
+    MC = mfit < MC ? (mfit > kr->mr ? mfit : kr->mr) : MC;
+    NC = nfit < NC ? (nfit > kr->nr ? nfit : kr->nr) : NC;
+  }
+  return gemm_loops(t, t, kr, v, alpha, beta, one, zero, KC, MC, NC);
 }
 
 /* ---- splitting over batch and the pool ----------------------------------- */

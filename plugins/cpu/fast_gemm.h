@@ -119,8 +119,14 @@ CPU_HIDDEN bp_status_t fast_gemm_amx_bf16(cpu_device_t *dev,
 CPU_HIDDEN bp_status_t fast_attention_avx512(cpu_device_t *dev,
                                              const bp_attention_args_t *a);
 
+/* Floats of f32 C per band of an f16 / bf16 GEMM with k past one k block
+ * (fast_gemm.c); tests lower it. */
+CPU_HIDDEN extern int64_t fast_gemm_band_floats;
+
 /* Per-thread scratch memory, 64-byte aligned, kept between calls and freed
- * when the thread exits. slot selects one of a few independent buffers. */
+ * when the thread exits. slot selects one of a few independent buffers:
+ * 0 and 1 the GEMM panels, 2 and 3 conv2d's and AMX's buffers (held while
+ * they call the GEMM), 4 the f32 C band of an f16 / bf16 GEMM. */
 CPU_HIDDEN void *fast_scratch(unsigned slot, size_t bytes);
 
 #endif /* BACKPLANE_FAST_GEMM_H */

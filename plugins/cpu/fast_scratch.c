@@ -8,7 +8,7 @@
 
 #include "fast_gemm.h"
 
-#define SCRATCH_SLOTS 4
+#define SCRATCH_SLOTS 5
 
 typedef struct scratch {
   void *p[SCRATCH_SLOTS];
