@@ -136,12 +136,12 @@ static void test_gemm(void **state) {
   assert_int_equal(fails, 0);
 }
 
-/* Small f32 problems, which run unpacked (m, n, k <= 160): every ragged
+/* Small f32 problems, which run unpacked (m, n, k <= 224): every ragged
  * MR / NR edge around 64, row- and column-major A, C both ways, beta 0
  * over NaN, on every ISA level and 1 or 2 threads. */
 static void test_gemm_small(void **state) {
   (void)state;
-  int64_t sz[] = {1, 5, 6, 11, 12, 13, 16, 17, 33, 63, 64, 65, 96, 128, 160};
+  int64_t sz[] = {1, 5, 6, 11, 12, 13, 16, 17, 33, 63, 64, 65, 96, 128, 160, 197, 224};
   int nsz = (int)(sizeof sz / sizeof *sz);
   cpu_device_t dev;
   memset(&dev, 0, sizeof dev);

@@ -211,7 +211,11 @@ DEFINE_UKR_C(double, f64)
  * unpacked micro-kernel reads A's rows and B's rows where they are (all of
  * them fit in L1 / L2 at these sizes) and masks the ragged edges, so C is
  * written once, in place. Column-major A is first copied row-major. */
-#define GEMM_DIRECT_MAX 160 /* largest m, n, k taken unpacked */
+#define GEMM_DIRECT_MAX 224 /* largest m, n, k taken unpacked: one thread's
+                               * time / OpenBLAS's, median of 4 alternating
+                               * runs, unpacked vs packed: 192^3 1.01 vs
+                               * 0.94, 224^3 0.99 vs 0.95, 256^3 0.91 vs
+                               * 0.94 (docs/performance.md) */
 
 static bool gemm_direct_fits(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
                              const gemm_view_t *v) {
