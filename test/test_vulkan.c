@@ -290,12 +290,15 @@ static void test_gemm(void **state) {
   }
   /* Every register tile of the texel kernel (gemmtex.comp), and the
    * generic kernels with the texel path off. */
-  static const char *tiles[] = {"t8844", "t4888", "t8888", "t8448", "t81644",
-                                NULL};
+  static const char *tiles[] = {"t8844",   "t4888",   "t8888",   "t8448",
+                                "t81644",  "t8844u4", "t4888u4", "t8448u4",
+                                "t81644u4", NULL};
   for (int i = 0; tiles[i]; i++) {
     setenv("BACKPLANE_VK_GEMM_TILE", tiles[i], 1);
     gemm_pair(BP_F32, BP_TRANS, BP_NO_TRANS, 67, 45, 33, 2, 0.5, -1.0, false);
     gemm_pair(BP_F32, BP_NO_TRANS, BP_TRANS, 37, 70, 9, 1, 1.0, 0.0, false);
+    /* C not f32 (written through its address, not a texel view) */
+    gemm_pair(BP_BF16, BP_NO_TRANS, BP_NO_TRANS, 33, 40, 13, 1, 1.0, 0.5, false);
   }
   unsetenv("BACKPLANE_VK_GEMM_TILE");
   g_share_a = true;

@@ -13,9 +13,9 @@
 // 22-25 with the packed panels (docs/backend-vulkan.md).
 //
 // Each invocation keeps a TM x TN register tile (vec4 columns); WX x WY
-// invocations per workgroup. Variants gemmtex_<C dtype>_t<TM><TN><WX><WY>,
-// e.g. t8844; the tile is a compile-time constant so the accumulator loops
-// unroll and stay in registers.
+// invocations per workgroup. Variants gemmtex_<C dtype>_t<TM><TN><WX><WY>
+// [u<KU>], e.g. t8844, t8844u4 (KU k-steps per loop iteration); the tile
+// is a compile-time constant so the accumulator loops unroll.
 //
 // gemmtex_score_<tile> is the first product of attention on CPU devices
 // (attn_texel.c): S = scale * Q·Kᵀ, with the causal mask and the padded
@@ -44,13 +44,43 @@
 #define TN_ 16
 #define WX_ 4
 #define WY_ 4
+#elif defined(T2_t8844u4)
+#define TM_ 8
+#define TN_ 8
+#define WX_ 4
+#define WY_ 4
+#define KU_ 4
+#elif defined(T2_t4888u4)
+#define TM_ 4
+#define TN_ 8
+#define WX_ 8
+#define WY_ 8
+#define KU_ 4
+#elif defined(T2_t8448u4)
+#define TM_ 8
+#define TN_ 4
+#define WX_ 4
+#define WY_ 8
+#define KU_ 4
+#elif defined(T2_t81644u4)
+#define TM_ 8
+#define TN_ 16
+#define WX_ 4
+#define WY_ 4
+#define KU_ 4
 #else // t8844
 #define TM_ 8
 #define TN_ 8
 #define WX_ 4
 #define WY_ 4
 #endif
-const int TM = TM_, TN = TN_, WX = WX_, WY = WY_;
+#ifndef KU_
+#define KU_ 1
+#endif
+// KU: k-steps per loop iteration. llvmpipe blends every value a loop
+// carries with the loop's lane mask, once per iteration, so unrolling k
+// divides the blends on the accumulators by KU.
+const int TM = TM_, TN = TN_, WX = WX_, WY = WY_, KU = KU_;
 const int TM4 = TM / 4, TN4 = TN / 4, BM = TM * WY, BN = TN * WX;
 layout(local_size_x = WX_ * WY_) in;
 
@@ -58,6 +88,10 @@ layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer pa;
 layout(set = 0, binding = 1, rgba32f) uniform readonly imageBuffer pb;
 #ifdef T1_score
 layout(set = 0, binding = 2, rgba32f) uniform writeonly imageBuffer ps;
+#else
+// C itself as r32f when it is f32 (use_view): its loads and stores are
+// then vectorised, where those through its address are per-lane loops.
+layout(set = 0, binding = 2, r32f) uniform imageBuffer cv;
 #endif
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
@@ -72,6 +106,7 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int amod;     // A panel of batch b is b % amod (conv2d groups)
   int has_bias, sbias, kshift;
   uint64_t bias; // C[b][i][j] += bias[((b % amod) * m + i) * sbias]
+  int use_view, vshift; // C through cv, its element 0 at texel vshift
 };
 layout(push_constant) uniform PC { Params p; };
 
@@ -103,7 +138,23 @@ void main() {
     kend = min(kp, max(last + 1, 0));
 #endif
   }
-  for (int k = 0; k < kend; k++) {
+  int k = 0;
+  for (; k + KU <= kend && KU > 1; k += KU) {
+    vec4 t[TM][TN4];
+    [[unroll]] for (int i = 0; i < TM; i++)
+      [[unroll]] for (int j = 0; j < TN4; j++) t[i][j] = acc[i][j];
+    [[unroll]] for (int u = 0; u < KU; u++) {
+      vec4 av[TM4], bv[TN4];
+      [[unroll]] for (int i = 0; i < TM4; i++) av[i] = imageLoad(pa, a0 + (k + u) * (BM / 4) + i);
+      [[unroll]] for (int j = 0; j < TN4; j++) bv[j] = imageLoad(pb, b0 + (k + u) * (BN / 4) + j);
+      [[unroll]] for (int i = 0; i < TM; i++)
+        [[unroll]] for (int j = 0; j < TN4; j++)
+          t[i][j] = fma(vec4(av[i / 4][i % 4]), bv[j], t[i][j]);
+    }
+    [[unroll]] for (int i = 0; i < TM; i++)
+      [[unroll]] for (int j = 0; j < TN4; j++) acc[i][j] = t[i][j];
+  }
+  for (; k < kend; k++) {
     vec4 av[TM4], bv[TN4];
     [[unroll]] for (int i = 0; i < TM4; i++) av[i] = imageLoad(pa, a0 + k * (BM / 4) + i);
     [[unroll]] for (int j = 0; j < TN4; j++) bv[j] = imageLoad(pb, b0 + k * (BN / 4) + j);
@@ -133,6 +184,8 @@ void main() {
   const bool has_bias = p.has_bias != 0;
   const int bias0 = (b % p.amod) * M, SBIAS = p.sbias;
   T1Buf bias = T1Buf(p.bias);
+  const bool use_view = p.use_view != 0;
+  const int VS = p.vshift;
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + i;
     float bi = has_bias && gm < M ? LOAD1(bias, (bias0 + gm) * SBIAS) : 0.0;
@@ -141,8 +194,13 @@ void main() {
       if (gm < M && gn < N) {
         int oc = b * SCB + gm * SCM + gn * SCN;
         float r = alpha * acc[i][j / 4][j % 4] + bi;
-        if (!beta_zero) r += beta * LOAD1(c, oc);
-        STORE1(c, oc, r);
+        if (use_view) {
+          if (!beta_zero) r += beta * imageLoad(cv, VS + oc).x;
+          imageStore(cv, VS + oc, vec4(r));
+        } else {
+          if (!beta_zero) r += beta * LOAD1(c, oc);
+          STORE1(c, oc, r);
+        }
       }
     }
   }

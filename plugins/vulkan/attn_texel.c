@@ -116,8 +116,9 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .causal = a->causal != 0,
                                 .amod = (int32_t)nh,
                                 .kshift = (int32_t)(Skv - Sq)};
-        VkBufferView v2[2] = {vw[2], vw[3]};
-        st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, v2, 2, (uint32_t)(np2 / bn),
+        /* binding 2 (C's view, unused: use_view is 0) needs a view */
+        VkBufferView v2[3] = {vw[2], vw[3], vw[2]};
+        st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, v2, 3, (uint32_t)(np2 / bn),
                                 (uint32_t)(mp / bm), (uint32_t)nh);
       }
     }

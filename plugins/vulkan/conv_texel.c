@@ -101,7 +101,9 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .has_bias = a->bias.rank > 0,
                             .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0,
                             .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0};
-    st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, vw, 2, (uint32_t)(np / bn),
+    /* binding 2 (C's view, unused: use_view is 0) needs a view */
+    VkBufferView v3[3] = {vw[0], vw[1], vw[0]};
+    st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, v3, 3, (uint32_t)(np / bn),
                             (uint32_t)(mp / bm), (uint32_t)groups);
   }
   vkb_texel_release(s, sc, vw, 2);

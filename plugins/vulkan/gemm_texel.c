@@ -18,11 +18,12 @@
 /* Tiles built into gemmtex.comp (plugin.mk's VK_GEMMTEX_TILES). */
 static const vkb_texel_tile_t k_tiles[] = {
     {"t8844", 8, 8, 4, 4}, {"t4888", 4, 8, 8, 8},   {"t8888", 8, 8, 8, 8},
-    {"t8448", 8, 4, 4, 8}, {"t81644", 8, 16, 4, 4},
+    {"t8448", 8, 4, 4, 8}, {"t81644", 8, 16, 4, 4}, {"t8844u4", 8, 8, 4, 4},
+    {"t4888u4", 4, 8, 8, 8}, {"t8448u4", 8, 4, 4, 8}, {"t81644u4", 8, 16, 4, 4},
 };
 #define NTILES ((int)(sizeof k_tiles / sizeof *k_tiles))
 #define TUNE_N 512
-#define TUNE_BUCKET "gemmtex-3" /* bump when gemmtex.comp changes */
+#define TUNE_BUCKET "gemmtex-4" /* bump when gemmtex.comp changes */
 
 /* Matches gemmpack.comp's parameter block. */
 typedef struct pack_params {
@@ -126,8 +127,11 @@ static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g, const vkb_
       batch > d->caps.max_groups[2])
     return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: gemm: too large for texel buffers");
   const char *dt = vkb_dtype_tag(C->dtype);
-  vkb_alloc_t *sc[2] = {NULL, NULL};
-  VkBufferView views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  vkb_alloc_t *sc[3] = {NULL, NULL, NULL}; /* the third stays NULL */
+  VkBufferView views[3] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE};
+  /* An f32 C is read and written through an r32f view (vectorised). */
+  int32_t vshift = 0;
+  bool cview = vkb_texel_src_view(s, C, 0, &views[2], &vshift) == BP_OK;
   bp_status_t st = vkb_texel_scratch(d, abytes, &sc[0], &views[0]);
   if (st == BP_OK) st = vkb_texel_scratch(d, bbytes, &sc[1], &views[1]);
   if (st == BP_OK)
@@ -150,13 +154,17 @@ static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g, const vkb_
                             .alpha = (float)g->alpha,
                             .beta = (float)g->beta,
                             .bg = 1,
-                            .amod = (int32_t)batch};
+                            .amod = (int32_t)batch,
+                            .use_view = cview,
+                            .vshift = vshift};
     char name[40];
     snprintf(name, sizeof name, "gemmtex_%s_%s", dt, t->name);
-    st = vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, views, 2, (uint32_t)(np / bn),
+    /* Binding 2 must hold a view even where the kernel does not touch it. */
+    VkBufferView bound[3] = {views[0], views[1], cview ? views[2] : views[0]};
+    st = vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, bound, 3, (uint32_t)(np / bn),
                             (uint32_t)(mp / bm), (uint32_t)batch);
   }
-  vkb_texel_release(s, sc, views, 2);
+  vkb_texel_release(s, sc, views, 3);
   return st;
 }
 

@@ -467,6 +467,7 @@ typedef struct vkb_texel_params {
   int32_t bg, causal, skp;
   int32_t amod, has_bias, sbias, kshift;
   uint64_t bias;
+  int32_t use_view, vshift; /* C through an r32f view at binding 2 */
 } vkb_texel_params_t;
 
 /* New device scratch of size bytes with an rgba32f view of it. */
