@@ -124,6 +124,7 @@ bool fast_nt_ok(const bp_plugin_tensor_t *y,
  * for the slow half. */
 typedef struct rows_job {
   fast_piece_fn fn;
+  fast_range_fn range_fn; /* whole rows in claimed ranges, when set */
   void *ctx;
   int64_t len, piece, per_row, tasks, batch;
   int64_t next; /* the first unclaimed piece (atomic) */
@@ -136,6 +137,10 @@ static void rows_task(void *vctx, int64_t begin, int64_t end, unsigned w) {
     int64_t t = __atomic_fetch_add(&j->next, j->batch, __ATOMIC_RELAXED);
     if (t >= j->tasks) break;
     int64_t stop = t + j->batch < j->tasks ? t + j->batch : j->tasks;
+    if (j->range_fn) {
+      j->range_fn(j->ctx, t, stop);
+      continue;
+    }
     for (; t < stop; t++) {
       int64_t row = t / j->per_row, c0 = t % j->per_row * j->piece;
       int64_t n = j->len - c0 < j->piece ? j->len - c0 : j->piece;
@@ -147,17 +152,29 @@ static void rows_task(void *vctx, int64_t begin, int64_t end, unsigned w) {
   _mm_sfence();
 }
 
+/* Starts the workers on j (its tasks, per_row and piece set). */
+static void rows_start(cpu_device_t *dev, rows_job_t *j) {
+  /* a thread is worth it above ~64k elements; claims of ~16k elements */
+  int64_t grain = 65536 / j->piece + 1, workers = cpu_pool_size(dev->pool);
+  if (j->tasks / grain < workers) workers = j->tasks / grain;
+  j->batch = 16384 / j->piece > 1 ? 16384 / j->piece : 1;
+  cpu_pool_run(dev->pool, workers > 1 ? workers : 1, 1, rows_task, j);
+}
+
 void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len, int64_t piece,
                    fast_piece_fn fn, void *ctx) {
   if (rows <= 0 || len <= 0) return;
   if (piece <= 0 || piece > len) piece = len;
-  rows_job_t j = {fn, ctx, len, piece, (len + piece - 1) / piece, 0, 0, 0};
+  rows_job_t j = {fn, NULL, ctx, len, piece, (len + piece - 1) / piece, 0, 0, 0};
   j.tasks = rows * j.per_row;
-  /* a thread is worth it above ~64k elements; claims of ~16k elements */
-  int64_t grain = 65536 / piece + 1, workers = cpu_pool_size(dev->pool);
-  if (j.tasks / grain < workers) workers = j.tasks / grain;
-  j.batch = 16384 / piece > 1 ? 16384 / piece : 1;
-  cpu_pool_run(dev->pool, workers > 1 ? workers : 1, 1, rows_task, &j);
+  rows_start(dev, &j);
+}
+
+void fast_row_ranges_run(cpu_device_t *dev, int64_t rows, int64_t len,
+                         fast_range_fn fn, void *ctx) {
+  if (rows <= 0 || len <= 0) return;
+  rows_job_t j = {NULL, fn, ctx, len, len, 1, rows, 0, 0};
+  rows_start(dev, &j);
 }
 
 /* ---- unary / binary ---------------------------------------------------------*/

@@ -27,6 +27,22 @@ typedef struct fast_dw_geom {
   int64_t Hp, Wp;   /* padded plane */
 } fast_dw_geom_t;
 
+/* Rows up to this many floats keep softmax's exps in a scratch row rather
+ * than in y when y takes streaming stores, so y is written exactly once. */
+#define SOFTMAX_SCRATCH_ROW 4096
+
+/* Softmax's deferred output (fast_softmax.c hands one to consecutive rows
+ * of a range): a row whose exps sit in a scratch row leaves its output
+ * pending, and the next row's exp pass streams it out, so the stores
+ * overlap that row's arithmetic instead of following it. */
+typedef struct fast_sm_defer {
+  float *buf[2];    /* two scratch rows of SOFTMAX_SCRATCH_ROW floats */
+  int cur;          /* the one the next row's exps go to */
+  float *y;         /* the pending row's output; NULL: nothing pending */
+  const float *e;   /* its exps (one of buf) */
+  float inv;        /* 1 / its sum */
+} fast_sm_defer_t;
+
 typedef struct fast_vec_kernels {
   /* y (P x Q, contiguous) = depthwise stencil of one plane, plus bias. */
   void (*dw_plane)(const fast_dw_geom_t *g, const float *x, const float *w,
@@ -37,9 +53,12 @@ typedef struct fast_vec_kernels {
    * prefetched while this one is computed. */
   /* Softmax (log != 0: log-softmax) of one row: in cache, max, then exps
    * and their sum, then the output; longer rows online. NaN and -inf rows
-   * as the reference. */
+   * as the reference. defer (may be NULL) carries a pending output from
+   * row to row (fast_sm_defer_t): this row writes the one pending, and
+   * leaves its own pending when next is not NULL; the caller's last row
+   * has next NULL, so nothing stays pending after it. */
   void (*softmax_row)(const float *x, float *y, int64_t n, int log,
-                      const float *next, bool nt);
+                      const float *next, bool nt, fast_sm_defer_t *defer);
   /* Layer norm (rms == 0) or RMS norm of one row; gamma / beta may be NULL.
    */
   void (*norm_row)(const float *x, float *y, int64_t n, const float *gamma,
@@ -97,6 +116,12 @@ typedef void (*fast_piece_fn)(void *ctx, int64_t row, int64_t col0,
                               int64_t ncols);
 CPU_HIDDEN void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len,
                               int64_t piece, fast_piece_fn fn, void *ctx);
+/* The same for whole rows of len elements handed over as ranges: fn(ctx,
+ * row0, row1) runs rows [row0, row1) in order, so a kernel can carry work
+ * from one row to the next (fast_sm_defer_t). */
+typedef void (*fast_range_fn)(void *ctx, int64_t row0, int64_t row1);
+CPU_HIDDEN void fast_row_ranges_run(cpu_device_t *dev, int64_t rows,
+                                    int64_t len, fast_range_fn fn, void *ctx);
 
 /* Outputs of at least this many bytes are written with non-temporal stores
  * (default 16 MiB: past most L3 slices, so the output would be evicted

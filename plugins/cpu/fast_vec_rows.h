@@ -21,10 +21,6 @@
  * and sum, then scale — one exp per element, and memory still sees one
  * read and one write. Longer rows use the online form. */
 #define SOFTMAX_CACHED_ROW 16384
-/* Rows up to this many floats keep their exps in a 16 KiB stack scratch
- * when y takes streaming stores (longer ones keep them in y, which then
- * costs y's read for ownership): small enough for any thread's stack. */
-#define SOFTMAX_SCRATCH_ROW 4096
 
 /* c lanes from p (c <= VL; c == VL folds to a plain load). */
 static inline __attribute__((always_inline)) V ldn(const float *p, int64_t c) {
@@ -101,10 +97,14 @@ static float row_max(const float *x, int64_t n) {
   return hmax(vmax(m0, m1));
 }
 
-/* Sum of e^(x - mx); stores the terms into e when e != NULL. */
+/* Sum of e^(x - mx); stores the terms into e when e != NULL. With a
+ * pending output (py: a row of n floats starting on a vector boundary, pe
+ * its exps), streams py = pe * pinv out in the same loop, two vectors per
+ * two exps, so the stores drain while the exps are computed. */
 static float row_expsum(const float *x, float *e, int64_t n, float mx,
-                        const float *next) {
-  V M_ = vset1(mx), s0 = vset1(0.0f), s1 = s0;
+                        const float *next, float *py, const float *pe,
+                        float pinv) {
+  V M_ = vset1(mx), s0 = vset1(0.0f), s1 = s0, PI = vset1(pinv);
   int64_t i = 0;
   for (; i + 2 * VL <= n; i += 2 * VL) {
     pf_next(next, i);
@@ -112,6 +112,10 @@ static float row_expsum(const float *x, float *e, int64_t n, float mx,
     V e0 = vexp_lo(vsub(vload(x + i), M_));
     V e1 = vexp_lo(vsub(vload(x + i + VL), M_));
     if (e) vstore(e + i, e0), vstore(e + i + VL, e1);
+    if (py) {
+      vstream(py + i, vmul(vload(pe + i), PI));
+      vstream(py + i + VL, vmul(vload(pe + i + VL), PI));
+    }
     s0 = vadd(s0, e0), s1 = vadd(s1, e1);
   }
   for (; i < n; i += VL) {
@@ -119,6 +123,11 @@ static float row_expsum(const float *x, float *e, int64_t n, float mx,
     pf_next(next, i);
     V t = vexp_lo(vsub(load_or(x + i, left, -INFINITY), M_));
     if (e) vstore_n(e + i, t, left);
+    if (py) {
+      V o = vmul(ldn(pe + i, left), PI);
+      if (left == VL) vstream(py + i, o);
+      else vstore_n(py + i, o, left);
+    }
     s0 = vadd(s0, t);
   }
   return hsum(vadd(s0, s1));
@@ -143,20 +152,39 @@ static float online_max_sum(const float *x, int64_t n, float *sum) {
   return mx;
 }
 
+/* Writes a pending softmax output on its own (the rows that cannot take it
+ * in their exp pass). */
+static void softmax_flush(fast_sm_defer_t *d, int64_t n) {
+  if (!d || !d->y) return;
+  const float *pe = d->e;
+  V PI = vset1(d->inv);
+#define PEND_OUT(i, c) vmul(ldn(pe + (i), (c)), PI)
+  ROW_OUT(d->y, n, true, PEND_OUT);
+#undef PEND_OUT
+  d->y = NULL;
+}
+
 static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
-                          const float *next, bool nt) {
+                          const float *next, bool nt, fast_sm_defer_t *d) {
   float mx, sum;
   /* the exps: in y (the last pass finds them in cache), or with streaming
-   * stores in a stack scratch (rows up to SOFTMAX_SCRATCH_ROW), so that y
-   * is written once */
+   * stores in a scratch row (the stack's, or the deferral's), so that y is
+   * written once */
   float scratch[SOFTMAX_SCRATCH_ROW] __attribute__((aligned(64)));
   float *e = NULL;
+  bool scratch_row = nt && n <= SOFTMAX_SCRATCH_ROW && !log_;
+  /* a pending output goes out with this row's exps when this row has an
+   * exp pass over a row of the same length (the caller's rows all have n) */
+  bool take = d && d->y && n <= SOFTMAX_CACHED_ROW;
+  if (d && d->y && !take) softmax_flush(d, n);
   if (n <= SOFTMAX_CACHED_ROW) {
     mx = row_max(x, n);
     /* an all -inf row gives NaN (-inf - -inf), as the reference */
     if (mx == -INFINITY) mx = NAN;
-    e = log_ ? NULL : nt && n <= SOFTMAX_SCRATCH_ROW ? scratch : y;
-    sum = row_expsum(x, e, n, mx, next);
+    e = log_ ? NULL : scratch_row ? (d ? d->buf[d->cur] : scratch) : y;
+    sum = row_expsum(x, e, n, mx, next, take ? d->y : NULL, take ? d->e : NULL,
+                     take ? d->inv : 0.0f);
+    if (take) d->y = NULL;
   } else {
     mx = online_max_sum(x, n, &sum);
     if (mx == -INFINITY) mx = NAN;
@@ -171,7 +199,13 @@ static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
 #undef LOGSM_OUT
     return;
   }
-  V inv = vset1((float)(1.0 / (double)sum));
+  float inv1 = (float)(1.0 / (double)sum);
+  if (d && next && scratch_row && nt_head(y, n) == 0) {
+    /* leave it pending: the next row's exp pass writes it */
+    *d = (fast_sm_defer_t){{d->buf[0], d->buf[1]}, d->cur ^ 1, y, e, inv1};
+    return;
+  }
+  V inv = vset1(inv1);
   if (e) {
 #define SM_OUT(i, c) vmul(ldn(e + (i), (c)), inv)
     ROW_OUT(y, n, nt, SM_OUT);
