@@ -157,6 +157,16 @@ static void plan(conv_job_t *j, int64_t N, unsigned threads) {
      * and input rows stay in L2), at least one per thread */
     j->pm = 1;
     ncb = pq / CONV_DIRECT_NC > 1 ? pq / CONV_DIRECT_NC : 1;
+    /* read in place with no padded rows per task (1x1 over dense planes,
+     * no padding): a block costs nothing but its own work, so cut finer,
+     * CONV_DIRECT_TASKS blocks per thread down to blocks of 8 strips.
+     * Workers claim blocks as they go, so one that runs slower (a shared
+     * core) leaves the other at most one small block to wait for. */
+    if (j->ph == 0 && j->pw == 0 && j->sxw == 1 && j->sw == 1 && T > 1) {
+      int64_t want = (CONV_DIRECT_TASKS * T + ng - 1) / ng, fine = pq / (8 * nr);
+      want = want < fine ? want : fine;
+      ncb = want > ncb ? want : ncb;
+    }
     while ((ng * ncb) % T != 0 && ncb < pq) ncb++;
   }
   if (j->direct && j->P >= ncb) {
