@@ -2,11 +2,12 @@
 # linked straight from the plugin's objects, so the test can force each ISA
 # level and thread count, against a double-precision reference of its own.
 CPU_FAST_TEST_OBJS := $(filter $(B)/obj/plugins/cpu/fast_%.o,$(CPU_OBJS)) \
-  $(B)/obj/plugins/cpu/threadpool.o $(B)/obj/plugins/cpu/cpu_features.o
+  $(B)/obj/plugins/cpu/threadpool.o $(B)/obj/plugins/cpu/cpu_features.o \
+  $(B)/obj/plugins/cpu/topology.o
 
 $(B)/test/test_cpu_fast: $(B)/obj/test/test_cpu_fast.o $(CPU_FAST_TEST_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread
+	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread -ldl
 
 TESTS += $(B)/test/test_cpu_fast
 
@@ -14,6 +15,6 @@ TESTS += $(B)/test/test_cpu_fast
 $(B)/test/test_cpu_fast_attention: $(B)/obj/test/test_cpu_fast_attention.o \
   $(CPU_FAST_TEST_OBJS) $(B)/obj/plugins/cpu/ref_attention.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread
+	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread -ldl
 
 TESTS += $(B)/test/test_cpu_fast_attention

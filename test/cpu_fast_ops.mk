@@ -2,7 +2,7 @@
 # paths against the scalar reference, both linked straight from the plugin's
 # objects (like test/cpu_fast.mk) so the test can force ISA and threads.
 CPU_FAST_OPS_TEST_OBJS := $(filter $(B)/obj/plugins/cpu/fast_%.o,$(CPU_OBJS)) \
-  $(addprefix $(B)/obj/plugins/cpu/,threadpool.o cpu_features.o ref_dnn.o \
+  $(addprefix $(B)/obj/plugins/cpu/,threadpool.o cpu_features.o topology.o ref_dnn.o \
     ref_elementwise.o ref_reduce.o ref_data.o)
 
 $(B)/obj/test/test_cpu_fast_ops.o: test/test_cpu_fast_ops_conv.inc \
@@ -10,6 +10,6 @@ $(B)/obj/test/test_cpu_fast_ops.o: test/test_cpu_fast_ops_conv.inc \
 $(B)/test/test_cpu_fast_ops: $(B)/obj/test/test_cpu_fast_ops.o \
   $(CPU_FAST_OPS_TEST_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread
+	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread -ldl
 
 TESTS += $(B)/test/test_cpu_fast_ops

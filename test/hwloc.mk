@@ -1,8 +1,11 @@
 # test/hwloc.mk: the CPU device's topology. plugins/cpu/topology.c is linked
-# into the test as well, to compare its discovery with the plugin's report.
-$(B)/test/test_hwloc: $(B)/obj/test/test_hwloc.o $(B)/obj/plugins/cpu/topology.o $(LIB) $(PLUGINS)
+# into the test as well, to compare its discovery with the plugin's report,
+# and threadpool.c, whose workers it pins.
+$(B)/test/test_hwloc: $(B)/obj/test/test_hwloc.o $(B)/obj/plugins/cpu/topology.o \
+  $(B)/obj/plugins/cpu/threadpool.o $(LIB) $(PLUGINS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $(B)/obj/test/test_hwloc.o $(B)/obj/plugins/cpu/topology.o \
+	  $(B)/obj/plugins/cpu/threadpool.o \
 	  -L$(B)/lib -lbackplane -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lpthread -ldl
 TESTS += $(B)/test/test_hwloc
 

@@ -294,11 +294,43 @@ static void test_gemm_narrow_merge(void **state) {
   assert_int_equal(fails, 0);
 }
 
+/* Blocking from the caches: the tuning machine's caches give the tuned
+ * blocks back; others scale kc with L1 and the KC x NC bytes with L2,
+ * clamped; unknown caches keep the constants. */
+static void test_gemm_block_for_caches(void **state) {
+  (void)state;
+  fast_gemm_kernel_t k = fast_sgemm_avx2;
+  fast_gemm_block_for(&k, 32 << 10, 1 << 20); /* Zen 4, where it was tuned */
+  assert_int_equal(k.kc, 256);
+  assert_int_equal(k.nc, 1024);
+  k = fast_sgemm_avx2;
+  fast_gemm_block_for(&k, 48 << 10, 2 << 20);
+  assert_int_equal(k.kc, 384);
+  assert_int_equal(k.nc, 1360); /* 2 MiB / (384 x 4 B), a multiple of 16 */
+  k = fast_sgemm_avx2;
+  fast_gemm_block_for(&k, 16 << 10, 256 << 10);
+  assert_int_equal(k.kc, 128);
+  assert_int_equal(k.nc, 512); /* 128 x 512 x 4 B = 256 KiB */
+  k = fast_sgemm_avx2;
+  fast_gemm_block_for(&k, 1 << 30, 1ull << 40); /* absurd: clamped to 4x */
+  assert_int_equal(k.kc, 1024);
+  assert_int_equal(k.nc, 4096);
+  k = fast_sgemm_avx512;
+  fast_gemm_block_for(&k, 48 << 10, 2 << 20); /* its own tuning machine */
+  assert_int_equal(k.kc, fast_sgemm_avx512.kc);
+  assert_int_equal(k.nc, fast_sgemm_avx512.nc);
+  k = fast_sgemm_avx2;
+  fast_gemm_block_for(&k, 0, 0); /* unknown */
+  assert_int_equal(k.kc, 256);
+  assert_int_equal(k.nc, 1024);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemm_small),
       cmocka_unit_test(test_gemm_narrow_merge),
+      cmocka_unit_test(test_gemm_block_for_caches),
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_gemv),
       cmocka_unit_test(bench_attention),

@@ -2,7 +2,8 @@
  * test_hwloc.c — the CPU device's topology (plugins/cpu/topology.c): what
  * hwloc finds when libhwloc.so.15 loads, the sysconf fallback, and that the
  * "cpu" device's description carries the summary. topology.c is linked in
- * directly so its discovery can be compared with what the plugin reports.
+ * directly so its discovery can be compared with what the plugin reports,
+ * and threadpool.c to check that workers are pinned to their cores.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -119,12 +120,59 @@ static void test_description_mentions_topology(void **state) {
   }
 }
 
+/* The per-core CPU sets partition the process's affinity mask: disjoint,
+ * together exactly the allowed CPUs, and one per core hwloc counts when
+ * every CPU is allowed. */
+static void test_core_sets_partition_affinity(void **state) {
+  (void)state;
+  cpu_set_t allowed, all;
+  assert_int_equal(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const cpu_set_t *sets;
+  unsigned n = cpu_core_sets(&sets);
+  assert_true(n >= 1);
+  CPU_ZERO(&all);
+  for (unsigned i = 0; i < n; i++) {
+    cpu_set_t both;
+    CPU_AND(&both, &all, &sets[i]);
+    assert_int_equal(CPU_COUNT(&both), 0); /* disjoint */
+    assert_true(CPU_COUNT(&sets[i]) >= 1);
+    CPU_OR(&all, &all, &sets[i]);
+  }
+  assert_true(CPU_EQUAL(&all, &allowed));
+  cpu_topology_t t;
+  if (cpu_topology_query(true, &t) && CPU_COUNT(&allowed) == (int)t.pus)
+    assert_int_equal(n, t.cores);
+}
+
+/* Pinned workers run on their core's CPUs, worker i on set i (wrapping);
+ * the calling thread (worker 0) keeps its affinity. */
+static void test_pool_workers_pinned(void **state) {
+  (void)state;
+  const cpu_set_t *sets;
+  unsigned n = cpu_core_sets(&sets);
+  cpu_set_t before, after, got;
+  assert_int_equal(sched_getaffinity(0, sizeof before, &before), 0);
+  cpu_pool_t *p = cpu_pool_create(n + 1);
+  assert_non_null(p);
+  assert_int_equal(cpu_pool_pin(p, sets, n), n);
+  for (unsigned i = 1; i <= n; i++) {
+    assert_true(cpu_pool_worker_affinity(p, i, &got));
+    assert_true(CPU_EQUAL(&got, &sets[i % n]));
+  }
+  assert_false(cpu_pool_worker_affinity(p, 0, &got));
+  assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
+  assert_true(CPU_EQUAL(&before, &after));
+  cpu_pool_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hwloc_values_sane),
       cmocka_unit_test(test_sysconf_fallback),
       cmocka_unit_test(test_cache_sizes),
       cmocka_unit_test(test_description_mentions_topology),
+      cmocka_unit_test(test_core_sets_partition_affinity),
+      cmocka_unit_test(test_pool_workers_pinned),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #ifndef BACKPLANE_CPU_H
 #define BACKPLANE_CPU_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +57,12 @@ CPU_HIDDEN void cpu_cache_sizes(uint64_t *out_l1d, uint64_t *out_l2,
 /* Discovers afresh, through hwloc when use_hwloc and it loads (returns true),
  * otherwise through sysconf (returns false). Uncached: for tests. */
 CPU_HIDDEN bool cpu_topology_query(bool use_hwloc, cpu_topology_t *out);
+/* The logical CPUs of each core this process may run on (its affinity
+ * mask), one set per core in topology order: hwloc's core objects, else
+ * sysfs's core_cpus_list / thread_siblings_list, else one set per allowed
+ * CPU. *out is valid for the life of the process; returns the count (>= 1
+ * unless nothing could be read, then 0). Thread-safe. */
+CPU_HIDDEN unsigned cpu_core_sets(const cpu_set_t **out);
 /* "1 package, 2 cores, L1d 32 KiB, L2 2 MiB, L3 32 MiB, 1 NUMA node". */
 CPU_HIDDEN void cpu_topology_describe(const cpu_topology_t *t, char *buf,
                                       size_t cap);
@@ -69,6 +76,16 @@ typedef void (*cpu_pool_fn)(void *ctx, int64_t begin, int64_t end,
  * n - 1 threads are started). n == 1 runs everything inline. */
 CPU_HIDDEN cpu_pool_t *cpu_pool_create(unsigned n);
 CPU_HIDDEN void cpu_pool_destroy(cpu_pool_t *pool);
+/* Pins started worker i (1 .. n - 1) to the logical CPUs of core i of the
+ * nsets in sets (wrapping around when there are more workers than cores).
+ * The calling thread, worker 0, belongs to the application and is never
+ * pinned: core 0 is left for it. Returns how many workers were pinned. */
+CPU_HIDDEN unsigned cpu_pool_pin(cpu_pool_t *pool, const cpu_set_t *sets,
+                                 unsigned nsets);
+/* Worker i's CPU affinity (i >= 1) into *out; false for worker 0 or when
+ * it cannot be read. For tests. */
+CPU_HIDDEN bool cpu_pool_worker_affinity(cpu_pool_t *pool, unsigned i,
+                                         cpu_set_t *out);
 CPU_HIDDEN unsigned cpu_pool_size(const cpu_pool_t *pool);
 /* Splits [0, ntasks) into contiguous chunks of at least grain tasks, runs
  * them on the workers and returns when all are done. Safe to call from

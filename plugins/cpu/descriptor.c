@@ -116,7 +116,9 @@ static void fill_fast(bp_device_info_t *info) {
   const cpu_features_t *f = cpu_features_get();
   char isa[160], topo[96];
   fill_common(info);
-  unsigned cores = cpu_count_online();
+  const cpu_set_t *core_sets;
+  unsigned cores = cpu_core_sets(&core_sets);
+  if (!cores) cores = cpu_count_online();
   snprintf(info->name, sizeof info->name, "cpu");
   snprintf(info->identity, sizeof info->identity, "host:cpu");
   info->score_hint = 100;

@@ -1,8 +1,11 @@
 /*
  * device.c — opening, closing and synchronising the two CPU devices.
  *
- * "cpu" (index 0) owns a thread pool sized by the config (default: every
- * CPU this process may run on) and an ISA level capped by config->isa_max;
+ * "cpu" (index 0) owns a thread pool sized by the config (default: one
+ * worker per core this process may run on, from the topology: SMT
+ * siblings share a core's FMA units and L2, so a second worker per core
+ * only splits them), its workers pinned one per core unless
+ * BACKPLANE_CPU_AFFINITY=0, and an ISA level capped by config->isa_max;
  * "cpu-ref" (index 1) is single-threaded and scalar whatever the config
  * says, because it is the reference other backends are compared with.
  * Work runs synchronously inside each call, so there is never anything to
@@ -10,6 +13,7 @@
  */
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugin.h"
 
@@ -41,6 +45,24 @@ static bp_isa_level_t capped_isa(bp_isa_level_t cap) {
   return isa;
 }
 
+/* One worker per allowed core; every allowed CPU when the cores are unknown. */
+static unsigned default_threads(void) {
+  const cpu_set_t *sets;
+  unsigned n = cpu_core_sets(&sets);
+  return n ? n : cpu_count_online();
+}
+
+/* Workers stay on their cores (a GEMM block sized for a core's L2 stays
+ * with it) unless BACKPLANE_CPU_AFFINITY=0, e.g. where other processes
+ * hold some cores and the scheduler should be free to move ours. */
+static void pin_workers(cpu_pool_t *pool) {
+  const char *v = cpu_host.getenv ? cpu_host.getenv("BACKPLANE_CPU_AFFINITY") : NULL;
+  if (v && strcmp(v, "0") == 0) return;
+  const cpu_set_t *sets;
+  unsigned n = cpu_core_sets(&sets);
+  if (n > 1) cpu_pool_pin(pool, sets, n);
+}
+
 bp_status_t cpu_device_open(uint32_t index,
                             const bp_plugin_device_config_t *config,
                             bp_plugin_device_t **out_device) {
@@ -67,7 +89,7 @@ bp_status_t cpu_device_open(uint32_t index,
   dev->isa = dev->reference ? BP_ISA_SCALAR : capped_isa(cfg.isa_max);
   dev->threads = dev->reference ? 1
                  : cfg.threads  ? cfg.threads
-                                : cpu_count_online();
+                                : default_threads();
   if (dev->threads > 1) {
     dev->pool = cpu_pool_create(dev->threads);
     if (!dev->pool) {
@@ -75,6 +97,7 @@ bp_status_t cpu_device_open(uint32_t index,
       free(dev);
       return BP_ERR_OUT_OF_MEMORY;
     }
+    pin_workers(dev->pool);
   }
   *out_device = (bp_plugin_device_t *)(void *)dev;
   return BP_OK;

@@ -441,17 +441,39 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   }
 }
 
-/* Picks the micro-kernel for dtype under the device's ISA ceiling. */
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+void fast_gemm_block_for(fast_gemm_kernel_t *kr, uint64_t l1d, uint64_t l2) {
+  if (!kr->tuned_l1_kib || !kr->tuned_l2_kib || !l1d || !l2) return;
+  int64_t kc0 = kr->kc, nc0 = kr->nc;
+  /* the KC x NR micro-panel's bytes follow L1 */
+  int64_t kc = (int64_t)((double)kc0 * (double)l1d / (kr->tuned_l1_kib * 1024.0));
+  kc = clamp64(kc, kc0 / 4, kc0 * 4) / 16 * 16;
+  kc = kc < 64 ? 64 : kc;
+  /* the KC x NC block's bytes follow L2, whatever KC became */
+  double bytes = (double)kc0 * (double)nc0 * (double)l2 / (kr->tuned_l2_kib * 1024.0);
+  int64_t nc = clamp64((int64_t)(bytes / (double)kc), nc0 / 4, nc0 * 4) / kr->nr * kr->nr;
+  kr->kc = (int)kc;
+  kr->nc = (int)(nc < kr->nr ? kr->nr : nc);
+}
+
+/* Picks the micro-kernel for dtype under the device's ISA ceiling, its
+ * k and n blocks fitted to this CPU's caches. */
 static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
   const cpu_features_t *f = cpu_features_get();
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
+  fast_gemm_kernel_t kr = {f64 ? ukr_c_f64 : ukr_c_f32,
+                           C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL, 0, 0};
   if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl)
-    return f64 ? fast_dgemm_avx512 : fast_sgemm_avx512;
-  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
-    return f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
-  fast_gemm_kernel_t c = {f64 ? ukr_c_f64 : ukr_c_f32,
-                          C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL};
-  return c;
+    kr = f64 ? fast_dgemm_avx512 : fast_sgemm_avx512;
+  else if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
+    kr = f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
+  uint64_t l1d, l2;
+  cpu_cache_sizes(&l1d, &l2, NULL);
+  fast_gemm_block_for(&kr, l1d, l2);
+  return kr;
 }
 
 static char *tensor_base(const bp_plugin_tensor_t *t) {

@@ -77,7 +77,18 @@ typedef struct fast_gemm_kernel {
   fast_ukr_pix_fn ukr_pix;   /* optional (f32), same MR x NR tile */
   /* optional (f32): ukr_rows with column-major A, (i, p) at a[p*lda + i] */
   fast_ukr_rows_fn ukr_cols;
+  /* the L1d and L2 (KiB) of the machine kc and nc were tuned on; 0: keep
+   * them on every machine (fast_gemm_block_for) */
+  unsigned tuned_l1_kib, tuned_l2_kib;
 } fast_gemm_kernel_t;
+
+/* Scales kr's kc and nc from the caches it was tuned for to l1d / l2
+ * bytes: the KC x NR micro-panel keeps its share of L1, the KC x NC block
+ * of B its share of L2, each within a quarter to four times the tuned
+ * size; kc a multiple of 16 (>= 64), nc of NR. Unknown sizes (0) or an
+ * untuned kernel keep the constants. */
+CPU_HIDDEN void fast_gemm_block_for(fast_gemm_kernel_t *kr, uint64_t l1d,
+                                    uint64_t l2);
 
 /* Kernels per ISA; each file is compiled with its own -m flags and is only
  * called after the run-time feature check. */

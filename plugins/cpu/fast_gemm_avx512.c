@@ -63,6 +63,6 @@ const fast_gemm_kernel_t fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               sgemm_ukr_rows_12x32,
                                               sgemm_ukr_offs_12x32,
                                               sgemm_ukr_pix_12x32,
-                                              sgemm_ukr_cols_12x32};
+                                              sgemm_ukr_cols_12x32, 48, 2048};
 const fast_gemm_kernel_t fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
-                                              256, 480, 3072, NULL, NULL, NULL, NULL, NULL};
+                                              256, 480, 3072, NULL, NULL, NULL, NULL, NULL, 48, 2048};

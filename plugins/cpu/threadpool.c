@@ -13,6 +13,9 @@
  * sums per-worker partials gives the same bits every run) and lets callers
  * keep per-worker scratch indexed by the worker argument.
  *
+ * Workers may be pinned, one per core (cpu_pool_pin, from the device's
+ * topology): a GEMM block sized for one core's L2 then stays with it.
+ *
  * Calls from several threads are serialised by run_lock. A call made from
  * inside a task (of any pool) runs inline on the calling worker, which both
  * avoids a deadlock on run_lock and keeps nested parallelism from
@@ -123,6 +126,21 @@ cpu_pool_t *cpu_pool_create(unsigned n) {
 fail:
   cpu_pool_destroy(p);
   return NULL;
+}
+
+unsigned cpu_pool_pin(cpu_pool_t *p, const cpu_set_t *sets, unsigned nsets) {
+  unsigned pinned = 0;
+  if (!p || !sets || !nsets) return 0;
+  for (unsigned i = 1; i <= p->started; i++)
+    if (pthread_setaffinity_np(p->threads[i - 1], sizeof(cpu_set_t),
+                               &sets[i % nsets]) == 0)
+      pinned++;
+  return pinned;
+}
+
+bool cpu_pool_worker_affinity(cpu_pool_t *p, unsigned i, cpu_set_t *out) {
+  if (!p || i == 0 || i > p->started) return false;
+  return pthread_getaffinity_np(p->threads[i - 1], sizeof *out, out) == 0;
 }
 
 void cpu_pool_destroy(cpu_pool_t *p) {

@@ -7,12 +7,14 @@
  * plugin loads on a machine without it; there the cache sizes come from
  * sysconf (glibc reads CPUID) and the core count is the logical CPUs this
  * process may use. Discovery runs once, at init, and is cached: probe only
- * formats what was found.
+ * formats what was found. The CPUs of each core (cpu_core_sets) are what
+ * the device's worker threads are pinned to.
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,6 +40,8 @@ typedef struct hwloc_api {
   int (*get_type_depth)(hwloc_topology_t, hwloc_obj_type_t);
   unsigned (*get_nbobjs_by_depth)(hwloc_topology_t, int);
   hwloc_obj_t (*get_obj_by_depth)(hwloc_topology_t, int, unsigned);
+  int (*bitmap_first)(hwloc_const_bitmap_t);
+  int (*bitmap_next)(hwloc_const_bitmap_t, int);
 } hwloc_api_t;
 
 static bool hwloc_api_open(hwloc_api_t *h) {
@@ -52,12 +56,14 @@ static bool hwloc_api_open(hwloc_api_t *h) {
   SYM(get_type_depth, "hwloc_get_type_depth");
   SYM(get_nbobjs_by_depth, "hwloc_get_nbobjs_by_depth");
   SYM(get_obj_by_depth, "hwloc_get_obj_by_depth");
+  SYM(bitmap_first, "hwloc_bitmap_first");
+  SYM(bitmap_next, "hwloc_bitmap_next");
 #undef SYM
   /* hwloc's own rule: the structs we read match only within one major
    * version (the header's and the library's). */
   bool ok = h->get_api_version && h->topology_init && h->topology_load &&
             h->topology_destroy && h->get_type_depth && h->get_nbobjs_by_depth &&
-            h->get_obj_by_depth &&
+            h->get_obj_by_depth && h->bitmap_first && h->bitmap_next &&
             (h->get_api_version() >> 16) == (HWLOC_API_VERSION >> 16);
   if (!ok) dlclose(h->dl);
   return ok;
@@ -77,6 +83,31 @@ static uint64_t cache_of(const hwloc_api_t *h, hwloc_topology_t t, hwloc_obj_typ
   if (depth < 0) return 0;
   hwloc_obj_t o = h->get_obj_by_depth(t, depth, 0);
   return o && o->attr ? o->attr->cache.size : 0;
+}
+
+/* Core sets (see cpu_core_sets) from hwloc's core objects: each core's
+ * PUs that `allowed` has; cores with none are left out. */
+static unsigned core_sets_hwloc(const cpu_set_t *allowed, cpu_set_t *sets, unsigned cap) {
+  hwloc_api_t h;
+  hwloc_topology_t t;
+  unsigned n = 0;
+  if (!hwloc_api_open(&h)) return 0;
+  if (h.topology_init(&t) == 0) {
+    int depth = h.topology_load(t) == 0 ? h.get_type_depth(t, HWLOC_OBJ_CORE) : -1;
+    unsigned cores = depth >= 0 ? h.get_nbobjs_by_depth(t, depth) : 0;
+    for (unsigned c = 0; c < cores && n < cap; c++) {
+      hwloc_obj_t o = h.get_obj_by_depth(t, depth, c);
+      if (!o || !o->cpuset) continue;
+      CPU_ZERO(&sets[n]);
+      for (int b = h.bitmap_first(o->cpuset); b >= 0 && b < CPU_SETSIZE;
+           b = h.bitmap_next(o->cpuset, b))
+        if (CPU_ISSET(b, allowed)) CPU_SET(b, &sets[n]);
+      if (CPU_COUNT(&sets[n])) n++;
+    }
+    h.topology_destroy(t);
+  }
+  dlclose(h.dl);
+  return n;
 }
 
 static bool query_hwloc(cpu_topology_t *out) {
@@ -106,7 +137,56 @@ static bool query_hwloc(cpu_topology_t *out) {
   (void)out;
   return false; /* built without hwloc.h: sysconf only */
 }
+
+static unsigned core_sets_hwloc(const cpu_set_t *allowed, cpu_set_t *sets, unsigned cap) {
+  (void)allowed, (void)sets, (void)cap;
+  return 0;
+}
 #endif
+
+/* Parses a sysfs CPU list ("0-3,8,10-11") into set; false if unreadable. */
+static bool read_cpu_list(const char *path, cpu_set_t *set) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char buf[4096];
+  bool ok = fgets(buf, sizeof buf, f) != NULL;
+  fclose(f);
+  CPU_ZERO(set);
+  for (char *p = buf; ok && *p && *p != '\n';) {
+    char *end;
+    long a = strtol(p, &end, 10), b = a;
+    if (end == p) return false;
+    if (*end == '-') b = strtol(end + 1, &end, 10);
+    for (long c = a; c <= b && c < CPU_SETSIZE; c++) CPU_SET((int)c, set);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return ok && CPU_COUNT(set) > 0;
+}
+
+/* Core sets from sysfs: each allowed CPU's core siblings, once per core;
+ * one set per allowed CPU when sysfs says nothing. */
+static unsigned core_sets_sysfs(const cpu_set_t *allowed, cpu_set_t *sets, unsigned cap) {
+  unsigned n = 0;
+  cpu_set_t seen;
+  CPU_ZERO(&seen);
+  for (int c = 0; c < CPU_SETSIZE && n < cap; c++) {
+    if (!CPU_ISSET(c, allowed) || CPU_ISSET(c, &seen)) continue;
+    char path[96];
+    cpu_set_t core;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_cpus_list", c);
+    if (!read_cpu_list(path, &core)) {
+      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+      if (!read_cpu_list(path, &core)) {
+        CPU_ZERO(&core);
+        CPU_SET(c, &core);
+      }
+    }
+    CPU_AND(&sets[n], &core, allowed);
+    CPU_OR(&seen, &seen, &core);
+    if (CPU_COUNT(&sets[n])) n++;
+  }
+  return n;
+}
 
 static uint64_t sysconf_bytes(int name) {
   long v = sysconf(name);
@@ -144,6 +224,24 @@ static cpu_topology_t topology;
 static pthread_once_t topology_once = PTHREAD_ONCE_INIT;
 
 static void topology_discover(void) { cpu_topology_query(true, &topology); }
+
+#define CPU_MAX_CORE_SETS 1024
+static cpu_set_t core_sets[CPU_MAX_CORE_SETS];
+static unsigned n_core_sets;
+static pthread_once_t core_sets_once = PTHREAD_ONCE_INIT;
+
+static void core_sets_discover(void) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  n_core_sets = core_sets_hwloc(&allowed, core_sets, CPU_MAX_CORE_SETS);
+  if (!n_core_sets) n_core_sets = core_sets_sysfs(&allowed, core_sets, CPU_MAX_CORE_SETS);
+}
+
+unsigned cpu_core_sets(const cpu_set_t **out) {
+  pthread_once(&core_sets_once, core_sets_discover);
+  *out = core_sets;
+  return n_core_sets;
+}
 
 const cpu_topology_t *cpu_topology_get(void) {
   pthread_once(&topology_once, topology_discover);
