@@ -9,7 +9,9 @@
  * keep normal stores). Row lengths cover 1, below, at and past the vector
  * width, primes, rows longer than the cached form (softmax online) and
  * outputs that start off the vector boundary (the unaligned head). Rows
- * hold NaN, +inf and -inf, and all -inf rows. Results only; no timings.
+ * hold NaN, +inf and -inf, and all -inf rows. Identical rows give identical
+ * bits whether written in place or deferred to the next row's pass.
+ * Results only; no timings.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -306,12 +308,73 @@ static void test_in_place(void **state) {
   assert_int_equal(fails, 0);
 }
 
+/* A row's output does not depend on whether it was written in place or
+ * left pending and streamed out during the next row's pass (softmax's
+ * fast_sm_defer_t): identical rows give identical bits wherever they fall
+ * in a claimed range; the norms are held to the same. gb: bit 0 gamma,
+ * bit 1 beta. */
+static void same_rows(cpu_device_t *dev, int op, int gb, int64_t rows, int64_t n) {
+  int64_t shape[2] = {rows, n}, st[2] = {n, 1}, ps[1] = {n}, pst[1] = {1};
+  size_t bytes = sizeof(float) * (size_t)((rows * n + 15) / 16 * 16);
+  float *x = aligned_alloc(64, bytes), *y = aligned_alloc(64, bytes),
+        *g = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) x[i] = frand(), g[i] = frand(), b[i] = frand();
+  for (int64_t r = 1; r < rows; r++) memcpy(x + r * n, x, sizeof(float) * (size_t)n);
+  static const char *names[4] = {"softmax", "log-softmax", "layer", "rms"};
+  if (op < 2) {
+    bp_softmax_args_t a = {sizeof a, 1, op, tens(x, 2, shape, st), tens(y, 2, shape, st)};
+    assert_int_equal(cpu_fast_softmax(dev, &a), BP_OK);
+  } else {
+    bp_norm_args_t a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.eps = 1e-5;
+    a.x = tens(x, 2, shape, st);
+    a.y = tens(y, 2, shape, st);
+    if (gb & 1) a.gamma = tens(g, 1, ps, pst);
+    if ((gb & 2) && op == 2) a.beta = tens(b, 1, ps, pst);
+    assert_int_equal(op == 3 ? cpu_fast_rms_norm(dev, &a) : cpu_fast_layer_norm(dev, &a), BP_OK);
+  }
+  checks++;
+  for (int64_t r = 1; r < rows; r++)
+    if (memcmp(y + r * n, y, sizeof(float) * (size_t)n) != 0) {
+      if (fails++ < 5)
+        printf("%s gb%d isa%d t%u %ldx%ld nt%d: row %ld differs from row 0\n", names[op], gb,
+               dev->isa, dev->threads, (long)rows, (long)n, fast_nt_min_bytes == 0, (long)r);
+      break;
+    }
+  free(x), free(y), free(g), free(b);
+}
+
+static void test_deferred_rows_same_bits(void **state) {
+  (void)state;
+  dev_set_t s;
+  devs_open(&s);
+  if (!s.n) skip();
+  fails = checks = 0;
+  srand(13);
+  static const int64_t ns[] = {33, 1000, 1024, 4101};
+  int64_t saved = fast_nt_min_bytes;
+  for (int nt = 0; nt < 2; nt++) {
+    fast_nt_min_bytes = nt ? 0 : saved;
+    for (int d = 0; d < s.n; d++)
+      for (int op = 0; op < 4; op++)
+        for (int gb = 0; gb < (op < 2 ? 1 : 4); gb++)
+          for (int i = 0; i < 4; i++) same_rows(&s.dev[d], op, gb, 70, ns[i]);
+  }
+  fast_nt_min_bytes = saved;
+  printf("deferred rows: %d cases, %d failures\n", checks, fails);
+  devs_close(&s);
+  assert_int_equal(fails, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_nt_decision),
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_normal_stores),
       cmocka_unit_test(test_in_place),
+      cmocka_unit_test(test_deferred_rows_same_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
