@@ -64,12 +64,42 @@ static void split_phases(const float *row, int64_t sw, int64_t wq, float *d) {
       for (int64_t f = 0; f < sw; f++) d[f * wq + q] = row[q * sw + f];
 }
 
+/* Stride 2, unit-stride rows: padded row t (row[c - pw] for pw <= c < pw +
+ * W, else 0) split straight into its two phases, d[q] = t[2q] and d[wq +
+ * q] = t[2q + 1]; the pairs inside the row four at a time (SSE2 shuffles),
+ * the padding and edges one by one. */
+static void split_row2(const float *row, int64_t W, int64_t pw, int64_t wq, float *d) {
+  float *e = d, *o = d + wq;
+  int64_t q = 0, qi = (pw + 1) / 2, qe = (pw + W) / 2; /* pairs [qi, qe) inside */
+  if (qe > wq) qe = wq;
+  for (; q < qi && q < wq; q++) {
+    int64_t c = 2 * q - pw;
+    e[q] = c >= 0 && c < W ? row[c] : 0.0f;
+    o[q] = c + 1 >= 0 && c + 1 < W ? row[c + 1] : 0.0f;
+  }
+  for (; q + 4 <= qe; q += 4) {
+    const float *s = row + 2 * q - pw;
+    __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + 4);
+    _mm_storeu_ps(e + q, _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm_storeu_ps(o + q, _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  for (; q < wq; q++) {
+    int64_t c = 2 * q - pw;
+    e[q] = c >= 0 && c < W ? row[c] : 0.0f;
+    o[q] = c + 1 >= 0 && c + 1 < W ? row[c + 1] : 0.0f;
+  }
+}
+
 void fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1, float *d) {
   float tmp[CONV_ROW_MAX];
   for (int64_t h = h0; h < h1; h++, d += j->Wp) {
     int64_t ih = h - j->ph;
     if (ih < 0 || ih >= j->H) {
       memset(d, 0, (size_t)j->Wp * sizeof *d);
+      continue;
+    }
+    if (j->sw == 2 && j->sxw == 1) {
+      split_row2(xc + ih * j->sxh, j->W, j->pw, j->wq, d);
       continue;
     }
     float *o = j->sw > 1 ? tmp : d;
