@@ -292,7 +292,7 @@ static void test_gemm(void **state) {
    * generic kernels with the texel path off. */
   static const char *tiles[] = {"t8844",   "t4888",   "t8888",   "t8448",
                                 "t81644",  "t8844u4", "t4888u4", "t8448u4",
-                                "t81644u4", NULL};
+                                "t81644u4", "t8888u4", NULL};
   for (int i = 0; tiles[i]; i++) {
     setenv("BACKPLANE_VK_GEMM_TILE", tiles[i], 1);
     gemm_pair(BP_F32, BP_TRANS, BP_NO_TRANS, 67, 45, 33, 2, 0.5, -1.0, false);

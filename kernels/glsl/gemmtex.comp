@@ -68,6 +68,12 @@
 #define WX_ 4
 #define WY_ 4
 #define KU_ 4
+#elif defined(T2_t8888u4)
+#define TM_ 8
+#define TN_ 8
+#define WX_ 8
+#define WY_ 8
+#define KU_ 4
 #else // t8844
 #define TM_ 8
 #define TN_ 8

@@ -20,6 +20,7 @@ static const vkb_texel_tile_t k_tiles[] = {
     {"t8844", 8, 8, 4, 4}, {"t4888", 4, 8, 8, 8},   {"t8888", 8, 8, 8, 8},
     {"t8448", 8, 4, 4, 8}, {"t81644", 8, 16, 4, 4}, {"t8844u4", 8, 8, 4, 4},
     {"t4888u4", 4, 8, 8, 8}, {"t8448u4", 8, 4, 4, 8}, {"t81644u4", 8, 16, 4, 4},
+    {"t8888u4", 8, 8, 8, 8},
 };
 #define NTILES ((int)(sizeof k_tiles / sizeof *k_tiles))
 #define TUNE_N 512

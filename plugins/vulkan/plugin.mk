@@ -14,7 +14,7 @@ GLSLC_FLAGS := --target-env=vulkan1.2 -O -Werror -Ikernels/glsl
 VK_FLOATS := f32 f16 bf16
 VK_CAST_TYPES := f32 f16 bf16 i32 u8
 # Register tiles of gemmtex.comp (t<TM><TN><WX><WY>), the autotuner's candidates.
-VK_GEMMTEX_TILES := t8844 t4888 t8888 t8448 t81644 t8844u4 t4888u4 t8448u4 t81644u4
+VK_GEMMTEX_TILES := t8844 t4888 t8888 t8448 t81644 t8844u4 t4888u4 t8448u4 t81644u4 t8888u4
 VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
   $(foreach t,$(VK_FLOATS),eltwise_$(t) gemm_$(t) gemm_$(t)_direct reduce_$(t) softmax_$(t) \
     norm_$(t) attention_$(t) gemv_$(t) conv_$(t) pool_$(t) bnorm_$(t) \
