@@ -20,6 +20,7 @@
 #define CONV_KC_DIRECT 384          /* k block of the in-place route (see plan) */
 #define CONV_KC_MAX 256             /* k block: a micro-panel (KC x NR) stays in L1 */
 #define CONV_ROW_MAX 4096           /* widest padded row split into phases */
+#define CONV_PAD_AHEAD 4            /* channels prefetched ahead of the padding */
 
 /* Zero-padded copy of the images, so packing needs no bounds checks:
  * plane (n, c) of Hp x Wp floats, x's pixel (h, w) at (h + ph, w + pw). */
@@ -60,9 +61,12 @@ typedef struct conv_job {
   const bp_plugin_tensor_t *wt;
 } conv_job_t;
 
-/* Padded rows [h0, h1) of one channel plane xc into d (Wp floats each). */
+/* Padded rows [h0, h1) of one channel plane xc into d (Wp floats each).
+ * ahead, when not NULL, is a plane padded later: its same rows are
+ * prefetched meanwhile (the planes lie a plane apart, too far for the
+ * hardware prefetchers, and the copies would wait on memory). */
 CPU_HIDDEN void fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1,
-                                   float *d);
+                                   float *d, const float *ahead);
 
 /* The next strip of output pixels from jj (at most end) that the in-place
  * route reads: one or two halves of W lanes, each on one output row, the

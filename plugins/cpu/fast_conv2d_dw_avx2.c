@@ -42,9 +42,9 @@ static inline __attribute__((always_inline)) void dw_store(float *d, __m256 v, i
 /* nv vectors of one output row from ow on (the last may be partial): the
  * taps read rows + toff[t] + ow, all inside the padded buffer. */
 static inline __attribute__((always_inline)) void dw_strip(const float *rows, const int64_t *toff,
-                                                           const float *w, int64_t taps,
-                                                           __m256 vb, float *yr, int64_t ow,
-                                                           int64_t Q, int nv, int nt) {
+                                                           const float *w, int64_t taps, __m256 vb,
+                                                           float *yr, int64_t ow, int64_t Q, int nv,
+                                                           int nt) {
   __m256 acc[DW_NV];
   _Pragma("GCC unroll 8") for (int v = 0; v < nv; v++) acc[v] = vb;
   for (int64_t t = 0; t < taps; t++) {
@@ -122,24 +122,24 @@ static inline void dw_copy_row(const float *s, int64_t W, int64_t pw, int64_t Wp
 
 /* The cases of a switch on nv calling CALL(n) with n = nv for nv <= 6,
  * a constant, so the kernels unroll. */
-#define DW_CASES6(CALL) \
-  case 6:               \
-    CALL(6);            \
-    break;              \
-  case 5:               \
-    CALL(5);            \
-    break;              \
-  case 4:               \
-    CALL(4);            \
-    break;              \
-  case 3:               \
-    CALL(3);            \
-    break;              \
-  case 2:               \
-    CALL(2);            \
-    break;              \
-  default:              \
-    CALL(1);            \
+#define DW_CASES6(CALL)                                                                            \
+  case 6:                                                                                          \
+    CALL(6);                                                                                       \
+    break;                                                                                         \
+  case 5:                                                                                          \
+    CALL(5);                                                                                       \
+    break;                                                                                         \
+  case 4:                                                                                          \
+    CALL(4);                                                                                       \
+    break;                                                                                         \
+  case 3:                                                                                          \
+    CALL(3);                                                                                       \
+    break;                                                                                         \
+  case 2:                                                                                          \
+    CALL(2);                                                                                       \
+    break;                                                                                         \
+  default:                                                                                         \
+    CALL(1);                                                                                       \
     break;
 
 void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x, const float *w, float bias,
@@ -185,7 +185,7 @@ void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x, const floa
     for (int64_t ow = 0; ow < Q;) {
       int64_t nv = (Q - ow + 7) / 8;
       if (nv > DW_NV) nv = DW_NV;
-#define DW_CALL1(n) dw_strip(rows, toff, w, R * S, vb, yr, ow, Q, n, nt)
+#define DW_CALL1(n) dw_strip(rows, toff, w, R *S, vb, yr, ow, Q, n, nt)
       switch (nv) { /* independent accumulators hide the FMA latency */
       case 8:
         DW_CALL1(8);

@@ -211,7 +211,8 @@ void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
       const pad_job_t *pj = &j->pad;
       const float *xc = pj->x + n * pj->sxn + g * j->cg * pj->sxc;
       for (int64_t c = 0; c < j->cg; c++)
-        fast_conv_pad_rows(pj, xc + c * pj->sxc, h0, h1, slab + c * plane);
+        fast_conv_pad_rows(pj, xc + c * pj->sxc, h0, h1, slab + c * plane,
+                           c + CONV_PAD_AHEAD < j->cg ? xc + (c + CONV_PAD_AHEAD) * pj->sxc : NULL);
       have = rest;
     }
     conv_block(j, n, g, m0, m1 - m0, j0, nb, NULL, slab, slab + j->cg * plane, h0);
@@ -247,7 +248,9 @@ void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) 
         const pad_job_t *pj = &j->pad;
         const float *xc = pj->x + n * pj->sxn + g * j->cg * pj->sxc;
         for (int64_t c = 0; c < j->cg; c++)
-          fast_conv_pad_rows(pj, xc + c * pj->sxc, 0, j->slab_rows, slab + c * plane);
+          fast_conv_pad_rows(pj, xc + c * pj->sxc, 0, j->slab_rows, slab + c * plane,
+                             c + CONV_PAD_AHEAD < j->cg ? xc + (c + CONV_PAD_AHEAD) * pj->sxc
+                                                        : NULL);
         have = ng;
       }
       xg = slab;
