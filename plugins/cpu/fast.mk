@@ -17,6 +17,7 @@ $(FAST_DIR)/fast_attention_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 $(FAST_DIR)/fast_vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 $(FAST_DIR)/fast_vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
 $(FAST_DIR)/fast_conv2d_dw_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
+$(FAST_DIR)/fast_conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 # Vectorised f32 panel packing (fast_gemm_pack_*.c).
 $(FAST_DIR)/fast_gemm_pack_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 $(FAST_DIR)/fast_gemm_pack_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)

@@ -131,8 +131,11 @@ static void conv_direct(const conv_job_t *j, const float *ag, const float *xg, c
     if (cols < 2 * hw && j->lim_ok && top + j->off_max + hw <= lim) lcols = 2 * hw;
     for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
       int rows = (int)(m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr);
-      kr->ukr_offs(kb, ag + ir * j->lda + pc, j->lda, blo, bhi, j->off + pc, yg + ir * j->syk + lo,
-                   j->syk, rows, (int)cols, lcols, 1.0f, pc == 0 ? 0.0f : 1.0f);
+      /* a short last panel on AVX2: the 4-row tile, not 6 with 2 repeated */
+      fast_ukr_offs_fn ukr =
+          rows <= 4 && kr == &fast_sgemm_avx2 ? fast_conv_ukr_offs4_avx2 : kr->ukr_offs;
+      ukr(kb, ag + ir * j->lda + pc, j->lda, blo, bhi, j->off + pc, yg + ir * j->syk + lo, j->syk,
+          rows, (int)cols, lcols, 1.0f, pc == 0 ? 0.0f : 1.0f);
     }
   }
 }
