@@ -87,8 +87,10 @@ CPU_HIDDEN void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsign
 CPU_HIDDEN void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x, const float *w,
                                         float bias, float *y, float *buf, int nt);
 
-/* fast_sgemm_avx2's in-place kernel with 4 rows instead of 6, for a last
- * panel of at most 4 output channels (fast_conv2d_ukr_avx2.c). */
+/* fast_sgemm_avx2's in-place and channels-along-the-vector kernels with 4
+ * rows instead of 6, for a last panel of at most 4 output channels or
+ * pixels (fast_conv2d_ukr_avx2.c). */
 CPU_HIDDEN extern const fast_ukr_offs_fn fast_conv_ukr_offs4_avx2;
+CPU_HIDDEN extern const fast_ukr_pix_fn fast_conv_ukr_pix4_avx2;
 
 #endif /* BACKPLANE_FAST_CONV2D_H */

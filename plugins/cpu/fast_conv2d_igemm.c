@@ -264,7 +264,9 @@ void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) 
       int rows = (int)(pq - pi < mr ? pq - pi : mr);
       for (int i = 0; i < rows; i++)
         xp[i] = xg + (pi + i) / j->Q * j->sh * j->sxh + (pi + i) % j->Q;
-      kr->ukr_pix(j->crs, xp, j->off, wp, y + pi, j->syk, rows, 0.0f);
+      fast_ukr_pix_fn ukr =
+          rows <= 4 && kr == &fast_sgemm_avx2 ? fast_conv_ukr_pix4_avx2 : kr->ukr_pix;
+      ukr(j->crs, xp, j->off, wp, y + pi, j->syk, rows, 0.0f);
     }
     if (j->bias)
       for (int64_t ch = 0; ch < nr; ch++)

@@ -1,11 +1,12 @@
 /*
- * fast_conv2d_ukr_avx2.c — the in-place conv micro-kernel (fast_ukr_offs_fn)
- * with a 4-row tile, AVX2 + FMA (fast.mk), for the last output-channel
- * panel when the AVX2 kernel's 6 rows do not divide the channels: 64
- * channels are 10 panels of 6 and one of 4, which the 6-row kernel runs
- * as 6 (two rows repeated, 3 % of the layer's FMAs wasted). Same body as
- * fast_gemm_avx2.c's (fast_gemm_ukr_rows.h); called by fast_conv2d_igemm.c
- * only when that kernel was picked, so only after the CPUID check.
+ * fast_conv2d_ukr_avx2.c — the conv micro-kernels with a 4-row tile, AVX2 +
+ * FMA (fast.mk), for a last panel that the AVX2 kernels' 6 rows would run
+ * with rows repeated: in place (fast_ukr_offs_fn), 64 output channels are
+ * 10 panels of 6 and one of 4 (3 % of the layer's FMAs wasted); channels
+ * along the vector (fast_ukr_pix_fn), 196 pixels are 32 tiles of 6 and
+ * one of 4. Same bodies as fast_gemm_avx2.c's (fast_gemm_ukr_rows.h);
+ * called by fast_conv2d_igemm.c only when that file's kernels were
+ * picked, so only after the CPUID check.
  */
 #include <immintrin.h>
 
@@ -29,5 +30,7 @@ static inline __m256i lanes8(int n) {
 #define MLOAD(p, m) _mm256_maskload_ps((p), (m))
 #define MSTORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
 FAST_DEFINE_UKR_OFFS(conv_ukr_offs_4x16, 4)
+FAST_DEFINE_UKR_PIX(conv_ukr_pix_4x16, 4)
 
 const fast_ukr_offs_fn fast_conv_ukr_offs4_avx2 = conv_ukr_offs_4x16;
+const fast_ukr_pix_fn fast_conv_ukr_pix4_avx2 = conv_ukr_pix_4x16;
