@@ -92,5 +92,6 @@ CPU_HIDDEN void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x,
  * pixels (fast_conv2d_ukr_avx2.c). */
 CPU_HIDDEN extern const fast_ukr_offs_fn fast_conv_ukr_offs4_avx2;
 CPU_HIDDEN extern const fast_ukr_pix_fn fast_conv_ukr_pix4_avx2;
+CPU_HIDDEN extern const fast_ukr_pix_fn fast_conv_ukr_pix6_avx2;
 
 #endif /* BACKPLANE_FAST_CONV2D_H */

@@ -266,6 +266,7 @@ void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) 
         xp[i] = xg + (pi + i) / j->Q * j->sh * j->sxh + (pi + i) % j->Q;
       fast_ukr_pix_fn ukr =
           rows <= 4 && kr == &fast_sgemm_avx2 ? fast_conv_ukr_pix4_avx2 : kr->ukr_pix;
+      if (rows > 4 && kr == &fast_sgemm_avx2) ukr = fast_conv_ukr_pix6_avx2;
       ukr(j->crs, xp, j->off, wp, y + pi, j->syk, rows, 0.0f);
     }
     if (j->bias)
