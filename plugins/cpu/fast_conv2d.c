@@ -386,6 +386,10 @@ typedef struct plane_job {
   fast_dw_geom_t g;
   bool avx2; /* fast_conv_dw_plane_avx2 (stride-1 rows) instead of vk's */
   int nt;    /* its output stores bypass the cache */
+  /* depthwise on several threads: the pool runs one chunk per worker, and
+   * each claims batches of planes from *next until all are taken */
+  _Atomic int64_t *next;
+  int64_t planes, batch;
 } plane_job_t;
 
 static void bias_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
@@ -401,28 +405,38 @@ static void bias_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   }
 }
 
-static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)worker;
-  const plane_job_t *j = ctx;
+/* Plane t (image t / C, channel t % C) of the depthwise conv, buf its
+ * padded-plane scratch. */
+static void dw_plane(const plane_job_t *j, int64_t t, float *buf) {
   const bp_conv2d_args_t *a = j->a;
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   int64_t C = x->shape[1], R = w->shape[2], S = w->shape[3];
-  float *buf = fast_scratch(3, (size_t)((j->g.Hp + 2) * j->g.Wp) * sizeof(float));
   float wt[64];
   const float *px = cpu_tensor_base(x), *pw = cpu_tensor_base(w);
   float *py = cpu_tensor_base(y);
-  for (int64_t t = begin; t < end && buf; t++) {
-    int64_t n = t / C, c = t % C;
-    for (int64_t r = 0; r < R; r++)
-      for (int64_t s = 0; s < S; s++)
-        wt[r * S + s] = pw[c * w->strides[0] + r * w->strides[2] + s * w->strides[3]];
-    const float *xc = px + n * x->strides[0] + c * x->strides[1];
-    float *yc = py + n * y->strides[0] + c * y->strides[1], b = j->bias ? j->bias[c] : 0.0f;
-    if (j->avx2)
-      fast_conv_dw_plane_avx2(&j->g, xc, wt, b, yc, buf, j->nt);
-    else
-      j->vk->dw_plane(&j->g, xc, wt, b, yc, buf);
-  }
+  int64_t n = t / C, c = t % C;
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t s = 0; s < S; s++)
+      wt[r * S + s] = pw[c * w->strides[0] + r * w->strides[2] + s * w->strides[3]];
+  const float *xc = px + n * x->strides[0] + c * x->strides[1];
+  float *yc = py + n * y->strides[0] + c * y->strides[1], b = j->bias ? j->bias[c] : 0.0f;
+  if (j->avx2)
+    fast_conv_dw_plane_avx2(&j->g, xc, wt, b, yc, buf, j->nt);
+  else
+    j->vk->dw_plane(&j->g, xc, wt, b, yc, buf);
+}
+
+static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const plane_job_t *j = ctx;
+  float *buf = fast_scratch(3, (size_t)((j->g.Hp + 2) * j->g.Wp) * sizeof(float));
+  if (!buf) return; /* checked by the caller before the split */
+  if (!j->next)
+    for (int64_t t = begin; t < end; t++) dw_plane(j, t, buf);
+  else /* batches as they are claimed; begin and end are unused */
+    for (int64_t b;
+         (b = atomic_fetch_add_explicit(j->next, j->batch, memory_order_relaxed)) < j->planes;)
+      for (int64_t t = b; t < b + j->batch && t < j->planes; t++) dw_plane(j, t, buf);
   if (j->nt) _mm_sfence(); /* the streamed rows, before the pool's barrier */
 }
 
@@ -432,7 +446,7 @@ static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                   const float *bias) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   if (w->shape[2] * w->shape[3] > 64) return BP_ERR_UNIMPLEMENTED;
-  plane_job_t j = {a, vk, bias, {0}, false, 0};
+  plane_job_t j = {a, vk, bias, {0}, false, 0, NULL, 0, 0};
   /* AVX2 and stride-1 rows: the stencil that keeps a row's vectors in
    * flight. Its output is streamed past the caches only from the size the
    * memory-bound ops stream at (fast_nt_min_bytes, 16 MiB): below that,
@@ -452,8 +466,19 @@ static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
   if (j.avx2) g->Wp = (g->Wp + 7) / 8 * 8; /* aligned rows */
   if (!fast_scratch(3, (size_t)((g->Hp + 2) * g->Wp) * sizeof(float))) return BP_ERR_UNIMPLEMENTED;
   int64_t planes = x->shape[0] * x->shape[1];
-  int64_t work = g->P * g->Q * g->R * g->S;
-  cpu_pool_run(dev->pool, planes, work >= 16384 ? 1 : 16384 / work + 1, dw_task, &j);
+  int64_t work = g->P * g->Q * g->R * g->S, grain = work >= 16384 ? 1 : 16384 / work + 1;
+  unsigned threads = pool_threads(dev);
+  _Atomic int64_t next = 0;
+  if (threads > 1 && planes >= 4 * (int64_t)threads * grain) {
+    /* planes claimed as workers get to them (at least 4 batches a worker):
+     * one slowed by another process leaves the rest to the others, and
+     * which worker computes a plane never changes its result */
+    j.next = &next;
+    j.planes = planes;
+    j.batch = grain;
+    cpu_pool_run(dev->pool, threads, 1, dw_task, &j);
+  } else
+    cpu_pool_run(dev->pool, planes, grain, dw_task, &j);
   return BP_OK;
 }
 
@@ -476,7 +501,7 @@ static bp_status_t conv_1x1(cpu_device_t *dev, const bp_conv2d_args_t *a, const 
   g.a.shape[0] = N;
   bp_status_t st = cpu_fast_gemm(dev, &g);
   if (st != BP_OK || !bias) return st;
-  plane_job_t j = {a, NULL, bias, {0}, false, 0};
+  plane_job_t j = {a, NULL, bias, {0}, false, 0, NULL, 0, 0};
   cpu_pool_run(dev->pool, N * K, HW >= 4096 ? 1 : 4096 / (HW + 1) + 1, bias_task, &j);
   return BP_OK;
 }
