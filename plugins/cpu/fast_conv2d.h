@@ -16,7 +16,7 @@
 #define CONV_NR_MAX 32              /* widest micro-kernel tile (NR) */
 #define CONV_TILE_BYTES (384 << 10) /* packed image tile, kept in L2 */
 #define CONV_DIRECT_NC 512          /* output pixels per block, in-place route */
-#define CONV_DIRECT_TASKS 8         /* in place, unpadded: blocks per thread */
+#define CONV_DIRECT_TASKS 8         /* in place, several threads: blocks per thread */
 #define CONV_KC_DIRECT 384          /* k block of the in-place route (see plan) */
 #define CONV_KC_MAX 256             /* k block: a micro-panel (KC x NR) stays in L1 */
 #define CONV_ROW_MAX 4096           /* widest padded row split into phases */
