@@ -2,10 +2,10 @@
 # into the test as well, to compare its discovery with the plugin's report,
 # and threadpool.c, whose workers it pins.
 $(B)/test/test_hwloc: $(B)/obj/test/test_hwloc.o $(B)/obj/plugins/cpu/topology.o \
-  $(B)/obj/plugins/cpu/threadpool.o $(LIB) $(PLUGINS)
+  $(B)/obj/plugins/cpu/threadpool.o $(B)/obj/plugins/cpu/cpu_features.o $(LIB) $(PLUGINS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $(B)/obj/test/test_hwloc.o $(B)/obj/plugins/cpu/topology.o \
-	  $(B)/obj/plugins/cpu/threadpool.o \
+	  $(B)/obj/plugins/cpu/threadpool.o $(B)/obj/plugins/cpu/cpu_features.o \
 	  -L$(B)/lib -lbackplane -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lpthread -ldl
 TESTS += $(B)/test/test_hwloc
 

@@ -13,6 +13,14 @@
  * sums per-worker partials gives the same bits every run) and lets callers
  * keep per-worker scratch indexed by the worker argument.
  *
+ * Between jobs a worker first spins for up to POOL_SPIN_NS, watching the
+ * generation counter, and only then sleeps on the condition variable; the
+ * caller waits for the last chunk the same way. Waking a sleeping thread
+ * costs tens of microseconds on a VM (an inter-processor interrupt through
+ * the hypervisor), which a call of a few hundred microseconds cannot
+ * afford when calls come back to back. Pools with more workers than CPUs
+ * never spin (a spinning worker would hold a CPU a working one needs).
+ *
  * Workers may be pinned, one per core (cpu_pool_pin, from the device's
  * topology): a GEMM block sized for one core's L2 then stays with it.
  *
@@ -21,8 +29,10 @@
  * avoids a deadlock on run_lock and keeps nested parallelism from
  * oversubscribing the machine.
  */
+#include <immintrin.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cpu.h"
 
@@ -34,9 +44,10 @@ struct cpu_pool {
   pthread_mutex_t lock;     /* guards everything below */
   pthread_cond_t wake;      /* workers wait here for a new generation */
   pthread_cond_t done;      /* the caller waits here for pending == 0 */
-  uint64_t generation;
-  unsigned pending; /* chunks of the current job not yet finished */
-  int shutting_down;
+  uint64_t generation; /* written under lock, atomically (spinners read it) */
+  unsigned pending; /* chunks of the current job not yet finished (ditto) */
+  int shutting_down;  /* (ditto) */
+  bool spin;          /* spin before sleeping (no more workers than CPUs) */
   /* The current job, valid while pending > 0. */
   cpu_pool_fn fn;
   void *ctx;
@@ -52,6 +63,39 @@ typedef struct worker_arg {
 /* Set while this thread runs a task, so nested calls run inline. */
 static _Thread_local int tls_in_task;
 static _Thread_local unsigned tls_worker;
+
+#define POOL_SPIN_NS 100000 /* 100 us */
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Spins up to POOL_SPIN_NS while *word == value; true when it changed. */
+static bool spin_while_u64(const uint64_t *word, uint64_t value, const int *stop) {
+  uint64_t until = now_ns() + POOL_SPIN_NS;
+  for (;;) {
+    for (int i = 0; i < 256; i++) {
+      if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value ||
+          __atomic_load_n(stop, __ATOMIC_RELAXED))
+        return true;
+      _mm_pause();
+    }
+    if (now_ns() > until) return false;
+  }
+}
+
+static void spin_until_zero(const unsigned *word) {
+  uint64_t until = now_ns() + POOL_SPIN_NS;
+  for (;;) {
+    for (int i = 0; i < 256; i++) {
+      if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == 0) return;
+      _mm_pause();
+    }
+    if (now_ns() > until) return;
+  }
+}
 
 static void chunk_bounds(const cpu_pool_t *p, unsigned chunk, int64_t *begin,
                          int64_t *end) {
@@ -79,6 +123,11 @@ static void *worker_main(void *varg) {
   uint64_t seen = 0;
   pthread_mutex_lock(&p->lock);
   for (;;) {
+    if (p->spin && p->generation == seen && !p->shutting_down) {
+      pthread_mutex_unlock(&p->lock);
+      spin_while_u64(&p->generation, seen, &p->shutting_down);
+      pthread_mutex_lock(&p->lock);
+    }
     while (p->generation == seen && !p->shutting_down)
       pthread_cond_wait(&p->wake, &p->lock);
     if (p->shutting_down)
@@ -89,7 +138,7 @@ static void *worker_main(void *varg) {
     pthread_mutex_unlock(&p->lock);
     run_chunk(p, index);
     pthread_mutex_lock(&p->lock);
-    if (--p->pending == 0)
+    if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_RELEASE) == 0)
       pthread_cond_signal(&p->done);
   }
   pthread_mutex_unlock(&p->lock);
@@ -101,6 +150,7 @@ cpu_pool_t *cpu_pool_create(unsigned n) {
   if (!p)
     return NULL;
   p->size = n ? n : 1;
+  p->spin = p->size <= cpu_count_online();
   pthread_mutex_init(&p->run_lock, NULL);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->wake, NULL);
@@ -147,7 +197,7 @@ void cpu_pool_destroy(cpu_pool_t *p) {
   if (!p)
     return;
   pthread_mutex_lock(&p->lock);
-  p->shutting_down = 1;
+  __atomic_store_n(&p->shutting_down, 1, __ATOMIC_RELAXED);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
   for (unsigned i = 0; i < p->started; i++)
@@ -183,13 +233,14 @@ void cpu_pool_run(cpu_pool_t *p, int64_t ntasks, int64_t grain, cpu_pool_fn fn,
   p->ctx = ctx;
   p->ntasks = ntasks;
   p->nchunks = want < (int64_t)workers ? (unsigned)want : workers;
-  p->pending = p->nchunks - 1; /* chunk 0 is ours */
-  p->generation++;
+  __atomic_store_n(&p->pending, p->nchunks - 1, __ATOMIC_RELAXED); /* chunk 0 is ours */
+  __atomic_store_n(&p->generation, p->generation + 1, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
 
   run_chunk(p, 0);
 
+  if (p->spin) spin_until_zero(&p->pending);
   pthread_mutex_lock(&p->lock);
   while (p->pending > 0)
     pthread_cond_wait(&p->done, &p->lock);
