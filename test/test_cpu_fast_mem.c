@@ -119,15 +119,12 @@ static void run_softmax(cpu_device_t *dev, int64_t rows, int64_t n, int log,
   free(bx), free(by), free(br);
 }
 
-static void run_norm(cpu_device_t *dev, int rms, int64_t rows, int64_t n,
-                     int skew, int gb) {
-  int64_t shape[2] = {rows, n}, st[2] = {n, 1}, ps[1] = {n}, pst[1] = {1};
-  float *bx, *by, *br;
-  float *x = skewed(rows * n, 0, &bx), *y = skewed(rows * n, skew, &by),
-        *yr = skewed(rows * n, 0, &br);
-  float *g = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
-  for (int64_t i = 0; i < n; i++) g[i] = frand(), b[i] = frand();
-  fill_rows(x, rows, n, 1);
+/* Layer norm (rms 0) or RMS norm args over [rows, n] x and y; gb: bit 0
+ * gamma g, bit 1 beta b (layer norm only). */
+static bp_norm_args_t norm_args(float *x, float *y, const int64_t *shape,
+                                const int64_t *st, float *g, float *b, int gb,
+                                int rms) {
+  int64_t ps[1] = {shape[1]}, pst[1] = {1};
   bp_norm_args_t a;
   memset(&a, 0, sizeof a);
   a.struct_size = sizeof a;
@@ -136,6 +133,19 @@ static void run_norm(cpu_device_t *dev, int rms, int64_t rows, int64_t n,
   a.y = tens(y, 2, shape, st);
   if (gb & 1) a.gamma = tens(g, 1, ps, pst);
   if ((gb & 2) && !rms) a.beta = tens(b, 1, ps, pst);
+  return a;
+}
+
+static void run_norm(cpu_device_t *dev, int rms, int64_t rows, int64_t n,
+                     int skew, int gb) {
+  int64_t shape[2] = {rows, n}, st[2] = {n, 1};
+  float *bx, *by, *br;
+  float *x = skewed(rows * n, 0, &bx), *y = skewed(rows * n, skew, &by),
+        *yr = skewed(rows * n, 0, &br);
+  float *g = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) g[i] = frand(), b[i] = frand();
+  fill_rows(x, rows, n, 1);
+  bp_norm_args_t a = norm_args(x, y, shape, st, g, b, gb, rms);
   char what[96];
   snprintf(what, sizeof what, "%s isa%d t%u %ldx%ld skew%d gb%d nt%d",
            rms ? "rms" : "layer", dev->isa, dev->threads, (long)rows, (long)n,
@@ -314,7 +324,7 @@ static void test_in_place(void **state) {
  * in a claimed range; the norms are held to the same. gb: bit 0 gamma,
  * bit 1 beta. */
 static void same_rows(cpu_device_t *dev, int op, int gb, int64_t rows, int64_t n) {
-  int64_t shape[2] = {rows, n}, st[2] = {n, 1}, ps[1] = {n}, pst[1] = {1};
+  int64_t shape[2] = {rows, n}, st[2] = {n, 1};
   size_t bytes = sizeof(float) * (size_t)((rows * n + 15) / 16 * 16);
   float *x = aligned_alloc(64, bytes), *y = aligned_alloc(64, bytes),
         *g = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
@@ -325,14 +335,7 @@ static void same_rows(cpu_device_t *dev, int op, int gb, int64_t rows, int64_t n
     bp_softmax_args_t a = {sizeof a, 1, op, tens(x, 2, shape, st), tens(y, 2, shape, st)};
     assert_int_equal(cpu_fast_softmax(dev, &a), BP_OK);
   } else {
-    bp_norm_args_t a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.eps = 1e-5;
-    a.x = tens(x, 2, shape, st);
-    a.y = tens(y, 2, shape, st);
-    if (gb & 1) a.gamma = tens(g, 1, ps, pst);
-    if ((gb & 2) && op == 2) a.beta = tens(b, 1, ps, pst);
+    bp_norm_args_t a = norm_args(x, y, shape, st, g, b, gb, op == 3);
     assert_int_equal(op == 3 ? cpu_fast_rms_norm(dev, &a) : cpu_fast_layer_norm(dev, &a), BP_OK);
   }
   checks++;
