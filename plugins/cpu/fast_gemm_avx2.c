@@ -9,25 +9,9 @@
 #include "fast_gemm_ukr_rows.h"
 
 /* 6 rows x 2 vectors: 12 accumulators + 2 B + 1 broadcast of 16 ymm. */
-#define VEC __m256
+#include "fast_ukr_avx2_f32.h"
 #define T float
-#define W 8
-#define LOAD _mm256_loadu_ps
-#define STORE _mm256_storeu_ps
-#define SET1 _mm256_set1_ps
-#define FMA _mm256_fmadd_ps
-#define MUL _mm256_mul_ps
-#define ZERO _mm256_setzero_ps
 FAST_DEFINE_UKR(sgemm_ukr_6x16, 6)
-/* Lane mask with the first n of 8 lanes set (none for n <= 0). */
-static inline __m256i lanes8(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-#define MASK_T __m256i
-#define MASK(n) lanes8(n)
-#define MLOAD(p, m) _mm256_maskload_ps((p), (m))
-#define MSTORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
 FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_6x16, 6)
 FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_6x16, 6)
 FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_6x16, 6)

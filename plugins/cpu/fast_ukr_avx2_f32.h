@@ -1,0 +1,25 @@
+/*
+ * fast_ukr_avx2_f32.h — the f32 AVX2 + FMA vector operations that the
+ * micro-kernel templates (fast_gemm_ukr.h, fast_gemm_ukr_rows.h) are
+ * written in, for the files that instantiate them with those -m flags
+ * (fast_gemm_avx2.c, fast_conv2d_ukr_avx2.c). The includer #undefs them
+ * when it moves on to another element type.
+ */
+#include <immintrin.h>
+
+#define VEC __m256
+#define W 8
+#define LOAD _mm256_loadu_ps
+#define STORE _mm256_storeu_ps
+#define SET1 _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
+#define MUL _mm256_mul_ps
+#define ZERO _mm256_setzero_ps
+/* Lane mask with the first n of 8 lanes set (none for n <= 0). */
+static inline __m256i lanes8(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define MASK_T __m256i
+#define MASK(n) lanes8(n)
+#define MLOAD(p, m) _mm256_maskload_ps((p), (m))
+#define MSTORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
