@@ -27,6 +27,13 @@
 
 #define CPU_HWLOC_LIBRARY "libhwloc.so.15" /* hwloc 2.x's ABI */
 
+/* Where discovery puts the core sets, when asked (cpu_core_sets). */
+typedef struct core_sink {
+  cpu_set_t allowed; /* the process's affinity mask */
+  cpu_set_t *sets;
+  unsigned cap, n;
+} core_sink_t;
+
 #ifdef CPU_HAVE_HWLOC_H
 /* The few hwloc entry points used, all real exports: hwloc's helpers such as
  * hwloc_get_nbobjs_by_type are inline in its header and would bind at link
@@ -85,38 +92,34 @@ static uint64_t cache_of(const hwloc_api_t *h, hwloc_topology_t t, hwloc_obj_typ
   return o && o->attr ? o->attr->cache.size : 0;
 }
 
-/* Core sets (see cpu_core_sets) from hwloc's core objects: each core's
- * PUs that `allowed` has; cores with none are left out. */
-static unsigned core_sets_hwloc(const cpu_set_t *allowed, cpu_set_t *sets, unsigned cap) {
-  hwloc_api_t h;
-  hwloc_topology_t t;
-  unsigned n = 0;
-  if (!hwloc_api_open(&h)) return 0;
-  if (h.topology_init(&t) == 0) {
-    int depth = h.topology_load(t) == 0 ? h.get_type_depth(t, HWLOC_OBJ_CORE) : -1;
-    unsigned cores = depth >= 0 ? h.get_nbobjs_by_depth(t, depth) : 0;
-    for (unsigned c = 0; c < cores && n < cap; c++) {
-      hwloc_obj_t o = h.get_obj_by_depth(t, depth, c);
-      if (!o || !o->cpuset) continue;
-      CPU_ZERO(&sets[n]);
-      for (int b = h.bitmap_first(o->cpuset); b >= 0 && b < CPU_SETSIZE;
-           b = h.bitmap_next(o->cpuset, b))
-        if (CPU_ISSET(b, allowed)) CPU_SET(b, &sets[n]);
-      if (CPU_COUNT(&sets[n])) n++;
-    }
-    h.topology_destroy(t);
+/* Core sets (see cpu_core_sets) from a loaded topology's core objects:
+ * each core's PUs that `allowed` has; cores with none are left out. */
+static unsigned core_sets_of(const hwloc_api_t *h, hwloc_topology_t t,
+                             const cpu_set_t *allowed, cpu_set_t *sets, unsigned cap) {
+  int depth = h->get_type_depth(t, HWLOC_OBJ_CORE);
+  unsigned cores = depth >= 0 ? h->get_nbobjs_by_depth(t, depth) : 0, n = 0;
+  for (unsigned c = 0; c < cores && n < cap; c++) {
+    hwloc_obj_t o = h->get_obj_by_depth(t, depth, c);
+    if (!o || !o->cpuset) continue;
+    CPU_ZERO(&sets[n]);
+    for (int b = h->bitmap_first(o->cpuset); b >= 0 && b < CPU_SETSIZE;
+         b = h->bitmap_next(o->cpuset, b))
+      if (CPU_ISSET(b, allowed)) CPU_SET(b, &sets[n]);
+    if (CPU_COUNT(&sets[n])) n++;
   }
-  dlclose(h.dl);
   return n;
 }
 
-static bool query_hwloc(cpu_topology_t *out) {
+/* Counts and caches into out and, when sink is given, the core sets: one
+ * topology load for both. */
+static bool query_hwloc(cpu_topology_t *out, core_sink_t *sink) {
   hwloc_api_t h;
   hwloc_topology_t t;
   bool ok = false;
   if (!hwloc_api_open(&h)) return false;
   if (h.topology_init(&t) != 0) goto out;
   if (h.topology_load(t) == 0) {
+    if (sink) sink->n = core_sets_of(&h, t, &sink->allowed, sink->sets, sink->cap);
     out->packages = count_of(&h, t, HWLOC_OBJ_PACKAGE);
     out->cores = count_of(&h, t, HWLOC_OBJ_CORE);
     out->pus = count_of(&h, t, HWLOC_OBJ_PU);
@@ -133,14 +136,9 @@ out:
   return ok;
 }
 #else
-static bool query_hwloc(cpu_topology_t *out) {
-  (void)out;
+static bool query_hwloc(cpu_topology_t *out, core_sink_t *sink) {
+  (void)out, (void)sink;
   return false; /* built without hwloc.h: sysconf only */
-}
-
-static unsigned core_sets_hwloc(const cpu_set_t *allowed, cpu_set_t *sets, unsigned cap) {
-  (void)allowed, (void)sets, (void)cap;
-  return 0;
 }
 #endif
 
@@ -204,9 +202,9 @@ static void query_sysconf(cpu_topology_t *out) {
   out->l3 = sysconf_bytes(_SC_LEVEL3_CACHE_SIZE);
 }
 
-bool cpu_topology_query(bool use_hwloc, cpu_topology_t *out) {
+static bool query(bool use_hwloc, cpu_topology_t *out, core_sink_t *sink) {
   memset(out, 0, sizeof *out);
-  if (use_hwloc && query_hwloc(out)) {
+  if (use_hwloc && query_hwloc(out, sink)) {
     /* A VM may hide the caches from hwloc's sysfs view; CPUID still knows. */
     cpu_topology_t sc;
     query_sysconf(&sc);
@@ -220,25 +218,29 @@ bool cpu_topology_query(bool use_hwloc, cpu_topology_t *out) {
   return false;
 }
 
-static cpu_topology_t topology;
-static pthread_once_t topology_once = PTHREAD_ONCE_INIT;
-
-static void topology_discover(void) { cpu_topology_query(true, &topology); }
+bool cpu_topology_query(bool use_hwloc, cpu_topology_t *out) {
+  return query(use_hwloc, out, NULL);
+}
 
 #define CPU_MAX_CORE_SETS 1024
+static cpu_topology_t topology;
 static cpu_set_t core_sets[CPU_MAX_CORE_SETS];
 static unsigned n_core_sets;
-static pthread_once_t core_sets_once = PTHREAD_ONCE_INIT;
+static pthread_once_t topology_once = PTHREAD_ONCE_INIT;
 
-static void core_sets_discover(void) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  n_core_sets = core_sets_hwloc(&allowed, core_sets, CPU_MAX_CORE_SETS);
-  if (!n_core_sets) n_core_sets = core_sets_sysfs(&allowed, core_sets, CPU_MAX_CORE_SETS);
+/* The topology and the core sets, from one hwloc load (sysfs for the sets
+ * when hwloc gave none). */
+static void topology_discover(void) {
+  core_sink_t sink = {.sets = core_sets, .cap = CPU_MAX_CORE_SETS};
+  bool affinity = sched_getaffinity(0, sizeof sink.allowed, &sink.allowed) == 0;
+  query(true, &topology, affinity ? &sink : NULL);
+  n_core_sets = sink.n;
+  if (affinity && !n_core_sets)
+    n_core_sets = core_sets_sysfs(&sink.allowed, core_sets, CPU_MAX_CORE_SETS);
 }
 
 unsigned cpu_core_sets(const cpu_set_t **out) {
-  pthread_once(&core_sets_once, core_sets_discover);
+  pthread_once(&topology_once, topology_discover);
   *out = core_sets;
   return n_core_sets;
 }
