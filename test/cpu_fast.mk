@@ -10,6 +10,8 @@ $(B)/test/test_cpu_fast: $(B)/obj/test/test_cpu_fast.o $(CPU_FAST_TEST_OBJS)
 	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread -ldl
 
 TESTS += $(B)/test/test_cpu_fast
+# the GEMM team driver's counters and shared panels
+TSAN_TESTS += $(B)/test/test_cpu_fast
 
 # The fused attention kernels against the plugin's own scalar reference.
 $(B)/test/test_cpu_fast_attention: $(B)/obj/test/test_cpu_fast_attention.o \

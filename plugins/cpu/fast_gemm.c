@@ -6,39 +6,18 @@
  * blocks (KC), m blocks (MC, packed A) and n blocks (NC, packed B in L2) and
  * calls a register-tiled micro-kernel chosen at run time (fast_gemm.h). All
  * strides and transposes are absorbed by the packing routines, so the
- * micro-kernels only ever see contiguous panels.
+ * micro-kernels only ever see contiguous panels. One large problem split
+ * by rows goes to the team driver instead (fast_gemm_team.c), where the
+ * workers share B's packed panels.
  */
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dtype.h"
-#include "fast_gemm.h"
+#include "fast_gemm_driver.h"
 
 /* ---- typed helpers: packing, edge merge, fallbacks ---------------------- */
-
-/* One GEMM problem over raw bytes with element strides. */
-typedef struct gemm_view {
-  int64_t m, n, k;
-  const char *a, *b;
-  char *c;
-  int64_t sam, sak, sbk, sbn, scm, scn;
-} gemm_view_t;
-
-typedef struct gemm_type {
-  bp_dtype_t dtype; /* of A, B and C */
-  size_t in_size; /* element size of A, B and C */
-  size_t esize;   /* element size of the packed panels (compute type) */
-  bool wide_c;    /* C holds the compute type, so kernels may write it */
-  void (*pack_a)(const void *a, int64_t sam, int64_t sak, int64_t mb,
-                 int64_t kb, int mr, void *dst);
-  void (*pack_b)(const void *b, int64_t sbk, int64_t sbn, int64_t kb,
-                 int64_t nb, int nr, void *dst);
-  void (*merge)(const void *tile, int nr, void *c, int64_t scm, int64_t scn,
-                int64_t mb, int64_t nb, const void *alpha, const void *beta);
-  void (*naive)(const gemm_view_t *v, const void *alpha, const void *beta);
-  void (*scale)(const gemm_view_t *v, const void *beta);
-} gemm_type_t;
 
 /* Element conversions: TI is the stored type, TC the compute type. LD_x
  * widens a stored value, ST_x rounds a computed one back (RNE). */
@@ -276,6 +255,54 @@ static bool vec_pack(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
          fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
 }
 
+void fast_gemm_pack_a(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                      const gemm_view_t *v, int64_t i0, int64_t p0, int64_t mb,
+                      int64_t kb, void *dst) {
+  const char *src = v->a + (i0 * v->sam + p0 * v->sak) * (int64_t)t->in_size;
+  if (!vec_pack(t, kr, src, v->sam, v->sak, mb, kb, kr->mr, dst))
+    t->pack_a(src, v->sam, v->sak, mb, kb, kr->mr, dst);
+}
+
+void fast_gemm_pack_b(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                      const gemm_view_t *v, int64_t j0, int64_t p0, int64_t nb,
+                      int64_t kb, void *dst) {
+  const char *src = v->b + (p0 * v->sbk + j0 * v->sbn) * (int64_t)t->in_size;
+  if (!vec_pack(t, kr, src, v->sbn, v->sbk, nb, kb, kr->nr, dst))
+    t->pack_b(src, v->sbk, v->sbn, kb, nb, kr->nr, dst);
+}
+
+void fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
+                     int64_t mb, int64_t nb, int64_t kb) {
+  const gemm_type_t *ct = mk->ct;
+  const fast_gemm_kernel_t *kr = mk->kr;
+  int64_t es = (int64_t)ct->esize, cs = (int64_t)ct->in_size;
+  int mr = kr->mr, nr = kr->nr;
+  alignas(64) char tile[TILE_BYTES];
+  bool direct = mk->scn == 1 && ct->wide_c;
+  /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
+  bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && wpack_ok(kr);
+  for (int64_t ir = 0; ir < mb; ir += mr) {
+    const char *apan = ap + ir * kb * es;
+    int64_t rows = mb - ir < mr ? mb - ir : mr;
+    for (int64_t jr = 0; jr < nb; jr += nr) {
+      const char *bpan = bp + jr * kb * es;
+      int64_t cols = nb - jr < nr ? nb - jr : nr;
+      char *cc = mk->c + (ir * mk->scm + jr * mk->scn) * cs;
+      if (direct && rows == mr && cols == nr) {
+        kr->ukr(kb, apan, bpan, cc, mk->scm, mk->alpha, mk->beta);
+        continue;
+      }
+      kr->ukr(kb, apan, bpan, tile, nr, mk->one, mk->zero);
+      if (!wmerge || !fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
+                                       mk->scm, mk->scn, rows, cols,
+                                       *(const float *)mk->alpha,
+                                       *(const float *)mk->beta))
+        ct->merge(tile, nr, cc, mk->scm, mk->scn, rows, cols, mk->alpha,
+                  mk->beta);
+    }
+  }
+}
+
 /* The blocked loops: panels of A and B packed by t (the operands' type), C
  * written through ct (C's type: t itself, or f32 when the caller gives an
  * f32 C for a narrow one), with KC x MC x NC blocking. */
@@ -283,7 +310,7 @@ static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
                        const fast_gemm_kernel_t *kr, const gemm_view_t *v,
                        const void *alpha, const void *beta, const void *one,
                        const void *zero, int64_t KC, int64_t MC, int64_t NC) {
-  int64_t es = (int64_t)t->esize, is = (int64_t)t->in_size, cs = (int64_t)ct->in_size;
+  int64_t es = (int64_t)t->esize, cs = (int64_t)ct->in_size;
   int mr = kr->mr, nr = kr->nr;
   if (v->k < KC) KC = v->k;
   int64_t mcap = v->m < MC ? (v->m + mr - 1) / mr * mr : MC;
@@ -291,43 +318,18 @@ static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
   char *ap = fast_scratch(0, (size_t)(mcap * KC * es));
   char *bp = fast_scratch(1, (size_t)(ncap * KC * es));
   if (!ap || !bp) return false;
-  alignas(64) char tile[TILE_BYTES];
-  bool direct = v->scn == 1 && ct->wide_c;
-  /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
-  bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && wpack_ok(kr);
-
   for (int64_t pc = 0; pc < v->k; pc += KC) {
     int64_t kb = v->k - pc < KC ? v->k - pc : KC;
     const void *bet = pc == 0 ? beta : one;
     for (int64_t ic = 0; ic < v->m; ic += MC) {
       int64_t mb = v->m - ic < MC ? v->m - ic : MC;
-      const char *asrc = v->a + (ic * v->sam + pc * v->sak) * is;
-      if (!vec_pack(t, kr, asrc, v->sam, v->sak, mb, kb, mr, ap))
-        t->pack_a(asrc, v->sam, v->sak, mb, kb, mr, ap);
+      fast_gemm_pack_a(t, kr, v, ic, pc, mb, kb, ap);
       for (int64_t jc = 0; jc < v->n; jc += NC) {
         int64_t nb = v->n - jc < NC ? v->n - jc : NC;
-        const char *bsrc = v->b + (pc * v->sbk + jc * v->sbn) * is;
-        if (!vec_pack(t, kr, bsrc, v->sbn, v->sbk, nb, kb, nr, bp))
-          t->pack_b(bsrc, v->sbk, v->sbn, kb, nb, nr, bp);
-        for (int64_t ir = 0; ir < mb; ir += mr) {
-          const char *apan = ap + ir * kb * es;
-          int64_t rows = mb - ir < mr ? mb - ir : mr;
-          for (int64_t jr = 0; jr < nb; jr += nr) {
-            const char *bpan = bp + jr * kb * es;
-            int64_t cols = nb - jr < nr ? nb - jr : nr;
-            char *cc =
-                v->c + ((ic + ir) * v->scm + (jc + jr) * v->scn) * cs;
-            if (direct && rows == mr && cols == nr) {
-              kr->ukr(kb, apan, bpan, cc, v->scm, alpha, bet);
-            } else {
-              kr->ukr(kb, apan, bpan, tile, nr, one, zero);
-              if (!wmerge || !fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
-                                               v->scm, v->scn, rows, cols,
-                                               *(const float *)alpha, *(const float *)bet))
-                ct->merge(tile, nr, cc, v->scm, v->scn, rows, cols, alpha, bet);
-            }
-          }
-        }
+        fast_gemm_pack_b(t, kr, v, jc, pc, nb, kb, bp);
+        gemm_macro_t mk = {ct, kr, v->c + (ic * v->scm + jc * v->scn) * cs,
+                           v->scm, v->scn, alpha, bet, one, zero};
+        fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
       }
     }
   }
@@ -583,6 +585,10 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
     j.pm = parts;
   else
     j.pn = parts;
+  /* One problem split by rows: the workers share its B panels instead */
+  if (mt && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
+      fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
+    return BP_OK;
   int64_t ntasks = batch * j.pm * j.pn;
   if (mt && ntasks > 1)
     cpu_pool_run(dev->pool, ntasks, 1, gemm_task, &j);
