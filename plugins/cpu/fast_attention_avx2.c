@@ -215,6 +215,100 @@ static void att_widen(const char *src, bp_dtype_t dt, int64_t stride, int64_t n,
   for (; i < n; i++) dst[i] = att_load(src, dt, i * stride);
 }
 
+/* In-register 8 x 8 transpose: r[i][k] becomes r[k][i]. */
+static inline void att_tr8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+/* Lane r's row of q or out: head h0 + r / nq, query i0 + r % nq. */
+static inline const char *att_row(const char *base, bp_dtype_t dt, const int64_t *st, int64_t b,
+                                  int64_t h0, int64_t nq, int64_t i0, int64_t r) {
+  return att_at(base, dt, b * st[0] + (h0 + r / nq) * st[1] + (i0 + r % nq) * st[2]);
+}
+
+/* qt[d][r] = scale * q(lane r)[d] for the block's lanes, zeros past nl.
+ * f32 rows with unit stride go through 8 x 8 transposes; at short
+ * sequences the scalar form was a tenth of the time. */
+static void att_load_q(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, int64_t nq,
+                       int64_t i0, int64_t nl) {
+  int64_t D = j->D, r0 = 0, d8 = j->tq == BP_F32 && (j->sq[3] == 1 || D <= 1) ? D / 8 * 8 : 0;
+  __m256 sc = _mm256_set1_ps(j->scale);
+  for (; r0 + 8 <= nl && d8 > 0; r0 += 8) {
+    const float *row[8];
+    for (int i = 0; i < 8; i++)
+      row[i] = (const float *)(const void *)att_row(j->q, j->tq, j->sq, b, h0, nq, i0, r0 + i);
+    for (int64_t d0 = 0; d0 < d8; d0 += 8) {
+      __m256 x[8];
+      for (int i = 0; i < 8; i++) x[i] = _mm256_loadu_ps(row[i] + d0);
+      att_tr8(x);
+      for (int k = 0; k < 8; k++) _mm256_store_ps(w->qt + (d0 + k) * ATT_BQ + r0, _mm256_mul_ps(sc, x[k]));
+    }
+    for (int i = 0; i < 8; i++)
+      for (int64_t d = d8; d < D; d++) w->qt[d * ATT_BQ + r0 + i] = j->scale * row[i][d];
+  }
+  for (int64_t r = r0; r < ATT_BQ; r++) {
+    const char *qr = r < nl ? att_row(j->q, j->tq, j->sq, b, h0, nq, i0, r) : NULL;
+    for (int64_t d = 0; d < D; d++) /* lanes past nl compute zeros */
+      w->qt[d * ATT_BQ + r] = qr ? j->scale * att_load(qr, j->tq, d * j->sq[3]) : 0.0f;
+  }
+}
+
+/* Whether lane r's row is NaN: a NaN or +inf score, or every visible
+ * score -inf (the reference's max is then -inf, and e^(nan)). */
+static bool att_nan_row(const att_job_t *j, const att_ws_t *w, int64_t i0, int64_t r) {
+  uint32_t badbits;
+  memcpy(&badbits, &w->bad[r], sizeof badbits);
+  return badbits || (w->m[r] == -INFINITY && att_visible(j, i0 + w->qo[r]) > 0);
+}
+
+/* out(lane r) = ot[.][r] / l[r] (zeros for a row that sees no key). f32
+ * rows with unit stride go through 8 x 8 transposes, eight rows at a
+ * time when none of them is NaN. */
+static void att_store_out(const att_job_t *j, const att_ws_t *w, int64_t b, int64_t h0,
+                          int64_t nq, int64_t i0, int64_t nl) {
+  int64_t Dv = j->Dv, r0 = 0, e8 = j->to == BP_F32 && (j->so[3] == 1 || Dv <= 1) ? Dv / 8 * 8 : 0;
+  for (; r0 + 8 <= nl && e8 > 0; r0 += 8) {
+    bool nan = false;
+    float inv[8];
+    float *row[8];
+    for (int i = 0; i < 8; i++) {
+      nan = nan || att_nan_row(j, w, i0, r0 + i);
+      inv[i] = w->l[r0 + i] > 0 ? 1.0f / w->l[r0 + i] : 0.0f;
+      row[i] = (float *)(void *)att_row(j->o, j->to, j->so, b, h0, nq, i0, r0 + i);
+    }
+    if (nan) break;
+    for (int64_t e0 = 0; e0 < e8; e0 += 8) {
+      __m256 x[8];
+      for (int k = 0; k < 8; k++) x[k] = _mm256_load_ps(w->ot + (e0 + k) * ATT_BQ + r0);
+      att_tr8(x);
+      for (int i = 0; i < 8; i++) _mm256_storeu_ps(row[i] + e0, _mm256_mul_ps(x[i], _mm256_set1_ps(inv[i])));
+    }
+    for (int i = 0; i < 8; i++)
+      for (int64_t e = e8; e < Dv; e++) row[i][e] = w->ot[e * ATT_BQ + r0 + i] * inv[i];
+  }
+  for (int64_t r = r0; r < nl; r++) {
+    char *orow = (char *)att_row(j->o, j->to, j->so, b, h0, nq, i0, r);
+    float l = w->l[r], inv = l > 0 ? 1.0f / l : 0.0f;
+    bool nan = att_nan_row(j, w, i0, r);
+    for (int64_t e = 0; e < Dv; e++)
+      att_store(orow, j->to, e * j->so[3], nan ? NAN : l > 0 ? w->ot[e * ATT_BQ + r] * inv : 0.0f);
+  }
+}
+
 /* Online-softmax step for the 16 lanes at lane0 over keys [k0, k0 + nk):
  * hides the keys the causal mask hides, turns the scores into weights
  * and updates m, l, and corr (the factor for the output so far). */
@@ -305,16 +399,12 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, in
                       int64_t i0, int64_t nq) {
   int64_t D = j->D, Dv = j->Dv, g = h0 / j->grp, nl = nh * nq;
   for (int64_t r = 0; r < ATT_BQ; r++) {
-    const char *qr = NULL;
     w->qo[r] = (int32_t)(r < nl ? r % nq : 0);
-    if (r < nl)
-      qr = att_at(j->q, j->tq, b * j->sq[0] + (h0 + r / nq) * j->sq[1] + (i0 + r % nq) * j->sq[2]);
-    for (int64_t d = 0; d < D; d++) /* lanes past nl compute zeros */
-      w->qt[d * ATT_BQ + r] = qr ? j->scale * att_load(qr, j->tq, d * j->sq[3]) : 0.0f;
     w->m[r] = -INFINITY;
     w->l[r] = 0;
     w->bad[r] = 0;
   }
+  att_load_q(j, w, b, h0, nq, i0, nl);
   memset(w->ot, 0, sizeof(float) * (size_t)(Dv * ATT_BQ));
 
   /* keys each group of ATT_LG lanes may see (the block: the most of any) */
@@ -368,18 +458,7 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, in
     }
   }
 
-  for (int64_t r = 0; r < nl; r++) {
-    int64_t i = i0 + w->qo[r];
-    char *orow =
-        (char *)att_at(j->o, j->to, b * j->so[0] + (h0 + r / nq) * j->so[1] + i * j->so[2]);
-    float l = w->l[r], inv = l > 0 ? 1.0f / l : 0.0f;
-    uint32_t badbits;
-    memcpy(&badbits, &w->bad[r], sizeof badbits);
-    /* every visible score -inf: the reference's max is -inf, e^(nan) */
-    bool nan = badbits || (w->m[r] == -INFINITY && att_visible(j, i) > 0);
-    for (int64_t e = 0; e < Dv; e++)
-      att_store(orow, j->to, e * j->so[3], nan ? NAN : l > 0 ? w->ot[e * ATT_BQ + r] * inv : 0.0f);
-  }
+  att_store_out(j, w, b, h0, nq, i0, nl);
 }
 
 static size_t att_ws_floats(const att_job_t *j) {
