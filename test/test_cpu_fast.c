@@ -167,8 +167,8 @@ static void test_gemm_small(void **state) {
   assert_int_equal(fails, 0);
 }
 
-/* One problem run by the 1-thread split and by the 2-worker team (shared B
- * panels, claimed row chunks): the same blocking, so the same bits. When
+/* One problem run by the 1-thread loops and by the 2-worker team (shared
+ * A and B panels, claimed row chunks): the same blocking, so the same bits. When
  * nested, the team's call is made from inside a pool task and runs inline
  * on that worker alone. */
 typedef struct team_case {
@@ -232,6 +232,8 @@ static void test_gemm_team(void **state) {
       team_compare(isa, dt, 61, 1100, 530, 1, 1, 0, -1.5, 1, 0);
       team_compare(isa, dt, 500, 40, 700, 0, 1, 1, 0.5, -0.5, 0);
       team_compare(isa, dt, 301, 517, 257, 1, 0, 0, 1, 1, 1); /* nested: inline */
+      /* taller than MC (512 portable, 1536 AVX2): row groups in turn */
+      team_compare(isa, dt, 1600, 232, 520, 0, 0, 0, 1, 0.5, 0);
     }
   /* and against the reference: several blocks both ways, threaded */
   cpu_device_t dev = {.isa = 2, .threads = 2, .pool = cpu_pool_create(2)};

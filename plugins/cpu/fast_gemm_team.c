@@ -11,19 +11,25 @@
  * (KC x NC of B, the size the per-thread loops use). For each block:
  *   1. the workers pack B's panels together, claiming groups of panels
  *      from a counter, into one of two shared buffers;
- *   2. once all panels are in, they claim chunks of MR-aligned rows of A:
- *      each packs its chunk into its own buffer and runs the macro-kernel
- *      against the shared B block.
- * A worker that runs out of chunks packs the next block's B in the other
- * buffer while the rest finish. Which worker computes a chunk never
- * changes a bit of C: every element sees the same operations in the same
- * order.
+ *   2. once all panels are in, they claim chunks of MR-aligned rows of A
+ *      and run the macro-kernel on each against the shared B block.
+ * A's rows for one k block are packed once, into one of two shared slabs,
+ * by whoever claims the chunk in the k block's first n block; the later n
+ * blocks wait for that chunk's stamp and reuse it. A worker that runs out
+ * of chunks packs the next block's B in the other buffer while the rest
+ * finish. Which worker computes a chunk never changes a bit of C: every
+ * element sees the same operations in the same order. Problems taller
+ * than the kernel's MC run as row groups of at most MC rows, one after
+ * another, so the slabs stay the size the per-thread loops pack.
  *
- * Ordering, checked with counters (claimed / done per block):
+ * Ordering, checked with counters (claimed / done per block) and stamps:
  *   - block b's chunks write the C that block b - nn (same columns, the
  *     previous k block) wrote, so they start after all of b - nn is done;
- *   - block b packs into the buffer block b - 2 read, so its packing starts
- *     after all of b - 2 is done.
+ *   - block b packs into the B buffer block b - 2 read, so its packing
+ *     starts after all of b - 2 is done;
+ *   - k block p packs A into the slab k block p - 2 read, so it starts
+ *     after every block of p - 2 is done; an n block past the first waits
+ *     for its chunk's stamp (p + 1) before reading the slab.
  * A worker only ever waits for work that is already claimed by a worker
  * that is running, so a pool that runs the tasks one after another (a
  * nested call runs inline) still finishes: the first task does it all.
@@ -59,9 +65,8 @@ typedef struct gemm_team_job {
   int64_t panels;  /* MR-row panels of A */
   int64_t nchunks; /* row chunks per block, panels dealt out evenly */
   team_block_t *blocks;
-  char *bbuf[2];
-  char *abuf;          /* one chunk buffer per worker */
-  size_t abuf_bytes;   /* per worker */
+  int64_t *stamp[2]; /* per chunk: k block + 1 whose A the slab holds */
+  char *bbuf[2], *aslab[2];
 } gemm_team_job_t;
 
 /* Waits until *word reaches target; the work behind it is claimed and
@@ -96,17 +101,30 @@ static void pack_b_share(const gemm_team_job_t *j, team_block_t *blk,
   }
 }
 
-/* Claims row chunks of block b and multiplies them by its packed B. */
-static void rows_share(const gemm_team_job_t *j, team_block_t *blk,
+/* Rows of chunk r: MR panels dealt out evenly. */
+static void chunk_rows(const gemm_team_job_t *j, int64_t r, int64_t *i0, int64_t *mb) {
+  int64_t mr = j->kr->mr, end = (r + 1) * j->panels / j->nchunks * mr;
+  *i0 = r * j->panels / j->nchunks * mr;
+  *mb = (end < j->v->m ? end : j->v->m) - *i0;
+}
+
+/* Claims row chunks of block b and multiplies them by its packed B; in k
+ * block p's first n block the claimer packs the chunk's A first. */
+static void rows_share(const gemm_team_job_t *j, team_block_t *blk, int64_t p,
                        int64_t pc, int64_t kb, int64_t jc, int64_t nb,
-                       const char *bp, char *ap) {
+                       const char *bp) {
   const gemm_view_t *v = j->v;
-  int64_t cs = (int64_t)j->t->in_size;
+  int64_t cs = (int64_t)j->t->in_size, es = (int64_t)j->t->esize;
   for (int64_t r; (r = claim(&blk->rows_claimed)) < j->nchunks;) {
-    int64_t i0 = r * j->panels / j->nchunks * j->kr->mr;
-    int64_t i1 = (r + 1) * j->panels / j->nchunks * j->kr->mr;
-    int64_t mb = (i1 < v->m ? i1 : v->m) - i0;
-    fast_gemm_pack_a(j->t, j->kr, v, i0, pc, mb, kb, ap);
+    int64_t i0, mb;
+    chunk_rows(j, r, &i0, &mb);
+    char *ap = j->aslab[p & 1] + i0 * kb * es;
+    if (jc == 0) {
+      fast_gemm_pack_a(j->t, j->kr, v, i0, pc, mb, kb, ap);
+      __atomic_store_n(&j->stamp[p & 1][r], p + 1, __ATOMIC_RELEASE);
+    } else {
+      wait_for(&j->stamp[p & 1][r], p + 1);
+    }
     gemm_macro_t mk = {j->t, j->kr, v->c + (i0 * v->scm + jc * v->scn) * cs,
                        v->scm, v->scn, j->alpha, pc == 0 ? j->beta : j->one,
                        j->one, j->zero};
@@ -116,14 +134,13 @@ static void rows_share(const gemm_team_job_t *j, team_block_t *blk,
 }
 
 static void team_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)begin, (void)end;
+  (void)begin, (void)end, (void)worker;
   const gemm_team_job_t *j = ctx;
   const gemm_view_t *v = j->v;
-  char *ap = j->abuf + (size_t)worker * j->abuf_bytes;
   int64_t group_cols = (int64_t)j->kr->nr * TEAM_PANELS_PER_CLAIM;
   for (int64_t b = 0; b < j->nblocks; b++) {
     team_block_t *blk = &j->blocks[b];
-    int64_t pc = b / j->nn * j->kc, jc = b % j->nn * j->nc;
+    int64_t p = b / j->nn, pc = p * j->kc, jc = b % j->nn * j->nc;
     int64_t kb = v->k - pc < j->kc ? v->k - pc : j->kc;
     int64_t nb = v->n - jc < j->nc ? v->n - jc : j->nc;
     int64_t groups = (nb + group_cols - 1) / group_cols;
@@ -132,11 +149,54 @@ static void team_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     pack_b_share(j, blk, pc, kb, jc, nb, bp, groups);
     wait_for(&blk->pack_done, groups);
     if (b >= j->nn) wait_for(&j->blocks[b - j->nn].rows_done, j->nchunks);
-    rows_share(j, blk, pc, kb, jc, nb, bp, ap);
+    if (jc == 0 && p >= 2) /* the A slab of k block p - 2 is free */
+      for (int64_t x = (p - 2) * j->nn; x < (p - 1) * j->nn; x++)
+        wait_for(&j->blocks[x].rows_done, j->nchunks);
+    rows_share(j, blk, p, pc, kb, jc, nb, bp);
   }
 }
 
 static size_t round64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+/* Blocks and chunks of one row group (m <= MC); the bytes of scratch it
+ * needs. */
+static size_t team_plan(gemm_team_job_t *j, unsigned workers) {
+  const gemm_view_t *v = j->v;
+  int64_t mr = j->kr->mr, nr = j->kr->nr, es = (int64_t)j->t->esize;
+  j->kc = v->k < j->kr->kc ? v->k : j->kr->kc;
+  j->nc = v->n < j->kr->nc ? (v->n + nr - 1) / nr * nr : j->kr->nc;
+  j->nn = (v->n + j->nc - 1) / j->nc;
+  j->nblocks = (v->k + j->kc - 1) / j->kc * j->nn;
+  /* enough chunks that a worker held back costs little, few enough that
+   * each is worth a claim */
+  j->panels = (v->m + mr - 1) / mr;
+  int64_t want = (int64_t)workers * TEAM_CHUNKS_PER_WORKER;
+  if ((j->panels + want - 1) / want > TEAM_MAX_CHUNK_PANELS)
+    want = (j->panels + TEAM_MAX_CHUNK_PANELS - 1) / TEAM_MAX_CHUNK_PANELS;
+  j->nchunks = want < j->panels ? want : j->panels;
+  return round64((size_t)j->nblocks * sizeof(team_block_t)) +
+         2 * round64((size_t)j->nchunks * sizeof(int64_t)) +
+         2 * round64((size_t)(j->nc * j->kc * es)) +
+         2 * round64((size_t)(j->panels * mr * j->kc * es));
+}
+
+/* Lays out mem (team_plan's bytes, or more) and runs the group. */
+static void team_run(cpu_device_t *dev, unsigned workers, gemm_team_job_t *j, char *mem) {
+  int64_t es = (int64_t)j->t->esize;
+  size_t blocks_bytes = round64((size_t)j->nblocks * sizeof(team_block_t));
+  size_t stamp_bytes = round64((size_t)j->nchunks * sizeof(int64_t));
+  size_t b_bytes = round64((size_t)(j->nc * j->kc * es));
+  size_t a_bytes = round64((size_t)(j->panels * j->kr->mr * j->kc * es));
+  memset(mem, 0, blocks_bytes + 2 * stamp_bytes);
+  j->blocks = (team_block_t *)(void *)mem;
+  j->stamp[0] = (int64_t *)(void *)(mem + blocks_bytes);
+  j->stamp[1] = (int64_t *)(void *)(mem + blocks_bytes + stamp_bytes);
+  j->bbuf[0] = mem + blocks_bytes + 2 * stamp_bytes;
+  j->bbuf[1] = j->bbuf[0] + b_bytes;
+  j->aslab[0] = j->bbuf[1] + b_bytes;
+  j->aslab[1] = j->aslab[0] + a_bytes;
+  cpu_pool_run(dev->pool, workers, 1, team_task, j);
+}
 
 bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
                     const fast_gemm_kernel_t *kr, const gemm_view_t *v,
@@ -144,33 +204,21 @@ bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
                     const void *zero) {
   unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
   if (workers < 2 || !t->wide_c || v->k == 0) return false;
-  gemm_team_job_t j = {t, kr, v, alpha, beta, one, zero, 0, 0, 0, 0,
-                       0, 0, NULL, {NULL, NULL}, NULL, 0};
-  int64_t mr = kr->mr, nr = kr->nr, es = (int64_t)t->esize;
-  j.kc = v->k < kr->kc ? v->k : kr->kc;
-  j.nc = v->n < kr->nc ? (v->n + nr - 1) / nr * nr : kr->nc;
-  j.nn = (v->n + j.nc - 1) / j.nc;
-  j.nblocks = (v->k + j.kc - 1) / j.kc * j.nn;
-  /* enough chunks that a worker held back costs little, few enough that
-   * each A chunk is worth packing; panels dealt out evenly */
-  int64_t panels = (v->m + mr - 1) / mr;
-  int64_t want = (int64_t)workers * TEAM_CHUNKS_PER_WORKER;
-  if ((panels + want - 1) / want > TEAM_MAX_CHUNK_PANELS)
-    want = (panels + TEAM_MAX_CHUNK_PANELS - 1) / TEAM_MAX_CHUNK_PANELS;
-  j.panels = panels;
-  j.nchunks = want < panels ? want : panels;
-  int64_t chunk_rows = (panels + j.nchunks - 1) / j.nchunks * mr;
-  size_t blocks_bytes = round64((size_t)j.nblocks * sizeof(team_block_t));
-  size_t b_bytes = round64((size_t)(j.nc * j.kc * es));
-  j.abuf_bytes = round64((size_t)(chunk_rows * j.kc * es));
-  char *mem = fast_scratch(1, blocks_bytes + 2 * b_bytes +
-                                  (size_t)workers * j.abuf_bytes);
-  if (!mem) return false;
-  j.blocks = (team_block_t *)mem;
-  memset(j.blocks, 0, (size_t)j.nblocks * sizeof(team_block_t));
-  j.bbuf[0] = mem + blocks_bytes;
-  j.bbuf[1] = j.bbuf[0] + b_bytes;
-  j.abuf = j.bbuf[1] + b_bytes;
-  cpu_pool_run(dev->pool, workers, 1, team_task, &j);
+  /* row groups of at most MC rows (MR-aligned), evenly sized; the first
+   * is the largest, so its scratch serves them all */
+  int64_t mr = kr->mr, groups = (v->m + kr->mc - 1) / kr->mc;
+  int64_t rows = ((v->m + groups - 1) / groups + mr - 1) / mr * mr;
+  char *mem = NULL;
+  for (int64_t i0 = 0; i0 < v->m; i0 += rows) {
+    gemm_view_t sub = *v;
+    sub.m = v->m - i0 < rows ? v->m - i0 : rows;
+    sub.a += i0 * v->sam * (int64_t)t->in_size;
+    sub.c += i0 * v->scm * (int64_t)t->in_size;
+    gemm_team_job_t j = {t, kr, &sub, alpha, beta, one, zero, 0, 0, 0, 0,
+                         0, 0, NULL, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    size_t bytes = team_plan(&j, workers);
+    if (!mem && !(mem = fast_scratch(1, bytes))) return false;
+    team_run(dev, workers, &j, mem);
+  }
   return true;
 }
