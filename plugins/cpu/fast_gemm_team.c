@@ -23,8 +23,11 @@
  * another, so the slabs stay the size the per-thread loops pack.
  *
  * Ordering, checked with counters (claimed / done per block) and stamps:
- *   - block b's chunks write the C that block b - nn (same columns, the
- *     previous k block) wrote, so they start after all of b - nn is done;
+ *   - chunk r of block b writes the C that chunk r of block b - nn (same
+ *     columns, the previous k block) wrote, so it starts after that one
+ *     is done (its C stamp reaches p), not after the whole block: a worker
+ *     that runs out of chunks goes on with the next k block's first
+ *     chunks while the others finish their last ones;
  *   - block b packs into the B buffer block b - 2 read, so its packing
  *     starts after all of b - 2 is done;
  *   - k block p packs A into the slab k block p - 2 read, so it starts
@@ -66,6 +69,7 @@ typedef struct gemm_team_job {
   int64_t nchunks; /* row chunks per block, panels dealt out evenly */
   team_block_t *blocks;
   int64_t *stamp[2]; /* per chunk: k block + 1 whose A the slab holds */
+  int64_t *cdone;    /* [nn][nchunks]: k blocks of that C chunk done */
   char *bbuf[2], *aslab[2];
 } gemm_team_job_t;
 
@@ -125,10 +129,13 @@ static void rows_share(const gemm_team_job_t *j, team_block_t *blk, int64_t p,
     } else {
       wait_for(&j->stamp[p & 1][r], p + 1);
     }
+    int64_t *cdone = &j->cdone[jc / j->nc * j->nchunks + r];
+    if (p > 0) wait_for(cdone, p);
     gemm_macro_t mk = {j->t, j->kr, v->c + (i0 * v->scm + jc * v->scn) * cs,
                        v->scm, v->scn, j->alpha, pc == 0 ? j->beta : j->one,
                        j->one, j->zero};
     fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
+    __atomic_store_n(cdone, p + 1, __ATOMIC_RELEASE);
     mark_done(&blk->rows_done);
   }
 }
@@ -148,7 +155,6 @@ static void team_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     if (b >= 2) wait_for(&j->blocks[b - 2].rows_done, j->nchunks);
     pack_b_share(j, blk, pc, kb, jc, nb, bp, groups);
     wait_for(&blk->pack_done, groups);
-    if (b >= j->nn) wait_for(&j->blocks[b - j->nn].rows_done, j->nchunks);
     if (jc == 0 && p >= 2) /* the A slab of k block p - 2 is free */
       for (int64_t x = (p - 2) * j->nn; x < (p - 1) * j->nn; x++)
         wait_for(&j->blocks[x].rows_done, j->nchunks);
@@ -173,9 +179,11 @@ static size_t team_plan(gemm_team_job_t *j, unsigned workers) {
   int64_t want = (int64_t)workers * TEAM_CHUNKS_PER_WORKER;
   if ((j->panels + want - 1) / want > TEAM_MAX_CHUNK_PANELS)
     want = (j->panels + TEAM_MAX_CHUNK_PANELS - 1) / TEAM_MAX_CHUNK_PANELS;
+  want = (want + workers - 1) / workers * workers; /* every worker alike */
   j->nchunks = want < j->panels ? want : j->panels;
   return round64((size_t)j->nblocks * sizeof(team_block_t)) +
          2 * round64((size_t)j->nchunks * sizeof(int64_t)) +
+         round64((size_t)(j->nn * j->nchunks) * sizeof(int64_t)) +
          2 * round64((size_t)(j->nc * j->kc * es)) +
          2 * round64((size_t)(j->panels * mr * j->kc * es));
 }
@@ -187,11 +195,13 @@ static void team_run(cpu_device_t *dev, unsigned workers, gemm_team_job_t *j, ch
   size_t stamp_bytes = round64((size_t)j->nchunks * sizeof(int64_t));
   size_t b_bytes = round64((size_t)(j->nc * j->kc * es));
   size_t a_bytes = round64((size_t)(j->panels * j->kr->mr * j->kc * es));
-  memset(mem, 0, blocks_bytes + 2 * stamp_bytes);
+  size_t cdone_bytes = round64((size_t)(j->nn * j->nchunks) * sizeof(int64_t));
+  memset(mem, 0, blocks_bytes + 2 * stamp_bytes + cdone_bytes);
   j->blocks = (team_block_t *)(void *)mem;
   j->stamp[0] = (int64_t *)(void *)(mem + blocks_bytes);
   j->stamp[1] = (int64_t *)(void *)(mem + blocks_bytes + stamp_bytes);
-  j->bbuf[0] = mem + blocks_bytes + 2 * stamp_bytes;
+  j->cdone = (int64_t *)(void *)(mem + blocks_bytes + 2 * stamp_bytes);
+  j->bbuf[0] = mem + blocks_bytes + 2 * stamp_bytes + cdone_bytes;
   j->bbuf[1] = j->bbuf[0] + b_bytes;
   j->aslab[0] = j->bbuf[1] + b_bytes;
   j->aslab[1] = j->aslab[0] + a_bytes;
@@ -215,7 +225,7 @@ bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
     sub.a += i0 * v->sam * (int64_t)t->in_size;
     sub.c += i0 * v->scm * (int64_t)t->in_size;
     gemm_team_job_t j = {t, kr, &sub, alpha, beta, one, zero, 0, 0, 0, 0,
-                         0, 0, NULL, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+                         0, 0, NULL, {NULL, NULL}, NULL, {NULL, NULL}, {NULL, NULL}};
     size_t bytes = team_plan(&j, workers);
     if (!mem && !(mem = fast_scratch(1, bytes))) return false;
     team_run(dev, workers, &j, mem);

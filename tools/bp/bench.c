@@ -144,6 +144,37 @@ static bp_status_t time_case(bpt_instance_t *inst, const bench_timing_t *t,
                            t->min_seconds, out_ms);
 }
 
+/* OpenBLAS's threads spin for about 2^28 cycles after a call (its
+ * THREAD_TIMEOUT) and would take the cores from whatever is timed next;
+ * let them park first, as they would between an application's calls. */
+static void openblas_gemm_best(bench_env_t *env, int i) {
+  double ms = bench_openblas_gemm(env->openblas, &env->cases[i], &env->timing);
+  usleep(300000);
+  double *best = &env->openblas_ms[i]; /* 0: not yet; < 0: it failed */
+  if (*best == 0 || (ms > 0 && (*best < 0 || ms < *best))) *best = ms;
+}
+
+/* Ours, and for GEMM OpenBLAS beside it. A short case alternates the two
+ * over several rounds, each keeping its best: the host's load comes and
+ * goes over seconds (other tenants), and timing one after the other let
+ * a quiet or a busy stretch fall on one side only. */
+static bp_status_t time_case_rounds(bench_env_t *env, int i, bpt_instance_t *inst,
+                                    double *out_ms) {
+  const bench_timing_t *t = &env->timing;
+  bp_status_t st = time_case(inst, t, out_ms);
+  if (st != BP_OK || env->cases[i].op != BPT_GEMM || !env->openblas) return st;
+  int rounds = *out_ms < t->round_ms ? t->rounds : 1;
+  for (int round = 1; round < rounds; round++) {
+    openblas_gemm_best(env, i);
+    double again;
+    st = bpt_instance_time(inst, 0, t->min_reps, t->max_reps, t->min_seconds, &again);
+    if (st != BP_OK) return st;
+    if (again < *out_ms) *out_ms = again;
+  }
+  openblas_gemm_best(env, i);
+  return BP_OK;
+}
+
 static void add_anchor(bench_result_t *r, const char *name, double ms,
                        double figure, const char *note) {
   if (r->anchors == 3) return;
@@ -166,14 +197,7 @@ static void attach_anchors(bench_env_t *env, int i, double bw,
                            bench_result_t *r) {
   const bpt_case_t *c = &env->cases[i];
   if (c->op == BPT_GEMM) {
-    if (env->openblas && env->openblas_ms[i] == 0) {
-      env->openblas_ms[i] = bench_openblas_gemm(env->openblas, c, &env->timing);
-      /* OpenBLAS's threads spin for about 2^28 cycles after a call (its
-       * THREAD_TIMEOUT) and would take the cores from whatever is timed
-       * next; let them park first, as they would between an application's
-       * calls. */
-      usleep(300000);
-    }
+    if (env->openblas && env->openblas_ms[i] == 0) openblas_gemm_best(env, i);
     add_timed_anchor(r, "openblas", env->openblas ? env->openblas_ms[i] : -1,
                      env->openblas ? NULL : BENCH_INSTALL_OPENBLAS);
   }
@@ -210,7 +234,7 @@ static void measure_case(bench_env_t *env, bp_device_t *dev,
     snprintf(r->message, sizeof r->message, "%s", inst.error);
     return;
   }
-  st = time_case(&inst, &env->timing, &r->ms);
+  st = time_case_rounds(env, i, &inst, &r->ms);
   if (st != BP_OK)
     snprintf(r->message, sizeof r->message, "failed: %s (%s)",
              bp_status_string(st), bp_last_error());

@@ -25,6 +25,9 @@ typedef struct bench_timing {
   int warmup, min_reps, max_reps;
   double min_seconds;
   double slow_seconds; /* a warm-up call slower than this: one timed call */
+  int rounds; /* ours and an in-process anchor (OpenBLAS) alternate this many
+               * times for a case faster than round_ms; each keeps its best */
+  double round_ms;
 } bench_timing_t;
 void bench_timing_for(bool quick, bench_timing_t *out);
 

@@ -89,8 +89,10 @@ int bench_suite(unsigned op_mask, bool quick, bpt_case_t *out, int cap) {
 void bench_timing_for(bool quick, bench_timing_t *out) {
   if (quick)
     *out = (bench_timing_t){.warmup = 1, .min_reps = 2, .max_reps = 10,
-                            .min_seconds = 0.05, .slow_seconds = 0.5};
+                            .min_seconds = 0.05, .slow_seconds = 0.5,
+                            .rounds = 1, .round_ms = 0};
   else
     *out = (bench_timing_t){.warmup = 1, .min_reps = 3, .max_reps = 50,
-                            .min_seconds = 0.3, .slow_seconds = 2.0};
+                            .min_seconds = 0.3, .slow_seconds = 2.0,
+                            .rounds = 3, .round_ms = 100};
 }
