@@ -44,16 +44,18 @@ static bp_plugin_tensor_t tens(float *p, int rank, const int64_t *shape,
 static float frand(void) { return (float)(rand() % 20001 - 10000) / 2500.0f; }
 
 /* Row r of [rows, n]: 0 random, 1 one NaN, 2 all -inf, 3 every third -inf,
- * 4 one +inf, 5 a large offset. norm != 0 keeps infinities out. */
+ * 4 one +inf, 5 a large offset, 6 the first element far out (a one-pass
+ * variance about it would cancel). norm != 0 keeps infinities out. */
 static void fill_rows(float *x, int64_t rows, int64_t n, int norm) {
   for (int64_t r = 0; r < rows; r++) {
     float *p = x + r * n;
-    int kind = (int)(r % 6);
+    int kind = (int)(r % 7);
     for (int64_t i = 0; i < n; i++) {
       p[i] = frand();
       if (!norm && (kind == 2 || (kind == 3 && i % 3 == 0))) p[i] = -INFINITY;
       if (kind == 5) p[i] = 1000.0f + p[i] * 0.01f;
     }
+    if (kind == 6) p[0] = 3000.0f;
     if (kind == 1) p[rand() % n] = NAN;
     if (kind == 4 && !norm) p[rand() % n] = INFINITY;
   }

@@ -109,8 +109,8 @@ static float row_expsum(const float *x, float *e, int64_t n, float mx,
   for (; i + 2 * VL <= n; i += 2 * VL) {
     pf_next(next, i);
     pf_next(next, i + VL);
-    V e0 = vexp_lo(vsub(vload(x + i), M_));
-    V e1 = vexp_lo(vsub(vload(x + i + VL), M_));
+    V e0 = vexp_soft(vsub(vload(x + i), M_));
+    V e1 = vexp_soft(vsub(vload(x + i + VL), M_));
     if (e) vstore(e + i, e0), vstore(e + i + VL, e1);
     if (py) {
       vstream(py + i, vmul(vload(pe + i), PI));
@@ -121,7 +121,7 @@ static float row_expsum(const float *x, float *e, int64_t n, float mx,
   for (; i < n; i += VL) {
     int64_t left = n - i < VL ? n - i : VL;
     pf_next(next, i);
-    V t = vexp_lo(vsub(load_or(x + i, left, -INFINITY), M_));
+    V t = vexp_soft(vsub(load_or(x + i, left, -INFINITY), M_));
     if (e) vstore_n(e + i, t, left);
     if (py) {
       V o = vmul(ldn(pe + i, left), PI);
@@ -219,68 +219,86 @@ static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
 
 /* ---- norms ------------------------------------------------------------------*/
 
-/* Sum of (x - c): four vectors at a time in f32 (pairwise), each block
- * added into double, so the conversion costs a quarter of a vector op. */
-static double row_sum_d(const float *x, int64_t n, float c) {
-  VD a = vd_zero(), b = vd_zero();
-  V vc = vset1(c);
+/* Sums of d = x - c and of d^2 in one pass: within a block of eight
+ * vectors in f32 (two chains each, for latency), the blocks added into
+ * double, so the conversions cost a quarter of a vector op. Lanes past n
+ * read as c and add nothing. The next row is prefetched on the way. */
+static inline __attribute__((always_inline)) void
+row_moments_d(const float *x, int64_t n, float c, const float *next, bool with_sum,
+              double *s1, double *s2) {
+  VD sa = vd_zero(), sb = vd_zero(), qa = vd_zero(), qb = vd_zero();
+  V vc = vset1(c), z = vset1(0.0f);
   int64_t i = 0;
-  for (; i + 4 * VL <= n; i += 4 * VL) {
-    V s = vadd(vadd(vsub(vload(x + i), vc), vsub(vload(x + i + VL), vc)),
-               vadd(vsub(vload(x + i + 2 * VL), vc),
-                    vsub(vload(x + i + 3 * VL), vc)));
-    vacc_d(s, &a, &b);
+  while (i < n) {
+    V s0 = z, s1v = z, q0 = z, q1 = z;
+    int64_t stop = n - i < 8 * VL ? n : i + 8 * VL;
+    for (; i + 2 * VL <= stop; i += 2 * VL) {
+      pf_next(next, i);
+      pf_next(next, i + VL);
+      V d0 = vsub(vload(x + i), vc), d1 = vsub(vload(x + i + VL), vc);
+      if (with_sum) s0 = vadd(s0, d0), s1v = vadd(s1v, d1);
+      q0 = vfma(d0, d0, q0), q1 = vfma(d1, d1, q1);
+    }
+    for (; i < stop; i += VL) {
+      pf_next(next, i);
+      V d = vsub(load_or(x + i, stop - i < VL ? stop - i : VL, c), vc);
+      if (with_sum) s0 = vadd(s0, d);
+      q0 = vfma(d, d, q0);
+    }
+    if (with_sum) vacc_d(vadd(s0, s1v), &sa, &sb);
+    vacc_d(vadd(q0, q1), &qa, &qb);
   }
-  for (; i < n; i += VL) {
-    int64_t left = n - i < VL ? n - i : VL;
-    vacc_d(vsub(load_or(x + i, left, c), vc), &a, &b);
-  }
-  return vd_hsum(a) + vd_hsum(b);
+  *s1 = vd_hsum(sa) + vd_hsum(sb);
+  *s2 = vd_hsum(qa) + vd_hsum(qb);
 }
 
-/* Sum of (x - c)^2: squares in f32, four vectors per block, blocks in
- * double. */
-static double row_sqdev_d(const float *x, int64_t n, float c,
-                          const float *next) {
-  VD a = vd_zero(), b = vd_zero();
-  V vc = vset1(c);
-  int64_t i = 0;
-  for (; i + 4 * VL <= n; i += 4 * VL) {
-    for (int k = 0; k < 4; k++) pf_next(next, i + k * VL);
-    V d0 = vsub(vload(x + i), vc), d1 = vsub(vload(x + i + VL), vc);
-    V d2 = vsub(vload(x + i + 2 * VL), vc), d3 = vsub(vload(x + i + 3 * VL), vc);
-    vacc_d(vadd(vfma(d0, d0, vmul(d1, d1)), vfma(d2, d2, vmul(d3, d3))), &a, &b);
-  }
-  for (; i < n; i += VL) {
-    int64_t left = n - i < VL ? n - i : VL;
-    pf_next(next, i);
-    V d = vsub(load_or(x + i, left, c), vc);
-    vacc_d(vmul(d, d), &a, &b);
-  }
-  return vd_hsum(a) + vd_hsum(b);
+/* Sum of (x - c)^2 on its own: the exact second pass of a layer norm
+ * whose one-pass variance would cancel too much. */
+static double row_sqdev_d(const float *x, int64_t n, float c) {
+  double s1, s2;
+  row_moments_d(x, n, c, NULL, false, &s1, &s2);
+  return s2;
+}
+
+/* Mean and variance of a row (layer norm). One pass gives them as
+ * E[d] and E[d^2] - E[d]^2 with d = x - x[0]; when E[d]^2 is large
+ * against the variance (x[0] far out in the row) that difference would
+ * cancel, and a second pass over the cached row sums (x - mean)^2
+ * instead, so the variance keeps about f32 accuracy either way. */
+static void row_mean_var(const float *x, int64_t n, const float *next, double *mean,
+                         double *var) {
+  float c = isfinite(x[0]) ? x[0] : 0.0f;
+  double s1, s2;
+  row_moments_d(x, n, c, next, true, &s1, &s2);
+  double m = s1 / (double)n;
+  *mean = (double)c + m;
+  *var = s2 / (double)n - m * m;
+  if (m * m <= 8.0 * *var) return; /* also false for NaN: exact pass */
+  float fm = (float)*mean;
+  double dm = *mean - (double)fm;
+  *var = row_sqdev_d(x, n, fm) / (double)n - dm * dm;
 }
 
 static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
                        const float *beta, double eps, int rms,
                        const float *next, bool nt) {
-  double mean = 0.0;
-  if (!rms) {
-    /* summed as deviations from x[0], so a large common offset costs no
-     * precision in the f32 blocks */
-    float c = isfinite(x[0]) ? x[0] : 0.0f;
-    mean = (double)c + row_sum_d(x, n, c) / (double)n;
+  double mean = 0.0, var;
+  if (rms) {
+    /* RMS norm's one pass is its first: prefetching the next row while
+     * this one arrives measured slower (the prefetches and the streaming
+     * stores share fill buffers) */
+    double unused;
+    row_moments_d(x, n, 0.0f, NULL, false, &unused, &var);
+    var /= (double)n;
+  } else {
+    row_mean_var(x, n, next, &mean, &var);
   }
-  float fm = (float)mean;
-  /* deviations from the f32 mean, corrected for its rounding; layer norm
-   * prefetches the next row here. RMS norm has no pass to spare: this is
-   * its first, and prefetching while the output streams out measured
-   * slower (the prefetches and the streaming stores share fill buffers) */
-  double var = row_sqdev_d(x, n, fm, rms ? NULL : next) / (double)n;
-  if (!rms) var -= (mean - fm) * (mean - fm);
-  V vm = vset1(fm), vi = vset1((float)(1.0 / sqrt(var + eps)));
-  V vdm = vset1((float)(mean - fm));
+  /* (x - mean) / sd as (x - fm) * inv + c: fm the f32 mean, c its rounding
+   * residue times -inv, so one multiply-add applies both */
+  float fm = (float)mean, inv = (float)(1.0 / sqrt(var + eps));
+  V vm = vset1(fm), vi = vset1(inv), vc = vset1((float)(-(mean - fm) * inv));
   /* one loop per gamma / beta presence, so none tests them per vector */
-#define NORM_X(i, c) vmul(vsub(vsub(ldn(x + (i), (c)), vm), vdm), vi)
+#define NORM_X(i, c) vfma(vsub(ldn(x + (i), (c)), vm), vi, vc)
 #define LN_GB(i, c) vfma(NORM_X(i, c), ldn(gamma + (i), (c)), ldn(beta + (i), (c)))
 #define LN_G(i, c) vmul(NORM_X(i, c), ldn(gamma + (i), (c)))
 #define LN_B(i, c) vadd(NORM_X(i, c), ldn(beta + (i), (c)))
