@@ -94,5 +94,5 @@ void bench_timing_for(bool quick, bench_timing_t *out) {
   else
     *out = (bench_timing_t){.warmup = 1, .min_reps = 3, .max_reps = 50,
                             .min_seconds = 0.3, .slow_seconds = 2.0,
-                            .rounds = 3, .round_ms = 100};
+                            .rounds = 3, .round_ms = 2000};
 }
