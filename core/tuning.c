@@ -18,6 +18,8 @@
  * tuning.json, else $HOME/.cache/backplane/tuning.json. The path is resolved
  * on every call, so a change takes effect at the next lookup or store.
  *
+ * The table and the strict reader live in tuning_table.c.
+ *
  * Rules, in the order the code applies them:
  *  1. The file is read with a strict parser for exactly this schema; any
  *     deviation makes the whole file untrusted: it is reported once (warn)
@@ -41,26 +43,9 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tuning_table.h"
 
-#define TUNE_FORMAT_VERSION 1
 #define TUNE_FILE_MAX (16u << 20) /* bytes; a bigger file is not ours */
-
-enum { F_PLUGIN, F_PLUGIN_VERSION, F_DEVICE, F_DRIVER, F_OP, F_DTYPE, F_BUCKET,
-       F_VALUE, F_COUNT, F_KEYS = F_VALUE };
-
-static const char *const field_names[F_COUNT] = {
-    "plugin", "plugin_version", "device", "driver_version",
-    "op",     "dtype",          "bucket", "value"};
-
-typedef struct tune_entry {
-  uint64_t hash;      /* of the key fields: most comparisons stop here */
-  char *f[F_COUNT];   /* point into one allocation owned by f[0] */
-} tune_entry_t;
-
-typedef struct tune_table {
-  tune_entry_t *e;
-  size_t n, cap;
-} tune_table_t;
 
 static struct {
   pthread_mutex_t lock;
@@ -70,272 +55,6 @@ static struct {
   bool warned_read, warned_write, newer_format; /* for path, reset on change */
   tune_table_t table;
 } cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* ---- the table -------------------------------------------------------------*/
-
-static uint64_t key_hash(const char *const *f) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a, fields separated by NUL */
-  for (int i = 0; i < F_KEYS; i++)
-    for (const char *c = f[i];; c++) {
-      h = (h ^ (unsigned char)*c) * 1099511628211ull;
-      if (!*c) break;
-    }
-  return h;
-}
-
-static tune_entry_t *table_find(tune_table_t *t, const char *const *f, uint64_t h) {
-  for (size_t i = 0; i < t->n; i++) {
-    tune_entry_t *e = &t->e[i];
-    if (e->hash != h) continue;
-    int k = 0;
-    while (k < F_KEYS && !strcmp(e->f[k], f[k])) k++;
-    if (k == F_KEYS) return e;
-  }
-  return NULL;
-}
-
-static void table_clear(tune_table_t *t) {
-  for (size_t i = 0; i < t->n; i++) free(t->e[i].f[0]);
-  free(t->e);
-  memset(t, 0, sizeof *t);
-}
-
-/* Adds or replaces the entry for f's key; false when out of memory. */
-static bool table_upsert(tune_table_t *t, const char *const *f) {
-  size_t len[F_COUNT], total = 0;
-  for (int i = 0; i < F_COUNT; i++) total += (len[i] = strlen(f[i])) + 1;
-  char *block = malloc(total);
-  if (!block) return false;
-  uint64_t h = key_hash(f);
-  tune_entry_t *e = table_find(t, f, h);
-  if (!e) {
-    if (t->n == t->cap) {
-      size_t ncap = t->cap ? 2 * t->cap : 16;
-      tune_entry_t *ne = realloc(t->e, ncap * sizeof *ne);
-      if (!ne) {
-        free(block);
-        return false;
-      }
-      t->e = ne;
-      t->cap = ncap;
-    }
-    e = &t->e[t->n++];
-  } else {
-    free(e->f[0]);
-  }
-  e->hash = h;
-  for (int i = 0; i < F_COUNT; i++) {
-    e->f[i] = memcpy(block, f[i], len[i] + 1);
-    block += len[i] + 1;
-  }
-  return true;
-}
-
-/* ---- the strict reader -----------------------------------------------------*/
-
-typedef struct json_in {
-  const char *p, *begin, *end;
-  const char *err; /* first error, NULL while fine */
-} json_in_t;
-
-static bool jfail(json_in_t *in, const char *what) {
-  if (!in->err) in->err = what;
-  return false;
-}
-
-static void jspace(json_in_t *in) {
-  while (in->p < in->end && (*in->p == ' ' || *in->p == '\t' || *in->p == '\n' || *in->p == '\r'))
-    in->p++;
-}
-
-/* Skips space, then consumes c. */
-static bool jexpect(json_in_t *in, char c) {
-  jspace(in);
-  if (in->p < in->end && *in->p == c) {
-    in->p++;
-    return true;
-  }
-  return false;
-}
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-static bool read_hex4(json_in_t *in, unsigned *out) {
-  if (in->end - in->p < 4) return jfail(in, "truncated \\u escape");
-  *out = 0;
-  for (int i = 0; i < 4; i++) {
-    int v = hexval(*in->p++);
-    if (v < 0) return jfail(in, "bad \\u escape");
-    *out = *out << 4 | (unsigned)v;
-  }
-  return true;
-}
-
-/* A \uXXXX escape (and its low surrogate) as a code point; no NUL. */
-static bool read_codepoint(json_in_t *in, unsigned *cp) {
-  if (!read_hex4(in, cp)) return false;
-  if (*cp >= 0xdc00 && *cp <= 0xdfff) return jfail(in, "lone low surrogate");
-  if (*cp >= 0xd800 && *cp <= 0xdbff) {
-    unsigned lo;
-    if (in->end - in->p < 2 || in->p[0] != '\\' || in->p[1] != 'u')
-      return jfail(in, "lone high surrogate");
-    in->p += 2;
-    if (!read_hex4(in, &lo)) return false;
-    if (lo < 0xdc00 || lo > 0xdfff) return jfail(in, "bad surrogate pair");
-    *cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
-  }
-  return *cp ? true : jfail(in, "\\u0000 in a string");
-}
-
-/* Appends the UTF-8 form of cp; false when it does not fit. */
-static bool put_utf8(char *out, size_t cap, size_t *n, unsigned cp) {
-  size_t k = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-  static const unsigned char lead[5] = {0, 0, 0xc0, 0xe0, 0xf0};
-  if (*n + k >= cap) return false;
-  for (size_t i = k - 1; i > 0; i--, cp >>= 6) out[*n + i] = (char)(0x80 | (cp & 0x3f));
-  out[*n] = (char)(lead[k] | cp);
-  *n += k;
-  return true;
-}
-
-/* One escape after the backslash. */
-static bool read_escape(json_in_t *in, char *out, size_t cap, size_t *n) {
-  static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-  if (in->p >= in->end) return jfail(in, "truncated string");
-  char c = *in->p++;
-  unsigned cp;
-  const char *k = strchr(from, c);
-  if (c && k) cp = (unsigned char)to[k - from];
-  else if (c != 'u') return jfail(in, "bad escape");
-  else if (!read_codepoint(in, &cp)) return false;
-  return put_utf8(out, cap, n, cp) || jfail(in, "string too long");
-}
-
-/* A string of fewer than cap bytes into out. */
-static bool jstring(json_in_t *in, char *out, size_t cap) {
-  if (!jexpect(in, '"')) return jfail(in, "expected a string");
-  size_t n = 0;
-  while (in->p < in->end && *in->p != '"') {
-    unsigned char c = (unsigned char)*in->p++;
-    if (c < 0x20) return jfail(in, "control character in a string");
-    if (c == '\\') {
-      if (!read_escape(in, out, cap, &n)) return false;
-    } else if (n + 1 >= cap) {
-      return jfail(in, "string too long");
-    } else {
-      out[n++] = (char)c;
-    }
-  }
-  if (in->p >= in->end) return jfail(in, "unterminated string");
-  in->p++;
-  out[n] = '\0';
-  return true;
-}
-
-/* A small non-negative integer (the format version). */
-static bool jinteger(json_in_t *in, long *out) {
-  jspace(in);
-  *out = 0;
-  const char *start = in->p;
-  while (in->p < in->end && *in->p >= '0' && *in->p <= '9' && *out < 1000000)
-    *out = *out * 10 + (*in->p++ - '0');
-  if (in->p == start || (in->p - start > 1 && *start == '0'))
-    return jfail(in, "expected a version number");
-  return true;
-}
-
-/* Calls member(in, name, arg) for each member of an object. */
-static bool jobject(json_in_t *in, bool (*member)(json_in_t *, const char *, void *),
-                    void *arg) {
-  char name[64];
-  if (!jexpect(in, '{')) return jfail(in, "expected an object");
-  if (jexpect(in, '}')) return true;
-  do {
-    if (!jstring(in, name, sizeof name)) return false;
-    if (!jexpect(in, ':')) return jfail(in, "expected ':'");
-    if (!member(in, name, arg)) return false;
-  } while (jexpect(in, ','));
-  return jexpect(in, '}') || jfail(in, "expected ',' or '}'");
-}
-
-typedef struct entry_fields {
-  char buf[F_COUNT][BP_TUNE_VALUE_MAX];
-  unsigned seen; /* bit per field */
-} entry_fields_t;
-
-static bool entry_member(json_in_t *in, const char *name, void *arg) {
-  entry_fields_t *ef = arg;
-  for (int i = 0; i < F_COUNT; i++) {
-    if (strcmp(name, field_names[i])) continue;
-    if (ef->seen & (1u << i)) return jfail(in, "duplicate member in an entry");
-    ef->seen |= 1u << i;
-    return jstring(in, ef->buf[i], i == F_VALUE ? BP_TUNE_VALUE_MAX : BP_TUNE_FIELD_MAX);
-  }
-  return jfail(in, "unknown member in an entry");
-}
-
-static bool jentries(json_in_t *in, tune_table_t *t) {
-  if (!jexpect(in, '[')) return jfail(in, "\"entries\" is not an array");
-  if (jexpect(in, ']')) return true;
-  entry_fields_t *ef = malloc(sizeof *ef);
-  if (!ef) return jfail(in, "out of memory");
-  bool ok;
-  do {
-    ef->seen = 0;
-    const char *f[F_COUNT];
-    ok = jobject(in, entry_member, ef);
-    if (ok && ef->seen != (1u << F_COUNT) - 1) ok = jfail(in, "entry lacks a member");
-    for (int i = 0; ok && i < F_COUNT; i++) f[i] = ef->buf[i];
-    if (ok && !table_upsert(t, f)) ok = jfail(in, "out of memory");
-  } while (ok && jexpect(in, ','));
-  free(ef);
-  return ok && (jexpect(in, ']') || jfail(in, "expected ',' or ']'"));
-}
-
-typedef struct top_state {
-  tune_table_t *t;
-  long version; /* -1 until read */
-  bool entries;
-} top_state_t;
-
-static bool top_member(json_in_t *in, const char *name, void *arg) {
-  top_state_t *st = arg;
-  if (!strcmp(name, "version")) {
-    if (st->version >= 0) return jfail(in, "duplicate \"version\"");
-    if (!jinteger(in, &st->version)) return false;
-    /* A newer format may change everything after this: stop here. */
-    return st->version == TUNE_FORMAT_VERSION || jfail(in, "newer");
-  }
-  if (!strcmp(name, "entries")) {
-    if (st->entries) return jfail(in, "duplicate \"entries\"");
-    st->entries = true;
-    return jentries(in, st->t);
-  }
-  return jfail(in, "unknown top-level member");
-}
-
-typedef enum parse_result { PARSE_OK, PARSE_BAD, PARSE_NEWER } parse_result_t;
-
-/* Parses text into t (entries added); on PARSE_BAD *why and *at say where. */
-static parse_result_t parse_cache(const char *text, size_t len, tune_table_t *t,
-                                  const char **why, size_t *at) {
-  json_in_t in = {.p = text, .begin = text, .end = text + len};
-  top_state_t st = {.t = t, .version = -1};
-  bool ok = jobject(&in, top_member, &st);
-  if (ok && (st.version < 0 || !st.entries)) ok = jfail(&in, "missing \"version\" or \"entries\"");
-  jspace(&in);
-  if (ok && in.p != in.end) ok = jfail(&in, "text after the object");
-  if (ok) return PARSE_OK;
-  if (st.version > TUNE_FORMAT_VERSION) return PARSE_NEWER;
-  *why = in.err ? in.err : "malformed";
-  *at = (size_t)(in.p - in.begin);
-  return PARSE_BAD;
-}
 
 /* ---- files -----------------------------------------------------------------*/
 
@@ -386,9 +105,9 @@ static load_result_t load_file(const char *path, tune_table_t *t) {
   }
   const char *why = NULL;
   size_t at = 0;
-  parse_result_t r = parse_cache(text, len, t, &why, &at);
+  parse_result_t r = tune_parse(text, len, t, &why, &at);
   free(text);
-  if (r != PARSE_OK) table_clear(t); /* never keep half of an untrusted file */
+  if (r != PARSE_OK) tune_table_clear(t); /* never keep half of an untrusted file */
   if (r == PARSE_BAD && !cache.warned_read)
     bp__log(BP_LOG_WARN, BP__LOG_LOADER,
             "tuning cache %s: not a valid cache file (%s at byte %zu); ignoring it, "
@@ -417,7 +136,7 @@ static void write_table(FILE *f, const tune_table_t *t) {
   for (size_t i = 0; i < t->n; i++) {
     fputs(i ? ",\n    {" : "\n    {", f);
     for (int k = 0; k < F_COUNT; k++) {
-      fprintf(f, "%s\"%s\": ", k ? ", " : "", field_names[k]);
+      fprintf(f, "%s\"%s\": ", k ? ", " : "", tune_field_names[k]);
       write_string(f, t->e[i].f[k]);
     }
     fputc('}', f);
@@ -489,10 +208,10 @@ static void persist(const char *const *f) {
   bool ok = true;
   for (size_t i = 0; ok && i < cache.table.n; i++) {
     tune_entry_t *e = &cache.table.e[i];
-    if (!table_find(&merged, (const char *const *)e->f, e->hash))
-      ok = table_upsert(&merged, (const char *const *)e->f);
+    if (!tune_table_find(&merged, (const char *const *)e->f, e->hash))
+      ok = tune_table_upsert(&merged, (const char *const *)e->f);
   }
-  if (!ok || !table_upsert(&merged, f)) {
+  if (!ok || !tune_table_upsert(&merged, f)) {
     errno = ENOMEM;
     warn_write("merge it");
     goto out;
@@ -501,11 +220,11 @@ static void persist(const char *const *f) {
     warn_write("write it");
     goto out;
   }
-  table_clear(&cache.table); /* the file's view, now including ours */
+  tune_table_clear(&cache.table); /* the file's view, now including ours */
   cache.table = merged;
   merged = (tune_table_t){0};
 out:
-  table_clear(&merged);
+  tune_table_clear(&merged);
   close(lock); /* releases the flock */
 }
 
@@ -531,7 +250,7 @@ static void cache_sync_path(void) {
   char path[PATH_MAX];
   resolve_path(path, sizeof path);
   if (cache.loaded && !strcmp(path, cache.path)) return;
-  table_clear(&cache.table);
+  tune_table_clear(&cache.table);
   snprintf(cache.path, sizeof cache.path, "%s", path);
   cache.warned_read = cache.warned_write = cache.newer_format = false;
   cache.loaded = true;
@@ -552,7 +271,7 @@ static bool key_fields(const bp_tune_key_t *key, const char **f, const char *fn)
   for (int i = 0; i < F_KEYS; i++) {
     if (!v[i] || strnlen(v[i], BP_TUNE_FIELD_MAX) >= BP_TUNE_FIELD_MAX) {
       bp__log(BP_LOG_WARN, BP__LOG_PLUGIN, "%s: key field %s is %s; ignoring the call", fn,
-              field_names[i], v[i] ? "too long" : "NULL");
+              tune_field_names[i], v[i] ? "too long" : "NULL");
       return false;
     }
     f[i] = v[i];
@@ -566,7 +285,7 @@ bool bp__tune_lookup(const bp_tune_key_t *key, char *out_value, size_t size) {
   if (!out_value || !size || !key_fields(key, f, "tune_lookup")) return false;
   pthread_mutex_lock(&cache.lock);
   cache_sync_path();
-  tune_entry_t *e = table_find(&cache.table, f, key_hash(f));
+  tune_entry_t *e = tune_table_find(&cache.table, f, tune_key_hash(f));
   bool hit = e && strlen(e->f[F_VALUE]) < size;
   if (hit) memcpy(out_value, e->f[F_VALUE], strlen(e->f[F_VALUE]) + 1);
   pthread_mutex_unlock(&cache.lock);
@@ -584,7 +303,7 @@ void bp__tune_store(const bp_tune_key_t *key, const char *value) {
   f[F_VALUE] = value;
   pthread_mutex_lock(&cache.lock);
   cache_sync_path();
-  if (!table_upsert(&cache.table, f))
+  if (!tune_table_upsert(&cache.table, f))
     bp__log(BP_LOG_WARN, BP__LOG_LOADER, "tuning cache: out of memory; result not kept");
   else if (cache.path[0] && !cache.newer_format)
     persist(f);
