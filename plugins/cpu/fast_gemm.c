@@ -275,6 +275,8 @@ void fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
                      int64_t mb, int64_t nb, int64_t kb) {
   const gemm_type_t *ct = mk->ct;
   const fast_gemm_kernel_t *kr = mk->kr;
+  /* the panels hold the compute type, which C's type shares (f32 for an
+   * f32 band of a narrow C) */
   int64_t es = (int64_t)ct->esize, cs = (int64_t)ct->in_size;
   int mr = kr->mr, nr = kr->nr;
   alignas(64) char tile[TILE_BYTES];

@@ -145,38 +145,43 @@ static bp_status_t time_case(bpt_instance_t *inst, const bench_timing_t *t,
                            t->min_seconds, out_ms);
 }
 
-/* OpenBLAS's threads spin for about 2^28 cycles after a call (its
- * THREAD_TIMEOUT) and would take the cores from whatever is timed next;
- * let them park first, as they would between an application's calls. */
-static void openblas_gemm_best(bench_env_t *env, int i, const bench_timing_t *t) {
-  double ms = bench_openblas_gemm(env->openblas, &env->cases[i], t);
+/* The OpenBLAS anchor's best time for case i, kept across devices and
+ * rounds (0: not yet; < 0: it cannot run). OpenBLAS's threads spin for
+ * about 2^28 cycles after a call (its THREAD_TIMEOUT) and would take the
+ * cores from whatever is timed next; let them park first, as they would
+ * between an application's calls. */
+static void openblas_best(bench_env_t *env, int i, bench_openblas_case_t *oc,
+                          const bench_timing_t *t) {
+  double ms = bench_openblas_time(oc, t);
   usleep(300000);
-  double *best = &env->openblas_ms[i]; /* 0: not yet; < 0: it failed */
+  double *best = &env->openblas_ms[i];
   if (*best == 0 || (ms > 0 && (*best < 0 || ms < *best))) *best = ms;
 }
 
-/* Ours, and for GEMM OpenBLAS beside it. The two alternate over several
- * rounds, each keeping its best: the host's load comes and goes over
- * seconds (other tenants), and timing one after the other let a quiet or
- * a busy stretch fall on one side only. Calls over 100 ms take one timed
- * call per round after the first, which keeps the whole suite's rounds to
- * about half a minute. */
+/* Ours, and for GEMM OpenBLAS beside it on its own copy of the matrices.
+ * The two alternate over several rounds, each keeping its best: the
+ * host's load comes and goes over seconds (other tenants), and timing one
+ * after the other let a quiet or a busy stretch fall on one side only.
+ * Calls over 100 ms take one timed call per round after the first, which
+ * keeps the whole suite's rounds to about half a minute. */
 static bp_status_t time_case_rounds(bench_env_t *env, int i, bpt_instance_t *inst,
                                     double *out_ms) {
   bench_timing_t t = env->timing;
   bp_status_t st = time_case(inst, &t, out_ms);
   if (st != BP_OK || env->cases[i].op != BPT_GEMM || !env->openblas) return st;
+  bench_openblas_case_t *oc = bench_openblas_case(env->openblas, &env->cases[i]);
   int rounds = *out_ms < t.round_ms ? t.rounds : 1;
   if (*out_ms > 100) t.min_reps = 1;
-  for (int round = 1; round < rounds; round++) {
-    openblas_gemm_best(env, i, &t);
+  for (int round = 1; round < rounds && oc; round++) {
+    openblas_best(env, i, oc, &t);
     double again;
     st = bpt_instance_time(inst, 0, t.min_reps, t.max_reps, t.min_seconds, &again);
-    if (st != BP_OK) return st;
+    if (st != BP_OK) break;
     if (again < *out_ms) *out_ms = again;
   }
-  openblas_gemm_best(env, i, &t);
-  return BP_OK;
+  if (st == BP_OK) openblas_best(env, i, oc, &t);
+  bench_openblas_case_free(oc);
+  return st;
 }
 
 /* A memory-bound op on this host's cores and the streaming loop alternate
@@ -223,7 +228,6 @@ static void attach_anchors(bench_env_t *env, int i, double bw,
                            bench_result_t *r) {
   const bpt_case_t *c = &env->cases[i];
   if (c->op == BPT_GEMM) {
-    if (env->openblas && env->openblas_ms[i] == 0) openblas_gemm_best(env, i, &env->timing);
     add_timed_anchor(r, "openblas", env->openblas ? env->openblas_ms[i] : -1,
                      env->openblas ? NULL : BENCH_INSTALL_OPENBLAS);
   }

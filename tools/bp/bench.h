@@ -61,10 +61,14 @@ bench_openblas_t *bench_openblas_open(char *why, size_t why_size);
 void bench_openblas_close(bench_openblas_t *ob);
 /* "OpenBLAS 0.3.21 ..." configuration string. */
 const char *bench_openblas_config(bench_openblas_t *ob);
-/* Best time in ms of the GEMM case c (f32 via sgemm, f64 via dgemm, f16/bf16
- * via sgemm of the same shape); < 0 when it cannot run. */
-double bench_openblas_gemm(bench_openblas_t *ob, const bpt_case_t *c,
-                           const bench_timing_t *t);
+/* The GEMM case c's matrices for OpenBLAS (f32 via sgemm, f64 via dgemm,
+ * f16/bf16 via sgemm of the same shape), filled once and kept for every
+ * round; NULL when it cannot run. */
+typedef struct bench_openblas_case bench_openblas_case_t;
+bench_openblas_case_t *bench_openblas_case(bench_openblas_t *ob, const bpt_case_t *c);
+/* Best time in ms of the case after a warm-up call. */
+double bench_openblas_time(bench_openblas_case_t *oc, const bench_timing_t *t);
+void bench_openblas_case_free(bench_openblas_case_t *oc);
 
 /* PyTorch through `python3 tools/bench_torch.py`: every torch-anchored case
  * of the suite measured in one subprocess. */

@@ -315,35 +315,54 @@ static void openblas_call(bench_openblas_t *ob, const bpt_case_t *c, bool f64,
   }
 }
 
-double bench_openblas_gemm(bench_openblas_t *ob, const bpt_case_t *c,
-                           const bench_timing_t *t) {
-  if (!ob || c->op != BPT_GEMM) return -1;
-  bool f64 = c->dtype == BP_F64;
-  size_t es = f64 ? 8 : 4;
+struct bench_openblas_case {
+  bench_openblas_t *ob;
+  bpt_case_t c;
+  bool f64;
+  void *a, *b, *cc;
+};
+
+bench_openblas_case_t *bench_openblas_case(bench_openblas_t *ob, const bpt_case_t *c) {
+  if (!ob || c->op != BPT_GEMM) return NULL;
+  bench_openblas_case_t *oc = calloc(1, sizeof *oc);
+  if (!oc) return NULL;
+  *oc = (bench_openblas_case_t){ob, *c, c->dtype == BP_F64, NULL, NULL, NULL};
+  size_t es = oc->f64 ? 8 : 4;
   size_t na = (size_t)(c->batch * c->m * c->k), nb = (size_t)(c->batch * c->k * c->n);
   size_t nc = (size_t)(c->batch * c->m * c->n);
-  void *a = huge_buffer(na * es), *b = huge_buffer(nb * es), *cc = huge_buffer(nc * es);
-  double best = -1;
-  if (a && b && cc) {
-    fill_uniform(a, na, f64);
-    fill_uniform(b, nb, f64);
-    double t0 = bpt_now();
-    openblas_call(ob, c, f64, a, b, cc); /* warm-up */
-    double warm = bpt_now() - t0, total = 0;
-    int reps = warm > t->slow_seconds ? 1 : t->max_reps;
-    best = 1e300;
-    for (int i = 0; i < reps; i++) {
-      if (i >= t->min_reps && total >= t->min_seconds) break;
-      t0 = bpt_now();
-      openblas_call(ob, c, f64, a, b, cc);
-      double s = bpt_now() - t0;
-      total += s;
-      if (s < best) best = s;
-    }
-    best *= 1e3;
+  oc->a = huge_buffer(na * es);
+  oc->b = huge_buffer(nb * es);
+  oc->cc = huge_buffer(nc * es);
+  if (!oc->a || !oc->b || !oc->cc) {
+    bench_openblas_case_free(oc);
+    return NULL;
   }
-  free(a);
-  free(b);
-  free(cc);
-  return best;
+  fill_uniform(oc->a, na, oc->f64);
+  fill_uniform(oc->b, nb, oc->f64);
+  return oc;
+}
+
+double bench_openblas_time(bench_openblas_case_t *oc, const bench_timing_t *t) {
+  if (!oc) return -1;
+  double t0 = bpt_now();
+  openblas_call(oc->ob, &oc->c, oc->f64, oc->a, oc->b, oc->cc); /* warm-up */
+  double warm = bpt_now() - t0, total = 0, best = 1e300;
+  int reps = warm > t->slow_seconds ? 1 : t->max_reps;
+  for (int i = 0; i < reps; i++) {
+    if (i >= t->min_reps && total >= t->min_seconds) break;
+    t0 = bpt_now();
+    openblas_call(oc->ob, &oc->c, oc->f64, oc->a, oc->b, oc->cc);
+    double s = bpt_now() - t0;
+    total += s;
+    if (s < best) best = s;
+  }
+  return best * 1e3;
+}
+
+void bench_openblas_case_free(bench_openblas_case_t *oc) {
+  if (!oc) return;
+  free(oc->a);
+  free(oc->b);
+  free(oc->cc);
+  free(oc);
 }
