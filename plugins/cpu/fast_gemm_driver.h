@@ -35,6 +35,14 @@ typedef struct gemm_type {
   void (*scale)(const gemm_view_t *v, const void *beta);
 } gemm_type_t;
 
+/* Per dtype (fast_gemm_types.c): f32 and f64 computed in their own type,
+ * f16 and bf16 widened to f32 while packing. */
+CPU_HIDDEN extern const gemm_type_t fast_gemm_type_f32, fast_gemm_type_f64,
+    fast_gemm_type_f16, fast_gemm_type_bf16;
+/* The portable 4 x 8 micro-kernels, for CPUs without AVX2 + FMA. */
+CPU_HIDDEN extern const fast_gemm_kernel_t fast_gemm_portable_f32,
+    fast_gemm_portable_f64;
+
 /* Packs rows [i0, i0 + mb) x k [p0, p0 + kb) of v's A into MR-row panels
  * at dst (vector code when the ISA has some for the layout). */
 CPU_HIDDEN void fast_gemm_pack_a(const gemm_type_t *t,
