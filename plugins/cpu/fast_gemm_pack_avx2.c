@@ -35,6 +35,24 @@ static inline __m256i lanes(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* Stores the first n (< 8) lanes of v as 4-, 2- and 1-lane pieces: a
+ * masked store (vmaskmovps) costs a dozen cycles or more on AMD's cores,
+ * and packing A for the 6-row kernel would make one for every k. */
+static inline __attribute__((always_inline)) void store_first(float *d, __m256 v, int n) {
+  __m128 x = _mm256_castps256_ps128(v);
+  if (n & 4) {
+    _mm_storeu_ps(d, x);
+    x = _mm256_extractf128_ps(v, 1);
+    d += 4;
+  }
+  if (n & 2) {
+    _mm_storel_pi((__m64 *)(void *)d, x);
+    x = _mm_movehl_ps(x, x);
+    d += 2;
+  }
+  if (n & 1) _mm_store_ss(d, x);
+}
+
 /* Source element kinds: the 16-bit ones are widened to f32 as they load. */
 enum { SRC_F32, SRC_F16, SRC_BF16 };
 
@@ -69,7 +87,6 @@ static inline __attribute__((always_inline)) bool pack(
     for (int64_t i0 = 0; i0 < cnt; i0 += w, dst += (int64_t)w * kb) {
       for (int c = 0; c < w; c += 8) {
         int64_t rows = cnt - i0 < w ? cnt - i0 - c : w - c;
-        __m256i sm = lanes(w - c);
         bool full = w - c >= 8;
         int64_t s = (i0 + c) * si;
         for (int64_t p = 0; p < kb; p += 8) {
@@ -83,7 +100,7 @@ static inline __attribute__((always_inline)) bool pack(
             if (full)
               _mm256_storeu_ps(d + j * w, r[j]);
             else
-              _mm256_maskstore_ps(d + j * w, sm, r[j]);
+              store_first(d + j * w, r[j], w - c);
           }
         }
       }
@@ -91,21 +108,24 @@ static inline __attribute__((always_inline)) bool pack(
     return true;
   }
   if (si == 1) {
-    /* Panel rows contiguous: masked copies, k outermost so each source
-     * line is read once for all panels. */
+    /* Panel rows contiguous: copies, one panel after another so the
+     * stores run in order. Walking k outermost instead (each source line
+     * read once for all panels) sends consecutive stores a panel apart,
+     * kb * w floats: with B's 16 x 256 panels that is 16 KiB, the same L1
+     * set every time, and the stores thrash it. */
     int64_t np = (cnt + w - 1) / w;
-    for (int64_t p = 0; p < kb; p++) {
-      int64_t s = p * sk;
-      for (int64_t q = 0; q < np; q++) {
+    for (int64_t q = 0; q < np; q++) {
+      int64_t i0 = q * w;
+      for (int64_t p = 0; p < kb; p++) {
+        int64_t s = p * sk;
         float *d = dst + q * w * kb + p * w;
-        int64_t i0 = q * w;
         for (int c = 0; c < w; c += 8) {
           int64_t n = cnt - i0 - c < w - c ? cnt - i0 - c : w - c;
           __m256 v = load8(src, s + i0 + c, n, kind);
           if (w - c >= 8)
             _mm256_storeu_ps(d + c, v);
           else
-            _mm256_maskstore_ps(d + c, lanes(w - c), v);
+            store_first(d + c, v, w - c);
         }
       }
     }
