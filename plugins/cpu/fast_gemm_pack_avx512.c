@@ -92,14 +92,15 @@ static inline __attribute__((always_inline)) void pack_t(
 
 static inline __attribute__((always_inline)) void pack_c(
     const float *src, int64_t sk, int64_t cnt, int64_t kb, int w, float *dst) {
-  /* Panel rows contiguous: copies, k outermost so each source line (a row
-   * of row-major B, a column of column-major A) is read once for all
-   * panels; the last, partial panel takes masked loads. */
+  /* Panel rows contiguous: copies, one panel after another so the stores
+   * run in order (k outermost would send consecutive stores kb * w floats
+   * apart, a multiple of 4 KiB for B's panels: one L1 set, thrashed); the
+   * last, partial panel takes masked loads. */
   int64_t full = cnt / w, rem = cnt - full * w;
-  for (int64_t p = 0; p < kb; p++) {
-    const float *s = src + p * sk;
-    float *d = dst + p * w;
-    for (int64_t q = 0; q < full; q++, s += w, d += (int64_t)w * kb)
+  for (int64_t q = 0; q < full; q++) {
+    const float *s = src + q * w;
+    float *d = dst + q * w * kb;
+    for (int64_t p = 0; p < kb; p++, s += sk, d += w)
       _Pragma("GCC unroll 4") for (int c = 0; c < w; c += 16) {
         if (w - c >= 16)
           _mm512_storeu_ps(d + c, _mm512_loadu_ps(s + c));
@@ -107,7 +108,11 @@ static inline __attribute__((always_inline)) void pack_c(
           _mm512_mask_storeu_ps(d + c, lanes(w - c),
                                 _mm512_maskz_loadu_ps(lanes(w - c), s + c));
       }
-    if (rem)
+  }
+  if (rem) {
+    const float *s = src + full * w;
+    float *d = dst + full * w * kb;
+    for (int64_t p = 0; p < kb; p++, s += sk, d += w)
       for (int c = 0; c < w; c += 16)
         _mm512_mask_storeu_ps(d + c, lanes(w - c),
                               _mm512_maskz_loadu_ps(lanes(rem - c), s + c));
