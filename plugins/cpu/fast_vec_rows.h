@@ -89,19 +89,23 @@ static inline void online_step(V x, V *m, V *s) {
  * NaN - max is NaN, so the sum and every output are NaN, as the
  * reference has them). */
 static float row_max(const float *x, int64_t n) {
-  V m0 = vset1(-INFINITY), m1 = m0;
+  /* four chains: a max's latency is two cycles or more */
+  V m0 = vset1(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
   int64_t i = 0;
-  for (; i + 2 * VL <= n; i += 2 * VL)
+  for (; i + 4 * VL <= n; i += 4 * VL) {
     m0 = vmax(vload(x + i), m0), m1 = vmax(vload(x + i + VL), m1);
+    m2 = vmax(vload(x + i + 2 * VL), m2), m3 = vmax(vload(x + i + 3 * VL), m3);
+  }
   for (; i < n; i += VL) m0 = vmax(load_or(x + i, n - i, -INFINITY), m0);
-  return hmax(vmax(m0, m1));
+  return hmax(vmax(vmax(m0, m1), vmax(m2, m3)));
 }
 
 /* Sum of e^(x - mx); stores the terms into e when e != NULL. With a
  * pending output (py: a row of n floats starting on a vector boundary, pe
  * its exps), streams py = pe * pinv out in the same loop, two vectors per
  * two exps, so the stores drain while the exps are computed. */
-static float row_expsum(const float *x, float *e, int64_t n, float mx,
+static inline __attribute__((always_inline)) float row_expsum(
+    const float *x, float *e, int64_t n, float mx,
                         const float *next, float *py, const float *pe,
                         float pinv) {
   V M_ = vset1(mx), s0 = vset1(0.0f), s1 = s0, PI = vset1(pinv);
@@ -182,8 +186,14 @@ static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
     /* an all -inf row gives NaN (-inf - -inf), as the reference */
     if (mx == -INFINITY) mx = NAN;
     e = log_ ? NULL : scratch_row ? (d ? d->buf[d->cur] : scratch) : y;
-    sum = row_expsum(x, e, n, mx, next, take ? d->y : NULL, take ? d->e : NULL,
-                     take ? d->inv : 0.0f);
+    /* one loop per case (inlined with constant NULLs), so none tests e
+     * or the pending output per vector */
+    if (take)
+      sum = row_expsum(x, e, n, mx, next, d->y, d->e, d->inv);
+    else if (e)
+      sum = row_expsum(x, e, n, mx, next, NULL, NULL, 0.0f);
+    else
+      sum = row_expsum(x, NULL, n, mx, next, NULL, NULL, 0.0f);
     if (take) d->y = NULL;
   } else {
     mx = online_max_sum(x, n, &sum);
