@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "fast_conv2d.h"
+#include "fast_tail_avx2.h"
 
 #define DW_NV 8  /* output vectors in flight, one row */
 #define DW_NV2 6 /* output vectors per row, two rows at once */
@@ -32,7 +33,7 @@ static inline __m256i dw_lanes(int64_t n) {
 static inline __attribute__((always_inline)) void dw_store(float *d, __m256 v, int64_t left,
                                                            int nt) {
   if (left < 8)
-    _mm256_maskstore_ps(d, dw_lanes(left), v);
+    fast_store_first8(d, v, left);
   else if (nt && ((uintptr_t)d & 31) == 0)
     _mm256_stream_ps(d, v);
   else

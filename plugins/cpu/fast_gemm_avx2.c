@@ -19,7 +19,7 @@ FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
 #undef MASK_T
 #undef MASK
 #undef MLOAD
-#undef MSTORE
+#undef STORE_N
 #undef VEC
 #undef T
 #undef W

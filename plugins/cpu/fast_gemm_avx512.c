@@ -27,7 +27,7 @@ static inline __mmask16 lanes16(int n) {
 #define MASK_T __mmask16
 #define MASK(n) lanes16(n)
 #define MLOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
-#define MSTORE(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
+#define STORE_N(p, v, n) _mm512_mask_storeu_ps((p), lanes16(n), (v))
 FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
 FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_12x32, 12)
 FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_12x32, 12)
@@ -35,7 +35,7 @@ FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
 #undef MASK_T
 #undef MASK
 #undef MLOAD
-#undef MSTORE
+#undef STORE_N
 #undef VEC
 #undef T
 #undef W

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "fast_gemm.h"
+#include "fast_tail_avx2.h"
 
 /* Transposes 8 rows of 8 floats in place: r[i] lane j -> r[j] lane i. */
 static inline __attribute__((always_inline)) void tr8(__m256 r[8]) {
@@ -33,24 +34,6 @@ static inline __m256i lanes(int64_t n) {
   n = n < 0 ? 0 : n > 8 ? 8 : n;
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* Stores the first n (< 8) lanes of v as 4-, 2- and 1-lane pieces: a
- * masked store (vmaskmovps) costs a dozen cycles or more on AMD's cores,
- * and packing A for the 6-row kernel would make one for every k. */
-static inline __attribute__((always_inline)) void store_first(float *d, __m256 v, int n) {
-  __m128 x = _mm256_castps256_ps128(v);
-  if (n & 4) {
-    _mm_storeu_ps(d, x);
-    x = _mm256_extractf128_ps(v, 1);
-    d += 4;
-  }
-  if (n & 2) {
-    _mm_storel_pi((__m64 *)(void *)d, x);
-    x = _mm_movehl_ps(x, x);
-    d += 2;
-  }
-  if (n & 1) _mm_store_ss(d, x);
 }
 
 /* Source element kinds: the 16-bit ones are widened to f32 as they load. */
@@ -100,7 +83,7 @@ static inline __attribute__((always_inline)) bool pack(
             if (full)
               _mm256_storeu_ps(d + j * w, r[j]);
             else
-              store_first(d + j * w, r[j], w - c);
+              fast_store_first8(d + j * w, r[j], w - c);
           }
         }
       }
@@ -125,7 +108,7 @@ static inline __attribute__((always_inline)) bool pack(
           if (w - c >= 8)
             _mm256_storeu_ps(d + c, v);
           else
-            store_first(d + c, v, w - c);
+            fast_store_first8(d + c, v, w - c);
         }
       }
     }

@@ -9,7 +9,8 @@
  * are loaded and stored under a lane mask.
  *
  * The includer defines VEC, W (lanes), LOAD, STORE, SET1, FMA, MUL, ZERO,
- * MASK_T, MASK(n) (first n lanes), MLOAD(p, m), MSTORE(p, m, v).
+ * MASK_T, MASK(n) (first n lanes), MLOAD(p, m), STORE_N(p, v, n) (the
+ * first n lanes, none for n <= 0).
  */
 /* The body shared by both kernels: BLO(p) and BHI(p) give the addresses of
  * B row p's first and second W lanes. */
@@ -65,8 +66,8 @@
       } else {                                                                 \
         if (beta != 0)                                                         \
           r0 = FMA(vB, MLOAD(ci, m0), r0), r1 = FMA(vB, MLOAD(ci + W, m1), r1); \
-        MSTORE(ci, m0, r0);                                                    \
-        MSTORE(ci + W, m1, r1);                                                \
+        STORE_N(ci, r0, cols < W ? cols : W);                                  \
+        STORE_N(ci + W, r1, cols - W);                                         \
       }                                                                        \
     }
 

@@ -7,6 +7,8 @@
  */
 #include <immintrin.h>
 
+#include "fast_tail_avx2.h"
+
 #define VEC __m256
 #define W 8
 #define LOAD _mm256_loadu_ps
@@ -22,4 +24,5 @@ static inline __m256i lanes8(int n) {
 #define MASK_T __m256i
 #define MASK(n) lanes8(n)
 #define MLOAD(p, m) _mm256_maskload_ps((p), (m))
-#define MSTORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
+/* not vmaskmovps: see fast_tail_avx2.h */
+#define STORE_N(p, v, n) fast_store_first8((p), (v), (n))

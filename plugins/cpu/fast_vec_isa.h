@@ -67,6 +67,7 @@ typedef __m512d VD;
 static inline VD vd_zero(void) { return _mm512_setzero_pd(); }
 static inline double vd_hsum(VD a) { return _mm512_reduce_add_pd(a); }
 #else
+#include "fast_tail_avx2.h"
 #define VL 8
 typedef __m256 V;
 typedef __m256i VI;
@@ -80,9 +81,7 @@ static inline __m256i tailmask_i(int64_t n) {
 static inline V vload_n(const float *p, int64_t n) {
   return _mm256_maskload_ps(p, tailmask_i(n));
 }
-static inline void vstore_n(float *p, V v, int64_t n) {
-  _mm256_maskstore_ps(p, tailmask_i(n), v);
-}
+static inline void vstore_n(float *p, V v, int64_t n) { fast_store_first8(p, v, n); }
 static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
 static inline V vset1(float x) { return _mm256_set1_ps(x); }
 static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }

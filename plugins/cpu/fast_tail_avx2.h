@@ -1,0 +1,37 @@
+/*
+ * fast_tail_avx2.h — storing the first n lanes of an 8-float vector
+ * without vmaskmovps: a masked store costs a dozen cycles or more on
+ * AMD's cores (it is microcoded there), against one or two for the 4-, 2-
+ * and 1-lane pieces below, and the ragged ends of rows and tiles take one
+ * per row. For files compiled with AVX (the AVX2 kernels).
+ */
+#ifndef BACKPLANE_FAST_TAIL_AVX2_H
+#define BACKPLANE_FAST_TAIL_AVX2_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+/* d[0, n) = the first n lanes of v (all 8 when n >= 8, none when n <= 0);
+ * nothing past them is touched. */
+static inline __attribute__((always_inline)) void fast_store_first8(float *d, __m256 v,
+                                                                    int64_t n) {
+  if (n >= 8) {
+    _mm256_storeu_ps(d, v);
+    return;
+  }
+  if (n <= 0) return;
+  __m128 x = _mm256_castps256_ps128(v);
+  if (n & 4) {
+    _mm_storeu_ps(d, x);
+    x = _mm256_extractf128_ps(v, 1);
+    d += 4;
+  }
+  if (n & 2) {
+    _mm_storel_pi((__m64 *)(void *)d, x);
+    x = _mm_movehl_ps(x, x);
+    d += 2;
+  }
+  if (n & 1) _mm_store_ss(d, x);
+}
+
+#endif /* BACKPLANE_FAST_TAIL_AVX2_H */
