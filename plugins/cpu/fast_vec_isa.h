@@ -20,6 +20,10 @@ static inline V vload_n(const float *p, int64_t n) {
 static inline void vstore_n(float *p, V v, int64_t n) {
   _mm512_mask_storeu_ps(p, tailmask(n), v);
 }
+/* the first n lanes from p, the rest fill */
+static inline V vload_n_or(const float *p, int64_t n, float fill) {
+  return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), tailmask(n), p);
+}
 /* non-temporal store; p aligned to the vector (VL * 4 bytes) */
 static inline void vstream(float *p, V v) { _mm512_stream_ps(p, v); }
 static inline V vset1(float x) { return _mm512_set1_ps(x); }
@@ -82,6 +86,13 @@ static inline V vload_n(const float *p, int64_t n) {
   return _mm256_maskload_ps(p, tailmask_i(n));
 }
 static inline void vstore_n(float *p, V v, int64_t n) { fast_store_first8(p, v, n); }
+/* the first n lanes from p, the rest fill (a masked load, which is cheap,
+ * and a blend: building the vector in memory would stall on the store) */
+static inline V vload_n_or(const float *p, int64_t n, float fill) {
+  __m256i m = tailmask_i(n);
+  return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m),
+                          _mm256_castsi256_ps(m));
+}
 static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
 static inline V vset1(float x) { return _mm256_set1_ps(x); }
 static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }

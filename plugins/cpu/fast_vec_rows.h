@@ -66,10 +66,7 @@ static inline int64_t nt_head(const float *y, int64_t n) {
 /* Lanes past n read as fill (-inf adds nothing to any sum). */
 static inline V load_or(const float *p, int64_t n, float fill) {
   if (n >= VL) return vload(p);
-  float lane[VL];
-  vstore(lane, vset1(fill));
-  memcpy(lane, p, (size_t)n * sizeof *p);
-  return vload(lane);
+  return vload_n_or(p, n, fill);
 }
 
 /* Adds the block x to the running per-lane (max m, sum s). x = -inf adds 0
