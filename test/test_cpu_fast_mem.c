@@ -8,7 +8,7 @@
  * output takes streaming stores) and at its default (these small outputs
  * keep normal stores). Row lengths cover 1, below, at and past the vector
  * width, primes, rows longer than the cached form (softmax online) and
- * outputs that start off the vector boundary (the unaligned head). Rows
+ * outputs that start off the 64-byte line (the normally stored head). Rows
  * hold NaN, +inf and -inf, and all -inf rows. Identical rows give identical
  * bits whether written in place or deferred to the next row's pass.
  * Results only; no timings.
@@ -210,7 +210,9 @@ static void sweep(dev_set_t *s) {
     cpu_device_t *dev = &s->dev[d];
     for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
       int64_t n = lens[i], rows = n < 100 ? 37 : 7;
-      int skew = (int)(i % 4); /* output 0..3 floats off the boundary */
+      /* output 0, 5, 10 or 15 floats past a 64-byte line: streamed rows
+       * begin with up to 15 normally stored lanes */
+      int skew = (int)(i % 4) * 5;
       for (int log = 0; log < 2; log++) run_softmax(dev, rows, n, log, skew);
       for (int rms = 0; rms < 2; rms++)
         run_norm(dev, rms, rows, n, skew, (int)(i % 4));

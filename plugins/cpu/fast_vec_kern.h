@@ -125,13 +125,14 @@ static void k_affine_row(const float *x, float *y, int64_t n, float scale,
  * when nt. */
 #define ROW_MAP(F)                                                             \
   do {                                                                         \
-    if (nt) {                                                                  \
-      int64_t i = nt_head(y, n);                                               \
-      if (i > 0) {                                                             \
-        V v = vload_n(x, i);                                                   \
-        vstore_n(y, F, i);                                                     \
+    if (nt) { /* whole lines streamed, as ROW_OUT */                         \
+      int64_t h = nt_head(y, n), e = nt_lines_end(h, n), i = 0, c;             \
+      for (; i < h; i += c) {                                                  \
+        c = h - i < VL ? h - i : VL;                                           \
+        V v = vload_n(x + i, c);                                               \
+        vstore_n(y + i, F, c);                                                 \
       }                                                                        \
-      for (; i + VL <= n; i += VL) {                                           \
+      for (; i < e; i += VL) {                                                 \
         V v = vload(x + i);                                                    \
         vstream(y + i, F);                                                     \
       }                                                                        \
@@ -186,12 +187,14 @@ static inline V vmin_nan(V a, V b) {
   do {                                                                         \
     int64_t i = 0;                                                             \
     V a0 = vset1(*a), b0 = vset1(*b);                                          \
-    if (nt) {                                                                  \
-      if ((i = nt_head(y, n)) > 0) {                                           \
-        V va = sa ? vload_n(a, i) : a0, vb = sb ? vload_n(b, i) : b0;          \
-        vstore_n(y, F, i);                                                     \
+    if (nt) { /* whole lines streamed, as ROW_OUT */                         \
+      int64_t h = nt_head(y, n), e = nt_lines_end(h, n), c;                    \
+      for (; i < h; i += c) {                                                  \
+        c = h - i < VL ? h - i : VL;                                           \
+        V va = sa ? vload_n(a + i, c) : a0, vb = sb ? vload_n(b + i, c) : b0;  \
+        vstore_n(y + i, F, c);                                                 \
       }                                                                        \
-      for (; i + VL <= n; i += VL) {                                           \
+      for (; i < e; i += VL) {                                                 \
         V va = sa ? vload(a + i) : a0, vb = sb ? vload(b + i) : b0;            \
         vstream(y + i, F);                                                     \
       }                                                                        \
