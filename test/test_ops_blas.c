@@ -50,6 +50,9 @@ static const gemm_case_t gemm_cases[] = {
     {127, 13, 31}, {0, 5, 3}, {5, 0, 3}, {4, 5, 0}, {16, 16, 127},
     /* big enough for the fast kernels' blocking and edge tiles */
     {67, 129, 257}, {130, 70, 600},
+    /* one row / one column of C, large enough to be threaded (the CPU
+     * device's matrix-vector forms) */
+    {1, 301, 257}, {301, 1, 257},
 };
 
 /* Runs one strided batched gemm case and checks C, including the bytes
@@ -314,7 +317,8 @@ static void test_gemv(void **state) {
   TC_BEGIN();
   tc_rng_t rng;
   tc_rng_seed(&rng, 5);
-  const int64_t mn[][2] = {{1, 1}, {7, 13}, {127, 31}, {13, 1}, {0, 5}, {5, 0}};
+  const int64_t mn[][2] = {{1, 1}, {7, 13}, {127, 31}, {13, 1}, {0, 5}, {5, 0},
+                          {301, 257} /* threaded on the CPU device */};
   for (int d = 0; d < su->count; d++)
     for (int t = 0; t < 4; t++) {
       bp_dtype_t dt = tc_float_dtypes[t];

@@ -326,6 +326,23 @@ static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
   return kr;
 }
 
+/* C of one column (A's rows contiguous: dots) or one row (B's rows
+ * contiguous: a sum of B's rows); false when neither fits. */
+static bool gemm_vector(cpu_device_t *dev, const gemm_view_t *v, bool f64,
+                        double alpha, double beta) {
+  if (v->n == 1 && v->sak == 1) {
+    fast_gemv_dot(dev, f64, v->m, v->k, v->a, v->sam, v->b, v->sbk, v->c,
+                  v->scm, alpha, beta);
+    return true;
+  }
+  if (v->m == 1 && v->sbn == 1) {
+    fast_gemv_axpy(dev, f64, v->k, v->n, v->a, v->sak, v->b, v->sbk, v->c,
+                   v->scn, alpha, beta);
+    return true;
+  }
+  return false;
+}
+
 static char *tensor_base(const bp_plugin_tensor_t *t) {
   return (char *)(uintptr_t)t->ptr + t->offset;
 }
@@ -411,6 +428,11 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   store_scalar(j.beta, f64, a->beta);
   store_scalar(j.one, f64, 1.0);
   store_scalar(j.zero, f64, 0.0);
+
+  /* C one row or one column: a matrix-vector product, bound by reading
+   * the matrix once; packing it first would double that */
+  if (batch == 1 && type->wide_c && gemm_vector(dev, &j.v, f64, a->alpha, a->beta))
+    return BP_OK;
 
   /* Threads only pay off when every thread gets ~4 MFLOP or more (tens of
    * microseconds against the pool's wake-up and a second packing of B):

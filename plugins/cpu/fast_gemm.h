@@ -130,6 +130,20 @@ CPU_HIDDEN bp_status_t fast_gemm_amx_bf16(cpu_device_t *dev,
 CPU_HIDDEN bp_status_t fast_attention_avx512(cpu_device_t *dev,
                                              const bp_attention_args_t *a);
 
+/* Matrix-vector products, f32 (f64 when f64), threaded over dev's pool
+ * (fast_gemv.c). dot: y[i] = alpha * A[i][:] . x + beta * y[i] for m rows
+ * of k contiguous elements lda apart. axpy: y[j] = alpha * sum_p x[p] *
+ * B[p][j] + beta * y[j] for k rows of n contiguous elements ldb apart.
+ * Strides in elements; beta == 0 leaves y unread. */
+CPU_HIDDEN void fast_gemv_dot(cpu_device_t *dev, bool f64, int64_t m, int64_t k,
+                              const void *a, int64_t lda, const void *x,
+                              int64_t incx, void *y, int64_t incy, double alpha,
+                              double beta);
+CPU_HIDDEN void fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n,
+                               const void *x, int64_t incx, const void *b,
+                               int64_t ldb, void *y, int64_t incy, double alpha,
+                               double beta);
+
 /* Floats of f32 C per band of an f16 / bf16 GEMM with k past one k block
  * (fast_gemm.c); tests lower it. */
 CPU_HIDDEN extern int64_t fast_gemm_band_floats;
