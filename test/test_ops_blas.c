@@ -53,6 +53,8 @@ static const gemm_case_t gemm_cases[] = {
     /* one row / one column of C, large enough to be threaded (the CPU
      * device's matrix-vector forms) */
     {1, 301, 257}, {301, 1, 257},
+    /* a few rows of C against a long k: B read in place, in k blocks */
+    {7, 301, 600}, {12, 64, 700},
 };
 
 /* Runs one strided batched gemm case and checks C, including the bytes
