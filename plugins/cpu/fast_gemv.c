@@ -106,12 +106,15 @@ static void run(cpu_device_t *dev, gemv_job_t *j, bool axpy) {
   cpu_pool_fn fn = axpy ? (j->f64 ? gemv_axpy_f64 : gemv_axpy_f32)
                         : (j->f64 ? gemv_dot_f64 : gemv_dot_f32);
   bool mt = dev->pool && (double)j->rows * (double)j->len >= GEMV_MT_ELEMS;
-  int64_t workers = mt ? (int64_t)cpu_pool_size(dev->pool) : 1;
-  /* axpy: blocks narrow enough that every worker gets one, 16 columns at
-   * least (whole vectors) */
-  int64_t cols = ((j->len + workers - 1) / workers + 15) / 16 * 16;
-  j->cols = cols < GEMV_COLS ? (cols > 16 ? cols : 16) : GEMV_COLS;
-  int64_t tasks = axpy ? (j->len + j->cols - 1) / j->cols : j->rows;
+  int64_t tasks = j->rows;
+  if (axpy) {
+    /* column blocks narrow enough that every worker gets one, 16 columns
+     * at least (whole vectors) */
+    int64_t workers = mt ? (int64_t)cpu_pool_size(dev->pool) : 1;
+    int64_t cols = ((j->len + workers - 1) / workers + 15) / 16 * 16;
+    j->cols = cols < GEMV_COLS ? (cols > 16 ? cols : 16) : GEMV_COLS;
+    tasks = (j->len + j->cols - 1) / j->cols;
+  }
   if (mt && tasks > 1)
     cpu_pool_run(dev->pool, tasks, axpy ? 1 : 64, fn, j);
   else
