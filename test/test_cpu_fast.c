@@ -223,18 +223,25 @@ static void test_gemm_team(void **state) {
   (void)state;
   srand(11);
   fails = checks = 0;
-  for (int isa = 1; isa <= 3; isa++)
-    for (int d = 0; d < 2; d++) {
-      int dt = d ? BP_F64 : BP_F32;
-      /* several k blocks and n blocks (the blocks of B alternate buffers),
-       * ragged rows, transposes, C column-major, beta 0 / 1 / -0.5 */
-      team_compare(isa, dt, 200, 2100, 600, 0, 0, 0, 1, 0, 0);
-      team_compare(isa, dt, 61, 1100, 530, 1, 1, 0, -1.5, 1, 0);
-      team_compare(isa, dt, 500, 40, 700, 0, 1, 1, 0.5, -0.5, 0);
-      team_compare(isa, dt, 301, 517, 257, 1, 0, 0, 1, 1, 1); /* nested: inline */
-      /* taller than MC (512 portable, 1536 AVX2): row groups in turn */
-      team_compare(isa, dt, 1600, 232, 520, 0, 0, 0, 1, 0.5, 0);
-    }
+  /* the shapes below are few rows against many columns: lowered, the
+   * driver runs them as a team (rows) all the same; at the default, the
+   * first two split by columns */
+  int64_t row_split = fast_gemm_row_split_panels;
+  for (int pass = 0; pass < 2; pass++) {
+    fast_gemm_row_split_panels = pass ? row_split : 1;
+    for (int isa = 1; isa <= 3; isa++)
+      for (int d = 0; d < 2; d++) {
+        int dt = d ? BP_F64 : BP_F32;
+        /* several k blocks and n blocks (the blocks of B alternate buffers),
+         * ragged rows, transposes, C column-major, beta 0 / 1 / -0.5 */
+        team_compare(isa, dt, 200, 2100, 600, 0, 0, 0, 1, 0, 0);
+        team_compare(isa, dt, 61, 1100, 530, 1, 1, 0, -1.5, 1, 0);
+        team_compare(isa, dt, 500, 40, 700, 0, 1, 1, 0.5, -0.5, 0);
+        team_compare(isa, dt, 301, 517, 257, 1, 0, 0, 1, 1, 1); /* nested: inline */
+        /* taller than MC (512 portable, 1536 AVX2): row groups in turn */
+        team_compare(isa, dt, 1600, 232, 520, 0, 0, 0, 1, 0.5, 0);
+      }
+  }
   /* and against the reference: several blocks both ways, threaded */
   cpu_device_t dev = {.isa = 2, .threads = 2, .pool = cpu_pool_create(2)};
   run(&dev, BP_F32, 1, 130, 2100, 600, 0, 0, 0, 0, 1, 0.5);

@@ -148,6 +148,11 @@ CPU_HIDDEN void fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n
  * (fast_gemm.c); tests lower it. */
 CPU_HIDDEN extern int64_t fast_gemm_band_floats;
 
+/* A threaded GEMM is split by rows (one team sharing B) when m reaches
+ * this many MR panels per thread or C is taller than wide in tiles;
+ * otherwise by columns (fast_gemm.c); tests lower it to reach the team. */
+CPU_HIDDEN extern int64_t fast_gemm_row_split_panels;
+
 /* Per-thread scratch memory, 64-byte aligned, kept between calls and freed
  * when the thread exits. slot selects one of a few independent buffers:
  * 0 and 1 the GEMM panels, 2 and 3 conv2d's and AMX's buffers (held while

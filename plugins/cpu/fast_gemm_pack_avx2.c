@@ -59,6 +59,10 @@ static inline __attribute__((always_inline)) __m256 load8(const void *src,
   return widen8(_mm_loadu_si128((const __m128i *)t), kind);
 }
 
+/* k steps per strip when copying panels: more source streams than the
+ * prefetcher follows (16) measured 1.5x slower, fewer (4) 1.3x. */
+#define PACK_STRIP 8
+
 /* Inlined with constant w and kind (below) so that lane masks, row counts
  * and the loads fold. */
 static inline __attribute__((always_inline)) bool pack(
@@ -91,24 +95,30 @@ static inline __attribute__((always_inline)) bool pack(
     return true;
   }
   if (si == 1) {
-    /* Panel rows contiguous: copies, one panel after another so the
-     * stores run in order. Walking k outermost instead (each source line
-     * read once for all panels) sends consecutive stores a panel apart,
-     * kb * w floats: with B's 16 x 256 panels that is 16 KiB, the same L1
-     * set every time, and the stores thrash it. */
+    /* Panel rows contiguous: copies, in strips of PACK_STRIP k steps
+     * across every panel. Each source row is then read in one run of
+     * cnt elements, and the strip's rows are PACK_STRIP streams the
+     * hardware prefetcher follows; one panel at a time walked the source
+     * down a column (one line per row, a row apart: nothing to prefetch,
+     * 8 GB/s from memory on the EPYC against 21 GB/s this way), and k
+     * outermost sent every store a panel (kb * w floats, 16 KiB for B)
+     * from the last, into one L1 set. */
     int64_t np = (cnt + w - 1) / w;
-    for (int64_t q = 0; q < np; q++) {
-      int64_t i0 = q * w;
-      for (int64_t p = 0; p < kb; p++) {
-        int64_t s = p * sk;
-        float *d = dst + q * w * kb + p * w;
-        for (int c = 0; c < w; c += 8) {
-          int64_t n = cnt - i0 - c < w - c ? cnt - i0 - c : w - c;
-          __m256 v = load8(src, s + i0 + c, n, kind);
-          if (w - c >= 8)
-            _mm256_storeu_ps(d + c, v);
-          else
-            fast_store_first8(d + c, v, w - c);
+    for (int64_t p0 = 0; p0 < kb; p0 += PACK_STRIP) {
+      int64_t p1 = kb - p0 < PACK_STRIP ? kb : p0 + PACK_STRIP;
+      for (int64_t q = 0; q < np; q++) {
+        int64_t i0 = q * w;
+        for (int64_t p = p0; p < p1; p++) {
+          int64_t s = p * sk;
+          float *d = dst + q * w * kb + p * w;
+          for (int c = 0; c < w; c += 8) {
+            int64_t n = cnt - i0 - c < w - c ? cnt - i0 - c : w - c;
+            __m256 v = load8(src, s + i0 + c, n, kind);
+            if (w - c >= 8)
+              _mm256_storeu_ps(d + c, v);
+            else
+              fast_store_first8(d + c, v, w - c);
+          }
         }
       }
     }

@@ -7,6 +7,8 @@
 
 #include "fast_gemm.h"
 
+#define PACK_STRIP 8 /* k steps per strip when copying panels */
+
 /* Transposes 16 rows of 16 floats in place: r[i] lane j -> r[j] lane i. */
 static inline __attribute__((always_inline)) void tr16(__m512 r[16]) {
   __m512 t[16];
@@ -92,30 +94,33 @@ static inline __attribute__((always_inline)) void pack_t(
 
 static inline __attribute__((always_inline)) void pack_c(
     const float *src, int64_t sk, int64_t cnt, int64_t kb, int w, float *dst) {
-  /* Panel rows contiguous: copies, one panel after another so the stores
-   * run in order (k outermost would send consecutive stores kb * w floats
-   * apart, a multiple of 4 KiB for B's panels: one L1 set, thrashed); the
-   * last, partial panel takes masked loads. */
+  /* Panel rows contiguous: copies in strips of PACK_STRIP k steps across
+   * every panel, so each source row is read in one run and the strip's
+   * rows are streams the prefetcher follows (see fast_gemm_pack_avx2.c);
+   * the last, partial panel takes masked loads. */
   int64_t full = cnt / w, rem = cnt - full * w;
-  for (int64_t q = 0; q < full; q++) {
-    const float *s = src + q * w;
-    float *d = dst + q * w * kb;
-    for (int64_t p = 0; p < kb; p++, s += sk, d += w)
-      _Pragma("GCC unroll 4") for (int c = 0; c < w; c += 16) {
-        if (w - c >= 16)
-          _mm512_storeu_ps(d + c, _mm512_loadu_ps(s + c));
-        else
+  for (int64_t p0 = 0; p0 < kb; p0 += PACK_STRIP) {
+    int64_t p1 = kb - p0 < PACK_STRIP ? kb : p0 + PACK_STRIP;
+    for (int64_t q = 0; q < full; q++) {
+      const float *s = src + q * w + p0 * sk;
+      float *d = dst + q * w * kb + p0 * w;
+      for (int64_t p = p0; p < p1; p++, s += sk, d += w)
+        _Pragma("GCC unroll 4") for (int c = 0; c < w; c += 16) {
+          if (w - c >= 16)
+            _mm512_storeu_ps(d + c, _mm512_loadu_ps(s + c));
+          else
+            _mm512_mask_storeu_ps(d + c, lanes(w - c),
+                                  _mm512_maskz_loadu_ps(lanes(w - c), s + c));
+        }
+    }
+    if (rem) {
+      const float *s = src + full * w + p0 * sk;
+      float *d = dst + full * w * kb + p0 * w;
+      for (int64_t p = p0; p < p1; p++, s += sk, d += w)
+        for (int c = 0; c < w; c += 16)
           _mm512_mask_storeu_ps(d + c, lanes(w - c),
-                                _mm512_maskz_loadu_ps(lanes(w - c), s + c));
-      }
-  }
-  if (rem) {
-    const float *s = src + full * w;
-    float *d = dst + full * w * kb;
-    for (int64_t p = 0; p < kb; p++, s += sk, d += w)
-      for (int c = 0; c < w; c += 16)
-        _mm512_mask_storeu_ps(d + c, lanes(w - c),
-                              _mm512_maskz_loadu_ps(lanes(rem - c), s + c));
+                                _mm512_maskz_loadu_ps(lanes(rem - c), s + c));
+    }
   }
 }
 

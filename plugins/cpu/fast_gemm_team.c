@@ -50,7 +50,6 @@
 #define TEAM_PAUSE() ((void)0)
 #endif
 
-#define TEAM_PANELS_PER_CLAIM 4 /* B panels packed per claim */
 #define TEAM_CHUNKS_PER_WORKER 4 /* row chunks per worker and block */
 #define TEAM_MAX_CHUNK_PANELS 16 /* A micro-panels per chunk at most */
 
@@ -65,6 +64,7 @@ typedef struct gemm_team_job {
   const gemm_view_t *v;
   const void *alpha, *beta, *one, *zero;
   int64_t kc, nc, nn, nblocks;
+  int64_t claim_cols; /* B columns packed per claim */
   int64_t panels;  /* MR-row panels of A */
   int64_t nchunks; /* row chunks per block, panels dealt out evenly */
   team_block_t *blocks;
@@ -96,7 +96,7 @@ static void mark_done(int64_t *counter) {
 static void pack_b_share(const gemm_team_job_t *j, team_block_t *blk,
                          int64_t pc, int64_t kb, int64_t jc, int64_t nb,
                          char *bp, int64_t groups) {
-  int64_t cols = (int64_t)j->kr->nr * TEAM_PANELS_PER_CLAIM;
+  int64_t cols = j->claim_cols;
   for (int64_t g; (g = claim(&blk->pack_claimed)) < groups;) {
     int64_t j0 = g * cols, w = nb - j0 < cols ? nb - j0 : cols;
     fast_gemm_pack_b(j->t, j->kr, j->v, jc + j0, pc, w, kb,
@@ -144,7 +144,7 @@ static void team_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)begin, (void)end, (void)worker;
   const gemm_team_job_t *j = ctx;
   const gemm_view_t *v = j->v;
-  int64_t group_cols = (int64_t)j->kr->nr * TEAM_PANELS_PER_CLAIM;
+  int64_t group_cols = j->claim_cols;
   for (int64_t b = 0; b < j->nblocks; b++) {
     team_block_t *blk = &j->blocks[b];
     int64_t p = b / j->nn, pc = p * j->kc, jc = b % j->nn * j->nc;
@@ -173,6 +173,11 @@ static size_t team_plan(gemm_team_job_t *j, unsigned workers) {
   j->nc = v->n < j->kr->nc ? (v->n + nr - 1) / nr * nr : j->kr->nc;
   j->nn = (v->n + j->nc - 1) / j->nc;
   j->nblocks = (v->k + j->kc - 1) / j->kc * j->nn;
+  /* a block's B split evenly between the workers: the packer reads each
+   * of B's rows in runs as long as its share, and long runs are what
+   * reading B from memory wants (fast_gemm_pack_avx2.c) */
+  int64_t block_panels = j->nc / nr;
+  j->claim_cols = (block_panels + workers - 1) / workers * nr;
   /* enough chunks that a worker held back costs little, few enough that
    * each is worth a claim */
   j->panels = (v->m + mr - 1) / mr;
@@ -224,8 +229,8 @@ bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
     sub.m = v->m - i0 < rows ? v->m - i0 : rows;
     sub.a += i0 * v->sam * (int64_t)t->in_size;
     sub.c += i0 * v->scm * (int64_t)t->in_size;
-    gemm_team_job_t j = {t, kr, &sub, alpha, beta, one, zero, 0, 0, 0, 0,
-                         0, 0, NULL, {NULL, NULL}, NULL, {NULL, NULL}, {NULL, NULL}};
+    gemm_team_job_t j = {.t = t, .kr = kr, .v = &sub, .alpha = alpha,
+                         .beta = beta, .one = one, .zero = zero};
     size_t bytes = team_plan(&j, workers);
     if (!mem && !(mem = fast_scratch(1, bytes))) return false;
     team_run(dev, workers, &j, mem);
