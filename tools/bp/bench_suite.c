@@ -42,6 +42,10 @@ static int suite_gemm(bool quick, bpt_case_t *o, int n, int cap) {
   n = add(o, n, cap, gemm(BP_F32, 1, 512, 4096, 4096));
   n = add(o, n, cap, gemm(BP_F32, 1, 512, 11008, 4096));
   n = add(o, n, cap, gemm(BP_F32, 32, 512, 512, 64));
+  /* skinny: a few tokens, and one (C one row: the matrix-vector path),
+   * through a 4096 x 4096 layer */
+  n = add(o, n, cap, gemm(BP_F32, 1, 16, 4096, 4096));
+  n = add(o, n, cap, gemm(BP_F32, 1, 1, 4096, 4096));
   n = add(o, n, cap, gemm(BP_F64, 1, 1024, 1024, 1024));
   n = add(o, n, cap, gemm(BP_F64, 1, 2048, 2048, 2048));
   n = add(o, n, cap, gemm(BP_BF16, 1, 2048, 2048, 2048));
