@@ -30,6 +30,13 @@ typedef void (*fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void *c,
  * i.e. A panels with (si, sk) = (sam, sak) and B panels with (sbn, sbk).
  * Returns false, having written nothing, for layouts it does not cover
  * (neither si nor sk is 1); the generic scalar packing runs then. */
+/* k steps per strip when panels are copied from a source whose panel rows
+ * are contiguous (B row-major, A column-major): each strip is dealt out
+ * across all the panels, so every source row is read in one run and the
+ * strip's rows are streams the hardware prefetcher follows. 16 streams
+ * measured 1.5x slower than 8 on the EPYC, 4 streams 1.3x. */
+#define FAST_PACK_STRIP 8
+
 typedef bool (*fast_pack_fn)(const void *src, int64_t si, int64_t sk,
                              int64_t cnt, int64_t kb, int w, void *dst);
 

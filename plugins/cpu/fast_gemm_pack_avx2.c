@@ -59,10 +59,6 @@ static inline __attribute__((always_inline)) __m256 load8(const void *src,
   return widen8(_mm_loadu_si128((const __m128i *)t), kind);
 }
 
-/* k steps per strip when copying panels: more source streams than the
- * prefetcher follows (16) measured 1.5x slower, fewer (4) 1.3x. */
-#define PACK_STRIP 8
-
 /* Inlined with constant w and kind (below) so that lane masks, row counts
  * and the loads fold. */
 static inline __attribute__((always_inline)) bool pack(
@@ -95,17 +91,15 @@ static inline __attribute__((always_inline)) bool pack(
     return true;
   }
   if (si == 1) {
-    /* Panel rows contiguous: copies, in strips of PACK_STRIP k steps
-     * across every panel. Each source row is then read in one run of
-     * cnt elements, and the strip's rows are PACK_STRIP streams the
-     * hardware prefetcher follows; one panel at a time walked the source
+    /* Panel rows contiguous: copies, in strips of FAST_PACK_STRIP k steps
+     * across every panel (fast_gemm.h). One panel at a time walked the source
      * down a column (one line per row, a row apart: nothing to prefetch,
      * 8 GB/s from memory on the EPYC against 21 GB/s this way), and k
      * outermost sent every store a panel (kb * w floats, 16 KiB for B)
      * from the last, into one L1 set. */
     int64_t np = (cnt + w - 1) / w;
-    for (int64_t p0 = 0; p0 < kb; p0 += PACK_STRIP) {
-      int64_t p1 = kb - p0 < PACK_STRIP ? kb : p0 + PACK_STRIP;
+    for (int64_t p0 = 0; p0 < kb; p0 += FAST_PACK_STRIP) {
+      int64_t p1 = kb - p0 < FAST_PACK_STRIP ? kb : p0 + FAST_PACK_STRIP;
       for (int64_t q = 0; q < np; q++) {
         int64_t i0 = q * w;
         for (int64_t p = p0; p < p1; p++) {

@@ -7,8 +7,6 @@
 
 #include "fast_gemm.h"
 
-#define PACK_STRIP 8 /* k steps per strip when copying panels */
-
 /* Transposes 16 rows of 16 floats in place: r[i] lane j -> r[j] lane i. */
 static inline __attribute__((always_inline)) void tr16(__m512 r[16]) {
   __m512 t[16];
@@ -94,13 +92,12 @@ static inline __attribute__((always_inline)) void pack_t(
 
 static inline __attribute__((always_inline)) void pack_c(
     const float *src, int64_t sk, int64_t cnt, int64_t kb, int w, float *dst) {
-  /* Panel rows contiguous: copies in strips of PACK_STRIP k steps across
-   * every panel, so each source row is read in one run and the strip's
-   * rows are streams the prefetcher follows (see fast_gemm_pack_avx2.c);
-   * the last, partial panel takes masked loads. */
+  /* Panel rows contiguous: copies in strips of FAST_PACK_STRIP k steps
+   * across every panel (fast_gemm.h); the last, partial panel takes
+   * masked loads. */
   int64_t full = cnt / w, rem = cnt - full * w;
-  for (int64_t p0 = 0; p0 < kb; p0 += PACK_STRIP) {
-    int64_t p1 = kb - p0 < PACK_STRIP ? kb : p0 + PACK_STRIP;
+  for (int64_t p0 = 0; p0 < kb; p0 += FAST_PACK_STRIP) {
+    int64_t p1 = kb - p0 < FAST_PACK_STRIP ? kb : p0 + FAST_PACK_STRIP;
     for (int64_t q = 0; q < full; q++) {
       const float *s = src + q * w + p0 * sk;
       float *d = dst + q * w * kb + p0 * w;

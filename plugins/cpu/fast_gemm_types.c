@@ -55,20 +55,20 @@
     const TI *b = b_;                                                          \
     TC *dst = dst_;                                                            \
     int64_t full = sbn == 1 ? nb / nr * nr : 0;                                \
-    /* Row-major B: read whole rows (one page at a time, not one per k) and  \
-     * deal them out to the panels; constant-size copies become vector      \
-     * moves. */                                                               \
-    for (int64_t p = 0; p < kb && full > 0; p++)                               \
-      for (int64_t j0 = 0; j0 < full; j0 += nr) {                              \
-        TC *d = dst + j0 * kb + p * nr;                                        \
-        const TI *src = b + p * sbk + j0;                                      \
-        if (sizeof(TI) == sizeof(TC) && nr * sizeof(TC) == 128)                \
-          memcpy(d, src, 128);                                                 \
-        else if (sizeof(TI) == sizeof(TC) && nr * sizeof(TC) == 64)            \
-          memcpy(d, src, 64);                                                  \
-        else                                                                   \
-          for (int j = 0; j < nr; j++) d[j] = LD(src[j]);                      \
-      }                                                                        \
+    /* Row-major B: strips of FAST_PACK_STRIP rows dealt out to the panels     \
+     * (fast_gemm.h); constant-size copies become vector moves. */             \
+    for (int64_t p0 = 0; p0 < kb && full > 0; p0 += FAST_PACK_STRIP)           \
+      for (int64_t j0 = 0; j0 < full; j0 += nr)                                \
+        for (int64_t p = p0; p < kb && p < p0 + FAST_PACK_STRIP; p++) {        \
+          TC *d = dst + j0 * kb + p * nr;                                      \
+          const TI *src = b + p * sbk + j0;                                    \
+          if (sizeof(TI) == sizeof(TC) && nr * sizeof(TC) == 128)              \
+            memcpy(d, src, 128);                                               \
+          else if (sizeof(TI) == sizeof(TC) && nr * sizeof(TC) == 64)          \
+            memcpy(d, src, 64);                                                \
+          else                                                                 \
+            for (int j = 0; j < nr; j++) d[j] = LD(src[j]);                    \
+        }                                                                      \
     dst += full * kb;                                                          \
     for (int64_t j0 = full; j0 < nb; j0 += nr, dst += (int64_t)nr * kb) {     \
       int64_t w = nb - j0 < nr ? nb - j0 : nr;                                 \
