@@ -136,9 +136,9 @@ static void test_gemm(void **state) {
   assert_int_equal(fails, 0);
 }
 
-/* Small f32 problems, which run unpacked (m, n, k <= 224): every ragged
- * MR / NR edge around 64, row- and column-major A, C both ways, beta 0
- * over NaN, on every ISA level and 1 or 2 threads. */
+/* Small f32 problems, which run unpacked (m, n, k <= 224, or m, n <= 224
+ * and any k): every ragged MR / NR edge around 64, row- and column-major
+ * A, C both ways, beta 0 over NaN, on every ISA level and 1 or 2 threads. */
 static void test_gemm_small(void **state) {
   (void)state;
   int64_t sz[] = {1, 5, 6, 11, 12, 13, 16, 17, 33, 63, 64, 65, 96, 128, 160, 197, 224};
@@ -161,6 +161,10 @@ static void test_gemm_small(void **state) {
       }
       run(&dev, BP_F32, 1, 64, 64, 64, 0, 0, 0, 0, 1, 0);
       run(&dev, BP_F32, 1, 128, 128, 128, 1, 0, 0, 0, 1, 1);
+      /* small C, long k: unpacked too, in k blocks (beta on the first) */
+      run(&dev, BP_F32, 1, 100, 150, 700, 0, 0, 0, 0, -1.5, 0.5);
+      run(&dev, BP_F32, 1, 37, 224, 1300, 1, 0, 0, 0, 1, 1);
+      run(&dev, BP_F32, 2, 13, 20, 2000, 0, 0, 0, 0, 1, 0);
       cpu_pool_destroy(dev.pool);
     }
   printf("gemm small: %d cases, %d failures\n", checks, fails);

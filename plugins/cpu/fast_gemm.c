@@ -32,6 +32,12 @@
                                * runs, unpacked vs packed: 192^3 1.01 vs
                                * 0.94, 224^3 0.99 vs 0.95, 256^3 0.91 vs
                                * 0.94 (docs/performance.md) */
+/* C that small takes the unpacked kernel whatever k is, in k blocks: each
+ * element of A and B then serves at most MAX / NR and MAX / MR tiles, and
+ * packing them cost more than it saved. Two threads, against the packed
+ * path: 64 x 64 x 65536 1.51x, 128 x 128 x 32768 1.14x, 200 x 200 x 16384
+ * 1.08x, 224 x 224 x 1024 1.17x, 100 x 100 x 2000 1.16x; wider C (384^2,
+ * 512^2) measured 0.73 - 0.87x, so the bound stays. */
 
 /* A few rows of C (at most two micro-panels) against a large B: packing
  * B would copy it for one or two uses of each element, so B is read in
@@ -54,9 +60,13 @@ static bool gemm_skinny(const fast_gemm_kernel_t *kr, const gemm_view_t *v) {
 
 static bool gemm_direct_fits(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
                              const gemm_view_t *v) {
+  /* a column-major A without the kernel that reads it in place is copied
+   * whole: only for a short k */
+  bool a_in_place = v->sak == 1 || kr->ukr_cols;
   return t == &fast_gemm_type_f32 && kr->ukr_rows && v->scn == 1 && v->sbn == 1 &&
          (v->sak == 1 || v->sam == 1) &&
-         ((v->m <= GEMM_DIRECT_MAX && v->n <= GEMM_DIRECT_MAX && v->k <= GEMM_DIRECT_MAX) ||
+         ((v->m <= GEMM_DIRECT_MAX && v->n <= GEMM_DIRECT_MAX &&
+           (v->k <= GEMM_DIRECT_MAX || a_in_place)) ||
           gemm_skinny(kr, v));
 }
 
