@@ -91,15 +91,16 @@ int bench_suite(unsigned op_mask, bool quick, bpt_case_t *out, int cap) {
 }
 
 void bench_timing_for(bool quick, bench_timing_t *out) {
+  /* a case of a fraction of a millisecond still runs min_seconds: after a
+   * pause (the anchor's turn) this host needs some 10 ms of steady work
+   * before calls run at full speed again (measured: 256^3 f32 GEMM back to
+   * back takes 0.7-0.9 ms for the first dozen calls, then 0.28 ms), so a
+   * cap of 50 calls (10 in --quick) timed the slow start */
   if (quick)
-    *out = (bench_timing_t){.warmup = 1, .min_reps = 2, .max_reps = 10,
+    *out = (bench_timing_t){.warmup = 1, .min_reps = 2, .max_reps = 500,
                             .min_seconds = 0.05, .slow_seconds = 0.5,
                             .rounds = 1, .round_ms = 0};
-  else /* a case of a fraction of a millisecond still runs min_seconds:
-          * after a pause (the anchor's turn) this host needs some 10 ms of
-          * steady work before calls run at full speed again (measured:
-          * 256^3 f32 GEMM back to back takes 0.7-0.9 ms for the first dozen
-          * calls, then 0.28 ms), so a 50-call cap timed the slow start */
+  else
     *out = (bench_timing_t){.warmup = 1, .min_reps = 3, .max_reps = 2000,
                             .min_seconds = 0.3, .slow_seconds = 2.0,
                             .rounds = 3, .round_ms = 2000};
