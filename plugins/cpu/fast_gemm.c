@@ -32,12 +32,13 @@
                                * runs, unpacked vs packed: 192^3 1.01 vs
                                * 0.94, 224^3 0.99 vs 0.95, 256^3 0.91 vs
                                * 0.94 (docs/performance.md) */
-/* C that small takes the unpacked kernel whatever k is, in k blocks: each
- * element of A and B then serves at most MAX / NR and MAX / MR tiles, and
- * packing them cost more than it saved. Two threads, against the packed
- * path: 64 x 64 x 65536 1.51x, 128 x 128 x 32768 1.14x, 200 x 200 x 16384
- * 1.08x, 224 x 224 x 1024 1.17x, 100 x 100 x 2000 1.16x; wider C (384^2,
- * 512^2) measured 0.73 - 0.87x, so the bound stays. */
+/* A C that small takes the unpacked kernel whatever k is, in k blocks:
+ * each element of A and B serves at most MAX / NR and MAX / MR tiles, and
+ * packing them cost more than it saved. Two threads, paired against the
+ * packed path: 64 x 64 x 65536 1.27x (column-major A 1.50x), 128 x 128 x
+ * 32768 1.14x, 200 x 200 x 16384 1.13x, 224 x 224 x 1024 1.17x, 100 x 100
+ * x 2000 1.29x; wider C (384^2, 512^2) measured 0.73 - 0.87x, so the
+ * bound stays. */
 
 /* A few rows of C (at most two micro-panels) against a large B: packing
  * B would copy it for one or two uses of each element, so B is read in
@@ -292,7 +293,6 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
  * 1.11 - 1.23x faster split by n than by the team; from 512 rows on the
  * two measured alike. */
 int64_t fast_gemm_row_split_panels = 48;
-
 
 typedef struct gemm_job {
   const gemm_type_t *t;
