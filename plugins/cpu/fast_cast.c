@@ -7,7 +7,8 @@
  * round to nearest even, NaN kept and made quiet, exactly the reference's
  * results. Copy moves bytes for any dtype; fill writes the reference's
  * rounding of the value (cpu_store) as a repeated bit pattern. Other
- * conversions and strided rows return BP_ERR_UNIMPLEMENTED.
+ * conversions and strided rows return BP_ERR_UNIMPLEMENTED, except a copy
+ * from a transposed view (fast_transpose.c).
  */
 #include <string.h>
 
@@ -88,7 +89,9 @@ bp_status_t cpu_fast_cast(cpu_device_t *dev, const bp_copy_args_t *a) {
 }
 
 bp_status_t cpu_fast_copy(cpu_device_t *dev, const bp_copy_args_t *a) {
-  return move(dev, a, false);
+  bp_status_t st = move(dev, a, false);
+  if (st == BP_ERR_UNIMPLEMENTED && fast_copy_transposed(dev, a)) return BP_OK;
+  return st;
 }
 
 bp_status_t cpu_fast_fill(cpu_device_t *dev, const bp_fill_args_t *a) {

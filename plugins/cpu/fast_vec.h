@@ -134,6 +134,11 @@ CPU_HIDDEN extern int64_t fast_nt_min_bytes;
 CPU_HIDDEN bool fast_nt_ok(const bp_plugin_tensor_t *y,
                            const bp_plugin_tensor_t *const *in, int nin);
 
+/* A copy whose x has unit stride along a dim other than y's last (a
+ * transposed view into a dense y), in blocks (fast_transpose.c). False:
+ * not that shape, nothing written. */
+CPU_HIDDEN bool fast_copy_transposed(cpu_device_t *dev, const bp_copy_args_t *a);
+
 /* Element offset in t of line `line` of the lines along t's last axis
  * (the lines enumerated row-major over the other axes). */
 CPU_HIDDEN int64_t fast_line_offset(const bp_plugin_tensor_t *t, int64_t line);
