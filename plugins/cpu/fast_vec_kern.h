@@ -264,40 +264,57 @@ static double k_reduce_row(bp_reduce_op_t op, const float *x, int64_t n) {
   }
 }
 
+/* Rows per pass over the accumulators: they stay in registers for that
+ * many rows, added to in the same order as one row at a time (so the same
+ * bits), with an eighth of the accumulator loads and stores. A sum over
+ * the outer axis of 4096 x 4096 went from 9 to 19.5 GB/s (4 rows: 16). */
+#define COLS_ROWS 8
+
 /* acc: doubles for sum / mean, floats for max / min (first NaN kept). */
 static void k_reduce_cols(bp_reduce_op_t op, const float *x, int64_t stride,
                           int64_t len, void *acc_, int64_t width) {
   if (op == BP_REDUCE_SUM || op == BP_REDUCE_MEAN) {
     double *acc = acc_;
-    for (int64_t i = 0; i < len; i++) {
+    for (int64_t i = 0; i < len; i += COLS_ROWS) {
+      int64_t rows = len - i < COLS_ROWS ? len - i : COLS_ROWS;
       const float *r = x + i * stride;
       int64_t j = 0;
       for (; j + VL <= width; j += VL) {
         VD lo, hi;
         memcpy(&lo, acc + j, sizeof lo);
         memcpy(&hi, acc + j + VL / 2, sizeof hi);
-        vacc_d(vload(r + j), &lo, &hi);
+        if (rows == COLS_ROWS) {
+          _Pragma("GCC unroll 8") for (int q = 0; q < COLS_ROWS; q++)
+              vacc_d(vload(r + q * stride + j), &lo, &hi);
+        } else {
+          for (int64_t q = 0; q < rows; q++) vacc_d(vload(r + q * stride + j), &lo, &hi);
+        }
         memcpy(acc + j, &lo, sizeof lo);
         memcpy(acc + j + VL / 2, &hi, sizeof hi);
       }
-      for (; j < width; j++) acc[j] += r[j];
+      for (; j < width; j++)
+        for (int64_t q = 0; q < rows; q++) acc[j] += r[q * stride + j];
     }
     return;
   }
   float *acc = acc_;
   int is_max = op == BP_REDUCE_MAX;
-  for (int64_t i = 0; i < len; i++) {
+  for (int64_t i = 0; i < len; i += COLS_ROWS) {
+    int64_t rows = len - i < COLS_ROWS ? len - i : COLS_ROWS;
     const float *r = x + i * stride;
     for (int64_t j = 0; j < width; j += VL) {
       int64_t w = width - j;
-      V v = w >= VL ? vload(r + j) : vload_n(r + j, w);
       V a = w >= VL ? vload(acc + j) : vload_n(acc + j, w);
-      /* keep a NaN already there; else take a NaN or a strictly better v */
-      M take = VCMP(v, v, _CMP_UNORD_Q);
-      /* the predicate must be a constant expression (clang) */
-      take = mor(take, is_max ? VCMP(v, a, _CMP_GT_OQ) : VCMP(v, a, _CMP_LT_OQ));
-      take = mand(take, VCMP(a, a, _CMP_ORD_Q));
-      a = vsel(take, a, v);
+      for (int64_t q = 0; q < rows; q++) {
+        const float *rq = r + q * stride + j;
+        V v = w >= VL ? vload(rq) : vload_n(rq, w);
+        /* keep a NaN already there; else take a NaN or a strictly better v */
+        M take = VCMP(v, v, _CMP_UNORD_Q);
+        /* the predicate must be a constant expression (clang) */
+        take = mor(take, is_max ? VCMP(v, a, _CMP_GT_OQ) : VCMP(v, a, _CMP_LT_OQ));
+        take = mand(take, VCMP(a, a, _CMP_ORD_Q));
+        a = vsel(take, a, v);
+      }
       if (w >= VL)
         vstore(acc + j, a);
       else
