@@ -20,8 +20,8 @@
 #include "fast_vec.h"
 #include "tensor.h"
 
-#define TILE 64 /* 64 x 64 x 8 bytes: a 32 KiB buffer at most, in L1 / L2 */
-#define TILES_PER_TASK 16     /* a claim from the pool */
+#define TILE 64                /* 64 x 64 x 8 bytes: a buffer of 32 KiB at most */
+#define TILES_PER_TASK 16      /* a claim from the pool */
 #define INLINE_ELEMS (1 << 16) /* below: on the calling thread */
 
 typedef struct tr_job {
@@ -52,6 +52,7 @@ typedef struct tr_job {
              (size_t)(j1 - j0) * sizeof(T));                                   \
   }
 
+#if defined(__SSE2__)
 /* 4-byte elements: whole 4 x 4 squares of the block through SSE
  * transposes (baseline x86-64), the ragged rest element by element. */
 static void copy_block4(const char *x, char *y, int64_t syt, int64_t sxl,
@@ -83,6 +84,7 @@ static void copy_block4(const char *x, char *y, int64_t syt, int64_t sxl,
     }
   }
 }
+#endif
 
 static void copy_block(const tr_job_t *j, const char *x, char *y, int64_t i0,
                        int64_t i1, int64_t j0, int64_t j1) {
@@ -116,13 +118,13 @@ static void outer_offsets(const tr_job_t *j, int64_t o, int64_t *ox,
 static void tr_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const tr_job_t *j = ctx;
-  int64_t per_outer = j->tiles_t * j->tiles_l, nt = j->ty->shape[j->t],
-          nl = j->ty->shape[j->last];
+  int64_t per_outer = j->tiles_t * j->tiles_l, n_t = j->ty->shape[j->t],
+          n_l = j->ty->shape[j->last];
   int64_t last_tile = end * TILES_PER_TASK < j->tiles ? end * TILES_PER_TASK : j->tiles;
   for (int64_t b = begin * TILES_PER_TASK; b < last_tile; b++) {
     int64_t o = b / per_outer, r = b % per_outer;
     int64_t i0 = r / j->tiles_l * TILE, j0 = r % j->tiles_l * TILE;
-    int64_t i1 = i0 + TILE < nt ? i0 + TILE : nt, j1 = j0 + TILE < nl ? j0 + TILE : nl;
+    int64_t i1 = i0 + TILE < n_t ? i0 + TILE : n_t, j1 = j0 + TILE < n_l ? j0 + TILE : n_l;
     int64_t ox, oy;
     outer_offsets(j, o, &ox, &oy);
     copy_block(j, j->x + ox * (int64_t)j->es, j->y + oy * (int64_t)j->es, i0, i1,
