@@ -17,6 +17,7 @@
 
 #include "dtype.h"
 #include "fast_gemm_driver.h"
+#include "tensor.h"
 
 /* ---- the blocked driver -------------------------------------------------- */
 
@@ -32,14 +33,6 @@
                                * runs, unpacked vs packed: 192^3 1.01 vs
                                * 0.94, 224^3 0.99 vs 0.95, 256^3 0.91 vs
                                * 0.94 (docs/performance.md) */
-/* A C that small takes the unpacked kernel whatever k is, in k blocks:
- * each element of A and B serves at most MAX / NR and MAX / MR tiles, and
- * packing them cost more than it saved. Two threads, paired against the
- * packed path: 64 x 64 x 65536 1.27x (column-major A 1.50x), 128 x 128 x
- * 32768 1.14x, 200 x 200 x 16384 1.13x, 224 x 224 x 1024 1.17x, 100 x 100
- * x 2000 1.29x; wider C (384^2, 512^2) measured 0.73 - 0.87x, so the
- * bound stays. */
-
 /* A few rows of C (at most two micro-panels) against a large B: packing
  * B would copy it for one or two uses of each element, so B is read in
  * place, in k blocks. With two panels each B line is read twice, which
@@ -59,6 +52,14 @@ static bool gemm_skinny(const fast_gemm_kernel_t *kr, const gemm_view_t *v) {
   return !sets || v->k * v->n * (int64_t)sizeof(float) >= GEMM_SKINNY_STREAM;
 }
 
+/* Unpacked: small problems (GEMM_DIRECT_MAX), a few rows (gemm_skinny),
+ * and a C of at most GEMM_DIRECT_MAX square whatever k is, in k blocks:
+ * each element of A and B serves at most MAX / NR and MAX / MR tiles, and
+ * packing them cost more than it saved. Two threads, paired against the
+ * packed path: 64 x 64 x 65536 1.27x (column-major A 1.50x), 128 x 128 x
+ * 32768 1.14x, 200 x 200 x 16384 1.13x, 224 x 224 x 1024 1.17x, 100 x 100
+ * x 2000 1.29x; wider C (384^2, 512^2) measured 0.73 - 0.87x, so the
+ * bound stays. */
 static bool gemm_direct_fits(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
                              const gemm_view_t *v) {
   /* a column-major A without the kernel that reads it in place is copied
@@ -387,10 +388,6 @@ static bool gemm_vector(cpu_device_t *dev, const gemm_view_t *v, bool f64,
   return false;
 }
 
-static char *tensor_base(const bp_plugin_tensor_t *t) {
-  return (char *)(uintptr_t)t->ptr + t->offset;
-}
-
 static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
 
 /* True when the 2-D view with these dims/strides maps no two elements onto
@@ -446,9 +443,9 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   j.v = (gemm_view_t){m,
                       n,
                       k,
-                      tensor_base(&a->a),
-                      tensor_base(&a->b),
-                      tensor_base(&a->c),
+                      cpu_tensor_base(&a->a),
+                      cpu_tensor_base(&a->b),
+                      cpu_tensor_base(&a->c),
                       a->a.strides[1],
                       a->a.strides[2],
                       a->b.strides[1],

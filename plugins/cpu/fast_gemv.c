@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fast_gemm.h"
+#include "tensor.h"
 
 /* Below ~256 KiB of matrix a second thread costs more than it brings. */
 #define GEMV_MT_ELEMS 65536.0
@@ -142,9 +143,8 @@ bp_status_t cpu_fast_gemv(cpu_device_t *dev, const bp_gemv_args_t *g) {
       g->y.rank != 1 || g->alpha == 0 || (g->y.shape[0] > 1 && g->y.strides[0] == 0))
     return BP_ERR_UNIMPLEMENTED;
   int64_t m = g->a.shape[0], n = g->a.shape[1];
-  const char *a = (const char *)(uintptr_t)g->a.ptr + g->a.offset;
-  const char *x = (const char *)(uintptr_t)g->x.ptr + g->x.offset;
-  char *y = (char *)(uintptr_t)g->y.ptr + g->y.offset;
+  const char *a = cpu_tensor_base(&g->a), *x = cpu_tensor_base(&g->x);
+  char *y = cpu_tensor_base(&g->y);
   bool f64 = dt == BP_F64;
   if (n <= 1 || g->a.strides[1] == 1)
     fast_gemv_dot(dev, f64, m, n, a, g->a.strides[0], x, g->x.strides[0], y,
