@@ -21,13 +21,6 @@
 #define DW_NV 8  /* output vectors in flight, one row */
 #define DW_NV2 6 /* output vectors per row, two rows at once */
 
-/* Lane mask with the first n of 8 lanes set (none for n <= 0). */
-static inline __m256i dw_lanes(int64_t n) {
-  if (n > 8) n = 8;
-  if (n < 0) n = 0;
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* One output vector: left lanes of it are inside the row (all when 8 or
  * more), streamed past the cache when nt and aligned. */
 static inline __attribute__((always_inline)) void dw_store(float *d, __m256 v, int64_t left,
@@ -115,7 +108,7 @@ static inline void dw_copy_row(const float *s, int64_t W, int64_t pw, int64_t Wp
   int64_t i = 0;
   for (; i + 8 <= W; i += 8) _mm256_store_ps(o + i, _mm256_loadu_ps(s + i));
   if (i < W) {
-    _mm256_store_ps(o + i, _mm256_maskload_ps(s + i, dw_lanes(W - i)));
+    _mm256_store_ps(o + i, _mm256_maskload_ps(s + i, fast_first_lanes8(W - i)));
     i += 8;
   }
   dw_zero(o + i, d + Wp);

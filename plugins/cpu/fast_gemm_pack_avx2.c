@@ -29,13 +29,6 @@ static inline __attribute__((always_inline)) void tr8(__m256 r[8]) {
   }
 }
 
-/* Lane mask with the first n of 8 lanes set. */
-static inline __m256i lanes(int64_t n) {
-  n = n < 0 ? 0 : n > 8 ? 8 : n;
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* Source element kinds: the 16-bit ones are widened to f32 as they load. */
 enum { SRC_F32, SRC_F16, SRC_BF16 };
 
@@ -50,7 +43,7 @@ static inline __attribute__((always_inline)) __m256 load8(const void *src,
                                                           int kind) {
   if (kind == SRC_F32) {
     const float *s = (const float *)src + i;
-    return n >= 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, lanes(n));
+    return n >= 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, fast_first_lanes8(n));
   }
   const uint16_t *s = (const uint16_t *)src + i;
   if (n >= 8) return widen8(_mm_loadu_si128((const __m128i *)s), kind);

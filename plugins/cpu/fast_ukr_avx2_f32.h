@@ -17,12 +17,8 @@
 #define FMA _mm256_fmadd_ps
 #define MUL _mm256_mul_ps
 #define ZERO _mm256_setzero_ps
-/* Lane mask with the first n of 8 lanes set (none for n <= 0). */
-static inline __m256i lanes8(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 #define MASK_T __m256i
-#define MASK(n) lanes8(n)
+#define MASK(n) fast_first_lanes8(n)
 #define MLOAD(p, m) _mm256_maskload_ps((p), (m))
 /* not vmaskmovps: see fast_tail_avx2.h */
 #define STORE_N(p, v, n) fast_store_first8((p), (v), (n))

@@ -78,18 +78,14 @@ typedef __m256i VI;
 typedef __m256 M;
 static inline V vload(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v); }
-static inline __m256i tailmask_i(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 static inline V vload_n(const float *p, int64_t n) {
-  return _mm256_maskload_ps(p, tailmask_i(n));
+  return _mm256_maskload_ps(p, fast_first_lanes8(n));
 }
 static inline void vstore_n(float *p, V v, int64_t n) { fast_store_first8(p, v, n); }
 /* the first n lanes from p, the rest fill (a masked load, which is cheap,
  * and a blend: building the vector in memory would stall on the store) */
 static inline V vload_n_or(const float *p, int64_t n, float fill) {
-  __m256i m = tailmask_i(n);
+  __m256i m = fast_first_lanes8(n);
   return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m),
                           _mm256_castsi256_ps(m));
 }

@@ -116,9 +116,8 @@ static float row_max(const float *x, int64_t n) {
  * its exps), streams py = pe * pinv out in the same loop, two vectors per
  * two exps, so the stores drain while the exps are computed. */
 static inline __attribute__((always_inline)) float row_expsum(
-    const float *x, float *e, int64_t n, float mx,
-                        const float *next, float *py, const float *pe,
-                        float pinv) {
+    const float *x, float *e, int64_t n, float mx, const float *next, float *py,
+    const float *pe, float pinv) {
   V M_ = vset1(mx), s0 = vset1(0.0f), s1 = s0, PI = vset1(pinv);
   int64_t i = 0;
   for (; i + 2 * VL <= n; i += 2 * VL) {
