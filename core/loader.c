@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "trust.h"
 
 #define REASON(p, ...) snprintf((p)->report.reason, sizeof (p)->report.reason, __VA_ARGS__)
 
@@ -53,14 +54,6 @@ static void refuse(bp__plugin_t *p, bp_status_t status) {
   /* An absent driver is the normal case on most machines: not a warning. */
   bp__log(status == BP_ERR_UNAVAILABLE ? BP_LOG_INFO : BP_LOG_WARN, BP__LOG_LOADER,
           "refusing plugin %s: %s; skipping it", p->report.path, p->report.reason);
-}
-
-/* Policy: a file or directory that someone other than its owner and root
- * could write is refused, since anyone who can write it can run code in every
- * application that loads backplane. */
-static bool writable_by_others(const struct stat *st) {
-  if (st->st_mode & S_IWOTH) return true;
-  return (st->st_mode & S_IWGRP) && st->st_gid != 0;
 }
 
 static bool name_valid(const char *name) {
@@ -231,21 +224,10 @@ static bool elf_header_ok(bp__plugin_t *p, const char *path) {
 
 /* The checks every context runs on a file, even one already loaded. */
 static bool check_file(bp__plugin_t *p, const char *path) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    REASON(p, "cannot stat: %s", strerror(errno));
-    refuse(p, BP_ERR_INCOMPATIBLE);
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    REASON(p, "not a regular file");
-    refuse(p, BP_ERR_INCOMPATIBLE);
-    return false;
-  }
-  if (writable_by_others(&st)) {
-    REASON(p, "file is writable by others than its owner and root (mode %03o)",
-           (unsigned)(st.st_mode & 0777));
-    refuse(p, BP_ERR_INCOMPATIBLE);
+  /* Who may have put the file there, and where it really is: trust.c. */
+  bp_status_t trust = bp__trust_check_file(path, p->report.reason, sizeof p->report.reason);
+  if (trust != BP_OK) {
+    refuse(p, trust);
     return false;
   }
   if (!elf_header_ok(p, path)) {
@@ -501,14 +483,14 @@ static void scan_dir(bp_context_t *ctx, const char *dir) {
   }
   char **names;
   int n = list_dir(dir, &names);
-  bool dir_unsafe = writable_by_others(&st);
+  char dir_reason[sizeof ctx->plugins->report.reason];
+  bool dir_unsafe = bp__trust_check_dir(dir, dir_reason, sizeof dir_reason) != BP_OK;
   for (int i = 0; i < n; i++) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     bp__plugin_t *p = new_candidate(ctx, path);
     if (p && dir_unsafe) {
-      REASON(p, "directory %s is writable by others than its owner and root "
-                "(mode %03o)", dir, (unsigned)(st.st_mode & 0777));
+      REASON(p, "%s", dir_reason);
       refuse(p, BP_ERR_INCOMPATIBLE);
     } else if (p) {
       bp__loader_load_file(ctx, p, path);
