@@ -25,6 +25,10 @@
  *            ignored (bp__getenv is secure_getenv, so BACKPLANE_PLUGIN_PATH
  *            is never read) and files and directories must belong to root;
  *            the effective user is not enough.
+ *   TRUST-8  every symlink met while resolving (the file, the search
+ *            directory, or any directory on the way) lies in a directory
+ *            that passes TRUST-4 to TRUST-6 as a plugin's own directory:
+ *            otherwise its owner could re-point it after the checks.
  *
  * The Vulkan and OpenCL loaders apply the same idea to their secure paths.
  */
@@ -113,10 +117,63 @@ static bp_status_t check_dirs(const char *real, const char *prefix,
   }
 }
 
+/* Rule TRUST-8: follows path a component at a time, as the kernel resolves
+ * it, and checks the directory holding each symlink met on the way (as a
+ * plugin's own directory), so that nobody else can re-point a link between
+ * these checks and dlopen. Missing components and loops are left to
+ * realpath, whose error the caller reports. */
+static bp_status_t check_links(const char *path, char *reason, size_t size) {
+  char cur[PATH_MAX], rest[2 * PATH_MAX], next[2 * PATH_MAX], target[PATH_MAX];
+  if (path[0] == '/') snprintf(cur, sizeof cur, "/");
+  else if (!getcwd(cur, sizeof cur)) return BP_OK;
+  if (snprintf(rest, sizeof rest, "%s", path) >= (int)sizeof rest) return BP_OK;
+  for (int hops = 0;;) {
+    const char *comp = rest;
+    while (*comp == '/') comp++;
+    if (!*comp) return BP_OK;
+    const char *after = strchr(comp, '/');
+    if (!after) after = comp + strlen(comp);
+    size_t len = (size_t)(after - comp);
+    char cand[PATH_MAX];
+    if (len == 1 && comp[0] == '.') {
+      /* nothing to do */
+    } else if (len == 2 && comp[0] == '.' && comp[1] == '.') {
+      char *slash = strrchr(cur, '/'); /* cur holds no symlink: ".." is lexical */
+      if (slash == cur) cur[1] = '\0';
+      else if (slash) *slash = '\0';
+    } else {
+      if (snprintf(cand, sizeof cand, "%s%s%.*s", cur, strcmp(cur, "/") ? "/" : "",
+                   (int)len, comp) >= (int)sizeof cand)
+        return BP_OK;
+      struct stat st;
+      if (lstat(cand, &st) != 0) return BP_OK;
+      if (S_ISLNK(st.st_mode)) {
+        char why[512];
+        if (++hops > 40) return BP_OK;
+        if (check_dirs(cur, "", why, sizeof why) != BP_OK)
+          return refuse(reason, size, "",
+                        "symlink %s lies where others could re-point it (rule TRUST-8): %s",
+                        cand, why);
+        ssize_t n = readlink(cand, target, sizeof target - 1);
+        if (n <= 0) return BP_OK;
+        target[n] = '\0';
+        if (snprintf(next, sizeof next, "%s%s", target, after) >= (int)sizeof next)
+          return BP_OK;
+        if (target[0] == '/') snprintf(cur, sizeof cur, "/");
+        memcpy(rest, next, strlen(next) + 1);
+        continue;
+      }
+      memcpy(cur, cand, strlen(cand) + 1);
+    }
+    memmove(rest, after, strlen(after) + 1);
+  }
+}
+
 bp_status_t bp__trust_check_dir(const char *dir, char *reason,
                                 size_t reason_size) {
   char real[PATH_MAX], prefix[PATH_MAX + 64] = "";
   if (reason_size) reason[0] = '\0';
+  if (check_links(dir, reason, reason_size) != BP_OK) return BP_ERR_INCOMPATIBLE;
   if (!realpath(dir, real))
     return refuse(reason, reason_size, "",
                   "plugin directory %s cannot be resolved: %s (rule TRUST-1)", dir,
@@ -131,6 +188,7 @@ bp_status_t bp__trust_check_file(const char *path, char *reason,
   char real[PATH_MAX], prefix[PATH_MAX + 64] = "";
   if (reason_size) reason[0] = '\0';
   bool secure = bp__trust_secure();
+  if (check_links(path, reason, reason_size) != BP_OK) return BP_ERR_INCOMPATIBLE;
   /* "cannot stat" as before: a dangling symlink or a loop ends here. */
   if (!realpath(path, real))
     return refuse(reason, reason_size, "", "cannot stat: %s (rule TRUST-1)",

@@ -1,6 +1,6 @@
 /*
  * trust.h — the plugin trust policy (trust.c): which files and directories
- * the loader may dlopen from. The rules are numbered TRUST-1 ... TRUST-7 in
+ * the loader may dlopen from. The rules are numbered TRUST-1 ... TRUST-8 in
  * docs/plugin-abi.md (section 13); every refusal reason cites one.
  * Internal to the core; nothing here is public.
  */
@@ -21,7 +21,7 @@ bool bp__trust_secure(void);
 
 /* Checks a plugin directory from the search path before any file in it is
  * considered: its real path (symlinks resolved) and every directory above
- * it, up to /, by rules TRUST-4 to TRUST-7. Returns BP_OK when plugins may
+ * it, up to /, by rules TRUST-4 to TRUST-8. Returns BP_OK when plugins may
  * be loaded from it; otherwise BP_ERR_INCOMPATIBLE with the reason, citing
  * the rule, written to reason (always NUL-terminated). Thread-safe. */
 bp_status_t bp__trust_check_dir(const char *dir, char *reason,
@@ -29,7 +29,7 @@ bp_status_t bp__trust_check_dir(const char *dir, char *reason,
 
 /* Checks one candidate plugin file before it is opened: resolves path
  * (realpath, so a symlink is judged by what it points at), then applies
- * rules TRUST-1 to TRUST-7 to the file and to every directory from its real
+ * rules TRUST-1 to TRUST-8 to the file and to every directory from its real
  * parent up to /. Returns BP_OK when the file may be dlopened; otherwise
  * BP_ERR_INCOMPATIBLE with the reason, citing the rule, in reason.
  * Thread-safe. */

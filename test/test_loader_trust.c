@@ -1,6 +1,6 @@
 /*
  * test_loader_trust.c — the plugin trust policy (core/trust.c, rules TRUST-1
- * to TRUST-7 in docs/plugin-abi.md): another user's code must not run
+ * to TRUST-8 in docs/plugin-abi.md): another user's code must not run
  * through a symlink out of a trusted directory, through a directory inside a
  * world-writable parent, through a file another user owns, or in a setuid /
  * setgid process through the environment or the effective user's files.
@@ -19,10 +19,11 @@
 
 #define NOBODY 65534 /* another, non-root user */
 
-static char skipped[256]; /* why a case could not run, "" if none */
+static char skipped[512]; /* why cases could not run, "" if none */
 
 static void skip_case(const char *why) {
-  snprintf(skipped, sizeof skipped, "%s", why);
+  size_t n = strlen(skipped);
+  snprintf(skipped + n, sizeof skipped - n, "%s%s", n ? "; " : "", why);
   skip();
 }
 
@@ -75,6 +76,36 @@ static void test_symlink_escape(void **state) {
   assert_int_equal(chmod(ww, 0755), 0); /* the only fault: now it loads */
   ctx = tl_open_dir(trusted, false, 0);
   tl_expect_loaded(ctx, "backend-link.so");
+  bp_context_destroy(ctx);
+  tl_rmtree(base);
+}
+
+/* A symlink in a trusted directory to a symlink in a world-writable
+ * directory that leads back to a good plugin in a trusted one: the real
+ * path is fine, but whoever writes the middle directory could re-point the
+ * middle link between the check and dlopen (TRUST-8). */
+static void test_symlink_chain(void **state) {
+  (void)state;
+  char base[PATH_MAX], ww[PATH_MAX + 8], trusted[PATH_MAX + 8], real[PATH_MAX + 8];
+  char hop[PATH_MAX + 64], link[PATH_MAX + 64], target[PATH_MAX + 64];
+  tt_mkdtemp(base, sizeof base);
+  tt_subdir(base, "ww", 0777, ww, sizeof ww);
+  tt_subdir(base, "trusted", 0755, trusted, sizeof trusted);
+  tt_subdir(base, "real", 0755, real, sizeof real);
+  tl_add(real, "good", "real");
+  snprintf(target, sizeof target, "%s/backend-real.so", real);
+  snprintf(hop, sizeof hop, "%s/hop.so", ww);
+  snprintf(link, sizeof link, "%s/backend-chain.so", trusted);
+  assert_int_equal(symlink(target, hop), 0);
+  assert_int_equal(symlink(hop, link), 0);
+
+  bp_context_t *ctx = tl_open_dir(trusted, false, 0);
+  tt_expect_refused(ctx, "backend-chain.so", "(rule TRUST-8)", hop);
+  bp_context_destroy(ctx);
+
+  assert_int_equal(chmod(ww, 0755), 0);
+  ctx = tl_open_dir(trusted, false, 0);
+  tl_expect_loaded(ctx, "backend-chain.so");
   bp_context_destroy(ctx);
   tl_rmtree(base);
 }
@@ -266,6 +297,7 @@ int main(int argc, char **argv) {
     return secure_child(argv[2], !strcmp(argv[3], "secure"));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_symlink_escape),
+      cmocka_unit_test(test_symlink_chain),
       cmocka_unit_test(test_world_writable_parent),
       cmocka_unit_test(test_foreign_owner),
       cmocka_unit_test(test_foreign_directory),
