@@ -7,6 +7,8 @@
 
 #include "internal.h"
 
+static void context_free(bp_context_t *ctx);
+
 bp_status_t bp_context_create(const bp_context_options_t *options,
                               bp_context_t **out_context) {
   bp__clear_error();
@@ -30,22 +32,34 @@ bp_status_t bp_context_create(const bp_context_options_t *options,
   bp_status_t st = bp__loader_scan(ctx);
   if (st == BP_OK) st = bp__rank_devices(ctx);
   if (st != BP_OK) {
-    bp_context_destroy(ctx);
+    context_free(ctx);
     return st;
   }
-  bp__handle_add(ctx, BP__H_CONTEXT);
-  *out_context = ctx;
+  ctx->h = bp__handle_add(ctx, BP__H_CONTEXT, NULL);
+  if (!ctx->h) {
+    context_free(ctx);
+    return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_context_create: no room for another handle");
+  }
+  *out_context = ctx->h;
   return BP_OK;
 }
 
-void bp_context_destroy(bp_context_t *ctx) {
-  if (!ctx) return;
-  bp__handle_remove(ctx);
-  while (ctx->open_devices) {
-    bp__log(BP_LOG_WARN, BP__LOG_API,
-            "bp_context_destroy: device '%s' still open; closing it",
-            ctx->open_devices->entry.info.name);
-    bp_device_close(ctx->open_devices);
+void bp_context_destroy(bp_context_t *h) {
+  bp_context_t *ctx = bp__handle_get(h, BP__H_CONTEXT);
+  if (ctx && bp__handle_remove(h)) context_free(ctx);
+}
+
+static void context_free(bp_context_t *ctx) {
+  for (;;) {
+    pthread_mutex_lock(&ctx->lock);
+    bp__device_t *d = ctx->open_devices;
+    bp_device_t *dh = d ? d->h : NULL;
+    if (d)
+      bp__log(BP_LOG_WARN, BP__LOG_API, "bp_context_destroy: device '%s' still open; closing it",
+              d->entry.info.name);
+    pthread_mutex_unlock(&ctx->lock);
+    if (!dh) break;
+    bp_device_close(dh);
   }
   for (uint32_t i = 0; i < ctx->plugin_count; i++) bp__loader_unload(&ctx->plugins[i]);
   free(ctx->plugins);
@@ -57,28 +71,31 @@ void bp_context_destroy(bp_context_t *ctx) {
   free(ctx);
 }
 
-static bp_status_t check_context(const bp_context_t *ctx, const char *fn) {
-  if (!bp__handle_live(ctx, BP__H_CONTEXT))
+bp_status_t bp__context_get(const bp_context_t *h, const char *fn, bp_context_t **out) {
+  *out = bp__handle_get(h, BP__H_CONTEXT);
+  if (!*out)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: context is %s", fn,
-                    ctx ? "not a live context" : "NULL");
+                    h ? "not a live context (destroyed or foreign)" : "NULL");
   return BP_OK;
 }
 
-bp_status_t bp_context_plugin_count(const bp_context_t *ctx, uint32_t *out_count) {
+bp_status_t bp_context_plugin_count(const bp_context_t *h, uint32_t *out_count) {
   bp__clear_error();
   if (!out_count) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_plugin_count: out_count is NULL");
   *out_count = 0;
-  bp_status_t st = check_context(ctx, "bp_context_plugin_count");
+  bp_context_t *ctx;
+  bp_status_t st = bp__context_get(h, "bp_context_plugin_count", &ctx);
   if (st == BP_OK) *out_count = ctx->plugin_count;
   return st;
 }
 
-bp_status_t bp_context_plugin_report(const bp_context_t *ctx, uint32_t index,
+bp_status_t bp_context_plugin_report(const bp_context_t *h, uint32_t index,
                                      bp_plugin_report_t *out_report) {
   bp__clear_error();
   if (!out_report) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_plugin_report: out_report is NULL");
   memset(out_report, 0, sizeof *out_report);
-  bp_status_t st = check_context(ctx, "bp_context_plugin_report");
+  bp_context_t *ctx;
+  bp_status_t st = bp__context_get(h, "bp_context_plugin_report", &ctx);
   if (st != BP_OK) return st;
   if (index >= ctx->plugin_count)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
@@ -88,21 +105,23 @@ bp_status_t bp_context_plugin_report(const bp_context_t *ctx, uint32_t index,
   return BP_OK;
 }
 
-bp_status_t bp_context_device_count(const bp_context_t *ctx, uint32_t *out_count) {
+bp_status_t bp_context_device_count(const bp_context_t *h, uint32_t *out_count) {
   bp__clear_error();
   if (!out_count) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_device_count: out_count is NULL");
   *out_count = 0;
-  bp_status_t st = check_context(ctx, "bp_context_device_count");
+  bp_context_t *ctx;
+  bp_status_t st = bp__context_get(h, "bp_context_device_count", &ctx);
   if (st == BP_OK) *out_count = ctx->device_count;
   return st;
 }
 
-bp_status_t bp_context_device_entry(const bp_context_t *ctx, uint32_t rank,
+bp_status_t bp_context_device_entry(const bp_context_t *h, uint32_t rank,
                                     bp_device_entry_t *out_entry) {
   bp__clear_error();
   if (!out_entry) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_device_entry: out_entry is NULL");
   memset(out_entry, 0, sizeof *out_entry);
-  bp_status_t st = check_context(ctx, "bp_context_device_entry");
+  bp_context_t *ctx;
+  bp_status_t st = bp__context_get(h, "bp_context_device_entry", &ctx);
   if (st != BP_OK) return st;
   if (rank >= ctx->device_count)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,

@@ -7,6 +7,8 @@
 
 #include "internal.h"
 
+static void device_free(bp__device_t *d);
+
 /* Resolves a selector to a rank; see bp_device_open for the grammar. */
 static bp_status_t resolve_selector(const bp_context_t *ctx, const char *sel,
                                     uint32_t *out_rank) {
@@ -76,26 +78,26 @@ static bp_status_t check_config(const bp_device_config_t *c) {
 }
 
 /* Warms the pool: one segment of the requested size, kept cached. */
-static void reserve_initial(bp_device_t *d, uint64_t bytes) {
+static void reserve_initial(bp__device_t *d, uint64_t bytes) {
   uint64_t ptr, origin;
   void *block;
   if (bp__pool_alloc(d, bytes, &ptr, &origin, &block) == BP_OK) bp__pool_free(d, block);
   bp__clear_error();
 }
 
-bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
+bp_status_t bp_device_open(bp_context_t *ctxh, const char *selector,
                            const bp_device_config_t *config, bp_device_t **out_device) {
   bp__clear_error();
   if (!out_device) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: out_device is NULL");
   *out_device = NULL;
-  if (!bp__handle_live(ctx, BP__H_CONTEXT))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: context is %s",
-                    ctx ? "not a live context" : "NULL");
+  bp_context_t *ctx;
+  bp_status_t st = bp__context_get(ctxh, "bp_device_open", &ctx);
+  if (st != BP_OK) return st;
   uint32_t rank = 0;
-  bp_status_t st = check_config(config);
+  st = check_config(config);
   if (st == BP_OK) st = resolve_selector(ctx, selector, &rank);
   if (st != BP_OK) return st;
-  bp_device_t *d = calloc(1, sizeof *d);
+  bp__device_t *d = calloc(1, sizeof *d);
   if (!d) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_device_open: out of memory");
   d->context = ctx;
   d->plugin = &ctx->plugins[ctx->ranked_plugin[rank]];
@@ -104,9 +106,9 @@ bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
   d->allow_reduced_precision = config && config->allow_reduced_precision;
   pthread_mutex_init(&d->lock, NULL);
   d->pool = bp__pool_create(config ? config->pool_max_bytes : 0);
-  if (!d->pool) {
-    pthread_mutex_destroy(&d->lock);
-    free(d);
+  d->gate = bp__gate_new();
+  if (!d->pool || !d->gate) {
+    device_free(d);
     return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_device_open: out of memory");
   }
   bp_plugin_device_config_t pc;
@@ -118,65 +120,72 @@ bp_status_t bp_device_open(bp_context_t *ctx, const char *selector,
     bp__fail(st, "bp_device_open: plugin '%s' could not open device '%s': %s",
              d->entry.backend, d->entry.info.name,
              bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
-    bp__pool_destroy(d, d->pool);
-    pthread_mutex_destroy(&d->lock);
-    free(d);
+    device_free(d);
     return st;
+  }
+  d->h = bp__handle_add(d, BP__H_DEVICE, d->gate);
+  if (!d->h) {
+    bp__pool_destroy(d, d->pool);
+    d->pool = NULL;
+    d->desc->device_close(d->handle);
+    device_free(d);
+    return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_device_open: no room for another handle");
   }
   pthread_mutex_lock(&ctx->lock);
   d->next = ctx->open_devices;
   ctx->open_devices = d;
   pthread_mutex_unlock(&ctx->lock);
-  bp__handle_add(d, BP__H_DEVICE);
-  *out_device = d;
+  *out_device = d->h;
   if (config && config->pool_initial_bytes) reserve_initial(d, config->pool_initial_bytes);
   return BP_OK;
 }
 
-void bp_device_close(bp_device_t *d) {
-  if (!d || !bp__handle_live(d, BP__H_DEVICE)) return;
-  bp__handle_remove(d);
+/* Frees the device record, its gate and its (empty) pool. */
+static void device_free(bp__device_t *d) {
+  if (d->pool) bp__pool_destroy(d, d->pool);
+  bp__gate_recycle(d->gate);
+  pthread_mutex_destroy(&d->lock);
+  free(d);
+}
+
+void bp_device_close(bp_device_t *h) {
+  /* Shuts the gate: calls already inside finish, later ones are refused
+   * with BP_ERR_UNAVAILABLE, and no child handle of d resolves any more. */
+  bp__device_t *d = bp__gate_close(h, BP__H_DEVICE);
+  if (!d) return;
   bp__call_device_sync(d);
   bp__device_release_graphs(d);
   bp__device_release_children(d);
   bp__host_release_all(d);
   bp__pool_destroy(d, d->pool);
+  d->pool = NULL;
   d->desc->device_close(d->handle);
   bp_context_t *ctx = d->context;
   pthread_mutex_lock(&ctx->lock);
-  for (bp_device_t **pp = &ctx->open_devices; *pp; pp = &(*pp)->next)
+  for (bp__device_t **pp = &ctx->open_devices; *pp; pp = &(*pp)->next)
     if (*pp == d) {
       *pp = d->next;
       break;
     }
   pthread_mutex_unlock(&ctx->lock);
-  pthread_mutex_destroy(&d->lock);
-  free(d);
+  device_free(d);
 }
 
-static bp_status_t check_device(const bp_device_t *d, const char *fn) {
-  if (!bp__handle_live(d, BP__H_DEVICE))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: device is %s", fn,
-                    d ? "not a live device" : "NULL");
-  return BP_OK;
-}
-
-bp_status_t bp_device_entry(const bp_device_t *d, bp_device_entry_t *out_entry) {
+bp_status_t bp_device_entry(const bp_device_t *h, bp_device_entry_t *out_entry) {
   bp__clear_error();
   if (!out_entry) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_entry: out_entry is NULL");
   memset(out_entry, 0, sizeof *out_entry);
-  bp_status_t st = check_device(d, "bp_device_entry");
-  if (st == BP_OK) *out_entry = d->entry;
-  return st;
+  BP__ENTER(bp__device_t, d, h, BP__H_DEVICE, "bp_device_entry", "device");
+  *out_entry = d->entry;
+  return BP_OK;
 }
 
-bp_status_t bp_device_supports(const bp_device_t *d, bp_op_t op, bp_dtype_t dtype,
+bp_status_t bp_device_supports(const bp_device_t *h, bp_op_t op, bp_dtype_t dtype,
                                bool *out_supported) {
   bp__clear_error();
   if (!out_supported) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_supports: out_supported is NULL");
   *out_supported = false;
-  bp_status_t st = check_device(d, "bp_device_supports");
-  if (st != BP_OK) return st;
+  BP__ENTER(bp__device_t, d, h, BP__H_DEVICE, "bp_device_supports", "device");
   if ((unsigned)op >= BP_OP_COUNT)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_supports: op %d out of range", (int)op);
   if (!bp__dtype_valid(dtype))
@@ -186,24 +195,24 @@ bp_status_t bp_device_supports(const bp_device_t *d, bp_op_t op, bp_dtype_t dtyp
   return BP_OK;
 }
 
-bp_status_t bp_device_synchronize(bp_device_t *d) {
+bp_status_t bp_device_synchronize(bp_device_t *h) {
   bp__clear_error();
-  bp_status_t st = check_device(d, "bp_device_synchronize");
-  return st == BP_OK ? bp__call_device_sync(d) : st;
+  BP__ENTER(bp__device_t, d, h, BP__H_DEVICE, "bp_device_synchronize", "device");
+  return bp__call_device_sync(d);
 }
 
-bp_status_t bp_device_memory_stats(bp_device_t *d, bp_memory_stats_t *out_stats) {
+bp_status_t bp_device_memory_stats(bp_device_t *h, bp_memory_stats_t *out_stats) {
   bp__clear_error();
   if (!out_stats) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_memory_stats: out_stats is NULL");
   memset(out_stats, 0, sizeof *out_stats);
-  bp_status_t st = check_device(d, "bp_device_memory_stats");
-  if (st == BP_OK) bp__pool_stats(d, out_stats);
-  return st;
+  BP__ENTER(bp__device_t, d, h, BP__H_DEVICE, "bp_device_memory_stats", "device");
+  bp__pool_stats(d, out_stats);
+  return BP_OK;
 }
 
-bp_status_t bp_device_empty_cache(bp_device_t *d) {
+bp_status_t bp_device_empty_cache(bp_device_t *h) {
   bp__clear_error();
-  bp_status_t st = check_device(d, "bp_device_empty_cache");
-  if (st == BP_OK) bp__pool_empty_cache(d);
-  return st;
+  BP__ENTER(bp__device_t, d, h, BP__H_DEVICE, "bp_device_empty_cache", "device");
+  bp__pool_empty_cache(d);
+  return BP_OK;
 }

@@ -64,7 +64,7 @@ static bool dtype_from_dl(DLDataType d, bp_dtype_t *out) {
 }
 
 /* Which DLPack device a bp device's pointers belong to; false if none. */
-static bool dl_device_of(const bp_device_t *d, DLDevice *out) {
+static bool dl_device_of(const bp__device_t *d, DLDevice *out) {
   if (d->entry.info.flags & BP_DEVICE_FLAG_HOST_MEMORY) {
     *out = (DLDevice){kDLCPU, 0};
     return true;
@@ -94,21 +94,21 @@ bp_status_t bp_tensor_to_dlpack(const bp_tensor_t *t, bool versioned, void **out
   const char *fn = "bp_tensor_to_dlpack";
   if (!out_managed) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out_managed is NULL", fn);
   *out_managed = NULL;
-  if (!t || !bp__handle_live(t->buffer, BP__H_BUFFER))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: tensor or its buffer is not live", fn);
-  bp_status_t st = bp__tensor_check(t, t->buffer->device, fn, "tensor");
+  if (!t) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: tensor is NULL", fn);
+  BP__ENTER(bp__buffer_t, b, t->buffer, BP__H_BUFFER, fn, "tensor.buffer");
+  bp_status_t st = bp__tensor_check(t, b->device, fn, "tensor");
   if (st != BP_OK) return st;
   DLDevice dev;
-  if (!dl_device_of(t->buffer->device, &dev))
+  if (!dl_device_of(b->device, &dev))
     return bp__fail(BP_ERR_UNSUPPORTED, "%s: backend '%s' memory cannot be shared through DLPack", fn,
-                    t->buffer->device->entry.backend);
+                    b->device->entry.backend);
   export_ctx_t *c = calloc(1, sizeof *c);
   if (!c) return bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
   memcpy(c->shape, t->shape, sizeof c->shape);
   memcpy(c->strides, t->strides, sizeof c->strides);
   /* The offset is folded into data: some consumers (PyTorch 1.x) ignore
    * byte_offset. */
-  DLTensor dl = {(void *)(uintptr_t)(t->buffer->ptr + t->buffer->origin + t->offset), dev, t->rank,
+  DLTensor dl = {(void *)(uintptr_t)(b->ptr + b->origin + t->offset), dev, t->rank,
                  dtype_map[0].dl, c->shape, c->strides, 0};
   for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
     if (dtype_map[i].bp == t->dtype) dl.dtype = dtype_map[i].dl;
@@ -159,14 +159,14 @@ static bool dl_extent(const DLTensor *t, size_t es, int64_t *lo, uint64_t *bytes
   return true;
 }
 
-bp_status_t bp_tensor_from_dlpack(bp_device_t *d, void *managed, bool versioned, bp_tensor_t *out_tensor,
+bp_status_t bp_tensor_from_dlpack(bp_device_t *dh, void *managed, bool versioned, bp_tensor_t *out_tensor,
                                   bp_buffer_t **out_buffer) {
   bp__clear_error();
   const char *fn = "bp_tensor_from_dlpack";
   if (!out_tensor || !out_buffer) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: an out-parameter is NULL", fn);
   memset(out_tensor, 0, sizeof *out_tensor);
   *out_buffer = NULL;
-  if (!bp__handle_live(d, BP__H_DEVICE)) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: device is not live", fn);
+  BP__ENTER(bp__device_t, d, dh, BP__H_DEVICE, fn, "device");
   if (!managed) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: managed tensor is NULL", fn);
   if (versioned && ((DLManagedTensorVersioned *)managed)->version.major != 1)
     return bp__fail(BP_ERR_INCOMPATIBLE, "%s: DLPack major version %u, expected 1", fn,
@@ -188,7 +188,7 @@ bp_status_t bp_tensor_from_dlpack(bp_device_t *d, void *managed, bool versioned,
   uint64_t bytes;
   if (!dl_extent(t, es, &lo, &bytes))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: shape or strides out of range", fn);
-  bp_buffer_t *b = calloc(1, sizeof *b);
+  bp__buffer_t *b = calloc(1, sizeof *b);
   if (!b) return bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
   /* The buffer starts at the lowest byte the tensor reaches. */
   uint64_t base = (uint64_t)(uintptr_t)t->data + t->byte_offset + (uint64_t)(lo * (int64_t)es);
@@ -197,13 +197,10 @@ bp_status_t bp_tensor_from_dlpack(bp_device_t *d, void *managed, bool versioned,
   b->size = bytes ? bytes : 1;
   b->foreign = managed;
   b->foreign_versioned = versioned;
-  pthread_mutex_lock(&d->lock);
-  b->next = d->buffers;
-  if (d->buffers) d->buffers->prev = b;
-  d->buffers = b;
-  pthread_mutex_unlock(&d->lock);
-  bp__handle_add(b, BP__H_BUFFER);
-  out_tensor->buffer = b;
+  bp_buffer_t *bh;
+  bp_status_t st = bp__buffer_publish(b, &bh);
+  if (st != BP_OK) return st;
+  out_tensor->buffer = bh;
   out_tensor->offset = (uint64_t)(-lo * (int64_t)es);
   out_tensor->dtype = dt;
   out_tensor->rank = t->ndim;
@@ -211,6 +208,6 @@ bp_status_t bp_tensor_from_dlpack(bp_device_t *d, void *managed, bool versioned,
     out_tensor->shape[i] = t->shape[i];
     out_tensor->strides[i] = t->strides ? t->strides[i] : (i == t->ndim - 1 ? 1 : out_tensor->strides[i + 1] * t->shape[i + 1]);
   }
-  *out_buffer = b;
+  *out_buffer = bh;
   return BP_OK;
 }

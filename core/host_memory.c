@@ -17,18 +17,17 @@ typedef struct bp__host_block {
   struct bp__host_block *next;
 } host_block_t;
 
-static bool plugin_has_host_memory(const bp_device_t *d) {
+static bool plugin_has_host_memory(const bp__device_t *d) {
   const bp_plugin_descriptor_t *x = d->desc;
   return x->struct_size >= offsetof(bp_plugin_descriptor_t, host_free) + sizeof(void *) && x->host_alloc &&
          x->host_free;
 }
 
-bp_status_t bp_host_alloc(bp_device_t *d, uint64_t size, void **out_ptr) {
+bp_status_t bp_host_alloc(bp_device_t *dh, uint64_t size, void **out_ptr) {
   bp__clear_error();
   if (!out_ptr) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: out_ptr is NULL");
   *out_ptr = NULL;
-  if (!bp__handle_live(d, BP__H_DEVICE))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: device is %s", d ? "not a live device" : "NULL");
+  BP__ENTER(bp__device_t, d, dh, BP__H_DEVICE, "bp_host_alloc", "device");
   if (size == 0 || size > (UINT64_C(1) << 48))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: size %llu not in [1, 2^48]", (unsigned long long)size);
   host_block_t *b = calloc(1, sizeof *b);
@@ -56,14 +55,15 @@ bp_status_t bp_host_alloc(bp_device_t *d, uint64_t size, void **out_ptr) {
   return BP_OK;
 }
 
-static void release(bp_device_t *d, host_block_t *b) {
+static void release(bp__device_t *d, host_block_t *b) {
   if (b->from_plugin) d->desc->host_free(d->handle, b->ptr);
   else free(b->ptr);
   free(b);
 }
 
-void bp_host_free(bp_device_t *d, void *ptr) {
-  if (!ptr || !bp__handle_live(d, BP__H_DEVICE)) return;
+void bp_host_free(bp_device_t *dh, void *ptr) {
+  if (!ptr) return;
+  BP__ENTER_VOID(bp__device_t, d, dh, BP__H_DEVICE, "bp_host_free");
   host_block_t *found = NULL;
   pthread_mutex_lock(&d->lock);
   for (host_block_t **pp = &d->host_blocks; *pp; pp = &(*pp)->next)
@@ -81,7 +81,7 @@ void bp_host_free(bp_device_t *d, void *ptr) {
   release(d, found);
 }
 
-void bp__host_release_all(bp_device_t *d) {
+void bp__host_release_all(bp__device_t *d) {
   while (d->host_blocks) {
     host_block_t *b = d->host_blocks;
     d->host_blocks = b->next;

@@ -52,7 +52,7 @@ const char *bp__getenv(const char *name);
 bool bp__tune_lookup(const bp_tune_key_t *key, char *out_value, size_t size);
 void bp__tune_store(const bp_tune_key_t *key, const char *value);
 
-/* ---- handle registry (handles.c) ----------------------------------------- */
+/* ---- handles (handles.c) ------------------------------------------------- */
 typedef enum bp__handle_type {
   BP__H_CONTEXT = 1,
   BP__H_DEVICE,
@@ -63,10 +63,69 @@ typedef enum bp__handle_type {
   BP__H_KERNEL
 } bp__handle_type_t;
 
-void bp__handle_add(const void *handle, bp__handle_type_t type);
-void bp__handle_remove(const void *handle);
-/* True when handle is live and of type. */
-bool bp__handle_live(const void *handle, bp__handle_type_t type);
+/* A device's gate: public calls on the device's objects pass through it, and
+ * bp_device_close shuts it and waits for them (handles.c). */
+typedef struct bp__gate bp__gate_t;
+
+/* Registers obj and returns the token the application will hold (NULL when
+ * the table is full or memory is short). gate: the owning device's, or NULL. */
+void *bp__handle_add(void *obj, bp__handle_type_t type, bp__gate_t *gate);
+/* Makes every copy of token stale, now and forever; false when it already
+ * was (another thread won the race to destroy the object). */
+bool bp__handle_remove(const void *token);
+/* The object behind a live token of type, else NULL. */
+void *bp__handle_get(const void *token, bp__handle_type_t type);
+/* The same, and only when the object belongs behind gate (its device). */
+void *bp__handle_get_on(const void *token, bp__handle_type_t type, const bp__gate_t *gate);
+/* Moves a live handle behind another gate (NULL: none). */
+void bp__handle_set_gate(const void *token, bp__gate_t *gate);
+/* Resolves token and enters its device's gate; fails with a message naming
+ * fn and what when the token is NULL, stale, of another type, or its device
+ * is closing. Leave with bp__gate_leave(*out_gate) (NULL is fine). */
+bp_status_t bp__handle_enter(const void *token, bp__handle_type_t type, const char *fn, const char *what,
+                             void **out_obj, bp__gate_t **out_gate);
+void bp__gate_leave(bp__gate_t *g);
+void bp__gate_scope_end(bp__gate_t **g);
+bp__gate_t *bp__gate_new(void);
+/* Shuts the gate of a live token's object, makes the token stale, waits for
+ * the calls inside to leave and returns the object; NULL when the token is
+ * not live or its gate is already closing. */
+void *bp__gate_close(const void *token, bp__handle_type_t type);
+/* Returns a closed gate for reuse (gates are never freed). */
+void bp__gate_recycle(bp__gate_t *g);
+
+/* Declares `type *var` resolved from token and keeps its device's gate
+ * entered until the enclosing scope ends, on every return path. Returns the
+ * failure from the enclosing function (which must return bp_status_t). */
+#define BP__ENTER(type_t, var, token, htype, fn, what)                                  \
+  bp__gate_t *var##_gate_ __attribute__((cleanup(bp__gate_scope_end))) = NULL;          \
+  type_t *var = NULL;                                                                   \
+  do {                                                                                  \
+    void *obj_;                                                                         \
+    bp_status_t enter_st_ = bp__handle_enter(token, htype, fn, what, &obj_, &var##_gate_); \
+    if (enter_st_ != BP_OK) return enter_st_;                                           \
+    var = obj_;                                                                         \
+  } while (0)
+
+/* The same, for functions that return nothing: a bad token is ignored. */
+#define BP__ENTER_VOID(type_t, var, token, htype, fn)                                   \
+  bp__gate_t *var##_gate_ __attribute__((cleanup(bp__gate_scope_end))) = NULL;          \
+  type_t *var = NULL;                                                                   \
+  do {                                                                                  \
+    void *obj_;                                                                         \
+    if (bp__handle_enter(token, htype, fn, "handle", &obj_, &var##_gate_) != BP_OK) {   \
+      bp__clear_error();                                                                \
+      return;                                                                           \
+    }                                                                                   \
+    var = obj_;                                                                         \
+  } while (0)
+
+typedef struct bp__device bp__device_t;
+typedef struct bp__buffer bp__buffer_t;
+typedef struct bp__stream bp__stream_t;
+typedef struct bp__event bp__event_t;
+typedef struct bp__graph bp__graph_t;
+typedef struct bp__kernel bp__kernel_t;
 
 /* ---- objects -------------------------------------------------------------- */
 typedef struct bp__pool bp__pool_t;
@@ -84,6 +143,7 @@ typedef struct bp__plugin {
 } bp__plugin_t;
 
 struct bp_context {
+  bp_context_t *h; /* the application's token */
   pthread_mutex_t lock;
   bp_context_options_t options;
   bp__plugin_t *plugins; /* every candidate, in search order */
@@ -91,52 +151,58 @@ struct bp_context {
   bp_device_entry_t *ranked; /* every device, best first */
   uint32_t *ranked_plugin;   /* plugin index of each ranked entry */
   uint32_t device_count;
-  bp_device_t *open_devices; /* linked through next */
+  bp__device_t *open_devices; /* linked through next */
   char **scanned;            /* real paths of the directories scanned */
   uint32_t scanned_count;
 };
 
-struct bp_device {
+struct bp__device {
+  bp_device_t *h;     /* the application's token */
+  bp__gate_t *gate;   /* every call on the device's objects passes it */
   bp_context_t *context;
   const bp__plugin_t *plugin;
   const bp_plugin_descriptor_t *desc;
   bp_plugin_device_t *handle;
   bp_device_entry_t entry;
   pthread_mutex_t lock; /* guards the child lists */
-  bp_buffer_t *buffers;
-  bp_stream_t *streams;
-  bp_event_t *events;
+  bp__buffer_t *buffers;
+  bp__stream_t *streams;
+  bp__event_t *events;
   bool allow_reduced_precision;
   bp__pool_t *pool;
   struct bp__host_block *host_blocks; /* from bp_host_alloc, under lock */
-  bp_graph_t *graphs;                 /* live graphs, under lock */
-  bp_device_t *next;
+  bp__graph_t *graphs;                 /* live graphs, under lock */
+  bp__kernel_t *kernels;               /* live kernels, under lock */
+  bp__device_t *next;
 };
 
-struct bp_buffer {
-  bp_device_t *device;
+struct bp__buffer {
+  bp_buffer_t *h; /* the application's token */
+  bp__device_t *device;
   uint64_t ptr;    /* the pool segment's device pointer */
   uint64_t origin; /* the buffer's byte offset inside the segment */
   uint64_t size;
   void *block;     /* the pool's record; NULL for imported memory */
   void *foreign;   /* imported DLPack tensor, released on free */
   bool foreign_versioned;
-  bp_buffer_t *next, *prev;
+  bp__buffer_t *next, *prev;
 };
 
-struct bp_stream {
-  bp_device_t *device;
+struct bp__stream {
+  bp_stream_t *h; /* the application's token */
+  bp__device_t *device;
   bp_plugin_stream_t *handle;
   pthread_mutex_t lock; /* serialises the work queued on this stream */
-  bp_graph_t *capture;  /* non-NULL while capturing (under lock) */
-  bp_stream_t *next, *prev;
+  bp__graph_t *capture;  /* non-NULL while capturing (under lock) */
+  bp__stream_t *next, *prev;
 };
 
-struct bp_event {
-  bp_device_t *device;
+struct bp__event {
+  bp_event_t *h; /* the application's token */
+  bp__device_t *device;
   bp_plugin_event_t *handle;
   bool recorded;
-  bp_event_t *next, *prev;
+  bp__event_t *next, *prev;
 };
 
 /* ---- plugins shared by every context (registry.c) --------------------------- */
@@ -160,6 +226,11 @@ bp__shared_t *bp__registry_add(const char *real, bp__plugin_t *p);
 void bp__registry_share(bp__shared_t *s, bp__plugin_t *p);
 /* Drops one reference; the last shuts the plugin down and unloads it. */
 void bp__registry_release(bp__shared_t *s);
+
+/* The context behind a live token; the message names fn otherwise
+ * (context.c). Contexts have no gate: destroying one while another thread
+ * uses it is the application's race. */
+bp_status_t bp__context_get(const bp_context_t *h, const char *fn, bp_context_t **out);
 
 /* ---- loader (loader.c, ranking.c) ----------------------------------------- */
 
@@ -188,7 +259,7 @@ bp_status_t bp__isolated_probe(const char *path, uint32_t timeout_s,
 
 /* Checks that t is a well-formed tensor over a live buffer of device, with
  * every byte it may touch inside the buffer. what names it in messages. */
-bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp_device_t *device,
+bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp__device_t *device,
                              const char *op, const char *what);
 /* Converts a checked tensor to the ABI form. */
 void bp__tensor_to_plugin(const bp_tensor_t *t, bp_plugin_tensor_t *out);
@@ -203,7 +274,7 @@ bool bp__tensors_overlap(const bp_tensor_t *a, const bp_tensor_t *b);
 bp_status_t bp__same_shape(const bp_tensor_t *a, const bp_tensor_t *b,
                            const char *op, const char *wa, const char *wb);
 /* Checks the stream, then each of the n tensors (none may be NULL). */
-bp_status_t bp__check_tensors(const bp_stream_t *s, const char *op, int n,
+bp_status_t bp__check_tensors(const bp__stream_t *s, const char *op, int n,
                               const bp_tensor_t *const *ts, const char *const *names);
 /* All non-NULL tensors share ts[0]'s dtype, which is a float type. */
 bp_status_t bp__check_float_dtypes(const char *op, int n, const bp_tensor_t *const *ts,
@@ -226,40 +297,40 @@ bool bp__mul_overflows(uint64_t a, uint64_t b, uint64_t *out);
 /* ---- the one place that calls plugin functions (plugin_call.c) ------------- */
 
 /* Validates the stream and returns its device; sets the error otherwise. */
-bp_status_t bp__stream_check(const bp_stream_t *stream, const char *op);
+bp_status_t bp__stream_check(const bp__stream_t *stream, const char *op);
 /* Fails with BP_ERR_UNSUPPORTED unless the device claims op for dtype and
  * the plugin implements it. */
-bp_status_t bp__require_op(const bp_device_t *device, bp_op_t op,
+bp_status_t bp__require_op(const bp__device_t *device, bp_op_t op,
                            bp_dtype_t dtype, const char *opname);
 
 /* Calls op `op` of the stream's plugin with args, holding the stream lock,
  * and turns a plugin failure into a message naming the plugin. */
-bp_status_t bp__call_op(bp_stream_t *stream, bp_op_t op, const void *args);
+bp_status_t bp__call_op(bp__stream_t *stream, bp_op_t op, const void *args);
 
 /* Memory and stream calls. stream may be NULL (device-synchronous). */
-bp_status_t bp__call_mem_alloc(bp_device_t *d, uint64_t size,
+bp_status_t bp__call_mem_alloc(bp__device_t *d, uint64_t size,
                                uint64_t *out_ptr);
-void bp__call_mem_free(bp_device_t *d, uint64_t ptr);
-bp_status_t bp__call_mem_write(bp_device_t *d, bp_stream_t *s, uint64_t dst,
+void bp__call_mem_free(bp__device_t *d, uint64_t ptr);
+bp_status_t bp__call_mem_write(bp__device_t *d, bp__stream_t *s, uint64_t dst,
                                uint64_t off, const void *src, uint64_t size);
-bp_status_t bp__call_mem_read(bp_device_t *d, bp_stream_t *s, void *dst,
+bp_status_t bp__call_mem_read(bp__device_t *d, bp__stream_t *s, void *dst,
                               uint64_t src, uint64_t off, uint64_t size);
-bp_status_t bp__call_mem_copy(bp_device_t *d, bp_stream_t *s, uint64_t dst,
+bp_status_t bp__call_mem_copy(bp__device_t *d, bp__stream_t *s, uint64_t dst,
                               uint64_t doff, uint64_t src, uint64_t soff,
                               uint64_t size);
-bp_status_t bp__call_device_sync(bp_device_t *d);
-bp_status_t bp__call_stream_create(bp_device_t *d, bp_plugin_stream_t **out);
-void bp__call_stream_destroy(bp_device_t *d, bp_plugin_stream_t *s);
-bp_status_t bp__call_stream_sync(bp_device_t *d, bp_plugin_stream_t *s);
+bp_status_t bp__call_device_sync(bp__device_t *d);
+bp_status_t bp__call_stream_create(bp__device_t *d, bp_plugin_stream_t **out);
+void bp__call_stream_destroy(bp__device_t *d, bp_plugin_stream_t *s);
+bp_status_t bp__call_stream_sync(bp__device_t *d, bp_plugin_stream_t *s);
 
 /* ---- memory pool (pool.c) -------------------------------------------------- */
 bp__pool_t *bp__pool_create(uint64_t max_reserved);
-void bp__pool_destroy(bp_device_t *d, bp__pool_t *p);
-bp_status_t bp__pool_alloc(bp_device_t *d, uint64_t size, uint64_t *out_ptr,
+void bp__pool_destroy(bp__device_t *d, bp__pool_t *p);
+bp_status_t bp__pool_alloc(bp__device_t *d, uint64_t size, uint64_t *out_ptr,
                            uint64_t *out_origin, void **out_block);
-void bp__pool_free(bp_device_t *d, void *block);
-void bp__pool_empty_cache(bp_device_t *d);
-void bp__pool_stats(bp_device_t *d, bp_memory_stats_t *out);
+void bp__pool_free(bp__device_t *d, void *block);
+void bp__pool_empty_cache(bp__device_t *d);
+void bp__pool_stats(bp__device_t *d, bp_memory_stats_t *out);
 
 /* The NUMA node and local CPU list of the PCI device named by identity
  * ("pci:DDDD:BB:DD.F"), from hwloc; false (-1, "") when unknown (locality.c). */
@@ -267,28 +338,40 @@ bool bp__pci_locality(const char *identity, int32_t *out_numa_node, char *out_cp
 /* Native graphs (plugin_call.c): whether d's plugin offers them (and
  * BACKPLANE_NATIVE_GRAPHS is not 0), and the wrappers around its entries.
  * bp__call_op_unlocked runs an op with s->lock already held. */
-bool bp__native_graphs(const bp_device_t *d);
-bp_status_t bp__call_op_unlocked(bp_stream_t *s, bp_op_t op, const void *args);
-bp_status_t bp__call_graph_begin(bp_stream_t *s);
-bp_status_t bp__call_graph_end(bp_stream_t *s, bp_plugin_graph_t **out_graph);
-bp_status_t bp__call_graph_launch(bp_stream_t *s, bp_plugin_graph_t *g);
-void bp__call_graph_destroy(bp_device_t *d, bp_plugin_graph_t *g);
+bool bp__native_graphs(const bp__device_t *d);
+bp_status_t bp__call_op_unlocked(bp__stream_t *s, bp_op_t op, const void *args);
+bp_status_t bp__call_graph_begin(bp__stream_t *s);
+bp_status_t bp__call_graph_end(bp__stream_t *s, bp_plugin_graph_t **out_graph);
+bp_status_t bp__call_graph_launch(bp__stream_t *s, bp_plugin_graph_t *g);
+void bp__call_graph_destroy(bp__device_t *d, bp_plugin_graph_t *g);
 /* Releases the native graphs of d's graphs before d closes (graph.c). */
-void bp__device_release_graphs(bp_device_t *d);
+void bp__device_release_graphs(bp__device_t *d);
 /* Appends an op to a capturing graph (graph.c). */
-bp_status_t bp__graph_record(bp_graph_t *g, bp_op_t op, const void *args);
+bp_status_t bp__graph_record(bp__graph_t *g, bp_op_t op, const void *args);
 /* Frees a graph that never left capture. */
-void bp__graph_free(bp_graph_t *g);
+void bp__graph_free(bp__graph_t *g);
 
 /* Calls an imported DLPack tensor's deleter (dlpack.c). */
 void bp__dlpack_release(void *managed, bool versioned);
+/* Resolves a buffer token that must belong to d (whose gate the caller has
+ * entered); the message names fn and what otherwise (buffer.c). */
+bp_status_t bp__buffer_on(const bp_buffer_t *bh, const bp__device_t *d, const char *fn, const char *what,
+                          bp__buffer_t **out);
+/* Gives a new buffer its token and links it into its device; frees it when
+ * no token can be had. */
+bp_status_t bp__buffer_publish(bp__buffer_t *b, bp_buffer_t **out_buffer);
+/* Tells d's graphs that b is being freed: the calls that use it are marked,
+ * and a launch refuses them until they are rebound (graph.c). */
+void bp__graphs_forget_buffer(bp__device_t *d, const bp__buffer_t *b);
 /* Returns a buffer's memory to the pool, or to its DLPack producer. */
-void bp__buffer_release_memory(bp_device_t *d, bp_buffer_t *b);
+void bp__buffer_release_memory(bp__device_t *d, bp__buffer_t *b);
 
 /* Frees the host blocks a device still holds (host_memory.c). */
-void bp__host_release_all(bp_device_t *d);
+void bp__host_release_all(bp__device_t *d);
 
+/* Destroys the kernels a closing device still owns (kernel.c). */
+void bp__device_release_kernels(bp__device_t *d);
 /* Frees everything a device still owns (device.c). */
-void bp__device_release_children(bp_device_t *device);
+void bp__device_release_children(bp__device_t *device);
 
 #endif /* BACKPLANE_INTERNAL_H */

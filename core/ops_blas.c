@@ -29,7 +29,7 @@ static bp_status_t check_enums(const char *op, bp_layout_t layout, bp_transpose_
 /* Builds the rank-3 view [batch, rows, cols] of op(X), checking the leading
  * dimension against the stored matrix as CBLAS does. */
 static bp_status_t mat_view(const mat_desc_t *m, bp_dtype_t dt, bp_layout_t layout, int64_t batch,
-                            const bp_device_t *dev, const char *op, bp_tensor_t *out) {
+                            const bp__device_t *dev, const char *op, bp_tensor_t *out) {
   int64_t stored_rows = m->trans ? m->cols : m->rows;
   int64_t stored_cols = m->trans ? m->rows : m->cols;
   int64_t need = layout == BP_ROW_MAJOR ? stored_cols : stored_rows;
@@ -49,7 +49,7 @@ static bp_status_t mat_view(const mat_desc_t *m, bp_dtype_t dt, bp_layout_t layo
 }
 
 /* Validates and dispatches C = alpha A·B + beta C over rank-3 views. */
-static bp_status_t gemm_dispatch(bp_stream_t *s, const char *op, double alpha,
+static bp_status_t gemm_dispatch(bp__stream_t *s, const char *op, double alpha,
                                  const bp_tensor_t *a, const bp_tensor_t *b, double beta,
                                  const bp_tensor_t *c) {
   if (bp__tensors_overlap(c, a) || bp__tensors_overlap(c, b))
@@ -77,7 +77,7 @@ static bp_status_t check_dims(const char *op, int64_t m, int64_t n, int64_t k, i
   return BP_OK;
 }
 
-bp_status_t bp_gemm_strided_batched(bp_stream_t *s, bp_dtype_t dt, bp_layout_t layout,
+bp_status_t bp_gemm_strided_batched(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout,
                                     bp_transpose_t ta, bp_transpose_t tb, int64_t m, int64_t n,
                                     int64_t k, double alpha, bp_buffer_t *a, uint64_t a_offset,
                                     int64_t lda, int64_t stride_a, bp_buffer_t *b,
@@ -85,8 +85,9 @@ bp_status_t bp_gemm_strided_batched(bp_stream_t *s, bp_dtype_t dt, bp_layout_t l
                                     bp_buffer_t *c, uint64_t c_offset, int64_t ldc,
                                     int64_t stride_c, int64_t batch) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_gemm_strided_batched", "stream");
   const char *op = "bp_gemm";
-  bp_status_t st = bp__stream_check(s, op);
+  bp_status_t st = BP_OK;
   if (st == BP_OK) st = check_enums(op, layout, ta, tb);
   if (st == BP_OK) st = check_dims(op, m, n, k, batch);
   if (st != BP_OK) return st;
@@ -111,12 +112,12 @@ bp_status_t bp_gemm_strided_batched(bp_stream_t *s, bp_dtype_t dt, bp_layout_t l
   return gemm_dispatch(s, op, alpha, &t[0], &t[1], beta, &t[2]);
 }
 
-bp_status_t bp_gemm(bp_stream_t *s, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t ta,
+bp_status_t bp_gemm(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t ta,
                     bp_transpose_t tb, int64_t m, int64_t n, int64_t k, double alpha,
                     bp_buffer_t *a, uint64_t a_offset, int64_t lda, bp_buffer_t *b,
                     uint64_t b_offset, int64_t ldb, double beta, bp_buffer_t *c,
                     uint64_t c_offset, int64_t ldc) {
-  return bp_gemm_strided_batched(s, dt, layout, ta, tb, m, n, k, alpha, a, a_offset, lda, 0, b,
+  return bp_gemm_strided_batched(sh, dt, layout, ta, tb, m, n, k, alpha, a, a_offset, lda, 0, b,
                                  b_offset, ldb, 0, beta, c, c_offset, ldc, 0, 1);
 }
 
@@ -139,11 +140,12 @@ static void as_batched(const bp_tensor_t *t, int64_t batch, bp_tensor_t *out) {
   }
 }
 
-bp_status_t bp_matmul(bp_stream_t *s, double alpha, const bp_tensor_t *a, const bp_tensor_t *b,
+bp_status_t bp_matmul(bp_stream_t *sh, double alpha, const bp_tensor_t *a, const bp_tensor_t *b,
                       double beta, const bp_tensor_t *c) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_matmul", "stream");
   const char *op = "bp_matmul";
-  bp_status_t st = bp__stream_check(s, op);
+  bp_status_t st = BP_OK;
   if (st == BP_OK) st = bp__tensor_check(a, s->device, op, "a");
   if (st == BP_OK) st = bp__tensor_check(b, s->device, op, "b");
   if (st == BP_OK) st = bp__tensor_check(c, s->device, op, "c");
@@ -173,13 +175,14 @@ bp_status_t bp_matmul(bp_stream_t *s, double alpha, const bp_tensor_t *a, const 
   return gemm_dispatch(s, op, alpha, &a3, &b3, beta, &c3);
 }
 
-bp_status_t bp_gemv(bp_stream_t *s, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t trans,
+bp_status_t bp_gemv(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t trans,
                     int64_t m, int64_t n, double alpha, bp_buffer_t *a, uint64_t a_offset,
                     int64_t lda, bp_buffer_t *x, uint64_t x_offset, int64_t incx, double beta,
                     bp_buffer_t *y, uint64_t y_offset, int64_t incy) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_gemv", "stream");
   const char *op = "bp_gemv";
-  bp_status_t st = bp__stream_check(s, op);
+  bp_status_t st = BP_OK;
   if (st == BP_OK) st = check_enums(op, layout, trans, BP_NO_TRANS);
   if (st == BP_OK) st = check_dims(op, m, n, 0, 1);
   if (st != BP_OK) return st;

@@ -9,8 +9,9 @@
 #define NT(...) ((const bp_tensor_t *const[]){__VA_ARGS__})
 #define NN(...) ((const char *const[]){__VA_ARGS__})
 
-bp_status_t bp_fill(bp_stream_t *s, const bp_tensor_t *y, double value) {
+bp_status_t bp_fill(bp_stream_t *sh, const bp_tensor_t *y, double value) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_fill", "stream");
   const char *op = "bp_fill";
   bp_status_t st = bp__check_tensors(s, op, 1, NT(y), NN("y"));
   if (st == BP_OK) st = bp__check_output(op, y, "y", 0, NULL, NULL, false);
@@ -24,7 +25,7 @@ bp_status_t bp_fill(bp_stream_t *s, const bp_tensor_t *y, double value) {
   return bp__call_op(s, BP_OP_FILL, &a);
 }
 
-static bp_status_t copy_common(bp_stream_t *s, bp_op_t opk, const char *op, const bp_tensor_t *x,
+static bp_status_t copy_common(bp__stream_t *s, bp_op_t opk, const char *op, const bp_tensor_t *x,
                                const bp_tensor_t *y) {
   bp_status_t st = bp__check_tensors(s, op, 2, NT(x, y), NN("x", "y"));
   if (st != BP_OK) return st;
@@ -47,19 +48,22 @@ static bp_status_t copy_common(bp_stream_t *s, bp_op_t opk, const char *op, cons
   return bp__call_op(s, opk, &a);
 }
 
-bp_status_t bp_copy(bp_stream_t *s, const bp_tensor_t *x, const bp_tensor_t *y) {
+bp_status_t bp_copy(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_copy", "stream");
   return copy_common(s, BP_OP_COPY, "bp_copy", x, y);
 }
 
-bp_status_t bp_cast(bp_stream_t *s, const bp_tensor_t *x, const bp_tensor_t *y) {
+bp_status_t bp_cast(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_cast", "stream");
   return copy_common(s, BP_OP_CAST, "bp_cast", x, y);
 }
 
-bp_status_t bp_random(bp_stream_t *s, bp_random_dist_t dist, uint64_t seed, uint64_t offset,
+bp_status_t bp_random(bp_stream_t *sh, bp_random_dist_t dist, uint64_t seed, uint64_t offset,
                       double lo_or_mean, double hi_or_std, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_random", "stream");
   const char *op = "bp_random";
   bp_status_t st = bp__check_tensors(s, op, 1, NT(y), NN("y"));
   if (st == BP_OK) st = bp__check_float_dtypes(op, 1, NT(y), NN("y"));

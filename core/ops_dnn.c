@@ -34,6 +34,10 @@ static int64_t out_extent(int64_t n, int64_t k, int64_t p, int64_t s, int64_t d)
   return (int64_t)((padded - span) / s + 1);
 }
 
+/* Bound on window parameters (kernel, stride, padding, dilation), so that a
+ * plugin's int32 index arithmetic over them cannot wrap. */
+#define MAX_WINDOW (1 << 24)
+
 /* ---- conv2d ----------------------------------------------------------------*/
 
 static bp_status_t conv_params(const char *op, const bp_conv2d_params_t *p, bp_conv2d_args_t *a) {
@@ -56,9 +60,10 @@ static bp_status_t conv_params(const char *op, const bp_conv2d_params_t *p, bp_c
   return BP_OK;
 }
 
-bp_status_t bp_conv2d(bp_stream_t *s, const bp_conv2d_params_t *params, const bp_tensor_t *x,
+bp_status_t bp_conv2d(bp_stream_t *sh, const bp_conv2d_params_t *params, const bp_tensor_t *x,
                       const bp_tensor_t *w, const bp_tensor_t *bias, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_conv2d", "stream");
   const char *op = "bp_conv2d";
   bp_conv2d_args_t a;
   memset(&a, 0, sizeof a);
@@ -79,6 +84,9 @@ bp_status_t bp_conv2d(bp_stream_t *s, const bp_conv2d_params_t *params, const bp
   int64_t Q = out_extent(x->shape[3], w->shape[3], a.pad_w, a.stride_w, a.dilation_w);
   if (P < 0 || Q < 0)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the dilated kernel is larger than the padded input", op);
+  if (a.stride_h > MAX_WINDOW || a.stride_w > MAX_WINDOW || a.pad_h > MAX_WINDOW || a.pad_w > MAX_WINDOW ||
+      a.dilation_h > MAX_WINDOW || a.dilation_w > MAX_WINDOW)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: stride, padding and dilation must be at most %d", op, MAX_WINDOW);
   if ((st = expect_dim(op, "w", 1, w->shape[1], C / G)) || (st = expect_dim(op, "y", 0, y->shape[0], N)) ||
       (st = expect_dim(op, "y", 1, y->shape[1], K)) || (st = expect_dim(op, "y", 2, y->shape[2], P)) ||
       (st = expect_dim(op, "y", 3, y->shape[3], Q)))
@@ -98,9 +106,10 @@ bp_status_t bp_conv2d(bp_stream_t *s, const bp_conv2d_params_t *params, const bp
 
 /* ---- pool2d ----------------------------------------------------------------*/
 
-bp_status_t bp_pool2d(bp_stream_t *s, const bp_pool2d_params_t *p, const bp_tensor_t *x,
+bp_status_t bp_pool2d(bp_stream_t *sh, const bp_pool2d_params_t *p, const bp_tensor_t *x,
                       const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_pool2d", "stream");
   const char *op = "bp_pool2d";
   bp_status_t st = bp__check_tensors(s, op, 2, NT(x, y), NN("x", "y"));
   if (st == BP_OK) st = bp__check_float_dtypes(op, 2, NT(x, y), NN("x", "y"));
@@ -114,10 +123,13 @@ bp_status_t bp_pool2d(bp_stream_t *s, const bp_pool2d_params_t *p, const bp_tens
   bp_pool2d_args_t a = {sizeof a, p->kind, p->kernel_h, p->kernel_w,
                         p->stride_h ? p->stride_h : p->kernel_h, p->stride_w ? p->stride_w : p->kernel_w,
                         p->pad_h, p->pad_w, p->count_include_pad, {0}, {0}};
+  /* Halving the kernel, not doubling the padding: 2 * pad wraps in int32. */
   if (a.kernel_h <= 0 || a.kernel_w <= 0 || a.stride_h <= 0 || a.stride_w <= 0 || a.pad_h < 0 ||
-      a.pad_w < 0 || 2 * a.pad_h > a.kernel_h || 2 * a.pad_w > a.kernel_w)
+      a.pad_w < 0 || a.pad_h > a.kernel_h / 2 || a.pad_w > a.kernel_w / 2)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
                     "%s: kernel and stride must be positive and padding at most half the kernel", op);
+  if (a.kernel_h > MAX_WINDOW || a.kernel_w > MAX_WINDOW || a.stride_h > MAX_WINDOW || a.stride_w > MAX_WINDOW)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: kernel and stride must be at most %d", op, MAX_WINDOW);
   int64_t P = out_extent(x->shape[2], a.kernel_h, a.pad_h, a.stride_h, 1);
   int64_t Q = out_extent(x->shape[3], a.kernel_w, a.pad_w, a.stride_w, 1);
   if (P < 0 || Q < 0) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: kernel larger than the padded input", op);
@@ -147,10 +159,11 @@ static bp_status_t expect_vector(const char *op, const bp_tensor_t *t, const cha
   return BP_OK;
 }
 
-bp_status_t bp_batch_norm(bp_stream_t *s, const bp_tensor_t *x, const bp_tensor_t *mean,
+bp_status_t bp_batch_norm(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *mean,
                           const bp_tensor_t *var, const bp_tensor_t *scale, const bp_tensor_t *bias,
                           double eps, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_batch_norm", "stream");
   const char *op = "bp_batch_norm";
   bp_status_t st = bp__check_tensors(s, op, 6, NT(x, mean, var, scale, bias, y),
                                      NN("x", "mean", "var", "scale", "bias", "y"));
@@ -181,7 +194,7 @@ bp_status_t bp_batch_norm(bp_stream_t *s, const bp_tensor_t *x, const bp_tensor_
   return bp__call_op(s, BP_OP_BATCH_NORM, &a);
 }
 
-static bp_status_t norm_common(bp_stream_t *s, bp_op_t opk, const char *op, const bp_tensor_t *x,
+static bp_status_t norm_common(bp__stream_t *s, bp_op_t opk, const char *op, const bp_tensor_t *x,
                                const bp_tensor_t *gamma, const bp_tensor_t *beta, double eps,
                                const bp_tensor_t *y) {
   bp_status_t st = bp__check_tensors(s, op, 2, NT(x, y), NN("x", "y"));
@@ -209,21 +222,24 @@ static bp_status_t norm_common(bp_stream_t *s, bp_op_t opk, const char *op, cons
   return bp__call_op(s, opk, &a);
 }
 
-bp_status_t bp_layer_norm(bp_stream_t *s, const bp_tensor_t *x, const bp_tensor_t *gamma,
+bp_status_t bp_layer_norm(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *gamma,
                           const bp_tensor_t *beta, double eps, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_layer_norm", "stream");
   return norm_common(s, BP_OP_LAYER_NORM, "bp_layer_norm", x, gamma, beta, eps, y);
 }
 
-bp_status_t bp_rms_norm(bp_stream_t *s, const bp_tensor_t *x, const bp_tensor_t *gamma, double eps,
+bp_status_t bp_rms_norm(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *gamma, double eps,
                         const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_rms_norm", "stream");
   return norm_common(s, BP_OP_RMS_NORM, "bp_rms_norm", x, gamma, NULL, eps, y);
 }
 
-bp_status_t bp_softmax(bp_stream_t *s, const bp_tensor_t *x, int32_t axis, bool log,
+bp_status_t bp_softmax(bp_stream_t *sh, const bp_tensor_t *x, int32_t axis, bool log,
                        const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_softmax", "stream");
   const char *op = log ? "bp_softmax (log)" : "bp_softmax";
   bp_softmax_args_t a;
   memset(&a, 0, sizeof a);
@@ -243,9 +259,10 @@ bp_status_t bp_softmax(bp_stream_t *s, const bp_tensor_t *x, int32_t axis, bool 
 
 /* ---- attention ---------------------------------------------------------------*/
 
-bp_status_t bp_attention(bp_stream_t *s, const bp_tensor_t *q, const bp_tensor_t *k,
+bp_status_t bp_attention(bp_stream_t *sh, const bp_tensor_t *q, const bp_tensor_t *k,
                          const bp_tensor_t *v, double scale, bool causal, const bp_tensor_t *out) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_attention", "stream");
   const char *op = "bp_attention";
   bp_status_t st = bp__check_tensors(s, op, 4, NT(q, k, v, out), NN("q", "k", "v", "out"));
   if (st == BP_OK) st = bp__check_float_dtypes(op, 4, NT(q, k, v, out), NN("q", "k", "v", "out"));
@@ -293,7 +310,7 @@ static bp_status_t adam_check_params(const char *op, const bp_adam_params_t *p) 
   return BP_OK;
 }
 
-static bp_status_t adam_check_group(bp_stream_t *s, const char *op, uint32_t i,
+static bp_status_t adam_check_group(bp__stream_t *s, const char *op, uint32_t i,
                                     const bp_tensor_t *const *g) {
   static const char *const names[4] = {"params", "grads", "exp_avg", "exp_avg_sq"};
   bp_status_t st = BP_OK;
@@ -362,12 +379,13 @@ static bp_status_t adam_check_disjoint(const char *op, uint32_t count, const bp_
   return st;
 }
 
-bp_status_t bp_adam(bp_stream_t *s, const bp_adam_params_t *p, uint32_t count,
+bp_status_t bp_adam(bp_stream_t *sh, const bp_adam_params_t *p, uint32_t count,
                     const bp_tensor_t *params, const bp_tensor_t *grads, const bp_tensor_t *exp_avg,
                     const bp_tensor_t *exp_avg_sq) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_adam", "stream");
   const char *op = "bp_adam";
-  bp_status_t st = bp__stream_check(s, op);
+  bp_status_t st = BP_OK;
   if (st == BP_OK) st = adam_check_params(op, p);
   if (st != BP_OK) return st;
   if (count == 0) return BP_OK;

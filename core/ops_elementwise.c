@@ -9,8 +9,9 @@
 #define NT(...) ((const bp_tensor_t *const[]){__VA_ARGS__})
 #define NN(...) ((const char *const[]){__VA_ARGS__})
 
-bp_status_t bp_unary(bp_stream_t *s, bp_unary_op_t opk, const bp_tensor_t *x, const bp_tensor_t *y) {
+bp_status_t bp_unary(bp_stream_t *sh, bp_unary_op_t opk, const bp_tensor_t *x, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_unary", "stream");
   const char *op = "bp_unary";
   bp_status_t st = bp__check_tensors(s, op, 2, NT(x, y), NN("x", "y"));
   if (st == BP_OK) st = bp__check_float_dtypes(op, 2, NT(x, y), NN("x", "y"));
@@ -31,9 +32,10 @@ bp_status_t bp_unary(bp_stream_t *s, bp_unary_op_t opk, const bp_tensor_t *x, co
   return bp__call_op(s, BP_OP_UNARY, &a);
 }
 
-bp_status_t bp_binary(bp_stream_t *s, bp_binary_op_t opk, const bp_tensor_t *x1,
+bp_status_t bp_binary(bp_stream_t *sh, bp_binary_op_t opk, const bp_tensor_t *x1,
                       const bp_tensor_t *x2, const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_binary", "stream");
   const char *op = "bp_binary";
   bp_status_t st = bp__check_tensors(s, op, 3, NT(x1, x2, y), NN("a", "b", "y"));
   if (st == BP_OK) st = bp__check_float_dtypes(op, 3, NT(x1, x2, y), NN("a", "b", "y"));
@@ -85,9 +87,10 @@ static bp_status_t reduce_output_view(const char *op, const bp_tensor_t *x, int3
   return BP_OK;
 }
 
-bp_status_t bp_reduce(bp_stream_t *s, bp_reduce_op_t opk, const bp_tensor_t *x, int32_t axis,
+bp_status_t bp_reduce(bp_stream_t *sh, bp_reduce_op_t opk, const bp_tensor_t *x, int32_t axis,
                       const bp_tensor_t *y) {
   bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_reduce", "stream");
   const char *op = "bp_reduce";
   bp_status_t st = bp__check_tensors(s, op, 2, NT(x, y), NN("x", "y"));
   if (st != BP_OK) return st;

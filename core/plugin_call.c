@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-static bp_status_t plugin_failed(bp_status_t st, const bp_device_t *d, const char *what) {
+static bp_status_t plugin_failed(bp_status_t st, const bp__device_t *d, const char *what) {
   if (st == BP_OK) return st;
   if (st > 0 || st < BP_ERR_BUSY) st = BP_ERR_INTERNAL; /* not a known status */
   return bp__fail(st, "%s: plugin '%s' (%s): %s", what, d->entry.backend,
@@ -51,7 +51,7 @@ static const void *op_entry(const bp_plugin_descriptor_t *x, bp_op_t op) {
   return NULL;
 }
 
-bp_status_t bp__require_op(const bp_device_t *d, bp_op_t op, bp_dtype_t dtype,
+bp_status_t bp__require_op(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype,
                            const char *opname) {
   if (!op_entry(d->desc, op))
     return bp__fail(BP_ERR_UNSUPPORTED, "%s: backend '%s' does not implement %s", opname,
@@ -69,8 +69,8 @@ bp_status_t bp__require_op(const bp_device_t *d, bp_op_t op, bp_dtype_t dtype,
     break;
 
 /* Calls the plugin's op on s; the caller holds s->lock. */
-static bp_status_t call_op_locked(bp_stream_t *s, bp_op_t op, const void *args) {
-  bp_device_t *d = s->device;
+static bp_status_t call_op_locked(bp__stream_t *s, bp_op_t op, const void *args) {
+  bp__device_t *d = s->device;
   const bp_plugin_descriptor_t *x = d->desc;
   bp_plugin_device_t *dh = d->handle;
   bp_plugin_stream_t *sh = s->handle;
@@ -87,7 +87,7 @@ static bp_status_t call_op_locked(bp_stream_t *s, bp_op_t op, const void *args) 
   return plugin_failed(st, d, bp_op_name(op));
 }
 
-bp_status_t bp__call_op(bp_stream_t *s, bp_op_t op, const void *args) {
+bp_status_t bp__call_op(bp__stream_t *s, bp_op_t op, const void *args) {
   bp_status_t st;
   pthread_mutex_lock(&s->lock);
   if (s->capture) /* capturing: record instead of running */
@@ -98,11 +98,11 @@ bp_status_t bp__call_op(bp_stream_t *s, bp_op_t op, const void *args) {
   return st;
 }
 
-bp_status_t bp__call_op_unlocked(bp_stream_t *s, bp_op_t op, const void *args) {
+bp_status_t bp__call_op_unlocked(bp__stream_t *s, bp_op_t op, const void *args) {
   return call_op_locked(s, op, args);
 }
 
-bool bp__native_graphs(const bp_device_t *d) {
+bool bp__native_graphs(const bp__device_t *d) {
   const bp_plugin_descriptor_t *x = d->desc;
   if (x->struct_size < offsetof(bp_plugin_descriptor_t, graph_destroy) + sizeof(void *)) return false;
   if (!x->graph_begin || !x->graph_end || !x->graph_launch || !x->graph_destroy) return false;
@@ -110,31 +110,31 @@ bool bp__native_graphs(const bp_device_t *d) {
   return !(env && strcmp(env, "0") == 0);
 }
 
-bp_status_t bp__call_graph_begin(bp_stream_t *s) {
+bp_status_t bp__call_graph_begin(bp__stream_t *s) {
   bp__plugin_error_reset();
   return plugin_failed(s->device->desc->graph_begin(s->device->handle, s->handle), s->device,
                        "bp_graph_launch: graph_begin");
 }
 
-bp_status_t bp__call_graph_end(bp_stream_t *s, bp_plugin_graph_t **out_graph) {
+bp_status_t bp__call_graph_end(bp__stream_t *s, bp_plugin_graph_t **out_graph) {
   bp__plugin_error_reset();
   *out_graph = NULL;
   return plugin_failed(s->device->desc->graph_end(s->device->handle, s->handle, out_graph), s->device,
                        "bp_graph_launch: graph_end");
 }
 
-bp_status_t bp__call_graph_launch(bp_stream_t *s, bp_plugin_graph_t *g) {
+bp_status_t bp__call_graph_launch(bp__stream_t *s, bp_plugin_graph_t *g) {
   bp__plugin_error_reset();
   return plugin_failed(s->device->desc->graph_launch(s->device->handle, s->handle, g), s->device,
                        "bp_graph_launch");
 }
 
-void bp__call_graph_destroy(bp_device_t *d, bp_plugin_graph_t *g) {
+void bp__call_graph_destroy(bp__device_t *d, bp_plugin_graph_t *g) {
   if (g) d->desc->graph_destroy(d->handle, g);
 }
 #undef CALL
 
-bp_status_t bp__call_mem_alloc(bp_device_t *d, uint64_t size, uint64_t *out_ptr) {
+bp_status_t bp__call_mem_alloc(bp__device_t *d, uint64_t size, uint64_t *out_ptr) {
   bp__plugin_error_reset();
   *out_ptr = 0;
   bp_status_t st = d->desc->mem_alloc(d->handle, size, out_ptr);
@@ -147,44 +147,55 @@ bp_status_t bp__call_mem_alloc(bp_device_t *d, uint64_t size, uint64_t *out_ptr)
   return plugin_failed(st, d, "bp_buffer_alloc");
 }
 
-void bp__call_mem_free(bp_device_t *d, uint64_t ptr) { d->desc->mem_free(d->handle, ptr); }
+void bp__call_mem_free(bp__device_t *d, uint64_t ptr) { d->desc->mem_free(d->handle, ptr); }
 
-static void lock_stream(bp_stream_t *s) { if (s) pthread_mutex_lock(&s->lock); }
-static void unlock_stream(bp_stream_t *s) { if (s) pthread_mutex_unlock(&s->lock); }
+/* Takes s's lock (when there is a stream) and refuses a copy on a stream
+ * that is capturing: the capture state is read under that lock. */
+static bp_status_t lock_stream(bp__stream_t *s, const char *fn) {
+  if (!s) return BP_OK;
+  pthread_mutex_lock(&s->lock);
+  if (!s->capture) return BP_OK;
+  pthread_mutex_unlock(&s->lock);
+  return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: copies cannot be captured into a graph", fn);
+}
+static void unlock_stream(bp__stream_t *s) { if (s) pthread_mutex_unlock(&s->lock); }
 
-bp_status_t bp__call_mem_write(bp_device_t *d, bp_stream_t *s, uint64_t dst, uint64_t off,
+bp_status_t bp__call_mem_write(bp__device_t *d, bp__stream_t *s, uint64_t dst, uint64_t off,
                                const void *src, uint64_t size) {
-  lock_stream(s);
+  bp_status_t st = lock_stream(s, s ? "bp_buffer_write_async" : "bp_buffer_write");
+  if (st != BP_OK) return st;
   bp__plugin_error_reset();
-  bp_status_t st = d->desc->mem_write(d->handle, s ? s->handle : NULL, dst, off, src, size);
+  st = d->desc->mem_write(d->handle, s ? s->handle : NULL, dst, off, src, size);
   unlock_stream(s);
   return plugin_failed(st, d, "bp_buffer_write");
 }
 
-bp_status_t bp__call_mem_read(bp_device_t *d, bp_stream_t *s, void *dst, uint64_t src,
+bp_status_t bp__call_mem_read(bp__device_t *d, bp__stream_t *s, void *dst, uint64_t src,
                               uint64_t off, uint64_t size) {
-  lock_stream(s);
+  bp_status_t st = lock_stream(s, s ? "bp_buffer_read_async" : "bp_buffer_read");
+  if (st != BP_OK) return st;
   bp__plugin_error_reset();
-  bp_status_t st = d->desc->mem_read(d->handle, s ? s->handle : NULL, dst, src, off, size);
+  st = d->desc->mem_read(d->handle, s ? s->handle : NULL, dst, src, off, size);
   unlock_stream(s);
   return plugin_failed(st, d, "bp_buffer_read");
 }
 
-bp_status_t bp__call_mem_copy(bp_device_t *d, bp_stream_t *s, uint64_t dst, uint64_t doff,
+bp_status_t bp__call_mem_copy(bp__device_t *d, bp__stream_t *s, uint64_t dst, uint64_t doff,
                               uint64_t src, uint64_t soff, uint64_t size) {
-  lock_stream(s);
+  bp_status_t st = lock_stream(s, s ? "bp_buffer_copy_async" : "bp_buffer_copy");
+  if (st != BP_OK) return st;
   bp__plugin_error_reset();
-  bp_status_t st = d->desc->mem_copy(d->handle, s ? s->handle : NULL, dst, doff, src, soff, size);
+  st = d->desc->mem_copy(d->handle, s ? s->handle : NULL, dst, doff, src, soff, size);
   unlock_stream(s);
   return plugin_failed(st, d, "bp_buffer_copy");
 }
 
-bp_status_t bp__call_device_sync(bp_device_t *d) {
+bp_status_t bp__call_device_sync(bp__device_t *d) {
   bp__plugin_error_reset();
   return plugin_failed(d->desc->device_synchronize(d->handle), d, "bp_device_synchronize");
 }
 
-bp_status_t bp__call_stream_create(bp_device_t *d, bp_plugin_stream_t **out) {
+bp_status_t bp__call_stream_create(bp__device_t *d, bp_plugin_stream_t **out) {
   bp__plugin_error_reset();
   *out = NULL;
   bp_status_t st = d->desc->stream_create(d->handle, out);
@@ -192,11 +203,11 @@ bp_status_t bp__call_stream_create(bp_device_t *d, bp_plugin_stream_t **out) {
   return plugin_failed(st, d, "bp_stream_create");
 }
 
-void bp__call_stream_destroy(bp_device_t *d, bp_plugin_stream_t *s) {
+void bp__call_stream_destroy(bp__device_t *d, bp_plugin_stream_t *s) {
   d->desc->stream_destroy(d->handle, s);
 }
 
-bp_status_t bp__call_stream_sync(bp_device_t *d, bp_plugin_stream_t *s) {
+bp_status_t bp__call_stream_sync(bp__device_t *d, bp_plugin_stream_t *s) {
   bp__plugin_error_reset();
   return plugin_failed(d->desc->stream_synchronize(d->handle, s), d, "bp_stream_synchronize");
 }

@@ -51,7 +51,7 @@ bp__pool_t *bp__pool_create(uint64_t max_reserved) {
   return p;
 }
 
-static void segment_release(bp_device_t *d, bp__pool_t *p, pool_segment_t *s) {
+static void segment_release(bp__device_t *d, bp__pool_t *p, pool_segment_t *s) {
   bp__call_mem_free(d, s->ptr);
   p->stats.reserved_bytes -= s->size;
   p->stats.segment_count--;
@@ -60,7 +60,7 @@ static void segment_release(bp_device_t *d, bp__pool_t *p, pool_segment_t *s) {
 }
 
 /* Frees every segment that holds no live block. Called with the lock. */
-static void release_free_segments(bp_device_t *d, bp__pool_t *p) {
+static void release_free_segments(bp__device_t *d, bp__pool_t *p) {
   for (pool_segment_t **sp = &p->segments; *sp;) {
     pool_segment_t *s = *sp;
     if (s->first->free && !s->first->next) {
@@ -72,7 +72,7 @@ static void release_free_segments(bp_device_t *d, bp__pool_t *p) {
   }
 }
 
-void bp__pool_destroy(bp_device_t *d, bp__pool_t *p) {
+void bp__pool_destroy(bp__device_t *d, bp__pool_t *p) {
   if (!p) return;
   while (p->segments) {
     pool_segment_t *s = p->segments;
@@ -108,7 +108,7 @@ static void split(pool_block_t *b, uint64_t size) {
   b->size = size;
 }
 
-static bp_status_t new_segment(bp_device_t *d, bp__pool_t *p, uint64_t size, pool_block_t **out) {
+static bp_status_t new_segment(bp__device_t *d, bp__pool_t *p, uint64_t size, pool_block_t **out) {
   uint64_t seg_size = size < SEGMENT_MIN ? SEGMENT_MIN : size;
   if (p->max_reserved && p->stats.reserved_bytes + seg_size > p->max_reserved) {
     seg_size = size; /* do not round up past the limit */
@@ -146,7 +146,7 @@ static bp_status_t new_segment(bp_device_t *d, bp__pool_t *p, uint64_t size, poo
   return BP_OK;
 }
 
-bp_status_t bp__pool_alloc(bp_device_t *d, uint64_t size, uint64_t *out_ptr, uint64_t *out_origin,
+bp_status_t bp__pool_alloc(bp__device_t *d, uint64_t size, uint64_t *out_ptr, uint64_t *out_origin,
                            void **out_block) {
   bp__pool_t *p = d->pool;
   uint64_t rounded = (size + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
@@ -187,7 +187,7 @@ static void merge_next(pool_block_t *b) {
   free(n);
 }
 
-void bp__pool_free(bp_device_t *d, void *block) {
+void bp__pool_free(bp__device_t *d, void *block) {
   (void)d;
   bp__pool_t *p = d->pool;
   pool_block_t *b = block;
@@ -200,13 +200,13 @@ void bp__pool_free(bp_device_t *d, void *block) {
   pthread_mutex_unlock(&p->lock);
 }
 
-void bp__pool_empty_cache(bp_device_t *d) {
+void bp__pool_empty_cache(bp__device_t *d) {
   pthread_mutex_lock(&d->pool->lock);
   release_free_segments(d, d->pool);
   pthread_mutex_unlock(&d->pool->lock);
 }
 
-void bp__pool_stats(bp_device_t *d, bp_memory_stats_t *out) {
+void bp__pool_stats(bp__device_t *d, bp_memory_stats_t *out) {
   bp__pool_t *p = d->pool;
   pthread_mutex_lock(&p->lock);
   *out = p->stats;

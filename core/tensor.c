@@ -138,15 +138,17 @@ static bool element_extent(const bp_tensor_t *t, __int128 *lo, __int128 *hi) {
   return true;
 }
 
-bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp_device_t *d, const char *op,
+bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp__device_t *d, const char *op,
                              const char *what) {
   if (!t) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, what);
-  if (!bp__handle_live(t->buffer, BP__H_BUFFER))
+  const bp__buffer_t *b = bp__handle_get_on(t->buffer, BP__H_BUFFER, d->gate);
+  if (!b) {
+    if (bp__handle_get(t->buffer, BP__H_BUFFER))
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.buffer belongs to another device than the stream",
+                      op, what);
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.buffer is %s", op, what,
                     t->buffer ? "not a live buffer (freed or foreign)" : "NULL");
-  if (t->buffer->device != d)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.buffer belongs to another device than the stream",
-                    op, what);
+  }
   if (!bp__dtype_valid(t->dtype))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.dtype %d invalid", op, what, (int)t->dtype);
   if (t->rank < 0 || t->rank > BP_MAX_RANK)
@@ -164,25 +166,27 @@ bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp_device_t *d, const c
   if (t->offset % es)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.offset %llu is not a multiple of the %zu-byte element",
                     op, what, (unsigned long long)t->offset, es);
-  if (t->offset > t->buffer->size) /* even an empty view must start inside */
+  if (t->offset > b->size) /* even an empty view must start inside */
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.offset %llu is past the end of its %llu-byte buffer", op,
-                    what, (unsigned long long)t->offset, (unsigned long long)t->buffer->size);
+                    what, (unsigned long long)t->offset, (unsigned long long)b->size);
   __int128 lo, hi;
   if (!element_extent(t, &lo, &hi)) return BP_OK;
   __int128 first = (__int128)t->offset + lo * (__int128)es;
   __int128 end = (__int128)t->offset + (hi + 1) * (__int128)es;
-  if (first < 0 || end > (__int128)t->buffer->size)
+  if (first < 0 || end > (__int128)b->size)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
                     "%s: %s reaches bytes [%lld, %lld) outside its buffer of %llu bytes", op, what,
-                    (long long)first, (long long)end, (unsigned long long)t->buffer->size);
+                    (long long)first, (long long)end, (unsigned long long)b->size);
   return BP_OK;
 }
 
 void bp__tensor_to_plugin(const bp_tensor_t *t, bp_plugin_tensor_t *out) {
   memset(out, 0, sizeof *out);
   if (!t) return; /* absent optional tensor: rank 0, ptr 0 */
-  out->ptr = t->buffer->ptr;
-  out->offset = t->buffer->origin + t->offset;
+  /* t passed bp__tensor_check in this call, so its buffer is live. */
+  const bp__buffer_t *b = bp__handle_get(t->buffer, BP__H_BUFFER);
+  out->ptr = b->ptr;
+  out->offset = b->origin + t->offset;
   out->dtype = t->dtype;
   out->rank = t->rank;
   for (int i = 0; i < t->rank; i++) {
@@ -233,9 +237,9 @@ bp_status_t bp__same_shape(const bp_tensor_t *a, const bp_tensor_t *b, const cha
   return BP_OK;
 }
 
-bp_status_t bp__check_tensors(const bp_stream_t *s, const char *op, int n,
+bp_status_t bp__check_tensors(const bp__stream_t *s, const char *op, int n,
                               const bp_tensor_t *const *ts, const char *const *names) {
-  bp_status_t st = bp__stream_check(s, op);
+  bp_status_t st = BP_OK;
   for (int i = 0; st == BP_OK && i < n; i++) st = bp__tensor_check(ts[i], s->device, op, names[i]);
   return st;
 }

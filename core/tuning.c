@@ -310,11 +310,11 @@ void bp__tune_store(const bp_tune_key_t *key, const char *value) {
   pthread_mutex_unlock(&cache.lock);
 }
 
-bp_status_t bp_context_set_tuning_cache(bp_context_t *context, const char *path) {
+bp_status_t bp_context_set_tuning_cache(bp_context_t *h, const char *path) {
   bp__clear_error();
-  if (!bp__handle_live(context, BP__H_CONTEXT))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_set_tuning_cache: context is %s",
-                    context ? "not a live context" : "NULL");
+  bp_context_t *context;
+  bp_status_t st = bp__context_get(h, "bp_context_set_tuning_cache", &context);
+  if (st != BP_OK) return st;
   if (path && (!path[0] || strnlen(path, PATH_MAX) >= PATH_MAX - 16))
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
                     "bp_context_set_tuning_cache: path is %s", path[0] ? "too long" : "empty");
