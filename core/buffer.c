@@ -74,7 +74,6 @@ void bp__buffer_release_memory(bp__device_t *d, bp__buffer_t *b) {
 }
 
 void bp_buffer_free(bp_buffer_t *bh) {
-  bp__clear_error();
   BP__ENTER_VOID(bp__buffer_t, b, bh, BP__H_BUFFER, "bp_buffer_free");
   if (!bp__handle_remove(bh)) return;
   bp__device_t *d = b->device;

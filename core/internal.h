@@ -107,16 +107,16 @@ void bp__gate_recycle(bp__gate_t *g);
     var = obj_;                                                                         \
   } while (0)
 
-/* The same, for functions that return nothing: a bad token is ignored. */
+/* The same, for functions that return nothing: a bad token is ignored, and
+ * the thread's last error is left as it was. */
 #define BP__ENTER_VOID(type_t, var, token, htype, fn)                                   \
   bp__gate_t *var##_gate_ __attribute__((cleanup(bp__gate_scope_end))) = NULL;          \
   type_t *var = NULL;                                                                   \
   do {                                                                                  \
     void *obj_;                                                                         \
-    if (bp__handle_enter(token, htype, fn, "handle", &obj_, &var##_gate_) != BP_OK) {   \
-      bp__clear_error();                                                                \
+    if (!bp__handle_get(token, htype) ||                                                \
+        bp__handle_enter(token, htype, fn, "handle", &obj_, &var##_gate_) != BP_OK)     \
       return;                                                                           \
-    }                                                                                   \
     var = obj_;                                                                         \
   } while (0)
 
