@@ -210,6 +210,24 @@ static void test_philox_known_answers(void **state) {
   }
 }
 
+/* The next value of dt (f16 / bf16) below h, itself a value of dt: the
+ * step bp_random takes when a uniform value rounds up to b. */
+static double below_dtype(bp_dtype_t dt, double h) {
+  int p = dt == BP_F16 ? 11 : 8, emin = dt == BP_F16 ? -14 : -126;
+  if (isinf(h))
+    return h > 0 ? (dt == BP_F16 ? 65504.0 : 0x1.fep127) : h;
+  if (h == 0)
+    return -ldexp(1, emin - (p - 1));
+  int e = ilogb(fabs(h));
+  if (e < emin)
+    e = emin;
+  /* one quantum below; at a power of two going down the quantum halves */
+  double q = ldexp(1, e - (p - 1));
+  if (h > 0 && fabs(h) == ldexp(1, e) && e > emin)
+    q /= 2;
+  return h - q;
+}
+
 /* The value the stream gives element i (uniform exactly; normal through
  * libm, so only close). */
 static double stream_value(bp_random_dist_t dist, bp_dtype_t dt, uint64_t seed,
@@ -221,11 +239,17 @@ static double stream_value(bp_random_dist_t dist, bp_dtype_t dt, uint64_t seed,
   if (dist == BP_RANDOM_UNIFORM) {
     if (dt == BP_F64) {
       double u = (double)(((uint64_t)r[0] << 21) | (r[1] >> 11)) * 0x1p-53;
-      return a + (b - a) * u;
+      double v = a + (b - a) * u;
+      return a < b && v >= b ? nextafter(b, -INFINITY) : v;
     }
     float u = (float)(r[0] >> 8) * 0x1p-24f, fa = (float)a, fb = (float)b;
     float v = fa + (fb - fa) * u;
-    return v;
+    if (fa < fb && v >= fb) /* half-open: the largest float below fb */
+      v = nextafterf(fb, -INFINITY);
+    double h = tc_round(dt, v);
+    if (fa < fb && h >= fb) /* rounded to b: the dtype's next value below */
+      h = below_dtype(dt, h);
+    return h;
   }
   double u1 = (double)((r[0] >> 8) + 1) * 0x1p-24, u2 = (double)(r[1] >> 8) * 0x1p-24;
   double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
@@ -276,7 +300,7 @@ static void test_random_stream(void **state) {
             tc_expect_close(e, dt == BP_F64 ? BP_F32 : dt, y, ref, n, 1, "normal stream seed %llx offset %llx",
                             (unsigned long long)seeds[k], (unsigned long long)offs[k]);
           for (int64_t i = 0; dist == BP_RANDOM_UNIFORM && i < n; i++)
-            if (!(y[i] >= a && y[i] <= b)) { /* rounding may reach b in f16 */
+            if (!(y[i] >= a && y[i] < b)) { /* half-open, after rounding too */
               print_error("FAIL [%s %s] uniform value %g outside [%g, %g]\n", e->name,
                           bp_dtype_name(dt), y[i], a, b);
               tc_failures++;

@@ -17,10 +17,15 @@
  *   uniform, y f32 / f16 / bf16:
  *     u = (float)(r0 >> 8) * 2^-24            (exact; u in [0, 1))
  *     v = fa + (fb - fa) * u                   (float, each op rounded: no FMA)
- *     where fa = (float)a, fb = (float)b; f16 / bf16 round v to nearest even.
+ *     where fa = (float)a, fb = (float)b. The half-open range: when fa < fb
+ *     and v >= fb (the sum rounded up to b), v = the largest float below fb.
+ *     f16 / bf16: h = v rounded to nearest even; when fa < fb and h >= fb
+ *     (h may be +inf), h = the next value of the type below h (one step of
+ *     its bit pattern toward -inf), which is below fb since v was.
  *   uniform, y f64:
  *     u = (double)(((uint64_t)r0 << 21) | (r1 >> 11)) * 2^-53   (exact)
  *     v = a + (b - a) * u                      (double, each op rounded)
+ *     and when a < b and v >= b, v = the largest double below b.
  *   normal (mean a, standard deviation b), any float y:
  *     u1 = (float)((r0 >> 8) + 1) * 2^-24      (exact; u1 in (0, 1])
  *     u2 = (float)(r1 >> 8) * 2^-24            (exact; u2 in [0, 1))
@@ -284,11 +289,113 @@ BP_PHILOX_QUALIFIER float bp_det_cos2pif(float u) {
   return BP_FMUL(sign, p);
 }
 
+/* The largest float below x (x not NaN, above -inf): one step of the bit
+ * pattern toward -inf; below +-0 is the negative denormal -2^-149. */
+BP_PHILOX_QUALIFIER float bp_philox_below_f32(float x) {
+  uint32_t u = bp_philox_f2u(x);
+  if ((u & 0x7fffffffu) == 0u)
+    return bp_philox_u2f(0x80000001u);
+  return bp_philox_u2f((u & 0x80000000u) ? u + 1u : u - 1u);
+}
+
+/* The same for double, and the next f16 / bf16 below the 16-bit pattern h
+ * (both are sign-magnitude, so one rule serves). */
+BP_PHILOX_QUALIFIER double bp_philox_below_f64(double x) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  uint64_t u = (uint64_t)__double_as_longlong(x);
+#else
+  union {
+    double d;
+    uint64_t u;
+  } c;
+  c.d = x;
+  uint64_t u = c.u;
+#endif
+  if ((u & 0x7fffffffffffffffull) == 0u)
+    u = 0x8000000000000001ull;
+  else
+    u = (u & 0x8000000000000000ull) ? u + 1u : u - 1u;
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __longlong_as_double((long long)u);
+#else
+  c.u = u;
+  return c.d;
+#endif
+}
+BP_PHILOX_QUALIFIER uint32_t bp_philox_below_16(uint32_t h) {
+  if ((h & 0x7fffu) == 0u)
+    return 0x8001u;
+  return (h & 0x8000u) ? h + 1u : h - 1u;
+}
+
+/* f32 -> f16 / bf16 bits, round to nearest even, denormals kept, overflow
+ * to inf, NaN a quiet NaN: integer operations only, so no device's
+ * conversion mode or denormal flushing can change them. */
+BP_PHILOX_QUALIFIER uint32_t bp_philox_f2h(float f) {
+  uint32_t x = bp_philox_f2u(f);
+  uint32_t s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return s | 0x7e00u;
+  if (a >= 0x477ff000u) /* rounds to at least 65520: inf */
+    return s | 0x7c00u;
+  if (a <= 0x33000000u) /* at most 2^-25: rounds to zero (2^-25 ties to 0) */
+    return s;
+  if (a < 0x38800000u) { /* below 2^-14: a denormal, in units of 2^-24 */
+    uint32_t m = (a & 0x7fffffu) | 0x800000u, sh = 126u - (a >> 23);
+    uint32_t q = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);
+    return s | (q + (rem > mid || (rem == mid && (q & 1u)) ? 1u : 0u));
+  }
+  return s | ((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13);
+}
+BP_PHILOX_QUALIFIER uint32_t bp_philox_f2bf(float f) {
+  uint32_t x = bp_philox_f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return (x >> 16) | 0x40u;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+/* f16 bits -> float, exactly (a denormal m * 2^-24 is normalised by
+ * shifting). */
+BP_PHILOX_QUALIFIER float bp_philox_h2f(uint32_t h) {
+  uint32_t s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 31u)
+    return bp_philox_u2f(s | 0x7f800000u | (m << 13));
+  if (e == 0u) {
+    if (m == 0u)
+      return bp_philox_u2f(s);
+    e = 113u;
+    while (!(m & 0x400u)) {
+      m <<= 1;
+      e--;
+    }
+    m &= 0x3ffu;
+  } else {
+    e += 112u;
+  }
+  return bp_philox_u2f(s | (e << 23) | (m << 13));
+}
+
 /* Uniform [fa, fb) in float from r0 (f32, f16 and bf16 outputs). */
 BP_PHILOX_QUALIFIER float bp_philox_uniform_f32(bp_philox_u32x4 r, float fa,
                                                 float fb) {
   float u = BP_FMUL((float)(r.v[0] >> 8), BP_PHILOX_2POW_M24F);
-  return BP_FADD(fa, BP_FMUL(BP_FSUB(fb, fa), u));
+  float v = BP_FADD(fa, BP_FMUL(BP_FSUB(fb, fa), u));
+  if (fa < fb && v >= fb) /* rounded up to b: the range is half-open */
+    v = bp_philox_below_f32(fb);
+  return v;
+}
+
+/* Uniform [fa, fb) as the bits of an f16 (bf16 != 0: bf16) output: the
+ * float value rounded to nearest even, one step down when that reached fb
+ * (the step stays >= fa whenever [fa, fb) holds a value of the type). */
+BP_PHILOX_QUALIFIER uint32_t bp_philox_uniform_16(bp_philox_u32x4 r, float fa,
+                                                  float fb, int bf16) {
+  float v = bp_philox_uniform_f32(r, fa, fb);
+  uint32_t h = bf16 ? bp_philox_f2bf(v) : bp_philox_f2h(v);
+  float hv = bf16 ? bp_philox_u2f(h << 16) : bp_philox_h2f(h);
+  if (fa < fb && hv >= fb)
+    h = bp_philox_below_16(h);
+  return h;
 }
 
 /* Uniform [a, b) in double from 53 bits of r0, r1 (f64 output). */
@@ -296,7 +403,10 @@ BP_PHILOX_QUALIFIER double bp_philox_uniform_f64(bp_philox_u32x4 r, double a,
                                                  double b) {
   uint64_t bits = ((uint64_t)r.v[0] << 21) | (r.v[1] >> 11);
   double u = BP_DMUL((double)bits, BP_PHILOX_2POW_M53);
-  return BP_DADD(a, BP_DMUL(BP_DSUB(b, a), u));
+  double v = BP_DADD(a, BP_DMUL(BP_DSUB(b, a), u));
+  if (a < b && v >= b)
+    v = bp_philox_below_f64(b);
+  return v;
 }
 
 /* Standard normal z by Box-Muller (cosine branch) from r0, r1. */

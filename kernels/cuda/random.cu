@@ -18,6 +18,9 @@ extern "C" __global__ void bp_random(const bpk_random_args_t p) {
       const double v = p.dist == DIST_NORMAL ? bp_philox_normal_f64(r, p.a, p.b)
                                              : bp_philox_uniform_f64(r, p.a, p.b);
       ((double *)p.y.ptr)[off] = v;
+    } else if (p.dist != DIST_NORMAL && (p.y.dtype == BPK_F16 || p.y.dtype == BPK_BF16)) {
+      // rounded by the header, kept below b there: stored as bits
+      ((uint16_t *)p.y.ptr)[off] = (uint16_t)bp_philox_uniform_16(r, fa, fb, p.y.dtype == BPK_BF16);
     } else {
       const float v = p.dist == DIST_NORMAL ? bp_philox_normal_f32(r, fa, fb)
                                             : bp_philox_uniform_f32(r, fa, fb);

@@ -117,6 +117,22 @@ float det_cos2pif(float u) {
   return bp_fmul(sign, q);
 }
 
+// The largest float below x (bp_philox_below_f32).
+float below_f32(float x) {
+  uint u = floatBitsToUint(x);
+  if ((u & 0x7fffffffu) == 0u) return uintBitsToFloat(0x80000001u);
+  return uintBitsToFloat((u & 0x80000000u) != 0u ? u + 1u : u - 1u);
+}
+
+#ifdef T1_f64
+// The largest double below x (bp_philox_below_f64).
+double below_f64(double x) {
+  uint64_t u = doubleBitsToUint64(x);
+  if ((u & 0x7fffffffffffffffUL) == 0UL) return uint64BitsToDouble(0x8000000000000001UL);
+  return uint64BitsToDouble((u & 0x8000000000000000UL) != 0UL ? u + 1UL : u - 1UL);
+}
+#endif
+
 float normal_z(uvec4 r) {
   float u1 = bp_fmul(float((r.x >> 8) + 1u), P2M24);
   float u2 = bp_fmul(float(r.y >> 8), P2M24);
@@ -140,6 +156,8 @@ void main() {
       uint64_t bits = (uint64_t(r.x) << 21) | uint64_t(r.y >> 11);
       double u = double(bits) * 1.1102230246251565404236316680908203125e-16LF;
       v = a + (b - a) * u;
+      if (a < b && v >= b) // half-open: the largest double below b
+        v = below_f64(b);
     }
     y.v[oy] = v;
 #else
@@ -149,6 +167,23 @@ void main() {
     } else {
       float u = bp_fmul(float(r.x >> 8), P2M24);
       v = bp_fadd(p.fa, bp_fmul(bp_fsub(p.fb, p.fa), u));
+      if (p.fa < p.fb && v >= p.fb) // half-open: the largest float below fb
+        v = below_f32(p.fb);
+#if defined(T1_f16) || defined(T1_bf16)
+      // bp_philox_uniform_16: rounded here (common.glsl's bit conversions),
+      // one step down when that reached fb, stored as bits.
+#ifdef T1_f16
+      uint h = bp_f2h(v);
+      float hv = bp_h2f(h);
+#else
+      uint h = bp_f2bf(v);
+      float hv = bp_bf2f(h);
+#endif
+      if (p.fa < p.fb && hv >= p.fb)
+        h = (h & 0x7fffu) == 0u ? 0x8001u : ((h & 0x8000u) != 0u ? h + 1u : h - 1u);
+      y.v[oy] = uint16_t(h);
+      continue;
+#endif
     }
     STORE1(y, oy, v);
 #endif

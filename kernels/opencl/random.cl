@@ -105,6 +105,58 @@ inline float bp_philox_normal_z(uint4 r) {
   return rad * bp_det_cos2pif(u2);
 }
 
+/* One step toward -inf of the sign-magnitude pattern u of a float (bits
+ * 32) or an f16 / bf16 (bits 16): bp_philox_below_f32 / _16. */
+inline uint bp_philox_below(uint u, int bits) {
+  uint sign = 1u << (bits - 1);
+  if ((u & (sign - 1u)) == 0u)
+    return sign | 1u;
+  return (u & sign) ? u + 1u : u - 1u;
+}
+
+/* f32 -> f16 / bf16 bits (round to nearest even) and f16 bits -> float,
+ * by integer operations: bp_philox_f2h, bp_philox_f2bf, bp_philox_h2f. */
+inline uint bp_philox_f2h(float f) {
+  uint x = as_uint(f);
+  uint s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return s | 0x7e00u;
+  if (a >= 0x477ff000u)
+    return s | 0x7c00u;
+  if (a <= 0x33000000u)
+    return s;
+  if (a < 0x38800000u) {
+    uint m = (a & 0x7fffffu) | 0x800000u, sh = 126u - (a >> 23);
+    uint q = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);
+    return s | (q + (rem > mid || (rem == mid && (q & 1u)) ? 1u : 0u));
+  }
+  return s | ((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13);
+}
+inline uint bp_philox_f2bf(float f) {
+  uint x = as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return (x >> 16) | 0x40u;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+inline float bp_philox_h2f(uint h) {
+  uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 31u)
+    return as_float(s | 0x7f800000u | (m << 13));
+  if (e == 0u) {
+    if (m == 0u)
+      return as_float(s);
+    e = 113u;
+    while (!(m & 0x400u)) {
+      m <<= 1;
+      e--;
+    }
+    m &= 0x3ffu;
+  } else {
+    e += 112u;
+  }
+  return as_float(s | (e << 23) | (m << 13));
+}
+
 /* Element i (row-major over y's logical shape) lands at its strided offset.
  */
 __kernel void random(__global uchar *yb, ulong yo, int rank, long n,
@@ -126,6 +178,11 @@ __kernel void random(__global uchar *yb, ulong yo, int rank, long n,
       ulong bits = ((ulong)r.s0 << 21) | (r.s1 >> 11);
       double u = (double)bits * 0x1p-53;
       v = a + (b - a) * u;
+      if (a < b && v >= b) { /* half-open: the largest double below b */
+        ulong ub = as_ulong(b);
+        v = as_double((ub & 0x7fffffffffffffffUL) == 0 ? 0x8000000000000001UL
+                      : (ub >> 63) ? ub + 1 : ub - 1);
+      }
     }
     y[oy] = v;
 #else
@@ -135,6 +192,16 @@ __kernel void random(__global uchar *yb, ulong yo, int rank, long n,
     } else {
       float u = (float)(r.s0 >> 8) * 0x1p-24f;
       v = fa + (fb - fa) * u;
+      if (fa < fb && v >= fb) /* half-open: the largest float below fb */
+        v = as_float(bp_philox_below(as_uint(fb), 32));
+#if DT == 1 || DT == 2
+      uint h = DT == 2 ? bp_philox_f2bf(v) : bp_philox_f2h(v);
+      float hv = DT == 2 ? as_float(h << 16) : bp_philox_h2f(h);
+      if (fa < fb && hv >= fb)
+        h = bp_philox_below(h, 16);
+      ((__global ushort *)y)[oy] = (ushort)h; /* rounded above, as bits */
+      continue;
+#endif
     }
     ST(y, oy, v);
 #endif

@@ -118,13 +118,19 @@ int64_t cpu_ref_random_grain(const bp_random_args_t *a) {
 
 /* Element i of the stream as a double holding the exact value to store:
  * f64 is computed in double; narrower types in float, and a float converts
- * to double exactly, so cpu_store rounds it (f16 / bf16) only once. */
+ * to double exactly, so cpu_store rounds it (f16 / bf16) only once. A
+ * uniform f16 / bf16 comes already rounded (bp_philox_uniform_16 keeps it
+ * below b), so cpu_store's rounding leaves it as it is. */
 static double random_value(const bp_random_args_t *a, uint64_t i) {
   bp_philox_u32x4 r = bp_philox_element(a->seed, a->offset, i);
   if (a->y.dtype == BP_F64)
     return a->dist == BP_RANDOM_UNIFORM ? bp_philox_uniform_f64(r, a->a, a->b)
                                         : bp_philox_normal_f64(r, a->a, a->b);
   float fa = (float)a->a, fb = (float)a->b;
+  if (a->dist == BP_RANDOM_UNIFORM && a->y.dtype == BP_F16)
+    return cpu_f16_to_float((uint16_t)bp_philox_uniform_16(r, fa, fb, 0));
+  if (a->dist == BP_RANDOM_UNIFORM && a->y.dtype == BP_BF16)
+    return cpu_bf16_to_float((uint16_t)bp_philox_uniform_16(r, fa, fb, 1));
   return a->dist == BP_RANDOM_UNIFORM ? bp_philox_uniform_f32(r, fa, fb)
                                       : bp_philox_normal_f32(r, fa, fb);
 }
