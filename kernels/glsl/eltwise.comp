@@ -49,6 +49,25 @@ float bp_log(float x) {
   return log(x);
 }
 
+// tanh keeping its relative accuracy near zero, where the driver's tanh
+// may cancel (lavapipe's (e^2x - 1) / (e^2x + 1) gave 1.19e-7 for 1e-7
+// and 2^-25 for denormals): below 2^-12, x itself (x^3 / 3 is under half
+// an ulp, and no arithmetic means a denormal survives a flushing driver);
+// below 0.625 Cephes' tanhf polynomial; beyond, 1 - 2 / (e^2|x| + 1) with
+// x's sign (the result is over 0.55: no cancellation), 1 past 9.
+float bp_tanh(float x) {
+  float a = abs(x);
+  if (isnan(x) || a < 2.44140625e-4) return x;
+  if (a < 0.625) {
+    float z = x * x;
+    float q = (((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z +
+               1.33314422036e-1) * z - 3.33332819422e-1;
+    return x + x * z * q;
+  }
+  float r = a > 9.0 ? 1.0 : 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
+  return x < 0.0 ? -r : r;
+}
+
 float bp_unary(int op, float x) {
   switch (op) {
   case 0: return -x;
@@ -61,21 +80,25 @@ float bp_unary(int op, float x) {
   case 7: return x * 0.5 * (1.0 + bp_erf(x * 0.70710678118654752));
   case 8: return x / (1.0 + exp(-x));
   case 9: return 1.0 / (1.0 + exp(-x));
-  case 10: return isnan(x) ? x : (abs(x) > 9.0 ? sign(x) : tanh(x));
+  case 10: return bp_tanh(x);
   case 11: return sin(x);
   default: return cos(x);
   }
 }
 
-// C's powf for the cases GLSL's pow leaves undefined (x < 0, x == 0).
+// C's powf (C99 Annex F) for the cases GLSL's pow leaves undefined
+// (x < 0, x == 0) or gets wrong as exp2(y log2 |x|): (-1)^+-inf is 1
+// (inf * 0 is NaN there), and (-inf)^y with y not an integer is +inf or +0,
+// as (+inf)^y (a NaN only for finite x < 0).
 float bp_pow(float x, float y) {
   if (y == 0.0) return 1.0;
   if (x == 1.0) return 1.0;
   if (isnan(x) || isnan(y)) return BP_NAN;
+  if (x == -1.0 && isinf(y)) return 1.0;
   float m = pow(abs(x), y);
   if (abs(x) == 0.0) m = y < 0.0 ? BP_INF : 0.0;
   if (x < 0.0 || (x == 0.0 && floatBitsToUint(x) != 0u)) {
-    if (floor(y) != y) return x == 0.0 ? m : BP_NAN;
+    if (floor(y) != y) return x == 0.0 || isinf(x) ? m : BP_NAN;
     bool odd = abs(y) < 16777216.0 && mod(y, 2.0) == 1.0;
     return odd ? -m : m;
   }
