@@ -19,6 +19,7 @@
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/ref.h"
 #include "test/cpu_fast_devs.h"
+#include "test/skip.h"
 
 static int fails, checks, fallbacks;
 

@@ -42,27 +42,24 @@ export TC_DEVICES="${TC_DEVICES:-$backend,cpu-ref}"
 # backends have their own suites, and PoCL's kernel builds alone take over a
 # minute with a cold cache, so only this backend and the CPU are shown.
 export BACKPLANE_BACKENDS="${BACKPLANE_BACKENDS:-$backend,cpu,-$other,-opencl,-vulkan}"
-# Under check-asan, compiled suites get BP_TEST_PRELOAD (see test/run.sh).
-run() {
-  if [ -n "${BP_TEST_PRELOAD:-}" ]; then LD_PRELOAD="$BP_TEST_PRELOAD" "$@"; else "$@"; fi
-}
 failed=0; ran=0
 for t in test_ops_blas test_ops_dnn test_ops_attention test_ops_elementwise \
          test_ops_reduce test_ops_data test_parity; do
   if [ ! -x "$here/$t" ]; then
-    echo "$name: $t not built, skipped"
+    echo "SKIP: $t not built"
     continue
   fi
   echo "--- $t (TC_DEVICES=$TC_DEVICES)"
   ran=$((ran + 1))
-  run "$here/$t" || failed=$((failed + 1))
+  "$here/$t" || failed=$((failed + 1))
 done
 # The gemm suite once more on each path: vendor BLAS forced, own kernels.
 for mode in 1 0; do
   [ -x "$here/test_ops_blas" ] || break
   echo "--- test_ops_blas ($blas_mode=$mode)"
   ran=$((ran + 1))
-  run env "$blas_mode=$mode" "$here/test_ops_blas" || failed=$((failed + 1))
+  env "$blas_mode=$mode" "$here/test_ops_blas" || failed=$((failed + 1))
 done
 echo "$name: $ran suites run, $failed failed"
+if [ "$ran" -eq 0 ]; then echo "SKIP: no op suite built"; exit 77; fi
 [ "$failed" -eq 0 ]

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "backplane.h"
 #include "plugins/cpu/cpu.h"
 
@@ -41,7 +43,7 @@ static void check_caches(const cpu_topology_t *t) {
 
 static void test_hwloc_values_sane(void **state) {
   (void)state;
-  if (!hwloc_installed()) skip(); /* tools/deps.sh installs libhwloc-dev */
+  if (!hwloc_installed()) TEST_SKIP_CASE("libhwloc not installed (tools/deps.sh installs libhwloc-dev)");
   cpu_topology_t t;
   assert_true(cpu_topology_query(true, &t));
   assert_true(t.from_hwloc);

@@ -4,6 +4,7 @@
  * modes that let others write, a missing dependency, no descriptor symbol.
  * Each refusal names its reason, and the CPU plugin next to it still works.
  */
+#include "skip.h"
 #include "test_loader_util.h"
 
 static void test_text_file(void **state) {
@@ -117,7 +118,7 @@ static void test_world_writable_file(void **state) {
 /* Group-writable is refused unless the group is root's. */
 static void test_group_writable_file(void **state) {
   (void)state;
-  if (geteuid() != 0) skip(); /* needs chown to another group */
+  if (geteuid() != 0) TEST_SKIP_CASE("needs root (chown to another group)");
   char dir[PATH_MAX], f[PATH_MAX + 32];
   tl_mkdtemp(dir, sizeof dir);
   tl_add(dir, "good", "gw");

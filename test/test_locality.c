@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "internal.h"
 
 /* locality.c logs through the core; the test has no core around it. */
@@ -40,9 +42,9 @@ static bool read_line(const char *path, char *out, size_t size) {
 
 static void test_every_pci_device_matches_sysfs(void **state) {
   (void)state;
-  if (!hwloc_installed()) skip(); /* tools/deps.sh installs libhwloc-dev */
+  if (!hwloc_installed()) TEST_SKIP_CASE("libhwloc not installed (tools/deps.sh installs libhwloc-dev)");
   DIR *dir = opendir("/sys/bus/pci/devices");
-  if (!dir) skip(); /* no PCI bus visible (some containers) */
+  if (!dir) TEST_SKIP_CASE("no PCI bus visible under /sys/bus/pci/devices (some containers)");
   int checked = 0;
   for (struct dirent *de; (de = readdir(dir));) {
     if (de->d_name[0] == '.') continue;

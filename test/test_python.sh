@@ -5,10 +5,10 @@
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 if [ -n "${BP_UNDER_SANITIZER:-}" ]; then
-  echo "test_python: skipped under sanitizers (python is not instrumented)"; exit 0
+  echo "SKIP: under sanitizers (python is not instrumented)"; exit 77
 fi
 if ! "$py" -c "import numpy, pytest" 2>/dev/null; then
-  echo "test_python: skipped: needs python3-numpy and python3-pytest (sh tools/deps.sh)"; exit 0
+  echo "SKIP: needs python3-numpy and python3-pytest (sh tools/deps.sh)"; exit 77
 fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 libdir=${LD_LIBRARY_PATH%%:*}

@@ -5,7 +5,7 @@
 # gfx90a and gfx1030 and crashes on gfx942 or gfx1100). This is
 # the only check the HIP sources get without AMD hardware: it proves they
 # compile, not that they compute the right numbers (see
-# docs/backend-rocm.md). Skipped, with a message, where ROCm is not
+# docs/backend-rocm.md). Skipped ("SKIP: <reason>", exit 77) where ROCm is not
 # installed (Debian: apt-get install libamdhip64-5 rocm-device-libs, or
 # HIPRTC_LIB=/path/to/libhiprtc.so).
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,8 +18,8 @@ if [ -z "$lib" ]; then
   done
 fi
 if [ -z "$lib" ]; then
-  echo "test_rocm_hiprtc: skipped: no hiprtc installed"
-  exit 0
+  echo "SKIP: no hiprtc installed (apt-get install libamdhip64-5 rocm-device-libs, or set HIPRTC_LIB)"
+  exit 77
 fi
 failed=0
 for arch in ${HIPRTC_ARCHS:-gfx90a:sramecc+:xnack- gfx908 gfx1030}; do

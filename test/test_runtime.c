@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "skip.h"
 
 typedef struct fx {
   bp_context_t *ctx;
@@ -321,7 +322,7 @@ static void test_large_cpu_buffers_ask_for_huge_pages(void **state) {
   FILE *mf = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (!mf || !fgets(mode, sizeof mode, mf) || strstr(mode, "[never]")) {
     if (mf) fclose(mf);
-    skip();
+    TEST_SKIP_CASE("transparent huge pages unavailable or set to [never]");
   }
   fclose(mf);
   int64_t n = 4 << 20;

@@ -5,20 +5,19 @@
 #ifndef BP_TEST_VULKAN_H
 #define BP_TEST_VULKAN_H
 
+#include "skip.h"
 #include "tc.h"
 
 extern bp_context_t *vt_ctx;
 extern tc_env_t vt_vk, vt_ref;
 extern bool vt_have_vk;
 
-/* Skips the test, saying why, when there is no Vulkan device. */
+/* Starts a test. main() has already skipped or failed the whole suite when
+ * there is no Vulkan device (test/skip.h); this guards a test run alone. */
 #define VT_NEED()                                                              \
   do {                                                                         \
-    if (!vt_have_vk) {                                                         \
-      print_message("skipped: no Vulkan device (libvulkan.so.1 or a driver "   \
-                    "such as lavapipe missing)\n");                            \
-      skip();                                                                  \
-    }                                                                          \
+    if (!vt_have_vk)                                                           \
+      TEST_SKIP_CASE("no Vulkan device");                                      \
     TC_BEGIN();                                                                \
   } while (0)
 

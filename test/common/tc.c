@@ -50,6 +50,22 @@ bool tc_env_open(tc_env_t *e, bp_context_t *ctx, const char *selector) {
   return true;
 }
 
+const char *tc_plugin_reason(bp_context_t *ctx, const char *name, char *out, size_t size) {
+  uint32_t n = 0;
+  bp_context_plugin_count(ctx, &n);
+  snprintf(out, size, "backend-%s.so not found on the plugin path", name);
+  for (uint32_t i = 0; i < n; i++) {
+    bp_plugin_report_t r;
+    if (bp_context_plugin_report(ctx, i, &r) != BP_OK || strcmp(r.name, name)) continue;
+    if (r.loaded)
+      snprintf(out, size, "backend-%s.so loaded, but its device did not open: %s", name, bp_last_error());
+    else
+      snprintf(out, size, "%s", r.reason);
+    break;
+  }
+  return out;
+}
+
 void tc_env_close(tc_env_t *e) {
   bp_stream_destroy(e->s);
   bp_device_close(e->dev);

@@ -54,6 +54,9 @@ typedef struct tc_env {
 /* Opens context, device (by selector) and a stream. Returns false (and
  * prints why) when the device cannot be opened. */
 bool tc_env_open(tc_env_t *e, bp_context_t *ctx, const char *selector);
+/* Why plugin `name` gives no device, from the loader's report (for a
+ * "SKIP: " or "FAIL: " line); out is returned. */
+const char *tc_plugin_reason(bp_context_t *ctx, const char *name, char *out, size_t size);
 void tc_env_close(tc_env_t *e);
 
 /* The devices the op suites run on: "cpu" and "cpu-ref" (or the
