@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -270,14 +271,14 @@ static void test_pool2d_overflowing_window(void **state) {
 
 typedef struct sync_arg {
   bp_stream_t *s;
-  volatile int stop;
+  atomic_int stop;
   int failures;
   char message[256];
 } sync_arg_t;
 
 static void *sync_main(void *p) {
   sync_arg_t *a = p;
-  while (!a->stop)
+  while (!atomic_load(&a->stop))
     if (bp_stream_synchronize(a->s) != BP_OK && a->failures++ == 0)
       snprintf(a->message, sizeof a->message, "%s", bp_last_error());
   return NULL;
@@ -310,7 +311,7 @@ static void test_stream_calls_never_overlap(void **state) {
     if (st != BP_OK) fail_msg("fill %d: %s", i, bp_last_error());
     fills++;
   }
-  arg.stop = 1;
+  atomic_store(&arg.stop, 1);
   pthread_join(th, NULL);
   if (arg.failures) fail_msg("%d synchronize calls overlapped a fill: %s", arg.failures, arg.message);
   assert_int_equal(fills, 2000);
