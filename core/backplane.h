@@ -79,14 +79,22 @@ typedef struct bp_context_options {
   /* An extra plugin directory searched after BACKPLANE_PLUGIN_PATH and the
    * build-time directory (may be NULL). */
   const char *plugin_dir;
-  /* Probe each plugin in a child process first, so a plugin that crashes,
-   * exits or hangs while loading or probing is refused instead of taking the
-   * application down. */
+  /* Plugins are probed in a helper process before the application loads
+   * them (isolation, the default), so a plugin that crashes, exits or hangs
+   * while loading or probing is refused instead of taking the application
+   * down. true insists on it even when BACKPLANE_ISOLATE=0; false means the
+   * default (see in_process_probe, and docs/runtime.md "Plugin isolation"). */
   bool isolate_probe;
   /* Skip BACKPLANE_PLUGIN_PATH and the build-time directory. */
   bool only_plugin_dir;
   /* Seconds an isolated probe may take (0: 10 s). */
   uint32_t probe_timeout_s;
+  /* fields below: added when isolation became the default; read only when
+   * struct_size covers them */
+  /* Turns isolation off: plugins are loaded and probed in the application's
+   * own process, as BACKPLANE_ISOLATE=0 does for callers that leave
+   * isolate_probe false. */
+  bool in_process_probe;
 } bp_context_options_t;
 
 /* Creates a context: scans the plugin search path, loads and probes every

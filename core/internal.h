@@ -250,10 +250,7 @@ void bp__loader_unload(bp__plugin_t *p);
 /* Builds context->ranked from the loaded plugins, honouring
  * BACKPLANE_BACKENDS. */
 bp_status_t bp__rank_devices(bp_context_t *context);
-/* Probes a plugin in a child process first (isolate.c); BP_OK when safe. */
-bp_status_t bp__isolated_probe(const char *path, uint32_t timeout_s,
-                               char *reason, size_t reason_size,
-                               bp_plugin_stage_t *out_stage);
+/* Isolated probing and its verdict cache: isolate.h. */
 
 /* ---- validation helpers (tensor.c) ----------------------------------------- */
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "isolate.h"
 #include "trust.h"
 
 #define REASON(p, ...) snprintf((p)->report.reason, sizeof (p)->report.reason, __VA_ARGS__)
@@ -309,7 +310,7 @@ static void sanitize_infos(bp__plugin_t *p) {
   }
 }
 
-static bool init_and_probe(bp__plugin_t *p) {
+static bool init_plugin(bp__plugin_t *p) {
   p->report.stage = BP_STAGE_INIT;
   bp__plugin_error_reset();
   bp_status_t st = p->desc.init(bp__host_services());
@@ -320,12 +321,16 @@ static bool init_and_probe(bp__plugin_t *p) {
     return false;
   }
   p->initialised = true;
+  return true;
+}
+
+static bool probe_plugin(bp__plugin_t *p) {
   p->report.stage = BP_STAGE_PROBE;
   for (uint32_t i = 0; i < BP__MAX_DEVICES_PER_PLUGIN; i++)
     p->infos[i].struct_size = sizeof(bp_device_info_t);
   uint32_t count = 0;
   bp__plugin_error_reset();
-  st = p->desc.probe(p->infos, BP__MAX_DEVICES_PER_PLUGIN, &count);
+  bp_status_t st = p->desc.probe(p->infos, BP__MAX_DEVICES_PER_PLUGIN, &count);
   if (st != BP_OK) {
     REASON(p, "probe: %s", bp__plugin_error()[0] ? bp__plugin_error()
                                                   : bp_status_string(st));
@@ -354,6 +359,7 @@ static void mark_ready(bp__plugin_t *p, const char *path) {
   snprintf(p->report.version, sizeof p->report.version, "%s", p->desc.version);
   p->report.plugin_abi_major = p->desc.abi_major;
   p->report.plugin_abi_minor = p->desc.abi_minor;
+  if (bp__in_isolated_child) return; /* the parent reports it */
   bp__log(BP_LOG_INFO, BP__LOG_LOADER, "loaded plugin '%s' %s from %s: %u device(s)",
           p->report.name, p->report.version, path, p->device_count);
 }
@@ -391,20 +397,61 @@ void bp__loader_load_file(bp_context_t *ctx, bp__plugin_t *p,
   }
 }
 
+/* The descriptor loaded here must be the one the helper probed: a file
+ * replaced between the two is refused rather than given another's devices. */
+static bool verdict_matches(bp__plugin_t *p, const bp__verdict_t *v) {
+  if (!strcmp(p->desc.name, v->name) && !strcmp(p->desc.version, v->version))
+    return true;
+  REASON(p, "the file changed while it was being loaded: probed '%s' %s, loaded '%s' %s",
+         v->name, v->version, p->desc.name, p->desc.version);
+  refuse(p, BP_ERR_INCOMPATIBLE);
+  return false;
+}
+
+/* Isolation: the plugin's constructor and probe have run in a helper
+ * process (or its verdict was cached). The plugin is loaded here only when
+ * that verdict says it works, initialised, and given the helper's device
+ * records: probe never runs in this process (docs/runtime.md, "Plugin
+ * isolation"; device_open needs no probe first, docs/plugin-abi.md). */
+static void load_verified(bp_context_t *ctx, bp__plugin_t *p, const char *path) {
+  bp__verdict_t *v = malloc(sizeof *v);
+  if (!v) {
+    REASON(p, "out of memory probing the plugin");
+    refuse(p, BP_ERR_OUT_OF_MEMORY);
+    return;
+  }
+  bp__probe_verdict(path, bp__probe_timeout_s(&ctx->options), v);
+  snprintf(p->report.name, sizeof p->report.name, "%s", v->name);
+  snprintf(p->report.version, sizeof p->report.version, "%s", v->version);
+  p->report.plugin_abi_major = v->abi_major;
+  p->report.plugin_abi_minor = v->abi_minor;
+  if (v->status != BP_OK) {
+    p->report.stage = v->stage;
+    REASON(p, "%s", v->reason);
+    refuse(p, v->status);
+  } else if (duplicate_of_loaded(ctx, p)) {
+    /* refused before it is mapped */
+  } else if (!open_library(p, path) || !read_descriptor(p) || !verdict_matches(p, v) ||
+             !init_plugin(p)) {
+    bp__loader_unload(p);
+  } else {
+    p->device_count = v->device_count;
+    memcpy(p->infos, v->infos, v->device_count * sizeof p->infos[0]);
+    sanitize_infos(p); /* they crossed a process boundary, or a file */
+    mark_ready(p, path);
+  }
+  free(v);
+}
+
 /* Loads, checks, initialises and probes a file no context has loaded. */
 void bp__loader_load_new(bp_context_t *ctx, bp__plugin_t *p, const char *path) {
-  if (ctx->options.isolate_probe) {
-    bp_status_t st = bp__isolated_probe(
-        path, ctx->options.probe_timeout_s ? ctx->options.probe_timeout_s : 10,
-        p->report.reason, sizeof p->report.reason, &p->report.stage);
-    if (st != BP_OK) {
-      refuse(p, st);
-      return;
-    }
-    p->report.stage = BP_STAGE_OPEN;
+  if (!check_file(p, path)) return;
+  if (bp__isolation_wanted(&ctx->options)) {
+    load_verified(ctx, p, path);
+    return;
   }
-  if (!check_file(p, path) || !open_library(p, path) || !read_descriptor(p) ||
-      duplicate_of_loaded(ctx, p) || !init_and_probe(p)) {
+  if (!open_library(p, path) || !read_descriptor(p) ||
+      duplicate_of_loaded(ctx, p) || !init_plugin(p) || !probe_plugin(p)) {
     bp__loader_unload(p);
     return;
   }
@@ -419,9 +466,12 @@ void bp__loader_unload(bp__plugin_t *p) {
     p->dl = NULL;
     return;
   }
+  /* Never dlclose: a thread the plugin started (in a constructor, or in init
+   * and not stopped by shutdown) would run on unmapped code and take the
+   * application down. The mapping stays for the life of the process; a later
+   * dlopen of the same file reuses it (docs/plugin-abi.md, "Unloading"). */
   if (p->initialised) p->desc.shutdown();
   p->initialised = false;
-  if (p->dl) dlclose(p->dl);
   p->dl = NULL;
 }
 

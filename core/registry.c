@@ -6,10 +6,10 @@
  * probe and shutdown therefore run once per process, not once per context:
  * the first context to load a file (by real path) initialises and probes it,
  * later ones reuse that copy and its device records, and the last one to let
- * go shuts it down and unloads it. One lock serialises loading and unloading,
- * so contexts may be created and destroyed from any thread.
+ * go shuts it down (the code stays mapped: see bp__registry_release). One
+ * lock serialises loading and unloading, so contexts may be created and
+ * destroyed from any thread.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +62,13 @@ void bp__registry_release(bp__shared_t *s) {
         *pp = s->next;
         break;
       }
+    /* shutdown tells the plugin to stop its threads and release what it
+     * holds; the library then stays mapped for the life of the process and
+     * is never dlclosed, so a thread that outlives shutdown, or a callback a
+     * driver still holds, runs on mapped code instead of crashing the
+     * application. A later context dlopens the same mapping and calls init
+     * again (docs/plugin-abi.md, "Unloading"). */
     s->desc.shutdown();
-    /* BACKPLANE_NO_DLCLOSE keeps the code mapped, so leak checkers can name
-     * the plugin function that allocated what was never freed. */
-    if (!bp__getenv("BACKPLANE_NO_DLCLOSE")) dlclose(s->dl);
     free(s);
   }
   bp__registry_unlock();

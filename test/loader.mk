@@ -39,6 +39,9 @@ BROKEN_DEF_dup-a := -DVARIANT_DUPLICATE
 BROKEN_DEF_dup-b := -DVARIANT_DUPLICATE
 BROKEN_DEF_good :=
 BROKEN_DEF_claimsfill := -DVARIANT_CLAIMS_FILL
+BROKEN_DEF_thread := -DVARIANT_THREAD -pthread
+BROKEN_DEF_flaky := -DVARIANT_FLAKY
+BROKEN_DEF_counting := -DVARIANT_COUNT_PROBES
 BROKEN_DEF_fake-dgpu := -DBROKEN_KIND=BP_DEVICE_DISCRETE_GPU -DBROKEN_SCORE=10
 BROKEN_DEF_fake-dgpu-hi := -DBROKEN_KIND=BP_DEVICE_DISCRETE_GPU -DBROKEN_SCORE=20
 BROKEN_DEF_fake-dgpu-mem := -DBROKEN_KIND=BP_DEVICE_DISCRETE_GPU \
@@ -48,7 +51,7 @@ BROKEN_DEF_fake-two := -DBROKEN_KIND=BP_DEVICE_OTHER -DBROKEN_DEVICES=2
 
 BROKEN_NAMES := nosym tinysym magic abinew abiold small large sizelie \
   nullname badname nullversion nullfn initfail probeerr probenone crash hang \
-  ctorexit ctorcrash dup-a dup-b good claimsfill fake-dgpu fake-dgpu-hi \
+  ctorexit ctorcrash dup-a dup-b good claimsfill thread flaky counting fake-dgpu fake-dgpu-hi \
   fake-dgpu-mem fake-igpu fake-two
 # Files that are not loadable libraries, generated here.
 BROKEN_FILES := text empty elf32 aarch64 needsdep

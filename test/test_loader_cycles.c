@@ -1,7 +1,9 @@
 /*
  * test_loader_cycles.c — safe unload: opening and closing a context 1,000
  * times, with work on the CPU device and refused plugins alongside, leaves
- * no file descriptor open and no plugin mapped.
+ * no file descriptor open and maps nothing more than the first cycle did.
+ * Plugins stay mapped once loaded (never dlclosed: docs/plugin-abi.md,
+ * "Unloading"), and a refused one is never mapped in this process at all.
  */
 #include "test_loader_util.h"
 
@@ -69,21 +71,26 @@ static void test_thousand_cycles(void **state) {
    * driver); count from after it. */
   cycle(dir, 0);
   int fds = count_fds();
-  assert_int_equal(mapped("/backend-"), 0);
+  int maps = mapped("/backend-");
+  /* Only the two that load are mapped; the helper refused the others. */
+  assert_true(mapped("/backend-cpu.so") > 0);
+  assert_true(mapped("/backend-good.so") > 0);
+  assert_int_equal(mapped("/backend-magic.so") + mapped("/backend-probeerr.so") +
+                       mapped("/backend-initfail.so") + mapped("/backend-text.so"),
+                   0);
   for (int i = 1; i <= 1000; i++) {
     cycle(dir, i);
     if (i % 100 == 0) {
       assert_int_equal(count_fds(), fds);
-      assert_int_equal(mapped("/backend-"), 0);
+      assert_int_equal(mapped("/backend-"), maps);
     }
   }
   assert_int_equal(count_fds(), fds);
-  assert_int_equal(mapped(dir), 0);
-  assert_int_equal(mapped("/backend-"), 0);
+  assert_int_equal(mapped("/backend-"), maps);
   tl_rmtree(dir);
 }
 
-/* The same with isolated probing, which forks for every plugin. */
+/* The same with isolation asked for explicitly: no helper left behind. */
 static void test_isolated_cycles(void **state) {
   (void)state;
   char dir[PATH_MAX];
@@ -98,7 +105,7 @@ static void test_isolated_cycles(void **state) {
     if (i == 0) fds = count_fds();
   }
   assert_int_equal(count_fds(), fds);
-  assert_int_equal(mapped("/backend-"), 0);
+  assert_int_equal(mapped("/backend-magic.so"), 0);
   errno = 0;
   assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
   assert_int_equal(errno, ECHILD);

@@ -31,13 +31,23 @@
  *   VARIANT_NEEDS_DEP       needs libbpbrokendep.so, deleted after linking
  *   VARIANT_DUPLICATE       named "dup" whatever its file is called
  *   VARIANT_CLAIMS_FILL     claims fill for f32 but leaves fill NULL
+ *   VARIANT_THREAD          init starts a thread that runs plugin code
+ *                           forever; shutdown does not stop it
+ *   VARIANT_COUNT_PROBES    a working plugin that counts its probes,
+ *                           across processes, in the file $BROKEN_COUNTER
+ *                           (each probe appends one byte)
+ *   VARIANT_FLAKY           counts the same way, and every second probe
+ *                           crashes (every probe without $BROKEN_COUNTER)
  * With BROKEN_DEP_LIBRARY instead, it builds libbpbrokendep.so.
  *
  * Only BROKEN_* knobs change the working plugin: BROKEN_KIND, BROKEN_SCORE,
  * BROKEN_MEMORY (bytes, of device 0) and BROKEN_DEVICES (how many).
  */
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,8 +99,42 @@ __attribute__((constructor)) static void broken_constructor(void) {
 extern int broken_dep_answer(void);
 #endif
 
+#ifdef VARIANT_THREAD
+/* Runs plugin code forever: if the loader unmapped the library, the next
+ * iteration would fault. */
+static volatile unsigned long thread_ticks;
+static void *b_thread(void *arg) {
+  (void)arg;
+  for (;;) {
+    thread_ticks++;
+    usleep(200);
+  }
+  return NULL;
+}
+#endif
+
+#if defined(VARIANT_FLAKY) || defined(VARIANT_COUNT_PROBES)
+/* Counts this probe in $BROKEN_COUNTER (appending a byte, atomic across
+ * processes) and says whether it is an even-numbered one. */
+static bool flaky_even_probe(void) {
+  const char *path = getenv("BROKEN_COUNTER");
+  if (!path) return true;
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return true;
+  struct stat st;
+  bool even = write(fd, "p", 1) == 1 && fstat(fd, &st) == 0 && st.st_size % 2 == 0;
+  close(fd);
+  return even;
+}
+#endif
+
 static bp_status_t b_init(const bp_host_services_t *h) {
   host = h;
+#ifdef VARIANT_THREAD
+  pthread_t t;
+  if (pthread_create(&t, NULL, b_thread, NULL) != 0) return BP_ERR_INTERNAL;
+  pthread_detach(t);
+#endif
 #ifdef VARIANT_INIT_FAILS
   if (h && h->set_error) h->set_error("broken plugin refuses to initialise");
   return BP_ERR_UNAVAILABLE;
@@ -127,6 +171,14 @@ static bp_status_t b_probe(bp_device_info_t *infos, uint32_t capacity,
 #else
 #ifdef VARIANT_NEEDS_DEP
   if (broken_dep_answer() != 42) return BP_ERR_INTERNAL;
+#endif
+#if defined(VARIANT_FLAKY)
+  if (flaky_even_probe()) {
+    volatile int *volatile p = NULL;
+    *p = 1;
+  }
+#elif defined(VARIANT_COUNT_PROBES)
+  (void)flaky_even_probe();
 #endif
   uint32_t n = BROKEN_DEVICES < capacity ? BROKEN_DEVICES : capacity;
   for (uint32_t i = 0; i < n; i++) {

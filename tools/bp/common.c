@@ -46,7 +46,8 @@ static bool searched_anyway(const char *dir) {
 bp_context_t *bpt_context_open(const bpt_context_flags_t *flags) {
   char dir[PATH_MAX], plugins[PATH_MAX];
   bp_context_options_t opt = {.struct_size = sizeof opt};
-  opt.isolate_probe = !(flags && flags->no_isolate);
+  /* Isolation is the core's default; --no-isolate opts out explicitly. */
+  opt.in_process_probe = flags && flags->no_isolate;
   /* build/bin/bp finds build/plugins; an installed bin/bp finds
    * lib/backplane through the core's build-time directory. */
   if (bpt_exe_dir(dir, sizeof dir)) {
