@@ -1,11 +1,14 @@
 /*
  * test_bp_cli.c — the bp command end to end: runs ../bin/bp (next to this
- * test's own directory) through popen and checks exit codes and output.
+ * test's own directory) through popen and checks exit codes and output,
+ * `bp conformance` included (on the broken-plugin corpus of test/loader.mk).
  */
+#include <dirent.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +19,13 @@
 #include <cmocka.h>
 
 static char bp_path[PATH_MAX];
+static char test_dir[PATH_MAX]; /* this test's directory: $(B)/test */
 
-/* Runs "bp ARGS" (stderr kept apart), returns its exit status and a malloc'd
- * copy of stdout in *out. */
-static int run_bp(const char *args, char **out) {
-  char cmd[PATH_MAX + 256];
-  snprintf(cmd, sizeof cmd, "'%s' %s 2>/dev/null", bp_path, args);
+/* Runs "ENV bp ARGS" (stderr kept apart; env is shell assignments or ""),
+ * returns its exit status and a malloc'd copy of stdout in *out. */
+static int run_bp_env(const char *env, const char *args, char **out) {
+  char cmd[4 * PATH_MAX + 1024];
+  snprintf(cmd, sizeof cmd, "%s '%s' %s 2>/dev/null", env, bp_path, args);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   size_t cap = 1 << 16, len = 0, n;
@@ -39,6 +43,8 @@ static int run_bp(const char *args, char **out) {
   *out = buf;
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+static int run_bp(const char *args, char **out) { return run_bp_env("", args, out); }
 
 static int count(const char *s, const char *needle) {
   int n = 0;
@@ -136,6 +142,144 @@ static void test_usage(void **state) {
   free(out);
 }
 
+/* ---- bp conformance ----------------------------------------------------------
+ * On the broken-plugin corpus ($(B)/test/broken) and the CPU plugin; each
+ * plugin runs in a fresh `bp` process. */
+
+static void broken(const char *name, char *out, size_t size) {
+  snprintf(out, size, "%s/broken/backend-%s.so", test_dir, name);
+}
+
+/* Whether the table line of case `name` shows `result`. */
+static bool case_result(const char *out, const char *name, const char *result) {
+  const char *l = strstr(out, name);
+  if (!l) return false;
+  const char *eol = strchr(l, '\n');
+  const char *r = strstr(l, result);
+  return r && (!eol || r < eol);
+}
+
+/* Absent runtimes and devices read as skipped, "unavailable: <reason>", in
+ * the table, TAP and JUnit, and the run exits 0. */
+static void test_conformance_unavailable(void **state) {
+  (void)state;
+  char a[PATH_MAX], b[PATH_MAX], args[3 * PATH_MAX + 128], xml[PATH_MAX], *out;
+  broken("probeerr", a, sizeof a);
+  broken("probenone", b, sizeof b);
+  snprintf(xml, sizeof xml, "%s/conformance-unavailable.xml", test_dir);
+  snprintf(args, sizeof args, "conformance --quick '%s' '%s'", a, b);
+  int rc = run_bp(args, &out);
+  if (rc != 0) print_message("%s\n", out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "skip        unavailable: probe: libbroken-driver.so.1 not found"));
+  assert_non_null(strstr(out, "skip        unavailable: probe found no devices"));
+  assert_non_null(strstr(out, "RESULT: PASS"));
+  free(out);
+  snprintf(args, sizeof args, "conformance --quick --tap --junit '%s' '%s'", xml, a);
+  assert_int_equal(run_bp(args, &out), 0);
+  assert_non_null(strstr(out, "ok 3 - "));
+  assert_non_null(strstr(out, "loaded by the loader # SKIP unavailable: probe: libbroken-driver.so.1 not found"));
+  assert_null(strstr(out, "not ok"));
+  free(out);
+  FILE *f = fopen(xml, "r");
+  assert_non_null(f);
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  unlink(xml);
+  assert_non_null(strstr(buf, "<skipped message=\"unavailable: probe: libbroken-driver.so.1 not found\"/>"));
+  assert_non_null(strstr(buf, "failures=\"0\""));
+  /* A real backend whose runtime is absent: CUDA and ROCm pointed at
+   * nothing, as on every machine without those GPUs. */
+  snprintf(args, sizeof args, "conformance --quick '%s/../plugins/backend-cuda.so' '%s/../plugins/backend-rocm.so'",
+           test_dir, test_dir);
+  rc = run_bp_env("BACKPLANE_CUDA_DRIVER=/nonexistent/libcuda.so.1 BACKPLANE_HIP_RUNTIME=/nonexistent/libamdhip64.so",
+                  args, &out);
+  if (rc != 0) print_message("%s\n", out);
+  assert_int_equal(rc, 0);
+  assert_int_equal(count(out, "skip        unavailable: "), 2);
+  free(out);
+}
+
+/* A plugin that claims fill but has no fill function fails, exit 1. */
+static void test_conformance_claim_without_op(void **state) {
+  (void)state;
+  char p[PATH_MAX], args[PATH_MAX + 64], *out;
+  broken("claimsfill", p, sizeof p);
+  snprintf(args, sizeof args, "conformance --quick '%s'", p);
+  assert_int_equal(run_bp(args, &out), 1);
+  assert_true(case_result(out, "every claimed op is implemented", "FAIL"));
+  assert_non_null(strstr(out, "first: fill f32"));
+  free(out);
+}
+
+/* The unclaimed-op check calls the ops: with bp_fill made to answer BP_OK
+ * (test/fixtures/cf_sabotage.c), it fails. */
+static void test_conformance_unclaimed_ops_called(void **state) {
+  (void)state;
+  char p[PATH_MAX], args[PATH_MAX + 64], env[2 * PATH_MAX + 256], *out;
+  broken("good", p, sizeof p);
+  snprintf(args, sizeof args, "conformance --quick '%s'", p);
+  run_bp(args, &out);
+  assert_true(case_result(out, "unclaimed op/dtype refused as unsupported", "pass"));
+  assert_non_null(strstr(out, "unsupported op/dtype pairs called, 0 not refused"));
+  free(out);
+  const char *asan = getenv("ASAN_OPTIONS");
+  snprintf(env, sizeof env, "CF_SABOTAGE=fill LD_PRELOAD='%s/fixtures/libcf_sabotage.so' ASAN_OPTIONS='%s%sverify_asan_link_order=0'",
+           test_dir, asan ? asan : "", asan && *asan ? ":" : "");
+  assert_int_equal(run_bp_env(env, args, &out), 1);
+  assert_true(case_result(out, "unclaimed op/dtype refused as unsupported", "FAIL"));
+  assert_non_null(strstr(out, "first: fill f32 gave BP_OK"));
+  free(out);
+}
+
+/* A failing bp_graph_rebind fails the graphs case. */
+static void test_conformance_rebind_checked(void **state) {
+  (void)state;
+  char args[PATH_MAX + 64], env[2 * PATH_MAX + 256], *out;
+  snprintf(args, sizeof args, "conformance --quick '%s/../plugins/backend-cpu.so'", test_dir);
+  const char *asan = getenv("ASAN_OPTIONS");
+  snprintf(env, sizeof env, "CF_SABOTAGE=rebind LD_PRELOAD='%s/fixtures/libcf_sabotage.so' ASAN_OPTIONS='%s%sverify_asan_link_order=0'",
+           test_dir, asan ? asan : "", asan && *asan ? ":" : "");
+  assert_int_equal(run_bp_env(env, args, &out), 1);
+  assert_true(case_result(out, "capture gemm+add+softmax, launch, rebind", "FAIL"));
+  assert_non_null(strstr(out, "bp_graph_rebind: BP_ERR_INTERNAL"));
+  free(out);
+}
+
+/* A child that hangs or crashes is reported, and its staging directory is
+ * removed by the parent all the same. The loader probes in-process here
+ * (BACKPLANE_ISOLATE=0) so the fault reaches the conformance child. */
+static void test_conformance_cleans_up(void **state) {
+  (void)state;
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s/conformance-tmp-XXXXXX", test_dir);
+  assert_non_null(mkdtemp(tmp));
+  const char *const variants[] = {"hang", "crash"};
+  for (int i = 0; i < 2; i++) {
+    char p[PATH_MAX], args[PATH_MAX + 64], env[PATH_MAX + 64], *out;
+    broken(variants[i], p, sizeof p);
+    snprintf(args, sizeof args, "conformance --timeout 2 '%s'", p);
+    snprintf(env, sizeof env, "BACKPLANE_ISOLATE=0 TMPDIR='%s'", tmp);
+    assert_int_equal(run_bp_env(env, args, &out), 1);
+    assert_non_null(strstr(out, "CRASH"));
+    assert_non_null(strstr(out, i ? "crashed in" : "timed out after 2 s"));
+    free(out);
+    DIR *d = opendir(tmp);
+    assert_non_null(d);
+    int left = 0;
+    for (struct dirent *e; (e = readdir(d));)
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+        print_message("left behind: %s/%s\n", tmp, e->d_name);
+        left++;
+      }
+    closedir(d);
+    assert_int_equal(left, 0);
+  }
+  rmdir(tmp);
+}
+
 /* Finds bp at <dir of this test>/../bin/bp. */
 static int find_bp(void **state) {
   (void)state;
@@ -146,6 +290,7 @@ static int find_bp(void **state) {
   char *slash = strrchr(exe, '/');
   if (!slash) return -1;
   *slash = '\0';
+  snprintf(test_dir, sizeof test_dir, "%s", exe);
   snprintf(bp_path, sizeof bp_path, "%s/../bin/bp", exe);
   return access(bp_path, X_OK);
 }
@@ -155,6 +300,9 @@ int main(void) {
       cmocka_unit_test(test_usage),       cmocka_unit_test(test_devices), cmocka_unit_test(test_devices_memory),
       cmocka_unit_test(test_devices_json), cmocka_unit_test(test_run_cpu),
       cmocka_unit_test(test_run_json),    cmocka_unit_test(test_bench_quick),
+      cmocka_unit_test(test_conformance_unavailable), cmocka_unit_test(test_conformance_claim_without_op),
+      cmocka_unit_test(test_conformance_unclaimed_ops_called), cmocka_unit_test(test_conformance_rebind_checked),
+      cmocka_unit_test(test_conformance_cleans_up),
   };
   return cmocka_run_group_tests_name("bp_cli", tests, find_bp, NULL);
 }

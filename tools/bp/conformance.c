@@ -4,11 +4,14 @@
  * crash or hang is reported against the case it happened in and the run
  * goes on with the next plugin. See conformance.h for the structure.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,8 @@
 #include "bp.h"
 #include "conformance.h"
 #include "conformance_report.h"
+
+extern char **environ;
 
 #ifndef BPT_INSTALL_PLUGIN_DIR
 #define BPT_INSTALL_PLUGIN_DIR "/usr/local/lib/backplane"
@@ -64,30 +69,55 @@ static bool find_reference(char *out, size_t size) {
   return access(out, R_OK) == 0;
 }
 
-/* A private plugin directory with the plugin under test and the reference. */
+/* The directory staging directories go in: $TMPDIR, else /tmp. */
+static const char *tmp_root(void) {
+  const char *t = getenv("TMPDIR");
+  return t && t[0] == '/' ? t : "/tmp";
+}
+
+/* Name of the link to the plugin under test inside the staging directory. */
+static void staged_name(const char *plugin, char *out, size_t size) {
+  char *copy = strdup(plugin);
+  const char *base = copy ? basename(copy) : "backend-undertest.so";
+  snprintf(out, size, "%s", strncmp(base, "backend-", 8) ? "backend-undertest.so" : base);
+  free(copy);
+}
+
+/* Removes a staging directory and whatever is in it (links and files only;
+ * the parent does this after the child, whatever the child did). */
+static void remove_plugin_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    for (struct dirent *e; (e = readdir(d));) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char path[PATH_MAX + 256];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+/* A private plugin directory with the plugin under test and the reference.
+ * dir is set (possibly to a directory already made) even on failure, so the
+ * caller can remove it; dir[0] is '\0' when nothing was made. */
 static bool make_plugin_dir(const char *plugin, char *dir, size_t size) {
-  snprintf(dir, size, "/tmp/bp-conformance-XXXXXX");
-  if (!mkdtemp(dir)) return false;
-  char real[PATH_MAX], link[PATH_MAX + 64], ref[PATH_MAX];
+  snprintf(dir, size, "%s/bp-conformance-XXXXXX", tmp_root());
+  if (!mkdtemp(dir)) {
+    dir[0] = '\0';
+    return false;
+  }
+  char real[PATH_MAX], link[PATH_MAX + 64], ref[PATH_MAX], name[256];
   if (!realpath(plugin, real)) return false;
-  char *base = basename(strdup(plugin));
-  bool is_cpu = strcmp(base, "backend-cpu.so") == 0;
-  snprintf(link, sizeof link, "%s/%s", dir, strncmp(base, "backend-", 8) ? "backend-undertest.so" : base);
+  staged_name(plugin, name, sizeof name);
+  snprintf(link, sizeof link, "%s/%s", dir, name);
   if (symlink(real, link) != 0) return false;
-  if (!is_cpu && find_reference(ref, sizeof ref) && realpath(ref, real)) {
+  if (strcmp(name, "backend-cpu.so") && find_reference(ref, sizeof ref) && realpath(ref, real)) {
     snprintf(link, sizeof link, "%s/backend-cpu.so", dir);
     if (symlink(real, link) != 0) return false;
   }
   return true;
-}
-
-/* Removes the staging directory and the links in it. */
-static void remove_plugin_dir(const char *dir, const char *link_path) {
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/backend-cpu.so", dir);
-  unlink(path);
-  unlink(link_path);
-  rmdir(dir);
 }
 
 static void run_device_stages(cf_child_t *c) {
@@ -108,29 +138,23 @@ static void run_device_stages(cf_child_t *c) {
   cf_stage_performance(c);
 }
 
-/* Runs in the child: every stage for every device of the plugin. */
-static int child_main(const char *plugin, bool quick, FILE *out) {
+/* Runs in the child, a fresh `bp` process: every stage for every device of
+ * the plugin staged (by the parent) in dir. */
+static int child_main(const char *plugin, const char *dir, bool quick, FILE *out) {
   cf_child_t c;
   memset(&c, 0, sizeof c);
   c.out = out;
-  c.plugin_path = plugin;
   c.quick = quick;
-  char dir[PATH_MAX], real[PATH_MAX];
-  if (!make_plugin_dir(plugin, dir, sizeof dir) || !realpath(plugin, real)) {
-    cf_begin(&c, "abi", "open");
-    cf_end(&c, CF_FAIL, "cannot stage %s: %s", plugin, strerror(errno));
-    return 1;
-  }
-  bp_context_options_t o = {sizeof o, dir, false, true, 0};
+  char name[256], link_path[PATH_MAX + 256];
+  staged_name(plugin, name, sizeof name);
+  snprintf(link_path, sizeof link_path, "%s/%s", dir, name);
+  c.plugin_path = link_path;
+  bp_context_options_t o = {.struct_size = sizeof o, .plugin_dir = dir, .only_plugin_dir = true};
   if (bp_context_create(&o, &c.ctx) != BP_OK) {
     cf_begin(&c, "abi", "context");
     cf_end(&c, CF_FAIL, "%s", bp_last_error());
     return 1;
   }
-  char link_path[PATH_MAX + 64];
-  char *base = basename(strdup(plugin));
-  snprintf(link_path, sizeof link_path, "%s/%s", dir, strncmp(base, "backend-", 8) ? "backend-undertest.so" : base);
-  c.plugin_path = link_path;
   cf_stage_abi(&c);
   bp_device_open(c.ctx, "cpu-ref", NULL, &c.ref);
   if (c.ref) bp_stream_create(c.ref, &c.ref_s);
@@ -144,7 +168,7 @@ static int child_main(const char *plugin, bool quick, FILE *out) {
     bp_context_plugin_report(c.ctx, i, &rep);
     if (!strcmp(rep.path, link_path)) break;
   }
-  for (uint32_t r = 0; r < n; r++) {
+  for (uint32_t r = 0; rep.loaded && r < n; r++) {
     bp_device_entry_t e;
     bp_context_device_entry(c.ctx, r, &e);
     if (strcmp(e.backend, rep.name)) continue;
@@ -166,7 +190,6 @@ static int child_main(const char *plugin, bool quick, FILE *out) {
   bp_stream_destroy(c.ref_s);
   bp_device_close(c.ref);
   bp_context_destroy(c.ctx);
-  remove_plugin_dir(dir, link_path);
   return 0;
 }
 
@@ -176,9 +199,13 @@ typedef struct cf_options {
   bool quick, tap;
   int case_timeout_s;
   const char *junit, *json, *xfail;
+  int child_fd;          /* internal: >= 0 in a child, the pipe to write to */
+  const char *stage_dir; /* internal: the child's staging directory */
 } cf_options_t;
 
-/* Reads the child's lines until it exits or stalls for case_timeout_s. */
+/* Reads the child's lines until it exits or stalls for case_timeout_s. The
+ * child leads its own process group, so a hang is killed with whatever it
+ * started. */
 static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int timeout_s) {
   FILE *in = fdopen(fd, "r");
   char line[2048], stage[64] = "", name[256] = "", device[256] = "";
@@ -189,7 +216,7 @@ static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int
     int pr = poll(&p, 1, timeout_s * 1000);
     if (pr == 0) {
       timed_out = true;
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
       break;
     }
     if (pr < 0 && errno == EINTR) continue;
@@ -229,23 +256,53 @@ static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int
                 open_case ? name : "child process", CF_CRASH, why, bpt_now() - started);
 }
 
+/* Tests one plugin in a fresh process: `bp conformance --child-fd N
+ * --stage-dir DIR PLUGIN`, started by posix_spawn from /proc/self/exe. Not a
+ * fork: the parent has loaded every runtime (PoCL, the Vulkan loader) and
+ * their threads, and a forked child inherits their locks held mid-call. The
+ * staging directory is made here and removed here, whatever the child did. */
 static void test_plugin(cf_report_t *rep, const char *plugin, const cf_options_t *o) {
-  int fds[2];
-  if (pipe(fds) != 0) return;
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    FILE *out = fdopen(fds[1], "w");
-    _exit(child_main(plugin, o->quick, out));
-  }
-  close(fds[1]);
-  if (pid < 0) {
-    close(fds[0]);
-    cf_report_add(rep, plugin, plugin, "abi", "fork", CF_FAIL, strerror(errno), 0);
+  char dir[PATH_MAX];
+  if (!make_plugin_dir(plugin, dir, sizeof dir)) {
+    cf_report_add(rep, plugin, plugin, "abi", "open", CF_FAIL, strerror(errno), 0);
+    if (dir[0]) remove_plugin_dir(dir);
     return;
   }
-  collect(rep, plugin, fds[0], pid, o->case_timeout_s);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    cf_report_add(rep, plugin, plugin, "abi", "child process", CF_FAIL, strerror(errno), 0);
+    remove_plugin_dir(dir);
+    return;
+  }
+  fcntl(fds[1], F_SETFD, 0); /* the write end, and only it, reaches the child */
+  char fd_arg[16];
+  snprintf(fd_arg, sizeof fd_arg, "%d", fds[1]);
+  char *argv[10];
+  int k = 0;
+  argv[k++] = "bp", argv[k++] = "conformance", argv[k++] = "--child-fd", argv[k++] = fd_arg;
+  argv[k++] = "--stage-dir", argv[k++] = dir;
+  if (o->quick) argv[k++] = "--quick";
+  argv[k++] = (char *)plugin, argv[k] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO); /* keep --tap output clean */
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&at, 0);
+  fflush(NULL);
+  pid_t pid = -1;
+  int err = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(fds[1]);
+  if (err != 0) {
+    close(fds[0]);
+    cf_report_add(rep, plugin, plugin, "abi", "child process", CF_FAIL, strerror(err), 0);
+  } else {
+    collect(rep, plugin, fds[0], pid, o->case_timeout_s);
+  }
+  remove_plugin_dir(dir);
 }
 
 /* With no paths: every candidate the loader saw; refused ones fail here. */
@@ -278,11 +335,14 @@ static void usage(FILE *f) {
           "  --tap             TAP on stdout instead of the table\n"
           "  --junit FILE      also write JUnit XML\n"
           "  --json FILE       also write JSON\n"
-          "Exit status: 0 when everything claimed passes, 1 otherwise, 2 on usage errors.\n");
+          "A plugin whose runtime or device is absent (init or probe answered\n"
+          "BP_ERR_UNAVAILABLE, or no device) is reported as skipped, \"unavailable: <reason>\".\n"
+          "Exit status: 0 when every plugin passed or was unavailable, 1 when a case\n"
+          "failed or crashed, 2 on usage errors.\n");
 }
 
 int bp_cmd_conformance(int argc, char **argv) {
-  cf_options_t o = {false, false, 60, NULL, NULL, NULL};
+  cf_options_t o = {false, false, 60, NULL, NULL, NULL, -1, NULL};
   char **paths = calloc((size_t)argc + 1, sizeof *paths);
   int npaths = 0;
   for (int i = 1; i < argc; i++) {
@@ -304,12 +364,28 @@ int bp_cmd_conformance(int argc, char **argv) {
       o.junit = v;
     } else if ((v = bpt_opt_value(argc, argv, &i, "--json", &missing))) {
       o.json = v;
+    } else if ((v = bpt_opt_value(argc, argv, &i, "--child-fd", &missing))) {
+      o.child_fd = atoi(v); /* internal: see test_plugin */
+    } else if ((v = bpt_opt_value(argc, argv, &i, "--stage-dir", &missing))) {
+      o.stage_dir = v; /* internal */
     } else if (missing || argv[i][0] == '-') {
       free(paths);
       return bpt_usage_error("conformance", "%s '%s'", missing ? "missing value for" : "unknown option", argv[i]);
     } else {
       paths[npaths++] = argv[i];
     }
+  }
+  if (o.child_fd >= 0) {
+    FILE *out = npaths == 1 && o.stage_dir ? fdopen(o.child_fd, "w") : NULL;
+    if (!out) {
+      free(paths);
+      return bpt_usage_error("conformance", "--child-fd is internal: it takes --stage-dir and one plugin");
+    }
+    fcntl(o.child_fd, F_SETFD, FD_CLOEXEC); /* helpers the loader starts must not hold the pipe open */
+    int rc = child_main(paths[0], o.stage_dir, o.quick, out);
+    fclose(out);
+    free(paths);
+    return rc;
   }
   char **found = NULL;
   if (npaths == 0) npaths = list_plugins(&found);

@@ -57,6 +57,14 @@ void cf_stage_concurrency(cf_child_t *c);
 void cf_stage_performance(cf_child_t *c);
 void cf_stage_graphs(cf_child_t *c);
 
+/* Runs the first case of the op grid for op in dtype dt on the device under
+ * test (conformance_ops.c) and returns its status; the output is not read.
+ * BP_ERR_INTERNAL when the grid has no case for op. */
+bp_status_t cf_try_op(cf_child_t *c, bp_op_t op, bp_dtype_t dt);
+/* Whether the op stage tries op in dtype dt: every dtype for fill, copy and
+ * cast, the float dtypes for the rest. */
+bool cf_dtype_in_grid(bp_op_t op, bp_dtype_t dt);
+
 /* ---- helpers shared by the stages (conformance_data.c) --------------------*/
 
 /* Buffers a case allocates on one device, freed together. */

@@ -50,6 +50,12 @@ void cf_stage_abi(cf_child_t *c) {
     bp_plugin_report_t r;
     bp_context_plugin_report(c->ctx, i, &r);
     if (strcmp(r.path, c->plugin_path)) continue;
+    /* An absent runtime or device is not the plugin's fault: skip, not fail
+     * (docs/plugin-guide.md, "Conformance"). */
+    if (!r.loaded && r.status == BP_ERR_UNAVAILABLE) {
+      cf_end(c, CF_SKIP, "unavailable: %s", r.reason[0] ? r.reason : bp_status_name(r.status));
+      return;
+    }
     cf_end(c, r.loaded ? CF_PASS : CF_FAIL, "stage %s%s%s", bpt_stage_name(r.stage), r.reason[0] ? ": " : "",
            r.reason);
     return;
@@ -77,6 +83,22 @@ void cf_stage_probe(cf_child_t *c) {
     if (i->op_dtypes[op]) consistent = false;
   cf_end(c, consistent && claimed ? CF_PASS : CF_FAIL, "%d of %d op families claimed%s", claimed, BP_OP_COUNT,
          consistent ? "" : "; claims integer dtypes or unknown ops");
+  /* A claim the descriptor has no function for is refused by the core at
+   * every call: the table promises what the plugin does not have. */
+  cf_begin(c, "probe", "every claimed op is implemented");
+  int pairs = 0, missing = 0;
+  char first[160] = "";
+  for (int op = 0; op < BP_OP_COUNT; op++)
+    for (int dt = 0; dt < BP_DTYPE_COUNT; dt++) {
+      if (!(i->op_dtypes[op] & BP_DTYPE_BIT(dt))) continue;
+      bool sup = false;
+      bp_device_supports(c->dev, (bp_op_t)op, (bp_dtype_t)dt, &sup);
+      pairs++;
+      if (!sup && !missing++)
+        snprintf(first, sizeof first, "; first: %s %s", bp_op_name((bp_op_t)op), bp_dtype_name((bp_dtype_t)dt));
+    }
+  cf_end(c, missing ? CF_FAIL : CF_PASS, "%d claimed op/dtype pairs, %d without an implementation%s", pairs,
+         missing, first);
 }
 
 /* ---- error handling ----------------------------------------------------------*/
@@ -87,15 +109,30 @@ void cf_stage_errors(cf_child_t *c) {
   bp_status_t st = bp_buffer_alloc(c->dev, UINT64_C(1) << 52, &b);
   cf_end(c, st == BP_ERR_OUT_OF_MEMORY && !b ? CF_PASS : CF_FAIL, "%s: %s", bp_status_name(st), bp_last_error());
   if (b) bp_buffer_free(b);
+  /* Every op and dtype the device does not support is called with valid
+   * arguments (the op grid's first case) and must be refused with
+   * BP_ERR_UNSUPPORTED: not run, not another error. */
   cf_begin(c, "errors", "unclaimed op/dtype refused as unsupported");
+  int checked = 0, wrong = 0;
+  char first[200] = "";
   for (int op = 0; op < BP_OP_COUNT; op++) {
-    if (c->entry.info.op_dtypes[op] & BP_DTYPE_BIT(BP_F32)) continue;
-    bool sup = true;
-    bp_device_supports(c->dev, (bp_op_t)op, BP_F32, &sup);
-    cf_end(c, sup ? CF_FAIL : CF_PASS, "%s f32 %s", bp_op_name((bp_op_t)op), sup ? "reported supported" : "unsupported");
-    return;
+    for (int dt = 0; dt < BP_DTYPE_COUNT; dt++) {
+      if (!cf_dtype_in_grid((bp_op_t)op, (bp_dtype_t)dt)) continue;
+      bool sup = true;
+      bp_device_supports(c->dev, (bp_op_t)op, (bp_dtype_t)dt, &sup);
+      if (sup) continue;
+      bp_status_t got = cf_try_op(c, (bp_op_t)op, (bp_dtype_t)dt);
+      checked++;
+      if (got != BP_ERR_UNSUPPORTED && !wrong++)
+        snprintf(first, sizeof first, "%s %s gave %s", bp_op_name((bp_op_t)op), bp_dtype_name((bp_dtype_t)dt),
+                 bp_status_name(got));
+    }
   }
-  cf_end(c, CF_PASS, "every op claims f32");
+  if (!checked)
+    cf_end(c, CF_SKIP, "the device supports every op and dtype: nothing to refuse");
+  else
+    cf_end(c, wrong ? CF_FAIL : CF_PASS, "%d unsupported op/dtype pairs called, %d not refused%s%s", checked, wrong,
+           wrong ? "; first: " : "", first);
 }
 
 /* ---- memory accounting ----------------------------------------------------------*/

@@ -101,8 +101,17 @@ void cf_stage_graphs(cf_child_t *c) {
     free(launch_and_check(c, &g, graph, want0, n0, &ok, detail, sizeof detail));
     native = bp_graph_is_native(graph);
   }
-  if (ok && bp_graph_rebind(graph, g.x.buffer, g.x2.buffer) == BP_OK)
-    got = launch_and_check(c, &g, graph, want1, n1, &ok, detail, sizeof detail);
+  if (ok) {
+    /* A rebind that fails must fail the case: launching the graph unchanged
+     * would compare the first input's result with the second's. */
+    bp_status_t st = bp_graph_rebind(graph, g.x.buffer, g.x2.buffer);
+    if (st != BP_OK) {
+      ok = false;
+      snprintf(detail, sizeof detail, "bp_graph_rebind: %s: %s", bp_status_name(st), bp_last_error());
+    } else {
+      got = launch_and_check(c, &g, graph, want1, n1, &ok, detail, sizeof detail);
+    }
+  }
   cf_end(c, ok ? CF_PASS : CF_FAIL, "%s%s%s", native ? "native graph" : "replayed op by op", ok ? "" : ": ",
          ok ? "" : detail);
 
@@ -116,11 +125,14 @@ void cf_stage_graphs(cf_child_t *c) {
     setenv("BACKPLANE_NATIVE_GRAPHS", "0", 1);
     bp_graph_t *plain = capture(&g);
     bool same = false;
-    if (plain && bp_graph_rebind(plain, g.x.buffer, g.x2.buffer) == BP_OK)
-      replayed = launch_and_check(c, &g, plain, want1, n1, &same, detail, sizeof detail);
+    bp_status_t st = plain ? bp_graph_rebind(plain, g.x.buffer, g.x2.buffer) : BP_ERR_INTERNAL;
+    if (st == BP_OK) replayed = launch_and_check(c, &g, plain, want1, n1, &same, detail, sizeof detail);
     unsetenv("BACKPLANE_NATIVE_GRAPHS");
     same = replayed && !bp_graph_is_native(plain) && !memcmp(replayed, got, (size_t)n1 * sizeof *got);
-    cf_end(c, same ? CF_PASS : CF_FAIL, "%s", same ? "identical" : "native and replayed launches differ");
+    if (!plain || st != BP_OK)
+      cf_end(c, CF_FAIL, "replayed graph: %s: %s", plain ? "bp_graph_rebind" : "capture", bp_status_name(st));
+    else
+      cf_end(c, same ? CF_PASS : CF_FAIL, "%s", same ? "identical" : "native and replayed launches differ");
     bp_graph_destroy(plain);
   }
   free(got);

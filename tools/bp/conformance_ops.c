@@ -291,8 +291,30 @@ static void run_case(cf_child_t *c, const cf_case_t *k, bp_dtype_t dt) {
   free(ref);
 }
 
+static const bp_dtype_t float_types[] = {BP_F32, BP_F16, BP_BF16, BP_F64};
+
+bool cf_dtype_in_grid(bp_op_t op, bp_dtype_t dt) {
+  if (op == BP_OP_FILL || op == BP_OP_COPY || op == BP_OP_CAST) return dt >= 0 && dt < BP_DTYPE_COUNT;
+  for (size_t d = 0; d < sizeof float_types / sizeof float_types[0]; d++)
+    if (float_types[d] == dt) return true;
+  return false;
+}
+
+bp_status_t cf_try_op(cf_child_t *c, bp_op_t op, bp_dtype_t dt) {
+  for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+    if (grid[i].op != op) continue;
+    cf_run_t r;
+    cf_run_init(&r, c->dev, c->dev_s);
+    bp_tensor_t out;
+    bp_status_t st = case_fns[op](&r, &grid[i], dt, &out);
+    if (st == BP_OK) st = bp_stream_synchronize(r.s);
+    cf_run_free(&r);
+    return st;
+  }
+  return BP_ERR_INTERNAL; /* no case for op in the grid */
+}
+
 void cf_stage_ops(cf_child_t *c) {
-  static const bp_dtype_t float_types[] = {BP_F32, BP_F16, BP_BF16, BP_F64};
   bool software = c->entry.info.kind == BP_DEVICE_SOFTWARE || c->quick;
   for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
     const cf_case_t *k = &grid[i];
