@@ -54,9 +54,13 @@ class DeviceEntry:
 class Context:
     """A loader instance: discovers plugins and ranks their devices."""
 
-    def __init__(self, plugin_dir=None, isolate_probe=False):
+    def __init__(self, plugin_dir=None, isolate_probe=None):
+        """isolate_probe: None (the default) probes plugins in a helper process
+        unless BACKPLANE_ISOLATE=0; True insists on it; False loads and probes
+        them in this process (docs/runtime.md, "Plugin isolation")."""
         opts = _lib.ContextOptions(ctypes.sizeof(_lib.ContextOptions),
-                                   plugin_dir.encode() if plugin_dir else None, isolate_probe, False, 0)
+                                   plugin_dir.encode() if plugin_dir else None,
+                                   isolate_probe is True, False, 0, isolate_probe is False)
         self._h = ctypes.c_void_p()
         _check(_lib.lib.bp_context_create(ctypes.byref(opts), ctypes.byref(self._h)))
         self._devices = []

@@ -55,7 +55,7 @@ class PluginReport(ctypes.Structure):
 class ContextOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("plugin_dir", ctypes.c_char_p),
                 ("isolate_probe", ctypes.c_bool), ("only_plugin_dir", ctypes.c_bool),
-                ("probe_timeout_s", ctypes.c_uint32)]
+                ("probe_timeout_s", ctypes.c_uint32), ("in_process_probe", ctypes.c_bool)]
 
 
 class Conv2dParams(ctypes.Structure):
