@@ -337,9 +337,235 @@ static void test_parity_all_devices(void **state) {
   TC_END();
 }
 
+/* ---- numerics: fixed inputs with known answers, on every device -------------
+ * Cases an independent harness found wrong (issue 18, items 13 and 14),
+ * run on every device, cpu-ref included, against answers computed here, so
+ * a wrong reference cannot hide a wrong device: tanh near zero (relative
+ * accuracy down through the denormals), pow's IEEE special values, RMS /
+ * layer norm of rows whose squares overflow or underflow the dtype, and
+ * uniform random's half-open [a, b) after rounding to the dtype (plus bit
+ * identity with cpu-ref). */
+
+/* 2^-(p-1) for dtype dt's p significand bits, and its smallest denormal. */
+static double dt_eps(bp_dtype_t dt) {
+  return dt == BP_F16 ? 0x1p-10 : dt == BP_BF16 ? 0x1p-7 : dt == BP_F64 ? 0x1p-52 : 0x1p-23;
+}
+static double dt_tiny(bp_dtype_t dt) {
+  return dt == BP_F16 ? 0x1p-24 : dt == BP_BF16 ? 0x1p-133 : dt == BP_F64 ? 0x1p-1074 : 0x1p-149;
+}
+
+/* Every element within ulps * eps(dt) of the rounded exact value, relative
+ * to that value (one denormal step of slack); non-finite values exactly. */
+static bool expect_rel(const tc_env_t *e, bp_dtype_t dt, const double *y, const double *exact,
+                       const double *x, int64_t n, double ulps, const char *what) {
+  for (int64_t i = 0; i < n; i++) {
+    double r = tc_round(dt, exact[i]);
+    bool ok = isfinite(r) ? fabs(y[i] - r) <= ulps * dt_eps(dt) * fabs(r) + dt_tiny(dt)
+                          : (isnan(r) ? isnan(y[i]) : y[i] == r);
+    if (!ok) {
+      print_error("FAIL [%s %s] %s: x = %.9g gives %.9g, want %.9g (%g ulp allowed)\n", e->name,
+                  bp_dtype_name(dt), what, x[i], y[i], r, ulps);
+      tc_failures++;
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool num_tanh(tc_env_t *e, bp_dtype_t dt) {
+  /* special points, then a sweep of 10^-6 .. 10^1.2 of alternating sign */
+  double xs[19 + 120] = {1e-7, -1e-7, 3e-4, -0.01, 0.1, 0.3, -0.6, 0.7, 2, -5, 20,
+                         1e-20, -1e-38, 1e-40, -0x1p-149, 0.0, -0.0, 6e-8, -2e-5};
+  for (int k = 0; k < 120; k++)
+    xs[19 + k] = (k & 1 ? -1 : 1) * pow(10, -6 + k * 0.06);
+  const int64_t n = sizeof xs / sizeof *xs;
+  tc_tensor_t X = tc_tensor(e, dt, 1, &n, TC_CONTIG, xs), Y = tc_tensor(e, dt, 1, &n, TC_CONTIG, NULL);
+  bool ok = false;
+  if (tc_expect_status(e, bp_unary(e->s, BP_UNARY_TANH, &X.t, &Y.t), BP_OK, "tanh")) {
+    double *x = tc_values(&X), *y = tc_download(&Y), r[sizeof xs / sizeof *xs];
+    for (int64_t i = 0; i < n; i++)
+      r[i] = tanh(x[i]);
+    /* f16 / bf16 compute in f32 and round once */
+    ok = expect_rel(e, dt, y, r, x, n, dt == BP_F16 || dt == BP_BF16 ? 1 : 8, "tanh near zero");
+    free(x), free(y);
+  }
+  tc_tensor_free(&X), tc_tensor_free(&Y);
+  return ok;
+}
+
+static bool num_pow(tc_env_t *e, bp_dtype_t dt) {
+  const double I = INFINITY;
+  const double av[] = {-1, -1, -I, -I, -I, -I, -I, -I, -0.5, -0.5, -2, -2, -I, -I,
+                       -0.0, -0.0, -0.0, -0.0, 0.0, I, I, 1, NAN, -8, 0.5, 2};
+  const double bv[] = {I, -I, 0.5, -0.5, 3, -3, 2, -2, I, -I, I, -I, I, -I,
+                       -0.5, 0.5, -3, 3, -I, 0.5, -0.5, NAN, 0, 1.0 / 3, I, -I};
+  const int64_t n = sizeof av / sizeof *av;
+  tc_tensor_t A = tc_tensor(e, dt, 1, &n, TC_CONTIG, av), B = tc_tensor(e, dt, 1, &n, TC_STRIDED, bv);
+  tc_tensor_t Y = tc_tensor(e, dt, 1, &n, TC_CONTIG, NULL);
+  bool ok = false;
+  if (tc_expect_status(e, bp_binary(e->s, BP_BINARY_POW, &A.t, &B.t, &Y.t), BP_OK, "pow")) {
+    double *a = tc_values(&A), *b = tc_values(&B), *y = tc_download(&Y), r[sizeof av / sizeof *av];
+    for (int64_t i = 0; i < n; i++)
+      r[i] = pow(a[i], b[i]);
+    ok = tc_expect_exact(e, dt, y, r, n, "pow special values (C99 Annex F)");
+    for (int64_t i = 0; !ok && i < n; i++)
+      if (memcmp(&y[i], &r[i], sizeof(double)) && !(isnan(y[i]) && isnan(r[i])))
+        printf("    pow(%g, %g) = %g, want %g\n", a[i], b[i], y[i], r[i]);
+    free(a), free(b), free(y);
+  }
+  tc_tensor_free(&A), tc_tensor_free(&B), tc_tensor_free(&Y);
+  return ok;
+}
+
+/* Layer norm (rms false) or RMS norm of 4 rows of 8 in double, scaled by
+ * each row's largest magnitude s so that nothing overflows: y = (x/s - m)
+ * / sqrt(v + eps/s^2), with eps/s^2 past double's range meaning y = (x/s -
+ * m) * s / sqrt(eps). */
+static void norm_exact(const double *x, bool rms, double eps, double *y) {
+  for (int r = 0; r < 4; r++) {
+    const double *xr = x + 8 * r;
+    double s = 0, m = 0, v = 0;
+    for (int j = 0; j < 8; j++)
+      s = fmax(s, fabs(xr[j]));
+    s = s > 0 ? s : 1;
+    for (int j = 0; j < 8 && !rms; j++)
+      m += xr[j] / s / 8;
+    for (int j = 0; j < 8; j++)
+      v += (xr[j] / s - m) * (xr[j] / s - m) / 8;
+    double e2 = eps / s / s;
+    for (int j = 0; j < 8; j++)
+      y[8 * r + j] = isinf(e2) ? (xr[j] / s - m) * (s / sqrt(eps)) : (xr[j] / s - m) / sqrt(v + e2);
+  }
+}
+
+static bool num_norm(tc_env_t *e, bp_dtype_t dt, bool rms) {
+  /* per dtype: squares past the accumulator's range (f32 for f32 / bf16,
+   * double for f64; f16's range is inside f32's, so its rows only guard),
+   * sums past it, and squares under it */
+  double big = dt == BP_F64 ? 1e200 : dt == BP_F16 ? 6e4 : 2e19;
+  double huge = dt == BP_F64 ? 1e307 : dt == BP_F16 ? 6.5e4 : 3e38;
+  double tiny = dt == BP_F64 ? 1e-200 : dt == BP_F16 ? 1e-4 : 1e-30;
+  double x[32];
+  const double pat[8] = {1, -1, 1, -1, 1, -1, 1, -1}, mix[8] = {1, -1, 0.5, -0.25, 1, 0.75, -1, 0.125},
+               sm[8] = {1, -1, 2, -3, 1, 1, -2, 0.5};
+  for (int j = 0; j < 8; j++) {
+    x[j] = big * pat[j];
+    x[8 + j] = huge * mix[j];
+    x[16 + j] = tiny * sm[j];
+    x[24 + j] = (double)j - 2.5;
+  }
+  const int64_t shape[2] = {4, 8};
+  bool ok = true;
+  for (int k = 0; k < 2; k++) {
+    double eps = k ? 1e-5 : 0, ref[32];
+    tc_tensor_t X = tc_tensor(e, dt, 2, shape, TC_CONTIG, x), Y = tc_tensor(e, dt, 2, shape, TC_CONTIG, NULL);
+    bp_status_t st = rms ? bp_rms_norm(e->s, &X.t, NULL, eps, &Y.t) : bp_layer_norm(e->s, &X.t, NULL, NULL, eps, &Y.t);
+    ok = ok && tc_expect_status(e, st, BP_OK, "%s", rms ? "rms_norm" : "layer_norm");
+    if (st == BP_OK) {
+      double *xv = tc_values(&X), *y = tc_download(&Y);
+      norm_exact(xv, rms, eps, ref);
+      for (int r = 0; r < 4; r++)
+        ok = tc_expect_close(e, dt, y + 8 * r, ref + 8 * r, 8, 8, "%s eps %g of row %d (x up to %g)",
+                             rms ? "rms_norm" : "layer_norm", eps, r, xv[8 * r]) && ok;
+      free(xv), free(y);
+    }
+    tc_tensor_free(&X), tc_tensor_free(&Y);
+  }
+  return ok;
+}
+
+/* Uniform over ranges where rounding to the dtype reaches b: every value in
+ * [a, b), the same bits as cpu-ref. */
+static bool num_uniform(tc_env_t *ref, tc_env_t *e, bp_dtype_t dt) {
+  const double ab[][2] = {{0, 1}, {1000, 1001}, {0x1p20, 0x1p20 + 1}, {0, 1e5}, {-3, -2}};
+  const int64_t n = 1 << 16;
+  bool ok = true;
+  for (size_t k = 0; k < sizeof ab / sizeof *ab; k++) {
+    double a = ab[k][0], b = ab[k][1];
+    if (dt == BP_F16 && b > 65504)
+      continue; /* a past f16's range: nothing to keep below b */
+    double *y[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+      tc_env_t *env = d ? ref : e;
+      if (d && env == e)
+        break;
+      tc_tensor_t Y = tc_tensor(env, dt, 1, &n, TC_CONTIG, NULL);
+      if (tc_expect_status(env, bp_random(env->s, BP_RANDOM_UNIFORM, 1234, 0, a, b, &Y.t), BP_OK,
+                           "uniform"))
+        y[d] = tc_download(&Y);
+      tc_tensor_free(&Y);
+    }
+    for (int64_t i = 0; y[0] && i < n; i++)
+      if (!(y[0][i] >= a && y[0][i] < b)) {
+        print_error("FAIL [%s %s] uniform [%g, %g): element %lld is %.9g\n", e->name,
+                    bp_dtype_name(dt), a, b, (long long)i, y[0][i]);
+        tc_failures++;
+        ok = false;
+        break;
+      }
+    if (y[0] && y[1])
+      ok = tc_expect_exact(e, dt, y[0], y[1], n, "uniform [%g, %g) vs cpu-ref", a, b) && ok;
+    ok = ok && y[0];
+    free(y[0]), free(y[1]);
+  }
+  return ok;
+}
+
+static void numerics_device(tc_env_t *ref, tc_env_t *e, int *ran) {
+  static const char *const names[5] = {"tanh", "pow", "rms_norm", "layer_norm", "uniform"};
+  static const bp_op_t ops[5] = {BP_OP_UNARY, BP_OP_BINARY, BP_OP_RMS_NORM, BP_OP_LAYER_NORM,
+                                 BP_OP_RANDOM};
+  for (int c = 0; c < 5; c++)
+    for (int t = 0; t < 4; t++) {
+      bp_dtype_t dt = tc_float_dtypes[t];
+      if (!tc_supports(e, ops[c], dt))
+        continue;
+      bool ok = c == 0 ? num_tanh(e, dt) : c == 1 ? num_pow(e, dt) : c == 4 ? num_uniform(ref, e, dt)
+                                                                            : num_norm(e, dt, c == 2);
+      printf("  %-14s %-4s %s\n", names[c], bp_dtype_name(dt), ok ? "ok" : "FAILED");
+      (*ran)++;
+    }
+}
+
+static void test_numerics_all_devices(void **state) {
+  (void)state;
+  TC_BEGIN();
+  bp_context_t *ctx;
+  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
+  tc_env_t ref;
+  assert_true(tc_env_open(&ref, ctx, "cpu-ref"));
+  uint32_t count = 0;
+  assert_int_equal(bp_context_device_count(ctx, &count), BP_OK);
+  int ran = 0;
+  for (uint32_t rank = 0; rank < count; rank++) {
+    bp_device_entry_t entry;
+    assert_int_equal(bp_context_device_entry(ctx, rank, &entry), BP_OK);
+    printf("device %u: %s (%s)\n", rank, entry.info.name, entry.backend);
+    if (!strcmp(entry.info.name, "cpu-ref")) {
+      numerics_device(&ref, &ref, &ran);
+      continue;
+    }
+    char sel[16];
+    snprintf(sel, sizeof sel, "%u", rank);
+    tc_env_t e;
+    if (!tc_env_open(&e, ctx, sel)) {
+      print_error("FAIL device '%s' is listed but does not open\n", entry.info.name);
+      tc_failures++;
+      continue;
+    }
+    numerics_device(&ref, &e, &ran);
+    tc_env_close(&e);
+  }
+  tc_env_close(&ref);
+  bp_context_destroy(ctx);
+  assert_true(ran > 0);
+  TC_END();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parity_all_devices),
+      cmocka_unit_test(test_numerics_all_devices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,27 +2,43 @@
 // norm and 2-D pooling (one thread per output element).
 #include "bp_cuda_common.cuh"
 
+// Layer / RMS norm scale the row by 2^-e first, 2^e the power of two of its
+// largest magnitude (clamped so 2^-e and 2^e are normal in T; the scaling is
+// exact), so that neither the squares nor the sums overflow (x = 2e19 in
+// f32) or underflow: y = (x' - m) / sqrt(v + eps 2^-2e), m and v the mean
+// and variance of x' = x 2^-e. When eps 2^-2e overflows, v is nothing
+// beside it and y = (x' - m) 2^e / sqrt(eps).
+
 template <typename T> __device__ void norm(const bpk_norm_args_t &p) {
   const int lane = threadIdx.x & 31;
   const bpk_rows_t &r = p.r;
   BPK_FOR_EACH_ROW(row, r.rows) {
     const int64_t xb = bpk_offset(r.x, row), yb = bpk_offset(r.y, row);
+    T amax = 0;
+    for (int64_t j = lane; j < r.len; j += 32)
+      amax = bpk_max(amax, (T)fabs(bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step)));
+    amax = bpk_warp_max(amax);
+    // 0, inf and NaN rows unscaled: their answer (NaN) stays
+    const int emax = sizeof(T) == 4 ? 126 : 1022;
+    const int e = amax > 0 && isfinite(amax) ? max(-emax, min(emax, ilogb(amax))) : 0;
+    const T sc = ldexp((T)1, -e);
     T mean = 0;
     if (!p.rms) {
       T s = 0;
       for (int64_t j = lane; j < r.len; j += 32)
-        s += bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step);
+        s += bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step) * sc;
       mean = bpk_warp_sum(s) / (T)r.len;
     }
     // Second pass around the mean (zero for RMS norm): no cancellation.
     T sq = 0;
     for (int64_t j = lane; j < r.len; j += 32) {
-      T d = bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step) - mean;
+      T d = bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step) * sc - mean;
       sq += d * d;
     }
-    const T inv = (T)1 / sqrt(bpk_warp_sum(sq) / (T)r.len + (T)p.eps);
+    const T eps = (T)p.eps, e2 = eps * sc * sc, var = bpk_warp_sum(sq) / (T)r.len;
+    const T inv = isinf(e2) ? ldexp((T)1 / sqrt(eps), e) : (T)1 / sqrt(var + e2);
     for (int64_t j = lane; j < r.len; j += 32) {
-      T v = (bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step) - mean) * inv;
+      T v = (bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step) * sc - mean) * inv;
       v = v * bpk_ldv<T>(p.gamma, j, (T)1) + bpk_ldv<T>(p.beta, j, (T)0);
       bpk_st(r.y.ptr, r.y.dtype, yb + j * r.y_step, v);
     }

@@ -299,6 +299,24 @@ static void row_mean_var(const float *x, int64_t n, const float *next, double *m
   *var = row_sqdev_d(x, n, fm) / (double)n - dm * dm;
 }
 
+/* A row the f32 passes cannot take, all in double (scalar): there no
+ * square or sum of f32 values overflows or underflows. */
+static void norm_row_double(const float *x, float *y, int64_t n, const float *gamma,
+                            const float *beta, double eps, int rms) {
+  double mean = 0.0, var = 0.0;
+  for (int64_t i = 0; i < n && !rms; i++)
+    mean += x[i];
+  mean /= rms ? 1.0 : (double)n;
+  for (int64_t i = 0; i < n; i++)
+    var += ((double)x[i] - mean) * ((double)x[i] - mean);
+  double inv = 1.0 / sqrt(var / (double)n + eps);
+  for (int64_t i = 0; i < n; i++) {
+    double v = ((double)x[i] - mean) * inv;
+    v *= gamma ? gamma[i] : 1.0f;
+    y[i] = (float)(v + (beta && !rms ? beta[i] : 0.0f));
+  }
+}
+
 static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
                        const float *beta, double eps, int rms,
                        const float *next, bool nt) {
@@ -312,6 +330,14 @@ static void k_norm_row(const float *x, float *y, int64_t n, const float *gamma,
     var /= (double)n;
   } else {
     row_mean_var(x, n, next, &mean, &var);
+  }
+  /* The f32 squares and block sums overflow past |x - mean| ~ 1.8e19 (var
+   * inf or NaN; NaN and inf inputs land here too) and lose their precision
+   * under ~1e-19 (var below 2^-100), which matters only when eps does not
+   * swamp the variance: such rows go through double instead. */
+  if (!(var <= 0x1p100) || (var < 0x1p-100 && eps < 0x1p-60)) {
+    norm_row_double(x, y, n, gamma, beta, eps, rms);
+    return;
   }
   /* (x - mean) / sd as (x - fm) * inv + c: fm the f32 mean, c its rounding
    * residue times -inv, so one multiply-add applies both */

@@ -215,7 +215,12 @@ static double opt_param(const bp_plugin_tensor_t *t, int64_t j, double dflt) {
 }
 
 /* rms != 0: y = x / sqrt(mean(x^2) + eps) * gamma; else layer norm with
- * population variance, both two-pass in double. */
+ * population variance, both two-pass in double. The row is scaled by 2^-k,
+ * 2^k its largest magnitude's power of two (exact), so that neither the
+ * squares nor the sums overflow or underflow (f64 rows past 1e154 or under
+ * 1e-154): y = (x' - m) / sqrt(v + eps 2^-2k) with m, v the mean and
+ * variance of x' = x 2^-k. When eps 2^-2k is past double's range the
+ * variance is nothing beside it, and y = (x' - m) 2^k / sqrt(eps). */
 static void norm_row(const bp_norm_args_t *a, int64_t row, int rms) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
   int32_t last = x->rank - 1;
@@ -223,19 +228,24 @@ static void norm_row(const bp_norm_args_t *a, int64_t row, int rms) {
   const void *px = cpu_tensor_base(x);
   void *py = cpu_tensor_base(y);
   int64_t ox = line_offset(x, last, row), oy = line_offset(y, last, row);
-  double mean = 0.0, var = 0.0;
+  double amax = 0.0, mean = 0.0, var = 0.0;
+  for (int64_t j = 0; j < n; j++)
+    amax = fmax(amax, fabs(cpu_load(px, x->dtype, ox + j * sx)));
+  /* 0, inf or NaN rows unscaled: their answer (NaN, or 0 / 0) stays */
+  int k = amax > 0.0 && isfinite(amax) ? ilogb(amax) : 0;
   if (!rms) {
     for (int64_t j = 0; j < n; j++)
-      mean += cpu_load(px, x->dtype, ox + j * sx);
+      mean += ldexp(cpu_load(px, x->dtype, ox + j * sx), -k);
     mean /= (double)n;
   }
   for (int64_t j = 0; j < n; j++) {
-    double d = cpu_load(px, x->dtype, ox + j * sx) - mean;
+    double d = ldexp(cpu_load(px, x->dtype, ox + j * sx), -k) - mean;
     var += d * d;
   }
-  double inv = 1.0 / sqrt(var / (double)n + a->eps);
+  double e2 = ldexp(a->eps, -2 * k);
+  double inv = isinf(e2) ? ldexp(1.0 / sqrt(a->eps), k) : 1.0 / sqrt(var / (double)n + e2);
   for (int64_t j = 0; j < n; j++) {
-    double v = (cpu_load(px, x->dtype, ox + j * sx) - mean) * inv;
+    double v = (ldexp(cpu_load(px, x->dtype, ox + j * sx), -k) - mean) * inv;
     v = v * opt_param(&a->gamma, j, 1.0);
     if (!rms)
       v += opt_param(&a->beta, j, 0.0);

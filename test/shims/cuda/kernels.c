@@ -302,22 +302,27 @@ static bool k_softmax(const void *pp) {
   return end();
 }
 
+/* As norm.cu: the row scaled by 2^-e (e the exponent of its largest
+ * magnitude) so that no square or sum overflows or underflows double. */
 static bool k_norm(const void *pp) {
   const bpk_norm_args_t *p = pp;
   const bpk_rows_t *r = &p->r;
   begin();
   for (int64_t row = 0; row < r->rows && !bad; row++) {
     const int64_t xb = offset(&r->x, row), yb = offset(&r->y, row);
-    double mean = 0, sq = 0;
+    double amax = 0, mean = 0, sq = 0;
+    for (int64_t j = 0; j < r->len; j++) amax = fmax(amax, fabs(row_x(r, xb, j)));
+    int e = amax > 0 && isfinite(amax) ? ilogb(amax) : 0;
     if (!p->rms) {
-      for (int64_t j = 0; j < r->len; j++) mean += row_x(r, xb, j);
+      for (int64_t j = 0; j < r->len; j++) mean += ldexp(row_x(r, xb, j), -e);
       mean /= (double)r->len;
     }
-    for (int64_t j = 0; j < r->len; j++) sq += pow(row_x(r, xb, j) - mean, 2);
-    double inv = 1 / sqrt(sq / (double)r->len + p->eps);
+    for (int64_t j = 0; j < r->len; j++) sq += pow(ldexp(row_x(r, xb, j), -e) - mean, 2);
+    double e2 = ldexp(p->eps, -2 * e);
+    double inv = isinf(e2) ? ldexp(1 / sqrt(p->eps), e) : 1 / sqrt(sq / (double)r->len + e2);
     for (int64_t j = 0; j < r->len; j++)
       st(r->y.ptr, r->y.dtype, yb + j * r->y_step,
-         (row_x(r, xb, j) - mean) * inv * vec(&p->gamma, j, 1) + vec(&p->beta, j, 0));
+         (ldexp(row_x(r, xb, j), -e) - mean) * inv * vec(&p->gamma, j, 1) + vec(&p->beta, j, 0));
   }
   return end();
 }
