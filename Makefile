@@ -83,7 +83,7 @@ check-tsan: deps
 # Installs the library (with its soname links), both public headers, the
 # plugins, bp, its man page and backplane.pc. DESTDIR stages a package.
 INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include $(PLUGIN_INSTALL_DIR) \
-  $(PREFIX)/bin $(PREFIX)/share/man/man1 $(PREFIX)/share/backplane
+  $(PROBE_HELPER_DIR) $(PREFIX)/bin $(PREFIX)/share/man/man1 $(PREFIX)/share/backplane
 install: $(LIB) $(PLUGINS) $(TOOLS)
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 755 $(B)/lib/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
@@ -91,6 +91,7 @@ install: $(LIB) $(PLUGINS) $(TOOLS)
 	ln -sf libbackplane.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so
 	install -m 644 core/backplane.h plugin-api.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(PLUGINS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
+	install -m 755 $(PROBE_HELPER) $(DESTDIR)$(PROBE_HELPER_DIR)/
 	install -m 755 $(B)/bin/bp $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 tools/bench_torch.py $(DESTDIR)$(PREFIX)/share/backplane/
 	if [ -f docs/bp.1 ]; then install -m 644 docs/bp.1 $(DESTDIR)$(PREFIX)/share/man/man1/; fi
@@ -102,7 +103,7 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/backplane.pc \
 	  $(DESTDIR)$(PREFIX)/include/backplane.h $(DESTDIR)$(PREFIX)/include/plugin-api.h \
 	  $(DESTDIR)$(PREFIX)/bin/bp $(DESTDIR)$(PREFIX)/share/man/man1/bp.1 \
-	  $(DESTDIR)$(PREFIX)/share/backplane/bench_torch.py \
+	  $(DESTDIR)$(PREFIX)/share/backplane/bench_torch.py $(DESTDIR)$(PROBE_HELPER_DIR)/bp-probe \
 	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS)))
 	-rmdir $(DESTDIR)$(PLUGIN_INSTALL_DIR)
 
