@@ -27,6 +27,9 @@ trap 'rm -rf "$tmp"' EXIT
 : > "$tmp/partial"
 export BACKPLANE_PLUGIN_PATH="$b/plugins"
 export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Probe verdicts (docs/runtime.md, "Plugin isolation") go to the build
+# directory, not the user's ~/.cache; tests that need their own set it.
+export BACKPLANE_PROBE_CACHE="${BACKPLANE_PROBE_CACHE:-$b/probe-cache.bin}"
 
 installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
