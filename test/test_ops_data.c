@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/common/bp_philox.h"
 #include "ref.h"
 #include "tc.h"
 
@@ -208,6 +209,49 @@ static void test_philox_known_answers(void **state) {
     for (int j = 0; j < 4; j++)
       assert_int_equal(out[j], kat[i][6 + j]);
   }
+}
+
+/* bp_philox.h's own f32 -> f16 / bf16 rounding and f16 -> f32 (which keep
+ * uniform values below b on every backend) against tc_round: every f16
+ * pattern, the floats on and next to every f16 rounding midpoint, and a
+ * stride through all floats. */
+static void test_philox_16bit_rounding(void **state) {
+  (void)state;
+  int bad = 0;
+  for (uint32_t h = 0; h < 0x10000u && bad < 5; h++) {
+    uint16_t h16 = (uint16_t)h;
+    double want = tc_load(&h16, BP_F16);
+    float got = bp_philox_h2f(h);
+    if (!(isnan(want) ? isnan(got) : (double)got == want && !signbit(got) == !signbit(want)))
+      print_error("h2f(%04x) = %g, want %g\n", h, got, want), bad++;
+    if ((h & 0x7c00u) == 0x7c00u)
+      continue;
+    /* the midpoint to the next pattern up in magnitude, and its neighbours */
+    uint16_t n16 = (uint16_t)(h + 1);
+    double mid = (want + tc_load(&n16, BP_F16)) / 2;
+    float fm = (float)mid;
+    for (int k = -1; k <= 1 && (float)mid == mid; k++) {
+      uint32_t u = bp_philox_f2u(fm) + (uint32_t)k;
+      float f = bp_philox_u2f(u);
+      uint16_t w;
+      tc_store(&w, BP_F16, f);
+      if (bp_philox_f2h(f) != w)
+        print_error("f2h(%a) = %04x, want %04x\n", (double)f, bp_philox_f2h(f), w), bad++;
+    }
+  }
+  for (uint64_t u = 0; u < 0x100000000ull && bad < 5; u += 4099) {
+    float f = bp_philox_u2f((uint32_t)u);
+    if (isnan(f))
+      continue;
+    uint16_t w;
+    tc_store(&w, BP_F16, f);
+    if (bp_philox_f2h(f) != w)
+      print_error("f2h(%a) = %04x, want %04x\n", (double)f, bp_philox_f2h(f), w), bad++;
+    tc_store(&w, BP_BF16, f);
+    if (bp_philox_f2bf(f) != w)
+      print_error("f2bf(%a) = %04x, want %04x\n", (double)f, bp_philox_f2bf(f), w), bad++;
+  }
+  assert_int_equal(bad, 0);
 }
 
 /* The next value of dt (f16 / bf16) below h, itself a value of dt: the
@@ -401,6 +445,7 @@ int main(void) {
       cmocka_unit_test(test_copy_bits),
       cmocka_unit_test(test_cast_all_pairs),
       cmocka_unit_test(test_philox_known_answers),
+      cmocka_unit_test(test_philox_16bit_rounding),
       cmocka_unit_test(test_random_stream),
       cmocka_unit_test(test_random_statistics),
       cmocka_unit_test(test_random_reproducible),
