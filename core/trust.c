@@ -44,7 +44,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-bool bp__trust_secure(void) { return getauxval(AT_SECURE) != 0; }
+bool bp__trust_secure(void) {
+  return getauxval(AT_SECURE) != 0;
+}
 
 /* Existing policy, kept as it was: others than the owner and root can write. */
 static bool writable_by_others(const struct stat *st) {
@@ -56,13 +58,11 @@ static bool owner_trusted(uid_t uid, bool secure) {
   return uid == 0 || (!secure && uid == geteuid());
 }
 
-static bp_status_t refuse(char *reason, size_t size, const char *prefix,
-                          const char *fmt, ...)
+static bp_status_t refuse(char *reason, size_t size, const char *prefix, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Writes "<prefix><message>" to reason and returns the refusal status. */
-static bp_status_t refuse(char *reason, size_t size, const char *prefix,
-                          const char *fmt, ...) {
+static bp_status_t refuse(char *reason, size_t size, const char *prefix, const char *fmt, ...) {
   int n = snprintf(reason, size, "%s", prefix);
   if (n < 0) n = 0;
   if ((size_t)n < size) {
@@ -81,20 +81,18 @@ static const char *owner_rule(uid_t uid, bool secure) {
 
 /* Checks real (an absolute, resolved directory) and every directory above it
  * up to /: rules TRUST-4, TRUST-5 (real itself), TRUST-6 (those above). */
-static bp_status_t check_dirs(const char *real, const char *prefix,
-                              char *reason, size_t size) {
+static bp_status_t check_dirs(const char *real, const char *prefix, char *reason, size_t size) {
   bool secure = bp__trust_secure();
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", real);
   for (bool own_dir = true;; own_dir = false) {
     struct stat st;
     if (stat(dir, &st) != 0)
-      return refuse(reason, size, prefix, "cannot stat directory %s: %s (rule TRUST-4)",
-                    dir, strerror(errno));
+      return refuse(reason, size, prefix, "cannot stat directory %s: %s (rule TRUST-4)", dir,
+                    strerror(errno));
     if (!owner_trusted(st.st_uid, secure))
-      return refuse(reason, size, prefix,
-                    "directory %s is owned by uid %u, not root%s (rule %s)", dir,
-                    (unsigned)st.st_uid,
+      return refuse(reason, size, prefix, "directory %s is owned by uid %u, not root%s (rule %s)",
+                    dir, (unsigned)st.st_uid,
                     secure ? " (setuid/setgid process)" : " nor the effective user",
                     secure && st.st_uid == geteuid() ? "TRUST-7" : "TRUST-4");
     if (writable_by_others(&st)) {
@@ -112,8 +110,10 @@ static bp_status_t check_dirs(const char *real, const char *prefix,
     if (!strcmp(dir, "/")) return BP_OK;
     char *slash = strrchr(dir, '/');
     if (!slash) return BP_OK; /* realpath gives absolute paths; defensive */
-    if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
+    if (slash == dir)
+      slash[1] = '\0';
+    else
+      *slash = '\0';
   }
 }
 
@@ -124,8 +124,10 @@ static bp_status_t check_dirs(const char *real, const char *prefix,
  * realpath, whose error the caller reports. */
 static bp_status_t check_links(const char *path, char *reason, size_t size) {
   char cur[PATH_MAX], rest[2 * PATH_MAX], next[2 * PATH_MAX], target[PATH_MAX];
-  if (path[0] == '/') snprintf(cur, sizeof cur, "/");
-  else if (!getcwd(cur, sizeof cur)) return BP_OK;
+  if (path[0] == '/')
+    snprintf(cur, sizeof cur, "/");
+  else if (!getcwd(cur, sizeof cur))
+    return BP_OK;
   if (snprintf(rest, sizeof rest, "%s", path) >= (int)sizeof rest) return BP_OK;
   for (int hops = 0;;) {
     const char *comp = rest;
@@ -139,11 +141,13 @@ static bp_status_t check_links(const char *path, char *reason, size_t size) {
       /* nothing to do */
     } else if (len == 2 && comp[0] == '.' && comp[1] == '.') {
       char *slash = strrchr(cur, '/'); /* cur holds no symlink: ".." is lexical */
-      if (slash == cur) cur[1] = '\0';
-      else if (slash) *slash = '\0';
+      if (slash == cur)
+        cur[1] = '\0';
+      else if (slash)
+        *slash = '\0';
     } else {
-      if (snprintf(cand, sizeof cand, "%s%s%.*s", cur, strcmp(cur, "/") ? "/" : "",
-                   (int)len, comp) >= (int)sizeof cand)
+      if (snprintf(cand, sizeof cand, "%s%s%.*s", cur, strcmp(cur, "/") ? "/" : "", (int)len,
+                   comp) >= (int)sizeof cand)
         return BP_OK;
       struct stat st;
       if (lstat(cand, &st) != 0) return BP_OK;
@@ -152,13 +156,12 @@ static bp_status_t check_links(const char *path, char *reason, size_t size) {
         if (++hops > 40) return BP_OK;
         if (check_dirs(cur, "", why, sizeof why) != BP_OK)
           return refuse(reason, size, "",
-                        "symlink %s lies where others could re-point it (rule TRUST-8): %s",
-                        cand, why);
+                        "symlink %s lies where others could re-point it (rule TRUST-8): %s", cand,
+                        why);
         ssize_t n = readlink(cand, target, sizeof target - 1);
         if (n <= 0) return BP_OK;
         target[n] = '\0';
-        if (snprintf(next, sizeof next, "%s%s", target, after) >= (int)sizeof next)
-          return BP_OK;
+        if (snprintf(next, sizeof next, "%s%s", target, after) >= (int)sizeof next) return BP_OK;
         if (target[0] == '/') snprintf(cur, sizeof cur, "/");
         memcpy(rest, next, strlen(next) + 1);
         continue;
@@ -169,8 +172,7 @@ static bp_status_t check_links(const char *path, char *reason, size_t size) {
   }
 }
 
-bp_status_t bp__trust_check_dir(const char *dir, char *reason,
-                                size_t reason_size) {
+bp_status_t bp__trust_check_dir(const char *dir, char *reason, size_t reason_size) {
   char real[PATH_MAX], prefix[PATH_MAX + 64] = "";
   if (reason_size) reason[0] = '\0';
   if (check_links(dir, reason, reason_size) != BP_OK) return BP_ERR_INCOMPATIBLE;
@@ -178,31 +180,27 @@ bp_status_t bp__trust_check_dir(const char *dir, char *reason,
     return refuse(reason, reason_size, "",
                   "plugin directory %s cannot be resolved: %s (rule TRUST-1)", dir,
                   strerror(errno));
-  if (strcmp(dir, real))
-    snprintf(prefix, sizeof prefix, "plugin directory resolves to %s: ", real);
+  if (strcmp(dir, real)) snprintf(prefix, sizeof prefix, "plugin directory resolves to %s: ", real);
   return check_dirs(real, prefix, reason, reason_size);
 }
 
-bp_status_t bp__trust_check_file(const char *path, char *reason,
-                                 size_t reason_size) {
+bp_status_t bp__trust_check_file(const char *path, char *reason, size_t reason_size) {
   char real[PATH_MAX], prefix[PATH_MAX + 64] = "";
   if (reason_size) reason[0] = '\0';
   bool secure = bp__trust_secure();
   if (check_links(path, reason, reason_size) != BP_OK) return BP_ERR_INCOMPATIBLE;
   /* "cannot stat" as before: a dangling symlink or a loop ends here. */
   if (!realpath(path, real))
-    return refuse(reason, reason_size, "", "cannot stat: %s (rule TRUST-1)",
-                  strerror(errno));
+    return refuse(reason, reason_size, "", "cannot stat: %s (rule TRUST-1)", strerror(errno));
   if (strcmp(path, real)) snprintf(prefix, sizeof prefix, "resolves to %s: ", real);
   struct stat st;
   if (stat(real, &st) != 0)
-    return refuse(reason, reason_size, prefix, "cannot stat: %s (rule TRUST-1)",
-                  strerror(errno));
+    return refuse(reason, reason_size, prefix, "cannot stat: %s (rule TRUST-1)", strerror(errno));
   if (!S_ISREG(st.st_mode))
     return refuse(reason, reason_size, prefix, "not a regular file (rule TRUST-1)");
   if (!owner_trusted(st.st_uid, secure))
-    return refuse(reason, reason_size, prefix,
-                  "file is owned by uid %u, not root%s (rule %s)", (unsigned)st.st_uid,
+    return refuse(reason, reason_size, prefix, "file is owned by uid %u, not root%s (rule %s)",
+                  (unsigned)st.st_uid,
                   secure ? " (setuid/setgid process)" : " nor the effective user",
                   owner_rule(st.st_uid, secure));
   if (writable_by_others(&st))
@@ -212,7 +210,9 @@ bp_status_t bp__trust_check_file(const char *path, char *reason,
                   (unsigned)(st.st_mode & 0777));
   char *slash = strrchr(real, '/');
   if (!slash) return BP_OK;
-  if (slash == real) slash[1] = '\0';
-  else *slash = '\0';
+  if (slash == real)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
   return check_dirs(real, prefix, reason, reason_size);
 }

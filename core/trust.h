@@ -24,8 +24,7 @@ bool bp__trust_secure(void);
  * it, up to /, by rules TRUST-4 to TRUST-8. Returns BP_OK when plugins may
  * be loaded from it; otherwise BP_ERR_INCOMPATIBLE with the reason, citing
  * the rule, written to reason (always NUL-terminated). Thread-safe. */
-bp_status_t bp__trust_check_dir(const char *dir, char *reason,
-                                size_t reason_size);
+bp_status_t bp__trust_check_dir(const char *dir, char *reason, size_t reason_size);
 
 /* Checks one candidate plugin file before it is opened: resolves path
  * (realpath, so a symlink is judged by what it points at), then applies
@@ -33,7 +32,6 @@ bp_status_t bp__trust_check_dir(const char *dir, char *reason,
  * parent up to /. Returns BP_OK when the file may be dlopened; otherwise
  * BP_ERR_INCOMPATIBLE with the reason, citing the rule, in reason.
  * Thread-safe. */
-bp_status_t bp__trust_check_file(const char *path, char *reason,
-                                 size_t reason_size);
+bp_status_t bp__trust_check_file(const char *path, char *reason, size_t reason_size);
 
 #endif /* BACKPLANE_TRUST_H */

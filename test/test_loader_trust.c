@@ -35,8 +35,7 @@ static void tt_mkdtemp(char *out, size_t size) {
   assert_int_equal(chmod(out, 0755), 0);
 }
 
-static void tt_subdir(const char *base, const char *name, mode_t mode, char *out,
-                      size_t size) {
+static void tt_subdir(const char *base, const char *name, mode_t mode, char *out, size_t size) {
   snprintf(out, size, "%s/%s", base, name);
   assert_int_equal(mkdir(out, 0700), 0);
   assert_int_equal(chmod(out, mode), 0);
@@ -44,8 +43,8 @@ static void tt_subdir(const char *base, const char *name, mode_t mode, char *out
 
 /* Asserts that file was refused before dlopen with a reason naming rule
  * and containing what. */
-static void tt_expect_refused(const bp_context_t *ctx, const char *file,
-                              const char *rule, const char *what) {
+static void tt_expect_refused(const bp_context_t *ctx, const char *file, const char *rule,
+                              const char *what) {
   tl_expect_refused(ctx, file, BP_STAGE_OPEN, BP_ERR_INCOMPATIBLE, rule, what);
 }
 
@@ -162,7 +161,8 @@ static void test_foreign_owner(void **state) {
  * could rename and replace what is inside. Needs root to chown. */
 static void test_foreign_directory(void **state) {
   (void)state;
-  if (geteuid() != 0) skip_case("test_foreign_directory needs root to chown a directory to uid 65534");
+  if (geteuid() != 0)
+    skip_case("test_foreign_directory needs root to chown a directory to uid 65534");
   char base[PATH_MAX], theirs[PATH_MAX + 8], dir[PATH_MAX + 16];
   tt_mkdtemp(base, sizeof base);
   tt_subdir(base, "theirs", 0755, theirs, sizeof theirs);
@@ -242,8 +242,7 @@ static int secure_child(const char *mine, bool secure) {
 }
 
 /* Runs exe as uid/gid 65534 with the child arguments; returns its status. */
-static int run_as_nobody(const char *exe, const char *mine, const char *env_dir,
-                         bool secure) {
+static int run_as_nobody(const char *exe, const char *mine, const char *env_dir, bool secure) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -296,12 +295,9 @@ int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--secure-child"))
     return secure_child(argv[2], !strcmp(argv[3], "secure"));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_symlink_escape),
-      cmocka_unit_test(test_symlink_chain),
-      cmocka_unit_test(test_world_writable_parent),
-      cmocka_unit_test(test_foreign_owner),
-      cmocka_unit_test(test_foreign_directory),
-      cmocka_unit_test(test_good_plugin_loads),
+      cmocka_unit_test(test_symlink_escape),        cmocka_unit_test(test_symlink_chain),
+      cmocka_unit_test(test_world_writable_parent), cmocka_unit_test(test_foreign_owner),
+      cmocka_unit_test(test_foreign_directory),     cmocka_unit_test(test_good_plugin_loads),
       cmocka_unit_test(test_secure_mode),
   };
   int failed = cmocka_run_group_tests(tests, tl_setup, NULL);
