@@ -7,6 +7,11 @@
  * device does not claim is printed as "unsupported" and must be refused
  * with BP_ERR_UNSUPPORTED, never run. Sizes are small so software devices
  * finish quickly.
+ * test_numerics_all_devices runs fixed inputs with known answers on every
+ * device, cpu-ref included: tanh near zero and through the denormals,
+ * pow's C99 special values, layer / RMS norm of rows whose squares
+ * overflow or underflow the accumulator, and uniform random's [a, b) after
+ * rounding to f16 / bf16 / f32 / f64 (bit-identical to cpu-ref).
  */
 #include <math.h>
 #include <setjmp.h>
