@@ -129,6 +129,12 @@ $(B)/test/test_stress: $(B)/obj/test/test_stress.o $(LIB) $(B)/plugins/backend-c
 $(B)/obj/test/test_loader_%.o: CFLAGS_EXTRA := -Itest
 $(B)/obj/test/test_stress.o: CFLAGS_EXTRA := -Itest
 
+# Not a test: the start-up timer behind docs/performance.md (bench_startup.sh).
+$(B)/test/bench_startup: $(B)/obj/test/bench_startup.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane -Wl,-rpath,'$$ORIGIN/../lib'
+TEST_SUPPORT += $(B)/test/bench_startup
+
 TESTS += $(LOADER_TEST_BINS) $(B)/test/test_stress
 TSAN_TESTS += $(B)/test/test_stress
 
