@@ -52,9 +52,9 @@ extern char **environ;
  * a helper from another build refuse an area it does not understand. */
 typedef struct probe_area {
   uint32_t magic, size;
-  char version[32];            /* BP_VERSION_STRING of the loader */
-  volatile uint32_t accepted;  /* set by the prober before it loads */
-  bp__plugin_t plugin;         /* filled by the loader's code as it goes */
+  char version[32];           /* BP_VERSION_STRING of the loader */
+  volatile uint32_t accepted; /* set by the prober before it loads */
+  bp__plugin_t plugin;        /* filled by the loader's code as it goes */
 } probe_area_t;
 
 bool bp__isolation_wanted(const bp_context_options_t *o) {
@@ -102,16 +102,13 @@ static void probe_here(const char *path, int fd, probe_area_t *a) {
 
 int bp__probe_helper_main(int argc, char **argv) {
   if (argc != 3 || strcmp(argv[1], "--probe") != 0) {
-    fprintf(stderr,
-            "bp-probe: backplane's plugin probe helper, started by "
-            "libbackplane, not by hand\n");
+    fprintf(stderr, "bp-probe: backplane's plugin probe helper, started by "
+                    "libbackplane, not by hand\n");
     return 2;
   }
   struct stat st;
-  if (fstat(HELPER_AREA_FD, &st) != 0 || (size_t)st.st_size < sizeof(probe_area_t))
-    return 2;
-  probe_area_t *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED,
-                         HELPER_AREA_FD, 0);
+  if (fstat(HELPER_AREA_FD, &st) != 0 || (size_t)st.st_size < sizeof(probe_area_t)) return 2;
+  probe_area_t *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED, HELPER_AREA_FD, 0);
   if (a == MAP_FAILED) return 2;
   close(HELPER_AREA_FD);
   if (a->magic != AREA_MAGIC || a->size != sizeof *a ||
@@ -143,8 +140,7 @@ static void reap(pid_t pid, int *out_wstatus) {
  * (then kills it), and reaps it. A pidfd, where the kernel has them, also
  * notices a prober that died while a process it started keeps the pipe
  * open. Returns true on timeout. */
-static bool wait_prober(pid_t pid, int rd, uint32_t timeout_s, bool *out_done,
-                        int *out_wstatus) {
+static bool wait_prober(pid_t pid, int rd, uint32_t timeout_s, bool *out_done, int *out_wstatus) {
   int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
   double deadline = now_s() + timeout_s;
   bool done = false, ended = false, timed_out = false;
@@ -154,8 +150,7 @@ static bool wait_prober(pid_t pid, int rd, uint32_t timeout_s, bool *out_done,
       timed_out = true;
       break;
     }
-    struct pollfd pfd[2] = {{.fd = rd, .events = POLLIN},
-                            {.fd = pidfd, .events = POLLIN}};
+    struct pollfd pfd[2] = {{.fd = rd, .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
     int pr = poll(pfd, pidfd >= 0 ? 2 : 1, left_ms);
     if (pr < 0 && errno == EINTR) continue;
     if (pr < 0) break;
@@ -163,8 +158,10 @@ static bool wait_prober(pid_t pid, int rd, uint32_t timeout_s, bool *out_done,
       char c;
       ssize_t n = read(rd, &c, 1);
       if (n < 0 && errno == EINTR) continue;
-      if (n == 1) done = true;
-      else ended = true; /* EOF or error: the prober is gone */
+      if (n == 1)
+        done = true;
+      else
+        ended = true; /* EOF or error: the prober is gone */
     }
     if (pidfd >= 0 && pfd[1].revents) ended = true;
   }
@@ -190,25 +187,29 @@ static bool wait_prober(pid_t pid, int rd, uint32_t timeout_s, bool *out_done,
 
 static const char *stage_name(bp_plugin_stage_t stage) {
   switch (stage) {
-  case BP_STAGE_OPEN: return "loading";
+  case BP_STAGE_OPEN:
+    return "loading";
   case BP_STAGE_SYMBOL:
   case BP_STAGE_VERSION:
-  case BP_STAGE_VALIDATE: return "validating";
-  case BP_STAGE_INIT: return "init";
-  case BP_STAGE_PROBE: return "probe";
-  default: return "loading or probing";
+  case BP_STAGE_VALIDATE:
+    return "validating";
+  case BP_STAGE_INIT:
+    return "init";
+  case BP_STAGE_PROBE:
+    return "probe";
+  default:
+    return "loading or probing";
   }
 }
 
 /* Faults say something about the plugin; other signals (an interrupt from
  * the terminal, the OOM killer) do not, and such verdicts are not cached. */
 static bool fault_signal(int sig) {
-  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
-         sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS;
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
+         sig == SIGTRAP || sig == SIGSYS;
 }
 
-static void describe_exit(int wstatus, bp_plugin_stage_t stage, const char *how,
-                          bp__verdict_t *v) {
+static void describe_exit(int wstatus, bp_plugin_stage_t stage, const char *how, bp__verdict_t *v) {
   if (WIFSIGNALED(wstatus)) {
     int sig = WTERMSIG(wstatus);
     const char *abbrev = sigabbrev_np(sig);
@@ -216,8 +217,8 @@ static void describe_exit(int wstatus, bp_plugin_stage_t stage, const char *how,
              stage_name(stage), abbrev ? abbrev : "?", strsignal(sig), sig, how);
     v->cacheable = fault_signal(sig);
   } else if (WIFEXITED(wstatus)) {
-    snprintf(v->reason, sizeof v->reason, "called exit(%d) in %s (%s)",
-             WEXITSTATUS(wstatus), stage_name(stage), how);
+    snprintf(v->reason, sizeof v->reason, "called exit(%d) in %s (%s)", WEXITSTATUS(wstatus),
+             stage_name(stage), how);
   } else {
     snprintf(v->reason, sizeof v->reason, "isolated probe ended abnormally (%s)", how);
     v->cacheable = false;
@@ -227,9 +228,8 @@ static void describe_exit(int wstatus, bp_plugin_stage_t stage, const char *how,
 /* Fills v from what the prober wrote into a. The area was written by a
  * process that may have died half-way: every string is terminated and every
  * count bounded before use. */
-static void verdict_from_area(probe_area_t *a, bool done, bool timed_out,
-                              int wstatus, uint32_t timeout_s, const char *how,
-                              bp__verdict_t *v) {
+static void verdict_from_area(probe_area_t *a, bool done, bool timed_out, int wstatus,
+                              uint32_t timeout_s, const char *how, bp__verdict_t *v) {
   bp_plugin_report_t *r = &a->plugin.report;
   r->name[sizeof r->name - 1] = r->version[sizeof r->version - 1] = '\0';
   r->reason[sizeof r->reason - 1] = '\0';
@@ -241,8 +241,8 @@ static void verdict_from_area(probe_area_t *a, bool done, bool timed_out,
   v->cacheable = true;
   if (timed_out) {
     v->status = BP_ERR_TIMEOUT;
-    snprintf(v->reason, sizeof v->reason, "timed out after %u s in %s (%s)",
-             timeout_s, stage_name(v->stage), how);
+    snprintf(v->reason, sizeof v->reason, "timed out after %u s in %s (%s)", timeout_s,
+             stage_name(v->stage), how);
     return;
   }
   if (!done) {
@@ -261,8 +261,7 @@ static void verdict_from_area(probe_area_t *a, bool done, bool timed_out,
   v->status = r->status < 0 ? r->status : BP_ERR_INTERNAL;
   snprintf(v->reason, sizeof v->reason, "%s", r->reason);
   /* Running out of memory says nothing lasting about the plugin. */
-  if (v->status == BP_ERR_OUT_OF_MEMORY || v->status == BP_ERR_INTERNAL)
-    v->cacheable = false;
+  if (v->status == BP_ERR_OUT_OF_MEMORY || v->status == BP_ERR_INTERNAL) v->cacheable = false;
 }
 
 static void area_init(probe_area_t *a) {
@@ -276,16 +275,14 @@ static void fail_verdict(bp__verdict_t *v, const char *what, int err) {
   v->status = BP_ERR_INTERNAL;
   v->stage = BP_STAGE_OPEN;
   v->cacheable = false;
-  snprintf(v->reason, sizeof v->reason, "isolated probe: %s failed: %s", what,
-           strerror(err));
+  snprintf(v->reason, sizeof v->reason, "isolated probe: %s failed: %s", what, strerror(err));
 }
 
 /* ---- the helper: bp-probe through posix_spawn ---------------------------- */
 
 static bool helper_usable(const char *path) {
   struct stat st;
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, X_OK) != 0)
-    return false;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, X_OK) != 0) return false;
   /* The same rule as for plugins: nobody but its owner and root may write it. */
   return !(st.st_mode & S_IWOTH) && !((st.st_mode & S_IWGRP) && st.st_gid != 0);
 }
@@ -303,8 +300,7 @@ static bool find_helper(char *out, size_t size, char *tried, size_t tried_size) 
   }
   Dl_info info;
   char real[PATH_MAX];
-  if (dladdr((void *)find_helper, &info) && info.dli_fname &&
-      realpath(info.dli_fname, real)) {
+  if (dladdr((void *)find_helper, &info) && info.dli_fname && realpath(info.dli_fname, real)) {
     snprintf(out, size, "%s/backplane/bp-probe", dirname(real));
     snprintf(tried, tried_size, "%s", out);
     if (helper_usable(out)) return true;
@@ -326,14 +322,11 @@ static bool spawn_probe(const char *helper, const char *path, uint32_t timeout_s
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   bool fa_init = false, attr_init = false;
-  if ((memfd = memfd_create("bp-probe", MFD_CLOEXEC)) < 0 ||
-      ftruncate(memfd, sizeof *a) != 0 ||
-      (a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)) ==
-          MAP_FAILED ||
+  if ((memfd = memfd_create("bp-probe", MFD_CLOEXEC)) < 0 || ftruncate(memfd, sizeof *a) != 0 ||
+      (a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)) == MAP_FAILED ||
       pipe2(fds, O_CLOEXEC) != 0) {
     bp__log(BP_LOG_WARN, BP__LOG_LOADER,
-            "probe helper: cannot set up its result area: %s; forking instead",
-            strerror(errno));
+            "probe helper: cannot set up its result area: %s; forking instead", strerror(errno));
     goto out;
   }
   area_init(a);
@@ -378,7 +371,8 @@ static bool spawn_probe(const char *helper, const char *path, uint32_t timeout_s
   if (!a->accepted && !timed_out) {
     bp__log(BP_LOG_WARN, BP__LOG_LOADER,
             "probe helper %s did not take the probe (another build of backplane?); "
-            "forking instead", helper);
+            "forking instead",
+            helper);
     goto out;
   }
   verdict_from_area(a, done, timed_out, wstatus, timeout_s, "isolated probe", v);
@@ -398,11 +392,10 @@ out:
 /* Probes path in a forked child, for when bp-probe is missing. A fork copies
  * the application as it is (its other threads are gone, their locks may be
  * held), which is why the helper is preferred. */
-static void fork_probe(const char *path, uint32_t timeout_s, const char *why,
-                       bp__verdict_t *v) {
+static void fork_probe(const char *path, uint32_t timeout_s, const char *why, bp__verdict_t *v) {
   int fds[2];
-  probe_area_t *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  probe_area_t *a =
+      mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (a == MAP_FAILED) {
     fail_verdict(v, "mmap", errno);
     return;
@@ -426,10 +419,8 @@ static void fork_probe(const char *path, uint32_t timeout_s, const char *why,
     /* The application's own handlers for fatal signals (a crash reporter, a
      * test framework that longjmps back into its runner) must not run here:
      * the child would go on as a copy of the application. */
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE,
-                                SIGABRT, SIGTRAP, SIGSYS};
-    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
-      signal(fatal[i], SIG_DFL);
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -459,7 +450,8 @@ void bp__probe_isolated(const char *path, uint32_t timeout_s, bp__verdict_t *v) 
     if (!atomic_exchange(&warned, true))
       bp__log(BP_LOG_WARN, BP__LOG_LOADER,
               "probe helper bp-probe not found (looked at %s); probing plugins in "
-              "forked children instead", tried);
+              "forked children instead",
+              tried);
   }
   fork_probe(path, timeout_s, why, v);
 }
@@ -471,8 +463,7 @@ void bp__probe_verdict(const char *path, uint32_t timeout_s, bp__verdict_t *v) {
   bool keyed = bp__probe_cache_key(path, &key);
   if (keyed && bp__probe_cache_lookup(&key, timeout_s, v)) {
     v->from_cache = true;
-    bp__log(BP_LOG_DEBUG, BP__LOG_LOADER,
-            "probe verdict for %s from the cache: %s%s%s", path,
+    bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "probe verdict for %s from the cache: %s%s%s", path,
             v->status == BP_OK ? "loads" : bp_status_name(v->status),
             v->status == BP_OK ? "" : ": ", v->reason);
     return;

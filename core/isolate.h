@@ -20,10 +20,10 @@
 
 /* What probing one plugin file in a helper process found. */
 typedef struct bp__verdict {
-  bp_status_t status;      /* BP_OK: the plugin loads; else its refusal */
-  bp_plugin_stage_t stage; /* the stage reached (failed at, when refused) */
-  char reason[512];        /* "" when status is BP_OK */
-  char name[64], version[64]; /* from the descriptor, "" if never read */
+  bp_status_t status;            /* BP_OK: the plugin loads; else its refusal */
+  bp_plugin_stage_t stage;       /* the stage reached (failed at, when refused) */
+  char reason[512];              /* "" when status is BP_OK */
+  char name[64], version[64];    /* from the descriptor, "" if never read */
   uint16_t abi_major, abi_minor; /* the plugin's, 0 if never read */
   uint32_t device_count;
   bp_device_info_t infos[BP__MAX_DEVICES_PER_PLUGIN];
@@ -45,12 +45,10 @@ uint32_t bp__probe_timeout_s(const bp_context_options_t *options);
  * process (bp-probe, or a forked child when the helper is missing) that is
  * killed after timeout_s; a cacheable verdict is then stored. Fills
  * *out_verdict and never fails: a failure to probe is itself a refusal. */
-void bp__probe_verdict(const char *path, uint32_t timeout_s,
-                       bp__verdict_t *out_verdict);
+void bp__probe_verdict(const char *path, uint32_t timeout_s, bp__verdict_t *out_verdict);
 
 /* Probes path in a helper process and fills *out_verdict (isolate.c). */
-void bp__probe_isolated(const char *path, uint32_t timeout_s,
-                        bp__verdict_t *out_verdict);
+void bp__probe_isolated(const char *path, uint32_t timeout_s, bp__verdict_t *out_verdict);
 
 /* The bp-probe helper's main (isolate.c): `bp-probe --probe PATH`, with the
  * result channel on fd 3 and the shared result area on fd 4. */

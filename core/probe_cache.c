@@ -152,16 +152,48 @@ static bool hash_file(int fd, const struct stat *st, uint64_t *out) {
 
 /* Variables that differ between shells and sessions but say nothing about
  * drivers, and backplane's own that do not change what probe finds. */
-static const char *const ignored_vars[] = {
-    "PWD", "OLDPWD", "SHLVL", "_", "TERM", "COLUMNS", "LINES", "SSH_CLIENT",
-    "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK", "WINDOWID", "TMUX",
-    "TMUX_PANE", "STY", "XDG_SESSION_ID", "INVOCATION_ID", "JOURNAL_STREAM",
-    "MAIL", "PS1", "PS2", "PROMPT_COMMAND", "LS_COLORS", "HISTFILE", "HISTSIZE",
-    "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKE_TERMOUT", "MAKE_TERMERR",
-    "GPG_TTY", "TERM_SESSION_ID", "XAUTHORITY", "ICEAUTHORITY", "XDG_CACHE_HOME",
-    "BACKPLANE_DEBUG", "BACKPLANE_PROBE_CACHE", "BACKPLANE_ISOLATE",
-    "BACKPLANE_PROBE_HELPER", "BACKPLANE_PLUGIN_PATH", "BACKPLANE_BACKENDS",
-    "BACKPLANE_TUNING_CACHE"};
+static const char *const ignored_vars[] = {"PWD",
+                                           "OLDPWD",
+                                           "SHLVL",
+                                           "_",
+                                           "TERM",
+                                           "COLUMNS",
+                                           "LINES",
+                                           "SSH_CLIENT",
+                                           "SSH_CONNECTION",
+                                           "SSH_TTY",
+                                           "SSH_AUTH_SOCK",
+                                           "WINDOWID",
+                                           "TMUX",
+                                           "TMUX_PANE",
+                                           "STY",
+                                           "XDG_SESSION_ID",
+                                           "INVOCATION_ID",
+                                           "JOURNAL_STREAM",
+                                           "MAIL",
+                                           "PS1",
+                                           "PS2",
+                                           "PROMPT_COMMAND",
+                                           "LS_COLORS",
+                                           "HISTFILE",
+                                           "HISTSIZE",
+                                           "MAKEFLAGS",
+                                           "MFLAGS",
+                                           "MAKELEVEL",
+                                           "MAKE_TERMOUT",
+                                           "MAKE_TERMERR",
+                                           "GPG_TTY",
+                                           "TERM_SESSION_ID",
+                                           "XAUTHORITY",
+                                           "ICEAUTHORITY",
+                                           "XDG_CACHE_HOME",
+                                           "BACKPLANE_DEBUG",
+                                           "BACKPLANE_PROBE_CACHE",
+                                           "BACKPLANE_ISOLATE",
+                                           "BACKPLANE_PROBE_HELPER",
+                                           "BACKPLANE_PLUGIN_PATH",
+                                           "BACKPLANE_BACKENDS",
+                                           "BACKPLANE_TUNING_CACHE"};
 
 /* Search paths for libraries and driver manifests: their directories count
  * too, so a driver installed into one of them changes the fingerprint. */
@@ -236,12 +268,14 @@ static uint64_t env_fingerprint(void) {
                  sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1,
                  (int)geteuid()};
   h = fnv_bytes(h, cpus, sizeof cpus);
-  static const char *const watched[] = {
-      "/etc/ld.so.cache",           "/etc/OpenCL/vendors",
-      "/usr/share/vulkan/icd.d",    "/etc/vulkan/icd.d",
-      "/usr/share/vulkan/implicit_layer.d", "/dev", "/dev/dri"};
-  for (size_t i = 0; i < sizeof watched / sizeof *watched; i++)
-    h = stat_hash(h, watched[i], true);
+  static const char *const watched[] = {"/etc/ld.so.cache",
+                                        "/etc/OpenCL/vendors",
+                                        "/usr/share/vulkan/icd.d",
+                                        "/etc/vulkan/icd.d",
+                                        "/usr/share/vulkan/implicit_layer.d",
+                                        "/dev",
+                                        "/dev/dri"};
+  for (size_t i = 0; i < sizeof watched / sizeof *watched; i++) h = stat_hash(h, watched[i], true);
   return h;
 }
 
@@ -283,7 +317,9 @@ static void header_init(cache_header_t *h, uint32_t count) {
   snprintf(h->lib_version, sizeof h->lib_version, "%s", BP_VERSION_STRING);
 }
 
-static bool terminated(const char *s, size_t size) { return memchr(s, '\0', size) != NULL; }
+static bool terminated(const char *s, size_t size) {
+  return memchr(s, '\0', size) != NULL;
+}
 
 /* Reads the cache file into a buffer whose entries all check out; *out_data
  * is NULL (and the count 0) when there is none to trust. The caller frees
@@ -302,7 +338,8 @@ static uint32_t read_cache(const char *path, unsigned char **out_data, size_t *o
   if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
     bp__log(BP_LOG_WARN, BP__LOG_LOADER,
             "probe cache %s: owned by uid %u or writable by others (mode %03o); "
-            "ignoring it", path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+            "ignoring it",
+            path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
     goto out;
   }
   size_t len = (size_t)st.st_size, got = 0;
@@ -327,11 +364,10 @@ static uint32_t read_cache(const char *path, unsigned char **out_data, size_t *o
     if (len - off < sizeof e) goto out;
     memcpy(&e, buf + off, sizeof e);
     if (e.device_count > BP__MAX_DEVICES_PER_PLUGIN ||
-        len - off - sizeof e < (size_t)e.device_count * sizeof(bp_device_info_t) ||
-        e.status > 0 || (unsigned)e.stage > BP_STAGE_READY ||
-        (e.status == BP_OK) != (e.device_count > 0) || !terminated(e.real, sizeof e.real) ||
-        !terminated(e.name, sizeof e.name) || !terminated(e.version, sizeof e.version) ||
-        !terminated(e.reason, sizeof e.reason))
+        len - off - sizeof e < (size_t)e.device_count * sizeof(bp_device_info_t) || e.status > 0 ||
+        (unsigned)e.stage > BP_STAGE_READY || (e.status == BP_OK) != (e.device_count > 0) ||
+        !terminated(e.real, sizeof e.real) || !terminated(e.name, sizeof e.name) ||
+        !terminated(e.version, sizeof e.version) || !terminated(e.reason, sizeof e.reason))
       goto out;
     off += sizeof e + (size_t)e.device_count * sizeof(bp_device_info_t);
   }
@@ -386,10 +422,9 @@ static void memo_sync(const char *path) {
     memo_set(path, NULL, 0, 0);
     return;
   }
-  if (file_memo.data && !strcmp(file_memo.path, path) &&
-      file_memo.dev == (uint64_t)st.st_dev && file_memo.ino == (uint64_t)st.st_ino &&
-      file_memo.size == (uint64_t)st.st_size && file_memo.mtime == mtime_ns(&st) &&
-      file_memo.ctime == ctime_ns(&st))
+  if (file_memo.data && !strcmp(file_memo.path, path) && file_memo.dev == (uint64_t)st.st_dev &&
+      file_memo.ino == (uint64_t)st.st_ino && file_memo.size == (uint64_t)st.st_size &&
+      file_memo.mtime == mtime_ns(&st) && file_memo.ctime == ctime_ns(&st))
     return;
   unsigned char *data;
   size_t len;
@@ -402,8 +437,8 @@ static size_t entry_bytes(const cache_entry_t *e) {
 }
 
 static bool same_file(const cache_entry_t *e, const bp__probe_key_t *k) {
-  return e->dev == k->dev && e->ino == k->ino && e->size == k->size &&
-         e->mtime_ns == k->mtime_ns && e->hash == k->hash;
+  return e->dev == k->dev && e->ino == k->ino && e->size == k->size && e->mtime_ns == k->mtime_ns &&
+         e->hash == k->hash;
 }
 
 /* ---- the interface ------------------------------------------------------------ */
@@ -429,8 +464,7 @@ bool bp__probe_cache_key(const char *path, bp__probe_key_t *k) {
   return true;
 }
 
-bool bp__probe_cache_lookup(const bp__probe_key_t *k, uint32_t timeout_s,
-                            bp__verdict_t *v) {
+bool bp__probe_cache_lookup(const bp__probe_key_t *k, uint32_t timeout_s, bp__verdict_t *v) {
   char path[PATH_MAX];
   if (!cache_path(path, sizeof path)) return false;
   pthread_mutex_lock(&file_memo.lock);
@@ -486,8 +520,7 @@ static bool write_all(int fd, const void *data, size_t len) {
   return true;
 }
 
-void bp__probe_cache_store(const bp__probe_key_t *k, uint32_t timeout_s,
-                           const bp__verdict_t *v) {
+void bp__probe_cache_store(const bp__probe_key_t *k, uint32_t timeout_s, const bp__verdict_t *v) {
   char path[PATH_MAX], tmp[PATH_MAX + 16];
   if (!cache_path(path, sizeof path)) return;
   pthread_mutex_lock(&file_memo.lock);

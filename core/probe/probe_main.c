@@ -7,4 +7,6 @@
  */
 #include "isolate.h"
 
-int main(int argc, char **argv) { return bp__probe_helper_main(argc, argv); }
+int main(int argc, char **argv) {
+  return bp__probe_helper_main(argc, argv);
+}
