@@ -316,6 +316,7 @@ static void test_parity_all_devices(void **state) {
   uint32_t count = 0;
   assert_int_equal(bp_context_device_count(ctx, &count), BP_OK);
   int compared = 0;
+  char seen[512] = ","; /* backends compared, ",cpu,cuda," */
   for (uint32_t rank = 0; rank < count; rank++) {
     bp_device_entry_t entry;
     assert_int_equal(bp_context_device_entry(ctx, rank, &entry), BP_OK);
@@ -333,12 +334,33 @@ static void test_parity_all_devices(void **state) {
     int ran = 0, skipped = 0;
     parity_device(&ref, &e, &ran, &skipped);
     printf("device %s: %d compared, %d unsupported\n", e.name, ran, skipped);
+    if (ran == 0) { /* a device that passes by comparing nothing */
+      print_error("FAIL device '%s' (%s) compared nothing: it claims none of the parity cases\n",
+                  entry.info.name, entry.backend);
+      tc_failures++;
+    } else if (strlen(seen) + strlen(entry.backend) + 2 < sizeof seen) {
+      strcat(seen, entry.backend), strcat(seen, ",");
+    }
     compared += ran;
     tc_env_close(&e);
   }
   tc_env_close(&ref);
   bp_context_destroy(ctx);
   assert_true(compared > 0); /* at least "cpu" ran */
+  /* A backend a suite asks for (test_gpu_ops.sh: TC_DEVICES=cuda,cpu-ref)
+   * must have been compared, not silently absent. */
+  char want[256];
+  snprintf(want, sizeof want, "%s", getenv("TC_DEVICES") ? getenv("TC_DEVICES") : "");
+  char *save = NULL;
+  for (char *tok = strtok_r(want, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    tok[strcspn(tok, ":")] = '\0';
+    char key[80];
+    snprintf(key, sizeof key, ",%s,", tok);
+    if (strcmp(tok, "cpu-ref") && !strstr(seen, key)) {
+      print_error("FAIL TC_DEVICES names '%s', but no such device was compared\n", tok);
+      tc_failures++;
+    }
+  }
   TC_END();
 }
 
