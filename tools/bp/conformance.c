@@ -263,16 +263,16 @@ static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int
  * staging directory is made here and removed here, whatever the child did. */
 static void test_plugin(cf_report_t *rep, const char *plugin, const cf_options_t *o) {
   char dir[PATH_MAX];
+  int fds[2] = {-1, -1};
   if (!make_plugin_dir(plugin, dir, sizeof dir)) {
-    cf_report_add(rep, plugin, plugin, "abi", "open", CF_FAIL, strerror(errno), 0);
-    if (dir[0]) remove_plugin_dir(dir);
-    return;
+    char why[PATH_MAX + 64];
+    snprintf(why, sizeof why, "cannot stage it in %s: %s", dir[0] ? dir : tmp_root(), strerror(errno));
+    cf_report_add(rep, plugin, plugin, "abi", "open", CF_FAIL, why, 0);
+    goto out;
   }
-  int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     cf_report_add(rep, plugin, plugin, "abi", "child process", CF_FAIL, strerror(errno), 0);
-    remove_plugin_dir(dir);
-    return;
+    goto out;
   }
   fcntl(fds[1], F_SETFD, 0); /* the write end, and only it, reaches the child */
   char fd_arg[16];
@@ -297,12 +297,13 @@ static void test_plugin(cf_report_t *rep, const char *plugin, const cf_options_t
   posix_spawnattr_destroy(&at);
   close(fds[1]);
   if (err != 0) {
-    close(fds[0]);
     cf_report_add(rep, plugin, plugin, "abi", "child process", CF_FAIL, strerror(err), 0);
+    close(fds[0]);
   } else {
-    collect(rep, plugin, fds[0], pid, o->case_timeout_s);
+    collect(rep, plugin, fds[0], pid, o->case_timeout_s); /* closes fds[0] */
   }
-  remove_plugin_dir(dir);
+out:
+  if (dir[0]) remove_plugin_dir(dir);
 }
 
 /* With no paths: every candidate the loader saw; refused ones fail here. */
