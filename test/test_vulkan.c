@@ -99,7 +99,7 @@ static void test_device_info(void **state) {
   assert_true(e.info.op_dtypes[BP_OP_GEMM] & BP_DTYPE_BIT(BP_F32));
   assert_true(strncmp(e.info.identity, "pci:", 4) == 0 ||
               strncmp(e.info.identity, "uuid:", 5) == 0);
-  TC_END();
+  /* No TC_END: the asserts above are the checks, none is a tc_expect_*. */
 }
 
 static void test_fill_copy_cast(void **state) {

@@ -24,6 +24,7 @@ const bp_dtype_t tc_float_dtypes[4] = {BP_F32, BP_F16, BP_BF16, BP_F64};
 const char *const tc_layout_names[TC_LAYOUT_COUNT] = {"contig", "strided",
                                                       "permuted"};
 int tc_failures;
+int tc_checks;
 
 /* ---- environment ----------------------------------------------------------*/
 
@@ -466,6 +467,7 @@ static void vreport(const tc_env_t *e, bp_dtype_t dt, const char *fmt,
 bool tc_expect_close(const tc_env_t *e, bp_dtype_t dt, const double *y,
                      const double *ref, int64_t n, double red,
                      const char *what, ...) {
+  tc_checks++;
   double tol = tc_tol(dt);
   if (dt == BP_F32 || dt == BP_F64)
     tol *= sqrt(red > 1 ? red : 1);
@@ -516,6 +518,7 @@ bool tc_expect_close(const tc_env_t *e, bp_dtype_t dt, const double *y,
 
 bool tc_expect_exact(const tc_env_t *e, bp_dtype_t dt, const double *y,
                      const double *ref, int64_t n, const char *what, ...) {
+  tc_checks++;
   for (int64_t i = 0; i < n; i++) {
     double r = tc_round(dt, ref[i]);
     bool ok = isnan(r) ? isnan(y[i])
@@ -536,6 +539,7 @@ bool tc_expect_exact(const tc_env_t *e, bp_dtype_t dt, const double *y,
 
 bool tc_expect_status(const tc_env_t *e, bp_status_t st, bp_status_t want,
                       const char *what, ...) {
+  tc_checks++;
   if (st == want)
     return true;
   char detail[1400];
@@ -579,6 +583,7 @@ static bool mentions(const char *msg, const char *needle) {
 
 bool tc_expect_reject(const tc_env_t *e, bp_status_t st, bp_status_t want,
                       const char *needle, const char *what, ...) {
+  tc_checks++;
   const char *msg = bp_last_error();
   char detail[1400] = "";
   if (st != want)

@@ -144,6 +144,8 @@ int64_t tc_bytes_changed(const tc_tensor_t *t);
 /* ---- comparisons -----------------------------------------------------------*/
 
 extern int tc_failures;
+/* tc_expect_* calls since TC_BEGIN: a test that checked nothing fails. */
+extern int tc_checks;
 /* Compares y with ref (n values) as described at the top; ref is rounded
  * to dt first. red is the reduction length. Prints and counts a failure;
  * returns true when close. what is printf-formatted context. */
@@ -166,9 +168,14 @@ bool tc_expect_status(const tc_env_t *e, bp_status_t st, bp_status_t want,
 bool tc_expect_reject(const tc_env_t *e, bp_status_t st, bp_status_t want,
                       const char *needle, const char *what, ...)
     __attribute__((format(printf, 5, 6)));
-/* Fails the current test when any tc_expect_* failed since TC_BEGIN. */
-#define TC_BEGIN() (tc_failures = 0)
-#define TC_END() assert_int_equal(tc_failures, 0)
+/* Fails the current test when any tc_expect_* failed since TC_BEGIN, or
+ * when none was called (a test must not pass by checking nothing). */
+#define TC_BEGIN() (tc_failures = tc_checks = 0)
+#define TC_END()                                                               \
+  do {                                                                         \
+    assert_int_equal(tc_failures, 0);                                          \
+    assert_true(tc_checks > 0);                                                \
+  } while (0)
 
 /* Linear index into x (rank rx, shape xs) of output element lin of shape
  * ys under NumPy broadcasting. */
