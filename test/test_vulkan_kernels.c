@@ -88,7 +88,7 @@ void vt_test_kernels(void **state) {
                                     strlen(saxpy_glsl), "main", "-DSCALE=2.0",
                                     4, sig, &k);
   if (st == BP_ERR_UNAVAILABLE) {
-    print_message("GLSL part skipped: %s\n", bp_last_error());
+    print_message("SKIP: GLSL custom kernels: %s\n", bp_last_error());
   } else {
     tc_expect_status(&vt_vk, st, BP_OK, "GLSL create: %s", bp_last_error());
     if (st == BP_OK) {
@@ -134,7 +134,7 @@ void vt_test_kernels(void **state) {
                                     &k),
                    BP_ERR_INVALID_ARGUMENT, "SPIR-V without that entry");
 #else
-  print_message("SPIR-V part skipped: built without glslc\n");
+  print_message("SKIP: SPIR-V custom kernel: built without glslc\n");
 #endif
   static const uint32_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   k = NULL;
