@@ -104,28 +104,51 @@ typedef enum bp_dtype {
   (BP_DTYPE_BIT(BP_I32) | BP_DTYPE_BIT(BP_I64) | BP_DTYPE_BIT(BP_U8))
 
 /* ---------------------------------------------------------------------------
- * Op families: the index into a device's capability table.
- * New families are appended; BP_OP_TABLE_SIZE leaves room for them.
+ * The op table: every op family, named once. Adding an op is one line here
+ * (appended, with the next value: the values are ABI) plus its argument
+ * struct below and its kernels. From this table come the bp_op_t enum, the
+ * descriptor's op slots (in this order), bp_op_name, the core's dispatch,
+ * argument sizes and graph capture, and each plugin's list of op entry
+ * points. Columns:
+ *   ENUM     the bp_op_t value's name, after BP_OP_
+ *   name     the descriptor slot and the op's name (bp_op_name)
+ *   args_t   the argument struct the slot takes
+ *   value    the enum value, also the index into op_dtypes[]
+ *   capture  how a graph records the call: VALUE copies the struct (its
+ *            tensors are the fields listed next); ARRAYS also deep-copies
+ *            the arrays of tensors it points at (Adam's groups)
+ *   tensors  the struct's tensor fields, which a graph rebinds
  */
+#define BP_OP_TABLE(X)                                                         \
+  X(GEMM, gemm, bp_gemm_args_t, 0, VALUE, (a, b, c))                           \
+  X(GEMV, gemv, bp_gemv_args_t, 1, VALUE, (a, x, y))                           \
+  X(CONV2D, conv2d, bp_conv2d_args_t, 2, VALUE, (x, w, bias, y))               \
+  X(POOL2D, pool2d, bp_pool2d_args_t, 3, VALUE, (x, y))                        \
+  X(BATCH_NORM, batch_norm, bp_batch_norm_args_t, 4, VALUE,                    \
+    (x, mean, var, scale, bias, y))                                            \
+  X(LAYER_NORM, layer_norm, bp_norm_args_t, 5, VALUE, (x, gamma, beta, y))     \
+  X(RMS_NORM, rms_norm, bp_norm_args_t, 6, VALUE, (x, gamma, beta, y))         \
+  X(SOFTMAX, softmax, bp_softmax_args_t, 7, VALUE, (x, y))                     \
+  X(ATTENTION, attention, bp_attention_args_t, 8, VALUE, (q, k, v, out))       \
+  X(ADAM, adam, bp_adam_args_t, 9, ARRAYS, ())                                 \
+  X(UNARY, unary, bp_unary_args_t, 10, VALUE, (x, y))                          \
+  X(BINARY, binary, bp_binary_args_t, 11, VALUE, (a, b, y))                    \
+  X(REDUCE, reduce, bp_reduce_args_t, 12, VALUE, (x, y))                       \
+  X(FILL, fill, bp_fill_args_t, 13, VALUE, (y))                                \
+  X(COPY, copy, bp_copy_args_t, 14, VALUE, (x, y))                             \
+  X(CAST, cast, bp_copy_args_t, 15, VALUE, (x, y))                             \
+  X(RANDOM, random, bp_random_args_t, 16, VALUE, (y))
+
+/* Op families: the index into a device's capability table. GEMM covers
+ * gemm and strided batched gemm, SOFTMAX softmax and log-softmax.
+ * BP_OP_TABLE_SIZE leaves room for families appended later. */
 typedef enum bp_op {
-  BP_OP_GEMM = 0,     /* gemm and strided batched gemm */
-  BP_OP_GEMV = 1,
-  BP_OP_CONV2D = 2,
-  BP_OP_POOL2D = 3,
-  BP_OP_BATCH_NORM = 4,
-  BP_OP_LAYER_NORM = 5,
-  BP_OP_RMS_NORM = 6,
-  BP_OP_SOFTMAX = 7,  /* softmax and log-softmax */
-  BP_OP_ATTENTION = 8,
-  BP_OP_ADAM = 9,
-  BP_OP_UNARY = 10,
-  BP_OP_BINARY = 11,
-  BP_OP_REDUCE = 12,
-  BP_OP_FILL = 13,
-  BP_OP_COPY = 14,
-  BP_OP_CAST = 15,
-  BP_OP_RANDOM = 16,
-  BP_OP_COUNT = 17
+#define BP__OP_ENUM(E, name, args_t, value, capture, tensors) BP_OP_##E = value,
+  BP_OP_TABLE(BP__OP_ENUM)
+#undef BP__OP_ENUM
+#define BP__OP_PLUS_ONE(E, name, args_t, value, capture, tensors) +1
+  BP_OP_COUNT = 0 BP_OP_TABLE(BP__OP_PLUS_ONE)
+#undef BP__OP_PLUS_ONE
 } bp_op_t;
 #define BP_OP_TABLE_SIZE 64
 
@@ -582,41 +605,14 @@ typedef struct bp_plugin_descriptor {
                                bp_plugin_event_t *start,
                                bp_plugin_event_t *end, double *out_ms);
 
-  /* --- ops (each optional) ----------------------------------------------*/
-  bp_status_t (*gemm)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                      const bp_gemm_args_t *);
-  bp_status_t (*gemv)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                      const bp_gemv_args_t *);
-  bp_status_t (*conv2d)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                        const bp_conv2d_args_t *);
-  bp_status_t (*pool2d)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                        const bp_pool2d_args_t *);
-  bp_status_t (*batch_norm)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                            const bp_batch_norm_args_t *);
-  bp_status_t (*layer_norm)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                            const bp_norm_args_t *);
-  bp_status_t (*rms_norm)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                          const bp_norm_args_t *);
-  bp_status_t (*softmax)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                         const bp_softmax_args_t *);
-  bp_status_t (*attention)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                           const bp_attention_args_t *);
-  bp_status_t (*adam)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                      const bp_adam_args_t *);
-  bp_status_t (*unary)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                       const bp_unary_args_t *);
-  bp_status_t (*binary)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                        const bp_binary_args_t *);
-  bp_status_t (*reduce)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                        const bp_reduce_args_t *);
-  bp_status_t (*fill)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                      const bp_fill_args_t *);
-  bp_status_t (*copy)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                      const bp_copy_args_t *);
-  bp_status_t (*cast)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                      const bp_copy_args_t *);
-  bp_status_t (*random)(bp_plugin_device_t *, bp_plugin_stream_t *,
-                        const bp_random_args_t *);
+  /* --- ops (each optional): one slot per line of BP_OP_TABLE, in its
+   * order, e.g. bp_status_t (*gemm)(bp_plugin_device_t *, bp_plugin_stream_t
+   * *, const bp_gemm_args_t *); */
+#define BP__OP_SLOT(E, name, args_t, value, capture, tensors)                  \
+  bp_status_t (*name)(bp_plugin_device_t *, bp_plugin_stream_t *,             \
+                      const args_t *);
+  BP_OP_TABLE(BP__OP_SLOT)
+#undef BP__OP_SLOT
 
   /* fields below: ABI 1.1 */
   /* --- custom kernels (optional as a group) ------------------------------*/

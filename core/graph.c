@@ -21,24 +21,13 @@
 
 #include "internal.h"
 
+/* One recorded call: the op and a copy of its argument struct. */
 typedef struct graph_call {
   bp_op_t op;
   union {
-    bp_gemm_args_t gemm;
-    bp_gemv_args_t gemv;
-    bp_conv2d_args_t conv2d;
-    bp_pool2d_args_t pool2d;
-    bp_batch_norm_args_t batch_norm;
-    bp_norm_args_t norm;
-    bp_softmax_args_t softmax;
-    bp_attention_args_t attention;
-    bp_adam_args_t adam;
-    bp_unary_args_t unary;
-    bp_binary_args_t binary;
-    bp_reduce_args_t reduce;
-    bp_fill_args_t fill;
-    bp_copy_args_t copy;
-    bp_random_args_t random;
+#define CALL_ARGS_MEMBER(E, name, args_t, value, capture, tensors) args_t name;
+    BP_OP_TABLE(CALL_ARGS_MEMBER)
+#undef CALL_ARGS_MEMBER
   } u;
   bp_plugin_tensor_t *adam_tensors; /* owned copy of Adam's four arrays */
 } graph_call_t;
@@ -69,52 +58,44 @@ struct bp__graph {
 
 static size_t args_size(bp_op_t op) {
   switch (op) {
-  case BP_OP_GEMM: return sizeof(bp_gemm_args_t);
-  case BP_OP_GEMV: return sizeof(bp_gemv_args_t);
-  case BP_OP_CONV2D: return sizeof(bp_conv2d_args_t);
-  case BP_OP_POOL2D: return sizeof(bp_pool2d_args_t);
-  case BP_OP_BATCH_NORM: return sizeof(bp_batch_norm_args_t);
-  case BP_OP_LAYER_NORM: case BP_OP_RMS_NORM: return sizeof(bp_norm_args_t);
-  case BP_OP_SOFTMAX: return sizeof(bp_softmax_args_t);
-  case BP_OP_ATTENTION: return sizeof(bp_attention_args_t);
-  case BP_OP_ADAM: return sizeof(bp_adam_args_t);
-  case BP_OP_UNARY: return sizeof(bp_unary_args_t);
-  case BP_OP_BINARY: return sizeof(bp_binary_args_t);
-  case BP_OP_REDUCE: return sizeof(bp_reduce_args_t);
-  case BP_OP_FILL: return sizeof(bp_fill_args_t);
-  case BP_OP_COPY: case BP_OP_CAST: return sizeof(bp_copy_args_t);
-  case BP_OP_RANDOM: return sizeof(bp_random_args_t);
+#define ARGS_SIZE(E, name, args_t, value, capture, tensors)                     \
+  case BP_OP_##E: return sizeof(args_t);
+    BP_OP_TABLE(ARGS_SIZE)
+#undef ARGS_SIZE
   case BP_OP_COUNT: break;
   }
   return 0;
 }
 
-/* Lists the tensor fields of a recorded call, for rebinding. */
+/* Lists the tensor fields of a recorded call (the table's tensors column),
+ * for rebinding. An ARRAYS op lists none here: its arrays are walked apart. */
+#define UNPAREN(...) __VA_ARGS__
+#define COUNT_(_1, _2, _3, _4, _5, _6, n, ...) n
+#define COUNT(...) COUNT_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define EACH_1(F, n, a) F(n, a)
+#define EACH_2(F, n, a, ...) F(n, a) EACH_1(F, n, __VA_ARGS__)
+#define EACH_3(F, n, a, ...) F(n, a) EACH_2(F, n, __VA_ARGS__)
+#define EACH_4(F, n, a, ...) F(n, a) EACH_3(F, n, __VA_ARGS__)
+#define EACH_5(F, n, a, ...) F(n, a) EACH_4(F, n, __VA_ARGS__)
+#define EACH_6(F, n, a, ...) F(n, a) EACH_5(F, n, __VA_ARGS__)
+#define EACH_N(F, n, k, ...) EACH_##k(F, n, __VA_ARGS__)
+#define EACH_K(F, n, k, ...) EACH_N(F, n, k, __VA_ARGS__)
+#define EACH(F, n, ...) EACH_K(F, n, COUNT(__VA_ARGS__), __VA_ARGS__)
+#define EACH_LISTED(F, n, list) EACH(F, n, UNPAREN list)
+#define ADD_FIELD(n, field) t[k++] = &c->u.n.field;
+#define CAPTURE_VALUE(n, list) EACH_LISTED(ADD_FIELD, n, list)
+#define CAPTURE_ARRAYS(n, list)
+
 static int call_tensors(graph_call_t *c, bp_plugin_tensor_t **t) {
-  int n = 0;
-#define ADD(x) t[n++] = &(x)
+  int k = 0;
   switch (c->op) {
-  case BP_OP_GEMM: ADD(c->u.gemm.a); ADD(c->u.gemm.b); ADD(c->u.gemm.c); break;
-  case BP_OP_GEMV: ADD(c->u.gemv.a); ADD(c->u.gemv.x); ADD(c->u.gemv.y); break;
-  case BP_OP_CONV2D: ADD(c->u.conv2d.x); ADD(c->u.conv2d.w); ADD(c->u.conv2d.bias); ADD(c->u.conv2d.y); break;
-  case BP_OP_POOL2D: ADD(c->u.pool2d.x); ADD(c->u.pool2d.y); break;
-  case BP_OP_BATCH_NORM:
-    ADD(c->u.batch_norm.x); ADD(c->u.batch_norm.mean); ADD(c->u.batch_norm.var);
-    ADD(c->u.batch_norm.scale); ADD(c->u.batch_norm.bias); ADD(c->u.batch_norm.y); break;
-  case BP_OP_LAYER_NORM: case BP_OP_RMS_NORM:
-    ADD(c->u.norm.x); ADD(c->u.norm.gamma); ADD(c->u.norm.beta); ADD(c->u.norm.y); break;
-  case BP_OP_SOFTMAX: ADD(c->u.softmax.x); ADD(c->u.softmax.y); break;
-  case BP_OP_ATTENTION: ADD(c->u.attention.q); ADD(c->u.attention.k); ADD(c->u.attention.v); ADD(c->u.attention.out); break;
-  case BP_OP_UNARY: ADD(c->u.unary.x); ADD(c->u.unary.y); break;
-  case BP_OP_BINARY: ADD(c->u.binary.a); ADD(c->u.binary.b); ADD(c->u.binary.y); break;
-  case BP_OP_REDUCE: ADD(c->u.reduce.x); ADD(c->u.reduce.y); break;
-  case BP_OP_FILL: ADD(c->u.fill.y); break;
-  case BP_OP_COPY: case BP_OP_CAST: ADD(c->u.copy.x); ADD(c->u.copy.y); break;
-  case BP_OP_RANDOM: ADD(c->u.random.y); break;
-  case BP_OP_ADAM: case BP_OP_COUNT: break;
+#define CALL_TENSORS(E, name, args_t, value, capture, tensors)                  \
+  case BP_OP_##E: CAPTURE_##capture(name, tensors) break;
+    BP_OP_TABLE(CALL_TENSORS)
+#undef CALL_TENSORS
+  case BP_OP_COUNT: break;
   }
-#undef ADD
-  return n;
+  return k;
 }
 
 /* The j-th tensor of a recorded call (Adam's four arrays included), NULL

@@ -18,9 +18,10 @@ static bp_status_t plugin_failed(bp_status_t st, const bp__device_t *d, const ch
 }
 
 static const char *const op_names[BP_OP_COUNT] = {
-    "gemm", "gemv", "conv2d", "pool2d", "batch_norm", "layer_norm", "rms_norm",
-    "softmax", "attention", "adam", "unary", "binary", "reduce", "fill", "copy",
-    "cast", "random"};
+#define OP_NAME(E, name, args_t, value, capture, tensors) [value] = #name,
+    BP_OP_TABLE(OP_NAME)
+#undef OP_NAME
+};
 
 const char *bp_op_name(bp_op_t op) {
   return (unsigned)op < BP_OP_COUNT ? op_names[op] : "?";
@@ -29,23 +30,10 @@ const char *bp_op_name(bp_op_t op) {
 /* The entry point of op in d's descriptor, NULL when absent. */
 static const void *op_entry(const bp_plugin_descriptor_t *x, bp_op_t op) {
   switch (op) {
-  case BP_OP_GEMM: return (const void *)x->gemm;
-  case BP_OP_GEMV: return (const void *)x->gemv;
-  case BP_OP_CONV2D: return (const void *)x->conv2d;
-  case BP_OP_POOL2D: return (const void *)x->pool2d;
-  case BP_OP_BATCH_NORM: return (const void *)x->batch_norm;
-  case BP_OP_LAYER_NORM: return (const void *)x->layer_norm;
-  case BP_OP_RMS_NORM: return (const void *)x->rms_norm;
-  case BP_OP_SOFTMAX: return (const void *)x->softmax;
-  case BP_OP_ATTENTION: return (const void *)x->attention;
-  case BP_OP_ADAM: return (const void *)x->adam;
-  case BP_OP_UNARY: return (const void *)x->unary;
-  case BP_OP_BINARY: return (const void *)x->binary;
-  case BP_OP_REDUCE: return (const void *)x->reduce;
-  case BP_OP_FILL: return (const void *)x->fill;
-  case BP_OP_COPY: return (const void *)x->copy;
-  case BP_OP_CAST: return (const void *)x->cast;
-  case BP_OP_RANDOM: return (const void *)x->random;
+#define OP_ENTRY(E, name, args_t, value, capture, tensors)                      \
+  case BP_OP_##E: return (const void *)x->name;
+    BP_OP_TABLE(OP_ENTRY)
+#undef OP_ENTRY
   case BP_OP_COUNT: break;
   }
   return NULL;
@@ -63,11 +51,6 @@ bp_status_t bp__require_op(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype,
   return BP_OK;
 }
 
-#define CALL(field, type)                                                      \
-  case BP_OP_##type:                                                           \
-    st = x->field(dh, sh, args);                                               \
-    break;
-
 /* Calls the plugin's op on s; the caller holds s->lock. */
 static bp_status_t call_op_locked(bp__stream_t *s, bp_op_t op, const void *args) {
   bp__device_t *d = s->device;
@@ -77,11 +60,12 @@ static bp_status_t call_op_locked(bp__stream_t *s, bp_op_t op, const void *args)
   bp_status_t st = BP_ERR_UNSUPPORTED;
   bp__plugin_error_reset();
   switch (op) {
-    CALL(gemm, GEMM) CALL(gemv, GEMV) CALL(conv2d, CONV2D) CALL(pool2d, POOL2D)
-    CALL(batch_norm, BATCH_NORM) CALL(layer_norm, LAYER_NORM)
-    CALL(rms_norm, RMS_NORM) CALL(softmax, SOFTMAX) CALL(attention, ATTENTION)
-    CALL(adam, ADAM) CALL(unary, UNARY) CALL(binary, BINARY) CALL(reduce, REDUCE)
-    CALL(fill, FILL) CALL(copy, COPY) CALL(cast, CAST) CALL(random, RANDOM)
+#define OP_CALL(E, name, args_t, value, capture, tensors)                       \
+  case BP_OP_##E:                                                              \
+    st = x->name(dh, sh, (const args_t *)args);                                \
+    break;
+    BP_OP_TABLE(OP_CALL)
+#undef OP_CALL
   case BP_OP_COUNT: break;
   }
   return plugin_failed(st, d, bp_op_name(op));
@@ -132,7 +116,6 @@ bp_status_t bp__call_graph_launch(bp__stream_t *s, bp_plugin_graph_t *g) {
 void bp__call_graph_destroy(bp__device_t *d, bp_plugin_graph_t *g) {
   if (g) d->desc->graph_destroy(d->handle, g);
 }
-#undef CALL
 
 bp_status_t bp__call_mem_alloc(bp__device_t *d, uint64_t size, uint64_t *out_ptr) {
   bp__plugin_error_reset();

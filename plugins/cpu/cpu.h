@@ -104,34 +104,16 @@ typedef struct cpu_device {
   cpu_pool_t *pool;
 } cpu_device_t;
 
-/* ---- fast paths (fast_*.c): return BP_ERR_UNIMPLEMENTED when not covered */
-#define CPU_FAST_OPS(X)                                                        \
-  X(gemm, bp_gemm_args_t)                                                      \
-  X(gemv, bp_gemv_args_t)                                                      \
-  X(conv2d, bp_conv2d_args_t)                                                  \
-  X(pool2d, bp_pool2d_args_t)                                                  \
-  X(batch_norm, bp_batch_norm_args_t)                                          \
-  X(layer_norm, bp_norm_args_t)                                                \
-  X(rms_norm, bp_norm_args_t)                                                  \
-  X(softmax, bp_softmax_args_t)                                                \
-  X(attention, bp_attention_args_t)                                            \
-  X(adam, bp_adam_args_t)                                                      \
-  X(unary, bp_unary_args_t)                                                    \
-  X(binary, bp_binary_args_t)                                                  \
-  X(reduce, bp_reduce_args_t)                                                  \
-  X(fill, bp_fill_args_t)                                                      \
-  X(copy, bp_copy_args_t)                                                      \
-  X(cast, bp_copy_args_t)                                                      \
-  X(random, bp_random_args_t)
-
-#define CPU__DECLARE_FAST(name, args_t)                                        \
+/* ---- fast paths (fast_*.c), one per line of BP_OP_TABLE: they return
+ * BP_ERR_UNIMPLEMENTED when a case is not covered ------------------------- */
+#define CPU__DECLARE_FAST(E, name, args_t, ...)                                \
   CPU_HIDDEN bp_status_t cpu_fast_##name(cpu_device_t *dev, const args_t *a);
-CPU_FAST_OPS(CPU__DECLARE_FAST)
+BP_OP_TABLE(CPU__DECLARE_FAST)
 #undef CPU__DECLARE_FAST
 
-#define CPU__DECLARE_REF(name, args_t)                                         \
+#define CPU__DECLARE_REF(E, name, args_t, ...)                                 \
   CPU_HIDDEN bp_status_t cpu_ref_##name(const args_t *a);
-CPU_FAST_OPS(CPU__DECLARE_REF)
+BP_OP_TABLE(CPU__DECLARE_REF)
 #undef CPU__DECLARE_REF
 
 #endif /* BACKPLANE_CPU_H */

@@ -184,8 +184,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .stream_wait_event = cpu_stream_wait_event,
     .event_synchronize = cpu_event_synchronize,
     .event_elapsed = cpu_event_elapsed,
-#define CPU__OP_SLOT(name, args_t) .name = cpu_op_##name,
-    CPU_FAST_OPS(CPU__OP_SLOT)
+#define CPU__OP_SLOT(E, name, args_t, ...) .name = cpu_op_##name,
+    BP_OP_TABLE(CPU__OP_SLOT)
 #undef CPU__OP_SLOT
     .kernel_create = cpu_kernel_create,
     .kernel_destroy = cpu_kernel_destroy,

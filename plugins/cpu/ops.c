@@ -59,25 +59,25 @@ static bp_status_t refused(const char *op, int64_t status) {
 
 /* The range functions take their own args type; the split context stores
  * them type-erased through this adapter, one per op. */
-#define CPU__RANGE_ADAPTER(name, args_t)                                       \
+#define CPU__RANGE_ADAPTER(E, name, args_t, ...)                               \
   static bp_status_t range_##name(const void *a, int64_t begin, int64_t end) { \
     return cpu_ref_##name##_range((const args_t *)a, begin, end);              \
   }
-CPU_FAST_OPS(CPU__RANGE_ADAPTER)
+BP_OP_TABLE(CPU__RANGE_ADAPTER)
 #undef CPU__RANGE_ADAPTER
 
 /* cpu_ref_<op> (cpu.h): the whole op, single-threaded. */
-#define CPU__REF_WHOLE(name, args_t)                                           \
+#define CPU__REF_WHOLE(E, name, args_t, ...)                                   \
   bp_status_t cpu_ref_##name(const args_t *a) {                                \
     int64_t tasks = cpu_ref_##name##_tasks(a);                                 \
     if (tasks <= 0)                                                            \
       return (bp_status_t)tasks;                                               \
     return cpu_ref_##name##_range(a, 0, tasks);                                \
   }
-CPU_FAST_OPS(CPU__REF_WHOLE)
+BP_OP_TABLE(CPU__REF_WHOLE)
 #undef CPU__REF_WHOLE
 
-#define CPU__OP_ENTRY(name, args_t)                                            \
+#define CPU__OP_ENTRY(E, name, args_t, ...)                                    \
   bp_status_t cpu_op_##name(bp_plugin_device_t *device,                        \
                             bp_plugin_stream_t *stream, const args_t *a) {     \
     (void)stream;                                                              \
@@ -98,5 +98,5 @@ CPU_FAST_OPS(CPU__REF_WHOLE)
     }                                                                          \
     return run_split(dev, tasks, cpu_ref_##name##_grain(a), a, range_##name);  \
   }
-CPU_FAST_OPS(CPU__OP_ENTRY)
+BP_OP_TABLE(CPU__OP_ENTRY)
 #undef CPU__OP_ENTRY

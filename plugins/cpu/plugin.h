@@ -91,11 +91,11 @@ CPU_HIDDEN bp_status_t cpu_event_elapsed(bp_plugin_device_t *device,
                                          double *out_ms);
 
 /* ops.c: the ABI entry points, cpu_op_<name>. */
-#define CPU__DECLARE_OP(name, args_t)                                          \
+#define CPU__DECLARE_OP(E, name, args_t, ...)                                  \
   CPU_HIDDEN bp_status_t cpu_op_##name(bp_plugin_device_t *device,             \
                                        bp_plugin_stream_t *stream,             \
                                        const args_t *args);
-CPU_FAST_OPS(CPU__DECLARE_OP)
+BP_OP_TABLE(CPU__DECLARE_OP)
 #undef CPU__DECLARE_OP
 
 #endif /* BACKPLANE_CPU_PLUGIN_H */

@@ -20,12 +20,12 @@
 
 #include "cpu.h"
 
-#define CPU__DECLARE_SPLIT(name, args_t)                                       \
+#define CPU__DECLARE_SPLIT(E, name, args_t, ...)                               \
   CPU_HIDDEN int64_t cpu_ref_##name##_tasks(const args_t *a);                  \
   CPU_HIDDEN int64_t cpu_ref_##name##_grain(const args_t *a);                  \
   CPU_HIDDEN bp_status_t cpu_ref_##name##_range(const args_t *a,               \
                                                 int64_t begin, int64_t end);
-CPU_FAST_OPS(CPU__DECLARE_SPLIT)
+BP_OP_TABLE(CPU__DECLARE_SPLIT)
 #undef CPU__DECLARE_SPLIT
 
 /* Elements per task chunk for cheap per-element work. */

@@ -77,8 +77,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .stream_wait_event = ocl_stream_wait_event,
     .event_synchronize = ocl_event_synchronize,
     .event_elapsed = ocl_event_elapsed,
-#define OCL__SET(op, args_t) .op = ocl_op_##op,
-    OCL_OPS(OCL__SET)
+#define OCL__SET(E, op, args_t, ...) .op = ocl_op_##op,
+    BP_OP_TABLE(OCL__SET)
 #undef OCL__SET
     /* ABI 1.1 */
     .kernel_create = ocl_kernel_create,

@@ -288,30 +288,11 @@ void ocl_rows_make(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y,
 void ocl_arg_rows(ocl_args_t *a, const ocl_layout_t *l, int64_t len,
                   int64_t sxl, int64_t syl);
 
-/* ---- ops (ops_*.c) -------------------------------------------------------- */
-#define OCL_OPS(X)                                                             \
-  X(fill, bp_fill_args_t)                                                      \
-  X(copy, bp_copy_args_t)                                                      \
-  X(cast, bp_copy_args_t)                                                      \
-  X(unary, bp_unary_args_t)                                                    \
-  X(binary, bp_binary_args_t)                                                  \
-  X(gemm, bp_gemm_args_t)                                                      \
-  X(gemv, bp_gemv_args_t)                                                      \
-  X(reduce, bp_reduce_args_t)                                                  \
-  X(softmax, bp_softmax_args_t)                                                \
-  X(layer_norm, bp_norm_args_t)                                                \
-  X(rms_norm, bp_norm_args_t)                                                  \
-  X(attention, bp_attention_args_t)                                            \
-  X(conv2d, bp_conv2d_args_t)                                                  \
-  X(pool2d, bp_pool2d_args_t)                                                  \
-  X(batch_norm, bp_batch_norm_args_t)                                          \
-  X(adam, bp_adam_args_t)                                                      \
-  X(random, bp_random_args_t)
-
-#define OCL__DECL(op, args_t)                                                  \
+/* ---- ops (ops_*.c): one entry point per line of BP_OP_TABLE ------------- */
+#define OCL__DECL(E, op, args_t, ...)                                          \
   bp_status_t ocl_op_##op(bp_plugin_device_t *, bp_plugin_stream_t *,         \
                           const args_t *);
-OCL_OPS(OCL__DECL)
+BP_OP_TABLE(OCL__DECL)
 #undef OCL__DECL
 
 /* ---- gemm (ops_gemm.c, gemm_tune.c) -------------------------------------- */

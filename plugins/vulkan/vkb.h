@@ -393,31 +393,12 @@ VKB_HIDDEN bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name,
                                           uint32_t nviews, uint32_t gx,
                                           uint32_t gy, uint32_t gz);
 
-/* ---- ops (ops*.c) ------------------------------------------------------- */
-#define VKB_OPS(X)                                                             \
-  X(gemm, bp_gemm_args_t)                                                      \
-  X(gemv, bp_gemv_args_t)                                                      \
-  X(conv2d, bp_conv2d_args_t)                                                  \
-  X(pool2d, bp_pool2d_args_t)                                                  \
-  X(batch_norm, bp_batch_norm_args_t)                                          \
-  X(layer_norm, bp_norm_args_t)                                                \
-  X(rms_norm, bp_norm_args_t)                                                  \
-  X(softmax, bp_softmax_args_t)                                                \
-  X(attention, bp_attention_args_t)                                            \
-  X(adam, bp_adam_args_t)                                                      \
-  X(unary, bp_unary_args_t)                                                    \
-  X(binary, bp_binary_args_t)                                                  \
-  X(reduce, bp_reduce_args_t)                                                  \
-  X(fill, bp_fill_args_t)                                                      \
-  X(copy, bp_copy_args_t)                                                      \
-  X(cast, bp_copy_args_t)                                                      \
-  X(random, bp_random_args_t)
-
-#define VKB__DECLARE_OP(name, args_t)                                          \
+/* ---- ops (ops*.c): one entry point per line of BP_OP_TABLE -------------- */
+#define VKB__DECLARE_OP(E, name, args_t, ...)                                  \
   VKB_HIDDEN bp_status_t vkb_op_##name(bp_plugin_device_t *dev,               \
                                        bp_plugin_stream_t *stream,            \
                                        const args_t *a);
-VKB_OPS(VKB__DECLARE_OP)
+BP_OP_TABLE(VKB__DECLARE_OP)
 #undef VKB__DECLARE_OP
 
 /* ---- custom kernels (kernels.c) ---------------------------------------- */
