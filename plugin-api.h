@@ -45,7 +45,7 @@ extern "C" {
 
 #define BP_PLUGIN_MAGIC 0x4250504cu /* "BPPL" */
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 2
+#define BP_PLUGIN_ABI_MINOR 3
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 
 #if defined(_WIN32)
@@ -282,6 +282,12 @@ typedef struct bp_device_info {
   char description[256]; /* free text: ISA, driver details */
   /* fields below: ABI 1.1 */
   uint32_t kernel_formats; /* BP_KERNEL_FORMAT_BIT(f) of custom kernels taken */
+  /* fields below: ABI 1.3 */
+  /* The DLPack DLDeviceType its device pointers belong to (kDLCUDA = 2,
+   * kDLROCM = 10, ...), with the device's backend index as the DLPack
+   * device id; 0 when they cannot be shared, or when they are host
+   * pointers (BP_DEVICE_FLAG_HOST_MEMORY already says so: kDLCPU). */
+  int32_t dlpack_device_type;
 } bp_device_info_t;
 
 #define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */

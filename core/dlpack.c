@@ -69,8 +69,9 @@ static bool dl_device_of(const bp__device_t *d, DLDevice *out) {
     *out = (DLDevice){kDLCPU, 0};
     return true;
   }
-  if (!strcmp(d->entry.backend, "cuda")) {
-    *out = (DLDevice){kDLCUDA, (int32_t)d->entry.backend_index};
+  /* The plugin says which DLPack device its pointers are (ABI 1.3). */
+  if (d->entry.info.dlpack_device_type > 0) {
+    *out = (DLDevice){(DLDeviceType)d->entry.info.dlpack_device_type, (int32_t)d->entry.backend_index};
     return true;
   }
   return false;

@@ -118,6 +118,41 @@ static void test_host_memory(void **state) {
   bp_context_destroy(ctx);
 }
 
+/* The leading fields of DLManagedTensorVersioned (DLPack 1.0). */
+typedef struct {
+  uint32_t major, minor;
+  void *ctx;
+  void (*deleter)(void *self);
+  uint64_t flags;
+  void *data;
+  int32_t device_type, device_id;
+} dl_head_t;
+
+/* A CUDA buffer exports as a kDLCUDA tensor: the plugin says so in its
+ * device info (ABI 1.3), the core does not guess from the backend's name. */
+static void test_dlpack_device(void **state) {
+  (void)state;
+  bp_context_t *ctx = gpu_test_context();
+  bp_device_t *d = gpu_test_open_device(ctx, "cuda", NULL);
+  bp_device_entry_t e;
+  assert_int_equal(bp_device_entry(d, &e), BP_OK);
+  assert_int_equal(e.info.dlpack_device_type, 2);
+  bp_buffer_t *b;
+  assert_int_equal(bp_buffer_alloc(d, 64, &b), BP_OK);
+  bp_tensor_t t;
+  int64_t n = 16;
+  assert_int_equal(bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, &t), BP_OK);
+  void *m = NULL;
+  assert_int_equal(bp_tensor_to_dlpack(&t, true, &m), BP_OK);
+  dl_head_t *dl = m;
+  assert_int_equal(dl->device_type, 2); /* kDLCUDA */
+  assert_int_equal(dl->device_id, (int32_t)e.backend_index);
+  dl->deleter(m);
+  bp_buffer_free(b);
+  bp_device_close(d);
+  bp_context_destroy(ctx);
+}
+
 static void test_launch_and_jit_failures(void **state) {
   (void)state;
   bp_context_t *ctx = gpu_test_context();
@@ -326,6 +361,7 @@ static void test_custom_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_driver_absent, reset_env),
+      cmocka_unit_test_setup(test_dlpack_device, reset_env),
       cmocka_unit_test_setup(test_driver_too_old, reset_env),
       cmocka_unit_test_setup(test_old_gpu_and_old_ptx_driver, reset_env),
       cmocka_unit_test_setup(test_host_memory, reset_env),

@@ -109,6 +109,7 @@ static bp_status_t describe(int ordinal, bp_device_info_t *info) {
   /* Custom PTX is the application's: it may target any compute capability
    * and ISA, and the driver's JIT is the judge, so every device takes it. */
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_PTX);
+  info->dlpack_device_type = 2; /* kDLCUDA: device pointers are CUdeviceptr */
   snprintf(info->description, sizeof info->description, "sm_%d%d, %d SMs, %s%s",
            major, minor, sms, uuid[0] ? uuid : "no uuid", why);
   return BP_OK;

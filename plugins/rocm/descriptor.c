@@ -112,6 +112,7 @@ static bp_status_t describe(int ordinal, bp_device_info_t *info) {
    * architecture, so it needs both, but none of the ops' conditions. */
   if (rocm_rt.hiprtcCompileProgram && arch[0])
     info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_HIP);
+  info->dlpack_device_type = 10; /* kDLROCM: device pointers are hipDeviceptr_t */
   snprintf(info->description, sizeof info->description,
            "%s, %d CUs, %s, hiprtc %s%s", arch[0] ? arch : "gfx?", cus,
            uuid[0] ? uuid : "no uuid",
