@@ -113,13 +113,8 @@ bp_status_t bp_device_open(bp_context_t *ctxh, const char *selector,
   }
   bp_plugin_device_config_t pc;
   config_to_plugin(config, &pc);
-  bp__plugin_error_reset();
-  st = d->desc->device_open(d->entry.backend_index, &pc, &d->handle);
-  if (st != BP_OK || !d->handle) {
-    if (st == BP_OK) st = BP_ERR_INTERNAL;
-    bp__fail(st, "bp_device_open: plugin '%s' could not open device '%s': %s",
-             d->entry.backend, d->entry.info.name,
-             bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
+  st = bp__call_device_open(d, &pc);
+  if (st != BP_OK) {
     device_free(d);
     return st;
   }
@@ -127,7 +122,7 @@ bp_status_t bp_device_open(bp_context_t *ctxh, const char *selector,
   if (!d->h) {
     bp__pool_destroy(d, d->pool);
     d->pool = NULL;
-    d->desc->device_close(d->handle);
+    bp__call_device_close(d);
     device_free(d);
     return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_device_open: no room for another handle");
   }
@@ -159,7 +154,7 @@ void bp_device_close(bp_device_t *h) {
   bp__host_release_all(d);
   bp__pool_destroy(d, d->pool);
   d->pool = NULL;
-  d->desc->device_close(d->handle);
+  bp__call_device_close(d);
   bp_context_t *ctx = d->context;
   pthread_mutex_lock(&ctx->lock);
   for (bp__device_t **pp = &ctx->open_devices; *pp; pp = &(*pp)->next)

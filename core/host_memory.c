@@ -17,12 +17,6 @@ typedef struct bp__host_block {
   struct bp__host_block *next;
 } host_block_t;
 
-static bool plugin_has_host_memory(const bp__device_t *d) {
-  const bp_plugin_descriptor_t *x = d->desc;
-  return x->struct_size >= offsetof(bp_plugin_descriptor_t, host_free) + sizeof(void *) && x->host_alloc &&
-         x->host_free;
-}
-
 bp_status_t bp_host_alloc(bp_device_t *dh, uint64_t size, void **out_ptr) {
   bp__clear_error();
   if (!out_ptr) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: out_ptr is NULL");
@@ -32,15 +26,12 @@ bp_status_t bp_host_alloc(bp_device_t *dh, uint64_t size, void **out_ptr) {
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_host_alloc: size %llu not in [1, 2^48]", (unsigned long long)size);
   host_block_t *b = calloc(1, sizeof *b);
   if (!b) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_host_alloc: out of host memory");
-  b->from_plugin = plugin_has_host_memory(d);
+  b->from_plugin = bp__plugin_has_host_memory(d);
   if (b->from_plugin) {
-    bp__plugin_error_reset();
-    bp_status_t st = d->desc->host_alloc(d->handle, size, &b->ptr);
-    if (st != BP_OK || !b->ptr) {
+    bp_status_t st = bp__call_host_alloc(d, size, &b->ptr);
+    if (st != BP_OK) {
       free(b);
-      if (st == BP_OK) st = BP_ERR_INTERNAL;
-      return bp__fail(st, "bp_host_alloc: plugin '%s': %s (requested %llu bytes)", d->entry.backend,
-                      bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st), (unsigned long long)size);
+      return st;
     }
   } else if (!(b->ptr = aligned_alloc(64, (size_t)((size + 63) / 64 * 64)))) {
     free(b);
@@ -56,7 +47,7 @@ bp_status_t bp_host_alloc(bp_device_t *dh, uint64_t size, void **out_ptr) {
 }
 
 static void release(bp__device_t *d, host_block_t *b) {
-  if (b->from_plugin) d->desc->host_free(d->handle, b->ptr);
+  if (b->from_plugin) bp__call_host_free(d, b->ptr);
   else free(b->ptr);
   free(b);
 }

@@ -320,6 +320,34 @@ bp_status_t bp__call_stream_create(bp__device_t *d, bp_plugin_stream_t **out);
 void bp__call_stream_destroy(bp__device_t *d, bp_plugin_stream_t *s);
 bp_status_t bp__call_stream_sync(bp__device_t *d, bp_plugin_stream_t *s);
 
+/* The plugin's lifecycle (loader.c, registry.c): statuses outside the ABI
+ * read as BP_ERR_INTERNAL; probe's records are zeroed and sized first. */
+bp_status_t bp__call_plugin_init(const bp_plugin_descriptor_t *x);
+bp_status_t bp__call_plugin_probe(const bp_plugin_descriptor_t *x, bp_device_info_t *infos, uint32_t capacity,
+                                  uint32_t *out_count);
+void bp__call_plugin_shutdown(const bp_plugin_descriptor_t *x);
+/* Devices: open fills d->handle (NULL on failure), close clears it. */
+bp_status_t bp__call_device_open(bp__device_t *d, const bp_plugin_device_config_t *config);
+void bp__call_device_close(bp__device_t *d);
+/* Optional groups: whether d's plugin offers them whole. */
+bool bp__plugin_has_host_memory(const bp__device_t *d);
+bool bp__plugin_has_events(const bp__device_t *d);
+bool bp__plugin_has_kernels(const bp__device_t *d);
+bp_status_t bp__call_host_alloc(bp__device_t *d, uint64_t size, void **out_ptr);
+void bp__call_host_free(bp__device_t *d, void *ptr);
+bp_status_t bp__call_event_create(bp__device_t *d, bp_plugin_event_t **out_event);
+void bp__call_event_destroy(bp__device_t *d, bp_plugin_event_t *e);
+/* Record and wait hold s's lock while the plugin runs them. */
+bp_status_t bp__call_event_record(bp__stream_t *s, bp_plugin_event_t *e);
+bp_status_t bp__call_stream_wait_event(bp__stream_t *s, bp_plugin_event_t *e);
+bp_status_t bp__call_event_synchronize(bp__device_t *d, bp_plugin_event_t *e);
+bp_status_t bp__call_event_elapsed(bp__device_t *d, bp_plugin_event_t *start, bp_plugin_event_t *end,
+                                   double *out_ms);
+bp_status_t bp__call_kernel_create(bp__device_t *d, const bp_kernel_source_t *src, bp_plugin_kernel_t **out);
+void bp__call_kernel_destroy(bp__device_t *d, bp_plugin_kernel_t *k);
+/* Holds s's lock; refuses a stream that is capturing. */
+bp_status_t bp__call_kernel_launch(bp__stream_t *s, bp_plugin_kernel_t *k, const bp_launch_args_t *args);
+
 /* ---- memory pool (pool.c) -------------------------------------------------- */
 bp__pool_t *bp__pool_create(uint64_t max_reserved);
 void bp__pool_destroy(bp__device_t *d, bp__pool_t *p);

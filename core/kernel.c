@@ -21,12 +21,6 @@ struct bp__kernel {
 
 static void kernel_release(bp__kernel_t *k);
 
-static bool kernels_supported(const bp__device_t *d) {
-  const bp_plugin_descriptor_t *x = d->desc;
-  return x->struct_size >= offsetof(bp_plugin_descriptor_t, kernel_launch) + sizeof(void *) &&
-         x->kernel_create && x->kernel_destroy && x->kernel_launch;
-}
-
 bp_status_t bp_kernel_create(bp_device_t *dh, bp_kernel_format_t format, const void *code, uint64_t code_size,
                              const char *entry, const char *options, uint32_t arg_count,
                              const bp_kernel_arg_kind_t *signature, bp_kernel_t **out_kernel) {
@@ -46,7 +40,7 @@ bp_status_t bp_kernel_create(bp_device_t *dh, bp_kernel_format_t format, const v
     if ((unsigned)signature[i] > BP_ARG_F64)
       return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: signature[%u] = %d is not an argument kind", fn, i,
                       (int)signature[i]);
-  if (!kernels_supported(d) || !(d->entry.info.kernel_formats & BP_KERNEL_FORMAT_BIT(format)))
+  if (!bp__plugin_has_kernels(d) || !(d->entry.info.kernel_formats & BP_KERNEL_FORMAT_BIT(format)))
     return bp__fail(BP_ERR_UNSUPPORTED, "%s: device '%s' (%s) takes no kernels of format %d", fn,
                     d->entry.info.name, d->entry.backend, (int)format);
   bp__kernel_t *k = calloc(1, sizeof *k);
@@ -59,12 +53,8 @@ bp_status_t bp_kernel_create(bp_device_t *dh, bp_kernel_format_t format, const v
   k->arg_count = arg_count;
   k->device = d;
   bp_kernel_source_t src = {sizeof src, format, code, code_size, entry, options, arg_count, k->signature};
-  bp__plugin_error_reset();
-  bp_status_t st = d->desc->kernel_create(d->handle, &src, &k->handle);
-  if (st != BP_OK || !k->handle) {
-    if (st == BP_OK) st = BP_ERR_INTERNAL;
-    bp__fail(st, "%s: plugin '%s': %s", fn, d->entry.backend,
-             bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
+  bp_status_t st = bp__call_kernel_create(d, &src, &k->handle);
+  if (st != BP_OK) {
     free(k->signature);
     free(k);
     return st;
@@ -84,7 +74,7 @@ bp_status_t bp_kernel_create(bp_device_t *dh, bp_kernel_format_t format, const v
 }
 
 static void kernel_release(bp__kernel_t *k) {
-  k->device->desc->kernel_destroy(k->device->handle, k->handle);
+  bp__call_kernel_destroy(k->device, k->handle);
   free(k->signature);
   free(k);
 }
@@ -161,18 +151,5 @@ bp_status_t bp_kernel_launch(bp_stream_t *sh, bp_kernel_t *kh, const uint32_t gr
     if ((st = convert_arg(k, s, i, &args[i], &pa[i]))) return st;
   bp_launch_args_t la = {sizeof la, {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared_bytes,
                          arg_count, pa};
-  bp__device_t *d = s->device;
-  pthread_mutex_lock(&s->lock);
-  /* The capture state is read under the lock that guards it. */
-  if (s->capture) {
-    pthread_mutex_unlock(&s->lock);
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: custom kernels cannot be captured yet", fn);
-  }
-  bp__plugin_error_reset();
-  st = d->desc->kernel_launch(d->handle, s->handle, k->handle, &la);
-  pthread_mutex_unlock(&s->lock);
-  if (st != BP_OK)
-    return bp__fail(st, "%s: plugin '%s': %s", fn, d->entry.backend,
-                    bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
-  return BP_OK;
+  return bp__call_kernel_launch(s, k->handle, &la);
 }

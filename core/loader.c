@@ -312,8 +312,7 @@ static void sanitize_infos(bp__plugin_t *p) {
 
 static bool init_plugin(bp__plugin_t *p) {
   p->report.stage = BP_STAGE_INIT;
-  bp__plugin_error_reset();
-  bp_status_t st = p->desc.init(bp__host_services());
+  bp_status_t st = bp__call_plugin_init(&p->desc);
   if (st != BP_OK) {
     REASON(p, "init failed: %s%s%s", bp_status_string(st),
            bp__plugin_error()[0] ? ": " : "", bp__plugin_error());
@@ -326,11 +325,8 @@ static bool init_plugin(bp__plugin_t *p) {
 
 static bool probe_plugin(bp__plugin_t *p) {
   p->report.stage = BP_STAGE_PROBE;
-  for (uint32_t i = 0; i < BP__MAX_DEVICES_PER_PLUGIN; i++)
-    p->infos[i].struct_size = sizeof(bp_device_info_t);
   uint32_t count = 0;
-  bp__plugin_error_reset();
-  bp_status_t st = p->desc.probe(p->infos, BP__MAX_DEVICES_PER_PLUGIN, &count);
+  bp_status_t st = bp__call_plugin_probe(&p->desc, p->infos, BP__MAX_DEVICES_PER_PLUGIN, &count);
   if (st != BP_OK) {
     REASON(p, "probe: %s", bp__plugin_error()[0] ? bp__plugin_error()
                                                   : bp_status_string(st));
@@ -470,7 +466,7 @@ void bp__loader_unload(bp__plugin_t *p) {
    * and not stopped by shutdown) would run on unmapped code and take the
    * application down. The mapping stays for the life of the process; a later
    * dlopen of the same file reuses it (docs/plugin-abi.md, "Unloading"). */
-  if (p->initialised) p->desc.shutdown();
+  if (p->initialised) bp__call_plugin_shutdown(&p->desc);
   p->initialised = false;
   p->dl = NULL;
 }

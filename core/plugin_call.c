@@ -1,17 +1,27 @@
 /*
- * plugin_call.c — the wrappers through which the core calls a plugin's
- * memory, stream and op entry points. They check that an optional entry
- * exists, hold the stream lock so work on one stream stays in order, and turn
- * a plugin's failure into a message that names the plugin and carries its
- * own words.
+ * plugin_call.c — the one door: the only file in the core that calls a
+ * plugin's descriptor entries (plugin lifecycle, devices, memory, streams,
+ * events, ops, native graphs, custom kernels). Each wrapper zeroes its
+ * out-parameters, checks that an optional entry exists, holds the stream
+ * lock so work on one stream stays in order, maps a status the ABI does not
+ * define to BP_ERR_INTERNAL, and turns a plugin's failure into one message
+ * that names the plugin and carries its own words (logged at debug level).
+ * Fallback between devices and layers will plug in here.
  */
 #include <string.h>
 
 #include "internal.h"
 
+/* A status the ABI defines, or BP_ERR_INTERNAL. */
+static bp_status_t known_status(bp_status_t st) {
+  return st > 0 || st < BP_ERR_BUSY ? BP_ERR_INTERNAL : st;
+}
+
 static bp_status_t plugin_failed(bp_status_t st, const bp__device_t *d, const char *what) {
   if (st == BP_OK) return st;
-  if (st > 0 || st < BP_ERR_BUSY) st = BP_ERR_INTERNAL; /* not a known status */
+  st = known_status(st);
+  bp__log(BP_LOG_DEBUG, BP__LOG_PLUGIN, "%s: plugin '%s' (%s) failed: %s: %s", what, d->entry.backend,
+          d->entry.info.name, bp_status_name(st), bp__plugin_error()[0] ? bp__plugin_error() : "no message");
   return bp__fail(st, "%s: plugin '%s' (%s): %s", what, d->entry.backend,
                   d->entry.info.name,
                   bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
@@ -193,4 +203,142 @@ void bp__call_stream_destroy(bp__device_t *d, bp_plugin_stream_t *s) {
 bp_status_t bp__call_stream_sync(bp__device_t *d, bp_plugin_stream_t *s) {
   bp__plugin_error_reset();
   return plugin_failed(d->desc->stream_synchronize(d->handle, s), d, "bp_stream_synchronize");
+}
+
+/* ---- the plugin itself (loader.c, registry.c) ------------------------------ */
+
+bp_status_t bp__call_plugin_init(const bp_plugin_descriptor_t *x) {
+  bp__plugin_error_reset();
+  return known_status(x->init(bp__host_services()));
+}
+
+bp_status_t bp__call_plugin_probe(const bp_plugin_descriptor_t *x, bp_device_info_t *infos, uint32_t capacity,
+                                  uint32_t *out_count) {
+  *out_count = 0;
+  for (uint32_t i = 0; i < capacity; i++) {
+    memset(&infos[i], 0, sizeof infos[i]);
+    infos[i].struct_size = sizeof infos[i];
+  }
+  bp__plugin_error_reset();
+  bp_status_t st = known_status(x->probe(infos, capacity, out_count));
+  if (st != BP_OK) *out_count = 0;
+  return st;
+}
+
+void bp__call_plugin_shutdown(const bp_plugin_descriptor_t *x) { x->shutdown(); }
+
+/* ---- devices (device.c) ------------------------------------------------------ */
+
+bp_status_t bp__call_device_open(bp__device_t *d, const bp_plugin_device_config_t *config) {
+  d->handle = NULL;
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->device_open(d->entry.backend_index, config, &d->handle);
+  if (st == BP_OK && !d->handle) st = BP_ERR_INTERNAL; /* success and no device */
+  if (st != BP_OK) d->handle = NULL;
+  return plugin_failed(st, d, "bp_device_open");
+}
+
+void bp__call_device_close(bp__device_t *d) {
+  d->desc->device_close(d->handle);
+  d->handle = NULL;
+}
+
+/* ---- pinned host memory (host_memory.c) -------------------------------------- */
+
+bool bp__plugin_has_host_memory(const bp__device_t *d) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  return x->struct_size >= offsetof(bp_plugin_descriptor_t, host_free) + sizeof(void *) && x->host_alloc &&
+         x->host_free;
+}
+
+bp_status_t bp__call_host_alloc(bp__device_t *d, uint64_t size, void **out_ptr) {
+  *out_ptr = NULL;
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->host_alloc(d->handle, size, out_ptr);
+  if (st == BP_OK && !*out_ptr) st = BP_ERR_INTERNAL;
+  if (st != BP_OK) *out_ptr = NULL;
+  return plugin_failed(st, d, "bp_host_alloc");
+}
+
+void bp__call_host_free(bp__device_t *d, void *ptr) { d->desc->host_free(d->handle, ptr); }
+
+/* ---- events (stream.c) ----------------------------------------------------------- */
+
+bool bp__plugin_has_events(const bp__device_t *d) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  return x->event_create && x->event_destroy && x->event_record && x->stream_wait_event &&
+         x->event_synchronize && x->event_elapsed;
+}
+
+bp_status_t bp__call_event_create(bp__device_t *d, bp_plugin_event_t **out_event) {
+  *out_event = NULL;
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->event_create(d->handle, out_event);
+  if (st == BP_OK && !*out_event) st = BP_ERR_INTERNAL;
+  if (st != BP_OK) *out_event = NULL;
+  return plugin_failed(st, d, "bp_event_create");
+}
+
+void bp__call_event_destroy(bp__device_t *d, bp_plugin_event_t *e) { d->desc->event_destroy(d->handle, e); }
+
+bp_status_t bp__call_event_record(bp__stream_t *s, bp_plugin_event_t *e) {
+  pthread_mutex_lock(&s->lock);
+  bp__plugin_error_reset();
+  bp_status_t st = s->device->desc->event_record(s->device->handle, e, s->handle);
+  pthread_mutex_unlock(&s->lock);
+  return plugin_failed(st, s->device, "bp_event_record");
+}
+
+bp_status_t bp__call_stream_wait_event(bp__stream_t *s, bp_plugin_event_t *e) {
+  pthread_mutex_lock(&s->lock);
+  bp__plugin_error_reset();
+  bp_status_t st = s->device->desc->stream_wait_event(s->device->handle, s->handle, e);
+  pthread_mutex_unlock(&s->lock);
+  return plugin_failed(st, s->device, "bp_stream_wait_event");
+}
+
+bp_status_t bp__call_event_synchronize(bp__device_t *d, bp_plugin_event_t *e) {
+  bp__plugin_error_reset();
+  return plugin_failed(d->desc->event_synchronize(d->handle, e), d, "bp_event_synchronize");
+}
+
+bp_status_t bp__call_event_elapsed(bp__device_t *d, bp_plugin_event_t *start, bp_plugin_event_t *end,
+                                   double *out_ms) {
+  *out_ms = 0;
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->event_elapsed(d->handle, start, end, out_ms);
+  if (st != BP_OK) *out_ms = 0;
+  return plugin_failed(st, d, "bp_event_elapsed_ms");
+}
+
+/* ---- custom kernels (kernel.c) ---------------------------------------------------- */
+
+bool bp__plugin_has_kernels(const bp__device_t *d) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  return x->struct_size >= offsetof(bp_plugin_descriptor_t, kernel_launch) + sizeof(void *) &&
+         x->kernel_create && x->kernel_destroy && x->kernel_launch;
+}
+
+bp_status_t bp__call_kernel_create(bp__device_t *d, const bp_kernel_source_t *src, bp_plugin_kernel_t **out) {
+  *out = NULL;
+  bp__plugin_error_reset();
+  bp_status_t st = d->desc->kernel_create(d->handle, src, out);
+  if (st == BP_OK && !*out) st = BP_ERR_INTERNAL;
+  if (st != BP_OK) *out = NULL;
+  return plugin_failed(st, d, "bp_kernel_create");
+}
+
+void bp__call_kernel_destroy(bp__device_t *d, bp_plugin_kernel_t *k) { d->desc->kernel_destroy(d->handle, k); }
+
+bp_status_t bp__call_kernel_launch(bp__stream_t *s, bp_plugin_kernel_t *k, const bp_launch_args_t *args) {
+  pthread_mutex_lock(&s->lock);
+  /* The capture state is read under the lock that guards it. */
+  if (s->capture) {
+    pthread_mutex_unlock(&s->lock);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_kernel_launch: custom kernels cannot be captured yet");
+  }
+  bp__plugin_error_reset();
+  bp_status_t st = s->device->desc->kernel_launch(s->device->handle, s->handle, k, args);
+  pthread_mutex_unlock(&s->lock);
+  return plugin_failed(st, s->device, "bp_kernel_launch");
 }

@@ -68,7 +68,7 @@ void bp__registry_release(bp__shared_t *s) {
      * driver still holds, runs on mapped code instead of crashing the
      * application. A later context dlopens the same mapping and calls init
      * again (docs/plugin-abi.md, "Unloading"). */
-    s->desc.shutdown();
+    bp__call_plugin_shutdown(&s->desc);
     free(s);
   }
   bp__registry_unlock();

@@ -73,9 +73,7 @@ bp_status_t bp_stream_synchronize(bp_stream_t *sh) {
 /* ---- events ------------------------------------------------------------- */
 
 static bp_status_t events_supported(const bp__device_t *d, const char *fn) {
-  const bp_plugin_descriptor_t *x = d->desc;
-  if (!x->event_create || !x->event_destroy || !x->event_record ||
-      !x->stream_wait_event || !x->event_synchronize || !x->event_elapsed)
+  if (!bp__plugin_has_events(d))
     return bp__fail(BP_ERR_UNSUPPORTED, "%s: plugin '%s' has no events", fn, d->entry.backend);
   return BP_OK;
 }
@@ -91,12 +89,6 @@ static bp_status_t event_on(const bp_event_t *eh, const bp__device_t *d, const c
   return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s is %s", fn, what, eh ? "not a live event" : "NULL");
 }
 
-static bp_status_t plugin_status(bp_status_t st, const bp__device_t *d, const char *fn) {
-  if (st == BP_OK) return st;
-  return bp__fail(st, "%s: plugin '%s': %s", fn, d->entry.backend,
-                  bp__plugin_error()[0] ? bp__plugin_error() : bp_status_string(st));
-}
-
 bp_status_t bp_event_create(bp_device_t *dh, bp_event_t **out_event) {
   bp__clear_error();
   if (!out_event) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_event_create: out_event is NULL");
@@ -106,7 +98,7 @@ bp_status_t bp_event_create(bp_device_t *dh, bp_event_t **out_event) {
   if (st != BP_OK) return st;
   bp__event_t *e = calloc(1, sizeof *e);
   if (!e) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_event_create: out of memory");
-  st = plugin_status(d->desc->event_create(d->handle, &e->handle), d, "bp_event_create");
+  st = bp__call_event_create(d, &e->handle);
   if (st != BP_OK) {
     free(e);
     return st;
@@ -114,7 +106,7 @@ bp_status_t bp_event_create(bp_device_t *dh, bp_event_t **out_event) {
   e->device = d;
   e->h = bp__handle_add(e, BP__H_EVENT, d->gate);
   if (!e->h) {
-    d->desc->event_destroy(d->handle, e->handle);
+    bp__call_event_destroy(d, e->handle);
     free(e);
     return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_event_create: no room for another handle");
   }
@@ -135,7 +127,7 @@ void bp_event_destroy(bp_event_t *eh) {
   if (e->prev) e->prev->next = e->next; else d->events = e->next;
   if (e->next) e->next->prev = e->prev;
   pthread_mutex_unlock(&d->lock);
-  d->desc->event_destroy(d->handle, e->handle);
+  bp__call_event_destroy(d, e->handle);
   free(e);
 }
 
@@ -145,12 +137,9 @@ bp_status_t bp_event_record(bp_event_t *eh, bp_stream_t *sh) {
   bp__event_t *e;
   bp_status_t st = event_on(eh, s->device, "bp_event_record", "event", &e);
   if (st != BP_OK) return st;
-  pthread_mutex_lock(&s->lock);
-  bp__plugin_error_reset();
-  st = e->device->desc->event_record(e->device->handle, e->handle, s->handle);
-  pthread_mutex_unlock(&s->lock);
+  st = bp__call_event_record(s, e->handle);
   if (st == BP_OK) e->recorded = true;
-  return plugin_status(st, e->device, "bp_event_record");
+  return st;
 }
 
 bp_status_t bp_stream_wait_event(bp_stream_t *sh, bp_event_t *eh) {
@@ -160,20 +149,14 @@ bp_status_t bp_stream_wait_event(bp_stream_t *sh, bp_event_t *eh) {
   bp_status_t st = event_on(eh, s->device, "bp_stream_wait_event", "event", &e);
   if (st != BP_OK) return st;
   if (!e->recorded) return BP_OK; /* as in CUDA: waiting on an unrecorded event is a no-op */
-  pthread_mutex_lock(&s->lock);
-  bp__plugin_error_reset();
-  st = s->device->desc->stream_wait_event(s->device->handle, s->handle, e->handle);
-  pthread_mutex_unlock(&s->lock);
-  return plugin_status(st, s->device, "bp_stream_wait_event");
+  return bp__call_stream_wait_event(s, e->handle);
 }
 
 bp_status_t bp_event_synchronize(bp_event_t *eh) {
   bp__clear_error();
   BP__ENTER(bp__event_t, e, eh, BP__H_EVENT, "bp_event_synchronize", "event");
   if (!e->recorded) return BP_OK;
-  bp__plugin_error_reset();
-  return plugin_status(e->device->desc->event_synchronize(e->device->handle, e->handle),
-                       e->device, "bp_event_synchronize");
+  return bp__call_event_synchronize(e->device, e->handle);
 }
 
 bp_status_t bp_event_elapsed_ms(bp_event_t *starth, bp_event_t *endh, double *out_ms) {
@@ -187,10 +170,7 @@ bp_status_t bp_event_elapsed_ms(bp_event_t *starth, bp_event_t *endh, double *ou
   if (!start->recorded || !end->recorded)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_event_elapsed_ms: %s event was never recorded",
                     start->recorded ? "end" : "start");
-  bp__plugin_error_reset();
-  return plugin_status(start->device->desc->event_elapsed(start->device->handle, start->handle,
-                                                          end->handle, out_ms),
-                       start->device, "bp_event_elapsed_ms");
+  return bp__call_event_elapsed(start->device, start->handle, end->handle, out_ms);
 }
 
 /* ---- children of a closing device ---------------------------------------- */
@@ -207,7 +187,7 @@ void bp__device_release_children(bp__device_t *d) {
     bp__event_t *e = d->events;
     d->events = e->next;
     bp__handle_remove(e->h);
-    d->desc->event_destroy(d->handle, e->handle);
+    bp__call_event_destroy(d, e->handle);
     free(e);
   }
   while (d->buffers) {

@@ -316,6 +316,11 @@ static void test_stream_calls_never_overlap(void **state) {
   if (arg.failures) fail_msg("%d synchronize calls overlapped a fill: %s", arg.failures, arg.message);
   assert_int_equal(fills, 2000);
   assert_true(read_first(b) == 1999.0f); /* the fills really ran */
+  /* the one door turns a status outside the ABI into BP_ERR_INTERNAL and
+   * keeps the plugin's words */
+  assert_int_equal(bp_fill(s, &t, -12345.0), BP_ERR_INTERNAL);
+  assert_non_null(strstr(bp_last_error(), "on purpose"));
+  assert_non_null(strstr(bp_last_error(), "serial"));
   bp_device_close(dev);
   bp_context_destroy(ctx);
 }
