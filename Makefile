@@ -82,16 +82,19 @@ check-tsan: deps
 	$(MAKE) B=build-tsan OPT=-O1 SAN="-fsanitize=thread" all
 	BP_UNDER_SANITIZER=1 sh test/run.sh build-tsan $(subst $(B)/,build-tsan/,$(TSAN_TESTS))
 
-# Installs the library (with its soname links), both public headers, the
-# plugins, bp, its man page and backplane.pc. DESTDIR stages a package.
-INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include $(PLUGIN_INSTALL_DIR) \
+# Installs the library (with its soname links), the public headers (the
+# application API, the plugin ABI and the types both share, all under
+# include/backplane/), the plugins, bp, its man page and backplane.pc.
+# DESTDIR stages a package.
+PUBLIC_HEADERS := core/backplane.h plugin-api.h backplane_types.h
+INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include/backplane $(PLUGIN_INSTALL_DIR) \
   $(PROBE_HELPER_DIR) $(PREFIX)/bin $(PREFIX)/share/man/man1 $(PREFIX)/share/backplane
 install: $(LIB) $(PLUGINS) $(TOOLS)
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 755 $(B)/lib/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so.$(SOVERSION)
 	ln -sf libbackplane.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so
-	install -m 644 core/backplane.h plugin-api.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/backplane/
 	install -m 755 $(PLUGINS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
 	install -m 755 $(PROBE_HELPER) $(DESTDIR)$(PROBE_HELPER_DIR)/
 	install -m 755 $(B)/bin/bp $(DESTDIR)$(PREFIX)/bin/
@@ -103,11 +106,11 @@ install: $(LIB) $(PLUGINS) $(TOOLS)
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libbackplane.so $(DESTDIR)$(LIBDIR)/libbackplane.so.$(SOVERSION) \
 	  $(DESTDIR)$(LIBDIR)/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/backplane.pc \
-	  $(DESTDIR)$(PREFIX)/include/backplane.h $(DESTDIR)$(PREFIX)/include/plugin-api.h \
+	  $(addprefix $(DESTDIR)$(PREFIX)/include/backplane/,$(notdir $(PUBLIC_HEADERS))) \
 	  $(DESTDIR)$(PREFIX)/bin/bp $(DESTDIR)$(PREFIX)/share/man/man1/bp.1 \
 	  $(DESTDIR)$(PREFIX)/share/backplane/bench_torch.py $(DESTDIR)$(PROBE_HELPER_DIR)/bp-probe \
 	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS)))
-	-rmdir $(DESTDIR)$(PLUGIN_INSTALL_DIR)
+	-rmdir $(DESTDIR)$(PLUGIN_INSTALL_DIR) $(DESTDIR)$(PREFIX)/include/backplane
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -3,8 +3,10 @@
  *
  * A backend is a shared object named backend-<name>.so that exports exactly
  * one symbol, BP_PLUGIN_DESCRIPTOR_SYMBOL ("bp_plugin_descriptor"), a
- * bp_plugin_descriptor_t. This header is the only one a plugin author needs;
- * it depends on nothing but <stdbool.h>, <stddef.h> and <stdint.h>.
+ * bp_plugin_descriptor_t. This header and backplane_types.h, which it
+ * includes (status codes, dtypes, the op table, device records: the types
+ * the application API shares), are all a plugin author needs; they depend on
+ * nothing but <stdbool.h>, <stddef.h> and <stdint.h>.
  *
  * Version rules (see docs/plugin-abi.md for the long form):
  *  1. The descriptor starts with magic, abi_major, abi_minor, struct_size.
@@ -54,156 +56,7 @@ extern "C" {
 #define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
 #endif
 
-/* Tensors have at most this many dimensions. */
-#define BP_MAX_RANK 8
-
-/* ---------------------------------------------------------------------------
- * Status codes. 0 is success, errors are negative. The same values are the
- * public API's (core/backplane.h): a plugin's status reaches the application
- * unchanged, with the message the plugin wrote through set_error.
- */
-#define BP_STATUS_MAP(X)                                                        \
-  X(OK, 0, "success")                                                           \
-  X(ERR_INVALID_ARGUMENT, -1, "invalid argument")                              \
-  X(ERR_OUT_OF_MEMORY, -2, "out of memory")                                    \
-  X(ERR_UNSUPPORTED, -3, "operation or dtype not supported by this device")    \
-  X(ERR_UNAVAILABLE, -4, "backend or device unavailable")                       \
-  X(ERR_INCOMPATIBLE, -5, "incompatible plugin")                               \
-  X(ERR_DEVICE_LOST, -6, "device lost")                                        \
-  X(ERR_INTERNAL, -7, "internal error")                                        \
-  X(ERR_NOT_FOUND, -8, "not found")                                            \
-  X(ERR_UNIMPLEMENTED, -9, "not implemented")                                  \
-  X(ERR_TIMEOUT, -10, "timed out")                                             \
-  X(ERR_BUSY, -11, "resource busy")
-
-typedef enum bp_status {
-#define BP__STATUS_ENUM(name, value, msg) BP_##name = value,
-  BP_STATUS_MAP(BP__STATUS_ENUM)
-#undef BP__STATUS_ENUM
-} bp_status_t;
-
-/* ---------------------------------------------------------------------------
- * Data types. The value is also the bit index in capability masks.
- */
-typedef enum bp_dtype {
-  BP_F32 = 0,
-  BP_F16 = 1,
-  BP_BF16 = 2,
-  BP_F64 = 3,
-  BP_I32 = 4,
-  BP_I64 = 5,
-  BP_U8 = 6,
-  BP_DTYPE_COUNT = 7
-} bp_dtype_t;
-
-#define BP_DTYPE_BIT(dt) (1u << (unsigned)(dt))
-#define BP_DTYPES_FLOAT                                                        \
-  (BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F16) | BP_DTYPE_BIT(BP_BF16) |       \
-   BP_DTYPE_BIT(BP_F64))
-#define BP_DTYPES_INT                                                          \
-  (BP_DTYPE_BIT(BP_I32) | BP_DTYPE_BIT(BP_I64) | BP_DTYPE_BIT(BP_U8))
-
-/* ---------------------------------------------------------------------------
- * The op table: every op family, named once. Adding an op is one line here
- * (appended, with the next value: the values are ABI) plus its argument
- * struct below and its kernels. From this table come the bp_op_t enum, the
- * descriptor's op slots (in this order), bp_op_name, the core's dispatch,
- * argument sizes and graph capture, and each plugin's list of op entry
- * points. Columns:
- *   ENUM     the bp_op_t value's name, after BP_OP_
- *   name     the descriptor slot and the op's name (bp_op_name)
- *   args_t   the argument struct the slot takes
- *   value    the enum value, also the index into op_dtypes[]
- *   capture  how a graph records the call: VALUE copies the struct (its
- *            tensors are the fields listed next); ARRAYS also deep-copies
- *            the arrays of tensors it points at (Adam's groups)
- *   tensors  the struct's tensor fields, which a graph rebinds
- */
-#define BP_OP_TABLE(X)                                                         \
-  X(GEMM, gemm, bp_gemm_args_t, 0, VALUE, (a, b, c))                           \
-  X(GEMV, gemv, bp_gemv_args_t, 1, VALUE, (a, x, y))                           \
-  X(CONV2D, conv2d, bp_conv2d_args_t, 2, VALUE, (x, w, bias, y))               \
-  X(POOL2D, pool2d, bp_pool2d_args_t, 3, VALUE, (x, y))                        \
-  X(BATCH_NORM, batch_norm, bp_batch_norm_args_t, 4, VALUE,                    \
-    (x, mean, var, scale, bias, y))                                            \
-  X(LAYER_NORM, layer_norm, bp_norm_args_t, 5, VALUE, (x, gamma, beta, y))     \
-  X(RMS_NORM, rms_norm, bp_norm_args_t, 6, VALUE, (x, gamma, beta, y))         \
-  X(SOFTMAX, softmax, bp_softmax_args_t, 7, VALUE, (x, y))                     \
-  X(ATTENTION, attention, bp_attention_args_t, 8, VALUE, (q, k, v, out))       \
-  X(ADAM, adam, bp_adam_args_t, 9, ARRAYS, ())                                 \
-  X(UNARY, unary, bp_unary_args_t, 10, VALUE, (x, y))                          \
-  X(BINARY, binary, bp_binary_args_t, 11, VALUE, (a, b, y))                    \
-  X(REDUCE, reduce, bp_reduce_args_t, 12, VALUE, (x, y))                       \
-  X(FILL, fill, bp_fill_args_t, 13, VALUE, (y))                                \
-  X(COPY, copy, bp_copy_args_t, 14, VALUE, (x, y))                             \
-  X(CAST, cast, bp_copy_args_t, 15, VALUE, (x, y))                             \
-  X(RANDOM, random, bp_random_args_t, 16, VALUE, (y))
-
-/* Op families: the index into a device's capability table. GEMM covers
- * gemm and strided batched gemm, SOFTMAX softmax and log-softmax.
- * BP_OP_TABLE_SIZE leaves room for families appended later. */
-typedef enum bp_op {
-#define BP__OP_ENUM(E, name, args_t, value, capture, tensors) BP_OP_##E = value,
-  BP_OP_TABLE(BP__OP_ENUM)
-#undef BP__OP_ENUM
-#define BP__OP_PLUS_ONE(E, name, args_t, value, capture, tensors) +1
-  BP_OP_COUNT = 0 BP_OP_TABLE(BP__OP_PLUS_ONE)
-#undef BP__OP_PLUS_ONE
-} bp_op_t;
-#define BP_OP_TABLE_SIZE 64
-
-typedef enum bp_unary_op {
-  BP_UNARY_NEG = 0,
-  BP_UNARY_ABS,
-  BP_UNARY_EXP,
-  BP_UNARY_LOG,
-  BP_UNARY_SQRT,
-  BP_UNARY_RSQRT,
-  BP_UNARY_RELU,
-  BP_UNARY_GELU, /* exact: x * 0.5 * (1 + erf(x / sqrt(2))) */
-  BP_UNARY_SILU,
-  BP_UNARY_SIGMOID,
-  BP_UNARY_TANH,
-  BP_UNARY_SIN,
-  BP_UNARY_COS,
-  BP_UNARY_COUNT
-} bp_unary_op_t;
-
-typedef enum bp_binary_op {
-  BP_BINARY_ADD = 0,
-  BP_BINARY_SUB,
-  BP_BINARY_MUL,
-  BP_BINARY_DIV,
-  BP_BINARY_MAX, /* NaN-propagating */
-  BP_BINARY_MIN, /* NaN-propagating */
-  BP_BINARY_POW,
-  BP_BINARY_COUNT
-} bp_binary_op_t;
-
-typedef enum bp_reduce_op {
-  BP_REDUCE_SUM = 0,
-  BP_REDUCE_MEAN,
-  BP_REDUCE_MAX,  /* NaN-propagating */
-  BP_REDUCE_MIN,  /* NaN-propagating */
-  BP_REDUCE_PROD,
-  BP_REDUCE_VAR,  /* population variance (divides by n) */
-  BP_REDUCE_ARGMAX, /* first index of the maximum; output i32 or i64 */
-  BP_REDUCE_COUNT
-} bp_reduce_op_t;
-
-typedef enum bp_pool_kind { BP_POOL_MAX = 0, BP_POOL_AVG = 1 } bp_pool_kind_t;
-typedef enum bp_random_dist {
-  BP_RANDOM_UNIFORM = 0, /* [a, b) */
-  BP_RANDOM_NORMAL = 1   /* mean a, standard deviation b */
-} bp_random_dist_t;
-
-typedef enum bp_device_kind {
-  BP_DEVICE_DISCRETE_GPU = 0,
-  BP_DEVICE_INTEGRATED_GPU = 1,
-  BP_DEVICE_CPU = 2,
-  BP_DEVICE_SOFTWARE = 3, /* emulation: llvmpipe, PoCL, a reference device */
-  BP_DEVICE_OTHER = 4
-} bp_device_kind_t;
+#include "backplane_types.h"
 
 /* ---------------------------------------------------------------------------
  * Host services: the only way a plugin calls back into the host. Passed to
@@ -261,46 +114,6 @@ typedef struct bp_host_services {
   void (*tune_store)(const bp_tune_key_t *key, const char *value);
 } bp_host_services_t;
 
-/* ---------------------------------------------------------------------------
- * Device info: one record per device, filled by probe.
- */
-typedef struct bp_device_info {
-  uint32_t struct_size;
-  char name[128];
-  char vendor[64];
-  char driver_version[64];
-  char identity[64];   /* stable id: "pci:0000:01:00.0" or "uuid:..." or "" */
-  bp_device_kind_t kind;
-  int32_t score_hint;  /* higher is better, within a kind */
-  uint64_t memory_bytes;
-  uint32_t compute_units;
-  uint32_t flags;      /* BP_DEVICE_FLAG_* */
-  double peak_gflops;  /* f32 FMA peak estimate, 0 when unknown */
-  double bandwidth_gbs; /* memory bandwidth estimate, 0 when unknown */
-  /* Per op family: bitmask of bp_dtype_t that run natively (BP_DTYPE_BIT). */
-  uint32_t op_dtypes[BP_OP_TABLE_SIZE];
-  char description[256]; /* free text: ISA, driver details */
-  /* fields below: ABI 1.1 */
-  uint32_t kernel_formats; /* BP_KERNEL_FORMAT_BIT(f) of custom kernels taken */
-  /* fields below: ABI 1.3 */
-  /* The DLPack DLDeviceType its device pointers belong to (kDLCUDA = 2,
-   * kDLROCM = 10, ...), with the device's backend index as the DLPack
-   * device id; 0 when they cannot be shared, or when they are host
-   * pointers (BP_DEVICE_FLAG_HOST_MEMORY already says so: kDLCPU). */
-  int32_t dlpack_device_type;
-} bp_device_info_t;
-
-#define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */
-#define BP_DEVICE_FLAG_HOST_MEMORY 0x2u /* device pointers are host pointers */
-#define BP_DEVICE_FLAG_UNIFIED 0x4u
-
-/* Options the application passes when opening a device. */
-typedef enum bp_isa_level {
-  BP_ISA_BEST = 0,
-  BP_ISA_SCALAR = 1,
-  BP_ISA_AVX2 = 2,
-  BP_ISA_AVX512 = 3
-} bp_isa_level_t;
 
 typedef struct bp_plugin_device_config {
   uint32_t struct_size;
@@ -473,24 +286,9 @@ typedef struct bp_random_args {
 } bp_random_args_t;
 
 /* ---------------------------------------------------------------------------
- * Custom kernels (ABI 1.1): code in the form a backend takes, launched over a
- * grid with an argument array.
+ * Custom kernels (ABI 1.1): what a launch hands the plugin. The formats and
+ * argument kinds are in backplane_types.h (the application names them too).
  */
-typedef enum bp_kernel_format {
-  BP_KERNEL_SPIRV = 0,     /* Vulkan: SPIR-V words, entry point name */
-  BP_KERNEL_GLSL = 1,      /* Vulkan: GLSL compute source (via libshaderc) */
-  BP_KERNEL_OPENCL_C = 2,  /* OpenCL C source, kernel name */
-  BP_KERNEL_PTX = 3,       /* CUDA: PTX text, .entry name */
-  BP_KERNEL_HIP = 4,       /* ROCm: HIP source through hiprtc */
-  BP_KERNEL_C_SHARED_OBJECT = 5 /* CPU: path of a .so, function name */
-} bp_kernel_format_t;
-#define BP_KERNEL_FORMAT_BIT(f) (1u << (unsigned)(f))
-
-typedef enum bp_kernel_arg_kind {
-  BP_ARG_BUFFER = 0, /* device pointer + byte offset */
-  BP_ARG_I32, BP_ARG_U32, BP_ARG_I64, BP_ARG_U64, BP_ARG_F32, BP_ARG_F64
-} bp_kernel_arg_kind_t;
-
 typedef struct bp_plugin_kernel_arg {
   bp_kernel_arg_kind_t kind;
   uint32_t reserved;

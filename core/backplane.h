@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plugin-api.h"
+#include "backplane_types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 
 #include "backplane.h"
+#include "plugin-api.h"
 
 #ifndef BP_PLUGIN_INSTALL_DIR
 #define BP_PLUGIN_INSTALL_DIR "/usr/local/lib/backplane"

@@ -15,6 +15,18 @@ make -s -C "$here" B="$b" install DESTDIR="$dest" PREFIX="$prefix" >/dev/null
 export PKG_CONFIG_SYSROOT_DIR="$dest" PKG_CONFIG_PATH="$dest$prefix/lib/pkgconfig" PKG_CONFIG_LIBDIR=""
 cflags=$(pkg-config --cflags backplane) libs=$(pkg-config --libs backplane)
 ex=$here/docs/examples
+# The headers install under include/backplane/, none bare in include/, and
+# the application header does not leak the plugin ABI.
+for h in backplane.h plugin-api.h backplane_types.h; do
+  [ -f "$dest$prefix/include/backplane/$h" ] || { echo "FAILED: $h not installed under include/backplane/"; exit 1; }
+  [ ! -e "$dest$prefix/include/$h" ] || { echo "FAILED: $h installed bare in include/"; exit 1; }
+done
+printf '#include <backplane.h>\nint main(void) { return (int)sizeof(bp_plugin_descriptor_t); }\n' > "$tmp/leak.c"
+if cc -std=c11 $cflags -fsyntax-only "$tmp/leak.c" 2>/dev/null; then
+  echo "FAILED: backplane.h exposes the plugin ABI (bp_plugin_descriptor_t)"; exit 1
+fi
+printf '#include <backplane.h>\nint main(void) { return BP_OP_GEMM + BP_F32 + BP_OK; }\n' > "$tmp/shared.c"
+cc -std=c11 $cflags -fsyntax-only "$tmp/shared.c" || { echo "FAILED: backplane.h lacks the shared types"; exit 1; }
 export LD_LIBRARY_PATH="$dest$prefix/lib"
 export BACKPLANE_PLUGIN_PATH="$dest$prefix/lib/backplane:$tmp/plugins"
 mkdir -p "$tmp/plugins" && chmod 755 "$tmp/plugins"

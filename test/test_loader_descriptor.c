@@ -6,6 +6,7 @@
  * None of these variants crashes or hangs, so they are loaded in-process.
  */
 #include "test_loader_util.h"
+#include "plugin-api.h" /* the plugin ABI: descriptors, versions */
 
 static void test_tiny_symbol(void **state) {
   (void)state;

@@ -8,6 +8,7 @@
  * Only this file loads those variants.
  */
 #include "test_loader_util.h"
+#include "plugin-api.h" /* the plugin ABI: descriptors, versions */
 
 #include <sys/stat.h>
 #include <time.h>

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "plugin-api.h" /* the plugin ABI: descriptors, versions */
 
 static bp_context_t *ctx;
 static const bp_host_services_t *host;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bp.h"
+#include "plugin-api.h" /* the plugin ABI: descriptors, versions */
 #include "conformance.h"
 
 /* ---- ABI and descriptor ----------------------------------------------------*/

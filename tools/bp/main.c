@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bp.h"
+#include "plugin-api.h" /* the plugin ABI: descriptors, versions */
 
 typedef struct bp_subcommand {
   const char *name;
