@@ -19,7 +19,7 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
-#include "plugins/cpu/fast_gemm.h"
+#include "plugins/cpu/fast/gemm/gemm.h"
 #include "test/skip.h"
 
 static int fails, checks;

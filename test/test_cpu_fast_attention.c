@@ -1,7 +1,7 @@
 /*
  * test_cpu_fast_attention.c — the "cpu" device's fused attention kernels
  * (plugins/cpu/fast_attention*.c) against the plugin's scalar double
- * reference (ref_attention.c), both linked straight from the plugin's
+ * reference (ref/ref_attention.c), both linked straight from the plugin's
  * objects so the ISA level and thread count can be forced. Covers the AVX2
  * kernel: odd and block-straddling sequence lengths, Sq != Skv with the
  * bottom-right causal mask (including rows that see no key), grouped-query
@@ -20,7 +20,7 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
-#include "plugins/cpu/ref.h"
+#include "plugins/cpu/ref/ref.h"
 #include "test/cpu_fast_devs.h"
 #include "test/skip.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_cpu_fast_mem.c — the memory-bound fast paths' streaming-store and
- * cached-row machinery (fast_vec_rows.h, fast_nt_ok) against the scalar
+ * cached-row machinery (fast/rows/vec_rows.h, fast_nt_ok) against the scalar
  * reference, linked straight from the plugin's objects so each ISA level,
  * thread count and the non-temporal store threshold can be forced.
  *
@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "plugins/cpu/cpu.h"
-#include "plugins/cpu/fast_vec.h"
-#include "plugins/cpu/ref.h"
+#include "plugins/cpu/fast/vec.h"
+#include "plugins/cpu/ref/ref.h"
 #include "test/cpu_fast_devs.h"
 #include "test/skip.h"
 

@@ -17,7 +17,7 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
-#include "plugins/cpu/ref.h"
+#include "plugins/cpu/ref/ref.h"
 #include "test/cpu_fast_devs.h"
 #include "test/skip.h"
 

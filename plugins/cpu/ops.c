@@ -14,7 +14,7 @@
  * Streams need no handling: ops run synchronously, in call order.
  */
 #include "plugin.h"
-#include "ref.h"
+#include "plugins/cpu/ref/ref.h"
 
 /* One split op: the args, the range function, the first failure. */
 typedef struct split_ctx {

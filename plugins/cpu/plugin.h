@@ -35,7 +35,7 @@ static inline cpu_device_t *cpu_device(bp_plugin_device_t *d) {
   return (cpu_device_t *)(void *)d;
 }
 
-/* kernel.c: custom kernels through libffi */
+/* kernels.c: custom kernels through libffi */
 CPU_HIDDEN bp_status_t cpu_kernel_create(bp_plugin_device_t *device, const bp_kernel_source_t *src,
                                          bp_plugin_kernel_t **out_kernel);
 CPU_HIDDEN void cpu_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel);

@@ -1,0 +1,97 @@
+/*
+ * fast/conv/conv2d.h — internals shared by the conv2d fast path's two files:
+ * fast/conv/conv2d.c (routes, planning, padding, weights) and
+ * fast/conv/conv2d_igemm.c (the implicit-GEMM loops that run on the pool).
+ */
+#ifndef BACKPLANE_FAST_CONV2D_H
+#define BACKPLANE_FAST_CONV2D_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/fast/vec.h"
+
+#define CONV_NR_MAX 32              /* widest micro-kernel tile (NR) */
+#define CONV_TILE_BYTES (384 << 10) /* packed image tile, kept in L2 */
+#define CONV_DIRECT_NC 512          /* output pixels per block, in-place route */
+#define CONV_DIRECT_TASKS 8         /* in place, several threads: blocks per thread */
+#define CONV_KC_DIRECT 384          /* k block of the in-place route (see plan) */
+#define CONV_KC_MAX 256             /* k block: a micro-panel (KC x NR) stays in L1 */
+#define CONV_ROW_MAX 4096           /* widest padded row split into phases */
+#define CONV_PAD_AHEAD 4            /* channels prefetched ahead of the padding */
+
+/* Zero-padded copy of the images, so packing needs no bounds checks:
+ * plane (n, c) of Hp x Wp floats, x's pixel (h, w) at (h + ph, w + pw). */
+typedef struct pad_job {
+  const float *x;
+  float *xp;
+  int64_t C, H, W, Hp, Wp, ph, pw, sxn, sxc, sxh, sxw;
+  int64_t sw, wq; /* rows split into sw phases of wq (Wp = sw * wq) */
+} pad_job_t;
+
+typedef struct conv_job {
+  const fast_gemm_kernel_t *kr;
+  const float *x, *ap; /* image, packed weights (all groups) */
+  float *y;
+  const float *bias; /* K floats or NULL */
+  int64_t C, H, W, K, P, Q, R, S, G, cg, kg, crs;
+  int64_t sxn, sxc, sxh, sxw, syn, syk;
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t kc, nc, ncb, pm; /* blocking; column blocks; m parts */
+  int64_t lda;             /* floats between two output channels' weights */
+  int64_t wq;              /* > 0: rows are split into stride_w phases this wide */
+  int64_t Hin, Win;        /* extent of the planes x points at (padded or not) */
+  bool lim_ok;             /* x's strides are positive: reads may run to its end */
+  const int64_t *off;      /* per k row (c, r, s): tap offset, for conv_direct */
+  int64_t off_max;         /* the largest of them (phases make them unordered) */
+  bool direct;             /* B read in place (conv_direct), off set */
+  bool pix;                /* channels along the vector (pix_task), off set */
+  /* dyn: the pool runs one chunk per worker, and each claims tasks from
+   * *next until ntasks are taken */
+  bool dyn;
+  int64_t ntasks;
+  _Atomic int64_t *next;
+  /* slab: each task pads the input rows its block needs (pad, slab_rows of
+   * them per channel) into its own scratch, instead of one padded copy */
+  bool slab;
+  int64_t slab_rows;
+  pad_job_t pad;
+  const bp_plugin_tensor_t *wt;
+} conv_job_t;
+
+/* Padded rows [h0, h1) of one channel plane xc into d (Wp floats each).
+ * ahead, when not NULL, is a plane padded later: its same rows are
+ * prefetched meanwhile (the planes lie a plane apart, too far for the
+ * hardware prefetchers, and the copies would wait on memory). */
+CPU_HIDDEN void fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1,
+                                   float *d, const float *ahead);
+
+/* The next strip of output pixels from jj (at most end) that the in-place
+ * route reads: one or two halves of W lanes, each on one output row, the
+ * second only after a full first. Returns its width. */
+CPU_HIDDEN int64_t fast_conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end);
+
+/* Scratch slot 3 bytes one worker needs for its packed image tile. */
+CPU_HIDDEN size_t fast_conv_tile_bytes(const conv_job_t *j);
+
+/* Pool tasks (cpu_pool_fn) over a conv_job_t: blocks of output pixels
+ * (packed or in place), or blocks of NR output channels (j->pix). */
+CPU_HIDDEN void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
+CPU_HIDDEN void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
+
+/* Depthwise stencil of one plane, stride-1 rows, AVX2 (fast/conv/conv2d_dw_avx2.c):
+ * fast_vec_kernels_t.dw_plane's contract for g->sw == 1; nt: store full
+ * aligned vectors with non-temporal stores (the caller fences). */
+CPU_HIDDEN void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x, const float *w,
+                                        float bias, float *y, float *buf, int nt);
+
+/* fast_sgemm_avx2's in-place and channels-along-the-vector kernels with 4
+ * rows instead of 6, for a last panel of at most 4 output channels or
+ * pixels (fast/conv/conv2d_ukr_avx2.c). */
+CPU_HIDDEN extern const fast_ukr_offs_fn fast_conv_ukr_offs4_avx2;
+CPU_HIDDEN extern const fast_ukr_pix_fn fast_conv_ukr_pix4_avx2;
+CPU_HIDDEN extern const fast_ukr_pix_fn fast_conv_ukr_pix6_avx2;
+
+#endif /* BACKPLANE_FAST_CONV2D_H */

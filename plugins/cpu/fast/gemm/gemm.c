@@ -1,0 +1,511 @@
+/*
+ * fast/gemm/gemm.c — the f32 / f64 GEMM fast path of the "cpu" device.
+ *
+ * BLIS-style: C is split into independent parts (batch entries, then ranges
+ * of rows or columns) that run on the thread pool; each part loops over k
+ * blocks (KC), m blocks (MC, packed A) and n blocks (NC, packed B in L2) and
+ * calls a register-tiled micro-kernel chosen at run time (fast/gemm/gemm.h). All
+ * strides and transposes are absorbed by the packing routines, so the
+ * micro-kernels only ever see contiguous panels (per-dtype packing and
+ * merging: fast/gemm/gemm_types.c). One large problem split
+ * by rows goes to the team driver instead (fast/gemm/gemm_team.c), where the
+ * workers share B's packed panels.
+ */
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/dtype.h"
+#include "gemm_driver.h"
+#include "plugins/cpu/tensor.h"
+
+/* ---- the blocked driver -------------------------------------------------- */
+
+#define TILE_BYTES (16 * 32 * 8) /* largest MR x NR tile of any kernel */
+#define GEMM_MT_FLOPS 4e6 /* least work per thread worth a pool dispatch */
+
+/* Small f32 problems in row-major layouts: no packing at all. The
+ * unpacked micro-kernel reads A's rows and B's rows where they are (all of
+ * them fit in L1 / L2 at these sizes) and masks the ragged edges, so C is
+ * written once, in place. Column-major A is first copied row-major. */
+#define GEMM_DIRECT_MAX 224 /* largest m, n, k taken unpacked: one thread's
+                               * time / OpenBLAS's, median of 4 alternating
+                               * runs, unpacked vs packed: 192^3 1.01 vs
+                               * 0.94, 224^3 0.99 vs 0.95, 256^3 0.91 vs
+                               * 0.94 (docs/performance.md) */
+/* A few rows of C (at most two micro-panels) against a large B: packing
+ * B would copy it for one or two uses of each element, so B is read in
+ * place, in k blocks. With two panels each B line is read twice, which
+ * pays when B streams from memory anyway (past GEMM_SKINNY_STREAM bytes)
+ * or when its rows are not a multiple of 1 KiB apart; rows that are (a
+ * power-of-two width) fall into a few L1 / L2 sets, the second read
+ * misses, and the packed path is faster (12 x 4096 x 256: 0.86x).
+ * Measured against the packed path, same program: 6 x 4096 x 4096 1.76x,
+ * 12 x 4096 x 4096 1.19-1.22x, 4 x 8192 x 2048 1.55x, 12 x 300 x 5000
+ * 1.47x; three panels (16, 18 rows) measured 0.74-0.98x. */
+#define GEMM_SKINNY_STREAM ((int64_t)32 << 20)
+
+static bool gemm_skinny(const fast_gemm_kernel_t *kr, const gemm_view_t *v) {
+  if (v->m <= kr->mr) return true;
+  if (v->m > 2 * kr->mr) return false;
+  bool sets = (v->sbk * (int64_t)sizeof(float)) % 1024 == 0;
+  return !sets || v->k * v->n * (int64_t)sizeof(float) >= GEMM_SKINNY_STREAM;
+}
+
+/* Unpacked: small problems (GEMM_DIRECT_MAX), a few rows (gemm_skinny),
+ * and a C of at most GEMM_DIRECT_MAX square whatever k is, in k blocks:
+ * each element of A and B serves at most MAX / NR and MAX / MR tiles, and
+ * packing them cost more than it saved. Two threads, paired against the
+ * packed path: 64 x 64 x 65536 1.27x (column-major A 1.50x), 128 x 128 x
+ * 32768 1.14x, 200 x 200 x 16384 1.13x, 224 x 224 x 1024 1.17x, 100 x 100
+ * x 2000 1.29x; wider C (384^2, 512^2) measured 0.73 - 0.87x, so the
+ * bound stays. */
+static bool gemm_direct_fits(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                             const gemm_view_t *v) {
+  /* a column-major A without the kernel that reads it in place is copied
+   * whole: only for a short k */
+  bool a_in_place = v->sak == 1 || kr->ukr_cols;
+  return t == &fast_gemm_type_f32 && kr->ukr_rows && v->scn == 1 && v->sbn == 1 &&
+         (v->sak == 1 || v->sam == 1) &&
+         ((v->m <= GEMM_DIRECT_MAX && v->n <= GEMM_DIRECT_MAX &&
+           (v->k <= GEMM_DIRECT_MAX || a_in_place)) ||
+          gemm_skinny(kr, v));
+}
+
+static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
+                        float alpha, float beta) {
+  const float *a = (const float *)v->a, *b = (const float *)v->b;
+  float *c = (float *)v->c;
+  int64_t lda = v->sam;
+  fast_ukr_rows_fn ukr = kr->ukr_rows;
+  bool cols_a = v->sak != 1 && kr->ukr_cols;
+  if (cols_a) {
+    /* column-major A: the kernel broadcasts the MR values of each k step */
+    ukr = kr->ukr_cols;
+    lda = v->sak;
+  } else if (v->sak != 1) {
+    /* column-major A: a row-major copy, m x k */
+    float *at = fast_scratch(0, (size_t)(v->m * v->k) * sizeof(float));
+    if (!at) return false;
+    for (int64_t p = 0; p < v->k; p++)
+      for (int64_t i = 0; i < v->m; i++) at[i * v->k + p] = a[p * v->sak + i];
+    a = at;
+    lda = v->k;
+  }
+  int mr = kr->mr, nr = kr->nr;
+  /* each B panel (KC x NR) stays in L1 while A's rows stream past it */
+  for (int64_t pc = 0; pc < v->k; pc += kr->kc) {
+    int64_t kb = v->k - pc < kr->kc ? v->k - pc : kr->kc;
+    const float *ap = cols_a ? a + pc * lda : a + pc, *bp = b + pc * v->sbk;
+    float bet = pc == 0 ? beta : 1.0f;
+    for (int64_t jr = 0; jr < v->n; jr += nr) {
+      int cols = (int)(v->n - jr < nr ? v->n - jr : nr);
+      for (int64_t ir = 0; ir < v->m; ir += mr) {
+        int rows = (int)(v->m - ir < mr ? v->m - ir : mr);
+        ukr(kb, cols_a ? ap + ir : ap + ir * lda, lda, bp + jr, v->sbk,
+            c + ir * v->scm + jr, v->scm, rows, cols, alpha, bet);
+      }
+    }
+  }
+  return true;
+}
+
+/* Whether the f32 kernel kr may take the AVX2 widening packer and merge:
+ * a vector ISA's kernel (it has a packer) on a CPU with AVX2, FMA, F16C. */
+static bool wpack_ok(const fast_gemm_kernel_t *kr) {
+  const cpu_features_t *f = cpu_features_get();
+  return kr->pack && f->avx2 && f->fma && f->f16c;
+}
+
+/* Packs panels with vector code when there is some for the layout: the
+ * ISA's own for its dtype, the AVX2 widening packer for f16 / bf16 into
+ * the f32 kernels' panels (on any CPU with AVX2, FMA and F16C). False:
+ * nothing written, the scalar packing runs. */
+static bool vec_pack(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                     const void *src, int64_t si, int64_t sk, int64_t cnt,
+                     int64_t kb, int w, void *dst) {
+  if (t->wide_c) return kr->pack && kr->pack(src, si, sk, cnt, kb, w, dst);
+  return t->esize == sizeof(float) && wpack_ok(kr) &&
+         fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
+}
+
+/* cnt rows (A: si = sam, sk = sak) or columns (B: si = sbn, sk = sbk) of
+ * an operand into panels of w: vector code first, the type's scalar
+ * packer otherwise. */
+static void pack_panels(const gemm_type_t *t, const fast_gemm_kernel_t *kr, bool is_a,
+                        const char *src, int64_t si, int64_t sk, int64_t cnt,
+                        int64_t kb, void *dst) {
+  int w = is_a ? kr->mr : kr->nr;
+  if (vec_pack(t, kr, src, si, sk, cnt, kb, w, dst)) return;
+  if (is_a) t->pack_a(src, si, sk, cnt, kb, w, dst);
+  else t->pack_b(src, sk, si, kb, cnt, w, dst);
+}
+
+void fast_gemm_pack_a(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                      const gemm_view_t *v, int64_t i0, int64_t p0, int64_t mb,
+                      int64_t kb, void *dst) {
+  pack_panels(t, kr, true, v->a + (i0 * v->sam + p0 * v->sak) * (int64_t)t->in_size,
+              v->sam, v->sak, mb, kb, dst);
+}
+
+void fast_gemm_pack_b(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                      const gemm_view_t *v, int64_t j0, int64_t p0, int64_t nb,
+                      int64_t kb, void *dst) {
+  pack_panels(t, kr, false, v->b + (p0 * v->sbk + j0 * v->sbn) * (int64_t)t->in_size,
+              v->sbn, v->sbk, nb, kb, dst);
+}
+
+void fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
+                     int64_t mb, int64_t nb, int64_t kb) {
+  const gemm_type_t *ct = mk->ct;
+  const fast_gemm_kernel_t *kr = mk->kr;
+  /* the panels hold the compute type, which C's type shares (f32 for an
+   * f32 band of a narrow C) */
+  int64_t es = (int64_t)ct->esize, cs = (int64_t)ct->in_size;
+  int mr = kr->mr, nr = kr->nr;
+  alignas(64) char tile[TILE_BYTES];
+  bool direct = mk->scn == 1 && ct->wide_c;
+  /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
+  bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && wpack_ok(kr);
+  for (int64_t ir = 0; ir < mb; ir += mr) {
+    const char *apan = ap + ir * kb * es;
+    int64_t rows = mb - ir < mr ? mb - ir : mr;
+    for (int64_t jr = 0; jr < nb; jr += nr) {
+      const char *bpan = bp + jr * kb * es;
+      int64_t cols = nb - jr < nr ? nb - jr : nr;
+      char *cc = mk->c + (ir * mk->scm + jr * mk->scn) * cs;
+      if (direct && rows == mr && cols == nr) {
+        kr->ukr(kb, apan, bpan, cc, mk->scm, mk->alpha, mk->beta);
+        continue;
+      }
+      kr->ukr(kb, apan, bpan, tile, nr, mk->one, mk->zero);
+      if (!wmerge || !fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
+                                       mk->scm, mk->scn, rows, cols,
+                                       *(const float *)mk->alpha,
+                                       *(const float *)mk->beta))
+        ct->merge(tile, nr, cc, mk->scm, mk->scn, rows, cols, mk->alpha,
+                  mk->beta);
+    }
+  }
+}
+
+/* The blocked loops: panels of A and B packed by t (the operands' type), C
+ * written through ct (C's type: t itself, or f32 when the caller gives an
+ * f32 C for a narrow one), with KC x MC x NC blocking. */
+static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
+                       const fast_gemm_kernel_t *kr, const gemm_view_t *v,
+                       const void *alpha, const void *beta, const void *one,
+                       const void *zero, int64_t KC, int64_t MC, int64_t NC) {
+  int64_t es = (int64_t)t->esize, cs = (int64_t)ct->in_size;
+  int mr = kr->mr, nr = kr->nr;
+  if (v->k < KC) KC = v->k;
+  int64_t mcap = v->m < MC ? (v->m + mr - 1) / mr * mr : MC;
+  int64_t ncap = v->n < NC ? (v->n + nr - 1) / nr * nr : NC;
+  char *ap = fast_scratch(0, (size_t)(mcap * KC * es));
+  char *bp = fast_scratch(1, (size_t)(ncap * KC * es));
+  if (!ap || !bp) return false;
+  for (int64_t pc = 0; pc < v->k; pc += KC) {
+    int64_t kb = v->k - pc < KC ? v->k - pc : KC;
+    const void *bet = pc == 0 ? beta : one;
+    for (int64_t ic = 0; ic < v->m; ic += MC) {
+      int64_t mb = v->m - ic < MC ? v->m - ic : MC;
+      fast_gemm_pack_a(t, kr, v, ic, pc, mb, kb, ap);
+      for (int64_t jc = 0; jc < v->n; jc += NC) {
+        int64_t nb = v->n - jc < NC ? v->n - jc : NC;
+        fast_gemm_pack_b(t, kr, v, jc, pc, nb, kb, bp);
+        gemm_macro_t mk = {ct, kr, v->c + (ic * v->scm + jc * v->scn) * cs,
+                           v->scm, v->scn, alpha, bet, one, zero};
+        fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
+      }
+    }
+  }
+  return true;
+}
+
+/* f16 / bf16 C with k past one KC block: a narrow C cannot hold partial
+ * sums, so each band of rows is computed into an f32 scratch C with the
+ * normal blocking (A and B widened while packing), then rounded into C
+ * once with alpha and beta. A band holds fast_gemm_band_floats floats of
+ * C (4 MiB; tests lower it to reach several bands). */
+int64_t fast_gemm_band_floats = (int64_t)1 << 20;
+
+static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                              const gemm_view_t *v, const void *alpha,
+                              const void *beta, const void *one, const void *zero) {
+  int64_t band = fast_gemm_band_floats / v->n / kr->mr * kr->mr;
+  if (band < kr->mr) band = kr->mr;
+  if (band > v->m) band = v->m;
+  for (int64_t i0 = 0; i0 < v->m; i0 += band) {
+    int64_t rows = v->m - i0 < band ? v->m - i0 : band;
+    float *cb = fast_scratch(4, (size_t)(rows * v->n) * sizeof(float));
+    if (!cb) return false;
+    gemm_view_t sub = *v;
+    sub.m = rows;
+    sub.a = v->a + i0 * v->sam * (int64_t)t->in_size;
+    sub.c = (char *)cb;
+    sub.scm = v->n;
+    sub.scn = 1;
+    if (!gemm_loops(t, &fast_gemm_type_f32, kr, &sub, one, zero, one, zero, kr->kc,
+                    kr->mc, kr->nc))
+      return false;
+    char *c = v->c + i0 * v->scm * (int64_t)t->in_size;
+    if (!wpack_ok(kr) ||
+        !fast_wmerge_avx2(t->dtype, cb, (int)v->n, c, v->scm, v->scn, rows, v->n,
+                          *(const float *)alpha, *(const float *)beta))
+      t->merge(cb, (int)v->n, c, v->scm, v->scn, rows, v->n, alpha, beta);
+  }
+  return true;
+}
+
+/* Runs one part of C on the calling thread. Returns false when scratch
+ * memory is unavailable (nothing has been written then). */
+static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+                       const gemm_view_t *v, const void *alpha,
+                       const void *beta, const void *one, const void *zero) {
+  if (gemm_direct_fits(t, kr, v)) {
+    float fa, fb;
+    memcpy(&fa, alpha, sizeof fa);
+    memcpy(&fb, beta, sizeof fb);
+    return gemm_direct(kr, v, fa, fb);
+  }
+  if (!t->wide_c && t->esize == sizeof(float) && v->k > kr->kc &&
+      v->n <= ((int64_t)1 << 24) / kr->mr)
+    return gemm_narrow_bands(t, kr, v, alpha, beta, one, zero);
+  int64_t es = (int64_t)t->esize;
+  int64_t KC = kr->kc, MC = kr->mc, NC = kr->nc;
+  if (!t->wide_c) {
+    /* A narrow C cannot hold partial sums: keep all of k in the registers
+     * and shrink the m and n blocks to keep the panels near L3 / L2. */
+    KC = v->k;
+    int64_t mfit = ((int64_t)4 << 20) / (KC * es) / kr->mr * kr->mr;
+    int64_t nfit = ((int64_t)1 << 20) / (KC * es) / kr->nr * kr->nr;
+    MC = mfit < MC ? (mfit > kr->mr ? mfit : kr->mr) : MC;
+    NC = nfit < NC ? (nfit > kr->nr ? nfit : kr->nr) : NC;
+  }
+  return gemm_loops(t, t, kr, v, alpha, beta, one, zero, KC, MC, NC);
+}
+
+/* ---- splitting over batch and the pool ----------------------------------- */
+
+/* Splitting n gives each thread its own columns of B to pack and keep in
+ * its own L2, with A (small here) packed once per thread; the team (rows)
+ * shares each packed B block, which then has to reach both cores' L2 and
+ * be waited for block by block. On the EPYC, 64 - 256 x 4096 x 4096 ran
+ * 1.11 - 1.23x faster split by n than by the team; from 512 rows on the
+ * two measured alike. */
+int64_t fast_gemm_row_split_panels = 48;
+
+typedef struct gemm_job {
+  const gemm_type_t *t;
+  const fast_gemm_kernel_t *kr;
+  gemm_view_t v;
+  int64_t sab, sbb, scb; /* batch strides in elements */
+  int64_t pm, pn;        /* parts per batch entry along m and n */
+  alignas(8) char alpha[8], beta[8], one[8], zero[8];
+} gemm_job_t;
+
+/* Part `idx` of [0, len) split in `parts` chunks aligned to `align`. */
+static void split_range(int64_t len, int64_t parts, int64_t idx, int64_t align,
+                        int64_t *begin, int64_t *count) {
+  int64_t chunk = (len + parts - 1) / parts;
+  chunk = (chunk + align - 1) / align * align;
+  *begin = idx * chunk < len ? idx * chunk : len;
+  int64_t end = *begin + chunk < len ? *begin + chunk : len;
+  *count = end - *begin;
+}
+
+static void gemm_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  const gemm_job_t *j = ctx;
+  (void)worker;
+  int64_t es = (int64_t)j->t->in_size;
+  for (int64_t i = begin; i < end; i++) {
+    int64_t b = i / (j->pm * j->pn), r = i % (j->pm * j->pn);
+    int64_t m0, mcnt, n0, ncnt;
+    split_range(j->v.m, j->pm, r / j->pn, j->kr->mr, &m0, &mcnt);
+    split_range(j->v.n, j->pn, r % j->pn, j->kr->nr, &n0, &ncnt);
+    if (mcnt == 0 || ncnt == 0) continue;
+    gemm_view_t v = j->v;
+    v.m = mcnt;
+    v.n = ncnt;
+    v.a += (b * j->sab + m0 * v.sam) * es;
+    v.b += (b * j->sbb + n0 * v.sbn) * es;
+    v.c += (b * j->scb + m0 * v.scm + n0 * v.scn) * es;
+    if (v.k == 0)
+      j->t->scale(&v, j->beta);
+    else if (!gemm_block(j->t, j->kr, &v, j->alpha, j->beta, j->one, j->zero))
+      j->t->naive(&v, j->alpha, j->beta);
+  }
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+void fast_gemm_block_for(fast_gemm_kernel_t *kr, uint64_t l1d, uint64_t l2) {
+  if (!kr->tuned_l1_kib || !kr->tuned_l2_kib || !l1d || !l2) return;
+  int64_t kc0 = kr->kc, nc0 = kr->nc;
+  /* the KC x NR micro-panel's bytes follow L1 */
+  int64_t kc = (int64_t)((double)kc0 * (double)l1d / (kr->tuned_l1_kib * 1024.0));
+  kc = clamp64(kc, kc0 / 4, kc0 * 4) / 16 * 16;
+  kc = kc < 64 ? 64 : kc;
+  /* the KC x NC block's bytes follow L2, whatever KC became */
+  double bytes = (double)kc0 * (double)nc0 * (double)l2 / (kr->tuned_l2_kib * 1024.0);
+  int64_t nc = clamp64((int64_t)(bytes / (double)kc), nc0 / 4, nc0 * 4) / kr->nr * kr->nr;
+  kr->kc = (int)kc;
+  kr->nc = (int)(nc < kr->nr ? kr->nr : nc);
+}
+
+/* Picks the micro-kernel for dtype under the device's ISA ceiling, its
+ * k and n blocks fitted to this CPU's caches. */
+static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
+  const cpu_features_t *f = cpu_features_get();
+  bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
+  fast_gemm_kernel_t kr = f64 ? fast_gemm_portable_f64 : fast_gemm_portable_f32;
+  if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl)
+    kr = f64 ? fast_dgemm_avx512 : fast_sgemm_avx512;
+  else if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
+    kr = f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
+  uint64_t l1d, l2;
+  cpu_cache_sizes(&l1d, &l2, NULL);
+  fast_gemm_block_for(&kr, l1d, l2);
+  return kr;
+}
+
+/* C of one column (A's rows contiguous: dots) or one row (B's rows
+ * contiguous: a sum of B's rows); false when neither fits. */
+static bool gemm_vector(cpu_device_t *dev, const gemm_view_t *v, bool f64,
+                        double alpha, double beta) {
+  if (v->n == 1 && v->sak == 1) {
+    fast_gemv_dot(dev, f64, v->m, v->k, v->a, v->sam, v->b, v->sbk, v->c,
+                  v->scm, alpha, beta);
+    return true;
+  }
+  if (v->m == 1 && v->sbn == 1) {
+    fast_gemv_axpy(dev, f64, v->k, v->n, v->a, v->sak, v->b, v->sbk, v->c,
+                   v->scn, alpha, beta);
+    return true;
+  }
+  return false;
+}
+
+static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
+
+/* True when the 2-D view with these dims/strides maps no two elements onto
+ * one address (a dimension of size 1 never matters). */
+static bool distinct_2d(int64_t d0, int64_t s0, int64_t d1, int64_t s1) {
+  if (d0 <= 1 || d1 <= 1) return (d0 <= 1 || s0 != 0) && (d1 <= 1 || s1 != 0);
+  int64_t a0 = iabs64(s0), a1 = iabs64(s1);
+  if (a0 == 0 || a1 == 0) return false;
+  return a0 < a1 ? a0 * d0 <= a1 : a1 * d1 <= a0;
+}
+
+static void store_scalar(char *dst, bool f64, double v) {
+  if (f64)
+    memcpy(dst, &v, sizeof v);
+  else {
+    float f = (float)v;
+    memcpy(dst, &f, sizeof f);
+  }
+}
+
+bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
+  bp_dtype_t dt = a->a.dtype;
+  if (a->b.dtype != dt || a->c.dtype != dt || a->a.rank != 3 ||
+      a->b.rank != 3 || a->c.rank != 3)
+    return BP_ERR_UNIMPLEMENTED;
+  const gemm_type_t *type = dt == BP_F32    ? &fast_gemm_type_f32
+                            : dt == BP_F64  ? &fast_gemm_type_f64
+                            : dt == BP_F16  ? &fast_gemm_type_f16
+                            : dt == BP_BF16 ? &fast_gemm_type_bf16
+                                            : NULL;
+  if (!type) return BP_ERR_UNIMPLEMENTED;
+  /* alpha == 0 has BLAS meaning (A and B unread): leave it to the reference
+   * so both devices agree on NaN handling. */
+  if (a->alpha == 0) return BP_ERR_UNIMPLEMENTED;
+  int64_t batch = a->c.shape[0], m = a->c.shape[1], n = a->c.shape[2];
+  int64_t k = a->a.shape[2];
+  if (batch == 0 || m == 0 || n == 0) return BP_OK;
+  const int64_t *sc = a->c.strides;
+  if (!distinct_2d(m, sc[1], n, sc[2]) || (batch > 1 && sc[0] == 0))
+    return BP_ERR_UNIMPLEMENTED;
+  if (dt == BP_BF16 || dt == BP_F16) {
+    /* A native kernel (AMX) first; widening to f32 while packing else. */
+    bp_status_t st = fast_gemm_lowp(dev, a);
+    if (st != BP_ERR_UNIMPLEMENTED) return st;
+  }
+
+  bool f64 = dt == BP_F64;
+  gemm_job_t j;
+  memset(&j, 0, sizeof j);
+  j.t = type;
+  fast_gemm_kernel_t kr = pick_kernel(dev, f64);
+  j.kr = &kr;
+  j.v = (gemm_view_t){m,
+                      n,
+                      k,
+                      cpu_tensor_base(&a->a),
+                      cpu_tensor_base(&a->b),
+                      cpu_tensor_base(&a->c),
+                      a->a.strides[1],
+                      a->a.strides[2],
+                      a->b.strides[1],
+                      a->b.strides[2],
+                      sc[1],
+                      sc[2]};
+  j.sab = a->a.strides[0];
+  j.sbb = a->b.strides[0];
+  j.scb = sc[0];
+  /* Column-major C: compute C^T = B^T A^T so vectors run along C's
+   * contiguous dimension. */
+  if (j.v.scn != 1 && j.v.scm == 1) {
+    gemm_view_t v = j.v;
+    j.v = (gemm_view_t){v.n,   v.m,   v.k,   v.b,   v.a,   v.c,
+                        v.sbn, v.sbk, v.sak, v.sam, v.scn, v.scm};
+    int64_t t = j.sab;
+    j.sab = j.sbb;
+    j.sbb = t;
+  }
+  store_scalar(j.alpha, f64, a->alpha);
+  store_scalar(j.beta, f64, a->beta);
+  store_scalar(j.one, f64, 1.0);
+  store_scalar(j.zero, f64, 0.0);
+
+  /* C one row or one column: a matrix-vector product, bound by reading
+   * the matrix once; packing it first would double that */
+  if (batch == 1 && type->wide_c && gemm_vector(dev, &j.v, f64, a->alpha, a->beta))
+    return BP_OK;
+
+  /* Threads only pay off when every thread gets ~4 MFLOP or more (tens of
+   * microseconds against the pool's wake-up and a second packing of B):
+   * below that the whole call runs on the calling thread. Split batch
+   * first, then the longer of m and n so every part still fills whole
+   * micro-tiles. */
+  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
+  /* unpacked problems repeat no packing per thread: split them sooner */
+  double mt_flops = gemm_direct_fits(type, &kr, &j.v) ? GEMM_MT_FLOPS / 2
+                                                      : GEMM_MT_FLOPS;
+  bool mt = threads > 1 && flops >= mt_flops * (double)threads;
+  int64_t parts = 1;
+  if (mt && batch < (int64_t)threads)
+    parts = ((int64_t)threads + batch - 1) / batch;
+  /* By rows when C is tall or has rows enough (the team below then shares
+   * each packed B block); few rows against many columns by columns, each
+   * part packing its own columns of B (fast_gemm_row_split_panels). */
+  j.pm = j.pn = 1;
+  if (j.v.m >= parts * kr.mr * fast_gemm_row_split_panels ||
+      j.v.m / kr.mr >= j.v.n / kr.nr)
+    j.pm = parts;
+  else
+    j.pn = parts;
+  /* One problem split by rows: the workers share its B panels instead */
+  if (mt && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
+      fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
+    return BP_OK;
+  int64_t ntasks = batch * j.pm * j.pn;
+  if (mt && ntasks > 1)
+    cpu_pool_run(dev->pool, ntasks, 1, gemm_task, &j);
+  else
+    gemm_task(&j, 0, ntasks, 0);
+  return BP_OK;
+}

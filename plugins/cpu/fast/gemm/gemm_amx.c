@@ -1,0 +1,326 @@
+/*
+ * fast/gemm/gemm_amx.c — bf16 GEMM on AMX tiles (TDPBF16PS), f32 accumulation.
+ *
+ * Compiled with -mamx-tile -mamx-bf16 and AVX-512 (fast.mk); called only
+ * when CPUID reports AMX-BF16 and the kernel granted tile state
+ * (cpu_amx_request). Layout:
+ *  - B is packed once per call (in parallel) into VNNI tiles: per 32-deep k
+ *    chunk and 32-column panel, two 16 x 64-byte tiles whose row r holds the
+ *    pairs (B[2r][j], B[2r+1][j]).
+ *  - Each task packs its rows of A into 32-row panels (two 16 x 64-byte
+ *    tiles per k chunk) and sweeps them against L2-sized blocks of B.
+ *  - The micro-kernel keeps a 32 x 32 f32 block of C in four tiles for all
+ *    of k, so C is written once: alpha, beta and the RNE rounding to bf16
+ *    happen in the vectorised merge.
+ */
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "plugins/cpu/dtype.h"
+#include "gemm.h"
+
+#define AMX_KC 32       /* bf16 per tile row: one k chunk */
+#define AMX_PANEL 1024  /* bf16 per 32 x 32 panel chunk (two 1 KiB tiles) */
+
+typedef struct amx_tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} amx_tilecfg_t;
+
+/* Every tile is 16 rows x 64 bytes: C0..C3 f32, A0/A1 bf16, B0/B1 VNNI. */
+static void amx_configure(void) {
+  alignas(64) amx_tilecfg_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+/* w[32][ld] (+)= A panel (32 rows) x B panel (32 cols) over kchunks k
+ * chunks; first == true starts from zero instead of loading w. */
+static void amx_ukr(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
+                    float *w, int64_t ld, bool first) {
+  size_t st = (size_t)ld * sizeof(float);
+  if (first) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, w, st);
+    _tile_loadd(1, w + 16, st);
+    _tile_loadd(2, w + 16 * ld, st);
+    _tile_loadd(3, w + 16 * ld + 16, st);
+  }
+  for (int64_t c = 0; c < kchunks; c++) {
+    /* B streams from L2 and tile loads do not wake the prefetchers: ask for
+     * the next chunk now (the A panel is already in L1). */
+    const char *next = (const char *)(bp + AMX_PANEL);
+    for (int l = 0; l < 2 * AMX_PANEL; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
+    _tile_loadd(4, ap, 64);
+    _tile_loadd(5, ap + 512, 64);
+    _tile_loadd(6, bp, 64);
+    _tile_loadd(7, bp + 512, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    ap += AMX_PANEL;
+    bp += AMX_PANEL;
+  }
+  _tile_stored(0, w, st);
+  _tile_stored(1, w + 16, st);
+  _tile_stored(2, w + 16 * ld, st);
+  _tile_stored(3, w + 16 * ld + 16, st);
+}
+
+/* ---- packing ------------------------------------------------------------ */
+
+/* Panel of rows [0, rows) of A (bf16, strides sam/sak), k padded to kp:
+ * dst[c][i][kk] = A[i][c*32 + kk]. */
+static void amx_pack_a(const uint16_t *a, int64_t sam, int64_t sak,
+                       int64_t rows, int64_t k, int64_t kp, uint16_t *dst) {
+  for (int64_t c = 0; c < kp / AMX_KC; c++, dst += AMX_PANEL)
+    for (int64_t i = 0; i < 32; i++) {
+      uint16_t *d = dst + i * AMX_KC;
+      int64_t k0 = c * AMX_KC, w = k - k0 < AMX_KC ? k - k0 : AMX_KC;
+      if (i >= rows) w = 0;
+      const uint16_t *s = a + i * sam + k0 * sak;
+      if (sak == 1 && w == AMX_KC)
+        memcpy(d, s, 64);
+      else {
+        for (int64_t kk = 0; kk < w; kk++) d[kk] = s[kk * sak];
+        for (int64_t kk = w; kk < AMX_KC; kk++) d[kk] = 0;
+      }
+    }
+}
+
+/* Panel of columns [0, cols) of B, VNNI pairs, k padded to kp:
+ * dst[c][h][r][2j + e] = B[c*32 + 2r + e][h*16 + j]. */
+static void amx_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn,
+                       int64_t cols, int64_t k, int64_t kp, uint16_t *dst) {
+  const __m512i lo = _mm512_set_epi16(
+      47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
+      38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  for (int64_t c = 0; c < kp / AMX_KC; c++, dst += AMX_PANEL)
+    for (int64_t r = 0; r < 16; r++) {
+      int64_t k0 = c * AMX_KC + 2 * r;
+      uint16_t *d0 = dst + r * 32, *d1 = dst + 512 + r * 32;
+      if (sbn == 1 && cols == 32 && k0 + 1 < k) {
+        /* interleave two 32-wide rows into two rows of 16 pairs */
+        __m512i x = _mm512_loadu_si512(b + k0 * sbk);
+        __m512i y = _mm512_loadu_si512(b + (k0 + 1) * sbk);
+        _mm512_storeu_si512(d0, _mm512_permutex2var_epi16(x, lo, y));
+        _mm512_storeu_si512(d1, _mm512_permutex2var_epi16(x, hi, y));
+        continue;
+      }
+      for (int64_t j = 0; j < 32; j++) {
+        uint16_t *d = (j < 16 ? d0 : d1) + (j & 15) * 2;
+        bool in = j < cols;
+        d[0] = in && k0 < k ? b[k0 * sbk + j * sbn] : 0;
+        d[1] = in && k0 + 1 < k ? b[(k0 + 1) * sbk + j * sbn] : 0;
+      }
+    }
+}
+
+/* ---- merge: C = bf16(alpha * acc + beta * C) ----------------------------- */
+
+/* Round 16 floats to bf16, nearest even; NaN stays NaN (quieted). */
+static __m256i bf16_round16(__m512 v) {
+  __m512i u = _mm512_castps_si512(v);
+  __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(
+      _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+      _mm512_set1_epi32(0x7f800000));
+  r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+}
+
+static __m512 bf16_widen16(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static void amx_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm,
+                      int64_t scn, int64_t rows, int64_t cols, float alpha,
+                      float beta) {
+  if (scn != 1) {
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        uint16_t *cij = c + i * scm + j * scn;
+        double v = (double)(alpha * t[i * ld + j]);
+        if (beta != 0) v += (double)(beta * cpu_bf16_to_float(*cij));
+        *cij = cpu_bf16_from_double((double)(float)v);
+      }
+    return;
+  }
+  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j += 16) {
+      __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
+      uint16_t *cij = c + i * scm + j;
+      __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * ld + j));
+      if (beta != 0)
+        v = _mm512_fmadd_ps(vb, bf16_widen16(_mm256_maskz_loadu_epi16(m, cij)), v);
+      _mm256_mask_storeu_epi16(cij, m, bf16_round16(v));
+    }
+}
+
+/* ---- driver --------------------------------------------------------------- */
+
+typedef struct amx_job {
+  const uint16_t *a, *b;
+  uint16_t *c;
+  int64_t m, n, k, kp;
+  int64_t sam, sak, sbk, sbn, scm, scn;
+  float alpha, beta;
+  uint16_t *bpack; /* all 32-column panels of B, kp deep */
+  int64_t mparts;
+  int failed;
+} amx_job_t;
+
+static void amx_pack_b_task(void *ctx, int64_t begin, int64_t end,
+                            unsigned worker) {
+  amx_job_t *j = ctx;
+  (void)worker;
+  for (int64_t p = begin; p < end; p++) {
+    int64_t j0 = p * 32, cols = j->n - j0 < 32 ? j->n - j0 : 32;
+    amx_pack_b(j->b + j0 * j->sbn, j->sbk, j->sbn, cols, j->k, j->kp,
+               j->bpack + p * 32 * j->kp);
+  }
+}
+
+/* Blocking: a 32 x AMX_KB A sub-panel (16 KiB) stays in L1 while B
+ * sub-panels stream from L2; C accumulates in f32 in a workspace of
+ * AMX_MB x AMX_NB micro-tiles (256 KiB) between k blocks. */
+#define AMX_KB 256
+#define AMX_MB 8
+#define AMX_NB 8
+#define AMX_WS_LD (AMX_NB * 32)
+
+/* Micro-panels [0, ni) of apack (rows r00 + 32 i) against B panels
+ * [p0, p1), all of k, finishing in C. */
+static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
+                      int64_t r00, int64_t m_end, int64_t p0, int64_t p1,
+                      float *ws) {
+  int64_t kp = j->kp, panel = 32 * kp;
+  for (int64_t k0 = 0; k0 < kp; k0 += AMX_KB) {
+    int64_t kb = kp - k0 < AMX_KB ? kp - k0 : AMX_KB;
+    bool first = k0 == 0, last = k0 + kb >= kp;
+    for (int64_t i = 0; i < ni; i++) {
+      int64_t r0 = r00 + i * 32, rows = m_end - r0 < 32 ? m_end - r0 : 32;
+      for (int64_t p = p0; p < p1; p++) {
+        float *w = ws + i * 32 * AMX_WS_LD + (p - p0) * 32;
+        amx_ukr(kb / AMX_KC, apack + i * panel + k0 * 32,
+                j->bpack + p * panel + k0 * 32, w, AMX_WS_LD, first);
+        if (!last) continue;
+        int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
+        amx_merge(w, AMX_WS_LD, j->c + r0 * j->scm + c0 * j->scn, j->scm,
+                  j->scn, rows, cols, j->alpha, j->beta);
+      }
+    }
+  }
+}
+
+/* Rows [m0, m0 + mcnt): A packed in chunks of up to 8 MiB, each swept over
+ * all of B block by block. */
+static void amx_rows(amx_job_t *j, int64_t m0, int64_t mcnt) {
+  int64_t kp = j->kp, npanels = (j->n + 31) / 32;
+  int64_t panel = 32 * kp; /* bf16 per packed panel */
+  int64_t mblk = ((int64_t)8 << 20) / (panel * 2);
+  mblk = mblk < AMX_MB ? AMX_MB : mblk / AMX_MB * AMX_MB;
+  int64_t mpanels = (mcnt + 31) / 32;
+  int64_t cap = mpanels < mblk ? mpanels : mblk;
+  uint16_t *apack = fast_scratch(0, (size_t)(cap * panel) * 2);
+  float *ws = fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
+  if (!apack || !ws) {
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  amx_configure();
+  for (int64_t ib = 0; ib < mpanels; ib += mblk) {
+    int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
+    for (int64_t i = ib; i < ie; i++) {
+      int64_t r0 = m0 + i * 32, rows = m0 + mcnt - r0 < 32 ? m0 + mcnt - r0 : 32;
+      amx_pack_a(j->a + r0 * j->sam, j->sam, j->sak, rows, j->k, kp,
+                 apack + (i - ib) * panel);
+    }
+    for (int64_t i0 = ib; i0 < ie; i0 += AMX_MB)
+      for (int64_t p0 = 0; p0 < npanels; p0 += AMX_NB)
+        amx_block(j, apack + (i0 - ib) * panel,
+                  (i0 + AMX_MB < ie ? i0 + AMX_MB : ie) - i0, m0 + i0 * 32,
+                  m0 + mcnt, p0, p0 + AMX_NB < npanels ? p0 + AMX_NB : npanels,
+                  ws);
+  }
+  _tile_release();
+}
+
+static void amx_rows_task(void *ctx, int64_t begin, int64_t end,
+                          unsigned worker) {
+  amx_job_t *j = ctx;
+  (void)worker;
+  int64_t per = ((j->m + j->mparts - 1) / j->mparts + 31) / 32 * 32;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t m0 = t * per;
+    if (m0 >= j->m) continue;
+    amx_rows(j, m0, j->m - m0 < per ? j->m - m0 : per);
+  }
+}
+
+/* One batch entry, C row-major (scn == 1) or any strides (scalar merge).
+ * Returns false when scratch memory could not be had before C was
+ * touched. */
+static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
+  int64_t npanels = (j->n + 31) / 32;
+  j->bpack = fast_scratch(2, (size_t)(npanels * 32 * j->kp) * 2);
+  if (!j->bpack) return false;
+  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  double flops = 2.0 * (double)j->m * (double)j->n * (double)j->k;
+  bool par = threads > 1 && flops >= 8e6;
+  if (par)
+    cpu_pool_run(dev->pool, npanels, 1, amx_pack_b_task, j);
+  else
+    amx_pack_b_task(j, 0, npanels, 0);
+  /* Threads split the rows; a worker that cannot get scratch memory marks
+   * the job failed, which the caller reports as out of memory. */
+  int64_t mpanels = (j->m + 31) / 32;
+  j->mparts = par ? (mpanels < threads ? mpanels : threads) : 1;
+  if (j->mparts > 1)
+    cpu_pool_run(dev->pool, j->mparts, 1, amx_rows_task, j);
+  else
+    amx_rows(j, 0, j->m);
+  return true;
+}
+
+bp_status_t fast_gemm_amx_bf16(cpu_device_t *dev, const bp_gemm_args_t *g) {
+  int64_t batch = g->c.shape[0], m = g->c.shape[1], n = g->c.shape[2];
+  int64_t k = g->a.shape[2];
+  const char *pa = (const char *)(uintptr_t)g->a.ptr + g->a.offset;
+  const char *pb = (const char *)(uintptr_t)g->b.ptr + g->b.offset;
+  char *pc = (char *)(uintptr_t)g->c.ptr + g->c.offset;
+  const int64_t *sa = g->a.strides, *sb = g->b.strides, *sc = g->c.strides;
+  for (int64_t b = 0; b < batch; b++) {
+    amx_job_t j = {(const uint16_t *)(pa + 2 * b * sa[0]),
+                   (const uint16_t *)(pb + 2 * b * sb[0]),
+                   (uint16_t *)(pc + 2 * b * sc[0]),
+                   m, n, k, (k + AMX_KC - 1) / AMX_KC * AMX_KC,
+                   sa[1], sa[2], sb[1], sb[2], sc[1], sc[2],
+                   (float)g->alpha, (float)g->beta, NULL, 1, 0};
+    /* Column-major C: compute C^T = B^T A^T so the merge runs along rows. */
+    if (j.scn != 1 && j.scm == 1) {
+      amx_job_t t = j;
+      j.a = t.b, j.b = t.a, j.m = t.n, j.n = t.m;
+      j.sam = t.sbn, j.sak = t.sbk, j.sbk = t.sak, j.sbn = t.sam;
+      j.scm = t.scn, j.scn = t.scm;
+    }
+    if (!amx_one(dev, &j)) return b == 0 ? BP_ERR_UNIMPLEMENTED : BP_ERR_OUT_OF_MEMORY;
+    if (j.failed) return BP_ERR_OUT_OF_MEMORY;
+  }
+  return BP_OK;
+}

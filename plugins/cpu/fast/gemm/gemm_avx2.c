@@ -1,0 +1,52 @@
+/*
+ * fast/gemm/gemm_avx2.c — AVX2 + FMA GEMM micro-kernels (f32 6x16, f64 6x8).
+ * Compiled with -mavx2 -mfma (fast.mk); called only after CPUID says so.
+ */
+#include <immintrin.h>
+
+#include "gemm.h"
+#include "gemm_ukr.h"
+#include "gemm_ukr_rows.h"
+
+/* 6 rows x 2 vectors: 12 accumulators + 2 B + 1 broadcast of 16 ymm. */
+#include "ukr_avx2_f32.h"
+#define T float
+FAST_DEFINE_UKR(sgemm_ukr_6x16, 6)
+FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_6x16, 6)
+FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_6x16, 6)
+FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_6x16, 6)
+FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
+#undef MASK_T
+#undef MASK
+#undef MLOAD
+#undef STORE_N
+#undef VEC
+#undef T
+#undef W
+#undef LOAD
+#undef STORE
+#undef SET1
+#undef FMA
+#undef MUL
+#undef ZERO
+
+#define VEC __m256d
+#define T double
+#define W 4
+#define LOAD _mm256_loadu_pd
+#define STORE _mm256_storeu_pd
+#define SET1 _mm256_set1_pd
+#define FMA _mm256_fmadd_pd
+#define MUL _mm256_mul_pd
+#define ZERO _mm256_setzero_pd
+FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
+
+const fast_gemm_kernel_t fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
+                                            256, 1024, 1536,
+                                            fast_spack_avx2,
+                                            sgemm_ukr_rows_6x16,
+                                            sgemm_ukr_offs_6x16,
+                                            sgemm_ukr_pix_6x16,
+                                            sgemm_ukr_cols_6x16, 32, 1024};
+const fast_gemm_kernel_t fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
+                                            256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024};

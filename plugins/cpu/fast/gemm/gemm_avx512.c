@@ -1,0 +1,68 @@
+/*
+ * fast/gemm/gemm_avx512.c — AVX-512 GEMM micro-kernels (f32 12x32, f64 12x16).
+ * Compiled with -mavx512f -mfma (fast.mk); called only after CPUID says so.
+ */
+#include <immintrin.h>
+
+#include "gemm.h"
+#include "gemm_ukr.h"
+#include "gemm_ukr_rows.h"
+
+/* 12 rows x 2 vectors: 24 accumulators, 2 B vectors, 1 broadcast of the 32
+ * zmm registers; the A panel (12 x KC) stays in L1 while B streams from L2. */
+#define VEC __m512
+#define T float
+#define W 16
+#define LOAD _mm512_loadu_ps
+#define STORE _mm512_storeu_ps
+#define SET1 _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
+#define MUL _mm512_mul_ps
+#define ZERO _mm512_setzero_ps
+FAST_DEFINE_UKR(sgemm_ukr_12x32, 12)
+/* Lane mask with the first n of 16 lanes set (none for n <= 0). */
+static inline __mmask16 lanes16(int n) {
+  return n <= 0 ? 0 : n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+}
+#define MASK_T __mmask16
+#define MASK(n) lanes16(n)
+#define MLOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define STORE_N(p, v, n) _mm512_mask_storeu_ps((p), lanes16(n), (v))
+FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
+FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_12x32, 12)
+FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_12x32, 12)
+FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
+#undef MASK_T
+#undef MASK
+#undef MLOAD
+#undef STORE_N
+#undef VEC
+#undef T
+#undef W
+#undef LOAD
+#undef STORE
+#undef SET1
+#undef FMA
+#undef MUL
+#undef ZERO
+
+#define VEC __m512d
+#define T double
+#define W 8
+#define LOAD _mm512_loadu_pd
+#define STORE _mm512_storeu_pd
+#define SET1 _mm512_set1_pd
+#define FMA _mm512_fmadd_pd
+#define MUL _mm512_mul_pd
+#define ZERO _mm512_setzero_pd
+FAST_DEFINE_UKR(dgemm_ukr_12x16, 12)
+
+const fast_gemm_kernel_t fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
+                                              384, 640, 3072,
+                                              fast_spack_avx512,
+                                              sgemm_ukr_rows_12x32,
+                                              sgemm_ukr_offs_12x32,
+                                              sgemm_ukr_pix_12x32,
+                                              sgemm_ukr_cols_12x32, 48, 2048};
+const fast_gemm_kernel_t fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
+                                              256, 480, 3072, NULL, NULL, NULL, NULL, NULL, 48, 2048};

@@ -1,0 +1,89 @@
+/*
+ * fast/gemm/gemm_driver.h — the steps of the blocked GEMM driver, shared by the
+ * per-thread loops (fast/gemm/gemm.c) and the team driver that lets all workers
+ * share one packed B (fast/gemm/gemm_team.c).
+ *
+ * A problem is a view over raw bytes with element strides; a gemm_type_t
+ * says how its dtype is packed (widened to the compute type), merged back
+ * and computed without packing when scratch memory is short.
+ */
+#ifndef BACKPLANE_FAST_GEMM_DRIVER_H
+#define BACKPLANE_FAST_GEMM_DRIVER_H
+
+#include "gemm.h"
+
+/* One GEMM problem over raw bytes with element strides. */
+typedef struct gemm_view {
+  int64_t m, n, k;
+  const char *a, *b;
+  char *c;
+  int64_t sam, sak, sbk, sbn, scm, scn;
+} gemm_view_t;
+
+typedef struct gemm_type {
+  bp_dtype_t dtype; /* of A, B and C */
+  size_t in_size; /* element size of A, B and C */
+  size_t esize;   /* element size of the packed panels (compute type) */
+  bool wide_c;    /* C holds the compute type, so kernels may write it */
+  void (*pack_a)(const void *a, int64_t sam, int64_t sak, int64_t mb,
+                 int64_t kb, int mr, void *dst);
+  void (*pack_b)(const void *b, int64_t sbk, int64_t sbn, int64_t kb,
+                 int64_t nb, int nr, void *dst);
+  void (*merge)(const void *tile, int nr, void *c, int64_t scm, int64_t scn,
+                int64_t mb, int64_t nb, const void *alpha, const void *beta);
+  void (*naive)(const gemm_view_t *v, const void *alpha, const void *beta);
+  void (*scale)(const gemm_view_t *v, const void *beta);
+} gemm_type_t;
+
+/* Per dtype (fast/gemm/gemm_types.c): f32 and f64 computed in their own type,
+ * f16 and bf16 widened to f32 while packing. */
+CPU_HIDDEN extern const gemm_type_t fast_gemm_type_f32, fast_gemm_type_f64,
+    fast_gemm_type_f16, fast_gemm_type_bf16;
+/* The portable 4 x 8 micro-kernels, for CPUs without AVX2 + FMA. */
+CPU_HIDDEN extern const fast_gemm_kernel_t fast_gemm_portable_f32,
+    fast_gemm_portable_f64;
+
+/* Packs rows [i0, i0 + mb) x k [p0, p0 + kb) of v's A into MR-row panels
+ * at dst (vector code when the ISA has some for the layout). */
+CPU_HIDDEN void fast_gemm_pack_a(const gemm_type_t *t,
+                                 const fast_gemm_kernel_t *kr,
+                                 const gemm_view_t *v, int64_t i0, int64_t p0,
+                                 int64_t mb, int64_t kb, void *dst);
+
+/* Packs k [p0, p0 + kb) x columns [j0, j0 + nb) of v's B into NR-column
+ * panels at dst. */
+CPU_HIDDEN void fast_gemm_pack_b(const gemm_type_t *t,
+                                 const fast_gemm_kernel_t *kr,
+                                 const gemm_view_t *v, int64_t j0, int64_t p0,
+                                 int64_t nb, int64_t kb, void *dst);
+
+/* Where one packed block's product goes: C's block origin and strides in
+ * C's type ct, and the scalars (values of the compute type). */
+typedef struct gemm_macro {
+  const gemm_type_t *ct;
+  const fast_gemm_kernel_t *kr;
+  char *c;
+  int64_t scm, scn;
+  const void *alpha, *beta, *one, *zero;
+} gemm_macro_t;
+
+/* C block (mb x nb) = alpha * packed A (mb x kb) * packed B (kb x nb) +
+ * beta * C block: every MR x NR tile through the micro-kernel, the ragged
+ * edges through a tile and the type's merge. Each A micro-panel stays in
+ * L1 while the B block streams past it from L2. */
+CPU_HIDDEN void fast_gemm_macro(const gemm_macro_t *mk, const char *ap,
+                                const char *bp, int64_t mb, int64_t nb,
+                                int64_t kb);
+
+/* One thread-shared run of a problem with a wide C (f32 / f64) over the
+ * pool: every B block is packed once, by all workers together, and rows of
+ * A are claimed in chunks as workers come free (fast/gemm/gemm_team.c). False
+ * when it does not apply or its buffers cannot be had: nothing was
+ * written, the caller runs its own split. */
+CPU_HIDDEN bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
+                               const fast_gemm_kernel_t *kr,
+                               const gemm_view_t *v, const void *alpha,
+                               const void *beta, const void *one,
+                               const void *zero);
+
+#endif /* BACKPLANE_FAST_GEMM_DRIVER_H */

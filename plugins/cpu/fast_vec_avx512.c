@@ -1,7 +1,0 @@
-/*
- * fast_vec_avx512.c — the fast_vec.h row kernels for AVX-512 (F, BW, VL,
- * DQ); compiled with those flags (fast.mk), reached through fast_vec_pick.
- */
-#define FAST_VEC_512 1
-#define FAST_VEC_TABLE fast_vec_avx512
-#include "fast_vec_kern.h"
