@@ -1,9 +1,7 @@
 /*
- * descriptor.c — the one exported symbol, lifetime, and the capability table
- * (which dtypes each op family really implements on a device).
+ * descriptor.c — the one exported symbol and the plugin's lifetime (init,
+ * shutdown); probe and the capability table are in device.c.
  */
-#include <string.h>
-
 #include "ocl.h"
 
 static bp_status_t ocl_init(const bp_host_services_t *host) {
@@ -13,40 +11,6 @@ static bp_status_t ocl_init(const bp_host_services_t *host) {
 
 static void ocl_shutdown(void) {
   ocl_api_unload();
-}
-
-void ocl_op_dtypes(const ocl_caps_t *c, uint32_t *t) {
-  memset(t, 0, sizeof(uint32_t) * BP_OP_TABLE_SIZE);
-  uint32_t f = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_BF16);
-  /* f16 is stored through vload_half / vstore_half (core OpenCL 1.2) and
-   * computed in f32, so it would run anywhere; it is claimed only where the
-   * device has cl_khr_fp16, unless BACKPLANE_OPENCL_F16=1 (for testing the
-   * f16 path on devices without it, such as PoCL on x86). */
-  const char *force = ocl_host && ocl_host->getenv
-                          ? ocl_host->getenv("BACKPLANE_OPENCL_F16")
-                          : NULL;
-  if (c->fp16 || (force && strcmp(force, "1") == 0))
-    f |= BP_DTYPE_BIT(BP_F16);
-  if (c->fp64)
-    f |= BP_DTYPE_BIT(BP_F64);
-  uint32_t all = f | BP_DTYPES_INT;
-  t[BP_OP_FILL] = all;
-  t[BP_OP_COPY] = all;
-  t[BP_OP_CAST] = all;
-  t[BP_OP_UNARY] = f;
-  t[BP_OP_BINARY] = f;
-  t[BP_OP_GEMM] = f;
-  t[BP_OP_GEMV] = f;
-  t[BP_OP_REDUCE] = f;
-  t[BP_OP_SOFTMAX] = f;
-  t[BP_OP_LAYER_NORM] = f;
-  t[BP_OP_RMS_NORM] = f;
-  t[BP_OP_ATTENTION] = f;
-  t[BP_OP_CONV2D] = f;
-  t[BP_OP_POOL2D] = f;
-  t[BP_OP_BATCH_NORM] = f;
-  t[BP_OP_ADAM] = f;
-  t[BP_OP_RANDOM] = f;
 }
 
 BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {

@@ -1,5 +1,6 @@
 /*
- * device.c — enumeration, capabilities, probe, and device open/close.
+ * device.c — enumeration, capabilities and the capability table, probe, and
+ * device open/close.
  * Devices are numbered across platforms in the ICD loader's order, platform
  * by platform; probe and device_open enumerate the same way.
  */
@@ -130,6 +131,42 @@ static void device_identity(cl_device_id dev, const ocl_caps_t *c, char *out,
                               &pci, NULL) == CL_SUCCESS)
     snprintf(out, cap, "pci:%04x:%02x:%02x.%x", pci.pci_domain, pci.pci_bus,
              pci.pci_device, pci.pci_function);
+}
+
+/* The capability table: which dtypes each op family really implements on a
+ * device. */
+void ocl_op_dtypes(const ocl_caps_t *c, uint32_t *t) {
+  memset(t, 0, sizeof(uint32_t) * BP_OP_TABLE_SIZE);
+  uint32_t f = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_BF16);
+  /* f16 is stored through vload_half / vstore_half (core OpenCL 1.2) and
+   * computed in f32, so it would run anywhere; it is claimed only where the
+   * device has cl_khr_fp16, unless BACKPLANE_OPENCL_F16=1 (for testing the
+   * f16 path on devices without it, such as PoCL on x86). */
+  const char *force = ocl_host && ocl_host->getenv
+                          ? ocl_host->getenv("BACKPLANE_OPENCL_F16")
+                          : NULL;
+  if (c->fp16 || (force && strcmp(force, "1") == 0))
+    f |= BP_DTYPE_BIT(BP_F16);
+  if (c->fp64)
+    f |= BP_DTYPE_BIT(BP_F64);
+  uint32_t all = f | BP_DTYPES_INT;
+  t[BP_OP_FILL] = all;
+  t[BP_OP_COPY] = all;
+  t[BP_OP_CAST] = all;
+  t[BP_OP_UNARY] = f;
+  t[BP_OP_BINARY] = f;
+  t[BP_OP_GEMM] = f;
+  t[BP_OP_GEMV] = f;
+  t[BP_OP_REDUCE] = f;
+  t[BP_OP_SOFTMAX] = f;
+  t[BP_OP_LAYER_NORM] = f;
+  t[BP_OP_RMS_NORM] = f;
+  t[BP_OP_ATTENTION] = f;
+  t[BP_OP_CONV2D] = f;
+  t[BP_OP_POOL2D] = f;
+  t[BP_OP_BATCH_NORM] = f;
+  t[BP_OP_ADAM] = f;
+  t[BP_OP_RANDOM] = f;
 }
 
 static void info_fill(cl_platform_id plat, cl_device_id dev,

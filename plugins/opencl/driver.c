@@ -1,5 +1,5 @@
 /*
- * loader.c — opens the OpenCL ICD loader with dlopen and resolves the entry
+ * driver.c — opens the OpenCL ICD loader with dlopen and resolves the entry
  * points the plugin uses. No link-time dependency: a machine without
  * libOpenCL.so.1 still loads the plugin, which then reports why it has no
  * devices.

@@ -1,8 +1,10 @@
 /*
- * program.c — builds the embedded kernel sources into programs, caches the
+ * kernels_program.c — the plugin's own kernels: builds the embedded sources
+ * (kernels/opencl/, embedded by plugin.mk) into programs, caches the
  * programs in memory per device and, as driver binaries, on disk under
- * $XDG_CACHE_HOME/backplane (or ~/.cache/backplane), keyed by device, driver,
- * source and options, so a warm run builds nothing from source.
+ * $XDG_CACHE_HOME/backplane (or ~/.cache/backplane), keyed by device,
+ * driver, source and options, so a warm run builds nothing from source.
+ * Custom kernels (kernels.c) are built through the same binary cache.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -2,10 +2,20 @@
  * ocl.h — internals shared by the files of backend-opencl.so.
  *
  * The plugin reaches OpenCL only through the function table `ocl_api`, filled
- * by dlopen("libOpenCL.so.1") at probe/open time (loader.c), so the plugin has
+ * by dlopen("libOpenCL.so.1") at probe/open time (driver.c), so the plugin has
  * no link-time dependency on the ICD loader. Device pointers handed to the
  * core are the cl_mem handle itself, widened to 64 bits; byte offsets travel
  * separately and every kernel takes (buffer, byte offset) pairs.
+ *
+ * Files (the set every plugin folder shares, docs/plugin-guide.md):
+ * descriptor.c (the exported descriptor), driver.c (dlopen, the ocl_api
+ * table, error names), device.c (enumeration, probe, capability table,
+ * open, close), memory.c (buffers, transfers), stream.c (queues, events),
+ * graph.c (native graphs: command buffers), kernels.c (custom kernels)
+ * with kernels_program.c (program build and binary cache), and the ops by
+ * family: ops_blas.c with ops_blas_tune.c (the tiled-gemm tuner),
+ * ops_dnn.c, ops_elementwise.c, ops_reduce.c, ops_data.c, and
+ * ops_common.c (argument marshalling, enqueue, layouts).
  *
  * Threading: one device mutex guards the program cache and the
  * set-args-then-enqueue sequence of shared cl_kernel objects, because calls
@@ -28,7 +38,7 @@
 #define OCL_NAME "opencl"
 #define OCL_VERSION "0.1.0"
 
-/* ---- the OpenCL entry points we use (loader.c) -------------------------- */
+/* ---- the OpenCL entry points we use (driver.c) -------------------------- */
 #define OCL_API_FUNCS(X)                                                       \
   X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs)                   \
   X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext)                    \
@@ -56,7 +66,7 @@ extern const bp_host_services_t *ocl_host;
 /* Opens libOpenCL.so.1 once and fills ocl_api; BP_ERR_UNAVAILABLE (with the
  * message set through the host) when the ICD loader is missing. Thread-safe.*/
 bp_status_t ocl_api_load(void);
-/* At shutdown: keeps the library and table (see loader.c for why). */
+/* At shutdown: keeps the library and table (see driver.c for why). */
 void ocl_api_unload(void);
 /* Short English name of a cl_int error code ("CL_OUT_OF_RESOURCES"). */
 const char *ocl_err_name(cl_int err);
@@ -183,7 +193,7 @@ bp_status_t ocl_graph_launch(bp_plugin_device_t *device, bp_plugin_stream_t *str
                              bp_plugin_graph_t *graph);
 void ocl_graph_destroy(bp_plugin_device_t *device, bp_plugin_graph_t *graph);
 
-/* ---- programs and kernels (program.c) ------------------------------------ */
+/* ---- programs and kernels (kernels_program.c, kernels.c) ---------------- */
 /* Kernel source families, one file each under kernels/opencl/. */
 typedef enum ocl_family {
   OCL_FAM_DATA = 0, /* fill, copy, cast */
@@ -235,7 +245,7 @@ const char *ocl_source(const char *file);
 /* FNV-1a 64 over bytes, chained from h. */
 uint64_t ocl_hash(uint64_t h, const void *p, size_t n);
 
-/* ---- launching (launch.c) ------------------------------------------------ */
+/* ---- launching and layouts (ops_common.c) ------------------------------- */
 typedef struct ocl_args {
   cl_kernel k;
   cl_uint n;
@@ -252,6 +262,12 @@ bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims,
 /* Enqueues a 1-D grid-stride kernel over n items on the stream's queue. */
 bp_status_t ocl_launch_flat(ocl_device_t *d, bp_plugin_stream_t *stream,
                             ocl_args_t *a, int64_t n);
+/* Work-group size of the line kernels (reduce, softmax, norms). */
+#define OCL_ROW_WG 64
+/* Enqueues a line kernel over nrows lines: a work-group of OCL_ROW_WG items
+ * per line, or (per_item) one work-item per line. */
+bp_status_t ocl_launch_rows(ocl_device_t *d, bp_plugin_stream_t *stream,
+                            ocl_args_t *a, int64_t nrows, bool per_item);
 /* Build options selecting dtype dt ("-DDT_F32 ..."), with the device's
  * extensions. */
 void ocl_dtype_options(const ocl_device_t *d, bp_dtype_t dt, char *out,
@@ -295,7 +311,7 @@ void ocl_arg_rows(ocl_args_t *a, const ocl_layout_t *l, int64_t len,
 BP_OP_TABLE(OCL__DECL)
 #undef OCL__DECL
 
-/* ---- gemm (ops_gemm.c, gemm_tune.c) -------------------------------------- */
+/* ---- gemm (ops_blas.c, ops_blas_tune.c) --------------------------------- */
 /* Build options of a tiled-gemm configuration. */
 void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt,
                           const ocl_gemm_cfg_t *c, char *out, size_t cap);
@@ -308,7 +324,8 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
 bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt,
                             const ocl_gemm_cfg_t **out_cfg);
 
-/* Fills the capability table of a device from what the ops implement. */
+/* Fills the capability table of a device from what the ops implement
+ * (device.c). */
 void ocl_op_dtypes(const ocl_caps_t *caps, uint32_t *op_dtypes);
 
 #endif /* BACKPLANE_OCL_H */

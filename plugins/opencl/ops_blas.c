@@ -1,9 +1,9 @@
 /*
- * ops_gemm.c — gemm, strided batched gemm and gemv (kernels/opencl/gemm.cl).
+ * ops_blas.c — gemm, strided batched gemm and gemv (kernels/opencl/gemm.cl).
  *
  * Small problems go to gemm_direct (no scratch, any strides). Larger ones
  * pack A and B into padded compute-type scratch buffers and run gemm_tiled
- * with the device's tuned configuration (gemm_tune.c); the whole batch is
+ * with the device's tuned configuration (ops_blas_tune.c); the whole batch is
  * one launch of each kernel.
  */
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /*
- * gemm_tune.c — chooses the tiled-gemm configuration per device and dtype by
- * timing a few candidates on a 512^3 problem, and remembers the winner in
+ * ops_blas_tune.c — chooses the tiled-gemm configuration (ops_blas.c) per
+ * device and dtype by timing a few candidates on a 512^3 problem, and
+ * remembers the winner in
  * the core's tuning cache (host tune_lookup / tune_store, ABI 1.1) or, with
  * a 1.0 host, in $XDG_CACHE_HOME/backplane/opencl-gemm-<key>.txt. Either
  * key covers device, driver, plugin version, kernel source and dtype.

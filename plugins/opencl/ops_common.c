@@ -1,7 +1,8 @@
 /*
- * launch.c — kernel argument marshalling, enqueueing, dtype build options and
- * the layout collapsing that lets elementwise kernels run as flat loops when
- * tensors are contiguous.
+ * ops_common.c — helpers every ops_*.c file uses: kernel argument
+ * marshalling, enqueueing (also used by custom kernels, kernels.c), grids,
+ * dtype build options, and the layout collapsing that lets elementwise
+ * kernels run as flat loops when tensors are contiguous.
  */
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +59,13 @@ bp_status_t ocl_launch_flat(ocl_device_t *d, bp_plugin_stream_t *stream,
                                ocl_args_t *a, int64_t n) {
   size_t gws, lws;
   flat_grid(d, n, &gws, &lws);
+  return ocl_enqueue(ocl_queue(d, stream), a, 1, &gws, &lws);
+}
+
+bp_status_t ocl_launch_rows(ocl_device_t *d, bp_plugin_stream_t *stream,
+                            ocl_args_t *a, int64_t nrows, bool per_item) {
+  size_t lws = OCL_ROW_WG;
+  size_t gws = per_item ? ocl_round_up((size_t)nrows, lws) : (size_t)nrows * lws;
   return ocl_enqueue(ocl_queue(d, stream), a, 1, &gws, &lws);
 }
 

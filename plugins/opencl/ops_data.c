@@ -1,5 +1,6 @@
 /*
- * ops_data.c — fill, copy and cast (kernels/opencl/data.cl).
+ * ops_data.c — fill, copy and cast (kernels/opencl/data.cl) and the Philox
+ * random fill (kernels/opencl/random.cl).
  */
 #include <math.h>
 #include <stdio.h>
@@ -152,4 +153,40 @@ bp_status_t ocl_op_cast(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSRC=%d -DDST=%d",
            (int)args->x.dtype, (int)args->y.dtype);
   return copy_like((ocl_device_t *)device, stream, args, opts, "cast");
+}
+
+/* The Philox random fill (kernels/opencl/random.cl). */
+bp_status_t ocl_op_random(bp_plugin_device_t *device,
+                          bp_plugin_stream_t *stream,
+                          const bp_random_args_t *args) {
+  ocl_device_t *d = (ocl_device_t *)device;
+  const bp_plugin_tensor_t *y = &args->y;
+  const bp_plugin_tensor_t *ts[1] = {y};
+  ocl_layout_t l;
+  ocl_layout_make(ts, 1, y->shape, y->rank, &l);
+  if (l.numel == 0)
+    return BP_OK;
+  char opts[64];
+  ocl_dtype_options(d, y->dtype, opts, sizeof opts);
+  pthread_mutex_lock(&d->lock);
+  ocl_args_t a = {0};
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_RANDOM, opts, "random", &a.k);
+  if (st == BP_OK) {
+    cl_int rank = l.rank, normal = args->dist == BP_RANDOM_NORMAL;
+    cl_long n = l.numel;
+    cl_ulong seed = args->seed, offset = args->offset;
+    ocl_arg_buf(&a, y->ptr, y->offset);
+    OCL_ARG(&a, rank);
+    OCL_ARG(&a, n);
+    ocl_arg(&a, sizeof(cl_long8), l.shape);
+    ocl_arg(&a, sizeof(cl_long8), l.strides[0]);
+    OCL_ARG(&a, seed);
+    OCL_ARG(&a, offset);
+    OCL_ARG(&a, normal);
+    ocl_arg_scalar(&a, y->dtype, args->a);
+    ocl_arg_scalar(&a, y->dtype, args->b);
+    st = ocl_launch_flat(d, stream, &a, l.numel);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return st;
 }

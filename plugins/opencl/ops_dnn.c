@@ -1,10 +1,13 @@
 /*
- * ops_dnn.c — attention, conv2d, pool2d and batch norm
- * (kernels/opencl/attention.cl, conv.cl, pool.cl, batch_norm.cl).
+ * ops_dnn.c — attention, conv2d, pool2d, batch norm, softmax, layer norm, RMS
+ * norm and the fused Adam step (kernels/opencl/attention.cl, conv.cl,
+ * pool.cl, batch_norm.cl, softmax.cl, norm.cl, adam.cl).
  */
 #include <math.h>
 
 #include "ocl.h"
+
+/* ---- attention (attention.cl) ----------------------------------------------*/
 
 /* attention.cl's limits: q staged in local memory, Dv split over 64 items. */
 #define ATT_MAX_D 512
@@ -58,6 +61,8 @@ bp_status_t ocl_op_attention(bp_plugin_device_t *device,
   return st;
 }
 
+/* ---- conv2d (conv.cl) -------------------------------------------------------*/
+
 bp_status_t ocl_op_conv2d(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream,
                           const bp_conv2d_args_t *args) {
@@ -104,6 +109,8 @@ bp_status_t ocl_op_conv2d(bp_plugin_device_t *device,
   return st;
 }
 
+/* ---- pool2d (pool.cl) -------------------------------------------------------*/
+
 bp_status_t ocl_op_pool2d(bp_plugin_device_t *device,
                           bp_plugin_stream_t *stream,
                           const bp_pool2d_args_t *args) {
@@ -137,6 +144,8 @@ bp_status_t ocl_op_pool2d(bp_plugin_device_t *device,
   pthread_mutex_unlock(&d->lock);
   return st;
 }
+
+/* ---- batch norm (batch_norm.cl) --------------------------------------------*/
 
 bp_status_t ocl_op_batch_norm(bp_plugin_device_t *device,
                               bp_plugin_stream_t *stream,
@@ -176,6 +185,140 @@ bp_status_t ocl_op_batch_norm(bp_plugin_device_t *device,
     ocl_arg_scalar(&a, x->dtype, args->eps);
     st = ocl_launch_flat(d, stream, &a, n);
   }
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
+/* ---- softmax, layer norm, RMS norm: lines of a tensor (softmax.cl, norm.cl) */
+
+bp_status_t ocl_op_softmax(bp_plugin_device_t *device,
+                           bp_plugin_stream_t *stream,
+                           const bp_softmax_args_t *args) {
+  ocl_device_t *d = (ocl_device_t *)device;
+  const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
+  int axis = args->axis < 0 ? args->axis + x->rank : args->axis;
+  ocl_layout_t l;
+  ocl_rows_make(x, y, axis, &l);
+  int64_t len = x->shape[axis];
+  if (l.numel == 0 || len == 0)
+    return BP_OK;
+  char opts[64];
+  ocl_dtype_options(d, x->dtype, opts, sizeof opts);
+  pthread_mutex_lock(&d->lock);
+  ocl_args_t a = {0};
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_SOFTMAX, opts, "softmax", &a.k);
+  if (st == BP_OK) {
+    cl_int log_out = args->log != 0;
+    ocl_arg_buf(&a, x->ptr, x->offset);
+    ocl_arg_buf(&a, y->ptr, y->offset);
+    ocl_arg_rows(&a, &l, len, x->strides[axis], y->strides[axis]);
+    OCL_ARG(&a, log_out);
+    st = ocl_launch_rows(d, stream, &a, l.numel, false);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
+/* An optional [last] vector: (buffer, offset, stride, present). A rank-0
+ * tensor means absent; the kernel then never reads the buffer, but OpenCL
+ * still needs a valid cl_mem there, so x's stands in. */
+static void arg_optional(ocl_args_t *a, const bp_plugin_tensor_t *t,
+                         const bp_plugin_tensor_t *x) {
+  cl_int present = t->rank > 0;
+  cl_long stride = present ? t->strides[0] : 0;
+  ocl_arg_buf(a, present ? t->ptr : x->ptr, present ? t->offset : x->offset);
+  OCL_ARG(a, stride);
+  OCL_ARG(a, present);
+}
+
+static bp_status_t norm(ocl_device_t *d, bp_plugin_stream_t *stream,
+                        const bp_norm_args_t *args, bool rms) {
+  const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
+  int axis = x->rank - 1;
+  ocl_layout_t l;
+  ocl_rows_make(x, y, axis, &l);
+  int64_t len = x->shape[axis];
+  if (l.numel == 0 || len == 0)
+    return BP_OK;
+  char opts[64];
+  ocl_dtype_options(d, x->dtype, opts, sizeof opts);
+  pthread_mutex_lock(&d->lock);
+  ocl_args_t a = {0};
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_NORM, opts, "layer_norm", &a.k);
+  if (st == BP_OK) {
+    bp_plugin_tensor_t none = {0};
+    cl_int is_rms = rms;
+    ocl_arg_buf(&a, x->ptr, x->offset);
+    ocl_arg_buf(&a, y->ptr, y->offset);
+    ocl_arg_rows(&a, &l, len, x->strides[axis], y->strides[axis]);
+    arg_optional(&a, &args->gamma, x);
+    arg_optional(&a, rms ? &none : &args->beta, x);
+    ocl_arg_scalar(&a, x->dtype, args->eps);
+    OCL_ARG(&a, is_rms);
+    st = ocl_launch_rows(d, stream, &a, l.numel, false);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
+bp_status_t ocl_op_layer_norm(bp_plugin_device_t *device,
+                              bp_plugin_stream_t *stream,
+                              const bp_norm_args_t *args) {
+  return norm((ocl_device_t *)device, stream, args, false);
+}
+
+bp_status_t ocl_op_rms_norm(bp_plugin_device_t *device,
+                            bp_plugin_stream_t *stream,
+                            const bp_norm_args_t *args) {
+  return norm((ocl_device_t *)device, stream, args, true);
+}
+
+/* ---- adam (adam.cl) -------------------------------------------------------*/
+
+/* One parameter tensor: p, g, m, v share a shape. Caller holds d->lock. */
+static bp_status_t adam_one(ocl_device_t *d, bp_plugin_stream_t *stream,
+                            const bp_adam_args_t *args, uint32_t t,
+                            double bc1, double bc2) {
+  const bp_plugin_tensor_t *ts[4] = {&args->params[t], &args->grads[t],
+                                     &args->exp_avg[t], &args->exp_avg_sq[t]};
+  ocl_layout_t l;
+  ocl_layout_make(ts, 4, ts[0]->shape, ts[0]->rank, &l);
+  if (l.numel == 0)
+    return BP_OK;
+  bp_dtype_t dt = ts[0]->dtype;
+  char opts[64];
+  ocl_dtype_options(d, dt, opts, sizeof opts);
+  ocl_args_t a = {0};
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_ADAM, opts, "adam", &a.k);
+  if (st != BP_OK)
+    return st;
+  for (int i = 0; i < 4; i++)
+    ocl_arg_buf(&a, ts[i]->ptr, ts[i]->offset);
+  cl_int rank = l.rank, adamw = args->adamw != 0;
+  cl_long n = l.numel;
+  OCL_ARG(&a, rank);
+  OCL_ARG(&a, n);
+  ocl_arg(&a, sizeof(cl_long8), l.shape);
+  for (int i = 0; i < 4; i++)
+    ocl_arg(&a, sizeof(cl_long8), l.strides[i]);
+  const double s[7] = {args->lr, args->beta1, args->beta2, args->eps,
+                       args->weight_decay, bc1, bc2};
+  for (int i = 0; i < 7; i++)
+    ocl_arg_scalar(&a, dt, s[i]);
+  OCL_ARG(&a, adamw);
+  return ocl_launch_flat(d, stream, &a, l.numel);
+}
+
+bp_status_t ocl_op_adam(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                        const bp_adam_args_t *args) {
+  ocl_device_t *d = (ocl_device_t *)device;
+  /* Bias corrections in double on the host, as the CPU reference does. */
+  double bc1 = 1.0 - pow(args->beta1, (double)args->step);
+  double bc2 = 1.0 - pow(args->beta2, (double)args->step);
+  bp_status_t st = BP_OK;
+  pthread_mutex_lock(&d->lock);
+  for (uint32_t t = 0; t < args->count && st == BP_OK; t++)
+    st = adam_one(d, stream, args, t, bc1, bc2);
   pthread_mutex_unlock(&d->lock);
   return st;
 }

@@ -6,7 +6,7 @@ OCL_OBJS := $(OCL_SRCS:%.c=$(B)/obj/%.o)
 OCL_CL := $(sort $(wildcard kernels/opencl/*.cl))
 OCL_GEN := $(B)/gen/opencl/ocl_sources.h
 $(OCL_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS) -I$(B)/gen/opencl
-$(B)/obj/plugins/opencl/program.o: $(OCL_GEN)
+$(B)/obj/plugins/opencl/kernels_program.o: $(OCL_GEN)
 
 $(OCL_GEN): $(OCL_CL) plugins/opencl/embed.sh
 	@mkdir -p $(dir $@)

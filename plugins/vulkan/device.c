@@ -150,6 +150,80 @@ static void fill_identity(const phys_query_t *q, char *out, size_t n) {
     w += snprintf(out + w, n - (size_t)w, "%02x", q->p11.deviceUUID[i]);
 }
 
+/* ---- capability table: what the ops implement on a device's caps --------*/
+
+/* Which dtypes the device can hold in storage buffers at all. */
+static uint32_t storage_dtypes(const vkb_caps_t *c) {
+  uint32_t m = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_I32) |
+               BP_DTYPE_BIT(BP_I64) | BP_DTYPE_BIT(BP_F64);
+  if (c->storage16)
+    m |= BP_DTYPE_BIT(BP_F16) | BP_DTYPE_BIT(BP_BF16);
+  if (c->storage8)
+    m |= BP_DTYPE_BIT(BP_U8);
+  return m;
+}
+
+/* Claims op for the float dtypes whose kernel variant `family_<dt>` is
+ * built in and whose storage the device has. */
+static uint32_t float_claims(const vkb_caps_t *c, const char *family) {
+  static const bp_dtype_t fl[] = {BP_F32, BP_F16, BP_BF16};
+  uint32_t m = 0, have = storage_dtypes(c);
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s_%s", family, vkb_dtype_tag(fl[i]));
+    if ((have & BP_DTYPE_BIT(fl[i])) && vkb_kernel_present(name))
+      m |= BP_DTYPE_BIT(fl[i]);
+  }
+  return m;
+}
+
+void vkb_claims(const vkb_caps_t *c, uint32_t op_dtypes[BP_OP_TABLE_SIZE]) {
+  memset(op_dtypes, 0, BP_OP_TABLE_SIZE * sizeof *op_dtypes);
+  if (!c->usable)
+    return;
+  uint32_t have = storage_dtypes(c);
+  if (vkb_kernel_present("copy_b32") && vkb_kernel_present("copy_b64")) {
+    uint32_t m = have;
+    if (!vkb_kernel_present("copy_b16"))
+      m &= ~(BP_DTYPE_BIT(BP_F16) | BP_DTYPE_BIT(BP_BF16));
+    if (!vkb_kernel_present("copy_b8"))
+      m &= ~BP_DTYPE_BIT(BP_U8);
+    op_dtypes[BP_OP_FILL] = op_dtypes[BP_OP_COPY] = m;
+  }
+  /* cast: every pair among the claimed dtypes must have its kernel. */
+  static const bp_dtype_t ct[] = {BP_F32, BP_F16, BP_BF16, BP_I32, BP_U8};
+  uint32_t cast = 0;
+  for (int i = 0; i < 5; i++)
+    if (have & BP_DTYPE_BIT(ct[i]))
+      cast |= BP_DTYPE_BIT(ct[i]);
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 5; j++) {
+      char name[32];
+      snprintf(name, sizeof name, "cast_%s_%s", vkb_dtype_tag(ct[i]),
+               vkb_dtype_tag(ct[j]));
+      if (!vkb_kernel_present(name))
+        cast &= ~(BP_DTYPE_BIT(ct[i]) | BP_DTYPE_BIT(ct[j]));
+    }
+  op_dtypes[BP_OP_CAST] = cast;
+  op_dtypes[BP_OP_UNARY] = op_dtypes[BP_OP_BINARY] = float_claims(c, "eltwise");
+  op_dtypes[BP_OP_GEMM] = float_claims(c, "gemm");
+  op_dtypes[BP_OP_GEMV] = op_dtypes[BP_OP_GEMM]; /* gemv runs on gemm */
+  op_dtypes[BP_OP_REDUCE] = float_claims(c, "reduce");
+  op_dtypes[BP_OP_SOFTMAX] = float_claims(c, "softmax");
+  op_dtypes[BP_OP_LAYER_NORM] = op_dtypes[BP_OP_RMS_NORM] =
+      float_claims(c, "norm");
+  op_dtypes[BP_OP_ATTENTION] = float_claims(c, "attention");
+  op_dtypes[BP_OP_CONV2D] = float_claims(c, "conv");
+  op_dtypes[BP_OP_POOL2D] = float_claims(c, "pool");
+  op_dtypes[BP_OP_BATCH_NORM] = float_claims(c, "bnorm");
+  op_dtypes[BP_OP_ADAM] = float_claims(c, "adam");
+  op_dtypes[BP_OP_RANDOM] = float_claims(c, "random");
+  /* f64 only where the shader can compute in double (random's uniform and
+   * normal f64 paths are double arithmetic, not just storage). */
+  if (c->float64 && vkb_kernel_present("random_f64"))
+    op_dtypes[BP_OP_RANDOM] |= BP_DTYPE_BIT(BP_F64);
+}
+
 static void fill_info(vkb_global_t *g, VkPhysicalDevice pd,
                       bp_device_info_t *info) {
   phys_query_t q;

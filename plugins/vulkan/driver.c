@@ -1,5 +1,5 @@
 /*
- * loader.c — opens libvulkan.so.1 at run time and creates the one instance
+ * driver.c — opens libvulkan.so.1 at run time and creates the one instance
  * the plugin uses. There is no link-time dependency on the Vulkan loader, so
  * a machine without it gets a clear "unavailable" instead of a load failure.
  */

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "vkb.h"
 
 #define MAX_KERNEL_ARGS 64
 #define MAX_BLOCKS 8 /* pipelines kept per kernel (one per block shape) */

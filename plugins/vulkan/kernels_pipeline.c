@@ -1,8 +1,9 @@
 /*
- * pipeline.c — the embedded SPIR-V kernels, compute pipelines created once
- * per (kernel, specialization) and kept, a VkPipelineCache persisted under
- * $XDG_CACHE_HOME/backplane (or ~/.cache/backplane), and the dispatch helper
- * every op uses.
+ * kernels_pipeline.c — the plugin's own kernels: the embedded SPIR-V
+ * (kernels/glsl/, compiled by plugin.mk), compute pipelines created once per
+ * (kernel, specialization) and kept, a VkPipelineCache persisted under
+ * $XDG_CACHE_HOME/backplane (or ~/.cache/backplane), and the dispatch
+ * helper every op uses.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops.h"
+#include "vkb.h"
 
 /* Matches gemm.comp's parameter block. */
 typedef struct gemm_params {
@@ -62,7 +62,7 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
       .scb = (int32_t)C->strides[0], .scm = (int32_t)C->strides[1],
       .scn = (int32_t)C->strides[2], .alpha = (float)g->alpha,
       .beta = (float)g->beta};
-  /* CPU implementations: the texel-buffer kernel (gemm_texel.c). */
+  /* CPU implementations: the texel-buffer kernel (ops_blas_texel.c). */
   bp_status_t tst = vkb_gemm_texel(s, g);
   if (tst != BP_ERR_UNSUPPORTED)
     return tst;

@@ -1,19 +1,21 @@
 /*
- * gemm_texel.c — GEMM for CPU implementations of Vulkan (lavapipe): A and
- * B are packed into zero-padded f32 panels (gemmpack.comp) and multiplied
- * by gemmtex.comp, which reads the panels through storage texel buffers,
- * the one kind of load llvmpipe vectorises (docs/backend-vulkan.md, "GEMM
- * on CPU implementations"). The register tile is tuned once per device and
- * kept in the host's tuning cache; BACKPLANE_VK_GEMM_TILE=<name> forces
- * one, BACKPLANE_VK_GEMM_TEXEL=0 turns the path off, =1 uses it on any
- * device that has texel buffers.
+ * ops_blas_texel.c — GEMM for CPU implementations of Vulkan (lavapipe), and
+ * the texel-buffer helpers (scratch panels, views, packing, the tuned tile)
+ * that ops_dnn_texel.c and ops_elementwise.c share. A and B are packed into
+ * zero-padded f32 panels (gemmpack.comp) and multiplied by gemmtex.comp,
+ * which reads the panels through storage texel buffers, the one kind of
+ * load llvmpipe vectorises (docs/backend-vulkan.md, "GEMM on CPU
+ * implementations"). The register tile is tuned once per device and kept
+ * in the host's tuning cache; BACKPLANE_VK_GEMM_TILE=<name> forces one,
+ * BACKPLANE_VK_GEMM_TEXEL=0 turns the path off, =1 uses it on any device
+ * that has texel buffers.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "ops.h"
+#include "vkb.h"
 
 /* Tiles built into gemmtex.comp (plugin.mk's VK_GEMMTEX_TILES). */
 static const vkb_texel_tile_t k_tiles[] = {

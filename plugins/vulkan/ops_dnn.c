@@ -1,11 +1,13 @@
 /*
- * ops_dnn.c — attention, batch norm, pooling and the fused Adam step.
+ * ops_dnn.c — attention, conv2d, batch norm, pool2d, softmax, layer norm,
+ * RMS norm and the fused Adam step. On CPU implementations attention and
+ * conv2d first try the texel-buffer GEMM (ops_dnn_texel.c).
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "ops.h"
+#include "vkb.h"
 
 static void kernel_name(char *out, size_t n, const char *family,
                         bp_dtype_t dt) {
@@ -39,7 +41,7 @@ static bp_status_t attention_record(vkb_stream_t *s,
   const bp_plugin_tensor_t *ts[4] = {&a->q, &a->k, &a->v, &a->out};
   if (!all_fit(ts, 4))
     return too_big("attention");
-  /* CPU implementations: the texel-buffer kernels (attn_texel.c). */
+  /* CPU implementations: the texel-buffer kernels (ops_dnn_texel.c). */
   bp_status_t tst = vkb_attention_texel(s, a);
   if (tst != BP_ERR_UNSUPPORTED)
     return tst;
@@ -209,6 +211,58 @@ static bp_status_t pool_record(vkb_stream_t *s, const bp_pool2d_args_t *a) {
 bp_status_t vkb_op_pool2d(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
                           const bp_pool2d_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, pool_record(s, a))
+}
+
+/* ---- softmax, layer norm, RMS norm: rows.glsl (ops_reduce.c) -------------*/
+
+static bp_status_t softmax_record(vkb_stream_t *s,
+                                  const bp_softmax_args_t *a) {
+  vkb_rows_params_t p;
+  int axis = a->axis < 0 ? a->axis + a->x.rank : a->axis;
+  bp_status_t st = vkb_rows_make(&p, &a->x, &a->y, axis, "softmax");
+  if (st != BP_OK)
+    return st;
+  p.op = a->log != 0;
+  return vkb_rows_dispatch(s, "softmax", a->x.dtype, &p);
+}
+
+bp_status_t vkb_op_softmax(bp_plugin_device_t *dev,
+                           bp_plugin_stream_t *stream,
+                           const bp_softmax_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, softmax_record(s, a))
+}
+
+static bp_status_t norm_record(vkb_stream_t *s, const bp_norm_args_t *a,
+                               bool rms) {
+  vkb_rows_params_t p;
+  bp_status_t st = vkb_rows_make(&p, &a->x, &a->y, a->x.rank - 1, "norm");
+  if (st != BP_OK)
+    return st;
+  p.op = rms;
+  p.eps = (float)a->eps;
+  /* gamma / beta are rank 0 when absent; their strides ride in the
+   * flags / pad slots. */
+  if (a->gamma.rank > 0) {
+    p.g = vkb_tensor_addr(&a->gamma);
+    p.flags = (int32_t)a->gamma.strides[0];
+  }
+  if (!rms && a->beta.rank > 0) {
+    p.b = vkb_tensor_addr(&a->beta);
+    p.pad = (int32_t)a->beta.strides[0];
+  }
+  return vkb_rows_dispatch(s, "norm", a->x.dtype, &p);
+}
+
+bp_status_t vkb_op_layer_norm(bp_plugin_device_t *dev,
+                              bp_plugin_stream_t *stream,
+                              const bp_norm_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, norm_record(s, a, false))
+}
+
+bp_status_t vkb_op_rms_norm(bp_plugin_device_t *dev,
+                            bp_plugin_stream_t *stream,
+                            const bp_norm_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, norm_record(s, a, true))
 }
 
 /* ---- adam ------------------------------------------------------------------*/

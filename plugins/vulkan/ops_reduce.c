@@ -1,26 +1,16 @@
 /*
- * ops_rows.c — ops along one axis: reduce, softmax, layer norm, RMS norm
- * (kernels/glsl/rows.glsl and its users).
+ * ops_reduce.c — reduce, and the row machinery of kernels/glsl/rows.glsl
+ * that the row-wise DNN ops (softmax, layer norm, RMS norm in ops_dnn.c)
+ * share: one workgroup per row along an axis.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "ops.h"
+#include "vkb.h"
 
-/* Matches rows.glsl's parameter block. */
-typedef struct rows_params {
-  uint64_t x, y, g, b;
-  int32_t rows, len, rank, op;
-  int32_t sx_axis, sy_axis, flags, pad;
-  float eps, pad2;
-  int32_t shape[BP_MAX_RANK], sx[BP_MAX_RANK], sy[BP_MAX_RANK];
-} rows_params_t;
-
-/* Fills the row space: every dim of x but axis, with x's and y's strides
- * (collapsed where contiguous). */
-static bp_status_t rows_make(rows_params_t *p, const bp_plugin_tensor_t *x,
-                             const bp_plugin_tensor_t *y, int axis,
-                             const char *op) {
+bp_status_t vkb_rows_make(vkb_rows_params_t *p, const bp_plugin_tensor_t *x,
+                          const bp_plugin_tensor_t *y, int axis,
+                          const char *op) {
   if (!vkb_fits_i32(x) || !vkb_fits_i32(y))
     return vkb_fail(BP_ERR_UNSUPPORTED,
                     "vulkan: %s: offsets beyond int32 are not supported", op);
@@ -46,8 +36,8 @@ static bp_status_t rows_make(rows_params_t *p, const bp_plugin_tensor_t *x,
   return BP_OK;
 }
 
-static bp_status_t rows_dispatch(vkb_stream_t *s, const char *family,
-                                 bp_dtype_t dt, const rows_params_t *p) {
+bp_status_t vkb_rows_dispatch(vkb_stream_t *s, const char *family,
+                              bp_dtype_t dt, const vkb_rows_params_t *p) {
   if (p->rows == 0)
     return BP_OK;
   char name[32];
@@ -57,66 +47,16 @@ static bp_status_t rows_dispatch(vkb_stream_t *s, const char *family,
 }
 
 static bp_status_t reduce_record(vkb_stream_t *s, const bp_reduce_args_t *a) {
-  rows_params_t p;
-  bp_status_t st = rows_make(&p, &a->x, &a->y, a->axis, "reduce");
+  vkb_rows_params_t p;
+  bp_status_t st = vkb_rows_make(&p, &a->x, &a->y, a->axis, "reduce");
   if (st != BP_OK)
     return st;
   p.op = (int32_t)a->op;
   p.flags = a->y.dtype == BP_I64;
-  return rows_dispatch(s, "reduce", a->x.dtype, &p);
+  return vkb_rows_dispatch(s, "reduce", a->x.dtype, &p);
 }
 
 bp_status_t vkb_op_reduce(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
                           const bp_reduce_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, reduce_record(s, a))
-}
-
-static bp_status_t softmax_record(vkb_stream_t *s,
-                                  const bp_softmax_args_t *a) {
-  rows_params_t p;
-  int axis = a->axis < 0 ? a->axis + a->x.rank : a->axis;
-  bp_status_t st = rows_make(&p, &a->x, &a->y, axis, "softmax");
-  if (st != BP_OK)
-    return st;
-  p.op = a->log != 0;
-  return rows_dispatch(s, "softmax", a->x.dtype, &p);
-}
-
-bp_status_t vkb_op_softmax(bp_plugin_device_t *dev,
-                           bp_plugin_stream_t *stream,
-                           const bp_softmax_args_t *a) {
-  VKB_ON_STREAM(dev, stream, s, softmax_record(s, a))
-}
-
-static bp_status_t norm_record(vkb_stream_t *s, const bp_norm_args_t *a,
-                               bool rms) {
-  rows_params_t p;
-  bp_status_t st = rows_make(&p, &a->x, &a->y, a->x.rank - 1, "norm");
-  if (st != BP_OK)
-    return st;
-  p.op = rms;
-  p.eps = (float)a->eps;
-  /* gamma / beta are rank 0 when absent; their strides ride in the
-   * flags / pad slots. */
-  if (a->gamma.rank > 0) {
-    p.g = vkb_tensor_addr(&a->gamma);
-    p.flags = (int32_t)a->gamma.strides[0];
-  }
-  if (!rms && a->beta.rank > 0) {
-    p.b = vkb_tensor_addr(&a->beta);
-    p.pad = (int32_t)a->beta.strides[0];
-  }
-  return rows_dispatch(s, "norm", a->x.dtype, &p);
-}
-
-bp_status_t vkb_op_layer_norm(bp_plugin_device_t *dev,
-                              bp_plugin_stream_t *stream,
-                              const bp_norm_args_t *a) {
-  VKB_ON_STREAM(dev, stream, s, norm_record(s, a, false))
-}
-
-bp_status_t vkb_op_rms_norm(bp_plugin_device_t *dev,
-                            bp_plugin_stream_t *stream,
-                            const bp_norm_args_t *a) {
-  VKB_ON_STREAM(dev, stream, s, norm_record(s, a, true))
 }

@@ -52,7 +52,7 @@ $(VK_GEN)/vk_spirv.h: $(VK_INCS) plugins/vulkan/plugin.mk
 	@mv $@.tmp $@
 
 $(VK_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS) -I$(VK_GEN)
-$(B)/obj/plugins/vulkan/pipeline.o: $(VK_GEN)/vk_spirv.h
+$(B)/obj/plugins/vulkan/kernels_pipeline.o: $(VK_GEN)/vk_spirv.h
 
 $(B)/plugins/backend-vulkan.so: $(VK_OBJS) plugins/plugin.map
 	@mkdir -p $(dir $@)

@@ -1,18 +1,22 @@
 /*
  * vkb.h — internals shared by the files of backend-vulkan.so.
  *
- * The plugin opens libvulkan.so.1 with dlopen (loader.c) and resolves every
+ * The plugin opens libvulkan.so.1 with dlopen (driver.c) and resolves every
  * entry point through vkGetInstanceProcAddr / vkGetDeviceProcAddr into the
  * tables below. Tensors reach shaders through buffer device addresses: each
  * dispatch writes a small parameter block (addresses, shapes, strides) into
  * host-visible memory and pushes its address as the only push constant, so
  * no descriptor sets are needed and any byte offset works.
  *
- * Files: loader.c (dlopen, instance), device.c (probe, open, close),
- * memory.c (suballocator, copies), stream.c (command batches, events),
- * pipeline.c (embedded SPIR-V, pipeline cache, dispatch), ops*.c (the ops),
- * kernels.c, kernels_glsl.c (custom kernels: SPIR-V, GLSL at run time),
- * descriptor.c (the exported descriptor).
+ * Files (the set every plugin folder shares, docs/plugin-guide.md):
+ * descriptor.c (the exported descriptor), driver.c (dlopen, instance),
+ * device.c (probe, capability table, open, close), memory.c (suballocator,
+ * copies), stream.c (command batches, events), graph.c (native graphs),
+ * kernels.c (custom kernels) with kernels_glsl.c (GLSL at run time) and
+ * kernels_pipeline.c (embedded SPIR-V, pipeline cache, dispatch), and the
+ * ops by family: ops_blas.c, ops_dnn.c, ops_elementwise.c, ops_reduce.c,
+ * ops_data.c, their texel-buffer paths for CPU implementations
+ * (ops_blas_texel.c, ops_dnn_texel.c) and ops_common.c (shared helpers).
  */
 #ifndef BACKPLANE_VKB_H
 #define BACKPLANE_VKB_H
@@ -29,7 +33,7 @@
 #define VKB_MAX_DEVICES 16
 #define VKB_MAX_QUEUES 8
 
-/* ---- entry points (loader.c) ------------------------------------------- */
+/* ---- entry points (driver.c) ------------------------------------------- */
 #define VKB_INSTANCE_FNS(X)                                                    \
   X(vkDestroyInstance)                                                         \
   X(vkEnumeratePhysicalDevices)                                                \
@@ -368,7 +372,7 @@ VKB_HIDDEN bp_status_t vkb_graph_launch(bp_plugin_device_t *device,
 VKB_HIDDEN void vkb_graph_destroy(bp_plugin_device_t *device,
                                   bp_plugin_graph_t *graph);
 
-/* ---- pipelines (pipeline.c) --------------------------------------------- */
+/* ---- built-in kernels (kernels_pipeline.c) ------------------------------ */
 #define VKB_MAX_SPEC 8
 #define VKB_MAX_VIEWS 3
 VKB_HIDDEN bp_status_t vkb_pipelines_init(vkb_device_t *d);
@@ -393,7 +397,79 @@ VKB_HIDDEN bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name,
                                           uint32_t nviews, uint32_t gx,
                                           uint32_t gy, uint32_t gz);
 
-/* ---- ops (ops*.c): one entry point per line of BP_OP_TABLE -------------- */
+/* ---- op helpers (ops_common.c, ops_reduce.c, ops_elementwise.c) -------- */
+/* An index space over `rank` dims walked by linear index, with the strides
+ * of up to three tensors. Adjacent dims that are contiguous in every tensor
+ * are merged, so a contiguous tensor becomes rank 1 and the kernels' index
+ * loop stays short. Layout matches the kernels' parameter blocks. */
+typedef struct vkb_nd {
+  int32_t n, rank;
+  int32_t shape[BP_MAX_RANK];
+  int32_t strides[4][BP_MAX_RANK];
+} vkb_nd_t;
+
+/* Builds the index space of shape over tensors t[0..count); fails with
+ * BP_ERR_UNSUPPORTED when an element count or offset exceeds int32, or a
+ * stride is negative. */
+VKB_HIDDEN bp_status_t vkb_nd_make(vkb_nd_t *nd,
+                                   const bp_plugin_tensor_t *shape,
+                                   const bp_plugin_tensor_t *const *t,
+                                   int count, const char *op);
+
+/* Workgroups for n items, 256 per group, capped: kernels loop over the rest.
+ */
+VKB_HIDDEN uint32_t vkb_groups_1d(vkb_device_t *d, int64_t n,
+                                  uint32_t per_group);
+
+/* Name used in kernel variants ("f32", "bf16"); NULL when no kernel has it.
+ */
+VKB_HIDDEN const char *vkb_dtype_tag(bp_dtype_t dt);
+VKB_HIDDEN size_t vkb_dtype_size(bp_dtype_t dt);
+/* The bit pattern of value stored as dt (one rounding, to nearest even;
+ * integers: NaN 0, saturating). */
+VKB_HIDDEN uint64_t vkb_dtype_bits(bp_dtype_t dt, double value);
+
+/* Checks that a tensor's element offsets fit int32 for the kernels. */
+VKB_HIDDEN bool vkb_fits_i32(const bp_plugin_tensor_t *t);
+
+/* Locks the stream (or the default one), runs the recording, unlocks. */
+#define VKB_ON_STREAM(dev, stream, s, body)                                    \
+  vkb_device_t *d_ = (vkb_device_t *)(dev);                                    \
+  vkb_stream_t *s = vkb_stream_or_default(d_, (stream));                       \
+  pthread_mutex_lock(&s->lock);                                                \
+  bp_status_t st_ = (body);                                                    \
+  pthread_mutex_unlock(&s->lock);                                              \
+  return st_;
+
+/* The row space of rows.glsl (ops_reduce.c), shared by reduce, softmax and
+ * the norms; matches rows.glsl's parameter block. */
+typedef struct vkb_rows_params {
+  uint64_t x, y, g, b;
+  int32_t rows, len, rank, op;
+  int32_t sx_axis, sy_axis, flags, pad;
+  float eps, pad2;
+  int32_t shape[BP_MAX_RANK], sx[BP_MAX_RANK], sy[BP_MAX_RANK];
+} vkb_rows_params_t;
+
+/* Fills p with the row space of x along axis: every dim of x but axis, with
+ * x's and y's strides (collapsed where contiguous). BP_ERR_UNSUPPORTED when
+ * offsets exceed int32. */
+VKB_HIDDEN bp_status_t vkb_rows_make(vkb_rows_params_t *p,
+                                     const bp_plugin_tensor_t *x,
+                                     const bp_plugin_tensor_t *y, int axis,
+                                     const char *op);
+/* Records <family>_<dt> over p's rows, one workgroup per row. */
+VKB_HIDDEN bp_status_t vkb_rows_dispatch(vkb_stream_t *s, const char *family,
+                                         bp_dtype_t dt,
+                                         const vkb_rows_params_t *p);
+/* Records an elementwise kernel (eltwise_<dt> with op, or a cast_<s>_<d>
+ * variant) over y = op(a[, b]) (ops_elementwise.c). */
+VKB_HIDDEN bp_status_t vkb_eltwise_record(vkb_stream_t *s, const char *kernel,
+                                          int op, const bp_plugin_tensor_t *y,
+                                          const bp_plugin_tensor_t *a,
+                                          const bp_plugin_tensor_t *b);
+
+/* ---- ops (ops_*.c): one entry point per line of BP_OP_TABLE ------------- */
 #define VKB__DECLARE_OP(E, name, args_t, ...)                                  \
   VKB_HIDDEN bp_status_t vkb_op_##name(bp_plugin_device_t *dev,               \
                                        bp_plugin_stream_t *stream,            \
@@ -420,7 +496,7 @@ VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source,
                                         uint32_t **out_words,
                                         size_t *out_count);
 
-/* ---- texel-buffer kernels for CPU implementations (gemm_texel.c) ------ */
+/* ---- texel-buffer kernels for CPU implementations (ops_blas_texel.c) -- */
 /* The texel-buffer GEMM: packs A and B into f32 panels and runs
  * gemmtex.comp with the tile tuned for the device. Returns
  * BP_ERR_UNSUPPORTED, with nothing recorded, when the device or the sizes
@@ -475,12 +551,12 @@ VKB_HIDDEN bp_status_t vkb_texel_src_view(vkb_stream_t *s, const bp_plugin_tenso
 VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs,
                                   VkBufferView *views, int count);
 
-/* Attention through the texel kernels (attn_texel.c): two gemmtex
+/* Attention through the texel kernels (ops_dnn_texel.c): two gemmtex
  * products and attnsoftmax.comp over scores kept in scratch panels.
  * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
 VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s,
                                            const bp_attention_args_t *a);
-/* conv2d as an implicit GEMM through the texel kernels (conv_texel.c):
+/* conv2d as an implicit GEMM through the texel kernels (ops_dnn_texel.c):
  * per image, convpack.comp writes im2col panels, gemmtex multiplies the
  * packed weights by them (groups as the batch) and adds the bias.
  * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
