@@ -1,8 +1,9 @@
 #version 460
 // attnsoftmax.comp — the row softmax of attention on CPU devices
-// (attn_texel.c), in place on the score panels gemmtex_score wrote:
-// [panel][k][BM] f32, one invocation per 4 neighbouring rows (one vec4
-// texel per key), so every load and store is a vectorised texel access.
+// (plugins/vulkan/ops_dnn_texel.c), in place on the score panels
+// gemmtex_score wrote: [panel][k][BM] f32, one invocation per 4
+// neighbouring rows (one vec4 texel per key), so every load and store is a
+// vectorised texel access.
 // A row whose keys are all masked (-inf) becomes zeros. Variant
 // attnsoftmax_f32.
 #include "common.glsl"

@@ -1,6 +1,7 @@
 #version 460
-// convpack.comp — im2col for conv2d on CPU devices (conv_texel.c): writes
-// the B panels of gemmtex.comp for one image, [group][pq / PW][crs][PW] f32,
+// convpack.comp — im2col for conv2d on CPU devices
+// (plugins/vulkan/ops_dnn_texel.c): writes the B panels of gemmtex.comp
+// for one image, [group][pq / PW][crs][PW] f32,
 // element (g, crs, pq) = x[g*cg + c][p*sh - ph + r*dh][q*sw - pw + s*dw]
 // with crs = (c, r, s) and pq = (p, q), zero in the padding and past PQ.
 // One invocation writes one vec4 texel (4 neighbouring output pixels of

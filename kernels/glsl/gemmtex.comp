@@ -5,12 +5,12 @@
 // [BN], zero-padded, so the loop has no bounds checks and a workgroup walks
 // two contiguous panels.
 //
-// Why storage texel buffers: llvmpipe (Mesa 22.3) turns every load from a
-// storage buffer, a buffer device address or shared memory into a loop
-// over the SIMD lanes with a branch per lane (about 25 cycles per scalar),
-// while imageLoad on a texel buffer is one vectorised gather. Measured on
-// the same tiles: 1.0 GFLOP/s through SSBO or BDA, 12 through imageLoad,
-// 22-25 with the packed panels (docs/backend-vulkan.md).
+// Why storage texel buffers: llvmpipe turns every load from a storage
+// buffer, a buffer device address or shared memory into a loop over the
+// SIMD lanes with a branch per lane, while imageLoad on a texel buffer is
+// one vectorised gather; packing the operands into panels first makes the
+// gathers contiguous. The measurements behind this are in
+// docs/performance.md ("Vulkan on lavapipe") and docs/backend-vulkan.md.
 //
 // Each invocation keeps a TM x TN register tile (vec4 columns); WX x WY
 // invocations per workgroup. Variants gemmtex_<C dtype>_t<TM><TN><WX><WY>
@@ -18,7 +18,7 @@
 // is a compile-time constant so the accumulator loops unroll.
 //
 // gemmtex_score_<tile> is the first product of attention on CPU devices
-// (attn_texel.c): S = scale * Q·Kᵀ, with the causal mask and the padded
+// (plugins/vulkan/ops_dnn_texel.c): S = scale * Q·Kᵀ, with the causal mask and the padded
 // keys set to -inf, written as the A panels of the second product
 // ([b][m / BM][kp2][BM]) through a third texel buffer instead of to C.
 #include "common.glsl"

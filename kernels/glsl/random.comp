@@ -17,7 +17,7 @@ layout(buffer_reference, std430, buffer_reference_align = 8) buffer YBuf { doubl
 #define YBuf T1Buf
 #endif
 
-// Matches random_params_t in plugins/vulkan/ops_random.c.
+// Matches random_params_t in plugins/vulkan/ops_data.c.
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
   uint64_t y, seed, offset;
   uint64_t a_bits, b_bits; // a, b as IEEE double bits (f64 variant)

@@ -243,7 +243,8 @@ static int find_tile(const char *name) {
 }
 
 /* The device's tile: forced by the environment, else from the host's
- * tuning cache, else measured now (a few seconds on lavapipe) and stored. */
+ * tuning cache, else measured now and stored, so the cost of measuring
+ * (docs/performance.md) is paid once per device and driver. */
 const vkb_texel_tile_t *vkb_texel_tile(vkb_device_t *d) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   int forced = find_tile(env("BACKPLANE_VK_GEMM_TILE"));
