@@ -1,26 +1,29 @@
 /*
- * device.c — device open/close on the primary context.
+ * device.c — CUDA devices: what probe says of each (count, record), and
+ * open/close on the primary context.
  *
  * Every entry point pushes the device's context for its duration and pops
  * it again, so the plugin works from any application thread and leaves the
  * thread's current context (which the application may use through the CUDA
  * runtime) as it found it.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "plugins/cuda/cuda_plugin.h"
+#include "plugins/gpu/gpu.h"
 
-bp_status_t cuda_ctx_enter(cuda_device_t *d) {
-  return cuda_check(cuda_drv.cuCtxPushCurrent(d->ctx), "cuCtxPushCurrent");
+bp_status_t gpu_device_enter(gpu_device_t *d) {
+  return gpu_check(cuda_drv.cuCtxPushCurrent(d->ctx), "cuCtxPushCurrent");
 }
 
-void cuda_ctx_leave(void) {
+void gpu_device_leave(void) {
   CUcontext popped;
   cuda_drv.cuCtxPopCurrent(&popped);
 }
 
 /* Reads the attributes ops depend on. */
-static void read_attributes(cuda_device_t *d) {
+static void read_attributes(gpu_device_t *d) {
   cuda_drv.cuDeviceGetAttribute(
       &d->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
   cuda_drv.cuDeviceGetAttribute(
@@ -37,23 +40,23 @@ static void read_attributes(cuda_device_t *d) {
       pools && cuda_drv.cuMemAllocAsync && cuda_drv.cuMemFreeAsync;
 }
 
-bp_status_t cuda_device_open(uint32_t index,
+bp_status_t gpu_device_open(uint32_t index,
                              const bp_plugin_device_config_t *cfg,
                              bp_plugin_device_t **out_device) {
   *out_device = NULL;
-  bp_status_t st = cuda_driver_load();
+  bp_status_t st = gpu_driver_load();
   if (st != BP_OK)
     return st;
-  cuda_device_t *d = calloc(1, sizeof *d);
+  gpu_device_t *d = calloc(1, sizeof *d);
   if (!d) {
-    cuda_host->set_error("cuda: no host memory for a device");
+    gpu_host->set_error("cuda: no host memory for a device");
     return BP_ERR_OUT_OF_MEMORY;
   }
   d->ordinal = (int)index;
-  st = cuda_check(cuda_drv.cuDeviceGet(&d->dev, d->ordinal), "cuDeviceGet");
+  st = gpu_check(cuda_drv.cuDeviceGet(&d->dev, d->ordinal), "cuDeviceGet");
   if (st != BP_OK)
     goto out;
-  st = cuda_check(cuda_drv.cuDevicePrimaryCtxRetain(&d->ctx, d->dev),
+  st = gpu_check(cuda_drv.cuDevicePrimaryCtxRetain(&d->ctx, d->dev),
                   "cuDevicePrimaryCtxRetain");
   if (st != BP_OK)
     goto out;
@@ -66,7 +69,7 @@ bp_status_t cuda_device_open(uint32_t index,
   }
   pthread_mutex_init(&d->lock, NULL);
   pthread_rwlock_init(&d->capture_lock, NULL);
-  cuda_log(BP_LOG_DEBUG, "device %d open: sm_%d%d, %s allocator", d->ordinal,
+  gpu_log(BP_LOG_DEBUG, "device %d open: sm_%d%d, %s allocator", d->ordinal,
            d->cc_major, d->cc_minor, d->async_alloc ? "stream-ordered" : "plain");
 out:
   if (st != BP_OK) {
@@ -79,15 +82,15 @@ out:
   return BP_OK;
 }
 
-void cuda_device_close(bp_plugin_device_t *device) {
-  cuda_device_t *d = cuda_dev(device);
+void gpu_device_close(bp_plugin_device_t *device) {
+  gpu_device_t *d = gpu_dev(device);
   if (!d)
     return;
-  if (cuda_ctx_enter(d) == BP_OK) {
+  if (gpu_device_enter(d) == BP_OK) {
     cuda_drv.cuCtxSynchronize();
-    cuda_blas_release(d);
-    cuda_modules_unload(d);
-    cuda_ctx_leave();
+    gpu_blas_release(d);
+    gpu_modules_unload(d);
+    gpu_device_leave();
   }
   cuda_drv.cuDevicePrimaryCtxRelease(d->dev);
   pthread_mutex_destroy(&d->lock);
@@ -95,16 +98,122 @@ void cuda_device_close(bp_plugin_device_t *device) {
   free(d);
 }
 
-bp_status_t cuda_device_synchronize(bp_plugin_device_t *device) {
-  cuda_device_t *d = cuda_dev(device);
-  bp_status_t st = cuda_legacy_begin(d, "device_synchronize");
+bp_status_t gpu_device_synchronize(bp_plugin_device_t *device) {
+  gpu_device_t *d = gpu_dev(device);
+  bp_status_t st = gpu_legacy_begin(d, "device_synchronize");
   if (st != BP_OK)
     return st;
-  st = cuda_ctx_enter(d);
+  st = gpu_device_enter(d);
   if (st == BP_OK) {
-    st = cuda_check(cuda_drv.cuCtxSynchronize(), "cuCtxSynchronize");
-    cuda_ctx_leave();
+    st = gpu_check(cuda_drv.cuCtxSynchronize(), "cuCtxSynchronize");
+    gpu_device_leave();
   }
-  cuda_legacy_end(d);
+  gpu_legacy_end(d);
   return st;
+}
+
+void gpu_device_identity(gpu_device_t *d, char *dev, size_t dev_size,
+                         char *driver, size_t driver_size,
+                         const char *blas_version) {
+  if (cuda_drv.cuDeviceGetName(dev, (int)dev_size, d->dev) != CUDA_SUCCESS)
+    snprintf(dev, dev_size, "cuda device %d", d->ordinal);
+  snprintf(driver, driver_size, "driver %d cublas %s", cuda_drv.version,
+           blas_version);
+}
+
+/* ---- probe ---------------------------------------------------------------- */
+
+/* FP32 lanes per SM by architecture, for the peak estimate. */
+static int fp32_lanes_per_sm(int major, int minor) {
+  if (major == 8 && minor == 0)
+    return 64;
+  if (major >= 8)
+    return 128;
+  return 64;
+}
+
+static int attr(int which, CUdevice dev) {
+  int v = 0;
+  if (cuda_drv.cuDeviceGetAttribute(&v, which, dev) != CUDA_SUCCESS)
+    return 0; /* deprecated attributes may be refused; 0 means unknown */
+  return v;
+}
+
+static void format_uuid(const CUuuid *u, char *out, size_t cap) {
+  const unsigned char *b = (const unsigned char *)u->bytes;
+  snprintf(out, cap,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+           "%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+           b[11], b[12], b[13], b[14], b[15]);
+}
+
+bp_status_t gpu_device_count(int *out_count) {
+  CUresult r = cuda_drv.cuDeviceGetCount(out_count);
+  if (r != CUDA_SUCCESS)
+    return gpu_check(r, "cuDeviceGetCount");
+  if (*out_count == 0) {
+    gpu_host->set_error("cuda: the driver sees no device");
+    return BP_ERR_UNAVAILABLE;
+  }
+  return BP_OK;
+}
+
+/* Fills one record. Free memory is not reported: it needs a context, and
+ * creating one costs hundreds of ms and GPU memory, which probe must not. */
+bp_status_t gpu_device_describe(int ordinal, bp_device_info_t *info) {
+  CUdevice dev;
+  bp_status_t st = gpu_check(cuda_drv.cuDeviceGet(&dev, ordinal),
+                              "cuDeviceGet");
+  if (st != BP_OK)
+    return st;
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  if (cuda_drv.cuDeviceGetName(info->name, sizeof info->name, dev) !=
+      CUDA_SUCCESS)
+    snprintf(info->name, sizeof info->name, "CUDA device %d", ordinal);
+  snprintf(info->vendor, sizeof info->vendor, "NVIDIA");
+  int v = cuda_drv.version;
+  snprintf(info->driver_version, sizeof info->driver_version,
+           "CUDA %d.%d (driver API %d)", v / 1000, (v % 1000) / 10, v);
+  char bus[32] = "";
+  bool have_bus =
+      cuda_drv.cuDeviceGetPCIBusId(bus, sizeof bus, dev) == CUDA_SUCCESS;
+  char uuid[48] = "";
+  CUuuid u;
+  if (cuda_drv.cuDeviceGetUuid &&
+      cuda_drv.cuDeviceGetUuid(&u, dev) == CUDA_SUCCESS)
+    format_uuid(&u, uuid, sizeof uuid);
+  size_t total = 0;
+  cuda_drv.cuDeviceTotalMem(&total, dev);
+  info->memory_bytes = total;
+  int major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  int minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  int sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  info->score_hint = major * 1000 + sms;
+  int isa_major, isa_minor;
+  int need = cuda_ptx_required_driver(&isa_major, &isa_minor);
+  const char *why = "";
+  char old_driver[96];
+  if (major < CUDA_MIN_CC_MAJOR) {
+    why = "; compute capability below 8.0: no ops (the PTX targets sm_80)";
+  } else if (cuda_drv.version < need) {
+    snprintf(old_driver, sizeof old_driver,
+             "; no ops: the PTX (ISA %d.%d) needs a CUDA %d.%d driver",
+             isa_major, isa_minor, need / 1000, need % 1000 / 10);
+    why = old_driver;
+  }
+  gpu_describe_common(info, have_bus ? bus : NULL, uuid, sms,
+                  fp32_lanes_per_sm(major, minor),
+                  attr(CU_DEVICE_ATTRIBUTE_INTEGRATED, dev),
+                  attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev),
+                  attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev),
+                  attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev), why);
+  /* Custom PTX is the application's: it may target any compute capability
+   * and ISA, and the driver's JIT is the judge, so every device takes it. */
+  info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_PTX);
+  info->dlpack_device_type = 2; /* kDLCUDA: device pointers are CUdeviceptr */
+  snprintf(info->description, sizeof info->description, "sm_%d%d, %d SMs, %s%s",
+           major, minor, sms, uuid[0] ? uuid : "no uuid", why);
+  return BP_OK;
 }

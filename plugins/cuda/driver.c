@@ -1,6 +1,7 @@
 /*
- * driver.c — opens libcuda.so.1 at run time and turns CUresults into
- * backplane statuses.
+ * driver.c — the CUDA side of the driver load (plugins/gpu/driver.c does
+ * the rest): the entry-point table, opening libcuda.so.1, the version
+ * floor, and CUresult -> backplane status.
  *
  * The plugin never links against the driver: a machine without NVIDIA's
  * driver must still load backend-cuda.so and get a clean "libcuda.so.1 not
@@ -11,7 +12,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-#include "plugins/cuda/cuda_plugin.h"
+#include "plugins/gpu/gpu.h"
 
 cuda_driver_t cuda_drv;
 
@@ -20,52 +21,33 @@ cuda_driver_t cuda_drv;
 #define CUDA_MIN_DRIVER_VERSION 11000
 
 /* cuGetErrorName / cuGetErrorString answer through an out-parameter. */
-static const char *error_name(CUresult r) {
+const char *gpu_error_name(CUresult r) {
   const char *s = NULL;
   if (cuda_drv.cuGetErrorName)
     cuda_drv.cuGetErrorName(r, &s);
   return s;
 }
 
-static const char *error_string(CUresult r) {
+const char *gpu_error_string(CUresult r) {
   const char *s = NULL;
   if (cuda_drv.cuGetErrorString)
     cuda_drv.cuGetErrorString(r, &s);
   return s;
 }
 
-#define GPU(x) cuda_##x
-#define GPU_NAME CUDA_PLUGIN_NAME
-#define GPU_API "cu"
-#define GPU_TABLE cuda_drv
-#define GPU_LIB(x) cuda_driver_##x
-#define GPU_LIB_WHAT "driver"
-#define GPU_VENDOR "CUDA"
-#define GPU_RESULT_T CUresult
-#define GPU_SUCCESS CUDA_SUCCESS
-#define GPU_INIT() cuda_drv.cuInit(0)
-#define GPU_ERROR_NAME(r) error_name(r)
-#define GPU_ERROR_STRING(r) error_string(r)
-#define GPU_UNKNOWN_ERROR "CUDA_ERROR_UNKNOWN"
-#define GPU_ENTRY_POINTS(X) CUDA_DRIVER_ENTRY_POINTS(X)
-#define GPU_OPTIONAL_ENTRY_POINTS(X) CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X)
-#define GPU_TOO_OLD "driver too old"
-#define GPU_CLOSE_EXTRA() ((void)0)
 
-#include "plugins/common/gpu_loader.inc"
-
-static void *open_library(void) {
-  const char *path = env("BACKPLANE_CUDA_DRIVER");
+void *gpu_driver_open(void) {
+  const char *path = gpu_env("BACKPLANE_CUDA_DRIVER");
   if (!path)
     path = "libcuda.so.1";
   snprintf(cuda_drv.path, sizeof cuda_drv.path, "%s", path);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h)
-    fail(BP_ERR_UNAVAILABLE, "%s not found (%s)", path, dlerror());
+    gpu_driver_fail(BP_ERR_UNAVAILABLE, "%s not found (%s)", path, dlerror());
   return h;
 }
 
-static bp_status_t before_init(void *h) {
+bp_status_t gpu_driver_before_init(void *h) {
   /* Drivers before 11.4 only have the first cuDeviceGetUuid, which has the
    * same signature. */
   if (!cuda_drv.cuDeviceGetUuid)
@@ -73,21 +55,23 @@ static bp_status_t before_init(void *h) {
         dlsym(h, "cuDeviceGetUuid");
   CUresult r = cuda_drv.cuDriverGetVersion(&cuda_drv.version);
   if (r != CUDA_SUCCESS || cuda_drv.version < CUDA_MIN_DRIVER_VERSION)
-    return fail(BP_ERR_INCOMPATIBLE,
+    return gpu_driver_fail(BP_ERR_INCOMPATIBLE,
                 "%s reports driver version %d; CUDA 11.0 (11000) or newer "
                 "is needed",
                 cuda_drv.path, cuda_drv.version);
   return BP_OK;
 }
 
-static void after_init(void) {}
+void gpu_driver_after_init(void) {}
+
+void gpu_driver_close_extra(void) {}
 
 /* The status a CUresult means to an application. Kept apart from the HIP
- * mapping (plugins/rocm/runtime.c) on purpose: the enumerations differ in
+ * mapping (plugins/rocm/driver.c) on purpose: the enumerations differ in
  * values and in which codes exist (CUDA_ERROR_STUB_LIBRARY,
  * CUDA_ERROR_UNSUPPORTED_PTX_VERSION here; hipErrorInvalidImage,
  * hipErrorInvalidDeviceFunction there). */
-static bp_status_t status_of(CUresult r) {
+bp_status_t gpu_status_of(CUresult r) {
   switch (r) {
   case CUDA_SUCCESS:
     return BP_OK;

@@ -1,24 +1,93 @@
 /*
- * kernels.c — custom kernels (ABI 1.1): PTX text from the application,
- * JIT-compiled by the driver with cuModuleLoadDataEx and launched with
- * cuLaunchKernel, one kernel parameter per argument of the signature.
+ * kernels.c — how CUDA kernels become code: the built-in modules' embedded
+ * PTX and the application's custom PTX kernels (ABI 1.1), both
+ * JIT-compiled by the driver with cuModuleLoadDataEx; the dynamic
+ * shared-memory opt-in. Lookups and launches are plugins/gpu/kernels.c.
  *
- * Each kernel owns its module, so destroying it frees the JIT'd code; the
- * built-in modules of module.c are separate and shared.
+ * The PTX of kernels/cuda/<name>.ptx is compiled into the plugin as a
+ * string (the generated header $(B)/gen/cuda_ptx.h), so the plugin is one
+ * file and needs no toolkit. A module is JIT-compiled for the actual GPU
+ * the first time one of its kernels is used on a device, not at device
+ * open: JIT of every module takes seconds, most programs use a few. Each
+ * custom kernel owns its module, so destroying it frees the JIT'd code;
+ * the built-in modules are separate and shared.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/common/gpu_kernel_args.h"
-#include "plugins/cuda/cuda_plugin.h"
+#include "cuda_ptx.h" /* generated: cuda_ptx_<name>[] */
+#include "plugins/gpu/gpu.h"
+#include "plugins/gpu/kernel_args.h"
 
-typedef struct cuda_kernel {
-  CUmodule module;
-  CUfunction fn;
-  uint32_t arg_count;
-  char entry[128]; /* for messages */
-} cuda_kernel_t;
+static const char *const module_ptx[BP_GPU_MOD_COUNT] = {
+#define CUDA__MOD_PTX(id, file) cuda_ptx_##file,
+    BP_GPU_MODULES(CUDA__MOD_PTX)
+#undef CUDA__MOD_PTX
+};
+
+int cuda_ptx_required_driver(int *out_isa_major, int *out_isa_minor) {
+  int major = 0, minor = 0;
+  const char *v = strstr(module_ptx[0], "\n.version ");
+  if (v)
+    sscanf(v, "\n.version %d.%d", &major, &minor);
+  *out_isa_major = major;
+  *out_isa_minor = minor;
+  /* PTX ISA 7.x came with CUDA 11.x, 8.x with 12.x, 9.x with 13.x; the
+   * minor numbers line up closely enough for a lower bound (the JIT's own
+   * error remains the final word). */
+  return major >= 7 ? (major + 4) * 1000 + minor * 10 : 0;
+}
+
+/* The JIT's error log is captured into the message. */
+bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m,
+                            CUmodule *out) {
+  (void)d; /* the context is current */
+  char log[2048] = "";
+  int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  /* The first use of a module may come while a graph is being captured. */
+  int mode = gpu_capture_relax();
+  CUresult r = cuda_drv.cuModuleLoadDataEx(out, module_ptx[m], 2, opts, vals);
+  gpu_capture_restore(mode);
+  if (r == CUDA_SUCCESS)
+    return BP_OK;
+  char what[2200];
+  int isa_major, isa_minor;
+  int need = cuda_ptx_required_driver(&isa_major, &isa_minor);
+  if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+    snprintf(what, sizeof what,
+             "cuModuleLoadDataEx(%s.ptx): the PTX is ISA %d.%d, which needs "
+             "a CUDA %d.%d driver; this one is %d.%d (update the driver, or "
+             "rebuild the PTX with an older nvcc: make ptx NVCC=...)",
+             gpu_module_name[m], isa_major, isa_minor, need / 1000,
+             need % 1000 / 10, cuda_drv.version / 1000,
+             cuda_drv.version % 1000 / 10);
+  else
+    snprintf(what, sizeof what, "cuModuleLoadDataEx(%s.ptx)%s%s",
+             gpu_module_name[m], log[0] ? ": " : "", log);
+  return gpu_check(r, what);
+}
+
+/* Dynamic shared memory over the 48 KiB default needs an opt-in per
+ * function, up to the device's limit. */
+bp_status_t gpu_allow_smem(gpu_device_t *d, CUfunction fn, unsigned smem,
+                           const char *name) {
+  if (smem <= 48 * 1024)
+    return BP_OK;
+  if ((int)smem > d->smem_optin) {
+    gpu_host->set_error("cuda: %s needs %u bytes of shared memory; the "
+                         "device allows %d",
+                         name, smem, d->smem_optin);
+    return BP_ERR_UNSUPPORTED;
+  }
+  return gpu_check(
+      cuda_drv.cuFuncSetAttribute(
+          fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem),
+      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+}
+
+/* ---- custom kernels ------------------------------------------------------- */
 
 #define JIT_LOG_BYTES 4096
 
@@ -28,7 +97,7 @@ static bp_status_t load_ptx(const char *ptx, const char *entry,
                             CUmodule *out) {
   char *log = calloc(1, JIT_LOG_BYTES);
   if (!log) {
-    cuda_host->set_error("cuda: no host memory for the JIT log");
+    gpu_host->set_error("cuda: no host memory for the JIT log");
     return BP_ERR_OUT_OF_MEMORY;
   }
   int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -40,7 +109,7 @@ static bp_status_t load_ptx(const char *ptx, const char *entry,
     log[JIT_LOG_BYTES - 1] = 0;
     snprintf(what, sizeof what, "cuModuleLoadDataEx(custom PTX for %s)%s%s",
              entry, log[0] ? ": " : "", log);
-    st = cuda_check(r, what);
+    st = gpu_check(r, what);
     /* PTX the JIT rejects is the application's mistake, as a failed
      * OpenCL build is: not an internal error of the backend. */
     if (r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE)
@@ -51,13 +120,13 @@ static bp_status_t load_ptx(const char *ptx, const char *entry,
   return st;
 }
 
-bp_status_t cuda_kernel_create(bp_plugin_device_t *device,
+bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
                                const bp_kernel_source_t *source,
                                bp_plugin_kernel_t **out_kernel) {
   *out_kernel = NULL;
-  cuda_device_t *d = cuda_dev(device);
+  gpu_device_t *d = gpu_dev(device);
   if (source->format != BP_KERNEL_PTX) {
-    cuda_host->set_error("cuda: kernel format %d is not PTX (the only one "
+    gpu_host->set_error("cuda: kernel format %d is not PTX (the only one "
                          "this backend takes)",
                          (int)source->format);
     return BP_ERR_UNSUPPORTED;
@@ -65,23 +134,23 @@ bp_status_t cuda_kernel_create(bp_plugin_device_t *device,
   /* The driver's JIT takes options as CUjit_option values, not a command
    * line; refusing a string beats silently ignoring it. */
   if (source->options && source->options[0]) {
-    cuda_host->set_error("cuda: PTX kernels take no compiler options (got "
+    gpu_host->set_error("cuda: PTX kernels take no compiler options (got "
                          "\"%.100s\"); put directives in the PTX instead",
                          source->options);
     return BP_ERR_UNSUPPORTED;
   }
   if (source->arg_count > BP_GPU_MAX_KERNEL_ARGS) {
-    cuda_host->set_error("cuda: %u kernel arguments; at most %d",
+    gpu_host->set_error("cuda: %u kernel arguments; at most %d",
                          source->arg_count, BP_GPU_MAX_KERNEL_ARGS);
     return BP_ERR_INVALID_ARGUMENT;
   }
-  cuda_kernel_t *k = calloc(1, sizeof *k);
+  gpu_kernel_t *k = calloc(1, sizeof *k);
   /* The PTX need not be NUL-terminated; the driver reads a C string. */
   char *ptx = malloc((size_t)source->code_size + 1);
   bp_status_t st = BP_OK;
   bool entered = false;
   if (!k || !ptx) {
-    cuda_host->set_error("cuda: no host memory for a %llu-byte PTX kernel",
+    gpu_host->set_error("cuda: no host memory for a %llu-byte PTX kernel",
                          (unsigned long long)source->code_size);
     st = BP_ERR_OUT_OF_MEMORY;
     goto out;
@@ -90,7 +159,7 @@ bp_status_t cuda_kernel_create(bp_plugin_device_t *device,
   ptx[source->code_size] = 0;
   snprintf(k->entry, sizeof k->entry, "%s", source->entry);
   k->arg_count = source->arg_count;
-  if ((st = cuda_ctx_enter(d)) != BP_OK)
+  if ((st = gpu_device_enter(d)) != BP_OK)
     goto out;
   entered = true;
   if ((st = load_ptx(ptx, k->entry, &k->module)) != BP_OK)
@@ -101,13 +170,13 @@ bp_status_t cuda_kernel_create(bp_plugin_device_t *device,
     snprintf(what, sizeof what,
              "cuModuleGetFunction(%.128s): no such .entry in the PTX",
              source->entry);
-    st = cuda_check(r, what);
+    st = gpu_check(r, what);
   }
 out:
   if (st != BP_OK && k && k->module)
     cuda_drv.cuModuleUnload(k->module);
   if (entered)
-    cuda_ctx_leave();
+    gpu_device_leave();
   free(ptx);
   if (st != BP_OK) {
     free(k);
@@ -117,54 +186,3 @@ out:
   return BP_OK;
 }
 
-void cuda_kernel_destroy(bp_plugin_device_t *device,
-                         bp_plugin_kernel_t *kernel) {
-  cuda_kernel_t *k = (cuda_kernel_t *)(void *)kernel;
-  if (!k)
-    return;
-  /* The core synchronised the device first, so nothing still runs it. */
-  if (cuda_ctx_enter(cuda_dev(device)) == BP_OK) {
-    cuda_drv.cuModuleUnload(k->module);
-    cuda_ctx_leave();
-  } else {
-    cuda_log(BP_LOG_WARN, "kernel %s: context lost; its module leaks",
-             k->entry);
-  }
-  free(k);
-}
-
-bp_status_t cuda_kernel_launch(bp_plugin_device_t *device,
-                               bp_plugin_stream_t *stream,
-                               bp_plugin_kernel_t *kernel,
-                               const bp_launch_args_t *a) {
-  cuda_device_t *d = cuda_dev(device);
-  cuda_kernel_t *k = (cuda_kernel_t *)(void *)kernel;
-  if (a->arg_count != k->arg_count || (a->arg_count && !a->args)) {
-    cuda_host->set_error("cuda: kernel %s takes %u arguments; %u given",
-                         k->entry, k->arg_count, a->arg_count);
-    return BP_ERR_INVALID_ARGUMENT;
-  }
-  bp_gpu_kernel_params_t p;
-  int bad = bp_gpu_kernel_params_build(a, &p);
-  if (bad >= 0) {
-    cuda_host->set_error("cuda: kernel %s: args[%d] has unknown kind %d",
-                         k->entry, bad, (int)a->args[bad].kind);
-    return BP_ERR_INVALID_ARGUMENT;
-  }
-  bp_status_t st = cuda_ctx_enter(d);
-  if (st != BP_OK)
-    return st;
-  st = cuda_allow_smem(d, k->fn, a->shared_bytes, k->entry);
-  if (st == BP_OK) {
-    char what[160];
-    snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->entry);
-    st = cuda_check(cuda_drv.cuLaunchKernel(
-                        k->fn, a->grid[0], a->grid[1], a->grid[2], a->block[0],
-                        a->block[1], a->block[2], a->shared_bytes,
-                        cuda_stream_of(stream),
-                        a->arg_count ? p.ptrs : NULL, NULL),
-                    what);
-  }
-  cuda_ctx_leave();
-  return st;
-}

@@ -1,18 +1,28 @@
 # plugins/cuda: backend-cuda.so, NVIDIA GPUs through the CUDA driver API.
+# Built from the shared sources plugins/gpu/*.c (compiled here with
+# -DBP_GPU_CUDA, which selects plugins/gpu/vendors/cuda.h) and what is
+# CUDA's own in plugins/cuda/*.c.
 # Builds with no CUDA toolkit: the kernels are the committed PTX files
 # kernels/cuda/*.ptx, embedded as strings through the generated header
 # $(B)/gen/cuda_ptx.h. `make ptx` regenerates the PTX from the .cu sources
 # (needs nvcc); test/cuda.mk checks that the committed PTX matches them.
 CUDA_KERNEL_NAMES := elementwise reduce norm gemm conv attention adam random
 CUDA_PTX := $(CUDA_KERNEL_NAMES:%=kernels/cuda/%.ptx)
+GPU_SHARED_SRCS := $(sort $(wildcard plugins/gpu/*.c))
 CUDA_SRCS := $(sort $(wildcard plugins/cuda/*.c))
-CUDA_OBJS := $(CUDA_SRCS:%.c=$(B)/obj/%.o)
+CUDA_SHARED_OBJS := $(GPU_SHARED_SRCS:plugins/gpu/%.c=$(B)/obj/plugins/gpu/cuda/%.o)
+CUDA_OBJS := $(CUDA_SRCS:%.c=$(B)/obj/%.o) $(CUDA_SHARED_OBJS)
 CUDA_GEN := $(B)/gen/cuda_ptx.h
 NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
 NVCC_FLAGS := -ptx -arch=compute_80 -Ikernels/cuda
 
-$(CUDA_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS) -I$(B)/gen
-$(B)/obj/plugins/cuda/module.o: $(CUDA_GEN)
+$(CUDA_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS) -DBP_GPU_CUDA -I$(B)/gen
+$(B)/obj/plugins/cuda/kernels.o: $(CUDA_GEN)
+
+# The shared sources, once per vendor: $(B)/obj/plugins/gpu/cuda/NAME.o.
+$(B)/obj/plugins/gpu/cuda/%.o: plugins/gpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -c $< -o $@
 
 # Each PTX file becomes one C string, cuda_ptx_<name>, line by line.
 $(CUDA_GEN): $(CUDA_PTX) plugins/cuda/plugin.mk

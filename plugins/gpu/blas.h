@@ -1,8 +1,8 @@
 /*
- * plugins/common/gpu_blas.h — a gemm of the plugin ABI as one call of a
+ * plugins/gpu/blas.h — a gemm of the plugin ABI as one call of a
  * column-major vendor BLAS (cuBLAS, rocBLAS), shared by the CUDA and ROCm
  * backends. Header-only: the mapping and the per-device state of the
- * vendor-or-own choice (plugins/common/gpu_blas.inc decides).
+ * vendor-or-own choice (plugins/gpu/ops_blas.c decides).
  *
  * The ABI's gemm is C[b] = alpha A[b]·B[b] + beta C[b] over strided views
  * (a [batch,m,k], b [batch,k,n], c [batch,m,n], strides in elements).
@@ -39,7 +39,7 @@ typedef struct bp_gpu_blas_call {
   double alpha, beta;
 } bp_gpu_blas_call_t;
 
-/* The vendor-or-own choices one device has made (gpu_blas.inc), and its
+/* The vendor-or-own choices one device has made (ops_blas.c), and its
  * vendor handle (opaque here). Lives in the plugin's device struct; the
  * plugin's device lock guards it. */
 #define BP_GPU_BLAS_CHOICES 64

@@ -1,10 +1,9 @@
 /*
- * gpu_kernel_args.h — the kernelParams array of a custom-kernel launch,
+ * plugins/gpu/kernel_args.h — the kernelParams array of a custom-kernel launch,
  * shared by backend-cuda.so (cuLaunchKernel) and backend-rocm.so
  * (hipModuleLaunchKernel), which read it the same way.
  *
- * Header-only (static inline) because each plugin folder builds from its
- * own *.c files: both include this instead of keeping a copy.
+ * Header-only (static inline): each vendor's kernels.c includes it.
  *
  * Both drivers take an array of pointers, one per kernel parameter, and
  * copy from each as many bytes as the code object says that parameter has.

@@ -1,10 +1,10 @@
 /*
- * gpu_marshal.h — ABI tensors into the kernels' parameter views
+ * plugins/gpu/marshal.h — ABI tensors into the kernels' parameter views
  * (kernels/cuda/bp_cuda_args.h), shared by backend-cuda.so and
  * backend-rocm.so, whose kernels read the same parameter blocks.
  *
- * Header-only (static inline) because each plugin folder builds from its
- * own *.c files: both include this one copy instead of keeping two.
+ * Header-only (static inline): the shared ops_*.c of plugins/gpu use it
+ * for both vendors.
  */
 #ifndef BACKPLANE_GPU_MARSHAL_H
 #define BACKPLANE_GPU_MARSHAL_H

@@ -1,6 +1,7 @@
 /*
- * runtime.c — opens the HIP runtime and hiprtc at run time and turns
- * hipError_t into backplane statuses.
+ * driver.c — the ROCm side of the runtime load (plugins/gpu/driver.c does
+ * the rest): the entry-point table, opening the HIP runtime and hiprtc,
+ * reading gcnArchName, and hipError_t -> backplane status.
  *
  * The plugin never links against ROCm: a machine without it must still load
  * backend-rocm.so and get a clean "ROCm runtime not found" from probe.
@@ -12,36 +13,24 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugins/rocm/rocm_plugin.h"
+#include "plugins/gpu/gpu.h"
 
 hip_runtime_t rocm_rt;
 
-#define GPU(x) rocm_##x
-#define GPU_NAME ROCM_PLUGIN_NAME
-#define GPU_API "hip"
-#define GPU_TABLE rocm_rt
-#define GPU_LIB(x) rocm_runtime_##x
-#define GPU_LIB_WHAT "runtime"
-#define GPU_VENDOR "ROCm"
-#define GPU_RESULT_T hipError_t
-#define GPU_SUCCESS hipSuccess
-#define GPU_INIT() rocm_rt.hipInit(0)
-#define GPU_ERROR_NAME(r)                                                      \
-  (rocm_rt.hipGetErrorName ? rocm_rt.hipGetErrorName(r) : NULL)
-#define GPU_ERROR_STRING(r)                                                    \
-  (rocm_rt.hipGetErrorString ? rocm_rt.hipGetErrorString(r) : NULL)
-#define GPU_UNKNOWN_ERROR "hipErrorUnknown"
-#define GPU_ENTRY_POINTS(X) HIP_RUNTIME_ENTRY_POINTS(X)
-#define GPU_OPTIONAL_ENTRY_POINTS(X) HIP_RUNTIME_OPTIONAL_ENTRY_POINTS(X)
-#define GPU_TOO_OLD "ROCm too old (5.0 or newer is needed)"
-/* hiprtc may live in the runtime's own library (load_rtc). */
-#define GPU_CLOSE_EXTRA()                                                      \
-  do {                                                                         \
-    if (rocm_rt.rtc_handle && rocm_rt.rtc_handle != rocm_rt.handle)            \
-      dlclose(rocm_rt.rtc_handle);                                             \
-  } while (0)
+/* hipGetErrorName / hipGetErrorString are entry points like any other. */
+const char *gpu_error_name(hipError_t r) {
+  return rocm_rt.hipGetErrorName ? rocm_rt.hipGetErrorName(r) : NULL;
+}
 
-#include "plugins/common/gpu_loader.inc"
+const char *gpu_error_string(hipError_t r) {
+  return rocm_rt.hipGetErrorString ? rocm_rt.hipGetErrorString(r) : NULL;
+}
+
+/* hiprtc may live in the runtime's own library (load_rtc). */
+void gpu_driver_close_extra(void) {
+  if (rocm_rt.rtc_handle && rocm_rt.rtc_handle != rocm_rt.handle)
+    dlclose(rocm_rt.rtc_handle);
+}
 
 /* Sonames in order of preference: ROCm 6, ROCm 5, then the unversioned
  * development link. */
@@ -69,12 +58,12 @@ static void *open_first(const char *override, const char *const *names,
   return NULL;
 }
 
-static void *open_library(void) {
-  const char *override = env("BACKPLANE_HIP_RUNTIME");
+void *gpu_driver_open(void) {
+  const char *override = gpu_env("BACKPLANE_HIP_RUNTIME");
   void *h = open_first(override, runtime_names, 3, rocm_rt.path,
                        sizeof rocm_rt.path);
   if (!h)
-    fail(BP_ERR_UNAVAILABLE, "ROCm runtime not found (%s)",
+    gpu_driver_fail(BP_ERR_UNAVAILABLE, "ROCm runtime not found (%s)",
          override ? override : "libamdhip64.so");
   return h;
 }
@@ -101,7 +90,7 @@ fail:;
  * missing compiler leaves the device listed without ops (see probe). */
 static void load_rtc(void) {
   const char *missing = NULL;
-  const char *override = env("BACKPLANE_HIPRTC");
+  const char *override = gpu_env("BACKPLANE_HIPRTC");
   void *h = open_first(override, rtc_names, 3, rocm_rt.rtc_path,
                        sizeof rocm_rt.rtc_path);
   if (h && resolve_rtc(h, &missing)) {
@@ -123,12 +112,12 @@ static void load_rtc(void) {
            "hiprtc not found (%s)", override ? override : "libhiprtc.so");
 }
 
-static bp_status_t before_init(void *h) {
+bp_status_t gpu_driver_before_init(void *h) {
   (void)h; /* no version floor: a missing entry point says "too old" */
   return BP_OK;
 }
 
-static void after_init(void) {
+void gpu_driver_after_init(void) {
   rocm_rt.hipDriverGetVersion(&rocm_rt.driver_version);
   rocm_rt.hipRuntimeGetVersion(&rocm_rt.runtime_version);
   load_rtc();
@@ -155,7 +144,7 @@ void rocm_arch_name(int ordinal, char *out, size_t cap) {
 
 /* The status a hipError_t means to an application; kept apart from the
  * CUDA mapping on purpose (see plugins/cuda/driver.c). */
-static bp_status_t status_of(hipError_t r) {
+bp_status_t gpu_status_of(hipError_t r) {
   switch (r) {
   case hipSuccess:
     return BP_OK;
