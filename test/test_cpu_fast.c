@@ -127,11 +127,10 @@ static void test_gemm(void **state) {
         run(&dev, dts[d], 1, 130, 100, 45, 0, 1, 1, 0, 1, 1);
         /* f16 / bf16 past one k block in several f32 bands of C (the
          * band shrunk to a few rows), C row- and column-major */
-        int64_t band = fast_gemm_band_floats;
-        fast_gemm_band_floats = 1500;
+        dev.tune.gemm_band_floats = 1500;
         run(&dev, dts[d], 1, 67, 90, 300, 0, 1, 0, 0, 0.5, 1);
         run(&dev, dts[d], 2, 41, 77, 290, 1, 0, 1, 0, 1, 0);
-        fast_gemm_band_floats = band;
+        dev.tune.gemm_band_floats = 0; /* the default */
         cpu_pool_destroy(dev.pool);
       }
   printf("gemm: %d cases, %d failures\n", checks, fails);
@@ -191,6 +190,9 @@ static void team_call(void *ctx, int64_t b, int64_t e, unsigned w) {
   if (b == 1) c->st = cpu_fast_gemm(c->dev, c->g);
 }
 
+/* The threaded device's tune.gemm_row_split_panels in team_compare. */
+static int64_t team_row_split;
+
 static void team_compare(int isa, int dt, int64_t m, int64_t n, int64_t k, int ta,
                          int tb, int tc, double alpha, double beta, int nested) {
   size_t es = esz(dt);
@@ -209,7 +211,8 @@ static void team_compare(int isa, int dt, int64_t m, int64_t n, int64_t k, int t
   g.b = tb ? T3(B, dt, 1, k, n, k * n, 1, k) : T3(B, dt, 1, k, n, k * n, n, 1);
   g.c = tc ? T3(C1, dt, 1, m, n, m * n, 1, m) : T3(C1, dt, 1, m, n, m * n, n, 1);
   cpu_device_t one = {.isa = isa, .threads = 1, .pool = cpu_pool_create(1)};
-  cpu_device_t two = {.isa = isa, .threads = 2, .pool = cpu_pool_create(2)};
+  cpu_device_t two = {.isa = isa, .threads = 2, .pool = cpu_pool_create(2),
+                      .tune.gemm_row_split_panels = team_row_split};
   assert_int_equal(cpu_fast_gemm(&one, &g), BP_OK);
   g.c.ptr = (uint64_t)(uintptr_t)C2;
   team_case_t c = {&two, &g, BP_ERR_INTERNAL};
@@ -234,9 +237,8 @@ static void test_gemm_team(void **state) {
   /* the shapes below are few rows against many columns: lowered, the
    * driver runs them as a team (rows) all the same; at the default, the
    * first two split by columns */
-  int64_t row_split = fast_gemm_row_split_panels;
   for (int pass = 0; pass < 2; pass++) {
-    fast_gemm_row_split_panels = pass ? row_split : 1;
+    team_row_split = pass ? 0 : 1; /* 0: the default */
     for (int isa = 1; isa <= 3; isa++)
       for (int d = 0; d < 2; d++) {
         int dt = d ? BP_F64 : BP_F32;

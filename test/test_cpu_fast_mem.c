@@ -4,7 +4,7 @@
  * reference, linked straight from the plugin's objects so each ISA level,
  * thread count and the non-temporal store threshold can be forced.
  *
- * Every case runs twice: with fast_nt_min_bytes at 0 (every eligible
+ * Every case runs twice: with each device's tune.nt_min_bytes at 1 (every eligible
  * output takes streaming stores) and at its default (these small outputs
  * keep normal stores). Row lengths cover 1, below, at and past the vector
  * width, primes, rows longer than the cached form (softmax online) and
@@ -113,7 +113,7 @@ static void run_softmax(cpu_device_t *dev, int64_t rows, int64_t n, int log,
   char what[96];
   snprintf(what, sizeof what, "softmax isa%d t%u %ldx%ld log%d skew%d nt%d",
            dev->isa, dev->threads, (long)rows, (long)n, log, skew,
-           fast_nt_min_bytes == 0);
+           dev->tune.nt_min_bytes == 1);
   assert_int_equal(cpu_fast_softmax(dev, &a), BP_OK);
   a.y.ptr = (uint64_t)(uintptr_t)yr;
   cpu_ref_softmax_range(&a, 0, cpu_ref_softmax_tasks(&a));
@@ -152,7 +152,7 @@ static void run_norm(cpu_device_t *dev, int rms, int64_t rows, int64_t n,
   char what[96];
   snprintf(what, sizeof what, "%s isa%d t%u %ldx%ld skew%d gb%d nt%d",
            rms ? "rms" : "layer", dev->isa, dev->threads, (long)rows, (long)n,
-           skew, gb, fast_nt_min_bytes == 0);
+           skew, gb, dev->tune.nt_min_bytes == 1);
   assert_int_equal(rms ? cpu_fast_rms_norm(dev, &a) : cpu_fast_layer_norm(dev, &a),
                    BP_OK);
   a.y.ptr = (uint64_t)(uintptr_t)yr;
@@ -172,7 +172,7 @@ static void run_unary(cpu_device_t *dev, bp_unary_op_t op, int64_t n, int skew) 
   bp_unary_args_t a = {sizeof a, op, tens(x, 1, shape, st), tens(y, 1, shape, st)};
   char what[96];
   snprintf(what, sizeof what, "unary%d isa%d t%u n%ld skew%d nt%d", op, dev->isa,
-           dev->threads, (long)n, skew, fast_nt_min_bytes == 0);
+           dev->threads, (long)n, skew, dev->tune.nt_min_bytes == 1);
   assert_int_equal(cpu_fast_unary(dev, &a), BP_OK);
   a.y.ptr = (uint64_t)(uintptr_t)yr;
   cpu_ref_unary_range(&a, 0, cpu_ref_unary_tasks(&a));
@@ -195,13 +195,18 @@ static void run_add(cpu_device_t *dev, int64_t rows, int64_t n, int bcast,
   char what[96];
   snprintf(what, sizeof what, "add isa%d t%u %ldx%ld bcast%d skew%d nt%d",
            dev->isa, dev->threads, (long)rows, (long)n, bcast, skew,
-           fast_nt_min_bytes == 0);
+           dev->tune.nt_min_bytes == 1);
   assert_int_equal(cpu_fast_binary(dev, &a), BP_OK);
   a.y.ptr = (uint64_t)(uintptr_t)yr;
   cpu_ref_binary_range(&a, 0, cpu_ref_binary_tasks(&a));
   compare(what, y, yr, rows * n, 0, 0);
   check_tail(what, y, rows * n);
   free(ba), free(bb), free(by), free(br);
+}
+
+/* Every device of s streams outputs of at least bytes (0: the default). */
+static void set_nt(dev_set_t *s, int64_t bytes) {
+  for (int d = 0; d < s->n; d++) s->dev[d].tune.nt_min_bytes = bytes;
 }
 
 static const int64_t lens[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1031, 4096};
@@ -240,10 +245,8 @@ static void test_streaming_stores(void **state) {
   if (!s.n) TEST_SKIP_CASE("no AVX2 (with FMA and F16C) or AVX-512F on this CPU");
   fails = checks = 0;
   srand(11);
-  int64_t saved = fast_nt_min_bytes;
-  fast_nt_min_bytes = 0;
+  set_nt(&s, 1);
   sweep(&s);
-  fast_nt_min_bytes = saved;
   printf("streaming stores: %d cases, %d failures\n", checks, fails);
   devs_close(&s);
   assert_int_equal(fails, 0);
@@ -267,31 +270,32 @@ static void test_normal_stores(void **state) {
 /* When fast_nt_ok says yes and no: size, alignment, overlap. */
 static void test_nt_decision(void **state) {
   (void)state;
-  int64_t saved = fast_nt_min_bytes;
+  cpu_device_t dev;
+  memset(&dev, 0, sizeof dev);
   float *buf = aligned_alloc(64, 4096 * sizeof(float));
   int64_t sh[1] = {1024}, st[1] = {1};
   bp_plugin_tensor_t x = tens(buf, 1, sh, st), y = tens(buf + 2048, 1, sh, st);
   const bp_plugin_tensor_t *in[1] = {&x};
-  fast_nt_min_bytes = 4096;
-  assert_true(fast_nt_ok(&y, in, 1));  /* 4 KiB, apart */
-  fast_nt_min_bytes = 4097;
-  assert_false(fast_nt_ok(&y, in, 1)); /* too small */
-  fast_nt_min_bytes = 0;
+  assert_false(fast_nt_ok(&dev, &y, in, 1)); /* the default: 16 MiB */
+  dev.tune.nt_min_bytes = 4096;
+  assert_true(fast_nt_ok(&dev, &y, in, 1));  /* 4 KiB, apart */
+  dev.tune.nt_min_bytes = 4097;
+  assert_false(fast_nt_ok(&dev, &y, in, 1)); /* too small */
+  dev.tune.nt_min_bytes = 1;
   bp_plugin_tensor_t yo = tens(buf + 1000, 1, sh, st);
-  assert_false(fast_nt_ok(&yo, in, 1)); /* overlaps x's tail */
-  assert_false(fast_nt_ok(&x, in, 1));  /* in place */
+  assert_false(fast_nt_ok(&dev, &yo, in, 1)); /* overlaps x's tail */
+  assert_false(fast_nt_ok(&dev, &x, in, 1));  /* in place */
   bp_plugin_tensor_t yodd = y;
   yodd.ptr += 2; /* not f32-aligned */
-  assert_false(fast_nt_ok(&yodd, in, 1));
+  assert_false(fast_nt_ok(&dev, &yodd, in, 1));
   int64_t bsh[2] = {4, 1024}, bst[2] = {0, 1}; /* x broadcast over rows */
   bp_plugin_tensor_t xb = tens(buf, 2, bsh, bst);
   int64_t ysh[2] = {1, 1024}, yst[2] = {1024, 1};
   bp_plugin_tensor_t y2 = tens(buf + 1024, 2, ysh, yst);
   in[0] = &xb;
-  assert_true(fast_nt_ok(&y2, in, 1)); /* adjacent, not overlapping */
+  assert_true(fast_nt_ok(&dev, &y2, in, 1)); /* adjacent, not overlapping */
   y2.ptr -= 4;
-  assert_false(fast_nt_ok(&y2, in, 1)); /* one element shared */
-  fast_nt_min_bytes = saved;
+  assert_false(fast_nt_ok(&dev, &y2, in, 1)); /* one element shared */
   free(buf);
 }
 
@@ -302,8 +306,7 @@ static void test_in_place(void **state) {
   devs_open(&s);
   if (!s.n) TEST_SKIP_CASE("no AVX2 (with FMA and F16C) or AVX-512F on this CPU");
   fails = checks = 0;
-  int64_t saved = fast_nt_min_bytes;
-  fast_nt_min_bytes = 0;
+  set_nt(&s, 1);
   int64_t rows = 9, n = 1031, shape[2] = {rows, n}, st[2] = {n, 1};
   float *x = malloc(sizeof(float) * (size_t)(rows * n)),
         *x0 = malloc(sizeof(float) * (size_t)(rows * n)),
@@ -319,7 +322,6 @@ static void test_in_place(void **state) {
     cpu_ref_softmax_range(&a, 0, cpu_ref_softmax_tasks(&a));
     compare("softmax in place", x, yr, rows * n, 2e-6 + 2e-8 * (double)n, 1e-37);
   }
-  fast_nt_min_bytes = saved;
   free(x), free(x0), free(yr);
   devs_close(&s);
   assert_int_equal(fails, 0);
@@ -351,7 +353,7 @@ static void same_rows(cpu_device_t *dev, int op, int gb, int64_t rows, int64_t n
     if (memcmp(y + r * n, y, sizeof(float) * (size_t)n) != 0) {
       if (fails++ < 5)
         printf("%s gb%d isa%d t%u %ldx%ld nt%d: row %ld differs from row 0\n", names[op], gb,
-               dev->isa, dev->threads, (long)rows, (long)n, fast_nt_min_bytes == 0, (long)r);
+               dev->isa, dev->threads, (long)rows, (long)n, dev->tune.nt_min_bytes == 1, (long)r);
       break;
     }
   free(x), free(y), free(g), free(b);
@@ -365,15 +367,13 @@ static void test_deferred_rows_same_bits(void **state) {
   fails = checks = 0;
   srand(13);
   static const int64_t ns[] = {33, 1000, 1024, 4101};
-  int64_t saved = fast_nt_min_bytes;
   for (int nt = 0; nt < 2; nt++) {
-    fast_nt_min_bytes = nt ? 0 : saved;
+    set_nt(&s, nt ? 1 : 0); /* 0: the default */
     for (int d = 0; d < s.n; d++)
       for (int op = 0; op < 4; op++)
         for (int gb = 0; gb < (op < 2 ? 1 : 4); gb++)
           for (int i = 0; i < 4; i++) same_rows(&s.dev[d], op, gb, 70, ns[i]);
   }
-  fast_nt_min_bytes = saved;
   printf("deferred rows: %d cases, %d failures\n", checks, fails);
   devs_close(&s);
   assert_int_equal(fails, 0);

@@ -95,6 +95,18 @@ CPU_HIDDEN void cpu_pool_run(cpu_pool_t *pool, int64_t ntasks, int64_t grain,
                              cpu_pool_fn fn, void *ctx);
 
 /* ---- devices ------------------------------------------------------------ */
+/* Size thresholds of the fast paths, per device. Zero in a field means the
+ * default (the CPU_FAST_* constants beside the code that reads it), which
+ * is what every opened device gets; the cpu_fast tests set them on devices
+ * of their own to reach paths that only large problems take. Read while an
+ * op runs, never written by the plugin. */
+typedef struct cpu_fast_tuning {
+  int64_t nt_min_bytes;  /* outputs this large are streamed (fast/vec.h) */
+  int64_t gemm_band_floats; /* f32 band of an f16 / bf16 C (fast/gemm/gemm.c) */
+  int64_t gemm_row_split_panels; /* MR panels per worker before a GEMM
+                                    splits by rows (fast/gemm/gemm.c) */
+} cpu_fast_tuning_t;
+
 typedef struct cpu_device {
   bool reference;   /* the scalar reference device */
   unsigned threads;
@@ -102,6 +114,7 @@ typedef struct cpu_device {
   bool allow_reduced_precision;
   uint64_t memory_limit, memory_used; /* memory_used: __atomic builtins */
   cpu_pool_t *pool;
+  cpu_fast_tuning_t tune; /* zeroed at open: the defaults */
 } cpu_device_t;
 
 /* ---- fast paths (fast_*.c), one per line of BP_OP_TABLE: they return

@@ -124,14 +124,19 @@ CPU_HIDDEN void fast_row_ranges_run(cpu_device_t *dev, int64_t rows,
                                     int64_t len, fast_range_fn fn, void *ctx);
 
 /* Outputs of at least this many bytes are written with non-temporal stores
- * (default 16 MiB: past most L3 slices, so the output would be evicted
- * before a consumer reads it; caching it would only cost a read for
- * ownership per line). Tests lower it to reach the streaming path. */
-CPU_HIDDEN extern int64_t fast_nt_min_bytes;
-/* Whether y may take non-temporal stores: f32-aligned, at least
- * fast_nt_min_bytes of elements, and its bytes overlap none of the nin
- * inputs (an in-place op keeps normal stores). */
-CPU_HIDDEN bool fast_nt_ok(const bp_plugin_tensor_t *y,
+ * (16 MiB: past most L3 slices, so the output would be evicted before a
+ * consumer reads it; caching it would only cost a read for ownership per
+ * line). A device's tune.nt_min_bytes replaces it when set (tests lower it
+ * to reach the streaming path). */
+#define CPU_FAST_NT_MIN_BYTES ((int64_t)16 << 20)
+static inline int64_t fast_nt_min_bytes(const cpu_device_t *dev) {
+  return dev->tune.nt_min_bytes > 0 ? dev->tune.nt_min_bytes
+                                    : CPU_FAST_NT_MIN_BYTES;
+}
+/* Whether y may take non-temporal stores on dev: f32-aligned, at least
+ * fast_nt_min_bytes(dev) of elements, and its bytes overlap none of the
+ * nin inputs (an in-place op keeps normal stores). */
+CPU_HIDDEN bool fast_nt_ok(const cpu_device_t *dev, const bp_plugin_tensor_t *y,
                            const bp_plugin_tensor_t *const *in, int nin);
 
 /* A copy whose x has unit stride along a dim other than y's last (a

@@ -1,7 +1,8 @@
 /*
- * fast/conv/conv2d.h — internals shared by the conv2d fast path's two files:
- * fast/conv/conv2d.c (routes, planning, padding, weights) and
- * fast/conv/conv2d_igemm.c (the implicit-GEMM loops that run on the pool).
+ * fast/conv/conv2d.h — internals shared by the conv2d fast path's files:
+ * conv2d.c (routes, planning, weights), conv2d_igemm.c (the implicit-GEMM
+ * loops that run on the pool) and conv2d_pad.c (padded image rows, which
+ * both use). Calls go one way: conv2d.c -> conv2d_igemm.c -> conv2d_pad.c.
  */
 #ifndef BACKPLANE_FAST_CONV2D_H
 #define BACKPLANE_FAST_CONV2D_H
@@ -64,7 +65,8 @@ typedef struct conv_job {
 /* Padded rows [h0, h1) of one channel plane xc into d (Wp floats each).
  * ahead, when not NULL, is a plane padded later: its same rows are
  * prefetched meanwhile (the planes lie a plane apart, too far for the
- * hardware prefetchers, and the copies would wait on memory). */
+ * hardware prefetchers, and the copies would wait on memory). In
+ * conv2d_pad.c. */
 CPU_HIDDEN void fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1,
                                    float *d, const float *ahead);
 

@@ -9,7 +9,7 @@
  * registers (the accumulators of an earlier version lived on the stack,
  * 3x slower), two output rows at a time where stride and dilation down
  * the rows are 1, so each input vector loaded feeds both rows' FMAs.
- * Outputs of fast_nt_min_bytes and more are stored past the cache (nt;
+ * Outputs of fast_nt_min_bytes() and more are stored past the cache (nt;
  * the caller fences).
  */
 #include <immintrin.h>

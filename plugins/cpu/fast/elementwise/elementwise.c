@@ -87,8 +87,6 @@ int64_t fast_line_offset(const bp_plugin_tensor_t *t, int64_t line) {
 
 /* ---- non-temporal stores ---------------------------------------------------*/
 
-int64_t fast_nt_min_bytes = (int64_t)16 << 20;
-
 /* [lo, hi) bytes t's elements touch. */
 static void byte_span(const bp_plugin_tensor_t *t, uintptr_t *lo,
                       uintptr_t *hi) {
@@ -103,11 +101,11 @@ static void byte_span(const bp_plugin_tensor_t *t, uintptr_t *lo,
   *hi = base + (uintptr_t)b + (uintptr_t)es;
 }
 
-bool fast_nt_ok(const bp_plugin_tensor_t *y,
+bool fast_nt_ok(const cpu_device_t *dev, const bp_plugin_tensor_t *y,
                 const bp_plugin_tensor_t *const *in, int nin) {
   int64_t n = cpu_numel(y);
   if (n == 0 || (uintptr_t)cpu_tensor_base(y) % sizeof(float) != 0 ||
-      n * (int64_t)cpu_dtype_size(y->dtype) < fast_nt_min_bytes)
+      n * (int64_t)cpu_dtype_size(y->dtype) < fast_nt_min_bytes(dev))
     return false;
   uintptr_t ylo, yhi;
   byte_span(y, &ylo, &yhi);
@@ -242,7 +240,7 @@ bp_status_t cpu_fast_unary(cpu_device_t *dev, const bp_unary_args_t *a) {
     return BP_ERR_UNIMPLEMENTED;
   j.in[0] = cpu_tensor_base(&a->x);
   j.y = cpu_tensor_base(&a->y);
-  j.nt = fast_nt_ok(&a->y, ts, 1);
+  j.nt = fast_nt_ok(dev, &a->y, ts, 1);
   return ew_run(dev, &j);
 }
 
@@ -260,6 +258,6 @@ bp_status_t cpu_fast_binary(cpu_device_t *dev, const bp_binary_args_t *a) {
   j.in[0] = cpu_tensor_base(&a->a);
   j.in[1] = cpu_tensor_base(&a->b);
   j.y = cpu_tensor_base(&a->y);
-  j.nt = fast_nt_ok(&a->y, ts, 2);
+  j.nt = fast_nt_ok(dev, &a->y, ts, 2);
   return ew_run(dev, &j);
 }

@@ -21,7 +21,6 @@
 
 /* ---- the blocked driver -------------------------------------------------- */
 
-#define TILE_BYTES (16 * 32 * 8) /* largest MR x NR tile of any kernel */
 #define GEMM_MT_FLOPS 4e6 /* least work per thread worth a pool dispatch */
 
 /* Small f32 problems in row-major layouts: no packing at all. The
@@ -110,85 +109,6 @@ static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
   return true;
 }
 
-/* Whether the f32 kernel kr may take the AVX2 widening packer and merge:
- * a vector ISA's kernel (it has a packer) on a CPU with AVX2, FMA, F16C. */
-static bool wpack_ok(const fast_gemm_kernel_t *kr) {
-  const cpu_features_t *f = cpu_features_get();
-  return kr->pack && f->avx2 && f->fma && f->f16c;
-}
-
-/* Packs panels with vector code when there is some for the layout: the
- * ISA's own for its dtype, the AVX2 widening packer for f16 / bf16 into
- * the f32 kernels' panels (on any CPU with AVX2, FMA and F16C). False:
- * nothing written, the scalar packing runs. */
-static bool vec_pack(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
-                     const void *src, int64_t si, int64_t sk, int64_t cnt,
-                     int64_t kb, int w, void *dst) {
-  if (t->wide_c) return kr->pack && kr->pack(src, si, sk, cnt, kb, w, dst);
-  return t->esize == sizeof(float) && wpack_ok(kr) &&
-         fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
-}
-
-/* cnt rows (A: si = sam, sk = sak) or columns (B: si = sbn, sk = sbk) of
- * an operand into panels of w: vector code first, the type's scalar
- * packer otherwise. */
-static void pack_panels(const gemm_type_t *t, const fast_gemm_kernel_t *kr, bool is_a,
-                        const char *src, int64_t si, int64_t sk, int64_t cnt,
-                        int64_t kb, void *dst) {
-  int w = is_a ? kr->mr : kr->nr;
-  if (vec_pack(t, kr, src, si, sk, cnt, kb, w, dst)) return;
-  if (is_a) t->pack_a(src, si, sk, cnt, kb, w, dst);
-  else t->pack_b(src, sk, si, kb, cnt, w, dst);
-}
-
-void fast_gemm_pack_a(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
-                      const gemm_view_t *v, int64_t i0, int64_t p0, int64_t mb,
-                      int64_t kb, void *dst) {
-  pack_panels(t, kr, true, v->a + (i0 * v->sam + p0 * v->sak) * (int64_t)t->in_size,
-              v->sam, v->sak, mb, kb, dst);
-}
-
-void fast_gemm_pack_b(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
-                      const gemm_view_t *v, int64_t j0, int64_t p0, int64_t nb,
-                      int64_t kb, void *dst) {
-  pack_panels(t, kr, false, v->b + (p0 * v->sbk + j0 * v->sbn) * (int64_t)t->in_size,
-              v->sbn, v->sbk, nb, kb, dst);
-}
-
-void fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
-                     int64_t mb, int64_t nb, int64_t kb) {
-  const gemm_type_t *ct = mk->ct;
-  const fast_gemm_kernel_t *kr = mk->kr;
-  /* the panels hold the compute type, which C's type shares (f32 for an
-   * f32 band of a narrow C) */
-  int64_t es = (int64_t)ct->esize, cs = (int64_t)ct->in_size;
-  int mr = kr->mr, nr = kr->nr;
-  alignas(64) char tile[TILE_BYTES];
-  bool direct = mk->scn == 1 && ct->wide_c;
-  /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
-  bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && wpack_ok(kr);
-  for (int64_t ir = 0; ir < mb; ir += mr) {
-    const char *apan = ap + ir * kb * es;
-    int64_t rows = mb - ir < mr ? mb - ir : mr;
-    for (int64_t jr = 0; jr < nb; jr += nr) {
-      const char *bpan = bp + jr * kb * es;
-      int64_t cols = nb - jr < nr ? nb - jr : nr;
-      char *cc = mk->c + (ir * mk->scm + jr * mk->scn) * cs;
-      if (direct && rows == mr && cols == nr) {
-        kr->ukr(kb, apan, bpan, cc, mk->scm, mk->alpha, mk->beta);
-        continue;
-      }
-      kr->ukr(kb, apan, bpan, tile, nr, mk->one, mk->zero);
-      if (!wmerge || !fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
-                                       mk->scm, mk->scn, rows, cols,
-                                       *(const float *)mk->alpha,
-                                       *(const float *)mk->beta))
-        ct->merge(tile, nr, cc, mk->scm, mk->scn, rows, cols, mk->alpha,
-                  mk->beta);
-    }
-  }
-}
-
 /* The blocked loops: panels of A and B packed by t (the operands' type), C
  * written through ct (C's type: t itself, or f32 when the caller gives an
  * f32 C for a narrow one), with KC x MC x NC blocking. */
@@ -225,14 +145,13 @@ static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
 /* f16 / bf16 C with k past one KC block: a narrow C cannot hold partial
  * sums, so each band of rows is computed into an f32 scratch C with the
  * normal blocking (A and B widened while packing), then rounded into C
- * once with alpha and beta. A band holds fast_gemm_band_floats floats of
- * C (4 MiB; tests lower it to reach several bands). */
-int64_t fast_gemm_band_floats = (int64_t)1 << 20;
-
+ * once with alpha and beta. A band holds band_floats floats of C
+ * (CPU_FAST_GEMM_BAND_FLOATS unless the device's tune sets it). */
 static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
                               const gemm_view_t *v, const void *alpha,
-                              const void *beta, const void *one, const void *zero) {
-  int64_t band = fast_gemm_band_floats / v->n / kr->mr * kr->mr;
+                              const void *beta, const void *one, const void *zero,
+                              int64_t band_floats) {
+  int64_t band = band_floats / v->n / kr->mr * kr->mr;
   if (band < kr->mr) band = kr->mr;
   if (band > v->m) band = v->m;
   for (int64_t i0 = 0; i0 < v->m; i0 += band) {
@@ -249,7 +168,7 @@ static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr
                     kr->mc, kr->nc))
       return false;
     char *c = v->c + i0 * v->scm * (int64_t)t->in_size;
-    if (!wpack_ok(kr) ||
+    if (!fast_gemm_wpack_ok(kr) ||
         !fast_wmerge_avx2(t->dtype, cb, (int)v->n, c, v->scm, v->scn, rows, v->n,
                           *(const float *)alpha, *(const float *)beta))
       t->merge(cb, (int)v->n, c, v->scm, v->scn, rows, v->n, alpha, beta);
@@ -261,7 +180,8 @@ static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr
  * memory is unavailable (nothing has been written then). */
 static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
                        const gemm_view_t *v, const void *alpha,
-                       const void *beta, const void *one, const void *zero) {
+                       const void *beta, const void *one, const void *zero,
+                       int64_t band_floats) {
   if (gemm_direct_fits(t, kr, v)) {
     float fa, fb;
     memcpy(&fa, alpha, sizeof fa);
@@ -270,7 +190,7 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
   }
   if (!t->wide_c && t->esize == sizeof(float) && v->k > kr->kc &&
       v->n <= ((int64_t)1 << 24) / kr->mr)
-    return gemm_narrow_bands(t, kr, v, alpha, beta, one, zero);
+    return gemm_narrow_bands(t, kr, v, alpha, beta, one, zero, band_floats);
   int64_t es = (int64_t)t->esize;
   int64_t KC = kr->kc, MC = kr->mc, NC = kr->nc;
   if (!t->wide_c) {
@@ -287,20 +207,13 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
 
 /* ---- splitting over batch and the pool ----------------------------------- */
 
-/* Splitting n gives each thread its own columns of B to pack and keep in
- * its own L2, with A (small here) packed once per thread; the team (rows)
- * shares each packed B block, which then has to reach both cores' L2 and
- * be waited for block by block. On the EPYC, 64 - 256 x 4096 x 4096 ran
- * 1.11 - 1.23x faster split by n than by the team; from 512 rows on the
- * two measured alike. */
-int64_t fast_gemm_row_split_panels = 48;
-
 typedef struct gemm_job {
   const gemm_type_t *t;
   const fast_gemm_kernel_t *kr;
   gemm_view_t v;
   int64_t sab, sbb, scb; /* batch strides in elements */
   int64_t pm, pn;        /* parts per batch entry along m and n */
+  int64_t band_floats;   /* f32 C per band of a narrow C (gemm_narrow_bands) */
   alignas(8) char alpha[8], beta[8], one[8], zero[8];
 } gemm_job_t;
 
@@ -332,7 +245,8 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     v.c += (b * j->scb + m0 * v.scm + n0 * v.scn) * es;
     if (v.k == 0)
       j->t->scale(&v, j->beta);
-    else if (!gemm_block(j->t, j->kr, &v, j->alpha, j->beta, j->one, j->zero))
+    else if (!gemm_block(j->t, j->kr, &v, j->alpha, j->beta, j->one, j->zero,
+                           j->band_floats))
       j->t->naive(&v, j->alpha, j->beta);
   }
 }
@@ -438,6 +352,8 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   gemm_job_t j;
   memset(&j, 0, sizeof j);
   j.t = type;
+  j.band_floats = dev->tune.gemm_band_floats > 0 ? dev->tune.gemm_band_floats
+                                                 : CPU_FAST_GEMM_BAND_FLOATS;
   fast_gemm_kernel_t kr = pick_kernel(dev, f64);
   j.kr = &kr;
   j.v = (gemm_view_t){m,
@@ -491,9 +407,12 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
     parts = ((int64_t)threads + batch - 1) / batch;
   /* By rows when C is tall or has rows enough (the team below then shares
    * each packed B block); few rows against many columns by columns, each
-   * part packing its own columns of B (fast_gemm_row_split_panels). */
+   * part packing its own columns of B (CPU_FAST_GEMM_ROW_SPLIT_PANELS). */
+  int64_t row_split = dev->tune.gemm_row_split_panels > 0
+                          ? dev->tune.gemm_row_split_panels
+                          : CPU_FAST_GEMM_ROW_SPLIT_PANELS;
   j.pm = j.pn = 1;
-  if (j.v.m >= parts * kr.mr * fast_gemm_row_split_panels ||
+  if (j.v.m >= parts * kr.mr * row_split ||
       j.v.m / kr.mr >= j.v.n / kr.nr)
     j.pm = parts;
   else

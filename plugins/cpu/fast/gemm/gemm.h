@@ -152,13 +152,18 @@ CPU_HIDDEN void fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n
                                double beta);
 
 /* Floats of f32 C per band of an f16 / bf16 GEMM with k past one k block
- * (fast/gemm/gemm.c); tests lower it. */
-CPU_HIDDEN extern int64_t fast_gemm_band_floats;
+ * (4 MiB of C, gemm.c); a device's tune.gemm_band_floats replaces it. */
+#define CPU_FAST_GEMM_BAND_FLOATS ((int64_t)1 << 20)
 
 /* A threaded GEMM is split by rows (one team sharing B) when m reaches
  * this many MR panels per thread or C is taller than wide in tiles;
- * otherwise by columns (fast/gemm/gemm.c); tests lower it to reach the team. */
-CPU_HIDDEN extern int64_t fast_gemm_row_split_panels;
+ * otherwise by columns (gemm.c). Splitting by columns gives each thread its
+ * own columns of B to pack and keep in its own L2; the team instead shares
+ * each packed B block, which then has to reach both cores' L2 and be
+ * waited for block by block, which costs more than it saves when there
+ * are few rows (docs/performance.md has the figures). A device's
+ * tune.gemm_row_split_panels replaces it. */
+#define CPU_FAST_GEMM_ROW_SPLIT_PANELS 48
 
 /* Per-thread scratch memory, 64-byte aligned, kept between calls and freed
  * when the thread exits. slot selects one of a few independent buffers:

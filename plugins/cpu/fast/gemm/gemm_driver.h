@@ -1,7 +1,8 @@
 /*
- * fast/gemm/gemm_driver.h — the steps of the blocked GEMM driver, shared by the
- * per-thread loops (fast/gemm/gemm.c) and the team driver that lets all workers
- * share one packed B (fast/gemm/gemm_team.c).
+ * fast/gemm/gemm_driver.h — the steps of the blocked GEMM driver
+ * (gemm_macro.c), shared by the per-thread loops (gemm.c) and the team
+ * driver that lets all workers share one packed B (gemm_team.c). Calls go
+ * one way: gemm.c -> gemm_team.c -> gemm_macro.c.
  *
  * A problem is a view over raw bytes with element strides; a gemm_type_t
  * says how its dtype is packed (widened to the compute type), merged back
@@ -42,6 +43,12 @@ CPU_HIDDEN extern const gemm_type_t fast_gemm_type_f32, fast_gemm_type_f64,
 /* The portable 4 x 8 micro-kernels, for CPUs without AVX2 + FMA. */
 CPU_HIDDEN extern const fast_gemm_kernel_t fast_gemm_portable_f32,
     fast_gemm_portable_f64;
+
+/* The steps below live in gemm_macro.c. */
+
+/* Whether the f32 kernel kr may take the AVX2 widening packer and merge:
+ * a vector ISA's kernel (it has a packer) on a CPU with AVX2, FMA, F16C. */
+CPU_HIDDEN bool fast_gemm_wpack_ok(const fast_gemm_kernel_t *kr);
 
 /* Packs rows [i0, i0 + mb) x k [p0, p0 + kb) of v's A into MR-row panels
  * at dst (vector code when the ISA has some for the layout). */

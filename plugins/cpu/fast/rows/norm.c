@@ -67,7 +67,7 @@ static bp_status_t norm(cpu_device_t *dev, const bp_norm_args_t *a, int rms) {
   if (j.gamma) in[nin++] = &a->gamma;
   if (j.beta) in[nin++] = &a->beta;
   j.rows = cpu_numel(x) / n;
-  j.nt = fast_nt_ok(y, in, nin);
+  j.nt = fast_nt_ok(dev, y, in, nin);
   fast_rows_run(dev, j.rows, n, n, norm_piece, &j);
   return BP_OK;
 }
@@ -119,7 +119,7 @@ bp_status_t cpu_fast_batch_norm(cpu_device_t *dev,
                                 const bp_batch_norm_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
   bn_job_t j = {fast_vec_pick(dev), a, cpu_tensor_base(x), cpu_tensor_base(y),
-                NULL, NULL, 0, 0, fast_nt_ok(y, &x, 1)};
+                NULL, NULL, 0, 0, fast_nt_ok(dev, y, &x, 1)};
   int64_t iy;
   if (!j.vk || x->dtype != BP_F32 || y->dtype != BP_F32 || x->rank < 2 ||
       !inner_dense(x, &j.inner) || !inner_dense(y, &iy) || j.inner < 16)

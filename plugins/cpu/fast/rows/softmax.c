@@ -52,7 +52,7 @@ bp_status_t cpu_fast_softmax(cpu_device_t *dev, const bp_softmax_args_t *a) {
   int64_t n = x->shape[last];
   if (n == 0 || cpu_numel(x) == 0) return BP_OK;
   j.rows = cpu_numel(x) / n;
-  j.nt = fast_nt_ok(y, &x, 1);
+  j.nt = fast_nt_ok(dev, y, &x, 1);
   fast_row_ranges_run(dev, j.rows, n, softmax_range, &j);
   return BP_OK;
 }
