@@ -51,8 +51,7 @@ float bp_log(float x) {
 
 // tanh keeping its relative accuracy near zero, where a driver's tanh
 // computed as (e^2x - 1) / (e^2x + 1) cancels (lavapipe's does; the figures
-// are in docs/performance.md, "Figures moved out of comments"): below
-// 2^-12, x itself (x^3 / 3 is under half
+// are in docs/performance.md): below 2^-12, x itself (x^3 / 3 is under half
 // an ulp, and no arithmetic means a denormal survives a flushing driver);
 // below 0.625 Cephes' tanhf polynomial; beyond, 1 - 2 / (e^2|x| + 1) with
 // x's sign (the result is over 0.55: no cancellation), 1 past 9.

@@ -1,6 +1,7 @@
 /*
- * descriptor.c — the one exported symbol and the plugin's lifetime (init,
- * shutdown); probe and the capability table are in device.c.
+ * descriptor.c — the one exported symbol, the plugin's lifetime (init,
+ * shutdown) and probe; the device records it returns and the capability
+ * table come from device.c.
  */
 #include "ocl.h"
 
@@ -11,6 +12,33 @@ static bp_status_t ocl_init(const bp_host_services_t *host) {
 
 static void ocl_shutdown(void) {
   ocl_api_unload();
+}
+
+/* Devices are numbered across platforms in the ICD loader's order, as
+ * device_open numbers them (device.c). */
+static bp_status_t ocl_probe(bp_device_info_t *out_infos, uint32_t capacity,
+                             uint32_t *out_count) {
+  *out_count = 0;
+  bp_status_t st = ocl_api_load();
+  if (st != BP_OK)
+    return st;
+  cl_platform_id plats[OCL_MAX_DEVICES];
+  cl_device_id ids[OCL_MAX_DEVICES];
+  uint32_t n = 0;
+  if ((st = ocl_enumerate(plats, ids, OCL_MAX_DEVICES, &n)) != BP_OK)
+    return st;
+  if (n > OCL_MAX_DEVICES)
+    n = OCL_MAX_DEVICES;
+  if (n == 0) {
+    ocl_host->set_error("OpenCL ICD loader found but it lists no device "
+                        "(no ICD under /etc/OpenCL/vendors; Debian's "
+                        "pocl-opencl-icd gives a CPU one)");
+    return BP_ERR_UNAVAILABLE;
+  }
+  for (uint32_t i = 0; i < n && i < capacity && out_infos; i++)
+    ocl_device_describe(plats[i], ids[i], &out_infos[i]);
+  *out_count = n;
+  return BP_OK;
 }
 
 BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {

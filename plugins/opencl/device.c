@@ -1,6 +1,6 @@
 /*
- * device.c — enumeration, capabilities and the capability table, probe, and
- * device open/close.
+ * device.c — enumeration, capabilities and the capability table, the device
+ * records probe returns, and device open/close.
  * Devices are numbered across platforms in the ICD loader's order, platform
  * by platform; probe and device_open enumerate the same way.
  */
@@ -9,8 +9,6 @@
 #include <string.h>
 
 #include "ocl.h"
-
-#define OCL_MAX_DEVICES 64
 
 bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids,
                           uint32_t capacity, uint32_t *out_count) {
@@ -169,8 +167,8 @@ void ocl_op_dtypes(const ocl_caps_t *c, uint32_t *t) {
   t[BP_OP_RANDOM] = f;
 }
 
-static void info_fill(cl_platform_id plat, cl_device_id dev,
-                      bp_device_info_t *info) {
+void ocl_device_describe(cl_platform_id plat, cl_device_id dev,
+                         bp_device_info_t *info) {
   ocl_caps_t c;
   ocl_caps_read(plat, dev, &c);
   memset(info, 0, sizeof *info);
@@ -197,31 +195,6 @@ static void info_fill(cl_platform_id plat, cl_device_id dev,
            "%s on %s; local memory %llu KiB; fp16 %s, fp64 %s", c.version,
            c.platform, (unsigned long long)(c.local_mem / 1024),
            c.fp16 ? "yes" : "no", c.fp64 ? "yes" : "no");
-}
-
-bp_status_t ocl_probe(bp_device_info_t *out_infos, uint32_t capacity,
-                      uint32_t *out_count) {
-  *out_count = 0;
-  bp_status_t st = ocl_api_load();
-  if (st != BP_OK)
-    return st;
-  cl_platform_id plats[OCL_MAX_DEVICES];
-  cl_device_id ids[OCL_MAX_DEVICES];
-  uint32_t n = 0;
-  if ((st = ocl_enumerate(plats, ids, OCL_MAX_DEVICES, &n)) != BP_OK)
-    return st;
-  if (n > OCL_MAX_DEVICES)
-    n = OCL_MAX_DEVICES;
-  if (n == 0) {
-    ocl_host->set_error("OpenCL ICD loader found but it lists no device "
-                        "(no ICD under /etc/OpenCL/vendors; Debian's "
-                        "pocl-opencl-icd gives a CPU one)");
-    return BP_ERR_UNAVAILABLE;
-  }
-  for (uint32_t i = 0; i < n && i < capacity && out_infos; i++)
-    info_fill(plats[i], ids[i], &out_infos[i]);
-  *out_count = n;
-  return BP_OK;
 }
 
 static void device_free(ocl_device_t *d) {

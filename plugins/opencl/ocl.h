@@ -8,14 +8,14 @@
  * separately and every kernel takes (buffer, byte offset) pairs.
  *
  * Files (the set every plugin folder shares, docs/plugin-guide.md):
- * descriptor.c (the exported descriptor), driver.c (dlopen, the ocl_api
- * table, error names), device.c (enumeration, probe, capability table,
- * open, close), memory.c (buffers, transfers), stream.c (queues, events),
- * graph.c (native graphs: command buffers), kernels.c (custom kernels)
- * with kernels_program.c (program build and binary cache), and the ops by
- * family: ops_blas.c with ops_blas_tune.c (the tiled-gemm tuner),
- * ops_dnn.c, ops_elementwise.c, ops_reduce.c, ops_data.c, and
- * ops_common.c (argument marshalling, enqueue, layouts).
+ * descriptor.c (the exported descriptor, init, shutdown, probe), driver.c
+ * (dlopen, the ocl_api table, error names), device.c (enumeration, device
+ * records, capability table, open, close), memory.c (buffers, transfers),
+ * stream.c (queues, events), graph.c (native graphs: command buffers),
+ * kernels.c (custom kernels) with kernels_program.c (program build and
+ * binary cache), and the ops by family: ops_blas.c with ops_blas_tune.c
+ * (the tiled-gemm tuner), ops_dnn.c, ops_elementwise.c, ops_reduce.c,
+ * ops_data.c, and ops_common.c (argument marshalling, enqueue, layouts).
  *
  * Threading: one device mutex guards the program cache and the
  * set-args-then-enqueue sequence of shared cl_kernel objects, because calls
@@ -125,15 +125,18 @@ typedef struct ocl_event {
   cl_event ev;
 } ocl_event_t;
 
+/* Devices probe and device_open look at, at most. */
+#define OCL_MAX_DEVICES 64
 /* Enumerates every device of every platform in a fixed order; fills at most
  * capacity ids (and their platforms) and the total count. */
 bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids,
                           uint32_t capacity, uint32_t *out_count);
 /* Reads the capabilities of one device. */
 void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *out);
+/* Fills the record probe returns for one device (device.c). */
+void ocl_device_describe(cl_platform_id plat, cl_device_id dev,
+                         bp_device_info_t *info);
 /* Descriptor entry points (device.c, memory.c, stream.c). */
-bp_status_t ocl_probe(bp_device_info_t *out_infos, uint32_t capacity,
-                      uint32_t *out_count);
 bp_status_t ocl_device_open(uint32_t index,
                             const bp_plugin_device_config_t *config,
                             bp_plugin_device_t **out_device);

@@ -1,5 +1,7 @@
 /*
- * descriptor.c — the one exported symbol of backend-vulkan.so.
+ * descriptor.c — the one exported symbol of backend-vulkan.so, the plugin's
+ * lifetime (init, shutdown) and probe; the device records come from
+ * device.c.
  */
 #include "vkb.h"
 
@@ -11,6 +13,22 @@ static bp_status_t vkb_init(const bp_host_services_t *host) {
 static void vkb_shutdown(void) {
   vkb_global_release();
   vkb_host = NULL;
+}
+
+/* Devices are the physical devices with a compute queue, in the loader's
+ * order, as device_open numbers them (device.c). */
+static bp_status_t vkb_probe(bp_device_info_t *out_infos, uint32_t capacity,
+                             uint32_t *out_count) {
+  *out_count = 0;
+  vkb_global_t *g;
+  bp_status_t st = vkb_global_get(&g);
+  if (st != BP_OK)
+    return st;
+  uint32_t n = vkb_device_count(g);
+  for (uint32_t i = 0; i < n && i < capacity; i++)
+    vkb_device_describe(g, i, &out_infos[i]);
+  *out_count = n;
+  return BP_OK;
 }
 
 BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {

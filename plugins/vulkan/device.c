@@ -265,26 +265,6 @@ static void fill_info(vkb_global_t *g, VkPhysicalDevice pd,
                            BP_KERNEL_FORMAT_BIT(BP_KERNEL_GLSL);
 }
 
-bp_status_t vkb_probe(bp_device_info_t *out_infos, uint32_t capacity,
-                             uint32_t *out_count) {
-  *out_count = 0;
-  vkb_global_t *g;
-  bp_status_t st = vkb_global_get(&g);
-  if (st != BP_OK)
-    return st;
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < g->phys_count; i++) {
-    uint32_t qc;
-    if (compute_family(g, g->phys[i], &qc) == UINT32_MAX)
-      continue;
-    if (n < capacity)
-      fill_info(g, g->phys[i], &out_infos[n]);
-    n++;
-  }
-  *out_count = n;
-  return BP_OK;
-}
-
 /* The index-th physical device with a compute queue, as probe counts. */
 static VkPhysicalDevice nth_compute_device(vkb_global_t *g, uint32_t index) {
   for (uint32_t i = 0, n = 0; i < g->phys_count; i++) {
@@ -295,6 +275,21 @@ static VkPhysicalDevice nth_compute_device(vkb_global_t *g, uint32_t index) {
       return g->phys[i];
   }
   return VK_NULL_HANDLE;
+}
+
+uint32_t vkb_device_count(vkb_global_t *g) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < g->phys_count; i++) {
+    uint32_t qc;
+    if (compute_family(g, g->phys[i], &qc) != UINT32_MAX)
+      n++;
+  }
+  return n;
+}
+
+void vkb_device_describe(vkb_global_t *g, uint32_t index,
+                         bp_device_info_t *info) {
+  fill_info(g, nth_compute_device(g, index), info);
 }
 
 static bp_status_t create_logical(vkb_device_t *d, const phys_query_t *q) {

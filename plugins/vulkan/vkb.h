@@ -9,9 +9,9 @@
  * no descriptor sets are needed and any byte offset works.
  *
  * Files (the set every plugin folder shares, docs/plugin-guide.md):
- * descriptor.c (the exported descriptor), driver.c (dlopen, instance),
- * device.c (probe, capability table, open, close), memory.c (suballocator,
- * copies), stream.c (command batches, events), graph.c (native graphs),
+ * descriptor.c (the exported descriptor, init, shutdown, probe), driver.c
+ * (dlopen, instance), device.c (device records, capability table, open,
+ * close), memory.c (suballocator, copies), stream.c (command batches, events), graph.c (native graphs),
  * kernels.c (custom kernels) with kernels_glsl.c (GLSL at run time) and
  * kernels_pipeline.c (embedded SPIR-V, pipeline cache, dispatch), and the
  * ops by family: ops_blas.c, ops_dnn.c, ops_elementwise.c, ops_reduce.c,
@@ -138,9 +138,13 @@ typedef struct vkb_caps {
   uint32_t max_groups[3];
 } vkb_caps_t;
 
+/* Physical devices with a compute queue: the devices probe lists and
+ * device_open numbers. */
+VKB_HIDDEN uint32_t vkb_device_count(vkb_global_t *g);
+/* Fills the record probe returns for the index-th of them. */
+VKB_HIDDEN void vkb_device_describe(vkb_global_t *g, uint32_t index,
+                                    bp_device_info_t *info);
 /* The descriptor's device entry points. */
-VKB_HIDDEN bp_status_t vkb_probe(bp_device_info_t *out_infos,
-                                 uint32_t capacity, uint32_t *out_count);
 VKB_HIDDEN bp_status_t vkb_device_open(uint32_t index,
                                        const bp_plugin_device_config_t *config,
                                        bp_plugin_device_t **out_device);
