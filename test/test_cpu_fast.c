@@ -1,5 +1,5 @@
 /*
- * test_cpu_fast.c — the fast paths of the "cpu" device (plugins/cpu/fast_*.c)
+ * test_cpu_fast.c — the fast paths of the "cpu" device (plugins/cpu/fast/)
  * against a plain double-precision reference written here, linked straight
  * from the plugin's objects so every ISA level and thread count can be
  * forced: GEMM (f32, f64, bf16 incl. AMX, f16) with odd sizes, k == 0,
@@ -383,7 +383,7 @@ static void test_gemm_narrow_merge(void **state) {
           if (beta != 0) v = v + beta * cv;
           *w = dts[d] == BP_F16 ? cpu_f16_from_double(v) : cpu_bf16_from_double(v);
         }
-      assert_true(fast_wmerge_avx2(dts[d], tile, NR, c, NR, 1, mb, nb, alpha, beta));
+      assert_true(cpu_fast_wmerge_avx2(dts[d], tile, NR, c, NR, 1, mb, nb, alpha, beta));
       checks++;
       for (int i = 0; i < NR * ROWS; i++)
         if (!narrow_same(dts[d], c[i], want[i])) {
@@ -394,7 +394,7 @@ static void test_gemm_narrow_merge(void **state) {
           break;
         }
     }
-  assert_false(fast_wmerge_avx2(BP_F16, tile, NR, c, NR, 2, 1, 1, 1.0f, 0.0f)); /* strided C */
+  assert_false(cpu_fast_wmerge_avx2(BP_F16, tile, NR, c, NR, 2, 1, 1, 1.0f, 0.0f)); /* strided C */
   printf("narrow merge: %d cases, %d failures\n", checks, fails);
   free(tile), free(c), free(c0), free(want);
   assert_int_equal(fails, 0);
@@ -406,28 +406,28 @@ static void test_gemm_narrow_merge(void **state) {
  * clamped; unknown caches keep the constants. */
 static void test_gemm_block_for_caches(void **state) {
   (void)state;
-  fast_gemm_kernel_t k = fast_sgemm_avx2;
-  fast_gemm_block_for(&k, 32 << 10, 1 << 20); /* Zen 4, where it was tuned */
+  cpu_fast_gemm_kernel_t k = cpu_fast_sgemm_avx2;
+  cpu_fast_gemm_block_for(&k, 32 << 10, 1 << 20); /* Zen 4, where it was tuned */
   assert_int_equal(k.kc, 256);
   assert_int_equal(k.nc, 1024);
-  k = fast_sgemm_avx2;
-  fast_gemm_block_for(&k, 48 << 10, 2 << 20);
+  k = cpu_fast_sgemm_avx2;
+  cpu_fast_gemm_block_for(&k, 48 << 10, 2 << 20);
   assert_int_equal(k.kc, 384);
   assert_int_equal(k.nc, 1360); /* 2 MiB / (384 x 4 B), a multiple of 16 */
-  k = fast_sgemm_avx2;
-  fast_gemm_block_for(&k, 16 << 10, 256 << 10);
+  k = cpu_fast_sgemm_avx2;
+  cpu_fast_gemm_block_for(&k, 16 << 10, 256 << 10);
   assert_int_equal(k.kc, 128);
   assert_int_equal(k.nc, 512); /* 128 x 512 x 4 B = 256 KiB */
-  k = fast_sgemm_avx2;
-  fast_gemm_block_for(&k, 1 << 30, 1ull << 40); /* absurd: clamped to 4x */
+  k = cpu_fast_sgemm_avx2;
+  cpu_fast_gemm_block_for(&k, 1 << 30, 1ull << 40); /* absurd: clamped to 4x */
   assert_int_equal(k.kc, 1024);
   assert_int_equal(k.nc, 4096);
-  k = fast_sgemm_avx512;
-  fast_gemm_block_for(&k, 48 << 10, 2 << 20); /* its own tuning machine */
-  assert_int_equal(k.kc, fast_sgemm_avx512.kc);
-  assert_int_equal(k.nc, fast_sgemm_avx512.nc);
-  k = fast_sgemm_avx2;
-  fast_gemm_block_for(&k, 0, 0); /* unknown */
+  k = cpu_fast_sgemm_avx512;
+  cpu_fast_gemm_block_for(&k, 48 << 10, 2 << 20); /* its own tuning machine */
+  assert_int_equal(k.kc, cpu_fast_sgemm_avx512.kc);
+  assert_int_equal(k.nc, cpu_fast_sgemm_avx512.nc);
+  k = cpu_fast_sgemm_avx2;
+  cpu_fast_gemm_block_for(&k, 0, 0); /* unknown */
   assert_int_equal(k.kc, 256);
   assert_int_equal(k.nc, 1024);
 }

@@ -1,6 +1,6 @@
 /*
  * test_cpu_fast_attention.c — the "cpu" device's fused attention kernels
- * (plugins/cpu/fast_attention*.c) against the plugin's scalar double
+ * (plugins/cpu/fast/attention/) against the plugin's scalar double
  * reference (ref/ref_attention.c), both linked straight from the plugin's
  * objects so the ISA level and thread count can be forced. Covers the AVX2
  * kernel: odd and block-straddling sequence lengths, Sq != Skv with the

@@ -1,6 +1,6 @@
 /*
  * test_cpu_fast_mem.c — the memory-bound fast paths' streaming-store and
- * cached-row machinery (fast/rows/vec_rows.h, fast_nt_ok) against the scalar
+ * cached-row machinery (fast/rows/vec_rows.h, cpu_fast_nt_ok) against the scalar
  * reference, linked straight from the plugin's objects so each ISA level,
  * thread count and the non-temporal store threshold can be forced.
  *
@@ -267,7 +267,7 @@ static void test_normal_stores(void **state) {
   assert_true(checks > 0); /* a suite that compared nothing must not pass */
 }
 
-/* When fast_nt_ok says yes and no: size, alignment, overlap. */
+/* When cpu_fast_nt_ok says yes and no: size, alignment, overlap. */
 static void test_nt_decision(void **state) {
   (void)state;
   cpu_device_t dev;
@@ -276,26 +276,26 @@ static void test_nt_decision(void **state) {
   int64_t sh[1] = {1024}, st[1] = {1};
   bp_plugin_tensor_t x = tens(buf, 1, sh, st), y = tens(buf + 2048, 1, sh, st);
   const bp_plugin_tensor_t *in[1] = {&x};
-  assert_false(fast_nt_ok(&dev, &y, in, 1)); /* the default: 16 MiB */
+  assert_false(cpu_fast_nt_ok(&dev, &y, in, 1)); /* the default: 16 MiB */
   dev.tune.nt_min_bytes = 4096;
-  assert_true(fast_nt_ok(&dev, &y, in, 1));  /* 4 KiB, apart */
+  assert_true(cpu_fast_nt_ok(&dev, &y, in, 1));  /* 4 KiB, apart */
   dev.tune.nt_min_bytes = 4097;
-  assert_false(fast_nt_ok(&dev, &y, in, 1)); /* too small */
+  assert_false(cpu_fast_nt_ok(&dev, &y, in, 1)); /* too small */
   dev.tune.nt_min_bytes = 1;
   bp_plugin_tensor_t yo = tens(buf + 1000, 1, sh, st);
-  assert_false(fast_nt_ok(&dev, &yo, in, 1)); /* overlaps x's tail */
-  assert_false(fast_nt_ok(&dev, &x, in, 1));  /* in place */
+  assert_false(cpu_fast_nt_ok(&dev, &yo, in, 1)); /* overlaps x's tail */
+  assert_false(cpu_fast_nt_ok(&dev, &x, in, 1));  /* in place */
   bp_plugin_tensor_t yodd = y;
   yodd.ptr += 2; /* not f32-aligned */
-  assert_false(fast_nt_ok(&dev, &yodd, in, 1));
+  assert_false(cpu_fast_nt_ok(&dev, &yodd, in, 1));
   int64_t bsh[2] = {4, 1024}, bst[2] = {0, 1}; /* x broadcast over rows */
   bp_plugin_tensor_t xb = tens(buf, 2, bsh, bst);
   int64_t ysh[2] = {1, 1024}, yst[2] = {1024, 1};
   bp_plugin_tensor_t y2 = tens(buf + 1024, 2, ysh, yst);
   in[0] = &xb;
-  assert_true(fast_nt_ok(&dev, &y2, in, 1)); /* adjacent, not overlapping */
+  assert_true(cpu_fast_nt_ok(&dev, &y2, in, 1)); /* adjacent, not overlapping */
   y2.ptr -= 4;
-  assert_false(fast_nt_ok(&dev, &y2, in, 1)); /* one element shared */
+  assert_false(cpu_fast_nt_ok(&dev, &y2, in, 1)); /* one element shared */
   free(buf);
 }
 
@@ -330,7 +330,7 @@ static void test_in_place(void **state) {
 
 /* A row's output does not depend on whether it was written in place or
  * left pending and streamed out during the next row's pass (softmax's
- * fast_sm_defer_t): identical rows give identical bits wherever they fall
+ * cpu_fast_sm_defer_t): identical rows give identical bits wherever they fall
  * in a claimed range; the norms are held to the same. gb: bit 0 gamma,
  * bit 1 beta. */
 static void same_rows(cpu_device_t *dev, int op, int gb, int64_t rows, int64_t n) {

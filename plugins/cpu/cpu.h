@@ -117,7 +117,7 @@ typedef struct cpu_device {
   cpu_fast_tuning_t tune; /* zeroed at open: the defaults */
 } cpu_device_t;
 
-/* ---- fast paths (fast_*.c), one per line of BP_OP_TABLE: they return
+/* ---- fast paths (fast/), one per line of BP_OP_TABLE: they return
  * BP_ERR_UNIMPLEMENTED when a case is not covered ------------------------- */
 #define CPU__DECLARE_FAST(E, name, args_t, ...)                                \
   CPU_HIDDEN bp_status_t cpu_fast_##name(cpu_device_t *dev, const args_t *a);

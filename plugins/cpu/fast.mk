@@ -18,6 +18,6 @@ $(FAST_DIR)/vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 $(FAST_DIR)/vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
 $(FAST_DIR)/conv/conv2d_dw_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 $(FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
-# Vectorised f32 panel packing (fast_gemm_pack_*.c).
+# Vectorised f32 panel packing (fast/gemm/gemm_pack_*.c).
 $(FAST_DIR)/gemm/gemm_pack_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
 $(FAST_DIR)/gemm/gemm_pack_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)

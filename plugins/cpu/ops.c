@@ -8,7 +8,7 @@
  *     catches what the reference does not do (a negative status); zero
  *     tasks means a zero-size output and nothing to do;
  *  3. "cpu-ref": run every task on the calling thread (it has no pool);
- *     "cpu": try cpu_fast_<op> (fast_*.c); on BP_ERR_UNIMPLEMENTED split the
+ *     "cpu": try cpu_fast_<op> (plugins/cpu/fast/); on BP_ERR_UNIMPLEMENTED split the
  *     reference's tasks over the device's pool. Tasks write disjoint
  *     outputs, so the split changes nothing in the results.
  * Streams need no handling: ops run synchronously, in call order.

@@ -39,7 +39,7 @@ __attribute__((destructor)) static void scratch_fini(void) {
   scratch_key_ok = 0;
 }
 
-void *fast_scratch(unsigned slot, size_t bytes) {
+void *cpu_fast_scratch(unsigned slot, size_t bytes) {
   pthread_once(&scratch_once, scratch_init);
   if (!scratch_key_ok || slot >= SCRATCH_SLOTS) return NULL;
   scratch_t *s = pthread_getspecific(scratch_key);

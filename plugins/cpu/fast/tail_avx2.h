@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /* A mask with the first n of 8 lanes set (none for n <= 0, all from 8). */
-static inline __m256i fast_first_lanes8(int64_t n) {
+static inline __m256i cpu_fast_first_lanes8(int64_t n) {
   n = n < 0 ? 0 : n > 8 ? 8 : n;
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -21,7 +21,7 @@ static inline __m256i fast_first_lanes8(int64_t n) {
 
 /* d[0, n) = the first n lanes of v (all 8 when n >= 8, none when n <= 0);
  * nothing past them is touched. */
-static inline __attribute__((always_inline)) void fast_store_first8(float *d, __m256 v,
+static inline __attribute__((always_inline)) void cpu_fast_store_first8(float *d, __m256 v,
                                                                     int64_t n) {
   if (n >= 8) {
     _mm256_storeu_ps(d, v);

@@ -1,7 +1,7 @@
 /*
  * fast/vec_avx512.c — the fast/vec.h row kernels for AVX-512 (F, BW, VL,
- * DQ); compiled with those flags (fast.mk), reached through fast_vec_pick.
+ * DQ); compiled with those flags (fast.mk), reached through cpu_fast_vec_pick.
  */
 #define FAST_VEC_512 1
-#define FAST_VEC_TABLE fast_vec_avx512
+#define FAST_VEC_TABLE cpu_fast_vec_avx512
 #include "vec_kern.h"

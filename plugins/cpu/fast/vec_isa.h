@@ -79,13 +79,13 @@ typedef __m256 M;
 static inline V vload(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v); }
 static inline V vload_n(const float *p, int64_t n) {
-  return _mm256_maskload_ps(p, fast_first_lanes8(n));
+  return _mm256_maskload_ps(p, cpu_fast_first_lanes8(n));
 }
-static inline void vstore_n(float *p, V v, int64_t n) { fast_store_first8(p, v, n); }
+static inline void vstore_n(float *p, V v, int64_t n) { cpu_fast_store_first8(p, v, n); }
 /* the first n lanes from p, the rest fill (a masked load, which is cheap,
  * and a blend: building the vector in memory would stall on the store) */
 static inline V vload_n_or(const float *p, int64_t n, float fill) {
-  __m256i m = fast_first_lanes8(n);
+  __m256i m = cpu_fast_first_lanes8(n);
   return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m),
                           _mm256_castsi256_ps(m));
 }

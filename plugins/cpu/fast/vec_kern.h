@@ -36,7 +36,7 @@ dw_group(const float *rows, const int64_t *toff, const float *w, int64_t taps,
 /* The padded plane is stored split by column phase (column c at phase
  * c % sw, index c / sw, each phase Wq = Wp / sw wide), so that the taps of
  * a strided stencil read contiguous vectors too. */
-static void k_dw_plane(const fast_dw_geom_t *g, const float *x, const float *w,
+static void k_dw_plane(const cpu_fast_dw_geom_t *g, const float *x, const float *w,
                        float bias, float *y, float *buf) {
   const int64_t sw = g->sw, Wq = g->Wp / sw, Wr = sw * Wq, Q = g->Q;
   float *tmp = buf + g->Hp * Wr; /* one padded row, before the split */
@@ -405,6 +405,6 @@ static bool k_cvt(bp_dtype_t from, bp_dtype_t to, const void *x, void *y,
   return true;
 }
 
-const fast_vec_kernels_t FAST_VEC_TABLE = {
+const cpu_fast_vec_kernels_t FAST_VEC_TABLE = {
     k_dw_plane, k_softmax_row, k_norm_row,    k_affine_row, k_unary_row,
     k_binary_row, k_reduce_row, k_reduce_cols, k_cvt};

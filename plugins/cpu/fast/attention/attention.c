@@ -11,9 +11,9 @@ bp_status_t cpu_fast_attention(cpu_device_t *dev, const bp_attention_args_t *a) 
   const cpu_features_t *f = cpu_features_get();
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
   if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq) {
-    bp_status_t st = fast_attention_avx512(dev, a);
+    bp_status_t st = cpu_fast_attention_avx512(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
-  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return fast_attention_avx2(dev, a);
+  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return cpu_fast_attention_avx2(dev, a);
   return BP_ERR_UNIMPLEMENTED;
 }

@@ -13,6 +13,6 @@
  * BP_ERR_UNIMPLEMENTED for what it does not cover (f64), BP_OK otherwise
  * unless per-thread scratch could not be allocated. Thread-safe; runs on
  * dev->pool. */
-CPU_HIDDEN bp_status_t fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a);
 
 #endif /* BACKPLANE_FAST_ATTENTION_H */

@@ -6,7 +6,7 @@
  * Sq x Skv score matrix never exists, and key blocks the causal mask hides
  * from the whole query block are never visited. Memory per thread is a few
  * blocks (ATT_BQ x (D + Dv + ATT_BK) floats, plus ATT_BK x (D + Dv) when
- * keys or values must be widened), from fast_scratch.
+ * keys or values must be widened), from cpu_fast_scratch.
  *
  * Queries run along the vector lanes. A block's queries are scaled, widened
  * and transposed once (qt[d][q]); then both products are the same
@@ -476,7 +476,7 @@ static size_t att_ws_floats(const att_job_t *j) {
 static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   att_job_t *j = ctx;
   (void)worker, (void)begin, (void)end;
-  float *buf = fast_scratch(0, att_ws_floats(j) * sizeof(float));
+  float *buf = cpu_fast_scratch(0, att_ws_floats(j) * sizeof(float));
   if (!buf) return; /* the other workers take the tasks */
   att_ws_t w;
   w.m = buf;
@@ -509,7 +509,7 @@ static bool att_dtype_ok(bp_dtype_t dt) {
   return dt == BP_F32 || dt == BP_F16 || dt == BP_BF16;
 }
 
-bp_status_t fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a) {
+bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a) {
   const bp_plugin_tensor_t *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->out;
   if (!att_dtype_ok(q->dtype) || !att_dtype_ok(k->dtype) || !att_dtype_ok(v->dtype) ||
       !att_dtype_ok(o->dtype) || q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4 ||

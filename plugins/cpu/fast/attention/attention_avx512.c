@@ -256,7 +256,7 @@ static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   if (ldkt == 0) ldkt = ATT_BK;
   size_t nf = (size_t)(ATT_BQ * j->D + j->D * ldkt + ATT_BQ * ATT_BK +
                        ATT_BQ * j->Dv);
-  float *buf = fast_scratch(0, nf * sizeof(float));
+  float *buf = cpu_fast_scratch(0, nf * sizeof(float));
   if (!buf) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
@@ -279,7 +279,7 @@ static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   }
 }
 
-bp_status_t fast_attention_avx512(cpu_device_t *dev,
+bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev,
                                   const bp_attention_args_t *a) {
   const bp_plugin_tensor_t *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->out;
   if (q->dtype != BP_F32 || k->dtype != BP_F32 || v->dtype != BP_F32 ||

@@ -5,7 +5,7 @@
  *
  * Routes, picked per call:
  *  - depthwise (one input and one output channel per group): a direct
- *    stencil over each plane (fast_vec_*.c), vectorised along output rows;
+ *    stencil over each plane (fast/vec_avx2.c, fast/vec_avx512.c), vectorised along output rows;
  *  - in place: Y = W · im2col(X) with both read where they are. The weights
  *    are rows of C/G*R*S floats already; strips of NR output pixels whose
  *    halves each lie on one output row read the image through a table of
@@ -58,7 +58,7 @@ static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const pad_job_t *j = ctx;
   for (int64_t t = begin; t < end; t++)
-    fast_conv_pad_rows(j, j->x + (t / j->C) * j->sxn + (t % j->C) * j->sxc, 0, j->Hp,
+    cpu_fast_conv_pad_rows(j, j->x + (t / j->C) * j->sxn + (t % j->C) * j->sxc, 0, j->Hp,
                        j->xp + t * j->Hp * j->Wp, NULL);
 }
 
@@ -66,10 +66,10 @@ static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
  * the in-place route's lanes idle, and a padded image that stays in L2
  * while each block of channels streams over it. */
 static bool pix_pays(const conv_job_t *j) {
-  const fast_gemm_kernel_t *kr = j->kr;
+  const cpu_fast_gemm_kernel_t *kr = j->kr;
   if (!kr->ukr_pix || !kr->pack || kr->mr > 16 || j->kg % kr->nr) return false;
   int64_t pq = j->P * j->Q, hw = kr->nr / 2, strips = 0;
-  for (int64_t jj = 0; jj < pq; jj += fast_conv_strip(j->Q, hw, jj, pq)) strips++;
+  for (int64_t jj = 0; jj < pq; jj += cpu_fast_conv_strip(j->Q, hw, jj, pq)) strips++;
   if (pq * 16 >= strips * 2 * hw * 15) return false; /* lanes full anyway */
   int64_t hp = (j->P - 1) * j->sh + (j->R - 1) * j->dh + 1;
   int64_t wp = (j->Q - 1) * j->sw + (j->S - 1) * j->dw + 1;
@@ -78,11 +78,11 @@ static bool pix_pays(const conv_job_t *j) {
 
 /* ---- routes ---------------------------------------------------------------*/
 
-static const fast_gemm_kernel_t *pick_kernel(const cpu_device_t *dev) {
+static const cpu_fast_gemm_kernel_t *pick_kernel(const cpu_device_t *dev) {
   const cpu_features_t *f = cpu_features_get();
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
-  if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl) return &fast_sgemm_avx512;
-  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma) return &fast_sgemm_avx2;
+  if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl) return &cpu_fast_sgemm_avx512;
+  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma) return &cpu_fast_sgemm_avx2;
   return NULL;
 }
 
@@ -172,14 +172,14 @@ static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
     j->pad = p;
     j->slab_rows = (orows - 1) * j->sh + (j->R - 1) * j->dh + 1;
     int64_t plane = j->slab_rows * p.Wp;
-    if (!fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float))) return false;
+    if (!cpu_fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float))) return false;
     j->sxc = plane, j->sxh = p.Wp, j->sxw = 1;
     j->ph = j->pw = 0;
     j->wq = sw > 1 ? wq : 0;
     j->Hin = j->slab_rows, j->Win = p.Wp, j->lim_ok = true;
     return true;
   }
-  p.xp = fast_scratch(1, (size_t)(N * j->C * p.Hp * p.Wp) * sizeof(float));
+  p.xp = cpu_fast_scratch(1, (size_t)(N * j->C * p.Hp * p.Wp) * sizeof(float));
   if (!p.xp) return false;
   int64_t plane = p.Hp * p.Wp;
   cpu_pool_run(dev->pool, N * j->C, plane >= 16384 ? 1 : 16384 / plane + 1, pad_task, &p);
@@ -198,12 +198,12 @@ static bool pad_images(cpu_device_t *dev, conv_job_t *j, int64_t N) {
  * direct route splits evenly by rows and packs nothing per thread. */
 static bool direct_pays(const conv_job_t *j) {
   int64_t pq = j->P * j->Q, hw = j->kr->nr / 2, strips = 0;
-  for (int64_t jj = 0; jj < pq; jj += fast_conv_strip(j->Q, hw, jj, pq)) strips++;
+  for (int64_t jj = 0; jj < pq; jj += cpu_fast_conv_strip(j->Q, hw, jj, pq)) strips++;
   return pq * 8 >= strips * 2 * hw * 7;
 }
 
 static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
-                                 const fast_gemm_kernel_t *kr, const float *bias) {
+                                 const cpu_fast_gemm_kernel_t *kr, const float *bias) {
   conv_job_t j;
   memset(&j, 0, sizeof j);
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
@@ -238,7 +238,7 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
     j.ap = cpu_tensor_base(w);
     j.lda = ws[0];
   } else {
-    ap = fast_scratch(2, (size_t)(j.K * j.crs) * sizeof(float));
+    ap = cpu_fast_scratch(2, (size_t)(j.K * j.crs) * sizeof(float));
     if (!ap) return BP_ERR_UNIMPLEMENTED;
     j.ap = ap;
     j.lda = j.crs;
@@ -249,9 +249,9 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
   plan(&j, x->shape[0], threads);
   if (!pad_images(dev, &j, x->shape[0])) return BP_ERR_UNIMPLEMENTED;
   /* every worker needs its tile buffer: fail before writing anything */
-  if (!j.direct && !j.pix && !fast_scratch(3, fast_conv_tile_bytes(&j)))
+  if (!j.direct && !j.pix && !cpu_fast_scratch(3, cpu_fast_conv_tile_bytes(&j)))
     return BP_ERR_UNIMPLEMENTED;
-  if (j.pix && !fast_scratch(3, (size_t)(j.crs * kr->nr) * sizeof(float)))
+  if (j.pix && !cpu_fast_scratch(3, (size_t)(j.crs * kr->nr) * sizeof(float)))
     return BP_ERR_UNIMPLEMENTED;
   int64_t *off = NULL;
   if (j.direct || j.pix) {
@@ -274,7 +274,7 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
   int64_t tasks = x->shape[0] * j.G * j.ncb * j.pm;
   double flops = 2.0 * (double)j.K * (double)j.crs * (double)(j.P * j.Q) * (double)x->shape[0];
   if (j.pix) tasks = x->shape[0] * j.G * (j.kg / kr->nr);
-  cpu_pool_fn fn = j.pix ? fast_conv_pix_task : fast_conv_task;
+  cpu_pool_fn fn = j.pix ? cpu_fast_conv_pix_task : cpu_fast_conv_task;
   if (flops < 2e6 || threads < 2 || tasks < 2) {
     fn(&j, 0, tasks, 0);
   } else {
@@ -295,10 +295,10 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
 
 typedef struct plane_job {
   const bp_conv2d_args_t *a;
-  const fast_vec_kernels_t *vk;
+  const cpu_fast_vec_kernels_t *vk;
   const float *bias;
-  fast_dw_geom_t g;
-  bool avx2; /* fast_conv_dw_plane_avx2 (stride-1 rows) instead of vk's */
+  cpu_fast_dw_geom_t g;
+  bool avx2; /* cpu_fast_conv_dw_plane_avx2 (stride-1 rows) instead of vk's */
   int nt;    /* its output stores bypass the cache */
   /* depthwise on several threads: the pool runs one chunk per worker, and
    * each claims batches of planes from *next until all are taken */
@@ -335,7 +335,7 @@ static void dw_plane(const plane_job_t *j, int64_t t, float *buf) {
   const float *xc = px + n * x->strides[0] + c * x->strides[1];
   float *yc = py + n * y->strides[0] + c * y->strides[1], b = j->bias ? j->bias[c] : 0.0f;
   if (j->avx2)
-    fast_conv_dw_plane_avx2(&j->g, xc, wt, b, yc, buf, j->nt);
+    cpu_fast_conv_dw_plane_avx2(&j->g, xc, wt, b, yc, buf, j->nt);
   else
     j->vk->dw_plane(&j->g, xc, wt, b, yc, buf);
 }
@@ -343,7 +343,7 @@ static void dw_plane(const plane_job_t *j, int64_t t, float *buf) {
 static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const plane_job_t *j = ctx;
-  float *buf = fast_scratch(3, (size_t)((j->g.Hp + 2) * j->g.Wp) * sizeof(float));
+  float *buf = cpu_fast_scratch(3, (size_t)((j->g.Hp + 2) * j->g.Wp) * sizeof(float));
   if (!buf) return; /* checked by the caller before the split */
   if (!j->next)
     for (int64_t t = begin; t < end; t++) dw_plane(j, t, buf);
@@ -356,19 +356,19 @@ static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
 
 /* One input and one output channel per group: a direct stencil per plane. */
 static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
-                                  const fast_gemm_kernel_t *kr, const fast_vec_kernels_t *vk,
+                                  const cpu_fast_gemm_kernel_t *kr, const cpu_fast_vec_kernels_t *vk,
                                   const float *bias) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   if (w->shape[2] * w->shape[3] > 64) return BP_ERR_UNIMPLEMENTED;
   plane_job_t j = {a, vk, bias, {0}, false, 0, NULL, 0, 0};
   /* AVX2 and stride-1 rows: the stencil that keeps a row's vectors in
    * flight. Its output is streamed past the caches only from the size the
-   * memory-bound ops stream at (fast_nt_min_bytes(), 16 MiB): below that,
+   * memory-bound ops stream at (cpu_fast_nt_min_bytes(), 16 MiB): below that,
    * x and y together stay in L3 between layers (and between calls), and
    * streaming them to memory would make the layer DRAM-bound. */
-  j.avx2 = kr == &fast_sgemm_avx2 && a->stride_w == 1;
-  j.nt = j.avx2 && cpu_numel(y) * (int64_t)sizeof(float) >= fast_nt_min_bytes(dev);
-  fast_dw_geom_t *g = &j.g;
+  j.avx2 = kr == &cpu_fast_sgemm_avx2 && a->stride_w == 1;
+  j.nt = j.avx2 && cpu_numel(y) * (int64_t)sizeof(float) >= cpu_fast_nt_min_bytes(dev);
+  cpu_fast_dw_geom_t *g = &j.g;
   g->H = x->shape[2], g->W = x->shape[3], g->P = y->shape[2];
   g->Q = y->shape[3], g->R = w->shape[2], g->S = w->shape[3];
   g->sh = a->stride_h, g->sw = a->stride_w, g->ph = a->pad_h;
@@ -378,7 +378,7 @@ static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
   /* per phase: Q outputs, the widest tap's shift, one vector of slack */
   g->Wp = (g->Q + ((g->S - 1) * g->dw) / g->sw + 1 + 16) * g->sw;
   if (j.avx2) g->Wp = (g->Wp + 7) / 8 * 8; /* aligned rows */
-  if (!fast_scratch(3, (size_t)((g->Hp + 2) * g->Wp) * sizeof(float))) return BP_ERR_UNIMPLEMENTED;
+  if (!cpu_fast_scratch(3, (size_t)((g->Hp + 2) * g->Wp) * sizeof(float))) return BP_ERR_UNIMPLEMENTED;
   int64_t planes = x->shape[0] * x->shape[1];
   int64_t work = g->P * g->Q * g->R * g->S, grain = work >= 16384 ? 1 : 16384 / work + 1;
   unsigned threads = pool_threads(dev);
@@ -429,7 +429,7 @@ static bool layout_ok(const bp_conv2d_args_t *a) {
 }
 
 static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
-                              const fast_gemm_kernel_t *kr, const fast_vec_kernels_t *vk,
+                              const cpu_fast_gemm_kernel_t *kr, const cpu_fast_vec_kernels_t *vk,
                               const float *bias) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   int64_t G = a->groups;
@@ -449,8 +449,8 @@ bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   if (x->dtype != BP_F32 || w->dtype != BP_F32 || y->dtype != BP_F32 || !layout_ok(a))
     return BP_ERR_UNIMPLEMENTED;
-  const fast_gemm_kernel_t *kr = pick_kernel(dev);
-  const fast_vec_kernels_t *vk = fast_vec_pick(dev);
+  const cpu_fast_gemm_kernel_t *kr = pick_kernel(dev);
+  const cpu_fast_vec_kernels_t *vk = cpu_fast_vec_pick(dev);
   if (!kr || !vk) return BP_ERR_UNIMPLEMENTED;
   int64_t K = y->shape[1];
   if (cpu_numel(y) == 0) return BP_OK;

@@ -33,7 +33,7 @@ typedef struct pad_job {
 } pad_job_t;
 
 typedef struct conv_job {
-  const fast_gemm_kernel_t *kr;
+  const cpu_fast_gemm_kernel_t *kr;
   const float *x, *ap; /* image, packed weights (all groups) */
   float *y;
   const float *bias; /* K floats or NULL */
@@ -67,33 +67,33 @@ typedef struct conv_job {
  * prefetched meanwhile (the planes lie a plane apart, too far for the
  * hardware prefetchers, and the copies would wait on memory). In
  * conv2d_pad.c. */
-CPU_HIDDEN void fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1,
+CPU_HIDDEN void cpu_fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1,
                                    float *d, const float *ahead);
 
 /* The next strip of output pixels from jj (at most end) that the in-place
  * route reads: one or two halves of W lanes, each on one output row, the
  * second only after a full first. Returns its width. */
-CPU_HIDDEN int64_t fast_conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end);
+CPU_HIDDEN int64_t cpu_fast_conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end);
 
 /* Scratch slot 3 bytes one worker needs for its packed image tile. */
-CPU_HIDDEN size_t fast_conv_tile_bytes(const conv_job_t *j);
+CPU_HIDDEN size_t cpu_fast_conv_tile_bytes(const conv_job_t *j);
 
 /* Pool tasks (cpu_pool_fn) over a conv_job_t: blocks of output pixels
  * (packed or in place), or blocks of NR output channels (j->pix). */
-CPU_HIDDEN void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
-CPU_HIDDEN void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
+CPU_HIDDEN void cpu_fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
+CPU_HIDDEN void cpu_fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker);
 
 /* Depthwise stencil of one plane, stride-1 rows, AVX2 (fast/conv/conv2d_dw_avx2.c):
- * fast_vec_kernels_t.dw_plane's contract for g->sw == 1; nt: store full
+ * cpu_fast_vec_kernels_t.dw_plane's contract for g->sw == 1; nt: store full
  * aligned vectors with non-temporal stores (the caller fences). */
-CPU_HIDDEN void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x, const float *w,
+CPU_HIDDEN void cpu_fast_conv_dw_plane_avx2(const cpu_fast_dw_geom_t *g, const float *x, const float *w,
                                         float bias, float *y, float *buf, int nt);
 
-/* fast_sgemm_avx2's in-place and channels-along-the-vector kernels with 4
+/* cpu_fast_sgemm_avx2's in-place and channels-along-the-vector kernels with 4
  * rows instead of 6, for a last panel of at most 4 output channels or
  * pixels (fast/conv/conv2d_ukr_avx2.c). */
-CPU_HIDDEN extern const fast_ukr_offs_fn fast_conv_ukr_offs4_avx2;
-CPU_HIDDEN extern const fast_ukr_pix_fn fast_conv_ukr_pix4_avx2;
-CPU_HIDDEN extern const fast_ukr_pix_fn fast_conv_ukr_pix6_avx2;
+CPU_HIDDEN extern const cpu_fast_ukr_offs_fn cpu_fast_conv_ukr_offs4_avx2;
+CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix4_avx2;
+CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix6_avx2;
 
 #endif /* BACKPLANE_FAST_CONV2D_H */

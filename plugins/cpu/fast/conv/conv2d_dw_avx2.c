@@ -1,7 +1,7 @@
 /*
  * fast/conv/conv2d_dw_avx2.c — the depthwise stencil of one plane for stride-1
  * rows, AVX2 + FMA (fast.mk); called by fast/conv/conv2d.c only after the CPUID
- * check. Same contract as fast_vec_kernels_t.dw_plane (fast/vec.h) with
+ * check. Same contract as cpu_fast_vec_kernels_t.dw_plane (fast/vec.h) with
  * g->sw == 1, and a buffer of g->Hp + 2 rows of g->Wp (a multiple of 8).
  * The plane is copied into the zero-padded buffer with aligned whole-vector
  * moves and no calls (it then sits in L1 for the R output rows that read
@@ -9,7 +9,7 @@
  * registers (the accumulators of an earlier version lived on the stack,
  * 3x slower), two output rows at a time where stride and dilation down
  * the rows are 1, so each input vector loaded feeds both rows' FMAs.
- * Outputs of fast_nt_min_bytes() and more are stored past the cache (nt;
+ * Outputs of cpu_fast_nt_min_bytes() and more are stored past the cache (nt;
  * the caller fences).
  */
 #include <immintrin.h>
@@ -26,7 +26,7 @@
 static inline __attribute__((always_inline)) void dw_store(float *d, __m256 v, int64_t left,
                                                            int nt) {
   if (left < 8)
-    fast_store_first8(d, v, left);
+    cpu_fast_store_first8(d, v, left);
   else if (nt && ((uintptr_t)d & 31) == 0)
     _mm256_stream_ps(d, v);
   else
@@ -108,7 +108,7 @@ static inline void dw_copy_row(const float *s, int64_t W, int64_t pw, int64_t Wp
   int64_t i = 0;
   for (; i + 8 <= W; i += 8) _mm256_store_ps(o + i, _mm256_loadu_ps(s + i));
   if (i < W) {
-    _mm256_store_ps(o + i, _mm256_maskload_ps(s + i, fast_first_lanes8(W - i)));
+    _mm256_store_ps(o + i, _mm256_maskload_ps(s + i, cpu_fast_first_lanes8(W - i)));
     i += 8;
   }
   dw_zero(o + i, d + Wp);
@@ -136,7 +136,7 @@ static inline void dw_copy_row(const float *s, int64_t W, int64_t pw, int64_t Wp
     CALL(1);                                                                                       \
     break;
 
-void fast_conv_dw_plane_avx2(const fast_dw_geom_t *g, const float *x, const float *w, float bias,
+void cpu_fast_conv_dw_plane_avx2(const cpu_fast_dw_geom_t *g, const float *x, const float *w, float bias,
                              float *y, float *buf, int nt) {
   const int64_t Wp = g->Wp, Q = g->Q, R = g->R, S = g->S;
   /* the padded plane: rows of Wp (a multiple of 8) from buf + lead, so

@@ -3,14 +3,14 @@
  * run as pool tasks planned by fast/conv/conv2d.c (see there for the routes).
  * Y = W · im2col(X) per image and group, im2col(X) never materialised:
  *  - packed: each task packs the KC x NC tile of it its block needs into
- *    scratch (in L2), then the unpacked micro-kernel (fast_ukr_rows_fn)
+ *    scratch (in L2), then the unpacked micro-kernel (cpu_fast_ukr_rows_fn)
  *    reads W in place against it;
  *  - in place: strips of output pixels whose input runs are consecutive
  *    floats are read straight from the (per-task padded) image through a
- *    tap offset table (fast_ukr_offs_fn);
+ *    tap offset table (cpu_fast_ukr_offs_fn);
  *  - channels along the vector: W packed NR channels to a k row per task,
  *    pixels broadcast from the image, tiles stored transposed
- *    (fast_ukr_pix_fn).
+ *    (cpu_fast_ukr_pix_fn).
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -101,7 +101,7 @@ static void pack_tile(const conv_job_t *j, const float *xg, const float *lim, in
 
 /* ---- the blocked loop ------------------------------------------------------*/
 
-int64_t fast_conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end) {
+int64_t cpu_fast_conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end) {
   int64_t n1 = Q - jj % Q < end - jj ? Q - jj % Q : end - jj;
   if (n1 < W) return n1;
   int64_t h = jj + W;
@@ -117,10 +117,10 @@ int64_t fast_conv_strip(int64_t Q, int64_t W, int64_t jj, int64_t end) {
 static void conv_direct(const conv_job_t *j, const float *ag, const float *xg, const float *lim,
                         int64_t row0, float *yg, int64_t pc, int64_t kb, int64_t m0, int64_t mcnt,
                         int64_t j0, int64_t nb) {
-  const fast_gemm_kernel_t *kr = j->kr;
+  const cpu_fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, hw = kr->nr / 2;
   for (int64_t lo = j0, cols; lo < j0 + nb; lo += cols) {
-    cols = fast_conv_strip(j->Q, hw, lo, j0 + nb);
+    cols = cpu_fast_conv_strip(j->Q, hw, lo, j0 + nb);
     int64_t hi = lo + hw;
     const float *blo = xg + (lo / j->Q * j->sh - row0) * j->sxh + lo % j->Q;
     const float *bhi = xg + (hi / j->Q * j->sh - row0) * j->sxh + hi % j->Q;
@@ -132,8 +132,8 @@ static void conv_direct(const conv_job_t *j, const float *ag, const float *xg, c
     for (int64_t ir = m0; ir < m0 + mcnt; ir += mr) {
       int rows = (int)(m0 + mcnt - ir < mr ? m0 + mcnt - ir : mr);
       /* a short last panel on AVX2: the 4-row tile, not 6 with 2 repeated */
-      fast_ukr_offs_fn ukr =
-          rows <= 4 && kr == &fast_sgemm_avx2 ? fast_conv_ukr_offs4_avx2 : kr->ukr_offs;
+      cpu_fast_ukr_offs_fn ukr =
+          rows <= 4 && kr == &cpu_fast_sgemm_avx2 ? cpu_fast_conv_ukr_offs4_avx2 : kr->ukr_offs;
       ukr(kb, ag + ir * j->lda + pc, j->lda, blo, bhi, j->off + pc, yg + ir * j->syk + lo, j->syk,
           rows, (int)cols, lcols, 1.0f, pc == 0 ? 0.0f : 1.0f);
     }
@@ -147,7 +147,7 @@ static void conv_direct(const conv_job_t *j, const float *ag, const float *xg, c
 static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0, int64_t mcnt,
                        int64_t j0, int64_t nb, float *bbuf, const float *xg, const float *lim,
                        int64_t row0) {
-  const fast_gemm_kernel_t *kr = j->kr;
+  const cpu_fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, nr = kr->nr;
   float *yg = j->y + n * j->syn + g * j->kg * j->syk;
   const float *ag = j->ap + g * j->kg * j->lda;
@@ -176,19 +176,19 @@ static void conv_block(const conv_job_t *j, int64_t n, int64_t g, int64_t m0, in
 }
 
 /* The packed image tile of the largest k and n block, with its slack. */
-size_t fast_conv_tile_bytes(const conv_job_t *j) {
+size_t cpu_fast_conv_tile_bytes(const conv_job_t *j) {
   int64_t nr = j->kr->nr, panels = (j->nc + nr - 1) / nr;
   return (size_t)(panels * panel_stride(j->kc, (int)nr)) * sizeof(float);
 }
 
-void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+void cpu_fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const conv_job_t *j = ctx;
   int mr = j->kr->mr;
   /* checked by the caller before the split */
-  float *bbuf = j->direct ? NULL : fast_scratch(3, fast_conv_tile_bytes(j));
+  float *bbuf = j->direct ? NULL : cpu_fast_scratch(3, cpu_fast_conv_tile_bytes(j));
   int64_t plane = j->slab_rows * j->pad.Wp;
-  float *slab = j->slab ? fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
+  float *slab = j->slab ? cpu_fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
   if ((!j->direct && !bbuf) || (j->slab && !slab)) return;
   int64_t have = -1; /* the block whose rows the slab holds */
   for (int64_t t = next_task(j, &begin); t < task_end(j, end); t = next_task(j, &begin)) {
@@ -214,7 +214,7 @@ void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
       const pad_job_t *pj = &j->pad;
       const float *xc = pj->x + n * pj->sxn + g * j->cg * pj->sxc;
       for (int64_t c = 0; c < j->cg; c++)
-        fast_conv_pad_rows(pj, xc + c * pj->sxc, h0, h1, slab + c * plane,
+        cpu_fast_conv_pad_rows(pj, xc + c * pj->sxc, h0, h1, slab + c * plane,
                            c + CONV_PAD_AHEAD < j->cg ? xc + (c + CONV_PAD_AHEAD) * pj->sxc : NULL);
       have = rest;
     }
@@ -229,16 +229,16 @@ void fast_conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
  * MR pixels at a time over all of k, written transposed into y. For small
  * images with many channels, where output rows are too short to fill the
  * vector (14 x 14 on AVX2): every lane works, at the cost of the pack. */
-void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+void cpu_fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const conv_job_t *j = ctx;
-  const fast_gemm_kernel_t *kr = j->kr;
+  const cpu_fast_gemm_kernel_t *kr = j->kr;
   int mr = kr->mr, nr = kr->nr;
   int64_t kq = j->kg / nr, pq = j->P * j->Q;
   /* checked by the caller before the split */
-  float *wp = fast_scratch(3, (size_t)(j->crs * nr) * sizeof(float));
+  float *wp = cpu_fast_scratch(3, (size_t)(j->crs * nr) * sizeof(float));
   int64_t plane = j->slab_rows * j->pad.Wp;
-  float *slab = j->slab ? fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
+  float *slab = j->slab ? cpu_fast_scratch(1, (size_t)(j->cg * plane + 16) * sizeof(float)) : NULL;
   if (!wp || (j->slab && !slab)) return;
   int64_t have = -1; /* the image and group the slab holds */
   for (int64_t t = next_task(j, &begin); t < task_end(j, end); t = next_task(j, &begin)) {
@@ -251,7 +251,7 @@ void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) 
         const pad_job_t *pj = &j->pad;
         const float *xc = pj->x + n * pj->sxn + g * j->cg * pj->sxc;
         for (int64_t c = 0; c < j->cg; c++)
-          fast_conv_pad_rows(pj, xc + c * pj->sxc, 0, j->slab_rows, slab + c * plane,
+          cpu_fast_conv_pad_rows(pj, xc + c * pj->sxc, 0, j->slab_rows, slab + c * plane,
                              c + CONV_PAD_AHEAD < j->cg ? xc + (c + CONV_PAD_AHEAD) * pj->sxc
                                                         : NULL);
         have = ng;
@@ -264,9 +264,9 @@ void fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned worker) 
       int rows = (int)(pq - pi < mr ? pq - pi : mr);
       for (int i = 0; i < rows; i++)
         xp[i] = xg + (pi + i) / j->Q * j->sh * j->sxh + (pi + i) % j->Q;
-      fast_ukr_pix_fn ukr =
-          rows <= 4 && kr == &fast_sgemm_avx2 ? fast_conv_ukr_pix4_avx2 : kr->ukr_pix;
-      if (rows > 4 && kr == &fast_sgemm_avx2) ukr = fast_conv_ukr_pix6_avx2;
+      cpu_fast_ukr_pix_fn ukr =
+          rows <= 4 && kr == &cpu_fast_sgemm_avx2 ? cpu_fast_conv_ukr_pix4_avx2 : kr->ukr_pix;
+      if (rows > 4 && kr == &cpu_fast_sgemm_avx2) ukr = cpu_fast_conv_ukr_pix6_avx2;
       ukr(j->crs, xp, j->off, wp, y + pi, j->syk, rows, 0.0f);
     }
     if (j->bias)

@@ -60,7 +60,7 @@ static void copy_row1(const float *row, int64_t W, int64_t pw, int64_t Wp, float
   for (; c < Wp; c++) d[c] = 0.0f;
 }
 
-void fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1, float *d,
+void cpu_fast_conv_pad_rows(const pad_job_t *j, const float *xc, int64_t h0, int64_t h1, float *d,
                         const float *ahead) {
   float tmp[CONV_ROW_MAX];
   for (int64_t h = h0; h < h1; h++, d += j->Wp) {

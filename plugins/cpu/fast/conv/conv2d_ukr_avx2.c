@@ -1,9 +1,9 @@
 /*
  * fast/conv/conv2d_ukr_avx2.c — the conv micro-kernels with a 4-row tile, AVX2 +
  * FMA (fast.mk), for a last panel that the AVX2 kernels' 6 rows would run
- * with rows repeated: in place (fast_ukr_offs_fn), 64 output channels are
+ * with rows repeated: in place (cpu_fast_ukr_offs_fn), 64 output channels are
  * 10 panels of 6 and one of 4 (3 % of the layer's FMAs wasted); channels
- * along the vector (fast_ukr_pix_fn), 196 pixels are 32 tiles of 6 and
+ * along the vector (cpu_fast_ukr_pix_fn), 196 pixels are 32 tiles of 6 and
  * one of 4. Same bodies as fast/gemm/gemm_avx2.c's (fast/gemm/gemm_ukr_rows.h);
  * called by fast/conv/conv2d_igemm.c only when that file's kernels were
  * picked, so only after the CPUID check.
@@ -51,6 +51,6 @@ static void conv_ukr_pix_6x16(int64_t k, const float *const *xp, const int64_t *
   }
 }
 
-const fast_ukr_offs_fn fast_conv_ukr_offs4_avx2 = conv_ukr_offs_4x16;
-const fast_ukr_pix_fn fast_conv_ukr_pix6_avx2 = conv_ukr_pix_6x16;
-const fast_ukr_pix_fn fast_conv_ukr_pix4_avx2 = conv_ukr_pix_4x16;
+const cpu_fast_ukr_offs_fn cpu_fast_conv_ukr_offs4_avx2 = conv_ukr_offs_4x16;
+const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix6_avx2 = conv_ukr_pix_6x16;
+const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix4_avx2 = conv_ukr_pix_4x16;

@@ -19,8 +19,8 @@
 #define CAST_PIECE 16384
 
 typedef struct move_job {
-  const fast_vec_kernels_t *vk;
-  fast_rows_t r;
+  const cpu_fast_vec_kernels_t *vk;
+  cpu_fast_rows_t r;
   const char *x;
   char *y;
   bp_dtype_t from, to;
@@ -31,8 +31,8 @@ typedef struct move_job {
 static void cast_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const move_job_t *j = ctx;
   size_t ei = cpu_dtype_size(j->from);
-  const char *x = j->x + (fast_rows_offset(&j->r, 0, row) + c0) * (int64_t)ei;
-  char *y = j->y + (fast_rows_offset(&j->r, 1, row) + c0) * (int64_t)j->es;
+  const char *x = j->x + (cpu_fast_rows_offset(&j->r, 0, row) + c0) * (int64_t)ei;
+  char *y = j->y + (cpu_fast_rows_offset(&j->r, 1, row) + c0) * (int64_t)j->es;
   if (j->vk)
     j->vk->cvt(j->from, j->to, x, y, n);
   else
@@ -41,7 +41,7 @@ static void cast_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
 
 static void fill_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const move_job_t *j = ctx;
-  char *y = j->y + (fast_rows_offset(&j->r, 0, row) + c0) * (int64_t)j->es;
+  char *y = j->y + (cpu_fast_rows_offset(&j->r, 0, row) + c0) * (int64_t)j->es;
   switch (j->es) { /* constant-size copies the compiler vectorises */
   case 1: memset(y, j->pat[0], (size_t)n); break;
   case 2: for (int64_t i = 0; i < n; i++) memcpy(y + 2 * i, j->pat, 2); break;
@@ -51,7 +51,7 @@ static void fill_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
 }
 
 /* y written once per element, in unit-stride rows; x (if any) alike. */
-static bool plain_rows(const fast_rows_t *r, int nt) {
+static bool plain_rows(const cpu_fast_rows_t *r, int nt) {
   int last = r->rank - 1;
   for (int k = 0; k < nt; k++)
     if (r->strides[k][last] != 1) return false;
@@ -63,7 +63,7 @@ static bool plain_rows(const fast_rows_t *r, int nt) {
 static bp_status_t move(cpu_device_t *dev, const bp_copy_args_t *a, bool cast) {
   move_job_t j;
   memset(&j, 0, sizeof j);
-  j.vk = cast ? fast_vec_pick(dev) : NULL;
+  j.vk = cast ? cpu_fast_vec_pick(dev) : NULL;
   j.from = a->x.dtype, j.to = a->y.dtype;
   j.es = cpu_dtype_size(j.to);
   if (cast) {
@@ -74,13 +74,13 @@ static bp_status_t move(cpu_device_t *dev, const bp_copy_args_t *a, bool cast) {
     return BP_ERR_UNIMPLEMENTED;
   }
   const bp_plugin_tensor_t *ts[2] = {&a->x, &a->y};
-  fast_rows_init(&j.r, &a->y, ts, 2);
+  cpu_fast_rows_init(&j.r, &a->y, ts, 2);
   if (!plain_rows(&j.r, 2)) return BP_ERR_UNIMPLEMENTED;
   j.x = cpu_tensor_base(&a->x);
   j.y = cpu_tensor_base(&a->y);
   if (cpu_numel(&a->y) == 0) return BP_OK;
   int64_t len = j.r.shape[j.r.rank - 1];
-  fast_rows_run(dev, fast_rows_count(&j.r), len, CAST_PIECE, cast_piece, &j);
+  cpu_fast_rows_run(dev, cpu_fast_rows_count(&j.r), len, CAST_PIECE, cast_piece, &j);
   return BP_OK;
 }
 
@@ -90,7 +90,7 @@ bp_status_t cpu_fast_cast(cpu_device_t *dev, const bp_copy_args_t *a) {
 
 bp_status_t cpu_fast_copy(cpu_device_t *dev, const bp_copy_args_t *a) {
   bp_status_t st = move(dev, a, false);
-  if (st == BP_ERR_UNIMPLEMENTED && fast_copy_transposed(dev, a)) return BP_OK;
+  if (st == BP_ERR_UNIMPLEMENTED && cpu_fast_copy_transposed(dev, a)) return BP_OK;
   return st;
 }
 
@@ -101,11 +101,11 @@ bp_status_t cpu_fast_fill(cpu_device_t *dev, const bp_fill_args_t *a) {
   if (j.es == 0 || j.es > sizeof j.pat) return BP_ERR_UNIMPLEMENTED;
   cpu_store(j.pat, a->y.dtype, 0, a->value);
   const bp_plugin_tensor_t *ts[1] = {&a->y};
-  fast_rows_init(&j.r, &a->y, ts, 1);
+  cpu_fast_rows_init(&j.r, &a->y, ts, 1);
   if (!plain_rows(&j.r, 1)) return BP_ERR_UNIMPLEMENTED;
   j.y = cpu_tensor_base(&a->y);
   if (cpu_numel(&a->y) == 0) return BP_OK;
   int64_t len = j.r.shape[j.r.rank - 1];
-  fast_rows_run(dev, fast_rows_count(&j.r), len, CAST_PIECE, fill_piece, &j);
+  cpu_fast_rows_run(dev, cpu_fast_rows_count(&j.r), len, CAST_PIECE, fill_piece, &j);
   return BP_OK;
 }

@@ -15,19 +15,19 @@
 #include "plugins/cpu/fast/vec.h"
 #include "plugins/cpu/tensor.h"
 
-const fast_vec_kernels_t *fast_vec_pick(const cpu_device_t *dev) {
+const cpu_fast_vec_kernels_t *cpu_fast_vec_pick(const cpu_device_t *dev) {
   const cpu_features_t *f = cpu_features_get();
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
   if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512bw && f->avx512vl &&
       f->avx512dq)
-    return &fast_vec_avx512;
-  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return &fast_vec_avx2;
+    return &cpu_fast_vec_avx512;
+  if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return &cpu_fast_vec_avx2;
   return NULL;
 }
 
 /* ---- rows -------------------------------------------------------------------*/
 
-bool fast_rows_init(fast_rows_t *r, const bp_plugin_tensor_t *shape_of,
+bool cpu_fast_rows_init(cpu_fast_rows_t *r, const bp_plugin_tensor_t *shape_of,
                     const bp_plugin_tensor_t *const *ts, int count) {
   r->count = count;
   r->rank = 0;
@@ -56,7 +56,7 @@ bool fast_rows_init(fast_rows_t *r, const bp_plugin_tensor_t *shape_of,
   return true;
 }
 
-int64_t fast_rows_offset(const fast_rows_t *r, int k, int64_t row) {
+int64_t cpu_fast_rows_offset(const cpu_fast_rows_t *r, int k, int64_t row) {
   int64_t off = 0;
   for (int32_t d = r->rank - 2; d >= 0; d--) {
     off += (row % r->shape[d]) * r->strides[k][d];
@@ -65,13 +65,13 @@ int64_t fast_rows_offset(const fast_rows_t *r, int k, int64_t row) {
   return off;
 }
 
-int64_t fast_rows_count(const fast_rows_t *r) {
+int64_t cpu_fast_rows_count(const cpu_fast_rows_t *r) {
   int64_t n = 1;
   for (int32_t d = 0; d + 1 < r->rank; d++) n *= r->shape[d];
   return n;
 }
 
-int64_t fast_line_offset(const bp_plugin_tensor_t *t, int64_t line) {
+int64_t cpu_fast_line_offset(const bp_plugin_tensor_t *t, int64_t line) {
   /* the outermost dim takes what is left without a division: a rank-2
    * tensor's rows cost a multiply, not two 64-bit divisions (a large part
    * of a short row's time) */
@@ -101,11 +101,11 @@ static void byte_span(const bp_plugin_tensor_t *t, uintptr_t *lo,
   *hi = base + (uintptr_t)b + (uintptr_t)es;
 }
 
-bool fast_nt_ok(const cpu_device_t *dev, const bp_plugin_tensor_t *y,
+bool cpu_fast_nt_ok(const cpu_device_t *dev, const bp_plugin_tensor_t *y,
                 const bp_plugin_tensor_t *const *in, int nin) {
   int64_t n = cpu_numel(y);
   if (n == 0 || (uintptr_t)cpu_tensor_base(y) % sizeof(float) != 0 ||
-      n * (int64_t)cpu_dtype_size(y->dtype) < fast_nt_min_bytes(dev))
+      n * (int64_t)cpu_dtype_size(y->dtype) < cpu_fast_nt_min_bytes(dev))
     return false;
   uintptr_t ylo, yhi;
   byte_span(y, &ylo, &yhi);
@@ -126,8 +126,8 @@ bool fast_nt_ok(const cpu_device_t *dev, const bp_plugin_tensor_t *y,
  * (a shared machine) the other worker takes the rest instead of waiting
  * for the slow half. */
 typedef struct rows_job {
-  fast_piece_fn fn;
-  fast_range_fn range_fn; /* whole rows in claimed ranges, when set */
+  cpu_fast_piece_fn fn;
+  cpu_fast_range_fn range_fn; /* whole rows in claimed ranges, when set */
   void *ctx;
   int64_t len, piece, per_row, tasks, batch;
   int64_t next; /* the first unclaimed piece (atomic) */
@@ -164,8 +164,8 @@ static void rows_start(cpu_device_t *dev, rows_job_t *j) {
   cpu_pool_run(dev->pool, workers > 1 ? workers : 1, 1, rows_task, j);
 }
 
-void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len, int64_t piece,
-                   fast_piece_fn fn, void *ctx) {
+void cpu_fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len, int64_t piece,
+                   cpu_fast_piece_fn fn, void *ctx) {
   if (rows <= 0 || len <= 0) return;
   if (piece <= 0 || piece > len) piece = len;
   rows_job_t j = {fn, NULL, ctx, len, piece, (len + piece - 1) / piece, 0, 0, 0};
@@ -173,8 +173,8 @@ void fast_rows_run(cpu_device_t *dev, int64_t rows, int64_t len, int64_t piece,
   rows_start(dev, &j);
 }
 
-void fast_row_ranges_run(cpu_device_t *dev, int64_t rows, int64_t len,
-                         fast_range_fn fn, void *ctx) {
+void cpu_fast_row_ranges_run(cpu_device_t *dev, int64_t rows, int64_t len,
+                         cpu_fast_range_fn fn, void *ctx) {
   if (rows <= 0 || len <= 0) return;
   rows_job_t j = {NULL, fn, ctx, len, len, 1, rows, 0, 0};
   rows_start(dev, &j);
@@ -185,8 +185,8 @@ void fast_row_ranges_run(cpu_device_t *dev, int64_t rows, int64_t len,
 #define EW_PIECE 16384 /* elements per task piece: 64 KiB of f32 */
 
 typedef struct ew_job {
-  const fast_vec_kernels_t *vk;
-  fast_rows_t r;
+  const cpu_fast_vec_kernels_t *vk;
+  cpu_fast_rows_t r;
   int op;
   const float *in[2];
   float *y;
@@ -197,20 +197,20 @@ typedef struct ew_job {
 static void ew_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const ew_job_t *j = ctx;
   int last = j->r.rank - 1;
-  float *y = j->y + fast_rows_offset(&j->r, j->nin, row) + c0;
+  float *y = j->y + cpu_fast_rows_offset(&j->r, j->nin, row) + c0;
   int64_t s0 = j->r.strides[0][last];
-  const float *a = j->in[0] + fast_rows_offset(&j->r, 0, row) + c0 * s0;
+  const float *a = j->in[0] + cpu_fast_rows_offset(&j->r, 0, row) + c0 * s0;
   if (j->nin == 1) {
     j->vk->unary_row((bp_unary_op_t)j->op, a, y, n, j->nt);
     return;
   }
   int64_t s1 = j->r.strides[1][last];
-  const float *b = j->in[1] + fast_rows_offset(&j->r, 1, row) + c0 * s1;
+  const float *b = j->in[1] + cpu_fast_rows_offset(&j->r, 1, row) + c0 * s1;
   j->vk->binary_row((bp_binary_op_t)j->op, a, s0, b, s1, y, n, j->nt);
 }
 
 /* y must be a plain, non-broadcast row-major walk along its last dim. */
-static bool rows_ok(const fast_rows_t *r, int yk, int nin) {
+static bool rows_ok(const cpu_fast_rows_t *r, int yk, int nin) {
   int last = r->rank - 1;
   if (r->strides[yk][last] != 1) return false;
   for (int32_t d = 0; d < r->rank; d++)
@@ -222,12 +222,12 @@ static bool rows_ok(const fast_rows_t *r, int yk, int nin) {
 
 static bp_status_t ew_run(cpu_device_t *dev, ew_job_t *j) {
   int64_t len = j->r.shape[j->r.rank - 1];
-  fast_rows_run(dev, fast_rows_count(&j->r), len, EW_PIECE, ew_piece, j);
+  cpu_fast_rows_run(dev, cpu_fast_rows_count(&j->r), len, EW_PIECE, ew_piece, j);
   return BP_OK;
 }
 
 bp_status_t cpu_fast_unary(cpu_device_t *dev, const bp_unary_args_t *a) {
-  ew_job_t j = {fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 1, false};
+  ew_job_t j = {cpu_fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 1, false};
   if (!j.vk || a->x.dtype != BP_F32 || a->y.dtype != BP_F32)
     return BP_ERR_UNIMPLEMENTED;
   /* ops without a vector form: probe with an empty row */
@@ -235,17 +235,17 @@ bp_status_t cpu_fast_unary(cpu_device_t *dev, const bp_unary_args_t *a) {
   if (!j.vk->unary_row(a->op, &probe, &probe, 0, false))
     return BP_ERR_UNIMPLEMENTED;
   const bp_plugin_tensor_t *ts[2] = {&a->x, &a->y};
-  fast_rows_init(&j.r, &a->y, ts, 2);
+  cpu_fast_rows_init(&j.r, &a->y, ts, 2);
   if (!rows_ok(&j.r, 1, 1) || j.r.strides[0][j.r.rank - 1] != 1)
     return BP_ERR_UNIMPLEMENTED;
   j.in[0] = cpu_tensor_base(&a->x);
   j.y = cpu_tensor_base(&a->y);
-  j.nt = fast_nt_ok(dev, &a->y, ts, 1);
+  j.nt = cpu_fast_nt_ok(dev, &a->y, ts, 1);
   return ew_run(dev, &j);
 }
 
 bp_status_t cpu_fast_binary(cpu_device_t *dev, const bp_binary_args_t *a) {
-  ew_job_t j = {fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 2, false};
+  ew_job_t j = {cpu_fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 2, false};
   if (!j.vk || a->a.dtype != BP_F32 || a->b.dtype != BP_F32 ||
       a->y.dtype != BP_F32)
     return BP_ERR_UNIMPLEMENTED;
@@ -253,11 +253,11 @@ bp_status_t cpu_fast_binary(cpu_device_t *dev, const bp_binary_args_t *a) {
   if (!j.vk->binary_row(a->op, &probe, 0, &probe, 0, &probe, 0, false))
     return BP_ERR_UNIMPLEMENTED;
   const bp_plugin_tensor_t *ts[3] = {&a->a, &a->b, &a->y};
-  fast_rows_init(&j.r, &a->y, ts, 3);
+  cpu_fast_rows_init(&j.r, &a->y, ts, 3);
   if (!rows_ok(&j.r, 2, 2)) return BP_ERR_UNIMPLEMENTED;
   j.in[0] = cpu_tensor_base(&a->a);
   j.in[1] = cpu_tensor_base(&a->b);
   j.y = cpu_tensor_base(&a->y);
-  j.nt = fast_nt_ok(dev, &a->y, ts, 2);
+  j.nt = cpu_fast_nt_ok(dev, &a->y, ts, 2);
   return ew_run(dev, &j);
 }

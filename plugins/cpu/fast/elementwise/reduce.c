@@ -21,7 +21,7 @@
 #define COLS_PIECE 1024 /* columns per task: 8 KiB of double accumulators */
 
 typedef struct reduce_job {
-  const fast_vec_kernels_t *vk;
+  const cpu_fast_vec_kernels_t *vk;
   const bp_reduce_args_t *a;
   const float *x;
   void *y;
@@ -31,8 +31,8 @@ typedef struct reduce_job {
 static void row_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const reduce_job_t *j = ctx;
   (void)c0;
-  double v = j->vk->reduce_row(j->a->op, j->x + fast_line_offset(&j->a->x, row), n);
-  cpu_store(j->y, j->a->y.dtype, fast_line_offset(&j->a->y, row), v);
+  double v = j->vk->reduce_row(j->a->op, j->x + cpu_fast_line_offset(&j->a->x, row), n);
+  cpu_store(j->y, j->a->y.dtype, cpu_fast_line_offset(&j->a->y, row), v);
 }
 
 /* Offset of outer index o (dims before the axis) in t. */
@@ -85,7 +85,7 @@ static bool tail_dense(const bp_plugin_tensor_t *t, int32_t axis,
 
 bp_status_t cpu_fast_reduce(cpu_device_t *dev, const bp_reduce_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
-  reduce_job_t j = {fast_vec_pick(dev), a, cpu_tensor_base(x),
+  reduce_job_t j = {cpu_fast_vec_pick(dev), a, cpu_tensor_base(x),
                     cpu_tensor_base(y), 0, 0, 0};
   bp_reduce_op_t op = a->op;
   bool simple = op == BP_REDUCE_SUM || op == BP_REDUCE_MEAN ||
@@ -99,13 +99,13 @@ bp_status_t cpu_fast_reduce(cpu_device_t *dev, const bp_reduce_args_t *a) {
   int64_t lines = cpu_numel(y);
   if (lines == 0) return BP_OK;
   if (axis == last && (j.len <= 1 || j.sx_axis == 1) && j.len > 0) {
-    fast_rows_run(dev, lines, j.len, j.len, row_piece, &j);
+    cpu_fast_rows_run(dev, lines, j.len, j.len, row_piece, &j);
     return BP_OK;
   }
   int64_t wy;
   if (!simple || !tail_dense(x, axis, &j.width) || !tail_dense(y, axis, &wy) ||
       j.width < 16)
     return BP_ERR_UNIMPLEMENTED;
-  fast_rows_run(dev, lines / j.width, j.width, COLS_PIECE, cols_piece, &j);
+  cpu_fast_rows_run(dev, lines / j.width, j.width, COLS_PIECE, cols_piece, &j);
   return BP_OK;
 }

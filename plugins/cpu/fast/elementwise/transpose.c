@@ -135,7 +135,7 @@ static void tr_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
 #endif
 }
 
-bool fast_copy_transposed(cpu_device_t *dev, const bp_copy_args_t *a) {
+bool cpu_fast_copy_transposed(cpu_device_t *dev, const bp_copy_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
   size_t es = cpu_dtype_size(y->dtype);
   int32_t last = y->rank - 1, t = -1;
@@ -153,7 +153,7 @@ bool fast_copy_transposed(cpu_device_t *dev, const bp_copy_args_t *a) {
                 x, y, (y->shape[t] + TILE - 1) / TILE,
                 (y->shape[last] + TILE - 1) / TILE, 0, false};
   const bp_plugin_tensor_t *in[1] = {x};
-  j.nt = fast_nt_ok(dev, y, in, 1);
+  j.nt = cpu_fast_nt_ok(dev, y, in, 1);
   int64_t numel = cpu_numel(y);
   if (numel == 0) return true;
   j.tiles = numel / y->shape[t] / y->shape[last] * j.tiles_t * j.tiles_l;

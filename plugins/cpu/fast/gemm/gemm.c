@@ -44,7 +44,7 @@
  * 1.47x; three panels (16, 18 rows) measured 0.74-0.98x. */
 #define GEMM_SKINNY_STREAM ((int64_t)32 << 20)
 
-static bool gemm_skinny(const fast_gemm_kernel_t *kr, const gemm_view_t *v) {
+static bool gemm_skinny(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v) {
   if (v->m <= kr->mr) return true;
   if (v->m > 2 * kr->mr) return false;
   bool sets = (v->sbk * (int64_t)sizeof(float)) % 1024 == 0;
@@ -59,24 +59,24 @@ static bool gemm_skinny(const fast_gemm_kernel_t *kr, const gemm_view_t *v) {
  * 32768 1.14x, 200 x 200 x 16384 1.13x, 224 x 224 x 1024 1.17x, 100 x 100
  * x 2000 1.29x; wider C (384^2, 512^2) measured 0.73 - 0.87x, so the
  * bound stays. */
-static bool gemm_direct_fits(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+static bool gemm_direct_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                              const gemm_view_t *v) {
   /* a column-major A without the kernel that reads it in place is copied
    * whole: only for a short k */
   bool a_in_place = v->sak == 1 || kr->ukr_cols;
-  return t == &fast_gemm_type_f32 && kr->ukr_rows && v->scn == 1 && v->sbn == 1 &&
+  return t == &cpu_fast_gemm_type_f32 && kr->ukr_rows && v->scn == 1 && v->sbn == 1 &&
          (v->sak == 1 || v->sam == 1) &&
          ((v->m <= GEMM_DIRECT_MAX && v->n <= GEMM_DIRECT_MAX &&
            (v->k <= GEMM_DIRECT_MAX || a_in_place)) ||
           gemm_skinny(kr, v));
 }
 
-static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
+static bool gemm_direct(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v,
                         float alpha, float beta) {
   const float *a = (const float *)v->a, *b = (const float *)v->b;
   float *c = (float *)v->c;
   int64_t lda = v->sam;
-  fast_ukr_rows_fn ukr = kr->ukr_rows;
+  cpu_fast_ukr_rows_fn ukr = kr->ukr_rows;
   bool cols_a = v->sak != 1 && kr->ukr_cols;
   if (cols_a) {
     /* column-major A: the kernel broadcasts the MR values of each k step */
@@ -84,7 +84,7 @@ static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
     lda = v->sak;
   } else if (v->sak != 1) {
     /* column-major A: a row-major copy, m x k */
-    float *at = fast_scratch(0, (size_t)(v->m * v->k) * sizeof(float));
+    float *at = cpu_fast_scratch(0, (size_t)(v->m * v->k) * sizeof(float));
     if (!at) return false;
     for (int64_t p = 0; p < v->k; p++)
       for (int64_t i = 0; i < v->m; i++) at[i * v->k + p] = a[p * v->sak + i];
@@ -113,7 +113,7 @@ static bool gemm_direct(const fast_gemm_kernel_t *kr, const gemm_view_t *v,
  * written through ct (C's type: t itself, or f32 when the caller gives an
  * f32 C for a narrow one), with KC x MC x NC blocking. */
 static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
-                       const fast_gemm_kernel_t *kr, const gemm_view_t *v,
+                       const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v,
                        const void *alpha, const void *beta, const void *one,
                        const void *zero, int64_t KC, int64_t MC, int64_t NC) {
   int64_t es = (int64_t)t->esize, cs = (int64_t)ct->in_size;
@@ -121,21 +121,21 @@ static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
   if (v->k < KC) KC = v->k;
   int64_t mcap = v->m < MC ? (v->m + mr - 1) / mr * mr : MC;
   int64_t ncap = v->n < NC ? (v->n + nr - 1) / nr * nr : NC;
-  char *ap = fast_scratch(0, (size_t)(mcap * KC * es));
-  char *bp = fast_scratch(1, (size_t)(ncap * KC * es));
+  char *ap = cpu_fast_scratch(0, (size_t)(mcap * KC * es));
+  char *bp = cpu_fast_scratch(1, (size_t)(ncap * KC * es));
   if (!ap || !bp) return false;
   for (int64_t pc = 0; pc < v->k; pc += KC) {
     int64_t kb = v->k - pc < KC ? v->k - pc : KC;
     const void *bet = pc == 0 ? beta : one;
     for (int64_t ic = 0; ic < v->m; ic += MC) {
       int64_t mb = v->m - ic < MC ? v->m - ic : MC;
-      fast_gemm_pack_a(t, kr, v, ic, pc, mb, kb, ap);
+      cpu_fast_gemm_pack_a(t, kr, v, ic, pc, mb, kb, ap);
       for (int64_t jc = 0; jc < v->n; jc += NC) {
         int64_t nb = v->n - jc < NC ? v->n - jc : NC;
-        fast_gemm_pack_b(t, kr, v, jc, pc, nb, kb, bp);
+        cpu_fast_gemm_pack_b(t, kr, v, jc, pc, nb, kb, bp);
         gemm_macro_t mk = {ct, kr, v->c + (ic * v->scm + jc * v->scn) * cs,
                            v->scm, v->scn, alpha, bet, one, zero};
-        fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
+        cpu_fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
       }
     }
   }
@@ -147,7 +147,7 @@ static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
  * normal blocking (A and B widened while packing), then rounded into C
  * once with alpha and beta. A band holds band_floats floats of C
  * (CPU_FAST_GEMM_BAND_FLOATS unless the device's tune sets it). */
-static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+static bool gemm_narrow_bands(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                               const gemm_view_t *v, const void *alpha,
                               const void *beta, const void *one, const void *zero,
                               int64_t band_floats) {
@@ -156,7 +156,7 @@ static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr
   if (band > v->m) band = v->m;
   for (int64_t i0 = 0; i0 < v->m; i0 += band) {
     int64_t rows = v->m - i0 < band ? v->m - i0 : band;
-    float *cb = fast_scratch(4, (size_t)(rows * v->n) * sizeof(float));
+    float *cb = cpu_fast_scratch(4, (size_t)(rows * v->n) * sizeof(float));
     if (!cb) return false;
     gemm_view_t sub = *v;
     sub.m = rows;
@@ -164,12 +164,12 @@ static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr
     sub.c = (char *)cb;
     sub.scm = v->n;
     sub.scn = 1;
-    if (!gemm_loops(t, &fast_gemm_type_f32, kr, &sub, one, zero, one, zero, kr->kc,
+    if (!gemm_loops(t, &cpu_fast_gemm_type_f32, kr, &sub, one, zero, one, zero, kr->kc,
                     kr->mc, kr->nc))
       return false;
     char *c = v->c + i0 * v->scm * (int64_t)t->in_size;
-    if (!fast_gemm_wpack_ok(kr) ||
-        !fast_wmerge_avx2(t->dtype, cb, (int)v->n, c, v->scm, v->scn, rows, v->n,
+    if (!cpu_fast_gemm_wpack_ok(kr) ||
+        !cpu_fast_wmerge_avx2(t->dtype, cb, (int)v->n, c, v->scm, v->scn, rows, v->n,
                           *(const float *)alpha, *(const float *)beta))
       t->merge(cb, (int)v->n, c, v->scm, v->scn, rows, v->n, alpha, beta);
   }
@@ -178,7 +178,7 @@ static bool gemm_narrow_bands(const gemm_type_t *t, const fast_gemm_kernel_t *kr
 
 /* Runs one part of C on the calling thread. Returns false when scratch
  * memory is unavailable (nothing has been written then). */
-static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+static bool gemm_block(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                        const gemm_view_t *v, const void *alpha,
                        const void *beta, const void *one, const void *zero,
                        int64_t band_floats) {
@@ -209,7 +209,7 @@ static bool gemm_block(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
 
 typedef struct gemm_job {
   const gemm_type_t *t;
-  const fast_gemm_kernel_t *kr;
+  const cpu_fast_gemm_kernel_t *kr;
   gemm_view_t v;
   int64_t sab, sbb, scb; /* batch strides in elements */
   int64_t pm, pn;        /* parts per batch entry along m and n */
@@ -255,7 +255,7 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-void fast_gemm_block_for(fast_gemm_kernel_t *kr, uint64_t l1d, uint64_t l2) {
+void cpu_fast_gemm_block_for(cpu_fast_gemm_kernel_t *kr, uint64_t l1d, uint64_t l2) {
   if (!kr->tuned_l1_kib || !kr->tuned_l2_kib || !l1d || !l2) return;
   int64_t kc0 = kr->kc, nc0 = kr->nc;
   /* the KC x NR micro-panel's bytes follow L1 */
@@ -271,17 +271,17 @@ void fast_gemm_block_for(fast_gemm_kernel_t *kr, uint64_t l1d, uint64_t l2) {
 
 /* Picks the micro-kernel for dtype under the device's ISA ceiling, its
  * k and n blocks fitted to this CPU's caches. */
-static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
+static cpu_fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
   const cpu_features_t *f = cpu_features_get();
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
-  fast_gemm_kernel_t kr = f64 ? fast_gemm_portable_f64 : fast_gemm_portable_f32;
+  cpu_fast_gemm_kernel_t kr = f64 ? cpu_fast_gemm_portable_f64 : cpu_fast_gemm_portable_f32;
   if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl)
-    kr = f64 ? fast_dgemm_avx512 : fast_sgemm_avx512;
+    kr = f64 ? cpu_fast_dgemm_avx512 : cpu_fast_sgemm_avx512;
   else if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma)
-    kr = f64 ? fast_dgemm_avx2 : fast_sgemm_avx2;
+    kr = f64 ? cpu_fast_dgemm_avx2 : cpu_fast_sgemm_avx2;
   uint64_t l1d, l2;
   cpu_cache_sizes(&l1d, &l2, NULL);
-  fast_gemm_block_for(&kr, l1d, l2);
+  cpu_fast_gemm_block_for(&kr, l1d, l2);
   return kr;
 }
 
@@ -290,12 +290,12 @@ static fast_gemm_kernel_t pick_kernel(const cpu_device_t *dev, bool f64) {
 static bool gemm_vector(cpu_device_t *dev, const gemm_view_t *v, bool f64,
                         double alpha, double beta) {
   if (v->n == 1 && v->sak == 1) {
-    fast_gemv_dot(dev, f64, v->m, v->k, v->a, v->sam, v->b, v->sbk, v->c,
+    cpu_fast_gemv_dot(dev, f64, v->m, v->k, v->a, v->sam, v->b, v->sbk, v->c,
                   v->scm, alpha, beta);
     return true;
   }
   if (v->m == 1 && v->sbn == 1) {
-    fast_gemv_axpy(dev, f64, v->k, v->n, v->a, v->sak, v->b, v->sbk, v->c,
+    cpu_fast_gemv_axpy(dev, f64, v->k, v->n, v->a, v->sak, v->b, v->sbk, v->c,
                    v->scn, alpha, beta);
     return true;
   }
@@ -327,10 +327,10 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   if (a->b.dtype != dt || a->c.dtype != dt || a->a.rank != 3 ||
       a->b.rank != 3 || a->c.rank != 3)
     return BP_ERR_UNIMPLEMENTED;
-  const gemm_type_t *type = dt == BP_F32    ? &fast_gemm_type_f32
-                            : dt == BP_F64  ? &fast_gemm_type_f64
-                            : dt == BP_F16  ? &fast_gemm_type_f16
-                            : dt == BP_BF16 ? &fast_gemm_type_bf16
+  const gemm_type_t *type = dt == BP_F32    ? &cpu_fast_gemm_type_f32
+                            : dt == BP_F64  ? &cpu_fast_gemm_type_f64
+                            : dt == BP_F16  ? &cpu_fast_gemm_type_f16
+                            : dt == BP_BF16 ? &cpu_fast_gemm_type_bf16
                                             : NULL;
   if (!type) return BP_ERR_UNIMPLEMENTED;
   /* alpha == 0 has BLAS meaning (A and B unread): leave it to the reference
@@ -344,7 +344,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
     return BP_ERR_UNIMPLEMENTED;
   if (dt == BP_BF16 || dt == BP_F16) {
     /* A native kernel (AMX) first; widening to f32 while packing else. */
-    bp_status_t st = fast_gemm_lowp(dev, a);
+    bp_status_t st = cpu_fast_gemm_lowp(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
 
@@ -354,7 +354,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   j.t = type;
   j.band_floats = dev->tune.gemm_band_floats > 0 ? dev->tune.gemm_band_floats
                                                  : CPU_FAST_GEMM_BAND_FLOATS;
-  fast_gemm_kernel_t kr = pick_kernel(dev, f64);
+  cpu_fast_gemm_kernel_t kr = pick_kernel(dev, f64);
   j.kr = &kr;
   j.v = (gemm_view_t){m,
                       n,
@@ -419,7 +419,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
     j.pn = parts;
   /* One problem split by rows: the workers share its B panels instead */
   if (mt && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
-      fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
+      cpu_fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
     return BP_OK;
   int64_t ntasks = batch * j.pm * j.pn;
   if (mt && ntasks > 1)

@@ -1,5 +1,5 @@
 /*
- * fast/gemm/gemm.h — internals shared by the fast-path files (fast_*.c): the GEMM
+ * fast/gemm/gemm.h — internals shared by the fast-path files (fast/): the GEMM
  * micro-kernel contract, the per-ISA entry points and scratch memory.
  *
  * The driver (fast/gemm/gemm.c) packs A and B into contiguous micro-panels and
@@ -20,7 +20,7 @@
 #include "plugins/cpu/cpu.h"
 
 /* Micro-kernel: alpha and beta point at values of the element type. */
-typedef void (*fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void *c,
+typedef void (*cpu_fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void *c,
                             int64_t ldc, const void *alpha, const void *beta);
 
 /* Vectorised panel packing for one ISA, used by the driver for the native
@@ -37,7 +37,7 @@ typedef void (*fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void *c,
  * measured 1.5x slower than 8 on the EPYC, 4 streams 1.3x. */
 #define FAST_PACK_STRIP 8
 
-typedef bool (*fast_pack_fn)(const void *src, int64_t si, int64_t sk,
+typedef bool (*cpu_fast_pack_fn)(const void *src, int64_t si, int64_t sk,
                              int64_t cnt, int64_t kb, int w, void *dst);
 
 /* Unpacked f32 micro-kernel (fast/gemm/gemm_ukr_rows.h): one MR x NR tile
@@ -46,7 +46,7 @@ typedef bool (*fast_pack_fn)(const void *src, int64_t si, int64_t sk,
  * stride, so row-major operands need no packing. beta == 0: C not read.
  * Rows and columns past rows / cols are neither read from C nor written;
  * rows past `rows` re-read A's last row, columns past `cols` are masked. */
-typedef void (*fast_ukr_rows_fn)(int64_t k, const float *a, int64_t lda,
+typedef void (*cpu_fast_ukr_rows_fn)(int64_t k, const float *a, int64_t lda,
                                  const float *b, int64_t ldb, float *c,
                                  int64_t ldc, int rows, int cols, float alpha,
                                  float beta);
@@ -56,7 +56,7 @@ typedef void (*fast_ukr_rows_fn)(int64_t k, const float *a, int64_t lda,
  * off[p] (NR = 2W). off must be readable 8 entries past k (prefetch).
  * lcols: lanes of B loaded, the rest masked; NR when all NR lanes may be
  * read (whatever they hold only reaches columns that are not stored). */
-typedef void (*fast_ukr_offs_fn)(int64_t k, const float *a, int64_t lda,
+typedef void (*cpu_fast_ukr_offs_fn)(int64_t k, const float *a, int64_t lda,
                                  const float *blo, const float *bhi,
                                  const int64_t *off, float *c, int64_t ldc,
                                  int rows, int cols, int lcols, float alpha,
@@ -67,74 +67,74 @@ typedef void (*fast_ukr_offs_fn)(int64_t k, const float *a, int64_t lda,
  * xp[i] + off[p], the weights are packed NR channels per k row (wp[p*NR +
  * ch]), and the tile is written transposed, y[ch*ldy + i], adding to y
  * unless beta == 0. Only the first `rows` pixels are stored. */
-typedef void (*fast_ukr_pix_fn)(int64_t k, const float *const *xp,
+typedef void (*cpu_fast_ukr_pix_fn)(int64_t k, const float *const *xp,
                                 const int64_t *off, const float *wp, float *y,
                                 int64_t ldy, int rows, float beta);
 
 /* A micro-kernel with its register tile and the cache blocking it wants. */
-typedef struct fast_gemm_kernel {
-  fast_ukr_fn ukr;
+typedef struct cpu_fast_gemm_kernel {
+  cpu_fast_ukr_fn ukr;
   int mr, nr; /* tile: MR rows (broadcast) x NR columns (vector) */
   int kc;     /* k block: MR x KC A panel stays in L1 */
   int nc;     /* n block: KC x NC packed B stays in L2 */
   int mc;     /* m block: MC x KC packed A (L3) */
-  fast_pack_fn pack; /* optional, see fast_pack_fn */
-  fast_ukr_rows_fn ukr_rows; /* optional (f32), same MR x NR tile */
-  fast_ukr_offs_fn ukr_offs; /* optional (f32), same MR x NR tile */
-  fast_ukr_pix_fn ukr_pix;   /* optional (f32), same MR x NR tile */
+  cpu_fast_pack_fn pack; /* optional, see cpu_fast_pack_fn */
+  cpu_fast_ukr_rows_fn ukr_rows; /* optional (f32), same MR x NR tile */
+  cpu_fast_ukr_offs_fn ukr_offs; /* optional (f32), same MR x NR tile */
+  cpu_fast_ukr_pix_fn ukr_pix;   /* optional (f32), same MR x NR tile */
   /* optional (f32): ukr_rows with column-major A, (i, p) at a[p*lda + i] */
-  fast_ukr_rows_fn ukr_cols;
+  cpu_fast_ukr_rows_fn ukr_cols;
   /* the L1d and L2 (KiB) of the machine kc and nc were tuned on; 0: keep
-   * them on every machine (fast_gemm_block_for) */
+   * them on every machine (cpu_fast_gemm_block_for) */
   unsigned tuned_l1_kib, tuned_l2_kib;
-} fast_gemm_kernel_t;
+} cpu_fast_gemm_kernel_t;
 
 /* Scales kr's kc and nc from the caches it was tuned for to l1d / l2
  * bytes: the KC x NR micro-panel keeps its share of L1, the KC x NC block
  * of B its share of L2, each within a quarter to four times the tuned
  * size; kc a multiple of 16 (>= 64), nc of NR. Unknown sizes (0) or an
  * untuned kernel keep the constants. */
-CPU_HIDDEN void fast_gemm_block_for(fast_gemm_kernel_t *kr, uint64_t l1d,
+CPU_HIDDEN void cpu_fast_gemm_block_for(cpu_fast_gemm_kernel_t *kr, uint64_t l1d,
                                     uint64_t l2);
 
 /* Kernels per ISA; each file is compiled with its own -m flags and is only
  * called after the run-time feature check. */
-CPU_HIDDEN extern const fast_gemm_kernel_t fast_sgemm_avx512, fast_dgemm_avx512;
-CPU_HIDDEN extern const fast_gemm_kernel_t fast_sgemm_avx2, fast_dgemm_avx2;
+CPU_HIDDEN extern const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512, cpu_fast_dgemm_avx512;
+CPU_HIDDEN extern const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2, cpu_fast_dgemm_avx2;
 /* f32 packing (fast/gemm/gemm_pack_avx512.c, fast/gemm/gemm_pack_avx2.c). */
-CPU_HIDDEN bool fast_spack_avx512(const void *src, int64_t si, int64_t sk,
+CPU_HIDDEN bool cpu_fast_spack_avx512(const void *src, int64_t si, int64_t sk,
                                   int64_t cnt, int64_t kb, int w, void *dst);
-CPU_HIDDEN bool fast_spack_avx2(const void *src, int64_t si, int64_t sk,
+CPU_HIDDEN bool cpu_fast_spack_avx2(const void *src, int64_t si, int64_t sk,
                                 int64_t cnt, int64_t kb, int w, void *dst);
 /* The same packing from f16 or bf16 sources (dtype), widened to f32 on the
  * way: F16C's conversion for f16, a shift for bf16 (exact either way). For
  * the f32 kernels that take widened panels on any CPU with AVX2, FMA and
  * F16C (the AVX-512 ones too); false for other dtypes and layouts. */
-CPU_HIDDEN bool fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si,
+CPU_HIDDEN bool cpu_fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si,
                                 int64_t sk, int64_t cnt, int64_t kb, int w,
                                 void *dst);
 /* The matching merge of an f32 tile (mb x nb, rows nr apart) into an f16 /
  * bf16 C with unit column stride: C = round(alpha * tile + beta * C) with
  * the scalar merge's f32 arithmetic and rounding, so results are bit for
  * bit the same. False (nothing written) for other dtypes or strides. */
-CPU_HIDDEN bool fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr,
+CPU_HIDDEN bool cpu_fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr,
                                  void *c, int64_t scm, int64_t scn, int64_t mb,
                                  int64_t nb, float alpha, float beta);
 
 /* Low-precision GEMM with a native kernel (fast/gemm/gemm_lowp.c): bf16 / f16
  * inputs, f32 accumulation. Returns BP_ERR_UNIMPLEMENTED when no native
  * kernel applies; the caller then widens to f32 while packing. */
-CPU_HIDDEN bp_status_t fast_gemm_lowp(cpu_device_t *dev,
+CPU_HIDDEN bp_status_t cpu_fast_gemm_lowp(cpu_device_t *dev,
                                       const bp_gemm_args_t *a);
 
 /* bf16 GEMM on AMX tiles (fast/gemm/gemm_amx.c); the caller has checked the CPU
  * features and cpu_amx_request(). */
-CPU_HIDDEN bp_status_t fast_gemm_amx_bf16(cpu_device_t *dev,
+CPU_HIDDEN bp_status_t cpu_fast_gemm_amx_bf16(cpu_device_t *dev,
                                           const bp_gemm_args_t *a);
 
 /* Fused attention, f32, AVX-512 (fast/attention/attention_avx512.c); the caller has
  * checked the CPU features. */
-CPU_HIDDEN bp_status_t fast_attention_avx512(cpu_device_t *dev,
+CPU_HIDDEN bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev,
                                              const bp_attention_args_t *a);
 
 /* Matrix-vector products, f32 (f64 when f64), threaded over dev's pool
@@ -142,11 +142,11 @@ CPU_HIDDEN bp_status_t fast_attention_avx512(cpu_device_t *dev,
  * of k contiguous elements lda apart. axpy: y[j] = alpha * sum_p x[p] *
  * B[p][j] + beta * y[j] for k rows of n contiguous elements ldb apart.
  * Strides in elements; beta == 0 leaves y unread. */
-CPU_HIDDEN void fast_gemv_dot(cpu_device_t *dev, bool f64, int64_t m, int64_t k,
+CPU_HIDDEN void cpu_fast_gemv_dot(cpu_device_t *dev, bool f64, int64_t m, int64_t k,
                               const void *a, int64_t lda, const void *x,
                               int64_t incx, void *y, int64_t incy, double alpha,
                               double beta);
-CPU_HIDDEN void fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n,
+CPU_HIDDEN void cpu_fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n,
                                const void *x, int64_t incx, const void *b,
                                int64_t ldb, void *y, int64_t incy, double alpha,
                                double beta);
@@ -169,6 +169,6 @@ CPU_HIDDEN void fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n
  * when the thread exits. slot selects one of a few independent buffers:
  * 0 and 1 the GEMM panels, 2 and 3 conv2d's and AMX's buffers (held while
  * they call the GEMM), 4 the f32 C band of an f16 / bf16 GEMM. */
-CPU_HIDDEN void *fast_scratch(unsigned slot, size_t bytes);
+CPU_HIDDEN void *cpu_fast_scratch(unsigned slot, size_t bytes);
 
 #endif /* BACKPLANE_FAST_GEMM_H */

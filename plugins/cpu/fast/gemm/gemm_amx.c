@@ -237,8 +237,8 @@ static void amx_rows(amx_job_t *j, int64_t m0, int64_t mcnt) {
   mblk = mblk < AMX_MB ? AMX_MB : mblk / AMX_MB * AMX_MB;
   int64_t mpanels = (mcnt + 31) / 32;
   int64_t cap = mpanels < mblk ? mpanels : mblk;
-  uint16_t *apack = fast_scratch(0, (size_t)(cap * panel) * 2);
-  float *ws = fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
+  uint16_t *apack = cpu_fast_scratch(0, (size_t)(cap * panel) * 2);
+  float *ws = cpu_fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
   if (!apack || !ws) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
@@ -278,7 +278,7 @@ static void amx_rows_task(void *ctx, int64_t begin, int64_t end,
  * touched. */
 static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   int64_t npanels = (j->n + 31) / 32;
-  j->bpack = fast_scratch(2, (size_t)(npanels * 32 * j->kp) * 2);
+  j->bpack = cpu_fast_scratch(2, (size_t)(npanels * 32 * j->kp) * 2);
   if (!j->bpack) return false;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)j->m * (double)j->n * (double)j->k;
@@ -298,7 +298,7 @@ static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   return true;
 }
 
-bp_status_t fast_gemm_amx_bf16(cpu_device_t *dev, const bp_gemm_args_t *g) {
+bp_status_t cpu_fast_gemm_amx_bf16(cpu_device_t *dev, const bp_gemm_args_t *g) {
   int64_t batch = g->c.shape[0], m = g->c.shape[1], n = g->c.shape[2];
   int64_t k = g->a.shape[2];
   const char *pa = (const char *)(uintptr_t)g->a.ptr + g->a.offset;

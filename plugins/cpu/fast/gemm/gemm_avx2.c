@@ -41,12 +41,12 @@ FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
 #define ZERO _mm256_setzero_pd
 FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 
-const fast_gemm_kernel_t fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
+const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             256, 1024, 1536,
-                                            fast_spack_avx2,
+                                            cpu_fast_spack_avx2,
                                             sgemm_ukr_rows_6x16,
                                             sgemm_ukr_offs_6x16,
                                             sgemm_ukr_pix_6x16,
                                             sgemm_ukr_cols_6x16, 32, 1024};
-const fast_gemm_kernel_t fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
+const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
                                             256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024};

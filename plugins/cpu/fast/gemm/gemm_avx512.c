@@ -57,12 +57,12 @@ FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
 #define ZERO _mm512_setzero_pd
 FAST_DEFINE_UKR(dgemm_ukr_12x16, 12)
 
-const fast_gemm_kernel_t fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
+const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               384, 640, 3072,
-                                              fast_spack_avx512,
+                                              cpu_fast_spack_avx512,
                                               sgemm_ukr_rows_12x32,
                                               sgemm_ukr_offs_12x32,
                                               sgemm_ukr_pix_12x32,
                                               sgemm_ukr_cols_12x32, 48, 2048};
-const fast_gemm_kernel_t fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
+const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
                                               256, 480, 3072, NULL, NULL, NULL, NULL, NULL, 48, 2048};

@@ -38,29 +38,29 @@ typedef struct gemm_type {
 
 /* Per dtype (fast/gemm/gemm_types.c): f32 and f64 computed in their own type,
  * f16 and bf16 widened to f32 while packing. */
-CPU_HIDDEN extern const gemm_type_t fast_gemm_type_f32, fast_gemm_type_f64,
-    fast_gemm_type_f16, fast_gemm_type_bf16;
+CPU_HIDDEN extern const gemm_type_t cpu_fast_gemm_type_f32, cpu_fast_gemm_type_f64,
+    cpu_fast_gemm_type_f16, cpu_fast_gemm_type_bf16;
 /* The portable 4 x 8 micro-kernels, for CPUs without AVX2 + FMA. */
-CPU_HIDDEN extern const fast_gemm_kernel_t fast_gemm_portable_f32,
-    fast_gemm_portable_f64;
+CPU_HIDDEN extern const cpu_fast_gemm_kernel_t cpu_fast_gemm_portable_f32,
+    cpu_fast_gemm_portable_f64;
 
 /* The steps below live in gemm_macro.c. */
 
 /* Whether the f32 kernel kr may take the AVX2 widening packer and merge:
  * a vector ISA's kernel (it has a packer) on a CPU with AVX2, FMA, F16C. */
-CPU_HIDDEN bool fast_gemm_wpack_ok(const fast_gemm_kernel_t *kr);
+CPU_HIDDEN bool cpu_fast_gemm_wpack_ok(const cpu_fast_gemm_kernel_t *kr);
 
 /* Packs rows [i0, i0 + mb) x k [p0, p0 + kb) of v's A into MR-row panels
  * at dst (vector code when the ISA has some for the layout). */
-CPU_HIDDEN void fast_gemm_pack_a(const gemm_type_t *t,
-                                 const fast_gemm_kernel_t *kr,
+CPU_HIDDEN void cpu_fast_gemm_pack_a(const gemm_type_t *t,
+                                 const cpu_fast_gemm_kernel_t *kr,
                                  const gemm_view_t *v, int64_t i0, int64_t p0,
                                  int64_t mb, int64_t kb, void *dst);
 
 /* Packs k [p0, p0 + kb) x columns [j0, j0 + nb) of v's B into NR-column
  * panels at dst. */
-CPU_HIDDEN void fast_gemm_pack_b(const gemm_type_t *t,
-                                 const fast_gemm_kernel_t *kr,
+CPU_HIDDEN void cpu_fast_gemm_pack_b(const gemm_type_t *t,
+                                 const cpu_fast_gemm_kernel_t *kr,
                                  const gemm_view_t *v, int64_t j0, int64_t p0,
                                  int64_t nb, int64_t kb, void *dst);
 
@@ -68,7 +68,7 @@ CPU_HIDDEN void fast_gemm_pack_b(const gemm_type_t *t,
  * C's type ct, and the scalars (values of the compute type). */
 typedef struct gemm_macro {
   const gemm_type_t *ct;
-  const fast_gemm_kernel_t *kr;
+  const cpu_fast_gemm_kernel_t *kr;
   char *c;
   int64_t scm, scn;
   const void *alpha, *beta, *one, *zero;
@@ -78,7 +78,7 @@ typedef struct gemm_macro {
  * beta * C block: every MR x NR tile through the micro-kernel, the ragged
  * edges through a tile and the type's merge. Each A micro-panel stays in
  * L1 while the B block streams past it from L2. */
-CPU_HIDDEN void fast_gemm_macro(const gemm_macro_t *mk, const char *ap,
+CPU_HIDDEN void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap,
                                 const char *bp, int64_t mb, int64_t nb,
                                 int64_t kb);
 
@@ -87,8 +87,8 @@ CPU_HIDDEN void fast_gemm_macro(const gemm_macro_t *mk, const char *ap,
  * A are claimed in chunks as workers come free (fast/gemm/gemm_team.c). False
  * when it does not apply or its buffers cannot be had: nothing was
  * written, the caller runs its own split. */
-CPU_HIDDEN bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
-                               const fast_gemm_kernel_t *kr,
+CPU_HIDDEN bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
+                               const cpu_fast_gemm_kernel_t *kr,
                                const gemm_view_t *v, const void *alpha,
                                const void *beta, const void *one,
                                const void *zero);

@@ -6,12 +6,12 @@
  */
 #include "gemm.h"
 
-bp_status_t fast_gemm_lowp(cpu_device_t *dev, const bp_gemm_args_t *a) {
+bp_status_t cpu_fast_gemm_lowp(cpu_device_t *dev, const bp_gemm_args_t *a) {
   if (a->a.dtype != BP_BF16 || a->a.shape[2] == 0) return BP_ERR_UNIMPLEMENTED;
   if (dev->isa != BP_ISA_BEST && dev->isa < BP_ISA_AVX512)
     return BP_ERR_UNIMPLEMENTED;
   const cpu_features_t *f = cpu_features_get();
   if (!f->amx_bf16 || !f->avx512bw || !f->avx512vl || !cpu_amx_request())
     return BP_ERR_UNIMPLEMENTED;
-  return fast_gemm_amx_bf16(dev, a);
+  return cpu_fast_gemm_amx_bf16(dev, a);
 }

@@ -11,7 +11,7 @@
 
 #define TILE_BYTES (16 * 32 * 8) /* largest MR x NR tile of any kernel */
 
-bool fast_gemm_wpack_ok(const fast_gemm_kernel_t *kr) {
+bool cpu_fast_gemm_wpack_ok(const cpu_fast_gemm_kernel_t *kr) {
   const cpu_features_t *f = cpu_features_get();
   return kr->pack && f->avx2 && f->fma && f->f16c;
 }
@@ -20,18 +20,18 @@ bool fast_gemm_wpack_ok(const fast_gemm_kernel_t *kr) {
  * ISA's own for its dtype, the AVX2 widening packer for f16 / bf16 into
  * the f32 kernels' panels (on any CPU with AVX2, FMA and F16C). False:
  * nothing written, the scalar packing runs. */
-static bool vec_pack(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+static bool vec_pack(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                      const void *src, int64_t si, int64_t sk, int64_t cnt,
                      int64_t kb, int w, void *dst) {
   if (t->wide_c) return kr->pack && kr->pack(src, si, sk, cnt, kb, w, dst);
-  return t->esize == sizeof(float) && fast_gemm_wpack_ok(kr) &&
-         fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
+  return t->esize == sizeof(float) && cpu_fast_gemm_wpack_ok(kr) &&
+         cpu_fast_wpack_avx2(t->dtype, src, si, sk, cnt, kb, w, dst);
 }
 
 /* cnt rows (A: si = sam, sk = sak) or columns (B: si = sbn, sk = sbk) of
  * an operand into panels of w: vector code first, the type's scalar
  * packer otherwise. */
-static void pack_panels(const gemm_type_t *t, const fast_gemm_kernel_t *kr, bool is_a,
+static void pack_panels(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr, bool is_a,
                         const char *src, int64_t si, int64_t sk, int64_t cnt,
                         int64_t kb, void *dst) {
   int w = is_a ? kr->mr : kr->nr;
@@ -40,24 +40,24 @@ static void pack_panels(const gemm_type_t *t, const fast_gemm_kernel_t *kr, bool
   else t->pack_b(src, sk, si, kb, cnt, w, dst);
 }
 
-void fast_gemm_pack_a(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+void cpu_fast_gemm_pack_a(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                       const gemm_view_t *v, int64_t i0, int64_t p0, int64_t mb,
                       int64_t kb, void *dst) {
   pack_panels(t, kr, true, v->a + (i0 * v->sam + p0 * v->sak) * (int64_t)t->in_size,
               v->sam, v->sak, mb, kb, dst);
 }
 
-void fast_gemm_pack_b(const gemm_type_t *t, const fast_gemm_kernel_t *kr,
+void cpu_fast_gemm_pack_b(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                       const gemm_view_t *v, int64_t j0, int64_t p0, int64_t nb,
                       int64_t kb, void *dst) {
   pack_panels(t, kr, false, v->b + (p0 * v->sbk + j0 * v->sbn) * (int64_t)t->in_size,
               v->sbn, v->sbk, nb, kb, dst);
 }
 
-void fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
+void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
                      int64_t mb, int64_t nb, int64_t kb) {
   const gemm_type_t *ct = mk->ct;
-  const fast_gemm_kernel_t *kr = mk->kr;
+  const cpu_fast_gemm_kernel_t *kr = mk->kr;
   /* the panels hold the compute type, which C's type shares (f32 for an
    * f32 band of a narrow C) */
   int64_t es = (int64_t)ct->esize, cs = (int64_t)ct->in_size;
@@ -65,7 +65,7 @@ void fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
   alignas(64) char tile[TILE_BYTES];
   bool direct = mk->scn == 1 && ct->wide_c;
   /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
-  bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && fast_gemm_wpack_ok(kr);
+  bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && cpu_fast_gemm_wpack_ok(kr);
   for (int64_t ir = 0; ir < mb; ir += mr) {
     const char *apan = ap + ir * kb * es;
     int64_t rows = mb - ir < mr ? mb - ir : mr;
@@ -78,7 +78,7 @@ void fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
         continue;
       }
       kr->ukr(kb, apan, bpan, tile, nr, mk->one, mk->zero);
-      if (!wmerge || !fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
+      if (!wmerge || !cpu_fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
                                        mk->scm, mk->scn, rows, cols,
                                        *(const float *)mk->alpha,
                                        *(const float *)mk->beta))

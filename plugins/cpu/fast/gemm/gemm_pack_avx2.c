@@ -1,9 +1,9 @@
 /*
  * fast/gemm/gemm_pack_avx2.c — AVX2 packing of f32 GEMM panels for the common
- * layouts (fast/gemm/gemm.h, fast_pack_fn), from f32 sources or, widening on
+ * layouts (fast/gemm/gemm.h, cpu_fast_pack_fn), from f32 sources or, widening on
  * the way (F16C for f16, a shift for bf16), from f16 / bf16 ones. Compiled
- * with the AVX2 flags (fast.mk); reached only through fast_sgemm_avx2 and,
- * for widening, the driver's CPU check (fast_wpack_avx2).
+ * with the AVX2 flags (fast.mk); reached only through cpu_fast_sgemm_avx2 and,
+ * for widening, the driver's CPU check (cpu_fast_wpack_avx2).
  */
 #include <immintrin.h>
 
@@ -43,7 +43,7 @@ static inline __attribute__((always_inline)) __m256 load8(const void *src,
                                                           int kind) {
   if (kind == SRC_F32) {
     const float *s = (const float *)src + i;
-    return n >= 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, fast_first_lanes8(n));
+    return n >= 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, cpu_fast_first_lanes8(n));
   }
   const uint16_t *s = (const uint16_t *)src + i;
   if (n >= 8) return widen8(_mm_loadu_si128((const __m128i *)s), kind);
@@ -76,7 +76,7 @@ static inline __attribute__((always_inline)) bool pack(
             if (full)
               _mm256_storeu_ps(d + j * w, r[j]);
             else
-              fast_store_first8(d + j * w, r[j], w - c);
+              cpu_fast_store_first8(d + j * w, r[j], w - c);
           }
         }
       }
@@ -104,7 +104,7 @@ static inline __attribute__((always_inline)) bool pack(
             if (w - c >= 8)
               _mm256_storeu_ps(d + c, v);
             else
-              fast_store_first8(d + c, v, w - c);
+              cpu_fast_store_first8(d + c, v, w - c);
           }
         }
       }
@@ -114,7 +114,7 @@ static inline __attribute__((always_inline)) bool pack(
   return false;
 }
 
-bool fast_spack_avx2(const void *src, int64_t si, int64_t sk, int64_t cnt,
+bool cpu_fast_spack_avx2(const void *src, int64_t si, int64_t sk, int64_t cnt,
                      int64_t kb, int w, void *dst_) {
   float *dst = dst_;
   if (w > 16) return false;
@@ -123,7 +123,7 @@ bool fast_spack_avx2(const void *src, int64_t si, int64_t sk, int64_t cnt,
   return pack(src, si, sk, cnt, kb, w, dst, SRC_F32);
 }
 
-bool fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si, int64_t sk,
+bool cpu_fast_wpack_avx2(bp_dtype_t dtype, const void *src, int64_t si, int64_t sk,
                      int64_t cnt, int64_t kb, int w, void *dst_) {
   float *dst = dst_;
   if (dtype == BP_F16) {
@@ -185,7 +185,7 @@ static inline __attribute__((always_inline)) void wmerge(
   }
 }
 
-bool fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr, void *c,
+bool cpu_fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr, void *c,
                       int64_t scm, int64_t scn, int64_t mb, int64_t nb,
                       float alpha, float beta) {
   if (scn != 1) return false;

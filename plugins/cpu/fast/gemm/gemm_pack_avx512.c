@@ -1,7 +1,7 @@
 /*
  * fast/gemm/gemm_pack_avx512.c — AVX-512 packing of f32 GEMM panels for the
- * common layouts (fast/gemm/gemm.h, fast_pack_fn). Compiled with the AVX-512
- * flags (fast.mk); reached only through fast_sgemm_avx512.
+ * common layouts (fast/gemm/gemm.h, cpu_fast_pack_fn). Compiled with the AVX-512
+ * flags (fast.mk); reached only through cpu_fast_sgemm_avx512.
  */
 #include <immintrin.h>
 
@@ -121,7 +121,7 @@ static inline __attribute__((always_inline)) void pack_c(
   }
 }
 
-bool fast_spack_avx512(const void *src_, int64_t si, int64_t sk, int64_t cnt,
+bool cpu_fast_spack_avx512(const void *src_, int64_t si, int64_t sk, int64_t cnt,
                        int64_t kb, int w, void *dst_) {
   const float *src = src_;
   float *dst = dst_;

@@ -60,7 +60,7 @@ typedef struct team_block {
 
 typedef struct gemm_team_job {
   const gemm_type_t *t;
-  const fast_gemm_kernel_t *kr;
+  const cpu_fast_gemm_kernel_t *kr;
   const gemm_view_t *v;
   const void *alpha, *beta, *one, *zero;
   int64_t kc, nc, nn, nblocks;
@@ -99,7 +99,7 @@ static void pack_b_share(const gemm_team_job_t *j, team_block_t *blk,
   int64_t cols = j->claim_cols;
   for (int64_t g; (g = claim(&blk->pack_claimed)) < groups;) {
     int64_t j0 = g * cols, w = nb - j0 < cols ? nb - j0 : cols;
-    fast_gemm_pack_b(j->t, j->kr, j->v, jc + j0, pc, w, kb,
+    cpu_fast_gemm_pack_b(j->t, j->kr, j->v, jc + j0, pc, w, kb,
                      bp + j0 * kb * (int64_t)j->t->esize);
     mark_done(&blk->pack_done);
   }
@@ -124,7 +124,7 @@ static void rows_share(const gemm_team_job_t *j, team_block_t *blk, int64_t p,
     chunk_rows(j, r, &i0, &mb);
     char *ap = j->aslab[p & 1] + i0 * kb * es;
     if (jc == 0) {
-      fast_gemm_pack_a(j->t, j->kr, v, i0, pc, mb, kb, ap);
+      cpu_fast_gemm_pack_a(j->t, j->kr, v, i0, pc, mb, kb, ap);
       __atomic_store_n(&j->stamp[p & 1][r], p + 1, __ATOMIC_RELEASE);
     } else {
       wait_for(&j->stamp[p & 1][r], p + 1);
@@ -134,7 +134,7 @@ static void rows_share(const gemm_team_job_t *j, team_block_t *blk, int64_t p,
     gemm_macro_t mk = {j->t, j->kr, v->c + (i0 * v->scm + jc * v->scn) * cs,
                        v->scm, v->scn, j->alpha, pc == 0 ? j->beta : j->one,
                        j->one, j->zero};
-    fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
+    cpu_fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
     __atomic_store_n(cdone, p + 1, __ATOMIC_RELEASE);
     mark_done(&blk->rows_done);
   }
@@ -213,8 +213,8 @@ static void team_run(cpu_device_t *dev, unsigned workers, gemm_team_job_t *j, ch
   cpu_pool_run(dev->pool, workers, 1, team_task, j);
 }
 
-bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
-                    const fast_gemm_kernel_t *kr, const gemm_view_t *v,
+bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
+                    const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v,
                     const void *alpha, const void *beta, const void *one,
                     const void *zero) {
   unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
@@ -232,7 +232,7 @@ bool fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
     gemm_team_job_t j = {.t = t, .kr = kr, .v = &sub, .alpha = alpha,
                          .beta = beta, .one = one, .zero = zero};
     size_t bytes = team_plan(&j, workers);
-    if (!mem && !(mem = fast_scratch(1, bytes))) return false;
+    if (!mem && !(mem = cpu_fast_scratch(1, bytes))) return false;
     team_run(dev, workers, &j, mem);
   }
   return true;

@@ -138,7 +138,7 @@
   DEFINE_MERGE(TI, TC, sfx, LD, ST)                                            \
   DEFINE_NAIVE(TI, TC, sfx, LD, ST)                                            \
   DEFINE_SCALE(TI, TC, sfx, LD, ST)                                            \
-  const gemm_type_t fast_gemm_type_##sfx = {                                 \
+  const gemm_type_t cpu_fast_gemm_type_##sfx = {                                 \
       DT, sizeof(TI), sizeof(TC), sizeof(TI) == sizeof(TC),                    \
       pack_a_##sfx, pack_b_##sfx, merge_##sfx,                                 \
       naive_##sfx,  scale_##sfx};
@@ -172,7 +172,7 @@ DEFINE_UKR_C(float, f32)
 DEFINE_UKR_C(double, f64)
 
 /* Blocking for the portable kernels (no cache tuning: kept everywhere). */
-const fast_gemm_kernel_t fast_gemm_portable_f32 = {
+const cpu_fast_gemm_kernel_t cpu_fast_gemm_portable_f32 = {
     ukr_c_f32, C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL, 0, 0};
-const fast_gemm_kernel_t fast_gemm_portable_f64 = {
+const cpu_fast_gemm_kernel_t cpu_fast_gemm_portable_f64 = {
     ukr_c_f64, C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL, 0, 0};

@@ -1,6 +1,6 @@
 /*
  * fast/gemm/gemm_ukr_rows.h — the unpacked f32 micro-kernel body, instantiated
- * per ISA by fast/gemm/gemm_avx512.c and fast/gemm/gemm_avx2.c (fast_ukr_rows_fn in
+ * per ISA by fast/gemm/gemm_avx512.c and fast/gemm/gemm_avx2.c (cpu_fast_ukr_rows_fn in
  * fast/gemm/gemm.h). Where fast/gemm/gemm_ukr.h reads packed panels, this one reads A
  * as MR rows of unit k stride (a + i*lda) and B as k rows of unit n stride
  * (b + p*ldb), so row-major operands, packed image tiles (ldb = NR) and
@@ -80,7 +80,7 @@
     FAST_UKR_ROWS_BODY(MR, FAST_ROWS_BLO, FAST_ROWS_BHI, cols)                 \
   }
 
-/* Column-major A (fast_gemm_kernel_t.ukr_cols): element (i, p) at
+/* Column-major A (cpu_fast_gemm_kernel_t.ukr_cols): element (i, p) at
  * a[p*lda + i], the MR values of one k step side by side. */
 #define FAST_DEFINE_UKR_COLS(name, MR)                                         \
   static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
@@ -89,7 +89,7 @@
     FAST_UKR_BODY_A(MR, FAST_ROWS_BLO, FAST_ROWS_BHI, cols, 1, lda)            \
   }
 
-/* B row p's two halves at blo + off[p] and bhi + off[p] (fast_ukr_offs_fn):
+/* B row p's two halves at blo + off[p] and bhi + off[p] (cpu_fast_ukr_offs_fn):
  * an image read in place, each half a run of one output row. lcols lanes
  * are loaded (2W: all, unmasked), cols stored. */
 #define FAST_OFFS_BLO(p) (blo + off[p])
@@ -102,7 +102,7 @@
     FAST_UKR_ROWS_BODY(MR, FAST_OFFS_BLO, FAST_OFFS_BHI, lcols)                \
   }
 
-/* Output channels along the vector (fast_ukr_pix_fn): MR output pixels, each
+/* Output channels along the vector (cpu_fast_ukr_pix_fn): MR output pixels, each
  * broadcast from its own input pointer xp[i] + off[p], times NR = 2W output
  * channels of packed weights wp[p*2W + ch]; the tile is transposed on the
  * way out, so y[ch*ldy + i] (NCHW) is written directly. Pixels past `rows`

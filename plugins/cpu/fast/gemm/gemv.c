@@ -122,14 +122,14 @@ static void run(cpu_device_t *dev, gemv_job_t *j, bool axpy) {
     fn(j, 0, tasks, 0);
 }
 
-void fast_gemv_dot(cpu_device_t *dev, bool f64, int64_t m, int64_t k,
+void cpu_fast_gemv_dot(cpu_device_t *dev, bool f64, int64_t m, int64_t k,
                    const void *a, int64_t lda, const void *x, int64_t incx,
                    void *y, int64_t incy, double alpha, double beta) {
   gemv_job_t j = {f64, m, k, 0, a, x, lda, incx, y, incy, alpha, beta};
   run(dev, &j, false);
 }
 
-void fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n,
+void cpu_fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n,
                     const void *x, int64_t incx, const void *b, int64_t ldb,
                     void *y, int64_t incy, double alpha, double beta) {
   gemv_job_t j = {f64, k, n, 0, b, x, ldb, incx, y, incy, alpha, beta};
@@ -147,10 +147,10 @@ bp_status_t cpu_fast_gemv(cpu_device_t *dev, const bp_gemv_args_t *g) {
   char *y = cpu_tensor_base(&g->y);
   bool f64 = dt == BP_F64;
   if (n <= 1 || g->a.strides[1] == 1)
-    fast_gemv_dot(dev, f64, m, n, a, g->a.strides[0], x, g->x.strides[0], y,
+    cpu_fast_gemv_dot(dev, f64, m, n, a, g->a.strides[0], x, g->x.strides[0], y,
                   g->y.strides[0], g->alpha, g->beta);
   else if (m <= 1 || g->a.strides[0] == 1) /* column-major A: y = x^T A^T */
-    fast_gemv_axpy(dev, f64, n, m, x, g->x.strides[0], a, g->a.strides[1], y,
+    cpu_fast_gemv_axpy(dev, f64, n, m, x, g->x.strides[0], a, g->a.strides[1], y,
                    g->y.strides[0], g->alpha, g->beta);
   else
     return BP_ERR_UNIMPLEMENTED;

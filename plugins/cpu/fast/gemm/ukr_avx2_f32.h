@@ -18,7 +18,7 @@
 #define MUL _mm256_mul_ps
 #define ZERO _mm256_setzero_ps
 #define MASK_T __m256i
-#define MASK(n) fast_first_lanes8(n)
+#define MASK(n) cpu_fast_first_lanes8(n)
 #define MLOAD(p, m) _mm256_maskload_ps((p), (m))
 /* not vmaskmovps: see fast/tail_avx2.h */
-#define STORE_N(p, v, n) fast_store_first8((p), (v), (n))
+#define STORE_N(p, v, n) cpu_fast_store_first8((p), (v), (n))

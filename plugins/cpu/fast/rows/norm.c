@@ -7,7 +7,7 @@
  * then writes the output — the later passes hit the cache for any row that
  * fits L2, and the next row is prefetched meanwhile, so memory sees one
  * read and one write; a large output goes out in non-temporal stores
- * (fast_nt_ok). Batch norm folds each channel's
+ * (cpu_fast_nt_ok). Batch norm folds each channel's
  * mean, var, scale and bias into one multiply-add (computed in double) and
  * streams each (n, c) plane through it.
  * Covered: f32 x / y with unit stride along the normalised run, f32 gamma /
@@ -22,7 +22,7 @@
 #include "plugins/cpu/tensor.h"
 
 typedef struct norm_job {
-  const fast_vec_kernels_t *vk;
+  const cpu_fast_vec_kernels_t *vk;
   const bp_norm_args_t *a;
   const float *x, *gamma, *beta;
   float *y;
@@ -35,9 +35,9 @@ static void norm_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const norm_job_t *j = ctx;
   (void)c0;
   const float *next =
-      row + 1 < j->rows ? j->x + fast_line_offset(&j->a->x, row + 1) : NULL;
-  j->vk->norm_row(j->x + fast_line_offset(&j->a->x, row),
-                  j->y + fast_line_offset(&j->a->y, row), n, j->gamma,
+      row + 1 < j->rows ? j->x + cpu_fast_line_offset(&j->a->x, row + 1) : NULL;
+  j->vk->norm_row(j->x + cpu_fast_line_offset(&j->a->x, row),
+                  j->y + cpu_fast_line_offset(&j->a->y, row), n, j->gamma,
                   j->beta, j->a->eps, j->rms, next, j->nt);
 }
 
@@ -53,7 +53,7 @@ static bool param_ok(const bp_plugin_tensor_t *t, const float **out) {
 
 static bp_status_t norm(cpu_device_t *dev, const bp_norm_args_t *a, int rms) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
-  norm_job_t j = {fast_vec_pick(dev), a, cpu_tensor_base(x), NULL, NULL,
+  norm_job_t j = {cpu_fast_vec_pick(dev), a, cpu_tensor_base(x), NULL, NULL,
                   cpu_tensor_base(y), rms, 0, false};
   int32_t last = x->rank - 1;
   if (!j.vk || x->dtype != BP_F32 || y->dtype != BP_F32 || last < 0 ||
@@ -67,8 +67,8 @@ static bp_status_t norm(cpu_device_t *dev, const bp_norm_args_t *a, int rms) {
   if (j.gamma) in[nin++] = &a->gamma;
   if (j.beta) in[nin++] = &a->beta;
   j.rows = cpu_numel(x) / n;
-  j.nt = fast_nt_ok(dev, y, in, nin);
-  fast_rows_run(dev, j.rows, n, n, norm_piece, &j);
+  j.nt = cpu_fast_nt_ok(dev, y, in, nin);
+  cpu_fast_rows_run(dev, j.rows, n, n, norm_piece, &j);
   return BP_OK;
 }
 
@@ -83,7 +83,7 @@ bp_status_t cpu_fast_rms_norm(cpu_device_t *dev, const bp_norm_args_t *a) {
 /* ---- batch norm ---------------------------------------------------------*/
 
 typedef struct bn_job {
-  const fast_vec_kernels_t *vk;
+  const cpu_fast_vec_kernels_t *vk;
   const bp_batch_norm_args_t *a;
   const float *x;
   float *y, *scale, *shift; /* per channel */
@@ -118,8 +118,8 @@ static double chan(const bp_plugin_tensor_t *t, int64_t c) {
 bp_status_t cpu_fast_batch_norm(cpu_device_t *dev,
                                 const bp_batch_norm_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
-  bn_job_t j = {fast_vec_pick(dev), a, cpu_tensor_base(x), cpu_tensor_base(y),
-                NULL, NULL, 0, 0, fast_nt_ok(dev, y, &x, 1)};
+  bn_job_t j = {cpu_fast_vec_pick(dev), a, cpu_tensor_base(x), cpu_tensor_base(y),
+                NULL, NULL, 0, 0, cpu_fast_nt_ok(dev, y, &x, 1)};
   int64_t iy;
   if (!j.vk || x->dtype != BP_F32 || y->dtype != BP_F32 || x->rank < 2 ||
       !inner_dense(x, &j.inner) || !inner_dense(y, &iy) || j.inner < 16)
@@ -134,7 +134,7 @@ bp_status_t cpu_fast_batch_norm(cpu_device_t *dev,
     j.scale[c] = (float)s;
     j.shift[c] = (float)(chan(&a->bias, c) - chan(&a->mean, c) * s);
   }
-  fast_rows_run(dev, x->shape[0] * j.C, j.inner, 16384, bn_piece, &j);
+  cpu_fast_rows_run(dev, x->shape[0] * j.C, j.inner, 16384, bn_piece, &j);
   free(j.scale);
   return BP_OK;
 }

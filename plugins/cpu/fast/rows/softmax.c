@@ -4,8 +4,8 @@
  * Ranges of rows per task: the vector kernel (fast/vec.h) reads a row that
  * fits the cache once from memory (max, exps and sum, output — the later
  * passes hit L1 / L2) while prefetching the next row, and writes a large
- * output with non-temporal stores (fast_nt_ok), each row's during the
- * next row's exp pass (fast_sm_defer_t), where the stores drain while the
+ * output with non-temporal stores (cpu_fast_nt_ok), each row's during the
+ * next row's exp pass (cpu_fast_sm_defer_t), where the stores drain while the
  * exps are computed: 1.08x in a median of 40 alternating runs. Rows too long for the cache take
  * the online form: one read pass for max and sum, one read-and-write pass.
  * NaN in a row makes it all NaN, an all -inf row gives NaN, as the
@@ -17,7 +17,7 @@
 #include "plugins/cpu/tensor.h"
 
 typedef struct softmax_job {
-  const fast_vec_kernels_t *vk;
+  const cpu_fast_vec_kernels_t *vk;
   const bp_softmax_args_t *a;
   const float *x;
   float *y;
@@ -26,24 +26,24 @@ typedef struct softmax_job {
 } softmax_job_t;
 
 /* Rows [r0, r1) in order, each streaming out the previous one's output
- * during its exp pass (fast_sm_defer_t); the last row writes its own. */
+ * during its exp pass (cpu_fast_sm_defer_t); the last row writes its own. */
 static void softmax_range(void *ctx, int64_t r0, int64_t r1) {
   const softmax_job_t *j = ctx;
   int64_t n = j->a->x.shape[j->a->x.rank - 1];
   float buf[2][SOFTMAX_SCRATCH_ROW] __attribute__((aligned(64)));
-  fast_sm_defer_t d = {{buf[0], buf[1]}, 0, NULL, NULL, 0.0f};
+  cpu_fast_sm_defer_t d = {{buf[0], buf[1]}, 0, NULL, NULL, 0.0f};
   for (int64_t row = r0; row < r1; row++) {
     const float *next =
-        row + 1 < r1 ? j->x + fast_line_offset(&j->a->x, row + 1) : NULL;
-    j->vk->softmax_row(j->x + fast_line_offset(&j->a->x, row),
-                       j->y + fast_line_offset(&j->a->y, row), n, j->a->log,
+        row + 1 < r1 ? j->x + cpu_fast_line_offset(&j->a->x, row + 1) : NULL;
+    j->vk->softmax_row(j->x + cpu_fast_line_offset(&j->a->x, row),
+                       j->y + cpu_fast_line_offset(&j->a->y, row), n, j->a->log,
                        next, j->nt, &d);
   }
 }
 
 bp_status_t cpu_fast_softmax(cpu_device_t *dev, const bp_softmax_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
-  softmax_job_t j = {fast_vec_pick(dev), a, cpu_tensor_base(x),
+  softmax_job_t j = {cpu_fast_vec_pick(dev), a, cpu_tensor_base(x),
                      cpu_tensor_base(y), 0, false};
   int32_t last = x->rank - 1;
   if (!j.vk || x->dtype != BP_F32 || y->dtype != BP_F32 || last < 0 ||
@@ -52,7 +52,7 @@ bp_status_t cpu_fast_softmax(cpu_device_t *dev, const bp_softmax_args_t *a) {
   int64_t n = x->shape[last];
   if (n == 0 || cpu_numel(x) == 0) return BP_OK;
   j.rows = cpu_numel(x) / n;
-  j.nt = fast_nt_ok(dev, y, &x, 1);
-  fast_row_ranges_run(dev, j.rows, n, softmax_range, &j);
+  j.nt = cpu_fast_nt_ok(dev, y, &x, 1);
+  cpu_fast_row_ranges_run(dev, j.rows, n, softmax_range, &j);
   return BP_OK;
 }

@@ -14,7 +14,7 @@
  * up to the vector boundary, then aligned streaming stores, then a normal
  * tail): memory sees no read-for-ownership of y and the caches keep x.
  * Softmax then keeps its exps in a stack scratch rather than in y, so y is
- * written exactly once. The caller fences (fast_rows_run does).
+ * written exactly once. The caller fences (cpu_fast_rows_run does).
  */
 
 /* Rows up to this many floats stay in cache between passes: max, then exp
@@ -168,7 +168,7 @@ static float online_max_sum(const float *x, int64_t n, float *sum) {
 
 /* Writes a pending softmax output on its own (the rows that cannot take it
  * in their exp pass). */
-static void softmax_flush(fast_sm_defer_t *d, int64_t n) {
+static void softmax_flush(cpu_fast_sm_defer_t *d, int64_t n) {
   if (!d || !d->y) return;
   const float *pe = d->e;
   V PI = vset1(d->inv);
@@ -179,7 +179,7 @@ static void softmax_flush(fast_sm_defer_t *d, int64_t n) {
 }
 
 static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
-                          const float *next, bool nt, fast_sm_defer_t *d) {
+                          const float *next, bool nt, cpu_fast_sm_defer_t *d) {
   float mx, sum;
   /* the exps: in y (the last pass finds them in cache), or with streaming
    * stores in a scratch row (the stack's, or the deferral's), so that y is
@@ -222,7 +222,7 @@ static void k_softmax_row(const float *x, float *y, int64_t n, int log_,
   float inv1 = (float)(1.0 / (double)sum);
   if (d && next && scratch_row && nt_head(y, n) == 0 && n % NT_LINE == 0) {
     /* leave it pending: the next row's exp pass writes it */
-    *d = (fast_sm_defer_t){{d->buf[0], d->buf[1]}, d->cur ^ 1, y, e, inv1};
+    *d = (cpu_fast_sm_defer_t){{d->buf[0], d->buf[1]}, d->cur ^ 1, y, e, inv1};
     return;
   }
   V inv = vset1(inv1);
