@@ -11,8 +11,8 @@
  * are marked for transparent huge pages (madvise MADV_HUGEPAGE; Debian's
  * default THP mode, "madvise", gives them only to regions that ask). A
  * row-wise op over a large tensor otherwise takes a TLB miss every 4 KiB,
- * and the streaming kernels measured about 1.2x faster on huge pages
- * (docs/performance.md). Where THP is off, madvise fails harmlessly and
+ * which the streaming kernels feel (docs/performance.md has the figure).
+ * Where THP is off, madvise fails harmlessly and
  * the block is an ordinary one.
  */
 #include <stdlib.h>

@@ -140,8 +140,9 @@ static inline V vabs(V x) { return vxor(x, vand(x, vset1(-0.0f))); }
 /* tanh |x| = m / (m + 2) with m = e^{2|x|} - 1, x's sign put back. m is
  * 2^n (e^r - 1) + (2^n - 1), and e^r - 1 = r + r^2 p rounds once, so small
  * |x| keeps its relative precision without a second polynomial and a
- * blend: within 2.6 ulp of tanh over every f32 (a Cephes polynomial below
- * 0.625 gave 1.4 ulp at 1.4x the cost). 2|x| is capped at 20, where tanh
+ * blend: within 2.6 ulp of tanh over every f32 (a second polynomial for
+ * small |x| is more precise, but costs more than those ulp are worth
+ * here; docs/performance.md). 2|x| is capped at 20, where tanh
  * is 1 in f32. */
 static inline V vtanh(V x) {
   V sign = vand(x, vset1(-0.0f)), a = vxor(x, sign);

@@ -34,8 +34,9 @@
 #include "attention.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 
-/* Block sizes: 16 to 64 queries and 64 or 128 keys all time the same
- * within noise on a 2-core Zen (one core runs ~70% of its FMA peak). */
+/* Block sizes: the kernel is bound by its FMAs, not by where the blocks
+ * sit, so the range of block sizes that fit the registers and L1 times
+ * alike; these are the smallest that fill whole vectors. */
 #define ATT_BQ 32 /* queries per block: the lanes of 4 vectors */
 #define ATT_BK 64 /* keys per block */
 #define ATT_NR 6  /* broadcast rows of the micro-kernel */

@@ -6,8 +6,8 @@
  * The plane is copied into the zero-padded buffer with aligned whole-vector
  * moves and no calls (it then sits in L1 for the R output rows that read
  * each input row); output vectors are independent accumulators kept in
- * registers (the accumulators of an earlier version lived on the stack,
- * 3x slower), two output rows at a time where stride and dilation down
+ * registers (on the stack, every FMA would wait for a store and a reload
+ * of its accumulator; docs/performance.md), two output rows at a time where stride and dilation down
  * the rows are 1, so each input vector loaded feeds both rows' FMAs.
  * Outputs of cpu_fast_nt_min_bytes() and more are stored past the cache (nt;
  * the caller fences).

@@ -5,11 +5,12 @@
  *
  * Walked in y's order (the reference), every element of a y row comes
  * from a different line of x, and each line is fetched again for the next
- * row once the rows outgrow the cache: 2.3-2.8 GB/s for 4096 x 4096 f32
- * on the EPYC, against 42-57 GB/s for the streaming loop. Here the two
- * dims are copied in TILE x TILE blocks through a buffer (4 x 4 SSE
- * transposes for 4-byte elements), y's whole block rows with streaming
- * stores when y is large: 18-20 GB/s. Blocks are dealt out to the pool.
+ * row once the rows outgrow the cache, a small fraction of what a
+ * streaming copy moves. Here the two dims are copied in TILE x TILE
+ * blocks through a buffer (4 x 4 SSE transposes for 4-byte elements), so
+ * each line of x is fetched once, y's whole block rows with streaming
+ * stores when y is large (docs/performance.md has the figures). Blocks
+ * are dealt out to the pool.
  */
 #include <string.h>
 #if defined(__SSE2__)
@@ -38,8 +39,8 @@ typedef struct tr_job {
  * dim through a buffer: x's column segments (contiguous in x) are read
  * one after another into it, then y's row segments written out of it one
  * after another. Rows a power of two apart share a few cache sets, so a
- * block walked in place evicted its own lines before their second use
- * (4.3 GB/s at 4096 x 4096 f32); in bursts each line is touched once. */
+ * block walked in place evicted its own lines before their second use;
+ * in bursts each line is touched once. */
 #define TR_BLOCK(T)                                                            \
   {                                                                            \
     T buf[TILE][TILE];                                                         \

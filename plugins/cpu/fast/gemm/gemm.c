@@ -27,21 +27,18 @@
  * unpacked micro-kernel reads A's rows and B's rows where they are (all of
  * them fit in L1 / L2 at these sizes) and masks the ragged edges, so C is
  * written once, in place. Column-major A is first copied row-major. */
-#define GEMM_DIRECT_MAX 224 /* largest m, n, k taken unpacked: one thread's
-                               * time / OpenBLAS's, median of 4 alternating
-                               * runs, unpacked vs packed: 192^3 1.01 vs
-                               * 0.94, 224^3 0.99 vs 0.95, 256^3 0.91 vs
-                               * 0.94 (docs/performance.md) */
+#define GEMM_DIRECT_MAX 224 /* largest m, n, k taken unpacked: past it,
+                               * packing's cost is spread over enough tiles
+                               * that the packed path wins
+                               * (docs/performance.md) */
 /* A few rows of C (at most two micro-panels) against a large B: packing
  * B would copy it for one or two uses of each element, so B is read in
  * place, in k blocks. With two panels each B line is read twice, which
  * pays when B streams from memory anyway (past GEMM_SKINNY_STREAM bytes)
  * or when its rows are not a multiple of 1 KiB apart; rows that are (a
  * power-of-two width) fall into a few L1 / L2 sets, the second read
- * misses, and the packed path is faster (12 x 4096 x 256: 0.86x).
- * Measured against the packed path, same program: 6 x 4096 x 4096 1.76x,
- * 12 x 4096 x 4096 1.19-1.22x, 4 x 8192 x 2048 1.55x, 12 x 300 x 5000
- * 1.47x; three panels (16, 18 rows) measured 0.74-0.98x. */
+ * misses, and the packed path is faster. From three panels on, the
+ * rereads of B cost more than packing it (docs/performance.md). */
 #define GEMM_SKINNY_STREAM ((int64_t)32 << 20)
 
 static bool gemm_skinny(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v) {
@@ -54,11 +51,9 @@ static bool gemm_skinny(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v) 
 /* Unpacked: small problems (GEMM_DIRECT_MAX), a few rows (gemm_skinny),
  * and a C of at most GEMM_DIRECT_MAX square whatever k is, in k blocks:
  * each element of A and B serves at most MAX / NR and MAX / MR tiles, and
- * packing them cost more than it saved. Two threads, paired against the
- * packed path: 64 x 64 x 65536 1.27x (column-major A 1.50x), 128 x 128 x
- * 32768 1.14x, 200 x 200 x 16384 1.13x, 224 x 224 x 1024 1.17x, 100 x 100
- * x 2000 1.29x; wider C (384^2, 512^2) measured 0.73 - 0.87x, so the
- * bound stays. */
+ * packing them cost more than it saved. A wider C reuses each packed
+ * element over enough tiles that packing wins again, so the bound stays
+ * (docs/performance.md). */
 static bool gemm_direct_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                              const gemm_view_t *v) {
   /* a column-major A without the kernel that reads it in place is copied

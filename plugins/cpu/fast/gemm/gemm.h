@@ -33,8 +33,9 @@ typedef void (*cpu_fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void 
 /* k steps per strip when panels are copied from a source whose panel rows
  * are contiguous (B row-major, A column-major): each strip is dealt out
  * across all the panels, so every source row is read in one run and the
- * strip's rows are streams the hardware prefetcher follows. 16 streams
- * measured 1.5x slower than 8 on the EPYC, 4 streams 1.3x. */
+ * strip's rows are streams the hardware prefetcher follows. 8 is the
+ * count it tracks well: more streams than it follows, or fewer and
+ * shorter runs, both cost (docs/performance.md). */
 #define FAST_PACK_STRIP 8
 
 typedef bool (*cpu_fast_pack_fn)(const void *src, int64_t si, int64_t sk,

@@ -86,9 +86,9 @@ static inline __attribute__((always_inline)) bool pack(
   if (si == 1) {
     /* Panel rows contiguous: copies, in strips of FAST_PACK_STRIP k steps
      * across every panel (fast/gemm/gemm.h). One panel at a time walked the source
-     * down a column (one line per row, a row apart: nothing to prefetch,
-     * 8 GB/s from memory on the EPYC against 21 GB/s this way), and k
-     * outermost sent every store a panel (kb * w floats, 16 KiB for B)
+     * down a column (one line per row, a row apart: nothing for the
+     * prefetcher to follow, and well under half this way's bandwidth from
+     * memory), and k outermost sent every store a panel (kb * w floats, 16 KiB for B)
      * from the last, into one L1 set. */
     int64_t np = (cnt + w - 1) / w;
     for (int64_t p0 = 0; p0 < kb; p0 += FAST_PACK_STRIP) {

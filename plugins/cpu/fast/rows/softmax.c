@@ -6,7 +6,8 @@
  * passes hit L1 / L2) while prefetching the next row, and writes a large
  * output with non-temporal stores (cpu_fast_nt_ok), each row's during the
  * next row's exp pass (cpu_fast_sm_defer_t), where the stores drain while the
- * exps are computed: 1.08x in a median of 40 alternating runs. Rows too long for the cache take
+ * exps are computed instead of stalling the row that made them. Rows too
+ * long for the cache take
  * the online form: one read pass for max and sum, one read-and-write pass.
  * NaN in a row makes it all NaN, an all -inf row gives NaN, as the
  * reference.
