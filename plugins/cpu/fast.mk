@@ -3,21 +3,21 @@
 # checks, so the rest of the plugin stays baseline x86-64. Included by
 # plugin.mk after its `$(CPU_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS)`; these
 # later target-specific assignments to the same variable replace it.
-FAST_DIR := $(B)/obj/plugins/cpu/fast
-FAST_AVX2 := -mavx2 -mfma -mf16c
-FAST_AVX512 := $(FAST_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq
+CPU_FAST_DIR := $(B)/obj/plugins/cpu/fast
+CPU_FAST_AVX2 := -mavx2 -mfma -mf16c
+CPU_FAST_AVX512 := $(CPU_FAST_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq
 
-$(FAST_DIR)/gemm/gemm_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
-$(FAST_DIR)/gemm/gemm_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
-$(FAST_DIR)/gemm/gemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512) \
+$(CPU_FAST_DIR)/gemm/gemm_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
+$(CPU_FAST_DIR)/gemm/gemm_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+$(CPU_FAST_DIR)/gemm/gemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
   -mamx-tile -mamx-bf16
-$(FAST_DIR)/attention/attention_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
-$(FAST_DIR)/attention/attention_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
+$(CPU_FAST_DIR)/attention/attention_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+$(CPU_FAST_DIR)/attention/attention_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 # Row kernels of the memory-bound ops and depthwise conv (fast/vec_kern.h).
-$(FAST_DIR)/vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
-$(FAST_DIR)/vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
-$(FAST_DIR)/conv/conv2d_dw_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
-$(FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
+$(CPU_FAST_DIR)/vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
+$(CPU_FAST_DIR)/vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+$(CPU_FAST_DIR)/conv/conv2d_dw_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
+$(CPU_FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 # Vectorised f32 panel packing (fast/gemm/gemm_pack_*.c).
-$(FAST_DIR)/gemm/gemm_pack_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX2)
-$(FAST_DIR)/gemm/gemm_pack_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(FAST_AVX512)
+$(CPU_FAST_DIR)/gemm/gemm_pack_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
+$(CPU_FAST_DIR)/gemm/gemm_pack_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)

@@ -6,8 +6,8 @@
  * per row. And the lane mask of a ragged end, for the masked loads (which
  * are cheap). For files compiled with AVX (the AVX2 kernels).
  */
-#ifndef BACKPLANE_FAST_TAIL_AVX2_H
-#define BACKPLANE_FAST_TAIL_AVX2_H
+#ifndef BACKPLANE_CPU_FAST_TAIL_AVX2_H
+#define BACKPLANE_CPU_FAST_TAIL_AVX2_H
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -42,4 +42,4 @@ static inline __attribute__((always_inline)) void cpu_fast_store_first8(float *d
   if (n & 1) _mm_store_ss(d, x);
 }
 
-#endif /* BACKPLANE_FAST_TAIL_AVX2_H */
+#endif /* BACKPLANE_CPU_FAST_TAIL_AVX2_H */

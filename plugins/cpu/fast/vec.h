@@ -11,8 +11,8 @@
  * flags (fast.mk) and reached only after cpu_fast_vec_pick's CPUID check.
  * All row pointers are f32 with unit stride unless a stride is given.
  */
-#ifndef BACKPLANE_FAST_VEC_H
-#define BACKPLANE_FAST_VEC_H
+#ifndef BACKPLANE_CPU_FAST_VEC_H
+#define BACKPLANE_CPU_FAST_VEC_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -148,4 +148,4 @@ CPU_HIDDEN bool cpu_fast_copy_transposed(cpu_device_t *dev, const bp_copy_args_t
  * (the lines enumerated row-major over the other axes). */
 CPU_HIDDEN int64_t cpu_fast_line_offset(const bp_plugin_tensor_t *t, int64_t line);
 
-#endif /* BACKPLANE_FAST_VEC_H */
+#endif /* BACKPLANE_CPU_FAST_VEC_H */

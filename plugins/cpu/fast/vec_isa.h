@@ -1,12 +1,12 @@
 /*
  * fast/vec_isa.h — the few vector operations fast/vec_kern.h is written in,
- * for AVX-512 (FAST_VEC_512) or AVX2 + FMA + F16C. Included only by
+ * for AVX-512 (CPU_FAST_VEC_512) or AVX2 + FMA + F16C. Included only by
  * fast/vec_avx512.c / fast/vec_avx2.c, which carry the matching -m flags.
  * V is a float vector of VL lanes, M a lane mask, VI an int32 vector.
  */
 #include <immintrin.h>
 
-#ifdef FAST_VEC_512
+#ifdef CPU_FAST_VEC_512
 #define VL 16
 typedef __m512 V;
 typedef __m512i VI;

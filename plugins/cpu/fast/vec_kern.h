@@ -1,7 +1,7 @@
 /*
  * fast/vec_kern.h — the row kernels of fast/vec.h, written once in the
  * vector ops of fast/vec_isa.h and instantiated per ISA: the includer
- * defines FAST_VEC_512 or not and FAST_VEC_TABLE (the table's name).
+ * defines CPU_FAST_VEC_512 or not and CPU_FAST_VEC_TABLE (the table's name).
  * Rows are processed in whole vectors plus one masked tail.
  */
 #include <math.h>
@@ -325,7 +325,7 @@ static void k_reduce_cols(bp_reduce_op_t op, const float *x, int64_t stride,
 
 /* ---- casts ----------------------------------------------------------------*/
 
-#ifdef FAST_VEC_512
+#ifdef CPU_FAST_VEC_512
 typedef __m256i VH; /* VL halves */
 static inline VH h_load(const uint16_t *p) { return _mm256_loadu_si256((const void *)p); }
 static inline void h_store(uint16_t *p, VH h) { _mm256_storeu_si256((void *)p, h); }
@@ -405,6 +405,6 @@ static bool k_cvt(bp_dtype_t from, bp_dtype_t to, const void *x, void *y,
   return true;
 }
 
-const cpu_fast_vec_kernels_t FAST_VEC_TABLE = {
+const cpu_fast_vec_kernels_t CPU_FAST_VEC_TABLE = {
     k_dw_plane, k_softmax_row, k_norm_row,    k_affine_row, k_unary_row,
     k_binary_row, k_reduce_row, k_reduce_cols, k_cvt};

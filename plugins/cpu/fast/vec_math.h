@@ -34,7 +34,7 @@ static inline V vexp_poly(V x, V n) {
   return vfma(vfma(p, r, vset1(1.0f)), r, vset1(1.0f));
 }
 
-#ifdef FAST_VEC_512
+#ifdef CPU_FAST_VEC_512
 /* e^x over the whole range: overflow gives inf, underflow 0 through the
  * denormals (scalef is the exact scale by 2^n). */
 static inline V vexp(V x) {
@@ -100,7 +100,7 @@ static inline V vexp_soft(V x) {
 }
 #endif
 
-#ifdef FAST_VEC_512
+#ifdef CPU_FAST_VEC_512
 static inline V vgetmant_exp(V a, V *e) {
   *e = vgetexp(a);
   return vgetmant(a);
@@ -147,7 +147,7 @@ static inline V vabs(V x) { return vxor(x, vand(x, vset1(-0.0f))); }
 static inline V vtanh(V x) {
   V sign = vand(x, vset1(-0.0f)), a = vxor(x, sign);
   V y = vmin(vset1(20.0f), vadd(a, a)); /* NaN stays */
-#ifdef FAST_VEC_512
+#ifdef CPU_FAST_VEC_512
   V n = vround(vmul(y, vset1(1.44269504088896341f)));
   V s2 = vscale2(vset1(1.0f), n);
 #else

@@ -3,8 +3,8 @@
  * fast/attention/attention.c chooses between. Each is compiled with its own -m flags
  * (fast.mk) and must only be called once the CPU features were checked.
  */
-#ifndef BACKPLANE_FAST_ATTENTION_H
-#define BACKPLANE_FAST_ATTENTION_H
+#ifndef BACKPLANE_CPU_FAST_ATTENTION_H
+#define BACKPLANE_CPU_FAST_ATTENTION_H
 
 #include "plugins/cpu/cpu.h"
 
@@ -15,4 +15,4 @@
  * dev->pool. */
 CPU_HIDDEN bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a);
 
-#endif /* BACKPLANE_FAST_ATTENTION_H */
+#endif /* BACKPLANE_CPU_FAST_ATTENTION_H */

@@ -4,8 +4,8 @@
  * loops that run on the pool) and conv2d_pad.c (padded image rows, which
  * both use). Calls go one way: conv2d.c -> conv2d_igemm.c -> conv2d_pad.c.
  */
-#ifndef BACKPLANE_FAST_CONV2D_H
-#define BACKPLANE_FAST_CONV2D_H
+#ifndef BACKPLANE_CPU_FAST_CONV2D_H
+#define BACKPLANE_CPU_FAST_CONV2D_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -96,4 +96,4 @@ CPU_HIDDEN extern const cpu_fast_ukr_offs_fn cpu_fast_conv_ukr_offs4_avx2;
 CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix4_avx2;
 CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix6_avx2;
 
-#endif /* BACKPLANE_FAST_CONV2D_H */
+#endif /* BACKPLANE_CPU_FAST_CONV2D_H */

@@ -13,8 +13,8 @@
 #include "conv2d.h"
 #include "plugins/cpu/fast/gemm/gemm_ukr_rows.h"
 #include "plugins/cpu/fast/gemm/ukr_avx2_f32.h"
-FAST_DEFINE_UKR_OFFS(conv_ukr_offs_4x16, 4)
-FAST_DEFINE_UKR_PIX(conv_ukr_pix_4x16, 4)
+CPU_FAST_DEFINE_UKR_OFFS(conv_ukr_offs_4x16, 4)
+CPU_FAST_DEFINE_UKR_PIX(conv_ukr_pix_4x16, 4)
 
 /* The 6-pixel tile with one prefetch of the weights per k row, not two:
  * a row of 16 packed weights is one 64-byte line (the scratch is 64-byte

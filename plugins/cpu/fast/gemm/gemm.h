@@ -12,8 +12,8 @@
  * not read. The broadcast operand is A (MR values per k), the vector operand
  * B (NR values per k), so vectors run along C's contiguous dimension.
  */
-#ifndef BACKPLANE_FAST_GEMM_H
-#define BACKPLANE_FAST_GEMM_H
+#ifndef BACKPLANE_CPU_FAST_GEMM_H
+#define BACKPLANE_CPU_FAST_GEMM_H
 
 #include <stdint.h>
 
@@ -36,7 +36,7 @@ typedef void (*cpu_fast_ukr_fn)(int64_t k, const void *ap, const void *bp, void 
  * strip's rows are streams the hardware prefetcher follows. 8 is the
  * count it tracks well: more streams than it follows, or fewer and
  * shorter runs, both cost (docs/performance.md). */
-#define FAST_PACK_STRIP 8
+#define CPU_FAST_PACK_STRIP 8
 
 typedef bool (*cpu_fast_pack_fn)(const void *src, int64_t si, int64_t sk,
                              int64_t cnt, int64_t kb, int w, void *dst);
@@ -172,4 +172,4 @@ CPU_HIDDEN void cpu_fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64
  * they call the GEMM), 4 the f32 C band of an f16 / bf16 GEMM. */
 CPU_HIDDEN void *cpu_fast_scratch(unsigned slot, size_t bytes);
 
-#endif /* BACKPLANE_FAST_GEMM_H */
+#endif /* BACKPLANE_CPU_FAST_GEMM_H */

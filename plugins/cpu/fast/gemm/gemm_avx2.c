@@ -11,11 +11,11 @@
 /* 6 rows x 2 vectors: 12 accumulators + 2 B + 1 broadcast of 16 ymm. */
 #include "ukr_avx2_f32.h"
 #define T float
-FAST_DEFINE_UKR(sgemm_ukr_6x16, 6)
-FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_6x16, 6)
-FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_6x16, 6)
-FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_6x16, 6)
-FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
+CPU_FAST_DEFINE_UKR(sgemm_ukr_6x16, 6)
+CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_6x16, 6)
+CPU_FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_6x16, 6)
+CPU_FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_6x16, 6)
+CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
 #undef MASK_T
 #undef MASK
 #undef MLOAD
@@ -39,7 +39,7 @@ FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
 #define FMA _mm256_fmadd_pd
 #define MUL _mm256_mul_pd
 #define ZERO _mm256_setzero_pd
-FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
+CPU_FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 
 const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             256, 1024, 1536,

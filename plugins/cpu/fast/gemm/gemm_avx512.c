@@ -19,7 +19,7 @@
 #define FMA _mm512_fmadd_ps
 #define MUL _mm512_mul_ps
 #define ZERO _mm512_setzero_ps
-FAST_DEFINE_UKR(sgemm_ukr_12x32, 12)
+CPU_FAST_DEFINE_UKR(sgemm_ukr_12x32, 12)
 /* Lane mask with the first n of 16 lanes set (none for n <= 0). */
 static inline __mmask16 lanes16(int n) {
   return n <= 0 ? 0 : n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
@@ -28,10 +28,10 @@ static inline __mmask16 lanes16(int n) {
 #define MASK(n) lanes16(n)
 #define MLOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
 #define STORE_N(p, v, n) _mm512_mask_storeu_ps((p), lanes16(n), (v))
-FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
-FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_12x32, 12)
-FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_12x32, 12)
-FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
+CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
+CPU_FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_12x32, 12)
+CPU_FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_12x32, 12)
+CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
 #undef MASK_T
 #undef MASK
 #undef MLOAD
@@ -55,7 +55,7 @@ FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
 #define FMA _mm512_fmadd_pd
 #define MUL _mm512_mul_pd
 #define ZERO _mm512_setzero_pd
-FAST_DEFINE_UKR(dgemm_ukr_12x16, 12)
+CPU_FAST_DEFINE_UKR(dgemm_ukr_12x16, 12)
 
 const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               384, 640, 3072,

@@ -8,8 +8,8 @@
  * says how its dtype is packed (widened to the compute type), merged back
  * and computed without packing when scratch memory is short.
  */
-#ifndef BACKPLANE_FAST_GEMM_DRIVER_H
-#define BACKPLANE_FAST_GEMM_DRIVER_H
+#ifndef BACKPLANE_CPU_FAST_GEMM_DRIVER_H
+#define BACKPLANE_CPU_FAST_GEMM_DRIVER_H
 
 #include "gemm.h"
 
@@ -93,4 +93,4 @@ CPU_HIDDEN bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
                                const void *beta, const void *one,
                                const void *zero);
 
-#endif /* BACKPLANE_FAST_GEMM_DRIVER_H */
+#endif /* BACKPLANE_CPU_FAST_GEMM_DRIVER_H */

@@ -84,15 +84,15 @@ static inline __attribute__((always_inline)) bool pack(
     return true;
   }
   if (si == 1) {
-    /* Panel rows contiguous: copies, in strips of FAST_PACK_STRIP k steps
+    /* Panel rows contiguous: copies, in strips of CPU_FAST_PACK_STRIP k steps
      * across every panel (fast/gemm/gemm.h). One panel at a time walked the source
      * down a column (one line per row, a row apart: nothing for the
      * prefetcher to follow, and well under half this way's bandwidth from
      * memory), and k outermost sent every store a panel (kb * w floats, 16 KiB for B)
      * from the last, into one L1 set. */
     int64_t np = (cnt + w - 1) / w;
-    for (int64_t p0 = 0; p0 < kb; p0 += FAST_PACK_STRIP) {
-      int64_t p1 = kb - p0 < FAST_PACK_STRIP ? kb : p0 + FAST_PACK_STRIP;
+    for (int64_t p0 = 0; p0 < kb; p0 += CPU_FAST_PACK_STRIP) {
+      int64_t p1 = kb - p0 < CPU_FAST_PACK_STRIP ? kb : p0 + CPU_FAST_PACK_STRIP;
       for (int64_t q = 0; q < np; q++) {
         int64_t i0 = q * w;
         for (int64_t p = p0; p < p1; p++) {

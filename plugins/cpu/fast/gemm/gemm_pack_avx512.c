@@ -92,12 +92,12 @@ static inline __attribute__((always_inline)) void pack_t(
 
 static inline __attribute__((always_inline)) void pack_c(
     const float *src, int64_t sk, int64_t cnt, int64_t kb, int w, float *dst) {
-  /* Panel rows contiguous: copies in strips of FAST_PACK_STRIP k steps
+  /* Panel rows contiguous: copies in strips of CPU_FAST_PACK_STRIP k steps
    * across every panel (fast/gemm/gemm.h); the last, partial panel takes
    * masked loads. */
   int64_t full = cnt / w, rem = cnt - full * w;
-  for (int64_t p0 = 0; p0 < kb; p0 += FAST_PACK_STRIP) {
-    int64_t p1 = kb - p0 < FAST_PACK_STRIP ? kb : p0 + FAST_PACK_STRIP;
+  for (int64_t p0 = 0; p0 < kb; p0 += CPU_FAST_PACK_STRIP) {
+    int64_t p1 = kb - p0 < CPU_FAST_PACK_STRIP ? kb : p0 + CPU_FAST_PACK_STRIP;
     for (int64_t q = 0; q < full; q++) {
       const float *s = src + q * w + p0 * sk;
       float *d = dst + q * w * kb + p0 * w;

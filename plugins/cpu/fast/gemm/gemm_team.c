@@ -175,7 +175,7 @@ static size_t team_plan(gemm_team_job_t *j, unsigned workers) {
   j->nblocks = (v->k + j->kc - 1) / j->kc * j->nn;
   /* a block's B split evenly between the workers: the packer reads each
    * of B's rows in runs as long as its share, and long runs are what
-   * reading B from memory wants (FAST_PACK_STRIP, fast/gemm/gemm.h) */
+   * reading B from memory wants (CPU_FAST_PACK_STRIP, fast/gemm/gemm.h) */
   int64_t block_panels = j->nc / nr;
   j->claim_cols = (block_panels + workers - 1) / workers * nr;
   /* enough chunks that a worker held back costs little, few enough that

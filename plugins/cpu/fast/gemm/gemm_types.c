@@ -55,11 +55,11 @@
     const TI *b = b_;                                                          \
     TC *dst = dst_;                                                            \
     int64_t full = sbn == 1 ? nb / nr * nr : 0;                                \
-    /* Row-major B: strips of FAST_PACK_STRIP rows dealt out to the panels     \
+    /* Row-major B: strips of CPU_FAST_PACK_STRIP rows dealt out to the panels     \
      * (fast/gemm/gemm.h); constant-size copies become vector moves. */             \
-    for (int64_t p0 = 0; p0 < kb && full > 0; p0 += FAST_PACK_STRIP)           \
+    for (int64_t p0 = 0; p0 < kb && full > 0; p0 += CPU_FAST_PACK_STRIP)           \
       for (int64_t j0 = 0; j0 < full; j0 += nr)                                \
-        for (int64_t p = p0; p < kb && p < p0 + FAST_PACK_STRIP; p++) {        \
+        for (int64_t p = p0; p < kb && p < p0 + CPU_FAST_PACK_STRIP; p++) {        \
           TC *d = dst + j0 * kb + p * nr;                                      \
           const TI *src = b + p * sbk + j0;                                    \
           if (sizeof(TI) == sizeof(TC) && nr * sizeof(TC) == 128)              \

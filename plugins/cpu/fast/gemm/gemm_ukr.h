@@ -7,7 +7,7 @@
  * one broadcast must fit the register file (32 zmm / 16 ymm).
  */
 #define PF_DIST 8 /* k rows ahead */
-#define FAST_DEFINE_UKR(name, MR)                                              \
+#define CPU_FAST_DEFINE_UKR(name, MR)                                              \
   static void name(int64_t k, const void *ap_, const void *bp_, void *c_,      \
                    int64_t ldc, const void *alpha_, const void *beta_) {       \
     const T *ap = ap_, *bp = bp_;                                              \

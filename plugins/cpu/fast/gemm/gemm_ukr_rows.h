@@ -14,11 +14,11 @@
  */
 /* The body shared by both kernels: BLO(p) and BHI(p) give the addresses of
  * B row p's first and second W lanes. */
-#define FAST_UKR_ROWS_BODY(MR, BLO, BHI, LCOLS)                                \
-    FAST_UKR_BODY_A(MR, BLO, BHI, LCOLS, lda, 1)
+#define CPU_FAST_UKR_ROWS_BODY(MR, BLO, BHI, LCOLS)                                \
+    CPU_FAST_UKR_BODY_A(MR, BLO, BHI, LCOLS, lda, 1)
 
 /* The same with A element (i, p) at a + i*AI + p*AP. */
-#define FAST_UKR_BODY_A(MR, BLO, BHI, LCOLS, AI, AP)                           \
+#define CPU_FAST_UKR_BODY_A(MR, BLO, BHI, LCOLS, AI, AP)                           \
     const float *ar[MR];                                                       \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) ar[i] =              \
         a + (i < rows ? i : rows - 1) * (AI);                                  \
@@ -71,35 +71,35 @@
       }                                                                        \
     }
 
-#define FAST_ROWS_BLO(p) (b + (p) * ldb)
-#define FAST_ROWS_BHI(p) (b + (p) * ldb + W)
-#define FAST_DEFINE_UKR_ROWS(name, MR)                                         \
+#define CPU_FAST_ROWS_BLO(p) (b + (p) * ldb)
+#define CPU_FAST_ROWS_BHI(p) (b + (p) * ldb + W)
+#define CPU_FAST_DEFINE_UKR_ROWS(name, MR)                                         \
   static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
                    int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
                    float alpha, float beta) {                                  \
-    FAST_UKR_ROWS_BODY(MR, FAST_ROWS_BLO, FAST_ROWS_BHI, cols)                 \
+    CPU_FAST_UKR_ROWS_BODY(MR, CPU_FAST_ROWS_BLO, CPU_FAST_ROWS_BHI, cols)                 \
   }
 
 /* Column-major A (cpu_fast_gemm_kernel_t.ukr_cols): element (i, p) at
  * a[p*lda + i], the MR values of one k step side by side. */
-#define FAST_DEFINE_UKR_COLS(name, MR)                                         \
+#define CPU_FAST_DEFINE_UKR_COLS(name, MR)                                         \
   static void name(int64_t k, const float *a, int64_t lda, const float *b,     \
                    int64_t ldb, float *c, int64_t ldc, int rows, int cols,     \
                    float alpha, float beta) {                                  \
-    FAST_UKR_BODY_A(MR, FAST_ROWS_BLO, FAST_ROWS_BHI, cols, 1, lda)            \
+    CPU_FAST_UKR_BODY_A(MR, CPU_FAST_ROWS_BLO, CPU_FAST_ROWS_BHI, cols, 1, lda)            \
   }
 
 /* B row p's two halves at blo + off[p] and bhi + off[p] (cpu_fast_ukr_offs_fn):
  * an image read in place, each half a run of one output row. lcols lanes
  * are loaded (2W: all, unmasked), cols stored. */
-#define FAST_OFFS_BLO(p) (blo + off[p])
-#define FAST_OFFS_BHI(p) (bhi + off[p])
-#define FAST_DEFINE_UKR_OFFS(name, MR)                                         \
+#define CPU_FAST_OFFS_BLO(p) (blo + off[p])
+#define CPU_FAST_OFFS_BHI(p) (bhi + off[p])
+#define CPU_FAST_DEFINE_UKR_OFFS(name, MR)                                         \
   static void name(int64_t k, const float *a, int64_t lda, const float *blo,   \
                    const float *bhi, const int64_t *off, float *c,             \
                    int64_t ldc, int rows, int cols, int lcols, float alpha,    \
                    float beta) {                                               \
-    FAST_UKR_ROWS_BODY(MR, FAST_OFFS_BLO, FAST_OFFS_BHI, lcols)                \
+    CPU_FAST_UKR_ROWS_BODY(MR, CPU_FAST_OFFS_BLO, CPU_FAST_OFFS_BHI, lcols)                \
   }
 
 /* Output channels along the vector (cpu_fast_ukr_pix_fn): MR output pixels, each
@@ -107,7 +107,7 @@
  * channels of packed weights wp[p*2W + ch]; the tile is transposed on the
  * way out, so y[ch*ldy + i] (NCHW) is written directly. Pixels past `rows`
  * repeat the last one and are not stored. */
-#define FAST_DEFINE_UKR_PIX(name, MR)                                          \
+#define CPU_FAST_DEFINE_UKR_PIX(name, MR)                                          \
   static void name(int64_t k, const float *const *xp, const int64_t *off,      \
                    const float *wp, float *y, int64_t ldy, int rows,           \
                    float beta) {                                               \
