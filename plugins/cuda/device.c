@@ -1,6 +1,7 @@
 /*
  * device.c — CUDA devices: what probe says of each (count, record), and
- * open/close on the primary context.
+ * binding an opened device to its primary context (plugins/gpu/device.c
+ * does the rest of open/close).
  *
  * Every entry point pushes the device's context for its duration and pops
  * it again, so the plugin works from any application thread and leaves the
@@ -40,76 +41,29 @@ static void read_attributes(gpu_device_t *d) {
       pools && cuda_drv.cuMemAllocAsync && cuda_drv.cuMemFreeAsync;
 }
 
-bp_status_t gpu_device_open(uint32_t index,
-                             const bp_plugin_device_config_t *cfg,
-                             bp_plugin_device_t **out_device) {
-  *out_device = NULL;
-  bp_status_t st = gpu_driver_load();
+bp_status_t gpu_device_attach(gpu_device_t *d,
+                              const bp_plugin_device_config_t *cfg) {
+  bp_status_t st =
+      gpu_check(cuda_drv.cuDeviceGet(&d->dev, d->ordinal), "cuDeviceGet");
   if (st != BP_OK)
     return st;
-  gpu_device_t *d = calloc(1, sizeof *d);
-  if (!d) {
-    gpu_host->set_error("cuda: no host memory for a device");
-    return BP_ERR_OUT_OF_MEMORY;
-  }
-  d->ordinal = (int)index;
-  st = gpu_check(cuda_drv.cuDeviceGet(&d->dev, d->ordinal), "cuDeviceGet");
-  if (st != BP_OK)
-    goto out;
   st = gpu_check(cuda_drv.cuDevicePrimaryCtxRetain(&d->ctx, d->dev),
-                  "cuDevicePrimaryCtxRetain");
+                 "cuDevicePrimaryCtxRetain");
   if (st != BP_OK)
-    goto out;
+    return st;
   read_attributes(d);
   if (cfg && cfg->struct_size >= offsetof(bp_plugin_device_config_t,
                                           allow_reduced_precision) +
-                                     sizeof(uint32_t)) {
-    d->memory_limit = cfg->memory_limit;
+                                     sizeof(uint32_t))
     d->allow_tf32 = cfg->allow_reduced_precision != 0;
-  }
-  pthread_mutex_init(&d->lock, NULL);
-  pthread_rwlock_init(&d->capture_lock, NULL);
   gpu_log(BP_LOG_DEBUG, "device %d open: sm_%d%d, %s allocator", d->ordinal,
-           d->cc_major, d->cc_minor, d->async_alloc ? "stream-ordered" : "plain");
-out:
-  if (st != BP_OK) {
-    if (d->ctx)
-      cuda_drv.cuDevicePrimaryCtxRelease(d->dev);
-    free(d);
-    return st;
-  }
-  *out_device = (bp_plugin_device_t *)(void *)d;
+          d->cc_major, d->cc_minor,
+          d->async_alloc ? "stream-ordered" : "plain");
   return BP_OK;
 }
 
-void gpu_device_close(bp_plugin_device_t *device) {
-  gpu_device_t *d = gpu_dev(device);
-  if (!d)
-    return;
-  if (gpu_device_enter(d) == BP_OK) {
-    cuda_drv.cuCtxSynchronize();
-    gpu_blas_release(d);
-    gpu_modules_unload(d);
-    gpu_device_leave();
-  }
+void gpu_device_detach(gpu_device_t *d) {
   cuda_drv.cuDevicePrimaryCtxRelease(d->dev);
-  pthread_mutex_destroy(&d->lock);
-  pthread_rwlock_destroy(&d->capture_lock);
-  free(d);
-}
-
-bp_status_t gpu_device_synchronize(bp_plugin_device_t *device) {
-  gpu_device_t *d = gpu_dev(device);
-  bp_status_t st = gpu_legacy_begin(d, "device_synchronize");
-  if (st != BP_OK)
-    return st;
-  st = gpu_device_enter(d);
-  if (st == BP_OK) {
-    st = gpu_check(cuda_drv.cuCtxSynchronize(), "cuCtxSynchronize");
-    gpu_device_leave();
-  }
-  gpu_legacy_end(d);
-  return st;
 }
 
 void gpu_device_identity(gpu_device_t *d, char *dev, size_t dev_size,

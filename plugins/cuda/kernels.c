@@ -18,7 +18,6 @@
 
 #include "cuda_ptx.h" /* generated: cuda_ptx_<name>[] */
 #include "plugins/gpu/gpu.h"
-#include "plugins/gpu/kernel_args.h"
 
 static const char *const module_ptx[BP_GPU_MOD_COUNT] = {
 #define CUDA__MOD_PTX(id, file) cuda_ptx_##file,
@@ -120,69 +119,29 @@ static bp_status_t load_ptx(const char *ptx, const char *entry,
   return st;
 }
 
-bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
-                               const bp_kernel_source_t *source,
-                               bp_plugin_kernel_t **out_kernel) {
-  *out_kernel = NULL;
-  gpu_device_t *d = gpu_dev(device);
-  if (source->format != BP_KERNEL_PTX) {
-    gpu_host->set_error("cuda: kernel format %d is not PTX (the only one "
-                         "this backend takes)",
-                         (int)source->format);
-    return BP_ERR_UNSUPPORTED;
-  }
+bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *ptx,
+                               const char *opts, gpu_kernel_t *k) {
+  (void)d;
   /* The driver's JIT takes options as CUjit_option values, not a command
    * line; refusing a string beats silently ignoring it. */
-  if (source->options && source->options[0]) {
+  if (opts && opts[0]) {
     gpu_host->set_error("cuda: PTX kernels take no compiler options (got "
-                         "\"%.100s\"); put directives in the PTX instead",
-                         source->options);
+                        "\"%.100s\"); put directives in the PTX instead",
+                        opts);
     return BP_ERR_UNSUPPORTED;
   }
-  if (source->arg_count > BP_GPU_MAX_KERNEL_ARGS) {
-    gpu_host->set_error("cuda: %u kernel arguments; at most %d",
-                         source->arg_count, BP_GPU_MAX_KERNEL_ARGS);
-    return BP_ERR_INVALID_ARGUMENT;
-  }
-  gpu_kernel_t *k = calloc(1, sizeof *k);
-  /* The PTX need not be NUL-terminated; the driver reads a C string. */
-  char *ptx = malloc((size_t)source->code_size + 1);
-  bp_status_t st = BP_OK;
-  bool entered = false;
-  if (!k || !ptx) {
-    gpu_host->set_error("cuda: no host memory for a %llu-byte PTX kernel",
-                         (unsigned long long)source->code_size);
-    st = BP_ERR_OUT_OF_MEMORY;
-    goto out;
-  }
-  memcpy(ptx, source->code, (size_t)source->code_size);
-  ptx[source->code_size] = 0;
-  snprintf(k->entry, sizeof k->entry, "%s", source->entry);
-  k->arg_count = source->arg_count;
-  if ((st = gpu_device_enter(d)) != BP_OK)
-    goto out;
-  entered = true;
-  if ((st = load_ptx(ptx, k->entry, &k->module)) != BP_OK)
-    goto out;
-  CUresult r = cuda_drv.cuModuleGetFunction(&k->fn, k->module, source->entry);
+  bp_status_t st = load_ptx(ptx, k->entry, &k->module);
+  if (st != BP_OK)
+    return st;
+  CUresult r = cuda_drv.cuModuleGetFunction(&k->fn, k->module, k->entry);
   if (r != CUDA_SUCCESS) {
     char what[200];
     snprintf(what, sizeof what,
              "cuModuleGetFunction(%.128s): no such .entry in the PTX",
-             source->entry);
+             k->entry);
     st = gpu_check(r, what);
-  }
-out:
-  if (st != BP_OK && k && k->module)
     cuda_drv.cuModuleUnload(k->module);
-  if (entered)
-    gpu_device_leave();
-  free(ptx);
-  if (st != BP_OK) {
-    free(k);
-    return st;
+    k->module = NULL;
   }
-  *out_kernel = (bp_plugin_kernel_t *)(void *)k;
-  return BP_OK;
+  return st;
 }
-

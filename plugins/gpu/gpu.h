@@ -168,12 +168,18 @@ GPU_HIDDEN void gpu_describe_common(bp_device_info_t *info, char *bus,
                                     double clock_khz, double mem_khz,
                                     double bus_bits, const char *why);
 
-/* ---- <vendor>/device.c -------------------------------------------------- */
+/* ---- device.c (shared) and <vendor>/device.c ---------------------------- */
 GPU_HIDDEN bp_status_t gpu_device_open(uint32_t index,
                                        const bp_plugin_device_config_t *cfg,
                                        bp_plugin_device_t **out_device);
 GPU_HIDDEN void gpu_device_close(bp_plugin_device_t *device);
 GPU_HIDDEN bp_status_t gpu_device_synchronize(bp_plugin_device_t *device);
+/* Vendor: binds d (ordinal and memory_limit set; cfg may be NULL) to the
+ * driver's device and reads what the ops need; on failure releases what it
+ * took and sets the message. gpu_device_detach undoes it at close. */
+GPU_HIDDEN bp_status_t gpu_device_attach(gpu_device_t *d,
+                                         const bp_plugin_device_config_t *cfg);
+GPU_HIDDEN void gpu_device_detach(gpu_device_t *d);
 /* Makes d current on this thread (CUDA: pushes its context; HIP:
  * hipSetDevice); pair with gpu_device_leave (a no-op on HIP). */
 GPU_HIDDEN bp_status_t gpu_device_enter(gpu_device_t *d);
@@ -284,7 +290,12 @@ GPU_HIDDEN bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m,
  * current). name is for the message. */
 GPU_HIDDEN bp_status_t gpu_allow_smem(gpu_device_t *d, gpuFunction_t fn,
                                       unsigned smem, const char *name);
-/* The application's custom kernels (ABI 1.1); create is the vendor's. */
+/* Vendor: compiles a custom kernel's text (NUL-terminated; opts: the
+ * application's compiler options, may be NULL) into k->module and looks up
+ * k->fn by k->entry (device current); on failure leaves no module. */
+GPU_HIDDEN bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *text,
+                                          const char *opts, gpu_kernel_t *k);
+/* The application's custom kernels (ABI 1.1). */
 GPU_HIDDEN bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
                                          const bp_kernel_source_t *source,
                                          bp_plugin_kernel_t **out_kernel);

@@ -4,11 +4,12 @@
  * first use: gpu_module_load in the vendor's kernels.c turns the embedded
  * PTX or HIP source into code) and the application's custom kernels (ABI
  * 1.1), one kernel parameter per argument of the signature
- * (plugins/gpu/kernel_args.h). Creating a custom kernel is the vendor's
- * (PTX JIT; hiprtc and its cache); destroying and launching one is here.
+ * (plugins/gpu/kernel_args.h). Turning a custom kernel's text into code
+ * is the vendor's (gpu_kernel_compile: PTX JIT; hiprtc and its cache).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugins/gpu/gpu.h"
 #include "plugins/gpu/kernel_args.h"
@@ -64,6 +65,52 @@ bp_status_t gpu_launch(gpu_device_t *d, bp_plugin_stream_t *s,
   }
   gpu_device_leave();
   return st;
+}
+
+bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
+                              const bp_kernel_source_t *source,
+                              bp_plugin_kernel_t **out_kernel) {
+  *out_kernel = NULL;
+  gpu_device_t *d = gpu_dev(device);
+  if (source->format != GPU_KERNEL_FORMAT) {
+    gpu_host->set_error(GPU_PLUGIN_NAME ": kernel format %d is not "
+                        GPU_KERNEL_FORMAT_NAME " (the only one this backend "
+                        "takes)", (int)source->format);
+    return BP_ERR_UNSUPPORTED;
+  }
+  if (source->arg_count > BP_GPU_MAX_KERNEL_ARGS) {
+    gpu_host->set_error(GPU_PLUGIN_NAME ": %u kernel arguments; at most %d",
+                        source->arg_count, BP_GPU_MAX_KERNEL_ARGS);
+    return BP_ERR_INVALID_ARGUMENT;
+  }
+  gpu_kernel_t *k = calloc(1, sizeof *k);
+  /* The text need not be NUL-terminated; the JIT and hiprtc read a C
+   * string. */
+  char *text = malloc((size_t)source->code_size + 1);
+  bp_status_t st = BP_OK;
+  if (!k || !text) {
+    gpu_host->set_error(GPU_PLUGIN_NAME ": no host memory for a %llu-byte "
+                        GPU_KERNEL_FORMAT_NAME " kernel",
+                        (unsigned long long)source->code_size);
+    st = BP_ERR_OUT_OF_MEMORY;
+    goto out;
+  }
+  memcpy(text, source->code, (size_t)source->code_size);
+  text[source->code_size] = 0;
+  snprintf(k->entry, sizeof k->entry, "%s", source->entry);
+  k->arg_count = source->arg_count;
+  if ((st = gpu_device_enter(d)) != BP_OK)
+    goto out;
+  st = gpu_kernel_compile(d, text, source->options, k);
+  gpu_device_leave();
+out:
+  free(text);
+  if (st != BP_OK) {
+    free(k);
+    return st;
+  }
+  *out_kernel = (bp_plugin_kernel_t *)(void *)k;
+  return BP_OK;
 }
 
 void gpu_kernel_destroy(bp_plugin_device_t *device,

@@ -1,6 +1,6 @@
 /*
  * device.c — ROCm devices: what probe says of each (count, record), and
- * open/close.
+ * making a device current (plugins/gpu/device.c does open/close).
  *
  * HIP keeps one current device per thread and no context stack, so every
  * entry point calls hipSetDevice first: the plugin then works from any
@@ -21,64 +21,23 @@ bp_status_t gpu_device_enter(gpu_device_t *d) {
 /* HIP keeps the device current: nothing to undo. */
 void gpu_device_leave(void) {}
 
-bp_status_t gpu_device_open(uint32_t index,
-                             const bp_plugin_device_config_t *cfg,
-                             bp_plugin_device_t **out_device) {
-  *out_device = NULL;
-  bp_status_t st = gpu_driver_load();
+bp_status_t gpu_device_attach(gpu_device_t *d,
+                              const bp_plugin_device_config_t *cfg) {
+  (void)cfg;
+  bp_status_t st = gpu_device_enter(d);
   if (st != BP_OK)
     return st;
-  gpu_device_t *d = calloc(1, sizeof *d);
-  if (!d) {
-    gpu_host->set_error("rocm: no host memory for a device");
-    return BP_ERR_OUT_OF_MEMORY;
-  }
-  d->ordinal = (int)index;
-  st = gpu_device_enter(d);
-  if (st != BP_OK) {
-    free(d);
-    return st;
-  }
   rocm_arch_name(d->ordinal, d->arch, sizeof d->arch);
   rocm_rt.hipDeviceGetAttribute(&d->smem_max,
                                 hipDeviceAttributeMaxSharedMemoryPerBlock,
                                 d->ordinal);
-  if (cfg && cfg->struct_size >= offsetof(bp_plugin_device_config_t,
-                                          memory_limit) +
-                                     sizeof(uint64_t))
-    d->memory_limit = cfg->memory_limit;
-  pthread_mutex_init(&d->lock, NULL);
-  pthread_rwlock_init(&d->capture_lock, NULL);
   gpu_log(BP_LOG_DEBUG, "device %d open: %s, %d bytes of shared memory",
-           d->ordinal, d->arch[0] ? d->arch : "unknown arch", d->smem_max);
-  *out_device = (bp_plugin_device_t *)(void *)d;
+          d->ordinal, d->arch[0] ? d->arch : "unknown arch", d->smem_max);
   return BP_OK;
 }
 
-void gpu_device_close(bp_plugin_device_t *device) {
-  gpu_device_t *d = gpu_dev(device);
-  if (!d)
-    return;
-  if (gpu_device_enter(d) == BP_OK) {
-    rocm_rt.hipDeviceSynchronize();
-    gpu_blas_release(d);
-    gpu_modules_unload(d);
-  }
-  pthread_mutex_destroy(&d->lock);
-  pthread_rwlock_destroy(&d->capture_lock);
-  free(d);
-}
-
-bp_status_t gpu_device_synchronize(bp_plugin_device_t *device) {
-  gpu_device_t *d = gpu_dev(device);
-  bp_status_t st = gpu_legacy_begin(d, "device_synchronize");
-  if (st != BP_OK)
-    return st;
-  if ((st = gpu_device_enter(d)) == BP_OK)
-    st = gpu_check(rocm_rt.hipDeviceSynchronize(), "hipDeviceSynchronize");
-  gpu_legacy_end(d);
-  return st;
-}
+/* Nothing is held per device. */
+void gpu_device_detach(gpu_device_t *d) { (void)d; }
 
 void gpu_device_identity(gpu_device_t *d, char *dev, size_t dev_size,
                          char *driver, size_t driver_size,

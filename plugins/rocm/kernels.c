@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #include "plugins/gpu/gpu.h"
-#include "plugins/gpu/kernel_args.h"
 #include "rocm_hip_src.h" /* generated: rocm_hip_<name>[] */
 
 static const char *const module_src[BP_GPU_MOD_COUNT] = {
@@ -299,47 +298,17 @@ bp_status_t gpu_allow_smem(gpu_device_t *d, hipFunction_t fn, unsigned smem,
 
 /* ---- custom kernels ------------------------------------------------------- */
 
-bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
-                               const bp_kernel_source_t *source,
-                               bp_plugin_kernel_t **out_kernel) {
-  *out_kernel = NULL;
-  gpu_device_t *d = gpu_dev(device);
-  if (source->format != BP_KERNEL_HIP) {
-    gpu_host->set_error("rocm: kernel format %d is not HIP source (the only "
-                         "one this backend takes)",
-                         (int)source->format);
-    return BP_ERR_UNSUPPORTED;
-  }
-  if (source->arg_count > BP_GPU_MAX_KERNEL_ARGS) {
-    gpu_host->set_error("rocm: %u kernel arguments; at most %d",
-                         source->arg_count, BP_GPU_MAX_KERNEL_ARGS);
-    return BP_ERR_INVALID_ARGUMENT;
-  }
-  gpu_kernel_t *k = calloc(1, sizeof *k);
-  /* The source need not be NUL-terminated; hiprtc reads a C string. */
-  char *src = malloc((size_t)source->code_size + 1);
-  bp_status_t st = BP_OK;
-  if (!k || !src) {
-    gpu_host->set_error("rocm: no host memory for a %llu-byte HIP source",
-                         (unsigned long long)source->code_size);
-    st = BP_ERR_OUT_OF_MEMORY;
-    goto out;
-  }
-  memcpy(src, source->code, (size_t)source->code_size);
-  src[source->code_size] = 0;
-  snprintf(k->entry, sizeof k->entry, "%s", source->entry);
-  k->arg_count = source->arg_count;
-  if ((st = gpu_device_enter(d)) != BP_OK)
-    goto out;
+bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *src,
+                               const char *opts, gpu_kernel_t *k) {
   char name[160];
   snprintf(name, sizeof name, "custom-%.120s.hip", k->entry);
   /* The device lock serialises hiprtc and the cache per device, as for
    * the built-in modules. */
   pthread_mutex_lock(&d->lock);
-  st = rocm_code_object_load(d, src, name, source->options, true, &k->module);
+  bp_status_t st = rocm_code_object_load(d, src, name, opts, true, &k->module);
   pthread_mutex_unlock(&d->lock);
   if (st != BP_OK)
-    goto out;
+    return st;
   hipError_t r = rocm_rt.hipModuleGetFunction(&k->fn, k->module, k->entry);
   if (r != hipSuccess) {
     char what[220];
@@ -348,16 +317,8 @@ bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
              "object (is it declared extern \"C\" __global__?)",
              k->entry);
     st = gpu_check(r, what);
-  }
-out:
-  if (st != BP_OK && k && k->module)
     rocm_rt.hipModuleUnload(k->module);
-  free(src);
-  if (st != BP_OK) {
-    free(k);
-    return st;
+    k->module = NULL;
   }
-  *out_kernel = (bp_plugin_kernel_t *)(void *)k;
-  return BP_OK;
+  return st;
 }
-

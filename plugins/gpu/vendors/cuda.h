@@ -62,6 +62,10 @@ GPU_HIDDEN extern cuda_driver_t cuda_drv;
 #define GPU_DRIVER_TOO_OLD "driver too old"
 #define gpuInit() cuda_drv.cuInit(0)
 
+/* ---- devices ------------------------------------------------------------ */
+#define gpuDeviceSynchronize() cuda_drv.cuCtxSynchronize()
+#define GPU_DEVICE_SYNCHRONIZE_NAME "cuCtxSynchronize"
+
 /* ---- memory ------------------------------------------------------------- */
 #define gpuMemGetInfo(free_b, total_b) cuda_drv.cuMemGetInfo(free_b, total_b)
 /* Allocation on the stream-ordered pool (cuMemAllocAsync on the legacy
@@ -127,6 +131,8 @@ static inline CUresult gpuGraphInstantiate(CUgraphExec *e, CUgraph g,
 }
 
 /* ---- modules and launches ----------------------------------------------- */
+#define GPU_KERNEL_FORMAT BP_KERNEL_PTX /* what custom kernels are written in */
+#define GPU_KERNEL_FORMAT_NAME "PTX"
 #define gpuModuleGetFunction(pf, mod, name)                                    \
   cuda_drv.cuModuleGetFunction(pf, mod, name)
 #define gpuModuleUnload(mod) cuda_drv.cuModuleUnload(mod)

@@ -61,6 +61,10 @@ GPU_HIDDEN extern hip_runtime_t rocm_rt;
  * plugins/rocm/driver.c. */
 GPU_HIDDEN void rocm_arch_name(int ordinal, char *out, size_t cap);
 
+/* ---- devices ------------------------------------------------------------ */
+#define gpuDeviceSynchronize() rocm_rt.hipDeviceSynchronize()
+#define GPU_DEVICE_SYNCHRONIZE_NAME "hipDeviceSynchronize"
+
 /* ---- memory ------------------------------------------------------------- */
 static inline void *hip_ptr(uint64_t p) { return (void *)(uintptr_t)p; }
 
@@ -127,6 +131,8 @@ static inline hipError_t gpuGraphInstantiate(hipGraphExec_t *e, hipGraph_t g,
 }
 
 /* ---- modules and launches ----------------------------------------------- */
+#define GPU_KERNEL_FORMAT BP_KERNEL_HIP /* what custom kernels are written in */
+#define GPU_KERNEL_FORMAT_NAME "HIP source"
 #define gpuModuleGetFunction(pf, mod, name)                                    \
   rocm_rt.hipModuleGetFunction(pf, mod, name)
 #define gpuModuleUnload(mod) rocm_rt.hipModuleUnload(mod)
