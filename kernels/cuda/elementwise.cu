@@ -1,9 +1,9 @@
 // elementwise.cu — unary, binary, fill, copy and cast over strided views.
 //
 // The host folds dimensions that are contiguous in every operand
-// (plugins/cuda/marshal.c), so most launches index one flat axis. The math
-// functions are the accurate ones (no fast-math): backends are compared
-// against the CPU reference within tight tolerances.
+// (bp_gpu_coalesce, plugins/gpu/marshal.h), so most launches index one flat
+// axis. The math functions are the accurate ones (no fast-math): backends
+// are compared against the CPU reference within tight tolerances.
 #include "bp_cuda_common.cuh"
 
 enum { U_NEG, U_ABS, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_RELU, U_GELU, U_SILU,

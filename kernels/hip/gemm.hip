@@ -5,7 +5,7 @@
 // is one SIMT kernel for every float dtype, with the CUDA kernels' launch
 // geometry (grid x = n tiles, y = m tiles, z = batch, grid-stride beyond
 // 65535; 256 threads with an 8x8 register tile each over a 128x128 block
-// tile), so the host side (plugins/rocm/ops_blas.c) marshals exactly as the
+// tile), so the host side (plugins/gpu/ops_blas.c) marshals exactly as the
 // CUDA backend does.
 //  bp_gemm_f32 / bp_gemm_f16 / bp_gemm_bf16: float accumulation.
 //  bp_gemm_f64: double.

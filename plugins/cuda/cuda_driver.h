@@ -164,7 +164,8 @@ typedef struct CUgraphNode_st *CUgraphNode;
   X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                   \
   X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))
 
-/* The resolved driver: one per process, filled by cuda_driver_load. */
+/* The resolved driver: one per process, filled by gpu_driver_load
+ * (plugins/gpu/driver.c, with plugins/cuda/driver.c). */
 typedef struct cuda_driver {
   void *handle; /* dlopen handle */
   int version;  /* cuDriverGetVersion: 1000 * major + 10 * minor */

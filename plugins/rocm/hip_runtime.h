@@ -220,7 +220,8 @@ typedef struct _hiprtcProgram *hiprtcProgram;
   X(hiprtcDestroyProgram, "hiprtcDestroyProgram", hiprtcResult,                \
     (hiprtcProgram *))
 
-/* The resolved runtime: one per process, filled by rocm_runtime_load. */
+/* The resolved runtime: one per process, filled by gpu_driver_load
+ * (plugins/gpu/driver.c, with plugins/rocm/driver.c). */
 typedef struct hip_runtime {
   void *handle, *rtc_handle; /* rtc_handle may equal handle */
   int driver_version, runtime_version;
