@@ -23,27 +23,22 @@ cuda_driver_t cuda_drv;
 /* cuGetErrorName / cuGetErrorString answer through an out-parameter. */
 const char *gpu_error_name(CUresult r) {
   const char *s = NULL;
-  if (cuda_drv.cuGetErrorName)
-    cuda_drv.cuGetErrorName(r, &s);
+  if (cuda_drv.cuGetErrorName) cuda_drv.cuGetErrorName(r, &s);
   return s;
 }
 
 const char *gpu_error_string(CUresult r) {
   const char *s = NULL;
-  if (cuda_drv.cuGetErrorString)
-    cuda_drv.cuGetErrorString(r, &s);
+  if (cuda_drv.cuGetErrorString) cuda_drv.cuGetErrorString(r, &s);
   return s;
 }
 
-
 void *gpu_driver_open(void) {
   const char *path = gpu_env("BACKPLANE_CUDA_DRIVER");
-  if (!path)
-    path = "libcuda.so.1";
+  if (!path) path = "libcuda.so.1";
   snprintf(cuda_drv.path, sizeof cuda_drv.path, "%s", path);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    gpu_driver_fail(BP_ERR_UNAVAILABLE, "%s not found (%s)", path, dlerror());
+  if (!h) gpu_driver_fail(BP_ERR_UNAVAILABLE, "%s not found (%s)", path, dlerror());
   return h;
 }
 
@@ -51,14 +46,13 @@ bp_status_t gpu_driver_before_init(void *h) {
   /* Drivers before 11.4 only have the first cuDeviceGetUuid, which has the
    * same signature. */
   if (!cuda_drv.cuDeviceGetUuid)
-    *(void **)(&cuda_drv.cuDeviceGetUuid) =
-        dlsym(h, "cuDeviceGetUuid");
+    *(void **)(&cuda_drv.cuDeviceGetUuid) = dlsym(h, "cuDeviceGetUuid");
   CUresult r = cuda_drv.cuDriverGetVersion(&cuda_drv.version);
   if (r != CUDA_SUCCESS || cuda_drv.version < CUDA_MIN_DRIVER_VERSION)
     return gpu_driver_fail(BP_ERR_INCOMPATIBLE,
-                "%s reports driver version %d; CUDA 11.0 (11000) or newer "
-                "is needed",
-                cuda_drv.path, cuda_drv.version);
+                           "%s reports driver version %d; CUDA 11.0 (11000) or newer "
+                           "is needed",
+                           cuda_drv.path, cuda_drv.version);
   return BP_OK;
 }
 

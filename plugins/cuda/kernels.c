@@ -28,8 +28,7 @@ static const char *const module_ptx[BP_GPU_MOD_COUNT] = {
 int cuda_ptx_required_driver(int *out_isa_major, int *out_isa_minor) {
   int major = 0, minor = 0;
   const char *v = strstr(module_ptx[0], "\n.version ");
-  if (v)
-    sscanf(v, "\n.version %d.%d", &major, &minor);
+  if (v) sscanf(v, "\n.version %d.%d", &major, &minor);
   *out_isa_major = major;
   *out_isa_minor = minor;
   /* PTX ISA 7.x came with CUDA 11.x, 8.x with 12.x, 9.x with 13.x; the
@@ -39,8 +38,7 @@ int cuda_ptx_required_driver(int *out_isa_major, int *out_isa_minor) {
 }
 
 /* The JIT's error log is captured into the message. */
-bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m,
-                            CUmodule *out) {
+bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m, CUmodule *out) {
   (void)d; /* the context is current */
   char log[2048] = "";
   int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -49,8 +47,7 @@ bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m,
   int mode = gpu_capture_relax();
   CUresult r = cuda_drv.cuModuleLoadDataEx(out, module_ptx[m], 2, opts, vals);
   gpu_capture_restore(mode);
-  if (r == CUDA_SUCCESS)
-    return BP_OK;
+  if (r == CUDA_SUCCESS) return BP_OK;
   char what[2200];
   int isa_major, isa_minor;
   int need = cuda_ptx_required_driver(&isa_major, &isa_minor);
@@ -59,30 +56,26 @@ bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m,
              "cuModuleLoadDataEx(%s.ptx): the PTX is ISA %d.%d, which needs "
              "a CUDA %d.%d driver; this one is %d.%d (update the driver, or "
              "rebuild the PTX with an older nvcc: make ptx NVCC=...)",
-             gpu_module_name[m], isa_major, isa_minor, need / 1000,
-             need % 1000 / 10, cuda_drv.version / 1000,
-             cuda_drv.version % 1000 / 10);
+             gpu_module_name[m], isa_major, isa_minor, need / 1000, need % 1000 / 10,
+             cuda_drv.version / 1000, cuda_drv.version % 1000 / 10);
   else
-    snprintf(what, sizeof what, "cuModuleLoadDataEx(%s.ptx)%s%s",
-             gpu_module_name[m], log[0] ? ": " : "", log);
+    snprintf(what, sizeof what, "cuModuleLoadDataEx(%s.ptx)%s%s", gpu_module_name[m],
+             log[0] ? ": " : "", log);
   return gpu_check(r, what);
 }
 
 /* Dynamic shared memory over the 48 KiB default needs an opt-in per
  * function, up to the device's limit. */
-bp_status_t gpu_allow_smem(gpu_device_t *d, CUfunction fn, unsigned smem,
-                           const char *name) {
-  if (smem <= 48 * 1024)
-    return BP_OK;
+bp_status_t gpu_allow_smem(gpu_device_t *d, CUfunction fn, unsigned smem, const char *name) {
+  if (smem <= 48 * 1024) return BP_OK;
   if ((int)smem > d->smem_optin) {
     gpu_host->set_error("cuda: %s needs %u bytes of shared memory; the "
-                         "device allows %d",
-                         name, smem, d->smem_optin);
+                        "device allows %d",
+                        name, smem, d->smem_optin);
     return BP_ERR_UNSUPPORTED;
   }
   return gpu_check(
-      cuda_drv.cuFuncSetAttribute(
-          fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem),
+      cuda_drv.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem),
       "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
@@ -92,8 +85,7 @@ bp_status_t gpu_allow_smem(gpu_device_t *d, CUfunction fn, unsigned smem,
 
 /* JIT-compiles the PTX (NUL-terminated) with its error log captured into
  * the message; context current. */
-static bp_status_t load_ptx(const char *ptx, const char *entry,
-                            CUmodule *out) {
+static bp_status_t load_ptx(const char *ptx, const char *entry, CUmodule *out) {
   char *log = calloc(1, JIT_LOG_BYTES);
   if (!log) {
     gpu_host->set_error("cuda: no host memory for the JIT log");
@@ -106,21 +98,20 @@ static bp_status_t load_ptx(const char *ptx, const char *entry,
   if (r != CUDA_SUCCESS) {
     char what[JIT_LOG_BYTES + 160];
     log[JIT_LOG_BYTES - 1] = 0;
-    snprintf(what, sizeof what, "cuModuleLoadDataEx(custom PTX for %s)%s%s",
-             entry, log[0] ? ": " : "", log);
+    snprintf(what, sizeof what, "cuModuleLoadDataEx(custom PTX for %s)%s%s", entry,
+             log[0] ? ": " : "", log);
     st = gpu_check(r, what);
     /* PTX the JIT rejects is the application's mistake, as a failed
      * OpenCL build is: not an internal error of the backend. */
-    if (r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE)
-      st = BP_ERR_INVALID_ARGUMENT;
+    if (r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE) st = BP_ERR_INVALID_ARGUMENT;
     *out = NULL;
   }
   free(log);
   return st;
 }
 
-bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *ptx,
-                               const char *opts, gpu_kernel_t *k) {
+bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *ptx, const char *opts,
+                               gpu_kernel_t *k) {
   (void)d;
   /* The driver's JIT takes options as CUjit_option values, not a command
    * line; refusing a string beats silently ignoring it. */
@@ -131,14 +122,11 @@ bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *ptx,
     return BP_ERR_UNSUPPORTED;
   }
   bp_status_t st = load_ptx(ptx, k->entry, &k->module);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   CUresult r = cuda_drv.cuModuleGetFunction(&k->fn, k->module, k->entry);
   if (r != CUDA_SUCCESS) {
     char what[200];
-    snprintf(what, sizeof what,
-             "cuModuleGetFunction(%.128s): no such .entry in the PTX",
-             k->entry);
+    snprintf(what, sizeof what, "cuModuleGetFunction(%.128s): no such .entry in the PTX", k->entry);
     st = gpu_check(r, what);
     cuda_drv.cuModuleUnload(k->module);
     k->module = NULL;

@@ -24,7 +24,8 @@ bp_status_t cuda_host_alloc(bp_plugin_device_t *device, uint64_t size, void **ou
   if (st != BP_OK) return st;
   if ((st = gpu_device_enter(d)) == BP_OK) {
     CUresult r = cuda_drv.cuMemHostAlloc(out_ptr, (size_t)size, CU_MEMHOSTALLOC_PORTABLE);
-    st = r == CUDA_ERROR_OUT_OF_MEMORY ? gpu_oom(size, "cuMemHostAlloc:") : gpu_check(r, "cuMemHostAlloc");
+    st = r == CUDA_ERROR_OUT_OF_MEMORY ? gpu_oom(size, "cuMemHostAlloc:")
+                                       : gpu_check(r, "cuMemHostAlloc");
     gpu_device_leave();
   }
   gpu_legacy_end(d);

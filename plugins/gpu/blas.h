@@ -44,10 +44,10 @@ typedef struct bp_gpu_blas_call {
  * plugin's device lock guards it. */
 #define BP_GPU_BLAS_CHOICES 64
 typedef struct bp_gpu_blas_state {
-  void *handle;  /* cublasHandle_t / rocblas_handle; NULL until first use */
+  void *handle;                       /* cublasHandle_t / rocblas_handle; NULL until first use */
   uint64_t workspace, workspace_size; /* the plugin's BLAS workspace, or 0 */
-  bool broken;   /* a vendor call failed: the own kernels from then on */
-  int count;     /* choices used (a ring past BP_GPU_BLAS_CHOICES) */
+  bool broken;                        /* a vendor call failed: the own kernels from then on */
+  int count;                          /* choices used (a ring past BP_GPU_BLAS_CHOICES) */
   struct {
     char bucket[48];
     bool vendor;
@@ -56,8 +56,8 @@ typedef struct bp_gpu_blas_state {
 
 /* X (rows x cols, strides rs, cs) as a column-major operand: *trans false
  * when X itself is column-major, true when its transpose is. */
-static inline bool bp_gpu_blas_operand(int64_t rows, int64_t cols, int64_t rs,
-                                       int64_t cs, bool *trans, int64_t *ld) {
+static inline bool bp_gpu_blas_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                                       bool *trans, int64_t *ld) {
   const int64_t min_r = rows > 1 ? rows : 1, min_c = cols > 1 ? cols : 1;
   if ((rs == 1 || rows == 1) && cs >= min_r) {
     *trans = false, *ld = cs;
@@ -78,30 +78,25 @@ static inline bool bp_gpu_blas_fits(int64_t v) {
   return v >= 0 && v <= INT_MAX;
 }
 
-static inline int64_t bp_gpu_blas_batch_stride(const bp_plugin_tensor_t *t,
-                                               int64_t batch) {
+static inline int64_t bp_gpu_blas_batch_stride(const bp_plugin_tensor_t *t, int64_t batch) {
   return t->shape[0] == batch && batch > 1 ? t->strides[0] : 0;
 }
 
 /* Maps g onto one call; false when the views do not fit a BLAS call. */
-static inline bool bp_gpu_blas_map(const bp_gemm_args_t *g,
-                                   bp_gpu_blas_call_t *out) {
+static inline bool bp_gpu_blas_map(const bp_gemm_args_t *g, bp_gpu_blas_call_t *out) {
   memset(out, 0, sizeof *out);
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
-  if (A->rank != 3 || B->rank != 3 || C->rank != 3)
-    return false;
+  if (A->rank != 3 || B->rank != 3 || C->rank != 3) return false;
   const int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2];
   const int64_t k = A->shape[2];
-  if (!bp_gpu_blas_fits(batch) || !bp_gpu_blas_fits(m) ||
-      !bp_gpu_blas_fits(n) || !bp_gpu_blas_fits(k) || batch < 1)
+  if (!bp_gpu_blas_fits(batch) || !bp_gpu_blas_fits(m) || !bp_gpu_blas_fits(n) ||
+      !bp_gpu_blas_fits(k) || batch < 1)
     return false;
-  if (batch > 1 && C->strides[0] == 0)
-    return false; /* every batch would write the same C */
+  if (batch > 1 && C->strides[0] == 0) return false; /* every batch would write the same C */
   /* X (rows x kk) · Y (kk x cols) = Z, Z column-major. */
   bool z_trans;
   int64_t ldz;
-  if (!bp_gpu_blas_operand(m, n, C->strides[1], C->strides[2], &z_trans, &ldz))
-    return false;
+  if (!bp_gpu_blas_operand(m, n, C->strides[1], C->strides[2], &z_trans, &ldz)) return false;
   const bp_plugin_tensor_t *X = A, *Y = B;
   int64_t rows = m, cols = n;
   int64_t xrs = A->strides[1], xcs = A->strides[2];
@@ -116,8 +111,8 @@ static inline bool bp_gpu_blas_map(const bp_gemm_args_t *g,
   if (!bp_gpu_blas_operand(rows, k, xrs, xcs, &xt, &ldx) ||
       !bp_gpu_blas_operand(k, cols, yrs, ycs, &yt, &ldy))
     return false;
-  if (!bp_gpu_blas_fits(ldx) || !bp_gpu_blas_fits(ldy) ||
-      !bp_gpu_blas_fits(ldz) || ldx < 1 || ldy < 1 || ldz < 1)
+  if (!bp_gpu_blas_fits(ldx) || !bp_gpu_blas_fits(ldy) || !bp_gpu_blas_fits(ldz) || ldx < 1 ||
+      ldy < 1 || ldz < 1)
     return false;
   out->trans_a = xt, out->trans_b = yt;
   out->m = (int)rows, out->n = (int)cols, out->k = (int)k;

@@ -11,10 +11,9 @@
 #include "plugins/gpu/gpu.h"
 
 _Static_assert((int)BPK_F32 == (int)BP_F32 && (int)BPK_F16 == (int)BP_F16 &&
-                   (int)BPK_BF16 == (int)BP_BF16 &&
-                   (int)BPK_F64 == (int)BP_F64 &&
-                   (int)BPK_I32 == (int)BP_I32 &&
-                   (int)BPK_I64 == (int)BP_I64 && (int)BPK_U8 == (int)BP_U8,
+                   (int)BPK_BF16 == (int)BP_BF16 && (int)BPK_F64 == (int)BP_F64 &&
+                   (int)BPK_I32 == (int)BP_I32 && (int)BPK_I64 == (int)BP_I64 &&
+                   (int)BPK_U8 == (int)BP_U8,
                "kernel dtype codes follow bp_dtype_t");
 _Static_assert(BPK_MAX_RANK == BP_MAX_RANK, "kernel rank limit");
 
@@ -37,14 +36,12 @@ static void gpu_shutdown(void) {
 
 /* Peak: 2 flops (an FMA) per FP32 lane per clock; bandwidth: DDR, two
  * transfers per memory clock over the bus width. */
-void gpu_describe_common(bp_device_info_t *info, char *bus, const char *uuid,
-                         int units, int lanes_per_unit, bool integrated,
-                         double clock_khz, double mem_khz, double bus_bits,
-                         const char *why) {
+void gpu_describe_common(bp_device_info_t *info, char *bus, const char *uuid, int units,
+                         int lanes_per_unit, bool integrated, double clock_khz, double mem_khz,
+                         double bus_bits, const char *why) {
   if (bus) {
     for (char *c = bus; *c; c++)
-      if (*c >= 'A' && *c <= 'Z')
-        *c = (char)(*c - 'A' + 'a');
+      if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
     snprintf(info->identity, sizeof info->identity, "pci:%s", bus);
   }
   if (!info->identity[0] && uuid[0])
@@ -55,24 +52,19 @@ void gpu_describe_common(bp_device_info_t *info, char *bus, const char *uuid,
   info->bandwidth_gbs = 2.0 * mem_khz * bus_bits / 8.0 / 1e6;
   /* A device the kernels cannot run on is still listed, claiming nothing,
    * so `bp devices` shows it and says why. */
-  if (!why[0])
-    bp_gpu_fill_capabilities(info);
+  if (!why[0]) bp_gpu_fill_capabilities(info);
 }
 
-static bp_status_t gpu_probe(bp_device_info_t *out_infos, uint32_t capacity,
-                             uint32_t *out_count) {
+static bp_status_t gpu_probe(bp_device_info_t *out_infos, uint32_t capacity, uint32_t *out_count) {
   *out_count = 0;
   bp_status_t st = gpu_driver_load();
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   int count = 0;
   st = gpu_device_count(&count);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   for (int i = 0; i < count && (uint32_t)i < capacity; i++) {
     st = gpu_device_describe(i, &out_infos[i]);
-    if (st != BP_OK)
-      return st;
+    if (st != BP_OK) return st;
   }
   *out_count = (uint32_t)count;
   return BP_OK;
@@ -131,5 +123,4 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .graph_end = gpu_graph_end,
     .graph_launch = gpu_graph_launch,
     .graph_destroy = gpu_graph_destroy,
-    GPU_VENDOR_DESCRIPTOR_ENTRIES
-};
+    GPU_VENDOR_DESCRIPTOR_ENTRIES};

@@ -9,22 +9,19 @@
 
 #include "plugins/gpu/gpu.h"
 
-bp_status_t gpu_device_open(uint32_t index,
-                            const bp_plugin_device_config_t *cfg,
+bp_status_t gpu_device_open(uint32_t index, const bp_plugin_device_config_t *cfg,
                             bp_plugin_device_t **out_device) {
   *out_device = NULL;
   bp_status_t st = gpu_driver_load();
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   gpu_device_t *d = calloc(1, sizeof *d);
   if (!d) {
     gpu_host->set_error(GPU_PLUGIN_NAME ": no host memory for a device");
     return BP_ERR_OUT_OF_MEMORY;
   }
   d->ordinal = (int)index;
-  if (cfg && cfg->struct_size >= offsetof(bp_plugin_device_config_t,
-                                          memory_limit) +
-                                     sizeof(uint64_t))
+  if (cfg &&
+      cfg->struct_size >= offsetof(bp_plugin_device_config_t, memory_limit) + sizeof(uint64_t))
     d->memory_limit = cfg->memory_limit;
   st = gpu_device_attach(d, cfg);
   if (st != BP_OK) {
@@ -39,8 +36,7 @@ bp_status_t gpu_device_open(uint32_t index,
 
 void gpu_device_close(bp_plugin_device_t *device) {
   gpu_device_t *d = gpu_dev(device);
-  if (!d)
-    return;
+  if (!d) return;
   if (gpu_device_enter(d) == BP_OK) {
     gpuDeviceSynchronize();
     gpu_blas_release(d);
@@ -56,8 +52,7 @@ void gpu_device_close(bp_plugin_device_t *device) {
 bp_status_t gpu_device_synchronize(bp_plugin_device_t *device) {
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = gpu_legacy_begin(d, "device_synchronize");
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   st = gpu_device_enter(d);
   if (st == BP_OK) {
     st = gpu_check(gpuDeviceSynchronize(), GPU_DEVICE_SYNCHRONIZE_NAME);

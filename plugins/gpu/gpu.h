@@ -38,14 +38,14 @@
 /* Kernel modules, one per op family: kernels/cuda/<file>.cu and
  * kernels/hip/<file>.hip hold the same families (each vendor's kernels.c
  * embeds and loads them). X(ID, file). */
-#define BP_GPU_MODULES(X)                                                      \
-  X(ELEMENTWISE, elementwise)                                                  \
-  X(REDUCE, reduce)                                                            \
-  X(NORM, norm)                                                                \
-  X(GEMM, gemm)                                                                \
-  X(CONV, conv)                                                                \
-  X(ATTENTION, attention)                                                      \
-  X(ADAM, adam)                                                                \
+#define BP_GPU_MODULES(X)                                                                          \
+  X(ELEMENTWISE, elementwise)                                                                      \
+  X(REDUCE, reduce)                                                                                \
+  X(NORM, norm)                                                                                    \
+  X(GEMM, gemm)                                                                                    \
+  X(CONV, conv)                                                                                    \
+  X(ATTENTION, attention)                                                                          \
+  X(ADAM, adam)                                                                                    \
   X(RANDOM, random)
 
 typedef enum bp_gpu_module_id {
@@ -77,7 +77,7 @@ typedef struct gpu_device {
    * capture (graph.c): the one must not run during the other. */
   pthread_rwlock_t capture_lock;
   gpuModule_t modules[BP_GPU_MOD_COUNT]; /* loaded on first use */
-  bp_gpu_blas_state_t blas; /* vendor BLAS handle and choices, under lock */
+  bp_gpu_blas_state_t blas;              /* vendor BLAS handle and choices, under lock */
   GPU_VENDOR_DEVICE_FIELDS
 } gpu_device_t;
 
@@ -113,8 +113,7 @@ static inline gpuStream_t gpu_stream_of(bp_plugin_stream_t *s) {
  * loses nothing and keeps gridDim.x in range for any n. */
 static inline unsigned gpu_blocks_for(int64_t n, unsigned threads) {
   int64_t b = (n + threads - 1) / threads;
-  if (b > 65535LL * 16)
-    b = 65535LL * 16;
+  if (b > 65535LL * 16) b = 65535LL * 16;
   return b < 1 ? 1u : (unsigned)b;
 }
 
@@ -156,55 +155,43 @@ GPU_HIDDEN const char *gpu_error_string(gpuError_t r);
 /* The number of devices; BP_ERR_UNAVAILABLE (message set) for none. */
 GPU_HIDDEN bp_status_t gpu_device_count(int *out_count);
 /* Fills one probe record, with gpu_describe_common for the shared fields. */
-GPU_HIDDEN bp_status_t gpu_device_describe(int ordinal,
-                                           bp_device_info_t *info);
+GPU_HIDDEN bp_status_t gpu_device_describe(int ordinal, bp_device_info_t *info);
 /* The fields of a record both drivers report alike. bus: the PCI bus id
  * (NULL when unreadable), lowercased into the identity; uuid: the
  * vendor-formatted UUID ("" when unknown). why: "" when the kernels run on
  * the device, else why it claims no op. */
-GPU_HIDDEN void gpu_describe_common(bp_device_info_t *info, char *bus,
-                                    const char *uuid, int units,
-                                    int lanes_per_unit, bool integrated,
-                                    double clock_khz, double mem_khz,
-                                    double bus_bits, const char *why);
+GPU_HIDDEN void gpu_describe_common(bp_device_info_t *info, char *bus, const char *uuid, int units,
+                                    int lanes_per_unit, bool integrated, double clock_khz,
+                                    double mem_khz, double bus_bits, const char *why);
 
 /* ---- device.c (shared) and <vendor>/device.c ---------------------------- */
-GPU_HIDDEN bp_status_t gpu_device_open(uint32_t index,
-                                       const bp_plugin_device_config_t *cfg,
+GPU_HIDDEN bp_status_t gpu_device_open(uint32_t index, const bp_plugin_device_config_t *cfg,
                                        bp_plugin_device_t **out_device);
 GPU_HIDDEN void gpu_device_close(bp_plugin_device_t *device);
 GPU_HIDDEN bp_status_t gpu_device_synchronize(bp_plugin_device_t *device);
 /* Vendor: binds d (ordinal and memory_limit set; cfg may be NULL) to the
  * driver's device and reads what the ops need; on failure releases what it
  * took and sets the message. gpu_device_detach undoes it at close. */
-GPU_HIDDEN bp_status_t gpu_device_attach(gpu_device_t *d,
-                                         const bp_plugin_device_config_t *cfg);
+GPU_HIDDEN bp_status_t gpu_device_attach(gpu_device_t *d, const bp_plugin_device_config_t *cfg);
 GPU_HIDDEN void gpu_device_detach(gpu_device_t *d);
 /* Makes d current on this thread (CUDA: pushes its context; HIP:
  * hipSetDevice); pair with gpu_device_leave (a no-op on HIP). */
 GPU_HIDDEN bp_status_t gpu_device_enter(gpu_device_t *d);
 GPU_HIDDEN void gpu_device_leave(void);
 /* Device name and driver / BLAS library versions, for the tuning key. */
-GPU_HIDDEN void gpu_device_identity(gpu_device_t *d, char *dev,
-                                    size_t dev_size, char *driver,
-                                    size_t driver_size,
-                                    const char *blas_version);
+GPU_HIDDEN void gpu_device_identity(gpu_device_t *d, char *dev, size_t dev_size, char *driver,
+                                    size_t driver_size, const char *blas_version);
 
 /* ---- memory.c ----------------------------------------------------------- */
-GPU_HIDDEN bp_status_t gpu_mem_alloc(bp_plugin_device_t *device,
-                                     uint64_t size, uint64_t *out_ptr);
+GPU_HIDDEN bp_status_t gpu_mem_alloc(bp_plugin_device_t *device, uint64_t size, uint64_t *out_ptr);
 GPU_HIDDEN void gpu_mem_free(bp_plugin_device_t *device, uint64_t ptr);
-GPU_HIDDEN bp_status_t gpu_mem_write(bp_plugin_device_t *device,
-                                     bp_plugin_stream_t *stream, uint64_t dst,
-                                     uint64_t dst_offset, const void *src,
+GPU_HIDDEN bp_status_t gpu_mem_write(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                     uint64_t dst, uint64_t dst_offset, const void *src,
                                      uint64_t size);
-GPU_HIDDEN bp_status_t gpu_mem_read(bp_plugin_device_t *device,
-                                    bp_plugin_stream_t *stream, void *dst,
-                                    uint64_t src, uint64_t src_offset,
-                                    uint64_t size);
-GPU_HIDDEN bp_status_t gpu_mem_copy(bp_plugin_device_t *device,
-                                    bp_plugin_stream_t *stream, uint64_t dst,
-                                    uint64_t dst_offset, uint64_t src,
+GPU_HIDDEN bp_status_t gpu_mem_read(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                    void *dst, uint64_t src, uint64_t src_offset, uint64_t size);
+GPU_HIDDEN bp_status_t gpu_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                    uint64_t dst, uint64_t dst_offset, uint64_t src,
                                     uint64_t src_offset, uint64_t size);
 /* Out-of-memory message with the sizes the application needs to act. */
 GPU_HIDDEN bp_status_t gpu_oom(uint64_t size, const char *why);
@@ -212,38 +199,26 @@ GPU_HIDDEN bp_status_t gpu_oom(uint64_t size, const char *why);
 /* ---- stream.c ----------------------------------------------------------- */
 GPU_HIDDEN bp_status_t gpu_stream_create(bp_plugin_device_t *device,
                                          bp_plugin_stream_t **out_stream);
-GPU_HIDDEN void gpu_stream_destroy(bp_plugin_device_t *device,
-                                   bp_plugin_stream_t *stream);
+GPU_HIDDEN void gpu_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
 GPU_HIDDEN bp_status_t gpu_stream_synchronize(bp_plugin_device_t *device,
                                               bp_plugin_stream_t *stream);
-GPU_HIDDEN bp_status_t gpu_event_create(bp_plugin_device_t *device,
-                                        bp_plugin_event_t **out_event);
-GPU_HIDDEN void gpu_event_destroy(bp_plugin_device_t *device,
-                                  bp_plugin_event_t *event);
-GPU_HIDDEN bp_status_t gpu_event_record(bp_plugin_device_t *device,
-                                        bp_plugin_event_t *event,
+GPU_HIDDEN bp_status_t gpu_event_create(bp_plugin_device_t *device, bp_plugin_event_t **out_event);
+GPU_HIDDEN void gpu_event_destroy(bp_plugin_device_t *device, bp_plugin_event_t *event);
+GPU_HIDDEN bp_status_t gpu_event_record(bp_plugin_device_t *device, bp_plugin_event_t *event,
                                         bp_plugin_stream_t *stream);
-GPU_HIDDEN bp_status_t gpu_stream_wait_event(bp_plugin_device_t *device,
-                                             bp_plugin_stream_t *stream,
+GPU_HIDDEN bp_status_t gpu_stream_wait_event(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                              bp_plugin_event_t *event);
-GPU_HIDDEN bp_status_t gpu_event_synchronize(bp_plugin_device_t *device,
-                                             bp_plugin_event_t *event);
-GPU_HIDDEN bp_status_t gpu_event_elapsed(bp_plugin_device_t *device,
-                                         bp_plugin_event_t *start,
-                                         bp_plugin_event_t *end,
-                                         double *out_ms);
+GPU_HIDDEN bp_status_t gpu_event_synchronize(bp_plugin_device_t *device, bp_plugin_event_t *event);
+GPU_HIDDEN bp_status_t gpu_event_elapsed(bp_plugin_device_t *device, bp_plugin_event_t *start,
+                                         bp_plugin_event_t *end, double *out_ms);
 
 /* ---- graph.c: native graphs by stream capture (ABI 1.2) ---------------- */
-GPU_HIDDEN bp_status_t gpu_graph_begin(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream);
-GPU_HIDDEN bp_status_t gpu_graph_end(bp_plugin_device_t *device,
-                                     bp_plugin_stream_t *stream,
+GPU_HIDDEN bp_status_t gpu_graph_begin(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
+GPU_HIDDEN bp_status_t gpu_graph_end(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                      bp_plugin_graph_t **out_graph);
-GPU_HIDDEN bp_status_t gpu_graph_launch(bp_plugin_device_t *device,
-                                        bp_plugin_stream_t *stream,
+GPU_HIDDEN bp_status_t gpu_graph_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                         bp_plugin_graph_t *graph);
-GPU_HIDDEN void gpu_graph_destroy(bp_plugin_device_t *device,
-                                  bp_plugin_graph_t *graph);
+GPU_HIDDEN void gpu_graph_destroy(bp_plugin_device_t *device, bp_plugin_graph_t *graph);
 /* Brackets work on the legacy / null stream: waits while a capture runs
  * on another thread; BP_ERR_UNSUPPORTED (message set) on the capturing
  * thread. what names the work for the message. */
@@ -264,8 +239,8 @@ GPU_HIDDEN bool gpu_blas_ready(gpu_device_t *d);
 GPU_HIDDEN bp_status_t gpu_blas_run(gpu_device_t *d, bp_plugin_stream_t *s,
                                     const bp_gpu_blas_call_t *c);
 /* Device name and driver / library versions, for the tuning-cache key. */
-GPU_HIDDEN void gpu_blas_identity(gpu_device_t *d, char *dev, size_t dev_size,
-                                  char *driver, size_t driver_size);
+GPU_HIDDEN void gpu_blas_identity(gpu_device_t *d, char *dev, size_t dev_size, char *driver,
+                                  size_t driver_size);
 /* Destroys d's handle and workspace (device current); closes the library
  * (shutdown). */
 GPU_HIDDEN void gpu_blas_release(gpu_device_t *d);
@@ -275,62 +250,53 @@ GPU_HIDDEN void gpu_blas_unload(void);
 /* Launches kernel name of module m (loaded on first use) with one by-value
  * parameter block; grid and block are {x, y, z}. A zero-sized grid is a
  * no-op. Makes the device current itself. */
-GPU_HIDDEN bp_status_t gpu_launch(gpu_device_t *d, bp_plugin_stream_t *s,
-                                  bp_gpu_module_id_t m, const char *name,
-                                  const unsigned grid[3],
-                                  const unsigned block[3], unsigned smem,
-                                  void *params);
+GPU_HIDDEN bp_status_t gpu_launch(gpu_device_t *d, bp_plugin_stream_t *s, bp_gpu_module_id_t m,
+                                  const char *name, const unsigned grid[3], const unsigned block[3],
+                                  unsigned smem, void *params);
 /* Unloads every module of d (device current). */
 GPU_HIDDEN void gpu_modules_unload(gpu_device_t *d);
 /* Vendor: loads built-in module m for d (device current, lock held). */
-GPU_HIDDEN bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m,
-                                       gpuModule_t *out);
+GPU_HIDDEN bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m, gpuModule_t *out);
 /* Vendor: lets fn use smem bytes of dynamic shared memory, or refuses
  * (BP_ERR_UNSUPPORTED, message set) over the device's limit (device
  * current). name is for the message. */
-GPU_HIDDEN bp_status_t gpu_allow_smem(gpu_device_t *d, gpuFunction_t fn,
-                                      unsigned smem, const char *name);
+GPU_HIDDEN bp_status_t gpu_allow_smem(gpu_device_t *d, gpuFunction_t fn, unsigned smem,
+                                      const char *name);
 /* Vendor: compiles a custom kernel's text (NUL-terminated; opts: the
  * application's compiler options, may be NULL) into k->module and looks up
  * k->fn by k->entry (device current); on failure leaves no module. */
-GPU_HIDDEN bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *text,
-                                          const char *opts, gpu_kernel_t *k);
+GPU_HIDDEN bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *text, const char *opts,
+                                          gpu_kernel_t *k);
 /* The application's custom kernels (ABI 1.1). */
 GPU_HIDDEN bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
                                          const bp_kernel_source_t *source,
                                          bp_plugin_kernel_t **out_kernel);
-GPU_HIDDEN void gpu_kernel_destroy(bp_plugin_device_t *device,
-                                   bp_plugin_kernel_t *kernel);
-GPU_HIDDEN bp_status_t gpu_kernel_launch(bp_plugin_device_t *device,
-                                         bp_plugin_stream_t *stream,
-                                         bp_plugin_kernel_t *kernel,
-                                         const bp_launch_args_t *args);
+GPU_HIDDEN void gpu_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel);
+GPU_HIDDEN bp_status_t gpu_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                         bp_plugin_kernel_t *kernel, const bp_launch_args_t *args);
 
 /* ---- ops_*.c: one entry point per row of BP_OP_TABLE -------------------- */
 /* gpu_op_<name>: ops_blas.c (gemm, gemv), ops_dnn.c (conv2d, pool2d,
  * batch_norm, layer_norm, rms_norm, softmax, attention, adam),
  * ops_elementwise.c (unary, binary), ops_reduce.c (reduce), ops_data.c
  * (fill, copy, cast, random). */
-#define GPU__DECLARE_OP(E, name, args_t, ...)                                  \
-  GPU_HIDDEN bp_status_t gpu_op_##name(                                        \
-      bp_plugin_device_t *device, bp_plugin_stream_t *stream, const args_t *a);
+#define GPU__DECLARE_OP(E, name, args_t, ...)                                                      \
+  GPU_HIDDEN bp_status_t gpu_op_##name(bp_plugin_device_t *device, bp_plugin_stream_t *stream,     \
+                                       const args_t *a);
 BP_OP_TABLE(GPU__DECLARE_OP)
 #undef GPU__DECLARE_OP
 
 /* ops_elementwise.c: launches a flat grid-stride kernel over n elements
  * (256 threads a block); n <= 0 is a no-op. */
-GPU_HIDDEN bp_status_t gpu_launch_flat(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream,
-                                       bp_gpu_module_id_t m, const char *name,
-                                       int64_t n, void *params);
+GPU_HIDDEN bp_status_t gpu_launch_flat(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                       bp_gpu_module_id_t m, const char *name, int64_t n,
+                                       void *params);
 /* ops_reduce.c: the rows of x along axis (and the matching rows of y), and
  * a launch with one warp per row. */
-GPU_HIDDEN void gpu_rows_of(const bp_plugin_tensor_t *x,
-                            const bp_plugin_tensor_t *y, int axis,
+GPU_HIDDEN void gpu_rows_of(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y, int axis,
                             bpk_rows_t *r);
-GPU_HIDDEN bp_status_t gpu_launch_rows(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream,
-                                       bp_gpu_module_id_t m, const char *name,
-                                       int64_t rows, void *params);
+GPU_HIDDEN bp_status_t gpu_launch_rows(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                       bp_gpu_module_id_t m, const char *name, int64_t rows,
+                                       void *params);
 
 #endif /* BACKPLANE_GPU_H */

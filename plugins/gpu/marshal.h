@@ -37,8 +37,7 @@ static inline int bp_gpu_dtype_size(bp_dtype_t dt) {
  * kernels/hip), the same on every device that claims ops at all. */
 static inline void bp_gpu_fill_capabilities(bp_device_info_t *info) {
   const uint32_t f = BP_DTYPES_FLOAT;
-  const uint32_t half = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F16) |
-                        BP_DTYPE_BIT(BP_BF16);
+  const uint32_t half = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F16) | BP_DTYPE_BIT(BP_BF16);
   const uint32_t all = BP_DTYPES_FLOAT | BP_DTYPES_INT;
   uint32_t *t = info->op_dtypes;
   t[BP_OP_GEMM] = f;
@@ -75,8 +74,7 @@ static inline void bp_gpu_tensor(const bp_plugin_tensor_t *t, bpk_tensor_t *out)
 /* Number of elements of a view. */
 static inline int64_t bp_gpu_numel(const bpk_tensor_t *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->rank; i++)
-    n *= t->shape[i];
+  for (int i = 0; i < t->rank; i++) n *= t->shape[i];
   return n;
 }
 
@@ -89,8 +87,7 @@ static inline void bp_gpu__align_to_output(bpk_tensor_t *ts, int count) {
     int lead = rank - t.rank;
     for (int i = 0; i < rank; i++) {
       int src = i - lead;
-      ts[k].strides[i] =
-          src >= 0 && t.shape[src] != 1 ? t.strides[src] : 0;
+      ts[k].strides[i] = src >= 0 && t.shape[src] != 1 ? t.strides[src] : 0;
       ts[k].shape[i] = ts[0].shape[i];
     }
     ts[k].rank = rank;
@@ -108,30 +105,25 @@ static inline void bp_gpu_coalesce(bpk_tensor_t *ts, int count) {
   int64_t strides[4][BPK_MAX_RANK];
   int r = 0;
   for (int i = 0; i < rank; i++) {
-    if (ts[0].shape[i] == 1)
-      continue; /* size-1 axes index nothing */
+    if (ts[0].shape[i] == 1) continue; /* size-1 axes index nothing */
     if (r > 0) {
       /* Compare with the last kept axis through a temporary view. */
       bool merge = true;
       for (int k = 0; k < count; k++)
-        if (strides[k][r - 1] != ts[k].strides[i] * ts[0].shape[i])
-          merge = false;
+        if (strides[k][r - 1] != ts[k].strides[i] * ts[0].shape[i]) merge = false;
       if (merge) {
         shape[r - 1] *= ts[0].shape[i];
-        for (int k = 0; k < count; k++)
-          strides[k][r - 1] = ts[k].strides[i];
+        for (int k = 0; k < count; k++) strides[k][r - 1] = ts[k].strides[i];
         continue;
       }
     }
     shape[r] = ts[0].shape[i];
-    for (int k = 0; k < count; k++)
-      strides[k][r] = ts[k].strides[i];
+    for (int k = 0; k < count; k++) strides[k][r] = ts[k].strides[i];
     r++;
   }
   if (r == 0) { /* a single element, or rank 0 */
     shape[0] = bp_gpu_numel(&ts[0]);
-    for (int k = 0; k < count; k++)
-      strides[k][0] = 0;
+    for (int k = 0; k < count; k++) strides[k][0] = 0;
     r = 1;
   }
   for (int k = 0; k < count; k++) {
@@ -146,10 +138,9 @@ static inline void bp_gpu_coalesce(bpk_tensor_t *ts, int count) {
 /* Describes t's axis as rows x len: out gets t with that axis set to 1, and
  * *out_step the axis stride. */
 static inline void bp_gpu_rows_view(const bp_plugin_tensor_t *t, int axis, bpk_tensor_t *out,
-                    int64_t *out_step) {
+                                    int64_t *out_step) {
   bp_gpu_tensor(t, out);
-  if (axis < 0)
-    axis += t->rank;
+  if (axis < 0) axis += t->rank;
   if (t->rank == 0 || axis < 0 || axis >= t->rank) {
     *out_step = 0;
     return;
@@ -162,8 +153,7 @@ static inline void bp_gpu_rows_view(const bp_plugin_tensor_t *t, int axis, bpk_t
 /* A rank-1 (or absent, rank 0) tensor as a vector operand. */
 static inline void bp_gpu_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out) {
   memset(out, 0, sizeof *out);
-  if (!t || t->rank == 0 || t->ptr == 0)
-    return; /* absent */
+  if (!t || t->rank == 0 || t->ptr == 0) return; /* absent */
   out->ptr = t->ptr + t->offset;
   out->stride = t->strides[t->rank - 1];
   out->dtype = (int32_t)t->dtype;

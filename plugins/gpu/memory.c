@@ -41,8 +41,7 @@ static unsigned bucket_of(uint64_t p) {
 
 static bool table_add(uint64_t p, uint64_t size) {
   alloc_node_t *n = malloc(sizeof *n);
-  if (!n)
-    return false;
+  if (!n) return false;
   n->ptr = p;
   n->size = size;
   pthread_mutex_lock(&alloc_lock);
@@ -56,8 +55,7 @@ static bool table_add(uint64_t p, uint64_t size) {
 static uint64_t table_remove(uint64_t p) {
   uint64_t size = 0;
   pthread_mutex_lock(&alloc_lock);
-  for (alloc_node_t **pp = &alloc_table[bucket_of(p)]; *pp;
-       pp = &(*pp)->next) {
+  for (alloc_node_t **pp = &alloc_table[bucket_of(p)]; *pp; pp = &(*pp)->next) {
     if ((*pp)->ptr == p) {
       alloc_node_t *n = *pp;
       *pp = n->next;
@@ -75,10 +73,9 @@ bp_status_t gpu_oom(uint64_t size, const char *why) {
   size_t free_b = 0, total_b = 0;
   gpuMemGetInfo(&free_b, &total_b);
   gpu_host->set_error(GPU_PLUGIN_NAME ": out of memory: %s %llu bytes requested, "
-                       "%llu bytes free of %llu",
-                       why, (unsigned long long)size,
-                       (unsigned long long)free_b,
-                       (unsigned long long)total_b);
+                                      "%llu bytes free of %llu",
+                      why, (unsigned long long)size, (unsigned long long)free_b,
+                      (unsigned long long)total_b);
   return BP_ERR_OUT_OF_MEMORY;
 }
 
@@ -100,18 +97,16 @@ static void unreserve(gpu_device_t *d, uint64_t size) {
   pthread_mutex_unlock(&d->lock);
 }
 
-bp_status_t gpu_mem_alloc(bp_plugin_device_t *device, uint64_t size,
-                           uint64_t *out_ptr) {
+bp_status_t gpu_mem_alloc(bp_plugin_device_t *device, uint64_t size, uint64_t *out_ptr) {
   *out_ptr = 0;
   gpu_device_t *d = gpu_dev(device);
   if (size > (uint64_t)SIZE_MAX) {
     gpu_host->set_error(GPU_PLUGIN_NAME ": allocation of %llu bytes exceeds size_t",
-                         (unsigned long long)size);
+                        (unsigned long long)size);
     return BP_ERR_OUT_OF_MEMORY;
   }
   bp_status_t st = gpu_legacy_begin(d, "mem_alloc");
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   if ((st = gpu_device_enter(d)) != BP_OK) {
     gpu_legacy_end(d);
     return st;
@@ -147,17 +142,17 @@ out:
 
 void gpu_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
   gpu_device_t *d = gpu_dev(device);
-  if (!ptr)
-    return;
+  if (!ptr) return;
   if (gpu_legacy_begin(d, "mem_free") != BP_OK) {
-    gpu_log(BP_LOG_WARN, "mem_free of 0x%llx during a graph capture on "
-             "this thread: leaked", (unsigned long long)ptr);
+    gpu_log(BP_LOG_WARN,
+            "mem_free of 0x%llx during a graph capture on "
+            "this thread: leaked",
+            (unsigned long long)ptr);
     return;
   }
   uint64_t size = table_remove(ptr);
   if (!size) {
-    gpu_log(BP_LOG_WARN, "mem_free of unknown pointer 0x%llx ignored",
-             (unsigned long long)ptr);
+    gpu_log(BP_LOG_WARN, "mem_free of unknown pointer 0x%llx ignored", (unsigned long long)ptr);
     gpu_legacy_end(d);
     return;
   }
@@ -165,8 +160,7 @@ void gpu_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
   if (gpu_device_enter(d) == BP_OK) {
     gpuError_t r = gpuFree(d, ptr);
     if (r != 0)
-      gpu_log(BP_LOG_WARN, "freeing 0x%llx failed with error %d",
-               (unsigned long long)ptr, r);
+      gpu_log(BP_LOG_WARN, "freeing 0x%llx failed with error %d", (unsigned long long)ptr, r);
     gpu_device_leave();
   }
   gpu_legacy_end(d);
@@ -176,77 +170,58 @@ void gpu_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
  * work of every (blocking) stream of the device, as the ABI asks for a
  * NULL stream. A device-to-device copy may return early, so it is waited
  * for. */
-bp_status_t gpu_mem_write(bp_plugin_device_t *device,
-                           bp_plugin_stream_t *stream, uint64_t dst,
-                           uint64_t dst_offset, const void *src,
-                           uint64_t size) {
+bp_status_t gpu_mem_write(bp_plugin_device_t *device, bp_plugin_stream_t *stream, uint64_t dst,
+                          uint64_t dst_offset, const void *src, uint64_t size) {
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = stream ? BP_OK : gpu_legacy_begin(d, "a synchronous copy");
-  if (st != BP_OK)
-    return st;
-  if ((st = gpu_device_enter(d)) != BP_OK)
-    goto out;
+  if (st != BP_OK) return st;
+  if ((st = gpu_device_enter(d)) != BP_OK) goto out;
   if (stream)
-    st = gpu_check(gpuMemcpyHtoDAsync(dst + dst_offset, src, (size_t)size,
-                                   gpu_stream_of(stream)),
-                    GPU_API "MemcpyHtoDAsync");
+    st = gpu_check(gpuMemcpyHtoDAsync(dst + dst_offset, src, (size_t)size, gpu_stream_of(stream)),
+                   GPU_API "MemcpyHtoDAsync");
   else
-    st = gpu_check(gpuMemcpyHtoD(dst + dst_offset, src, (size_t)size),
-                    GPU_API "MemcpyHtoD");
+    st = gpu_check(gpuMemcpyHtoD(dst + dst_offset, src, (size_t)size), GPU_API "MemcpyHtoD");
   gpu_device_leave();
 out:
-  if (!stream)
-    gpu_legacy_end(d);
+  if (!stream) gpu_legacy_end(d);
   return st;
 }
 
-bp_status_t gpu_mem_read(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream, void *dst, uint64_t src,
-                          uint64_t src_offset, uint64_t size) {
+bp_status_t gpu_mem_read(bp_plugin_device_t *device, bp_plugin_stream_t *stream, void *dst,
+                         uint64_t src, uint64_t src_offset, uint64_t size) {
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = stream ? BP_OK : gpu_legacy_begin(d, "a synchronous copy");
-  if (st != BP_OK)
-    return st;
-  if ((st = gpu_device_enter(d)) != BP_OK)
-    goto out;
+  if (st != BP_OK) return st;
+  if ((st = gpu_device_enter(d)) != BP_OK) goto out;
   if (stream)
-    st = gpu_check(gpuMemcpyDtoHAsync(dst, src + src_offset, (size_t)size,
-                                   gpu_stream_of(stream)),
-                    GPU_API "MemcpyDtoHAsync");
+    st = gpu_check(gpuMemcpyDtoHAsync(dst, src + src_offset, (size_t)size, gpu_stream_of(stream)),
+                   GPU_API "MemcpyDtoHAsync");
   else
-    st = gpu_check(gpuMemcpyDtoH(dst, src + src_offset, (size_t)size),
-                    GPU_API "MemcpyDtoH");
+    st = gpu_check(gpuMemcpyDtoH(dst, src + src_offset, (size_t)size), GPU_API "MemcpyDtoH");
   gpu_device_leave();
 out:
-  if (!stream)
-    gpu_legacy_end(d);
+  if (!stream) gpu_legacy_end(d);
   return st;
 }
 
-bp_status_t gpu_mem_copy(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream, uint64_t dst,
-                          uint64_t dst_offset, uint64_t src,
-                          uint64_t src_offset, uint64_t size) {
+bp_status_t gpu_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream, uint64_t dst,
+                         uint64_t dst_offset, uint64_t src, uint64_t src_offset, uint64_t size) {
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = stream ? BP_OK : gpu_legacy_begin(d, "a synchronous copy");
-  if (st != BP_OK)
-    return st;
-  if ((st = gpu_device_enter(d)) != BP_OK)
-    goto out;
+  if (st != BP_OK) return st;
+  if ((st = gpu_device_enter(d)) != BP_OK) goto out;
   if (stream) {
-    st = gpu_check(gpuMemcpyDtoDAsync(dst + dst_offset, src + src_offset, (size_t)size,
-                                   gpu_stream_of(stream)),
-                    GPU_API "MemcpyDtoDAsync");
+    st = gpu_check(
+        gpuMemcpyDtoDAsync(dst + dst_offset, src + src_offset, (size_t)size, gpu_stream_of(stream)),
+        GPU_API "MemcpyDtoDAsync");
   } else {
     st = gpu_check(gpuMemcpyDtoD(dst + dst_offset, src + src_offset, (size_t)size),
-                    GPU_API "MemcpyDtoD");
+                   GPU_API "MemcpyDtoD");
     if (st == BP_OK)
       st = gpu_check(gpuStreamSynchronize((gpuStream_t)0), GPU_API "StreamSynchronize");
   }
   gpu_device_leave();
 out:
-  if (!stream)
-    gpu_legacy_end(d);
+  if (!stream) gpu_legacy_end(d);
   return st;
 }
-

@@ -47,8 +47,7 @@ static const char *gemm_kernel(bp_dtype_t dt) {
 
 /* The plugin's own gemm kernels; gpu_op_gemm (below) chooses between
  * them and the vendor BLAS. */
-static bp_status_t gemm_own(bp_plugin_device_t *device,
-                            bp_plugin_stream_t *stream,
+static bp_status_t gemm_own(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                             const bp_gemm_args_t *a) {
   bpk_gemm_args_t p;
   memset(&p, 0, sizeof p);
@@ -58,48 +57,48 @@ static bp_status_t gemm_own(bp_plugin_device_t *device,
   p.alpha = a->alpha;
   p.beta = a->beta;
   const int64_t batch = p.c.shape[0], m = p.c.shape[1], n = p.c.shape[2];
-  if (batch == 0 || m == 0 || n == 0)
-    return BP_OK;
+  if (batch == 0 || m == 0 || n == 0) return BP_OK;
   const int64_t tiles_m = (m + BPK_GEMM_TILE - 1) / BPK_GEMM_TILE;
   if (tiles_m > GRID_YZ_MAX) {
     gpu_host->set_error(GPU_PLUGIN_NAME ": gemm with m = %lld exceeds the grid (at most "
-                         "%d rows)",
-                         (long long)m, GRID_YZ_MAX * BPK_GEMM_TILE);
+                                        "%d rows)",
+                        (long long)m, GRID_YZ_MAX * BPK_GEMM_TILE);
     return BP_ERR_UNSUPPORTED;
   }
   /* TF32 (BP_GEMM_FLAG_ALLOW_TF32) is not used: f32 runs on the SIMT
    * kernel at full precision either way. The batch loops grid-stride past
    * 65535. */
-  unsigned grid[3] = {(unsigned)((n + BPK_GEMM_TILE - 1) / BPK_GEMM_TILE),
-                      (unsigned)tiles_m,
+  unsigned grid[3] = {(unsigned)((n + BPK_GEMM_TILE - 1) / BPK_GEMM_TILE), (unsigned)tiles_m,
                       (unsigned)(batch < GRID_YZ_MAX ? batch : GRID_YZ_MAX)};
   unsigned block[3] = {BPK_GEMM_THREADS, 1, 1};
-  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_GEMM,
-                     gemm_kernel(a->c.dtype), grid, block, 0, &p);
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_GEMM, gemm_kernel(a->c.dtype), grid, block,
+                    0, &p);
 }
 
 /* ---- own kernel or vendor BLAS ------------------------------------------ */
 
 static int64_t pow2_ceil(int64_t v) {
   int64_t p = 1;
-  while (p < v && p < ((int64_t)1 << 40))
-    p <<= 1;
+  while (p < v && p < ((int64_t)1 << 40)) p <<= 1;
   return p;
 }
 
 static const char *blas_dtype_name(bp_dtype_t dt) {
   switch (dt) {
-  case BP_F16: return "f16";
-  case BP_BF16: return "bf16";
-  case BP_F64: return "f64";
-  default: return "f32";
+  case BP_F16:
+    return "f16";
+  case BP_BF16:
+    return "bf16";
+  case BP_F64:
+    return "f64";
+  default:
+    return "f32";
   }
 }
 
 static bool blas_host_cache(void) {
   const bp_host_services_t *h = gpu_host;
-  return h && h->struct_size >= offsetof(bp_host_services_t, tune_store) +
-                                    sizeof(void *) &&
+  return h && h->struct_size >= offsetof(bp_host_services_t, tune_store) + sizeof(void *) &&
          h->tune_lookup && h->tune_store;
 }
 
@@ -115,13 +114,11 @@ static double blas_time(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   double best = 1e30;
   for (int rep = 0; rep < 4; rep++) {
     double t0 = blas_now();
-    bp_status_t st = call ? gpu_blas_run(gpu_dev(device), stream, call)
-                          : gemm_own(device, stream, g);
-    if (st != BP_OK || gpu_stream_synchronize(device, stream) != BP_OK)
-      return 1e30;
+    bp_status_t st =
+        call ? gpu_blas_run(gpu_dev(device), stream, call) : gemm_own(device, stream, g);
+    if (st != BP_OK || gpu_stream_synchronize(device, stream) != BP_OK) return 1e30;
     double t = blas_now() - t0;
-    if (rep > 0 && t < best)
-      best = t;
+    if (rep > 0 && t < best) best = t;
   }
   return best;
 }
@@ -135,8 +132,7 @@ static bool blas_measure(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   if (bytes > ((uint64_t)256 << 20))
     return false; /* too big to copy for a measurement: not decided */
   uint64_t scratch = 0;
-  if (gpu_mem_alloc(device, bytes ? bytes : es, &scratch) != BP_OK)
-    return false;
+  if (gpu_mem_alloc(device, bytes ? bytes : es, &scratch) != BP_OK) return false;
   bp_gemm_args_t t = *g;
   t.beta = 0.0;
   t.c.ptr = scratch, t.c.offset = 0;
@@ -149,14 +145,13 @@ static bool blas_measure(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
     vendor = blas_time(device, stream, &t, &call);
   }
   gpu_mem_free(device, scratch);
-  if (!ok || (own >= 1e30 && vendor >= 1e30))
-    return false;
+  if (!ok || (own >= 1e30 && vendor >= 1e30)) return false;
   *out_vendor = vendor < own;
-  gpu_log(BP_LOG_INFO, "gemm %s [%lld x %lld x %lld, batch %lld]: own "
-           "kernel %.3f ms, " GPU_BLAS_NAME " %.3f ms: %s",
-           blas_dtype_name(g->c.dtype), (long long)m, (long long)n,
-           (long long)g->a.shape[2], (long long)batch, own * 1e3,
-           vendor * 1e3, *out_vendor ? GPU_BLAS_NAME : "own kernel");
+  gpu_log(BP_LOG_INFO,
+          "gemm %s [%lld x %lld x %lld, batch %lld]: own "
+          "kernel %.3f ms, " GPU_BLAS_NAME " %.3f ms: %s",
+          blas_dtype_name(g->c.dtype), (long long)m, (long long)n, (long long)g->a.shape[2],
+          (long long)batch, own * 1e3, vendor * 1e3, *out_vendor ? GPU_BLAS_NAME : "own kernel");
   return true;
 }
 
@@ -176,8 +171,7 @@ static void blas_remember(gpu_device_t *d, const char *bucket, bool vendor) {
   bool old;
   if (!blas_recall(d, bucket, &old)) {
     int i = d->blas.count++ % BP_GPU_BLAS_CHOICES;
-    snprintf(d->blas.choices[i].bucket, sizeof d->blas.choices[i].bucket, "%s",
-             bucket);
+    snprintf(d->blas.choices[i].bucket, sizeof d->blas.choices[i].bucket, "%s", bucket);
     d->blas.choices[i].vendor = vendor;
   }
   pthread_mutex_unlock(&d->lock);
@@ -188,29 +182,23 @@ static bool blas_choose(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_gemm_args_t *g) {
   gpu_device_t *d = gpu_dev(device);
   const char *env = gpu_host->getenv(GPU_BLAS_CHOICE_ENV);
-  if (env && strcmp(env, "0") == 0)
-    return false;
-  if (!gpu_blas_ready(d))
-    return false;
-  if (env && strcmp(env, "1") == 0)
-    return true;
+  if (env && strcmp(env, "0") == 0) return false;
+  if (!gpu_blas_ready(d)) return false;
+  if (env && strcmp(env, "1") == 0) return true;
   char bucket[48];
-  snprintf(bucket, sizeof bucket, "%s-m%lldn%lldk%lld-b%s",
-           blas_dtype_name(g->c.dtype), (long long)pow2_ceil(g->c.shape[1]),
-           (long long)pow2_ceil(g->c.shape[2]),
+  snprintf(bucket, sizeof bucket, "%s-m%lldn%lldk%lld-b%s", blas_dtype_name(g->c.dtype),
+           (long long)pow2_ceil(g->c.shape[1]), (long long)pow2_ceil(g->c.shape[2]),
            (long long)pow2_ceil(g->a.shape[2]), g->c.shape[0] > 1 ? "n" : "1");
   bool vendor = false;
   pthread_mutex_lock(&d->lock);
   bool known = blas_recall(d, bucket, &vendor);
   pthread_mutex_unlock(&d->lock);
-  if (known)
-    return vendor;
+  if (known) return vendor;
 
   char dev_name[128], driver[128], value[BP_TUNE_VALUE_MAX];
   gpu_blas_identity(d, dev_name, sizeof dev_name, driver, sizeof driver);
-  bp_tune_key_t key = {sizeof key, GPU_PLUGIN_NAME, GPU_PLUGIN_VERSION, dev_name,
-                       driver, "gemm-blas", blas_dtype_name(g->c.dtype),
-                       bucket};
+  bp_tune_key_t key = {sizeof key, GPU_PLUGIN_NAME, GPU_PLUGIN_VERSION,          dev_name,
+                       driver,     "gemm-blas",     blas_dtype_name(g->c.dtype), bucket};
   bool host = blas_host_cache();
   if (host && gpu_host->tune_lookup(&key, value, sizeof value) &&
       (strcmp(value, "vendor") == 0 || strcmp(value, "own") == 0)) {
@@ -218,8 +206,7 @@ static bool blas_choose(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   } else if (gpu_capturing_here() || !stream) {
     vendor = true; /* cannot time here: see the top of this file */
   } else if (blas_measure(device, stream, g, &vendor)) {
-    if (host)
-      gpu_host->tune_store(&key, vendor ? "vendor" : "own");
+    if (host) gpu_host->tune_store(&key, vendor ? "vendor" : "own");
   } else {
     vendor = true;
   }
@@ -227,33 +214,32 @@ static bool blas_choose(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   return vendor;
 }
 
-bp_status_t gpu_op_gemm(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream,
-                         const bp_gemm_args_t *a) {
+bp_status_t gpu_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                        const bp_gemm_args_t *a) {
   const int64_t batch = a->c.shape[0], m = a->c.shape[1], n = a->c.shape[2];
   bp_gpu_blas_call_t call;
-  if (batch == 0 || m == 0 || n == 0 || a->a.shape[2] == 0 ||
-      !bp_gpu_blas_map(a, &call) || !blas_choose(device, stream, a))
+  if (batch == 0 || m == 0 || n == 0 || a->a.shape[2] == 0 || !bp_gpu_blas_map(a, &call) ||
+      !blas_choose(device, stream, a))
     return gemm_own(device, stream, a);
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = gpu_blas_run(d, stream, &call);
-  if (st == BP_OK)
-    return BP_OK;
+  if (st == BP_OK) return BP_OK;
   pthread_mutex_lock(&d->lock);
   bool first = !d->blas.broken;
   d->blas.broken = true;
   pthread_mutex_unlock(&d->lock);
   if (first)
-    gpu_log(BP_LOG_WARN, GPU_BLAS_NAME " gemm failed (status %d): the "
-             "plugin's own gemm kernels from now on on this device", (int)st);
+    gpu_log(BP_LOG_WARN,
+            GPU_BLAS_NAME " gemm failed (status %d): the "
+                          "plugin's own gemm kernels from now on on this device",
+            (int)st);
   return gemm_own(device, stream, a);
 }
 
 #define ROW_THREADS 256u /* one warp per row: 8 rows per block */
 
-bp_status_t gpu_op_gemv(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream,
-                         const bp_gemv_args_t *a) {
+bp_status_t gpu_op_gemv(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                        const bp_gemv_args_t *a) {
   bpk_gemv_args_t p;
   memset(&p, 0, sizeof p);
   bp_gpu_tensor(&a->a, &p.a);
@@ -263,11 +249,9 @@ bp_status_t gpu_op_gemv(bp_plugin_device_t *device,
   p.n = a->a.shape[1];
   p.alpha = a->alpha;
   p.beta = a->beta;
-  if (p.m == 0)
-    return BP_OK;
+  if (p.m == 0) return BP_OK;
   unsigned grid[3] = {gpu_blocks_for(p.m * 32, ROW_THREADS), 1, 1};
   unsigned block[3] = {ROW_THREADS, 1, 1};
   return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_GEMM,
-                     a->y.dtype == BP_F64 ? "bp_gemv_d" : "bp_gemv_f", grid,
-                     block, 0, &p);
+                    a->y.dtype == BP_F64 ? "bp_gemv_d" : "bp_gemv_f", grid, block, 0, &p);
 }

@@ -11,8 +11,8 @@
  * (round to nearest even, NaN to integer 0, saturation). */
 static uint64_t fill_bits(double v, bp_dtype_t dt);
 
-bp_status_t gpu_op_fill(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, const bp_fill_args_t *a) {
+bp_status_t gpu_op_fill(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                        const bp_fill_args_t *a) {
   bpk_fill_args_t p;
   memset(&p, 0, sizeof p);
   bp_gpu_tensor(&a->y, &p.y);
@@ -23,8 +23,7 @@ bp_status_t gpu_op_fill(bp_plugin_device_t *device,
   return gpu_launch_flat(device, stream, BP_GPU_MOD_ELEMENTWISE, "bp_fill", p.n, &p);
 }
 
-static bp_status_t copy_like(bp_plugin_device_t *device,
-                             bp_plugin_stream_t *stream,
+static bp_status_t copy_like(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                              const bp_copy_args_t *a, const char *kernel) {
   bpk_copy_args_t p;
   memset(&p, 0, sizeof p);
@@ -39,8 +38,8 @@ static bp_status_t copy_like(bp_plugin_device_t *device,
   return gpu_launch_flat(device, stream, BP_GPU_MOD_ELEMENTWISE, kernel, p.n, &p);
 }
 
-bp_status_t gpu_op_copy(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, const bp_copy_args_t *a) {
+bp_status_t gpu_op_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                        const bp_copy_args_t *a) {
   /* A dense copy of one contiguous range is a driver memcpy (copy engine,
    * no kernel). */
   bpk_tensor_t ts[2];
@@ -49,22 +48,19 @@ bp_status_t gpu_op_copy(bp_plugin_device_t *device,
   bp_gpu_coalesce(ts, 2);
   if (ts[0].rank == 1 && ts[0].strides[0] == 1 && ts[1].strides[0] == 1) {
     uint64_t bytes = (uint64_t)ts[0].shape[0] * bp_gpu_dtype_size(a->y.dtype);
-    if (bytes == 0)
-      return BP_OK;
-    return gpu_mem_copy(device, stream, ts[0].ptr, 0,
-                         ts[1].ptr, 0, bytes);
+    if (bytes == 0) return BP_OK;
+    return gpu_mem_copy(device, stream, ts[0].ptr, 0, ts[1].ptr, 0, bytes);
   }
   return copy_like(device, stream, a, "bp_copy");
 }
 
-bp_status_t gpu_op_cast(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, const bp_copy_args_t *a) {
+bp_status_t gpu_op_cast(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                        const bp_copy_args_t *a) {
   return copy_like(device, stream, a, "bp_cast");
 }
 
-bp_status_t gpu_op_random(bp_plugin_device_t *device,
-                           bp_plugin_stream_t *stream,
-                           const bp_random_args_t *a) {
+bp_status_t gpu_op_random(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                          const bp_random_args_t *a) {
   bpk_random_args_t p;
   memset(&p, 0, sizeof p);
   bp_gpu_tensor(&a->y, &p.y);
@@ -85,15 +81,11 @@ bp_status_t gpu_op_random(bp_plugin_device_t *device,
 static uint16_t f32_to_f16_bits(float f);
 static uint16_t f32_to_bf16_bits(float f);
 
-static int64_t saturate(double v, double lo, double hi, int64_t lo_i,
-                        int64_t hi_i) {
-  if (v != v)
-    return 0;
+static int64_t saturate(double v, double lo, double hi, int64_t lo_i, int64_t hi_i) {
+  if (v != v) return 0;
   v = __builtin_rint(v);
-  if (v <= lo)
-    return lo_i;
-  if (v >= hi)
-    return hi_i;
+  if (v <= lo) return lo_i;
+  if (v >= hi) return hi_i;
   return (int64_t)v;
 }
 
@@ -118,13 +110,12 @@ static uint64_t fill_bits(double v, bp_dtype_t dt) {
     f64.d = v;
     return f64.u;
   case BP_I32:
-    return (uint32_t)(int32_t)saturate(v, -2147483648.0, 2147483647.0,
-                                       INT32_MIN, INT32_MAX);
+    return (uint32_t)(int32_t)saturate(v, -2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX);
   case BP_U8:
     return (uint8_t)saturate(v, 0, 255, 0, 255);
   default:
-    return (uint64_t)saturate(v, -9223372036854775808.0,
-                              9223372036854775808.0, INT64_MIN, INT64_MAX);
+    return (uint64_t)saturate(v, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN,
+                              INT64_MAX);
   }
 }
 
@@ -136,8 +127,7 @@ static uint16_t f32_to_bf16_bits(float f) {
     float f;
     uint32_t u;
   } x = {f};
-  if ((x.u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((x.u >> 16) | 0x40u);
+  if ((x.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x.u >> 16) | 0x40u);
   uint32_t lsb = (x.u >> 16) & 1u;
   return (uint16_t)((x.u + 0x7fffu + lsb) >> 16);
 }
@@ -149,8 +139,7 @@ static uint16_t f32_to_f16_bits(float f) {
   } x = {f};
   uint32_t sign = (x.u >> 16) & 0x8000u;
   uint32_t a = x.u & 0x7fffffffu;
-  if (a > 0x7f800000u)
-    return (uint16_t)(sign | 0x7e00u);
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
   if (a >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
     return (uint16_t)(sign | 0x7c00u);
   if (a < 0x38800000u) { /* subnormal half (or zero) */

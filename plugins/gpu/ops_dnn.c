@@ -11,13 +11,12 @@
 #define GRID_YZ_MAX 65535
 static bp_status_t too_big(const char *op, const char *what, int64_t v) {
   gpu_host->set_error(GPU_PLUGIN_NAME ": %s: %s = %lld exceeds the launch grid", op, what,
-                       (long long)v);
+                      (long long)v);
   return BP_ERR_UNSUPPORTED;
 }
 
-bp_status_t gpu_op_conv2d(bp_plugin_device_t *device,
-                           bp_plugin_stream_t *stream,
-                           const bp_conv2d_args_t *a) {
+bp_status_t gpu_op_conv2d(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                          const bp_conv2d_args_t *a) {
   bpk_conv2d_args_t p;
   memset(&p, 0, sizeof p);
   bp_gpu_tensor(&a->x, &p.x);
@@ -33,28 +32,21 @@ bp_status_t gpu_op_conv2d(bp_plugin_device_t *device,
   p.groups = a->groups > 0 ? a->groups : 1;
   const int64_t pixels = p.y.shape[0] * p.y.shape[2] * p.y.shape[3];
   const int64_t kg = p.y.shape[1] / p.groups;
-  if (pixels == 0 || kg == 0)
-    return BP_OK;
+  if (pixels == 0 || kg == 0) return BP_OK;
   const int64_t tiles_n = (kg + BPK_CONV_TILE_N - 1) / BPK_CONV_TILE_N;
   const int64_t tiles_m = (pixels + BPK_CONV_TILE_M - 1) / BPK_CONV_TILE_M;
-  if (tiles_n > GRID_YZ_MAX)
-    return too_big("conv2d", "output channels per group", kg);
-  if (p.groups > GRID_YZ_MAX)
-    return too_big("conv2d", "groups", p.groups);
-  if (tiles_m > 0x7fffffffLL)
-    return too_big("conv2d", "output pixels", pixels);
+  if (tiles_n > GRID_YZ_MAX) return too_big("conv2d", "output channels per group", kg);
+  if (p.groups > GRID_YZ_MAX) return too_big("conv2d", "groups", p.groups);
+  if (tiles_m > 0x7fffffffLL) return too_big("conv2d", "output pixels", pixels);
   /* With an empty reduction (C/groups * R * S == 0) the kernel still runs:
    * y = bias (or 0). */
-  unsigned grid[3] = {(unsigned)tiles_m, (unsigned)tiles_n,
-                      (unsigned)p.groups};
+  unsigned grid[3] = {(unsigned)tiles_m, (unsigned)tiles_n, (unsigned)p.groups};
   unsigned block[3] = {BPK_CONV_THREADS, 1, 1};
-  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_CONV, "bp_conv2d_f",
-                     grid, block, 0, &p);
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_CONV, "bp_conv2d_f", grid, block, 0, &p);
 }
 
-bp_status_t gpu_op_pool2d(bp_plugin_device_t *device,
-                           bp_plugin_stream_t *stream,
-                           const bp_pool2d_args_t *a) {
+bp_status_t gpu_op_pool2d(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                          const bp_pool2d_args_t *a) {
   bpk_pool2d_args_t p;
   memset(&p, 0, sizeof p);
   bp_gpu_tensor(&a->x, &p.x);
@@ -69,13 +61,11 @@ bp_status_t gpu_op_pool2d(bp_plugin_device_t *device,
   p.pad_w = a->pad_w;
   p.count_include_pad = a->count_include_pad;
   return gpu_launch_flat(device, stream, BP_GPU_MOD_NORM,
-                     a->y.dtype == BP_F64 ? "bp_pool2d_d" : "bp_pool2d_f", p.n,
-                     &p);
+                         a->y.dtype == BP_F64 ? "bp_pool2d_d" : "bp_pool2d_f", p.n, &p);
 }
 
-bp_status_t gpu_op_batch_norm(bp_plugin_device_t *device,
-                               bp_plugin_stream_t *stream,
-                               const bp_batch_norm_args_t *a) {
+bp_status_t gpu_op_batch_norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                              const bp_batch_norm_args_t *a) {
   bpk_batch_norm_args_t p;
   memset(&p, 0, sizeof p);
   /* Not coalesced: the kernel reads the channel off axis 1 of y's shape. */
@@ -88,14 +78,11 @@ bp_status_t gpu_op_batch_norm(bp_plugin_device_t *device,
   p.n = bp_gpu_numel(&p.y);
   p.eps = a->eps;
   return gpu_launch_flat(device, stream, BP_GPU_MOD_NORM,
-                     a->y.dtype == BP_F64 ? "bp_batch_norm_d"
-                                          : "bp_batch_norm_f",
-                     p.n, &p);
+                         a->y.dtype == BP_F64 ? "bp_batch_norm_d" : "bp_batch_norm_f", p.n, &p);
 }
 
-bp_status_t gpu_op_attention(bp_plugin_device_t *device,
-                              bp_plugin_stream_t *stream,
-                              const bp_attention_args_t *a) {
+bp_status_t gpu_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                             const bp_attention_args_t *a) {
   bpk_attention_args_t p;
   memset(&p, 0, sizeof p);
   bp_gpu_tensor(&a->q, &p.q);
@@ -106,26 +93,22 @@ bp_status_t gpu_op_attention(bp_plugin_device_t *device,
   p.causal = a->causal != 0;
   const int64_t B = p.q.shape[0], Hq = p.q.shape[1], Sq = p.q.shape[2];
   const int64_t D = p.q.shape[3], Dv = p.v.shape[3];
-  if (B == 0 || Hq == 0 || Sq == 0 || Dv == 0)
-    return BP_OK;
+  if (B == 0 || Hq == 0 || Sq == 0 || Dv == 0) return BP_OK;
   if (D > BPK_ATTN_MAX_DIM || Dv > BPK_ATTN_MAX_DIM) {
     gpu_host->set_error(GPU_PLUGIN_NAME ": attention: head dims %lld / %lld; this "
-                         "kernel handles at most %d",
-                         (long long)D, (long long)Dv, BPK_ATTN_MAX_DIM);
+                                        "kernel handles at most %d",
+                        (long long)D, (long long)Dv, BPK_ATTN_MAX_DIM);
     return BP_ERR_UNSUPPORTED;
   }
-  if (B * Hq > GRID_YZ_MAX)
-    return too_big("attention", "batch * heads", B * Hq);
-  unsigned grid[3] = {(unsigned)((Sq + BPK_ATTN_ROWS - 1) / BPK_ATTN_ROWS),
-                      (unsigned)(B * Hq), 1};
+  if (B * Hq > GRID_YZ_MAX) return too_big("attention", "batch * heads", B * Hq);
+  unsigned grid[3] = {(unsigned)((Sq + BPK_ATTN_ROWS - 1) / BPK_ATTN_ROWS), (unsigned)(B * Hq), 1};
   unsigned block[3] = {BPK_ATTN_THREADS, 1, 1};
-  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_ATTENTION,
-                     "bp_attention_f", grid, block,
-                     BPK_ATTN_SMEM((unsigned)D, (unsigned)Dv), &p);
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_ATTENTION, "bp_attention_f", grid, block,
+                    BPK_ATTN_SMEM((unsigned)D, (unsigned)Dv), &p);
 }
 
-bp_status_t gpu_op_adam(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, const bp_adam_args_t *a) {
+bp_status_t gpu_op_adam(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                        const bp_adam_args_t *a) {
   bpk_adam_args_t p;
   memset(&p, 0, sizeof p);
   p.lr = a->lr;
@@ -150,27 +133,24 @@ bp_status_t gpu_op_adam(bp_plugin_device_t *device,
     p.m = ts[2];
     p.v = ts[3];
     p.n = bp_gpu_numel(&p.p);
-    bp_status_t st = gpu_launch_flat(
-        device, stream, BP_GPU_MOD_ADAM,
-        a->params[i].dtype == BP_F64 ? "bp_adam_d" : "bp_adam_f", p.n, &p);
-    if (st != BP_OK)
-      return st;
+    bp_status_t st =
+        gpu_launch_flat(device, stream, BP_GPU_MOD_ADAM,
+                        a->params[i].dtype == BP_F64 ? "bp_adam_d" : "bp_adam_f", p.n, &p);
+    if (st != BP_OK) return st;
   }
   return BP_OK;
 }
 
 /* ---- by rows: softmax, layer and RMS norm (views of ops_reduce.c) ------- */
 
-bp_status_t gpu_op_softmax(bp_plugin_device_t *device,
-                            bp_plugin_stream_t *stream,
-                            const bp_softmax_args_t *a) {
+bp_status_t gpu_op_softmax(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                           const bp_softmax_args_t *a) {
   bpk_softmax_args_t p;
   memset(&p, 0, sizeof p);
   gpu_rows_of(&a->x, &a->y, a->axis, &p.r);
   p.log = a->log != 0;
   return gpu_launch_rows(device, stream, BP_GPU_MOD_REDUCE,
-                     a->y.dtype == BP_F64 ? "bp_softmax_d" : "bp_softmax_f",
-                     p.r.rows, &p);
+                         a->y.dtype == BP_F64 ? "bp_softmax_d" : "bp_softmax_f", p.r.rows, &p);
 }
 
 static bp_status_t norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
@@ -179,23 +159,19 @@ static bp_status_t norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   memset(&p, 0, sizeof p);
   gpu_rows_of(&a->x, &a->y, a->x.rank - 1, &p.r);
   bp_gpu_vec(&a->gamma, &p.gamma);
-  if (!rms)
-    bp_gpu_vec(&a->beta, &p.beta);
+  if (!rms) bp_gpu_vec(&a->beta, &p.beta);
   p.eps = a->eps;
   p.rms = rms;
   return gpu_launch_rows(device, stream, BP_GPU_MOD_NORM,
-                     a->y.dtype == BP_F64 ? "bp_norm_d" : "bp_norm_f",
-                     p.r.rows, &p);
+                         a->y.dtype == BP_F64 ? "bp_norm_d" : "bp_norm_f", p.r.rows, &p);
 }
 
-bp_status_t gpu_op_layer_norm(bp_plugin_device_t *device,
-                               bp_plugin_stream_t *stream,
-                               const bp_norm_args_t *a) {
+bp_status_t gpu_op_layer_norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                              const bp_norm_args_t *a) {
   return norm(device, stream, a, false);
 }
 
-bp_status_t gpu_op_rms_norm(bp_plugin_device_t *device,
-                             bp_plugin_stream_t *stream,
-                             const bp_norm_args_t *a) {
+bp_status_t gpu_op_rms_norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                            const bp_norm_args_t *a) {
   return norm(device, stream, a, true);
 }

@@ -10,20 +10,16 @@
 
 #define ELEM_THREADS 256u
 
-bp_status_t gpu_launch_flat(bp_plugin_device_t *device,
-                            bp_plugin_stream_t *stream, bp_gpu_module_id_t m,
-                            const char *name, int64_t n, void *params) {
-  if (n <= 0)
-    return BP_OK;
+bp_status_t gpu_launch_flat(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                            bp_gpu_module_id_t m, const char *name, int64_t n, void *params) {
+  if (n <= 0) return BP_OK;
   unsigned grid[3] = {gpu_blocks_for(n, ELEM_THREADS), 1, 1};
   unsigned block[3] = {ELEM_THREADS, 1, 1};
-  return gpu_launch(gpu_dev(device), stream, m, name, grid, block, 0,
-                     params);
+  return gpu_launch(gpu_dev(device), stream, m, name, grid, block, 0, params);
 }
 
-bp_status_t gpu_op_unary(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream,
-                          const bp_unary_args_t *a) {
+bp_status_t gpu_op_unary(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                         const bp_unary_args_t *a) {
   bpk_unary_args_t p;
   memset(&p, 0, sizeof p);
   bpk_tensor_t ts[2];
@@ -35,12 +31,11 @@ bp_status_t gpu_op_unary(bp_plugin_device_t *device,
   p.n = bp_gpu_numel(&p.y);
   p.op = (int32_t)a->op;
   return gpu_launch_flat(device, stream, BP_GPU_MOD_ELEMENTWISE,
-                     a->y.dtype == BP_F64 ? "bp_unary_d" : "bp_unary_f", p.n, &p);
+                         a->y.dtype == BP_F64 ? "bp_unary_d" : "bp_unary_f", p.n, &p);
 }
 
-bp_status_t gpu_op_binary(bp_plugin_device_t *device,
-                           bp_plugin_stream_t *stream,
-                           const bp_binary_args_t *a) {
+bp_status_t gpu_op_binary(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                          const bp_binary_args_t *a) {
   bpk_binary_args_t p;
   memset(&p, 0, sizeof p);
   bpk_tensor_t ts[3];
@@ -54,6 +49,5 @@ bp_status_t gpu_op_binary(bp_plugin_device_t *device,
   p.n = bp_gpu_numel(&p.y);
   p.op = (int32_t)a->op;
   return gpu_launch_flat(device, stream, BP_GPU_MOD_ELEMENTWISE,
-                     a->y.dtype == BP_F64 ? "bp_binary_d" : "bp_binary_f", p.n, &p);
+                         a->y.dtype == BP_F64 ? "bp_binary_d" : "bp_binary_f", p.n, &p);
 }
-

@@ -9,37 +9,31 @@
 
 #define ROW_THREADS 256u
 
-void gpu_rows_of(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y,
-                    int axis, bpk_rows_t *r) {
-  if (axis < 0)
-    axis += x->rank;
+void gpu_rows_of(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y, int axis,
+                 bpk_rows_t *r) {
+  if (axis < 0) axis += x->rank;
   bp_gpu_rows_view(x, axis, &r->x, &r->x_step);
   bp_gpu_rows_view(y, axis, &r->y, &r->y_step);
   r->len = x->rank ? x->shape[axis] : 1;
   r->rows = bp_gpu_numel(&r->x);
 }
 
-bp_status_t gpu_launch_rows(bp_plugin_device_t *device,
-                            bp_plugin_stream_t *stream, bp_gpu_module_id_t m,
-                            const char *name, int64_t rows, void *params) {
-  if (rows <= 0)
-    return BP_OK;
+bp_status_t gpu_launch_rows(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                            bp_gpu_module_id_t m, const char *name, int64_t rows, void *params) {
+  if (rows <= 0) return BP_OK;
   unsigned grid[3] = {gpu_blocks_for(rows * 32, ROW_THREADS), 1, 1};
   unsigned block[3] = {ROW_THREADS, 1, 1};
-  return gpu_launch(gpu_dev(device), stream, m, name, grid, block, 0,
-                     params);
+  return gpu_launch(gpu_dev(device), stream, m, name, grid, block, 0, params);
 }
 
-bp_status_t gpu_op_reduce(bp_plugin_device_t *device,
-                           bp_plugin_stream_t *stream,
-                           const bp_reduce_args_t *a) {
+bp_status_t gpu_op_reduce(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                          const bp_reduce_args_t *a) {
   bpk_reduce_args_t p;
   memset(&p, 0, sizeof p);
   gpu_rows_of(&a->x, &a->y, a->axis, &p.r);
   p.op = (int32_t)a->op;
   /* argmax writes integers; the compute type follows the input then. */
   bool dbl = a->x.dtype == BP_F64;
-  return gpu_launch_rows(device, stream, BP_GPU_MOD_REDUCE,
-                     dbl ? "bp_reduce_d" : "bp_reduce_f", p.r.rows, &p);
+  return gpu_launch_rows(device, stream, BP_GPU_MOD_REDUCE, dbl ? "bp_reduce_d" : "bp_reduce_f",
+                         p.r.rows, &p);
 }
-

@@ -13,8 +13,7 @@
 
 /* ---- streams ------------------------------------------------------------ */
 
-bp_status_t gpu_stream_create(bp_plugin_device_t *device,
-                               bp_plugin_stream_t **out_stream) {
+bp_status_t gpu_stream_create(bp_plugin_device_t *device, bp_plugin_stream_t **out_stream) {
   *out_stream = NULL;
   gpu_device_t *d = gpu_dev(device);
   gpu_stream_t *s = calloc(1, sizeof *s);
@@ -35,11 +34,9 @@ bp_status_t gpu_stream_create(bp_plugin_device_t *device,
   return BP_OK;
 }
 
-void gpu_stream_destroy(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream) {
+void gpu_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream) {
   gpu_stream_t *s = (gpu_stream_t *)(void *)stream;
-  if (!s)
-    return;
+  if (!s) return;
   if (gpu_device_enter(gpu_dev(device)) == BP_OK) {
     /* Destroying a stream returns at once and lets queued work finish;
      * waiting first gives the ABI's "destroy after the work" without
@@ -52,36 +49,29 @@ void gpu_stream_destroy(bp_plugin_device_t *device,
 }
 
 /* Enters d, and for NULL-stream work also waits out any capture. */
-static bp_status_t stream_enter(gpu_device_t *d, bp_plugin_stream_t *stream,
-                                const char *what) {
+static bp_status_t stream_enter(gpu_device_t *d, bp_plugin_stream_t *stream, const char *what) {
   bp_status_t st = stream ? BP_OK : gpu_legacy_begin(d, what);
-  if (st == BP_OK && (st = gpu_device_enter(d)) != BP_OK && !stream)
-    gpu_legacy_end(d);
+  if (st == BP_OK && (st = gpu_device_enter(d)) != BP_OK && !stream) gpu_legacy_end(d);
   return st;
 }
 
 static void stream_leave(gpu_device_t *d, bp_plugin_stream_t *stream) {
   gpu_device_leave();
-  if (!stream)
-    gpu_legacy_end(d);
+  if (!stream) gpu_legacy_end(d);
 }
 
-bp_status_t gpu_stream_synchronize(bp_plugin_device_t *device,
-                                    bp_plugin_stream_t *stream) {
+bp_status_t gpu_stream_synchronize(bp_plugin_device_t *device, bp_plugin_stream_t *stream) {
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = stream_enter(d, stream, "stream_synchronize");
-  if (st != BP_OK)
-    return st;
-  st = gpu_check(gpuStreamSynchronize(gpu_stream_of(stream)),
-                  GPU_API "StreamSynchronize");
+  if (st != BP_OK) return st;
+  st = gpu_check(gpuStreamSynchronize(gpu_stream_of(stream)), GPU_API "StreamSynchronize");
   stream_leave(d, stream);
   return st;
 }
 
 /* ---- events ------------------------------------------------------------- */
 
-bp_status_t gpu_event_create(bp_plugin_device_t *device,
-                              bp_plugin_event_t **out_event) {
+bp_status_t gpu_event_create(bp_plugin_device_t *device, bp_plugin_event_t **out_event) {
   *out_event = NULL;
   gpu_event_t *e = calloc(1, sizeof *e);
   if (!e) {
@@ -103,8 +93,7 @@ bp_status_t gpu_event_create(bp_plugin_device_t *device,
 
 void gpu_event_destroy(bp_plugin_device_t *device, bp_plugin_event_t *event) {
   gpu_event_t *e = (gpu_event_t *)(void *)event;
-  if (!e)
-    return;
+  if (!e) return;
   if (gpu_device_enter(gpu_dev(device)) == BP_OK) {
     gpuEventDestroy(e->e);
     gpu_device_leave();
@@ -114,55 +103,43 @@ void gpu_event_destroy(bp_plugin_device_t *device, bp_plugin_event_t *event) {
 
 #define EV(ev) (((gpu_event_t *)(void *)(ev))->e)
 
-bp_status_t gpu_event_record(bp_plugin_device_t *device,
-                              bp_plugin_event_t *event,
-                              bp_plugin_stream_t *stream) {
+bp_status_t gpu_event_record(bp_plugin_device_t *device, bp_plugin_event_t *event,
+                             bp_plugin_stream_t *stream) {
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = stream_enter(d, stream, "event_record");
-  if (st != BP_OK)
-    return st;
-  st = gpu_check(gpuEventRecord(EV(event), gpu_stream_of(stream)),
-                  GPU_API "EventRecord");
+  if (st != BP_OK) return st;
+  st = gpu_check(gpuEventRecord(EV(event), gpu_stream_of(stream)), GPU_API "EventRecord");
   stream_leave(d, stream);
   return st;
 }
 
-bp_status_t gpu_stream_wait_event(bp_plugin_device_t *device,
-                                   bp_plugin_stream_t *stream,
-                                   bp_plugin_event_t *event) {
+bp_status_t gpu_stream_wait_event(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                  bp_plugin_event_t *event) {
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = stream_enter(d, stream, "stream_wait_event");
-  if (st != BP_OK)
-    return st;
-  st = gpu_check(gpuStreamWaitEvent(gpu_stream_of(stream), EV(event)),
-                  GPU_API "StreamWaitEvent");
+  if (st != BP_OK) return st;
+  st = gpu_check(gpuStreamWaitEvent(gpu_stream_of(stream), EV(event)), GPU_API "StreamWaitEvent");
   stream_leave(d, stream);
   return st;
 }
 
-bp_status_t gpu_event_synchronize(bp_plugin_device_t *device,
-                                   bp_plugin_event_t *event) {
+bp_status_t gpu_event_synchronize(bp_plugin_device_t *device, bp_plugin_event_t *event) {
   bp_status_t st = gpu_device_enter(gpu_dev(device));
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   st = gpu_check(gpuEventSynchronize(EV(event)), GPU_API "EventSynchronize");
   gpu_device_leave();
   return st;
 }
 
-bp_status_t gpu_event_elapsed(bp_plugin_device_t *device,
-                               bp_plugin_event_t *start,
-                               bp_plugin_event_t *end, double *out_ms) {
+bp_status_t gpu_event_elapsed(bp_plugin_device_t *device, bp_plugin_event_t *start,
+                              bp_plugin_event_t *end, double *out_ms) {
   *out_ms = 0;
   bp_status_t st = gpu_device_enter(gpu_dev(device));
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   float ms = 0;
-  st = gpu_check(gpuEventElapsedTime(&ms, EV(start), EV(end)),
-                  GPU_API "EventElapsedTime");
+  st = gpu_check(gpuEventElapsedTime(&ms, EV(start), EV(end)), GPU_API "EventElapsedTime");
   gpu_device_leave();
-  if (st == BP_OK)
-    *out_ms = ms;
+  if (st == BP_OK) *out_ms = ms;
   return st;
 }
 

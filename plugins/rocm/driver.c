@@ -28,22 +28,19 @@ const char *gpu_error_string(hipError_t r) {
 
 /* hiprtc may live in the runtime's own library (load_rtc). */
 void gpu_driver_close_extra(void) {
-  if (rocm_rt.rtc_handle && rocm_rt.rtc_handle != rocm_rt.handle)
-    dlclose(rocm_rt.rtc_handle);
+  if (rocm_rt.rtc_handle && rocm_rt.rtc_handle != rocm_rt.handle) dlclose(rocm_rt.rtc_handle);
 }
 
 /* Sonames in order of preference: ROCm 6, ROCm 5, then the unversioned
  * development link. */
-static const char *const runtime_names[] = {"libamdhip64.so.6",
-                                            "libamdhip64.so.5",
+static const char *const runtime_names[] = {"libamdhip64.so.6", "libamdhip64.so.5",
                                             "libamdhip64.so"};
-static const char *const rtc_names[] = {"libhiprtc.so.6", "libhiprtc.so.5",
-                                        "libhiprtc.so"};
+static const char *const rtc_names[] = {"libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so"};
 
 /* dlopens the override, or the first of names that opens; path gets the
  * name opened. */
-static void *open_first(const char *override, const char *const *names,
-                        size_t count, char *path, size_t cap) {
+static void *open_first(const char *override, const char *const *names, size_t count, char *path,
+                        size_t cap) {
   if (override) {
     snprintf(path, cap, "%s", override);
     return dlopen(override, RTLD_NOW | RTLD_LOCAL);
@@ -60,21 +57,20 @@ static void *open_first(const char *override, const char *const *names,
 
 void *gpu_driver_open(void) {
   const char *override = gpu_env("BACKPLANE_HIP_RUNTIME");
-  void *h = open_first(override, runtime_names, 3, rocm_rt.path,
-                       sizeof rocm_rt.path);
+  void *h = open_first(override, runtime_names, 3, rocm_rt.path, sizeof rocm_rt.path);
   if (!h)
     gpu_driver_fail(BP_ERR_UNAVAILABLE, "ROCm runtime not found (%s)",
-         override ? override : "libamdhip64.so");
+                    override ? override : "libamdhip64.so");
   return h;
 }
 
 /* All of hiprtc from h, or none of it (a partial table is never left). */
 static bool resolve_rtc(void *h, const char **out_missing) {
-#define HIP__RESOLVE(field, sym, ret, params)                                  \
-  *(void **)(&rocm_rt.field) = dlsym(h, sym);                                  \
-  if (!rocm_rt.field) {                                                        \
-    *out_missing = sym;                                                        \
-    goto fail;                                                                 \
+#define HIP__RESOLVE(field, sym, ret, params)                                                      \
+  *(void **)(&rocm_rt.field) = dlsym(h, sym);                                                      \
+  if (!rocm_rt.field) {                                                                            \
+    *out_missing = sym;                                                                            \
+    goto fail;                                                                                     \
   }
   HIPRTC_ENTRY_POINTS(HIP__RESOLVE)
 #undef HIP__RESOLVE
@@ -91,16 +87,15 @@ fail:;
 static void load_rtc(void) {
   const char *missing = NULL;
   const char *override = gpu_env("BACKPLANE_HIPRTC");
-  void *h = open_first(override, rtc_names, 3, rocm_rt.rtc_path,
-                       sizeof rocm_rt.rtc_path);
+  void *h = open_first(override, rtc_names, 3, rocm_rt.rtc_path, sizeof rocm_rt.rtc_path);
   if (h && resolve_rtc(h, &missing)) {
     rocm_rt.rtc_handle = h;
     return;
   }
   if (h) {
     dlclose(h);
-    snprintf(rocm_rt.rtc_reason, sizeof rocm_rt.rtc_reason, "%s lacks %s",
-             rocm_rt.rtc_path, missing);
+    snprintf(rocm_rt.rtc_reason, sizeof rocm_rt.rtc_reason, "%s lacks %s", rocm_rt.rtc_path,
+             missing);
     return;
   }
   if (!override && resolve_rtc(rocm_rt.handle, &missing)) {
@@ -108,8 +103,8 @@ static void load_rtc(void) {
     snprintf(rocm_rt.rtc_path, sizeof rocm_rt.rtc_path, "%s", rocm_rt.path);
     return;
   }
-  snprintf(rocm_rt.rtc_reason, sizeof rocm_rt.rtc_reason,
-           "hiprtc not found (%s)", override ? override : "libhiprtc.so");
+  snprintf(rocm_rt.rtc_reason, sizeof rocm_rt.rtc_reason, "hiprtc not found (%s)",
+           override ? override : "libhiprtc.so");
 }
 
 bp_status_t gpu_driver_before_init(void *h) {
@@ -137,8 +132,7 @@ void rocm_arch_name(int ordinal, char *out, size_t cap) {
   else if (rocm_rt.hipGetDeviceProperties(&props, ordinal) == hipSuccess)
     arch = props.bytes + HIP_PROPS_R0000_ARCH_OFFSET;
   /* A layout we misread shows up as something other than "gfx...". */
-  if (!arch || strncmp(arch, "gfx", 3) != 0)
-    arch = "";
+  if (!arch || strncmp(arch, "gfx", 3) != 0) arch = "";
   snprintf(out, cap, "%.*s", (int)strnlen(arch, 255), arch);
 }
 

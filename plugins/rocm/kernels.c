@@ -62,8 +62,7 @@ static bool cache_dir(char *out, size_t cap) {
   snprintf(out, cap, "%s/rocm", base);
   /* Intermediate directories: XDG_CACHE_HOME itself may not exist yet. */
   for (char *p = out + 1; *p; p++) {
-    if (*p != '/')
-      continue;
+    if (*p != '/') continue;
     *p = 0;
     mkdir(out, 0700);
     *p = '/';
@@ -75,11 +74,10 @@ static bool cache_dir(char *out, size_t cap) {
  * opts for arch. Architecture names carry ':' (the feature flags); they
  * become '_' in the file name, as does anything but [A-Za-z0-9_.-] in name
  * (an application's kernel name). */
-static bool cache_path(const char *name, const char *src, const char *opts,
-                       const char *arch, char *out, size_t cap) {
+static bool cache_path(const char *name, const char *src, const char *opts, const char *arch,
+                       char *out, size_t cap) {
   char dir[600];
-  if (!cache_dir(dir, sizeof dir))
-    return false;
+  if (!cache_dir(dir, sizeof dir)) return false;
   uint64_t h = 0xcbf29ce484222325ull;
   h = fnv1a(h, src, strlen(src));
   h = fnv1a(h, HIPRTC_FIXED_OPTIONS, sizeof HIPRTC_FIXED_OPTIONS);
@@ -89,26 +87,23 @@ static bool cache_path(const char *name, const char *src, const char *opts,
   snprintf(a, sizeof a, "%s", arch);
   snprintf(n, sizeof n, "%s", name);
   for (char *p = a; *p; p++)
-    if (*p == ':' || *p == '/')
-      *p = '_';
+    if (*p == ':' || *p == '/') *p = '_';
   for (char *p = n; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '.' || *p == '-'))
       *p = '_';
-  snprintf(out, cap, "%s/%s-%s-hip%d-%016llx.hsaco", dir, n, a,
-           rocm_rt.runtime_version, (unsigned long long)h);
+  snprintf(out, cap, "%s/%s-%s-hip%d-%016llx.hsaco", dir, n, a, rocm_rt.runtime_version,
+           (unsigned long long)h);
   return true;
 }
 
 static char *read_file(const char *path, size_t *out_size) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   char *buf = NULL;
   long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
-      fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
-      fread(buf, 1, (size_t)n, f) != (size_t)n) {
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+      (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) != (size_t)n) {
     free(buf);
     buf = NULL;
   }
@@ -127,8 +122,7 @@ static void write_file(const char *path, const char *data, size_t n) {
   snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(),
            __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
   FILE *f = fopen(tmp, "wb");
-  if (!f)
-    return;
+  if (!f) return;
   bool ok = fwrite(data, 1, n, f) == n;
   ok = fclose(f) == 0 && ok;
   if (!ok || rename(tmp, path) != 0) {
@@ -142,20 +136,17 @@ static void write_file(const char *path, const char *data, size_t n) {
 /* Sets the error for a failed compile, with hiprtc's log. A source that
  * does not compile is the caller's mistake when it is the application's
  * (app), the backend's own otherwise. */
-static bp_status_t compile_error(hiprtcProgram prog, hiprtcResult r,
-                                 const char *name, const char *arch,
-                                 bool app) {
+static bp_status_t compile_error(hiprtcProgram prog, hiprtcResult r, const char *name,
+                                 const char *arch, bool app) {
   size_t n = 0;
   char *log = NULL;
   if (rocm_rt.hiprtcGetProgramLogSize(prog, &n) == HIPRTC_SUCCESS && n > 1 &&
       (log = calloc(1, n + 1)))
     rocm_rt.hiprtcGetProgramLog(prog, log);
-  gpu_host->set_error("rocm: hiprtc could not compile %s for %s: %s%s%.1500s",
-                       name, arch, rocm_rt.hiprtcGetErrorString(r),
-                       log ? ": " : "", log ? log : "");
+  gpu_host->set_error("rocm: hiprtc could not compile %s for %s: %s%s%.1500s", name, arch,
+                      rocm_rt.hiprtcGetErrorString(r), log ? ": " : "", log ? log : "");
   free(log);
-  if (r == HIPRTC_ERROR_OUT_OF_MEMORY)
-    return BP_ERR_OUT_OF_MEMORY;
+  if (r == HIPRTC_ERROR_OUT_OF_MEMORY) return BP_ERR_OUT_OF_MEMORY;
   return app ? BP_ERR_INVALID_ARGUMENT : BP_ERR_INTERNAL;
 }
 
@@ -164,13 +155,11 @@ static bp_status_t compile_error(hiprtcProgram prog, hiprtcResult r,
 /* Compiles src (called name in messages) for arch with the fixed options
  * and the whitespace-separated user options opts; *out_code (malloc'd) is
  * the code object. */
-static bp_status_t compile(const char *src, const char *name,
-                           const char *opts, bool app, const char *arch,
-                           char **out_code, size_t *out_size) {
+static bp_status_t compile(const char *src, const char *name, const char *opts, bool app,
+                           const char *arch, char **out_code, size_t *out_size) {
   *out_code = NULL;
   if (!rocm_rt.hiprtcCompileProgram) {
-    gpu_host->set_error("rocm: cannot compile %s: %s", name,
-                         rocm_rt.rtc_reason);
+    gpu_host->set_error("rocm: cannot compile %s: %s", name, rocm_rt.rtc_reason);
     return BP_ERR_UNAVAILABLE;
   }
   char offload[96];
@@ -188,26 +177,22 @@ static bp_status_t compile(const char *src, const char *name,
        w = strtok_r(NULL, " \t\n", &save)) {
     if (argc == MAX_USER_OPTIONS + 2) {
       free(words);
-      gpu_host->set_error("rocm: more than %d compiler options for %s",
-                           MAX_USER_OPTIONS, name);
+      gpu_host->set_error("rocm: more than %d compiler options for %s", MAX_USER_OPTIONS, name);
       return BP_ERR_INVALID_ARGUMENT;
     }
     argv[argc++] = w;
   }
   hiprtcProgram prog = NULL;
-  hiprtcResult r =
-      rocm_rt.hiprtcCreateProgram(&prog, src, name, 0, NULL, NULL);
+  hiprtcResult r = rocm_rt.hiprtcCreateProgram(&prog, src, name, 0, NULL, NULL);
   if (r != HIPRTC_SUCCESS) {
     free(words);
-    gpu_host->set_error("rocm: hiprtcCreateProgram(%s): %s", name,
-                         rocm_rt.hiprtcGetErrorString(r));
+    gpu_host->set_error("rocm: hiprtcCreateProgram(%s): %s", name, rocm_rt.hiprtcGetErrorString(r));
     return BP_ERR_INTERNAL;
   }
   bp_status_t st = BP_OK;
   size_t n = 0;
   r = rocm_rt.hiprtcCompileProgram(prog, argc, argv);
-  if (r == HIPRTC_SUCCESS)
-    r = rocm_rt.hiprtcGetCodeSize(prog, &n);
+  if (r == HIPRTC_SUCCESS) r = rocm_rt.hiprtcGetCodeSize(prog, &n);
   if (r != HIPRTC_SUCCESS || n == 0) {
     st = compile_error(prog, r, name, arch, app);
     goto out;
@@ -240,15 +225,12 @@ static hipError_t load_data(hipModule_t *out, const void *code) {
   return r;
 }
 
-bp_status_t rocm_code_object_load(gpu_device_t *d, const char *src,
-                                  const char *name, const char *opts,
-                                  bool app, hipModule_t *out) {
+bp_status_t rocm_code_object_load(gpu_device_t *d, const char *src, const char *name,
+                                  const char *opts, bool app, hipModule_t *out) {
   *out = NULL;
-  if (!opts)
-    opts = "";
+  if (!opts) opts = "";
   if (!d->arch[0]) {
-    gpu_host->set_error("rocm: device %d has no readable gcnArchName",
-                         d->ordinal);
+    gpu_host->set_error("rocm: device %d has no readable gcnArchName", d->ordinal);
     return BP_ERR_UNSUPPORTED;
   }
   char path[1024];
@@ -260,31 +242,26 @@ bp_status_t rocm_code_object_load(gpu_device_t *d, const char *src,
     free(code);
     return BP_OK;
   }
-  if (code)
-    gpu_log(BP_LOG_WARN, "cached %s does not load; recompiling", path);
+  if (code) gpu_log(BP_LOG_WARN, "cached %s does not load; recompiling", path);
   free(code);
   bp_status_t st = compile(src, name, opts, app, d->arch, &code, &n);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   char what[160];
   snprintf(what, sizeof what, "hipModuleLoadData(%s for %s)", name, d->arch);
   st = gpu_check(load_data(out, code), what);
-  if (st == BP_OK && cached)
-    write_file(path, code, n);
+  if (st == BP_OK && cached) write_file(path, code, n);
   free(code);
   return st;
 }
 
-bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m,
-                            hipModule_t *out) {
+bp_status_t gpu_module_load(gpu_device_t *d, bp_gpu_module_id_t m, hipModule_t *out) {
   char name[64];
   snprintf(name, sizeof name, "%s.hip", gpu_module_name[m]);
   return rocm_code_object_load(d, module_src[m], name, NULL, false, out);
 }
 
 /* HIP needs no opt-in: the device's limit is the only check. */
-bp_status_t gpu_allow_smem(gpu_device_t *d, hipFunction_t fn, unsigned smem,
-                           const char *name) {
+bp_status_t gpu_allow_smem(gpu_device_t *d, hipFunction_t fn, unsigned smem, const char *name) {
   (void)fn;
   if (d->smem_max > 0 && smem > (unsigned)d->smem_max) {
     gpu_host->set_error("rocm: %s needs %u bytes of shared memory; the "
@@ -295,11 +272,10 @@ bp_status_t gpu_allow_smem(gpu_device_t *d, hipFunction_t fn, unsigned smem,
   return BP_OK;
 }
 
-
 /* ---- custom kernels ------------------------------------------------------- */
 
-bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *src,
-                               const char *opts, gpu_kernel_t *k) {
+bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *src, const char *opts,
+                               gpu_kernel_t *k) {
   char name[160];
   snprintf(name, sizeof name, "custom-%.120s.hip", k->entry);
   /* The device lock serialises hiprtc and the cache per device, as for
@@ -307,8 +283,7 @@ bp_status_t gpu_kernel_compile(gpu_device_t *d, const char *src,
   pthread_mutex_lock(&d->lock);
   bp_status_t st = rocm_code_object_load(d, src, name, opts, true, &k->module);
   pthread_mutex_unlock(&d->lock);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   hipError_t r = rocm_rt.hipModuleGetFunction(&k->fn, k->module, k->entry);
   if (r != hipSuccess) {
     char what[220];

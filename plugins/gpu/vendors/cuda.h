@@ -18,9 +18,8 @@
 
 #define GPU_PLUGIN_NAME "cuda"
 #define GPU_PLUGIN_VERSION "0.1.0"
-#define GPU_PLUGIN_DESCRIPTION                                                 \
-  "NVIDIA GPUs through the CUDA driver API (PTX kernels)"
-#define GPU_API "cu" /* the prefix of API names in messages */
+#define GPU_PLUGIN_DESCRIPTION "NVIDIA GPUs through the CUDA driver API (PTX kernels)"
+#define GPU_API "cu"          /* the prefix of API names in messages */
 #define GPU_MODULE_EXT ".ptx" /* of a built-in module, in messages */
 #define GPU_LAUNCH_NAME "cuLaunchKernel"
 
@@ -28,17 +27,16 @@
 #define CUDA_MIN_CC_MAJOR 8
 
 /* The primary context is retained while a device is open. */
-#define GPU_VENDOR_DEVICE_FIELDS                                               \
-  CUdevice dev;                                                                \
-  CUcontext ctx;                                                               \
-  int cc_major, cc_minor;                                                      \
-  int smem_optin;   /* max dynamic shared memory per block, opt-in */          \
-  bool async_alloc; /* cuMemAllocAsync usable on this device */                \
+#define GPU_VENDOR_DEVICE_FIELDS                                                                   \
+  CUdevice dev;                                                                                    \
+  CUcontext ctx;                                                                                   \
+  int cc_major, cc_minor;                                                                          \
+  int smem_optin;   /* max dynamic shared memory per block, opt-in */                              \
+  bool async_alloc; /* cuMemAllocAsync usable on this device */                                    \
   bool allow_tf32;
 
 /* Descriptor entries only this vendor has: pinned host memory. */
-#define GPU_VENDOR_DESCRIPTOR_ENTRIES                                          \
-  .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
+#define GPU_VENDOR_DESCRIPTOR_ENTRIES .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
 
 /* ---- types -------------------------------------------------------------- */
 typedef CUresult gpuError_t;
@@ -71,24 +69,19 @@ GPU_HIDDEN extern cuda_driver_t cuda_drv;
 /* Allocation on the stream-ordered pool (cuMemAllocAsync on the legacy
  * stream) where the device has one, see plugins/gpu/memory.c. */
 #define gpuMallocName(d) ((d)->async_alloc ? "cuMemAllocAsync" : "cuMemAlloc")
-#define gpuMalloc(d, p, n)                                                     \
-  ((d)->async_alloc ? cuda_drv.cuMemAllocAsync(p, n, (CUstream)0)              \
-                    : cuda_drv.cuMemAlloc(p, n))
-#define gpuFree(d, p)                                                          \
-  ((d)->async_alloc ? cuda_drv.cuMemFreeAsync(p, (CUstream)0)                  \
-                    : cuda_drv.cuMemFree(p))
+#define gpuMalloc(d, p, n)                                                                         \
+  ((d)->async_alloc ? cuda_drv.cuMemAllocAsync(p, n, (CUstream)0) : cuda_drv.cuMemAlloc(p, n))
+#define gpuFree(d, p)                                                                              \
+  ((d)->async_alloc ? cuda_drv.cuMemFreeAsync(p, (CUstream)0) : cuda_drv.cuMemFree(p))
 /* Plain (not stream-ordered) allocation, for library workspaces. */
 #define gpuMallocPlain(p, n) cuda_drv.cuMemAlloc(p, n)
 #define gpuFreePlain(p) cuda_drv.cuMemFree(p)
 #define gpuMemcpyHtoD(dst, src, n) cuda_drv.cuMemcpyHtoD(dst, src, n)
 #define gpuMemcpyDtoH(dst, src, n) cuda_drv.cuMemcpyDtoH(dst, src, n)
 #define gpuMemcpyDtoD(dst, src, n) cuda_drv.cuMemcpyDtoD(dst, src, n)
-#define gpuMemcpyHtoDAsync(dst, src, n, s)                                     \
-  cuda_drv.cuMemcpyHtoDAsync(dst, src, n, s)
-#define gpuMemcpyDtoHAsync(dst, src, n, s)                                     \
-  cuda_drv.cuMemcpyDtoHAsync(dst, src, n, s)
-#define gpuMemcpyDtoDAsync(dst, src, n, s)                                     \
-  cuda_drv.cuMemcpyDtoDAsync(dst, src, n, s)
+#define gpuMemcpyHtoDAsync(dst, src, n, s) cuda_drv.cuMemcpyHtoDAsync(dst, src, n, s)
+#define gpuMemcpyDtoHAsync(dst, src, n, s) cuda_drv.cuMemcpyDtoHAsync(dst, src, n, s)
+#define gpuMemcpyDtoDAsync(dst, src, n, s) cuda_drv.cuMemcpyDtoDAsync(dst, src, n, s)
 
 /* ---- streams and events (blocking streams: see plugins/gpu/stream.c) ---- */
 #define gpuStreamCreate(ps) cuda_drv.cuStreamCreate(ps, CU_STREAM_DEFAULT)
@@ -102,41 +95,36 @@ GPU_HIDDEN extern cuda_driver_t cuda_drv;
 #define gpuEventElapsedTime(ms, a, b) cuda_drv.cuEventElapsedTime(ms, a, b)
 
 /* ---- graphs ------------------------------------------------------------- */
-#define gpuHaveGraphs()                                                        \
-  (cuda_drv.cuStreamBeginCapture && cuda_drv.cuStreamEndCapture &&            \
-   (cuda_drv.cuGraphInstantiateWithFlags || cuda_drv.cuGraphInstantiate) &&   \
-   cuda_drv.cuGraphLaunch && cuda_drv.cuGraphExecDestroy &&                   \
-   cuda_drv.cuGraphDestroy)
-#define gpuStreamBeginCaptureThreadLocal(s)                                    \
+#define gpuHaveGraphs()                                                                            \
+  (cuda_drv.cuStreamBeginCapture && cuda_drv.cuStreamEndCapture &&                                 \
+   (cuda_drv.cuGraphInstantiateWithFlags || cuda_drv.cuGraphInstantiate) &&                        \
+   cuda_drv.cuGraphLaunch && cuda_drv.cuGraphExecDestroy && cuda_drv.cuGraphDestroy)
+#define gpuStreamBeginCaptureThreadLocal(s)                                                        \
   cuda_drv.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
 #define gpuStreamEndCapture(s, pg) cuda_drv.cuStreamEndCapture(s, pg)
 #define gpuGraphLaunch(e, s) cuda_drv.cuGraphLaunch(e, s)
 #define gpuGraphExecDestroy(e) cuda_drv.cuGraphExecDestroy(e)
 #define gpuGraphDestroy(g) cuda_drv.cuGraphDestroy(g)
 #define gpuStreamCaptureModeRelaxed CU_STREAM_CAPTURE_MODE_RELAXED
-#define gpuThreadExchangeStreamCaptureMode(m)                                  \
-  (cuda_drv.cuThreadExchangeStreamCaptureMode                                  \
-       ? cuda_drv.cuThreadExchangeStreamCaptureMode(m)                         \
-       : CUDA_SUCCESS)
+#define gpuThreadExchangeStreamCaptureMode(m)                                                      \
+  (cuda_drv.cuThreadExchangeStreamCaptureMode ? cuda_drv.cuThreadExchangeStreamCaptureMode(m)      \
+                                              : CUDA_SUCCESS)
 
 /* cuGraphInstantiateWithFlags came with 11.4; before it, the _v2 of 11.0
  * (whose error log is kept for the message). */
-static inline CUresult gpuGraphInstantiate(CUgraphExec *e, CUgraph g,
-                                           char *log, size_t n) {
+static inline CUresult gpuGraphInstantiate(CUgraphExec *e, CUgraph g, char *log, size_t n) {
   if (cuda_drv.cuGraphInstantiateWithFlags && cuda_drv.version >= 11040)
     return cuda_drv.cuGraphInstantiateWithFlags(e, g, 0);
-  if (!cuda_drv.cuGraphInstantiate)
-    return CUDA_ERROR_NOT_SUPPORTED;
+  if (!cuda_drv.cuGraphInstantiate) return CUDA_ERROR_NOT_SUPPORTED;
   return cuda_drv.cuGraphInstantiate(e, g, NULL, log, n);
 }
 
 /* ---- modules and launches ----------------------------------------------- */
 #define GPU_KERNEL_FORMAT BP_KERNEL_PTX /* what custom kernels are written in */
 #define GPU_KERNEL_FORMAT_NAME "PTX"
-#define gpuModuleGetFunction(pf, mod, name)                                    \
-  cuda_drv.cuModuleGetFunction(pf, mod, name)
+#define gpuModuleGetFunction(pf, mod, name) cuda_drv.cuModuleGetFunction(pf, mod, name)
 #define gpuModuleUnload(mod) cuda_drv.cuModuleUnload(mod)
-#define gpuModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params)      \
+#define gpuModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params)                          \
   cuda_drv.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params, NULL)
 
 /* ---- the vendor BLAS: cuBLAS (plugins/gpu/blas.c) ----------------------- */
@@ -148,7 +136,7 @@ typedef cublasHandle_t gpublasHandle_t;
 #define GPU_BLAS_NAME "cuBLAS"
 #define GPU_BLAS_CHOICE_ENV "BACKPLANE_CUDA_BLAS" /* 0 own, 1 vendor */
 #define GPU_BLAS_LIBRARY_ENV "BACKPLANE_CUBLAS"   /* the file to open */
-#define GPU_BLAS_LIBRARY_NAMES                                                 \
+#define GPU_BLAS_LIBRARY_NAMES                                                                     \
   { "libcublas.so.13", "libcublas.so.12", "libcublas.so.11" }
 #define GPU_BLAS_LIBRARY_MISSING "libcublas.so.13/.12/.11 not found"
 #define GPU_BLAS_ENTRY_POINTS(X) CUBLAS_ENTRY_POINTS(X)
@@ -167,32 +155,28 @@ typedef cublasHandle_t gpublasHandle_t;
 #define gpublasDgemmStridedBatched gpu_blas_lib.cublasDgemmStridedBatched
 /* The library's version once loaded: cuBLAS tells it per handle. */
 #define gpublasLibraryVersion(buf, n) snprintf(buf, n, "0")
-#define gpublasHandleVersion(h, buf, n)                                        \
-  do {                                                                         \
-    int v_ = 0;                                                                \
-    if (gpu_blas_lib.cublasGetVersion(h, &v_) == CUBLAS_STATUS_SUCCESS)        \
-      snprintf(buf, n, "%d", v_);                                              \
+#define gpublasHandleVersion(h, buf, n)                                                            \
+  do {                                                                                             \
+    int v_ = 0;                                                                                    \
+    if (gpu_blas_lib.cublasGetVersion(h, &v_) == CUBLAS_STATUS_SUCCESS)                            \
+      snprintf(buf, n, "%d", v_);                                                                  \
   } while (0)
 /* f16 / bf16 storage, f32 accumulation (alpha and beta in f32). */
-#define gpublasGemmStridedBatchedHalf(h, ta, tb, c, alpha, beta)               \
-  gpu_blas_lib.cublasGemmStridedBatchedEx(                                     \
-      h, ta, tb, (c)->m, (c)->n, (c)->k, alpha,                                \
-      (const void *)(uintptr_t)(c)->a,                                         \
-      (c)->dtype == BP_F16 ? CUDA_R_16F : CUDA_R_16BF, (c)->lda,               \
-      (c)->stride_a, (const void *)(uintptr_t)(c)->b,                          \
-      (c)->dtype == BP_F16 ? CUDA_R_16F : CUDA_R_16BF, (c)->ldb,               \
-      (c)->stride_b, beta, (void *)(uintptr_t)(c)->c,                          \
-      (c)->dtype == BP_F16 ? CUDA_R_16F : CUDA_R_16BF, (c)->ldc,               \
-      (c)->stride_c, (c)->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+#define gpublasGemmStridedBatchedHalf(h, ta, tb, c, alpha, beta)                                   \
+  gpu_blas_lib.cublasGemmStridedBatchedEx(                                                         \
+      h, ta, tb, (c)->m, (c)->n, (c)->k, alpha, (const void *)(uintptr_t)(c)->a,                   \
+      (c)->dtype == BP_F16 ? CUDA_R_16F : CUDA_R_16BF, (c)->lda, (c)->stride_a,                    \
+      (const void *)(uintptr_t)(c)->b, (c)->dtype == BP_F16 ? CUDA_R_16F : CUDA_R_16BF, (c)->ldb,  \
+      (c)->stride_b, beta, (void *)(uintptr_t)(c)->c,                                              \
+      (c)->dtype == BP_F16 ? CUDA_R_16F : CUDA_R_16BF, (c)->ldc, (c)->stride_c, (c)->batch,        \
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
 
 /* ---- CUDA only (plugins/cuda/) ------------------------------------------ */
 /* kernels.c: the driver version (cuDriverGetVersion form) the embedded
  * PTX's ISA version needs, from its ".version" line; 0 when unknown. */
-GPU_HIDDEN int cuda_ptx_required_driver(int *out_isa_major,
-                                        int *out_isa_minor);
+GPU_HIDDEN int cuda_ptx_required_driver(int *out_isa_major, int *out_isa_minor);
 /* memory.c: page-locked host memory (descriptor host_alloc / host_free). */
-GPU_HIDDEN bp_status_t cuda_host_alloc(bp_plugin_device_t *device,
-                                       uint64_t size, void **out_ptr);
+GPU_HIDDEN bp_status_t cuda_host_alloc(bp_plugin_device_t *device, uint64_t size, void **out_ptr);
 GPU_HIDDEN void cuda_host_free(bp_plugin_device_t *device, void *ptr);
 
 #endif /* BACKPLANE_GPU_VENDORS_CUDA_H */

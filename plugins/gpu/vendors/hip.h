@@ -22,14 +22,13 @@
 
 #define GPU_PLUGIN_NAME "rocm"
 #define GPU_PLUGIN_VERSION "0.1.0"
-#define GPU_PLUGIN_DESCRIPTION                                                 \
-  "AMD GPUs through the HIP runtime (HIP kernels, hiprtc)"
-#define GPU_API "hip" /* the prefix of API names in messages */
+#define GPU_PLUGIN_DESCRIPTION "AMD GPUs through the HIP runtime (HIP kernels, hiprtc)"
+#define GPU_API "hip"         /* the prefix of API names in messages */
 #define GPU_MODULE_EXT ".hip" /* of a built-in module, in messages */
 #define GPU_LAUNCH_NAME "hipModuleLaunchKernel"
 
-#define GPU_VENDOR_DEVICE_FIELDS                                               \
-  char arch[64]; /* gcnArchName, e.g. "gfx90a:sramecc+:xnack-" */              \
+#define GPU_VENDOR_DEVICE_FIELDS                                                                   \
+  char arch[64]; /* gcnArchName, e.g. "gfx90a:sramecc+:xnack-" */                                  \
   int smem_max;  /* shared memory per block */
 
 /* No pinned host memory (host_alloc) yet. */
@@ -66,7 +65,9 @@ GPU_HIDDEN void rocm_arch_name(int ordinal, char *out, size_t cap);
 #define GPU_DEVICE_SYNCHRONIZE_NAME "hipDeviceSynchronize"
 
 /* ---- memory ------------------------------------------------------------- */
-static inline void *hip_ptr(uint64_t p) { return (void *)(uintptr_t)p; }
+static inline void *hip_ptr(uint64_t p) {
+  return (void *)(uintptr_t)p;
+}
 
 /* hipMalloc / hipFree. hipFree waits for the device's queued work before
  * it frees, which is the ABI's "free after the queued work". */
@@ -82,16 +83,13 @@ static inline hipError_t hip_malloc_u64(uint64_t *p, size_t n) {
 #define gpuFree(d, p) ((void)(d), rocm_rt.hipFree(hip_ptr(p)))
 #define gpuMallocPlain(p, n) hip_malloc_u64(p, n)
 #define gpuFreePlain(p) rocm_rt.hipFree(hip_ptr(p))
-#define gpuMemcpyHtoD(dst, src, n)                                             \
-  rocm_rt.hipMemcpyHtoD(hip_ptr(dst), (void *)(uintptr_t)(src), n)
+#define gpuMemcpyHtoD(dst, src, n) rocm_rt.hipMemcpyHtoD(hip_ptr(dst), (void *)(uintptr_t)(src), n)
 #define gpuMemcpyDtoH(dst, src, n) rocm_rt.hipMemcpyDtoH(dst, hip_ptr(src), n)
-#define gpuMemcpyDtoD(dst, src, n)                                             \
-  rocm_rt.hipMemcpyDtoD(hip_ptr(dst), hip_ptr(src), n)
-#define gpuMemcpyHtoDAsync(dst, src, n, s)                                     \
+#define gpuMemcpyDtoD(dst, src, n) rocm_rt.hipMemcpyDtoD(hip_ptr(dst), hip_ptr(src), n)
+#define gpuMemcpyHtoDAsync(dst, src, n, s)                                                         \
   rocm_rt.hipMemcpyHtoDAsync(hip_ptr(dst), (void *)(uintptr_t)(src), n, s)
-#define gpuMemcpyDtoHAsync(dst, src, n, s)                                     \
-  rocm_rt.hipMemcpyDtoHAsync(dst, hip_ptr(src), n, s)
-#define gpuMemcpyDtoDAsync(dst, src, n, s)                                     \
+#define gpuMemcpyDtoHAsync(dst, src, n, s) rocm_rt.hipMemcpyDtoHAsync(dst, hip_ptr(src), n, s)
+#define gpuMemcpyDtoDAsync(dst, src, n, s)                                                         \
   rocm_rt.hipMemcpyDtoDAsync(hip_ptr(dst), hip_ptr(src), n, s)
 
 /* ---- streams and events (hipStreamCreate makes blocking streams) -------- */
@@ -106,41 +104,35 @@ static inline hipError_t hip_malloc_u64(uint64_t *p, size_t n) {
 #define gpuEventElapsedTime(ms, a, b) rocm_rt.hipEventElapsedTime(ms, a, b)
 
 /* ---- graphs ------------------------------------------------------------- */
-#define gpuHaveGraphs()                                                        \
-  (rocm_rt.hipStreamBeginCapture && rocm_rt.hipStreamEndCapture &&            \
-   (rocm_rt.hipGraphInstantiateWithFlags || rocm_rt.hipGraphInstantiate) &&   \
-   rocm_rt.hipGraphLaunch && rocm_rt.hipGraphExecDestroy &&                   \
-   rocm_rt.hipGraphDestroy)
-#define gpuStreamBeginCaptureThreadLocal(s)                                    \
+#define gpuHaveGraphs()                                                                            \
+  (rocm_rt.hipStreamBeginCapture && rocm_rt.hipStreamEndCapture &&                                 \
+   (rocm_rt.hipGraphInstantiateWithFlags || rocm_rt.hipGraphInstantiate) &&                        \
+   rocm_rt.hipGraphLaunch && rocm_rt.hipGraphExecDestroy && rocm_rt.hipGraphDestroy)
+#define gpuStreamBeginCaptureThreadLocal(s)                                                        \
   rocm_rt.hipStreamBeginCapture(s, hipStreamCaptureModeThreadLocal)
 #define gpuStreamEndCapture(s, pg) rocm_rt.hipStreamEndCapture(s, pg)
 #define gpuGraphLaunch(e, s) rocm_rt.hipGraphLaunch(e, s)
 #define gpuGraphExecDestroy(e) rocm_rt.hipGraphExecDestroy(e)
 #define gpuGraphDestroy(g) rocm_rt.hipGraphDestroy(g)
 #define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
-#define gpuThreadExchangeStreamCaptureMode(m)                                  \
-  (rocm_rt.hipThreadExchangeStreamCaptureMode                                  \
-       ? rocm_rt.hipThreadExchangeStreamCaptureMode(m)                         \
-       : hipSuccess)
+#define gpuThreadExchangeStreamCaptureMode(m)                                                      \
+  (rocm_rt.hipThreadExchangeStreamCaptureMode ? rocm_rt.hipThreadExchangeStreamCaptureMode(m)      \
+                                              : hipSuccess)
 
-static inline hipError_t gpuGraphInstantiate(hipGraphExec_t *e, hipGraph_t g,
-                                             char *log, size_t n) {
-  if (rocm_rt.hipGraphInstantiateWithFlags)
-    return rocm_rt.hipGraphInstantiateWithFlags(e, g, 0);
+static inline hipError_t gpuGraphInstantiate(hipGraphExec_t *e, hipGraph_t g, char *log, size_t n) {
+  if (rocm_rt.hipGraphInstantiateWithFlags) return rocm_rt.hipGraphInstantiateWithFlags(e, g, 0);
   return rocm_rt.hipGraphInstantiate(e, g, NULL, log, n);
 }
 
 /* ---- modules and launches ----------------------------------------------- */
 #define GPU_KERNEL_FORMAT BP_KERNEL_HIP /* what custom kernels are written in */
 #define GPU_KERNEL_FORMAT_NAME "HIP source"
-#define gpuModuleGetFunction(pf, mod, name)                                    \
-  rocm_rt.hipModuleGetFunction(pf, mod, name)
+#define gpuModuleGetFunction(pf, mod, name) rocm_rt.hipModuleGetFunction(pf, mod, name)
 #define gpuModuleUnload(mod) rocm_rt.hipModuleUnload(mod)
 /* One by-value parameter block for built-in kernels: the runtime copies it
  * into the kernel argument segment using the code object's metadata. */
-#define gpuModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params)      \
-  rocm_rt.hipModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params,   \
-                                NULL)
+#define gpuModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params)                          \
+  rocm_rt.hipModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params, NULL)
 
 /* ---- the vendor BLAS: rocBLAS (plugins/gpu/blas.c) ---------------------- */
 typedef rocblas_status gpublasStatus_t;
@@ -151,7 +143,7 @@ typedef rocblas_handle gpublasHandle_t;
 #define GPU_BLAS_NAME "rocBLAS"
 #define GPU_BLAS_CHOICE_ENV "BACKPLANE_ROCM_BLAS" /* 0 own, 1 vendor */
 #define GPU_BLAS_LIBRARY_ENV "BACKPLANE_ROCBLAS"  /* the file to open */
-#define GPU_BLAS_LIBRARY_NAMES                                                 \
+#define GPU_BLAS_LIBRARY_NAMES                                                                     \
   { "librocblas.so.4", "librocblas.so.3", "librocblas.so.0" }
 #define GPU_BLAS_LIBRARY_MISSING "librocblas.so.4/.3/.0 not found"
 #define GPU_BLAS_ENTRY_POINTS(X) ROCBLAS_ENTRY_POINTS(X)
@@ -168,27 +160,24 @@ typedef rocblas_handle gpublasHandle_t;
 #define gpublasSgemmStridedBatched gpu_blas_lib.rocblas_sgemm_strided_batched
 #define gpublasDgemmStridedBatched gpu_blas_lib.rocblas_dgemm_strided_batched
 /* The library's version once loaded: rocBLAS tells it per library. */
-#define gpublasLibraryVersion(buf, n)                                          \
-  do {                                                                         \
-    if (gpu_blas_lib.rocblas_get_version_string(buf, n) !=                     \
-        rocblas_status_success)                                                \
-      snprintf(buf, n, "unknown");                                             \
+#define gpublasLibraryVersion(buf, n)                                                              \
+  do {                                                                                             \
+    if (gpu_blas_lib.rocblas_get_version_string(buf, n) != rocblas_status_success)                 \
+      snprintf(buf, n, "unknown");                                                                 \
   } while (0)
 #define gpublasHandleVersion(h, buf, n) ((void)(h), (void)(buf), (void)(n))
 /* f16 / bf16 storage, f32 compute; C is both input and output. */
-#define gpublasGemmStridedBatchedHalf(h, ta, tb, c, alpha, beta)               \
-  gpu_blas_lib.rocblas_gemm_strided_batched_ex(                                \
-      h, ta, tb, (c)->m, (c)->n, (c)->k, alpha,                                \
-      (const void *)(uintptr_t)(c)->a,                                         \
-      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, \
-      (c)->lda, (c)->stride_a, (const void *)(uintptr_t)(c)->b,                \
-      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, \
-      (c)->ldb, (c)->stride_b, beta, (void *)(uintptr_t)(c)->c,                \
-      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, \
-      (c)->ldc, (c)->stride_c, (void *)(uintptr_t)(c)->c,                      \
-      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, \
-      (c)->ldc, (c)->stride_c, (c)->batch, rocblas_datatype_f32_r,             \
-      rocblas_gemm_algo_standard, 0, 0)
+#define gpublasGemmStridedBatchedHalf(h, ta, tb, c, alpha, beta)                                   \
+  gpu_blas_lib.rocblas_gemm_strided_batched_ex(                                                    \
+      h, ta, tb, (c)->m, (c)->n, (c)->k, alpha, (const void *)(uintptr_t)(c)->a,                   \
+      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, (c)->lda,           \
+      (c)->stride_a, (const void *)(uintptr_t)(c)->b,                                              \
+      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, (c)->ldb,           \
+      (c)->stride_b, beta, (void *)(uintptr_t)(c)->c,                                              \
+      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, (c)->ldc,           \
+      (c)->stride_c, (void *)(uintptr_t)(c)->c,                                                    \
+      (c)->dtype == BP_F16 ? rocblas_datatype_f16_r : rocblas_datatype_bf16_r, (c)->ldc,           \
+      (c)->stride_c, (c)->batch, rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0)
 
 /* ---- ROCm only (plugins/rocm/kernels.c) --------------------------------- */
 /* Loads a code object for d (device current, caller serialises per
@@ -199,10 +188,8 @@ typedef rocblas_handle gpublasHandle_t;
  * application's, so a compile error is BP_ERR_INVALID_ARGUMENT rather than
  * BP_ERR_INTERNAL. The caller owns *out (hipModuleUnload). */
 struct gpu_device;
-GPU_HIDDEN bp_status_t rocm_code_object_load(struct gpu_device *d,
-                                             const char *src,
-                                             const char *name,
-                                             const char *opts, bool app,
+GPU_HIDDEN bp_status_t rocm_code_object_load(struct gpu_device *d, const char *src,
+                                             const char *name, const char *opts, bool app,
                                              hipModule_t *out);
 
 #endif /* BACKPLANE_GPU_VENDORS_HIP_H */
