@@ -16,19 +16,15 @@ static void ocl_shutdown(void) {
 
 /* Devices are numbered across platforms in the ICD loader's order, as
  * device_open numbers them (device.c). */
-static bp_status_t ocl_probe(bp_device_info_t *out_infos, uint32_t capacity,
-                             uint32_t *out_count) {
+static bp_status_t ocl_probe(bp_device_info_t *out_infos, uint32_t capacity, uint32_t *out_count) {
   *out_count = 0;
   bp_status_t st = ocl_api_load();
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   cl_platform_id plats[OCL_MAX_DEVICES];
   cl_device_id ids[OCL_MAX_DEVICES];
   uint32_t n = 0;
-  if ((st = ocl_enumerate(plats, ids, OCL_MAX_DEVICES, &n)) != BP_OK)
-    return st;
-  if (n > OCL_MAX_DEVICES)
-    n = OCL_MAX_DEVICES;
+  if ((st = ocl_enumerate(plats, ids, OCL_MAX_DEVICES, &n)) != BP_OK) return st;
+  if (n > OCL_MAX_DEVICES) n = OCL_MAX_DEVICES;
   if (n == 0) {
     ocl_host->set_error("OpenCL ICD loader found but it lists no device "
                         "(no ICD under /etc/OpenCL/vendors; Debian's "
@@ -72,8 +68,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
 #define OCL__SET(E, op, args_t, ...) .op = ocl_op_##op,
     BP_OP_TABLE(OCL__SET)
 #undef OCL__SET
-    /* ABI 1.1 */
-    .kernel_create = ocl_kernel_create,
+        /* ABI 1.1 */
+        .kernel_create = ocl_kernel_create,
     .kernel_destroy = ocl_kernel_destroy,
     .kernel_launch = ocl_kernel_launch,
     /* ABI 1.2 */

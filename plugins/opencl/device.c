@@ -10,24 +10,22 @@
 
 #include "ocl.h"
 
-bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids,
-                          uint32_t capacity, uint32_t *out_count) {
+bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids, uint32_t capacity,
+                          uint32_t *out_count) {
   cl_platform_id plats[16];
   cl_uint nplat = 0;
   *out_count = 0;
   cl_int err = ocl_api.clGetPlatformIDs(16, plats, &nplat);
   if (err == CL_PLATFORM_NOT_FOUND_KHR || nplat == 0)
     return BP_OK; /* a loader with no ICDs installed: zero devices */
-  if (err != CL_SUCCESS)
-    return ocl_fail(err, "clGetPlatformIDs");
-  if (nplat > 16)
-    nplat = 16;
+  if (err != CL_SUCCESS) return ocl_fail(err, "clGetPlatformIDs");
+  if (nplat > 16) nplat = 16;
   uint32_t n = 0;
   for (cl_uint p = 0; p < nplat; p++) {
     cl_device_id ids[OCL_MAX_DEVICES];
     cl_uint nd = 0;
-    if (ocl_api.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, OCL_MAX_DEVICES,
-                               ids, &nd) != CL_SUCCESS)
+    if (ocl_api.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, OCL_MAX_DEVICES, ids, &nd) !=
+        CL_SUCCESS)
       continue; /* a platform without devices is not an error */
     for (cl_uint i = 0; i < nd && i < OCL_MAX_DEVICES; i++, n++) {
       if (n < capacity) {
@@ -42,15 +40,12 @@ bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids,
 
 /* Reads a string property, truncating long values (CL_DEVICE_VERSION on
  * PoCL exceeds 64 bytes) instead of failing. */
-static void info_str(cl_device_id dev, cl_device_info what, char *out,
-                     size_t cap) {
+static void info_str(cl_device_id dev, cl_device_info what, char *out, size_t cap) {
   size_t n = 0;
   out[0] = 0;
-  if (ocl_api.clGetDeviceInfo(dev, what, 0, NULL, &n) != CL_SUCCESS || n == 0)
-    return;
+  if (ocl_api.clGetDeviceInfo(dev, what, 0, NULL, &n) != CL_SUCCESS || n == 0) return;
   char *tmp = malloc(n + 1);
-  if (!tmp)
-    return;
+  if (!tmp) return;
   if (ocl_api.clGetDeviceInfo(dev, what, n, tmp, NULL) == CL_SUCCESS) {
     tmp[n] = 0;
     snprintf(out, cap, "%s", tmp);
@@ -61,8 +56,7 @@ static void info_str(cl_device_id dev, cl_device_info what, char *out,
 static bool has_ext(const char *exts, const char *name) {
   size_t n = strlen(name);
   for (const char *p = exts; (p = strstr(p, name)) != NULL; p += n)
-    if ((p == exts || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
-      return true;
+    if ((p == exts || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return true;
   return false;
 }
 
@@ -72,8 +66,7 @@ void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *c) {
   info_str(dev, CL_DEVICE_VENDOR, c->vendor, sizeof c->vendor);
   info_str(dev, CL_DRIVER_VERSION, c->driver, sizeof c->driver);
   info_str(dev, CL_DEVICE_VERSION, c->version, sizeof c->version);
-  ocl_api.clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof c->platform,
-                            c->platform, NULL);
+  ocl_api.clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof c->platform, c->platform, NULL);
   c->platform[sizeof c->platform - 1] = 0;
   char *exts = calloc(1, 65536);
   if (exts) {
@@ -92,16 +85,12 @@ void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *c) {
   cl_ulong gmem = 0, lmem = 0;
   cl_uint cu = 0;
   ocl_api.clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof c->type, &c->type, NULL);
-  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem,
-                          NULL);
-  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem,
-                          NULL);
-  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu,
-                          NULL);
-  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE,
-                          sizeof c->max_wg, &c->max_wg, NULL);
-  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
-                          sizeof c->mem_align_bits, &c->mem_align_bits, NULL);
+  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
+  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
+  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
+  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof c->mem_align_bits,
+                          &c->mem_align_bits, NULL);
   c->global_mem = gmem;
   c->local_mem = lmem;
   c->compute_units = cu;
@@ -111,24 +100,21 @@ void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *c) {
  * programming model on the host; rank them as software so a real GPU or
  * the native CPU backend wins. */
 static bp_device_kind_t device_kind(const ocl_caps_t *c) {
-  if (c->type & CL_DEVICE_TYPE_CPU)
-    return BP_DEVICE_SOFTWARE;
+  if (c->type & CL_DEVICE_TYPE_CPU) return BP_DEVICE_SOFTWARE;
   if (c->type & CL_DEVICE_TYPE_GPU) {
     return BP_DEVICE_DISCRETE_GPU;
   }
   return BP_DEVICE_OTHER;
 }
 
-static void device_identity(cl_device_id dev, const ocl_caps_t *c, char *out,
-                            size_t cap) {
+static void device_identity(cl_device_id dev, const ocl_caps_t *c, char *out, size_t cap) {
   out[0] = 0;
-  if (!c->pci_bus_info)
-    return;
+  if (!c->pci_bus_info) return;
   cl_device_pci_bus_info_khr pci;
-  if (ocl_api.clGetDeviceInfo(dev, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof pci,
-                              &pci, NULL) == CL_SUCCESS)
-    snprintf(out, cap, "pci:%04x:%02x:%02x.%x", pci.pci_domain, pci.pci_bus,
-             pci.pci_device, pci.pci_function);
+  if (ocl_api.clGetDeviceInfo(dev, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof pci, &pci, NULL) ==
+      CL_SUCCESS)
+    snprintf(out, cap, "pci:%04x:%02x:%02x.%x", pci.pci_domain, pci.pci_bus, pci.pci_device,
+             pci.pci_function);
 }
 
 /* The capability table: which dtypes each op family really implements on a
@@ -140,13 +126,10 @@ void ocl_op_dtypes(const ocl_caps_t *c, uint32_t *t) {
    * computed in f32, so it would run anywhere; it is claimed only where the
    * device has cl_khr_fp16, unless BACKPLANE_OPENCL_F16=1 (for testing the
    * f16 path on devices without it, such as PoCL on x86). */
-  const char *force = ocl_host && ocl_host->getenv
-                          ? ocl_host->getenv("BACKPLANE_OPENCL_F16")
-                          : NULL;
-  if (c->fp16 || (force && strcmp(force, "1") == 0))
-    f |= BP_DTYPE_BIT(BP_F16);
-  if (c->fp64)
-    f |= BP_DTYPE_BIT(BP_F64);
+  const char *force =
+      ocl_host && ocl_host->getenv ? ocl_host->getenv("BACKPLANE_OPENCL_F16") : NULL;
+  if (c->fp16 || (force && strcmp(force, "1") == 0)) f |= BP_DTYPE_BIT(BP_F16);
+  if (c->fp64) f |= BP_DTYPE_BIT(BP_F64);
   uint32_t all = f | BP_DTYPES_INT;
   t[BP_OP_FILL] = all;
   t[BP_OP_COPY] = all;
@@ -167,8 +150,7 @@ void ocl_op_dtypes(const ocl_caps_t *c, uint32_t *t) {
   t[BP_OP_RANDOM] = f;
 }
 
-void ocl_device_describe(cl_platform_id plat, cl_device_id dev,
-                         bp_device_info_t *info) {
+void ocl_device_describe(cl_platform_id plat, cl_device_id dev, bp_device_info_t *info) {
   ocl_caps_t c;
   ocl_caps_read(plat, dev, &c);
   memset(info, 0, sizeof *info);
@@ -180,68 +162,55 @@ void ocl_device_describe(cl_platform_id plat, cl_device_id dev,
   info->kind = device_kind(&c);
   /* Unified-memory GPUs report HOST_UNIFIED_MEMORY; they are integrated. */
   cl_bool unified = CL_FALSE;
-  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified,
-                          &unified, NULL);
-  if (info->kind == BP_DEVICE_DISCRETE_GPU && unified)
-    info->kind = BP_DEVICE_INTEGRATED_GPU;
-  if (unified)
-    info->flags |= BP_DEVICE_FLAG_UNIFIED;
+  ocl_api.clGetDeviceInfo(dev, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+  if (info->kind == BP_DEVICE_DISCRETE_GPU && unified) info->kind = BP_DEVICE_INTEGRATED_GPU;
+  if (unified) info->flags |= BP_DEVICE_FLAG_UNIFIED;
   info->score_hint = (int32_t)(c.compute_units > 1000 ? 1000 : c.compute_units);
   info->memory_bytes = c.global_mem;
   info->compute_units = c.compute_units;
   ocl_op_dtypes(&c, info->op_dtypes);
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_OPENCL_C);
   snprintf(info->description, sizeof info->description,
-           "%s on %s; local memory %llu KiB; fp16 %s, fp64 %s", c.version,
-           c.platform, (unsigned long long)(c.local_mem / 1024),
-           c.fp16 ? "yes" : "no", c.fp64 ? "yes" : "no");
+           "%s on %s; local memory %llu KiB; fp16 %s, fp64 %s", c.version, c.platform,
+           (unsigned long long)(c.local_mem / 1024), c.fp16 ? "yes" : "no", c.fp64 ? "yes" : "no");
 }
 
 static void device_free(ocl_device_t *d) {
   ocl_programs_release(d);
-  if (d->queue)
-    ocl_api.clReleaseCommandQueue(d->queue);
-  if (d->ctx)
-    ocl_api.clReleaseContext(d->ctx);
+  if (d->queue) ocl_api.clReleaseCommandQueue(d->queue);
+  if (d->ctx) ocl_api.clReleaseContext(d->ctx);
   pthread_mutex_destroy(&d->lock);
   free(d);
 }
 
-bp_status_t ocl_device_open(uint32_t index,
-                            const bp_plugin_device_config_t *config,
+bp_status_t ocl_device_open(uint32_t index, const bp_plugin_device_config_t *config,
                             bp_plugin_device_t **out_device) {
   (void)config;
   *out_device = NULL;
   bp_status_t st = ocl_api_load();
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   cl_platform_id plats[OCL_MAX_DEVICES];
   cl_device_id ids[OCL_MAX_DEVICES];
   uint32_t n = 0;
-  if ((st = ocl_enumerate(plats, ids, OCL_MAX_DEVICES, &n)) != BP_OK)
-    return st;
+  if ((st = ocl_enumerate(plats, ids, OCL_MAX_DEVICES, &n)) != BP_OK) return st;
   if (index >= n || index >= OCL_MAX_DEVICES) {
-    ocl_host->set_error("opencl: device %u does not exist (%u present)",
-                        index, n);
+    ocl_host->set_error("opencl: device %u does not exist (%u present)", index, n);
     return BP_ERR_NOT_FOUND;
   }
   ocl_device_t *d = calloc(1, sizeof *d);
-  if (!d)
-    return BP_ERR_OUT_OF_MEMORY;
+  if (!d) return BP_ERR_OUT_OF_MEMORY;
   pthread_mutex_init(&d->lock, NULL);
   d->platform = plats[index];
   d->id = ids[index];
   ocl_caps_read(d->platform, d->id, &d->caps);
   cl_int err = CL_SUCCESS;
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
-                                   (cl_context_properties)d->platform, 0};
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
   d->ctx = ocl_api.clCreateContext(props, 1, &d->id, NULL, NULL, &err);
   if (!d->ctx) {
     st = ocl_fail(err, "clCreateContext");
     goto out;
   }
-  d->queue = ocl_api.clCreateCommandQueue(d->ctx, d->id,
-                                          CL_QUEUE_PROFILING_ENABLE, &err);
+  d->queue = ocl_api.clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
   if (!d->queue) {
     st = ocl_fail(err, "clCreateCommandQueue");
     goto out;
@@ -258,13 +227,11 @@ bp_status_t ocl_device_finish(ocl_device_t *d) {
   pthread_mutex_lock(&d->lock);
   for (ocl_stream_t *s = d->streams; s; s = s->next) {
     cl_int e = ocl_api.clFinish(s->queue);
-    if (e != CL_SUCCESS)
-      err = e;
+    if (e != CL_SUCCESS) err = e;
   }
   pthread_mutex_unlock(&d->lock);
   cl_int e = ocl_api.clFinish(d->queue);
-  if (e != CL_SUCCESS)
-    err = e;
+  if (e != CL_SUCCESS) err = e;
   return err == CL_SUCCESS ? BP_OK : ocl_fail(err, "clFinish");
 }
 
@@ -274,12 +241,12 @@ bp_status_t ocl_device_synchronize(bp_plugin_device_t *device) {
 
 void ocl_device_close(bp_plugin_device_t *device) {
   ocl_device_t *d = (ocl_device_t *)device;
-  if (!d)
-    return;
+  if (!d) return;
   ocl_device_finish(d);
   unsigned from_source = 0;
   double ms = ocl_compile_ms(&from_source);
-  OCL_LOG(BP_LOG_DEBUG, "closing %s: %.1f ms in clBuildProgram so far in this "
+  OCL_LOG(BP_LOG_DEBUG,
+          "closing %s: %.1f ms in clBuildProgram so far in this "
           "process, %u builds from source (the rest from the binary cache)",
           d->caps.name, ms, from_source);
   /* Streams the core did not destroy die with the device. */

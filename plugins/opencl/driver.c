@@ -18,18 +18,16 @@ static bp_status_t api_status = BP_ERR_UNAVAILABLE;
 static char api_reason[256];
 
 static void set_error(const char *msg) {
-  if (ocl_host && ocl_host->set_error)
-    ocl_host->set_error("%s", msg);
+  if (ocl_host && ocl_host->set_error) ocl_host->set_error("%s", msg);
 }
 
 /* Resolves every symbol; the first missing one names the failure. */
 static bp_status_t api_resolve(void *lib) {
-#define OCL__SYM(fn)                                                           \
-  ocl_api.fn = (__typeof__(&fn))dlsym(lib, #fn);                               \
-  if (!ocl_api.fn) {                                                           \
-    snprintf(api_reason, sizeof api_reason,                                    \
-             "libOpenCL.so.1 lacks %s (OpenCL 1.2 needed)", #fn);              \
-    return BP_ERR_UNAVAILABLE;                                                 \
+#define OCL__SYM(fn)                                                                               \
+  ocl_api.fn = (__typeof__(&fn))dlsym(lib, #fn);                                                   \
+  if (!ocl_api.fn) {                                                                               \
+    snprintf(api_reason, sizeof api_reason, "libOpenCL.so.1 lacks %s (OpenCL 1.2 needed)", #fn);   \
+    return BP_ERR_UNAVAILABLE;                                                                     \
   }
   OCL_API_FUNCS(OCL__SYM)
 #undef OCL__SYM
@@ -41,8 +39,7 @@ bp_status_t ocl_api_load(void) {
   if (!api_lib) {
     void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-      snprintf(api_reason, sizeof api_reason,
-               "OpenCL ICD loader not found (libOpenCL.so.1)");
+      snprintf(api_reason, sizeof api_reason, "OpenCL ICD loader not found (libOpenCL.so.1)");
       api_status = BP_ERR_UNAVAILABLE;
     } else if ((api_status = api_resolve(lib)) != BP_OK) {
       dlclose(lib);
@@ -51,8 +48,7 @@ bp_status_t ocl_api_load(void) {
     }
   }
   bp_status_t st = api_status;
-  if (st != BP_OK)
-    set_error(api_reason);
+  if (st != BP_OK) set_error(api_reason);
   pthread_mutex_unlock(&api_lock);
   return st;
 }
@@ -69,33 +65,31 @@ void ocl_api_unload(void) {
 
 const char *ocl_err_name(cl_int err) {
   switch (err) {
-#define E(x)                                                                   \
-  case x:                                                                      \
+#define E(x)                                                                                       \
+  case x:                                                                                          \
     return #x;
-    E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE)
-    E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-    E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
-    E(CL_PROFILING_INFO_NOT_AVAILABLE) E(CL_BUILD_PROGRAM_FAILURE)
-    E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
-    E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_MEM_OBJECT)
-    E(CL_INVALID_BINARY) E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM)
-    E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX)
-    E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
-    E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION)
-    E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_WORK_ITEM_SIZE)
-    E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT_WAIT_LIST)
-    E(CL_INVALID_EVENT) E(CL_INVALID_BUFFER_SIZE)
-    E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_PLATFORM_NOT_FOUND_KHR)
+    E(CL_SUCCESS)
+    E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
+        E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
+            E(CL_PROFILING_INFO_NOT_AVAILABLE) E(CL_BUILD_PROGRAM_FAILURE) E(CL_INVALID_VALUE)
+                E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT) E(CL_INVALID_COMMAND_QUEUE)
+                    E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_BINARY) E(CL_INVALID_BUILD_OPTIONS)
+                        E(CL_INVALID_PROGRAM) E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL)
+                            E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
+                                E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION)
+                                    E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_WORK_ITEM_SIZE)
+                                        E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT_WAIT_LIST)
+                                            E(CL_INVALID_EVENT) E(CL_INVALID_BUFFER_SIZE)
+                                                E(CL_INVALID_GLOBAL_WORK_SIZE)
+                                                    E(CL_PLATFORM_NOT_FOUND_KHR)
 #undef E
-  default:
-    return "CL_UNKNOWN_ERROR";
+                                                        default : return "CL_UNKNOWN_ERROR";
   }
 }
 
 bp_status_t ocl_fail(cl_int err, const char *what) {
   if (ocl_host && ocl_host->set_error)
-    ocl_host->set_error("opencl: %s failed: %s (%d)", what, ocl_err_name(err),
-                        (int)err);
+    ocl_host->set_error("opencl: %s failed: %s (%d)", what, ocl_err_name(err), (int)err);
   switch (err) {
   case CL_MEM_OBJECT_ALLOCATION_FAILURE:
   case CL_OUT_OF_HOST_MEMORY:

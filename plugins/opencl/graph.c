@@ -28,13 +28,13 @@ typedef struct ocl_cb_api {
 struct ocl_graph {
   ocl_cb_api_t api;
   cl_command_buffer_khr cb;
-  cl_command_queue home;     /* the queue the buffer was recorded for */
-  cl_sync_point_khr last;    /* the newest command, for ordering */
+  cl_command_queue home;  /* the queue the buffer was recorded for */
+  cl_sync_point_khr last; /* the newest command, for ordering */
   bool has_last;
-  cl_int error;              /* the first failure while recording */
-  cl_mem *kept;              /* scratch retained for the graph's life */
+  cl_int error; /* the first failure while recording */
+  cl_mem *kept; /* scratch retained for the graph's life */
   size_t kept_count, kept_cap;
-  cl_event last_launch;      /* without simultaneous use: wait for it */
+  cl_event last_launch; /* without simultaneous use: wait for it */
   bool simultaneous;
 };
 
@@ -43,11 +43,10 @@ static _Thread_local struct {
   ocl_graph_t *graph;
 } recording;
 
-
 /* The extension's entry points for d's platform; false when any is absent. */
 static bool cb_api(const ocl_device_t *d, ocl_cb_api_t *out) {
   if (!d->caps.command_buffer || !ocl_api.clGetExtensionFunctionAddressForPlatform) return false;
-#define GET(field, name) \
+#define GET(field, name)                                                                           \
   out->field = (name##_fn)ocl_api.clGetExtensionFunctionAddressForPlatform(d->platform, #name)
   GET(create, clCreateCommandBufferKHR);
   GET(ndrange, clCommandNDRangeKernelKHR);
@@ -67,7 +66,7 @@ cl_int ocl_graph_record_kernel(ocl_graph_t *g, cl_kernel k, cl_uint dims, const 
   if (g->error != CL_SUCCESS) return g->error;
   cl_sync_point_khr sp;
   cl_int err = g->api.ndrange(g->cb, NULL, NULL, k, dims, NULL, gws, lws, g->has_last ? 1 : 0,
-                           g->has_last ? &g->last : NULL, &sp, NULL);
+                              g->has_last ? &g->last : NULL, &sp, NULL);
   if (err != CL_SUCCESS) return g->error = err;
   g->last = sp;
   g->has_last = true;
@@ -123,8 +122,8 @@ bp_status_t ocl_graph_begin(bp_plugin_device_t *device, bp_plugin_stream_t *stre
   g->api = api;
   g->home = ocl_queue(d, stream);
   g->simultaneous = d->caps.command_buffer_simultaneous;
-  cl_command_buffer_properties_khr props[] = {
-      CL_COMMAND_BUFFER_FLAGS_KHR, CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, 0};
+  cl_command_buffer_properties_khr props[] = {CL_COMMAND_BUFFER_FLAGS_KHR,
+                                              CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, 0};
   cl_int err = CL_SUCCESS;
   g->cb = api.create(1, &g->home, g->simultaneous ? props : NULL, &err);
   if (!g->cb) {
@@ -180,7 +179,8 @@ bp_status_t ocl_graph_launch(bp_plugin_device_t *device, bp_plugin_stream_t *str
    * stream is fenced on both sides so it keeps that stream's order. */
   cl_int err = q == g->home ? CL_SUCCESS : chain(q, g->home);
   cl_event done = NULL;
-  if (err == CL_SUCCESS) err = g->api.enqueue(0, NULL, g->cb, 0, NULL, g->simultaneous ? NULL : &done);
+  if (err == CL_SUCCESS)
+    err = g->api.enqueue(0, NULL, g->cb, 0, NULL, g->simultaneous ? NULL : &done);
   if (err == CL_SUCCESS && q != g->home) err = chain(g->home, q);
   if (err != CL_SUCCESS) {
     if (done) ocl_api.clReleaseEvent(done);

@@ -20,8 +20,7 @@ typedef struct ocl_user_kernel {
   uint32_t nargs;
 } ocl_user_kernel_t;
 
-bp_status_t ocl_kernel_create(bp_plugin_device_t *device,
-                              const bp_kernel_source_t *src,
+bp_status_t ocl_kernel_create(bp_plugin_device_t *device, const bp_kernel_source_t *src,
                               bp_plugin_kernel_t **out_kernel) {
   ocl_device_t *d = (ocl_device_t *)device;
   *out_kernel = NULL;
@@ -33,21 +32,17 @@ bp_status_t ocl_kernel_create(bp_plugin_device_t *device,
   char *text = malloc((size_t)src->code_size + 1);
   ocl_user_kernel_t *uk = calloc(1, sizeof *uk);
   bp_status_t st = BP_ERR_OUT_OF_MEMORY;
-  if (!text || !uk)
-    goto out;
+  if (!text || !uk) goto out;
   memcpy(text, src->code, (size_t)src->code_size);
   text[src->code_size] = 0;
   pthread_mutex_lock(&d->lock);
-  st = ocl_program_build_user(d, src->entry, text,
-                              src->options ? src->options : "", &uk->prog);
+  st = ocl_program_build_user(d, src->entry, text, src->options ? src->options : "", &uk->prog);
   pthread_mutex_unlock(&d->lock);
-  if (st != BP_OK)
-    goto out;
+  if (st != BP_OK) goto out;
   cl_int err = CL_SUCCESS;
   uk->k = ocl_api.clCreateKernel(uk->prog, src->entry, &err);
   if (!uk->k) {
-    ocl_host->set_error("opencl: no kernel '%s' in the source (%s)",
-                        src->entry, ocl_err_name(err));
+    ocl_host->set_error("opencl: no kernel '%s' in the source (%s)", src->entry, ocl_err_name(err));
     st = BP_ERR_INVALID_ARGUMENT;
     goto out;
   }
@@ -56,8 +51,7 @@ bp_status_t ocl_kernel_create(bp_plugin_device_t *device,
   free(text);
   return BP_OK;
 out:
-  if (uk && uk->prog)
-    ocl_api.clReleaseProgram(uk->prog);
+  if (uk && uk->prog) ocl_api.clReleaseProgram(uk->prog);
   free(uk);
   free(text);
   return st;
@@ -66,16 +60,14 @@ out:
 void ocl_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel) {
   (void)device;
   ocl_user_kernel_t *uk = (ocl_user_kernel_t *)kernel;
-  if (!uk)
-    return;
+  if (!uk) return;
   ocl_api.clReleaseKernel(uk->k);
   ocl_api.clReleaseProgram(uk->prog);
   free(uk);
 }
 
 /* A buffer argument: the cl_mem itself, or a sub-buffer from offset. */
-static bp_status_t arg_buffer(ocl_args_t *a, uint64_t ptr, uint64_t offset,
-                              cl_mem *out_sub) {
+static bp_status_t arg_buffer(ocl_args_t *a, uint64_t ptr, uint64_t offset, cl_mem *out_sub) {
   cl_mem m = ocl_mem(ptr);
   *out_sub = NULL;
   if (offset == 0) {
@@ -83,13 +75,11 @@ static bp_status_t arg_buffer(ocl_args_t *a, uint64_t ptr, uint64_t offset,
     return BP_OK;
   }
   size_t size = 0;
-  cl_int err = ocl_api.clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size,
-                                          NULL);
+  cl_int err = ocl_api.clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
   cl_buffer_region region = {(size_t)offset, size - (size_t)offset};
   if (err == CL_SUCCESS)
-    *out_sub = ocl_api.clCreateSubBuffer(m, CL_MEM_READ_WRITE,
-                                         CL_BUFFER_CREATE_TYPE_REGION, &region,
-                                         &err);
+    *out_sub = ocl_api.clCreateSubBuffer(m, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                         &region, &err);
   if (!*out_sub) {
     ocl_host->set_error("opencl: buffer offset %llu is not usable as a "
                         "sub-buffer (%s; offsets must be multiples of the "
@@ -104,48 +94,53 @@ static bp_status_t arg_buffer(ocl_args_t *a, uint64_t ptr, uint64_t offset,
 
 static void arg_scalar(ocl_args_t *a, const bp_plugin_kernel_arg_t *arg) {
   switch (arg->kind) {
-  case BP_ARG_I32: OCL_ARG(a, arg->value.i32); break;
-  case BP_ARG_U32: OCL_ARG(a, arg->value.u32); break;
-  case BP_ARG_I64: OCL_ARG(a, arg->value.i64); break;
-  case BP_ARG_U64: OCL_ARG(a, arg->value.u64); break;
-  case BP_ARG_F32: OCL_ARG(a, arg->value.f32); break;
-  default: OCL_ARG(a, arg->value.f64); break;
+  case BP_ARG_I32:
+    OCL_ARG(a, arg->value.i32);
+    break;
+  case BP_ARG_U32:
+    OCL_ARG(a, arg->value.u32);
+    break;
+  case BP_ARG_I64:
+    OCL_ARG(a, arg->value.i64);
+    break;
+  case BP_ARG_U64:
+    OCL_ARG(a, arg->value.u64);
+    break;
+  case BP_ARG_F32:
+    OCL_ARG(a, arg->value.f32);
+    break;
+  default:
+    OCL_ARG(a, arg->value.f64);
+    break;
   }
 }
 
-bp_status_t ocl_kernel_launch(bp_plugin_device_t *device,
-                              bp_plugin_stream_t *stream,
-                              bp_plugin_kernel_t *kernel,
-                              const bp_launch_args_t *la) {
+bp_status_t ocl_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                              bp_plugin_kernel_t *kernel, const bp_launch_args_t *la) {
   ocl_device_t *d = (ocl_device_t *)device;
   ocl_user_kernel_t *uk = (ocl_user_kernel_t *)kernel;
   cl_mem *subs = calloc(la->arg_count ? la->arg_count : 1, sizeof *subs);
-  if (!subs)
-    return BP_ERR_OUT_OF_MEMORY;
+  if (!subs) return BP_ERR_OUT_OF_MEMORY;
   bp_status_t st = BP_OK;
   pthread_mutex_lock(&d->lock); /* the kernel's argument state is shared */
   ocl_args_t a = {uk->k, 0, CL_SUCCESS};
   for (uint32_t i = 0; i < la->arg_count && st == BP_OK; i++) {
     const bp_plugin_kernel_arg_t *arg = &la->args[i];
     if (arg->kind == BP_ARG_BUFFER)
-      st = arg_buffer(&a, arg->value.buffer.ptr, arg->value.buffer.offset,
-                      &subs[i]);
+      st = arg_buffer(&a, arg->value.buffer.ptr, arg->value.buffer.offset, &subs[i]);
     else
       arg_scalar(&a, arg);
   }
-  if (st == BP_OK && la->shared_bytes)
-    ocl_arg(&a, la->shared_bytes, NULL); /* a __local argument */
+  if (st == BP_OK && la->shared_bytes) ocl_arg(&a, la->shared_bytes, NULL); /* a __local argument */
   size_t gws[3], lws[3];
   for (int i = 0; i < 3; i++) {
     lws[i] = la->block[i] ? la->block[i] : 1;
     gws[i] = (size_t)(la->grid[i] ? la->grid[i] : 1) * lws[i];
   }
-  if (st == BP_OK)
-    st = ocl_enqueue(ocl_queue(d, stream), &a, 3, gws, lws);
+  if (st == BP_OK) st = ocl_enqueue(ocl_queue(d, stream), &a, 3, gws, lws);
   pthread_mutex_unlock(&d->lock);
   for (uint32_t i = 0; i < la->arg_count; i++)
-    if (subs[i])
-      ocl_api.clReleaseMemObject(subs[i]); /* freed once the launch is done */
+    if (subs[i]) ocl_api.clReleaseMemObject(subs[i]); /* freed once the launch is done */
   free(subs);
   return st;
 }

@@ -39,20 +39,43 @@
 #define OCL_VERSION "0.1.0"
 
 /* ---- the OpenCL entry points we use (driver.c) -------------------------- */
-#define OCL_API_FUNCS(X)                                                       \
-  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs)                   \
-  X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext)                    \
-  X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clFinish) X(clFlush)      \
-  X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueWriteBuffer)              \
-  X(clEnqueueReadBuffer) X(clEnqueueCopyBuffer)                                \
-  X(clCreateProgramWithSource) X(clCreateProgramWithBinary)                    \
-  X(clBuildProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo)               \
-  X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel)                     \
-  X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clGetKernelWorkGroupInfo)      \
-  X(clEnqueueMarkerWithWaitList) X(clEnqueueBarrierWithWaitList)               \
-  X(clWaitForEvents) X(clReleaseEvent) X(clGetEventProfilingInfo)              \
-  X(clGetEventInfo) X(clCreateSubBuffer) X(clGetMemObjectInfo)                \
-  X(clRetainMemObject) X(clGetExtensionFunctionAddressForPlatform)
+#define OCL_API_FUNCS(X)                                                                           \
+  X(clGetPlatformIDs)                                                                              \
+  X(clGetPlatformInfo)                                                                             \
+  X(clGetDeviceIDs)                                                                                \
+  X(clGetDeviceInfo)                                                                               \
+  X(clCreateContext)                                                                               \
+  X(clReleaseContext)                                                                              \
+  X(clCreateCommandQueue)                                                                          \
+  X(clReleaseCommandQueue)                                                                         \
+  X(clFinish)                                                                                      \
+  X(clFlush)                                                                                       \
+  X(clCreateBuffer)                                                                                \
+  X(clReleaseMemObject)                                                                            \
+  X(clEnqueueWriteBuffer)                                                                          \
+  X(clEnqueueReadBuffer)                                                                           \
+  X(clEnqueueCopyBuffer)                                                                           \
+  X(clCreateProgramWithSource)                                                                     \
+  X(clCreateProgramWithBinary)                                                                     \
+  X(clBuildProgram)                                                                                \
+  X(clGetProgramInfo)                                                                              \
+  X(clGetProgramBuildInfo)                                                                         \
+  X(clReleaseProgram)                                                                              \
+  X(clCreateKernel)                                                                                \
+  X(clReleaseKernel)                                                                               \
+  X(clSetKernelArg)                                                                                \
+  X(clEnqueueNDRangeKernel)                                                                        \
+  X(clGetKernelWorkGroupInfo)                                                                      \
+  X(clEnqueueMarkerWithWaitList)                                                                   \
+  X(clEnqueueBarrierWithWaitList)                                                                  \
+  X(clWaitForEvents)                                                                               \
+  X(clReleaseEvent)                                                                                \
+  X(clGetEventProfilingInfo)                                                                       \
+  X(clGetEventInfo)                                                                                \
+  X(clCreateSubBuffer)                                                                             \
+  X(clGetMemObjectInfo)                                                                            \
+  X(clRetainMemObject)                                                                             \
+  X(clGetExtensionFunctionAddressForPlatform)
 
 typedef struct ocl_api {
 #define OCL__FIELD(fn) __typeof__(&fn) fn;
@@ -73,10 +96,9 @@ const char *ocl_err_name(cl_int err);
 /* Maps a cl_int to a status and reports "what: CL_ERROR" through the host. */
 bp_status_t ocl_fail(cl_int err, const char *what);
 
-#define OCL_LOG(level, ...)                                                    \
-  do {                                                                         \
-    if (ocl_host && ocl_host->log)                                             \
-      ocl_host->log(level, OCL_NAME, __VA_ARGS__);                             \
+#define OCL_LOG(level, ...)                                                                        \
+  do {                                                                                             \
+    if (ocl_host && ocl_host->log) ocl_host->log(level, OCL_NAME, __VA_ARGS__);                    \
   } while (0)
 
 /* ---- devices (device.c) -------------------------------------------------- */
@@ -129,51 +151,37 @@ typedef struct ocl_event {
 #define OCL_MAX_DEVICES 64
 /* Enumerates every device of every platform in a fixed order; fills at most
  * capacity ids (and their platforms) and the total count. */
-bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids,
-                          uint32_t capacity, uint32_t *out_count);
+bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids, uint32_t capacity,
+                          uint32_t *out_count);
 /* Reads the capabilities of one device. */
 void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *out);
 /* Fills the record probe returns for one device (device.c). */
-void ocl_device_describe(cl_platform_id plat, cl_device_id dev,
-                         bp_device_info_t *info);
+void ocl_device_describe(cl_platform_id plat, cl_device_id dev, bp_device_info_t *info);
 /* Descriptor entry points (device.c, memory.c, stream.c). */
-bp_status_t ocl_device_open(uint32_t index,
-                            const bp_plugin_device_config_t *config,
+bp_status_t ocl_device_open(uint32_t index, const bp_plugin_device_config_t *config,
                             bp_plugin_device_t **out_device);
 void ocl_device_close(bp_plugin_device_t *device);
 bp_status_t ocl_device_synchronize(bp_plugin_device_t *device);
-bp_status_t ocl_mem_alloc(bp_plugin_device_t *device, uint64_t size,
-                          uint64_t *out_ptr);
+bp_status_t ocl_mem_alloc(bp_plugin_device_t *device, uint64_t size, uint64_t *out_ptr);
 void ocl_mem_free(bp_plugin_device_t *device, uint64_t ptr);
-bp_status_t ocl_mem_write(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream, uint64_t dst,
+bp_status_t ocl_mem_write(bp_plugin_device_t *device, bp_plugin_stream_t *stream, uint64_t dst,
                           uint64_t dst_offset, const void *src, uint64_t size);
-bp_status_t ocl_mem_read(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, void *dst, uint64_t src,
-                         uint64_t src_offset, uint64_t size);
-bp_status_t ocl_mem_copy(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream, uint64_t dst,
-                         uint64_t dst_offset, uint64_t src, uint64_t src_offset,
-                         uint64_t size);
-bp_status_t ocl_stream_create(bp_plugin_device_t *device,
-                              bp_plugin_stream_t **out_stream);
+bp_status_t ocl_mem_read(bp_plugin_device_t *device, bp_plugin_stream_t *stream, void *dst,
+                         uint64_t src, uint64_t src_offset, uint64_t size);
+bp_status_t ocl_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream, uint64_t dst,
+                         uint64_t dst_offset, uint64_t src, uint64_t src_offset, uint64_t size);
+bp_status_t ocl_stream_create(bp_plugin_device_t *device, bp_plugin_stream_t **out_stream);
 void ocl_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
-bp_status_t ocl_stream_synchronize(bp_plugin_device_t *device,
-                                   bp_plugin_stream_t *stream);
-bp_status_t ocl_event_create(bp_plugin_device_t *device,
-                             bp_plugin_event_t **out_event);
+bp_status_t ocl_stream_synchronize(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
+bp_status_t ocl_event_create(bp_plugin_device_t *device, bp_plugin_event_t **out_event);
 void ocl_event_destroy(bp_plugin_device_t *device, bp_plugin_event_t *event);
-bp_status_t ocl_event_record(bp_plugin_device_t *device,
-                             bp_plugin_event_t *event,
+bp_status_t ocl_event_record(bp_plugin_device_t *device, bp_plugin_event_t *event,
                              bp_plugin_stream_t *stream);
-bp_status_t ocl_stream_wait_event(bp_plugin_device_t *device,
-                                  bp_plugin_stream_t *stream,
+bp_status_t ocl_stream_wait_event(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                   bp_plugin_event_t *event);
-bp_status_t ocl_event_synchronize(bp_plugin_device_t *device,
-                                  bp_plugin_event_t *event);
-bp_status_t ocl_event_elapsed(bp_plugin_device_t *device,
-                              bp_plugin_event_t *start, bp_plugin_event_t *end,
-                              double *out_ms);
+bp_status_t ocl_event_synchronize(bp_plugin_device_t *device, bp_plugin_event_t *event);
+bp_status_t ocl_event_elapsed(bp_plugin_device_t *device, bp_plugin_event_t *start,
+                              bp_plugin_event_t *end, double *out_ms);
 
 /* The queue work for stream goes to (the device queue for NULL). */
 cl_command_queue ocl_queue(ocl_device_t *d, bp_plugin_stream_t *stream);
@@ -217,24 +225,19 @@ typedef enum ocl_family {
 /* Returns the kernel `name` of family built with `options` (cached in memory
  * and, as a program binary, on disk). Caller holds d->lock. The kernel is
  * borrowed from the device. */
-bp_status_t ocl_kernel_get(ocl_device_t *d, ocl_family_t fam,
-                           const char *options, const char *name,
+bp_status_t ocl_kernel_get(ocl_device_t *d, ocl_family_t fam, const char *options, const char *name,
                            cl_kernel *out_kernel);
 /* Builds an application's OpenCL C source (NUL-terminated) through the same
  * binary cache; a build failure is BP_ERR_INVALID_ARGUMENT with the log.
  * Caller holds d->lock. */
-bp_status_t ocl_program_build_user(ocl_device_t *d, const char *name,
-                                   const char *src, const char *options,
-                                   cl_program *out);
+bp_status_t ocl_program_build_user(ocl_device_t *d, const char *name, const char *src,
+                                   const char *options, cl_program *out);
 /* Custom kernels (kernels.c, ABI 1.1). */
-bp_status_t ocl_kernel_create(bp_plugin_device_t *device,
-                              const bp_kernel_source_t *src,
+bp_status_t ocl_kernel_create(bp_plugin_device_t *device, const bp_kernel_source_t *src,
                               bp_plugin_kernel_t **out_kernel);
 void ocl_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel);
-bp_status_t ocl_kernel_launch(bp_plugin_device_t *device,
-                              bp_plugin_stream_t *stream,
-                              bp_plugin_kernel_t *kernel,
-                              const bp_launch_args_t *args);
+bp_status_t ocl_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                              bp_plugin_kernel_t *kernel, const bp_launch_args_t *args);
 /* Releases every cached program and kernel of the device. */
 void ocl_programs_release(ocl_device_t *d);
 /* Milliseconds spent in clBuildProgram by this process (for the warm-run
@@ -260,21 +263,19 @@ void ocl_arg(ocl_args_t *a, size_t size, const void *value);
 /* Adds (cl_mem, byte offset) for a device pointer. */
 void ocl_arg_buf(ocl_args_t *a, uint64_t ptr, uint64_t offset);
 /* Enqueues k over gws (work-group lws, or NULL) on q. */
-bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims,
-                        const size_t *gws, const size_t *lws);
+bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims, const size_t *gws,
+                        const size_t *lws);
 /* Enqueues a 1-D grid-stride kernel over n items on the stream's queue. */
-bp_status_t ocl_launch_flat(ocl_device_t *d, bp_plugin_stream_t *stream,
-                            ocl_args_t *a, int64_t n);
+bp_status_t ocl_launch_flat(ocl_device_t *d, bp_plugin_stream_t *stream, ocl_args_t *a, int64_t n);
 /* Work-group size of the line kernels (reduce, softmax, norms). */
 #define OCL_ROW_WG 64
 /* Enqueues a line kernel over nrows lines: a work-group of OCL_ROW_WG items
  * per line, or (per_item) one work-item per line. */
-bp_status_t ocl_launch_rows(ocl_device_t *d, bp_plugin_stream_t *stream,
-                            ocl_args_t *a, int64_t nrows, bool per_item);
+bp_status_t ocl_launch_rows(ocl_device_t *d, bp_plugin_stream_t *stream, ocl_args_t *a,
+                            int64_t nrows, bool per_item);
 /* Build options selecting dtype dt ("-DDT_F32 ..."), with the device's
  * extensions. */
-void ocl_dtype_options(const ocl_device_t *d, bp_dtype_t dt, char *out,
-                       size_t cap);
+void ocl_dtype_options(const ocl_device_t *d, bp_dtype_t dt, char *out, size_t cap);
 size_t ocl_dtype_size(bp_dtype_t dt);
 /* Adds a scalar in the compute type of dt (double for f64, else float). */
 void ocl_arg_scalar(ocl_args_t *a, bp_dtype_t dt, double v);
@@ -284,7 +285,9 @@ static inline size_t ocl_round_up(size_t n, size_t m) {
 }
 /* Adds a tensor's first four strides as a long4 (rank-4 ops). */
 void ocl_arg_strides4(ocl_args_t *a, const bp_plugin_tensor_t *t);
-static inline cl_mem ocl_mem(uint64_t ptr) { return (cl_mem)(uintptr_t)ptr; }
+static inline cl_mem ocl_mem(uint64_t ptr) {
+  return (cl_mem)(uintptr_t)ptr;
+}
 
 /* Tensors collapsed for elementwise kernels: up to BP_MAX_RANK dims with
  * unit dims dropped and mergeable neighbours merged. Kernels receive shape
@@ -296,36 +299,33 @@ typedef struct ocl_layout {
   cl_long strides[4][8]; /* up to four tensors */
 } ocl_layout_t;
 /* Collapses the shape of y with the strides of ntensors tensors. */
-void ocl_layout_make(const bp_plugin_tensor_t *const *t, int ntensors,
-                     const int64_t *shape, int rank, ocl_layout_t *out);
+void ocl_layout_make(const bp_plugin_tensor_t *const *t, int ntensors, const int64_t *shape,
+                     int rank, ocl_layout_t *out);
 
 /* Lines of x along axis (and the matching lines of y): the other dims of
  * both, collapsed; numel is the number of lines. */
-void ocl_rows_make(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y,
-                   int axis, ocl_layout_t *out);
+void ocl_rows_make(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y, int axis,
+                   ocl_layout_t *out);
 /* Adds BP_ROW_ARGS (kernels/opencl/common.cl) for rows l of length len. */
-void ocl_arg_rows(ocl_args_t *a, const ocl_layout_t *l, int64_t len,
-                  int64_t sxl, int64_t syl);
+void ocl_arg_rows(ocl_args_t *a, const ocl_layout_t *l, int64_t len, int64_t sxl, int64_t syl);
 
 /* ---- ops (ops_*.c): one entry point per line of BP_OP_TABLE ------------- */
-#define OCL__DECL(E, op, args_t, ...)                                          \
-  bp_status_t ocl_op_##op(bp_plugin_device_t *, bp_plugin_stream_t *,         \
-                          const args_t *);
+#define OCL__DECL(E, op, args_t, ...)                                                              \
+  bp_status_t ocl_op_##op(bp_plugin_device_t *, bp_plugin_stream_t *, const args_t *);
 BP_OP_TABLE(OCL__DECL)
 #undef OCL__DECL
 
 /* ---- gemm (ops_blas.c, ops_blas_tune.c) --------------------------------- */
 /* Build options of a tiled-gemm configuration. */
-void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt,
-                          const ocl_gemm_cfg_t *c, char *out, size_t cap);
+void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_cfg_t *c, char *out,
+                          size_t cap);
 /* Enqueues pack + tiled kernel for g with configuration cfg. Caller holds
  * d->lock. */
-bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
-                           const ocl_gemm_cfg_t *cfg, const bp_gemm_args_t *g);
+bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
+                           const bp_gemm_args_t *g);
 /* The device's tiled-gemm configuration for dt: from the tuning cache file,
  * or measured now (once per device and dtype). Caller holds d->lock. */
-bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt,
-                            const ocl_gemm_cfg_t **out_cfg);
+bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_cfg_t **out_cfg);
 
 /* Fills the capability table of a device from what the ops implement
  * (device.c). */

@@ -14,27 +14,33 @@
  * they save. */
 #define GEMM_DIRECT_MAX_FLOPS (48ll * 48 * 48)
 
-void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt,
-                          const ocl_gemm_cfg_t *c, char *out, size_t cap) {
+void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_cfg_t *c, char *out,
+                          size_t cap) {
   char base[64];
   ocl_dtype_options(d, dt, base, sizeof base);
-  snprintf(out, cap, "%s -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DVW=%d "
-           "-DUK=%d -DUSE_LOCAL=%d", base, c->tile_m, c->tile_n, c->tile_k,
-           c->wpt_m, c->wpt_n, c->vec, c->unroll_k, c->use_local);
+  snprintf(out, cap,
+           "%s -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DVW=%d "
+           "-DUK=%d -DUSE_LOCAL=%d",
+           base, c->tile_m, c->tile_n, c->tile_k, c->wpt_m, c->wpt_n, c->vec, c->unroll_k,
+           c->use_local);
 }
 
-static bp_status_t gemm_direct(ocl_device_t *d, cl_command_queue q,
-                               const bp_gemm_args_t *g) {
+static bp_status_t gemm_direct(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
   char opts[64];
   ocl_dtype_options(d, C->dtype, opts, sizeof opts);
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_direct", &a.k);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   cl_long m = C->shape[1], n = C->shape[2], k = A->shape[2];
-  cl_long s[8] = {A->strides[0], A->strides[1], A->strides[2],
-                  B->strides[0], B->strides[1], B->strides[2], 0, 0};
+  cl_long s[8] = {A->strides[0],
+                  A->strides[1],
+                  A->strides[2],
+                  B->strides[0],
+                  B->strides[1],
+                  B->strides[2],
+                  0,
+                  0};
   ocl_arg_buf(&a, A->ptr, A->offset);
   ocl_arg_buf(&a, B->ptr, B->offset);
   ocl_arg_buf(&a, C->ptr, C->offset);
@@ -42,44 +48,40 @@ static bp_status_t gemm_direct(ocl_device_t *d, cl_command_queue q,
   OCL_ARG(&a, n);
   OCL_ARG(&a, k);
   ocl_arg(&a, sizeof(cl_long8), s);
-  for (int i = 0; i < 3; i++)
-    OCL_ARG(&a, C->strides[i]);
+  for (int i = 0; i < 3; i++) OCL_ARG(&a, C->strides[i]);
   ocl_arg_scalar(&a, C->dtype, g->alpha);
   ocl_arg_scalar(&a, C->dtype, g->beta);
   size_t lws[3] = {8, 8, 1};
-  size_t gws[3] = {ocl_round_up((size_t)n, 8), ocl_round_up((size_t)m, 8),
-                   (size_t)C->shape[0]};
+  size_t gws[3] = {ocl_round_up((size_t)n, 8), ocl_round_up((size_t)m, 8), (size_t)C->shape[0]};
   return ocl_enqueue(q, &a, 3, gws, lws);
 }
 
 /* Packs one operand: dst[b][p][x] for p < kp, x < xp (see gemm.cl). */
-static bp_status_t gemm_pack(ocl_device_t *d, cl_command_queue q,
-                             const char *opts, const bp_plugin_tensor_t *t,
-                             int64_t batch, int64_t rows_k, int64_t cols_x,
-                             int64_t sb, int64_t sp, int64_t sx, cl_mem dst,
+static bp_status_t gemm_pack(ocl_device_t *d, cl_command_queue q, const char *opts,
+                             const bp_plugin_tensor_t *t, int64_t batch, int64_t rows_k,
+                             int64_t cols_x, int64_t sb, int64_t sp, int64_t sx, cl_mem dst,
                              int64_t kp, int64_t xp, int64_t pw) {
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "pack", &a.k);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   cl_long v[8] = {rows_k, cols_x, sb, sp, sx, kp, xp, pw};
   ocl_arg_buf(&a, t->ptr, t->offset);
-  for (int i = 0; i < 5; i++)
-    OCL_ARG(&a, v[i]);
+  for (int i = 0; i < 5; i++) OCL_ARG(&a, v[i]);
   OCL_ARG(&a, dst);
   OCL_ARG(&a, v[5]);
   OCL_ARG(&a, v[6]);
   OCL_ARG(&a, v[7]);
   size_t lws[3] = {16, 4, 1};
-  size_t gws[3] = {ocl_round_up((size_t)xp, 16), ocl_round_up((size_t)kp, 4),
-                   (size_t)batch};
+  size_t gws[3] = {ocl_round_up((size_t)xp, 16), ocl_round_up((size_t)kp, 4), (size_t)batch};
   return ocl_enqueue(q, &a, 3, gws, lws);
 }
 
-static int64_t round_up64(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+static int64_t round_up64(int64_t n, int64_t m) {
+  return (n + m - 1) / m * m;
+}
 
-bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
-                           const ocl_gemm_cfg_t *cfg, const bp_gemm_args_t *g) {
+bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
+                           const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
   int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2];
   int64_t k = A->shape[2];
@@ -90,10 +92,10 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
   int64_t ba = A->strides[0] == 0 ? 1 : batch, bb = B->strides[0] == 0 ? 1 : batch;
   size_t cs = C->dtype == BP_F64 ? 8 : 4;
   cl_int err = CL_SUCCESS;
-  cl_mem pa = ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE,
-                                     (size_t)(ba * kp * mp) * cs, NULL, &err);
-  cl_mem pb = pa ? ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE,
-                                          (size_t)(bb * kp * np) * cs, NULL, &err)
+  cl_mem pa =
+      ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)(ba * kp * mp) * cs, NULL, &err);
+  cl_mem pb = pa ? ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)(bb * kp * np) * cs,
+                                          NULL, &err)
                  : NULL;
   bp_status_t st = BP_OK;
   if (!pa || !pb) {
@@ -102,16 +104,14 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
   }
   char opts[256];
   ocl_gemm_cfg_options(d, C->dtype, cfg, opts, sizeof opts);
-  st = gemm_pack(d, q, opts, A, ba, k, m, A->strides[0], A->strides[2],
-                 A->strides[1], pa, kp, mp, cfg->tile_m);
+  st = gemm_pack(d, q, opts, A, ba, k, m, A->strides[0], A->strides[2], A->strides[1], pa, kp, mp,
+                 cfg->tile_m);
   if (st == BP_OK)
-    st = gemm_pack(d, q, opts, B, bb, k, n, B->strides[0], B->strides[1],
-                   B->strides[2], pb, kp, np, cfg->tile_n);
+    st = gemm_pack(d, q, opts, B, bb, k, n, B->strides[0], B->strides[1], B->strides[2], pb, kp, np,
+                   cfg->tile_n);
   ocl_args_t a = {0};
-  if (st == BP_OK)
-    st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_tiled", &a.k);
-  if (st != BP_OK)
-    goto out;
+  if (st == BP_OK) st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_tiled", &a.k);
+  if (st != BP_OK) goto out;
   cl_long sab = ba == 1 ? 0 : kp * mp, sbb = bb == 1 ? 0 : kp * np;
   cl_long v[5] = {mp, np, kp, m, n};
   OCL_ARG(&a, pa);
@@ -124,23 +124,19 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q,
   ocl_arg_buf(&a, C->ptr, C->offset);
   OCL_ARG(&a, v[3]);
   OCL_ARG(&a, v[4]);
-  for (int i = 0; i < 3; i++)
-    OCL_ARG(&a, C->strides[i]);
+  for (int i = 0; i < 3; i++) OCL_ARG(&a, C->strides[i]);
   ocl_arg_scalar(&a, C->dtype, g->alpha);
   ocl_arg_scalar(&a, C->dtype, g->beta);
-  size_t lws[3] = {(size_t)(cfg->tile_n / cfg->wpt_n),
-                   (size_t)(cfg->tile_m / cfg->wpt_m), 1};
-  size_t gws[3] = {(size_t)(np / cfg->tile_n) * lws[0],
-                   (size_t)(mp / cfg->tile_m) * lws[1], (size_t)batch};
+  size_t lws[3] = {(size_t)(cfg->tile_n / cfg->wpt_n), (size_t)(cfg->tile_m / cfg->wpt_m), 1};
+  size_t gws[3] = {(size_t)(np / cfg->tile_n) * lws[0], (size_t)(mp / cfg->tile_m) * lws[1],
+                   (size_t)batch};
   st = ocl_enqueue(q, &a, 3, gws, lws);
   ocl_graph_keep(q, pa); /* a recorded graph reuses the scratch later */
   ocl_graph_keep(q, pb);
 out:
   /* OpenCL keeps the scratch alive until the queued kernels finish. */
-  if (pa)
-    ocl_api.clReleaseMemObject(pa);
-  if (pb)
-    ocl_api.clReleaseMemObject(pb);
+  if (pa) ocl_api.clReleaseMemObject(pa);
+  if (pb) ocl_api.clReleaseMemObject(pb);
   return st;
 }
 
@@ -151,8 +147,7 @@ bp_status_t ocl_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *C = &args->c;
   int64_t m = C->shape[1], n = C->shape[2], k = args->a.shape[2];
-  if (C->shape[0] == 0 || m == 0 || n == 0)
-    return BP_OK;
+  if (C->shape[0] == 0 || m == 0 || n == 0) return BP_OK;
   cl_command_queue q = ocl_queue(d, stream);
   bp_status_t st;
   pthread_mutex_lock(&d->lock);
@@ -161,8 +156,7 @@ bp_status_t ocl_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   } else {
     const ocl_gemm_cfg_t *cfg = NULL;
     st = ocl_gemm_config(d, C->dtype, &cfg);
-    if (st == BP_OK)
-      st = ocl_gemm_tiled(d, q, cfg, args);
+    if (st == BP_OK) st = ocl_gemm_tiled(d, q, cfg, args);
   }
   pthread_mutex_unlock(&d->lock);
   return st;
@@ -172,21 +166,19 @@ bp_status_t ocl_op_gemv(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_gemv_args_t *g) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *A = &g->a, *x = &g->x, *y = &g->y;
-  if (y->shape[0] == 0)
-    return BP_OK;
+  if (y->shape[0] == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, y->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemv", &a.k);
   if (st == BP_OK) {
-    cl_long v[6] = {A->shape[0], A->shape[1], A->strides[0], A->strides[1],
-                    x->strides[0], y->strides[0]};
+    cl_long v[6] = {A->shape[0],   A->shape[1],   A->strides[0],
+                    A->strides[1], x->strides[0], y->strides[0]};
     ocl_arg_buf(&a, A->ptr, A->offset);
     ocl_arg_buf(&a, x->ptr, x->offset);
     ocl_arg_buf(&a, y->ptr, y->offset);
-    for (int i = 0; i < 6; i++)
-      OCL_ARG(&a, v[i]);
+    for (int i = 0; i < 6; i++) OCL_ARG(&a, v[i]);
     ocl_arg_scalar(&a, y->dtype, g->alpha);
     ocl_arg_scalar(&a, y->dtype, g->beta);
     size_t lws = 64, gws = (size_t)A->shape[0] * 64;

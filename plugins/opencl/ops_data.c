@@ -13,12 +13,10 @@ static uint16_t f32_to_f16(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7fffffffu;
-  if (mag > 0x7f800000u)
-    return (uint16_t)(sign | 0x7e00u); /* NaN */
-  if (mag >= 0x477ff000u)
-    return (uint16_t)(sign | 0x7c00u); /* rounds past 65504: inf */
-  if (mag < 0x38800000u) {            /* subnormal or zero in half */
-    float a = fabsf(f) * 16777216.0f; /* 2^24 = 1 / smallest subnormal */
+  if (mag > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);  /* NaN */
+  if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504: inf */
+  if (mag < 0x38800000u) {                                   /* subnormal or zero in half */
+    float a = fabsf(f) * 16777216.0f;                        /* 2^24 = 1 / smallest subnormal */
     return (uint16_t)(sign | (uint32_t)lrintf(a));
   }
   uint32_t r = mag + 0xfffu + ((mag >> 13) & 1u);
@@ -28,18 +26,15 @@ static uint16_t f32_to_f16(float f) {
 static uint16_t f32_to_bf16(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
-  if (isnan(f))
-    return (uint16_t)((u >> 16) | 0x40u);
+  if (isnan(f)) return (uint16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
 
 /* Same rules as the cast kernel: NaN -> 0, round to nearest even, saturate.*/
 static int64_t to_int(double v, double lo, double hi) {
-  if (isnan(v))
-    return 0;
-  if (v <= lo)
-    return (int64_t)lo;
+  if (isnan(v)) return 0;
+  if (v <= lo) return (int64_t)lo;
   if (v >= hi) /* i64's hi is 2^63, one past INT64_MAX */
     return hi >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)hi;
   return (int64_t)nearbyint(v);
@@ -49,10 +44,8 @@ static int64_t to_int(double v, double lo, double hi) {
  * is a single correct rounding (matches the kernels' bp_d2f_odd). */
 static float odd_float(double v) {
   float f = (float)v;
-  if (isnan(v) || (double)f == v)
-    return f;
-  if (fabs((double)f) > fabs(v))
-    f = nextafterf(f, 0.0f); /* truncate toward zero */
+  if (isnan(v) || (double)f == v) return f;
+  if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f); /* truncate toward zero */
   uint32_t u;
   memcpy(&u, &f, 4);
   u |= 1u;
@@ -66,14 +59,30 @@ static uint64_t value_bits(double v, bp_dtype_t dt) {
   float f = (float)v;
   uint32_t u32;
   switch (dt) {
-  case BP_F32: memcpy(&u32, &f, 4); bits = u32; break;
-  case BP_F16: bits = f32_to_f16(odd_float(v)); break;
-  case BP_BF16: bits = f32_to_bf16(odd_float(v)); break;
-  case BP_F64: memcpy(&bits, &v, 8); break;
-  case BP_I32: bits = (uint32_t)(int32_t)to_int(v, -2147483648.0, 2147483647.0); break;
-  case BP_I64: bits = (uint64_t)to_int(v, -9.2233720368547758e18, 9.2233720368547758e18); break;
-  case BP_U8: bits = (uint8_t)to_int(v, 0, 255); break;
-  default: break;
+  case BP_F32:
+    memcpy(&u32, &f, 4);
+    bits = u32;
+    break;
+  case BP_F16:
+    bits = f32_to_f16(odd_float(v));
+    break;
+  case BP_BF16:
+    bits = f32_to_bf16(odd_float(v));
+    break;
+  case BP_F64:
+    memcpy(&bits, &v, 8);
+    break;
+  case BP_I32:
+    bits = (uint32_t)(int32_t)to_int(v, -2147483648.0, 2147483647.0);
+    break;
+  case BP_I64:
+    bits = (uint64_t)to_int(v, -9.2233720368547758e18, 9.2233720368547758e18);
+    break;
+  case BP_U8:
+    bits = (uint8_t)to_int(v, 0, 255);
+    break;
+  default:
+    break;
   }
   return bits;
 }
@@ -85,8 +94,7 @@ bp_status_t ocl_op_fill(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   const bp_plugin_tensor_t *ts[1] = {y};
   ocl_layout_t l;
   ocl_layout_make(ts, 1, y->shape, y->rank, &l);
-  if (l.numel == 0)
-    return BP_OK;
+  if (l.numel == 0) return BP_OK;
   char opts[64];
   snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DES=%zu", ocl_dtype_size(y->dtype));
   cl_ulong bits = value_bits(args->value, y->dtype);
@@ -110,14 +118,12 @@ bp_status_t ocl_op_fill(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
 
 /* copy and cast share their arguments; only the program differs. */
 static bp_status_t copy_like(ocl_device_t *d, bp_plugin_stream_t *stream,
-                             const bp_copy_args_t *args, const char *opts,
-                             const char *kernel) {
+                             const bp_copy_args_t *args, const char *opts, const char *kernel) {
   const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
   const bp_plugin_tensor_t *ts[2] = {x, y};
   ocl_layout_t l;
   ocl_layout_make(ts, 2, y->shape, y->rank, &l);
-  if (l.numel == 0)
-    return BP_OK;
+  if (l.numel == 0) return BP_OK;
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_DATA, opts, kernel, &a.k);
@@ -140,32 +146,28 @@ static bp_status_t copy_like(ocl_device_t *d, bp_plugin_stream_t *stream,
 bp_status_t ocl_op_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_copy_args_t *args) {
   char opts[64];
-  snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DES=%zu",
-           ocl_dtype_size(args->y.dtype));
+  snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DES=%zu", ocl_dtype_size(args->y.dtype));
   return copy_like((ocl_device_t *)device, stream, args, opts, "copy");
 }
 
 bp_status_t ocl_op_cast(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_copy_args_t *args) {
   char opts[64];
-  if (args->x.dtype == args->y.dtype)
-    return ocl_op_copy(device, stream, args);
-  snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSRC=%d -DDST=%d",
-           (int)args->x.dtype, (int)args->y.dtype);
+  if (args->x.dtype == args->y.dtype) return ocl_op_copy(device, stream, args);
+  snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSRC=%d -DDST=%d", (int)args->x.dtype,
+           (int)args->y.dtype);
   return copy_like((ocl_device_t *)device, stream, args, opts, "cast");
 }
 
 /* The Philox random fill (kernels/opencl/random.cl). */
-bp_status_t ocl_op_random(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream,
+bp_status_t ocl_op_random(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                           const bp_random_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *y = &args->y;
   const bp_plugin_tensor_t *ts[1] = {y};
   ocl_layout_t l;
   ocl_layout_make(ts, 1, y->shape, y->rank, &l);
-  if (l.numel == 0)
-    return BP_OK;
+  if (l.numel == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, y->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);

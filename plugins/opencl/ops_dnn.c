@@ -13,20 +13,16 @@
 #define ATT_MAX_D 512
 #define ATT_MAX_DV (64 * 8)
 
-bp_status_t ocl_op_attention(bp_plugin_device_t *device,
-                             bp_plugin_stream_t *stream,
+bp_status_t ocl_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                              const bp_attention_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
-  const bp_plugin_tensor_t *q = &args->q, *k = &args->k, *v = &args->v,
-                           *o = &args->out;
+  const bp_plugin_tensor_t *q = &args->q, *k = &args->k, *v = &args->v, *o = &args->out;
   cl_long rows = q->shape[0] * q->shape[1] * q->shape[2];
-  if (rows == 0 || v->shape[3] == 0)
-    return BP_OK;
+  if (rows == 0 || v->shape[3] == 0) return BP_OK;
   if (q->shape[3] > ATT_MAX_D || v->shape[3] > ATT_MAX_DV) {
     ocl_host->set_error("opencl: attention supports head_dim <= %d and "
-                        "value dim <= %d (got %lld, %lld)", ATT_MAX_D,
-                        ATT_MAX_DV, (long long)q->shape[3],
-                        (long long)v->shape[3]);
+                        "value dim <= %d (got %lld, %lld)",
+                        ATT_MAX_D, ATT_MAX_DV, (long long)q->shape[3], (long long)v->shape[3]);
     return BP_ERR_UNSUPPORTED;
   }
   char opts[64];
@@ -63,14 +59,12 @@ bp_status_t ocl_op_attention(bp_plugin_device_t *device,
 
 /* ---- conv2d (conv.cl) -------------------------------------------------------*/
 
-bp_status_t ocl_op_conv2d(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream,
+bp_status_t ocl_op_conv2d(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                           const bp_conv2d_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *x = &args->x, *w = &args->w, *y = &args->y;
   int64_t npix = y->shape[2] * y->shape[3];
-  if (y->shape[0] == 0 || y->shape[1] == 0 || npix == 0)
-    return BP_OK;
+  if (y->shape[0] == 0 || y->shape[1] == 0 || npix == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, x->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
@@ -83,25 +77,31 @@ bp_status_t ocl_op_conv2d(bp_plugin_device_t *device,
     ocl_arg_strides4(&a, x);
     ocl_arg_buf(&a, w->ptr, w->offset);
     ocl_arg_strides4(&a, w);
-    ocl_arg_buf(&a, has_bias ? args->bias.ptr : x->ptr,
-                has_bias ? args->bias.offset : x->offset);
+    ocl_arg_buf(&a, has_bias ? args->bias.ptr : x->ptr, has_bias ? args->bias.offset : x->offset);
     OCL_ARG(&a, bst);
     OCL_ARG(&a, has_bias);
     ocl_arg_buf(&a, y->ptr, y->offset);
     ocl_arg_strides4(&a, y);
-    cl_int v[16] = {(cl_int)x->shape[1], (cl_int)x->shape[2],
-                    (cl_int)x->shape[3], (cl_int)w->shape[0],
-                    (cl_int)w->shape[2], (cl_int)w->shape[3],
-                    (cl_int)y->shape[2], (cl_int)y->shape[3],
-                    args->stride_h, args->stride_w, args->pad_h, args->pad_w,
-                    args->dilation_h, args->dilation_w,
-                    args->groups > 0 ? args->groups : 1, 0};
-    for (int i = 0; i < 15; i++)
-      OCL_ARG(&a, v[i]);
+    cl_int v[16] = {(cl_int)x->shape[1],
+                    (cl_int)x->shape[2],
+                    (cl_int)x->shape[3],
+                    (cl_int)w->shape[0],
+                    (cl_int)w->shape[2],
+                    (cl_int)w->shape[3],
+                    (cl_int)y->shape[2],
+                    (cl_int)y->shape[3],
+                    args->stride_h,
+                    args->stride_w,
+                    args->pad_h,
+                    args->pad_w,
+                    args->dilation_h,
+                    args->dilation_w,
+                    args->groups > 0 ? args->groups : 1,
+                    0};
+    for (int i = 0; i < 15; i++) OCL_ARG(&a, v[i]);
     int64_t kpg = w->shape[0] / v[14];
     size_t lws[3] = {16, 16, 1};
-    size_t gws[3] = {ocl_round_up((size_t)npix, 16),
-                     ocl_round_up((size_t)kpg, 16),
+    size_t gws[3] = {ocl_round_up((size_t)npix, 16), ocl_round_up((size_t)kpg, 16),
                      (size_t)(y->shape[0] * v[14])};
     st = ocl_enqueue(ocl_queue(d, stream), &a, 3, gws, lws);
   }
@@ -111,14 +111,12 @@ bp_status_t ocl_op_conv2d(bp_plugin_device_t *device,
 
 /* ---- pool2d (pool.cl) -------------------------------------------------------*/
 
-bp_status_t ocl_op_pool2d(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream,
+bp_status_t ocl_op_pool2d(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                           const bp_pool2d_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
   cl_long total = y->shape[0] * y->shape[1] * y->shape[2] * y->shape[3];
-  if (total == 0)
-    return BP_OK;
+  if (total == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, x->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
@@ -130,14 +128,21 @@ bp_status_t ocl_op_pool2d(bp_plugin_device_t *device,
     ocl_arg_buf(&a, y->ptr, y->offset);
     ocl_arg_strides4(&a, y);
     OCL_ARG(&a, total);
-    cl_int v[14] = {(cl_int)x->shape[1], (cl_int)x->shape[2],
-                    (cl_int)x->shape[3], (cl_int)y->shape[2],
-                    (cl_int)y->shape[3], args->kernel_h, args->kernel_w,
-                    args->stride_h, args->stride_w, args->pad_h, args->pad_w,
-                    args->kind == BP_POOL_MAX, args->count_include_pad != 0,
+    cl_int v[14] = {(cl_int)x->shape[1],
+                    (cl_int)x->shape[2],
+                    (cl_int)x->shape[3],
+                    (cl_int)y->shape[2],
+                    (cl_int)y->shape[3],
+                    args->kernel_h,
+                    args->kernel_w,
+                    args->stride_h,
+                    args->stride_w,
+                    args->pad_h,
+                    args->pad_w,
+                    args->kind == BP_POOL_MAX,
+                    args->count_include_pad != 0,
                     0};
-    for (int i = 0; i < 13; i++)
-      OCL_ARG(&a, v[i]);
+    for (int i = 0; i < 13; i++) OCL_ARG(&a, v[i]);
     size_t lws = 64, gws = ocl_round_up((size_t)total, 64);
     st = ocl_enqueue(ocl_queue(d, stream), &a, 1, &gws, &lws);
   }
@@ -147,8 +152,7 @@ bp_status_t ocl_op_pool2d(bp_plugin_device_t *device,
 
 /* ---- batch norm (batch_norm.cl) --------------------------------------------*/
 
-bp_status_t ocl_op_batch_norm(bp_plugin_device_t *device,
-                              bp_plugin_stream_t *stream,
+bp_status_t ocl_op_batch_norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                               const bp_batch_norm_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
@@ -159,14 +163,12 @@ bp_status_t ocl_op_batch_norm(bp_plugin_device_t *device,
     xs[i] = x->strides[i];
     ys[i] = y->strides[i];
   }
-  if (n == 0)
-    return BP_OK;
+  if (n == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, x->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
-  bp_status_t st =
-      ocl_kernel_get(d, OCL_FAM_BATCH_NORM, opts, "batch_norm", &a.k);
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_BATCH_NORM, opts, "batch_norm", &a.k);
   if (st == BP_OK) {
     cl_int rank = x->rank;
     ocl_arg_buf(&a, x->ptr, x->offset);
@@ -176,8 +178,7 @@ bp_status_t ocl_op_batch_norm(bp_plugin_device_t *device,
     ocl_arg(&a, sizeof(cl_long8), shape);
     ocl_arg(&a, sizeof(cl_long8), xs);
     ocl_arg(&a, sizeof(cl_long8), ys);
-    const bp_plugin_tensor_t *vecs[4] = {&args->mean, &args->var, &args->scale,
-                                         &args->bias};
+    const bp_plugin_tensor_t *vecs[4] = {&args->mean, &args->var, &args->scale, &args->bias};
     for (int i = 0; i < 4; i++) {
       ocl_arg_buf(&a, vecs[i]->ptr, vecs[i]->offset);
       OCL_ARG(&a, vecs[i]->strides[0]);
@@ -191,8 +192,7 @@ bp_status_t ocl_op_batch_norm(bp_plugin_device_t *device,
 
 /* ---- softmax, layer norm, RMS norm: lines of a tensor (softmax.cl, norm.cl) */
 
-bp_status_t ocl_op_softmax(bp_plugin_device_t *device,
-                           bp_plugin_stream_t *stream,
+bp_status_t ocl_op_softmax(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                            const bp_softmax_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
@@ -200,8 +200,7 @@ bp_status_t ocl_op_softmax(bp_plugin_device_t *device,
   ocl_layout_t l;
   ocl_rows_make(x, y, axis, &l);
   int64_t len = x->shape[axis];
-  if (l.numel == 0 || len == 0)
-    return BP_OK;
+  if (l.numel == 0 || len == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, x->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
@@ -222,8 +221,7 @@ bp_status_t ocl_op_softmax(bp_plugin_device_t *device,
 /* An optional [last] vector: (buffer, offset, stride, present). A rank-0
  * tensor means absent; the kernel then never reads the buffer, but OpenCL
  * still needs a valid cl_mem there, so x's stands in. */
-static void arg_optional(ocl_args_t *a, const bp_plugin_tensor_t *t,
-                         const bp_plugin_tensor_t *x) {
+static void arg_optional(ocl_args_t *a, const bp_plugin_tensor_t *t, const bp_plugin_tensor_t *x) {
   cl_int present = t->rank > 0;
   cl_long stride = present ? t->strides[0] : 0;
   ocl_arg_buf(a, present ? t->ptr : x->ptr, present ? t->offset : x->offset);
@@ -231,15 +229,14 @@ static void arg_optional(ocl_args_t *a, const bp_plugin_tensor_t *t,
   OCL_ARG(a, present);
 }
 
-static bp_status_t norm(ocl_device_t *d, bp_plugin_stream_t *stream,
-                        const bp_norm_args_t *args, bool rms) {
+static bp_status_t norm(ocl_device_t *d, bp_plugin_stream_t *stream, const bp_norm_args_t *args,
+                        bool rms) {
   const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
   int axis = x->rank - 1;
   ocl_layout_t l;
   ocl_rows_make(x, y, axis, &l);
   int64_t len = x->shape[axis];
-  if (l.numel == 0 || len == 0)
-    return BP_OK;
+  if (l.numel == 0 || len == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, x->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
@@ -261,14 +258,12 @@ static bp_status_t norm(ocl_device_t *d, bp_plugin_stream_t *stream,
   return st;
 }
 
-bp_status_t ocl_op_layer_norm(bp_plugin_device_t *device,
-                              bp_plugin_stream_t *stream,
+bp_status_t ocl_op_layer_norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                               const bp_norm_args_t *args) {
   return norm((ocl_device_t *)device, stream, args, false);
 }
 
-bp_status_t ocl_op_rms_norm(bp_plugin_device_t *device,
-                            bp_plugin_stream_t *stream,
+bp_status_t ocl_op_rms_norm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                             const bp_norm_args_t *args) {
   return norm((ocl_device_t *)device, stream, args, true);
 }
@@ -276,35 +271,28 @@ bp_status_t ocl_op_rms_norm(bp_plugin_device_t *device,
 /* ---- adam (adam.cl) -------------------------------------------------------*/
 
 /* One parameter tensor: p, g, m, v share a shape. Caller holds d->lock. */
-static bp_status_t adam_one(ocl_device_t *d, bp_plugin_stream_t *stream,
-                            const bp_adam_args_t *args, uint32_t t,
-                            double bc1, double bc2) {
-  const bp_plugin_tensor_t *ts[4] = {&args->params[t], &args->grads[t],
-                                     &args->exp_avg[t], &args->exp_avg_sq[t]};
+static bp_status_t adam_one(ocl_device_t *d, bp_plugin_stream_t *stream, const bp_adam_args_t *args,
+                            uint32_t t, double bc1, double bc2) {
+  const bp_plugin_tensor_t *ts[4] = {&args->params[t], &args->grads[t], &args->exp_avg[t],
+                                     &args->exp_avg_sq[t]};
   ocl_layout_t l;
   ocl_layout_make(ts, 4, ts[0]->shape, ts[0]->rank, &l);
-  if (l.numel == 0)
-    return BP_OK;
+  if (l.numel == 0) return BP_OK;
   bp_dtype_t dt = ts[0]->dtype;
   char opts[64];
   ocl_dtype_options(d, dt, opts, sizeof opts);
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_ADAM, opts, "adam", &a.k);
-  if (st != BP_OK)
-    return st;
-  for (int i = 0; i < 4; i++)
-    ocl_arg_buf(&a, ts[i]->ptr, ts[i]->offset);
+  if (st != BP_OK) return st;
+  for (int i = 0; i < 4; i++) ocl_arg_buf(&a, ts[i]->ptr, ts[i]->offset);
   cl_int rank = l.rank, adamw = args->adamw != 0;
   cl_long n = l.numel;
   OCL_ARG(&a, rank);
   OCL_ARG(&a, n);
   ocl_arg(&a, sizeof(cl_long8), l.shape);
-  for (int i = 0; i < 4; i++)
-    ocl_arg(&a, sizeof(cl_long8), l.strides[i]);
-  const double s[7] = {args->lr, args->beta1, args->beta2, args->eps,
-                       args->weight_decay, bc1, bc2};
-  for (int i = 0; i < 7; i++)
-    ocl_arg_scalar(&a, dt, s[i]);
+  for (int i = 0; i < 4; i++) ocl_arg(&a, sizeof(cl_long8), l.strides[i]);
+  const double s[7] = {args->lr, args->beta1, args->beta2, args->eps, args->weight_decay, bc1, bc2};
+  for (int i = 0; i < 7; i++) ocl_arg_scalar(&a, dt, s[i]);
   OCL_ARG(&a, adamw);
   return ocl_launch_flat(d, stream, &a, l.numel);
 }

@@ -5,16 +5,14 @@
  */
 #include "ocl.h"
 
-bp_status_t ocl_op_unary(bp_plugin_device_t *device,
-                         bp_plugin_stream_t *stream,
+bp_status_t ocl_op_unary(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                          const bp_unary_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *x = &args->x, *y = &args->y;
   const bp_plugin_tensor_t *ts[2] = {x, y};
   ocl_layout_t l;
   ocl_layout_make(ts, 2, y->shape, y->rank, &l);
-  if (l.numel == 0)
-    return BP_OK;
+  if (l.numel == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, y->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
@@ -37,22 +35,19 @@ bp_status_t ocl_op_unary(bp_plugin_device_t *device,
   return st;
 }
 
-bp_status_t ocl_op_binary(bp_plugin_device_t *device,
-                          bp_plugin_stream_t *stream,
+bp_status_t ocl_op_binary(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                           const bp_binary_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
   const bp_plugin_tensor_t *ta = &args->a, *tb = &args->b, *y = &args->y;
   const bp_plugin_tensor_t *ts[3] = {ta, tb, y};
   ocl_layout_t l;
   ocl_layout_make(ts, 3, y->shape, y->rank, &l);
-  if (l.numel == 0)
-    return BP_OK;
+  if (l.numel == 0) return BP_OK;
   char opts[64];
   ocl_dtype_options(d, y->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
-  bp_status_t st =
-      ocl_kernel_get(d, OCL_FAM_ELEMENTWISE, opts, "binary", &a.k);
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_ELEMENTWISE, opts, "binary", &a.k);
   if (st == BP_OK) {
     cl_int op = (cl_int)args->op, rank = l.rank;
     cl_long n = l.numel;
@@ -63,8 +58,7 @@ bp_status_t ocl_op_binary(bp_plugin_device_t *device,
     OCL_ARG(&a, rank);
     OCL_ARG(&a, n);
     ocl_arg(&a, sizeof(cl_long8), l.shape);
-    for (int i = 0; i < 3; i++)
-      ocl_arg(&a, sizeof(cl_long8), l.strides[i]);
+    for (int i = 0; i < 3; i++) ocl_arg(&a, sizeof(cl_long8), l.strides[i]);
     st = ocl_launch_flat(d, stream, &a, l.numel);
   }
   pthread_mutex_unlock(&d->lock);

@@ -17,16 +17,13 @@ static void vkb_shutdown(void) {
 
 /* Devices are the physical devices with a compute queue, in the loader's
  * order, as device_open numbers them (device.c). */
-static bp_status_t vkb_probe(bp_device_info_t *out_infos, uint32_t capacity,
-                             uint32_t *out_count) {
+static bp_status_t vkb_probe(bp_device_info_t *out_infos, uint32_t capacity, uint32_t *out_count) {
   *out_count = 0;
   vkb_global_t *g;
   bp_status_t st = vkb_global_get(&g);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   uint32_t n = vkb_device_count(g);
-  for (uint32_t i = 0; i < n && i < capacity; i++)
-    vkb_device_describe(g, i, &out_infos[i]);
+  for (uint32_t i = 0; i < n && i < capacity; i++) vkb_device_describe(g, i, &out_infos[i]);
   *out_count = n;
   return BP_OK;
 }

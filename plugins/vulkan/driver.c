@@ -17,8 +17,7 @@ static vkb_global_t g_vk;
 static bool g_ready;
 
 void vkb_log(bp_log_level_t level, const char *fmt, ...) {
-  if (!vkb_host || !vkb_host->log)
-    return;
+  if (!vkb_host || !vkb_host->log) return;
   char line[512];
   va_list ap;
   va_start(ap, fmt);
@@ -33,8 +32,7 @@ bp_status_t vkb_fail(bp_status_t status, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (vkb_host && vkb_host->set_error)
-    vkb_host->set_error("%s", msg);
+  if (vkb_host && vkb_host->set_error) vkb_host->set_error("%s", msg);
   return status;
 }
 
@@ -44,26 +42,22 @@ bp_status_t vkb_check(VkResult r, const char *what) {
     return BP_OK;
   case VK_ERROR_OUT_OF_HOST_MEMORY:
   case VK_ERROR_OUT_OF_DEVICE_MEMORY:
-    return vkb_fail(BP_ERR_OUT_OF_MEMORY, "vulkan: %s: out of memory (%d)",
-                    what, (int)r);
+    return vkb_fail(BP_ERR_OUT_OF_MEMORY, "vulkan: %s: out of memory (%d)", what, (int)r);
   case VK_ERROR_DEVICE_LOST:
     return vkb_fail(BP_ERR_DEVICE_LOST, "vulkan: %s: device lost", what);
   case VK_TIMEOUT:
     return vkb_fail(BP_ERR_TIMEOUT, "vulkan: %s: timed out", what);
   default:
-    return vkb_fail(BP_ERR_INTERNAL, "vulkan: %s failed with VkResult %d",
-                    what, (int)r);
+    return vkb_fail(BP_ERR_INTERNAL, "vulkan: %s failed with VkResult %d", what, (int)r);
   }
 }
 
 /* Creates the instance asking for Vulkan 1.2 (buffer device addresses and
  * timeline semaphores are core there). */
 static bp_status_t create_instance(PFN_vkGetInstanceProcAddr gipa) {
-  PFN_vkCreateInstance create =
-      (PFN_vkCreateInstance)gipa(VK_NULL_HANDLE, "vkCreateInstance");
+  PFN_vkCreateInstance create = (PFN_vkCreateInstance)gipa(VK_NULL_HANDLE, "vkCreateInstance");
   if (!create)
-    return vkb_fail(BP_ERR_UNAVAILABLE,
-                    "vulkan: vkCreateInstance missing from libvulkan.so.1");
+    return vkb_fail(BP_ERR_UNAVAILABLE, "vulkan: vkCreateInstance missing from libvulkan.so.1");
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                            .pApplicationName = "backplane",
                            .pEngineName = "backplane",
@@ -72,33 +66,26 @@ static bp_status_t create_instance(PFN_vkGetInstanceProcAddr gipa) {
                              .pApplicationInfo = &app};
   VkResult r = create(&ci, NULL, &g_vk.instance);
   if (r != VK_SUCCESS)
-    return vkb_fail(BP_ERR_UNAVAILABLE,
-                    "vulkan: vkCreateInstance failed (%d): no usable driver",
+    return vkb_fail(BP_ERR_UNAVAILABLE, "vulkan: vkCreateInstance failed (%d): no usable driver",
                     (int)r);
-#define VKB__LOAD(name)                                                        \
-  g_vk.fn.name = (PFN_##name)gipa(g_vk.instance, #name);                       \
-  if (!g_vk.fn.name)                                                           \
-    return vkb_fail(BP_ERR_UNAVAILABLE, "vulkan: %s not found", #name);
+#define VKB__LOAD(name)                                                                            \
+  g_vk.fn.name = (PFN_##name)gipa(g_vk.instance, #name);                                           \
+  if (!g_vk.fn.name) return vkb_fail(BP_ERR_UNAVAILABLE, "vulkan: %s not found", #name);
   VKB_INSTANCE_FNS(VKB__LOAD)
 #undef VKB__LOAD
   g_vk.phys_count = VKB_MAX_DEVICES;
-  r = g_vk.fn.vkEnumeratePhysicalDevices(g_vk.instance, &g_vk.phys_count,
-                                         g_vk.phys);
-  if (r != VK_SUCCESS && r != VK_INCOMPLETE)
-    return vkb_check(r, "vkEnumeratePhysicalDevices");
+  r = g_vk.fn.vkEnumeratePhysicalDevices(g_vk.instance, &g_vk.phys_count, g_vk.phys);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vkb_check(r, "vkEnumeratePhysicalDevices");
   return BP_OK;
 }
 
 static bp_status_t global_load(void) {
   g_vk.lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!g_vk.lib)
-    return vkb_fail(BP_ERR_UNAVAILABLE,
-                    "Vulkan loader not found (libvulkan.so.1)");
+  if (!g_vk.lib) return vkb_fail(BP_ERR_UNAVAILABLE, "Vulkan loader not found (libvulkan.so.1)");
   PFN_vkGetInstanceProcAddr gipa =
       (PFN_vkGetInstanceProcAddr)dlsym(g_vk.lib, "vkGetInstanceProcAddr");
   if (!gipa)
-    return vkb_fail(BP_ERR_UNAVAILABLE,
-                    "vulkan: vkGetInstanceProcAddr missing in libvulkan.so.1");
+    return vkb_fail(BP_ERR_UNAVAILABLE, "vulkan: vkGetInstanceProcAddr missing in libvulkan.so.1");
   return create_instance(gipa);
 }
 
@@ -114,13 +101,11 @@ bp_status_t vkb_global_get(vkb_global_t **out_global) {
       /* A half-made instance is undone so a later probe can retry. */
       if (g_vk.instance && g_vk.fn.vkDestroyInstance)
         g_vk.fn.vkDestroyInstance(g_vk.instance, NULL);
-      if (g_vk.lib)
-        dlclose(g_vk.lib);
+      if (g_vk.lib) dlclose(g_vk.lib);
       memset(&g_vk, 0, sizeof g_vk);
     }
   }
-  if (st == BP_OK)
-    *out_global = &g_vk;
+  if (st == BP_OK) *out_global = &g_vk;
   pthread_mutex_unlock(&g_lock);
   return st;
 }

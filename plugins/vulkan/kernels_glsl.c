@@ -28,8 +28,7 @@ typedef struct shaderc_fns {
   void (*add_macro)(void *, const char *, size_t, const char *, size_t);
   void (*set_optimization)(void *, int);
   void (*set_target_env)(void *, int, uint32_t);
-  void *(*compile_into_spv)(void *, const char *, size_t, int, const char *,
-                            const char *, void *);
+  void *(*compile_into_spv)(void *, const char *, size_t, int, const char *, const char *, void *);
   size_t (*result_length)(void *);
   const char *(*result_bytes)(void *);
   int (*result_status)(void *);
@@ -59,16 +58,15 @@ static void shaderc_open(void) {
   void *sym;
   f->lib = dlopen("libshaderc.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (!f->lib) {
-    snprintf(g_shaderc_why, sizeof g_shaderc_why,
-             "libshaderc.so.1 could not be loaded (%s)", dlerror());
+    snprintf(g_shaderc_why, sizeof g_shaderc_why, "libshaderc.so.1 could not be loaded (%s)",
+             dlerror());
     return;
   }
-#define SC_SYM(field, name)                                                    \
-  if (!(sym = dlsym(f->lib, name))) {                                          \
-    snprintf(g_shaderc_why, sizeof g_shaderc_why,                              \
-             "libshaderc.so.1 lacks %s", name);                                \
-    goto fail;                                                                 \
-  }                                                                            \
+#define SC_SYM(field, name)                                                                        \
+  if (!(sym = dlsym(f->lib, name))) {                                                              \
+    snprintf(g_shaderc_why, sizeof g_shaderc_why, "libshaderc.so.1 lacks %s", name);               \
+    goto fail;                                                                                     \
+  }                                                                                                \
   memcpy(&f->field, &sym, sizeof sym); /* object to function pointer */
   SC_SYM(compiler_initialize, "shaderc_compiler_initialize")
   SC_SYM(compiler_release, "shaderc_compiler_release")
@@ -95,15 +93,14 @@ fail:
  * space separated. */
 static bp_status_t check_options(const char *options) {
   for (const char *p = options; p && *p;) {
-    while (*p == ' ' || *p == '\t')
-      p++;
+    while (*p == ' ' || *p == '\t') p++;
     size_t len = strcspn(p, " \t");
-    if (len && !(len > 2 && strncmp(p, "-D", 2) == 0) &&
-        !(len == 2 && strncmp(p, "-O", 2) == 0) &&
+    if (len && !(len > 2 && strncmp(p, "-D", 2) == 0) && !(len == 2 && strncmp(p, "-O", 2) == 0) &&
         !(len == 3 && strncmp(p, "-O0", 3) == 0))
       return vkb_fail(BP_ERR_INVALID_ARGUMENT,
                       "vulkan: kernel_create: option '%.*s' not understood "
-                      "(GLSL takes -DNAME[=VALUE], -O, -O0)", (int)len, p);
+                      "(GLSL takes -DNAME[=VALUE], -O, -O0)",
+                      (int)len, p);
     p += len;
   }
   return BP_OK;
@@ -113,17 +110,14 @@ static bp_status_t check_options(const char *options) {
 static void shaderc_options(void *opts, const char *options) {
   g_shaderc.set_optimization(opts, SHADERC_OPT_PERFORMANCE);
   for (const char *p = options; p && *p;) {
-    while (*p == ' ' || *p == '\t')
-      p++;
+    while (*p == ' ' || *p == '\t') p++;
     size_t len = strcspn(p, " \t");
-    if (len == 0)
-      break;
+    if (len == 0) break;
     if (len > 2 && strncmp(p, "-D", 2) == 0) {
       const char *eq = memchr(p, '=', len);
       size_t nl = eq ? (size_t)(eq - p) - 2 : len - 2;
       const char *val = eq ? eq + 1 : "";
-      g_shaderc.add_macro(opts, p + 2, nl, val,
-                          eq ? len - (size_t)(eq + 1 - p) : 0);
+      g_shaderc.add_macro(opts, p + 2, nl, val, eq ? len - (size_t)(eq + 1 - p) : 0);
     } else if (len == 2 && strncmp(p, "-O", 2) == 0) {
       g_shaderc.set_optimization(opts, SHADERC_OPT_PERFORMANCE);
     } else if (len == 3 && strncmp(p, "-O0", 3) == 0) {
@@ -137,13 +131,11 @@ static void shaderc_options(void *opts, const char *options) {
 static char *slurp(const char *path, size_t *out_size) {
   *out_size = 0;
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   char *buf = NULL;
   if (fseek(f, 0, SEEK_END) == 0) {
     long n = ftell(f);
-    if (n >= 0 && n < (64l << 20) && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n + 1)) &&
+    if (n >= 0 && n < (64l << 20) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
         fread(buf, 1, (size_t)n, f) == (size_t)n) {
       buf[n] = 0;
       *out_size = (size_t)n;
@@ -159,28 +151,23 @@ static char *slurp(const char *path, size_t *out_size) {
 /* The fallback: runs glslc ($BACKPLANE_GLSLC, else glslc on PATH) on the
  * source in a private temporary directory. BP_ERR_UNAVAILABLE when there
  * is no glslc either. */
-static bp_status_t glslc_compile(const bp_kernel_source_t *src,
-                                 uint32_t **out_words, size_t *out_count) {
-  const char *env = vkb_host && vkb_host->getenv
-                        ? vkb_host->getenv("BACKPLANE_GLSLC") : NULL;
-  const char *tmp = vkb_host && vkb_host->getenv
-                        ? vkb_host->getenv("TMPDIR") : NULL;
+static bp_status_t glslc_compile(const bp_kernel_source_t *src, uint32_t **out_words,
+                                 size_t *out_count) {
+  const char *env = vkb_host && vkb_host->getenv ? vkb_host->getenv("BACKPLANE_GLSLC") : NULL;
+  const char *tmp = vkb_host && vkb_host->getenv ? vkb_host->getenv("TMPDIR") : NULL;
   char dir[512], in[600], outp[600], errp[600], opt[1024];
   char *argv[48];
   int argc = 0;
   bp_status_t st = BP_OK;
   snprintf(dir, sizeof dir, "%s/bp-vulkan-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
   if (!mkdtemp(dir))
-    return vkb_fail(BP_ERR_UNAVAILABLE,
-                    "vulkan: GLSL: no temporary directory for glslc (%s)", dir);
+    return vkb_fail(BP_ERR_UNAVAILABLE, "vulkan: GLSL: no temporary directory for glslc (%s)", dir);
   snprintf(in, sizeof in, "%s/kernel.comp", dir);
   snprintf(outp, sizeof outp, "%s/kernel.spv", dir);
   snprintf(errp, sizeof errp, "%s/log.txt", dir);
   FILE *f = fopen(in, "wb");
-  bool wrote = f && fwrite(src->code, 1, (size_t)src->code_size, f) ==
-                        (size_t)src->code_size;
-  if (f && fclose(f) != 0)
-    wrote = false;
+  bool wrote = f && fwrite(src->code, 1, (size_t)src->code_size, f) == (size_t)src->code_size;
+  if (f && fclose(f) != 0) wrote = false;
   if (!wrote) {
     st = vkb_fail(BP_ERR_INTERNAL, "vulkan: GLSL: cannot write %s", in);
     goto out;
@@ -200,8 +187,7 @@ static bp_status_t glslc_compile(const bp_kernel_source_t *src,
   argv[argc] = NULL;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, errp, O_WRONLY | O_CREAT | O_TRUNC,
-                                   0600);
+  posix_spawn_file_actions_addopen(&fa, 1, errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid;
   extern char **environ;
@@ -211,8 +197,8 @@ static bp_status_t glslc_compile(const bp_kernel_source_t *src,
     st = vkb_fail(BP_ERR_UNAVAILABLE,
                   "vulkan: GLSL kernels need libshaderc or glslc: %s, and "
                   "%s could not be run (%s); install glslc or a working "
-                  "libshaderc1, or pass SPIR-V", g_shaderc_why, argv[0],
-                  strerror(rc));
+                  "libshaderc1, or pass SPIR-V",
+                  g_shaderc_why, argv[0], strerror(rc));
     goto out;
   }
   int status = 0;
@@ -242,13 +228,12 @@ out:
   return st;
 }
 
-bp_status_t vkb_glsl_compile(const bp_kernel_source_t *src,
-                                uint32_t **out_words, size_t *out_count) {
+bp_status_t vkb_glsl_compile(const bp_kernel_source_t *src, uint32_t **out_words,
+                             size_t *out_count) {
   *out_words = NULL;
   *out_count = 0;
   bp_status_t st = check_options(src->options);
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   pthread_once(&g_shaderc_once, shaderc_open);
   if (!g_shaderc_ok) {
     return glslc_compile(src, out_words, out_count);
@@ -260,16 +245,12 @@ bp_status_t vkb_glsl_compile(const bp_kernel_source_t *src,
     st = vkb_fail(BP_ERR_OUT_OF_MEMORY, "vulkan: shaderc initialise failed");
     goto out;
   }
-  g_shaderc.set_target_env(opts, SHADERC_TARGET_ENV_VULKAN,
-                           SHADERC_ENV_VULKAN_1_2);
+  g_shaderc.set_target_env(opts, SHADERC_TARGET_ENV_VULKAN, SHADERC_ENV_VULKAN_1_2);
   shaderc_options(opts, src->options);
-  res = g_shaderc.compile_into_spv(cc, (const char *)src->code,
-                                   (size_t)src->code_size,
-                                   SHADERC_COMPUTE_SHADER, "kernel.comp",
-                                   "main", opts);
+  res = g_shaderc.compile_into_spv(cc, (const char *)src->code, (size_t)src->code_size,
+                                   SHADERC_COMPUTE_SHADER, "kernel.comp", "main", opts);
   if (!res || g_shaderc.result_status(res) != SHADERC_STATUS_SUCCESS) {
-    st = vkb_fail(BP_ERR_INVALID_ARGUMENT,
-                  "vulkan: GLSL compile failed: %s",
+    st = vkb_fail(BP_ERR_INVALID_ARGUMENT, "vulkan: GLSL compile failed: %s",
                   res ? g_shaderc.result_error(res) : "no result");
     goto out;
   }
@@ -281,11 +262,8 @@ bp_status_t vkb_glsl_compile(const bp_kernel_source_t *src,
   memcpy(*out_words, g_shaderc.result_bytes(res), bytes);
   *out_count = bytes / 4;
 out:
-  if (res)
-    g_shaderc.result_release(res);
-  if (opts)
-    g_shaderc.options_release(opts);
-  if (cc)
-    g_shaderc.compiler_release(cc);
+  if (res) g_shaderc.result_release(res);
+  if (opts) g_shaderc.options_release(opts);
+  if (cc) g_shaderc.compiler_release(cc);
   return st;
 }

@@ -20,66 +20,63 @@ typedef struct gemm_tile {
 } gemm_tile_t;
 
 static const gemm_tile_t k_tiles[] = {
-    {64, 64, 16, 4, 4},  /* the default: 256 invocations, 4x4 each */
-    {32, 32, 16, 4, 4},  /* small outputs: more workgroups to spread */
+    {64, 64, 16, 4, 4}, /* the default: 256 invocations, 4x4 each */
+    {32, 32, 16, 4, 4}, /* small outputs: more workgroups to spread */
     {64, 64, 8, 4, 4},
-    {16, 64, 16, 4, 4},  /* 64 invocations: the direct (no shared) path */
+    {16, 64, 16, 4, 4}, /* 64 invocations: the direct (no shared) path */
 };
 
 /* Picks the tile: small problems use the small tile so that every core
  * gets a workgroup; BACKPLANE_VK_GEMM_TILE=i forces one (for tuning). */
-static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch,
-                                    bool software) {
-  const char *env = vkb_host && vkb_host->getenv
-                        ? vkb_host->getenv("BACKPLANE_VK_GEMM_TILE") : NULL;
-  if (env && env[0] >= '0' &&
-      env[0] < '0' + (int)(sizeof k_tiles / sizeof *k_tiles))
+static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch, bool software) {
+  const char *env =
+      vkb_host && vkb_host->getenv ? vkb_host->getenv("BACKPLANE_VK_GEMM_TILE") : NULL;
+  if (env && env[0] >= '0' && env[0] < '0' + (int)(sizeof k_tiles / sizeof *k_tiles))
     return &k_tiles[env[0] - '0'];
   int64_t big_groups = ((m + 63) / 64) * ((n + 63) / 64) * batch;
-  if (software)
-    return &k_tiles[3];
+  if (software) return &k_tiles[3];
   return big_groups < 16 ? &k_tiles[1] : &k_tiles[0];
 }
 
 static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
-  int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2],
-          k = A->shape[2];
-  if (!vkb_fits_i32(A) || !vkb_fits_i32(B) || !vkb_fits_i32(C) ||
-      batch > s->d->caps.max_groups[2])
-    return vkb_fail(BP_ERR_UNSUPPORTED,
-                    "vulkan: gemm: sizes beyond int32 offsets or %u batches",
+  int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2], k = A->shape[2];
+  if (!vkb_fits_i32(A) || !vkb_fits_i32(B) || !vkb_fits_i32(C) || batch > s->d->caps.max_groups[2])
+    return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: gemm: sizes beyond int32 offsets or %u batches",
                     s->d->caps.max_groups[2]);
-  if (m == 0 || n == 0 || batch == 0)
-    return BP_OK;
-  gemm_params_t p = {
-      .a = vkb_tensor_addr(A), .b = vkb_tensor_addr(B),
-      .c = vkb_tensor_addr(C), .m = (int32_t)m, .n = (int32_t)n,
-      .k = (int32_t)k, .beta_zero = g->beta == 0.0,
-      .sab = (int32_t)A->strides[0], .sam = (int32_t)A->strides[1],
-      .sak = (int32_t)A->strides[2], .sbb = (int32_t)B->strides[0],
-      .sbk = (int32_t)B->strides[1], .sbn = (int32_t)B->strides[2],
-      .scb = (int32_t)C->strides[0], .scm = (int32_t)C->strides[1],
-      .scn = (int32_t)C->strides[2], .alpha = (float)g->alpha,
-      .beta = (float)g->beta};
+  if (m == 0 || n == 0 || batch == 0) return BP_OK;
+  gemm_params_t p = {.a = vkb_tensor_addr(A),
+                     .b = vkb_tensor_addr(B),
+                     .c = vkb_tensor_addr(C),
+                     .m = (int32_t)m,
+                     .n = (int32_t)n,
+                     .k = (int32_t)k,
+                     .beta_zero = g->beta == 0.0,
+                     .sab = (int32_t)A->strides[0],
+                     .sam = (int32_t)A->strides[1],
+                     .sak = (int32_t)A->strides[2],
+                     .sbb = (int32_t)B->strides[0],
+                     .sbk = (int32_t)B->strides[1],
+                     .sbn = (int32_t)B->strides[2],
+                     .scb = (int32_t)C->strides[0],
+                     .scm = (int32_t)C->strides[1],
+                     .scn = (int32_t)C->strides[2],
+                     .alpha = (float)g->alpha,
+                     .beta = (float)g->beta};
   /* CPU implementations: the texel-buffer kernel (ops_blas_texel.c). */
   bp_status_t tst = vkb_gemm_texel(s, g);
-  if (tst != BP_ERR_UNSUPPORTED)
-    return tst;
+  if (tst != BP_ERR_UNSUPPORTED) return tst;
   const gemm_tile_t *t = pick_tile(m, n, batch, s->d->software);
   /* Loads walk the contiguous axis so neighbouring invocations read
    * neighbouring addresses. */
-  uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) |
-                    (B->strides[2] == 1 ? 2u : 0u);
-  uint32_t spec[7] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk,
-                      t->tm, t->tn, layout};
+  uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) | (B->strides[2] == 1 ? 2u : 0u);
+  uint32_t spec[7] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk, t->tm, t->tn, layout};
   /* CPU implementations run barriers as coroutine switches; reading
    * through the caches without shared-memory staging is faster there. */
   char name[32];
   snprintf(name, sizeof name, "gemm_%s%s", vkb_dtype_tag(C->dtype),
            s->d->software ? "_direct" : "");
-  return vkb_dispatch(s, name, spec, 7, &p, sizeof p,
-                      (uint32_t)((n + t->bn - 1) / t->bn),
+  return vkb_dispatch(s, name, spec, 7, &p, sizeof p, (uint32_t)((n + t->bn - 1) / t->bn),
                       (uint32_t)((m + t->bm - 1) / t->bm), (uint32_t)batch);
 }
 
@@ -91,15 +88,12 @@ bp_status_t vkb_op_gemm(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
 /* gemv is gemm with n = 1: x is a [n, 1] matrix with row stride incx, y a
  * [m, 1] one. The kernel takes any strides, so no copy is needed. */
 static bp_status_t gemv_record(vkb_stream_t *s, const bp_gemv_args_t *v) {
-  bp_gemm_args_t g = {.struct_size = sizeof g,
-                      .flags = v->flags,
-                      .alpha = v->alpha,
-                      .beta = v->beta};
+  bp_gemm_args_t g = {
+      .struct_size = sizeof g, .flags = v->flags, .alpha = v->alpha, .beta = v->beta};
   g.a = v->a;
   g.a.rank = 3;
   g.a.shape[0] = 1, g.a.shape[1] = v->a.shape[0], g.a.shape[2] = v->a.shape[1];
-  g.a.strides[0] = 0, g.a.strides[1] = v->a.strides[0],
-  g.a.strides[2] = v->a.strides[1];
+  g.a.strides[0] = 0, g.a.strides[1] = v->a.strides[0], g.a.strides[2] = v->a.strides[1];
   g.b = v->x;
   g.b.rank = 3;
   g.b.shape[0] = 1, g.b.shape[1] = v->x.shape[0], g.b.shape[2] = 1;

@@ -20,13 +20,11 @@ typedef struct copy_params {
 } copy_params_t;
 
 static bp_status_t copy_record(vkb_stream_t *s, const bp_plugin_tensor_t *y,
-                               const bp_plugin_tensor_t *x, uint64_t bits,
-                               const char *op) {
+                               const bp_plugin_tensor_t *x, uint64_t bits, const char *op) {
   const bp_plugin_tensor_t *ts[2] = {y, x ? x : y};
   vkb_nd_t nd;
   bp_status_t st = vkb_nd_make(&nd, y, ts, 2, op);
-  if (st != BP_OK || nd.n == 0)
-    return st;
+  if (st != BP_OK || nd.n == 0) return st;
   copy_params_t p = {.y = vkb_tensor_addr(y),
                      .x = x ? vkb_tensor_addr(x) : 0,
                      .n = nd.n,
@@ -38,27 +36,23 @@ static bp_status_t copy_record(vkb_stream_t *s, const bp_plugin_tensor_t *y,
   memcpy(p.sx, nd.strides[1], sizeof p.sx);
   char name[16];
   snprintf(name, sizeof name, "copy_b%zu", 8 * vkb_dtype_size(y->dtype));
-  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                      vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
 bp_status_t vkb_op_fill(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
-                        const bp_fill_args_t *a) {
-  VKB_ON_STREAM(dev, stream, s,
-                copy_record(s, &a->y, NULL, vkb_dtype_bits(a->y.dtype, a->value),
-                            "fill"))
-}
+                        const bp_fill_args_t *a){
+    VKB_ON_STREAM(dev, stream, s,
+                  copy_record(s, &a->y, NULL, vkb_dtype_bits(a->y.dtype, a->value), "fill"))}
 
-bp_status_t vkb_op_copy(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
-                        const bp_copy_args_t *a) {
+bp_status_t
+    vkb_op_copy(bp_plugin_device_t *dev, bp_plugin_stream_t *stream, const bp_copy_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, copy_record(s, &a->y, &a->x, 0, "copy"))
 }
 /* ---- cast ------------------------------------------------------------------*/
 
 static bp_status_t cast_record(vkb_stream_t *s, const bp_copy_args_t *a) {
   char name[32];
-  snprintf(name, sizeof name, "cast_%s_%s", vkb_dtype_tag(a->x.dtype),
-           vkb_dtype_tag(a->y.dtype));
+  snprintf(name, sizeof name, "cast_%s_%s", vkb_dtype_tag(a->x.dtype), vkb_dtype_tag(a->y.dtype));
   return vkb_eltwise_record(s, name, 0, &a->y, &a->x, NULL);
 }
 
@@ -82,8 +76,7 @@ static bp_status_t random_record(vkb_stream_t *s, const bp_random_args_t *a) {
   const bp_plugin_tensor_t *ts[1] = {&a->y};
   vkb_nd_t nd;
   bp_status_t st = vkb_nd_make(&nd, &a->y, ts, 1, "random");
-  if (st != BP_OK || nd.n == 0)
-    return st;
+  if (st != BP_OK || nd.n == 0) return st;
   /* (float)a and (float)b are rounded here, once, as the CPU does. */
   random_params_t p = {.y = vkb_tensor_addr(&a->y),
                        .seed = a->seed,
@@ -99,8 +92,7 @@ static bp_status_t random_record(vkb_stream_t *s, const bp_random_args_t *a) {
   memcpy(p.sy, nd.strides[0], sizeof p.sy);
   char name[32];
   snprintf(name, sizeof name, "random_%s", vkb_dtype_tag(a->y.dtype));
-  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                      vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
 bp_status_t vkb_op_random(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,

@@ -9,21 +9,18 @@
 
 #include "vkb.h"
 
-static void kernel_name(char *out, size_t n, const char *family,
-                        bp_dtype_t dt) {
+static void kernel_name(char *out, size_t n, const char *family, bp_dtype_t dt) {
   snprintf(out, n, "%s_%s", family, vkb_dtype_tag(dt));
 }
 
 static bool all_fit(const bp_plugin_tensor_t *const *t, int count) {
   for (int i = 0; i < count; i++)
-    if (t[i]->rank > 0 && !vkb_fits_i32(t[i]))
-      return false;
+    if (t[i]->rank > 0 && !vkb_fits_i32(t[i])) return false;
   return true;
 }
 
 static bp_status_t too_big(const char *op) {
-  return vkb_fail(BP_ERR_UNSUPPORTED,
-                  "vulkan: %s: offsets beyond int32 are not supported", op);
+  return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: %s: offsets beyond int32 are not supported", op);
 }
 
 /* ---- attention ----------------------------------------------------------*/
@@ -36,26 +33,27 @@ typedef struct attn_params {
   int32_t sq[4], sk[4], sv[4], so[4];
 } attn_params_t;
 
-static bp_status_t attention_record(vkb_stream_t *s,
-                                    const bp_attention_args_t *a) {
+static bp_status_t attention_record(vkb_stream_t *s, const bp_attention_args_t *a) {
   const bp_plugin_tensor_t *ts[4] = {&a->q, &a->k, &a->v, &a->out};
-  if (!all_fit(ts, 4))
-    return too_big("attention");
+  if (!all_fit(ts, 4)) return too_big("attention");
   /* CPU implementations: the texel-buffer kernels (ops_dnn_texel.c). */
   bp_status_t tst = vkb_attention_texel(s, a);
-  if (tst != BP_ERR_UNSUPPORTED)
-    return tst;
+  if (tst != BP_ERR_UNSUPPORTED) return tst;
   if (a->q.shape[3] > 256 || a->v.shape[3] > 256)
-    return vkb_fail(BP_ERR_UNSUPPORTED,
-                    "vulkan: attention: head dims above 256 not supported");
-  attn_params_t p = {
-      .q = vkb_tensor_addr(&a->q), .k = vkb_tensor_addr(&a->k),
-      .v = vkb_tensor_addr(&a->v), .o = vkb_tensor_addr(&a->out),
-      .B = (int32_t)a->q.shape[0], .Hq = (int32_t)a->q.shape[1],
-      .Hkv = (int32_t)a->k.shape[1], .Sq = (int32_t)a->q.shape[2],
-      .Skv = (int32_t)a->k.shape[2], .D = (int32_t)a->q.shape[3],
-      .Dv = (int32_t)a->v.shape[3], .causal = a->causal != 0,
-      .scale = (float)a->scale};
+    return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: attention: head dims above 256 not supported");
+  attn_params_t p = {.q = vkb_tensor_addr(&a->q),
+                     .k = vkb_tensor_addr(&a->k),
+                     .v = vkb_tensor_addr(&a->v),
+                     .o = vkb_tensor_addr(&a->out),
+                     .B = (int32_t)a->q.shape[0],
+                     .Hq = (int32_t)a->q.shape[1],
+                     .Hkv = (int32_t)a->k.shape[1],
+                     .Sq = (int32_t)a->q.shape[2],
+                     .Skv = (int32_t)a->k.shape[2],
+                     .D = (int32_t)a->q.shape[3],
+                     .Dv = (int32_t)a->v.shape[3],
+                     .causal = a->causal != 0,
+                     .scale = (float)a->scale};
   for (int i = 0; i < 4; i++) {
     p.sq[i] = (int32_t)a->q.strides[i];
     p.sk[i] = (int32_t)a->k.strides[i];
@@ -63,18 +61,14 @@ static bp_status_t attention_record(vkb_stream_t *s,
     p.so[i] = (int32_t)a->out.strides[i];
   }
   int64_t rows = (int64_t)p.B * p.Hq * p.Sq;
-  if (rows == 0 || p.Dv == 0)
-    return BP_OK;
-  if (p.Hkv == 0 || rows > INT32_MAX)
-    return too_big("attention");
+  if (rows == 0 || p.Dv == 0) return BP_OK;
+  if (p.Hkv == 0 || rows > INT32_MAX) return too_big("attention");
   char name[32];
   kernel_name(name, sizeof name, "attention", a->q.dtype);
-  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                      vkb_groups_1d(s->d, rows, 1), 1, 1);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, rows, 1), 1, 1);
 }
 
-bp_status_t vkb_op_attention(bp_plugin_device_t *dev,
-                             bp_plugin_stream_t *stream,
+bp_status_t vkb_op_attention(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
                              const bp_attention_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, attention_record(s, a))
 }
@@ -91,37 +85,42 @@ typedef struct conv_params {
 
 static bp_status_t conv_record(vkb_stream_t *s, const bp_conv2d_args_t *a) {
   const bp_plugin_tensor_t *ts[4] = {&a->x, &a->w, &a->bias, &a->y};
-  if (!all_fit(ts, 4))
-    return too_big("conv2d");
+  if (!all_fit(ts, 4)) return too_big("conv2d");
   /* CPU implementations: an implicit GEMM on texel buffers. */
   bp_status_t tst = vkb_conv2d_texel(s, a);
-  if (tst != BP_ERR_UNSUPPORTED)
-    return tst;
-  conv_params_t p = {
-      .x = vkb_tensor_addr(&a->x), .w = vkb_tensor_addr(&a->w),
-      .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0,
-      .y = vkb_tensor_addr(&a->y), .N = (int32_t)a->x.shape[0],
-      .C = (int32_t)a->x.shape[1], .H = (int32_t)a->x.shape[2],
-      .W = (int32_t)a->x.shape[3], .K = (int32_t)a->w.shape[0],
-      .R = (int32_t)a->w.shape[2], .S = (int32_t)a->w.shape[3],
-      .P = (int32_t)a->y.shape[2], .Q = (int32_t)a->y.shape[3],
-      .sh = a->stride_h, .sw = a->stride_w, .ph = a->pad_h, .pw = a->pad_w,
-      .dh = a->dilation_h, .dw = a->dilation_w,
-      .groups = a->groups > 0 ? a->groups : 1,
-      .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0};
+  if (tst != BP_ERR_UNSUPPORTED) return tst;
+  conv_params_t p = {.x = vkb_tensor_addr(&a->x),
+                     .w = vkb_tensor_addr(&a->w),
+                     .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0,
+                     .y = vkb_tensor_addr(&a->y),
+                     .N = (int32_t)a->x.shape[0],
+                     .C = (int32_t)a->x.shape[1],
+                     .H = (int32_t)a->x.shape[2],
+                     .W = (int32_t)a->x.shape[3],
+                     .K = (int32_t)a->w.shape[0],
+                     .R = (int32_t)a->w.shape[2],
+                     .S = (int32_t)a->w.shape[3],
+                     .P = (int32_t)a->y.shape[2],
+                     .Q = (int32_t)a->y.shape[3],
+                     .sh = a->stride_h,
+                     .sw = a->stride_w,
+                     .ph = a->pad_h,
+                     .pw = a->pad_w,
+                     .dh = a->dilation_h,
+                     .dw = a->dilation_w,
+                     .groups = a->groups > 0 ? a->groups : 1,
+                     .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0};
   for (int i = 0; i < 4; i++) {
     p.sx[i] = (int32_t)a->x.strides[i];
     p.sww[i] = (int32_t)a->w.strides[i];
     p.sy[i] = (int32_t)a->y.strides[i];
   }
   int64_t npix = (int64_t)p.N * p.P * p.Q, kg = p.K / p.groups;
-  if (npix == 0 || kg == 0)
-    return BP_OK;
+  if (npix == 0 || kg == 0) return BP_OK;
   char name[32];
   kernel_name(name, sizeof name, "conv", a->x.dtype);
-  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                      (uint32_t)((npix + 63) / 64), (uint32_t)((kg + 15) / 16),
-                      (uint32_t)p.groups);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, (uint32_t)((npix + 63) / 64),
+                      (uint32_t)((kg + 15) / 16), (uint32_t)p.groups);
 }
 
 bp_status_t vkb_op_conv2d(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
@@ -140,36 +139,37 @@ typedef struct bnorm_params {
   int32_t shape[BP_MAX_RANK], sy[BP_MAX_RANK], sx[BP_MAX_RANK];
 } bnorm_params_t;
 
-static bp_status_t bnorm_record(vkb_stream_t *s,
-                                const bp_batch_norm_args_t *a) {
+static bp_status_t bnorm_record(vkb_stream_t *s, const bp_batch_norm_args_t *a) {
   const bp_plugin_tensor_t *ts[2] = {&a->y, &a->x};
   vkb_nd_t nd;
   bp_status_t st = vkb_nd_make(&nd, &a->y, ts, 2, "batch_norm");
-  if (st != BP_OK || nd.n == 0)
-    return st;
+  if (st != BP_OK || nd.n == 0) return st;
   int64_t inner = 1;
-  for (int i = 2; i < a->x.rank; i++)
-    inner *= a->x.shape[i];
-  bnorm_params_t p = {
-      .x = vkb_tensor_addr(&a->x), .y = vkb_tensor_addr(&a->y),
-      .mean = vkb_tensor_addr(&a->mean), .var = vkb_tensor_addr(&a->var),
-      .scale = vkb_tensor_addr(&a->scale), .bias = vkb_tensor_addr(&a->bias),
-      .n = nd.n, .rank = nd.rank, .C = (int32_t)a->x.shape[1],
-      .inner = (int32_t)(inner ? inner : 1),
-      .smean = (int32_t)a->mean.strides[0], .svar = (int32_t)a->var.strides[0],
-      .sscale = (int32_t)a->scale.strides[0],
-      .sbias = (int32_t)a->bias.strides[0], .eps = (float)a->eps};
+  for (int i = 2; i < a->x.rank; i++) inner *= a->x.shape[i];
+  bnorm_params_t p = {.x = vkb_tensor_addr(&a->x),
+                      .y = vkb_tensor_addr(&a->y),
+                      .mean = vkb_tensor_addr(&a->mean),
+                      .var = vkb_tensor_addr(&a->var),
+                      .scale = vkb_tensor_addr(&a->scale),
+                      .bias = vkb_tensor_addr(&a->bias),
+                      .n = nd.n,
+                      .rank = nd.rank,
+                      .C = (int32_t)a->x.shape[1],
+                      .inner = (int32_t)(inner ? inner : 1),
+                      .smean = (int32_t)a->mean.strides[0],
+                      .svar = (int32_t)a->var.strides[0],
+                      .sscale = (int32_t)a->scale.strides[0],
+                      .sbias = (int32_t)a->bias.strides[0],
+                      .eps = (float)a->eps};
   memcpy(p.shape, nd.shape, sizeof p.shape);
   memcpy(p.sy, nd.strides[0], sizeof p.sy);
   memcpy(p.sx, nd.strides[1], sizeof p.sx);
   char name[32];
   kernel_name(name, sizeof name, "bnorm", a->x.dtype);
-  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                      vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
-bp_status_t vkb_op_batch_norm(bp_plugin_device_t *dev,
-                              bp_plugin_stream_t *stream,
+bp_status_t vkb_op_batch_norm(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
                               const bp_batch_norm_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, bnorm_record(s, a))
 }
@@ -185,27 +185,32 @@ typedef struct pool_params {
 
 static bp_status_t pool_record(vkb_stream_t *s, const bp_pool2d_args_t *a) {
   const bp_plugin_tensor_t *ts[2] = {&a->x, &a->y};
-  if (!all_fit(ts, 2))
-    return too_big("pool2d");
-  pool_params_t p = {
-      .x = vkb_tensor_addr(&a->x), .y = vkb_tensor_addr(&a->y),
-      .N = (int32_t)a->x.shape[0], .C = (int32_t)a->x.shape[1],
-      .H = (int32_t)a->x.shape[2], .W = (int32_t)a->x.shape[3],
-      .P = (int32_t)a->y.shape[2], .Q = (int32_t)a->y.shape[3],
-      .kh = a->kernel_h, .kw = a->kernel_w, .sh = a->stride_h,
-      .sw = a->stride_w, .ph = a->pad_h, .pw = a->pad_w,
-      .kind = (int32_t)a->kind, .include_pad = a->count_include_pad != 0};
+  if (!all_fit(ts, 2)) return too_big("pool2d");
+  pool_params_t p = {.x = vkb_tensor_addr(&a->x),
+                     .y = vkb_tensor_addr(&a->y),
+                     .N = (int32_t)a->x.shape[0],
+                     .C = (int32_t)a->x.shape[1],
+                     .H = (int32_t)a->x.shape[2],
+                     .W = (int32_t)a->x.shape[3],
+                     .P = (int32_t)a->y.shape[2],
+                     .Q = (int32_t)a->y.shape[3],
+                     .kh = a->kernel_h,
+                     .kw = a->kernel_w,
+                     .sh = a->stride_h,
+                     .sw = a->stride_w,
+                     .ph = a->pad_h,
+                     .pw = a->pad_w,
+                     .kind = (int32_t)a->kind,
+                     .include_pad = a->count_include_pad != 0};
   for (int i = 0; i < 4; i++) {
     p.sx[i] = (int32_t)a->x.strides[i];
     p.sy[i] = (int32_t)a->y.strides[i];
   }
   int64_t total = (int64_t)p.N * p.C * p.P * p.Q;
-  if (total == 0)
-    return BP_OK;
+  if (total == 0) return BP_OK;
   char name[32];
   kernel_name(name, sizeof name, "pool", a->x.dtype);
-  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                      vkb_groups_1d(s->d, total, 256), 1, 1);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, total, 256), 1, 1);
 }
 
 bp_status_t vkb_op_pool2d(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
@@ -215,29 +220,24 @@ bp_status_t vkb_op_pool2d(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
 
 /* ---- softmax, layer norm, RMS norm: rows.glsl (ops_reduce.c) -------------*/
 
-static bp_status_t softmax_record(vkb_stream_t *s,
-                                  const bp_softmax_args_t *a) {
+static bp_status_t softmax_record(vkb_stream_t *s, const bp_softmax_args_t *a) {
   vkb_rows_params_t p;
   int axis = a->axis < 0 ? a->axis + a->x.rank : a->axis;
   bp_status_t st = vkb_rows_make(&p, &a->x, &a->y, axis, "softmax");
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   p.op = a->log != 0;
   return vkb_rows_dispatch(s, "softmax", a->x.dtype, &p);
 }
 
-bp_status_t vkb_op_softmax(bp_plugin_device_t *dev,
-                           bp_plugin_stream_t *stream,
+bp_status_t vkb_op_softmax(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
                            const bp_softmax_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, softmax_record(s, a))
 }
 
-static bp_status_t norm_record(vkb_stream_t *s, const bp_norm_args_t *a,
-                               bool rms) {
+static bp_status_t norm_record(vkb_stream_t *s, const bp_norm_args_t *a, bool rms) {
   vkb_rows_params_t p;
   bp_status_t st = vkb_rows_make(&p, &a->x, &a->y, a->x.rank - 1, "norm");
-  if (st != BP_OK)
-    return st;
+  if (st != BP_OK) return st;
   p.op = rms;
   p.eps = (float)a->eps;
   /* gamma / beta are rank 0 when absent; their strides ride in the
@@ -253,15 +253,12 @@ static bp_status_t norm_record(vkb_stream_t *s, const bp_norm_args_t *a,
   return vkb_rows_dispatch(s, "norm", a->x.dtype, &p);
 }
 
-bp_status_t vkb_op_layer_norm(bp_plugin_device_t *dev,
-                              bp_plugin_stream_t *stream,
-                              const bp_norm_args_t *a) {
-  VKB_ON_STREAM(dev, stream, s, norm_record(s, a, false))
-}
+bp_status_t vkb_op_layer_norm(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
+                              const bp_norm_args_t *a){
+    VKB_ON_STREAM(dev, stream, s, norm_record(s, a, false))}
 
-bp_status_t vkb_op_rms_norm(bp_plugin_device_t *dev,
-                            bp_plugin_stream_t *stream,
-                            const bp_norm_args_t *a) {
+bp_status_t
+    vkb_op_rms_norm(bp_plugin_device_t *dev, bp_plugin_stream_t *stream, const bp_norm_args_t *a) {
   VKB_ON_STREAM(dev, stream, s, norm_record(s, a, true))
 }
 
@@ -272,28 +269,32 @@ typedef struct adam_params {
   uint64_t prm, grad, m, v;
   int32_t n, rank, adamw, pad;
   float lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, pad2;
-  int32_t shape[BP_MAX_RANK], sp[BP_MAX_RANK], sg[BP_MAX_RANK],
-      sm[BP_MAX_RANK], sv[BP_MAX_RANK];
+  int32_t shape[BP_MAX_RANK], sp[BP_MAX_RANK], sg[BP_MAX_RANK], sm[BP_MAX_RANK], sv[BP_MAX_RANK];
 } adam_params_t;
 
-static bp_status_t adam_one(vkb_stream_t *s, const bp_adam_args_t *a,
-                            uint32_t i) {
-  const bp_plugin_tensor_t *ts[4] = {&a->params[i], &a->grads[i],
-                                     &a->exp_avg[i], &a->exp_avg_sq[i]};
+static bp_status_t adam_one(vkb_stream_t *s, const bp_adam_args_t *a, uint32_t i) {
+  const bp_plugin_tensor_t *ts[4] = {&a->params[i], &a->grads[i], &a->exp_avg[i],
+                                     &a->exp_avg_sq[i]};
   vkb_nd_t nd;
   bp_status_t st = vkb_nd_make(&nd, ts[0], ts, 4, "adam");
-  if (st != BP_OK || nd.n == 0)
-    return st;
+  if (st != BP_OK || nd.n == 0) return st;
   /* Bias corrections in double, as PyTorch computes them on the host. */
   double bc1 = 1.0 - pow(a->beta1, (double)a->step);
   double bc2 = 1.0 - pow(a->beta2, (double)a->step);
-  adam_params_t p = {
-      .prm = vkb_tensor_addr(ts[0]), .grad = vkb_tensor_addr(ts[1]),
-      .m = vkb_tensor_addr(ts[2]), .v = vkb_tensor_addr(ts[3]), .n = nd.n,
-      .rank = nd.rank, .adamw = a->adamw != 0, .lr = (float)a->lr,
-      .beta1 = (float)a->beta1, .beta2 = (float)a->beta2,
-      .eps = (float)a->eps, .wd = (float)a->weight_decay,
-      .step_size = (float)(a->lr / bc1), .bc2_sqrt = (float)sqrt(bc2)};
+  adam_params_t p = {.prm = vkb_tensor_addr(ts[0]),
+                     .grad = vkb_tensor_addr(ts[1]),
+                     .m = vkb_tensor_addr(ts[2]),
+                     .v = vkb_tensor_addr(ts[3]),
+                     .n = nd.n,
+                     .rank = nd.rank,
+                     .adamw = a->adamw != 0,
+                     .lr = (float)a->lr,
+                     .beta1 = (float)a->beta1,
+                     .beta2 = (float)a->beta2,
+                     .eps = (float)a->eps,
+                     .wd = (float)a->weight_decay,
+                     .step_size = (float)(a->lr / bc1),
+                     .bc2_sqrt = (float)sqrt(bc2)};
   memcpy(p.shape, nd.shape, sizeof p.shape);
   memcpy(p.sp, nd.strides[0], sizeof p.sp);
   memcpy(p.sg, nd.strides[1], sizeof p.sg);
@@ -301,14 +302,12 @@ static bp_status_t adam_one(vkb_stream_t *s, const bp_adam_args_t *a,
   memcpy(p.sv, nd.strides[3], sizeof p.sv);
   char name[32];
   kernel_name(name, sizeof name, "adam", ts[0]->dtype);
-  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                      vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
 static bp_status_t adam_record(vkb_stream_t *s, const bp_adam_args_t *a) {
   bp_status_t st = BP_OK;
-  for (uint32_t i = 0; i < a->count && st == BP_OK; i++)
-    st = adam_one(s, a, i);
+  for (uint32_t i = 0; i < a->count && st == BP_OK; i++) st = adam_one(s, a, i);
   return st;
 }
 

@@ -13,15 +13,13 @@
 typedef struct eltwise_params {
   uint64_t y, a, b;
   int32_t n, rank, op, binary;
-  int32_t shape[BP_MAX_RANK], sy[BP_MAX_RANK], sa[BP_MAX_RANK],
-      sb[BP_MAX_RANK];
+  int32_t shape[BP_MAX_RANK], sy[BP_MAX_RANK], sa[BP_MAX_RANK], sb[BP_MAX_RANK];
 } eltwise_params_t;
 
 /* A texel view of t's buffer from the 16-byte boundary at or below element
  * 0, covering count elements; *out_shift is element 0's index in it. */
-static bp_status_t texel_view(vkb_stream_t *s, const bp_plugin_tensor_t *t,
-                              int64_t count, VkBufferView *out_view,
-                              int32_t *out_shift) {
+static bp_status_t texel_view(vkb_stream_t *s, const bp_plugin_tensor_t *t, int64_t count,
+                              VkBufferView *out_view, int32_t *out_shift) {
   vkb_alloc_t *al = vkb_ptr(t->ptr);
   uint64_t byte = al->offset + t->offset, base = byte & ~(uint64_t)15;
   *out_shift = (int32_t)((byte - base) / 4);
@@ -42,9 +40,10 @@ static bp_status_t eltwise_texel(vkb_stream_t *s, eltwise_params_t *p, const vkb
                                  const bp_plugin_tensor_t *b, const uint32_t *spec) {
   /* Below 1024 elements the per-lane loads cost less than creating the
    * three views. */
-  if (y->dtype != BP_F32 || nd->rank != 1 || nd->n < 1024 || nd->strides[0][0] != 1 || nd->strides[1][0] > 1 ||
-      (b && nd->strides[2][0] > 1) || (uint64_t)nd->n + 4 > s->d->caps.max_texels ||
-      !vkb_texel_wanted(s->d) || !vkb_kernel_present("eltwise_f32_tex"))
+  if (y->dtype != BP_F32 || nd->rank != 1 || nd->n < 1024 || nd->strides[0][0] != 1 ||
+      nd->strides[1][0] > 1 || (b && nd->strides[2][0] > 1) ||
+      (uint64_t)nd->n + 4 > s->d->caps.max_texels || !vkb_texel_wanted(s->d) ||
+      !vkb_kernel_present("eltwise_f32_tex"))
     return BP_ERR_UNSUPPORTED;
   const bp_plugin_tensor_t *t[3] = {y, a, b ? b : a};
   int32_t shift[3];
@@ -58,20 +57,17 @@ static bp_status_t eltwise_texel(vkb_stream_t *s, eltwise_params_t *p, const vkb
                             vkb_groups_1d(s->d, nd->n, 256), 1, 1);
   }
   for (int i = 0; i < 3; i++) /* after recording: see vkb_texel_release */
-    if (v[i])
-      vkb_stream_release_view(s, v[i]);
+    if (v[i]) vkb_stream_release_view(s, v[i]);
   return st;
 }
 
 bp_status_t vkb_eltwise_record(vkb_stream_t *s, const char *kernel, int op,
-                               const bp_plugin_tensor_t *y,
-                               const bp_plugin_tensor_t *a,
+                               const bp_plugin_tensor_t *y, const bp_plugin_tensor_t *a,
                                const bp_plugin_tensor_t *b) {
   const bp_plugin_tensor_t *ts[3] = {y, a, b ? b : a};
   vkb_nd_t nd;
   bp_status_t st = vkb_nd_make(&nd, y, ts, 3, kernel);
-  if (st != BP_OK || nd.n == 0)
-    return st;
+  if (st != BP_OK || nd.n == 0) return st;
   eltwise_params_t p = {.y = vkb_tensor_addr(y),
                         .a = vkb_tensor_addr(a),
                         .b = b ? vkb_tensor_addr(b) : 0,
@@ -89,11 +85,10 @@ bp_status_t vkb_eltwise_record(vkb_stream_t *s, const char *kernel, int op,
   bool specialise = strncmp(kernel, "eltwise_", 8) == 0;
   if (specialise) {
     st = eltwise_texel(s, &p, &nd, y, a, b, spec);
-    if (st != BP_ERR_UNSUPPORTED)
-      return st;
+    if (st != BP_ERR_UNSUPPORTED) return st;
   }
-  return vkb_dispatch(s, kernel, specialise ? spec : NULL, specialise ? 2 : 0,
-                      &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+  return vkb_dispatch(s, kernel, specialise ? spec : NULL, specialise ? 2 : 0, &p, sizeof p,
+                      vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
 static bp_status_t unary_record(vkb_stream_t *s, const bp_unary_args_t *a) {

@@ -11,11 +11,10 @@
  * Files (the set every plugin folder shares, docs/plugin-guide.md):
  * descriptor.c (the exported descriptor, init, shutdown, probe), driver.c
  * (dlopen, instance), device.c (device records, capability table, open,
- * close), memory.c (suballocator, copies), stream.c (command batches, events), graph.c (native graphs),
- * kernels.c (custom kernels) with kernels_glsl.c (GLSL at run time) and
- * kernels_pipeline.c (embedded SPIR-V, pipeline cache, dispatch), and the
- * ops by family: ops_blas.c, ops_dnn.c, ops_elementwise.c, ops_reduce.c,
- * ops_data.c, their texel-buffer paths for CPU implementations
+ * close), memory.c (suballocator, copies), stream.c (command batches, events), graph.c (native
+ * graphs), kernels.c (custom kernels) with kernels_glsl.c (GLSL at run time) and kernels_pipeline.c
+ * (embedded SPIR-V, pipeline cache, dispatch), and the ops by family: ops_blas.c, ops_dnn.c,
+ * ops_elementwise.c, ops_reduce.c, ops_data.c, their texel-buffer paths for CPU implementations
  * (ops_blas_texel.c, ops_dnn_texel.c) and ops_common.c (shared helpers).
  */
 #ifndef BACKPLANE_VKB_H
@@ -34,64 +33,64 @@
 #define VKB_MAX_QUEUES 8
 
 /* ---- entry points (driver.c) ------------------------------------------- */
-#define VKB_INSTANCE_FNS(X)                                                    \
-  X(vkDestroyInstance)                                                         \
-  X(vkEnumeratePhysicalDevices)                                                \
-  X(vkGetPhysicalDeviceProperties)                                             \
-  X(vkGetPhysicalDeviceProperties2)                                            \
-  X(vkGetPhysicalDeviceFeatures2)                                              \
-  X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
-  X(vkGetPhysicalDeviceMemoryProperties)                                       \
-  X(vkGetPhysicalDeviceFormatProperties)                                       \
-  X(vkEnumerateDeviceExtensionProperties)                                      \
-  X(vkCreateDevice)                                                            \
+#define VKB_INSTANCE_FNS(X)                                                                        \
+  X(vkDestroyInstance)                                                                             \
+  X(vkEnumeratePhysicalDevices)                                                                    \
+  X(vkGetPhysicalDeviceProperties)                                                                 \
+  X(vkGetPhysicalDeviceProperties2)                                                                \
+  X(vkGetPhysicalDeviceFeatures2)                                                                  \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)                                                      \
+  X(vkGetPhysicalDeviceMemoryProperties)                                                           \
+  X(vkGetPhysicalDeviceFormatProperties)                                                           \
+  X(vkEnumerateDeviceExtensionProperties)                                                          \
+  X(vkCreateDevice)                                                                                \
   X(vkGetDeviceProcAddr)
 
-#define VKB_DEVICE_FNS(X)                                                      \
-  X(vkDestroyDevice)                                                           \
-  X(vkGetDeviceQueue)                                                          \
-  X(vkQueueSubmit)                                                             \
-  X(vkDeviceWaitIdle)                                                          \
-  X(vkAllocateMemory)                                                          \
-  X(vkFreeMemory)                                                              \
-  X(vkMapMemory)                                                               \
-  X(vkCreateBuffer)                                                            \
-  X(vkDestroyBuffer)                                                           \
-  X(vkGetBufferMemoryRequirements)                                             \
-  X(vkBindBufferMemory)                                                        \
-  X(vkGetBufferDeviceAddress)                                                  \
-  X(vkCreateShaderModule)                                                      \
-  X(vkDestroyShaderModule)                                                     \
-  X(vkCreatePipelineLayout)                                                    \
-  X(vkDestroyPipelineLayout)                                                   \
-  X(vkCreateComputePipelines)                                                  \
-  X(vkDestroyPipeline)                                                         \
-  X(vkCreatePipelineCache)                                                     \
-  X(vkDestroyPipelineCache)                                                    \
-  X(vkGetPipelineCacheData)                                                    \
-  X(vkCreateCommandPool)                                                       \
-  X(vkDestroyCommandPool)                                                      \
-  X(vkAllocateCommandBuffers)                                                  \
-  X(vkResetCommandBuffer)                                                      \
-  X(vkBeginCommandBuffer)                                                      \
-  X(vkEndCommandBuffer)                                                        \
-  X(vkCmdBindPipeline)                                                         \
-  X(vkCmdPushConstants)                                                        \
-  X(vkCmdDispatch)                                                             \
-  X(vkCmdPipelineBarrier)                                                      \
-  X(vkCmdCopyBuffer)                                                           \
-  X(vkCmdWriteTimestamp)                                                       \
-  X(vkCmdResetQueryPool)                                                       \
-  X(vkCreateQueryPool)                                                         \
-  X(vkDestroyQueryPool)                                                        \
-  X(vkGetQueryPoolResults)                                                     \
-  X(vkCreateSemaphore)                                                         \
-  X(vkDestroySemaphore)                                                        \
-  X(vkWaitSemaphores)                                                          \
-  X(vkCreateBufferView)                                                        \
-  X(vkDestroyBufferView)                                                       \
-  X(vkCreateDescriptorSetLayout)                                               \
-  X(vkDestroyDescriptorSetLayout)                                              \
+#define VKB_DEVICE_FNS(X)                                                                          \
+  X(vkDestroyDevice)                                                                               \
+  X(vkGetDeviceQueue)                                                                              \
+  X(vkQueueSubmit)                                                                                 \
+  X(vkDeviceWaitIdle)                                                                              \
+  X(vkAllocateMemory)                                                                              \
+  X(vkFreeMemory)                                                                                  \
+  X(vkMapMemory)                                                                                   \
+  X(vkCreateBuffer)                                                                                \
+  X(vkDestroyBuffer)                                                                               \
+  X(vkGetBufferMemoryRequirements)                                                                 \
+  X(vkBindBufferMemory)                                                                            \
+  X(vkGetBufferDeviceAddress)                                                                      \
+  X(vkCreateShaderModule)                                                                          \
+  X(vkDestroyShaderModule)                                                                         \
+  X(vkCreatePipelineLayout)                                                                        \
+  X(vkDestroyPipelineLayout)                                                                       \
+  X(vkCreateComputePipelines)                                                                      \
+  X(vkDestroyPipeline)                                                                             \
+  X(vkCreatePipelineCache)                                                                         \
+  X(vkDestroyPipelineCache)                                                                        \
+  X(vkGetPipelineCacheData)                                                                        \
+  X(vkCreateCommandPool)                                                                           \
+  X(vkDestroyCommandPool)                                                                          \
+  X(vkAllocateCommandBuffers)                                                                      \
+  X(vkResetCommandBuffer)                                                                          \
+  X(vkBeginCommandBuffer)                                                                          \
+  X(vkEndCommandBuffer)                                                                            \
+  X(vkCmdBindPipeline)                                                                             \
+  X(vkCmdPushConstants)                                                                            \
+  X(vkCmdDispatch)                                                                                 \
+  X(vkCmdPipelineBarrier)                                                                          \
+  X(vkCmdCopyBuffer)                                                                               \
+  X(vkCmdWriteTimestamp)                                                                           \
+  X(vkCmdResetQueryPool)                                                                           \
+  X(vkCreateQueryPool)                                                                             \
+  X(vkDestroyQueryPool)                                                                            \
+  X(vkGetQueryPoolResults)                                                                         \
+  X(vkCreateSemaphore)                                                                             \
+  X(vkDestroySemaphore)                                                                            \
+  X(vkWaitSemaphores)                                                                              \
+  X(vkCreateBufferView)                                                                            \
+  X(vkDestroyBufferView)                                                                           \
+  X(vkCreateDescriptorSetLayout)                                                                   \
+  X(vkDestroyDescriptorSetLayout)                                                                  \
   X(vkGetSemaphoreCounterValue)
 
 #define VKB__FN_FIELD(name) PFN_##name name;
@@ -128,7 +127,7 @@ VKB_HIDDEN bp_status_t vkb_check(VkResult r, const char *what);
 
 /* ---- capabilities (device.c) ------------------------------------------- */
 typedef struct vkb_caps {
-  bool usable;   /* bufferDeviceAddress, timeline semaphores, int64 */
+  bool usable; /* bufferDeviceAddress, timeline semaphores, int64 */
   bool storage8, storage16, float64;
   /* VK_KHR_push_descriptor and rgba32f storage texel buffers: the texel
    * GEMM path (gemmtex.comp) for CPU implementations */
@@ -142,18 +141,15 @@ typedef struct vkb_caps {
  * device_open numbers. */
 VKB_HIDDEN uint32_t vkb_device_count(vkb_global_t *g);
 /* Fills the record probe returns for the index-th of them. */
-VKB_HIDDEN void vkb_device_describe(vkb_global_t *g, uint32_t index,
-                                    bp_device_info_t *info);
+VKB_HIDDEN void vkb_device_describe(vkb_global_t *g, uint32_t index, bp_device_info_t *info);
 /* The descriptor's device entry points. */
-VKB_HIDDEN bp_status_t vkb_device_open(uint32_t index,
-                                       const bp_plugin_device_config_t *config,
+VKB_HIDDEN bp_status_t vkb_device_open(uint32_t index, const bp_plugin_device_config_t *config,
                                        bp_plugin_device_t **out_device);
 VKB_HIDDEN void vkb_device_close(bp_plugin_device_t *device);
 VKB_HIDDEN bp_status_t vkb_device_synchronize(bp_plugin_device_t *device);
 
 /* Fills the op/dtype table with what this plugin implements on caps. */
-VKB_HIDDEN void vkb_claims(const vkb_caps_t *caps,
-                           uint32_t op_dtypes[BP_OP_TABLE_SIZE]);
+VKB_HIDDEN void vkb_claims(const vkb_caps_t *caps, uint32_t op_dtypes[BP_OP_TABLE_SIZE]);
 
 /* ---- memory (memory.c) -------------------------------------------------- */
 typedef struct vkb_free_range vkb_free_range_t;
@@ -224,20 +220,15 @@ VKB_HIDDEN bp_status_t vkb_alloc(vkb_device_t *d, bool host, uint64_t size,
                                  vkb_alloc_t **out_alloc);
 VKB_HIDDEN void vkb_free(vkb_device_t *d, vkb_alloc_t *a);
 /* The descriptor's memory entry points. */
-VKB_HIDDEN bp_status_t vkb_mem_alloc(bp_plugin_device_t *device, uint64_t size,
-                                     uint64_t *out_ptr);
+VKB_HIDDEN bp_status_t vkb_mem_alloc(bp_plugin_device_t *device, uint64_t size, uint64_t *out_ptr);
 VKB_HIDDEN void vkb_mem_free(bp_plugin_device_t *device, uint64_t ptr);
-VKB_HIDDEN bp_status_t vkb_mem_write(bp_plugin_device_t *device,
-                                     bp_plugin_stream_t *stream, uint64_t dst,
-                                     uint64_t dst_offset, const void *src,
+VKB_HIDDEN bp_status_t vkb_mem_write(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                     uint64_t dst, uint64_t dst_offset, const void *src,
                                      uint64_t size);
-VKB_HIDDEN bp_status_t vkb_mem_read(bp_plugin_device_t *device,
-                                    bp_plugin_stream_t *stream, void *dst,
-                                    uint64_t src, uint64_t src_offset,
-                                    uint64_t size);
-VKB_HIDDEN bp_status_t vkb_mem_copy(bp_plugin_device_t *device,
-                                    bp_plugin_stream_t *stream, uint64_t dst,
-                                    uint64_t dst_offset, uint64_t src,
+VKB_HIDDEN bp_status_t vkb_mem_read(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                    void *dst, uint64_t src, uint64_t src_offset, uint64_t size);
+VKB_HIDDEN bp_status_t vkb_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                    uint64_t dst, uint64_t dst_offset, uint64_t src,
                                     uint64_t src_offset, uint64_t size);
 static inline vkb_alloc_t *vkb_ptr(uint64_t p) {
   return (vkb_alloc_t *)(uintptr_t)p;
@@ -263,34 +254,32 @@ struct vkb_stream {
   uint32_t queue;
   VkCommandPool pool;
   VkSemaphore timeline;
-  uint64_t submitted;   /* last value a submission will signal */
-  VkCommandBuffer cur;  /* recording, or VK_NULL_HANDLE */
+  uint64_t submitted;  /* last value a submission will signal */
+  VkCommandBuffer cur; /* recording, or VK_NULL_HANDLE */
   uint32_t cur_cmds;
   struct vkb_batch *inflight; /* submitted, oldest first */
   uint32_t ninflight, capinflight;
   VkCommandBuffer *spare; /* completed command buffers, for reuse */
   uint32_t nspare, capspare;
-  vkb_alloc_t *chunk;   /* parameter chunk being filled */
+  vkb_alloc_t *chunk; /* parameter chunk being filled */
   uint64_t chunk_used;
   vkb_alloc_t **releases; /* freed when the current batch completes */
   uint32_t nrel, caprel;
-  VkBufferView *views;    /* destroyed when the current batch completes */
+  VkBufferView *views; /* destroyed when the current batch completes */
   uint32_t nviews, capviews;
-  vkb_graph_t *capture;   /* recording a native graph (graph.c), or NULL */
+  vkb_graph_t *capture; /* recording a native graph (graph.c), or NULL */
   VkSemaphore wait_sem[8];
   uint64_t wait_val[8];
   uint32_t nwait;
   struct vkb_stream *next;
 };
 
-VKB_HIDDEN bp_status_t vkb_stream_new(vkb_device_t *d,
-                                      vkb_stream_t **out_stream);
+VKB_HIDDEN bp_status_t vkb_stream_new(vkb_device_t *d, vkb_stream_t **out_stream);
 VKB_HIDDEN void vkb_stream_free(vkb_stream_t *s);
 /* Returns the command buffer being recorded, starting one if needed, after
  * a barrier that orders it behind everything recorded before. Call with
  * s->lock held. */
-VKB_HIDDEN bp_status_t vkb_stream_cmd(vkb_stream_t *s,
-                                      VkCommandBuffer *out_cb);
+VKB_HIDDEN bp_status_t vkb_stream_cmd(vkb_stream_t *s, VkCommandBuffer *out_cb);
 /* Counts a recorded command; submits the batch when it is large. */
 VKB_HIDDEN bp_status_t vkb_stream_recorded(vkb_stream_t *s);
 /* Submits what is recorded (if anything). Call with s->lock held. */
@@ -301,47 +290,34 @@ VKB_HIDDEN bp_status_t vkb_stream_wait(vkb_stream_t *s);
  * recorded, when the graph is destroyed). */
 VKB_HIDDEN bp_status_t vkb_stream_release(vkb_stream_t *s, vkb_alloc_t *a);
 /* Destroys v like vkb_stream_release frees allocations. */
-VKB_HIDDEN bp_status_t vkb_stream_release_view(vkb_stream_t *s,
-                                               VkBufferView v);
+VKB_HIDDEN bp_status_t vkb_stream_release_view(vkb_stream_t *s, VkBufferView v);
 /* Submits cb (a recorded graph) on s after everything already recorded on
  * s, signalling s's timeline and also (sem, value), after sem reaches
  * value - 1. Call with s->lock held. */
-VKB_HIDDEN bp_status_t vkb_stream_submit_graph(vkb_stream_t *s,
-                                               VkCommandBuffer cb,
-                                               VkSemaphore sem,
+VKB_HIDDEN bp_status_t vkb_stream_submit_graph(vkb_stream_t *s, VkCommandBuffer cb, VkSemaphore sem,
                                                uint64_t value);
 /* Copies size bytes of params into the stream's parameter memory, valid
  * until the current batch completes; returns its device address. */
-VKB_HIDDEN bp_status_t vkb_stream_params(vkb_stream_t *s, const void *data,
-                                         uint32_t size,
+VKB_HIDDEN bp_status_t vkb_stream_params(vkb_stream_t *s, const void *data, uint32_t size,
                                          VkDeviceAddress *out_addr);
 /* The stream to use for a call: s, or the device's default stream. */
-VKB_HIDDEN vkb_stream_t *vkb_stream_or_default(vkb_device_t *d,
-                                               bp_plugin_stream_t *s);
+VKB_HIDDEN vkb_stream_t *vkb_stream_or_default(vkb_device_t *d, bp_plugin_stream_t *s);
 
 /* The descriptor's stream and event entry points. */
 VKB_HIDDEN bp_status_t vkb_stream_create(bp_plugin_device_t *device,
                                          bp_plugin_stream_t **out_stream);
-VKB_HIDDEN void vkb_stream_destroy(bp_plugin_device_t *device,
-                                   bp_plugin_stream_t *stream);
+VKB_HIDDEN void vkb_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
 VKB_HIDDEN bp_status_t vkb_stream_synchronize(bp_plugin_device_t *device,
                                               bp_plugin_stream_t *stream);
-VKB_HIDDEN bp_status_t vkb_event_create(bp_plugin_device_t *device,
-                                        bp_plugin_event_t **out_event);
-VKB_HIDDEN void vkb_event_destroy(bp_plugin_device_t *device,
-                                  bp_plugin_event_t *event);
-VKB_HIDDEN bp_status_t vkb_event_record(bp_plugin_device_t *device,
-                                        bp_plugin_event_t *event,
+VKB_HIDDEN bp_status_t vkb_event_create(bp_plugin_device_t *device, bp_plugin_event_t **out_event);
+VKB_HIDDEN void vkb_event_destroy(bp_plugin_device_t *device, bp_plugin_event_t *event);
+VKB_HIDDEN bp_status_t vkb_event_record(bp_plugin_device_t *device, bp_plugin_event_t *event,
                                         bp_plugin_stream_t *stream);
-VKB_HIDDEN bp_status_t vkb_stream_wait_event(bp_plugin_device_t *device,
-                                             bp_plugin_stream_t *stream,
+VKB_HIDDEN bp_status_t vkb_stream_wait_event(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                              bp_plugin_event_t *event);
-VKB_HIDDEN bp_status_t vkb_event_synchronize(bp_plugin_device_t *device,
-                                             bp_plugin_event_t *event);
-VKB_HIDDEN bp_status_t vkb_event_elapsed(bp_plugin_device_t *device,
-                                         bp_plugin_event_t *start,
-                                         bp_plugin_event_t *end,
-                                         double *out_ms);
+VKB_HIDDEN bp_status_t vkb_event_synchronize(bp_plugin_device_t *device, bp_plugin_event_t *event);
+VKB_HIDDEN bp_status_t vkb_event_elapsed(bp_plugin_device_t *device, bp_plugin_event_t *start,
+                                         bp_plugin_event_t *end, double *out_ms);
 
 /* ---- native graphs (graph.c) ------------------------------------------- */
 /* A recorded command buffer with everything it uses (parameter memory,
@@ -349,10 +325,10 @@ VKB_HIDDEN bp_status_t vkb_event_elapsed(bp_plugin_device_t *device,
 struct vkb_graph {
   VkCommandPool pool;
   VkCommandBuffer cb;
-  VkSemaphore done;     /* timeline: reaches launches when all completed */
+  VkSemaphore done; /* timeline: reaches launches when all completed */
   uint64_t launches;
   uint32_t cmds;
-  bp_status_t failed;   /* the first failure while recording */
+  bp_status_t failed; /* the first failure while recording */
   vkb_alloc_t **keep;
   uint32_t nkeep;
   VkBufferView *views;
@@ -365,16 +341,12 @@ struct vkb_graph {
   VkBufferView *saved_views;
   uint32_t saved_nviews, saved_capviews;
 };
-VKB_HIDDEN bp_status_t vkb_graph_begin(bp_plugin_device_t *device,
-                                       bp_plugin_stream_t *stream);
-VKB_HIDDEN bp_status_t vkb_graph_end(bp_plugin_device_t *device,
-                                     bp_plugin_stream_t *stream,
+VKB_HIDDEN bp_status_t vkb_graph_begin(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
+VKB_HIDDEN bp_status_t vkb_graph_end(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                      bp_plugin_graph_t **out_graph);
-VKB_HIDDEN bp_status_t vkb_graph_launch(bp_plugin_device_t *device,
-                                        bp_plugin_stream_t *stream,
+VKB_HIDDEN bp_status_t vkb_graph_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                         bp_plugin_graph_t *graph);
-VKB_HIDDEN void vkb_graph_destroy(bp_plugin_device_t *device,
-                                  bp_plugin_graph_t *graph);
+VKB_HIDDEN void vkb_graph_destroy(bp_plugin_device_t *device, bp_plugin_graph_t *graph);
 
 /* ---- built-in kernels (kernels_pipeline.c) ------------------------------ */
 #define VKB_MAX_SPEC 8
@@ -387,18 +359,15 @@ VKB_HIDDEN bool vkb_kernel_present(const char *name);
  * with specialization constants spec[0..nspec) (constant_id 0..), the
  * parameter block params and groups[3] workgroups. Call with s->lock held.
  */
-VKB_HIDDEN bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name,
-                                    const uint32_t *spec, uint32_t nspec,
-                                    const void *params, uint32_t psize,
-                                    uint32_t gx, uint32_t gy, uint32_t gz);
+VKB_HIDDEN bp_status_t vkb_dispatch(vkb_stream_t *s, const char *name, const uint32_t *spec,
+                                    uint32_t nspec, const void *params, uint32_t psize, uint32_t gx,
+                                    uint32_t gy, uint32_t gz);
 /* vkb_dispatch for kernels that also read or write storage texel buffers:
  * views[i] is bound to set 0, binding i (pushed into the command buffer).
  */
-VKB_HIDDEN bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name,
-                                          const uint32_t *spec, uint32_t nspec,
-                                          const void *params, uint32_t psize,
-                                          const VkBufferView *views,
-                                          uint32_t nviews, uint32_t gx,
+VKB_HIDDEN bp_status_t vkb_dispatch_views(vkb_stream_t *s, const char *name, const uint32_t *spec,
+                                          uint32_t nspec, const void *params, uint32_t psize,
+                                          const VkBufferView *views, uint32_t nviews, uint32_t gx,
                                           uint32_t gy, uint32_t gz);
 
 /* ---- op helpers (ops_common.c, ops_reduce.c, ops_elementwise.c) -------- */
@@ -415,15 +384,12 @@ typedef struct vkb_nd {
 /* Builds the index space of shape over tensors t[0..count); fails with
  * BP_ERR_UNSUPPORTED when an element count or offset exceeds int32, or a
  * stride is negative. */
-VKB_HIDDEN bp_status_t vkb_nd_make(vkb_nd_t *nd,
-                                   const bp_plugin_tensor_t *shape,
-                                   const bp_plugin_tensor_t *const *t,
-                                   int count, const char *op);
+VKB_HIDDEN bp_status_t vkb_nd_make(vkb_nd_t *nd, const bp_plugin_tensor_t *shape,
+                                   const bp_plugin_tensor_t *const *t, int count, const char *op);
 
 /* Workgroups for n items, 256 per group, capped: kernels loop over the rest.
  */
-VKB_HIDDEN uint32_t vkb_groups_1d(vkb_device_t *d, int64_t n,
-                                  uint32_t per_group);
+VKB_HIDDEN uint32_t vkb_groups_1d(vkb_device_t *d, int64_t n, uint32_t per_group);
 
 /* Name used in kernel variants ("f32", "bf16"); NULL when no kernel has it.
  */
@@ -437,12 +403,12 @@ VKB_HIDDEN uint64_t vkb_dtype_bits(bp_dtype_t dt, double value);
 VKB_HIDDEN bool vkb_fits_i32(const bp_plugin_tensor_t *t);
 
 /* Locks the stream (or the default one), runs the recording, unlocks. */
-#define VKB_ON_STREAM(dev, stream, s, body)                                    \
-  vkb_device_t *d_ = (vkb_device_t *)(dev);                                    \
-  vkb_stream_t *s = vkb_stream_or_default(d_, (stream));                       \
-  pthread_mutex_lock(&s->lock);                                                \
-  bp_status_t st_ = (body);                                                    \
-  pthread_mutex_unlock(&s->lock);                                              \
+#define VKB_ON_STREAM(dev, stream, s, body)                                                        \
+  vkb_device_t *d_ = (vkb_device_t *)(dev);                                                        \
+  vkb_stream_t *s = vkb_stream_or_default(d_, (stream));                                           \
+  pthread_mutex_lock(&s->lock);                                                                    \
+  bp_status_t st_ = (body);                                                                        \
+  pthread_mutex_unlock(&s->lock);                                                                  \
   return st_;
 
 /* The row space of rows.glsl (ops_reduce.c), shared by reduce, softmax and
@@ -458,25 +424,20 @@ typedef struct vkb_rows_params {
 /* Fills p with the row space of x along axis: every dim of x but axis, with
  * x's and y's strides (collapsed where contiguous). BP_ERR_UNSUPPORTED when
  * offsets exceed int32. */
-VKB_HIDDEN bp_status_t vkb_rows_make(vkb_rows_params_t *p,
-                                     const bp_plugin_tensor_t *x,
-                                     const bp_plugin_tensor_t *y, int axis,
-                                     const char *op);
+VKB_HIDDEN bp_status_t vkb_rows_make(vkb_rows_params_t *p, const bp_plugin_tensor_t *x,
+                                     const bp_plugin_tensor_t *y, int axis, const char *op);
 /* Records <family>_<dt> over p's rows, one workgroup per row. */
-VKB_HIDDEN bp_status_t vkb_rows_dispatch(vkb_stream_t *s, const char *family,
-                                         bp_dtype_t dt,
+VKB_HIDDEN bp_status_t vkb_rows_dispatch(vkb_stream_t *s, const char *family, bp_dtype_t dt,
                                          const vkb_rows_params_t *p);
 /* Records an elementwise kernel (eltwise_<dt> with op, or a cast_<s>_<d>
  * variant) over y = op(a[, b]) (ops_elementwise.c). */
-VKB_HIDDEN bp_status_t vkb_eltwise_record(vkb_stream_t *s, const char *kernel,
-                                          int op, const bp_plugin_tensor_t *y,
-                                          const bp_plugin_tensor_t *a,
+VKB_HIDDEN bp_status_t vkb_eltwise_record(vkb_stream_t *s, const char *kernel, int op,
+                                          const bp_plugin_tensor_t *y, const bp_plugin_tensor_t *a,
                                           const bp_plugin_tensor_t *b);
 
 /* ---- ops (ops_*.c): one entry point per line of BP_OP_TABLE ------------- */
-#define VKB__DECLARE_OP(E, name, args_t, ...)                                  \
-  VKB_HIDDEN bp_status_t vkb_op_##name(bp_plugin_device_t *dev,               \
-                                       bp_plugin_stream_t *stream,            \
+#define VKB__DECLARE_OP(E, name, args_t, ...)                                                      \
+  VKB_HIDDEN bp_status_t vkb_op_##name(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,        \
                                        const args_t *a);
 BP_OP_TABLE(VKB__DECLARE_OP)
 #undef VKB__DECLARE_OP
@@ -485,19 +446,15 @@ BP_OP_TABLE(VKB__DECLARE_OP)
 VKB_HIDDEN bp_status_t vkb_kernel_create(bp_plugin_device_t *device,
                                          const bp_kernel_source_t *source,
                                          bp_plugin_kernel_t **out_kernel);
-VKB_HIDDEN void vkb_kernel_destroy(bp_plugin_device_t *device,
-                                   bp_plugin_kernel_t *kernel);
-VKB_HIDDEN bp_status_t vkb_kernel_launch(bp_plugin_device_t *device,
-                                         bp_plugin_stream_t *stream,
-                                         bp_plugin_kernel_t *kernel,
-                                         const bp_launch_args_t *args);
+VKB_HIDDEN void vkb_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel);
+VKB_HIDDEN bp_status_t vkb_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                         bp_plugin_kernel_t *kernel, const bp_launch_args_t *args);
 
 /* Compiles GLSL compute source to SPIR-V words (malloc'd; the caller
  * frees them) through libshaderc or glslc (kernels_glsl.c); options are
  * "-DNAME[=VALUE]", "-O", "-O0". BP_ERR_UNAVAILABLE when neither exists,
  * BP_ERR_INVALID_ARGUMENT with the compiler's log on a compile error. */
-VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source,
-                                        uint32_t **out_words,
+VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source, uint32_t **out_words,
                                         size_t *out_count);
 
 /* ---- texel-buffer kernels for CPU implementations (ops_blas_texel.c) -- */
@@ -505,8 +462,7 @@ VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source,
  * gemmtex.comp with the tile tuned for the device. Returns
  * BP_ERR_UNSUPPORTED, with nothing recorded, when the device or the sizes
  * do not allow it. Call with s->lock held. */
-VKB_HIDDEN bp_status_t vkb_gemm_texel(vkb_stream_t *s,
-                                      const bp_gemm_args_t *g);
+VKB_HIDDEN bp_status_t vkb_gemm_texel(vkb_stream_t *s, const bp_gemm_args_t *g);
 /* Whether the texel kernels should run on d (a CPU implementation with
  * texel buffers, unless BACKPLANE_VK_GEMM_TEXEL says otherwise). */
 VKB_HIDDEN bool vkb_texel_wanted(vkb_device_t *d);
@@ -532,18 +488,16 @@ typedef struct vkb_texel_params {
 } vkb_texel_params_t;
 
 /* New device scratch of size bytes with an rgba32f view of it. */
-VKB_HIDDEN bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes,
-                                         vkb_alloc_t **out_alloc,
+VKB_HIDDEN bp_status_t vkb_texel_scratch(vkb_device_t *d, uint64_t bytes, vkb_alloc_t **out_alloc,
                                          VkBufferView *out_view);
 /* Records gemmpack.comp into the view: nb batches of tensor t from its
  * element elem_off on, as [nb][xp / pw][kp][pw] f32, element (b, p, x) from
  * t + b*sb + p*sp + x*sx (elements), zero for p >= rows_k or x >= cols_x.
  * f32 sources are read through an r32f texel view where one fits. */
 VKB_HIDDEN bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view,
-                                      const bp_plugin_tensor_t *t, int64_t elem_off,
-                                      int64_t nb, int64_t rows_k, int64_t kp,
-                                      int64_t cols_x, int64_t xp, int64_t sb,
-                                      int64_t sp, int64_t sx, uint32_t pw);
+                                      const bp_plugin_tensor_t *t, int64_t elem_off, int64_t nb,
+                                      int64_t rows_k, int64_t kp, int64_t cols_x, int64_t xp,
+                                      int64_t sb, int64_t sp, int64_t sx, uint32_t pw);
 /* An r32f view of t's allocation from the 16-byte boundary at or below
  * element elem_off to the allocation's end; *out_shift is that element's
  * index in it. BP_ERR_UNSUPPORTED for other dtypes or views too large.
@@ -552,20 +506,18 @@ VKB_HIDDEN bp_status_t vkb_texel_src_view(vkb_stream_t *s, const bp_plugin_tenso
                                           int64_t elem_off, VkBufferView *out_view,
                                           int32_t *out_shift);
 /* Releases scratch and views once what is recorded so far completes. */
-VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs,
-                                  VkBufferView *views, int count);
+VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBufferView *views,
+                                  int count);
 
 /* Attention through the texel kernels (ops_dnn_texel.c): two gemmtex
  * products and attnsoftmax.comp over scores kept in scratch panels.
  * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
-VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s,
-                                           const bp_attention_args_t *a);
+VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a);
 /* conv2d as an implicit GEMM through the texel kernels (ops_dnn_texel.c):
  * per image, convpack.comp writes im2col panels, gemmtex multiplies the
  * packed weights by them (groups as the batch) and adds the bias.
  * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
-VKB_HIDDEN bp_status_t vkb_conv2d_texel(vkb_stream_t *s,
-                                        const bp_conv2d_args_t *a);
+VKB_HIDDEN bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a);
 
 /* Device address of element 0 of a tensor. */
 static inline uint64_t vkb_tensor_addr(const bp_plugin_tensor_t *t) {
