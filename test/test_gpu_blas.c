@@ -1,6 +1,6 @@
 /*
  * test_gpu_blas.c — the vendor BLAS path of the CUDA and ROCm backends'
- * gemm (plugins/common/gpu_blas.*) against test-only cuBLAS / rocBLAS
+ * gemm (plugins/gpu/blas.*) against test-only cuBLAS / rocBLAS
  * shims (test/shims/cublas, test/shims/rocblas) over the driver shims.
  * The BLAS shims check every call as the real libraries check their
  * arguments (leading dimensions against the stored shapes) and every

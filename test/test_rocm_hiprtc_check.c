@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
   HIPRTC_ENTRY_POINTS(RESOLVE)
   char opt[96];
   snprintf(opt, sizeof opt, "--offload-arch=%s", argv[2]);
-  const char *opts[] = {opt, "-O3"}; /* as plugins/rocm/module.c */
+  const char *opts[] = {opt, "-O3"}; /* as plugins/rocm/kernels.c */
   int failed = 0;
 #define COMPILE(name)                                                          \
   {                                                                            \
