@@ -11,8 +11,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "plugins/cpu/dtype.h"
 #include "ref.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
 int64_t cpu_ref_attention_tasks(const bp_attention_args_t *a) {

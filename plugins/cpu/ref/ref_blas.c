@@ -8,8 +8,8 @@
  */
 #include <stdlib.h>
 
-#include "plugins/cpu/dtype.h"
 #include "ref.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
 /* ---- gemm: one task per output row (b, i) of the [batch * m] rows ------*/

@@ -11,9 +11,9 @@
  */
 #include <string.h>
 
-#include "plugins/cpu/dtype.h"
-#include "kernels/common/bp_philox.h"
 #include "ref.h"
+#include "kernels/common/bp_philox.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
 static int64_t element_tasks(const bp_plugin_tensor_t *y) {

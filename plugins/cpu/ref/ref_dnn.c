@@ -9,8 +9,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "plugins/cpu/dtype.h"
 #include "ref.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
 /* Unravels a row-major linear index over a 4-d shape. */

@@ -8,8 +8,8 @@
  */
 #include <math.h>
 
-#include "plugins/cpu/dtype.h"
 #include "ref.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }

@@ -10,8 +10,8 @@
  */
 #include <math.h>
 
-#include "plugins/cpu/dtype.h"
 #include "ref.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
 int64_t cpu_ref_reduce_tasks(const bp_reduce_args_t *a) {

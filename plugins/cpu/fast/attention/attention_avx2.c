@@ -30,8 +30,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "plugins/cpu/dtype.h"
 #include "attention.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 
 /* Block sizes: the kernel is bound by its FMAs, not by where the blocks

@@ -30,8 +30,8 @@
 #include <string.h>
 #include <xmmintrin.h>
 
-#include "plugins/cpu/dtype.h"
 #include "conv2d.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/vec.h"
 #include "plugins/cpu/tensor.h"
 

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/cpu/dtype.h"
 #include "gemm_driver.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
 /* ---- the blocked driver -------------------------------------------------- */

@@ -17,8 +17,8 @@
 #include <stdalign.h>
 #include <string.h>
 
-#include "plugins/cpu/dtype.h"
 #include "gemm.h"
+#include "plugins/cpu/dtype.h"
 
 #define AMX_KC 32       /* bf16 per tile row: one k chunk */
 #define AMX_PANEL 1024  /* bf16 per 32 x 32 panel chunk (two 1 KiB tiles) */

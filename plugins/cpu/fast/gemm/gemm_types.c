@@ -4,8 +4,8 @@
  * of an edge tile into C, the plain loops used when scratch memory cannot
  * be had, C = beta * C for k == 0, and the portable 4 x 8 micro-kernels.
  */
-#include "plugins/cpu/dtype.h"
 #include "gemm_driver.h"
+#include "plugins/cpu/dtype.h"
 
 /* ---- typed helpers: packing, edge merge, fallbacks ---------------------- */
 
