@@ -1,0 +1,3 @@
+# test/docs.mk: checks on the repository and its documentation.
+#  test_repo_hygiene  no generated files (python/*.egg-info) tracked
+TESTS += test/test_repo_hygiene.sh
