@@ -142,6 +142,50 @@ static void test_usage(void **state) {
   free(out);
 }
 
+/* Every subcommand parses with getopt_long: a bad number, a missing value,
+ * an unknown option or a stray argument is a usage error (exit 2), never a
+ * silent default; "--opt=value" and "--opt value" both work. */
+static void test_bad_values(void **state) {
+  (void)state;
+  static const char *const usage_errors[] = {
+      "conformance --timeout abc",  "conformance --timeout -5",  "conformance --timeout 0",
+      "conformance --timeout 5x",   "conformance --timeout=",    "conformance --timeout",
+      "conformance --child-fd x",   "conformance --no-such",     "devices --pool-initial -1",
+      "devices --pool-initial 1k",  "devices --pool-initial",    "devices stray",
+      "devices --json=yes",         "run --device",              "run stray",
+      "bench --device",             "bench --op",                "bench --op nosuchop",
+      "bench --quick stray",        "tune --cache",              "tune --cache=",
+      "tune --no-such",             "tune stray",                "run -x",
+  };
+  char *out;
+  for (size_t i = 0; i < sizeof usage_errors / sizeof usage_errors[0]; i++) {
+    int rc = run_bp(usage_errors[i], &out);
+    if (rc != 2) print_message("bp %s: exit %d, want 2\n", usage_errors[i], rc);
+    assert_int_equal(rc, 2);
+    free(out);
+  }
+  /* the message names the option and the value */
+  char cmd[PATH_MAX + 64];
+  snprintf(cmd, sizeof cmd, "'%s' conformance --timeout abc 2>&1", bp_path);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  char buf[1024];
+  size_t n = fread(buf, 1, sizeof buf - 1, p);
+  buf[n] = '\0';
+  pclose(p);
+  assert_non_null(strstr(buf, "--timeout"));
+  assert_non_null(strstr(buf, "'abc'"));
+  assert_int_equal(run_bp("devices --json --pool-initial=0", &out), 0);
+  assert_int_equal(out[0], '{');
+  free(out);
+  assert_int_equal(run_bp("run --device=cpu-ref --json", &out), 0);
+  assert_non_null(strstr(out, "\"pass\": true"));
+  free(out);
+  assert_int_equal(run_bp("devices -h", &out), 0);
+  assert_non_null(strstr(out, "usage: bp devices"));
+  free(out);
+}
+
 /* ---- bp conformance ----------------------------------------------------------
  * On the broken-plugin corpus ($(B)/test/broken) and the CPU plugin; each
  * plugin runs in a fresh `bp` process. */
@@ -298,7 +342,7 @@ static int find_bp(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_usage),       cmocka_unit_test(test_devices), cmocka_unit_test(test_devices_memory),
+      cmocka_unit_test(test_usage),       cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_devices), cmocka_unit_test(test_devices_memory),
       cmocka_unit_test(test_devices_json), cmocka_unit_test(test_run_cpu),
       cmocka_unit_test(test_run_json),    cmocka_unit_test(test_bench_quick),
       cmocka_unit_test(test_conformance_unavailable), cmocka_unit_test(test_conformance_claim_without_op),

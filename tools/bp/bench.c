@@ -84,31 +84,30 @@ static int parse_ops(const char *list, unsigned *mask) {
 }
 
 static int parse(int argc, char **argv, bench_opts_t *o) {
-  for (int i = 1; i < argc; i++) {
-    bool missing;
-    const char *v;
-    if (bpt_is_help(argv[i])) {
-      bench_help(stdout);
-      return -1;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--device", &missing))) {
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
+      {"op", required_argument, NULL, 'o'},   {"json", required_argument, NULL, 'j'},
+      {"quick", no_argument, NULL, 'q'},      {"no-isolate", no_argument, NULL, 'n'},
+      {NULL, 0, NULL, 0}};
+  bool started = false;
+  for (int c; (c = bpt_getopt("bench", argc, argv, "h", longopts, &started)) != -1;) {
+    switch (c) {
+    case 'h': bench_help(stdout); return -1;
+    case 'd':
       if (o->ndevices == BENCH_MAX_DEVICES)
         return bpt_usage_error("bench", "at most %d devices", BENCH_MAX_DEVICES);
-      o->devices[o->ndevices++] = v;
-    } else if (!missing && (v = bpt_opt_value(argc, argv, &i, "--op", &missing))) {
-      if (parse_ops(v, &o->op_mask)) return BPT_EXIT_USAGE;
-    } else if (!missing &&
-               (v = bpt_opt_value(argc, argv, &i, "--json", &missing))) {
-      o->json = v;
-    } else if (missing) {
-      return bpt_usage_error("bench", "%s needs a value", argv[i]);
-    } else if (!strcmp(argv[i], "--quick")) {
-      o->quick = true;
-    } else if (!strcmp(argv[i], "--no-isolate")) {
-      o->ctx.no_isolate = true;
-    } else {
-      return bpt_usage_error("bench", "unknown option '%s'", argv[i]);
+      o->devices[o->ndevices++] = optarg;
+      break;
+    case 'o':
+      if (parse_ops(optarg, &o->op_mask)) return BPT_EXIT_USAGE;
+      break;
+    case 'j': o->json = optarg; break;
+    case 'q': o->quick = true; break;
+    case 'n': o->ctx.no_isolate = true; break;
+    default: return BPT_EXIT_USAGE;
     }
   }
+  if (optind < argc) return bpt_usage_error("bench", "unexpected argument '%s'", argv[optind]);
   if (!o->op_mask) o->op_mask = (1u << BPT_OP_COUNT) - 1;
   return 0;
 }

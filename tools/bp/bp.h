@@ -6,6 +6,7 @@
 #ifndef BP_TOOL_H
 #define BP_TOOL_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,12 +47,19 @@ bool bpt_exe_dir(char *out, size_t size);
 bp_device_t *bpt_device_open(bp_context_t *ctx, const char *selector);
 
 /* ---------------------------------------------------------------------------
- * Option parsing: "--name VALUE" and "--name=VALUE".
- * Returns the value when argv[*i] is option name (advancing *i past a
- * separate value), NULL otherwise. *missing is set when the value is absent.
+ * Option parsing: every subcommand parses with getopt_long ("--name VALUE",
+ * "--name=VALUE", unique prefixes), through these helpers.
  */
-const char *bpt_opt_value(int argc, char **argv, int *i, const char *name,
-                          bool *missing);
+/* Returns getopt_long's next option for subcommand sub (argv[0] is its
+ * name), starting afresh when *started is false. Unknown options and
+ * missing values are reported as usage errors here and returned as '?'. */
+int bpt_getopt(const char *sub, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, bool *started);
+/* Parses v as a whole decimal number in [min, max] into *out; otherwise
+ * prints a usage error naming option opt for sub and returns false. */
+bool bpt_parse_count(const char *sub, const char *opt, const char *v,
+                     unsigned long long min, unsigned long long max,
+                     unsigned long long *out);
 /* True when arg is -h or --help. */
 bool bpt_is_help(const char *arg);
 /* Prints "bp SUB: MSG" and a pointer to --help on stderr; returns

@@ -3,6 +3,7 @@
  * opening, option parsing, JSON and human output, timing, progress.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -82,20 +83,42 @@ bp_device_t *bpt_device_open(bp_context_t *ctx, const char *selector) {
   return dev;
 }
 
-const char *bpt_opt_value(int argc, char **argv, int *i, const char *name,
-                          bool *missing) {
-  const char *arg = argv[*i];
-  size_t n = strlen(name);
-  *missing = false;
-  if (strncmp(arg, name, n) != 0) return NULL;
-  if (arg[n] == '=') return arg + n + 1;
-  if (arg[n] != '\0') return NULL;
-  if (*i + 1 >= argc) {
-    *missing = true;
-    return NULL;
+int bpt_getopt(const char *sub, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, bool *started) {
+  if (!*started) {
+    optind = 0; /* glibc: a full restart, whatever an earlier pass left */
+    opterr = 0;
+    *started = true;
   }
-  (*i)++;
-  return argv[*i];
+  char spec[64];
+  snprintf(spec, sizeof spec, ":%s", shortopts); /* ':' reports a missing value */
+  int c = getopt_long(argc, argv, spec, longopts, NULL);
+  if (c == ':' || c == '?') {
+    const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    char shortname[3] = {'-', (char)optopt, '\0'};
+    /* a short option bundled or missing its value: name the letter */
+    if (optopt && (arg[0] != '-' || arg[1] != '-')) arg = shortname;
+    if (c == ':')
+      bpt_usage_error(sub, "option '%s' needs a value", arg);
+    else
+      bpt_usage_error(sub, "unknown option '%s'", arg);
+    return '?';
+  }
+  return c;
+}
+
+bool bpt_parse_count(const char *sub, const char *opt, const char *v,
+                     unsigned long long min, unsigned long long max,
+                     unsigned long long *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long x = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+  if (!end || *end || errno || x < min || x > max) {
+    bpt_usage_error(sub, "%s needs a whole number from %llu to %llu, not '%s'", opt, min, max, v);
+    return false;
+  }
+  *out = x;
+  return true;
 }
 
 bool bpt_is_help(const char *arg) {

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
@@ -346,36 +347,42 @@ int bp_cmd_conformance(int argc, char **argv) {
   cf_options_t o = {false, false, 60, NULL, NULL, NULL, -1, NULL};
   char **paths = calloc((size_t)argc + 1, sizeof *paths);
   int npaths = 0;
-  for (int i = 1; i < argc; i++) {
-    bool missing = false;
-    const char *v;
-    if (bpt_is_help(argv[i])) {
-      usage(stdout);
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},          {"quick", no_argument, NULL, 'q'},
+      {"tap", no_argument, NULL, 't'},           {"timeout", required_argument, NULL, 'T'},
+      {"xfail", required_argument, NULL, 'x'},   {"junit", required_argument, NULL, 'J'},
+      {"json", required_argument, NULL, 'j'},
+      {"child-fd", required_argument, NULL, 'C'},  /* internal: see test_plugin */
+      {"stage-dir", required_argument, NULL, 'S'}, /* internal */
+      {NULL, 0, NULL, 0}};
+  bool started = false;
+  unsigned long long n;
+  for (int c; (c = bpt_getopt("conformance", argc, argv, "h", longopts, &started)) != -1;) {
+    bool ok = true;
+    switch (c) {
+    case 'h': usage(stdout); free(paths); return BPT_EXIT_OK;
+    case 'q': o.quick = true; break;
+    case 't': o.tap = true; break;
+    case 'T':
+      ok = bpt_parse_count("conformance", "--timeout", optarg, 1, 86400, &n);
+      if (ok) o.case_timeout_s = (int)n;
+      break;
+    case 'x': o.xfail = optarg; break;
+    case 'J': o.junit = optarg; break;
+    case 'j': o.json = optarg; break;
+    case 'C':
+      ok = bpt_parse_count("conformance", "--child-fd", optarg, 0, INT_MAX, &n);
+      if (ok) o.child_fd = (int)n;
+      break;
+    case 'S': o.stage_dir = optarg; break;
+    default: ok = false; break;
+    }
+    if (!ok) {
       free(paths);
-      return BPT_EXIT_OK;
-    } else if (!strcmp(argv[i], "--quick")) {
-      o.quick = true;
-    } else if (!strcmp(argv[i], "--tap")) {
-      o.tap = true;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--timeout", &missing))) {
-      o.case_timeout_s = atoi(v) > 0 ? atoi(v) : 60;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--xfail", &missing))) {
-      o.xfail = v;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--junit", &missing))) {
-      o.junit = v;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--json", &missing))) {
-      o.json = v;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--child-fd", &missing))) {
-      o.child_fd = atoi(v); /* internal: see test_plugin */
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--stage-dir", &missing))) {
-      o.stage_dir = v; /* internal */
-    } else if (missing || argv[i][0] == '-') {
-      free(paths);
-      return bpt_usage_error("conformance", "%s '%s'", missing ? "missing value for" : "unknown option", argv[i]);
-    } else {
-      paths[npaths++] = argv[i];
+      return BPT_EXIT_USAGE;
     }
   }
+  for (int i = optind; i < argc; i++) paths[npaths++] = argv[i];
   if (o.child_fd >= 0) {
     FILE *out = npaths == 1 && o.stage_dir ? fdopen(o.child_fd, "w") : NULL;
     if (!out) {

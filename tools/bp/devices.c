@@ -3,6 +3,7 @@
  * their reasons, and with --explain every candidate's loading story.
  * Exits 0 even when plugins were refused: a refusal is information.
  */
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,30 +39,30 @@ static void devices_help(FILE *f) {
 }
 
 static int parse(int argc, char **argv, devices_opts_t *o) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (bpt_is_help(a)) {
-      devices_help(stdout);
-      return -1;
-    } else if (!strcmp(a, "--json")) {
-      o->json = true;
-    } else if (!strcmp(a, "--explain")) {
-      o->explain = true;
-    } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-      o->verbose = true;
-    } else if (!strcmp(a, "--no-isolate")) {
-      o->ctx.no_isolate = true;
-    } else if (!strcmp(a, "--memory")) {
-      o->memory = true;
-    } else if (!strcmp(a, "--pool-initial")) {
-      char *end = NULL;
-      if (i + 1 >= argc || (o->pool_initial = strtoull(argv[i + 1], &end, 10), !end || *end || !*argv[i + 1]))
-        return bpt_usage_error("devices", "--pool-initial needs a byte count");
-      i++;
-    } else {
-      return bpt_usage_error("devices", "unknown option '%s'", a);
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},         {"json", no_argument, NULL, 'j'},
+      {"explain", no_argument, NULL, 'e'},      {"verbose", no_argument, NULL, 'v'},
+      {"no-isolate", no_argument, NULL, 'n'},   {"memory", no_argument, NULL, 'm'},
+      {"pool-initial", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}};
+  bool started = false;
+  unsigned long long n;
+  for (int c; (c = bpt_getopt("devices", argc, argv, "hv", longopts, &started)) != -1;) {
+    switch (c) {
+    case 'h': devices_help(stdout); return -1;
+    case 'j': o->json = true; break;
+    case 'e': o->explain = true; break;
+    case 'v': o->verbose = true; break;
+    case 'n': o->ctx.no_isolate = true; break;
+    case 'm': o->memory = true; break;
+    case 'p':
+      if (!bpt_parse_count("devices", "--pool-initial", optarg, 0, UINT64_MAX, &n))
+        return BPT_EXIT_USAGE;
+      o->pool_initial = n;
+      break;
+    default: return BPT_EXIT_USAGE;
     }
   }
+  if (optind < argc) return bpt_usage_error("devices", "unexpected argument '%s'", argv[optind]);
   return 0;
 }
 

@@ -52,26 +52,22 @@ static void run_help(FILE *f) {
 }
 
 static int parse(int argc, char **argv, run_opts_t *o) {
-  for (int i = 1; i < argc; i++) {
-    bool missing;
-    const char *v;
-    if (bpt_is_help(argv[i])) {
-      run_help(stdout);
-      return -1;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--device", &missing))) {
-      o->device = v;
-    } else if (missing) {
-      return bpt_usage_error("run", "%s needs a value", argv[i]);
-    } else if (!strcmp(argv[i], "--json")) {
-      o->json = true;
-    } else if (!strcmp(argv[i], "--memory")) {
-      o->memory = true;
-    } else if (!strcmp(argv[i], "--no-isolate")) {
-      o->ctx.no_isolate = true;
-    } else {
-      return bpt_usage_error("run", "unknown option '%s'", argv[i]);
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
+      {"json", no_argument, NULL, 'j'},       {"memory", no_argument, NULL, 'm'},
+      {"no-isolate", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0}};
+  bool started = false;
+  for (int c; (c = bpt_getopt("run", argc, argv, "h", longopts, &started)) != -1;) {
+    switch (c) {
+    case 'h': run_help(stdout); return -1;
+    case 'd': o->device = optarg; break;
+    case 'j': o->json = true; break;
+    case 'm': o->memory = true; break;
+    case 'n': o->ctx.no_isolate = true; break;
+    default: return BPT_EXIT_USAGE;
     }
   }
+  if (optind < argc) return bpt_usage_error("run", "unexpected argument '%s'", argv[optind]);
   return 0;
 }
 

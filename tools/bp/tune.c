@@ -44,29 +44,29 @@ static void tune_help(FILE *f) {
 }
 
 static int parse(int argc, char **argv, tune_opts_t *o) {
-  for (int i = 1; i < argc; i++) {
-    bool missing;
-    const char *v;
-    if (bpt_is_help(argv[i])) {
-      tune_help(stdout);
-      return -1;
-    } else if ((v = bpt_opt_value(argc, argv, &i, "--device", &missing))) {
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
+      {"cache", required_argument, NULL, 'c'}, {"quick", no_argument, NULL, 'q'},
+      {"no-isolate", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0}};
+  bool started = false;
+  for (int c; (c = bpt_getopt("tune", argc, argv, "h", longopts, &started)) != -1;) {
+    switch (c) {
+    case 'h': tune_help(stdout); return -1;
+    case 'd':
       if (o->ndevices == TUNE_MAX_DEVICES)
         return bpt_usage_error("tune", "at most %d devices", TUNE_MAX_DEVICES);
-      o->devices[o->ndevices++] = v;
-    } else if (!missing && (v = bpt_opt_value(argc, argv, &i, "--cache", &missing))) {
-      if (!v[0]) return bpt_usage_error("tune", "--cache needs a path");
-      o->cache = v;
-    } else if (missing) {
-      return bpt_usage_error("tune", "%s needs a value", argv[i]);
-    } else if (!strcmp(argv[i], "--quick")) {
-      o->quick = true;
-    } else if (!strcmp(argv[i], "--no-isolate")) {
-      o->ctx.no_isolate = true;
-    } else {
-      return bpt_usage_error("tune", "unknown option '%s'", argv[i]);
+      o->devices[o->ndevices++] = optarg;
+      break;
+    case 'c':
+      if (!optarg[0]) return bpt_usage_error("tune", "--cache needs a path");
+      o->cache = optarg;
+      break;
+    case 'q': o->quick = true; break;
+    case 'n': o->ctx.no_isolate = true; break;
+    default: return BPT_EXIT_USAGE;
     }
   }
+  if (optind < argc) return bpt_usage_error("tune", "unexpected argument '%s'", argv[optind]);
   return 0;
 }
 
