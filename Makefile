@@ -99,7 +99,9 @@ install: $(LIB) $(PLUGINS) $(TOOLS)
 	install -m 755 $(PROBE_HELPER) $(DESTDIR)$(PROBE_HELPER_DIR)/
 	install -m 755 $(B)/bin/bp $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 tools/bench_torch.py $(DESTDIR)$(PREFIX)/share/backplane/
-	if [ -f docs/bp.1 ]; then install -m 644 docs/bp.1 $(DESTDIR)$(PREFIX)/share/man/man1/; fi
+	sed -e 's|/usr/local/lib/backplane/bp|$(PROBE_HELPER_DIR)/bp|' \
+	  -e 's|/usr/local/lib/backplane/backend|$(PLUGIN_INSTALL_DIR)/backend|' \
+	  docs/bp.1 > $(DESTDIR)$(PREFIX)/share/man/man1/bp.1
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	  -e 's|@PLUGINDIR@|$(PLUGIN_INSTALL_DIR)|' core/backplane.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/backplane.pc
 
