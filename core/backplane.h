@@ -141,6 +141,18 @@ BP_API bp_status_t bp_context_plugin_report(const bp_context_t *context,
                                             uint32_t index,
                                             bp_plugin_report_t *out_report);
 
+/* The plugin directories the context searched, in search order
+ * (BACKPLANE_PLUGIN_PATH's entries, the installed plugin directory,
+ * options.plugin_dir), each once as spelled, absent ones included: where a
+ * context that found no plugin looked. */
+BP_API bp_status_t bp_context_search_dir_count(const bp_context_t *context,
+                                               uint32_t *out_count);
+/* Copies directory index (< bp_context_search_dir_count) into out_path
+ * (size bytes, truncated to fit); *out_present (optional) says whether it
+ * exists as a directory. */
+BP_API bp_status_t bp_context_search_dir(const bp_context_t *context, uint32_t index,
+                                         char *out_path, size_t size, bool *out_present);
+
 /* One device in the ranked list. */
 typedef struct bp_device_entry {
   uint32_t struct_size;

@@ -2,6 +2,7 @@
  * context.c — a loader instance: discovery on create, unloading on destroy,
  * and the read-only views of what was found.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,9 @@ static void context_free(bp_context_t *ctx) {
   free(ctx->plugins);
   for (uint32_t i = 0; i < ctx->scanned_count; i++) free(ctx->scanned[i]);
   free(ctx->scanned);
+  for (uint32_t i = 0; i < ctx->searched_count; i++) free(ctx->searched[i]);
+  free(ctx->searched);
+  free(ctx->searched_present);
   free(ctx->ranked);
   free(ctx->ranked_plugin);
   pthread_mutex_destroy(&ctx->lock);
@@ -102,6 +106,34 @@ bp_status_t bp_context_plugin_report(const bp_context_t *h, uint32_t index,
                     "bp_context_plugin_report: index %u >= plugin count %u", index,
                     ctx->plugin_count);
   *out_report = ctx->plugins[index].report;
+  return BP_OK;
+}
+
+bp_status_t bp_context_search_dir_count(const bp_context_t *h, uint32_t *out_count) {
+  bp__clear_error();
+  if (!out_count) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_search_dir_count: out_count is NULL");
+  *out_count = 0;
+  bp_context_t *ctx;
+  bp_status_t st = bp__context_get(h, "bp_context_search_dir_count", &ctx);
+  if (st == BP_OK) *out_count = ctx->searched_count;
+  return st;
+}
+
+bp_status_t bp_context_search_dir(const bp_context_t *h, uint32_t index, char *out_path,
+                                  size_t size, bool *out_present) {
+  bp__clear_error();
+  if (out_present) *out_present = false;
+  if (!out_path || size == 0)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_search_dir: out_path is NULL or size is 0");
+  out_path[0] = '\0';
+  bp_context_t *ctx;
+  bp_status_t st = bp__context_get(h, "bp_context_search_dir", &ctx);
+  if (st != BP_OK) return st;
+  if (index >= ctx->searched_count)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_search_dir: index %u out of range (%u directories)",
+                    index, ctx->searched_count);
+  snprintf(out_path, size, "%s", ctx->searched[index]);
+  if (out_present) *out_present = ctx->searched_present[index];
   return BP_OK;
 }
 

@@ -2,6 +2,7 @@
  * device.c — opening devices by selector, closing them with everything they
  * still own, and capability queries.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,10 +11,54 @@
 static void device_free(bp__device_t *d);
 
 /* Resolves a selector to a rank; see bp_device_open for the grammar. */
+static uint32_t refused_count(const bp_context_t *ctx) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < ctx->plugin_count; i++) n += !ctx->plugins[i].report.loaded;
+  return n;
+}
+
+/* Why selector sel (its backend part: blen bytes) matched no device: the
+ * refusal of a plugin named like that backend, as `bp devices` shows it;
+ * else the directories searched. Written into why (size bytes). */
+static void why_no_device(const bp_context_t *ctx, const char *sel, size_t blen, char *why,
+                          size_t size) {
+  static const char *const stages[] = {"open", "symbol", "version", "validate", "init", "probe", "ready"};
+  char file[96];
+  snprintf(file, sizeof file, "backend-%.*s.so", (int)(blen < 64 ? blen : 64), sel ? sel : "");
+  for (uint32_t i = 0; blen && i < ctx->plugin_count; i++) {
+    const bp_plugin_report_t *r = &ctx->plugins[i].report;
+    const char *base = strrchr(r->path, '/');
+    base = base ? base + 1 : r->path;
+    bool named = (strlen(r->name) == blen && !strncmp(r->name, sel, blen)) || !strcmp(base, file);
+    if (!named) continue;
+    if (!r->loaded) {
+      snprintf(why, size, ": plugin %s was refused at stage %s: %s", r->path,
+               (unsigned)r->stage < sizeof stages / sizeof *stages ? stages[r->stage] : "?",
+               r->reason[0] ? r->reason : bp_status_string(r->status));
+      return;
+    }
+    snprintf(why, size, ": plugin %s has %u device(s)", r->path, r->device_count);
+    return;
+  }
+  size_t len = (size_t)snprintf(why, size, "%s%.*s%s; searched ", blen ? ": no plugin '" : "",
+                                (int)blen, blen ? sel : "", blen ? "' was found" : "");
+  if (ctx->searched_count == 0 && len < size) snprintf(why + len, size - len, "no directory");
+  for (uint32_t i = 0; i < ctx->searched_count && len < size; i++)
+    len += (size_t)snprintf(why + len, size - len, "%s%s%s", i ? ", " : "", ctx->searched[i],
+                            ctx->searched_present[i] ? "" : " (absent)");
+}
+
 static bp_status_t resolve_selector(const bp_context_t *ctx, const char *sel,
                                     uint32_t *out_rank) {
-  if (ctx->device_count == 0)
-    return bp__fail(BP_ERR_UNAVAILABLE, "bp_device_open: no devices (no plugin loaded)");
+  char why[768];
+  const char *colon0 = sel ? strchr(sel, ':') : NULL;
+  size_t blen0 = !sel ? 0 : colon0 ? (size_t)(colon0 - sel) : strlen(sel);
+  if (sel && sel[0] >= '0' && sel[0] <= '9') blen0 = 0; /* a rank names no backend */
+  if (ctx->device_count == 0) {
+    why_no_device(ctx, sel, blen0, why, sizeof why);
+    return bp__fail(BP_ERR_UNAVAILABLE, "bp_device_open: no devices (%u plugin(s) loaded, %u refused)%s",
+                    ctx->plugin_count - refused_count(ctx), refused_count(ctx), why);
+  }
   if (!sel || !sel[0]) {
     *out_rank = 0;
     return BP_OK;
@@ -49,7 +94,8 @@ static bp_status_t resolve_selector(const bp_context_t *ctx, const char *sel,
       return BP_OK;
     }
   }
-  return bp__fail(BP_ERR_NOT_FOUND, "bp_device_open: no device matches selector '%s'", sel);
+  why_no_device(ctx, sel, blen, why, sizeof why);
+  return bp__fail(BP_ERR_NOT_FOUND, "bp_device_open: no device matches selector '%s'%s", sel, why);
 }
 
 static void config_to_plugin(const bp_device_config_t *c,

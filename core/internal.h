@@ -155,6 +155,9 @@ struct bp_context {
   bp__device_t *open_devices; /* linked through next */
   char **scanned;            /* real paths of the directories scanned */
   uint32_t scanned_count;
+  char **searched;           /* every plugin directory looked in, as spelled, */
+  bool *searched_present;    /* in order, once each; present: a directory */
+  uint32_t searched_count;
 };
 
 struct bp__device {

@@ -516,9 +516,26 @@ static bool already_scanned(bp_context_t *ctx, const char *dir) {
   return false;
 }
 
+/* Records dir, as spelled, in the context's list of searched directories
+ * (bp_context_search_dir), once. */
+static void note_searched(bp_context_t *ctx, const char *dir, bool present) {
+  for (uint32_t i = 0; i < ctx->searched_count; i++)
+    if (!strcmp(ctx->searched[i], dir)) return;
+  char **n = realloc(ctx->searched, (ctx->searched_count + 1) * sizeof *n);
+  if (!n) return;
+  ctx->searched = n;
+  bool *p = realloc(ctx->searched_present, (ctx->searched_count + 1) * sizeof *p);
+  if (!p) return;
+  ctx->searched_present = p;
+  if (!(n[ctx->searched_count] = strdup(dir))) return;
+  p[ctx->searched_count++] = present;
+}
+
 static void scan_dir(bp_context_t *ctx, const char *dir) {
   struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+  bool present = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+  note_searched(ctx, dir, present);
+  if (!present) {
     bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "plugin directory %s: absent, skipping",
             dir);
     return;

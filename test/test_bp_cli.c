@@ -186,6 +186,55 @@ static void test_bad_values(void **state) {
   free(out);
 }
 
+/* Runs "ENV bp ARGS" and returns its exit status and a malloc'd copy of its
+ * standard error (stdout dropped) in *err. */
+static int run_bp_stderr(const char *env, const char *args, char **err) {
+  char cmd[4 * PATH_MAX + 1024];
+  snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1 >/dev/null", env, bp_path, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  char *buf = calloc(1, 1 << 16);
+  assert_non_null(buf);
+  size_t n = fread(buf, 1, (1 << 16) - 1, p);
+  buf[n] = '\0';
+  int st = pclose(p);
+  *err = buf;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* bp devices names the plugin directories it searched (absent ones marked),
+ * in the table, --explain and --json; opening a backend whose plugin was
+ * refused says why, as bp devices does. */
+static void test_search_dirs_and_why(void **state) {
+  (void)state;
+  char *out;
+  const char *env = "BACKPLANE_PLUGIN_PATH=/nonexistent/bp-plugins";
+  static const char *const modes[] = {"devices", "devices --explain"};
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(run_bp_env(env, modes[i], &out), 0);
+    assert_non_null(strstr(out, "plugin directories searched ("));
+    assert_non_null(strstr(out, "  /nonexistent/bp-plugins (absent)\n"));
+    assert_non_null(strstr(out, "/plugins\n")); /* bp's own, present */
+    free(out);
+  }
+  assert_int_equal(run_bp_env(env, "devices --json", &out), 0);
+  assert_non_null(strstr(out, "\"search_dirs\": ["));
+  assert_non_null(strstr(out, "{\"path\": \"/nonexistent/bp-plugins\", \"present\": false}"));
+  assert_int_equal(count(out, "{"), count(out, "}"));
+  free(out);
+  /* CUDA's driver pointed at nothing: refused at probe, and the open says so */
+  assert_int_equal(run_bp_stderr("BACKPLANE_CUDA_DRIVER=/nonexistent/libcuda.so.1", "run --device cuda", &out), 1);
+  if (!strstr(out, "libcuda.so.1 not found")) print_message("%s\n", out);
+  assert_non_null(strstr(out, "no device matches selector 'cuda': plugin "));
+  assert_non_null(strstr(out, "refused at stage probe"));
+  assert_non_null(strstr(out, "libcuda.so.1 not found"));
+  free(out);
+  /* a backend nobody provides: the directories searched */
+  assert_int_equal(run_bp_stderr(env, "run --device nosuch", &out), 1);
+  assert_non_null(strstr(out, "no plugin 'nosuch' was found; searched /nonexistent/bp-plugins (absent), "));
+  free(out);
+}
+
 /* ---- bp conformance ----------------------------------------------------------
  * On the broken-plugin corpus ($(B)/test/broken) and the CPU plugin; each
  * plugin runs in a fresh `bp` process. */
@@ -342,7 +391,7 @@ static int find_bp(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_usage),       cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_devices), cmocka_unit_test(test_devices_memory),
+      cmocka_unit_test(test_usage),       cmocka_unit_test(test_bad_values), cmocka_unit_test(test_search_dirs_and_why),       cmocka_unit_test(test_devices), cmocka_unit_test(test_devices_memory),
       cmocka_unit_test(test_devices_json), cmocka_unit_test(test_run_cpu),
       cmocka_unit_test(test_run_json),    cmocka_unit_test(test_bench_quick),
       cmocka_unit_test(test_conformance_unavailable), cmocka_unit_test(test_conformance_claim_without_op),

@@ -196,6 +196,36 @@ static void test_no_plugins(void **state) {
   tl_rmtree(d);
 }
 
+/* The directories searched, in order, absent ones included, are listed by
+ * bp_context_search_dir, and a failed open with no device names them. */
+static void test_search_dirs(void **state) {
+  (void)state;
+  char d[PATH_MAX];
+  tl_mkdtemp(d, sizeof d);
+  bp_context_t *ctx = open_with_env("/nonexistent/bp-env-a::/nonexistent/bp-env-a", d, false);
+  uint32_t n = 0;
+  assert_int_equal(bp_context_search_dir_count(ctx, &n), BP_OK);
+  assert_true(n >= 2);
+  char dir[PATH_MAX];
+  bool present = true;
+  assert_int_equal(bp_context_search_dir(ctx, 0, dir, sizeof dir, &present), BP_OK);
+  assert_string_equal(dir, "/nonexistent/bp-env-a"); /* once, though listed twice */
+  assert_false(present);
+  assert_int_equal(bp_context_search_dir(ctx, n - 1, dir, sizeof dir, &present), BP_OK);
+  assert_string_equal(dir, d); /* the application's directory comes last */
+  assert_true(present);
+  assert_int_equal(bp_context_search_dir(ctx, n, dir, sizeof dir, NULL), BP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(bp_context_search_dir(ctx, 0, NULL, 0, NULL), BP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(bp_context_search_dir_count(ctx, NULL), BP_ERR_INVALID_ARGUMENT);
+  bp_device_t *dev = NULL;
+  assert_true(bp_device_open(ctx, NULL, NULL, &dev) < 0);
+  assert_non_null(strstr(bp_last_error(), "searched /nonexistent/bp-env-a (absent), "));
+  assert_non_null(strstr(bp_last_error(), d));
+  bp_context_destroy(ctx);
+  unsetenv("BACKPLANE_PLUGIN_PATH");
+  tl_rmtree(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_env_then_plugin_dir),
@@ -204,6 +234,7 @@ int main(void) {
       cmocka_unit_test(test_odd_path_entries),
       cmocka_unit_test(test_pattern_and_name_order),
       cmocka_unit_test(test_no_plugins),
+      cmocka_unit_test(test_search_dirs),
   };
   return cmocka_run_group_tests(tests, tl_setup, NULL);
 }

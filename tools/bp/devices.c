@@ -172,6 +172,20 @@ static void print_plugin(const bp_plugin_report_t *p, bool explain) {
          bp_status_name(p->status), p->reason[0] ? p->reason : "(no reason)");
 }
 
+/* The plugin directories the loader looked in, in order, absent ones marked. */
+static void print_search_dirs(bp_context_t *ctx) {
+  uint32_t n = 0;
+  bp_context_search_dir_count(ctx, &n);
+  printf("\nplugin directories searched (%u, in order):\n", n);
+  if (n == 0) printf("  none\n");
+  for (uint32_t i = 0; i < n; i++) {
+    char dir[4096];
+    bool present = false;
+    if (bp_context_search_dir(ctx, i, dir, sizeof dir, &present) == BP_OK)
+      printf("  %s%s\n", dir, present ? "" : " (absent)");
+  }
+}
+
 static void print_plugins(bp_context_t *ctx, const devices_opts_t *o) {
   uint32_t n = 0, refused = 0;
   bp_context_plugin_count(ctx, &n);
@@ -262,6 +276,17 @@ static void print_json(bp_context_t *ctx) {
     json_plugin(&p);
     printf("%s\n", i + 1 < np ? "," : "");
   }
+  uint32_t ns = 0;
+  bp_context_search_dir_count(ctx, &ns);
+  printf("  ],\n  \"search_dirs\": [\n");
+  for (uint32_t i = 0; i < ns; i++) {
+    char dir[4096];
+    bool present = false;
+    if (bp_context_search_dir(ctx, i, dir, sizeof dir, &present) != BP_OK) continue;
+    printf("    {\"path\": ");
+    bpt_json_string(stdout, dir);
+    printf(", \"present\": %s}%s\n", present ? "true" : "false", i + 1 < ns ? "," : "");
+  }
   printf("  ]\n}\n");
 }
 
@@ -276,6 +301,7 @@ int bp_cmd_devices(int argc, char **argv) {
   } else {
     print_devices(ctx, &o);
     print_plugins(ctx, &o);
+    print_search_dirs(ctx);
   }
   bp_context_destroy(ctx);
   return BPT_EXIT_OK;
