@@ -4,6 +4,7 @@ A thin layer over libbackplane.so through ctypes. Objects own their C
 handles and release them when collected (or explicitly with close()).
 """
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -119,7 +120,7 @@ class Device:
         e = _lib.DeviceEntry()
         _check(_lib.lib.bp_device_entry(self._h, ctypes.byref(e)))
         self.entry = DeviceEntry(e)
-        self._tensors = []
+        self._finalizers = {}  # id -> weakref.finalize freeing one owned buffer
 
     def empty(self, shape, dtype="f32"):
         """An uninitialised contiguous tensor."""
@@ -151,11 +152,23 @@ class Device:
         return from_dlpack(self, obj)
 
     def close(self):
+        """Closes the device; the buffers of its tensors go with it (idempotent)."""
         if self._h:
-            for t in self._tensors:
-                t._forget()
-            _lib.lib.bp_device_close(self._h)  # frees what is left
+            for f in list(self._finalizers.values()):
+                f.detach()  # bp_device_close frees what is left: no double free
+            self._finalizers.clear()
+            _lib.lib.bp_device_close(self._h)
             self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            self.close()
 
 
 class Tensor:
@@ -163,7 +176,11 @@ class Tensor:
 
     def __init__(self, device, buffer, desc, owner=True):
         self.device, self._buffer, self._desc, self._owner = device, buffer, desc, owner
-        device._tensors.append(self)
+        if owner:  # the buffer is freed when the tensor is collected
+            key = id(self)
+            self._finalizer = weakref.finalize(self, _free_buffer, device._finalizers, key,
+                                               ctypes.c_void_p(buffer.value))
+            device._finalizers[key] = self._finalizer
 
     @classmethod
     def _alloc(cls, device, shape, dtype):
@@ -245,20 +262,19 @@ class Tensor:
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU; to_dlpack refuses memory DLPack cannot describe
 
-    def _forget(self):
-        self._buffer = None
-
     def close(self):
+        """Frees the buffer now (views of it must not be used afterwards)."""
         if self._owner and self._buffer:
-            _lib.lib.bp_buffer_free(self._buffer)
+            self._finalizer()
         self._buffer = None
-
-    def __del__(self):
-        if getattr(self, "_owner", False) and self._buffer and self.device._h:
-            self.close()
 
     def __repr__(self):
         return f"<tensor {self.dtype}{list(self.shape)} on {self.device.entry.name}>"
+
+
+def _free_buffer(registry, key, buffer):
+    registry.pop(key, None)
+    _lib.lib.bp_buffer_free(buffer)
 
 
 def _t(x):
@@ -333,9 +349,17 @@ class Stream:
         _check(_lib.lib.bp_random(self._h, {"uniform": 0, "normal": 1}[dist], seed, offset, a, b, _t(y)))
 
     def close(self):
+        """Waits for the stream's work and destroys it (idempotent)."""
         if self._h and self.device._h:
             _lib.lib.bp_stream_destroy(self._h)
         self._h = None
 
-    def __del__(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            self.close()
