@@ -25,6 +25,66 @@ class BackplaneError(RuntimeError):
         super().__init__(f"{self.status}: {message}")
 
 
+_INVALID = -1  # BP_ERR_INVALID_ARGUMENT
+_ALIASES = {"float32": "f32", "float16": "f16", "half": "f16", "bfloat16": "bf16", "float64": "f64",
+            "double": "f64", "int32": "i32", "int64": "i64", "uint8": "u8"}
+
+
+def _invalid(arg, message):
+    """A BackplaneError (BP_ERR_INVALID_ARGUMENT) naming the argument at fault."""
+    return BackplaneError(_INVALID, f"{arg}: {message}")
+
+
+def _dtype(value, arg="dtype"):
+    """The backplane dtype name ("f32") for "f32", "float32", np.float32 or np.dtype("float32")."""
+    if isinstance(value, str):
+        name = _ALIASES.get(value, value)
+        if name in _lib.DTYPES:
+            return name
+    if not isinstance(value, str) or value not in _ALIASES:
+        try:
+            dt = np.dtype(value)
+        except (TypeError, ValueError):
+            dt = None
+        if dt is not None:
+            if dt.name == "bfloat16":  # ml_dtypes.bfloat16
+                return "bf16"
+            for k, v in _NP_DTYPES.items():
+                if np.dtype(v) == dt:
+                    return k
+    raise _invalid(arg, f"unknown dtype {value!r} (one of {', '.join(_lib.DTYPES)}, their NumPy "
+                        "names or NumPy dtypes)")
+
+
+def _shape(shape, arg="shape"):
+    """A validated shape tuple: at most 8 non-negative integers."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise _invalid(arg, f"expected a sequence of integers, got {shape!r}") from None
+    if len(dims) > _lib.MAX_RANK:
+        raise _invalid(arg, f"rank {len(dims)} exceeds the maximum of {_lib.MAX_RANK}")
+    out = []
+    for d in dims:
+        try:
+            n = int(d.__index__())
+        except (AttributeError, TypeError):
+            raise _invalid(arg, f"dimension {d!r} is not an integer") from None
+        if n < 0:
+            raise _invalid(arg, f"dimension {n} is negative")
+        out.append(n)
+    return tuple(out)
+
+
+def _choice(table, value, arg):
+    """The index of value in a list of op names, or a BackplaneError naming arg."""
+    if isinstance(value, str) and value in table:
+        return table.index(value)
+    raise _invalid(arg, f"unknown {arg} {value!r} (one of {', '.join(table)})")
+
+
 def _check(status):
     if status != 0:
         raise BackplaneError(status, _lib.lib.bp_last_error().decode(errors="replace"))
@@ -124,15 +184,18 @@ class Device:
 
     def empty(self, shape, dtype="f32"):
         """An uninitialised contiguous tensor."""
-        return Tensor._alloc(self, tuple(int(s) for s in shape), dtype)
+        return Tensor._alloc(self, _shape(shape), _dtype(dtype))
 
     def tensor(self, array, dtype=None):
         """A tensor holding a copy of a NumPy array (bf16 given as float32)."""
         a = np.asarray(array)
-        dt = dtype or {np.dtype(v): k for k, v in _NP_DTYPES.items()}.get(a.dtype)
-        if dt is None:
-            raise TypeError(f"no backplane dtype for {a.dtype}")
-        t = Tensor._alloc(self, a.shape, dt)
+        if dtype is not None:
+            dt = _dtype(dtype)
+        else:
+            dt = {np.dtype(v): k for k, v in _NP_DTYPES.items()}.get(a.dtype)
+            if dt is None:
+                raise _invalid("array", f"no backplane dtype for {a.dtype}; pass dtype=")
+        t = Tensor._alloc(self, _shape(a.shape, "array"), dt)
         t.upload(a)
         return t
 
@@ -184,7 +247,8 @@ class Tensor:
 
     @classmethod
     def _alloc(cls, device, shape, dtype):
-        code = _lib.DTYPES[dtype]
+        code = _lib.DTYPES[_dtype(dtype)]
+        shape = _shape(shape)
         n = int(np.prod(shape)) if shape else 1
         buf = ctypes.c_void_p()
         _check(_lib.lib.bp_buffer_alloc(device._h, max(1, n * _lib.DTYPE_SIZES[code]), ctypes.byref(buf)))
@@ -216,6 +280,8 @@ class Tensor:
         return v
 
     def permute(self, *axes):
+        if sorted(axes) != list(range(len(self.shape))):
+            raise _invalid("axes", f"{axes} is not a permutation of {len(self.shape)} axes")
         return self._view([self.shape[a] for a in axes], [self.strides[a] for a in axes])
 
     @property
@@ -300,7 +366,7 @@ class Stream:
         _check(_lib.lib.bp_conv2d(self._h, ctypes.byref(p), _t(x), _t(w), _t(bias), _t(y)))
 
     def pool2d(self, kind, x, y, kernel, stride=0, padding=0, count_include_pad=False):
-        p = _lib.Pool2dParams(ctypes.sizeof(_lib.Pool2dParams), {"max": 0, "avg": 1}[kind], kernel,
+        p = _lib.Pool2dParams(ctypes.sizeof(_lib.Pool2dParams), _choice(["max", "avg"], kind, "kind"), kernel,
                               kernel, stride, stride, padding, padding, count_include_pad)
         _check(_lib.lib.bp_pool2d(self._h, ctypes.byref(p), _t(x), _t(y)))
 
@@ -328,13 +394,13 @@ class Stream:
         _check(_lib.lib.bp_adam(self._h, ctypes.byref(p), n, *arrays))
 
     def unary(self, op, x, y):
-        _check(_lib.lib.bp_unary(self._h, _lib.UNARY.index(op), _t(x), _t(y)))
+        _check(_lib.lib.bp_unary(self._h, _choice(_lib.UNARY, op, "op"), _t(x), _t(y)))
 
     def binary(self, op, a, b, y):
-        _check(_lib.lib.bp_binary(self._h, _lib.BINARY.index(op), _t(a), _t(b), _t(y)))
+        _check(_lib.lib.bp_binary(self._h, _choice(_lib.BINARY, op, "op"), _t(a), _t(b), _t(y)))
 
     def reduce(self, op, x, axis, y):
-        _check(_lib.lib.bp_reduce(self._h, _lib.REDUCE.index(op), _t(x), axis, _t(y)))
+        _check(_lib.lib.bp_reduce(self._h, _choice(_lib.REDUCE, op, "op"), _t(x), axis, _t(y)))
 
     def fill(self, y, value):
         _check(_lib.lib.bp_fill(self._h, _t(y), value))
@@ -346,7 +412,7 @@ class Stream:
         _check(_lib.lib.bp_cast(self._h, _t(x), _t(y)))
 
     def random(self, y, dist="uniform", seed=0, offset=0, a=0.0, b=1.0):
-        _check(_lib.lib.bp_random(self._h, {"uniform": 0, "normal": 1}[dist], seed, offset, a, b, _t(y)))
+        _check(_lib.lib.bp_random(self._h, _choice(["uniform", "normal"], dist, "dist"), seed, offset, a, b, _t(y)))
 
     def close(self):
         """Waits for the stream's work and destroys it (idempotent)."""
