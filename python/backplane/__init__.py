@@ -26,6 +26,7 @@ class BackplaneError(RuntimeError):
 
 
 _INVALID = -1  # BP_ERR_INVALID_ARGUMENT
+_UNSUPPORTED = -3  # BP_ERR_UNSUPPORTED
 _ALIASES = {"float32": "f32", "float16": "f16", "half": "f16", "bfloat16": "bf16", "float64": "f64",
             "double": "f64", "int32": "i32", "int64": "i64", "uint8": "u8"}
 
@@ -322,11 +323,35 @@ class Tensor:
             out = (out.astype(np.uint32) << 16).view(np.float32)
         return out
 
-    def __dlpack__(self, stream=None, max_version=None):
-        return to_dlpack_capsule(self, versioned=bool(max_version and max_version[0] >= 1))
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The Python DLPack protocol (2023.12): a "dltensor_versioned" capsule
+        when the consumer's max_version allows DLPack 1.x, else a legacy
+        "dltensor" one. copy=True exports a fresh copy, copy=False or None
+        lends this tensor's memory; dl_device other than kDLCPU (1, 0) raises
+        BufferError. bf16 raises BackplaneError: NumPy has no bfloat16 (use
+        numpy(), which widens to float32, or to_dlpack() for PyTorch)."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"cannot export to device {tuple(dl_device)}, only to kDLCPU (1, 0)")
+        if self.dtype == "bf16":
+            raise BackplaneError(_UNSUPPORTED, "__dlpack__: NumPy cannot import bf16 (it has no "
+                                 "bfloat16 dtype); use Tensor.numpy() (float32) or, for PyTorch, "
+                                 "torch.utils.dlpack.from_dlpack(t.to_dlpack())")
+        return self.to_dlpack(versioned=bool(max_version and max_version[0] >= 1), copy=bool(copy))
+
+    def to_dlpack(self, versioned=False, copy=False):
+        """A DLPack capsule of any dtype (bf16 included) lending this tensor's
+        memory, or a copy's with copy=True; versioned picks DLPack 1.x."""
+        src = self
+        if copy:
+            src = self.device.empty(self.shape, self.dtype)
+            with self.device.stream() as s:
+                s.copy(self, src)
+                s.synchronize()
+        return to_dlpack_capsule(src, versioned=versioned)
 
     def __dlpack_device__(self):
-        return (1, 0)  # kDLCPU; to_dlpack refuses memory DLPack cannot describe
+        """(kDLCPU, 0): to_dlpack refuses memory DLPack cannot describe."""
+        return (1, 0)
 
     def close(self):
         """Frees the buffer now (views of it must not be used afterwards)."""

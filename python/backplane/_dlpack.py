@@ -18,11 +18,18 @@ _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_get_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+# The destructor may run while the consumer's exception is set: these two
+# wrappers neither check nor raise Python errors (neither function sets one
+# for a valid capsule), so a failed import stays the consumer's error.
+_get_pointer_raw = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
+_is_valid_raw = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
 
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+_USED, _USED_VERSIONED = b"used_dltensor", b"used_dltensor_versioned"
 
 # managed tensor address -> (tensor kept alive, original C deleter)
 _alive = {}
@@ -57,7 +64,7 @@ def _release(managed):
 def _capsule_destructor(capsule):
     # An unconsumed capsule still owns its tensor.
     for name, struct in ((b"dltensor", _Legacy), (b"dltensor_versioned", _Versioned)):
-        if _api.PyCapsule_IsValid(capsule, name):
+        if _is_valid_raw(capsule, name):
             managed = _get_pointer_raw(capsule, name)
             deleter = struct.from_address(managed).deleter
             if deleter:
@@ -79,11 +86,21 @@ def to_dlpack_capsule(tensor, versioned=False):
 def from_dlpack(device, obj):
     """A bp Tensor over the memory of obj (anything with __dlpack__), no copy."""
     from . import Tensor, _check
-    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
-    ptr = _api.PyCapsule_GetPointer(capsule, b"dltensor")
+    if hasattr(obj, "__dlpack__"):
+        try:  # a DLPack 1.x producer gives a versioned capsule
+            capsule = obj.__dlpack__(max_version=(1, 0))
+        except TypeError:  # an older producer
+            capsule = obj.__dlpack__()
+    else:
+        capsule = obj
+    versioned = _api.PyCapsule_IsValid(ctypes.c_void_p(id(capsule)), b"dltensor_versioned") == 1
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    ptr = _api.PyCapsule_GetPointer(capsule, name)
     desc, buf = _lib.Tensor(), ctypes.c_void_p()
-    _check(_lib.lib.bp_tensor_from_dlpack(device._h, ptr, False, ctypes.byref(desc), ctypes.byref(buf)))
-    _api.PyCapsule_SetName(capsule, b"used_dltensor")  # we own it now
+    _check(_lib.lib.bp_tensor_from_dlpack(device._h, ptr, versioned, ctypes.byref(desc),
+                                          ctypes.byref(buf)))
+    # The capsule keeps the name's pointer: pass the interned constants only.
+    _api.PyCapsule_SetName(capsule, _USED_VERSIONED if versioned else _USED)  # we own it now
     t = Tensor(device, buf, desc)
     t._source = obj  # the producer's object stays alive with the tensor
     return t
