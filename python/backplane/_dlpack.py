@@ -5,7 +5,10 @@ Exported capsules follow the Python DLPack protocol: named "dltensor"
 deleter then owns the managed tensor. The tensor's buffer is kept alive
 until that deleter runs, so a NumPy view never outlives its memory.
 """
+from __future__ import annotations
+
 import ctypes
+from typing import Any
 
 from . import _lib
 
@@ -71,7 +74,7 @@ def _capsule_destructor(capsule):
                 _DELETER(deleter)(managed)
 
 
-def to_dlpack_capsule(tensor, versioned=False):
+def to_dlpack_capsule(tensor: Any, versioned: bool = False) -> Any:
     """A DLPack capsule lending tensor's memory (no copy)."""
     from . import _check
     out = ctypes.c_void_p()
@@ -83,7 +86,7 @@ def to_dlpack_capsule(tensor, versioned=False):
     return _api.PyCapsule_New(out.value, name, ctypes.cast(_capsule_destructor, ctypes.c_void_p).value)
 
 
-def from_dlpack(device, obj):
+def from_dlpack(device: Any, obj: Any) -> Any:
     """A bp Tensor over the memory of obj (anything with __dlpack__), no copy."""
     from . import Tensor, _check
     if hasattr(obj, "__dlpack__"):

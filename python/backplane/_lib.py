@@ -18,6 +18,7 @@ UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "gelu", "silu", "s
          "sin", "cos"]
 BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
 REDUCE = ["sum", "mean", "max", "min", "prod", "var", "argmax"]
+ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
 KINDS = ["discrete-gpu", "integrated-gpu", "cpu", "software", "other"]
 
 
@@ -84,10 +85,22 @@ class MemoryStats(ctypes.Structure):
         ("fragmentation", ctypes.c_double)]
 
 
+class LibraryNotFoundError(ImportError):
+    """libbackplane.so could not be loaded; the message says where it looked."""
+
+
 def _load():
-    path = os.environ.get("BACKPLANE_LIBRARY") or ctypes.util.find_library("backplane") \
-        or "libbackplane.so.0"
-    return ctypes.CDLL(path)
+    env = os.environ.get("BACKPLANE_LIBRARY")
+    path = env or ctypes.util.find_library("backplane") or "libbackplane.so.0"
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        where = (f"BACKPLANE_LIBRARY={env!r}" if env else
+                 "the system library path (BACKPLANE_LIBRARY is not set)")
+        raise LibraryNotFoundError(
+            f"backplane: cannot load the shared library from {where}: {e}. Set BACKPLANE_LIBRARY "
+            "to the path of libbackplane.so (e.g. build/lib/libbackplane.so) or install it with "
+            "'make install'") from e
 
 
 lib = _load()
@@ -109,6 +122,14 @@ _SIGNATURES = {
     "bp_device_open": ([P, ctypes.c_char_p, P, PP], ctypes.c_int),
     "bp_device_close": ([P], None),
     "bp_device_entry": ([P, ctypes.POINTER(DeviceEntry)], ctypes.c_int),
+    "bp_device_supports": ([P, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_bool)], ctypes.c_int),
+    "bp_gemm": ([P, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64, I64, D,
+                 P, U64, I64, P, U64, I64, D, P, U64, I64], ctypes.c_int),
+    "bp_gemm_strided_batched": ([P, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64,
+                                 I64, D, P, U64, I64, I64, P, U64, I64, I64, D, P, U64, I64, I64,
+                                 I64], ctypes.c_int),
+    "bp_gemv": ([P, ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64, D, P, U64, I64, P, U64, I64,
+                 D, P, U64, I64], ctypes.c_int),
     "bp_device_synchronize": ([P], ctypes.c_int),
     "bp_device_memory_stats": ([P, ctypes.POINTER(MemoryStats)], ctypes.c_int),
     "bp_buffer_alloc": ([P, U64, PP], ctypes.c_int),
