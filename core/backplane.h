@@ -184,6 +184,11 @@ BP_API bp_status_t bp_context_device_entry(const bp_context_t *context,
  * next lookup or store, not here. Thread-safe. See docs/runtime.md. */
 BP_API bp_status_t bp_context_set_tuning_cache(bp_context_t *context,
                                                const char *path);
+/* Writes the autotuning cache's file now (merged with what is there, as a
+ * store does), so that it exists even when nothing was stored. Fails when
+ * the cache is in memory only, the file has a newer format, or it could not
+ * be written. Thread-safe. */
+BP_API bp_status_t bp_context_flush_tuning_cache(bp_context_t *context);
 
 /* ---------------------------------------------------------------------------
  * Devices.

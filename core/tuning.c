@@ -191,7 +191,8 @@ static void warn_write(const char *what) {
 }
 
 /* Merges what other processes wrote since the load with cache.table (the
- * entry just stored, f, wins over the file) and writes the result. */
+ * entry just stored, f, wins over the file; NULL: none) and writes the
+ * result. */
 static void persist(const char *const *f) {
   char lock_path[PATH_MAX + 8];
   snprintf(lock_path, sizeof lock_path, "%s.lock", cache.path);
@@ -211,7 +212,7 @@ static void persist(const char *const *f) {
     if (!tune_table_find(&merged, (const char *const *)e->f, e->hash))
       ok = tune_table_upsert(&merged, (const char *const *)e->f);
   }
-  if (!ok || !tune_table_upsert(&merged, f)) {
+  if (!ok || (f && !tune_table_upsert(&merged, f))) {
     errno = ENOMEM;
     warn_write("merge it");
     goto out;
@@ -325,5 +326,33 @@ bp_status_t bp_context_set_tuning_cache(bp_context_t *h, const char *path) {
   free(cache.app_path);
   cache.app_path = copy;
   pthread_mutex_unlock(&cache.lock);
+  return BP_OK;
+}
+
+bp_status_t bp_context_flush_tuning_cache(bp_context_t *h) {
+  bp__clear_error();
+  bp_context_t *context;
+  bp_status_t st = bp__context_get(h, "bp_context_flush_tuning_cache", &context);
+  if (st != BP_OK) return st;
+  pthread_mutex_lock(&cache.lock);
+  cache_sync_path();
+  bool was_warned = cache.warned_write;
+  cache.warned_write = false;
+  if (cache.path[0] && !cache.newer_format) persist(NULL);
+  bool failed = cache.warned_write;
+  cache.warned_write = cache.warned_write || was_warned;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s", cache.path);
+  bool newer = cache.newer_format;
+  pthread_mutex_unlock(&cache.lock);
+  if (!path[0])
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "bp_context_flush_tuning_cache: the cache is in memory only "
+                    "(BACKPLANE_TUNING_CACHE is empty, or no home directory)");
+  if (newer)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "bp_context_flush_tuning_cache: %s has a newer format; left untouched", path);
+  if (failed)
+    return bp__fail(BP_ERR_INTERNAL, "bp_context_flush_tuning_cache: could not write %s", path);
   return BP_OK;
 }

@@ -122,6 +122,64 @@ static void test_bench_quick(void **state) {
   free(out);
 }
 
+/* Reads a whole file into a malloc'd string; NULL when absent. */
+static char *slurp_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, len = 0, n;
+  char *buf = malloc(cap);
+  assert_non_null(buf);
+  while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0)
+    if ((len += n) + 1 == cap) assert_non_null(buf = realloc(buf, cap *= 2));
+  buf[len] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* bp tune --cache F writes F (a valid cache, also when the CPU plugins tune
+ * nothing), and --json reports every case. */
+static void test_tune_cache_and_json(void **state) {
+  (void)state;
+  char cache[PATH_MAX], json[PATH_MAX], args[3 * PATH_MAX], *out;
+  snprintf(cache, sizeof cache, "%s/tune-cache-test.json", test_dir);
+  snprintf(json, sizeof json, "%s/tune-report-test.json", test_dir);
+  unlink(cache);
+  unlink(json);
+  snprintf(args, sizeof args, "tune --quick --device cpu --cache '%s' --json '%s'", cache, json);
+  int rc = run_bp(args, &out);
+  if (rc != 0) print_message("%s\n", out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "tuning cache: "));
+  free(out);
+  char *c = slurp_file(cache);
+  assert_non_null(c);
+  assert_non_null(strstr(c, "\"version\": 1"));
+  assert_non_null(strstr(c, "\"entries\""));
+  free(c);
+  char *j = slurp_file(json);
+  assert_non_null(j);
+  assert_int_equal(j[0], '{');
+  assert_non_null(strstr(j, "\"cache_written\": true"));
+  assert_non_null(strstr(j, "\"op\": \"gemm\""));
+  assert_int_equal(count(j, "{"), count(j, "}"));
+  free(j);
+  unlink(json);
+  /* --json -: the report alone on stdout. */
+  snprintf(args, sizeof args, "tune --quick --device cpu --cache '%s' --json -", cache);
+  assert_int_equal(run_bp(args, &out), 0);
+  assert_int_equal(out[0], '{');
+  assert_null(strstr(out, "device: "));
+  assert_non_null(strstr(out, "\"status\": "));
+  free(out);
+  unlink(cache);
+  char lock[PATH_MAX + 8];
+  snprintf(lock, sizeof lock, "%s.lock", cache);
+  unlink(lock);
+  /* A cache that cannot be written fails the run. */
+  assert_int_equal(run_bp("tune --quick --device cpu --cache /dev/null/tuning.json", &out), 1);
+  free(out);
+}
+
 static void test_usage(void **state) {
   (void)state;
   char *out;
@@ -327,6 +385,77 @@ static void test_conformance_unclaimed_ops_called(void **state) {
   free(out);
 }
 
+/* With cpu-ref out of reach nothing is verified: the run fails, it does not
+ * print PASS with every op skipped. */
+static void test_conformance_no_reference(void **state) {
+  (void)state;
+  char p[PATH_MAX], args[PATH_MAX + 64], *out;
+  broken("good", p, sizeof p);
+  snprintf(args, sizeof args, "conformance --quick '%s'", p);
+  assert_int_equal(run_bp_env("BACKPLANE_BACKENDS=-cpu", args, &out), 1);
+  assert_true(case_result(out, "all ops", "FAIL"));
+  assert_non_null(strstr(out, "not verified: no cpu-ref device"));
+  assert_null(strstr(out, "RESULT: PASS"));
+  assert_non_null(strstr(out, "RESULT: FAIL"));
+  free(out);
+}
+
+/* JSON: an object with totals and per-plugin results; JUnit: every
+ * <testsuite> and the <testsuites> root carry their counts. */
+static void test_conformance_json_junit_counts(void **state) {
+  (void)state;
+  char a[PATH_MAX], b[PATH_MAX], xml[PATH_MAX], json[PATH_MAX], args[5 * PATH_MAX], *out;
+  broken("good", a, sizeof a);
+  broken("claimsfill", b, sizeof b);
+  snprintf(xml, sizeof xml, "%s/conformance-counts.xml", test_dir);
+  snprintf(json, sizeof json, "%s/conformance-counts.json", test_dir);
+  snprintf(args, sizeof args, "conformance --quick --junit '%s' --json '%s' '%s' '%s'", xml, json, a, b);
+  assert_int_equal(run_bp(args, &out), 1);
+  free(out);
+  char *j = slurp_file(json), *x = slurp_file(xml);
+  unlink(json);
+  unlink(xml);
+  assert_non_null(j);
+  assert_non_null(x);
+  assert_int_equal(j[0], '{');
+  assert_non_null(strstr(j, "\"result\": \"FAIL\""));
+  assert_non_null(strstr(j, "\"totals\": {\"total\": "));
+  assert_int_equal(count(j, "\"totals\": "), 3); /* the run's and one per plugin */
+  assert_int_equal(count(j, "\"checks\": ["), 2);
+  int total = -1, failures = -1;
+  assert_int_equal(sscanf(strstr(j, "\"totals\": "), "\"totals\": {\"total\": %d, \"failures\": %d", &total, &failures), 2);
+  assert_int_equal(total, count(j, "\"case\": "));
+  assert_true(failures >= 1);
+  assert_int_equal(count(j, "{"), count(j, "}"));
+  /* JUnit: each suite's tests= is its number of testcases; the root sums. */
+  int suites = 0, sum = 0, fsum = 0;
+  for (const char *s = strstr(x, "<testsuite "); s; s = strstr(s + 1, "<testsuite ")) {
+    int t = -1, fl = -1, er = -1, sk = -1;
+    const char *q = strstr(s, "tests=");
+    assert_non_null(q);
+    assert_int_equal(sscanf(q, "tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\"", &t, &fl, &er, &sk), 4);
+    const char *end = strstr(s, "</testsuite>");
+    assert_non_null(end);
+    int cases = 0, fails = 0, skips = 0;
+    for (const char *c = strstr(s, "<testcase "); c && c < end; c = strstr(c + 1, "<testcase ")) cases++;
+    for (const char *c = strstr(s, "<failure "); c && c < end; c = strstr(c + 1, "<failure ")) fails++;
+    for (const char *c = strstr(s, "<skipped "); c && c < end; c = strstr(c + 1, "<skipped ")) skips++;
+    assert_int_equal(t, cases);
+    assert_int_equal(fl, fails);
+    assert_int_equal(sk, skips);
+    suites++, sum += t, fsum += fl;
+  }
+  assert_true(suites >= 2);
+  int rt = -1, rf = -1;
+  assert_int_equal(sscanf(strstr(x, "<testsuites "), "<testsuites name=\"bp conformance\" tests=\"%d\" failures=\"%d\"", &rt, &rf), 2);
+  assert_int_equal(rt, sum);
+  assert_int_equal(rt, total);
+  assert_int_equal(rf, fsum);
+  assert_true(rf >= 1);
+  free(j);
+  free(x);
+}
+
 /* A failing bp_graph_rebind fails the graphs case. */
 static void test_conformance_rebind_checked(void **state) {
   (void)state;
@@ -394,8 +523,10 @@ int main(void) {
       cmocka_unit_test(test_usage),       cmocka_unit_test(test_bad_values), cmocka_unit_test(test_search_dirs_and_why),       cmocka_unit_test(test_devices), cmocka_unit_test(test_devices_memory),
       cmocka_unit_test(test_devices_json), cmocka_unit_test(test_run_cpu),
       cmocka_unit_test(test_run_json),    cmocka_unit_test(test_bench_quick),
+      cmocka_unit_test(test_tune_cache_and_json),
       cmocka_unit_test(test_conformance_unavailable), cmocka_unit_test(test_conformance_claim_without_op),
       cmocka_unit_test(test_conformance_unclaimed_ops_called), cmocka_unit_test(test_conformance_rebind_checked),
+      cmocka_unit_test(test_conformance_no_reference), cmocka_unit_test(test_conformance_json_junit_counts),
       cmocka_unit_test(test_conformance_cleans_up),
   };
   return cmocka_run_group_tests_name("bp_cli", tests, find_bp, NULL);

@@ -121,45 +121,84 @@ static void xml_escape(FILE *f, const char *s) {
   }
 }
 
+/* Counts of records [from, to) for JUnit: tests, failures (FAIL), errors
+ * (CRASH), skipped (unsupported and skip). */
+typedef struct junit_counts { int tests, failures, errors, skipped; } junit_counts_t;
+
+static junit_counts_t junit_count(const cf_report_t *r, int from, int to) {
+  junit_counts_t c = {0};
+  for (int i = from; i < to; i++) {
+    cf_result_t k = r->rec[i].result;
+    c.tests++;
+    c.failures += k == CF_FAIL;
+    c.errors += k == CF_CRASH;
+    c.skipped += k == CF_UNSUPPORTED || k == CF_SKIP;
+  }
+  return c;
+}
+
+/* One past the last record of the run of records sharing rec[i]'s field. */
+static int group_end(const cf_report_t *r, int i, bool by_plugin) {
+  int j = i + 1;
+  while (j < r->n && !strcmp(by_plugin ? r->rec[j].plugin : r->rec[j].device,
+                             by_plugin ? r->rec[i].plugin : r->rec[i].device))
+    j++;
+  return j;
+}
+
 void cf_report_junit(const cf_report_t *r, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
     perror(path);
     return;
   }
-  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"bp conformance\" tests=\"%d\" failures=\"%d\">\n",
-          r->n, cf_report_failures(r));
-  const char *device = NULL;
-  for (int i = 0; i < r->n; i++) {
-    const cf_record_t *x = &r->rec[i];
-    if (!device || strcmp(device, x->device)) {
-      if (device) fputs("  </testsuite>\n", f);
-      device = x->device;
-      fputs("  <testsuite name=\"", f);
-      xml_escape(f, device);
-      fputs("\">\n", f);
+  junit_counts_t all = junit_count(r, 0, r->n);
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"bp conformance\" tests=\"%d\" "
+             "failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
+          all.tests, all.failures, all.errors, all.skipped);
+  for (int i = 0, end; i < r->n; i = end) {
+    end = group_end(r, i, false);
+    junit_counts_t c = junit_count(r, i, end);
+    fputs("  <testsuite name=\"", f);
+    xml_escape(f, r->rec[i].device);
+    fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n", c.tests, c.failures,
+            c.errors, c.skipped);
+    for (int k = i; k < end; k++) {
+      const cf_record_t *x = &r->rec[k];
+      fputs("    <testcase classname=\"", f);
+      xml_escape(f, x->stage);
+      fputs("\" name=\"", f);
+      xml_escape(f, x->name);
+      fprintf(f, "\" time=\"%.3f\">", x->seconds);
+      const char *tag = x->result == CF_FAIL ? "failure" : x->result == CF_CRASH ? "error"
+                        : x->result == CF_UNSUPPORTED || x->result == CF_SKIP ? "skipped" : NULL;
+      if (tag) {
+        fprintf(f, "<%s message=\"", tag);
+        xml_escape(f, x->detail);
+        fprintf(f, "\"/>");
+      } else {
+        fputs("<system-out>", f);
+        xml_escape(f, x->detail);
+        fputs("</system-out>", f);
+      }
+      fputs("</testcase>\n", f);
     }
-    fputs("    <testcase classname=\"", f);
-    xml_escape(f, x->stage);
-    fputs("\" name=\"", f);
-    xml_escape(f, x->name);
-    fprintf(f, "\" time=\"%.3f\">", x->seconds);
-    const char *tag = x->result == CF_FAIL || x->result == CF_CRASH ? "failure"
-                      : x->result == CF_UNSUPPORTED || x->result == CF_SKIP ? "skipped" : NULL;
-    if (tag) {
-      fprintf(f, "<%s message=\"", tag);
-      xml_escape(f, x->detail);
-      fprintf(f, "\"/>");
-    } else {
-      fputs("<system-out>", f);
-      xml_escape(f, x->detail);
-      fputs("</system-out>", f);
-    }
-    fputs("</testcase>\n", f);
+    fputs("  </testsuite>\n", f);
   }
-  if (device) fputs("  </testsuite>\n", f);
   fputs("</testsuites>\n", f);
   fclose(f);
+}
+
+/* {"total": n, "<result>": count, ...} over records [from, to). */
+static void json_totals(FILE *f, const cf_report_t *r, int from, int to) {
+  int counts[CF_RESULT_COUNT] = {0}, failures = 0;
+  for (int i = from; i < to; i++) {
+    counts[r->rec[i].result]++;
+    failures += r->rec[i].result == CF_FAIL || r->rec[i].result == CF_CRASH;
+  }
+  fprintf(f, "{\"total\": %d, \"failures\": %d", to - from, failures);
+  for (int k = 0; k < CF_RESULT_COUNT; k++) fprintf(f, ", \"%s\": %d", result_names[k], counts[k]);
+  fputc('}', f);
 }
 
 void cf_report_json(const cf_report_t *r, const char *path) {
@@ -168,21 +207,32 @@ void cf_report_json(const cf_report_t *r, const char *path) {
     perror(path);
     return;
   }
-  fputs("[\n", f);
-  for (int i = 0; i < r->n; i++) {
-    const cf_record_t *x = &r->rec[i];
-    fputs("  {\"plugin\": ", f);
-    bpt_json_string(f, x->plugin);
-    fputs(", \"device\": ", f);
-    bpt_json_string(f, x->device);
-    fputs(", \"stage\": ", f);
-    bpt_json_string(f, x->stage);
-    fputs(", \"case\": ", f);
-    bpt_json_string(f, x->name);
-    fprintf(f, ", \"result\": \"%s\", \"seconds\": %.3f, \"detail\": ", result_names[x->result], x->seconds);
-    bpt_json_string(f, x->detail);
-    fprintf(f, "}%s\n", i + 1 < r->n ? "," : "");
+  fprintf(f, "{\n  \"result\": \"%s\",\n  \"totals\": ", cf_report_failures(r) ? "FAIL" : "PASS");
+  json_totals(f, r, 0, r->n);
+  fputs(",\n  \"plugins\": [", f);
+  for (int i = 0, end; i < r->n; i = end) {
+    end = group_end(r, i, true);
+    fputs(i ? ",\n    {\"plugin\": " : "\n    {\"plugin\": ", f);
+    bpt_json_string(f, r->rec[i].plugin);
+    fputs(", \"totals\": ", f);
+    json_totals(f, r, i, end);
+    fputs(",\n     \"checks\": [\n", f);
+    for (int k = i; k < end; k++) {
+      const cf_record_t *x = &r->rec[k];
+      fputs("       {\"plugin\": ", f);
+      bpt_json_string(f, x->plugin);
+      fputs(", \"device\": ", f);
+      bpt_json_string(f, x->device);
+      fputs(", \"stage\": ", f);
+      bpt_json_string(f, x->stage);
+      fputs(", \"case\": ", f);
+      bpt_json_string(f, x->name);
+      fprintf(f, ", \"result\": \"%s\", \"seconds\": %.3f, \"detail\": ", result_names[x->result], x->seconds);
+      bpt_json_string(f, x->detail);
+      fprintf(f, "}%s\n", k + 1 < end ? "," : "");
+    }
+    fputs("     ]}", f);
   }
-  fputs("]\n", f);
+  fputs("\n  ]\n}\n", f);
   fclose(f);
 }

@@ -6,6 +6,7 @@
  * is only that every bucket is reached once. Nothing is measured beyond the
  * time of that first call, which is printed.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,18 +14,35 @@
 
 #define TUNE_MAX_DEVICES 16
 #define TUNE_SEED 11u
+#define TUNE_MAX_RESULTS (TUNE_MAX_DEVICES * BENCH_SUITE_MAX)
+
+/* One case on one device, for --json. */
+typedef struct tune_result {
+  char device[64];
+  const char *op, *dtype;
+  char shape[96];
+  const char *status; /* "tuned", "unsupported", "skipped", "failed" */
+  char message[160];
+  double ms;
+} tune_result_t;
+
+static tune_result_t *tune_results;
+static int tune_nresults;
+static FILE *tune_out; /* the human report: stdout, or /dev/null under --json - */
 
 typedef struct tune_opts {
   const char *devices[TUNE_MAX_DEVICES];
   int ndevices;
   bool quick;
   const char *cache;
+  const char *json;
   bpt_context_flags_t ctx;
 } tune_opts_t;
 
 static void tune_help(FILE *f) {
   fprintf(f,
-          "usage: bp tune [--device SEL ...] [--quick] [--cache PATH] [--no-isolate]\n\n"
+          "usage: bp tune [--device SEL ...] [--quick] [--cache PATH] [--json FILE]\n"
+          "               [--no-isolate]\n\n"
           "Fills the autotuning cache ahead of time: runs each device's tunable ops\n"
           "(gemm over square 256..4096 and the transformer shapes, attention over\n"
           "bp bench's shapes) once per shape, so that plugins which tune time their\n"
@@ -36,7 +54,9 @@ static void tune_help(FILE *f) {
           "  --quick       a few small shapes only\n"
           "  --cache PATH  the cache file (default: BACKPLANE_TUNING_CACHE, else\n"
           "                $XDG_CACHE_HOME/backplane/tuning.json, else\n"
-          "                ~/.cache/backplane/tuning.json)\n"
+          "                ~/.cache/backplane/tuning.json); written at the end\n"
+          "                even when no plugin stored a result\n"
+          "  --json FILE   also write every case's outcome to FILE ('-': stdout)\n"
           "  --no-isolate  probe plugins in this process instead of a child\n\n"
           "Progress is shown on stderr when it is a terminal.\n"
           "Exit status: 0 (also when an op is unsupported), 1 when a device could\n"
@@ -47,6 +67,7 @@ static int parse(int argc, char **argv, tune_opts_t *o) {
   static const struct option longopts[] = {
       {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
       {"cache", required_argument, NULL, 'c'}, {"quick", no_argument, NULL, 'q'},
+      {"json", required_argument, NULL, 'j'},
       {"no-isolate", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("tune", argc, argv, "h", longopts, &started)) != -1;) {
@@ -62,6 +83,10 @@ static int parse(int argc, char **argv, tune_opts_t *o) {
       o->cache = optarg;
       break;
     case 'q': o->quick = true; break;
+    case 'j':
+      if (!optarg[0]) return bpt_usage_error("tune", "--json needs a path ('-': stdout)");
+      o->json = optarg;
+      break;
     case 'n': o->ctx.no_isolate = true; break;
     default: return BPT_EXIT_USAGE;
     }
@@ -70,31 +95,43 @@ static int parse(int argc, char **argv, tune_opts_t *o) {
   return 0;
 }
 
-/* Runs case c once on dev and prints the outcome; false when it failed. */
-static bool tune_case(bp_device_t *dev, const bpt_case_t *c) {
-  char label[96];
-  bpt_case_label(c, label, sizeof label);
-  printf("  %-10s %-30s %-4s ", bpt_op_name(c->op), label, bp_dtype_name(c->dtype));
+/* Runs case c once on dev and reports the outcome; false when it failed. */
+static bool tune_case(bp_device_t *dev, const char *devname, const bpt_case_t *c) {
+  tune_result_t scratch, *r = tune_nresults < TUNE_MAX_RESULTS && tune_results
+                                  ? &tune_results[tune_nresults++] : &scratch;
+  memset(r, 0, sizeof *r);
+  snprintf(r->device, sizeof r->device, "%s", devname);
+  r->op = bpt_op_name(c->op);
+  r->dtype = bp_dtype_name(c->dtype);
+  bpt_case_label(c, r->shape, sizeof r->shape);
+  fprintf(tune_out, "  %-10s %-30s %-4s ", r->op, r->shape, r->dtype);
   bool ok = false;
   bp_device_supports(dev, bpt_case_bp_op(c), c->dtype, &ok);
   if (!ok) {
-    printf("unsupported\n");
+    r->status = "unsupported";
+    fprintf(tune_out, "unsupported\n");
     return true;
   }
   bpt_instance_t inst;
   bp_status_t st = bpt_instance_create(c, dev, TUNE_SEED, &inst);
   if (st != BP_OK) {
-    printf("skipped: %s\n", inst.error); /* too big for the device, mostly */
+    r->status = "skipped";
+    snprintf(r->message, sizeof r->message, "%s", inst.error);
+    fprintf(tune_out, "skipped: %s\n", inst.error); /* too big for the device, mostly */
     return true;
   }
   double ms = 0;
   st = bpt_instance_time(&inst, 0, 1, 1, 0, &ms);
   bpt_instance_destroy(&inst);
   if (st != BP_OK) {
-    printf("failed: %s (%s)\n", bp_status_string(st), bp_last_error());
+    r->status = "failed";
+    snprintf(r->message, sizeof r->message, "%s (%s)", bp_status_string(st), bp_last_error());
+    fprintf(tune_out, "failed: %s\n", r->message);
     return false;
   }
-  printf("%10.2f ms\n", ms);
+  r->status = "tuned";
+  r->ms = ms;
+  fprintf(tune_out, "%10.2f ms\n", ms);
   return true;
 }
 
@@ -105,7 +142,7 @@ static bool tune_device(bp_context_t *ctx, const char *selector, const bpt_case_
   if (!dev) return false;
   bp_device_entry_t e;
   bp_device_entry(dev, &e);
-  printf("device: %s (rank %u, backend %s, driver %s)\n", e.info.name, e.rank, e.backend,
+  fprintf(tune_out, "device: %s (rank %u, backend %s, driver %s)\n", e.info.name, e.rank, e.backend,
          e.info.driver_version[0] ? e.info.driver_version : "-");
   bool ok = true;
   for (int i = 0; i < ncases; i++) {
@@ -113,7 +150,7 @@ static bool tune_device(bp_context_t *ctx, const char *selector, const bpt_case_
     bpt_case_label(&cases[i], shape, sizeof shape);
     snprintf(label, sizeof label, "%s %s %s", e.info.name, bpt_op_name(cases[i].op), shape);
     bpt_progress(i + 1, ncases, label);
-    bool case_ok = tune_case(dev, &cases[i]);
+    bool case_ok = tune_case(dev, e.info.name, &cases[i]);
     bpt_progress_done();
     ok = case_ok && ok;
   }
@@ -138,6 +175,43 @@ static int default_selectors(bp_context_t *ctx, const char **out, char (*sel_buf
   return n;
 }
 
+static bool write_json(const char *path, const char *cache, bool cache_written, bool ok) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+  if (!f) {
+    fprintf(stderr, "bp tune: cannot write %s\n", path);
+    return false;
+  }
+  fprintf(f, "{\n  \"cache\": ");
+  if (cache) bpt_json_string(f, cache); else fprintf(f, "null");
+  fprintf(f, ",\n  \"cache_written\": %s,\n  \"ok\": %s,\n  \"results\": [\n",
+          cache_written ? "true" : "false", ok ? "true" : "false");
+  for (int i = 0; i < tune_nresults; i++) {
+    const tune_result_t *r = &tune_results[i];
+    fprintf(f, "    {\"device\": ");
+    bpt_json_string(f, r->device);
+    fprintf(f, ", \"op\": ");
+    bpt_json_string(f, r->op);
+    fprintf(f, ", \"shape\": ");
+    bpt_json_string(f, r->shape);
+    fprintf(f, ", \"dtype\": ");
+    bpt_json_string(f, r->dtype);
+    fprintf(f, ", \"status\": ");
+    bpt_json_string(f, r->status);
+    fprintf(f, ", \"ms\": ");
+    bpt_json_number(f, strcmp(r->status, "tuned") ? NAN : r->ms);
+    if (r->message[0]) {
+      fprintf(f, ", \"message\": ");
+      bpt_json_string(f, r->message);
+    }
+    fprintf(f, "}%s\n", i + 1 < tune_nresults ? "," : "");
+  }
+  fprintf(f, "  ]\n}\n");
+  bool wrote = !ferror(f);
+  if (f != stdout) wrote = fclose(f) == 0 && wrote;
+  else fflush(f);
+  return wrote;
+}
+
 int bp_cmd_tune(int argc, char **argv) {
   tune_opts_t o = {0};
   int rc = parse(argc, argv, &o);
@@ -160,13 +234,31 @@ int bp_cmd_tune(int argc, char **argv) {
     nsel = default_selectors(ctx, all, sel_buf);
     sel = all;
   }
+  bool to_stdout = o.json && !strcmp(o.json, "-");
+  tune_out = to_stdout ? fopen("/dev/null", "w") : stdout;
+  if (!tune_out) tune_out = stdout;
+  tune_nresults = 0;
+  tune_results = o.json ? calloc(TUNE_MAX_RESULTS, sizeof *tune_results) : NULL;
   bool ok = nsel > 0;
   if (!nsel) fprintf(stderr, "bp tune: no device to tune ('bp devices' lists them)\n");
   for (int d = 0; d < nsel; d++) {
-    if (d) printf("\n");
+    if (d) fprintf(tune_out, "\n");
     ok = tune_device(ctx, sel[d], cases, ncases) && ok;
   }
-  printf("\ntuning cache: %s\n", o.cache ? o.cache : "the default file (bp tune --help says which)");
+  /* A plugin stores only what it tunes (the CPU ones tune nothing), so the
+   * file is written here, also to say where it is and that it can be. */
+  bool cache_written = bp_context_flush_tuning_cache(ctx) == BP_OK;
+  if (cache_written)
+    fprintf(tune_out, "\ntuning cache: %s\n", o.cache ? o.cache : "the default file (bp tune --help says which)");
+  else if (o.cache || !strstr(bp_last_error(), "memory only")) {
+    fprintf(stderr, "bp tune: tuning cache not written: %s\n", bp_last_error());
+    ok = false;
+  } else
+    fprintf(tune_out, "\ntuning cache: in memory only (BACKPLANE_TUNING_CACHE is empty)\n");
+  if (o.json && !write_json(o.json, o.cache, cache_written, ok)) ok = false;
+  if (tune_out != stdout) fclose(tune_out);
+  free(tune_results);
+  tune_results = NULL;
   bp_context_destroy(ctx);
   return ok ? BPT_EXIT_OK : BPT_EXIT_FAIL;
 }
