@@ -456,6 +456,38 @@ static void test_conformance_json_junit_counts(void **state) {
   free(x);
 }
 
+/* On a terminal, progress names each check as it starts (a minute in one
+ * plugin must not look hung); in a pipe there is none. */
+static void test_conformance_progress(void **state) {
+  (void)state;
+  if (access("/usr/bin/script", X_OK) != 0) skip(); /* util-linux script: runs bp on a pty */
+  char p[PATH_MAX], cmd[4 * PATH_MAX + 256], *out;
+  broken("good", p, sizeof p);
+  for (int tty = 1; tty >= 0; tty--) {
+    if (tty) /* stdout and stderr on the pty; script copies both to us */
+      snprintf(cmd, sizeof cmd, "/usr/bin/script -qec \"'%s' conformance --quick '%s'\" /dev/null", bp_path, p);
+    else
+      snprintf(cmd, sizeof cmd, "'%s' conformance --quick '%s' 2>&1", bp_path, p);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t cap = 1 << 20, len = 0, n;
+    out = malloc(cap);
+    assert_non_null(out);
+    while ((n = fread(out + len, 1, cap - len - 1, f)) > 0) len += n;
+    out[len] = '\0';
+    pclose(f);
+    assert_non_null(strstr(out, "RESULT: "));
+    if (tty) {
+      assert_non_null(strstr(out, "\033[K[1/1] backend-good.so: abi: strings (1 done)"));
+      assert_non_null(strstr(out, "good/good: probe: capability table ("));
+    } else { /* a pipe: no progress at all */
+      assert_null(strstr(out, "\033[K"));
+      assert_null(strstr(out, "(1 done)"));
+    }
+    free(out);
+  }
+}
+
 /* A failing bp_graph_rebind fails the graphs case. */
 static void test_conformance_rebind_checked(void **state) {
   (void)state;
@@ -527,6 +559,7 @@ int main(void) {
       cmocka_unit_test(test_conformance_unavailable), cmocka_unit_test(test_conformance_claim_without_op),
       cmocka_unit_test(test_conformance_unclaimed_ops_called), cmocka_unit_test(test_conformance_rebind_checked),
       cmocka_unit_test(test_conformance_no_reference), cmocka_unit_test(test_conformance_json_junit_counts),
+      cmocka_unit_test(test_conformance_progress),
       cmocka_unit_test(test_conformance_cleans_up),
   };
   return cmocka_run_group_tests_name("bp_cli", tests, find_bp, NULL);

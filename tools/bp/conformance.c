@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,13 +208,30 @@ typedef struct cf_options {
   const char *stage_dir; /* internal: the child's staging directory */
 } cf_options_t;
 
+/* The progress line for the check just begun (bpt_progress shows it only
+ * when stderr is a terminal), cut to the terminal's width so that \r
+ * rewrites it in place. */
+static void check_progress(int i, int n, const char *plugin, const char *device, const char *stage,
+                           const char *name, int done) {
+  struct winsize ws;
+  int cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
+  const char *base = strrchr(plugin, '/');
+  char label[512];
+  snprintf(label, sizeof label, "%s%s%s: %s: %s (%d done)", base ? base + 1 : plugin, device[0] ? " " : "",
+           device, stage, name, done);
+  int room = cols - 16; /* "[i/n] " and a margin */
+  if (room > 8 && (int)strlen(label) > room) snprintf(label + room - 3, 4, "...");
+  bpt_progress(i, n, label);
+}
+
 /* Reads the child's lines until it exits or stalls for case_timeout_s. The
  * child leads its own process group, so a hang is killed with whatever it
- * started. */
-static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int timeout_s) {
+ * started. Progress (plugin i of n) goes to a terminal, check by check. */
+static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int timeout_s, int i, int n) {
   FILE *in = fdopen(fd, "r");
   char line[2048], stage[64] = "", name[256] = "", device[256] = "";
   bool open_case = false, timed_out = false;
+  int done = 0;
   double started = bpt_now();
   for (;;) {
     struct pollfd p = {fd, POLLIN, 0};
@@ -237,10 +255,12 @@ static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int
       snprintf(name, sizeof name, "%s", f2);
       open_case = true;
       started = bpt_now();
+      check_progress(i, n, plugin, device, stage, name, done);
     } else if (line[0] == 'E' && open_case) {
       cf_report_add(rep, plugin, device[0] ? device : plugin, stage, name, (cf_result_t)atoi(f1), f2,
                     bpt_now() - started);
       open_case = false;
+      done++;
     }
   }
   fclose(in);
@@ -265,7 +285,7 @@ static void collect(cf_report_t *rep, const char *plugin, int fd, pid_t pid, int
  * fork: the parent has loaded every runtime (PoCL, the Vulkan loader) and
  * their threads, and a forked child inherits their locks held mid-call. The
  * staging directory is made here and removed here, whatever the child did. */
-static void test_plugin(cf_report_t *rep, const char *plugin, const cf_options_t *o) {
+static void test_plugin(cf_report_t *rep, const char *plugin, const cf_options_t *o, int i, int n) {
   char dir[PATH_MAX];
   int fds[2] = {-1, -1};
   if (!make_plugin_dir(plugin, dir, sizeof dir)) {
@@ -304,7 +324,7 @@ static void test_plugin(cf_report_t *rep, const char *plugin, const cf_options_t
     cf_report_add(rep, plugin, plugin, "abi", "child process", CF_FAIL, strerror(err), 0);
     close(fds[0]);
   } else {
-    collect(rep, plugin, fds[0], pid, o->case_timeout_s); /* closes fds[0] */
+    collect(rep, plugin, fds[0], pid, o->case_timeout_s, i, n); /* closes fds[0] */
   }
 out:
   if (dir[0]) remove_plugin_dir(dir);
@@ -342,6 +362,8 @@ static void usage(FILE *f) {
           "  --json FILE       also write JSON\n"
           "A plugin whose runtime or device is absent (init or probe answered\n"
           "BP_ERR_UNAVAILABLE, or no device) is reported as skipped, \"unavailable: <reason>\".\n"
+          "With cpu-ref out of reach a device's ops are not verified, and that fails.\n"
+          "Progress, check by check, is shown on stderr when it is a terminal.\n"
           "Exit status: 0 when every plugin passed or was unavailable, 1 when a case\n"
           "failed or crashed, 2 on usage errors.\n");
 }
@@ -409,7 +431,7 @@ int bp_cmd_conformance(int argc, char **argv) {
   for (int i = 0; i < npaths; i++) {
     const char *p = found ? found[i] : paths[i];
     bpt_progress(i + 1, npaths, p);
-    test_plugin(&rep, p, &o);
+    test_plugin(&rep, p, &o, i + 1, npaths);
   }
   bpt_progress_done();
   if (o.tap) cf_report_tap(&rep, stdout); else cf_report_table(&rep, stdout);
