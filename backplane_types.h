@@ -229,6 +229,17 @@ typedef enum bp_kernel_arg_kind {
   BP_ARG_I32, BP_ARG_U32, BP_ARG_I64, BP_ARG_U64, BP_ARG_F32, BP_ARG_F64
 } bp_kernel_arg_kind_t;
 
+/* ---------------------------------------------------------------------------
+ * Log levels, most severe first: a line is shown when its level is at most
+ * the level set (bp_log_set_level, BACKPLANE_DEBUG). Plugins log through the
+ * host services' log; applications pick the level and a handler. */
+typedef enum bp_log_level {
+  BP_LOG_ERROR = 0,
+  BP_LOG_WARN = 1,
+  BP_LOG_INFO = 2,
+  BP_LOG_DEBUG = 3
+} bp_log_level_t;
+
 #ifdef __cplusplus
 }
 #endif

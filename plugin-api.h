@@ -62,12 +62,7 @@ extern "C" {
  * Host services: the only way a plugin calls back into the host. Passed to
  * init; valid until shutdown returns.
  */
-typedef enum bp_log_level {
-  BP_LOG_ERROR = 0,
-  BP_LOG_WARN = 1,
-  BP_LOG_INFO = 2,
-  BP_LOG_DEBUG = 3
-} bp_log_level_t;
+/* bp_log_level_t lives in backplane_types.h (the public API sets it too). */
 
 /* The key of one autotuning cache entry (ABI 1.1). Every field is a
  * NUL-terminated string of at most BP_TUNE_FIELD_MAX - 1 bytes (may be "",

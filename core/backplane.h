@@ -72,6 +72,31 @@ BP_API bp_status_t bp_dtype_parse(const char *name, bp_dtype_t *out_dtype);
 BP_API const char *bp_op_name(bp_op_t op);
 
 /* ---------------------------------------------------------------------------
+ * Logging. Lines come from the library (categories "loader", "api",
+ * "memory") and from plugins ("plugin NAME"), and go to stderr unless a
+ * handler is set. BACKPLANE_DEBUG (level and categories, e.g.
+ * "debug,loader") sets the starting filter; the default is warn, all
+ * categories. These functions are thread-safe.
+ */
+
+/* Receives one log line: its level, its category ("loader", "api",
+ * "memory", or "plugin NAME" for a plugin's line) and the message without a
+ * trailing newline; both strings are valid only during the call. Calls are
+ * serialized (one line at a time, from whichever thread logged) and the
+ * handler must not wait on another thread that may log. */
+typedef void (*bp_log_handler_t)(bp_log_level_t level, const char *category,
+                                 const char *message, void *user_data);
+/* Shows lines of level at most level from now on, in place of the level that
+ * BACKPLANE_DEBUG chose; the categories BACKPLANE_DEBUG chose still apply. */
+BP_API void bp_log_set_level(bp_log_level_t level);
+/* Returns the level now in force (BACKPLANE_DEBUG's or the last set). */
+BP_API bp_log_level_t bp_log_get_level(void);
+/* Sends every line that passes the filter to handler with user_data in
+ * place of stderr; NULL restores stderr. When it returns, no call of the
+ * previous handler is still running. */
+BP_API void bp_log_set_handler(bp_log_handler_t handler, void *user_data);
+
+/* ---------------------------------------------------------------------------
  * Context: one loader instance. Discovery happens in bp_context_create.
  */
 typedef struct bp_context_options {

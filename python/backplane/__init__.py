@@ -14,11 +14,13 @@ import numpy as np
 from . import _lib
 from ._lib import LibraryNotFoundError
 from ._dlpack import from_dlpack, to_dlpack_capsule
+from ._log import log_to_python, log_to_stderr, set_log_level
 
 DType = Union[str, type, "np.dtype[Any]"]
 """A dtype: "f32", "float32", np.float32 or np.dtype("float32") (and f16, bf16, f64, i32, i64, u8)."""
 
-__all__ = ["DType", "LibraryNotFoundError", "BackplaneError", "Context", "Device", "Stream", "Tensor", "from_dlpack", "version"]
+__all__ = ["DType", "LibraryNotFoundError", "BackplaneError", "Context", "Device", "Stream", "Tensor", "from_dlpack", "version",
+           "log_to_python", "log_to_stderr", "set_log_level"]
 
 _NP_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32,
               "i64": np.int64, "u8": np.uint8}
