@@ -48,6 +48,9 @@ void bp__log(bp_log_level_t level, bp__log_category_t cat, const char *fmt,
 const bp_host_services_t *bp__host_services(void);
 /* secure_getenv, in one place. */
 const char *bp__getenv(const char *name);
+/* The real directory holding the code this is linked into (libbackplane.so,
+ * found with dladdr), into out; false when it cannot be found (loader.c). */
+bool bp__library_dir(char *out, size_t size);
 
 /* ---- autotuning cache (tuning.c): the host services tune_lookup/store ---- */
 bool bp__tune_lookup(const bp_tune_key_t *key, char *out_value, size_t size);

@@ -20,7 +20,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -298,10 +297,9 @@ static bool find_helper(char *out, size_t size, char *tried, size_t tried_size) 
     snprintf(tried, tried_size, "%s", env);
     return helper_usable(out);
   }
-  Dl_info info;
-  char real[PATH_MAX];
-  if (dladdr((void *)find_helper, &info) && info.dli_fname && realpath(info.dli_fname, real)) {
-    snprintf(out, size, "%s/backplane/bp-probe", dirname(real));
+  char libdir[PATH_MAX];
+  if (bp__library_dir(libdir, sizeof libdir)) {
+    snprintf(out, size, "%s/backplane/bp-probe", libdir);
     snprintf(tried, tried_size, "%s", out);
     if (helper_usable(out)) return true;
   }

@@ -4,8 +4,12 @@
  * Search order (first of a name wins, later ones are refused as duplicates):
  *   1. the directories in BACKPLANE_PLUGIN_PATH (colon-separated, read with
  *      secure_getenv so setuid programs ignore it),
- *   2. the directory configured at build time (BP_PLUGIN_INSTALL_DIR),
- *   3. the directory the application passes in bp_context_options_t.
+ *   2. backplane/ beside the library itself (found with dladdr: for an
+ *      installed library $libdir/backplane, wherever the tree was moved; in
+ *      the build tree $(B)/lib/backplane, which holds only bp-probe),
+ *   3. the directory configured at build time (BP_PLUGIN_INSTALL_DIR, from
+ *      $(B)/gen/config.h; scanned once when it is the same as 2.),
+ *   4. the directory the application passes in bp_context_options_t.
  * In each directory, files named backend-*.so are considered, in name order.
  * Every candidate gets a report saying how far it got and why it stopped;
  * a refused plugin never stops the others from loading.
@@ -573,10 +577,28 @@ static void scan_path_list(bp_context_t *ctx, const char *list) {
   free(copy);
 }
 
+bool bp__library_dir(char *out, size_t size) {
+  Dl_info info;
+  char real[PATH_MAX];
+  if (!dladdr((void *)bp__library_dir, &info) || !info.dli_fname ||
+      !realpath(info.dli_fname, real))
+    return false;
+  char *slash = strrchr(real, '/');
+  if (!slash) return false;
+  *slash = '\0';
+  snprintf(out, size, "%s", real[0] ? real : "/");
+  return true;
+}
+
 bp_status_t bp__loader_scan(bp_context_t *ctx) {
   if (!ctx->options.only_plugin_dir) {
     const char *env = bp__getenv("BACKPLANE_PLUGIN_PATH");
     if (env) scan_path_list(ctx, env);
+    char libdir[PATH_MAX], beside[PATH_MAX + 16];
+    if (bp__library_dir(libdir, sizeof libdir)) {
+      snprintf(beside, sizeof beside, "%s/backplane", libdir);
+      scan_dir(ctx, beside);
+    }
     scan_dir(ctx, BP_PLUGIN_INSTALL_DIR);
   }
   if (ctx->options.plugin_dir) scan_dir(ctx, ctx->options.plugin_dir);

@@ -10,7 +10,10 @@ case "${BP_UNDER_SANITIZER:-}" in ?*) echo "SKIP: under sanitizers (the examples
 command -v pkg-config >/dev/null || { echo "SKIP: pkg-config missing (sh tools/deps.sh)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-dest=$tmp/root prefix=/usr
+# The prefix this build was configured with, so the install does not rebuild
+# the library (a change of PREFIX would, $(B)/gen/config.h).
+prefix=$(sed -n 's|^#define BP_PLUGIN_INSTALL_DIR "\(.*\)/lib/backplane"$|\1|p' "$b/gen/config.h" 2>/dev/null)
+dest=$tmp/root prefix=${prefix:-/usr/local}
 make -s -C "$here" B="$b" install DESTDIR="$dest" PREFIX="$prefix" >/dev/null
 export PKG_CONFIG_SYSROOT_DIR="$dest" PKG_CONFIG_PATH="$dest$prefix/lib/pkgconfig" PKG_CONFIG_LIBDIR=""
 cflags=$(pkg-config --cflags backplane) libs=$(pkg-config --libs backplane)
@@ -28,7 +31,8 @@ fi
 printf '#include <backplane.h>\nint main(void) { return BP_OP_GEMM + BP_F32 + BP_OK; }\n' > "$tmp/shared.c"
 cc -std=c11 $cflags -fsyntax-only "$tmp/shared.c" || { echo "FAILED: backplane.h lacks the shared types"; exit 1; }
 export LD_LIBRARY_PATH="$dest$prefix/lib"
-export BACKPLANE_PLUGIN_PATH="$dest$prefix/lib/backplane:$tmp/plugins"
+# The installed plugins are found beside the library; only hello needs the path.
+export BACKPLANE_PLUGIN_PATH="$tmp/plugins"
 mkdir -p "$tmp/plugins" && chmod 755 "$tmp/plugins"
 fail=0
 run() { echo "--- $*"; "$@" || { echo "FAILED: $*"; fail=1; }; }

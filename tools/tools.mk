@@ -2,8 +2,8 @@
 # per subcommand, plus shared helpers), and the `make bench` recipe.
 BP_TOOL_SRCS := $(sort $(wildcard tools/bp/*.c))
 BP_TOOL_OBJS := $(BP_TOOL_SRCS:%.c=$(B)/obj/%.o)
-$(BP_TOOL_OBJS): CFLAGS_EXTRA := -Itools/bp \
-  -DBP_PLUGIN_INSTALL_DIR=\"$(PLUGIN_INSTALL_DIR)\"
+$(BP_TOOL_OBJS): CFLAGS_EXTRA := -Itools/bp -include $(BP_CONFIG_H)
+$(BP_TOOL_OBJS): $(BP_CONFIG_H)
 
 $(B)/bin/bp: $(BP_TOOL_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
