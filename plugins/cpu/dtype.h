@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/common/bp_half.h"
 #include "plugin-api.h"
 
 static inline size_t cpu_dtype_size(bp_dtype_t dt) {
@@ -47,76 +48,15 @@ static inline int cpu_dtype_is_float(bp_dtype_t dt) {
 
 /* ---- half-width floats --------------------------------------------------*/
 
-/* Rounds x to a binary float with ebits exponent and mbits mantissa bits
- * (f16: 5, 10; bf16: 8, 7) and returns its bit pattern. Works on the double's
- * bits so there is exactly one rounding. */
-static inline uint16_t cpu_round_small_float(double x, int ebits, int mbits) {
-  uint64_t u;
-  memcpy(&u, &x, sizeof u);
-  uint16_t sign = (uint16_t)((u >> 63) << (ebits + mbits));
-  uint64_t abs = u & 0x7fffffffffffffffull, frac = abs & 0xfffffffffffffull;
-  uint16_t expmask = (uint16_t)(((1u << ebits) - 1u) << mbits);
-  if (abs > 0x7ff0000000000000ull) /* NaN: quiet it, keep top payload */
-    return (uint16_t)(sign | expmask | (1u << (mbits - 1)) |
-                      (uint16_t)(frac >> (52 - mbits)));
-  if (abs == 0x7ff0000000000000ull)
-    return sign | expmask;
-  int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias;
-  int e = (int)(abs >> 52) - 1023;
-  if (e > bias) /* at least 2^(emax+1): overflows even before rounding */
-    return sign | expmask;
-  if ((abs >> 52) == 0) /* double denormal: far below any half's range */
-    return sign;
-  uint64_t m = frac | (1ull << 52);
-  int shift = 52 - mbits + (e < emin ? emin - e : 0);
-  if (shift > 60)
-    return sign; /* below half the smallest denormal */
-  uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1);
-  uint64_t half = 1ull << (shift - 1);
-  if (rem > half || (rem == half && (q & 1)))
-    q++;
-  /* Denormals: q is the bit pattern (a carry into 2^mbits is exactly the
-   * smallest normal). Normals: a mantissa carry bumps the exponent. */
-  uint64_t bits =
-      e < emin ? q : ((uint64_t)(e + bias) << mbits) + q - (1ull << mbits);
-  if (bits >= expmask)
-    return sign | expmask;
-  return (uint16_t)(sign | bits);
-}
+/* One implementation for every host user: kernels/common/bp_half.h. */
+static inline uint16_t cpu_f16_from_double(double x) { return bp_f64_to_f16(x); }
+static inline uint16_t cpu_bf16_from_double(double x) { return bp_f64_to_bf16(x); }
 
-static inline uint16_t cpu_f16_from_double(double x) {
-  return cpu_round_small_float(x, 5, 10);
-}
-static inline uint16_t cpu_bf16_from_double(double x) {
-  return cpu_round_small_float(x, 8, 7);
-}
+static inline float cpu_f32_from_bits(uint32_t b) { return bp_half_f32_from_bits(b); }
 
-static inline float cpu_f32_from_bits(uint32_t b) {
-  float f;
-  memcpy(&f, &b, sizeof f);
-  return f;
-}
-
-/* f16 -> float is exact; a signalling NaN comes back quiet. */
-static inline float cpu_f16_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0x1f)
-    return cpu_f32_from_bits(sign | 0x7f800000u | (m << 13) |
-                             (m ? 0x400000u : 0u));
-  if (e == 0) { /* zero or denormal: m * 2^-24, exact in float */
-    float v = (float)m * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  return cpu_f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-static inline float cpu_bf16_to_float(uint16_t h) {
-  uint32_t b = (uint32_t)h << 16;
-  if ((b & 0x7fffffffu) > 0x7f800000u)
-    b |= 0x400000u; /* quiet */
-  return cpu_f32_from_bits(b);
-}
+/* f16 / bf16 -> float are exact; a signalling NaN comes back quiet. */
+static inline float cpu_f16_to_float(uint16_t h) { return bp_f16_to_f32(h); }
+static inline float cpu_bf16_to_float(uint16_t h) { return bp_bf16_to_f32(h); }
 
 /* ---- integers -----------------------------------------------------------*/
 

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "kernels/common/bp_half.h"
 #include "plugins/gpu/gpu.h"
 
 /* The bit pattern of value in dtype dt, with the cast rules of the ABI
@@ -78,9 +79,6 @@ bp_status_t gpu_op_random(bp_plugin_device_t *device, bp_plugin_stream_t *stream
 
 /* ---- fill values -------------------------------------------------------- */
 
-static uint16_t f32_to_f16_bits(float f);
-static uint16_t f32_to_bf16_bits(float f);
-
 static int64_t saturate(double v, double lo, double hi, int64_t lo_i, int64_t hi_i) {
   if (v != v) return 0;
   v = __builtin_rint(v);
@@ -103,9 +101,9 @@ static uint64_t fill_bits(double v, bp_dtype_t dt) {
     f32.f = (float)v;
     return f32.u;
   case BP_F16:
-    return f32_to_f16_bits((float)v);
+    return bp_f32_to_f16((float)v);
   case BP_BF16:
-    return f32_to_bf16_bits((float)v);
+    return bp_f32_to_bf16((float)v);
   case BP_F64:
     f64.d = v;
     return f64.u;
@@ -117,40 +115,4 @@ static uint64_t fill_bits(double v, bp_dtype_t dt) {
     return (uint64_t)saturate(v, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN,
                               INT64_MAX);
   }
-}
-
-/* Round-to-nearest-even conversions of a float, NaN kept quiet. The double
- * to float step first can round twice; fill values are exact in practice
- * (0, 1, -inf), and the kernels' own conversions have no such step. */
-static uint16_t f32_to_bf16_bits(float f) {
-  union {
-    float f;
-    uint32_t u;
-  } x = {f};
-  if ((x.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x.u >> 16) | 0x40u);
-  uint32_t lsb = (x.u >> 16) & 1u;
-  return (uint16_t)((x.u + 0x7fffu + lsb) >> 16);
-}
-
-static uint16_t f32_to_f16_bits(float f) {
-  union {
-    float f;
-    uint32_t u;
-  } x = {f};
-  uint32_t sign = (x.u >> 16) & 0x8000u;
-  uint32_t a = x.u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-  if (a >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
-    return (uint16_t)(sign | 0x7c00u);
-  if (a < 0x38800000u) { /* subnormal half (or zero) */
-    float mag;
-    union {
-      uint32_t u;
-      float f;
-    } y = {a};
-    mag = y.f * 16777216.0f; /* scale by 2^24: half subnormal ulp is 2^-24 */
-    return (uint16_t)(sign | (uint32_t)__builtin_rintf(mag));
-  }
-  uint32_t mant = a + 0xfffu + ((a >> 13) & 1u); /* RNE to 10 bits */
-  return (uint16_t)(sign | ((mant - 0x38000000u) >> 13));
 }

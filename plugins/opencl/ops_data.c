@@ -6,30 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/common/bp_half.h"
 #include "ocl.h"
-
-/* float -> IEEE half bits, round to nearest even (overflow to inf). */
-static uint16_t f32_to_f16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7fffffffu;
-  if (mag > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);  /* NaN */
-  if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504: inf */
-  if (mag < 0x38800000u) {                                   /* subnormal or zero in half */
-    float a = fabsf(f) * 16777216.0f;                        /* 2^24 = 1 / smallest subnormal */
-    return (uint16_t)(sign | (uint32_t)lrintf(a));
-  }
-  uint32_t r = mag + 0xfffu + ((mag >> 13) & 1u);
-  return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if (isnan(f)) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
 
 /* Same rules as the cast kernel: NaN -> 0, round to nearest even, saturate.*/
 static int64_t to_int(double v, double lo, double hi) {
@@ -64,10 +42,10 @@ static uint64_t value_bits(double v, bp_dtype_t dt) {
     bits = u32;
     break;
   case BP_F16:
-    bits = f32_to_f16(odd_float(v));
+    bits = bp_f32_to_f16(odd_float(v));
     break;
   case BP_BF16:
-    bits = f32_to_bf16(odd_float(v));
+    bits = bp_f32_to_bf16(odd_float(v));
     break;
   case BP_F64:
     memcpy(&bits, &v, 8);

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/common/bp_half.h"
 #include "tc.h"
 
 const bp_dtype_t tc_float_dtypes[4] = {BP_F32, BP_F16, BP_BF16, BP_F64};
@@ -158,30 +159,6 @@ double tc_round(bp_dtype_t dt, double x) {
   }
 }
 
-static uint16_t f16_bits(double v) {
-  uint16_t sign = signbit(v) ? 0x8000 : 0;
-  double a = fabs(v);
-  if (isnan(v))
-    return sign | 0x7e00;
-  if (isinf(v))
-    return sign | 0x7c00;
-  if (a < 0x1p-14)
-    return sign | (uint16_t)(a * 0x1p24);
-  int e = ilogb(a);
-  return sign | (uint16_t)((e + 15) << 10) |
-         (uint16_t)(ldexp(a, 10 - e) - 1024.0);
-}
-
-static double f16_value(uint16_t h) {
-  double s = (h & 0x8000) ? -1.0 : 1.0;
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  if (e == 0x1f)
-    return m ? NAN : s * INFINITY;
-  if (e == 0)
-    return s * ldexp(m, -24);
-  return s * ldexp(1024 + m, e - 25);
-}
-
 void tc_store(void *p, bp_dtype_t dt, double v) {
   v = tc_round(dt, v);
   switch (dt) {
@@ -191,16 +168,12 @@ void tc_store(void *p, bp_dtype_t dt, double v) {
     break;
   }
   case BP_F16: {
-    uint16_t h = f16_bits(v);
+    uint16_t h = bp_f64_to_f16(v);
     memcpy(p, &h, 2);
     break;
   }
   case BP_BF16: {
-    float f = (float)v;
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t h = isnan(v) ? (uint16_t)(signbit(v) ? 0xffc0 : 0x7fc0)
-                          : (uint16_t)(u >> 16);
+    uint16_t h = bp_f64_to_bf16(v);
     memcpy(p, &h, 2);
     break;
   }
@@ -230,15 +203,12 @@ double tc_load(const void *p, bp_dtype_t dt) {
   case BP_F16: {
     uint16_t h;
     memcpy(&h, p, 2);
-    return f16_value(h);
+    return bp_f16_to_f64(h);
   }
   case BP_BF16: {
     uint16_t h;
     memcpy(&h, p, 2);
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return bp_bf16_to_f64(h);
   }
   case BP_F64: {
     double d;

@@ -8,57 +8,16 @@
 #include <string.h>
 
 #include "conformance.h"
+#include "kernels/common/bp_half.h"
 
-/* ---- host conversions (independent of any plugin's code) ----------------*/
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static float bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint16_t f32_to_f16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
-  if (a < 0x38800000u) { /* f16 subnormal or zero: round at 2^-24 */
-    float m;
-    memcpy(&m, &a, 4);
-    return (uint16_t)(sign | (uint32_t)lrintf(m * 16777216.0f));
-  }
-  uint32_t r = a + 0x0fffu + ((a >> 13) & 1u) - 0x38000000u;
-  return (uint16_t)(sign | (r >> 13));
-}
-
-static float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  float f;
-  if (e == 0) {
-    f = ldexpf((float)m, -24);
-    return sign ? -f : f;
-  }
-  uint32_t u = sign | (e == 31 ? 0x7f800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
-  memcpy(&f, &u, 4);
-  return f;
-}
+/* ---- host conversions: kernels/common/bp_half.h (no plugin's code) ------*/
 
 static void store(void *p, bp_dtype_t dt, double v) {
   switch (dt) {
   case BP_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
   case BP_F64: memcpy(p, &v, 8); break;
-  case BP_F16: { uint16_t h = f32_to_f16((float)v); memcpy(p, &h, 2); break; }
-  case BP_BF16: { uint16_t h = f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
+  case BP_F16: { uint16_t h = bp_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
+  case BP_BF16: { uint16_t h = bp_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
   case BP_I32: { int32_t i = isnan(v) ? 0 : (int32_t)fmax(fmin(v, 2147483647.0), -2147483648.0); memcpy(p, &i, 4); break; }
   case BP_I64: { int64_t i = isnan(v) ? 0 : (int64_t)v; memcpy(p, &i, 8); break; }
   case BP_U8: { uint8_t i = isnan(v) || v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; memcpy(p, &i, 1); break; }
@@ -70,8 +29,8 @@ static double load(const void *p, bp_dtype_t dt) {
   switch (dt) {
   case BP_F32: { float f; memcpy(&f, p, 4); return f; }
   case BP_F64: { double d; memcpy(&d, p, 8); return d; }
-  case BP_F16: { uint16_t h; memcpy(&h, p, 2); return f16_to_f32(h); }
-  case BP_BF16: { uint16_t h; memcpy(&h, p, 2); return bf16_to_f32(h); }
+  case BP_F16: { uint16_t h; memcpy(&h, p, 2); return bp_f16_to_f32(h); }
+  case BP_BF16: { uint16_t h; memcpy(&h, p, 2); return bp_bf16_to_f32(h); }
   case BP_I32: { int32_t i; memcpy(&i, p, 4); return i; }
   case BP_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
   case BP_U8: return *(const uint8_t *)p;

@@ -5,75 +5,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/common/bp_half.h"
 #include "test/shims/common/blas_ref.h"
 
 static int elem_size(int dt) {
   return dt == SHIM_BLAS_F64 ? 8 : dt == SHIM_BLAS_F32 ? 4 : 2;
 }
 
-static float half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f,
-           man = h & 0x3ff, bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man) { /* subnormal */
-    float f = ldexpf((float)man, -24);
-    return sign ? -f : f;
-  } else {
-    bits = sign;
-  }
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-/* Round to nearest even, overflow to infinity, NaN kept. */
-static uint16_t float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  float a = fabsf(f);
-  if (isnan(f))
-    return sign | 0x7e00;
-  if (a >= 65520.0f)
-    return sign | 0x7c00;
-  if (a < 6.103515625e-05f) { /* subnormal: multiples of 2^-24 */
-    float q = nearbyintf(a * 16777216.0f);
-    return sign | (uint16_t)q;
-  }
-  uint32_t ax;
-  memcpy(&ax, &a, 4);
-  uint32_t mant = ax & 0x7fffff, exp = (ax >> 23) - 112;
-  uint32_t h = (exp << 10) | (mant >> 13), rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
-    h++;
-  return sign | (uint16_t)h;
-}
-
-static float bf16_to_float(uint16_t b) {
-  uint32_t bits = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-static uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if (isnan(f))
-    return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-
 static double load(int dt, uint64_t base, int64_t i) {
   switch (dt) {
   case SHIM_BLAS_F64: return ((const double *)(uintptr_t)base)[i];
   case SHIM_BLAS_F32: return ((const float *)(uintptr_t)base)[i];
-  case SHIM_BLAS_F16: return half_to_float(((const uint16_t *)(uintptr_t)base)[i]);
-  default: return bf16_to_float(((const uint16_t *)(uintptr_t)base)[i]);
+  case SHIM_BLAS_F16: return bp_f16_to_f32(((const uint16_t *)(uintptr_t)base)[i]);
+  default: return bp_bf16_to_f32(((const uint16_t *)(uintptr_t)base)[i]);
   }
 }
 
@@ -81,8 +25,8 @@ static void store(int dt, uint64_t base, int64_t i, double v) {
   switch (dt) {
   case SHIM_BLAS_F64: ((double *)(uintptr_t)base)[i] = v; break;
   case SHIM_BLAS_F32: ((float *)(uintptr_t)base)[i] = (float)v; break;
-  case SHIM_BLAS_F16: ((uint16_t *)(uintptr_t)base)[i] = float_to_half((float)v); break;
-  default: ((uint16_t *)(uintptr_t)base)[i] = float_to_bf16((float)v); break;
+  case SHIM_BLAS_F16: ((uint16_t *)(uintptr_t)base)[i] = bp_f32_to_f16((float)v); break;
+  default: ((uint16_t *)(uintptr_t)base)[i] = bp_f32_to_bf16((float)v); break;
   }
 }
 

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/common/bp_half.h"
 #include "kernels/common/bp_philox.h"
 #include "test/shims/cuda/shim.h"
 
@@ -49,49 +50,12 @@ static void *at(uint64_t base, int dt, int64_t off) {
   return (void *)(uintptr_t)p;
 }
 
-static float half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f,
-           m = h & 0x3ffu;
-  float f;
-  if (e == 0) f = ldexpf((float)m, -24);
-  else if (e == 31) f = m ? NAN : INFINITY;
-  else f = ldexpf((float)(m | 0x400u), (int)e - 25);
-  return sign ? -f : f;
-}
-
-static uint16_t float_to_half(float f) {
-  if (isnan(f)) return 0x7e00;
-  uint16_t sign = signbit(f) ? 0x8000 : 0;
-  float a = fabsf(f);
-  if (a >= 65520.0f) return sign | 0x7c00;
-  if (a < 0x1p-14f) return sign | (uint16_t)rintf(a * 0x1p24f);
-  int e;
-  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-  uint32_t mant = (uint32_t)rintf(m * 2048.0f); /* 11 bits incl. the hidden */
-  if (mant == 2048) { mant = 1024; e++; }
-  return sign | (uint16_t)(((uint32_t)(e + 14) << 10) | (mant & 0x3ffu));
-}
-
-static float bf16_to_float(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if (isnan(f)) return (uint16_t)((u >> 16) | 0x40u);
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 static double ld(uint64_t base, int dt, int64_t off) {
   void *p = at(base, dt, off);
   if (!p) return 0;
   switch (dt) {
-  case BPK_F16: return half_to_float(*(uint16_t *)p);
-  case BPK_BF16: return bf16_to_float(*(uint16_t *)p);
+  case BPK_F16: return bp_f16_to_f32(*(uint16_t *)p);
+  case BPK_BF16: return bp_bf16_to_f32(*(uint16_t *)p);
   case BPK_F64: return *(double *)p;
   case BPK_I32: return *(int32_t *)p;
   case BPK_I64: return (double)*(int64_t *)p;
@@ -105,8 +69,8 @@ static void st(uint64_t base, int dt, int64_t off, double v) {
   void *p = at(base, dt, off);
   if (!p) return;
   switch (dt) {
-  case BPK_F16: *(uint16_t *)p = float_to_half((float)v); break;
-  case BPK_BF16: *(uint16_t *)p = float_to_bf16((float)v); break;
+  case BPK_F16: *(uint16_t *)p = bp_f32_to_f16((float)v); break;
+  case BPK_BF16: *(uint16_t *)p = bp_f32_to_bf16((float)v); break;
   case BPK_F64: *(double *)p = v; break;
   default: *(float *)p = (float)v; break;
   }
