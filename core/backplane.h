@@ -288,8 +288,9 @@ BP_API bp_status_t bp_buffer_write(bp_buffer_t *buffer, uint64_t offset,
 /* Buffer to host, synchronous: waits for the device's queued work first. */
 BP_API bp_status_t bp_buffer_read(bp_buffer_t *buffer, uint64_t offset,
                                   void *dst, uint64_t size);
-/* Buffer to buffer on the same device, synchronous. Overlapping ranges of
- * one buffer are rejected. */
+/* Buffer to buffer, synchronous, on one device or across two (any pair;
+ * see docs/runtime.md "Several devices"). Overlapping ranges of one buffer
+ * are rejected. */
 BP_API bp_status_t bp_buffer_copy(bp_buffer_t *dst, uint64_t dst_offset,
                                   bp_buffer_t *src, uint64_t src_offset,
                                   uint64_t size);

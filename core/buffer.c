@@ -124,14 +124,14 @@ bp_status_t bp_buffer_copy(bp_buffer_t *dsth, uint64_t dst_offset, bp_buffer_t *
   bp__clear_error();
   const char *fn = "bp_buffer_copy";
   BP__ENTER(bp__buffer_t, dst, dsth, BP__H_BUFFER, fn, "dst");
-  bp__buffer_t *src;
-  bp_status_t st = bp__buffer_on(srch, dst->device, fn, "src", &src);
-  if (st == BP_OK) st = check_range(dst, dst_offset, size, fn, "dst");
+  BP__ENTER(bp__buffer_t, src, srch, BP__H_BUFFER, fn, "src");
+  bp_status_t st = check_range(dst, dst_offset, size, fn, "dst");
   if (st == BP_OK) st = check_range(src, src_offset, size, fn, "src");
   if (st != BP_OK) return st;
   if (dst == src && dst_offset < src_offset + size && src_offset < dst_offset + size)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: source and destination ranges overlap", fn);
   if (size == 0) return BP_OK;
+  if (src->device != dst->device) return bp__copy_across(dst, dst_offset, src, src_offset, size);
   return bp__call_mem_copy(dst->device, NULL, dst->ptr, dst->origin + dst_offset, src->ptr,
                            src->origin + src_offset, size);
 }

@@ -395,6 +395,10 @@ bp_status_t bp__buffer_publish(bp__buffer_t *b, bp_buffer_t **out_buffer);
 /* Tells d's graphs that b is being freed: the calls that use it are marked,
  * and a launch refuses them until they are rebound (graph.c). */
 void bp__graphs_forget_buffer(bp__device_t *d, const bp__buffer_t *b);
+/* Copies size bytes between buffers on two different devices, synchronously
+ * with both (ranges already checked; xcopy.c). */
+bp_status_t bp__copy_across(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src, uint64_t soff,
+                            uint64_t size);
 /* Returns a buffer's memory to the pool, or to its DLPack producer. */
 void bp__buffer_release_memory(bp__device_t *d, bp__buffer_t *b);
 
