@@ -2,13 +2,17 @@
 # per subcommand, plus shared helpers), and the `make bench` recipe.
 BP_TOOL_SRCS := $(sort $(wildcard tools/bp/*.c))
 BP_TOOL_OBJS := $(BP_TOOL_SRCS:%.c=$(B)/obj/%.o)
-$(BP_TOOL_OBJS): CFLAGS_EXTRA := -Itools/bp -include $(BP_CONFIG_H)
+# bp reads and writes JSON with json-c (Debian libjson-c-dev, tools/deps.sh);
+# only bp links it: the loader's dependencies stay libc, libdl, libpthread, libm.
+JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
+JSONC_LIBS := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c)
+$(BP_TOOL_OBJS): CFLAGS_EXTRA := -Itools/bp -include $(BP_CONFIG_H) $(JSONC_CFLAGS)
 $(BP_TOOL_OBJS): $(BP_CONFIG_H)
 
 $(B)/bin/bp: $(BP_TOOL_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $(BP_TOOL_OBJS) -L$(B)/lib -lbackplane \
-	  -Wl,-rpath,'$$ORIGIN/../lib' -lm -ldl -lpthread
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(JSONC_LIBS) -lm -ldl -lpthread
 TOOLS += $(B)/bin/bp
 
 # Installs the anchors (OpenBLAS, PyTorch) when missing, builds, benchmarks.

@@ -38,6 +38,10 @@
  *                           (each probe appends one byte)
  *   VARIANT_FLAKY           counts the same way, and every second probe
  *                           crashes (every probe without $BROKEN_COUNTER)
+ *   VARIANT_ODD_STRINGS     a working plugin whose device strings hold what
+ *                           JSON must escape or keep (quote, backslash,
+ *                           control bytes, non-ASCII UTF-8) and a byte that
+ *                           is not UTF-8 (test/bp_json.mk)
  * With BROKEN_DEP_LIBRARY instead, it builds libbpbrokendep.so.
  *
  * Only BROKEN_* knobs change the working plugin: BROKEN_KIND, BROKEN_SCORE,
@@ -79,6 +83,14 @@ int broken_dep_answer(void) { return 42; }
 #endif
 #ifndef BROKEN_DEVICES
 #define BROKEN_DEVICES 1
+#endif
+#ifdef VARIANT_ODD_STRINGS
+/* test_bp_json expects these bytes back, with \xff as U+FFFD. */
+#define BROKEN_DEVICE_NAME "odd \"q\" \\ \t\n\x01\x1f \xc3\xa9\xe6\x9d\xb1\xf0\x9f\x98\x80 \xff!"
+#define BROKEN_VENDOR "vendor \\\"/\x7f"
+#else
+#define BROKEN_DEVICE_NAME BROKEN_NAME
+#define BROKEN_VENDOR "backplane tests"
 #endif
 
 static const bp_host_services_t *host;
@@ -186,9 +198,9 @@ static bp_status_t b_probe(bp_device_info_t *infos, uint32_t capacity,
     uint32_t size = d->struct_size;
     memset(d, 0, sizeof *d);
     d->struct_size = size;
-    strcpy(d->name, BROKEN_NAME);
+    strcpy(d->name, BROKEN_DEVICE_NAME);
     if (i > 0) d->name[strlen(d->name)] = (char)('0' + i % 10);
-    strcpy(d->vendor, "backplane tests");
+    strcpy(d->vendor, BROKEN_VENDOR);
     strcpy(d->driver_version, "0");
     d->kind = BROKEN_KIND;
     d->score_hint = BROKEN_SCORE;

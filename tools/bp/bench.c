@@ -360,82 +360,6 @@ static void print_result(const bench_result_t *r) {
   }
 }
 
-static void json_result(FILE *f, const bench_result_t *r) {
-  char shape[96];
-  bpt_case_label(&r->c, shape, sizeof shape);
-  fprintf(f, "    {\"op\": \"%s\", \"device\": ", bpt_op_name(r->c.op));
-  bpt_json_string(f, r->device);
-  fprintf(f, ", \"shape\": ");
-  bpt_json_string(f, shape);
-  fprintf(f, ", \"dtype\": \"%s\", \"ran\": %s", bp_dtype_name(r->c.dtype),
-          r->ran ? "true" : "false");
-  if (!r->ran) {
-    fprintf(f, ", \"message\": ");
-    bpt_json_string(f, r->message);
-  }
-  fprintf(f, ", \"ms\": ");
-  bpt_json_number(f, r->ran ? r->ms : NAN);
-  fprintf(f, ", \"gflops\": ");
-  bpt_json_number(f, r->gflops > 0 ? r->gflops : NAN);
-  fprintf(f, ", \"gbs\": ");
-  bpt_json_number(f, r->gbs > 0 ? r->gbs : NAN);
-  fprintf(f, ", \"pct_peak\": ");
-  bpt_json_number(f, r->pct_peak >= 0 ? r->pct_peak : NAN);
-  fprintf(f, ", \"pct_bandwidth\": ");
-  bpt_json_number(f, r->pct_bw >= 0 ? r->pct_bw : NAN);
-  const bench_anchor_fig_t *a0 = r->anchors ? &r->anchor[0] : NULL;
-  fprintf(f, ", \"anchor\": ");
-  if (a0) bpt_json_string(f, a0->name); else fprintf(f, "null");
-  fprintf(f, ", \"anchor_ms\": ");
-  bpt_json_number(f, a0 && a0->ms > 0 ? a0->ms : NAN);
-  fprintf(f, ", \"anchor_figure\": ");
-  bpt_json_number(f, a0 && a0->ms > 0 ? a0->figure : NAN);
-  fprintf(f, ", \"ratio\": ");
-  bpt_json_number(f, a0 && a0->ratio > 0 ? a0->ratio : NAN);
-  fprintf(f, ", \"anchors\": [");
-  for (int i = 0; i < r->anchors; i++) {
-    const bench_anchor_fig_t *a = &r->anchor[i];
-    fprintf(f, "%s{\"name\": \"%s\", \"ms\": ", i ? ", " : "", a->name);
-    bpt_json_number(f, a->ms > 0 ? a->ms : NAN);
-    fprintf(f, ", \"figure\": ");
-    bpt_json_number(f, a->ms > 0 ? a->figure : NAN);
-    fprintf(f, ", \"ratio\": ");
-    bpt_json_number(f, a->ratio > 0 ? a->ratio : NAN);
-    if (a->ms < 0 && a->note) {
-      fprintf(f, ", \"install\": ");
-      bpt_json_string(f, a->note);
-    }
-    fprintf(f, "}");
-  }
-  fprintf(f, "]}");
-}
-
-static int write_json(const char *path, const bench_env_t *env,
-                      const bench_result_t *res, int n) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-  if (!f) {
-    fprintf(stderr, "bp bench: cannot write %s\n", path);
-    return BPT_EXIT_FAIL;
-  }
-  const bench_machine_t *m = &env->machine;
-  fprintf(f, "{\n  \"machine\": {\"cores\": %d, \"isa\": \"%s\", \"fma_units\": %d, "
-             "\"ghz\": %.3f, \"peak_f32_gflops\": %.1f, \"stream_gbs\": %.2f},\n",
-          m->cores, m->isa, m->fma_units, m->ghz, m->peak_f32_gflops,
-          m->stream_gbs);
-  fprintf(f, "  \"openblas\": ");
-  bpt_json_string(f, env->openblas ? bench_openblas_config(env->openblas) : "");
-  fprintf(f, ",\n  \"torch\": ");
-  bpt_json_string(f, env->torch.available ? env->torch.version : "");
-  fprintf(f, ",\n  \"results\": [\n");
-  for (int i = 0; i < n; i++) {
-    json_result(f, &res[i]);
-    fprintf(f, "%s\n", i + 1 < n ? "," : "");
-  }
-  fprintf(f, "  ]\n}\n");
-  if (f != stdout) fclose(f);
-  return BPT_EXIT_OK;
-}
-
 /* ---------------------------------------------------------------------------
  * The run.
  */
@@ -489,7 +413,11 @@ int bp_cmd_bench(int argc, char **argv) {
   if (!to_stdout) print_env(env);
   for (int d = 0; d < ndev; d++)
     bench_device(env, devs[d], !to_stdout, res + d * env->ncases);
-  rc = o.json ? write_json(o.json, env, res, ndev * env->ncases) : BPT_EXIT_OK;
+  rc = BPT_EXIT_OK;
+  if (o.json &&
+      !bench_json_write(o.json, &env->machine, env->openblas ? bench_openblas_config(env->openblas) : "",
+                        env->torch.available ? env->torch.version : "", res, ndev * env->ncases))
+    rc = BPT_EXIT_FAIL;
 out:
   if (env) bench_openblas_close(env->openblas);
   free(res);

@@ -109,6 +109,11 @@ typedef struct bench_result {
   bench_anchor_fig_t anchor[3];
 } bench_result_t;
 
+/* Writes --json: the machine, the OpenBLAS and PyTorch versions ("" when
+ * absent) and the n results, to path ("-": stdout); false when it cannot
+ * (said on stderr) (bench_json.c). */
+bool bench_json_write(const char *path, const bench_machine_t *m, const char *openblas,
+                      const char *torch, const bench_result_t *res, int n);
 /* Prints the per-call overhead of a tiny op, direct and from a graph
  * (bench_overhead.c). */
 void bench_overhead(bp_device_t *dev);

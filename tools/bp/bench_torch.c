@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "json_doc.h"
 
 bool bench_torch_covers(const bpt_case_t *c) {
   return c->dtype == BP_F32 &&
@@ -61,54 +62,35 @@ static bool write_cases(const bpt_case_t *cases, int n, char *path,
   return fclose(f) == 0;
 }
 
-/* The number after "key": in a JSON line, or -1 when absent or null. */
-static double json_num(const char *line, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\": ", key);
-  const char *p = strstr(line, pat);
-  if (!p) return -1;
-  p += strlen(pat);
-  if (!strncmp(p, "null", 4)) return -1;
-  return strtod(p, NULL);
-}
-
-/* The string after "key": (no escapes expected), into out. */
-static void json_str(const char *line, const char *key, char *out,
-                     size_t size) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\": \"", key);
-  const char *p = strstr(line, pat);
-  out[0] = '\0';
-  if (!p) return;
-  p += strlen(pat);
-  const char *e = strchr(p, '"');
-  size_t len = e ? (size_t)(e - p) : strlen(p);
-  if (len >= size) len = size - 1;
-  memcpy(out, p, len);
-  out[len] = '\0';
-}
-
-/* Reads the header and the records; false when this interpreter has no
- * torch (why says so). */
+/* Reads the header and the records, one JSON object a line; false when
+ * this interpreter has no torch (why says so). */
 static bool read_results(FILE *p, int total, bench_torch_t *out) {
-  char line[1024];
+  char line[4096];
   if (!fgets(line, sizeof line, p)) {
     snprintf(out->why, sizeof out->why, "the helper printed nothing");
     return false;
   }
-  if (!strstr(line, "\"available\": true")) {
-    json_str(line, "reason", out->why, sizeof out->why);
+  json_object *head = bpt_json_parse(line);
+  if (!head || !bpt_json_get_bool(head, "available")) {
+    const char *reason = bpt_json_get_str(head, "reason");
+    snprintf(out->why, sizeof out->why, "%s", reason ? reason : "the helper's first line is not its header");
+    json_object_put(head);
     return false;
   }
+  const char *version = bpt_json_get_str(head, "version");
+  snprintf(out->version, sizeof out->version, "%s", version ? version : "");
+  json_object_put(head);
   out->available = true;
-  json_str(line, "version", out->version, sizeof out->version);
   int done = 0;
   while (fgets(line, sizeof line, p)) {
-    int id = (int)json_num(line, "id");
-    if (id < 0 || id >= BENCH_SUITE_MAX) continue;
-    out->ms[id] = json_num(line, "ms");
-    out->sdpa_ms[id] = json_num(line, "sdpa_ms");
-    bpt_progress(++done, total, "PyTorch anchor");
+    json_object *rec = bpt_json_parse(line);
+    double id = bpt_json_get_num(rec, "id", -1);
+    if (id >= 0 && id < BENCH_SUITE_MAX && id == (int)id) {
+      out->ms[(int)id] = bpt_json_get_num(rec, "ms", -1);
+      out->sdpa_ms[(int)id] = bpt_json_get_num(rec, "sdpa_ms", -1);
+      bpt_progress(++done, total, "PyTorch anchor");
+    }
+    json_object_put(rec);
   }
   return true;
 }

@@ -1,7 +1,8 @@
 /*
  * bp.h — shared declarations of the bp command: the subcommand entry points,
- * the helpers every subcommand uses (context creation, option parsing, JSON
+ * the helpers every subcommand uses (context creation, option parsing,
  * output, timing, progress) and the op cases that run and bench execute.
+ * JSON is read and written through json-c, in json_doc.h.
  */
 #ifndef BP_TOOL_H
 #define BP_TOOL_H
@@ -70,10 +71,6 @@ int bpt_usage_error(const char *sub, const char *fmt, ...)
 /* ---------------------------------------------------------------------------
  * Output helpers.
  */
-/* Writes s as a JSON string literal (with quotes). */
-void bpt_json_string(FILE *f, const char *s);
-/* Writes a number, or null when it is not finite. */
-void bpt_json_number(FILE *f, double v);
 /* "16.0 GiB" style rendering of a byte count. */
 void bpt_format_bytes(uint64_t bytes, char *out, size_t size);
 /* Prints dev's memory pool statistics on two lines, each after indent. */

@@ -1,11 +1,10 @@
 /*
  * common.c — helpers shared by the bp subcommands: context and device
- * opening, option parsing, JSON and human output, timing, progress.
+ * opening, option parsing, human output, timing, progress (JSON: json_doc.c).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,28 +132,6 @@ int bpt_usage_error(const char *sub, const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "\nTry 'bp %s --help'.\n", sub);
   return BPT_EXIT_USAGE;
-}
-
-void bpt_json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p == '\n')
-      fputs("\\n", f);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
-void bpt_json_number(FILE *f, double v) {
-  if (isfinite(v))
-    fprintf(f, "%.6g", v);
-  else
-    fputs("null", f);
 }
 
 void bpt_format_bytes(uint64_t bytes, char *out, size_t size) {

@@ -8,6 +8,7 @@
 
 #include "bp.h"
 #include "conformance_report.h"
+#include "json_doc.h"
 
 static const char *const result_names[CF_RESULT_COUNT] = {
     "pass", "FAIL", "unsupported", "skip", "warn", "xfail", "XPASS", "CRASH"};
@@ -189,50 +190,46 @@ void cf_report_junit(const cf_report_t *r, const char *path) {
   fclose(f);
 }
 
-/* {"total": n, "<result>": count, ...} over records [from, to). */
-static void json_totals(FILE *f, const cf_report_t *r, int from, int to) {
+/* {"total": n, "failures": f, "<result>": count, ...} over records [from, to). */
+static json_object *json_totals(const cf_report_t *r, int from, int to) {
   int counts[CF_RESULT_COUNT] = {0}, failures = 0;
   for (int i = from; i < to; i++) {
     counts[r->rec[i].result]++;
     failures += r->rec[i].result == CF_FAIL || r->rec[i].result == CF_CRASH;
   }
-  fprintf(f, "{\"total\": %d, \"failures\": %d", to - from, failures);
-  for (int k = 0; k < CF_RESULT_COUNT; k++) fprintf(f, ", \"%s\": %d", result_names[k], counts[k]);
-  fputc('}', f);
+  json_object *o = json_object_new_object();
+  bpt_json_set(o, "total", bpt_json_int(to - from));
+  bpt_json_set(o, "failures", bpt_json_int(failures));
+  for (int k = 0; k < CF_RESULT_COUNT; k++) bpt_json_set(o, result_names[k], bpt_json_int(counts[k]));
+  return o;
+}
+
+static json_object *json_check(const cf_record_t *x) {
+  json_object *o = json_object_new_object();
+  bpt_json_set(o, "plugin", bpt_json_str(x->plugin));
+  bpt_json_set(o, "device", bpt_json_str(x->device));
+  bpt_json_set(o, "stage", bpt_json_str(x->stage));
+  bpt_json_set(o, "case", bpt_json_str(x->name));
+  bpt_json_set(o, "result", bpt_json_str(result_names[x->result]));
+  bpt_json_set(o, "seconds", bpt_json_num(x->seconds, "%.3f"));
+  bpt_json_set(o, "detail", bpt_json_str(x->detail));
+  return o;
 }
 
 void cf_report_json(const cf_report_t *r, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    return;
-  }
-  fprintf(f, "{\n  \"result\": \"%s\",\n  \"totals\": ", cf_report_failures(r) ? "FAIL" : "PASS");
-  json_totals(f, r, 0, r->n);
-  fputs(",\n  \"plugins\": [", f);
+  static const char *const broken[] = {"plugins", "checks", NULL};
+  json_object *doc = json_object_new_object(), *plugins = json_object_new_array();
+  bpt_json_set(doc, "result", bpt_json_str(cf_report_failures(r) ? "FAIL" : "PASS"));
+  bpt_json_set(doc, "totals", json_totals(r, 0, r->n));
   for (int i = 0, end; i < r->n; i = end) {
     end = group_end(r, i, true);
-    fputs(i ? ",\n    {\"plugin\": " : "\n    {\"plugin\": ", f);
-    bpt_json_string(f, r->rec[i].plugin);
-    fputs(", \"totals\": ", f);
-    json_totals(f, r, i, end);
-    fputs(",\n     \"checks\": [\n", f);
-    for (int k = i; k < end; k++) {
-      const cf_record_t *x = &r->rec[k];
-      fputs("       {\"plugin\": ", f);
-      bpt_json_string(f, x->plugin);
-      fputs(", \"device\": ", f);
-      bpt_json_string(f, x->device);
-      fputs(", \"stage\": ", f);
-      bpt_json_string(f, x->stage);
-      fputs(", \"case\": ", f);
-      bpt_json_string(f, x->name);
-      fprintf(f, ", \"result\": \"%s\", \"seconds\": %.3f, \"detail\": ", result_names[x->result], x->seconds);
-      bpt_json_string(f, x->detail);
-      fprintf(f, "}%s\n", k + 1 < end ? "," : "");
-    }
-    fputs("     ]}", f);
+    json_object *plugin = json_object_new_object(), *checks = json_object_new_array();
+    bpt_json_set(plugin, "plugin", bpt_json_str(r->rec[i].plugin));
+    bpt_json_set(plugin, "totals", json_totals(r, i, end));
+    for (int k = i; k < end; k++) bpt_json_push(checks, json_check(&r->rec[k]));
+    bpt_json_set(plugin, "checks", checks);
+    bpt_json_push(plugins, plugin);
   }
-  fputs("\n  ]\n}\n", f);
-  fclose(f);
+  bpt_json_set(doc, "plugins", plugins);
+  bpt_json_write_path("conformance", path, doc, broken);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bp.h"
+#include "json_doc.h"
 
 typedef struct devices_opts {
   bool json, explain, verbose, memory;
@@ -205,89 +206,91 @@ static void print_plugins(bp_context_t *ctx, const devices_opts_t *o) {
   }
 }
 
-static void json_device(const bp_device_entry_t *e) {
+static json_object *json_device(const bp_device_entry_t *e) {
   const bp_device_info_t *in = &e->info;
-  printf("    {\"rank\": %u, \"backend\": ", e->rank);
-  bpt_json_string(stdout, e->backend);
-  printf(", \"backend_index\": %u, \"name\": ", e->backend_index);
-  bpt_json_string(stdout, in->name);
-  printf(", \"vendor\": ");
-  bpt_json_string(stdout, in->vendor);
-  printf(", \"kind\": \"%s\", \"memory_bytes\": %llu, \"compute_units\": %u",
-         bpt_kind_name(in->kind), (unsigned long long)in->memory_bytes,
-         in->compute_units);
-  printf(", \"identity\": ");
-  bpt_json_string(stdout, in->identity);
-  printf(", \"numa_node\": %d, \"local_cpus\": ", (int)e->numa_node);
-  bpt_json_string(stdout, e->local_cpus);
-  printf(", \"driver_version\": ");
-  bpt_json_string(stdout, in->driver_version);
-  printf(", \"description\": ");
-  bpt_json_string(stdout, in->description);
-  printf(", \"score_hint\": %d, \"reference\": %s, \"peak_gflops\": ",
-         in->score_hint, in->flags & BP_DEVICE_FLAG_REFERENCE ? "true" : "false");
-  bpt_json_number(stdout, in->peak_gflops);
-  printf(", \"bandwidth_gbs\": ");
-  bpt_json_number(stdout, in->bandwidth_gbs);
-  printf(", \"ops\": {");
+  json_object *d = json_object_new_object(), *ops = json_object_new_object();
+  bpt_json_set(d, "rank", bpt_json_int(e->rank));
+  bpt_json_set(d, "backend", bpt_json_str(e->backend));
+  bpt_json_set(d, "backend_index", bpt_json_int(e->backend_index));
+  bpt_json_set(d, "name", bpt_json_str(in->name));
+  bpt_json_set(d, "vendor", bpt_json_str(in->vendor));
+  bpt_json_set(d, "kind", bpt_json_str(bpt_kind_name(in->kind)));
+  bpt_json_set(d, "memory_bytes", bpt_json_int((int64_t)in->memory_bytes));
+  bpt_json_set(d, "compute_units", bpt_json_int(in->compute_units));
+  bpt_json_set(d, "identity", bpt_json_str(in->identity));
+  bpt_json_set(d, "numa_node", bpt_json_int(e->numa_node));
+  bpt_json_set(d, "local_cpus", bpt_json_str(e->local_cpus));
+  bpt_json_set(d, "driver_version", bpt_json_str(in->driver_version));
+  bpt_json_set(d, "description", bpt_json_str(in->description));
+  bpt_json_set(d, "score_hint", bpt_json_int(in->score_hint));
+  bpt_json_set(d, "reference", bpt_json_bool(in->flags & BP_DEVICE_FLAG_REFERENCE));
+  bpt_json_set(d, "peak_gflops", bpt_json_num(in->peak_gflops, "%.6g"));
+  bpt_json_set(d, "bandwidth_gbs", bpt_json_num(in->bandwidth_gbs, "%.6g"));
   for (int op = 0; op < BP_OP_COUNT; op++) {
-    printf("%s\"%s\": [", op ? ", " : "", bp_op_name((bp_op_t)op));
-    int k = 0;
-    for (int d = 0; d < BP_DTYPE_COUNT; d++)
-      if (in->op_dtypes[op] & BP_DTYPE_BIT(d))
-        printf("%s\"%s\"", k++ ? ", " : "", bp_dtype_name((bp_dtype_t)d));
-    printf("]");
+    json_object *dtypes = json_object_new_array();
+    for (int t = 0; t < BP_DTYPE_COUNT; t++)
+      if (in->op_dtypes[op] & BP_DTYPE_BIT(t))
+        bpt_json_push(dtypes, bpt_json_str(bp_dtype_name((bp_dtype_t)t)));
+    bpt_json_set(ops, bp_op_name((bp_op_t)op), dtypes);
   }
-  printf("}}");
+  bpt_json_set(d, "ops", ops);
+  return d;
 }
 
-static void json_plugin(const bp_plugin_report_t *p) {
-  printf("    {\"path\": ");
-  bpt_json_string(stdout, p->path);
-  printf(", \"name\": ");
-  bpt_json_string(stdout, p->name);
-  printf(", \"version\": ");
-  bpt_json_string(stdout, p->version);
-  printf(", \"loaded\": %s, \"stage\": \"%s\", \"status\": \"%s\", \"reason\": ",
-         p->loaded ? "true" : "false", bpt_stage_name(p->stage),
-         bp_status_name(p->status));
-  bpt_json_string(stdout, p->reason);
-  printf(", \"plugin_abi\": \"%u.%u\", \"loader_abi\": \"%u.%u\", "
-         "\"device_count\": %u}",
-         p->plugin_abi_major, p->plugin_abi_minor, p->loader_abi_major,
-         p->loader_abi_minor, p->device_count);
+static json_object *json_plugin(const bp_plugin_report_t *p) {
+  char abi[32];
+  json_object *o = json_object_new_object();
+  bpt_json_set(o, "path", bpt_json_str(p->path));
+  bpt_json_set(o, "name", bpt_json_str(p->name));
+  bpt_json_set(o, "version", bpt_json_str(p->version));
+  bpt_json_set(o, "loaded", bpt_json_bool(p->loaded));
+  bpt_json_set(o, "stage", bpt_json_str(bpt_stage_name(p->stage)));
+  bpt_json_set(o, "status", bpt_json_str(bp_status_name(p->status)));
+  bpt_json_set(o, "reason", bpt_json_str(p->reason));
+  snprintf(abi, sizeof abi, "%u.%u", p->plugin_abi_major, p->plugin_abi_minor);
+  bpt_json_set(o, "plugin_abi", bpt_json_str(abi));
+  snprintf(abi, sizeof abi, "%u.%u", p->loader_abi_major, p->loader_abi_minor);
+  bpt_json_set(o, "loader_abi", bpt_json_str(abi));
+  bpt_json_set(o, "device_count", bpt_json_int(p->device_count));
+  return o;
 }
 
-static void print_json(bp_context_t *ctx) {
+static json_object *json_search_dirs(bp_context_t *ctx) {
+  json_object *dirs = json_object_new_array();
+  uint32_t ns = 0;
+  bp_context_search_dir_count(ctx, &ns);
+  for (uint32_t i = 0; i < ns; i++) {
+    char path[4096];
+    bool present = false;
+    if (bp_context_search_dir(ctx, i, path, sizeof path, &present) != BP_OK) continue;
+    json_object *dir = json_object_new_object();
+    bpt_json_set(dir, "path", bpt_json_str(path));
+    bpt_json_set(dir, "present", bpt_json_bool(present));
+    bpt_json_push(dirs, dir);
+  }
+  return dirs;
+}
+
+static bool print_json(bp_context_t *ctx) {
+  static const char *const broken[] = {"devices", "plugins", "search_dirs", NULL};
+  json_object *doc = json_object_new_object(), *devices = json_object_new_array(),
+              *plugins = json_object_new_array();
   uint32_t nd = 0, np = 0;
   bp_context_device_count(ctx, &nd);
   bp_context_plugin_count(ctx, &np);
-  printf("{\n  \"version\": \"%s\",\n  \"devices\": [\n", bp_version());
   for (uint32_t r = 0; r < nd; r++) {
     bp_device_entry_t e;
-    if (bp_context_device_entry(ctx, r, &e) != BP_OK) continue;
-    json_device(&e);
-    printf("%s\n", r + 1 < nd ? "," : "");
+    if (bp_context_device_entry(ctx, r, &e) == BP_OK) bpt_json_push(devices, json_device(&e));
   }
-  printf("  ],\n  \"plugins\": [\n");
   for (uint32_t i = 0; i < np; i++) {
     bp_plugin_report_t p;
-    if (bp_context_plugin_report(ctx, i, &p) != BP_OK) continue;
-    json_plugin(&p);
-    printf("%s\n", i + 1 < np ? "," : "");
+    if (bp_context_plugin_report(ctx, i, &p) == BP_OK) bpt_json_push(plugins, json_plugin(&p));
   }
-  uint32_t ns = 0;
-  bp_context_search_dir_count(ctx, &ns);
-  printf("  ],\n  \"search_dirs\": [\n");
-  for (uint32_t i = 0; i < ns; i++) {
-    char dir[4096];
-    bool present = false;
-    if (bp_context_search_dir(ctx, i, dir, sizeof dir, &present) != BP_OK) continue;
-    printf("    {\"path\": ");
-    bpt_json_string(stdout, dir);
-    printf(", \"present\": %s}%s\n", present ? "true" : "false", i + 1 < ns ? "," : "");
-  }
-  printf("  ]\n}\n");
+  bpt_json_set(doc, "version", bpt_json_str(bp_version()));
+  bpt_json_set(doc, "devices", devices);
+  bpt_json_set(doc, "plugins", plugins);
+  bpt_json_set(doc, "search_dirs", json_search_dirs(ctx));
+  return bpt_json_write_path("devices", "-", doc, broken);
 }
 
 int bp_cmd_devices(int argc, char **argv) {
@@ -296,13 +299,14 @@ int bp_cmd_devices(int argc, char **argv) {
   if (rc) return rc < 0 ? BPT_EXIT_OK : rc;
   bp_context_t *ctx = bpt_context_open(&o.ctx);
   if (!ctx) return BPT_EXIT_FAIL;
+  int exit_status = BPT_EXIT_OK;
   if (o.json) {
-    print_json(ctx);
+    if (!print_json(ctx)) exit_status = BPT_EXIT_FAIL;
   } else {
     print_devices(ctx, &o);
     print_plugins(ctx, &o);
     print_search_dirs(ctx);
   }
   bp_context_destroy(ctx);
-  return BPT_EXIT_OK;
+  return exit_status;
 }

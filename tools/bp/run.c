@@ -9,6 +9,7 @@
 
 #include "bp.h"
 #include "cases.h"
+#include "json_doc.h"
 
 #define RUN_REFERENCE "cpu-ref"
 #define RUN_SEED 20240501u
@@ -187,39 +188,43 @@ static void print_row(const run_result_t *r) {
   }
 }
 
+/* One case as a record of --json; the figures are null when it did not run. */
+static json_object *json_case(const run_result_t *r) {
+  char shape[96];
+  bool ran = r->supported && !r->status;
+  json_object *o = json_object_new_object();
+  bpt_case_label(&r->c, shape, sizeof shape);
+  bpt_json_set(o, "op", bpt_json_str(bpt_op_name(r->c.op)));
+  bpt_json_set(o, "shape", bpt_json_str(shape));
+  bpt_json_set(o, "dtype", bpt_json_str(bp_dtype_name(r->c.dtype)));
+  bpt_json_set(o, "supported", bpt_json_bool(r->supported));
+  bpt_json_set(o, "status", bpt_json_str(bp_status_name(r->status)));
+  bpt_json_set(o, "ms", bpt_json_num(ran ? r->ms : NAN, "%.6g"));
+  bpt_json_set(o, "gflops", bpt_json_num(ran ? r->gflops : NAN, "%.6g"));
+  bpt_json_set(o, "max_abs_err", bpt_json_num(ran ? r->max_abs : NAN, "%.6g"));
+  bpt_json_set(o, "max_norm_err", bpt_json_num(ran ? r->max_norm : NAN, "%.6g"));
+  bpt_json_set(o, "result", bpt_json_str(!r->supported ? "SKIP" : (r->pass ? "PASS" : "FAIL")));
+  bpt_json_set(o, "message", bpt_json_str(r->message));
+  return o;
+}
+
 static void print_json(const bp_device_entry_t *e, bool self_ref,
                        const run_result_t *res, int n, bool pass) {
-  printf("{\n  \"device\": {\"rank\": %u, \"backend\": ", e->rank);
-  bpt_json_string(stdout, e->backend);
-  printf(", \"name\": ");
-  bpt_json_string(stdout, e->info.name);
-  printf(", \"kind\": \"%s\"},\n  \"reference\": \"%s\",%s\n",
-         bpt_kind_name(e->info.kind), RUN_REFERENCE,
-         self_ref ? " \"reference_is_device\": true," : "");
-  printf("  \"tolerance\": %g,\n  \"ops\": [\n", RUN_TOLERANCE);
-  for (int i = 0; i < n; i++) {
-    const run_result_t *r = &res[i];
-    char shape[96];
-    bpt_case_label(&r->c, shape, sizeof shape);
-    printf("    {\"op\": \"%s\", \"shape\": ", bpt_op_name(r->c.op));
-    bpt_json_string(stdout, shape);
-    printf(", \"dtype\": \"%s\", \"supported\": %s, \"status\": \"%s\"",
-           bp_dtype_name(r->c.dtype), r->supported ? "true" : "false",
-           bp_status_name(r->status));
-    printf(", \"ms\": ");
-    bpt_json_number(stdout, r->supported && !r->status ? r->ms : NAN);
-    printf(", \"gflops\": ");
-    bpt_json_number(stdout, r->supported && !r->status ? r->gflops : NAN);
-    printf(", \"max_abs_err\": ");
-    bpt_json_number(stdout, r->supported && !r->status ? r->max_abs : NAN);
-    printf(", \"max_norm_err\": ");
-    bpt_json_number(stdout, r->supported && !r->status ? r->max_norm : NAN);
-    printf(", \"result\": \"%s\", \"message\": ",
-           !r->supported ? "SKIP" : (r->pass ? "PASS" : "FAIL"));
-    bpt_json_string(stdout, r->message);
-    printf("}%s\n", i + 1 < n ? "," : "");
-  }
-  printf("  ],\n  \"pass\": %s\n}\n", pass ? "true" : "false");
+  static const char *const broken[] = {"ops", NULL};
+  json_object *doc = json_object_new_object(), *dev = json_object_new_object(),
+              *ops = json_object_new_array();
+  bpt_json_set(dev, "rank", bpt_json_int(e->rank));
+  bpt_json_set(dev, "backend", bpt_json_str(e->backend));
+  bpt_json_set(dev, "name", bpt_json_str(e->info.name));
+  bpt_json_set(dev, "kind", bpt_json_str(bpt_kind_name(e->info.kind)));
+  bpt_json_set(doc, "device", dev);
+  bpt_json_set(doc, "reference", bpt_json_str(RUN_REFERENCE));
+  if (self_ref) bpt_json_set(doc, "reference_is_device", bpt_json_bool(true));
+  bpt_json_set(doc, "tolerance", bpt_json_num(RUN_TOLERANCE, "%g"));
+  for (int i = 0; i < n; i++) bpt_json_push(ops, json_case(&res[i]));
+  bpt_json_set(doc, "ops", ops);
+  bpt_json_set(doc, "pass", bpt_json_bool(pass));
+  bpt_json_write_path("run", "-", doc, broken);
 }
 
 static void print_header(const bp_device_entry_t *e, bool self_ref) {

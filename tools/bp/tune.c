@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "json_doc.h"
 
 #define TUNE_MAX_DEVICES 16
 #define TUNE_SEED 11u
@@ -175,41 +176,27 @@ static int default_selectors(bp_context_t *ctx, const char **out, char (*sel_buf
   return n;
 }
 
+static json_object *json_result(const tune_result_t *r) {
+  json_object *o = json_object_new_object();
+  bpt_json_set(o, "device", bpt_json_str(r->device));
+  bpt_json_set(o, "op", bpt_json_str(r->op));
+  bpt_json_set(o, "shape", bpt_json_str(r->shape));
+  bpt_json_set(o, "dtype", bpt_json_str(r->dtype));
+  bpt_json_set(o, "status", bpt_json_str(r->status));
+  bpt_json_set(o, "ms", bpt_json_num(strcmp(r->status, "tuned") ? NAN : r->ms, "%.6g"));
+  if (r->message[0]) bpt_json_set(o, "message", bpt_json_str(r->message));
+  return o;
+}
+
 static bool write_json(const char *path, const char *cache, bool cache_written, bool ok) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-  if (!f) {
-    fprintf(stderr, "bp tune: cannot write %s\n", path);
-    return false;
-  }
-  fprintf(f, "{\n  \"cache\": ");
-  if (cache) bpt_json_string(f, cache); else fprintf(f, "null");
-  fprintf(f, ",\n  \"cache_written\": %s,\n  \"ok\": %s,\n  \"results\": [\n",
-          cache_written ? "true" : "false", ok ? "true" : "false");
-  for (int i = 0; i < tune_nresults; i++) {
-    const tune_result_t *r = &tune_results[i];
-    fprintf(f, "    {\"device\": ");
-    bpt_json_string(f, r->device);
-    fprintf(f, ", \"op\": ");
-    bpt_json_string(f, r->op);
-    fprintf(f, ", \"shape\": ");
-    bpt_json_string(f, r->shape);
-    fprintf(f, ", \"dtype\": ");
-    bpt_json_string(f, r->dtype);
-    fprintf(f, ", \"status\": ");
-    bpt_json_string(f, r->status);
-    fprintf(f, ", \"ms\": ");
-    bpt_json_number(f, strcmp(r->status, "tuned") ? NAN : r->ms);
-    if (r->message[0]) {
-      fprintf(f, ", \"message\": ");
-      bpt_json_string(f, r->message);
-    }
-    fprintf(f, "}%s\n", i + 1 < tune_nresults ? "," : "");
-  }
-  fprintf(f, "  ]\n}\n");
-  bool wrote = !ferror(f);
-  if (f != stdout) wrote = fclose(f) == 0 && wrote;
-  else fflush(f);
-  return wrote;
+  static const char *const broken[] = {"results", NULL};
+  json_object *doc = json_object_new_object(), *results = json_object_new_array();
+  bpt_json_set(doc, "cache", bpt_json_str(cache));
+  bpt_json_set(doc, "cache_written", bpt_json_bool(cache_written));
+  bpt_json_set(doc, "ok", bpt_json_bool(ok));
+  for (int i = 0; i < tune_nresults; i++) bpt_json_push(results, json_result(&tune_results[i]));
+  bpt_json_set(doc, "results", results);
+  return bpt_json_write_path("tune", path, doc, broken);
 }
 
 int bp_cmd_tune(int argc, char **argv) {
