@@ -226,6 +226,13 @@ typedef struct bp_device_config {
   bool allow_reduced_precision; /* TF32 and the like */
   uint64_t pool_max_bytes;   /* cap on memory the pool reserves, 0: none */
   uint64_t pool_initial_bytes; /* reserved up front when the device opens */
+  /* fields below: added with fallback; read only when struct_size covers
+   * them (a config sized before them opens as if they were zero) */
+  /* Turns automatic fallback off for this device: an op it cannot run fails
+   * with BP_ERR_UNSUPPORTED instead of running on another device. false
+   * (zero) keeps the default, fallback on, unless BACKPLANE_FALLBACK=0
+   * turns it off for the whole process (docs/runtime.md, "Fallback"). */
+  bool no_fallback;
 } bp_device_config_t;
 
 /* Opens a device. selector picks it: NULL or "" for the best, "N" for rank
@@ -268,6 +275,45 @@ BP_API bp_status_t bp_device_memory_stats(bp_device_t *device,
                                           bp_memory_stats_t *out_stats);
 /* Returns every cached, wholly free block of memory to the backend. */
 BP_API bp_status_t bp_device_empty_cache(bp_device_t *device);
+
+/* Why an op fell back to another device. */
+typedef enum bp_fallback_reason {
+  BP_FALLBACK_DTYPE = 0,    /* the device does not claim the op for the dtype */
+  BP_FALLBACK_NO_ENTRY = 1, /* the plugin has no entry point for the op */
+  BP_FALLBACK_REFUSED = 2   /* the plugin returned BP_ERR_UNSUPPORTED (a shape
+                             * limit, an offset) before doing any work */
+} bp_fallback_reason_t;
+
+/* One (op, dtype, reason, target) that fell back from a device, with what
+ * it cost. Versioned: fields are only ever appended, and the library writes
+ * each record at the size the caller's header knows (out_stats[0]'s
+ * struct_size), so an older caller's array keeps its layout. */
+typedef struct bp_fallback_stat {
+  uint32_t struct_size;     /* sizeof(bp_fallback_stat_t) */
+  bp_op_t op;
+  bp_dtype_t dtype;         /* the dtype the op was refused for */
+  bp_fallback_reason_t reason;
+  char reason_text[256];    /* the refusal's words, from the first time */
+  char target[128];         /* the device name it ran on ("cpu") */
+  char target_backend[64];  /* that device's plugin */
+  uint64_t count;           /* calls that ran there */
+  uint64_t bytes_in;        /* copied to the target, all calls together */
+  uint64_t bytes_out;       /* copied back */
+  uint64_t copy_ns;         /* spent copying, both ways */
+  uint64_t total_ns;        /* spent in the fallback, copies and op included */
+} bp_fallback_stat_t;
+
+/* Lists every op that fell back from device to another device since it
+ * opened: one record per (op, dtype, reason, target), in the order they
+ * first happened. The caller sets out_stats[0].struct_size to
+ * sizeof(bp_fallback_stat_t); at most capacity records are written, each of
+ * that size and with struct_size set, and *out_count receives how many
+ * exist (call with capacity 0 and out_stats NULL to size the array).
+ * Thread-safe; the records are copies the caller owns. */
+BP_API bp_status_t bp_device_fallback_stats(bp_device_t *device,
+                                            bp_fallback_stat_t *out_stats,
+                                            uint32_t capacity,
+                                            uint32_t *out_count);
 
 /* ---------------------------------------------------------------------------
  * Buffers: device memory with its size.

@@ -2,6 +2,7 @@
  * device.c — opening devices by selector, closing them with everything they
  * still own, and capability queries.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,11 +110,17 @@ static void config_to_plugin(const bp_device_config_t *c,
   out->allow_reduced_precision = c->allow_reduced_precision;
 }
 
+/* The smallest config accepted: every field before the first appended one. */
+#define CONFIG_MIN_SIZE offsetof(bp_device_config_t, no_fallback)
+/* Whether config c (checked) is large enough to hold field. */
+#define CONFIG_HAS(c, field) \
+  ((c)->struct_size >= offsetof(bp_device_config_t, field) + sizeof((c)->field))
+
 static bp_status_t check_config(const bp_device_config_t *c) {
   if (!c) return BP_OK;
-  if (c->struct_size < sizeof *c)
+  if (c->struct_size < CONFIG_MIN_SIZE)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                    "bp_device_open: config->struct_size %u < %zu", c->struct_size, sizeof *c);
+                    "bp_device_open: config->struct_size %u < %zu", c->struct_size, CONFIG_MIN_SIZE);
   if ((unsigned)c->isa_max > BP_ISA_AVX512)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: config->isa_max %d is not a bp_isa_level_t",
                     (int)c->isa_max);
@@ -121,6 +128,13 @@ static bp_status_t check_config(const bp_device_config_t *c) {
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_open: config->threads %u is absurd (max 4096)",
                     c->threads);
   return BP_OK;
+}
+
+/* Fallback is on unless the config or BACKPLANE_FALLBACK=0 turns it off. */
+static bool fallback_wanted(const bp_device_config_t *c) {
+  if (c && CONFIG_HAS(c, no_fallback) && c->no_fallback) return false;
+  const char *env = bp__getenv("BACKPLANE_FALLBACK");
+  return !(env && strcmp(env, "0") == 0);
 }
 
 /* Warms the pool: one segment of the requested size, kept cached. */
@@ -157,6 +171,11 @@ bp_status_t bp_device_open(bp_context_t *ctxh, const char *selector,
     device_free(d);
     return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_device_open: out of memory");
   }
+  st = bp__fallback_open(d, fallback_wanted(config));
+  if (st != BP_OK) {
+    device_free(d);
+    return st;
+  }
   bp_plugin_device_config_t pc;
   config_to_plugin(config, &pc);
   st = bp__call_device_open(d, &pc);
@@ -183,6 +202,7 @@ bp_status_t bp_device_open(bp_context_t *ctxh, const char *selector,
 
 /* Frees the device record, its gate and its (empty) pool. */
 static void device_free(bp__device_t *d) {
+  bp__fallback_close(d);
   if (d->pool) bp__pool_destroy(d, d->pool);
   bp__gate_recycle(d->gate);
   pthread_mutex_destroy(&d->lock);
@@ -194,6 +214,7 @@ void bp_device_close(bp_device_t *h) {
    * with BP_ERR_UNAVAILABLE, and no child handle of d resolves any more. */
   bp__device_t *d = bp__gate_close(h, BP__H_DEVICE);
   if (!d) return;
+  bp__fallback_close(d); /* the devices fallback opened for d close with it */
   bp__call_device_sync(d);
   bp__device_release_graphs(d);
   bp__device_release_children(d);
@@ -231,8 +252,7 @@ bp_status_t bp_device_supports(const bp_device_t *h, bp_op_t op, bp_dtype_t dtyp
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_supports: op %d out of range", (int)op);
   if (!bp__dtype_valid(dtype))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_device_supports: dtype %d invalid", (int)dtype);
-  *out_supported = bp__require_op(d, op, dtype, "bp_device_supports") == BP_OK;
-  bp__clear_error();
+  *out_supported = bp__device_claims(d, op, dtype); /* natively: fallback aside */
   return BP_OK;
 }
 

@@ -180,6 +180,7 @@ struct bp__device {
   struct bp__host_block *host_blocks; /* from bp_host_alloc, under lock */
   bp__graph_t *graphs;                 /* live graphs, under lock */
   bp__kernel_t *kernels;               /* live kernels, under lock */
+  struct bp__fallback *fallback;       /* NULL: fallback off (fallback.c) */
   bp__device_t *next;
 };
 
@@ -303,7 +304,8 @@ bool bp__mul_overflows(uint64_t a, uint64_t b, uint64_t *out);
 /* Validates the stream and returns its device; sets the error otherwise. */
 bp_status_t bp__stream_check(const bp__stream_t *stream, const char *op);
 /* Fails with BP_ERR_UNSUPPORTED unless the device claims op for dtype and
- * the plugin implements it. */
+ * the plugin implements it, or fallback may run it on another device
+ * (bp__fallback_possible): bp__call_op then decides where it runs. */
 bp_status_t bp__require_op(const bp__device_t *device, bp_op_t op,
                            bp_dtype_t dtype, const char *opname);
 
@@ -401,6 +403,60 @@ bp_status_t bp__copy_across(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src,
                             uint64_t size);
 /* Returns a buffer's memory to the pool, or to its DLPack producer. */
 void bp__buffer_release_memory(bp__device_t *d, bp__buffer_t *b);
+
+/* ---- automatic fallback (fallback.c, op_fields.c) ---------------------------- */
+
+/* Why a device cannot run an op, as the door found it: what fallback
+ * records, and the status and message the caller gets when no other device
+ * can run it either. */
+typedef struct bp__refusal {
+  bp_fallback_reason_t reason;
+  bp_dtype_t dtype;   /* the dtype refused */
+  bp_status_t status; /* BP_ERR_UNSUPPORTED */
+  char text[512];     /* the refusal's message, as the caller would see it */
+} bp__refusal_t;
+
+/* An op's argument struct has at most this many tensor fields. */
+#define BP__OP_MAX_TENSORS 8
+/* The byte offsets of op's tensor fields inside its argument struct, in the
+ * op table's order (an output is listed last); 0 fields for Adam, whose
+ * tensors are in arrays. */
+int bp__op_tensor_offsets(bp_op_t op, size_t out[BP__OP_MAX_TENSORS]);
+size_t bp__op_args_size(bp_op_t op);
+/* Whether the plugin (descriptor x) has op's entry and the device (info)
+ * claims it for dtype; and the same for every dtype the op's args put to
+ * it, filling *out_why (may be NULL) when not (plugin_call.c). */
+bool bp__plugin_claims(const bp_plugin_descriptor_t *x, const bp_device_info_t *info, bp_op_t op,
+                       bp_dtype_t dtype);
+bool bp__device_claims(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype);
+bool bp__plugin_claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
+                            const char *backend, bp_op_t op, const void *args, bp__refusal_t *out_why);
+
+/* Sets up fallback for a device being opened (d->fallback stays NULL when
+ * enabled is false); fails only when memory is short. */
+bp_status_t bp__fallback_open(bp__device_t *d, bool enabled);
+/* Closes the devices fallback opened for d and frees its records; d's gate
+ * is closed, so no op of d is running. */
+void bp__fallback_close(bp__device_t *d);
+/* Whether an op that d does not claim for dtype may still run from d:
+ * fallback is on for d and another ranked device claims (op, dtype). */
+bool bp__fallback_possible(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype);
+/* Runs op with args (built for s's device, which refused it for why) on
+ * the best-ranked other device that claims it and accepts it, and returns
+ * BP_OK once its result is in the args' output tensors.
+ * Contract: the caller holds s->lock and s is not capturing (graph replay
+ * and a scheduler may call it on a stream they own the same way). It first
+ * waits for s's queued work, then works synchronously: the target device is
+ * opened once per origin device (closed with it), the byte ranges of the
+ * args' tensors are copied into temporary buffers from the target's pool,
+ * the op runs there on a stream of its own with the tensors remapped, and
+ * the outputs' ranges are copied back before it returns. A candidate that
+ * refuses too (BP_ERR_UNSUPPORTED before any work, a failed open or copy-in)
+ * is skipped for the next one. When none can, returns why->status with
+ * why->text and what each candidate said; the outputs are then untouched.
+ * Each success is counted in d's records (bp_device_fallback_stats); the
+ * first of an (op, dtype, reason) is logged at info level. */
+bp_status_t bp__fallback_run(bp__stream_t *s, bp_op_t op, const void *args, const bp__refusal_t *why);
 
 /* Frees the host blocks a device still holds (host_memory.c). */
 void bp__host_release_all(bp__device_t *d);

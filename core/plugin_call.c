@@ -6,8 +6,10 @@
  * lock so work on one stream stays in order, maps a status the ABI does not
  * define to BP_ERR_INTERNAL, and turns a plugin's failure into one message
  * that names the plugin and carries its own words (logged at debug level).
- * Fallback between devices and layers will plug in here.
+ * Fallback between devices is decided here (an op the device does not claim,
+ * or that its plugin refuses, goes to fallback.c); layers will plug in here.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -49,16 +51,62 @@ static const void *op_entry(const bp_plugin_descriptor_t *x, bp_op_t op) {
   return NULL;
 }
 
+bool bp__plugin_claims(const bp_plugin_descriptor_t *x, const bp_device_info_t *info, bp_op_t op,
+                       bp_dtype_t dtype) {
+  return op_entry(x, op) && (info->op_dtypes[op] & BP_DTYPE_BIT(dtype));
+}
+
+/* Whether a device cannot run op for dtype; *why then says so in the
+ * words bp__require_op has always used (no thread message is set). */
+static bool unclaimed(const bp_plugin_descriptor_t *x, const bp_device_info_t *info, const char *backend,
+                      bp_op_t op, bp_dtype_t dtype, const char *opname, bp__refusal_t *why) {
+  *why = (bp__refusal_t){BP_FALLBACK_NO_ENTRY, dtype, BP_ERR_UNSUPPORTED, ""};
+  if (!op_entry(x, op))
+    snprintf(why->text, sizeof why->text, "%s: backend '%s' does not implement %s", opname, backend,
+             bp_op_name(op));
+  else if (!(info->op_dtypes[op] & BP_DTYPE_BIT(dtype))) {
+    why->reason = BP_FALLBACK_DTYPE;
+    snprintf(why->text, sizeof why->text, "%s: device '%s' (%s) does not support %s for %s", opname,
+             info->name, backend, bp_op_name(op), bp_dtype_name(dtype));
+  } else
+    return false;
+  return true;
+}
+
+/* The dtypes the public entries ask a device to claim for op: the first
+ * tensor's (every other float operand shares it), a cast's target's too,
+ * each parameter's for Adam. */
+bool bp__plugin_claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
+                            const char *backend, bp_op_t op, const void *args, bp__refusal_t *out_why) {
+  bp__refusal_t why;
+  bp__refusal_t *w = out_why ? out_why : &why;
+  if (op == BP_OP_ADAM) {
+    const bp_adam_args_t *a = args;
+    for (uint32_t i = 0; i < a->count; i++)
+      if (unclaimed(x, info, backend, op, a->params[i].dtype, bp_op_name(op), w)) return false;
+    return true;
+  }
+  size_t off[BP__OP_MAX_TENSORS];
+  int k = bp__op_tensor_offsets(op, off);
+  if (k == 0) return !unclaimed(x, info, backend, op, BP_F32, bp_op_name(op), w);
+  for (int i = 0; i < k && i < (op == BP_OP_CAST ? 2 : 1); i++) {
+    bp_dtype_t dt = ((const bp_plugin_tensor_t *)((const char *)args + off[i]))->dtype;
+    if (unclaimed(x, info, backend, op, dt, bp_op_name(op), w)) return false;
+  }
+  return true;
+}
+
 bp_status_t bp__require_op(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype,
                            const char *opname) {
-  if (!op_entry(d->desc, op))
-    return bp__fail(BP_ERR_UNSUPPORTED, "%s: backend '%s' does not implement %s", opname,
-                    d->entry.backend, bp_op_name(op));
-  if (!(d->entry.info.op_dtypes[op] & BP_DTYPE_BIT(dtype)))
-    return bp__fail(BP_ERR_UNSUPPORTED, "%s: device '%s' (%s) does not support %s for %s",
-                    opname, d->entry.info.name, d->entry.backend, bp_op_name(op),
-                    bp_dtype_name(dtype));
-  return BP_OK;
+  bp__refusal_t why;
+  if (!unclaimed(d->desc, &d->entry.info, d->entry.backend, op, dtype, opname, &why)) return BP_OK;
+  /* Another device can run it: bp__call_op decides, at the one door. */
+  if (bp__fallback_possible(d, op, dtype)) return BP_OK;
+  return bp__fail(why.status, "%s", why.text);
+}
+
+bool bp__device_claims(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype) {
+  return bp__plugin_claims(d->desc, &d->entry.info, op, dtype);
 }
 
 /* Calls the plugin's op on s; the caller holds s->lock. */
@@ -81,13 +129,42 @@ static bp_status_t call_op_locked(bp__stream_t *s, bp_op_t op, const void *args)
   return plugin_failed(st, d, bp_op_name(op));
 }
 
+/* Runs op on s's device, or on another device when s's device cannot: it
+ * does not claim the op (bp__require_op let it through because another
+ * device does) or its plugin refuses it with BP_ERR_UNSUPPORTED, which the
+ * ABI allows only before any work is done. The caller holds s->lock. */
+static bp_status_t run_or_fall_back(bp__stream_t *s, bp_op_t op, const void *args) {
+  bp__device_t *d = s->device;
+  bp__refusal_t why;
+  if (!bp__plugin_claims_args(d->desc, &d->entry.info, d->entry.backend, op, args, &why))
+    return d->fallback ? bp__fallback_run(s, op, args, &why) : bp__fail(why.status, "%s", why.text);
+  bp_status_t st = call_op_locked(s, op, args);
+  if (st != BP_ERR_UNSUPPORTED || !d->fallback) return st;
+  why.reason = BP_FALLBACK_REFUSED;
+  why.dtype = BP_F32;
+  size_t off[BP__OP_MAX_TENSORS];
+  if (op == BP_OP_ADAM)
+    why.dtype = ((const bp_adam_args_t *)args)->params[0].dtype;
+  else if (bp__op_tensor_offsets(op, off) > 0)
+    why.dtype = ((const bp_plugin_tensor_t *)((const char *)args + off[0]))->dtype;
+  why.status = st;
+  snprintf(why.text, sizeof why.text, "%s", bp_last_error());
+  return bp__fallback_run(s, op, args, &why);
+}
+
 bp_status_t bp__call_op(bp__stream_t *s, bp_op_t op, const void *args) {
   bp_status_t st;
+  bp__device_t *d = s->device;
+  bp__refusal_t why;
   pthread_mutex_lock(&s->lock);
-  if (s->capture) /* capturing: record instead of running */
+  if (!s->capture)
+    st = run_or_fall_back(s, op, args);
+  else if (!bp__plugin_claims_args(d->desc, &d->entry.info, d->entry.backend, op, args, &why))
+    /* bp__require_op let it through for fallback, which a graph has not */
+    st = bp__fail(why.status, "%s; an op captured into a graph does not fall back to another device",
+                  why.text);
+  else /* capturing: record instead of running */
     st = bp__graph_record(s->capture, op, args);
-  else
-    st = call_op_locked(s, op, args);
   pthread_mutex_unlock(&s->lock);
   return st;
 }
