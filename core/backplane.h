@@ -256,6 +256,84 @@ BP_API bp_status_t bp_device_supports(const bp_device_t *device, bp_op_t op,
 /* Waits until all streams of the device are idle. */
 BP_API bp_status_t bp_device_synchronize(bp_device_t *device);
 
+/* ---------------------------------------------------------------------------
+ * Device groups: several devices opened as one bp_device_t that every call
+ * accepts (buffers, streams, events, ops, graphs). Group buffers live in
+ * host memory; large GEMM (over M or N), strided batched GEMM (over the
+ * batch), attention (over kv heads) and conv2d (over the batch) are split
+ * across the members in proportion to each member's measured speed; every
+ * other op, and small ones, run whole on the best member that can. Work on
+ * a group is synchronous: each call returns when its result is in place.
+ * See docs/runtime.md "Device groups".
+ */
+
+/* The op families a group splits; the index into the speed and share
+ * arrays of bp_device_group_member_t. */
+typedef enum bp_group_split {
+  BP_GROUP_SPLIT_GEMM = 0,      /* gemm, strided batched gemm */
+  BP_GROUP_SPLIT_ATTENTION = 1, /* attention, over kv heads */
+  BP_GROUP_SPLIT_CONV2D = 2,    /* conv2d, over the batch */
+  BP_GROUP_SPLIT_COUNT
+} bp_group_split_t;
+
+#define BP_GROUP_MAX_MEMBERS 8
+
+typedef struct bp_device_group_options {
+  uint32_t struct_size; /* sizeof(bp_device_group_options_t) */
+  /* Accept members that are the same hardware (equal non-empty identity,
+   * or both running on the host CPU: kind CPU or SOFTWARE). Refused
+   * otherwise. */
+  bool allow_shared_hardware;
+  /* With allow_shared_hardware: split work among members that share
+   * hardware as if they did not. Off, the hardware is counted once: of the
+   * members on one piece of hardware only the fastest takes a share. */
+  bool split_shared_hardware;
+  /* Ops of fewer floating-point operations run whole on the best member
+   * (0: the default, 2^26). */
+  uint64_t min_split_flops;
+  /* Each member is opened with this config (may be NULL). */
+  const bp_device_config_t *member_config;
+} bp_device_group_options_t;
+
+/* Opens members ("cpu,opencl": comma-separated bp_device_open selectors,
+ * at least two, at most BP_GROUP_MAX_MEMBERS; or "all": the best device of
+ * each piece of hardware, every device with allow_shared_hardware) as one
+ * device. opts may be NULL (defaults). A refused list (an empty or unknown
+ * entry, one member, members on the same hardware) leaves nothing open.
+ * The caller owns the group and closes it with bp_device_close, which
+ * closes the members. Thread-safe. */
+BP_API bp_status_t bp_device_group_open(bp_context_t *context, const char *members,
+                                        const bp_device_group_options_t *opts,
+                                        bp_device_t **out_device);
+
+/* One member as the group sees it. */
+typedef struct bp_device_group_member {
+  uint32_t struct_size;
+  bp_device_entry_t entry; /* the member's ranked entry */
+  /* Members with equal values are the same hardware. */
+  uint32_t hardware;
+  /* Measured speed per split family in GFLOP/s (0: not measured yet, or
+   * the member cannot run the family). */
+  double gflops[BP_GROUP_SPLIT_COUNT];
+  /* The fraction of a split op of each family this member takes (the
+   * members' shares add up to 1 once measured; 0 before). */
+  double share[BP_GROUP_SPLIT_COUNT];
+  uint64_t ops_run;    /* whole ops this member ran for the group */
+  uint64_t slices_run; /* slices of split ops it ran */
+} bp_device_group_member_t;
+
+/* The number of members of a group; fails for a device that is not one. */
+BP_API bp_status_t bp_device_group_size(const bp_device_t *group, uint32_t *out_count);
+/* Member index (in rank order, 0 the best) as the group sees it. Reads the
+ * speeds measured so far; bp_device_group_calibrate measures the rest. */
+BP_API bp_status_t bp_device_group_info(const bp_device_t *group, uint32_t index,
+                                        bp_device_group_member_t *out_member);
+/* Reads each member's speed for each split family from the tuning cache,
+ * measuring (a short run, stored in the cache) where it has none; with
+ * remeasure, measures every one again. Ops do the same on their first
+ * split, so calling this is needed only to read the shares early. */
+BP_API bp_status_t bp_device_group_calibrate(bp_device_t *group, bool remeasure);
+
 /* The caching memory pool's figures for one device handle. */
 typedef struct bp_memory_stats {
   uint32_t struct_size;
