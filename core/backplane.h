@@ -471,9 +471,10 @@ BP_API int64_t bp_tensor_numel(const bp_tensor_t *tensor);
  * BP_ERR_UNSUPPORTED for memory DLPack cannot describe (Vulkan, OpenCL). */
 BP_API bp_status_t bp_tensor_to_dlpack(const bp_tensor_t *tensor,
                                        bool versioned, void **out_managed);
-/* Wraps a DLPack managed tensor living in memory device can address (host
- * memory for the CPU backend, CUDA memory for the CUDA backend) as a buffer
- * and a tensor over it, without copying. The caller owns the buffer;
+/* Wraps a DLPack managed tensor living in memory device can address (its
+ * DLPack device and id: host memory for the CPU backend, CUDA memory for
+ * CUDA, ROCm memory for ROCm) as a buffer and a tensor over it, without
+ * copying. The caller owns the buffer;
  * bp_buffer_free calls the producer's deleter. */
 BP_API bp_status_t bp_tensor_from_dlpack(bp_device_t *device, void *managed,
                                          bool versioned,

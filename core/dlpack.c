@@ -11,7 +11,8 @@
  * wraps the producer's memory as a bp buffer; bp_buffer_free on it calls the
  * producer's deleter. Only memory the device can address directly is
  * shared: host memory on devices that use host pointers (the CPU backend),
- * CUDA device memory on the CUDA backend.
+ * and device memory where the plugin names its DLPack device type in the
+ * device info (CUDA, ROCm); the core never infers it from a backend's name.
  */
 #include <stdlib.h>
 #include <string.h>
