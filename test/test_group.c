@@ -350,6 +350,22 @@ static void test_same_hardware_refused_unless_allowed(void **state) {
   TC_END();
 }
 
+/* Two staged members whose slices interleave in C's rows (split over N):
+ * each stages C in before either writes, so a member that copied back more
+ * than its own elements would undo the other's. */
+static void test_staged_slices_interleave(void **state) {
+  (void)state;
+  TC_BEGIN();
+  const char *const devs[] = {"slow0"};
+  plant_times("slow.json", devs, 1, 10.0);
+  tc_env_t e;
+  env_on(&e, group_open("slow,slow", true, true, 1));
+  check_case(&e, c_gemm_n, "gemm split over N on two staged members", 19, true);
+  check_case(&e, c_gemm_m, "gemm split over M on two staged members", 29, true);
+  env_off(&e);
+  TC_END();
+}
+
 static int still_open;
 static void count_still_open(bp_log_level_t level, const char *cat, const char *msg, void *user) {
   (void)level, (void)cat, (void)user;
@@ -414,6 +430,7 @@ int main(void) {
       cmocka_unit_test(test_small_ops_run_whole),
       cmocka_unit_test(test_slow_member_gets_smaller_share),
       cmocka_unit_test(test_same_hardware_refused_unless_allowed),
+      cmocka_unit_test(test_staged_slices_interleave),
       cmocka_unit_test(test_bad_member_lists_refused),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
