@@ -155,6 +155,19 @@ typedef enum bp_reduce_op {
   BP_REDUCE_COUNT
 } bp_reduce_op_t;
 
+/* How a collective combines the ranks' values (bp_comm_all_reduce and the
+ * comm plugin ABI, comm-api.h). MAX and MIN follow the comm library's
+ * semantics for NaN; AVG is the sum divided by the number of ranks (for
+ * integer dtypes truncated toward zero). f16 and bf16 reduce in f32. */
+typedef enum bp_comm_reduce_op {
+  BP_COMM_SUM = 0,
+  BP_COMM_PROD = 1,
+  BP_COMM_MAX = 2,
+  BP_COMM_MIN = 3,
+  BP_COMM_AVG = 4,
+  BP_COMM_REDUCE_COUNT = 5
+} bp_comm_reduce_op_t;
+
 typedef enum bp_pool_kind { BP_POOL_MAX = 0, BP_POOL_AVG = 1 } bp_pool_kind_t;
 typedef enum bp_random_dist {
   BP_RANDOM_UNIFORM = 0, /* [a, b) */

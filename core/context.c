@@ -62,6 +62,7 @@ static void context_free(bp_context_t *ctx) {
     if (!dh) break;
     bp_device_close(dh);
   }
+  bp__comm_set_free(ctx); /* communicators and comm plugins (comm_loader.c) */
   for (uint32_t i = 0; i < ctx->plugin_count; i++) bp__loader_unload(&ctx->plugins[i]);
   free(ctx->plugins);
   for (uint32_t i = 0; i < ctx->scanned_count; i++) free(ctx->scanned[i]);

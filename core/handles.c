@@ -155,8 +155,8 @@ void bp__handle_set_gate(const void *token, bp__gate_t *gate) {
 }
 
 static const char *type_name(bp__handle_type_t type) {
-  static const char *const names[] = {"?", "context", "device", "buffer", "stream", "event", "graph", "kernel"};
-  return (unsigned)type <= BP__H_KERNEL ? names[type] : "?";
+  static const char *const names[] = {"?", "context", "device", "buffer", "stream", "event", "graph", "kernel", "communicator"};
+  return (unsigned)type <= BP__H_COMM ? names[type] : "?";
 }
 
 bp_status_t bp__handle_enter(const void *token, bp__handle_type_t type, const char *fn, const char *what,

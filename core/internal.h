@@ -64,7 +64,8 @@ typedef enum bp__handle_type {
   BP__H_STREAM,
   BP__H_EVENT,
   BP__H_GRAPH,
-  BP__H_KERNEL
+  BP__H_KERNEL,
+  BP__H_COMM /* comm.c */
 } bp__handle_type_t;
 
 /* A device's gate: public calls on the device's objects pass through it, and
@@ -161,6 +162,7 @@ struct bp_context {
   char **searched;           /* every plugin directory looked in, as spelled, */
   bool *searched_present;    /* in order, once each; present: a directory */
   uint32_t searched_count;
+  struct bp__comm_set *comm_set; /* comm plugins, loaded on first use (comm_loader.c) */
 };
 
 struct bp__device {
@@ -255,6 +257,9 @@ bp_status_t bp__descriptor_check(const bp_plugin_descriptor_t *d,
                                  size_t reason_size,
                                  bp_plugin_stage_t *out_stage);
 void bp__loader_unload(bp__plugin_t *p);
+/* Destroys the context's communicators and unloads its comm plugins
+ * (comm_loader.c; the rest of the comm code is declared in comm_internal.h). */
+void bp__comm_set_free(bp_context_t *context);
 /* Builds context->ranked from the loaded plugins, honouring
  * BACKPLANE_BACKENDS. */
 bp_status_t bp__rank_devices(bp_context_t *context);

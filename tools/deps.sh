@@ -11,7 +11,8 @@ set -eu
 BUILD_PKGS="gcc make pkg-config libcmocka-dev libhwloc-dev libffi-dev \
 glslc libshaderc1 libvulkan1 libvulkan-dev mesa-vulkan-drivers \
 opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd \
-clang libclang-rt-14-dev valgrind python3 python3-numpy python3-pytest libjson-c-dev"
+clang libclang-rt-14-dev valgrind python3 python3-numpy python3-pytest \
+openmpi-bin libopenmpi-dev libjson-c-dev"
 BENCH_PKGS="libopenblas0 python3-torch python3-numpy libclblast1"
 
 case "${1:-build}" in

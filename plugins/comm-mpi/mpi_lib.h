@@ -1,0 +1,140 @@
+/*
+ * mpi_lib.h — the part of Open MPI's ABI (libmpi.so.40, Open MPI 3.x-5.x)
+ * this plugin uses, declared here so that it builds without MPI headers.
+ * In Open MPI the handle types are pointers to library objects, and the
+ * predefined handles (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM, ...) are the
+ * addresses of exported globals (ompi_mpi_comm_world, ompi_mpi_float,
+ * ompi_mpi_op_sum): mpi_lib.c resolves them with dlsym. Other MPI
+ * implementations (MPICH's integer handles) have another ABI and are
+ * refused at probe by the missing ompi_ symbols.
+ */
+#ifndef BP_COMM_MPI_LIB_H
+#define BP_COMM_MPI_LIB_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "comm-api.h"
+
+typedef void *MPI_Comm;
+typedef void *MPI_Datatype;
+typedef void *MPI_Op;
+typedef void *MPI_Request;
+typedef void *MPI_Errhandler;
+/* Open MPI's struct ompi_status_public_t. */
+typedef struct {
+  int MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled;
+  size_t _ucount;
+} MPI_Status;
+
+#define MPI_SUCCESS 0
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_IN_PLACE ((void *)1)
+#define MPI_STATUS_IGNORE ((MPI_Status *)0)
+#define MPI_MAX_ERROR_STRING 256
+#define MPI_MAX_LIBRARY_VERSION_STRING 256
+
+/* The functions, each under its MPI name, so grep finds them. */
+#define MPI_FUNCTIONS(X)                                                                         \
+  X(int, MPI_Initialized, (int *flag))                                                          \
+  X(int, MPI_Finalized, (int *flag))                                                            \
+  X(int, MPI_Init_thread, (int *argc, char ***argv, int required, int *provided))               \
+  X(int, MPI_Finalize, (void))                                                                  \
+  X(int, MPI_Get_library_version, (char *version, int *len))                                    \
+  X(int, MPI_Comm_idup, (MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req))                    \
+  X(int, MPI_Comm_free, (MPI_Comm * comm))                                                      \
+  X(int, MPI_Comm_rank, (MPI_Comm comm, int *rank))                                             \
+  X(int, MPI_Comm_size, (MPI_Comm comm, int *size))                                             \
+  X(int, MPI_Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler eh))                            \
+  X(int, MPI_Iallreduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,  \
+                          MPI_Request *req))                                                    \
+  X(int, MPI_Iallgather, (const void *s, int sn, MPI_Datatype st, void *r, int rn,               \
+                          MPI_Datatype rt, MPI_Comm c, MPI_Request *req))                       \
+  X(int, MPI_Ireduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op op,   \
+                                     MPI_Comm c, MPI_Request *req))                             \
+  X(int, MPI_Ibcast, (void *b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request *req))  \
+  X(int, MPI_Ireduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, int root,       \
+                       MPI_Comm c, MPI_Request *req))                                           \
+  X(int, MPI_Isend, (const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c,        \
+                     MPI_Request *req))                                                         \
+  X(int, MPI_Irecv, (void *b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c,               \
+                     MPI_Request *req))                                                         \
+  X(int, MPI_Ibarrier, (MPI_Comm c, MPI_Request *req))                                           \
+  X(int, MPI_Test, (MPI_Request * req, int *flag, MPI_Status *status))                           \
+  X(int, MPI_Cancel, (MPI_Request * req))                                                       \
+  X(int, MPI_Request_free, (MPI_Request * req))                                                 \
+  X(int, MPI_Error_string, (int code, char *text, int *len))
+
+/* The predefined objects: field name, exported symbol. */
+#define MPI_OBJECTS(X)                                                                           \
+  X(comm_world, "ompi_mpi_comm_world")                                                           \
+  X(errors_return, "ompi_mpi_errors_return")                                                     \
+  X(t_float, "ompi_mpi_float")                                                                   \
+  X(t_double, "ompi_mpi_double")                                                                 \
+  X(t_int32, "ompi_mpi_int32_t")                                                                 \
+  X(t_int64, "ompi_mpi_int64_t")                                                                 \
+  X(t_uint8, "ompi_mpi_uint8_t")                                                                 \
+  X(t_uint16, "ompi_mpi_uint16_t")                                                               \
+  X(op_sum, "ompi_mpi_op_sum")                                                                   \
+  X(op_prod, "ompi_mpi_op_prod")                                                                 \
+  X(op_max, "ompi_mpi_op_max")                                                                   \
+  X(op_min, "ompi_mpi_op_min")
+
+typedef struct mpi_lib {
+  void *dl;
+#define MPI_FN_FIELD(ret, name, params) ret(*name) params;
+  MPI_FUNCTIONS(MPI_FN_FIELD)
+#undef MPI_FN_FIELD
+#define MPI_OBJ_FIELD(field, symbol) void *field;
+  MPI_OBJECTS(MPI_OBJ_FIELD)
+#undef MPI_OBJ_FIELD
+} mpi_lib_t;
+
+/* The library, opened once per process (mpi_lib.c). */
+extern mpi_lib_t mpi;
+/* Serialises every MPI call the plugin makes (it asks for, or accepts,
+ * MPI_THREAD_SERIALIZED). */
+extern pthread_mutex_t mpi_lock;
+extern const bp_host_services_t *mpi_host;
+
+/* Opens libmpi (BACKPLANE_MPI_LIBRARY, else libmpi.so.40) and resolves
+ * everything above; BP_ERR_UNAVAILABLE with the reason through set_error
+ * otherwise. Idempotent, thread-safe. */
+bp_status_t mpi_lib_open(void);
+/* "Open MPI v4.1.4" into out. */
+void mpi_lib_version(char *out, size_t size);
+/* MPI's message for code, as "FUNCTION: message". */
+void mpi_lib_error(const char *fn, int code, char *out, size_t size);
+/* Makes sure MPI is initialised: the application's, or this plugin's own
+ * (MPI_Init_thread, finalised at exit unless a communicator broke). */
+bp_status_t mpi_lib_ensure_init(void);
+/* Tells the exit handler that a communicator broke: MPI_Finalize would wait
+ * for dead peers, so it is skipped. */
+void mpi_lib_note_broken(void);
+
+/* The MPI datatype moving dt (reduce: whether MPI can reduce it), NULL when
+ * none (mpi_ops.c). */
+MPI_Datatype mpi_datatype(bp_dtype_t dt, bool reduce);
+
+/* One communicator. */
+typedef struct bp_plugin_comm {
+  MPI_Comm comm;
+  int rank, size;
+  bool broken;
+} mpi_comm_t;
+
+/* The collectives (mpi_ops.c). */
+bp_status_t mpi_all_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+bp_status_t mpi_all_gather(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+bp_status_t mpi_reduce_scatter(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+bp_status_t mpi_broadcast(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+bp_status_t mpi_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+bp_status_t mpi_send(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+bp_status_t mpi_recv(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+bp_status_t mpi_barrier(bp_plugin_comm_t *c, const bp_comm_args_t *a);
+/* Waits for req until timeout_ms (0: forever); on a timeout or an error
+ * marks c broken (c may be NULL while creating). what names the call. */
+bp_status_t mpi_wait(mpi_comm_t *c, MPI_Request *req, uint32_t timeout_ms, const char *what);
+
+#endif /* BP_COMM_MPI_LIB_H */

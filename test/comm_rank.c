@@ -1,0 +1,266 @@
+/*
+ * comm_rank.c — one rank of the communicator tests, started by
+ * test/test_comm_mpi.sh under mpirun (every rank runs the same mode):
+ *   grid      every collective x dtype x count (0, 1, 7, 1 Mi + 3) and
+ *             every reduce op, against a reference each rank computes
+ *             itself; send/recv in pairs; barrier
+ *   staged    the same for a device whose memory is not host memory
+ *             (the staging path): selector in argv[2]
+ *   mismatch  ranks disagree on count, dtype, op, root or call: every rank
+ *             gets BP_ERR_INVALID_ARGUMENT, and the communicator still works
+ *   dead      the last rank dies (SIGKILL) before a collective: the others
+ *             get an error within the timeout, then BP_ERR_UNAVAILABLE
+ * Each rank prints "rank R: MODE: ok" when everything it checked held and
+ * exits 0; failures are printed as "rank R: FAILED: ..." and exit 1. The
+ * script counts the ok lines. Values are small integers, so every sum,
+ * product and average is exact in every dtype and any summation order.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backplane.h"
+#include "comm_rank_ref.h"
+
+static int rank_, size_, failures;
+
+#define CHECK(cond, ...)                                                                   \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      printf("rank %d: FAILED: ", rank_);                                                  \
+      printf(__VA_ARGS__);                                                                 \
+      printf(" [%s:%d] %s\n", __FILE__, __LINE__, bp_last_error());                         \
+      fflush(stdout);                                                                      \
+      failures++;                                                                          \
+    }                                                                                      \
+  } while (0)
+
+typedef struct env {
+  bp_context_t *ctx;
+  bp_device_t *dev;
+  bp_stream_t *s;
+  bp_comm_t *comm;
+} env_t;
+
+static bp_buffer_t *alloc_with(env_t *e, bp_dtype_t dt, uint64_t n, const void *host) {
+  uint64_t bytes = n * bp_dtype_size(dt);
+  bp_buffer_t *b = NULL;
+  if (bp_buffer_alloc(e->dev, bytes ? bytes : 64, &b) != BP_OK) return NULL;
+  if (host && bytes && bp_buffer_write(b, 0, host, bytes) != BP_OK) {
+    bp_buffer_free(b);
+    return NULL;
+  }
+  return b;
+}
+
+/* Reads n elements back and compares them bytewise with want. */
+static void expect(env_t *e, bp_buffer_t *b, bp_dtype_t dt, uint64_t n, const void *want, const char *what,
+                   uint64_t count) {
+  uint64_t bytes = n * bp_dtype_size(dt);
+  void *got = malloc(bytes ? bytes : 1);
+  CHECK(got && bp_buffer_read(b, 0, got, bytes) == BP_OK, "%s %s count %llu: read back", what,
+        bp_dtype_name(dt), (unsigned long long)count);
+  uint64_t bad = ref_first_difference(got, want, dt, n);
+  CHECK(bad == n, "%s %s count %llu: element %llu differs (got %g, want %g)", what, bp_dtype_name(dt),
+        (unsigned long long)count, (unsigned long long)bad, bad < n ? ref_get(got, dt, bad) : 0.0,
+        bad < n ? ref_get(want, dt, bad) : 0.0);
+  (void)e;
+  free(got);
+}
+
+static void grid_reduce(env_t *e, bp_dtype_t dt, uint64_t n, bp_comm_reduce_op_t op) {
+  void *mine = ref_fill(dt, n, rank_, op, 0), *want = ref_reduce(dt, n, size_, op, 0);
+  bp_buffer_t *s = alloc_with(e, dt, n, mine), *r = alloc_with(e, dt, n, NULL);
+  CHECK(bp_comm_all_reduce(e->comm, e->s, s, 0, r, 0, n, dt, op) == BP_OK, "all_reduce %s %s count %llu",
+        bp_dtype_name(dt), ref_op_name(op), (unsigned long long)n);
+  expect(e, r, dt, n, want, "all_reduce", n);
+  /* in place */
+  CHECK(bp_comm_all_reduce(e->comm, e->s, s, 0, s, 0, n, dt, op) == BP_OK, "in-place all_reduce");
+  expect(e, s, dt, n, want, "in-place all_reduce", n);
+  bp_buffer_free(s);
+  bp_buffer_free(r);
+  free(mine);
+  free(want);
+  /* reduce to root 1 (0 when alone) */
+  int root = size_ > 1 ? 1 : 0;
+  mine = ref_fill(dt, n, rank_, op, 0);
+  want = ref_reduce(dt, n, size_, op, 0);
+  s = alloc_with(e, dt, n, mine);
+  r = alloc_with(e, dt, n, mine); /* off root it must stay as it was */
+  CHECK(bp_comm_reduce(e->comm, e->s, s, 0, r, 0, n, dt, op, root) == BP_OK, "reduce %s", bp_dtype_name(dt));
+  expect(e, r, dt, n, rank_ == root ? want : mine, rank_ == root ? "reduce at root" : "reduce off root", n);
+  bp_buffer_free(s);
+  bp_buffer_free(r);
+  free(mine);
+  free(want);
+  /* reduce_scatter: block b of rank r's send is ref_fill(..., offset b*n) */
+  uint64_t all = n * (uint64_t)size_;
+  mine = ref_fill(dt, all, rank_, op, 0);
+  want = ref_reduce(dt, n, size_, op, (uint64_t)rank_ * n);
+  s = alloc_with(e, dt, all, mine);
+  r = alloc_with(e, dt, n, NULL);
+  CHECK(bp_comm_reduce_scatter(e->comm, e->s, s, 0, r, 0, n, dt, op) == BP_OK, "reduce_scatter %s",
+        bp_dtype_name(dt));
+  expect(e, r, dt, n, want, "reduce_scatter", n);
+  bp_buffer_free(s);
+  bp_buffer_free(r);
+  free(mine);
+  free(want);
+}
+
+static void grid_move(env_t *e, bp_dtype_t dt, uint64_t n) {
+  uint64_t all = n * (uint64_t)size_, es = bp_dtype_size(dt);
+  void *mine = ref_fill(dt, n, rank_, BP_COMM_SUM, 0), *want = ref_gather(dt, n, size_);
+  bp_buffer_t *s = alloc_with(e, dt, n, mine), *r = alloc_with(e, dt, all, NULL);
+  CHECK(bp_comm_all_gather(e->comm, e->s, s, 0, r, 0, n, dt) == BP_OK, "all_gather %s", bp_dtype_name(dt));
+  expect(e, r, dt, all, want, "all_gather", n);
+  bp_buffer_free(s);
+  /* in place: this rank's block already sits at rank * count */
+  bp_buffer_t *ip = alloc_with(e, dt, all, NULL);
+  if (n) CHECK(bp_buffer_write(ip, (uint64_t)rank_ * n * es, mine, n * es) == BP_OK, "write block");
+  CHECK(bp_comm_all_gather(e->comm, e->s, ip, (uint64_t)rank_ * n * es, ip, 0, n, dt) == BP_OK,
+        "in-place all_gather");
+  expect(e, ip, dt, all, want, "in-place all_gather", n);
+  bp_buffer_free(ip);
+  bp_buffer_free(r);
+  free(want);
+  /* broadcast from the last rank */
+  int root = size_ - 1;
+  want = ref_fill(dt, n, root, BP_COMM_SUM, 0);
+  bp_buffer_t *b = alloc_with(e, dt, n, mine);
+  CHECK(bp_comm_broadcast(e->comm, e->s, b, 0, n, dt, root) == BP_OK, "broadcast %s", bp_dtype_name(dt));
+  expect(e, b, dt, n, want, "broadcast", n);
+  bp_buffer_free(b);
+  free(want);
+  /* send/recv in pairs (0,1), (2,3): even to odd, then back */
+  int peer = rank_ ^ 1;
+  if (peer < size_) {
+    b = alloc_with(e, dt, n, mine);
+    want = ref_fill(dt, n, peer, BP_COMM_SUM, 0);
+    bp_buffer_t *in = alloc_with(e, dt, n, NULL);
+    for (int turn = 0; turn < 2; turn++) {
+      bool sending = (rank_ % 2) == turn;
+      bp_status_t st = sending ? bp_comm_send(e->comm, e->s, b, 0, n, dt, peer)
+                               : bp_comm_recv(e->comm, e->s, in, 0, n, dt, peer);
+      CHECK(st == BP_OK, "%s %s count %llu", sending ? "send" : "recv", bp_dtype_name(dt), (unsigned long long)n);
+    }
+    expect(e, in, dt, n, want, "recv", n);
+    bp_buffer_free(in);
+    bp_buffer_free(b);
+    free(want);
+  }
+  free(mine);
+}
+
+static int run_grid(env_t *e, bool all_counts) {
+  const uint64_t counts[] = {0, 1, 7, (1u << 20) + 3};
+  int ncounts = all_counts ? 4 : 3;
+  for (int dt = 0; dt < BP_DTYPE_COUNT; dt++)
+    for (int c = 0; c < ncounts; c++) {
+      /* Every op at the small counts; the large count checks the data path
+       * (chunking, staging, eager vs rendezvous) once per dtype, with sum. */
+      int nops = counts[c] > 7 ? 1 : BP_COMM_REDUCE_COUNT;
+      for (int op = 0; op < nops; op++) grid_reduce(e, (bp_dtype_t)dt, counts[c], op);
+      grid_move(e, (bp_dtype_t)dt, counts[c]);
+    }
+  CHECK(bp_comm_barrier(e->comm, e->s) == BP_OK, "barrier");
+  return failures;
+}
+
+static bool expect_status(bp_status_t got, bp_status_t want, const char *what, const char *needle) {
+  bool ok = got == want && (!needle || strstr(bp_last_error(), needle));
+  CHECK(ok, "%s: got %s, want %s with '%s'", what, bp_status_name(got), bp_status_name(want),
+        needle ? needle : "");
+  return ok;
+}
+
+static int run_mismatch(env_t *e) {
+  float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  bp_buffer_t *b = alloc_with(e, BP_F32, 8, v), *r = alloc_with(e, BP_F32, 8 * (uint64_t)size_, NULL);
+  uint64_t n = rank_ == 1 ? 8 : 7;
+  expect_status(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, n, BP_F32, BP_COMM_SUM), BP_ERR_INVALID_ARGUMENT,
+                "count mismatch", "mismatched call");
+  bp_dtype_t dt = rank_ == 0 ? BP_I32 : BP_F32;
+  expect_status(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, dt, BP_COMM_SUM), BP_ERR_INVALID_ARGUMENT,
+                "dtype mismatch", "mismatched call");
+  expect_status(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, BP_F32, rank_ ? BP_COMM_MAX : BP_COMM_SUM),
+                BP_ERR_INVALID_ARGUMENT, "op mismatch", "mismatched call");
+  expect_status(bp_comm_broadcast(e->comm, e->s, b, 0, 4, BP_F32, rank_ == 2 ? 0 : 1), BP_ERR_INVALID_ARGUMENT,
+                "root mismatch", "mismatched call");
+  bp_status_t st = rank_ == size_ - 1 ? bp_comm_all_gather(e->comm, e->s, b, 0, r, 0, 4, BP_F32)
+                                      : bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, BP_F32, BP_COMM_SUM);
+  expect_status(st, BP_ERR_INVALID_ARGUMENT, "call mismatch", "mismatched call");
+  /* a call one rank rejects on its own (its count overflows its buffer) */
+  st = bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, rank_ == 0 ? 1000 : 4, BP_F32, BP_COMM_SUM);
+  expect_status(st, BP_ERR_INVALID_ARGUMENT, "a rank's rejected call", rank_ == 0 ? "do not fit" : "rejected");
+  /* p2p: both of a pair send */
+  int peer = rank_ ^ 1;
+  if (peer < size_)
+    expect_status(bp_comm_send(e->comm, e->s, b, 0, 4, BP_F32, peer), BP_ERR_INVALID_ARGUMENT, "send/send",
+                  "mismatched call");
+  /* still usable */
+  float want[8];
+  for (int i = 0; i < 8; i++) want[i] = v[i] * (float)size_;
+  CHECK(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 8, BP_F32, BP_COMM_SUM) == BP_OK, "all_reduce after");
+  expect(e, r, BP_F32, 8, want, "all_reduce after mismatches", 8);
+  bp_buffer_free(b);
+  bp_buffer_free(r);
+  return failures;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int run_dead(env_t *e, uint32_t timeout_ms) {
+  float v[4] = {1, 2, 3, 4};
+  bp_buffer_t *b = alloc_with(e, BP_F32, 4, v);
+  CHECK(bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM) == BP_OK, "all_reduce before");
+  if (rank_ == size_ - 1) {
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+  double t0 = now_ms();
+  bp_status_t st = bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM);
+  double ms = now_ms() - t0;
+  CHECK(st == BP_ERR_TIMEOUT || st == BP_ERR_UNAVAILABLE, "all_reduce with a dead rank: %s",
+        bp_status_name(st));
+  CHECK(ms < timeout_ms + 5000.0, "the error took %.0f ms, timeout %u ms", ms, timeout_ms);
+  printf("rank %d: dead: error %s after %.0f ms: %s\n", rank_, bp_status_name(st), ms, bp_last_error());
+  st = bp_comm_barrier(e->comm, e->s);
+  CHECK(st == BP_ERR_UNAVAILABLE, "a call after the failure: %s", bp_status_name(st));
+  bp_buffer_free(b);
+  return failures;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "grid";
+  bool staged = !strcmp(mode, "staged");
+  env_t e = {0};
+  uint32_t timeout_ms = !strcmp(mode, "dead") ? 3000 : 20000;
+  bp_comm_options_t o = {.struct_size = sizeof o, .timeout_ms = timeout_ms};
+  if (bp_context_create(NULL, &e.ctx) != BP_OK ||
+      bp_device_open(e.ctx, staged && argc > 2 ? argv[2] : "cpu", NULL, &e.dev) != BP_OK ||
+      bp_stream_create(e.dev, &e.s) != BP_OK || bp_comm_create(e.dev, &o, &e.comm) != BP_OK) {
+    printf("rank ?: FAILED: setup: %s\n", bp_last_error());
+    return 1;
+  }
+  bp_comm_rank(e.comm, &rank_);
+  bp_comm_size(e.comm, &size_);
+  if (!strcmp(mode, "grid") || staged) run_grid(&e, !staged);
+  else if (!strcmp(mode, "mismatch")) run_mismatch(&e);
+  else if (!strcmp(mode, "dead")) run_dead(&e, timeout_ms);
+  else CHECK(false, "unknown mode %s", mode);
+  if (!failures) printf("rank %d: %s: ok (%d ranks, plugin %s)\n", rank_, mode, size_, bp_comm_plugin_name(e.comm));
+  fflush(stdout);
+  bp_comm_destroy(e.comm);
+  bp_stream_destroy(e.s);
+  bp_device_close(e.dev);
+  bp_context_destroy(e.ctx);
+  return failures ? 1 : 0;
+}

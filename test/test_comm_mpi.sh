@@ -1,0 +1,74 @@
+#!/bin/sh
+# Communicators across processes over a real (loopback) network: Open MPI's
+# mpirun starts 4 ranks of $(B)/test/comm_rank, oversubscribed on however
+# many cores there are, talking TCP over lo (the tcp BTL, not shared
+# memory). Modes (test/comm_rank.c says what each checks):
+#   grid      every collective x dtype x count (0, 1, 7, 1 Mi + 3) on the CPU
+#   staged    the same (small counts) on a device without host memory
+#             (vulkan, else opencl): the staging path; skipped without one
+#   mismatch  mismatched calls fail on every rank, the communicator survives
+#   dead      a rank killed by SIGKILL: the 3 others get an error within the
+#             timeout (mpirun --enable-recovery keeps them running)
+# Skips (exit 77) only when Open MPI is not installed; once openmpi-bin is,
+# a missing mpirun or a comm-mpi plugin that cannot load is a failure.
+set -u
+b=$(cd "${LD_LIBRARY_PATH%%:*}/.." && pwd)
+rank=$b/test/comm_rank
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+if ! command -v mpirun >/dev/null 2>&1; then
+  if installed openmpi-bin; then echo "FAILED: openmpi-bin is installed but mpirun is not on PATH"; exit 1; fi
+  echo "SKIP: mpirun not found (Debian: openmpi-bin libopenmpi-dev; tools/deps.sh installs them)"
+  exit 77
+fi
+case "${BP_UNDER_SANITIZER:-}" in
+  ?*) echo "SKIP: under sanitizers (Open MPI's own allocations are not instrumented and read as leaks)"
+      exit 77 ;;
+esac
+
+root=""
+[ "$(id -u)" = 0 ] && root="--allow-run-as-root"
+# TCP over loopback only; no binding (4 ranks may share 2 cores); ranks
+# yield while they wait, since they outnumber the cores.
+mpi() {
+  timeout 120 mpirun $root --oversubscribe --bind-to none -np 4 \
+    --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+    --mca mpi_yield_when_idle 1 \
+    -x BACKPLANE_PLUGIN_PATH -x LD_LIBRARY_PATH -x BACKPLANE_PROBE_CACHE -x BP_REQUIRE_DEVICES \
+    "$@" 2>&1
+}
+
+fail=0
+# run NAME WANT_OK_LINES [mpirun options --] MODE [ARG]
+run() {
+  name=$1 want=$2; shift 2
+  start=$(date +%s)
+  out=$(mpi "$@")
+  oks=$(printf '%s\n' "$out" | grep -c "^rank [0-9]*: $name: ok")
+  if printf '%s\n' "$out" | grep -q "^SKIP: "; then
+    printf '%s\n' "$out" | grep "^SKIP: " | head -1
+    return 0
+  fi
+  if [ "$oks" -eq "$want" ] && ! printf '%s\n' "$out" | grep -q "FAILED"; then
+    echo "ok: $name ($oks ranks, $(( $(date +%s) - start )) s)"
+    printf '%s\n' "$out" | grep "^rank 0: dead: error" || true
+  else
+    echo "FAILED: $name: $oks of $want ranks ok"
+    printf '%s\n' "$out" | tail -40
+    fail=1
+  fi
+}
+
+run grid 4 "$rank" grid
+staged=""
+for dev in vulkan opencl; do
+  if BACKPLANE_BACKENDS=$dev "$b/bin/bp" devices 2>/dev/null | grep -q "^ *[0-9].* $dev "; then staged=$dev; break; fi
+done
+if [ -n "$staged" ]; then
+  run staged 4 "$rank" staged "$staged"
+else
+  echo "SKIP: staged: no vulkan or opencl device to stage through"
+fi
+run mismatch 4 "$rank" mismatch
+run dead 3 --enable-recovery "$rank" dead
+exit $fail
