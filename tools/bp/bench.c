@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_group.h"
 
 #define BENCH_MAX_DEVICES 8
 #define BENCH_SEED 7u
@@ -56,6 +57,8 @@ static void bench_help(FILE *f) {
           "An absent anchor is shown as absent with its install command\n"
           "(%s, %s); it never fails the run.\n\n"
           "  --device SEL  a device as in 'bp devices' (repeatable; default best)\n"
+          "  --device group:A,B  a device group beside its best member on a large\n"
+          "                GEMM (bp bench --device group:A,B --help)\n"
           "  --op OP       gemm, attention, conv2d, softmax, layer_norm, add or all\n"
           "                (repeatable or comma-separated; default all)\n"
           "  --quick       a small subset that runs in a few seconds\n"
@@ -392,6 +395,7 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
 }
 
 int bp_cmd_bench(int argc, char **argv) {
+  if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
   bench_opts_t o = {0};
   int rc = parse(argc, argv, &o);
   if (rc) return rc < 0 ? BPT_EXIT_OK : rc;

@@ -1,0 +1,248 @@
+/*
+ * bench_group.c — bp bench --device group:MEMBERS: a device group beside
+ * its best member on one large f32 GEMM.
+ *
+ * It prints each member's measured speed and share (bp_device_group_info),
+ * the best member alone, and the group. Members that share hardware are
+ * allowed here (the bench measures what a group does with them): the group
+ * then counts the hardware once and the work goes to its fastest member.
+ * With --split-shared the group also runs the split as if the members were
+ * separate hardware, and each member's slice is timed alone: proportional
+ * shares give slices of equal time.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_group.h"
+#include "bp.h"
+
+typedef struct group_opts {
+  const char *members; /* after "group:" */
+  unsigned long long m, n, k, reps;
+  bool split_shared;
+  bpt_context_flags_t ctx;
+} group_opts_t;
+
+bool bench_group_wanted(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strncmp(argv[i], "--device=group:", 15)) return true;
+    if (!strcmp(argv[i], "--device") && i + 1 < argc && !strncmp(argv[i + 1], "group:", 6)) return true;
+  }
+  return false;
+}
+
+static void group_help(FILE *f) {
+  fprintf(f, "usage: bp bench --device group:A,B[,...] [--size N | --m M --n N --k K]\n"
+             "                [--reps R] [--split-shared] [--no-isolate]\n"
+             "\n"
+             "Times one f32 GEMM (default 2048 x 2048 x 2048) on the device group of\n"
+             "the members A,B,... (bp_device_group_open selectors, or 'all') and on\n"
+             "its best member alone, best of R runs (default 3) after a warm-up, and\n"
+             "prints each member's measured speed and share. Members that share\n"
+             "hardware are allowed: the group counts the hardware once.\n"
+             "  --split-shared  also split across members that share hardware, and\n"
+             "                  time each member's slice alone (proportional shares\n"
+             "                  give slices of equal time)\n"
+             "Exit status: 0 when measured, 1 when the group or a member could not\n"
+             "run it, 2 on a usage error.\n");
+}
+
+static int group_parse(int argc, char **argv, group_opts_t *o) {
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},     {"device", required_argument, NULL, 'd'},
+      {"size", required_argument, NULL, 's'}, {"m", required_argument, NULL, 'M'},
+      {"n", required_argument, NULL, 'N'},  {"k", required_argument, NULL, 'K'},
+      {"reps", required_argument, NULL, 'r'}, {"split-shared", no_argument, NULL, 'x'},
+      {"no-isolate", no_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
+  *o = (group_opts_t){.m = 2048, .n = 2048, .k = 2048, .reps = 3};
+  bool started = false;
+  for (int c; (c = bpt_getopt("bench", argc, argv, "h", longopts, &started)) != -1;) {
+    bool ok = true;
+    switch (c) {
+    case 'h': group_help(stdout); return -1;
+    case 'd':
+      if (strncmp(optarg, "group:", 6) || o->members)
+        return bpt_usage_error("bench", "with a group, --device names one group:MEMBERS and nothing else");
+      o->members = optarg + 6;
+      break;
+    case 's':
+      ok = bpt_parse_count("bench", "--size", optarg, 1, 1u << 16, &o->m);
+      o->n = o->k = o->m;
+      break;
+    case 'M': ok = bpt_parse_count("bench", "--m", optarg, 1, 1u << 20, &o->m); break;
+    case 'N': ok = bpt_parse_count("bench", "--n", optarg, 1, 1u << 20, &o->n); break;
+    case 'K': ok = bpt_parse_count("bench", "--k", optarg, 1, 1u << 20, &o->k); break;
+    case 'r': ok = bpt_parse_count("bench", "--reps", optarg, 1, 1000, &o->reps); break;
+    case 'x': o->split_shared = true; break;
+    case 'i': o->ctx.no_isolate = true; break;
+    default: return BPT_EXIT_USAGE;
+    }
+    if (!ok) return BPT_EXIT_USAGE;
+  }
+  if (optind < argc) return bpt_usage_error("bench", "unexpected argument '%s'", argv[optind]);
+  return 0;
+}
+
+/* A GEMM C[m,n] = A[m,k] B[k,n] on one device, its buffers and a stream. */
+typedef struct gemm_run {
+  bp_device_t *dev;
+  bp_stream_t *s;
+  bp_buffer_t *a, *b, *c;
+  int64_t m, n, k;
+} gemm_run_t;
+
+static void gemm_free(gemm_run_t *g) {
+  if (g->s) bp_stream_destroy(g->s);
+  bp_buffer_free(g->a), bp_buffer_free(g->b), bp_buffer_free(g->c);
+}
+
+static bool gemm_setup(gemm_run_t *g, bp_device_t *dev, int64_t m, int64_t n, int64_t k) {
+  *g = (gemm_run_t){.dev = dev, .m = m, .n = n, .k = k};
+  float *host = malloc(sizeof(float) * (size_t)(m > n ? m : n) * (size_t)k);
+  bool ok = host && bp_stream_create(dev, &g->s) == BP_OK &&
+            bp_buffer_alloc(dev, (uint64_t)(m * k * 4), &g->a) == BP_OK &&
+            bp_buffer_alloc(dev, (uint64_t)(k * n * 4), &g->b) == BP_OK &&
+            bp_buffer_alloc(dev, (uint64_t)(m * n * 4), &g->c) == BP_OK;
+  for (int64_t i = 0; ok && i < (m > n ? m : n) * k; i++) host[i] = (float)((i % 17) - 8) * 0.03125f;
+  ok = ok && bp_buffer_write(g->a, 0, host, (uint64_t)(m * k * 4)) == BP_OK &&
+       bp_buffer_write(g->b, 0, host, (uint64_t)(k * n * 4)) == BP_OK;
+  free(host);
+  if (!ok) fprintf(stderr, "bp bench: GEMM %lldx%lldx%lld cannot be set up: %s\n", (long long)m, (long long)n,
+                   (long long)k, bp_last_error());
+  return ok;
+}
+
+/* Best time of reps runs after a warm-up, in ms; < 0 on failure. */
+static double gemm_time(gemm_run_t *g, unsigned long long reps) {
+  double best = -1;
+  for (unsigned long long r = 0; r <= reps; r++) {
+    double t0 = bpt_now();
+    bp_status_t st = bp_gemm(g->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, g->m, g->n, g->k, 1.0, g->a, 0,
+                             g->k, g->b, 0, g->n, 0.0, g->c, 0, g->n);
+    if (st == BP_OK) st = bp_stream_synchronize(g->s);
+    if (st != BP_OK) {
+      fprintf(stderr, "bp bench: GEMM failed: %s\n", bp_last_error());
+      return -1;
+    }
+    double ms = (bpt_now() - t0) * 1e3;
+    if (r > 0 && (best < 0 || ms < best)) best = ms;
+  }
+  return best;
+}
+
+/* Opens a member alone by its backend:index selector. */
+static bp_device_t *member_open(bp_context_t *ctx, const bp_device_entry_t *e) {
+  char sel[96];
+  snprintf(sel, sizeof sel, "%s:%u", e->backend, e->backend_index);
+  return bpt_device_open(ctx, sel);
+}
+
+/* The member with the largest GEMM share (the fastest): the one to beat. */
+static uint32_t best_member(bp_device_t *grp, uint32_t count) {
+  uint32_t best = 0;
+  double top = -1;
+  for (uint32_t i = 0; i < count; i++) {
+    bp_device_group_member_t m;
+    bp_device_group_info(grp, i, &m);
+    if (m.gflops[BP_GROUP_SPLIT_GEMM] > top) top = m.gflops[BP_GROUP_SPLIT_GEMM], best = i;
+  }
+  return best;
+}
+
+static void print_members(bp_device_t *grp, uint32_t count) {
+  printf("  %-12s %-10s %-8s %12s %8s %10s\n", "member", "backend", "hardware", "GEMM GFLOP/s", "share",
+         "slices");
+  for (uint32_t i = 0; i < count; i++) {
+    bp_device_group_member_t m;
+    bp_device_group_info(grp, i, &m);
+    printf("  %-12s %-10s %-8u %12.2f %8.4f %10llu\n", m.entry.info.name, m.entry.backend, m.hardware,
+           m.gflops[BP_GROUP_SPLIT_GEMM], m.share[BP_GROUP_SPLIT_GEMM], (unsigned long long)m.slices_run);
+  }
+}
+
+/* Opens the group, calibrates it and times the GEMM on it; < 0 on failure. */
+static double time_group(bp_context_t *ctx, const group_opts_t *o, bool split, bp_device_t **out) {
+  bp_device_group_options_t go = {.struct_size = sizeof go, .allow_shared_hardware = true,
+                                  .split_shared_hardware = split};
+  *out = NULL;
+  if (bp_device_group_open(ctx, o->members, &go, out) != BP_OK) {
+    fprintf(stderr, "bp bench: cannot open group '%s': %s\n", o->members, bp_last_error());
+    return -1;
+  }
+  if (bp_device_group_calibrate(*out, false) != BP_OK) {
+    fprintf(stderr, "bp bench: calibrating the group failed: %s\n", bp_last_error());
+    return -1;
+  }
+  gemm_run_t g;
+  double ms = gemm_setup(&g, *out, (int64_t)o->m, (int64_t)o->n, (int64_t)o->k) ? gemm_time(&g, o->reps) : -1;
+  gemm_free(&g);
+  return ms;
+}
+
+/* Times each member alone on the slice of M a split would give it. */
+static void time_slices(bp_context_t *ctx, bp_device_t *grp, uint32_t count, const group_opts_t *o) {
+  double cum = 0;
+  int64_t given = 0;
+  printf("  each member alone on its slice of M (equal times: the split is proportional):\n");
+  for (uint32_t i = 0; i < count; i++) {
+    bp_device_group_member_t m;
+    bp_device_group_info(grp, i, &m);
+    cum += m.share[BP_GROUP_SPLIT_GEMM];
+    int64_t upto = i + 1 == count ? (int64_t)o->m : (int64_t)(cum * (double)o->m + 0.5);
+    int64_t rows = upto - given;
+    given = upto;
+    if (rows <= 0) continue;
+    bp_device_t *dev = member_open(ctx, &m.entry);
+    gemm_run_t g;
+    double ms = dev && gemm_setup(&g, dev, rows, (int64_t)o->n, (int64_t)o->k) ? gemm_time(&g, o->reps) : -1;
+    if (dev) gemm_free(&g), bp_device_close(dev);
+    printf("    %-12s %6lld rows %10.2f ms\n", m.entry.info.name, (long long)rows, ms);
+  }
+}
+
+int bench_group_main(int argc, char **argv) {
+  group_opts_t o;
+  int rc = group_parse(argc, argv, &o);
+  if (rc) return rc < 0 ? BPT_EXIT_OK : rc;
+  bp_context_t *ctx = bpt_context_open(&o.ctx);
+  if (!ctx) return BPT_EXIT_FAIL;
+  rc = BPT_EXIT_FAIL;
+  bp_device_t *grp = NULL, *split = NULL, *best = NULL;
+  double gflop = 2.0 * (double)o.m * (double)o.n * (double)o.k / 1e9;
+  double group_ms = time_group(ctx, &o, false, &grp);
+  uint32_t count = 0;
+  if (group_ms < 0 || bp_device_group_size(grp, &count) != BP_OK) goto out;
+  bp_device_entry_t ge;
+  bp_device_entry(grp, &ge);
+  printf("group: %s, f32 GEMM %llux%llux%llu (%.1f GFLOP), best of %llu\n", ge.info.name, o.m, o.n, o.k, gflop,
+         o.reps);
+  print_members(grp, count);
+  bp_device_group_member_t bm;
+  bp_device_group_info(grp, best_member(grp, count), &bm);
+  if (!(best = member_open(ctx, &bm.entry))) goto out;
+  gemm_run_t g;
+  double best_ms = gemm_setup(&g, best, (int64_t)o.m, (int64_t)o.n, (int64_t)o.k) ? gemm_time(&g, o.reps) : -1;
+  gemm_free(&g);
+  if (best_ms < 0) goto out;
+  printf("  best member alone (%s): %10.2f ms %8.1f GFLOP/s\n", bm.entry.info.name, best_ms, gflop / best_ms * 1e3);
+  printf("  group:                    %10.2f ms %8.1f GFLOP/s  %.3fx the best member\n", group_ms,
+         gflop / group_ms * 1e3, best_ms / group_ms);
+  if (o.split_shared) {
+    double split_ms = time_group(ctx, &o, true, &split);
+    if (split_ms < 0) goto out;
+    printf("group split as if the members were separate hardware (--split-shared):\n");
+    print_members(split, count);
+    printf("  group:                    %10.2f ms %8.1f GFLOP/s  %.3fx the best member\n", split_ms,
+           gflop / split_ms * 1e3, best_ms / split_ms);
+    time_slices(ctx, split, count, &o);
+  }
+  rc = BPT_EXIT_OK;
+out:
+  bp_device_close(best);
+  bp_device_close(split);
+  bp_device_close(grp);
+  bp_context_destroy(ctx);
+  return rc;
+}
