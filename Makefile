@@ -39,6 +39,7 @@ all:
 
 include core/core.mk
 include $(sort $(wildcard plugins/*/plugin.mk))
+include plugins/manifests.mk
 -include tools/tools.mk
 include $(sort $(wildcard test/*.mk))
 
@@ -86,16 +87,17 @@ check-tsan: deps
 # application API, the plugin ABI and the types both share, all under
 # include/backplane/), the plugins, bp, its man page and backplane.pc.
 # DESTDIR stages a package.
-PUBLIC_HEADERS := core/backplane.h plugin-api.h backplane_types.h comm-api.h
+PUBLIC_HEADERS := core/backplane.h plugin-api.h backplane_types.h comm-api.h layer-api.h
 INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include/backplane $(PLUGIN_INSTALL_DIR) \
   $(PROBE_HELPER_DIR) $(PREFIX)/bin $(PREFIX)/share/man/man1 $(PREFIX)/share/backplane
-install: $(LIB) $(PLUGINS) $(TOOLS)
+install: $(LIB) $(PLUGINS) $(MANIFESTS) $(TOOLS)
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 755 $(B)/lib/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so.$(SOVERSION)
 	ln -sf libbackplane.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/backplane/
 	install -m 755 $(PLUGINS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
+	install -m 644 $(MANIFESTS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
 	install -m 755 $(PROBE_HELPER) $(DESTDIR)$(PROBE_HELPER_DIR)/
 	install -m 755 $(B)/bin/bp $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 tools/bench_torch.py $(DESTDIR)$(PREFIX)/share/backplane/
@@ -111,7 +113,7 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(PREFIX)/include/backplane/,$(notdir $(PUBLIC_HEADERS))) \
 	  $(DESTDIR)$(PREFIX)/bin/bp $(DESTDIR)$(PREFIX)/share/man/man1/bp.1 \
 	  $(DESTDIR)$(PREFIX)/share/backplane/bench_torch.py $(DESTDIR)$(PROBE_HELPER_DIR)/bp-probe \
-	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS)))
+	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS) $(MANIFESTS)))
 	-rmdir $(DESTDIR)$(PLUGIN_INSTALL_DIR) $(DESTDIR)$(PREFIX)/include/backplane
 
 clean:

@@ -30,6 +30,7 @@
 
 #include "internal.h"
 #include "isolate.h"
+#include "manifest.h"
 #include "trust.h"
 
 #define REASON(p, ...) snprintf((p)->report.reason, sizeof (p)->report.reason, __VA_ARGS__)
@@ -147,6 +148,22 @@ static bool elf_header_ok(bp__plugin_t *p, const char *path) {
   return true;
 }
 
+/* The manifest beside the file, before any of the plugin's code runs
+ * (manifest.c, rules MANIFEST-n). The helper process was sent here by a
+ * parent that already checked. */
+static bool manifest_ok(bp__plugin_t *p, const char *path) {
+  bool present;
+  if (bp__in_isolated_child) return true;
+  if (bp__manifest_check(path, &present, p->report.reason, sizeof p->report.reason, NULL) == BP_OK) {
+    if (!present)
+      bp__log(BP_LOG_INFO, BP__LOG_LOADER, "plugin %s has no manifest: loading it unchecked (rule MANIFEST-8)",
+              path);
+    return true;
+  }
+  refuse(p, BP_ERR_INCOMPATIBLE);
+  return false;
+}
+
 /* The checks every context runs on a file, even one already loaded. */
 static bool check_file(bp__plugin_t *p, const char *path) {
   /* Who may have put the file there, and where it really is: trust.c. */
@@ -159,7 +176,7 @@ static bool check_file(bp__plugin_t *p, const char *path) {
     refuse(p, BP_ERR_INCOMPATIBLE);
     return false;
   }
-  return true;
+  return manifest_ok(p, path);
 }
 
 static bool open_library(bp__plugin_t *p, const char *path) {

@@ -49,6 +49,10 @@ void cf_end(cf_child_t *c, cf_result_t r, const char *fmt, ...)
 
 /* Stages. Each announces and records its own cases. */
 void cf_stage_abi(cf_child_t *c);
+/* The manifest beside the plugin passes the loader's rules and matches the
+ * descriptor d (conformance_manifest.c). */
+struct bp_plugin_descriptor;
+void cf_check_manifest(cf_child_t *c, const struct bp_plugin_descriptor *d);
 void cf_stage_probe(cf_child_t *c);
 void cf_stage_ops(cf_child_t *c);
 void cf_stage_errors(cf_child_t *c);

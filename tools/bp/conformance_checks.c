@@ -43,6 +43,7 @@ void cf_stage_abi(cf_child_t *c) {
   ok = printable(d->name, 64) && printable(d->version, 64) && (!d->description || printable(d->description, 512));
   cf_end(c, ok ? CF_PASS : CF_FAIL, "name '%s', version '%s'", d->name ? d->name : "(null)",
          d->version ? d->version : "(null)");
+  if (ok) cf_check_manifest(c, d);
   dlclose(dl);
   cf_begin(c, "abi", "loaded by the loader");
   uint32_t n = 0;

@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "bp.h"
+#include "devices_noload.h"
+#include "devices_comm.h"
 #include "json_doc.h"
 
 typedef struct devices_opts {
-  bool json, explain, verbose, memory;
+  bool json, explain, verbose, memory, no_load;
   uint64_t pool_initial;
   bpt_context_flags_t ctx;
 } devices_opts_t;
@@ -19,7 +21,7 @@ typedef struct devices_opts {
 static void devices_help(FILE *f) {
   fprintf(f,
           "usage: bp devices [--explain] [--verbose] [--memory [--pool-initial BYTES]]\n"
-          "                  [--json] [--no-isolate]\n\n"
+          "                  [--json] [--no-isolate] [--no-load]\n\n"
           "Lists the ranked devices (rank 0 is the default) and, below, every\n"
           "refused plugin with its path, the stage it failed at and why.\n\n"
           "  --explain     show every candidate plugin: stage reached, plugin and\n"
@@ -32,7 +34,9 @@ static void devices_help(FILE *f) {
           "                pool after a workload)\n"
           "  --pool-initial BYTES  with --memory: reserve this much when opening\n"
           "  --json        print everything as one JSON object on stdout\n"
-          "  --no-isolate  probe plugins in this process instead of a child\n\n"
+          "  --no-isolate  probe plugins in this process instead of a child\n"
+          "  --no-load     list the installed plugins and layers from their\n"
+          "                manifests alone: nothing is loaded or probed\n\n"
           "A device is selected elsewhere (--device) by rank ('0'), backend\n"
           "('cpu'), backend:index ('cpu:1') or exact name ('cpu-ref').\n"
           "Exit status: 0, even when plugins were refused; 1 when no context\n"
@@ -44,7 +48,8 @@ static int parse(int argc, char **argv, devices_opts_t *o) {
       {"help", no_argument, NULL, 'h'},         {"json", no_argument, NULL, 'j'},
       {"explain", no_argument, NULL, 'e'},      {"verbose", no_argument, NULL, 'v'},
       {"no-isolate", no_argument, NULL, 'n'},   {"memory", no_argument, NULL, 'm'},
-      {"pool-initial", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}};
+      {"pool-initial", required_argument, NULL, 'p'}, {"no-load", no_argument, NULL, 'L'},
+      {NULL, 0, NULL, 0}};
   bool started = false;
   unsigned long long n;
   for (int c; (c = bpt_getopt("devices", argc, argv, "hv", longopts, &started)) != -1;) {
@@ -55,6 +60,7 @@ static int parse(int argc, char **argv, devices_opts_t *o) {
     case 'v': o->verbose = true; break;
     case 'n': o->ctx.no_isolate = true; break;
     case 'm': o->memory = true; break;
+    case 'L': o->no_load = true; break;
     case 'p':
       if (!bpt_parse_count("devices", "--pool-initial", optarg, 0, UINT64_MAX, &n))
         return BPT_EXIT_USAGE;
@@ -290,6 +296,7 @@ static bool print_json(bp_context_t *ctx) {
   bpt_json_set(doc, "devices", devices);
   bpt_json_set(doc, "plugins", plugins);
   bpt_json_set(doc, "search_dirs", json_search_dirs(ctx));
+  bpt_json_set(doc, "comm_plugins", bpt_json_comm_plugins(ctx));
   return bpt_json_write_path("devices", "-", doc, broken);
 }
 
@@ -297,6 +304,7 @@ int bp_cmd_devices(int argc, char **argv) {
   devices_opts_t o = {0};
   int rc = parse(argc, argv, &o);
   if (rc) return rc < 0 ? BPT_EXIT_OK : rc;
+  if (o.no_load) return bpt_devices_no_load(o.json);
   bp_context_t *ctx = bpt_context_open(&o.ctx);
   if (!ctx) return BPT_EXIT_FAIL;
   int exit_status = BPT_EXIT_OK;
@@ -305,6 +313,7 @@ int bp_cmd_devices(int argc, char **argv) {
   } else {
     print_devices(ctx, &o);
     print_plugins(ctx, &o);
+    bpt_print_comm_plugins(ctx, o.explain);
     print_search_dirs(ctx);
   }
   bp_context_destroy(ctx);
