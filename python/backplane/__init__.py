@@ -15,89 +15,14 @@ from . import _lib
 from ._lib import LibraryNotFoundError
 from ._dlpack import from_dlpack, to_dlpack_capsule
 from ._log import log_to_python, log_to_stderr, set_log_level
+from ._checks import (_NP_DTYPES, _UNSUPPORTED, BackplaneError, _check, _choice, _dtype,  # noqa: F401
+                      _invalid, _shape)
 
 DType = Union[str, type, "np.dtype[Any]"]
 """A dtype: "f32", "float32", np.float32 or np.dtype("float32") (and f16, bf16, f64, i32, i64, u8)."""
 
 __all__ = ["DType", "LibraryNotFoundError", "BackplaneError", "Context", "Device", "Stream", "Tensor", "from_dlpack", "version",
-           "log_to_python", "log_to_stderr", "set_log_level"]
-
-_NP_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32,
-              "i64": np.int64, "u8": np.uint8}
-
-
-class BackplaneError(RuntimeError):
-    """A failed call: .status is the symbolic status, the message the library's."""
-
-    def __init__(self, status: int, message: str) -> None:
-        self.status = _lib.lib.bp_status_name(status).decode()
-        super().__init__(f"{self.status}: {message}")
-
-
-_INVALID = -1  # BP_ERR_INVALID_ARGUMENT
-_UNSUPPORTED = -3  # BP_ERR_UNSUPPORTED
-_ALIASES = {"float32": "f32", "float16": "f16", "half": "f16", "bfloat16": "bf16", "float64": "f64",
-            "double": "f64", "int32": "i32", "int64": "i64", "uint8": "u8"}
-
-
-def _invalid(arg, message):
-    """A BackplaneError (BP_ERR_INVALID_ARGUMENT) naming the argument at fault."""
-    return BackplaneError(_INVALID, f"{arg}: {message}")
-
-
-def _dtype(value, arg="dtype"):
-    """The backplane dtype name ("f32") for "f32", "float32", np.float32 or np.dtype("float32")."""
-    if isinstance(value, str):
-        name = _ALIASES.get(value, value)
-        if name in _lib.DTYPES:
-            return name
-    if not isinstance(value, str) or value not in _ALIASES:
-        try:
-            dt = np.dtype(value)
-        except (TypeError, ValueError):
-            dt = None
-        if dt is not None:
-            if dt.name == "bfloat16":  # ml_dtypes.bfloat16
-                return "bf16"
-            for k, v in _NP_DTYPES.items():
-                if np.dtype(v) == dt:
-                    return k
-    raise _invalid(arg, f"unknown dtype {value!r} (one of {', '.join(_lib.DTYPES)}, their NumPy "
-                        "names or NumPy dtypes)")
-
-
-def _shape(shape, arg="shape"):
-    """A validated shape tuple: at most 8 non-negative integers."""
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        dims = tuple(shape)
-    except TypeError:
-        raise _invalid(arg, f"expected a sequence of integers, got {shape!r}") from None
-    if len(dims) > _lib.MAX_RANK:
-        raise _invalid(arg, f"rank {len(dims)} exceeds the maximum of {_lib.MAX_RANK}")
-    out = []
-    for d in dims:
-        try:
-            n = int(d.__index__())
-        except (AttributeError, TypeError):
-            raise _invalid(arg, f"dimension {d!r} is not an integer") from None
-        if n < 0:
-            raise _invalid(arg, f"dimension {n} is negative")
-        out.append(n)
-    return tuple(out)
-
-
-def _choice(table, value, arg):
-    """The index of value in a list of op names, or a BackplaneError naming arg."""
-    if isinstance(value, str) and value in table:
-        return table.index(value)
-    raise _invalid(arg, f"unknown {arg} {value!r} (one of {', '.join(table)})")
-
-
-def _check(status):
-    if status != 0:
-        raise BackplaneError(status, _lib.lib.bp_last_error().decode(errors="replace"))
+           "log_to_python", "log_to_stderr", "set_log_level", "DeviceGroup", "GroupMember", "FallbackStat"]
 
 
 def version() -> str:
@@ -162,9 +87,17 @@ class Context:
             out.append((r.path.decode(), r.name.decode(), r.loaded, r.reason.decode()))
         return out
 
-    def open(self, selector: Optional[str] = None) -> "Device":
-        """Opens a device: None for the best, "cpu", "vulkan:1", "cpu-ref", "2"."""
-        d = Device(self, selector)
+    def open(self, selector: Optional[str] = None, fallback: bool = True) -> "Device":
+        """Opens a device: None for the best, "cpu", "vulkan:1", "cpu-ref", "2".
+        fallback=False: an op the device cannot run fails instead of running on
+        the next ranked device that can (Device.fallback_stats lists those)."""
+        d = Device(self, selector, fallback)
+        self._devices.append(d)
+        return d
+
+    def open_group(self, members: str = "all", **options: Any) -> "DeviceGroup":
+        """Opens several devices as one: "cpu,opencl" or "all" (see DeviceGroup)."""
+        d = DeviceGroup(self, members, **options)
         self._devices.append(d)
         return d
 
@@ -189,10 +122,15 @@ class Context:
 class Device:
     """An open device; allocates tensors and streams."""
 
-    def __init__(self, ctx: Context, selector: Optional[str]) -> None:
+    def __init__(self, ctx: Context, selector: Optional[str], fallback: bool = True) -> None:
         self._ctx, self._h = ctx, ctypes.c_void_p()
-        _check(_lib.lib.bp_device_open(ctx._h, selector.encode() if selector else None, None,
-                                       ctypes.byref(self._h)))
+        cfg = _lib.DeviceConfig(ctypes.sizeof(_lib.DeviceConfig), no_fallback=not fallback)
+        _check(_lib.lib.bp_device_open(ctx._h, selector.encode() if selector else None,
+                                       None if fallback else ctypes.byref(cfg), ctypes.byref(self._h)))
+        self._adopt()
+
+    def _adopt(self):
+        """Reads the entry of the device just opened into self._h."""
         e = _lib.DeviceEntry()
         _check(_lib.lib.bp_device_entry(self._h, ctypes.byref(e)))
         self.entry = DeviceEntry(e)
@@ -251,6 +189,11 @@ class Device:
         s.struct_size = ctypes.sizeof(s)
         _check(_lib.lib.bp_device_memory_stats(self._h, ctypes.byref(s)))
         return {f: getattr(s, f) for f, _ in _lib.MemoryStats._fields_[1:]}
+
+    def fallback_stats(self) -> "list[FallbackStat]":
+        """Every op that fell back from this device to another since it opened: op,
+        dtype, reason, target device, calls, bytes copied each way and time."""
+        return _multi.fallback_stats(self)
 
     def from_dlpack(self, obj: Any) -> "Tensor":
         """A tensor over the memory of obj (a __dlpack__ producer or a capsule), no copy."""
@@ -370,6 +313,12 @@ class Tensor:
         if self.dtype == "bf16":
             out = (out.astype(np.uint32) << 16).view(np.float32)
         return out
+
+    def to(self, device: "Device") -> "Tensor":
+        """A contiguous copy on device (any device or group of this process; the
+        bytes move directly where the backends share memory, else staged through
+        host memory); this tensor itself when it already lives on device."""
+        return _multi.tensor_to(self, device)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
                    dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
@@ -577,3 +526,7 @@ class Stream:
     def __del__(self):
         if getattr(self, "_h", None):
             self.close()
+
+
+from . import _multi  # noqa: E402  (DeviceGroup builds on Device)
+from ._multi import DeviceGroup, FallbackStat, GroupMember  # noqa: E402

@@ -35,7 +35,8 @@ class DeviceInfo(ctypes.Structure):
                 ("memory_bytes", ctypes.c_uint64), ("compute_units", ctypes.c_uint32),
                 ("flags", ctypes.c_uint32), ("peak_gflops", ctypes.c_double),
                 ("bandwidth_gbs", ctypes.c_double), ("op_dtypes", ctypes.c_uint32 * OP_TABLE_SIZE),
-                ("description", ctypes.c_char * 256), ("kernel_formats", ctypes.c_uint32)]
+                ("description", ctypes.c_char * 256), ("kernel_formats", ctypes.c_uint32),
+                ("dlpack_device_type", ctypes.c_int32)]
 
 
 class DeviceEntry(ctypes.Structure):
@@ -85,6 +86,36 @@ class MemoryStats(ctypes.Structure):
         ("fragmentation", ctypes.c_double)]
 
 
+class DeviceConfig(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("threads", ctypes.c_uint32), ("isa_max", ctypes.c_int),
+                ("memory_limit", ctypes.c_uint64), ("allow_reduced_precision", ctypes.c_bool),
+                ("pool_max_bytes", ctypes.c_uint64), ("pool_initial_bytes", ctypes.c_uint64),
+                ("no_fallback", ctypes.c_bool)]
+
+
+GROUP_SPLITS = ["gemm", "attention", "conv2d"]  # bp_group_split_t
+FALLBACK_REASONS = ["dtype", "no_entry", "refused"]  # bp_fallback_reason_t
+
+
+class GroupOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("allow_shared_hardware", ctypes.c_bool),
+                ("split_shared_hardware", ctypes.c_bool), ("min_split_flops", ctypes.c_uint64),
+                ("member_config", ctypes.POINTER(DeviceConfig))]
+
+
+class GroupMember(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("entry", DeviceEntry), ("hardware", ctypes.c_uint32),
+                ("gflops", ctypes.c_double * len(GROUP_SPLITS)), ("share", ctypes.c_double * len(GROUP_SPLITS)),
+                ("ops_run", ctypes.c_uint64), ("slices_run", ctypes.c_uint64)]
+
+
+class FallbackStat(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("op", ctypes.c_int), ("dtype", ctypes.c_int),
+                ("reason", ctypes.c_int), ("reason_text", ctypes.c_char * 256), ("target", ctypes.c_char * 128),
+                ("target_backend", ctypes.c_char * 64)] + [
+        (n, ctypes.c_uint64) for n in ("count", "bytes_in", "bytes_out", "copy_ns", "total_ns")]
+
+
 class LibraryNotFoundError(ImportError):
     """libbackplane.so could not be loaded; the message says where it looked."""
 
@@ -119,7 +150,12 @@ _SIGNATURES = {
     "bp_context_device_entry": ([P, U32, ctypes.POINTER(DeviceEntry)], ctypes.c_int),
     "bp_context_plugin_count": ([P, ctypes.POINTER(U32)], ctypes.c_int),
     "bp_context_plugin_report": ([P, U32, ctypes.POINTER(PluginReport)], ctypes.c_int),
-    "bp_device_open": ([P, ctypes.c_char_p, P, PP], ctypes.c_int),
+    "bp_device_open": ([P, ctypes.c_char_p, ctypes.POINTER(DeviceConfig), PP], ctypes.c_int),
+    "bp_device_group_open": ([P, ctypes.c_char_p, ctypes.POINTER(GroupOptions), PP], ctypes.c_int),
+    "bp_device_group_size": ([P, ctypes.POINTER(U32)], ctypes.c_int),
+    "bp_device_group_info": ([P, U32, ctypes.POINTER(GroupMember)], ctypes.c_int),
+    "bp_device_group_calibrate": ([P, ctypes.c_bool], ctypes.c_int),
+    "bp_device_fallback_stats": ([P, ctypes.POINTER(FallbackStat), U32, ctypes.POINTER(U32)], ctypes.c_int),
     "bp_device_close": ([P], None),
     "bp_device_entry": ([P, ctypes.POINTER(DeviceEntry)], ctypes.c_int),
     "bp_device_supports": ([P, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_bool)], ctypes.c_int),
@@ -136,6 +172,7 @@ _SIGNATURES = {
     "bp_buffer_free": ([P], None),
     "bp_buffer_write": ([P, U64, P, U64], ctypes.c_int),
     "bp_buffer_read": ([P, U64, P, U64], ctypes.c_int),
+    "bp_buffer_copy": ([P, U64, P, U64, U64], ctypes.c_int),
     "bp_stream_create": ([P, PP], ctypes.c_int),
     "bp_stream_destroy": ([P], None),
     "bp_stream_synchronize": ([P], ctypes.c_int),
