@@ -55,9 +55,12 @@ static bool descriptor_ok(bp__comm_plugin_t *p, const bp_comm_descriptor_t *d) {
   const void *required[] = {d->init, d->shutdown, d->probe, d->comm_create, d->comm_destroy,
                             d->all_reduce, d->all_gather, d->reduce_scatter, d->broadcast,
                             d->reduce, d->send, d->recv, d->barrier};
+  static const char *const names[] = {"init", "shutdown", "probe", "comm_create", "comm_destroy",
+                                      "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                                      "reduce", "send", "recv", "barrier"};
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!required[i]) {
-      REASON(p, "required entry point %zu of the comm descriptor is NULL", i);
+      REASON(p, "required entry point '%s' of the comm descriptor is NULL (comm-api.h rule 4)", names[i]);
       return false;
     }
   return true;

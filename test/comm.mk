@@ -1,4 +1,8 @@
 # test/comm.mk: communicators and comm plugins (docs/scale-out.md).
+#   test_comm_api        one process: comm plugin discovery and refusals
+#                        (fixtures built from test/fixtures/comm_fixture.c,
+#                        one fault each), selection, the API's validation, a
+#                        one-rank communicator, a timeout breaking it
 #   test_comm_mpi.sh     $(B)/test/comm_rank under mpirun -np 4 on loopback:
 #                        the grid, the staging path, mismatched calls, a
 #                        killed rank
@@ -10,4 +14,22 @@ $(B)/test/comm_rank: $(B)/obj/test/comm_rank.o $(LIB) $(B)/plugins/comm-mpi.so $
 $(B)/obj/test/comm_rank.o: CFLAGS_EXTRA := -Itest
 TEST_SUPPORT += $(B)/test/comm_rank
 
-TESTS += test/test_comm_mpi.sh
+# Comm plugin variants, one fault each, outside $(B)/plugins.
+COMM_FIXTURES := good badmagic abinew nullfn unavailable
+COMM_FIXTURE_DEF_good :=
+COMM_FIXTURE_DEF_badmagic := -DCOMM_BAD_MAGIC
+COMM_FIXTURE_DEF_abinew := -DCOMM_ABI_NEW
+COMM_FIXTURE_DEF_nullfn := -DCOMM_NULL_ENTRY
+COMM_FIXTURE_DEF_unavailable := -DCOMM_UNAVAILABLE
+COMM_FIXTURE_SOS := $(COMM_FIXTURES:%=$(B)/test/comm-fixtures/comm-%.so)
+$(B)/test/comm-fixtures/comm-%.so: test/fixtures/comm_fixture.c comm-api.h test/comm.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -shared -fvisibility=hidden -DFIXTURE_NAME='"$*"' $(COMM_FIXTURE_DEF_$*) $< -o $@
+TEST_SUPPORT += $(COMM_FIXTURE_SOS)
+
+$(B)/test/test_comm_api: $(B)/obj/test/test_comm_api.o $(LIB) $(B)/plugins/backend-cpu.so $(COMM_FIXTURE_SOS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< $(COMM_LINK) -lcmocka -lpthread
+$(B)/obj/test/test_comm_api.o: CFLAGS_EXTRA := -Itest
+
+TESTS += $(B)/test/test_comm_api test/test_comm_mpi.sh

@@ -59,6 +59,14 @@ run() {
   fi
 }
 
+# bp devices lists the comm plugin and the library it found.
+if "$b/bin/bp" devices 2>/dev/null | sed -n '/^comm plugins/,/^$/p' | grep -q "^  mpi .*Open MPI"; then
+  echo "ok: bp devices lists comm-mpi.so with Open MPI"
+else
+  echo "FAILED: bp devices does not list comm-mpi.so with Open MPI:"
+  "$b/bin/bp" devices 2>&1 | sed -n '/^comm plugins/,$p'
+  fail=1
+fi
 run grid 4 "$rank" grid
 staged=""
 for dev in vulkan opencl; do
