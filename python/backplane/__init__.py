@@ -44,6 +44,11 @@ class DeviceEntry:
         self.bandwidth_gbs: float = i.bandwidth_gbs  # 0: unknown
         self.identity, self.description = i.identity.decode(), i.description.decode()
         self.numa_node, self.local_cpus = e.numa_node, e.local_cpus.decode()  # -1, "": unknown
+        # (DLPack device type, id) of its memory: host memory is (kDLCPU 1, 0), else the
+        # plugin's (kDLCUDA 2, kDLROCM 10, with its index); None where DLPack cannot say
+        self.dlpack_device: Optional[Tuple[int, int]] = (
+            (1, 0) if i.flags & 2 else (i.dlpack_device_type, e.backend_index) if i.dlpack_device_type > 0
+            else None)
         self.op_dtypes = {op: [d for d, bit in _lib.DTYPES.items() if i.op_dtypes[k] >> bit & 1]
                           for k, op in enumerate(_lib.OPS)}
 
@@ -325,11 +330,21 @@ class Tensor:
         """The Python DLPack protocol (2023.12): a "dltensor_versioned" capsule
         when the consumer's max_version allows DLPack 1.x, else a legacy
         "dltensor" one. copy=True exports a fresh copy, copy=False or None
-        lends this tensor's memory; dl_device other than kDLCPU (1, 0) raises
-        BufferError. bf16 raises BackplaneError: NumPy has no bfloat16 (use
-        numpy(), which widens to float32, or to_dlpack() for PyTorch)."""
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"cannot export to device {tuple(dl_device)}, only to kDLCPU (1, 0)")
+        lends this tensor's memory; dl_device other than __dlpack_device__()
+        raises BufferError. Device memory (CUDA, ROCm) goes only to a consumer
+        that passes stream= or dl_device= (NumPy, which reads host memory, gets
+        BufferError before any capsule exists); the device's work is finished
+        first unless stream is -1. bf16 raises BackplaneError: NumPy has no
+        bfloat16 (use numpy(), which widens to float32, or to_dlpack() for PyTorch)."""
+        here = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != here:
+            raise BufferError(f"cannot export to device {tuple(dl_device)}: the tensor lives on {here}")
+        if here[0] != 1:
+            if stream is None and dl_device is None:
+                raise BufferError(f"the tensor is in device memory {here}, which this consumer did not "
+                                  "ask for (no stream= or dl_device=); use numpy() or to() a host device")
+            if stream != -1:
+                self.device.synchronize()
         if self.dtype == "bf16":
             raise BackplaneError(_UNSUPPORTED, "__dlpack__: NumPy cannot import bf16 (it has no "
                                  "bfloat16 dtype); use Tensor.numpy() (float32) or, for PyTorch, "
@@ -348,8 +363,10 @@ class Tensor:
         return to_dlpack_capsule(src, versioned=versioned)
 
     def __dlpack_device__(self) -> Tuple[int, int]:
-        """(kDLCPU, 0): to_dlpack refuses memory DLPack cannot describe."""
-        return (1, 0)
+        """Where the memory is: (kDLCPU 1, 0) for host memory, (kDLCUDA 2, i) on CUDA,
+        (kDLROCM 10, i) on ROCm. OpenCL and Vulkan memory, which DLPack cannot
+        describe, also says (1, 0); to_dlpack refuses it."""
+        return self.device.entry.dlpack_device or (1, 0)
 
     def close(self) -> None:
         """Frees the buffer now (views of it must not be used afterwards)."""

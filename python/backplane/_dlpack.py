@@ -90,10 +90,13 @@ def from_dlpack(device: Any, obj: Any) -> Any:
     """A bp Tensor over the memory of obj (anything with __dlpack__), no copy."""
     from . import Tensor, _check
     if hasattr(obj, "__dlpack__"):
+        where = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
+        # device memory needs a stream (1: the legacy default); host memory takes none
+        kw = {} if where[0] == 1 else {"stream": 1}
         try:  # a DLPack 1.x producer gives a versioned capsule
-            capsule = obj.__dlpack__(max_version=(1, 0))
+            capsule = obj.__dlpack__(max_version=(1, 0), **kw)
         except TypeError:  # an older producer
-            capsule = obj.__dlpack__()
+            capsule = obj.__dlpack__(**kw)
     else:
         capsule = obj
     versioned = _api.PyCapsule_IsValid(ctypes.c_void_p(id(capsule)), b"dltensor_versioned") == 1
