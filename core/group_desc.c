@@ -3,12 +3,13 @@
  * (plugin_call.c) calls these entries as it calls any plugin's; they reach
  * the members only through the door's bp__call_* wrappers.
  *
- * Group memory is host memory (BP_DEVICE_FLAG_HOST_MEMORY): a member whose
- * pointers are host pointers (cpu, cpu-ref) works on it in place, with no
- * copy; any other member gets its slice staged in and out of its own memory
- * (group_stage.c), and cross-device copies and DLPack treat the group as
- * the host. Memory on one member would spare that member the staging but
- * make every other member stage through it twice.
+ * Group memory is host memory (BP_DEVICE_FLAG_HOST_MEMORY), allocated by
+ * the best member whose pointers are host pointers (else by the core). A
+ * member whose pointers are host pointers (cpu, cpu-ref) works on it in
+ * place, with no copy; any other member gets its slice staged in and out of
+ * its own memory (group_stage.c), and cross-device copies and DLPack treat
+ * the group as the host. Memory on one member would spare that member the
+ * staging but make every other member stage through it twice.
  *
  * Every op and copy on a group completes before its call returns (each
  * member's stream is waited for), so a group stream is always idle: its
@@ -45,9 +46,19 @@ static bp_status_t g_device_sync(bp_plugin_device_t *dev) {
 
 static void g_device_close(bp_plugin_device_t *dev) { bp__group_free(group(dev)); }
 
+/* The best member whose pointers are host pointers allocates group memory
+ * (the CPU plugin backs large blocks with huge pages, which its kernels
+ * are tuned for); without one, the core does. */
+static bp__device_t *memory_member(const bp__group_t *g) {
+  for (uint32_t i = 0; i < g->count; i++)
+    if (g->m[i].d->entry.info.flags & BP_DEVICE_FLAG_HOST_MEMORY) return g->m[i].d;
+  return NULL;
+}
+
 static bp_status_t g_mem_alloc(bp_plugin_device_t *dev, uint64_t size, uint64_t *out_ptr) {
-  (void)dev;
   *out_ptr = 0;
+  bp__device_t *owner = memory_member(group(dev));
+  if (owner) return pass_error(bp__call_mem_alloc(owner, size, out_ptr));
   if (size > SIZE_MAX - 64) return BP_ERR_OUT_OF_MEMORY;
   void *p = aligned_alloc(64, (size_t)((size + 63) & ~UINT64_C(63)));
   if (!p) return BP_ERR_OUT_OF_MEMORY;
@@ -56,8 +67,9 @@ static bp_status_t g_mem_alloc(bp_plugin_device_t *dev, uint64_t size, uint64_t 
 }
 
 static void g_mem_free(bp_plugin_device_t *dev, uint64_t ptr) {
-  (void)dev;
-  free((void *)(uintptr_t)ptr);
+  bp__device_t *owner = memory_member(group(dev));
+  if (owner) bp__call_mem_free(owner, ptr);
+  else free((void *)(uintptr_t)ptr);
 }
 
 static bp_status_t g_mem_write(bp_plugin_device_t *dev, bp_plugin_stream_t *s, uint64_t dst, uint64_t off,

@@ -130,7 +130,7 @@ static double measure(bp__device_t *d, problem_t *p) {
   if (!s) return 0;
   double best = 0, spent = 0;
   bp_status_t st = bp__group_run_on(s, p->op, &p->args);
-  for (int rep = 0; st == BP_OK && rep < 8 && (rep < 2 || spent < 20.0); rep++) {
+  for (int rep = 0; st == BP_OK && rep < 8 && (rep < 3 || spent < 20.0); rep++) {
     double t0 = now_ms();
     st = bp__group_run_on(s, p->op, &p->args);
     double ms = now_ms() - t0;

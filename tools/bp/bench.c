@@ -12,6 +12,7 @@
 
 #include "bench.h"
 #include "bench_group.h"
+#include "bench_group.h"
 
 #define BENCH_MAX_DEVICES 8
 #define BENCH_SEED 7u
@@ -57,6 +58,12 @@ static void bench_help(FILE *f) {
           "An absent anchor is shown as absent with its install command\n"
           "(%s, %s); it never fails the run.\n\n"
           "  --device SEL  a device as in 'bp devices' (repeatable; default best)\n"
+          "  --device group:A,B  a device group beside its best member on one\n"
+          "                large f32 GEMM; only the options below apply with it\n"
+          "  --size N, --m M, --n N, --k K  its size (group only; default 2048)\n"
+          "  --reps R      best of R runs after a warm-up (group only; default 3)\n"
+          "  --split-shared  also split across members on shared hardware and\n"
+          "                time each member on its slice (group only)\n"
           "  --device group:A,B  a device group beside its best member on a large\n"
           "                GEMM (bp bench --device group:A,B --help)\n"
           "  --op OP       gemm, attention, conv2d, softmax, layer_norm, add or all\n"
@@ -395,6 +402,7 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
 }
 
 int bp_cmd_bench(int argc, char **argv) {
+  if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
   if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
   bench_opts_t o = {0};
   int rc = parse(argc, argv, &o);

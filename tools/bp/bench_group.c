@@ -114,22 +114,29 @@ static bool gemm_setup(gemm_run_t *g, bp_device_t *dev, int64_t m, int64_t n, in
   return ok;
 }
 
-/* Best time of reps runs after a warm-up, in ms; < 0 on failure. */
-static double gemm_time(gemm_run_t *g, unsigned long long reps) {
-  double best = -1;
-  for (unsigned long long r = 0; r <= reps; r++) {
-    double t0 = bpt_now();
-    bp_status_t st = bp_gemm(g->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, g->m, g->n, g->k, 1.0, g->a, 0,
-                             g->k, g->b, 0, g->n, 0.0, g->c, 0, g->n);
-    if (st == BP_OK) st = bp_stream_synchronize(g->s);
-    if (st != BP_OK) {
-      fprintf(stderr, "bp bench: GEMM failed: %s\n", bp_last_error());
-      return -1;
+/* One timed GEMM on g, in ms; < 0 on failure (said on stderr). */
+static double gemm_once(gemm_run_t *g) {
+  double t0 = bpt_now();
+  bp_status_t st = bp_gemm(g->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, g->m, g->n, g->k, 1.0, g->a, 0,
+                           g->k, g->b, 0, g->n, 0.0, g->c, 0, g->n);
+  if (st == BP_OK) st = bp_stream_synchronize(g->s);
+  if (st == BP_OK) return (bpt_now() - t0) * 1e3;
+  fprintf(stderr, "bp bench: GEMM failed: %s\n", bp_last_error());
+  return -1;
+}
+
+/* Times the n runs in alternation, reps rounds after a warm-up, each
+ * keeping its best (ms, < 0 on failure): alternating spreads whatever else
+ * the machine is doing over all of them alike. */
+static bool gemm_times(gemm_run_t *const *runs, int n, unsigned long long reps, double *best) {
+  for (int i = 0; i < n; i++) best[i] = -1;
+  for (unsigned long long r = 0; r <= reps; r++)
+    for (int i = 0; i < n; i++) {
+      double ms = gemm_once(runs[i]);
+      if (ms < 0) return false;
+      if (r > 0 && (best[i] < 0 || ms < best[i])) best[i] = ms;
     }
-    double ms = (bpt_now() - t0) * 1e3;
-    if (r > 0 && (best < 0 || ms < best)) best = ms;
-  }
-  return best;
+  return true;
 }
 
 /* Opens a member alone by its backend:index selector. */
@@ -162,44 +169,66 @@ static void print_members(bp_device_t *grp, uint32_t count) {
   }
 }
 
-/* Opens the group, calibrates it and times the GEMM on it; < 0 on failure. */
-static double time_group(bp_context_t *ctx, const group_opts_t *o, bool split, bp_device_t **out) {
+/* Opens the group; the plain one measures its members' speeds, the split
+ * one reads what it measured. */
+static bp_device_t *group_open(bp_context_t *ctx, const group_opts_t *o, bool split) {
   bp_device_group_options_t go = {.struct_size = sizeof go, .allow_shared_hardware = true,
                                   .split_shared_hardware = split};
-  *out = NULL;
-  if (bp_device_group_open(ctx, o->members, &go, out) != BP_OK) {
+  bp_device_t *g = NULL;
+  if (bp_device_group_open(ctx, o->members, &go, &g) != BP_OK) {
     fprintf(stderr, "bp bench: cannot open group '%s': %s\n", o->members, bp_last_error());
-    return -1;
+    return NULL;
   }
-  if (bp_device_group_calibrate(*out, false) != BP_OK) {
+  /* The bench measures the speeds afresh (and stores them): the shares
+   * then reflect the machine as it is during this run. */
+  if (bp_device_group_calibrate(g, !split) != BP_OK) {
     fprintf(stderr, "bp bench: calibrating the group failed: %s\n", bp_last_error());
-    return -1;
+    bp_device_close(g);
+    return NULL;
   }
-  gemm_run_t g;
-  double ms = gemm_setup(&g, *out, (int64_t)o->m, (int64_t)o->n, (int64_t)o->k) ? gemm_time(&g, o->reps) : -1;
-  gemm_free(&g);
-  return ms;
+  return g;
 }
 
-/* Times each member alone on the slice of M a split would give it. */
-static void time_slices(bp_context_t *ctx, bp_device_t *grp, uint32_t count, const group_opts_t *o) {
-  double cum = 0;
+/* Times each member alone on the slice of M a split would give it, the
+ * members in alternation. */
+static bool time_slices(bp_context_t *ctx, bp_device_t *grp, uint32_t count, const group_opts_t *o) {
+  bp_device_t *dev[BP_GROUP_MAX_MEMBERS] = {0};
+  gemm_run_t run[BP_GROUP_MAX_MEMBERS];
+  gemm_run_t *runs[BP_GROUP_MAX_MEMBERS];
+  const char *name[BP_GROUP_MAX_MEMBERS];
+  double cum = 0, ms[BP_GROUP_MAX_MEMBERS];
   int64_t given = 0;
-  printf("  each member alone on its slice of M (equal times: the split is proportional):\n");
-  for (uint32_t i = 0; i < count; i++) {
-    bp_device_group_member_t m;
-    bp_device_group_info(grp, i, &m);
-    cum += m.share[BP_GROUP_SPLIT_GEMM];
+  int n = 0;
+  bool ok = true;
+  for (uint32_t i = 0; i < count && ok; i++) {
+    static bp_device_group_member_t m[BP_GROUP_MAX_MEMBERS];
+    bp_device_group_info(grp, i, &m[i]);
+    cum += m[i].share[BP_GROUP_SPLIT_GEMM];
     int64_t upto = i + 1 == count ? (int64_t)o->m : (int64_t)(cum * (double)o->m + 0.5);
     int64_t rows = upto - given;
     given = upto;
     if (rows <= 0) continue;
-    bp_device_t *dev = member_open(ctx, &m.entry);
-    gemm_run_t g;
-    double ms = dev && gemm_setup(&g, dev, rows, (int64_t)o->n, (int64_t)o->k) ? gemm_time(&g, o->reps) : -1;
-    if (dev) gemm_free(&g), bp_device_close(dev);
-    printf("    %-12s %6lld rows %10.2f ms\n", m.entry.info.name, (long long)rows, ms);
+    name[n] = m[i].entry.info.name;
+    ok = (dev[n] = member_open(ctx, &m[i].entry)) && gemm_setup(&run[n], dev[n], rows, (int64_t)o->n, (int64_t)o->k);
+    if (dev[n]) {
+      runs[n] = &run[n];
+      n++;
+    }
   }
+  ok = ok && gemm_times(runs, n, o->reps, ms);
+  printf("  each member alone on its slice of M (equal times: the split is proportional):\n");
+  for (int i = 0; i < n; i++) {
+    if (ok) printf("    %-12s %6lld rows %10.2f ms\n", name[i], (long long)run[i].m, ms[i]);
+    gemm_free(&run[i]);
+    bp_device_close(dev[i]);
+  }
+  return ok;
+}
+
+static void print_time(const char *what, double ms, double gflop, double best_ms) {
+  printf("  %-26s %10.2f ms %8.1f GFLOP/s", what, ms, gflop / ms * 1e3);
+  if (best_ms > 0) printf("  %.3fx the best member", best_ms / ms);
+  printf("\n");
 }
 
 int bench_group_main(int argc, char **argv) {
@@ -209,37 +238,42 @@ int bench_group_main(int argc, char **argv) {
   bp_context_t *ctx = bpt_context_open(&o.ctx);
   if (!ctx) return BPT_EXIT_FAIL;
   rc = BPT_EXIT_FAIL;
-  bp_device_t *grp = NULL, *split = NULL, *best = NULL;
-  double gflop = 2.0 * (double)o.m * (double)o.n * (double)o.k / 1e9;
-  double group_ms = time_group(ctx, &o, false, &grp);
+  bp_device_t *grp = group_open(ctx, &o, false), *split = NULL, *best = NULL;
+  gemm_run_t run[3];
+  gemm_run_t *runs[3] = {&run[0], &run[1], &run[2]};
+  int nrun = 0;
+  double ms[3], gflop = 2.0 * (double)o.m * (double)o.n * (double)o.k / 1e9;
   uint32_t count = 0;
-  if (group_ms < 0 || bp_device_group_size(grp, &count) != BP_OK) goto out;
-  bp_device_entry_t ge;
-  bp_device_entry(grp, &ge);
-  printf("group: %s, f32 GEMM %llux%llux%llu (%.1f GFLOP), best of %llu\n", ge.info.name, o.m, o.n, o.k, gflop,
-         o.reps);
-  print_members(grp, count);
+  if (!grp || bp_device_group_size(grp, &count) != BP_OK) goto out;
+  if (o.split_shared && !(split = group_open(ctx, &o, true))) goto out;
   bp_device_group_member_t bm;
   bp_device_group_info(grp, best_member(grp, count), &bm);
   if (!(best = member_open(ctx, &bm.entry))) goto out;
-  gemm_run_t g;
-  double best_ms = gemm_setup(&g, best, (int64_t)o.m, (int64_t)o.n, (int64_t)o.k) ? gemm_time(&g, o.reps) : -1;
-  gemm_free(&g);
-  if (best_ms < 0) goto out;
-  printf("  best member alone (%s): %10.2f ms %8.1f GFLOP/s\n", bm.entry.info.name, best_ms, gflop / best_ms * 1e3);
-  printf("  group:                    %10.2f ms %8.1f GFLOP/s  %.3fx the best member\n", group_ms,
-         gflop / group_ms * 1e3, best_ms / group_ms);
-  if (o.split_shared) {
-    double split_ms = time_group(ctx, &o, true, &split);
-    if (split_ms < 0) goto out;
+  bp_device_t *on[3] = {best, grp, split};
+  for (; nrun < (split ? 3 : 2); nrun++)
+    if (!gemm_setup(&run[nrun], on[nrun], (int64_t)o.m, (int64_t)o.n, (int64_t)o.k)) {
+      nrun++;
+      goto out;
+    }
+  if (!gemm_times(runs, nrun, o.reps, ms)) goto out;
+  bp_device_entry_t ge;
+  bp_device_entry(grp, &ge);
+  printf("group: %s, f32 GEMM %llux%llux%llu (%.1f GFLOP), best of %llu, alternating\n", ge.info.name, o.m, o.n,
+         o.k, gflop, o.reps);
+  print_members(grp, count);
+  char what[160];
+  snprintf(what, sizeof what, "best member alone (%s):", bm.entry.info.name);
+  print_time(what, ms[0], gflop, 0);
+  print_time("group:", ms[1], gflop, ms[0]);
+  if (split) {
     printf("group split as if the members were separate hardware (--split-shared):\n");
     print_members(split, count);
-    printf("  group:                    %10.2f ms %8.1f GFLOP/s  %.3fx the best member\n", split_ms,
-           gflop / split_ms * 1e3, best_ms / split_ms);
-    time_slices(ctx, split, count, &o);
+    print_time("group:", ms[2], gflop, ms[0]);
+    if (!time_slices(ctx, split, count, &o)) goto out;
   }
   rc = BPT_EXIT_OK;
 out:
+  for (int i = 0; i < nrun; i++) gemm_free(&run[i]);
   bp_device_close(best);
   bp_device_close(split);
   bp_device_close(grp);
