@@ -350,6 +350,61 @@ static void test_same_hardware_refused_unless_allowed(void **state) {
   TC_END();
 }
 
+/* A group takes what any device takes: events, a captured graph (replayed
+ * through the group, split included) and copies to another device. */
+static void test_group_is_a_device(void **state) {
+  (void)state;
+  TC_BEGIN();
+  const char *const devs[] = {"cpu", "slow0"};
+  plant_times("equal.json", devs, 2, 10.0);
+  tc_env_t g;
+  env_on(&g, group_open("cpu,slow", false, false, 1));
+  const int64_t sa[2] = {40, 24}, sb[2] = {24, 30}, sc[2] = {40, 30};
+  tc_tensor_t a = in(&g, 2, sa, TC_CONTIG, 40), b = in(&g, 2, sb, TC_CONTIG, 41);
+  tc_tensor_t c = tc_tensor(&g, BP_F32, 2, sc, TC_CONTIG, NULL);
+  bp_event_t *e0 = NULL, *e1 = NULL;
+  bp_graph_t *graph = NULL;
+  assert_int_equal(bp_event_create(g.dev, &e0), BP_OK);
+  assert_int_equal(bp_event_create(g.dev, &e1), BP_OK);
+  assert_int_equal(bp_stream_begin_capture(g.s), BP_OK);
+  assert_int_equal(bp_matmul(g.s, 1.0, &a.t, &b.t, 0.0, &c.t), BP_OK);
+  assert_int_equal(bp_stream_end_capture(g.s, &graph), BP_OK);
+  uint64_t slices = member(g.dev, 1).slices_run;
+  assert_int_equal(bp_event_record(e0, g.s), BP_OK);
+  tc_expect_status(&g, bp_graph_launch(graph, g.s), BP_OK, "graph launch on the group");
+  assert_int_equal(bp_event_record(e1, g.s), BP_OK);
+  assert_int_equal(bp_stream_wait_event(g.s, e1), BP_OK);
+  assert_int_equal(bp_event_synchronize(e1), BP_OK);
+  double ms = -1;
+  tc_expect_status(&g, bp_event_elapsed_ms(e0, e1, &ms), BP_OK, "elapsed");
+  tc_expect_status(&g, ms >= 0 ? BP_OK : BP_ERR_INTERNAL, BP_OK, "elapsed %.3f ms >= 0", ms);
+  tc_expect_status(&g, member(g.dev, 1).slices_run > slices ? BP_OK : BP_ERR_INTERNAL, BP_OK,
+                   "the replayed GEMM was split");
+  double *y = tc_download(&c), *va = tc_values(&a), *vb = tc_values(&b), r[40 * 30];
+  for (int i = 0; i < 40; i++)
+    for (int j = 0; j < 30; j++) {
+      r[i * 30 + j] = 0;
+      for (int k = 0; k < 24; k++) r[i * 30 + j] += va[i * 24 + k] * vb[k * 30 + j];
+    }
+  tc_expect_close(&g, BP_F32, y, r, 40 * 30, 24, "graph GEMM on the group");
+  /* A copy to another device sees the result. */
+  bp_buffer_t *other = NULL;
+  float got[40 * 30];
+  assert_int_equal(bp_buffer_alloc(ref.dev, sizeof got, &other), BP_OK);
+  tc_expect_status(&g, bp_buffer_copy(other, 0, c.buf, 0, sizeof got), BP_OK, "copy group -> cpu-ref");
+  assert_int_equal(bp_buffer_read(other, 0, got, sizeof got), BP_OK);
+  int wrong = 0;
+  for (int i = 0; i < 40 * 30; i++) wrong += (double)got[i] != y[i];
+  tc_expect_status(&g, wrong ? BP_ERR_INTERNAL : BP_OK, BP_OK, "%d values differ after the copy", wrong);
+  bp_buffer_free(other);
+  free(y), free(va), free(vb);
+  bp_graph_destroy(graph);
+  bp_event_destroy(e0), bp_event_destroy(e1);
+  tc_tensor_free(&a), tc_tensor_free(&b), tc_tensor_free(&c);
+  env_off(&g);
+  TC_END();
+}
+
 /* Two staged members whose slices interleave in C's rows (split over N):
  * each stages C in before either writes, so a member that copied back more
  * than its own elements would undo the other's. */
@@ -431,6 +486,7 @@ int main(void) {
       cmocka_unit_test(test_slow_member_gets_smaller_share),
       cmocka_unit_test(test_same_hardware_refused_unless_allowed),
       cmocka_unit_test(test_staged_slices_interleave),
+      cmocka_unit_test(test_group_is_a_device),
       cmocka_unit_test(test_bad_member_lists_refused),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
