@@ -13,7 +13,8 @@ glslc libshaderc1 libvulkan1 libvulkan-dev mesa-vulkan-drivers \
 opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd \
 clang libclang-rt-14-dev valgrind python3 python3-numpy python3-pytest \
 openmpi-bin libopenmpi-dev libjson-c-dev"
-BENCH_PKGS="libopenblas0 python3-torch python3-numpy libclblast1"
+BENCH_PKGS="libopenblas0 python3-torch python3-numpy libclblast1 python3-venv \
+python3-matplotlib"
 
 case "${1:-build}" in
   build) want="$BUILD_PKGS" ;;

@@ -45,7 +45,8 @@ typedef struct bench_machine {
   int cores;
   double ghz;       /* measured */
   double peak_f32_gflops;
-  double stream_gbs; /* streaming read+write bandwidth, measured */
+  double stream_gbs; /* streaming read+write bandwidth from memory, measured */
+  double llc_bytes;  /* last-level cache, 0 when unknown */
 } bench_machine_t;
 /* Detects the ISA, measures the clock and FMA throughput and the streaming
  * bandwidth over buffers of stream_bytes each. */
@@ -53,22 +54,12 @@ void bench_machine_measure(bench_machine_t *m, bool quick);
 /* The streaming read+write bandwidth now, in GB/s (best of a cached-store
  * and a non-temporal-store loop), for memory-bound cases to be held to. */
 double bench_stream_gbs(int threads, bool quick);
+/* The same loop over a working set of that many bytes (read + write), to
+ * hold a memory-bound case to the level of the memory hierarchy its own
+ * working set lives in. */
+double bench_stream_gbs_at(int threads, double working_set);
 
-/* OpenBLAS through dlopen("libopenblas.so.0"). */
-typedef struct bench_openblas bench_openblas_t;
-/* Opens OpenBLAS; NULL when absent (reason in why). */
-bench_openblas_t *bench_openblas_open(char *why, size_t why_size);
-void bench_openblas_close(bench_openblas_t *ob);
-/* "OpenBLAS 0.3.21 ..." configuration string. */
-const char *bench_openblas_config(bench_openblas_t *ob);
-/* The GEMM case c's matrices for OpenBLAS (f32 via sgemm, f64 via dgemm,
- * f16/bf16 via sgemm of the same shape), filled once and kept for every
- * round; NULL when it cannot run. */
-typedef struct bench_openblas_case bench_openblas_case_t;
-bench_openblas_case_t *bench_openblas_case(bench_openblas_t *ob, const bpt_case_t *c);
-/* Best time in ms of the case after a warm-up call. */
-double bench_openblas_time(bench_openblas_case_t *oc, const bench_timing_t *t);
-void bench_openblas_case_free(bench_openblas_case_t *oc);
+/* The library anchors (OpenBLAS, MKL, oneDNN): bench_anchor.h. */
 
 /* PyTorch through `python3 tools/bench_torch.py`: every torch-anchored case
  * of the suite measured in one subprocess. */
@@ -91,12 +82,19 @@ void bench_torch_measure(const bpt_case_t *cases, int n, bool quick,
  * Results.
  */
 typedef struct bench_anchor_fig {
-  const char *name; /* "openblas", "torch", "torch-sdpa", "stream", "peak" */
+  const char *name; /* "openblas", "mkl", "onednn", "torch", "stream", ... */
   double ms;        /* < 0 when absent */
   double figure;    /* GFLOP/s or GB/s */
   double ratio;     /* anchor ms / our ms: > 1 means we are faster */
   const char *note; /* install command when absent */
+  bool library;     /* another library's code (not a loop of ours, not ours
+                     * unfused): a candidate for the best anchor */
+  bool comparable;  /* false: the library ran a lesser kernel than the CPU
+                     * supports, so the ratio is marked not comparable */
+  char kernel[160]; /* the kernel it ran, where the library says */
 } bench_anchor_fig_t;
+
+#define BENCH_ANCHORS_MAX 10
 
 typedef struct bench_result {
   bpt_case_t c;
@@ -106,14 +104,20 @@ typedef struct bench_result {
   double ms, gflops, gbs;
   double pct_peak, pct_bw; /* < 0 when not meaningful */
   int anchors;
-  bench_anchor_fig_t anchor[3];
+  bench_anchor_fig_t anchor[BENCH_ANCHORS_MAX];
+  int best;            /* the fastest comparable library anchor, -1: none */
+  bool cache_resident; /* memory-bound: the working set fits in the LLC, so
+                        * pct_bw is of the stream loop over the same bytes */
+  double intensity;    /* flops per byte of the minimum traffic, 0 unknown */
 } bench_result_t;
 
-/* Writes --json: the machine, the OpenBLAS and PyTorch versions ("" when
- * absent) and the n results, to path ("-": stdout); false when it cannot
+/* Writes --json: the machine, the library anchors (bench_anchor.h), the
+ * PyTorch version ("" when absent) and the n results, to path ("-": stdout); false when it cannot
  * (said on stderr) (bench_json.c). */
-bool bench_json_write(const char *path, const bench_machine_t *m, const char *openblas,
-                      const char *torch, const bench_result_t *res, int n);
+struct bench_libs;
+bool bench_json_write(const char *path, const bench_machine_t *m,
+                      const struct bench_libs *libs, const char *torch,
+                      const bench_result_t *res, int n);
 /* Prints the per-call overhead of a tiny op, direct and from a graph
  * (bench_overhead.c). */
 void bench_overhead(bp_device_t *dev);

@@ -1,10 +1,10 @@
 /*
  * bench_anchors.c — the anchors of bp bench measured on the spot: the
- * machine's FMA peak (detected ISA x cores x measured clock), its streaming
- * bandwidth, and OpenBLAS GEMM through dlopen (the bench only; no plugin
- * depends on OpenBLAS).
+ * machine's FMA peak (detected ISA x cores x measured clock) and its
+ * streaming bandwidth, from memory (buffers well over the last-level cache)
+ * and over any working set a memory-bound case has. The library anchors
+ * are in bench_anchor_*.c.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +17,7 @@
 #endif
 
 #include "bench.h"
+#include "bench_anchor.h"
 
 /* ---------------------------------------------------------------------------
  * Clock and FMA throughput.
@@ -141,10 +142,26 @@ typedef struct stream_job {
   size_t n;
   float s;
   bool nontemporal;
+  int passes; /* over the slice: a working set in cache takes several, so
+               * the timing is not thread start-up */
 } stream_job_t;
 
 static void scale_cached(const float *restrict x, float *restrict y, size_t n, float s) {
+#if defined(__SSE2__)
+  /* written out: -O2 leaves the plain loop scalar, which would understate
+   * a cache's bandwidth and flatter every op measured against it */
+  size_t i = 0;
+  __m128 vs = _mm_set1_ps(s);
+  for (; i + 16 <= n; i += 16) {
+    _mm_storeu_ps(y + i, _mm_mul_ps(_mm_loadu_ps(x + i), vs));
+    _mm_storeu_ps(y + i + 4, _mm_mul_ps(_mm_loadu_ps(x + i + 4), vs));
+    _mm_storeu_ps(y + i + 8, _mm_mul_ps(_mm_loadu_ps(x + i + 8), vs));
+    _mm_storeu_ps(y + i + 12, _mm_mul_ps(_mm_loadu_ps(x + i + 12), vs));
+  }
+  for (; i < n; i++) y[i] = x[i] * s;
+#else
   for (size_t i = 0; i < n; i++) y[i] = x[i] * s;
+#endif
 }
 
 static void scale_streaming(const float *restrict x, float *restrict y, size_t n, float s) {
@@ -165,21 +182,46 @@ static void scale_streaming(const float *restrict x, float *restrict y, size_t n
 #endif
 }
 
+#if defined(__x86_64__)
+/* The cached loop at the widest vectors: in cache, the width of the loads
+ * and stores shows, and an op using AVX-512 would otherwise pass it. */
+__attribute__((target("avx512f"))) static void scale_cached_avx512(
+    const float *restrict x, float *restrict y, size_t n, float s) {
+  size_t i = 0;
+  __m512 vs = _mm512_set1_ps(s);
+  for (; i + 32 <= n; i += 32) {
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vs));
+    _mm512_storeu_ps(y + i + 16, _mm512_mul_ps(_mm512_loadu_ps(x + i + 16), vs));
+  }
+  for (; i < n; i++) y[i] = x[i] * s;
+}
+#endif
+
 static void *stream_thread(void *arg) {
   stream_job_t *j = arg;
-  if (j->nontemporal) scale_streaming(j->x, j->y, j->n, j->s);
-  else scale_cached(j->x, j->y, j->n, j->s);
+  bool wide = false;
+#if defined(__x86_64__)
+  wide = __builtin_cpu_supports("avx512f");
+#endif
+  for (int p = 0; p < j->passes; p++) {
+    if (j->nontemporal) scale_streaming(j->x, j->y, j->n, j->s);
+#if defined(__x86_64__)
+    else if (wide) scale_cached_avx512(j->x, j->y, j->n, j->s);
+#endif
+    else scale_cached(j->x, j->y, j->n, j->s);
+  }
   return NULL;
 }
 
-static double stream_once(float *x, float *y, size_t n, int threads, bool nontemporal) {
+static double stream_once(float *x, float *y, size_t n, int threads, bool nontemporal,
+                          int passes) {
   pthread_t tid[64];
   stream_job_t job[64];
   size_t per = (n / (size_t)threads) & ~(size_t)15;
   double t0 = bpt_now();
   for (int t = 0; t < threads; t++) {
     size_t lo = per * (size_t)t, hi = t + 1 == threads ? n : lo + per;
-    job[t] = (stream_job_t){x + lo, y + lo, hi - lo, 1.0f, nontemporal};
+    job[t] = (stream_job_t){x + lo, y + lo, hi - lo, 1.0f, nontemporal, passes};
     if (pthread_create(&tid[t], NULL, stream_thread, &job[t]) != 0)
       stream_thread(&job[t]), tid[t] = 0;
   }
@@ -191,7 +233,7 @@ static double stream_once(float *x, float *y, size_t n, int threads, bool nontem
 /* Anchor buffers on transparent huge pages where the system gives them, as
  * the CPU plugin's large buffers are (plugins/cpu/memory.c): the anchors
  * then run on the same memory system our ops see, not a TLB-bound one. */
-static void *huge_buffer(size_t bytes) {
+void *bench_huge_buffer(size_t bytes) {
   bytes = (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
   if (!bytes) bytes = 2u << 20;
   void *p = aligned_alloc(2u << 20, bytes);
@@ -201,7 +243,7 @@ static void *huge_buffer(size_t bytes) {
 
 static double measure_stream(int threads, size_t bytes, int reps) {
   size_t n = bytes / sizeof(float);
-  float *x = huge_buffer(n * sizeof *x), *y = huge_buffer(n * sizeof *y);
+  float *x = bench_huge_buffer(n * sizeof *x), *y = bench_huge_buffer(n * sizeof *y);
   if (!x || !y) {
     free(x);
     free(y);
@@ -209,18 +251,72 @@ static double measure_stream(int threads, size_t bytes, int reps) {
   }
   for (size_t i = 0; i < n; i++) x[i] = y[i] = (float)(i & 1023);
   double best = 1e300;
+  size_t moved = (size_t)256 << 20; /* per timing, at least */
+  int passes = 2 * bytes >= moved ? 1 : (int)(moved / (2 * bytes));
   for (int r = 0; r < reps; r++)
     for (int nt = 0; nt < 2; nt++) { /* alternate, so load hits both alike */
-      double t = stream_once(x, y, n, threads, nt);
+      double t = stream_once(x, y, n, threads, nt, passes);
       if (t < best) best = t;
     }
   free(x);
   free(y);
-  return 2.0 * (double)bytes / best / 1e9;
+  return 2.0 * (double)bytes * passes / best / 1e9;
+}
+
+/* The last-level cache in bytes (0 when unknown). */
+static double llc_bytes(void) {
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l3 > 0 ? (double)l3 : l2 > 0 ? (double)l2 : 0;
+}
+
+/* Buffers of twice the last-level cache each (64 MiB to 1 GiB): the loop
+ * then streams from memory, whatever part of the cache is free. */
+static size_t dram_buffer_bytes(void) {
+  double b = 2 * llc_bytes(), lo = 64.0 * (1 << 20), hi = 1024.0 * (1 << 20);
+  b = b < lo ? lo : b > hi ? hi : b;
+  return (size_t)b & ~(size_t)((2u << 20) - 1);
 }
 
 double bench_stream_gbs(int threads, bool quick) {
-  return measure_stream(threads, (quick ? 32u : 64u) << 20, quick ? 3 : 6);
+  return measure_stream(threads, dram_buffer_bytes(), quick ? 2 : 4);
+}
+
+double bench_stream_gbs_at(int threads, double working_set) {
+  size_t half = (size_t)(working_set / 2) & ~(size_t)63;
+  return measure_stream(threads, half < 4096 ? 4096 : half, 4);
+}
+
+double bench_case_intensity(const bpt_case_t *c) {
+  double es = (double)bp_dtype_size(c->dtype), bytes = 0;
+  switch (c->op) {
+  case BPT_GEMM:
+    bytes = (double)c->batch * (double)(c->m * c->k + c->k * c->n + c->m * c->n);
+    break;
+  case BPT_ATTENTION: /* q, k, v in, o out */
+    bytes = 4.0 * (double)(c->batch * c->heads * c->seq * c->dim);
+    break;
+  case BPT_CONV2D: {
+    double p = (double)((c->hw + 2 * c->pad - c->r) / c->stride + 1);
+    bytes = (double)c->batch * ((double)(c->c * c->hw * c->hw) + (double)c->k * p * p) +
+            (double)(c->k * (c->c / c->groups) * c->r * c->r);
+    break;
+  }
+  default:
+    return 0;
+  }
+  return bytes > 0 ? bpt_case_flops(c) / (bytes * es) : 0;
+}
+
+void bench_fill_uniform(void *p, size_t n, bool f64) {
+  uint64_t s = 0x2545f4914f6cdd1dull;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    double v = (double)(s >> 40) / (double)(1ull << 24) * 2.0 - 1.0;
+    if (f64)
+      ((double *)p)[i] = v;
+    else
+      ((float *)p)[i] = (float)v;
+  }
 }
 
 void bench_machine_measure(bench_machine_t *m, bool quick) {
@@ -233,145 +329,6 @@ void bench_machine_measure(bench_machine_t *m, bool quick) {
   m->fma_units = measure_fma_units(m, hz);
   m->peak_f32_gflops =
       (double)m->lanes_f32 * 2.0 * m->fma_units * m->cores * m->ghz;
+  m->llc_bytes = llc_bytes();
   m->stream_gbs = bench_stream_gbs(m->cores, quick);
-}
-
-/* ---------------------------------------------------------------------------
- * OpenBLAS.
- */
-enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
-typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *,
-                         int, const float *, int, float, float *, int);
-typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *,
-                         int, const double *, int, double, double *, int);
-
-struct bench_openblas {
-  void *lib;
-  sgemm_fn sgemm;
-  dgemm_fn dgemm;
-  char config[128];
-};
-
-bench_openblas_t *bench_openblas_open(char *why, size_t why_size) {
-  void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    snprintf(why, why_size, "libopenblas.so.0 not found");
-    return NULL;
-  }
-  bench_openblas_t *ob = calloc(1, sizeof *ob);
-  if (!ob) goto fail;
-  ob->lib = lib;
-  *(void **)&ob->sgemm = dlsym(lib, "cblas_sgemm");
-  *(void **)&ob->dgemm = dlsym(lib, "cblas_dgemm");
-  if (!ob->sgemm || !ob->dgemm) {
-    snprintf(why, why_size, "libopenblas.so.0 has no cblas_sgemm/cblas_dgemm");
-    goto fail;
-  }
-  void (*set_threads)(int);
-  char *(*get_config)(void);
-  *(void **)&set_threads = dlsym(lib, "openblas_set_num_threads");
-  *(void **)&get_config = dlsym(lib, "openblas_get_config");
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (set_threads) set_threads(cores > 0 ? (int)cores : 1);
-  snprintf(ob->config, sizeof ob->config, "%s",
-           get_config ? get_config() : "OpenBLAS");
-  /* Loading it started its worker threads, which spin for about 2^28
-   * cycles before they park (THREAD_TIMEOUT): the first case timed after
-   * this would share the cores with them (--quick's 256^3 read 0.42x). */
-  usleep(300000);
-  return ob;
-fail:
-  free(ob);
-  dlclose(lib);
-  return NULL;
-}
-
-void bench_openblas_close(bench_openblas_t *ob) {
-  if (!ob) return;
-  dlclose(ob->lib);
-  free(ob);
-}
-
-const char *bench_openblas_config(bench_openblas_t *ob) {
-  return ob ? ob->config : "";
-}
-
-static void fill_uniform(void *p, size_t n, bool f64) {
-  uint64_t s = 0x2545f4914f6cdd1dull;
-  for (size_t i = 0; i < n; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    double v = (double)(s >> 40) / (double)(1ull << 24) * 2.0 - 1.0;
-    if (f64)
-      ((double *)p)[i] = v;
-    else
-      ((float *)p)[i] = (float)v;
-  }
-}
-
-/* One call of the case: every matrix of the batch. */
-static void openblas_call(bench_openblas_t *ob, const bpt_case_t *c, bool f64,
-                          void *a, void *b, void *cc) {
-  int m = (int)c->m, n = (int)c->n, k = (int)c->k;
-  for (int64_t i = 0; i < c->batch; i++) {
-    if (f64)
-      ob->dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0,
-                (double *)a + i * m * k, k, (double *)b + i * k * n, n, 0.0,
-                (double *)cc + i * m * n, n);
-    else
-      ob->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0f,
-                (float *)a + i * m * k, k, (float *)b + i * k * n, n, 0.0f,
-                (float *)cc + i * m * n, n);
-  }
-}
-
-struct bench_openblas_case {
-  bench_openblas_t *ob;
-  bpt_case_t c;
-  bool f64;
-  void *a, *b, *cc;
-};
-
-bench_openblas_case_t *bench_openblas_case(bench_openblas_t *ob, const bpt_case_t *c) {
-  if (!ob || c->op != BPT_GEMM) return NULL;
-  bench_openblas_case_t *oc = calloc(1, sizeof *oc);
-  if (!oc) return NULL;
-  *oc = (bench_openblas_case_t){ob, *c, c->dtype == BP_F64, NULL, NULL, NULL};
-  size_t es = oc->f64 ? 8 : 4;
-  size_t na = (size_t)(c->batch * c->m * c->k), nb = (size_t)(c->batch * c->k * c->n);
-  size_t nc = (size_t)(c->batch * c->m * c->n);
-  oc->a = huge_buffer(na * es);
-  oc->b = huge_buffer(nb * es);
-  oc->cc = huge_buffer(nc * es);
-  if (!oc->a || !oc->b || !oc->cc) {
-    bench_openblas_case_free(oc);
-    return NULL;
-  }
-  fill_uniform(oc->a, na, oc->f64);
-  fill_uniform(oc->b, nb, oc->f64);
-  return oc;
-}
-
-double bench_openblas_time(bench_openblas_case_t *oc, const bench_timing_t *t) {
-  if (!oc) return -1;
-  double t0 = bpt_now();
-  openblas_call(oc->ob, &oc->c, oc->f64, oc->a, oc->b, oc->cc); /* warm-up */
-  double warm = bpt_now() - t0, total = 0, best = 1e300;
-  int reps = warm > t->slow_seconds ? 1 : t->max_reps;
-  for (int i = 0; i < reps; i++) {
-    if (i >= t->min_reps && total >= t->min_seconds) break;
-    t0 = bpt_now();
-    openblas_call(oc->ob, &oc->c, oc->f64, oc->a, oc->b, oc->cc);
-    double s = bpt_now() - t0;
-    total += s;
-    if (s < best) best = s;
-  }
-  return best * 1e3;
-}
-
-void bench_openblas_case_free(bench_openblas_case_t *oc) {
-  if (!oc) return;
-  free(oc->a);
-  free(oc->b);
-  free(oc->cc);
-  free(oc);
 }

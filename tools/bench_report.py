@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Writes the generated part of docs/performance.md from `bp bench --json`.
+
+usage: tools/bench_report.py [--doc FILE] [--figures DIR] RUN.json[=LABEL] ...
+
+For each run (one machine, one `bp bench --json` file) it writes, between
+the markers
+
+    <!-- BEGIN GENERATED: tools/bench_report.py -->
+    <!-- END GENERATED: tools/bench_report.py -->
+
+of the document: the machine, each library anchor's version and kernel (or
+why it was absent), and one table per device with our figure, the best
+anchor and its ratio, and every other anchor's ratio; and it draws, under
+the figures folder, a bar chart of the ratios to the best anchor and a
+roofline of each compute-bound case against the machine's peak and
+bandwidth (SVG, written reproducibly). Everything outside the markers is
+left as it is, so hand-written sections survive every regeneration. With
+no markers in the document, the block is appended at the end.
+
+Needs Python 3 and matplotlib (Debian: python3-matplotlib, which
+tools/deps.sh bench installs).
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+
+BEGIN = "<!-- BEGIN GENERATED: tools/bench_report.py -->"
+END = "<!-- END GENERATED: tools/bench_report.py -->"
+
+
+def slug(text):
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "run"
+
+
+def fmt(v, digits=1):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.{digits}f}"
+
+
+def figure_of(r):
+    """Our figure and its unit: GFLOP/s for compute, GB/s for memory."""
+    if r.get("gflops") is not None:
+        return r["gflops"], "GFLOP/s"
+    return r.get("gbs"), "GB/s"
+
+
+def ratio_text(a):
+    if a.get("ms") is None:
+        return None
+    mark = "" if a.get("comparable", True) else " (not comparable)"
+    return f"{a['name']} {a['ratio']:.2f}×{mark}" if a.get("ratio") else None
+
+
+def case_label(r):
+    return f"{r['op']} {r['shape']} {r['dtype']}"
+
+
+def library_lines(run):
+    out = ["| anchor | package | version | kernel it selected |", "|---|---|---|---|"]
+    for lib in run.get("libraries", []):
+        if lib.get("present"):
+            kernel = lib.get("kernel", "")
+            if lib.get("forced"):
+                kernel += f"; {lib['forced']}"
+            if not lib.get("comparable", True):
+                kernel += " — **not comparable** (lesser than the CPU's)"
+            out.append(f"| {lib['name']} | {lib['package']} | {lib.get('version', '')} | {kernel} |")
+        else:
+            out.append(f"| {lib['name']} | {lib['package']} | absent | {lib.get('why', '')} |")
+    if run.get("torch"):
+        out.append(f"| torch | python3-torch | PyTorch {run['torch']} | (its own dispatch) |")
+    return out
+
+
+def result_table(results):
+    out = ["| op | shape | type | ours | % peak / bw | best anchor | anchor | ratio | other anchors |",
+           "|---|---|---|---:|---:|---|---:|---:|---|"]
+    for r in results:
+        if not r.get("ran"):
+            out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r.get('message', 'did not run')} | | | | | |")
+            continue
+        fig, unit = figure_of(r)
+        if r.get("pct_peak") is not None:
+            pct = f"{r['pct_peak']:.0f} %"
+        elif r.get("pct_bandwidth") is not None:
+            level = "LLC" if r.get("bandwidth_level") == "llc" else "memory"
+            pct = f"{r['pct_bandwidth']:.0f} % ({level})"
+        else:
+            pct = "–"
+        best = r.get("best")
+        best_a = next((a for a in r.get("anchors", []) if a["name"] == best), None)
+        others = [ratio_text(a) for a in r.get("anchors", []) if a["name"] != best]
+        absent = [a["name"] for a in r.get("anchors", []) if a.get("ms") is None and a.get("library")]
+        other_text = ", ".join(t for t in others if t)
+        if absent:
+            other_text += (", " if other_text else "") + "absent: " + ", ".join(absent)
+        if best_a:
+            a_fig = f"{fmt(best_a['figure'])} {unit}"
+            ratio = f"**{best_a['ratio']:.2f}×**"
+        else:
+            a_fig, ratio, best = "–", "–", "none comparable"
+        out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {fmt(fig)} {unit} | {pct} | "
+                   f"{best} | {a_fig} | {ratio} | {other_text} |")
+    return out
+
+
+def draw_ratios(results, path, title):
+    import matplotlib.pyplot as plt
+    rows = [r for r in results if r.get("ran") and r.get("best")]
+    rows = [(case_label(r) + f" vs {r['best']}", r["ratio"]) for r in rows if r.get("ratio")]
+    fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.4))
+    names = [n for n, _ in rows][::-1]
+    values = [v for _, v in rows][::-1]
+    colors = ["#3a7d44" if v >= 1 else "#b5452f" for v in values]
+    ax.barh(range(len(values)), values, color=colors)
+    ax.set_yticks(range(len(values)))
+    ax.set_yticklabels(names, fontsize=7)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("anchor time / our time (above 1: backplane faster)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def draw_roofline(run, results, path, title):
+    import matplotlib.pyplot as plt
+    m = run["machine"]
+    peak, bw = m["peak_f32_gflops"], m["stream_gbs"]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [3, 2]})
+    xs = [2 ** (i / 4) for i in range(-12, 48)]
+    ax.plot(xs, [min(peak, bw * x) for x in xs], color="black", label=f"f32 peak {peak:.0f} GFLOP/s, memory {bw:.1f} GB/s")
+    ax.plot(xs, [min(peak / 2, bw * x) for x in xs], color="gray", linestyle="--", label="f64 peak")
+    markers = {"gemm": "o", "attention": "^", "conv2d": "s"}
+    for op, marker in markers.items():
+        pts = [(r["intensity"], r["gflops"]) for r in results
+               if r.get("ran") and r["op"] == op and r.get("intensity") and r.get("gflops")]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=op, zorder=3)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("arithmetic intensity (flop / byte of least traffic)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(f"compute-bound ops, {title}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    mem = [r for r in results if r.get("ran") and r.get("gbs") and r.get("pct_bandwidth")]
+    labels = [f"{r['op']} {r['shape']}" for r in mem]
+    ours = [r["gbs"] for r in mem]
+    roofs = [r["gbs"] * 100 / r["pct_bandwidth"] for r in mem]
+    pos = range(len(mem))
+    ax2.bar([p - 0.2 for p in pos], ours, width=0.4, label="ours")
+    ax2.bar([p + 0.2 for p in pos], roofs, width=0.4, label="stream loop, same working set")
+    ax2.axhline(bw, color="black", linewidth=0.8, label="memory bandwidth")
+    ax2.set_xticks(list(pos))
+    ax2.set_xticklabels(labels, fontsize=7, rotation=20)
+    ax2.set_ylabel("GB/s")
+    ax2.set_title("memory-bound ops", fontsize=9)
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def save(fig, path):
+    import matplotlib.pyplot as plt
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
+
+
+def run_block(run, label, figures_dir, doc_dir):
+    m = run["machine"]
+    out = [f"### {label}", ""]
+    out.append(f"{m['cores']} cores × {m['isa']} × {m['ghz']:.2f} GHz (measured) = "
+               f"**{m['peak_f32_gflops']:.0f} GFLOP/s** f32 FMA peak; memory **{m['stream_gbs']:.1f} GB/s** "
+               f"(read+write loop over buffers larger than the {m.get('llc_bytes', 0) / 2**20:.0f} MiB "
+               "last-level cache).")
+    out += ["", "Library anchors in this run:", ""] + library_lines(run) + [""]
+    devices = []
+    for r in run["results"]:
+        if r["device"] not in devices:
+            devices.append(r["device"])
+    for dev in devices:
+        results = [r for r in run["results"] if r["device"] == dev]
+        base = slug(f"{label}-{dev}")
+        ratios = os.path.join(figures_dir, f"ratios-{base}.svg")
+        roof = os.path.join(figures_dir, f"roofline-{base}.svg")
+        draw_ratios(results, ratios, f"{dev} on {label}: ratio to the best anchor")
+        draw_roofline(run, results, roof, f"{dev} on {label}")
+        out += [f"#### Device `{dev}`", ""] + result_table(results) + [""]
+        out.append(f"![ratios to the best anchor]({os.path.relpath(ratios, doc_dir)})")
+        out.append("")
+        out.append(f"![roofline]({os.path.relpath(roof, doc_dir)})")
+        out.append("")
+    return out
+
+
+def splice(doc_text, block):
+    text = "\n".join([BEGIN, ""] + block + [END])
+    if BEGIN in doc_text and END in doc_text:
+        head, rest = doc_text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        return head + text + tail
+    return doc_text.rstrip("\n") + "\n\n" + text + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", help="bp bench --json output, optionally =LABEL")
+    ap.add_argument("--doc", default="docs/performance.md")
+    ap.add_argument("--figures", default="docs/perf")
+    args = ap.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "backplane"  # stable ids: small diffs
+    doc_dir = os.path.dirname(os.path.abspath(args.doc))
+    block = []
+    for spec in args.runs:
+        path, _, label = spec.partition("=")
+        with open(path) as f:
+            run = json.load(f)
+        if not label:
+            m = run["machine"]
+            label = f"{m['cores']} cores, {m['isa']}"
+        block += run_block(run, label, os.path.abspath(args.figures), doc_dir)
+    with open(args.doc) as f:
+        doc = f.read()
+    with open(args.doc, "w") as f:
+        f.write(splice(doc, block))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
