@@ -79,4 +79,12 @@ else
 fi
 run mismatch 4 "$rank" mismatch
 run dead 3 --enable-recovery "$rank" dead
+# bp comm-bench runs under mpirun and prints one line per size (its figures
+# are not checked: timings are not results).
+out=$(mpi "$b/bin/bp" comm-bench --min-bytes 8 --max-bytes 2048 --iters 3 --warmup 1)
+if [ $? -eq 0 ] && printf '%s\n' "$out" | grep -q "^ *2048 " && printf '%s\n' "$out" | grep -q "^ *8 "; then
+  echo "ok: bp comm-bench under mpirun"
+else
+  echo "FAILED: bp comm-bench under mpirun:"; printf '%s\n' "$out" | tail -20; fail=1
+fi
 exit $fail
