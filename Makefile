@@ -90,13 +90,14 @@ check-tsan: deps
 PUBLIC_HEADERS := core/backplane.h plugin-api.h backplane_types.h comm-api.h layer-api.h
 INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include/backplane $(PLUGIN_INSTALL_DIR) \
   $(PROBE_HELPER_DIR) $(PREFIX)/bin $(PREFIX)/share/man/man1 $(PREFIX)/share/backplane
-install: $(LIB) $(PLUGINS) $(MANIFESTS) $(TOOLS)
+install: $(LIB) $(PLUGINS) $(LAYERS) $(MANIFESTS) $(TOOLS)
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 755 $(B)/lib/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so.$(SOVERSION)
 	ln -sf libbackplane.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libbackplane.so
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/backplane/
 	install -m 755 $(PLUGINS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
+	install -m 755 $(LAYERS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
 	install -m 644 $(MANIFESTS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
 	install -m 755 $(PROBE_HELPER) $(DESTDIR)$(PROBE_HELPER_DIR)/
 	install -m 755 $(B)/bin/bp $(DESTDIR)$(PREFIX)/bin/
@@ -113,7 +114,7 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(PREFIX)/include/backplane/,$(notdir $(PUBLIC_HEADERS))) \
 	  $(DESTDIR)$(PREFIX)/bin/bp $(DESTDIR)$(PREFIX)/share/man/man1/bp.1 \
 	  $(DESTDIR)$(PREFIX)/share/backplane/bench_torch.py $(DESTDIR)$(PROBE_HELPER_DIR)/bp-probe \
-	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS) $(MANIFESTS)))
+	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS) $(LAYERS) $(MANIFESTS)))
 	-rmdir $(DESTDIR)$(PLUGIN_INSTALL_DIR) $(DESTDIR)$(PREFIX)/include/backplane
 
 clean:

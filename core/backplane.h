@@ -120,6 +120,11 @@ typedef struct bp_context_options {
    * own process, as BACKPLANE_ISOLATE=0 does for callers that leave
    * isolate_probe false. */
   bool in_process_probe;
+  /* fields below: added with layers; read only when struct_size covers them */
+  /* The layers to stack on every device of the context, first named on
+   * top ("trace,check"; copied at create). NULL: BACKPLANE_LAYERS decides;
+   * "": none. See docs/runtime.md "Layers". */
+  const char *layers;
 } bp_context_options_t;
 
 /* Creates a context: scans the plugin search path, loads and probes every
@@ -218,6 +223,35 @@ BP_API bp_status_t bp_manifest_verify(const char *plugin_path, bp_manifest_info_
  * its status and reason. Thread-safe. */
 BP_API bp_status_t bp_manifest_list(const char *plugin_dir, bp_manifest_info_t *out,
                                     uint32_t capacity, uint32_t *out_count);
+
+/* ---------------------------------------------------------------------------
+ * Layers: interposers between the core and a plugin (layer-<name>.so in the
+ * plugin directories; the ABI is layer-api.h), stacked on every device of a
+ * context in the order options.layers or BACKPLANE_LAYERS names them. A
+ * layer that cannot be loaded is refused with a reason citing rule LAYER-n
+ * (docs/plugin-abi.md section 16); devices work without it.
+ */
+typedef struct bp_layer_report {
+  uint32_t struct_size;
+  char name[64];     /* as listed */
+  char path[1024];   /* the file found, "" if none */
+  char version[64];  /* from its descriptor, "" if never read */
+  bool loaded;       /* stacked on the context's devices */
+  bp_status_t status;/* BP_OK, or why it was refused */
+  char reason[512];
+} bp_layer_report_t;
+
+/* Number of layers the context was asked for, loaded or refused. */
+BP_API bp_status_t bp_context_layer_count(const bp_context_t *context, uint32_t *out_count);
+/* Copies the report of layer index (in the order listed). */
+BP_API bp_status_t bp_context_layer_report(const bp_context_t *context, uint32_t index,
+                                           bp_layer_report_t *out_report);
+/* Writes what the loaded layer name has gathered so far (the stats layer's
+ * counters, the check layer's findings) as one JSON object into out (size
+ * bytes, NUL-terminated, truncated to fit); *out_len receives the full
+ * length. BP_ERR_UNSUPPORTED for a layer that keeps no summary. Thread-safe. */
+BP_API bp_status_t bp_context_layer_summary(const bp_context_t *context, const char *name, char *out,
+                                            size_t size, size_t *out_len);
 
 /* One device in the ranked list. */
 typedef struct bp_device_entry {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layers.h"
 
 static void context_free(bp_context_t *ctx);
 
@@ -32,6 +33,8 @@ bp_status_t bp_context_create(const bp_context_options_t *options,
   pthread_mutex_init(&ctx->lock, NULL);
   bp_status_t st = bp__loader_scan(ctx);
   if (st == BP_OK) st = bp__rank_devices(ctx);
+  if (st == BP_OK) bp__layers_load(ctx);
+  ctx->options.layers = NULL; /* the caller's string: read once, above */
   if (st != BP_OK) {
     context_free(ctx);
     return st;
@@ -72,6 +75,7 @@ static void context_free(bp_context_t *ctx) {
   free(ctx->searched_present);
   free(ctx->ranked);
   free(ctx->ranked_plugin);
+  bp__layers_free(ctx);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layers.h"
 
 static void device_free(bp__device_t *d);
 
@@ -183,6 +184,7 @@ bp_status_t bp_device_open(bp_context_t *ctxh, const char *selector,
     device_free(d);
     return st;
   }
+  bp__layers_attach(d); /* d->desc: the top of its layers, if any */
   d->h = bp__handle_add(d, BP__H_DEVICE, d->gate);
   if (!d->h) {
     bp__pool_destroy(d, d->pool);
@@ -202,6 +204,7 @@ bp_status_t bp_device_open(bp_context_t *ctxh, const char *selector,
 
 /* Frees the device record, its gate and its (empty) pool. */
 static void device_free(bp__device_t *d) {
+  bp__layers_detach(d); /* the plugin device is closed, or was never opened */
   bp__fallback_close(d);
   if (d->pool) bp__pool_destroy(d, d->pool);
   bp__gate_recycle(d->gate);

@@ -162,6 +162,8 @@ struct bp_context {
   char **searched;           /* every plugin directory looked in, as spelled, */
   bool *searched_present;    /* in order, once each; present: a directory */
   uint32_t searched_count;
+  struct bp__layer_slot *layers; /* the layer list, loaded or refused (layers.c) */
+  uint32_t layer_count;
   struct bp__comm_set *comm_set; /* comm plugins, loaded on first use (comm_loader.c) */
 };
 
@@ -182,6 +184,7 @@ struct bp__device {
   struct bp__host_block *host_blocks; /* from bp_host_alloc, under lock */
   bp__graph_t *graphs;                 /* live graphs, under lock */
   bp__kernel_t *kernels;               /* live kernels, under lock */
+  struct bp__layer_chain *layers;      /* its layers, NULL: none (layer_chain.c) */
   struct bp__fallback *fallback;       /* NULL: fallback off (fallback.c) */
   bp__device_t *next;
 };

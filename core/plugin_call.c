@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layers.h"
+#include "schedule.h"
+#include "xcopy.h"
 
 /* A status the ABI defines, or BP_ERR_INTERNAL. */
 static bp_status_t known_status(bp_status_t st) {
@@ -418,4 +421,36 @@ bp_status_t bp__call_kernel_launch(bp__stream_t *s, bp_plugin_kernel_t *k, const
   bp_status_t st = s->device->desc->kernel_launch(s->device->handle, s->handle, k, args);
   pthread_mutex_unlock(&s->lock);
   return plugin_failed(st, s->device, "bp_kernel_launch");
+}
+
+/* ---- layers (layer-api.h): loading and stacking are layers.c's ------------ */
+
+bp_status_t bp__call_layer_init(const bp_layer_descriptor_t *l) {
+  bp__plugin_error_reset();
+  return known_status(l->init(bp__host_services()));
+}
+
+bp_status_t bp__call_layer_create(const bp_layer_descriptor_t *l, const bp_plugin_descriptor_t *next,
+                                  const bp_layer_device_t *device, const bp_plugin_descriptor_t **out_desc) {
+  *out_desc = NULL;
+  bp__plugin_error_reset();
+  bp_status_t st = known_status(l->create(next, device, out_desc));
+  if (st == BP_OK && !*out_desc) st = BP_ERR_INTERNAL; /* success and no descriptor */
+  if (st != BP_OK) *out_desc = NULL;
+  return st;
+}
+
+void bp__call_layer_destroy(const bp_layer_descriptor_t *l, const bp_plugin_descriptor_t *desc) {
+  l->destroy(desc);
+}
+
+bp_status_t bp__call_layer_summary(const bp_layer_descriptor_t *l, char *out, size_t size, size_t *out_len) {
+  *out_len = 0;
+  if (l->struct_size < offsetof(bp_layer_descriptor_t, summary) + sizeof(void *) || !l->summary)
+    return BP_ERR_UNSUPPORTED;
+  bp__plugin_error_reset();
+  out[0] = '\0';
+  bp_status_t st = known_status(l->summary(out, size, out_len));
+  out[size - 1] = '\0';
+  return st;
 }
