@@ -79,6 +79,17 @@ else
 fi
 run mismatch 4 "$rank" mismatch
 run dead 3 --enable-recovery "$rank" dead
+# docs/examples/data_parallel.c: 4 ranks train an MLP on shards with their
+# gradients all-reduced; rank 0 checks the result against one process on
+# the whole batch and the program exits non-zero on a mismatch.
+here=$(cd "$(dirname "$0")/.." && pwd)
+if cc -std=c11 -Wall -Wextra -Werror -I"$here" -I"$here/core" -o "$b/test/data_parallel" \
+     "$here/docs/examples/data_parallel.c" -L"$b/lib" -lbackplane -Wl,-rpath,"$b/lib" -lm &&
+   out=$(mpi "$b/test/data_parallel") && printf '%s\n' "$out" | grep -q "^data_parallel: 4 ranks"; then
+  printf '%s\n' "$out" | grep "^data_parallel:" | sed 's/^/ok: /'
+else
+  echo "FAILED: docs/examples/data_parallel.c under mpirun:"; printf '%s\n' "${out:-}" | tail -20; fail=1
+fi
 # bp comm-bench runs under mpirun and prints one line per size (its figures
 # are not checked: timings are not results).
 out=$(mpi "$b/bin/bp" comm-bench --min-bytes 8 --max-bytes 2048 --iters 3 --warmup 1)
