@@ -421,6 +421,30 @@ static void test_staged_slices_interleave(void **state) {
   TC_END();
 }
 
+/* "all": the best device of each piece of hardware, so here cpu (for the
+ * host CPU, which cpu-ref, PoCL and lavapipe share) and slow0. */
+static void test_all_members(void **state) {
+  (void)state;
+  TC_BEGIN();
+  bp_device_t *g = group_open("all", false, false, 0);
+  uint32_t n = 0;
+  assert_int_equal(bp_device_group_size(g, &n), BP_OK);
+  bool cpu = false, slow = false;
+  for (uint32_t i = 0; i < n; i++) {
+    bp_device_group_member_t m = member(g, i);
+    cpu |= !strcmp(m.entry.info.name, "cpu");
+    slow |= !strcmp(m.entry.info.name, "slow0");
+    tc_expect_status(&ref, strcmp(m.entry.info.name, "cpu-ref") ? BP_OK : BP_ERR_INTERNAL, BP_OK,
+                     "cpu-ref shares the host CPU with cpu: not in \"all\"");
+    for (uint32_t j = 0; j < i; j++)
+      tc_expect_status(&ref, member(g, j).hardware != m.hardware ? BP_OK : BP_ERR_INTERNAL, BP_OK,
+                       "\"all\" members %u and %u are distinct hardware", j, i);
+  }
+  tc_expect_status(&ref, cpu && slow ? BP_OK : BP_ERR_INTERNAL, BP_OK, "\"all\" has cpu and slow0 (%u members)", n);
+  bp_device_close(g);
+  TC_END();
+}
+
 static int still_open;
 static void count_still_open(bp_log_level_t level, const char *cat, const char *msg, void *user) {
   (void)level, (void)cat, (void)user;
@@ -487,6 +511,7 @@ int main(void) {
       cmocka_unit_test(test_same_hardware_refused_unless_allowed),
       cmocka_unit_test(test_staged_slices_interleave),
       cmocka_unit_test(test_group_is_a_device),
+      cmocka_unit_test(test_all_members),
       cmocka_unit_test(test_bad_member_lists_refused),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
