@@ -5,7 +5,10 @@
 #                        one-rank communicator, a timeout breaking it
 #   test_comm_mpi.sh     $(B)/test/comm_rank under mpirun -np 4 on loopback:
 #                        the grid, the staging path, mismatched calls, a
-#                        killed rank
+#                        killed rank, the data-parallel example, comm-bench
+#   test_comm_netns.sh   3 ranks on 3 "hosts" (network namespaces joined by
+#                        veth pairs and a bridge, launched through
+#                        test/comm_netns_agent.sh): the grid, a cut link
 COMM_LINK = -L$(B)/lib -lbackplane -Wl,-rpath,'$$ORIGIN/../lib'
 
 $(B)/test/comm_rank: $(B)/obj/test/comm_rank.o $(LIB) $(B)/plugins/comm-mpi.so $(B)/plugins/backend-cpu.so
@@ -32,4 +35,4 @@ $(B)/test/test_comm_api: $(B)/obj/test/test_comm_api.o $(LIB) $(B)/plugins/backe
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(COMM_LINK) -lcmocka -lpthread
 $(B)/obj/test/test_comm_api.o: CFLAGS_EXTRA := -Itest
 
-TESTS += $(B)/test/test_comm_api test/test_comm_mpi.sh
+TESTS += $(B)/test/test_comm_api test/test_comm_mpi.sh test/test_comm_netns.sh

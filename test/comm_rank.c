@@ -10,6 +10,8 @@
  *             gets BP_ERR_INVALID_ARGUMENT, and the communicator still works
  *   dead      the last rank dies (SIGKILL) before a collective: the others
  *             get an error within the timeout, then BP_ERR_UNAVAILABLE
+ *   linkcut   all-reduces until one fails, after rank 0 wrote
+ *             $BP_COMM_READY_FILE (test_comm_netns.sh then cuts a link)
  * Each rank prints "rank R: MODE: ok" when everything it checked held and
  * exits 0; failures are printed as "rank R: FAILED: ..." and exit 1. The
  * script counts the ok lines. Values are small integers, so every sum,
@@ -238,11 +240,35 @@ static int run_dead(env_t *e, uint32_t timeout_ms) {
   return failures;
 }
 
+/* All-reduces until one fails: the test script cuts a rank's link once
+ * rank 0 has written the ready file ($BP_COMM_READY_FILE). */
+static int run_linkcut(env_t *e, uint32_t timeout_ms) {
+  float v[4] = {1, 2, 3, 4};
+  bp_buffer_t *b = alloc_with(e, BP_F32, 4, v);
+  const char *ready = getenv("BP_COMM_READY_FILE");
+  bp_status_t st = BP_OK;
+  double t0 = now_ms(), cut = 0;
+  for (int i = 0; st == BP_OK && now_ms() - t0 < 60000; i++) {
+    st = bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_MAX);
+    if (i == 3 && rank_ == 0 && ready) {
+      FILE *f = fopen(ready, "w");
+      if (f) fclose(f);
+    }
+    if (i == 3) cut = now_ms();
+    if (st == BP_OK) usleep(20000);
+  }
+  CHECK(st == BP_ERR_TIMEOUT || st == BP_ERR_UNAVAILABLE, "all_reduce across a cut link: %s", bp_status_name(st));
+  printf("rank %d: linkcut: error %s %.0f ms after the link could be cut (timeout %u ms): %s\n", rank_,
+         bp_status_name(st), now_ms() - cut, timeout_ms, bp_last_error());
+  bp_buffer_free(b);
+  return failures;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "grid";
   bool staged = !strcmp(mode, "staged");
   env_t e = {0};
-  uint32_t timeout_ms = !strcmp(mode, "dead") ? 3000 : 20000;
+  uint32_t timeout_ms = !strcmp(mode, "dead") || !strcmp(mode, "linkcut") ? 3000 : 20000;
   bp_comm_options_t o = {.struct_size = sizeof o, .timeout_ms = timeout_ms};
   if (bp_context_create(NULL, &e.ctx) != BP_OK ||
       bp_device_open(e.ctx, staged && argc > 2 ? argv[2] : "cpu", NULL, &e.dev) != BP_OK ||
@@ -255,6 +281,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "grid") || staged) run_grid(&e, !staged);
   else if (!strcmp(mode, "mismatch")) run_mismatch(&e);
   else if (!strcmp(mode, "dead")) run_dead(&e, timeout_ms);
+  else if (!strcmp(mode, "linkcut")) run_linkcut(&e, timeout_ms);
   else CHECK(false, "unknown mode %s", mode);
   if (!failures) printf("rank %d: %s: ok (%d ranks, plugin %s)\n", rank_, mode, size_, bp_comm_plugin_name(e.comm));
   fflush(stdout);
