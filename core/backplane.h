@@ -406,7 +406,10 @@ BP_API bp_status_t bp_device_group_info(const bp_device_t *group, uint32_t index
 /* Reads each member's speed for each split family from the tuning cache,
  * measuring (a short run, stored in the cache) where it has none; with
  * remeasure, measures every one again. Ops do the same on their first
- * split, so calling this is needed only to read the shares early. */
+ * split, so calling this is needed only to read the shares early. On a
+ * device that is not a group it does the same for that device, so groups
+ * opened later (in any process using the cache) find its speeds; bp tune
+ * does that. */
 BP_API bp_status_t bp_device_group_calibrate(bp_device_t *group, bool remeasure);
 
 /* The caching memory pool's figures for one device handle. */

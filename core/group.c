@@ -303,10 +303,11 @@ bp_status_t bp_device_group_info(const bp_device_t *h, uint32_t index, bp_device
 
 bp_status_t bp_device_group_calibrate(bp_device_t *h, bool remeasure) {
   bp__clear_error();
-  BP__ENTER(bp__device_t, d, h, BP__H_DEVICE, "bp_device_group_calibrate", "group");
-  bp__group_t *g;
-  bp_status_t st = group_get(d, "bp_device_group_calibrate", &g);
-  for (int f = 0; st == BP_OK && f < BP_GROUP_SPLIT_COUNT; f++)
-    st = bp__group_calibrate(g, (bp_group_split_t)f, remeasure ? BP__GROUP_REMEASURE : BP__GROUP_MEASURE);
+  BP__ENTER(bp__device_t, d, h, BP__H_DEVICE, "bp_device_group_calibrate", "device");
+  bp__group_measure_t mode = remeasure ? BP__GROUP_REMEASURE : BP__GROUP_MEASURE;
+  bp__group_t *g = bp__group_of(d);
+  if (!g) return bp__group_calibrate_device(d, mode); /* for the groups to come */
+  bp_status_t st = BP_OK;
+  for (int f = 0; st == BP_OK && f < BP_GROUP_SPLIT_COUNT; f++) st = bp__group_calibrate(g, (bp_group_split_t)f, mode);
   return st;
 }

@@ -86,5 +86,8 @@ typedef enum bp__group_measure {
 } bp__group_measure_t;
 /* Fills family's speeds per mode; takes g->lock. */
 bp_status_t bp__group_calibrate(bp__group_t *g, bp_group_split_t family, bp__group_measure_t mode);
+/* The same for a device that is not (yet) in a group: its speeds are keyed
+ * by the device alone, so any group it joins later reads them. */
+bp_status_t bp__group_calibrate_device(bp__device_t *d, bp__group_measure_t mode);
 
 #endif /* BACKPLANE_GROUP_H */

@@ -194,6 +194,17 @@ bp_status_t bp__group_calibrate(bp__group_t *g, bp_group_split_t f, bp__group_me
   return st;
 }
 
+bp_status_t bp__group_calibrate_device(bp__device_t *d, bp__group_measure_t mode) {
+  bp__group_member_t m;
+  memset(&m, 0, sizeof m);
+  m.d = d;
+  bp_status_t st = BP_OK;
+  for (int f = 0; f < BP_GROUP_SPLIT_COUNT && st == BP_OK; f++)
+    if (mode == BP__GROUP_REMEASURE || (!from_cache(&m, (bp_group_split_t)f) && mode != BP__GROUP_CACHED))
+      st = measure_member(&m, (bp_group_split_t)f);
+  return st;
+}
+
 void bp__group_shares_known(bp__group_t *g, bp_group_split_t f, double *share) {
   double v[BP_GROUP_MAX_MEMBERS], total = 0;
   for (uint32_t i = 0; i < g->count; i++) v[i] = g->m[i].measured[f] ? g->m[i].gflops[f] : 0;

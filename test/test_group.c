@@ -350,6 +350,37 @@ static void test_same_hardware_refused_unless_allowed(void **state) {
   TC_END();
 }
 
+/* bp_device_group_calibrate on a plain device (what bp tune does) stores
+ * its speeds, and a group opened afterwards has them without measuring. */
+static void test_calibrate_plain_devices_first(void **state) {
+  (void)state;
+  TC_BEGIN();
+  char path[PATH_MAX];
+  use_cache("plain.json", path, sizeof path);
+  unlink(path);
+  const char *const sels[] = {"cpu", "slow"};
+  for (int i = 0; i < 2; i++) {
+    bp_device_t *d = NULL;
+    assert_int_equal(bp_device_open(ctx, sels[i], NULL, &d), BP_OK);
+    tc_expect_status(&ref, bp_device_group_calibrate(d, false), BP_OK, "calibrate %s alone", sels[i]);
+    bp_device_group_member_t m;
+    tc_expect_reject(&ref, bp_device_group_info(d, 0, &m), BP_ERR_INVALID_ARGUMENT, "not a device group",
+                     "info on plain %s", sels[i]);
+    bp_device_close(d);
+  }
+  char *text = slurp(path);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "\"group.conv2d\""));
+  free(text);
+  bp_device_t *g = group_open("cpu,slow", false, false, 0);
+  for (uint32_t i = 0; i < 2; i++)
+    for (int f = 0; f < BP_GROUP_SPLIT_COUNT; f++)
+      tc_expect_status(&ref, member(g, i).gflops[f] > 0 ? BP_OK : BP_ERR_INTERNAL, BP_OK,
+                       "member %u family %d read from the cache at open", i, f);
+  bp_device_close(g);
+  TC_END();
+}
+
 /* A group takes what any device takes: events, a captured graph (replayed
  * through the group, split included) and copies to another device. */
 static void test_group_is_a_device(void **state) {
@@ -512,6 +543,7 @@ int main(void) {
       cmocka_unit_test(test_staged_slices_interleave),
       cmocka_unit_test(test_group_is_a_device),
       cmocka_unit_test(test_all_members),
+      cmocka_unit_test(test_calibrate_plain_devices_first),
       cmocka_unit_test(test_bad_member_lists_refused),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);

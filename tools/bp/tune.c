@@ -4,7 +4,8 @@
  * suite; a plugin that tunes times its variants on the first call of a shape
  * bucket and stores the winner through the host services, so the point here
  * is only that every bucket is reached once. Nothing is measured beyond the
- * time of that first call, which is printed.
+ * time of that first call, which is printed, and each device's speed for
+ * device groups (bp_device_group_calibrate), which goes to the cache.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -49,7 +50,9 @@ static void tune_help(FILE *f) {
           "bp bench's shapes) once per shape, so that plugins which tune time their\n"
           "variants now and store the winners, instead of on an application's first\n"
           "call. Entries are keyed by plugin and its version, device, driver version,\n"
-          "op, dtype and shape bucket; see docs/runtime.md.\n\n"
+          "op, dtype and shape bucket; see docs/runtime.md. Each device's speed for\n"
+          "device groups is measured too (when the cache has none), so groups\n"
+          "split work from the first op.\n\n"
           "  --device SEL  a device as in 'bp devices' (repeatable; default every\n"
           "                device but the reference ones)\n"
           "  --quick       a few small shapes only\n"
@@ -154,6 +157,14 @@ static bool tune_device(bp_context_t *ctx, const char *selector, const bpt_case_
     bool case_ok = tune_case(dev, e.info.name, &cases[i]);
     bpt_progress_done();
     ok = case_ok && ok;
+  }
+  /* Device groups split work by each member's measured speed: measure this
+   * device's now, so a group it joins later finds them in the cache. */
+  if (bp_device_group_calibrate(dev, false) == BP_OK) {
+    fprintf(tune_out, "  device-group speeds (gemm, attention, conv2d): in the tuning cache\n");
+  } else {
+    fprintf(tune_out, "  device-group speeds: failed: %s\n", bp_last_error());
+    ok = false;
   }
   bp_device_close(dev);
   return ok;
