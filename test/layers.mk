@@ -25,3 +25,6 @@ $(B)/test/test_layers: $(B)/obj/test/test_layers.o $(LIB) $(LAYER_FIX_ALL) $(LAY
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lpthread
 TESTS += $(B)/test/test_layers
+
+# bp trace -- COMMAND and bp run --stats.
+TESTS += test/test_bp_layers.sh

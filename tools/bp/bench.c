@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_layers.h"
 #include "bench_anchor.h"
 #include "bench_group.h"
 #include "bench_group.h"
@@ -489,6 +490,7 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
     fflush(stdout);
   }
   if (print) bench_overhead(dev);
+  if (print) bench_layers(dev);
 }
 
 int bp_cmd_bench(int argc, char **argv) {

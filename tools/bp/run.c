@@ -10,6 +10,7 @@
 #include "bp.h"
 #include "cases.h"
 #include "json_doc.h"
+#include "run_stats.h"
 
 #define RUN_REFERENCE "cpu-ref"
 #define RUN_SEED 20240501u
@@ -18,7 +19,7 @@
 
 typedef struct run_opts {
   const char *device;
-  bool json, memory;
+  bool json, memory, stats;
   bpt_context_flags_t ctx;
 } run_opts_t;
 
@@ -32,7 +33,7 @@ typedef struct run_result {
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: bp run [--device SEL] [--memory] [--json] [--no-isolate]\n\n"
+          "usage: bp run [--device SEL] [--memory] [--stats] [--json] [--no-isolate]\n\n"
           "Runs a fixed f32 workload on one device (default: the best) and\n"
           "checks each result against the reference device 'cpu-ref':\n"
           "  gemm       1024x1024x1024\n"
@@ -45,6 +46,8 @@ static void run_help(FILE *f) {
           "  --device SEL  rank ('0'), backend ('cpu'), backend:index ('cpu:1')\n"
           "                or device name ('cpu-ref'); see 'bp devices'\n"
           "  --memory      print the device's memory pool statistics afterwards\n"
+          "  --stats       run through the stats layer and print, per device and op,\n"
+          "                calls, failures, time and bytes (on stderr with --json)\n"
           "  --json        print the results as one JSON object on stdout\n"
           "  --no-isolate  probe plugins in this process instead of a child\n\n"
           "Exit status: 0 when every check passes, 1 when one fails or the\n"
@@ -56,7 +59,8 @@ static int parse(int argc, char **argv, run_opts_t *o) {
   static const struct option longopts[] = {
       {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
       {"json", no_argument, NULL, 'j'},       {"memory", no_argument, NULL, 'm'},
-      {"no-isolate", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0}};
+      {"no-isolate", no_argument, NULL, 'n'}, {"stats", no_argument, NULL, 's'},
+      {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("run", argc, argv, "h", longopts, &started)) != -1;) {
     switch (c) {
@@ -64,6 +68,7 @@ static int parse(int argc, char **argv, run_opts_t *o) {
     case 'd': o->device = optarg; break;
     case 'j': o->json = true; break;
     case 'm': o->memory = true; break;
+    case 's': o->stats = true; break;
     case 'n': o->ctx.no_isolate = true; break;
     default: return BPT_EXIT_USAGE;
     }
@@ -256,6 +261,7 @@ int bp_cmd_run(int argc, char **argv) {
   run_opts_t o = {0};
   int rc = parse(argc, argv, &o);
   if (rc) return rc < 0 ? BPT_EXIT_OK : rc;
+  if (o.stats) bpt_enable_stats_layer();
   bp_context_t *ctx = bpt_context_open(&o.ctx);
   if (!ctx) return BPT_EXIT_FAIL;
   bp_device_t *dev = bpt_device_open(ctx, o.device), *ref = NULL;
@@ -273,6 +279,7 @@ int bp_cmd_run(int argc, char **argv) {
   else
     printf("\nresult: %s\n", pass ? "PASS" : "FAIL");
   if (o.memory && !o.json) bpt_print_memory_stats(dev, "");
+  if (o.stats) bpt_print_run_stats(ctx, o.json ? stderr : stdout);
 out:
   bp_device_close(ref);
   bp_device_close(dev);
