@@ -6,9 +6,11 @@
  * kv heads, over the batch) and conv2d (over the batch), and must match
  * "cpu-ref" within the parity tolerance (tc.h), with both members running
  * a slice. The slow device must get the smaller measured share, measured
- * once and reused from the tuning cache. Members that are the same
- * hardware are refused unless allowed; bad member lists are refused with
- * nothing left open.
+ * once and reused from the tuning cache. Real members whose memory is not
+ * host memory (PoCL, lavapipe: a case skips when neither is present, and
+ * fails when BP_REQUIRE_DEVICES names an absent one) have their slices
+ * staged. Members that are the same hardware are refused unless allowed;
+ * bad member lists are refused with nothing left open.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -22,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
 #include "tc.h"
 
 static bp_context_t *ctx;
@@ -381,6 +384,57 @@ static void test_calibrate_plain_devices_first(void **state) {
   TC_END();
 }
 
+/* The name of backend's best device, or false when it has none. */
+static bool device_name(const char *backend, char *out, size_t size) {
+  bp_device_t *d = NULL;
+  if (bp_device_open(ctx, backend, NULL, &d) != BP_OK) return false;
+  bp_device_entry_t e;
+  bp_device_entry(d, &e);
+  snprintf(out, size, "%s", e.info.name);
+  bp_device_close(d);
+  return true;
+}
+
+/* Real members whose memory is not host memory (PoCL, lavapipe): their
+ * slices, and whole ops, are staged through their own buffers. */
+static void test_staged_real_devices(void **state) {
+  (void)state;
+  TC_BEGIN();
+  static const char *const backends[] = {"opencl", "vulkan"};
+  char names[2][128];
+  bool have[2];
+  int present = 0;
+  for (int i = 0; i < 2; i++) {
+    have[i] = device_name(backends[i], names[i], sizeof names[i]);
+    present += have[i];
+    if (!have[i] && test_device_required(backends[i]))
+      tc_expect_status(&ref, BP_ERR_UNAVAILABLE, BP_OK, "no %s device although BP_REQUIRE_DEVICES names it",
+                       backends[i]);
+  }
+  if (!present) TEST_SKIP_CASE("no OpenCL or Vulkan device: no member whose memory must be staged");
+  const char *const devs[] = {"cpu", names[0], names[1]};
+  plant_times("real.json", devs, 3, 10.0);
+  for (int i = 0; i < 2; i++) {
+    if (!have[i]) continue;
+    char list[64];
+    snprintf(list, sizeof list, "cpu,%s", backends[i]);
+    tc_env_t e;
+    env_on(&e, group_open(list, true, true, 1));
+    check_case(&e, c_gemm_n, "gemm split over N", 19, true);
+    check_case(&e, c_attention_heads, "attention over kv heads", 16, true);
+    check_case(&e, c_conv, "conv2d over the batch", 18, true);
+    env_off(&e);
+  }
+  if (present == 2) { /* both staged; softmax runs whole, staged, on the better */
+    tc_env_t e;
+    env_on(&e, group_open("opencl,vulkan", true, true, 1));
+    check_case(&e, c_gemm_m, "gemm split over M", 29, true);
+    check_case(&e, c_softmax, "softmax (whole, staged)", 33, false);
+    env_off(&e);
+  }
+  TC_END();
+}
+
 /* A group takes what any device takes: events, a captured graph (replayed
  * through the group, split included) and copies to another device. */
 static void test_group_is_a_device(void **state) {
@@ -541,6 +595,7 @@ int main(void) {
       cmocka_unit_test(test_slow_member_gets_smaller_share),
       cmocka_unit_test(test_same_hardware_refused_unless_allowed),
       cmocka_unit_test(test_staged_slices_interleave),
+      cmocka_unit_test(test_staged_real_devices),
       cmocka_unit_test(test_group_is_a_device),
       cmocka_unit_test(test_all_members),
       cmocka_unit_test(test_calibrate_plain_devices_first),
