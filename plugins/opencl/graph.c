@@ -9,6 +9,17 @@
  * retained by the graph, because the command buffer runs after the op has
  * returned and released its own reference.
  *
+ * Every recorded command gets a kernel object of its own, created while
+ * recording (ocl_graph_own_kernel) and released with the graph. The ops share
+ * one cl_kernel per kernel name and set its arguments before each launch;
+ * the extension says a recorded command keeps the arguments it was recorded
+ * with, but PoCL 3 copies them from the kernel object each time the buffer
+ * is enqueued, so a shared kernel would run every command with the
+ * arguments of the last launch that used it (two adds write only the
+ * second output; the tiled GEMM packs B twice and reads freed scratch).
+ * A kernel nobody else touches has the recorded arguments whatever the
+ * driver reads, and when.
+ *
  * The recording state is thread-local: the core records one graph on one
  * thread, holding the stream's lock, and ops for other streams issued
  * meanwhile from other threads must still run normally.
@@ -34,14 +45,18 @@ struct ocl_graph {
   cl_int error; /* the first failure while recording */
   cl_mem *kept; /* scratch retained for the graph's life */
   size_t kept_count, kept_cap;
+  cl_kernel *kernels; /* one per recorded command, owned */
+  size_t kernel_count, kernel_cap;
   cl_event last_launch; /* without simultaneous use: wait for it */
   bool simultaneous;
 };
 
-static _Thread_local struct {
+typedef struct recording_state {
   cl_command_queue queue;
   ocl_graph_t *graph;
-} recording;
+} recording_state_t;
+
+static _Thread_local recording_state_t recording, paused;
 
 /* The extension's entry points for d's platform; false when any is absent. */
 static bool cb_api(const ocl_device_t *d, ocl_cb_api_t *out) {
@@ -73,21 +88,51 @@ cl_int ocl_graph_record_kernel(ocl_graph_t *g, cl_kernel k, cl_uint dims, const 
   return CL_SUCCESS;
 }
 
+/* Makes room for one more element in *arr (count, cap); false (and g's
+ * error set) when memory runs out. */
+static bool grow(ocl_graph_t *g, void **arr, size_t elem, size_t count, size_t *cap) {
+  if (count < *cap) return true;
+  size_t n = *cap ? 2 * *cap : 8;
+  void *p = realloc(*arr, n * elem);
+  if (!p) {
+    g->error = CL_OUT_OF_HOST_MEMORY;
+    return false;
+  }
+  *arr = p;
+  *cap = n;
+  return true;
+}
+
 void ocl_graph_keep(cl_command_queue q, cl_mem m) {
   ocl_graph_t *g = ocl_graph_recording(q);
   if (!g || !m || g->error != CL_SUCCESS) return;
-  if (g->kept_count == g->kept_cap) {
-    size_t cap = g->kept_cap ? 2 * g->kept_cap : 8;
-    cl_mem *n = realloc(g->kept, cap * sizeof *n);
-    if (!n) {
-      g->error = CL_OUT_OF_HOST_MEMORY;
-      return;
-    }
-    g->kept = n;
-    g->kept_cap = cap;
-  }
+  if (!grow(g, (void **)&g->kept, sizeof *g->kept, g->kept_count, &g->kept_cap)) return;
   ocl_api.clRetainMemObject(m);
   g->kept[g->kept_count++] = m;
+}
+
+bp_status_t ocl_graph_own_kernel(cl_program prog, const char *name, cl_kernel *inout_kernel) {
+  ocl_graph_t *g = recording.graph;
+  if (!g) return BP_OK;
+  if (g->error != CL_SUCCESS) return ocl_fail(g->error, "recording a command buffer");
+  if (!grow(g, (void **)&g->kernels, sizeof *g->kernels, g->kernel_count, &g->kernel_cap))
+    return BP_ERR_OUT_OF_MEMORY;
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = ocl_api.clCreateKernel(prog, name, &err);
+  if (!k) return ocl_fail(g->error = err, name);
+  g->kernels[g->kernel_count++] = k;
+  *inout_kernel = k;
+  return BP_OK;
+}
+
+void ocl_graph_pause(bool pause) {
+  if (pause) {
+    paused = recording;
+    recording = (recording_state_t){0};
+  } else {
+    recording = paused;
+    paused = (recording_state_t){0};
+  }
 }
 
 static void graph_free(ocl_graph_t *g) {
@@ -103,6 +148,8 @@ static void graph_free(ocl_graph_t *g) {
   }
   for (size_t i = 0; i < g->kept_count; i++) ocl_api.clReleaseMemObject(g->kept[i]);
   free(g->kept);
+  for (size_t i = 0; i < g->kernel_count; i++) ocl_api.clReleaseKernel(g->kernels[i]);
+  free(g->kernels);
   free(g);
 }
 

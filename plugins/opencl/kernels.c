@@ -18,6 +18,7 @@ typedef struct ocl_user_kernel {
   cl_program prog;
   cl_kernel k;
   uint32_t nargs;
+  char *entry; /* for a graph's own kernel object (ocl_graph_own_kernel) */
 } ocl_user_kernel_t;
 
 bp_status_t ocl_kernel_create(bp_plugin_device_t *device, const bp_kernel_source_t *src,
@@ -47,10 +48,16 @@ bp_status_t ocl_kernel_create(bp_plugin_device_t *device, const bp_kernel_source
     goto out;
   }
   uk->nargs = src->arg_count;
+  uk->entry = strdup(src->entry);
+  if (!uk->entry) {
+    st = BP_ERR_OUT_OF_MEMORY;
+    goto out;
+  }
   *out_kernel = (bp_plugin_kernel_t *)uk;
   free(text);
   return BP_OK;
 out:
+  if (uk && uk->k) ocl_api.clReleaseKernel(uk->k);
   if (uk && uk->prog) ocl_api.clReleaseProgram(uk->prog);
   free(uk);
   free(text);
@@ -63,6 +70,7 @@ void ocl_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel) 
   if (!uk) return;
   ocl_api.clReleaseKernel(uk->k);
   ocl_api.clReleaseProgram(uk->prog);
+  free(uk->entry);
   free(uk);
 }
 
@@ -124,6 +132,7 @@ bp_status_t ocl_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *st
   bp_status_t st = BP_OK;
   pthread_mutex_lock(&d->lock); /* the kernel's argument state is shared */
   ocl_args_t a = {uk->k, 0, CL_SUCCESS};
+  st = ocl_graph_own_kernel(uk->prog, uk->entry, &a.k);
   for (uint32_t i = 0; i < la->arg_count && st == BP_OK; i++) {
     const bp_plugin_kernel_arg_t *arg = &la->args[i];
     if (arg->kind == BP_ARG_BUFFER)
@@ -137,10 +146,13 @@ bp_status_t ocl_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *st
     lws[i] = la->block[i] ? la->block[i] : 1;
     gws[i] = (size_t)(la->grid[i] ? la->grid[i] : 1) * lws[i];
   }
-  if (st == BP_OK) st = ocl_enqueue(ocl_queue(d, stream), &a, 3, gws, lws);
+  cl_command_queue q = ocl_queue(d, stream);
+  if (st == BP_OK) st = ocl_enqueue(q, &a, 3, gws, lws);
   pthread_mutex_unlock(&d->lock);
-  for (uint32_t i = 0; i < la->arg_count; i++)
+  for (uint32_t i = 0; i < la->arg_count; i++) {
+    ocl_graph_keep(q, subs[i]); /* a recorded launch uses the sub-buffer later */
     if (subs[i]) ocl_api.clReleaseMemObject(subs[i]); /* freed once the launch is done */
+  }
   free(subs);
   return st;
 }

@@ -280,7 +280,7 @@ bp_status_t ocl_kernel_get(ocl_device_t *d, ocl_family_t fam, const char *option
   for (int i = 0; i < p->nkernels; i++)
     if (strcmp(p->kernels[i].name, name) == 0) {
       *out_kernel = p->kernels[i].k;
-      return BP_OK;
+      return ocl_graph_own_kernel(p->prog, name, out_kernel);
     }
   if (p->nkernels == OCL_MAX_KERNELS) return BP_ERR_INTERNAL;
   cl_int err = CL_SUCCESS;
@@ -289,7 +289,7 @@ bp_status_t ocl_kernel_get(ocl_device_t *d, ocl_family_t fam, const char *option
   p->kernels[p->nkernels].name = name;
   p->kernels[p->nkernels++].k = k;
   *out_kernel = k;
-  return BP_OK;
+  return ocl_graph_own_kernel(p->prog, name, out_kernel);
 }
 
 void ocl_programs_release(ocl_device_t *d) {

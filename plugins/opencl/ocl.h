@@ -55,6 +55,8 @@
   X(clEnqueueWriteBuffer)                                                                          \
   X(clEnqueueReadBuffer)                                                                           \
   X(clEnqueueCopyBuffer)                                                                           \
+  X(clEnqueueMapBuffer)                                                                            \
+  X(clEnqueueUnmapMemObject)                                                                       \
   X(clCreateProgramWithSource)                                                                     \
   X(clCreateProgramWithBinary)                                                                     \
   X(clBuildProgram)                                                                                \
@@ -170,6 +172,9 @@ bp_status_t ocl_mem_read(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                          uint64_t src, uint64_t src_offset, uint64_t size);
 bp_status_t ocl_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream, uint64_t dst,
                          uint64_t dst_offset, uint64_t src, uint64_t src_offset, uint64_t size);
+bp_status_t ocl_mem_map(bp_plugin_device_t *device, uint64_t ptr, uint64_t offset, uint64_t size,
+                        uint32_t flags, void **out_host);
+bp_status_t ocl_mem_unmap(bp_plugin_device_t *device, uint64_t ptr, void *host);
 bp_status_t ocl_stream_create(bp_plugin_device_t *device, bp_plugin_stream_t **out_stream);
 void ocl_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
 bp_status_t ocl_stream_synchronize(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
@@ -197,6 +202,13 @@ cl_int ocl_graph_record_kernel(ocl_graph_t *g, cl_kernel k, cl_uint dims, const 
                                const size_t *lws);
 /* While q records a graph, keeps m alive for the graph's lifetime. */
 void ocl_graph_keep(cl_command_queue q, cl_mem m);
+/* While this thread records a graph, replaces *inout_kernel by a new kernel
+ * `name` of prog that the graph owns, so the command recorded with it keeps
+ * its arguments (graph.c says why); otherwise leaves it alone. */
+bp_status_t ocl_graph_own_kernel(cl_program prog, const char *name, cl_kernel *inout_kernel);
+/* Suspends (true) and resumes (false) this thread's recording, for work that
+ * must run now and not go into the graph (the GEMM tuner). */
+void ocl_graph_pause(bool pause);
 bp_status_t ocl_graph_begin(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
 bp_status_t ocl_graph_end(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                           bp_plugin_graph_t **out_graph);
@@ -224,7 +236,7 @@ typedef enum ocl_family {
 
 /* Returns the kernel `name` of family built with `options` (cached in memory
  * and, as a program binary, on disk). Caller holds d->lock. The kernel is
- * borrowed from the device. */
+ * borrowed from the device, or from the graph this thread is recording. */
 bp_status_t ocl_kernel_get(ocl_device_t *d, ocl_family_t fam, const char *options, const char *name,
                            cl_kernel *out_kernel);
 /* Builds an application's OpenCL C source (NUL-terminated) through the same

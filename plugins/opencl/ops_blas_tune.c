@@ -213,8 +213,13 @@ bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_cfg_t
         st = BP_OK;
       }
   } else {
+    /* The tuner's launches run now, on the device queue, even while this
+     * thread records a graph (which may be for that queue). */
     double gflops = 0;
-    if ((st = tune_measure(d, dt, c, &gflops)) == BP_OK && host) {
+    ocl_graph_pause(true);
+    st = tune_measure(d, dt, c, &gflops);
+    ocl_graph_pause(false);
+    if (st == BP_OK && host) {
       snprintf(value, sizeof value, "%d %d %d %d %d %d %d %d", c->tile_m, c->tile_n, c->tile_k,
                c->wpt_m, c->wpt_n, c->vec, c->unroll_k, c->use_local);
       ocl_host->tune_store(&key, value);
