@@ -78,6 +78,24 @@ bool bp__fallback_possible(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype) 
   return false;
 }
 
+/* Moves a target device to the end of its context's open list, so that a
+ * context destroyed with devices open closes the origin first (which
+ * closes its targets) and warns only about devices the application opened. */
+static void to_tail(bp_context_t *ctx, bp_device_t *h) {
+  bp__device_t *t = bp__handle_get(h, BP__H_DEVICE), **pp;
+  if (!t) return;
+  pthread_mutex_lock(&ctx->lock);
+  for (pp = &ctx->open_devices; *pp && *pp != t; pp = &(*pp)->next) {
+  }
+  if (*pp) {
+    *pp = t->next;
+    while (*pp) pp = &(*pp)->next;
+    *pp = t;
+    t->next = NULL;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+}
+
 /* Opens ranked device r for d's fallback, once: a device with fallback off
  * (targets never fall back themselves; d walks the ranking) and a stream.
  * Under fb->lock. False, with the reason in the target's record, when it
@@ -92,7 +110,10 @@ static bool target_open(bp__device_t *d, uint32_t r) {
   snprintf(sel, sizeof sel, "%u", r);
   bp_status_t st = bp_device_open(d->context->h, sel, &cfg, &t->device);
   if (st == BP_OK) st = bp_stream_create(t->device, &t->stream);
-  if (st == BP_OK) return true;
+  if (st == BP_OK) {
+    to_tail(d->context, t->device);
+    return true;
+  }
   snprintf(t->why, sizeof t->why, "cannot be opened: %s", bp_last_error());
   bp__log(BP_LOG_WARN, BP__LOG_API, "fallback: device '%s' %s; ops of '%s' will not fall back to it",
           d->context->ranked[r].info.name, t->why, d->entry.info.name);
