@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "backplane.h"
-#include "comm_rank_ref.h"
+#include "tools/bp/comm_ref.h"
 
 static int rank_, size_, failures;
 

@@ -90,6 +90,21 @@ if cc -std=c11 -Wall -Wextra -Werror -I"$here" -I"$here/core" -o "$b/test/data_p
 else
   echo "FAILED: docs/examples/data_parallel.c under mpirun:"; printf '%s\n' "${out:-}" | tail -20; fail=1
 fi
+# bp conformance on comm plugins: the real one passes in 2 child ranks, a
+# broken fixture fails, one whose library is absent is unsupported.
+out=$("$b/bin/bp" conformance "$b/plugins/comm-mpi.so" 2>&1)
+if [ $? -eq 0 ] && printf '%s\n' "$out" | grep -q "PASS *mismatch" && printf '%s\n' "$out" | grep -q "result: PASS"; then
+  echo "ok: bp conformance comm-mpi.so passes (2 ranks)"
+else
+  echo "FAILED: bp conformance comm-mpi.so:"; printf '%s\n' "$out" | tail -20; fail=1
+fi
+out=$("$b/bin/bp" conformance "$b/test/comm-fixtures/comm-badmagic.so" "$b/test/comm-fixtures/comm-unavailable.so" 2>&1)
+if [ $? -eq 1 ] && printf '%s\n' "$out" | grep -q "FAIL *load: .*bad magic" &&
+   printf '%s\n' "$out" | grep -q "UNSUPPORTED *load: .*libfixture.so.1 not found"; then
+  echo "ok: bp conformance fails a bad comm plugin and calls an absent library unsupported"
+else
+  echo "FAILED: bp conformance on broken comm plugins:"; printf '%s\n' "$out" | tail -20; fail=1
+fi
 # bp comm-bench runs under mpirun and prints one line per size (its figures
 # are not checked: timings are not results).
 out=$(mpi "$b/bin/bp" comm-bench --min-bytes 8 --max-bytes 2048 --iters 3 --warmup 1)

@@ -23,6 +23,7 @@
 
 #include "bp.h"
 #include "conformance.h"
+#include "conformance_comm.h"
 #include "conformance_report.h"
 
 extern char **environ;
@@ -408,6 +409,14 @@ int bp_cmd_conformance(int argc, char **argv) {
     }
   }
   for (int i = optind; i < argc; i++) paths[npaths++] = argv[i];
+  int ncomm = 0; /* comm plugins are checked by conformance_comm.c */
+  for (int i = 0; i < npaths; i++) ncomm += bpt_is_comm_plugin(paths[i]);
+  if (ncomm) {
+    int rc = ncomm == npaths ? bpt_conformance_comm(npaths, paths, o.quick)
+                             : bpt_usage_error("conformance", "check comm plugins (comm-*.so) and backends in separate runs");
+    free(paths);
+    return rc;
+  }
   if (o.child_fd >= 0) {
     FILE *out = npaths == 1 && o.stage_dir ? fdopen(o.child_fd, "w") : NULL;
     if (!out) {

@@ -1,13 +1,14 @@
 /*
- * comm_rank_ref.h — the reference the communicator tests compare with
- * (test/comm_rank.c): every rank computes, on its own, what every other
- * rank holds and what each collective must produce. Values are small
- * integers (products of 1, 2 and -1 for PROD), so every result is exact in
- * every dtype and in any order of summation; averages are sums divided by
- * the rank count, truncated toward zero for integers.
+ * comm_ref.h — the reference the communicator checks compare with
+ * (bp conformance comm-*.so, test/comm_rank.c): every rank computes, on
+ * its own, what every other rank holds and what each collective must
+ * produce. Values are small integers (products of 1, 2 and -1 for PROD),
+ * so every result is exact in every dtype and in any order of summation;
+ * averages are sums divided by the rank count, truncated toward zero for
+ * integers.
  */
-#ifndef BP_TEST_COMM_RANK_REF_H
-#define BP_TEST_COMM_RANK_REF_H
+#ifndef BP_TOOL_COMM_REF_H
+#define BP_TOOL_COMM_REF_H
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -104,4 +105,4 @@ static inline uint64_t ref_first_difference(const void *a, const void *b, bp_dty
   return n;
 }
 
-#endif /* BP_TEST_COMM_RANK_REF_H */
+#endif /* BP_TOOL_COMM_REF_H */
