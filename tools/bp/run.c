@@ -10,6 +10,7 @@
 #include "bp.h"
 #include "cases.h"
 #include "json_doc.h"
+#include "run_explain.h"
 #include "run_stats.h"
 
 #define RUN_REFERENCE "cpu-ref"
@@ -19,7 +20,7 @@
 
 typedef struct run_opts {
   const char *device;
-  bool json, memory, stats;
+  bool json, memory, stats, explain;
   bpt_context_flags_t ctx;
 } run_opts_t;
 
@@ -33,7 +34,7 @@ typedef struct run_result {
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: bp run [--device SEL] [--memory] [--stats] [--json] [--no-isolate]\n\n"
+          "usage: bp run [--device SEL] [--memory] [--stats] [--explain] [--json] [--no-isolate]\n\n"
           "Runs a fixed f32 workload on one device (default: the best) and\n"
           "checks each result against the reference device 'cpu-ref':\n"
           "  gemm       1024x1024x1024\n"
@@ -48,6 +49,9 @@ static void run_help(FILE *f) {
           "  --memory      print the device's memory pool statistics afterwards\n"
           "  --stats       run through the stats layer and print, per device and op,\n"
           "                calls, failures, time and bytes (on stderr with --json)\n"
+          "  --explain     list the ops the device could not run itself and where they\n"
+          "                ran instead (automatic fallback): op, dtype, reason, device,\n"
+          "                calls, bytes copied each way and time (\"fallback\" in --json)\n"
           "  --json        print the results as one JSON object on stdout\n"
           "  --no-isolate  probe plugins in this process instead of a child\n\n"
           "Exit status: 0 when every check passes, 1 when one fails or the\n"
@@ -60,7 +64,7 @@ static int parse(int argc, char **argv, run_opts_t *o) {
       {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
       {"json", no_argument, NULL, 'j'},       {"memory", no_argument, NULL, 'm'},
       {"no-isolate", no_argument, NULL, 'n'}, {"stats", no_argument, NULL, 's'},
-      {NULL, 0, NULL, 0}};
+      {"explain", no_argument, NULL, 'e'},    {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("run", argc, argv, "h", longopts, &started)) != -1;) {
     switch (c) {
@@ -69,6 +73,7 @@ static int parse(int argc, char **argv, run_opts_t *o) {
     case 'j': o->json = true; break;
     case 'm': o->memory = true; break;
     case 's': o->stats = true; break;
+    case 'e': o->explain = true; break;
     case 'n': o->ctx.no_isolate = true; break;
     default: return BPT_EXIT_USAGE;
     }
@@ -170,13 +175,14 @@ static void run_case(const bpt_case_t *c, bp_device_t *dev, bp_device_t *ref,
   r->c = *c;
   bool ok = false;
   bp_device_supports(dev, bpt_case_bp_op(c), c->dtype, &ok);
-  r->supported = ok;
-  if (!ok) {
-    snprintf(r->message, sizeof r->message, "%s %s not supported by the device",
-             bpt_op_name(c->op), bp_dtype_name(c->dtype));
-    return;
-  }
+  r->supported = true;
+  /* Not native: the core may still run it on another device (fallback). */
   run_one(c, dev, ref, r);
+  if (!ok && r->status == BP_ERR_UNSUPPORTED) {
+    r->supported = false;
+    snprintf(r->message, sizeof r->message, "%s %s not supported by the device, nor by fallback",
+             bpt_op_name(c->op), bp_dtype_name(c->dtype));
+  }
 }
 
 static void print_row(const run_result_t *r) {
@@ -214,7 +220,7 @@ static json_object *json_case(const run_result_t *r) {
 }
 
 static void print_json(const bp_device_entry_t *e, bool self_ref,
-                       const run_result_t *res, int n, bool pass) {
+                       const run_result_t *res, int n, bool pass, json_object *fallback) {
   static const char *const broken[] = {"ops", NULL};
   json_object *doc = json_object_new_object(), *dev = json_object_new_object(),
               *ops = json_object_new_array();
@@ -229,6 +235,7 @@ static void print_json(const bp_device_entry_t *e, bool self_ref,
   for (int i = 0; i < n; i++) bpt_json_push(ops, json_case(&res[i]));
   bpt_json_set(doc, "ops", ops);
   bpt_json_set(doc, "pass", bpt_json_bool(pass));
+  if (fallback) bpt_json_set(doc, "fallback", fallback);
   bpt_json_write_path("run", "-", doc, broken);
 }
 
@@ -275,9 +282,10 @@ int bp_cmd_run(int argc, char **argv) {
   if (!o.json) print_header(&e, self_ref);
   pass = run_all(dev, ref, o.json, res);
   if (o.json)
-    print_json(&e, self_ref, res, RUN_CASES, pass);
+    print_json(&e, self_ref, res, RUN_CASES, pass, o.explain ? bpt_json_fallback(dev) : NULL);
   else
     printf("\nresult: %s\n", pass ? "PASS" : "FAIL");
+  if (o.explain && !o.json) bpt_print_fallback(dev, stdout);
   if (o.memory && !o.json) bpt_print_memory_stats(dev, "");
   if (o.stats) bpt_print_run_stats(ctx, o.json ? stderr : stdout);
 out:
