@@ -12,6 +12,7 @@
 
 #include "bench.h"
 #include "bench_layers.h"
+#include "bench_fallback.h"
 #include "bench_anchor.h"
 #include "bench_group.h"
 #include "bench_group.h"
@@ -491,6 +492,7 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
   }
   if (print) bench_overhead(dev);
   if (print) bench_layers(dev);
+  if (print) bench_fallback(dev);
 }
 
 int bp_cmd_bench(int argc, char **argv) {
