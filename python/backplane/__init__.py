@@ -17,12 +17,15 @@ from ._dlpack import from_dlpack, to_dlpack_capsule
 from ._log import log_to_python, log_to_stderr, set_log_level
 from ._checks import (_NP_DTYPES, _UNSUPPORTED, BackplaneError, _check, _choice, _dtype,  # noqa: F401
                       _invalid, _shape)
+from ._graph import Event, Graph, StreamGraphMixin
+from ._views import ViewMixin
 
 DType = Union[str, type, "np.dtype[Any]"]
 """A dtype: "f32", "float32", np.float32 or np.dtype("float32") (and f16, bf16, f64, i32, i64, u8)."""
 
 __all__ = ["DType", "LibraryNotFoundError", "BackplaneError", "Context", "Device", "Stream", "Tensor", "from_dlpack", "version",
-           "log_to_python", "log_to_stderr", "set_log_level", "DeviceGroup", "GroupMember", "FallbackStat"]
+           "log_to_python", "log_to_stderr", "set_log_level", "DeviceGroup", "GroupMember", "FallbackStat",
+           "Event", "Graph"]
 
 
 def version() -> str:
@@ -224,8 +227,9 @@ class Device:
             self.close()
 
 
-class Tensor:
-    """A dtype, shape and strides over a device buffer."""
+class Tensor(ViewMixin):
+    """A dtype, shape and strides over a device buffer; t[...], reshape, transpose,
+    permute and view_at make views that share it (_views.py)."""
 
     def __init__(self, device: Device, buffer: ctypes.c_void_p, desc: Any, owner: bool = True) -> None:
         self.device, self._buffer, self._desc, self._owner = device, buffer, desc, owner
@@ -306,15 +310,19 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """A copy as a NumPy array (waits for the device's work); bf16 comes back as float32."""
-        src = self
-        if not self.is_contiguous():
-            src = self.device.empty(self.shape, self.dtype)
-            s = self.device.stream()
-            s.copy(self, src)
-            s.synchronize()
         store = np.uint16 if self.dtype == "bf16" else _NP_DTYPES[self.dtype]
         out = np.empty(self.shape, dtype=store)
-        _check(_lib.lib.bp_buffer_read(src._buffer, src._desc.offset, out.ctypes.data, out.nbytes))
+        if self.is_contiguous():
+            _check(_lib.lib.bp_buffer_read(self._buffer, self._desc.offset, out.ctypes.data, out.nbytes))
+        else:  # gathered into a temporary freed here, not whenever it is collected
+            with self.device.stream() as s:
+                src = self.device.empty(self.shape, self.dtype)
+                try:
+                    s.copy(self, src)
+                    s.synchronize()
+                    _check(_lib.lib.bp_buffer_read(src._buffer, 0, out.ctypes.data, out.nbytes))
+                finally:
+                    src.close()
         if self.dtype == "bf16":
             out = (out.astype(np.uint32) << 16).view(np.float32)
         return out
@@ -399,8 +407,9 @@ def _t(x):
     return ctypes.byref(x._desc) if x is not None else None
 
 
-class Stream:
-    """An in-order queue of work; every op is a method."""
+class Stream(StreamGraphMixin):
+    """An in-order queue of work; every op is a method, and events and graph
+    capture (record_event, wait_event, capture) come from _graph.py."""
 
     def __init__(self, device: Device) -> None:
         self.device, self._h = device, ctypes.c_void_p()
