@@ -13,6 +13,12 @@
 #include "group.h"
 
 #define MAX_TENSORS 6
+#define ARGS_MAX 2048 /* bytes: the staged copy of an op's argument struct */
+
+#define ARGS_FIT(E, name, args_t, value, capture, tensors) \
+  _Static_assert(sizeof(args_t) <= ARGS_MAX, #args_t " must fit the staged copy");
+BP_OP_TABLE(ARGS_FIT)
+#undef ARGS_FIT
 
 /* The op's tensors in args, output last (as in BP_OP_TABLE's tensors
  * column: every op writes its last tensor). Adam (arrays) has none here. */
@@ -173,7 +179,7 @@ static bp_status_t stage_out(bp__device_t *d, const stage_t *out) {
 static bp_status_t run_staged(bp__stream_t *s, bp_op_t op, const void *args) {
   bp__device_t *d = s->device;
   size_t size = args_size(op);
-  _Alignas(16) unsigned char copy[2048]; /* the largest args struct fits */
+  _Alignas(16) unsigned char copy[ARGS_MAX];
   if (size == 0 || size > sizeof copy) return bp__fail(BP_ERR_INTERNAL, "group: op %d cannot be staged", (int)op);
   memcpy(copy, args, size);
   bp_plugin_tensor_t *t[MAX_TENSORS];
