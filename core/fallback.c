@@ -122,6 +122,19 @@ static bool target_open(bp__device_t *d, uint32_t r) {
   return false;
 }
 
+bp_stream_t *bp__fallback_target_stream(bp__device_t *d, uint32_t r, char *why, size_t size) {
+  bp__fallback_t *fb = d->fallback;
+  if (!fb || r >= fb->target_count || r == d->entry.rank) {
+    snprintf(why, size, "is not a fallback target of '%s'", d->entry.info.name);
+    return NULL;
+  }
+  pthread_mutex_lock(&fb->lock);
+  bp_stream_t *s = target_open(d, r) ? fb->targets[r].stream : NULL;
+  if (!s) snprintf(why, size, "%s", fb->targets[r].why);
+  pthread_mutex_unlock(&fb->lock);
+  return s;
+}
+
 /* A buffer record for a byte range the core did not allocate as a buffer:
  * all bp__copy_across reads is the device, pointer and origin. */
 static bp__buffer_t range_buffer(bp__device_t *d, uint64_t ptr, uint64_t origin) {
@@ -181,18 +194,14 @@ typedef struct local_args {
 #undef LOCAL_MEMBER
   } u;
   bp_plugin_tensor_t *adam; /* Adam's four arrays, owned */
-  staged_t *staged;         /* inline, or owned for Adam */
-  staged_t inline_staged[BP__OP_MAX_TENSORS];
+  staged_t *staged;
   uint32_t count;
 } local_args_t;
 
 /* Copies args into la and lists the tensors to stage; Adam's arrays are
  * copied so they can be remapped. */
 static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *args) {
-  la->adam = NULL;
-  la->staged = NULL;
-  la->count = 0;
-  memset(la->inline_staged, 0, sizeof la->inline_staged);
+  memset(la, 0, sizeof *la);
   memcpy(&la->u, args, bp__op_args_size(op));
   bp_plugin_tensor_t *list[BP__OP_MAX_TENSORS];
   bool outs[BP__OP_MAX_TENSORS] = {false};
@@ -217,7 +226,7 @@ static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *arg
     for (uint32_t i = 0; i < n; i++) list[i] = (bp_plugin_tensor_t *)((char *)&la->u + off[i]);
     if (n) outs[n - 1] = true; /* the table lists the output last */
   }
-  la->staged = op == BP_OP_ADAM ? calloc(n ? n : 1, sizeof *la->staged) : la->inline_staged;
+  la->staged = calloc(n ? n : 1, sizeof *la->staged);
   if (!la->staged) return bp__fail(BP_ERR_OUT_OF_MEMORY, "fallback: out of host memory");
   for (uint32_t i = 0; i < n; i++) {
     staged_t *g = &la->staged[la->count];
@@ -236,7 +245,7 @@ static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *arg
 static void local_args_free(bp__device_t *td, local_args_t *la) {
   for (uint32_t i = 0; i < la->count; i++)
     if (la->staged[i].block) bp__pool_free(td, la->staged[i].block);
-  if (la->staged != la->inline_staged) free(la->staged);
+  free(la->staged);
   free(la->adam);
 }
 
@@ -350,8 +359,6 @@ bp_status_t bp__fallback_run(bp__stream_t *s, bp_op_t op, const void *args, cons
     bp__fallback_record(d, op, why, r, &cost, bp__fallback_now_ns() - t0);
     return BP_OK;
   }
-  bp__refusal_t w = *why; /* its text, written now */
-  if (!notes[0]) return bp__fail(w.status, "%s", bp__refusal_text(&w));
-  return bp__fail(w.status, "%s (fallback found no other device that runs it: %s)", bp__refusal_text(&w),
-                  notes);
+  if (!notes[0]) return bp__fail(why->status, "%s", why->text);
+  return bp__fail(why->status, "%s (fallback found no other device that runs it: %s)", why->text, notes);
 }

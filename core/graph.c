@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "schedule.h"
 
 /* One recorded call: the op and a copy of its argument struct. */
 typedef struct graph_call {
@@ -54,6 +55,7 @@ struct bp__graph {
   uint32_t dangling_count, dangling_capacity;
   bool dangling_lost;        /* memory ran out while marking: never launch */
   pthread_mutex_t lock;      /* one launch or rebind at a time */
+  struct bp__schedule *sched; /* calls placed across devices; NULL: none (schedule.c) */
 };
 
 static size_t args_size(bp_op_t op) {
@@ -203,6 +205,7 @@ bp_status_t bp_stream_begin_capture(bp_stream_t *sh) {
 }
 
 void bp__graph_free(bp__graph_t *g) {
+  bp__schedule_free(g->sched);
   for (uint32_t i = 0; i < g->count; i++) free(g->calls[i].adam_tensors);
   free(g->calls);
   free(g->dangling);
@@ -266,6 +269,10 @@ bp_status_t bp_stream_end_capture(bp_stream_t *sh, bp_graph_t **out_graph) {
   pthread_mutex_unlock(&s->lock);
   if (!g) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_stream_end_capture: the stream is not capturing");
   bp_status_t st = g->capture_error;
+  if (st == BP_OK && g->sched && (st = bp__schedule_plan(g)) != BP_OK) {
+    bp__graph_free(g);
+    return st; /* with the planner's message */
+  }
   if (st == BP_OK && !(g->h = bp__handle_add(g, BP__H_GRAPH, s->device->gate))) st = BP_ERR_OUT_OF_MEMORY;
   if (st != BP_OK) {
     bp__graph_free(g);
@@ -327,11 +334,19 @@ static bp_status_t launch_locked(bp__graph_t *g, bp__stream_t *s) {
                     "bp_graph_rebind or capture again",
                     x->call, bp_op_name(g->calls[x->call].op), g->dangling_count);
   }
+  if (bp__schedule_active(g)) { /* calls placed across devices, run op by op */
+    g->last_native = false;
+    return bp__schedule_launch(g, s, 0);
+  }
   if (!g->native && !g->native_refused && g->count && bp__native_graphs(g->device)) build_native(g, s);
   g->last_native = g->native != NULL;
   if (g->native) return bp__call_graph_launch(s, g->native);
   bp_status_t st = BP_OK;
-  for (uint32_t i = 0; i < g->count && st == BP_OK; i++) st = bp__call_op_unlocked(s, g->calls[i].op, &g->calls[i].u);
+  uint32_t i = 0;
+  for (; i < g->count && st == BP_OK; i++) st = bp__call_op_unlocked(s, g->calls[i].op, &g->calls[i].u);
+  /* A plugin may refuse a call only when it runs (a shape limit): with
+   * fallback on, the scheduler places it elsewhere and runs the rest. */
+  if (st == BP_ERR_UNSUPPORTED) st = bp__schedule_refused(g, s, i - 1, st);
   return st;
 }
 
@@ -423,3 +438,13 @@ bp_status_t bp_graph_rebind(bp_graph_t *gh, bp_buffer_t *fromh, bp_buffer_t *toh
   pthread_mutex_unlock(&g->lock);
   return st;
 }
+
+/* ---- lent to the scheduler (schedule.h) ----------------------------------- */
+
+uint32_t bp__graph_count(const bp__graph_t *g) { return g->count; }
+bp_op_t bp__graph_op(const bp__graph_t *g, uint32_t i) { return g->calls[i].op; }
+const void *bp__graph_args(const bp__graph_t *g, uint32_t i) { return &g->calls[i].u; }
+bp__device_t *bp__graph_device(const bp__graph_t *g) { return g->device; }
+struct bp__schedule **bp__graph_schedule(bp__graph_t *g) { return &g->sched; }
+void bp__graph_lock(bp__graph_t *g) { pthread_mutex_lock(&g->lock); }
+void bp__graph_unlock(bp__graph_t *g) { pthread_mutex_unlock(&g->lock); }

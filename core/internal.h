@@ -421,14 +421,8 @@ typedef struct bp__refusal {
   bp_fallback_reason_t reason;
   bp_dtype_t dtype;   /* the dtype refused */
   bp_status_t status; /* BP_ERR_UNSUPPORTED */
-  bp_op_t op;
-  /* What the text is made of when it is written on demand (opname NULL:
-   * text is already complete). Borrowed from the device's records. */
-  const char *opname, *device, *backend;
   char text[512];     /* the refusal's message, as the caller would see it */
 } bp__refusal_t;
-/* The refusal's message, written into why->text on first use. */
-const char *bp__refusal_text(bp__refusal_t *why);
 
 /* An op's argument struct has at most this many tensor fields. */
 #define BP__OP_MAX_TENSORS 8
@@ -471,6 +465,11 @@ bool bp__fallback_possible(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype);
  * Each success is counted in d's records (bp_device_fallback_stats); the
  * first of an (op, dtype, reason) is logged at info level. */
 bp_status_t bp__fallback_run(bp__stream_t *s, bp_op_t op, const void *args, const bp__refusal_t *why);
+/* The stream fallback runs d's ops on ranked device r with (a token; the
+ * device is opened on first use, once per origin device, and closes with
+ * d), for the graph scheduler; NULL with the reason in why when r cannot be
+ * opened or fallback is off. */
+bp_stream_t *bp__fallback_target_stream(bp__device_t *d, uint32_t r, char *why, size_t size);
 
 /* Frees the host blocks a device still holds (host_memory.c). */
 void bp__host_release_all(bp__device_t *d);
