@@ -86,7 +86,7 @@ static void bench_help(FILE *f) {
           "  --device group:A,B  a device group beside its best member on one\n"
           "                large f32 GEMM; only the options below apply with it\n"
           "  --size N, --m M, --n N, --k K  its size (group only; default 2048)\n"
-          "  --reps R      best of R runs after a warm-up (group only; default 3)\n"
+          "  --reps R      best of R runs after a warm-up (group only; default 5)\n"
           "  --split-shared  also split across members on shared hardware and\n"
           "                time each member on its slice (group only)\n"
           "  --device group:A,B  a device group beside its best member on a large\n"

@@ -39,7 +39,7 @@ static void group_help(FILE *f) {
              "\n"
              "Times one f32 GEMM (default 2048 x 2048 x 2048) on the device group of\n"
              "the members A,B,... (bp_device_group_open selectors, or 'all') and on\n"
-             "its best member alone, best of R runs (default 3) after a warm-up, and\n"
+             "its best member alone, best of R runs (default 5) after a warm-up, and\n"
              "prints each member's measured speed and share. Members that share\n"
              "hardware are allowed: the group counts the hardware once.\n"
              "  --split-shared  also split across members that share hardware, and\n"
@@ -56,7 +56,7 @@ static int group_parse(int argc, char **argv, group_opts_t *o) {
       {"n", required_argument, NULL, 'N'},  {"k", required_argument, NULL, 'K'},
       {"reps", required_argument, NULL, 'r'}, {"split-shared", no_argument, NULL, 'x'},
       {"no-isolate", no_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
-  *o = (group_opts_t){.m = 2048, .n = 2048, .k = 2048, .reps = 3};
+  *o = (group_opts_t){.m = 2048, .n = 2048, .k = 2048, .reps = 5};
   bool started = false;
   for (int c; (c = bpt_getopt("bench", argc, argv, "h", longopts, &started)) != -1;) {
     bool ok = true;
