@@ -6,6 +6,7 @@
 #ifndef BACKPLANE_SHA256_H
 #define BACKPLANE_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,10 @@ typedef struct bp__sha256 {
   unsigned char block[64];
   size_t fill;
 } bp__sha256_t;
+
+/* Set by the build's manifest writer (--portable) to check the portable
+ * code against the SHA-extension code; the loader never sets it. */
+extern bool bp__sha256_portable_only;
 
 void bp__sha256_init(bp__sha256_t *s);
 void bp__sha256_update(bp__sha256_t *s, const void *data, size_t len);

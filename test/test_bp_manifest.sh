@@ -35,4 +35,10 @@ printf '\0' >> "$tmp/p/backend-good.so"
 "$bp" conformance --quick "$tmp/p/backend-good.so" > "$tmp/conf2" 2>&1 || true
 check "conformance: a tampered plugin fails on MANIFEST-7" \
   'grep -Eq "manifest matches the plugin +FAIL .*MANIFEST-7" "$tmp/conf2"'
+# 4. The hash is SHA-256, on the SHA-extension path and the portable one.
+want=$(sha256sum "$b/plugins/backend-cpu.so" | cut -d' ' -f1)
+"$b/bin/bp-manifest" "$b/plugins/backend-cpu.so" "$tmp/fast.json"
+"$b/bin/bp-manifest" --portable "$b/plugins/backend-cpu.so" "$tmp/slow.json"
+check "bp-manifest's sha256 is sha256sum's" 'grep -q "\"sha256\": \"$want\"" "$tmp/fast.json"'
+check "the portable sha256 is sha256sum's" 'grep -q "\"sha256\": \"$want\"" "$tmp/slow.json"'
 exit $fail

@@ -16,7 +16,7 @@
 #include "bench_layers.h"
 #include "bp.h"
 
-enum { LAYER_CALLS = 20000, LAYER_ROUNDS = 41 };
+enum { LAYER_CALLS = 2000, LAYER_ROUNDS = 401 };
 
 typedef struct timed_device {
   bp_context_t *ctx;

@@ -6,7 +6,10 @@
  * built, so the manifest must be written after the last change to it.
  *
  *   bp-manifest [--name N --version V --abi MAJOR.MINOR] [--kinds a,b]
- *               [--dlopens a,b] LIBRARY OUT.json
+ *               [--dlopens a,b] [--portable] LIBRARY OUT.json
+ *
+ * --portable hashes with the portable code even on a CPU with the SHA
+ * extensions (the tests compare both with sha256sum).
  *
  * A build tool, never installed; it shares core/sha256.c with the loader.
  */
@@ -26,13 +29,18 @@ typedef struct gen_args {
 
 static int usage(void) {
   fprintf(stderr, "usage: bp-manifest [--name N --version V --abi MAJOR.MINOR] [--kinds a,b]\n"
-                  "                   [--dlopens a,b] LIBRARY OUT.json\n");
+                  "                   [--dlopens a,b] [--portable] LIBRARY OUT.json\n");
   return 2;
 }
 
 static int parse_args(int argc, char **argv, gen_args_t *a) {
   int i = 1;
   for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
+    if (!strcmp(argv[i], "--portable")) {
+      bp__sha256_portable_only = true;
+      i--;
+      continue;
+    }
     const char *v = argv[i + 1];
     if (!strcmp(argv[i], "--name")) a->name = v;
     else if (!strcmp(argv[i], "--version")) a->version = v;
