@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "backplane.h"
+#include "skip.h"
 
 static bp_context_t *ctx;
 
@@ -349,6 +350,56 @@ static void test_context_destroy_closes_targets(void **state) {
   assert_non_null(strstr(line, "'partial'"));
 }
 
+/* Fallback to a device whose memory is not host memory (OpenCL on PoCL,
+ * Vulkan on lavapipe: the mapped copy path), at odd offsets: a binary op
+ * over 1000 elements that partial refuses, with nothing but the backend
+ * under test behind partial. */
+static int gpu_target(const char *backend) {
+  char order[96];
+  snprintf(order, sizeof order, "partial,%s,-partial2,-cpu", backend);
+  setenv("BACKPLANE_BACKENDS", order, 1);
+  bp_context_options_t opt = {.struct_size = sizeof opt, .in_process_probe = true};
+  bp_context_t *c2 = NULL;
+  bp_device_entry_t e;
+  bool present = bp_context_create(&opt, &c2) == BP_OK && bp_context_device_entry(c2, 1, &e) == BP_OK &&
+                 !strcmp(e.backend, backend);
+  setenv("BACKPLANE_BACKENDS", "partial,partial2,cpu,-opencl,-vulkan,-cuda,-rocm", 1);
+  if (!present) {
+    bp_context_destroy(c2);
+    return 0;
+  }
+  bp_device_t *d;
+  bp_stream_t *s;
+  assert_int_equal(bp_device_open(c2, "partial", NULL, &d), BP_OK);
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  enum { N = 1000 };
+  static float a[N + 3], b[N + 3], y[N + 3];
+  for (int i = 0; i < N + 3; i++) a[i] = i * 0.5f, b[i] = 3.0f - i, y[i] = -1;
+  bp_buffer_t *ba = buffer_with(d, a, sizeof a), *bb = buffer_with(d, b, sizeof b), *by = buffer_with(d, y, sizeof y);
+  int64_t n = N;
+  bp_tensor_t ta, tb, ty;
+  assert_int_equal(bp_tensor_init(ba, 12, BP_F32, 1, &n, NULL, &ta), BP_OK);
+  assert_int_equal(bp_tensor_init(bb, 4, BP_F32, 1, &n, NULL, &tb), BP_OK);
+  assert_int_equal(bp_tensor_init(by, 8, BP_F32, 1, &n, NULL, &ty), BP_OK);
+  assert_int_equal(bp_binary(s, BP_BINARY_ADD, &ta, &tb, &ty), BP_OK);
+  assert_int_equal(bp_buffer_read(by, 0, y, sizeof y), BP_OK);
+  for (int i = 0; i < N; i++) assert_true(y[i + 2] == a[i + 3] + b[i + 1]);
+  assert_true(y[0] == -1 && y[1] == -1 && y[N + 2] == -1); /* outside the view: untouched */
+  bp_fallback_stat_t st[1];
+  stats(d, st, 1);
+  assert_string_equal(st[0].target_backend, backend);
+  assert_int_equal(st[0].bytes_in, 2 * 4 * N);
+  assert_int_equal(st[0].bytes_out, 4 * N);
+  bp_context_destroy(c2); /* closes d with its buffers and its targets */
+  return 1;
+}
+
+static void test_falls_back_to_device_memory(void **state) {
+  (void)state;
+  int ran = gpu_target("opencl") + gpu_target("vulkan");
+  if (!ran) TEST_SKIP_CASE("neither an OpenCL nor a Vulkan device here");
+}
+
 static void test_stats_arguments(void **state) {
   (void)state;
   dev_t_ v = open_partial(NULL);
@@ -372,6 +423,7 @@ int main(void) {
       cmocka_unit_test(test_off_by_environment),
       cmocka_unit_test(test_old_config_size_keeps_default),
       cmocka_unit_test(test_context_destroy_closes_targets),
+      cmocka_unit_test(test_falls_back_to_device_memory),
       cmocka_unit_test(test_stats_arguments),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
