@@ -11,3 +11,6 @@ $(B)/test/test_schedule: $(B)/obj/test/test_schedule.o $(SCHEDULE_TEST_COMMON) $
 	  -lcmocka -lm -lpthread
 
 TESTS += $(B)/test/test_schedule
+
+# bp graph --explain on the partial test device (needs bp and the plugins).
+TESTS += test/test_bp_graph.sh

@@ -23,6 +23,7 @@ int bp_cmd_run(int argc, char **argv);
 int bp_cmd_bench(int argc, char **argv);
 int bp_cmd_conformance(int argc, char **argv);
 int bp_cmd_tune(int argc, char **argv);
+int bp_cmd_graph(int argc, char **argv);
 int bp_cmd_trace(int argc, char **argv);
 int bp_cmd_comm_bench(int argc, char **argv);
 

@@ -24,6 +24,7 @@ static const bp_subcommand_t bp_subcommands[] = {
     {"bench", bp_cmd_bench, "benchmark ops against OpenBLAS, PyTorch, peak"},
     {"conformance", bp_cmd_conformance, "prove a plugin: ops vs cpu-ref, errors, leaks, threads"},
     {"tune", bp_cmd_tune, "autotune kernels and fill the cache"},
+    {"graph", bp_cmd_graph, "capture a demo graph, show where its calls run (--explain)"},
     {"trace", bp_cmd_trace, "run a program under the trace layer (Perfetto JSON)"},
     {"comm-bench", bp_cmd_comm_bench, "all-reduce bandwidth beside raw MPI (under mpirun)"},
 };
