@@ -38,11 +38,21 @@ static bp_status_t check_options(const bp_comm_options_t *o) {
   return BP_OK;
 }
 
-/* The memory the plugin will be handed for d's buffers: host pointers, or
- * staged through host memory (comm_stage.c). */
-static bp_comm_memory_t memory_for(const bp__device_t *d) {
-  (void)d;
+/* The device's own memory kind, from the DLPack device type its plugin
+ * reports (kDLCUDA 2, kDLROCM 10); host for everything else. */
+static bp_comm_memory_t native_memory(const bp__device_t *d) {
+  if (d->entry.info.flags & BP_DEVICE_FLAG_HOST_MEMORY) return BP_COMM_MEMORY_HOST;
+  if (d->entry.info.dlpack_device_type == 2) return BP_COMM_MEMORY_CUDA;
+  if (d->entry.info.dlpack_device_type == 10) return BP_COMM_MEMORY_ROCM;
   return BP_COMM_MEMORY_HOST;
+}
+
+/* The memory the plugin will be handed for d's buffers: the device's own
+ * when the plugin takes it (NCCL and CUDA memory), else host memory,
+ * staged by comm_stage.c when the device's is not host memory. */
+static bp_comm_memory_t memory_for(const bp__device_t *d, const bp__comm_plugin_t *p) {
+  bp_comm_memory_t native = native_memory(d);
+  return p->info.memory_kinds & BP_COMM_MEMORY_BIT(native) ? native : BP_COMM_MEMORY_HOST;
 }
 
 static bp_status_t join(bp__comm_t *c, const bp_comm_options_t *o, bp__device_t *d) {
@@ -76,11 +86,11 @@ bp_status_t bp_comm_create(bp_device_t *device, const bp_comm_options_t *o, bp_c
   bp__comm_t *c = calloc(1, sizeof *c);
   if (!c) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_comm_create: out of memory");
   pthread_mutex_lock(&set->lock);
-  st = bp__comm_pick(set, o ? o->plugin : NULL, "bp_comm_create", &c->plugin);
+  st = bp__comm_pick(set, o ? o->plugin : NULL, native_memory(d), "bp_comm_create", &c->plugin);
   pthread_mutex_unlock(&set->lock);
   c->context = d->context;
   c->device_h = device;
-  c->memory = memory_for(d);
+  c->memory = c->plugin ? memory_for(d, c->plugin) : BP_COMM_MEMORY_HOST;
   c->timeout_ms = timeout_from(o);
   c->check_calls = !(o && o->no_call_check);
   pthread_mutex_init(&c->lock, NULL);

@@ -75,8 +75,10 @@ typedef struct bp__comm_call {
  * the first call; NULL (with the error set) when memory is short. */
 bp__comm_set_t *bp__comm_set(bp_context_t *ctx, const char *fn);
 /* The plugin a communicator should use: options->plugin by name, else
- * BACKPLANE_COMM's order, else the best score. Under set->lock. */
-bp_status_t bp__comm_pick(bp__comm_set_t *set, const char *name, const char *fn,
+ * BACKPLANE_COMM's order, else one taking native memory (the device's own,
+ * BP_COMM_MEMORY_BIT) before one taking host memory, else the best score.
+ * A plugin that takes neither is never picked. Under set->lock. */
+bp_status_t bp__comm_pick(bp__comm_set_t *set, const char *name, bp_comm_memory_t native, const char *fn,
                           const bp__comm_plugin_t **out);
 
 /* ---- comm_call.c: the only caller of comm descriptor pointers --------------- */
@@ -86,6 +88,8 @@ bp_status_t bp__comm_call_probe(const bp_comm_descriptor_t *x, bp_comm_info_t *o
 bp_status_t bp__comm_call_create(const bp__comm_plugin_t *p, const bp_comm_config_t *config,
                                  bp_plugin_comm_t **out_comm, int32_t *out_rank, int32_t *out_size);
 void bp__comm_call_destroy(const bp__comm_plugin_t *p, bp_plugin_comm_t *comm);
+/* Whether c's plugin is handed the device's own memory (not host copies). */
+static inline bool bp__comm_direct(const bp__comm_t *c) { return c->memory != BP_COMM_MEMORY_HOST; }
 /* Runs kind on c's plugin; a failure's message names the call and plugin. */
 bp_status_t bp__comm_call(bp__comm_t *c, bp__comm_kind_t kind, const bp_comm_args_t *args,
                           const char *fn);

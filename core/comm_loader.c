@@ -250,17 +250,20 @@ static int env_position(const char *name, bool *excluded) {
   return -1;
 }
 
-static bool better(const bp__comm_plugin_t *a, const bp__comm_plugin_t *b) {
+static bool better(const bp__comm_plugin_t *a, const bp__comm_plugin_t *b, bp_comm_memory_t native) {
   bool xa, xb;
   int pa = env_position(a->report.name, &xa), pb = env_position(b->report.name, &xb);
   if ((pa >= 0) != (pb >= 0)) return pa >= 0;
   if (pa >= 0 && pa != pb) return pa < pb;
+  bool na = a->info.memory_kinds & BP_COMM_MEMORY_BIT(native), nb = b->info.memory_kinds & BP_COMM_MEMORY_BIT(native);
+  if (na != nb) return na;
   return a->info.score_hint > b->info.score_hint;
 }
 
-bp_status_t bp__comm_pick(bp__comm_set_t *set, const char *name, const char *fn,
+bp_status_t bp__comm_pick(bp__comm_set_t *set, const char *name, bp_comm_memory_t native, const char *fn,
                           const bp__comm_plugin_t **out) {
   *out = NULL;
+  uint32_t usable = BP_COMM_MEMORY_BIT(native) | BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST);
   for (uint32_t i = 0; i < set->count; i++) {
     const bp__comm_plugin_t *p = &set->plugins[i];
     bool excluded;
@@ -269,8 +272,11 @@ bp_status_t bp__comm_pick(bp__comm_set_t *set, const char *name, const char *fn,
     if (name && !p->report.loaded)
       return bp__fail(BP_ERR_UNAVAILABLE, "%s: comm plugin '%s' (%s) was refused: %s", fn, name,
                       p->report.path, p->report.reason);
-    if (!p->report.loaded || (!name && excluded)) continue;
-    if (!*out || better(p, *out)) *out = p;
+    if (name && !(p->info.memory_kinds & usable))
+      return bp__fail(BP_ERR_UNSUPPORTED, "%s: comm plugin '%s' takes neither this device's memory nor host "
+                      "memory", fn, name);
+    if (!p->report.loaded || (!name && excluded) || !(p->info.memory_kinds & usable)) continue;
+    if (!*out || better(p, *out, native)) *out = p;
   }
   if (*out) return BP_OK;
   if (name) return bp__fail(BP_ERR_NOT_FOUND, "%s: no comm plugin named '%s' (comm-%s.so) in the plugin "

@@ -135,12 +135,35 @@ static bp_status_t mismatch(const char *fn, const header_t *a, const header_t *b
                   b->rank, db, (unsigned long long)b->seq);
 }
 
-static bp_status_t exchange_collective(bp__comm_t *c, const bp__comm_call_t *call, const header_t *mine) {
+/* One transfer of headers (kind: all_gather, send or recv of one header),
+ * through host memory, or through a scratch allocation on d for a plugin
+ * that takes only device memory (NCCL). */
+static bp_status_t move_headers(bp__comm_t *c, bp__device_t *d, bp__comm_kind_t kind, const header_t *send,
+                                header_t *recv, int32_t peer, const char *fn) {
+  uint64_t nsend = send ? sizeof *send : 0, nrecv = !recv ? 0 : kind == BP__COMM_ALL_GATHER
+                                                    ? (uint64_t)c->size * sizeof *recv : sizeof *recv;
+  bp_comm_args_t a = {.struct_size = sizeof a, .memory = BP_COMM_MEMORY_HOST, .send = send, .recv = recv,
+                      .count = sizeof(header_t), .dtype = BP_U8, .peer = peer, .timeout_ms = c->timeout_ms};
+  if (c->plugin->info.memory_kinds & BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST)) return bp__comm_call(c, kind, &a, fn);
+  if (!d)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: no valid stream to stage the call check through", fn);
+  uint64_t ptr = 0;
+  bp_status_t st = bp__call_mem_alloc(d, nsend + nrecv, &ptr);
+  if (st == BP_OK && nsend) st = bp__call_mem_write(d, NULL, ptr, 0, send, nsend);
+  a.memory = c->memory;
+  a.send = nsend ? (void *)(uintptr_t)ptr : NULL;
+  a.recv = nrecv ? (void *)(uintptr_t)(ptr + nsend) : NULL;
+  if (st == BP_OK) st = bp__comm_call(c, kind, &a, fn);
+  if (st == BP_OK && nrecv) st = bp__call_mem_read(d, NULL, recv, ptr, nsend, nrecv);
+  if (ptr) bp__call_mem_free(d, ptr);
+  return st;
+}
+
+static bp_status_t exchange_collective(bp__comm_t *c, bp__device_t *d, const bp__comm_call_t *call,
+                                       const header_t *mine) {
   header_t *all = calloc((size_t)c->size, sizeof *all);
   if (!all) return bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory for the call check", call->fn);
-  bp_comm_args_t a = {.struct_size = sizeof a, .memory = BP_COMM_MEMORY_HOST, .send = mine, .recv = all,
-                      .count = sizeof *mine, .dtype = BP_U8, .timeout_ms = c->timeout_ms};
-  bp_status_t st = bp__comm_call(c, BP__COMM_ALL_GATHER, &a, call->fn);
+  bp_status_t st = move_headers(c, d, BP__COMM_ALL_GATHER, mine, all, 0, call->fn);
   for (int32_t r = 0; st == BP_OK && r < c->size; r++) {
     if (all[r].rejected) {
       st = bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: rank %d rejected its part of the call (its own error says "
@@ -153,16 +176,14 @@ static bp_status_t exchange_collective(bp__comm_t *c, const bp__comm_call_t *cal
   return st;
 }
 
-static bp_status_t exchange_p2p(bp__comm_t *c, const bp__comm_call_t *call, const header_t *mine) {
+static bp_status_t exchange_p2p(bp__comm_t *c, bp__device_t *d, const bp__comm_call_t *call, const header_t *mine) {
   header_t theirs = {0};
-  bp_comm_args_t out = {.struct_size = sizeof out, .memory = BP_COMM_MEMORY_HOST, .send = mine,
-                        .count = sizeof *mine, .dtype = BP_U8, .peer = call->peer, .timeout_ms = c->timeout_ms};
-  bp_comm_args_t in = out;
-  in.send = NULL;
-  in.recv = &theirs;
   bool sender = call->kind == BP__COMM_SEND;
-  bp_status_t st = bp__comm_call(c, sender ? BP__COMM_SEND : BP__COMM_RECV, sender ? &out : &in, call->fn);
-  if (st == BP_OK) st = bp__comm_call(c, sender ? BP__COMM_RECV : BP__COMM_SEND, sender ? &in : &out, call->fn);
+  bp_status_t st = sender ? move_headers(c, d, BP__COMM_SEND, mine, NULL, call->peer, call->fn)
+                          : move_headers(c, d, BP__COMM_RECV, NULL, &theirs, call->peer, call->fn);
+  if (st == BP_OK)
+    st = sender ? move_headers(c, d, BP__COMM_RECV, NULL, &theirs, call->peer, call->fn)
+                : move_headers(c, d, BP__COMM_SEND, mine, NULL, call->peer, call->fn);
   if (st != BP_OK) return st;
   if (theirs.rejected)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: rank %d rejected its part of the call; nothing was "
@@ -172,13 +193,13 @@ static bp_status_t exchange_p2p(bp__comm_t *c, const bp__comm_call_t *call, cons
   return paired ? BP_OK : mismatch(call->fn, mine, &theirs);
 }
 
-static bp_status_t check_call(bp__comm_t *c, const bp__comm_call_t *call, bool rejected) {
+static bp_status_t check_call(bp__comm_t *c, bp__device_t *d, const bp__comm_call_t *call, bool rejected) {
   header_t mine = {.magic = HEADER_MAGIC, .kind = (uint32_t)call->kind, .count = call->count,
                    .dtype = (int32_t)call->dtype, .op = (int32_t)call->op, .peer = call->peer,
                    .rank = c->rank, .rejected = rejected};
-  if (p2p(call->kind)) return exchange_p2p(c, call, &mine);
+  if (p2p(call->kind)) return exchange_p2p(c, d, call, &mine);
   mine.seq = c->seq++;
-  return exchange_collective(c, call, &mine);
+  return exchange_collective(c, d, call, &mine);
 }
 
 /* Waits for the stream's queued work, then moves the data. */
@@ -222,7 +243,7 @@ static bp_status_t run_locked(bp__comm_t *c, bp_stream_t *stream, const bp__comm
                      "captured", call->fn);
   char why[512];
   snprintf(why, sizeof why, "%s", bp_last_error());
-  bp_status_t st = c->check_calls ? check_call(c, call, local != BP_OK) : BP_OK;
+  bp_status_t st = c->check_calls ? check_call(c, s ? s->device : NULL, call, local != BP_OK) : BP_OK;
   if (st != BP_OK) mark_broken(c, st);
   if (local != BP_OK) st = bp__fail(local, "%s", why); /* this rank's own reason comes first */
   if (st == BP_OK) {

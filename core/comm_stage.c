@@ -90,11 +90,25 @@ static bool overlapping(const bp__comm_call_t *call, bp__buffer_t *send, bp__buf
   return call->send_offset < call->recv_offset + nr * es && call->recv_offset < call->send_offset + ns * es;
 }
 
+/* A plugin that takes the device's own memory gets its pointers as they
+ * are: it reduces every dtype itself, and handles NCCL's in-place forms. */
+static bp_status_t stage_direct(bp__comm_t *c, const bp__comm_call_t *call, bp__buffer_t *send,
+                                bp__buffer_t *recv, uint64_t ns, uint64_t nr, bp__comm_stage_t *st) {
+  if (widened(c, call))
+    return bp__fail(BP_ERR_UNSUPPORTED, "%s: comm plugin '%s' takes device memory but does not reduce %s",
+                    call->fn, c->plugin->report.name, bp_dtype_name(call->dtype));
+  st->dtype = call->dtype;
+  if (ns) st->send = (void *)(uintptr_t)(send->ptr + send->origin + call->send_offset);
+  if (nr) st->recv = (void *)(uintptr_t)(recv->ptr + recv->origin + call->recv_offset);
+  return BP_OK;
+}
+
 bp_status_t bp__comm_stage_in(bp__comm_t *c, bp__device_t *d, const bp__comm_call_t *call, bp__buffer_t *send,
                               bp__buffer_t *recv, bp__comm_stage_t *st) {
   memset(st, 0, sizeof *st);
   uint64_t ns, nr;
   bp__comm_extent(c, call, &ns, &nr);
+  if (bp__comm_direct(c)) return stage_direct(c, call, send, recv, ns, nr, st);
   bool wide = widened(c, call);
   st->dtype = wide ? BP_F32 : call->dtype;
   size_t pes = bp_dtype_size(st->dtype);
@@ -126,7 +140,7 @@ bp_status_t bp__comm_stage_out(bp__comm_t *c, bp__device_t *d, const bp__comm_ca
                                const bp__comm_stage_t *st) {
   uint64_t ns, nr;
   bp__comm_extent(c, call, &ns, &nr);
-  if (!nr || (host_memory(d) && !widened(c, call))) return BP_OK; /* written in place */
+  if (!nr || bp__comm_direct(c) || (host_memory(d) && !widened(c, call))) return BP_OK; /* written in place */
   size_t es = bp_dtype_size(call->dtype);
   void *raw = st->recv;
   if (widened(c, call)) {

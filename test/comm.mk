@@ -6,6 +6,8 @@
 #   test_comm_mpi.sh     $(B)/test/comm_rank under mpirun -np 4 on loopback:
 #                        the grid, the staging path, mismatched calls, a
 #                        killed rank, the data-parallel example, comm-bench
+#   test_comm_nccl.sh    comm-nccl.so on the "cuda" device, over the CUDA
+#                        driver shim and the NCCL shim, 2 ranks
 #   test_comm_netns.sh   3 ranks on 3 "hosts" (network namespaces joined by
 #                        veth pairs and a bridge, launched through
 #                        test/comm_netns_agent.sh): the grid, a cut link
@@ -35,4 +37,13 @@ $(B)/test/test_comm_api: $(B)/obj/test/test_comm_api.o $(LIB) $(B)/plugins/backe
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(COMM_LINK) -lcmocka -lpthread
 $(B)/obj/test/test_comm_api.o: CFLAGS_EXTRA := -Itest
 
-TESTS += $(B)/test/test_comm_api test/test_comm_mpi.sh test/test_comm_netns.sh
+# The test-only NCCL on the CPU (test/shims/nccl), for comm-nccl.so over
+# the CUDA driver shim.
+NCCL_SHIM := $(B)/test/shims/nccl/libnccl.so.2
+$(B)/obj/test/shims/nccl/nccl.o: CFLAGS_EXTRA := -fvisibility=hidden
+$(NCCL_SHIM): $(B)/obj/test/shims/nccl/nccl.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libnccl.so.2 $(LDFLAGS_BASE) -o $@ $< -lm
+TEST_SUPPORT += $(NCCL_SHIM)
+
+TESTS += $(B)/test/test_comm_api test/test_comm_mpi.sh test/test_comm_netns.sh test/test_comm_nccl.sh

@@ -4,8 +4,9 @@
  *   grid      every collective x dtype x count (0, 1, 7, 1 Mi + 3) and
  *             every reduce op, against a reference each rank computes
  *             itself; send/recv in pairs; barrier
- *   staged    the same for a device whose memory is not host memory
- *             (the staging path): selector in argv[2]
+ *   staged    the same (small counts) for a device whose memory is not
+ *             host memory (the staging path)
+ * argv[2], when given, selects the device (default cpu).
  *   mismatch  ranks disagree on count, dtype, op, root or call: every rank
  *             gets BP_ERR_INVALID_ARGUMENT, and the communicator still works
  *   dead      the last rank dies (SIGKILL) before a collective: the others
@@ -190,7 +191,7 @@ static int run_mismatch(env_t *e) {
                 "dtype mismatch", "mismatched call");
   expect_status(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, BP_F32, rank_ ? BP_COMM_MAX : BP_COMM_SUM),
                 BP_ERR_INVALID_ARGUMENT, "op mismatch", "mismatched call");
-  expect_status(bp_comm_broadcast(e->comm, e->s, b, 0, 4, BP_F32, rank_ == 2 ? 0 : 1), BP_ERR_INVALID_ARGUMENT,
+  expect_status(bp_comm_broadcast(e->comm, e->s, b, 0, 4, BP_F32, rank_ == size_ - 1 ? 0 : 1), BP_ERR_INVALID_ARGUMENT,
                 "root mismatch", "mismatched call");
   bp_status_t st = rank_ == size_ - 1 ? bp_comm_all_gather(e->comm, e->s, b, 0, r, 0, 4, BP_F32)
                                       : bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, BP_F32, BP_COMM_SUM);
@@ -271,7 +272,7 @@ int main(int argc, char **argv) {
   uint32_t timeout_ms = !strcmp(mode, "dead") || !strcmp(mode, "linkcut") ? 3000 : 20000;
   bp_comm_options_t o = {.struct_size = sizeof o, .timeout_ms = timeout_ms};
   if (bp_context_create(NULL, &e.ctx) != BP_OK ||
-      bp_device_open(e.ctx, staged && argc > 2 ? argv[2] : "cpu", NULL, &e.dev) != BP_OK ||
+      bp_device_open(e.ctx, argc > 2 ? argv[2] : "cpu", NULL, &e.dev) != BP_OK ||
       bp_stream_create(e.dev, &e.s) != BP_OK || bp_comm_create(e.dev, &o, &e.comm) != BP_OK) {
     printf("rank ?: FAILED: setup: %s\n", bp_last_error());
     return 1;

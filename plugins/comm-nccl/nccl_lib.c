@@ -1,0 +1,102 @@
+/*
+ * nccl_lib.c — opening NCCL and the CUDA driver at run time, and waiting
+ * for NCCL's work against a deadline. NCCL queues each collective on a
+ * CUDA stream of the plugin's own and returns; the stream is then polled
+ * (cuStreamQuery) together with ncclCommGetAsyncError until the deadline,
+ * after which the communicator is aborted (ncclCommAbort frees NCCL's
+ * kernels waiting for peers that will never come) and broken.
+ */
+#include <dlfcn.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "nccl_lib.h"
+
+nccl_lib_t nccl;
+const bp_host_services_t *nccl_host;
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *env(const char *name) {
+  const char *v = nccl_host && nccl_host->getenv ? nccl_host->getenv(name) : NULL;
+  return v && v[0] ? v : NULL;
+}
+
+static bp_status_t resolve(void *nl, void *cl) {
+#define NCCL_FN_RESOLVE(ret, name, params)                                                       \
+  if (!(*(void **)&nccl.name = dlsym(nl, #name))) {                                              \
+    nccl_host->set_error("libnccl has no %s: not NCCL 2.x", #name);                              \
+    return BP_ERR_UNAVAILABLE;                                                                   \
+  }
+  NCCL_FUNCTIONS(NCCL_FN_RESOLVE)
+#undef NCCL_FN_RESOLVE
+#define CUDA_FN_RESOLVE(field, symbol, params)                                                   \
+  if (!(*(void **)&nccl.field = dlsym(cl, symbol))) {                                            \
+    nccl_host->set_error("the CUDA driver has no %s", symbol);                                   \
+    return BP_ERR_UNAVAILABLE;                                                                   \
+  }
+  CUDA_FUNCTIONS(CUDA_FN_RESOLVE)
+#undef CUDA_FN_RESOLVE
+  return BP_OK;
+}
+
+bp_status_t nccl_lib_open(void) {
+  pthread_mutex_lock(&open_lock);
+  bp_status_t st = BP_OK;
+  if (!nccl.nccl_dl) {
+    const char *nname = env("BACKPLANE_NCCL_LIBRARY") ? env("BACKPLANE_NCCL_LIBRARY") : "libnccl.so.2";
+    const char *cname = env("BACKPLANE_CUDA_DRIVER") ? env("BACKPLANE_CUDA_DRIVER") : "libcuda.so.1";
+    void *cl = dlopen(cname, RTLD_NOW | RTLD_LOCAL), *nl = cl ? dlopen(nname, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!cl || !nl) {
+      const char *e = dlerror();
+      nccl_host->set_error("%s not found (%s)", cl ? nname : cname, e ? e : "dlopen failed");
+      st = BP_ERR_UNAVAILABLE;
+    } else if ((st = resolve(nl, cl)) == BP_OK) {
+      nccl.nccl_dl = nl; /* never dlclosed, like every library a plugin opens */
+    } else {
+      memset(&nccl, 0, sizeof nccl);
+    }
+  }
+  pthread_mutex_unlock(&open_lock);
+  return st;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+bp_status_t nccl_failed(nccl_comm_t *c, const char *fn, ncclResult_t r) {
+  nccl_host->set_error("%s: %s (NCCL error %d); the communicator is broken", fn, nccl.ncclGetErrorString(r),
+                       (int)r);
+  if (c) c->broken = true;
+  return r == ncclInvalidArgument || r == ncclInvalidUsage ? BP_ERR_INVALID_ARGUMENT : BP_ERR_UNAVAILABLE;
+}
+
+bp_status_t nccl_wait(nccl_comm_t *c, uint32_t timeout_ms, const char *fn) {
+  double deadline = now_ms() + timeout_ms;
+  for (long sleep_ns = 1000;; ) {
+    CUresult q = nccl.cuStreamQuery(c->stream);
+    if (q == CUDA_SUCCESS) return BP_OK;
+    if (q != CUDA_ERROR_NOT_READY) {
+      nccl_host->set_error("%s: cuStreamQuery failed (CUDA error %d); the communicator is broken", fn, q);
+      c->broken = true;
+      return BP_ERR_DEVICE_LOST;
+    }
+    ncclResult_t async = ncclSuccess;
+    nccl.ncclCommGetAsyncError(c->comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) return nccl_failed(c, fn, async);
+    if (timeout_ms && now_ms() > deadline) {
+      nccl.ncclCommAbort(c->comm);
+      c->aborted = c->broken = true;
+      nccl_host->set_error("%s: not every rank took part within %u ms (a rank died, hangs, is unreachable, or "
+                           "made another call); the communicator is aborted", fn, timeout_ms);
+      return BP_ERR_TIMEOUT;
+    }
+    struct timespec ts = {0, sleep_ns};
+    nanosleep(&ts, NULL);
+    if (sleep_ns < 1000000L) sleep_ns *= 2;
+  }
+}

@@ -1,0 +1,105 @@
+/*
+ * nccl_ops.c — the collectives: each queued on the communicator's stream
+ * with the device's context current, then waited for against the deadline
+ * (nccl_wait). The core hands device pointers of the same device and has
+ * already synchronised the backend's stream, so the work is ordered.
+ */
+#include "nccl_lib.h"
+
+static ncclDataType_t nccl_type(bp_dtype_t dt) {
+  switch (dt) {
+  case BP_F32: return ncclFloat32;
+  case BP_F16: return ncclFloat16;
+  case BP_BF16: return ncclBfloat16;
+  case BP_F64: return ncclFloat64;
+  case BP_I32: return ncclInt32;
+  case BP_I64: return ncclInt64;
+  case BP_U8: return ncclUint8;
+  case BP_DTYPE_COUNT: break;
+  }
+  return ncclUint8;
+}
+
+static ncclRedOp_t nccl_op(bp_comm_reduce_op_t op) {
+  switch (op) {
+  case BP_COMM_SUM: return ncclSum;
+  case BP_COMM_PROD: return ncclProd;
+  case BP_COMM_MAX: return ncclMax;
+  case BP_COMM_MIN: return ncclMin;
+  case BP_COMM_AVG: return ncclAvg;
+  case BP_COMM_REDUCE_COUNT: break;
+  }
+  return ncclSum;
+}
+
+static bp_status_t usable(nccl_comm_t *c, const bp_comm_args_t *a) {
+  if (c->broken) {
+    nccl_host->set_error("the communicator is broken by an earlier failure");
+    return BP_ERR_UNAVAILABLE;
+  }
+  if (a->memory != BP_COMM_MEMORY_CUDA) {
+    nccl_host->set_error("NCCL is given CUDA device memory only");
+    return BP_ERR_UNSUPPORTED;
+  }
+  return BP_OK;
+}
+
+/* The queued call's result r, then the wait, with the context still
+ * current (the driver's stream calls need it). */
+static bp_status_t finish(nccl_comm_t *c, ncclResult_t r, const bp_comm_args_t *a, const char *fn) {
+  bp_status_t st = r != ncclSuccess && r != ncclInProgress ? nccl_failed(c, fn, r) : nccl_wait(c, a->timeout_ms, fn);
+  CUcontext popped;
+  nccl.cuCtxPopCurrent(&popped);
+  return st;
+}
+
+#define ENQUEUE(c, a, fn, call)                                                                    \
+  do {                                                                                             \
+    bp_status_t st_ = usable(c, a);                                                                \
+    if (st_ != BP_OK) return st_;                                                                  \
+    nccl.cuCtxPushCurrent((c)->ctx);                                                               \
+    return finish(c, call, a, fn);                                                                 \
+  } while (0)
+
+bp_status_t nccl_all_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  ENQUEUE(c, a, "ncclAllReduce", nccl.ncclAllReduce(a->send, a->recv, a->count, nccl_type(a->dtype),
+                                                    nccl_op(a->op), c->comm, c->stream));
+}
+
+bp_status_t nccl_all_gather(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  ENQUEUE(c, a, "ncclAllGather",
+          nccl.ncclAllGather(a->send, a->recv, a->count, nccl_type(a->dtype), c->comm, c->stream));
+}
+
+bp_status_t nccl_reduce_scatter(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  ENQUEUE(c, a, "ncclReduceScatter", nccl.ncclReduceScatter(a->send, a->recv, a->count, nccl_type(a->dtype),
+                                                            nccl_op(a->op), c->comm, c->stream));
+}
+
+bp_status_t nccl_broadcast(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  ENQUEUE(c, a, "ncclBroadcast", nccl.ncclBroadcast(a->send, a->recv, a->count, nccl_type(a->dtype), a->peer,
+                                                    c->comm, c->stream));
+}
+
+bp_status_t nccl_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  ENQUEUE(c, a, "ncclReduce", nccl.ncclReduce(a->send, a->recv, a->count, nccl_type(a->dtype), nccl_op(a->op),
+                                              a->peer, c->comm, c->stream));
+}
+
+bp_status_t nccl_send(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  ENQUEUE(c, a, "ncclSend", nccl.ncclSend(a->send, a->count, nccl_type(a->dtype), a->peer, c->comm, c->stream));
+}
+
+bp_status_t nccl_recv(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  ENQUEUE(c, a, "ncclRecv", nccl.ncclRecv(a->recv, a->count, nccl_type(a->dtype), a->peer, c->comm, c->stream));
+}
+
+/* NCCL has no barrier: an all-reduce of one float in the scratch word
+ * returns on no rank before every rank has entered it. */
+bp_status_t nccl_barrier(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
+  bp_comm_args_t b = *a;
+  b.memory = BP_COMM_MEMORY_CUDA;
+  ENQUEUE(c, &b, "ncclAllReduce (barrier)", nccl.ncclAllReduce((void *)(uintptr_t)c->scratch,
+                                                                (void *)(uintptr_t)c->scratch, 1, ncclFloat32,
+                                                                ncclSum, c->comm, c->stream));
+}
