@@ -75,6 +75,14 @@ bp_status_t lc_op_hook(lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s, con
 }
 
 static bp_status_t instance_init(lc_instance_t *in) {
+  /* Waiting for the stream has no place between graph_begin and graph_end,
+   * where the plugin only records: with the wait on, graphs replay op by op. */
+  if (sync_each_op) {
+    in->desc.graph_begin = NULL;
+    in->desc.graph_end = NULL;
+    in->desc.graph_launch = NULL;
+    in->desc.graph_destroy = NULL;
+  }
   return (in->state = record_for(in)) ? BP_OK : BP_ERR_OUT_OF_MEMORY;
 }
 

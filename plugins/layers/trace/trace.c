@@ -11,7 +11,8 @@
  * that queues). BACKPLANE_LAYER_SYNC=1 waits for the stream after each op,
  * so dur covers the work; BACKPLANE_TRACE_DEVICE_TIME=1 also records an
  * event pair around the op where the plugin has events and adds the
- * device's own elapsed time as args.device_us.
+ * device's own elapsed time as args.device_us. A native graph's launch is
+ * one event named graph_launch.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -110,6 +111,22 @@ static void record(const lc_instance_t *in, bp_op_t op, const void *s, const voi
   pthread_mutex_unlock(&trace_lock);
 }
 
+/* An event with no tensors (a graph launch). */
+static void record_named(const lc_instance_t *in, const char *name, const void *s, uint64_t t0, uint64_t t1,
+                         bp_status_t st) {
+  char dev[256], backend[64];
+  safe_name(in->device_name, dev, sizeof dev);
+  safe_name(in->backend, backend, sizeof backend);
+  pthread_mutex_lock(&trace_lock);
+  unsigned tid = track_of(in, s);
+  append("%s{\"name\": \"%s\", \"cat\": \"graph\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
+         "\"tid\": %u, \"args\": {\"backend\": \"%s\", \"device\": \"%s\", \"device_index\": %u, "
+         "\"stream\": \"%p\", \"status\": %d}}",
+         event_count++ ? ",\n" : "", name, (t0 - t_origin) / 1e3, (t1 - t0) / 1e3, (int)getpid(), tid, backend,
+         dev, in->backend_index, s, (int)st);
+  pthread_mutex_unlock(&trace_lock);
+}
+
 static bool has_events(const bp_plugin_descriptor_t *x) {
   return x->event_create && x->event_destroy && x->event_record && x->event_synchronize && x->event_elapsed;
 }
@@ -146,7 +163,30 @@ bp_status_t lc_op_hook(lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s, con
   return st;
 }
 
-static const lc_layer_t trace_layer = {.wrap_ops = true};
+/* A native graph's launch is one event (its ops were traced when it was
+ * recorded, with the time it took to record them). */
+static bp_status_t trace_graph_launch(bp_plugin_device_t *d, bp_plugin_stream_t *s, bp_plugin_graph_t *g) {
+  lc_instance_t *in = lc_find(d);
+  if (!in) return BP_ERR_INTERNAL;
+  uint64_t t0 = lc_now_ns();
+  bp_status_t st = in->next->graph_launch(d, s, g);
+  if (st == BP_OK && sync_each_op) st = in->next->stream_synchronize(d, s);
+  record_named(in, "graph_launch", s, t0, lc_now_ns(), st);
+  return st;
+}
+
+static bp_status_t instance_init(lc_instance_t *in) {
+  if (sync_each_op) { /* no waiting while a native graph records: replay */
+    in->desc.graph_begin = NULL;
+    in->desc.graph_end = NULL;
+    in->desc.graph_launch = NULL;
+    in->desc.graph_destroy = NULL;
+  }
+  if (in->desc.graph_launch) in->desc.graph_launch = trace_graph_launch;
+  return BP_OK;
+}
+
+static const lc_layer_t trace_layer = {.wrap_ops = true, .instance_init = instance_init};
 
 static const char *trace_path(void) {
   const char *p = lc_getenv(host, "BACKPLANE_TRACE_FILE");
