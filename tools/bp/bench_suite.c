@@ -71,7 +71,15 @@ static int suite_conv(bool quick, bpt_case_t *o, int n, int cap) {
   n = add(o, n, cap, conv(64, 56, 64, 3, 1, 1, 1));
   n = add(o, n, cap, conv(256, 56, 64, 1, 1, 0, 1));
   n = add(o, n, cap, conv(256, 14, 256, 3, 1, 1, 1));
-  return add(o, n, cap, conv(256, 56, 256, 3, 1, 1, 256));
+  n = add(o, n, cap, conv(256, 56, 256, 3, 1, 1, 256));
+  /* bf16 (f32 accumulation), against oneDNN's bf16 convolution (AMX where
+   * the CPU has it) */
+  bpt_case_t c = conv(256, 56, 64, 1, 1, 0, 1);
+  c.dtype = BP_BF16;
+  n = add(o, n, cap, c);
+  c = conv(256, 14, 256, 3, 1, 1, 1);
+  c.dtype = BP_BF16;
+  return add(o, n, cap, c);
 }
 
 int bench_suite(unsigned op_mask, bool quick, bpt_case_t *out, int cap) {
