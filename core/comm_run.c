@@ -147,15 +147,17 @@ static bp_status_t move_headers(bp__comm_t *c, bp__device_t *d, bp__comm_kind_t 
   if (c->plugin->info.memory_kinds & BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST)) return bp__comm_call(c, kind, &a, fn);
   if (!d)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: no valid stream to stage the call check through", fn);
-  uint64_t ptr = 0;
-  bp_status_t st = bp__call_mem_alloc(d, nsend + nrecv, &ptr);
-  if (st == BP_OK && nsend) st = bp__call_mem_write(d, NULL, ptr, 0, send, nsend);
+  /* From the device's pool: after the first call, a cached block. */
+  uint64_t seg = 0, origin = 0;
+  void *block = NULL;
+  bp_status_t st = bp__pool_alloc(d, nsend + nrecv, &seg, &origin, &block);
+  if (st == BP_OK && nsend) st = bp__call_mem_write(d, NULL, seg, origin, send, nsend);
   a.memory = c->memory;
-  a.send = nsend ? (void *)(uintptr_t)ptr : NULL;
-  a.recv = nrecv ? (void *)(uintptr_t)(ptr + nsend) : NULL;
+  a.send = nsend ? (void *)(uintptr_t)(seg + origin) : NULL;
+  a.recv = nrecv ? (void *)(uintptr_t)(seg + origin + nsend) : NULL;
   if (st == BP_OK) st = bp__comm_call(c, kind, &a, fn);
-  if (st == BP_OK && nrecv) st = bp__call_mem_read(d, NULL, recv, ptr, nsend, nrecv);
-  if (ptr) bp__call_mem_free(d, ptr);
+  if (st == BP_OK && nrecv) st = bp__call_mem_read(d, NULL, recv, seg, origin + nsend, nrecv);
+  if (block) bp__pool_free(d, block);
   return st;
 }
 
