@@ -41,9 +41,11 @@ bool bp__sched_claims(const bp_context_t *ctx, uint32_t r, bp_op_t op, const voi
   return bp__plugin_claims_args(x, &ctx->ranked[r].info, ctx->ranked[r].backend, op, args, NULL);
 }
 
-/* Whether a ranked device other than d claims op with args. */
+/* Whether a ranked device other than d claims op with args (and d is one
+ * the planner's 64-bit device masks can name). */
 static bool elsewhere(const bp__device_t *d, bp_op_t op, const void *args) {
   const bp_context_t *ctx = d->context;
+  if (d->entry.rank >= BP__SCHED_MAX_DEVICES) return false;
   for (uint32_t r = 0; r < ctx->device_count && r < BP__SCHED_MAX_DEVICES; r++)
     if (r != d->entry.rank && bp__sched_claims(ctx, r, op, args)) return true;
   return false;
