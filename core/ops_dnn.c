@@ -265,7 +265,8 @@ bp_status_t bp_softmax(bp_stream_t *sh, const bp_tensor_t *x, int32_t axis, bool
  * first dims that disagree are out's or the head counts. When q and out
  * differ by that swap and both readings of q have valid head counts, k's
  * sequence length decides which of the two is transposed. */
-static bool attention_q_transposed(const bp_tensor_t *q, const bp_tensor_t *k, const bp_tensor_t *out) {
+static bool attention_q_transposed(const bp_tensor_t *q, const bp_tensor_t *k,
+                                   const bp_tensor_t *out) {
   int64_t d1 = q->shape[1], d2 = q->shape[2], hkv = k->shape[1], skv = k->shape[2];
   if (d1 == d2 || hkv <= 0) return false;
   bool heads_as_given = d1 % hkv == 0, heads_swapped = d2 % hkv == 0;
@@ -278,8 +279,10 @@ static bool attention_q_transposed(const bp_tensor_t *q, const bp_tensor_t *k, c
 /* When k and v differ by a swap of dims 1 and 2, the one whose dim 1 is
  * not a head count that divides q's heads is transposed: its name, or NULL
  * when that does not single one out. */
-static const char *attention_kv_transposed(const bp_tensor_t *q, const bp_tensor_t *k, const bp_tensor_t *v) {
-  if (k->shape[1] == v->shape[1] || k->shape[1] != v->shape[2] || k->shape[2] != v->shape[1]) return NULL;
+static const char *attention_kv_transposed(const bp_tensor_t *q, const bp_tensor_t *k,
+                                           const bp_tensor_t *v) {
+  if (k->shape[1] == v->shape[1] || k->shape[1] != v->shape[2] || k->shape[2] != v->shape[1])
+    return NULL;
   bool k_heads = k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0;
   bool v_heads = v->shape[1] > 0 && q->shape[1] % v->shape[1] == 0;
   return k_heads == v_heads ? NULL : k_heads ? "v" : "k";
@@ -288,37 +291,46 @@ static const char *attention_kv_transposed(const bp_tensor_t *q, const bp_tensor
 /* Names the tensor whose shape is wrong: k or v when one of them is
  * transposed, q (every other shape is checked against it), then k and v
  * against q and each other, then out. */
-static bp_status_t attention_check_shapes(const char *op, const bp_tensor_t *q, const bp_tensor_t *k,
-                                          const bp_tensor_t *v, const bp_tensor_t *out) {
+static bp_status_t attention_check_shapes(const char *op, const bp_tensor_t *q,
+                                          const bp_tensor_t *k, const bp_tensor_t *v,
+                                          const bp_tensor_t *out) {
   const char *kv = attention_kv_transposed(q, k, v);
   if (kv) {
     const bp_tensor_t *t = kv[0] == 'k' ? k : v;
-    return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                    "%s: %s is [%lld, %lld, %lld, %lld], whose dims 1 and 2 are swapped against %s's and "
-                    "whose heads (%s.shape[1]) do not divide q's %lld; k and v are [batch, kv heads, seq, "
-                    "head_dim]",
-                    op, kv, (long long)t->shape[0], (long long)t->shape[1], (long long)t->shape[2],
-                    (long long)t->shape[3], kv[0] == 'k' ? "v" : "k", kv, (long long)q->shape[1]);
+    return bp__fail(
+        BP_ERR_INVALID_ARGUMENT,
+        "%s: %s is [%lld, %lld, %lld, %lld], whose dims 1 and 2 are swapped against %s's and "
+        "whose heads (%s.shape[1]) do not divide q's %lld; k and v are [batch, kv heads, seq, "
+        "head_dim]",
+        op, kv, (long long)t->shape[0], (long long)t->shape[1], (long long)t->shape[2],
+        (long long)t->shape[3], kv[0] == 'k' ? "v" : "k", kv, (long long)q->shape[1]);
   }
   if (attention_q_transposed(q, k, out))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                    "%s: q is [%lld, %lld, %lld, %lld], which fits k (%lld heads) and out only as "
-                    "[batch, seq, heads, head_dim]; q, k, v and out are [batch, heads, seq, head_dim] "
-                    "(pass q as a view with dims 1 and 2 swapped)",
-                    op, (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2],
-                    (long long)q->shape[3], (long long)k->shape[1]);
+    return bp__fail(
+        BP_ERR_INVALID_ARGUMENT,
+        "%s: q is [%lld, %lld, %lld, %lld], which fits k (%lld heads) and out only as "
+        "[batch, seq, heads, head_dim]; q, k, v and out are [batch, heads, seq, head_dim] "
+        "(pass q as a view with dims 1 and 2 swapped)",
+        op, (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2],
+        (long long)q->shape[3], (long long)k->shape[1]);
   int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2], D = q->shape[3];
   int64_t Hkv = k->shape[1], Skv = k->shape[2], Dv = v->shape[3];
   bp_status_t st;
-  if ((st = expect_dim(op, "k", 0, k->shape[0], B)) || (st = expect_dim(op, "k", 3, k->shape[3], D)))
+  if ((st = expect_dim(op, "k", 0, k->shape[0], B)) ||
+      (st = expect_dim(op, "k", 3, k->shape[3], D)))
     return st;
   if (Hkv == 0 ? Hq != 0 : Hq % Hkv != 0)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: q's heads (q.shape[1], %lld) must be a multiple of k's "
-                    "heads (k.shape[1], %lld)", op, (long long)Hq, (long long)Hkv);
-  if ((st = expect_dim(op, "v", 0, v->shape[0], B)) || (st = expect_dim(op, "v", 1, v->shape[1], Hkv)) ||
-      (st = expect_dim(op, "v", 2, v->shape[2], Skv)) || (st = expect_dim(op, "out", 0, out->shape[0], B)) ||
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: q's heads (q.shape[1], %lld) must be a multiple of k's "
+                    "heads (k.shape[1], %lld)",
+                    op, (long long)Hq, (long long)Hkv);
+  if ((st = expect_dim(op, "v", 0, v->shape[0], B)) ||
+      (st = expect_dim(op, "v", 1, v->shape[1], Hkv)) ||
+      (st = expect_dim(op, "v", 2, v->shape[2], Skv)) ||
+      (st = expect_dim(op, "out", 0, out->shape[0], B)) ||
       (st = expect_dim(op, "out", 1, out->shape[1], Hq)) ||
-      (st = expect_dim(op, "out", 2, out->shape[2], Sq)) || (st = expect_dim(op, "out", 3, out->shape[3], Dv)))
+      (st = expect_dim(op, "out", 2, out->shape[2], Sq)) ||
+      (st = expect_dim(op, "out", 3, out->shape[3], Dv)))
     return st;
   return BP_OK;
 }

@@ -29,7 +29,8 @@ static fixture_t fx;
 
 static int setup(void **state) {
   (void)state;
-  if (bp_context_create(NULL, &fx.ctx) != BP_OK || bp_device_open(fx.ctx, "cpu-ref", NULL, &fx.dev) != BP_OK ||
+  if (bp_context_create(NULL, &fx.ctx) != BP_OK ||
+      bp_device_open(fx.ctx, "cpu-ref", NULL, &fx.dev) != BP_OK ||
       bp_stream_create(fx.dev, &fx.s) != BP_OK)
     return -1;
   bp_buffer_t **bufs[4] = {&fx.q, &fx.k, &fx.v, &fx.out};
@@ -126,7 +127,8 @@ static void test_right_layout_runs(void **state) {
   assert_int_equal(bp_stream_synchronize(fx.s), BP_OK);
   float got[4];
   assert_int_equal(bp_buffer_read(fx.out, 0, got, sizeof got), BP_OK);
-  for (int i = 0; i < 4; i++) assert_true(got[i] == 0.25f); /* softmax weights sum to 1 over v = 0.25 */
+  for (int i = 0; i < 4; i++)
+    assert_true(got[i] == 0.25f); /* softmax weights sum to 1 over v = 0.25 */
 }
 
 int main(void) {

@@ -104,8 +104,7 @@ static void adds_check(bp_stream_t *s, bp_graph_t *g, const adds_t *x, const flo
     want[2] = want[0] + want[1];
     for (int i = 0; i < 3; i++)
       if (got[i][j] != want[i])
-        fail_msg("adds on %s: y%d[%d] is %g, the host says %g", dev, i + 1, j, got[i][j],
-                 want[i]);
+        fail_msg("adds on %s: y%d[%d] is %g, the host says %g", dev, i + 1, j, got[i][j], want[i]);
   }
 }
 
@@ -160,8 +159,7 @@ static void gemm_check(bp_stream_t *s, bp_graph_t *g, bp_buffer_t *cb, const flo
   host_matmul(a, b, n, want, mag);
   for (size_t i = 0; i < nn; i++)
     if (!(fabs(got[i] - want[i]) <= 1e-5 * mag[i] + 1e-6))
-      fail_msg("matmul %dx%d on %s: C[%zu] is %g, the host says %g", n, n, dev, i, got[i],
-               want[i]);
+      fail_msg("matmul %dx%d on %s: C[%zu] is %g, the host says %g", n, n, dev, i, got[i], want[i]);
   free(got), free(want), free(mag);
 }
 
