@@ -122,11 +122,18 @@ static void local_args_free(local_args_t *la) {
 
 /* ---- regions ---------------------------------------------------------------- */
 
-/* The region holding byte off of segment ptr. */
+/* The region holding byte off of segment ptr: a binary search, the regions
+ * being sorted by (ptr, lo) and disjoint. */
 static seg_t *seg_find(exec_t *ex, uint64_t ptr, uint64_t off) {
-  for (uint32_t i = 0; i < ex->nseg; i++)
-    if (ex->segs[i].ptr == ptr && ex->segs[i].lo <= off && off < ex->segs[i].hi) return &ex->segs[i];
-  return NULL;
+  uint32_t lo = 0, hi = ex->nseg; /* the first region past (ptr, off) is in [lo, hi] */
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    const seg_t *m = &ex->segs[mid];
+    if (m->ptr < ptr || (m->ptr == ptr && m->lo <= off)) lo = mid + 1;
+    else hi = mid;
+  }
+  seg_t *sg = lo ? &ex->segs[lo - 1] : NULL;
+  return sg && sg->ptr == ptr && off < sg->hi ? sg : NULL;
 }
 
 static int by_place(const void *a, const void *b) {
