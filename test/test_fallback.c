@@ -400,6 +400,55 @@ static void test_falls_back_to_device_memory(void **state) {
   if (!ran) TEST_SKIP_CASE("neither an OpenCL nor a Vulkan device here");
 }
 
+/* Two threads, each on a stream of its own on one origin device, fall back
+ * at once: they share the target device and its stream. */
+typedef struct worker {
+  bp_device_t *d;
+  int failures;
+} worker_t;
+
+static void *worker_main(void *p) {
+  worker_t *w = p;
+  bp_stream_t *s = NULL;
+  bp_buffer_t *b = NULL;
+  double x[8];
+  if (bp_stream_create(w->d, &s) != BP_OK || bp_buffer_alloc(w->d, sizeof x, &b) != BP_OK) {
+    w->failures++;
+    return NULL;
+  }
+  int64_t n = 8;
+  bp_tensor_t t;
+  bp_tensor_init(b, 0, BP_F64, 1, &n, NULL, &t);
+  for (int i = 0; i < 200; i++) {
+    for (int k = 0; k < 8; k++) x[k] = i * 8 + k;
+    if (bp_buffer_write(b, 0, x, sizeof x) != BP_OK || bp_unary(s, BP_UNARY_NEG, &t, &t) != BP_OK ||
+        bp_buffer_read(b, 0, x, sizeof x) != BP_OK) {
+      w->failures++;
+      continue;
+    }
+    for (int k = 0; k < 8; k++) w->failures += x[k] != -(double)(i * 8 + k);
+  }
+  bp_buffer_free(b);
+  bp_stream_destroy(s);
+  return NULL;
+}
+
+static void test_threads_share_the_target(void **state) {
+  (void)state;
+  dev_t_ v = open_partial(NULL);
+  worker_t w[2] = {{v.d, 0}, {v.d, 0}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  assert_int_equal(w[0].failures + w[1].failures, 0);
+  bp_fallback_stat_t st[1];
+  stats(v.d, st, 1);
+  assert_int_equal(st[0].count, 400);
+  assert_int_equal(st[0].bytes_in, 400 * 64);
+  assert_int_equal(st[0].bytes_out, 400 * 64);
+  close_dev(v);
+}
+
 static void test_stats_arguments(void **state) {
   (void)state;
   dev_t_ v = open_partial(NULL);
@@ -424,6 +473,7 @@ int main(void) {
       cmocka_unit_test(test_old_config_size_keeps_default),
       cmocka_unit_test(test_context_destroy_closes_targets),
       cmocka_unit_test(test_falls_back_to_device_memory),
+      cmocka_unit_test(test_threads_share_the_target),
       cmocka_unit_test(test_stats_arguments),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
