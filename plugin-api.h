@@ -47,7 +47,7 @@ extern "C" {
 
 #define BP_PLUGIN_MAGIC 0x4250504cu /* "BPPL" */
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 3
+#define BP_PLUGIN_ABI_MINOR 4
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 
 #if defined(_WIN32)
@@ -461,7 +461,31 @@ typedef struct bp_plugin_descriptor {
   /* May be called while launches are still in flight: the plugin waits for
    * them (or defers the release) before freeing anything they use. */
   void (*graph_destroy)(bp_plugin_device_t *device, bp_plugin_graph_t *graph);
+
+  /* fields below: ABI 1.4 */
+  /* --- host mapping of device memory (optional as a pair) ----------------
+   * Gives the host a pointer to bytes [offset, offset + size) of the
+   * allocation ptr, where the host can reach that memory (PoCL, lavapipe,
+   * unified memory), so that a copy between this device and another needs
+   * no staging: the other device's mem_read / mem_write goes straight to or
+   * from the mapping. flags: BP_MAP_READ, the host will read the bytes (they
+   * must be current); BP_MAP_WRITE, the host will overwrite them all (the
+   * plugin need not fetch them first). The core maps only after
+   * device_synchronize, queues no work that touches the range while it is
+   * mapped, and calls mem_unmap with the pointer it got before it does;
+   * after mem_unmap the device sees what the host wrote. An allocation that
+   * cannot be mapped (device-local memory of a discrete GPU) returns
+   * BP_ERR_UNSUPPORTED, and the core stages the copy instead. */
+  bp_status_t (*mem_map)(bp_plugin_device_t *device, uint64_t ptr,
+                         uint64_t offset, uint64_t size, uint32_t flags,
+                         void **out_host);
+  bp_status_t (*mem_unmap)(bp_plugin_device_t *device, uint64_t ptr,
+                           void *host);
 } bp_plugin_descriptor_t;
+
+/* mem_map flags (ABI 1.4). */
+#define BP_MAP_READ 0x1u
+#define BP_MAP_WRITE 0x2u
 
 /* The smallest descriptor the loader accepts: everything through the ops of
  * ABI 1.0. */

@@ -504,6 +504,16 @@ BP_API bp_status_t bp_buffer_write_async(bp_stream_t *stream,
 BP_API bp_status_t bp_buffer_read_async(bp_stream_t *stream,
                                         bp_buffer_t *buffer, uint64_t offset,
                                         void *dst, uint64_t size);
+/* Buffer to buffer, ordered on stream, which must belong to dst's or src's
+ * device (either one). On one device the copy is queued and the call
+ * returns at once. Across two devices it starts after the work queued so
+ * far on both devices and is complete when the call returns, so work queued
+ * on stream afterwards sees it (docs/runtime.md "Several devices").
+ * Overlapping ranges of one buffer, and a capturing stream, are rejected.
+ * Thread-safe. */
+BP_API bp_status_t bp_buffer_copy_async(bp_stream_t *stream, bp_buffer_t *dst,
+                                        uint64_t dst_offset, bp_buffer_t *src,
+                                        uint64_t src_offset, uint64_t size);
 
 /* Allocates size bytes of host memory suited to asynchronous copies with
  * device: page-locked where the backend has it (CUDA), ordinary 64-byte
@@ -576,6 +586,10 @@ BP_API bp_status_t bp_event_create(bp_device_t *device,
                                    bp_event_t **out_event);
 BP_API void bp_event_destroy(bp_event_t *event);
 BP_API bp_status_t bp_event_record(bp_event_t *event, bp_stream_t *stream);
+/* Makes work queued on stream after this call wait for event. The event may
+ * belong to another device: the core then waits on the host for it to
+ * complete before returning (docs/runtime.md "Ordering across devices").
+ * An event never recorded is no wait. */
 BP_API bp_status_t bp_stream_wait_event(bp_stream_t *stream,
                                         bp_event_t *event);
 BP_API bp_status_t bp_event_synchronize(bp_event_t *event);

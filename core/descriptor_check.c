@@ -22,6 +22,16 @@ static bool string_valid(const char *s, size_t max) {
   return s && strnlen(s, max) < max;
 }
 
+/* mem_map and mem_unmap (ABI 1.4) come as a pair: a mapping the core could
+ * not release would pin the device's memory (rule 5.1). */
+static bp_status_t check_map_pair(const bp_plugin_descriptor_t *d, char *reason, size_t reason_size) {
+  if (d->struct_size < offsetof(bp_plugin_descriptor_t, mem_unmap) + sizeof(void *)) return BP_OK;
+  if (!d->mem_map == !d->mem_unmap) return BP_OK;
+  snprintf(reason, reason_size, "'%s' is set without '%s': they are optional as a pair (rule 5.1)",
+           d->mem_map ? "mem_map" : "mem_unmap", d->mem_map ? "mem_unmap" : "mem_map");
+  return BP_ERR_INCOMPATIBLE;
+}
+
 bp_status_t bp__descriptor_check(const bp_plugin_descriptor_t *d,
                                  uint32_t avail_size, char *reason,
                                  size_t reason_size,
@@ -86,5 +96,5 @@ bp_status_t bp__descriptor_check(const bp_plugin_descriptor_t *d,
       return BP_ERR_INCOMPATIBLE;
     }
   }
-  return BP_OK;
+  return check_map_pair(d, reason, reason_size);
 }

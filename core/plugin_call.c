@@ -342,6 +342,36 @@ bp_status_t bp__call_host_alloc(bp__device_t *d, uint64_t size, void **out_ptr) 
 
 void bp__call_host_free(bp__device_t *d, void *ptr) { d->desc->host_free(d->handle, ptr); }
 
+/* ---- host mapping of device memory (xcopy.c, ABI 1.4) ------------------------ */
+
+bool bp__plugin_has_mem_map(const bp__device_t *d) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  return x->struct_size >= offsetof(bp_plugin_descriptor_t, mem_unmap) + sizeof(void *) && x->mem_map &&
+         x->mem_unmap;
+}
+
+bp_status_t bp__call_mem_map(bp__device_t *d, uint64_t ptr, uint64_t off, uint64_t size, uint32_t flags,
+                             void **out_host) {
+  *out_host = NULL;
+  bp__plugin_error_reset();
+  bp_status_t st = known_status(d->desc->mem_map(d->handle, ptr, off, size, flags, out_host));
+  if (st == BP_OK && !*out_host) st = BP_ERR_INTERNAL; /* success and no pointer */
+  if (st == BP_OK) return st;
+  *out_host = NULL;
+  /* Unmappable memory is an answer, not a failure: the caller stages. */
+  if (st == BP_ERR_UNSUPPORTED) {
+    bp__log(BP_LOG_DEBUG, BP__LOG_MEMORY, "mem_map: device '%s' cannot map this memory (%s); staging instead",
+            d->entry.info.name, bp__plugin_error()[0] ? bp__plugin_error() : "no message");
+    return st;
+  }
+  return plugin_failed(st, d, "bp_buffer_copy: mem_map");
+}
+
+bp_status_t bp__call_mem_unmap(bp__device_t *d, uint64_t ptr, void *host) {
+  bp__plugin_error_reset();
+  return plugin_failed(d->desc->mem_unmap(d->handle, ptr, host), d, "bp_buffer_copy: mem_unmap");
+}
+
 /* ---- events (stream.c) ----------------------------------------------------------- */
 
 bool bp__plugin_has_events(const bp__device_t *d) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "xcopy.h"
 
 static void stream_release(bp__stream_t *s);
 
@@ -145,6 +146,9 @@ bp_status_t bp_event_record(bp_event_t *eh, bp_stream_t *sh) {
 bp_status_t bp_stream_wait_event(bp_stream_t *sh, bp_event_t *eh) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_stream_wait_event", "stream");
+  /* An event of another device: the core orders the two (xcopy_order.c). */
+  if (bp__handle_get(eh, BP__H_EVENT) && !bp__handle_get_on(eh, BP__H_EVENT, s->device->gate))
+    return bp__stream_wait_across(s, eh);
   bp__event_t *e;
   bp_status_t st = event_on(eh, s->device, "bp_stream_wait_event", "event", &e);
   if (st != BP_OK) return st;
@@ -164,6 +168,10 @@ bp_status_t bp_event_elapsed_ms(bp_event_t *starth, bp_event_t *endh, double *ou
   if (!out_ms) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_event_elapsed_ms: out_ms is NULL");
   *out_ms = 0;
   BP__ENTER(bp__event_t, start, starth, BP__H_EVENT, "bp_event_elapsed_ms", "start");
+  if (bp__handle_get(endh, BP__H_EVENT) && !bp__handle_get_on(endh, BP__H_EVENT, start->device->gate))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "bp_event_elapsed_ms: start and end are on different devices, whose clocks cannot be "
+                    "compared; time with two events of one device");
   bp__event_t *end;
   bp_status_t st = event_on(endh, start->device, "bp_event_elapsed_ms", "end", &end);
   if (st != BP_OK) return st;
@@ -200,4 +208,5 @@ void bp__device_release_children(bp__device_t *d) {
     free(b);
   }
   bp__device_release_kernels(d);
+  bp__xcopy_release(d);
 }

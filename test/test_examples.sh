@@ -36,7 +36,7 @@ export BACKPLANE_PLUGIN_PATH="$tmp/plugins"
 mkdir -p "$tmp/plugins" && chmod 755 "$tmp/plugins"
 fail=0
 run() { echo "--- $*"; "$@" || { echo "FAILED: $*"; fail=1; }; }
-for p in devices gemm attention graph custom_kernel; do
+for p in devices gemm attention graph custom_kernel several_devices; do
   cc -std=c11 -Wall -Wextra -Werror $cflags -o "$tmp/$p" "$ex/$p.c" $libs -lm
 done
 cc -shared -fPIC $cflags -o "$tmp/libscale.so" "$ex/scale_kernel.c"
@@ -49,6 +49,7 @@ run "$tmp/gemm"
 run "$tmp/attention"
 run "$tmp/graph"
 run "$tmp/custom_kernel" "$tmp/libscale.so"
+run "$tmp/several_devices"
 run "$tmp/use_hello"
 run "$dest$prefix/bin/bp" devices
 [ "$fail" = 0 ] && echo "test_examples: all examples built against the install and ran"

@@ -77,4 +77,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .graph_end = ocl_graph_end,
     .graph_launch = ocl_graph_launch,
     .graph_destroy = ocl_graph_destroy,
+    /* ABI 1.4 */
+    .mem_map = ocl_mem_map,
+    .mem_unmap = ocl_mem_unmap,
 };

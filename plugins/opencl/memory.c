@@ -66,3 +66,32 @@ bp_status_t ocl_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   if (err == CL_SUCCESS && blocking) err = ocl_api.clFinish(q);
   return err == CL_SUCCESS ? BP_OK : ocl_fail(err, "clEnqueueCopyBuffer");
 }
+
+/* Maps a range for the host, blocking on the device queue (the core has
+ * synchronised the device). On a CPU device (PoCL) the mapping is the
+ * buffer's own memory, so a copy to or from another device needs no staging;
+ * a write-only mapping tells the driver not to fetch what will be
+ * overwritten. */
+bp_status_t ocl_mem_map(bp_plugin_device_t *device, uint64_t ptr, uint64_t offset, uint64_t size,
+                        uint32_t flags, void **out_host) {
+  ocl_device_t *d = (ocl_device_t *)device;
+  *out_host = NULL;
+  cl_map_flags how = 0;
+  if (flags & BP_MAP_READ) how |= CL_MAP_READ;
+  if (flags & BP_MAP_WRITE) how |= (flags & BP_MAP_READ) ? CL_MAP_WRITE : CL_MAP_WRITE_INVALIDATE_REGION;
+  cl_int err = CL_SUCCESS;
+  void *host = ocl_api.clEnqueueMapBuffer(d->queue, ocl_mem(ptr), CL_TRUE, how, (size_t)offset, (size_t)size, 0,
+                                          NULL, NULL, &err);
+  if (!host || err != CL_SUCCESS) return ocl_fail(err != CL_SUCCESS ? err : CL_MAP_FAILURE, "clEnqueueMapBuffer");
+  *out_host = host;
+  return BP_OK;
+}
+
+/* Unmaps and waits, so the device sees the host's writes before any later
+ * work runs. */
+bp_status_t ocl_mem_unmap(bp_plugin_device_t *device, uint64_t ptr, void *host) {
+  ocl_device_t *d = (ocl_device_t *)device;
+  cl_int err = ocl_api.clEnqueueUnmapMemObject(d->queue, ocl_mem(ptr), host, 0, NULL, NULL);
+  if (err == CL_SUCCESS) err = ocl_api.clFinish(d->queue);
+  return err == CL_SUCCESS ? BP_OK : ocl_fail(err, "clEnqueueUnmapMemObject");
+}

@@ -83,4 +83,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .graph_end = vkb_graph_end,
     .graph_launch = vkb_graph_launch,
     .graph_destroy = vkb_graph_destroy,
+    /* fields below: ABI 1.4 */
+    .mem_map = vkb_mem_map,
+    .mem_unmap = vkb_mem_unmap,
 };

@@ -331,3 +331,24 @@ bp_status_t vkb_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   if (size == 0) return BP_OK;
   return on_stream((vkb_device_t *)device, stream, copy_fn, &x);
 }
+
+/* Device memory that is host-visible (unified devices such as lavapipe) is
+ * mapped for the whole life of its block: the mapping is handed out as is.
+ * It is coherent, so nothing needs flushing, and the core has synchronised
+ * the device before asking. */
+bp_status_t vkb_mem_map(bp_plugin_device_t *device, uint64_t ptr, uint64_t offset, uint64_t size,
+                        uint32_t flags, void **out_host) {
+  (void)device, (void)size, (void)flags;
+  vkb_alloc_t *a = vkb_ptr(ptr);
+  *out_host = NULL;
+  if (!a->map) return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: this device's memory is not host-visible");
+  *out_host = a->map + offset;
+  return BP_OK;
+}
+
+/* Nothing to undo: the block stays mapped, and coherent memory needs no
+ * flush before the next submission sees the host's writes. */
+bp_status_t vkb_mem_unmap(bp_plugin_device_t *device, uint64_t ptr, void *host) {
+  (void)device, (void)ptr, (void)host;
+  return BP_OK;
+}

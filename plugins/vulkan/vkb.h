@@ -230,6 +230,9 @@ VKB_HIDDEN bp_status_t vkb_mem_read(bp_plugin_device_t *device, bp_plugin_stream
 VKB_HIDDEN bp_status_t vkb_mem_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                     uint64_t dst, uint64_t dst_offset, uint64_t src,
                                     uint64_t src_offset, uint64_t size);
+VKB_HIDDEN bp_status_t vkb_mem_map(bp_plugin_device_t *device, uint64_t ptr, uint64_t offset,
+                                   uint64_t size, uint32_t flags, void **out_host);
+VKB_HIDDEN bp_status_t vkb_mem_unmap(bp_plugin_device_t *device, uint64_t ptr, void *host);
 static inline vkb_alloc_t *vkb_ptr(uint64_t p) {
   return (vkb_alloc_t *)(uintptr_t)p;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_copy.h"
 #include "bench_layers.h"
 #include "bench_fallback.h"
 #include "bench_anchor.h"
@@ -96,7 +97,9 @@ static void bench_help(FILE *f) {
           "  --quick       a small subset that runs in a few seconds\n"
           "  --json FILE   also write one record per case to FILE ('-': stdout)\n"
           "  --anchors DIR the anchors' virtual environment (see above)\n"
-          "  --no-isolate  probe plugins in this process instead of a child\n\n"
+          "  --no-isolate  probe plugins in this process instead of a child\n"
+          "  --copies      instead: copy bandwidth between every pair of devices\n"
+          "                beside host memcpy (bp bench --copies --help)\n\n"
           "Progress is shown on stderr when it is a terminal.\n"
           "Exit status: 0 (also when an op is unsupported or an anchor absent),\n"
           "1 when no device could be opened, 2 on a usage error.\n",
@@ -496,6 +499,8 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
 }
 
 int bp_cmd_bench(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) /* copy bandwidth: its own options */
+    if (!strcmp(argv[i], "--copies")) return bench_copy_main(argc, argv);
   if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
   if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
   bench_opts_t o = {0};
