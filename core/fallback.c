@@ -194,14 +194,18 @@ typedef struct local_args {
 #undef LOCAL_MEMBER
   } u;
   bp_plugin_tensor_t *adam; /* Adam's four arrays, owned */
-  staged_t *staged;
+  staged_t *staged;         /* inline, or owned for Adam */
+  staged_t inline_staged[BP__OP_MAX_TENSORS];
   uint32_t count;
 } local_args_t;
 
 /* Copies args into la and lists the tensors to stage; Adam's arrays are
  * copied so they can be remapped. */
 static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *args) {
-  memset(la, 0, sizeof *la);
+  la->adam = NULL;
+  la->staged = NULL;
+  la->count = 0;
+  memset(la->inline_staged, 0, sizeof la->inline_staged);
   memcpy(&la->u, args, bp__op_args_size(op));
   bp_plugin_tensor_t *list[BP__OP_MAX_TENSORS];
   bool outs[BP__OP_MAX_TENSORS] = {false};
@@ -226,7 +230,7 @@ static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *arg
     for (uint32_t i = 0; i < n; i++) list[i] = (bp_plugin_tensor_t *)((char *)&la->u + off[i]);
     if (n) outs[n - 1] = true; /* the table lists the output last */
   }
-  la->staged = calloc(n ? n : 1, sizeof *la->staged);
+  la->staged = op == BP_OP_ADAM ? calloc(n ? n : 1, sizeof *la->staged) : la->inline_staged;
   if (!la->staged) return bp__fail(BP_ERR_OUT_OF_MEMORY, "fallback: out of host memory");
   for (uint32_t i = 0; i < n; i++) {
     staged_t *g = &la->staged[la->count];
@@ -245,7 +249,7 @@ static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *arg
 static void local_args_free(bp__device_t *td, local_args_t *la) {
   for (uint32_t i = 0; i < la->count; i++)
     if (la->staged[i].block) bp__pool_free(td, la->staged[i].block);
-  free(la->staged);
+  if (la->staged != la->inline_staged) free(la->staged);
   free(la->adam);
 }
 
@@ -359,6 +363,8 @@ bp_status_t bp__fallback_run(bp__stream_t *s, bp_op_t op, const void *args, cons
     bp__fallback_record(d, op, why, r, &cost, bp__fallback_now_ns() - t0);
     return BP_OK;
   }
-  if (!notes[0]) return bp__fail(why->status, "%s", why->text);
-  return bp__fail(why->status, "%s (fallback found no other device that runs it: %s)", why->text, notes);
+  bp__refusal_t w = *why; /* its text, written now */
+  if (!notes[0]) return bp__fail(w.status, "%s", bp__refusal_text(&w));
+  return bp__fail(w.status, "%s (fallback found no other device that runs it: %s)", bp__refusal_text(&w),
+                  notes);
 }

@@ -54,10 +54,15 @@ void bp__fallback_record(bp__device_t *d, bp_op_t op, const bp__refusal_t *why, 
   bp__fallback_t *fb = d->fallback;
   const bp_device_entry_t *to = &d->context->ranked[r];
   bool first = false;
+  bp__refusal_t w; /* a copy whose text is written, once per new record */
   pthread_mutex_lock(&fb->lock);
   bp__fallback_rec_t *x = find_or_add(fb, op, why, r, &first);
+  if (first || (x && x->stat.count == 0)) {
+    w = *why;
+    bp__refusal_text(&w);
+  }
   if (x && x->stat.count == 0) {
-    snprintf(x->stat.reason_text, sizeof x->stat.reason_text, "%s", why->text);
+    snprintf(x->stat.reason_text, sizeof x->stat.reason_text, "%s", w.text);
     snprintf(x->stat.target, sizeof x->stat.target, "%s", to->info.name);
     snprintf(x->stat.target_backend, sizeof x->stat.target_backend, "%s", to->backend);
   }
@@ -75,7 +80,7 @@ void bp__fallback_record(bp__device_t *d, bp_op_t op, const bp__refusal_t *why, 
             "inputs copied there and results back (logged once per op, dtype and reason; "
             "bp_device_fallback_stats counts them)",
             bp_op_name(op), bp_dtype_name(why->dtype), d->entry.info.name, d->entry.backend,
-            reason_word(why->reason), why->text, to->info.name, to->backend);
+            reason_word(why->reason), w.text, to->info.name, to->backend);
 }
 
 bp_status_t bp_device_fallback_stats(bp_device_t *h, bp_fallback_stat_t *out_stats, uint32_t capacity,

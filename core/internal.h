@@ -421,8 +421,14 @@ typedef struct bp__refusal {
   bp_fallback_reason_t reason;
   bp_dtype_t dtype;   /* the dtype refused */
   bp_status_t status; /* BP_ERR_UNSUPPORTED */
+  bp_op_t op;
+  /* What the text is made of when it is written on demand (opname NULL:
+   * text is already complete). Borrowed from the device's records. */
+  const char *opname, *device, *backend;
   char text[512];     /* the refusal's message, as the caller would see it */
 } bp__refusal_t;
+/* The refusal's message, written into why->text on first use. */
+const char *bp__refusal_text(bp__refusal_t *why);
 
 /* An op's argument struct has at most this many tensor fields. */
 #define BP__OP_MAX_TENSORS 8

@@ -59,52 +59,71 @@ bool bp__plugin_claims(const bp_plugin_descriptor_t *x, const bp_device_info_t *
   return op_entry(x, op) && (info->op_dtypes[op] & BP_DTYPE_BIT(dtype));
 }
 
-/* Whether a device cannot run op for dtype; *why then says so in the
- * words bp__require_op has always used (no thread message is set). */
+/* Whether a device cannot run op for dtype; *why (may be NULL) then says
+ * why: its text, in the words bp__require_op has always used, is written
+ * now when format is true, else on demand (bp__refusal_text), so that a
+ * fallback that repeats pays no formatting. No thread message is set. */
 static bool unclaimed(const bp_plugin_descriptor_t *x, const bp_device_info_t *info, const char *backend,
-                      bp_op_t op, bp_dtype_t dtype, const char *opname, bp__refusal_t *why) {
-  *why = (bp__refusal_t){BP_FALLBACK_NO_ENTRY, dtype, BP_ERR_UNSUPPORTED, ""};
-  if (!op_entry(x, op))
-    snprintf(why->text, sizeof why->text, "%s: backend '%s' does not implement %s", opname, backend,
-             bp_op_name(op));
-  else if (!(info->op_dtypes[op] & BP_DTYPE_BIT(dtype))) {
-    why->reason = BP_FALLBACK_DTYPE;
-    snprintf(why->text, sizeof why->text, "%s: device '%s' (%s) does not support %s for %s", opname,
-             info->name, backend, bp_op_name(op), bp_dtype_name(dtype));
-  } else
-    return false;
+                      bp_op_t op, bp_dtype_t dtype, const char *opname, bp__refusal_t *why, bool format) {
+  bool no_entry = !op_entry(x, op);
+  if (!no_entry && (info->op_dtypes[op] & BP_DTYPE_BIT(dtype))) return false;
+  if (!why) return true;
+  why->reason = no_entry ? BP_FALLBACK_NO_ENTRY : BP_FALLBACK_DTYPE;
+  why->dtype = dtype;
+  why->status = BP_ERR_UNSUPPORTED;
+  why->op = op;
+  why->opname = opname;
+  why->device = info->name;
+  why->backend = backend;
+  why->text[0] = '\0';
+  if (format) bp__refusal_text(why);
   return true;
+}
+
+const char *bp__refusal_text(bp__refusal_t *why) {
+  if (why->text[0] || !why->opname) return why->text;
+  if (why->reason == BP_FALLBACK_NO_ENTRY)
+    snprintf(why->text, sizeof why->text, "%s: backend '%s' does not implement %s", why->opname, why->backend,
+             bp_op_name(why->op));
+  else
+    snprintf(why->text, sizeof why->text, "%s: device '%s' (%s) does not support %s for %s", why->opname,
+             why->device, why->backend, bp_op_name(why->op), bp_dtype_name(why->dtype));
+  return why->text;
 }
 
 /* The dtypes the public entries ask a device to claim for op: the first
  * tensor's (every other float operand shares it), a cast's target's too,
  * each parameter's for Adam. */
-bool bp__plugin_claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
-                            const char *backend, bp_op_t op, const void *args, bp__refusal_t *out_why) {
-  bp__refusal_t why;
-  bp__refusal_t *w = out_why ? out_why : &why;
+static bool claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info, const char *backend,
+                        bp_op_t op, const void *args, bp__refusal_t *out_why, bool format) {
   if (op == BP_OP_ADAM) {
     const bp_adam_args_t *a = args;
     for (uint32_t i = 0; i < a->count; i++)
-      if (unclaimed(x, info, backend, op, a->params[i].dtype, bp_op_name(op), w)) return false;
+      if (unclaimed(x, info, backend, op, a->params[i].dtype, bp_op_name(op), out_why, format)) return false;
     return true;
   }
   size_t off[BP__OP_MAX_TENSORS];
   int k = bp__op_tensor_offsets(op, off);
-  if (k == 0) return !unclaimed(x, info, backend, op, BP_F32, bp_op_name(op), w);
+  if (k == 0) return !unclaimed(x, info, backend, op, BP_F32, bp_op_name(op), out_why, format);
   for (int i = 0; i < k && i < (op == BP_OP_CAST ? 2 : 1); i++) {
     bp_dtype_t dt = ((const bp_plugin_tensor_t *)((const char *)args + off[i]))->dtype;
-    if (unclaimed(x, info, backend, op, dt, bp_op_name(op), w)) return false;
+    if (unclaimed(x, info, backend, op, dt, bp_op_name(op), out_why, format)) return false;
   }
   return true;
 }
 
+bool bp__plugin_claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
+                            const char *backend, bp_op_t op, const void *args, bp__refusal_t *out_why) {
+  return claims_args(x, info, backend, op, args, out_why, true);
+}
+
 bp_status_t bp__require_op(const bp__device_t *d, bp_op_t op, bp_dtype_t dtype,
                            const char *opname) {
-  bp__refusal_t why;
-  if (!unclaimed(d->desc, &d->entry.info, d->entry.backend, op, dtype, opname, &why)) return BP_OK;
+  if (!unclaimed(d->desc, &d->entry.info, d->entry.backend, op, dtype, opname, NULL, false)) return BP_OK;
   /* Another device can run it: bp__call_op decides, at the one door. */
   if (bp__fallback_possible(d, op, dtype)) return BP_OK;
+  bp__refusal_t why;
+  unclaimed(d->desc, &d->entry.info, d->entry.backend, op, dtype, opname, &why, true);
   return bp__fail(why.status, "%s", why.text);
 }
 
@@ -139,8 +158,9 @@ static bp_status_t call_op_locked(bp__stream_t *s, bp_op_t op, const void *args)
 static bp_status_t run_or_fall_back(bp__stream_t *s, bp_op_t op, const void *args) {
   bp__device_t *d = s->device;
   bp__refusal_t why;
-  if (!bp__plugin_claims_args(d->desc, &d->entry.info, d->entry.backend, op, args, &why))
-    return d->fallback ? bp__fallback_run(s, op, args, &why) : bp__fail(why.status, "%s", why.text);
+  if (!claims_args(d->desc, &d->entry.info, d->entry.backend, op, args, &why, false))
+    return d->fallback ? bp__fallback_run(s, op, args, &why)
+                       : bp__fail(why.status, "%s", bp__refusal_text(&why));
   bp_status_t st = call_op_locked(s, op, args);
   if (st != BP_ERR_UNSUPPORTED || !d->fallback) return st;
   why.reason = BP_FALLBACK_REFUSED;
@@ -151,6 +171,7 @@ static bp_status_t run_or_fall_back(bp__stream_t *s, bp_op_t op, const void *arg
   else if (bp__op_tensor_offsets(op, off) > 0)
     why.dtype = ((const bp_plugin_tensor_t *)((const char *)args + off[0]))->dtype;
   why.status = st;
+  why.opname = NULL; /* the text is the plugin's message, kept now */
   snprintf(why.text, sizeof why.text, "%s", bp_last_error());
   return bp__fallback_run(s, op, args, &why);
 }
