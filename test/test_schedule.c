@@ -211,8 +211,10 @@ static int teardown(void **state) {
   (void)state;
   bp_context_destroy(ctx);
   unlink(cache_path);
-  char lock[PATH_MAX + 8];
+  char lock[PATH_MAX + 32];
   snprintf(lock, sizeof lock, "%s.lock", cache_path);
+  unlink(lock);
+  snprintf(lock, sizeof lock, "%s.static.lock", cache_path); /* test_mixed_graph_static's */
   unlink(lock);
   return 0;
 }
