@@ -6,8 +6,9 @@
 #   test_comm_mpi.sh     $(B)/test/comm_rank under mpirun -np 4 on loopback:
 #                        the grid, the staging path, mismatched calls, a
 #                        killed rank, the data-parallel example, comm-bench
-#   test_comm_nccl.sh    comm-nccl.so on the "cuda" device, over the CUDA
-#                        driver shim and the NCCL shim, 2 ranks
+#   test_comm_nccl.sh    comm-nccl.so on the "cuda" device and comm-rccl.so
+#                        on the "rocm" device, over the CUDA and HIP shims
+#                        and the NCCL shim, 2 ranks each
 #   test_comm_netns.sh   3 ranks on 3 "hosts" (network namespaces joined by
 #                        veth pairs and a bridge, launched through
 #                        test/comm_netns_agent.sh): the grid, a cut link
@@ -44,6 +45,11 @@ $(B)/obj/test/shims/nccl/nccl.o: CFLAGS_EXTRA := -fvisibility=hidden
 $(NCCL_SHIM): $(B)/obj/test/shims/nccl/nccl.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libnccl.so.2 $(LDFLAGS_BASE) -o $@ $< -lm
-TEST_SUPPORT += $(NCCL_SHIM)
+# RCCL keeps NCCL's API: the same shim under RCCL's name.
+RCCL_SHIM := $(B)/test/shims/nccl/librccl.so.1
+$(RCCL_SHIM): $(B)/obj/test/shims/nccl/nccl.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,librccl.so.1 $(LDFLAGS_BASE) -o $@ $< -lm
+TEST_SUPPORT += $(NCCL_SHIM) $(RCCL_SHIM)
 
 TESTS += $(B)/test/test_comm_api test/test_comm_mpi.sh test/test_comm_netns.sh test/test_comm_nccl.sh

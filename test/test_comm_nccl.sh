@@ -1,50 +1,61 @@
 #!/bin/sh
-# comm-nccl.so in CI: the "cuda" device over the CUDA driver shim and NCCL
-# over its CPU shim (test/shims/nccl: ranks are processes sharing memory),
-# 2 ranks started here with RANK/WORLD_SIZE (as torchrun does; no mpirun)
-# meeting through an id file (BACKPLANE_NCCL_ID_FILE). Modes of
-# $(B)/test/comm_rank on the cuda device, with BACKPLANE_COMM=nccl:
+# comm-nccl.so and comm-rccl.so in CI: the "cuda" device over the CUDA
+# driver shim and the "rocm" device over the HIP runtime shim, NCCL (and
+# RCCL, which keeps its API) over a CPU shim (test/shims/nccl: ranks are
+# processes sharing memory), 2 ranks started here with RANK/WORLD_SIZE (as
+# torchrun does; no mpirun) meeting through an id file. Modes of
+# $(B)/test/comm_rank on the device, with BACKPLANE_COMM naming the plugin:
 #   grid      every collective x dtype x count on device pointers, f16 and
-#             bf16 reduced by NCCL itself (no widening, no staging)
+#             bf16 reduced by the library itself (no widening, no staging)
 #   mismatch  mismatched calls fail on both ranks, the communicator survives
 #   dead      rank 1 is killed: rank 0 gets an error (the shim gives up on a
 #             missing peer after BP_NCCL_SHIM_TIMEOUT_MS)
-# This checks the plugin's host logic, not NCCL's kernels; on a machine
+# This checks the plugins' host logic, not NCCL's kernels; on a machine
 # with a GPU the same script runs against the real libraries when
-# BP_NCCL_REAL=1 (BACKPLANE_CUDA_DRIVER and BACKPLANE_NCCL_LIBRARY unset).
+# BP_NCCL_REAL=1 (nccl only, with the system's libcuda and libnccl).
 set -u
 b=$(cd "${LD_LIBRARY_PATH%%:*}/.." && pwd)
 rank=$b/test/comm_rank
-[ -x "$rank" ] && [ -f "$b/plugins/comm-nccl.so" ] || { echo "SKIP: comm_rank or comm-nccl.so not built"; exit 77; }
-if [ -z "${BP_NCCL_REAL:-}" ]; then
-  export BACKPLANE_CUDA_DRIVER=$b/test/shims/cuda/libcuda.so.1
-  export BACKPLANE_NCCL_LIBRARY=$b/test/shims/nccl/libnccl.so.2
-fi
-export BACKPLANE_COMM=nccl BP_NCCL_SHIM_TIMEOUT_MS=2000
+[ -x "$rank" ] || { echo "SKIP: $rank not built"; exit 77; }
+export BP_NCCL_SHIM_TIMEOUT_MS=2000
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The shim's probe verdicts must not come from a cache made without it.
 export BACKPLANE_PROBE_CACHE=$tmp/probe-cache.bin
 fail=0
 
-# run NAME WANT_OK_LINES: both ranks, a fresh rendezvous file each time.
+# run PLUGIN DEVICE NAME WANT_OK_LINES: both ranks, a fresh rendezvous file.
 run() {
-  name=$1 want=$2
-  export BACKPLANE_NCCL_ID_FILE=$tmp/id-$name
+  plugin=$1 dev=$2 name=$3 want=$4
+  export BACKPLANE_NCCL_ID_FILE=$tmp/id-$plugin-$name BACKPLANE_RCCL_ID_FILE=$tmp/id-$plugin-$name
   start=$(date +%s)
-  RANK=0 WORLD_SIZE=2 timeout 120 "$rank" "$name" cuda > "$tmp/$name.0" 2>&1 &
+  RANK=0 WORLD_SIZE=2 BACKPLANE_COMM=$plugin timeout 120 "$rank" "$name" "$dev" > "$tmp/$name.0" 2>&1 &
   pid=$!
-  RANK=1 WORLD_SIZE=2 timeout 120 "$rank" "$name" cuda > "$tmp/$name.1" 2>&1
+  RANK=1 WORLD_SIZE=2 BACKPLANE_COMM=$plugin timeout 120 "$rank" "$name" "$dev" > "$tmp/$name.1" 2>&1
   wait $pid
-  oks=$(cat "$tmp/$name.0" "$tmp/$name.1" | grep -c "^rank [0-9]: $name: ok (2 ranks, plugin nccl)")
+  oks=$(cat "$tmp/$name.0" "$tmp/$name.1" | grep -c "^rank [0-9]: $name: ok (2 ranks, plugin $plugin)")
   if [ "$oks" -eq "$want" ] && ! grep -q FAILED "$tmp/$name.0" "$tmp/$name.1"; then
-    echo "ok: $name over nccl ($oks ranks, $(( $(date +%s) - start )) s)"
+    echo "ok: $name over $plugin on $dev ($oks ranks, $(( $(date +%s) - start )) s)"
     grep -h "^rank 0: dead: error" "$tmp/$name.0" || true
   else
-    echo "FAILED: $name over nccl: $oks of $want ranks ok"; tail -n 15 "$tmp/$name.0" "$tmp/$name.1"; fail=1
+    echo "FAILED: $name over $plugin on $dev: $oks of $want ranks ok"; tail -n 15 "$tmp/$name.0" "$tmp/$name.1"
+    fail=1
   fi
 }
-run grid 2
-run mismatch 2
-run dead 1
+for v in nccl rccl; do
+  [ -f "$b/plugins/comm-$v.so" ] || { echo "FAILED: comm-$v.so not built"; fail=1; continue; }
+  if [ -n "${BP_NCCL_REAL:-}" ]; then
+    [ $v = nccl ] || continue
+  elif [ $v = nccl ]; then
+    export BACKPLANE_CUDA_DRIVER=$b/test/shims/cuda/libcuda.so.1 BACKPLANE_NCCL_LIBRARY=$b/test/shims/nccl/libnccl.so.2
+  else
+    export BACKPLANE_HIP_RUNTIME=$b/test/shims/hip/libamdhip64.so BACKPLANE_HIPRTC=$b/test/shims/hip/libhiprtc.so
+    export BACKPLANE_RCCL_LIBRARY=$b/test/shims/nccl/librccl.so.1
+  fi
+  dev=cuda
+  [ $v = rccl ] && dev=rocm
+  run $v $dev grid 2
+  run $v $dev mismatch 2
+  run $v $dev dead 1
+done
 exit $fail

@@ -1,10 +1,11 @@
 /*
- * descriptor.c — comm-nccl.so's descriptor: probe, and communicators made
- * with ncclCommInitRank on a stream of their own in the device's primary
- * context. The ranks share NCCL's unique id through a file rendezvous:
- * rank 0 writes it (to a temporary name, then renamed, so nobody reads half
- * an id) at the path the bootstrap string "file:PATH" or
- * BACKPLANE_NCCL_ID_FILE names, and the others wait for it within the
+ * descriptor.c — the descriptor of comm-nccl.so (and, built with
+ * -DBP_COMM_RCCL, comm-rccl.so): probe, and communicators made with
+ * ncclCommInitRank on a stream of their own (gpu.h). The ranks share the
+ * unique id through a file rendezvous: rank 0 writes it (to a temporary
+ * name, then renamed, so nobody reads half an id) at the path the
+ * bootstrap string "file:PATH" or BACKPLANE_NCCL_ID_FILE
+ * (BACKPLANE_RCCL_ID_FILE) names, and the others wait for it within the
  * timeout; one rank needs no rendezvous. The path must be fresh for each
  * job. Size and rank come from the options, else from mpirun's environment
  * (OMPI_COMM_WORLD_SIZE/RANK), else from RANK/WORLD_SIZE (torchrun's).
@@ -33,21 +34,22 @@ static int env_int(const char *a, const char *b) {
 static bp_status_t nccl_probe(bp_comm_info_t *info) {
   bp_status_t st = nccl_lib_open();
   if (st != BP_OK) return st;
-  int version = 0, count = 0;
+  int version = 0, count = gpu_device_count();
   nccl.ncclGetVersion(&version);
-  if (nccl.cuInit(0) != CUDA_SUCCESS || nccl.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
-    nccl_host->set_error("no CUDA device (cuInit or cuDeviceGetCount failed, or none found)");
+  if (count == 0) {
+    nccl_host->set_error("no " VENDOR_DEVICE " device (the runtime found none, or failed to start)");
     return BP_ERR_UNAVAILABLE;
   }
-  snprintf(info->library, sizeof info->library, "NCCL %d.%d.%d", version / 10000, version / 100 % 100,
-           version % 100);
-  info->memory_kinds = BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_CUDA);
+  snprintf(info->library, sizeof info->library, VENDOR_LIBRARY " %d.%d.%d", version / 10000,
+           version / 100 % 100, version % 100);
+  info->memory_kinds = BP_COMM_MEMORY_BIT(VENDOR_MEMORY);
   info->reduce_dtypes = (1u << BP_DTYPE_COUNT) - 1;
   info->score_hint = 20;
   info->launched_rank = env_int("OMPI_COMM_WORLD_RANK", "RANK");
   info->launched_size = env_int("OMPI_COMM_WORLD_SIZE", "WORLD_SIZE");
   snprintf(info->description, sizeof info->description,
-           "CUDA device memory on %d device(s); rendezvous: bootstrap \"file:PATH\" or BACKPLANE_NCCL_ID_FILE",
+           VENDOR_DEVICE " device memory on %d device(s); rendezvous: bootstrap \"file:PATH\" or "
+           VENDOR_ID_FILE_ENV,
            count);
   return BP_OK;
 }
@@ -91,46 +93,25 @@ static bp_status_t find_ranks(const bp_comm_config_t *cfg, int *rank, int *size,
   *rank = cfg->size > 0 ? cfg->rank : env_int("OMPI_COMM_WORLD_RANK", "RANK");
   if (*size <= 0) *size = 1, *rank = 0;
   *path = cfg->bootstrap && !strncmp(cfg->bootstrap, "file:", 5) ? cfg->bootstrap + 5
-                                                                   : nccl_host->getenv("BACKPLANE_NCCL_ID_FILE");
+                                                                   : nccl_host->getenv(VENDOR_ID_FILE_ENV);
   if (*rank < 0 || *rank >= *size) {
     nccl_host->set_error("rank %d is not in 0..%d", *rank, *size - 1);
     return BP_ERR_INVALID_ARGUMENT;
   }
   if (*size > 1 && (!*path || !(*path)[0])) {
-    nccl_host->set_error("%d ranks need a rendezvous for NCCL's id: bootstrap \"file:PATH\" or "
-                         "BACKPLANE_NCCL_ID_FILE (a fresh path per job)", *size);
+    nccl_host->set_error("%d ranks need a rendezvous for " VENDOR_LIBRARY "'s id: bootstrap \"file:PATH\" or "
+                         VENDOR_ID_FILE_ENV " (a fresh path per job)", *size);
     return BP_ERR_INVALID_ARGUMENT;
   }
   return BP_OK;
 }
 
 static bp_status_t open_context(const bp_comm_config_t *cfg, nccl_comm_t *c) {
-  if (cfg->memory != BP_COMM_MEMORY_CUDA) {
-    nccl_host->set_error("NCCL is given CUDA device memory only");
+  if (cfg->memory != VENDOR_MEMORY) {
+    nccl_host->set_error(VENDOR_LIBRARY " is given " VENDOR_DEVICE " device memory only");
     return BP_ERR_UNSUPPORTED;
   }
-  if (nccl.cuDeviceGet(&c->dev, cfg->device_ordinal < 0 ? 0 : cfg->device_ordinal) != CUDA_SUCCESS ||
-      nccl.cuDevicePrimaryCtxRetain(&c->ctx, c->dev) != CUDA_SUCCESS) {
-    nccl_host->set_error("cannot retain the primary context of CUDA device %d", cfg->device_ordinal);
-    return BP_ERR_UNAVAILABLE;
-  }
-  nccl.cuCtxPushCurrent(c->ctx);
-  bool ok = nccl.cuStreamCreate(&c->stream, 1 /* CU_STREAM_NON_BLOCKING */) == CUDA_SUCCESS &&
-            nccl.cuMemAlloc(&c->scratch, sizeof(float)) == CUDA_SUCCESS;
-  CUcontext popped;
-  nccl.cuCtxPopCurrent(&popped);
-  if (!ok) nccl_host->set_error("cannot create a CUDA stream or a scratch word on device %d", cfg->device_ordinal);
-  return ok ? BP_OK : BP_ERR_UNAVAILABLE;
-}
-
-static void close_context(nccl_comm_t *c) {
-  if (!c->ctx) return;
-  nccl.cuCtxPushCurrent(c->ctx);
-  if (c->scratch) nccl.cuMemFree(c->scratch);
-  if (c->stream) nccl.cuStreamDestroy(c->stream);
-  CUcontext popped;
-  nccl.cuCtxPopCurrent(&popped);
-  nccl.cuDevicePrimaryCtxRelease(c->dev);
+  return gpu_attach(&c->gpu, cfg->device_ordinal < 0 ? 0 : cfg->device_ordinal);
 }
 
 static bp_status_t nccl_comm_create(const bp_comm_config_t *cfg, bp_plugin_comm_t **out, int32_t *out_rank,
@@ -150,14 +131,13 @@ static bp_status_t nccl_comm_create(const bp_comm_config_t *cfg, bp_plugin_comm_
   }
   if (st == BP_OK && size > 1) st = rendezvous(path, rank, cfg->timeout_ms, &id);
   if (st == BP_OK) {
-    nccl.cuCtxPushCurrent(c->ctx);
+    gpu_enter(&c->gpu);
     ncclResult_t r = nccl.ncclCommInitRank(&c->comm, size, id, rank);
-    CUcontext popped;
-    nccl.cuCtxPopCurrent(&popped);
+    gpu_leave(&c->gpu);
     if (r != ncclSuccess) st = nccl_failed(NULL, "ncclCommInitRank", r);
   }
   if (st != BP_OK) {
-    close_context(c);
+    gpu_detach(&c->gpu);
     free(c);
     return st;
   }
@@ -173,7 +153,7 @@ static void nccl_comm_destroy(bp_plugin_comm_t *c) {
   /* An aborted communicator is already freed by NCCL; a broken one is
    * aborted, since destroying it would wait for its peers. */
   if (c->comm && !c->aborted) (c->broken ? nccl.ncclCommAbort : nccl.ncclCommDestroy)(c->comm);
-  close_context(c);
+  gpu_detach(&c->gpu);
   free(c);
 }
 
@@ -182,9 +162,10 @@ BP_PLUGIN_EXPORT const bp_comm_descriptor_t bp_comm_descriptor = {
     .abi_major = BP_COMM_ABI_MAJOR,
     .abi_minor = BP_COMM_ABI_MINOR,
     .struct_size = sizeof(bp_comm_descriptor_t),
-    .name = "nccl",
+    .name = VENDOR_NAME,
     .version = "0.1.0",
-    .description = "collectives on CUDA memory through NCCL (libnccl.so.2, opened at run time)",
+    .description = "collectives on " VENDOR_DEVICE " memory through " VENDOR_LIBRARY " (" VENDOR_SONAME
+                   ", opened at run time)",
     .init = nccl_init_plugin,
     .shutdown = nccl_shutdown_plugin,
     .probe = nccl_probe,

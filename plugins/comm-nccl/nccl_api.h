@@ -1,8 +1,9 @@
 /*
- * nccl_api.h — the part of NCCL's API (libnccl.so.2, NCCL 2.x) and of the
- * CUDA driver API the nccl comm plugin uses, declared here so that it
- * builds without NCCL or CUDA headers; the values are NCCL's own (nccl.h).
- * test/shims/nccl implements the same declarations on the CPU for CI.
+ * nccl_api.h — the part of NCCL's API (libnccl.so.2, NCCL 2.x) the nccl
+ * and rccl comm plugins use, declared here so that they build without NCCL
+ * or RCCL headers; the values are NCCL's own (nccl.h), which RCCL
+ * (librccl.so.1) keeps. test/shims/nccl implements the same declarations
+ * on the CPU for CI.
  */
 #ifndef BP_COMM_NCCL_API_H
 #define BP_COMM_NCCL_API_H
@@ -10,7 +11,7 @@
 #include <stddef.h>
 
 typedef struct ncclComm *ncclComm_t;
-typedef void *cudaStream_t; /* the same handle as the driver's CUstream */
+typedef void *cudaStream_t; /* CUstream, or hipStream_t under RCCL */
 #define NCCL_UNIQUE_ID_BYTES 128
 typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
@@ -64,29 +65,5 @@ typedef enum {
                              cudaStream_t st))                                                     \
   X(ncclResult_t, ncclRecv, (void *r, size_t n, ncclDataType_t t, int peer, ncclComm_t c,          \
                              cudaStream_t st))
-
-/* The CUDA driver calls: a context for the device, a stream of our own,
- * and polling it (CUDA_ERROR_NOT_READY 600 while work is pending). */
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef unsigned long long CUdeviceptr;
-#define CUDA_SUCCESS 0
-#define CUDA_ERROR_NOT_READY 600
-/* (field, exported symbol, parameters): the symbols the CUDA backend uses
- * too (plugins/cuda/cuda_driver.h), _v2 where the driver has one. */
-#define CUDA_FUNCTIONS(X)                                                                          \
-  X(cuInit, "cuInit", (unsigned flags))                                                           \
-  X(cuDeviceGetCount, "cuDeviceGetCount", (int *count))                                           \
-  X(cuDeviceGet, "cuDeviceGet", (CUdevice * dev, int ordinal))                                    \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * ctx, CUdevice dev))        \
-  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                    \
-  X(cuCtxPushCurrent, "cuCtxPushCurrent_v2", (CUcontext ctx))                                     \
-  X(cuCtxPopCurrent, "cuCtxPopCurrent_v2", (CUcontext * ctx))                                     \
-  X(cuStreamCreate, "cuStreamCreate", (cudaStream_t * s, unsigned flags))                         \
-  X(cuStreamDestroy, "cuStreamDestroy_v2", (cudaStream_t s))                                      \
-  X(cuStreamQuery, "cuStreamQuery", (cudaStream_t s))                                             \
-  X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr * p, size_t size))                                  \
-  X(cuMemFree, "cuMemFree_v2", (CUdeviceptr p))
 
 #endif /* BP_COMM_NCCL_API_H */

@@ -1,13 +1,12 @@
 /*
- * nccl_lib.c — opening NCCL and the CUDA driver at run time, and waiting
- * for NCCL's work against a deadline. NCCL queues each collective on a
- * CUDA stream of the plugin's own and returns; the stream is then polled
- * (cuStreamQuery) together with ncclCommGetAsyncError until the deadline,
+ * nccl_lib.c — opening NCCL (or RCCL) and the GPU runtime at run time, and
+ * waiting for their work against a deadline. NCCL queues each collective
+ * on a stream of the plugin's own and returns; the stream is then polled
+ * (gpu_query) together with ncclCommGetAsyncError until the deadline,
  * after which the communicator is aborted (ncclCommAbort frees NCCL's
  * kernels waiting for peers that will never come) and broken.
  */
 #include <dlfcn.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -23,36 +22,28 @@ static const char *env(const char *name) {
   return v && v[0] ? v : NULL;
 }
 
-static bp_status_t resolve(void *nl, void *cl) {
-#define NCCL_FN_RESOLVE(ret, name, params)                                                       \
-  if (!(*(void **)&nccl.name = dlsym(nl, #name))) {                                              \
-    nccl_host->set_error("libnccl has no %s: not NCCL 2.x", #name);                              \
+static bp_status_t resolve(void *nl, const char *name) {
+#define NCCL_FN_RESOLVE(ret, fn, params)                                                         \
+  if (!(*(void **)&nccl.fn = dlsym(nl, #fn))) {                                                  \
+    nccl_host->set_error("%s has no %s: not NCCL 2.x's API", name, #fn);                          \
     return BP_ERR_UNAVAILABLE;                                                                   \
   }
   NCCL_FUNCTIONS(NCCL_FN_RESOLVE)
 #undef NCCL_FN_RESOLVE
-#define CUDA_FN_RESOLVE(field, symbol, params)                                                   \
-  if (!(*(void **)&nccl.field = dlsym(cl, symbol))) {                                            \
-    nccl_host->set_error("the CUDA driver has no %s", symbol);                                   \
-    return BP_ERR_UNAVAILABLE;                                                                   \
-  }
-  CUDA_FUNCTIONS(CUDA_FN_RESOLVE)
-#undef CUDA_FN_RESOLVE
   return BP_OK;
 }
 
 bp_status_t nccl_lib_open(void) {
   pthread_mutex_lock(&open_lock);
-  bp_status_t st = BP_OK;
-  if (!nccl.nccl_dl) {
-    const char *nname = env("BACKPLANE_NCCL_LIBRARY") ? env("BACKPLANE_NCCL_LIBRARY") : "libnccl.so.2";
-    const char *cname = env("BACKPLANE_CUDA_DRIVER") ? env("BACKPLANE_CUDA_DRIVER") : "libcuda.so.1";
-    void *cl = dlopen(cname, RTLD_NOW | RTLD_LOCAL), *nl = cl ? dlopen(nname, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (!cl || !nl) {
+  bp_status_t st = nccl.nccl_dl ? BP_OK : gpu_open();
+  if (st == BP_OK && !nccl.nccl_dl) {
+    const char *name = env(VENDOR_LIBRARY_ENV) ? env(VENDOR_LIBRARY_ENV) : VENDOR_SONAME;
+    void *nl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!nl) {
       const char *e = dlerror();
-      nccl_host->set_error("%s not found (%s)", cl ? nname : cname, e ? e : "dlopen failed");
+      nccl_host->set_error("%s not found (%s)", name, e ? e : "dlopen failed");
       st = BP_ERR_UNAVAILABLE;
-    } else if ((st = resolve(nl, cl)) == BP_OK) {
+    } else if ((st = resolve(nl, name)) == BP_OK) {
       nccl.nccl_dl = nl; /* never dlclosed, like every library a plugin opens */
     } else {
       memset(&nccl, 0, sizeof nccl);
@@ -78,10 +69,11 @@ bp_status_t nccl_failed(nccl_comm_t *c, const char *fn, ncclResult_t r) {
 bp_status_t nccl_wait(nccl_comm_t *c, uint32_t timeout_ms, const char *fn) {
   double deadline = now_ms() + timeout_ms;
   for (long sleep_ns = 1000;; ) {
-    CUresult q = nccl.cuStreamQuery(c->stream);
-    if (q == CUDA_SUCCESS) return BP_OK;
-    if (q != CUDA_ERROR_NOT_READY) {
-      nccl_host->set_error("%s: cuStreamQuery failed (CUDA error %d); the communicator is broken", fn, q);
+    int q = gpu_query(&c->gpu);
+    if (q == 0) return BP_OK;
+    if (q < 0) {
+      nccl_host->set_error("%s: querying the stream failed (%s error %d); the communicator is broken", fn,
+                           VENDOR_DEVICE, -q);
       c->broken = true;
       return BP_ERR_DEVICE_LOST;
     }

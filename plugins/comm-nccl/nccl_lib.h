@@ -1,6 +1,6 @@
 /*
- * nccl_lib.h — comm-nccl.so's internals: the NCCL and CUDA entry points it
- * resolved (nccl_lib.c) and one communicator.
+ * nccl_lib.h — the internals of comm-nccl.so and comm-rccl.so: the NCCL
+ * (or RCCL) entry points resolved (nccl_lib.c) and one communicator.
  */
 #ifndef BP_COMM_NCCL_LIB_H
 #define BP_COMM_NCCL_LIB_H
@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "comm-api.h"
+#include "gpu.h"
 #include "nccl_api.h"
 
 typedef struct nccl_lib {
@@ -16,27 +17,20 @@ typedef struct nccl_lib {
 #define NCCL_FN_FIELD(ret, name, params) ret(*name) params;
   NCCL_FUNCTIONS(NCCL_FN_FIELD)
 #undef NCCL_FN_FIELD
-#define CUDA_FN_FIELD(field, symbol, params) CUresult(*field) params;
-  CUDA_FUNCTIONS(CUDA_FN_FIELD)
-#undef CUDA_FN_FIELD
 } nccl_lib_t;
 
 extern nccl_lib_t nccl;
 extern const bp_host_services_t *nccl_host;
 
-/* Opens BACKPLANE_CUDA_DRIVER (else libcuda.so.1) and
- * BACKPLANE_NCCL_LIBRARY (else libnccl.so.2) and resolves everything;
- * BP_ERR_UNAVAILABLE with the reason otherwise. Idempotent, thread-safe. */
+/* Opens the GPU runtime (gpu.h) and VENDOR_LIBRARY_ENV's library (else
+ * VENDOR_SONAME) and resolves everything; BP_ERR_UNAVAILABLE with the
+ * reason otherwise. Idempotent, thread-safe. */
 bp_status_t nccl_lib_open(void);
 
-/* One communicator: NCCL's, on a stream of its own in the device's
- * primary context. */
+/* One communicator: NCCL's, on a stream of its own (gpu.h). */
 typedef struct bp_plugin_comm {
   ncclComm_t comm;
-  CUdevice dev;
-  CUcontext ctx;
-  cudaStream_t stream;
-  CUdeviceptr scratch; /* one float: the barrier's all-reduce */
+  gpu_side_t gpu;
   int rank, size;
   bool broken, aborted;
 } nccl_comm_t;

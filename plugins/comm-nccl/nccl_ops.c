@@ -1,6 +1,6 @@
 /*
  * nccl_ops.c — the collectives: each queued on the communicator's stream
- * with the device's context current, then waited for against the deadline
+ * with the device current (gpu_enter), then waited for against the deadline
  * (nccl_wait). The core hands device pointers of the same device and has
  * already synchronised the backend's stream, so the work is ordered.
  */
@@ -37,8 +37,8 @@ static bp_status_t usable(nccl_comm_t *c, const bp_comm_args_t *a) {
     nccl_host->set_error("the communicator is broken by an earlier failure");
     return BP_ERR_UNAVAILABLE;
   }
-  if (a->memory != BP_COMM_MEMORY_CUDA) {
-    nccl_host->set_error("NCCL is given CUDA device memory only");
+  if (a->memory != VENDOR_MEMORY) {
+    nccl_host->set_error(VENDOR_LIBRARY " is given " VENDOR_DEVICE " device memory only");
     return BP_ERR_UNSUPPORTED;
   }
   return BP_OK;
@@ -48,8 +48,7 @@ static bp_status_t usable(nccl_comm_t *c, const bp_comm_args_t *a) {
  * current (the driver's stream calls need it). */
 static bp_status_t finish(nccl_comm_t *c, ncclResult_t r, const bp_comm_args_t *a, const char *fn) {
   bp_status_t st = r != ncclSuccess && r != ncclInProgress ? nccl_failed(c, fn, r) : nccl_wait(c, a->timeout_ms, fn);
-  CUcontext popped;
-  nccl.cuCtxPopCurrent(&popped);
+  gpu_leave(&c->gpu);
   return st;
 }
 
@@ -57,49 +56,49 @@ static bp_status_t finish(nccl_comm_t *c, ncclResult_t r, const bp_comm_args_t *
   do {                                                                                             \
     bp_status_t st_ = usable(c, a);                                                                \
     if (st_ != BP_OK) return st_;                                                                  \
-    nccl.cuCtxPushCurrent((c)->ctx);                                                               \
+    gpu_enter(&(c)->gpu);                                                                          \
     return finish(c, call, a, fn);                                                                 \
   } while (0)
 
 bp_status_t nccl_all_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclAllReduce", nccl.ncclAllReduce(a->send, a->recv, a->count, nccl_type(a->dtype),
-                                                    nccl_op(a->op), c->comm, c->stream));
+                                                    nccl_op(a->op), c->comm, c->gpu.stream));
 }
 
 bp_status_t nccl_all_gather(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclAllGather",
-          nccl.ncclAllGather(a->send, a->recv, a->count, nccl_type(a->dtype), c->comm, c->stream));
+          nccl.ncclAllGather(a->send, a->recv, a->count, nccl_type(a->dtype), c->comm, c->gpu.stream));
 }
 
 bp_status_t nccl_reduce_scatter(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclReduceScatter", nccl.ncclReduceScatter(a->send, a->recv, a->count, nccl_type(a->dtype),
-                                                            nccl_op(a->op), c->comm, c->stream));
+                                                            nccl_op(a->op), c->comm, c->gpu.stream));
 }
 
 bp_status_t nccl_broadcast(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclBroadcast", nccl.ncclBroadcast(a->send, a->recv, a->count, nccl_type(a->dtype), a->peer,
-                                                    c->comm, c->stream));
+                                                    c->comm, c->gpu.stream));
 }
 
 bp_status_t nccl_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclReduce", nccl.ncclReduce(a->send, a->recv, a->count, nccl_type(a->dtype), nccl_op(a->op),
-                                              a->peer, c->comm, c->stream));
+                                              a->peer, c->comm, c->gpu.stream));
 }
 
 bp_status_t nccl_send(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
-  ENQUEUE(c, a, "ncclSend", nccl.ncclSend(a->send, a->count, nccl_type(a->dtype), a->peer, c->comm, c->stream));
+  ENQUEUE(c, a, "ncclSend", nccl.ncclSend(a->send, a->count, nccl_type(a->dtype), a->peer, c->comm, c->gpu.stream));
 }
 
 bp_status_t nccl_recv(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
-  ENQUEUE(c, a, "ncclRecv", nccl.ncclRecv(a->recv, a->count, nccl_type(a->dtype), a->peer, c->comm, c->stream));
+  ENQUEUE(c, a, "ncclRecv", nccl.ncclRecv(a->recv, a->count, nccl_type(a->dtype), a->peer, c->comm, c->gpu.stream));
 }
 
 /* NCCL has no barrier: an all-reduce of one float in the scratch word
  * returns on no rank before every rank has entered it. */
 bp_status_t nccl_barrier(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   bp_comm_args_t b = *a;
-  b.memory = BP_COMM_MEMORY_CUDA;
-  ENQUEUE(c, &b, "ncclAllReduce (barrier)", nccl.ncclAllReduce((void *)(uintptr_t)c->scratch,
-                                                                (void *)(uintptr_t)c->scratch, 1, ncclFloat32,
-                                                                ncclSum, c->comm, c->stream));
+  b.memory = VENDOR_MEMORY;
+  ENQUEUE(c, &b, "ncclAllReduce (barrier)", nccl.ncclAllReduce((void *)(uintptr_t)c->gpu.scratch,
+                                                                (void *)(uintptr_t)c->gpu.scratch, 1, ncclFloat32,
+                                                                ncclSum, c->comm, c->gpu.stream));
 }

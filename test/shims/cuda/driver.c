@@ -398,13 +398,6 @@ CUresult cuStreamCreate(CUstream *s, unsigned flags) {
   return (CUresult)shim_stream_create((void **)s);
 }
 
-/* Every stream is synchronous here: a live stream has always finished. */
-__attribute__((visibility("default"))) CUresult cuStreamQuery(CUstream s);
-CUresult cuStreamQuery(CUstream s) {
-  NEED_CTX();
-  return shim_stream_ok(s, __func__) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   NEED_CTX();
   (void)flags;
