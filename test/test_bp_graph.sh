@@ -25,6 +25,10 @@ for want in "captured on 'partial' (rank 0, fallback on): scheduled over" \
             "(match)"; do
   grep -qF -- "$want" "$tmp/out" || err "bp graph --explain does not print '$want'"
 done
+"$bp" graph --device partial --size 16 --time 3 --no-isolate > "$tmp/out" 2> "$tmp/err" ||
+  err "bp graph --time exited $? ($(cat "$tmp/err"))"
+grep -q "^timed 3 runs, medians: graph launch .* B copied between devices per launch; .* B copied by fallback per pass" \
+  "$tmp/out" || err "bp graph --time does not print the timing line: $(cat "$tmp/out")"
 "$bp" graph --device partial --size 16 --no-fallback --no-isolate > "$tmp/out" 2> "$tmp/err"
 [ $? = 1 ] || err "bp graph --no-fallback on partial should exit 1"
 grep -q "does not implement gemm" "$tmp/err" || err "bp graph --no-fallback does not say why: $(cat "$tmp/err")"

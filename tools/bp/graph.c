@@ -19,14 +19,14 @@
 typedef struct graph_opts {
   const char *device;
   bool explain, no_fallback;
-  unsigned long long n;
+  unsigned long long n, time; /* --size; --time: runs to time, 0: none */
   bpt_context_flags_t ctx;
 } graph_opts_t;
 
 static void graph_help(FILE *f) {
   fprintf(f,
-          "usage: bp graph [--explain] [--device SEL] [--size N] [--no-fallback]\n"
-          "                [--no-isolate]\n\n"
+          "usage: bp graph [--explain] [--device SEL] [--size N] [--time RUNS]\n"
+          "                [--no-fallback] [--no-isolate]\n\n"
           "Captures a demo graph on a device (gemm n x n, softmax, gelu in f32, then a\n"
           "cast to f64, exp and a row sum in f64), launches it once and checks the\n"
           "result against the same ops run one by one on cpu-ref. When the device\n"
@@ -38,6 +38,10 @@ static void graph_help(FILE *f) {
           "  --device SEL   the device to capture on, as in 'bp devices' (default:\n"
           "                 the best)\n"
           "  --size N       n, from 1 to 4096 (default 64)\n"
+          "  --time RUNS    then times RUNS launches of the graph and RUNS passes of\n"
+          "                the same ops issued one by one (fallback per op where\n"
+          "                the device cannot run one): the median of each and the\n"
+          "                bytes each copies between devices\n"
           "  --no-fallback  open the device with fallback off: an op it cannot run\n"
           "                 is refused at capture, as without the scheduler\n"
           "  --no-isolate   probe plugins in this process instead of a child\n\n"
@@ -50,7 +54,7 @@ static int parse(int argc, char **argv, graph_opts_t *o) {
       {"help", no_argument, NULL, 'h'},         {"explain", no_argument, NULL, 'e'},
       {"device", required_argument, NULL, 'd'}, {"size", required_argument, NULL, 's'},
       {"no-fallback", no_argument, NULL, 'f'},  {"no-isolate", no_argument, NULL, 'n'},
-      {NULL, 0, NULL, 0}};
+      {"time", required_argument, NULL, 't'},   {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("graph", argc, argv, "h", longopts, &started)) != -1;) {
     switch (c) {
@@ -59,6 +63,9 @@ static int parse(int argc, char **argv, graph_opts_t *o) {
     case 'd': o->device = optarg; break;
     case 's':
       if (!bpt_parse_count("graph", "--size", optarg, 1, 4096, &o->n)) return BPT_EXIT_USAGE;
+      break;
+    case 't':
+      if (!bpt_parse_count("graph", "--time", optarg, 1, 100000, &o->time)) return BPT_EXIT_USAGE;
       break;
     case 'f': o->no_fallback = true; break;
     case 'n': o->ctx.no_isolate = true; break;
@@ -146,6 +153,54 @@ static bool compare(demo_t *g, demo_t *ref, int64_t n, double *out_err) {
   return good;
 }
 
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Bytes fallback has copied for d so far, both ways. */
+static uint64_t fallback_bytes(bp_device_t *d) {
+  bp_fallback_stat_t st[64] = {{.struct_size = sizeof st[0]}};
+  uint32_t count = 0;
+  uint64_t sum = 0;
+  if (bp_device_fallback_stats(d, st, 64, &count) != BP_OK) return 0;
+  for (uint32_t i = 0; i < count && i < 64; i++) sum += st[i].bytes_in + st[i].bytes_out;
+  return sum;
+}
+
+/* Times o->time launches of graph, then as many passes of the ops issued
+ * directly (each waited for), and prints the medians and bytes copied. */
+static bool time_demo(demo_t *g, bp_graph_t *graph, const graph_opts_t *o) {
+  uint32_t runs = (uint32_t)o->time;
+  double *t = malloc(2 * runs * sizeof *t);
+  bool good = t != NULL;
+  for (uint32_t i = 0; i < runs && good; i++) {
+    double t0 = bpt_now();
+    good = ok(bp_graph_launch(graph, g->s), "launching") && ok(bp_stream_synchronize(g->s), "waiting");
+    t[i] = bpt_now() - t0;
+  }
+  uint64_t before = fallback_bytes(g->dev);
+  for (uint32_t i = 0; i < runs && good; i++) {
+    double t0 = bpt_now();
+    good = demo_issue(g, (int64_t)o->n) && ok(bp_stream_synchronize(g->s), "waiting");
+    t[runs + i] = bpt_now() - t0;
+  }
+  uint64_t eager_bytes = (fallback_bytes(g->dev) - before) / runs;
+  bp_graph_schedule_info_t info = {.struct_size = sizeof info};
+  good = good && ok(bp_graph_schedule(graph, &info), "reading the schedule");
+  if (good) {
+    qsort(t, runs, sizeof *t, by_value);
+    qsort(t + runs, runs, sizeof *t, by_value);
+    printf("timed %u runs, medians: graph launch %.3f ms, %llu B copied between devices per launch; "
+           "the same ops issued one by one %.3f ms, %llu B copied by fallback per pass\n",
+           runs, t[runs / 2] * 1e3,
+           (unsigned long long)(info.bytes_from_owners + info.bytes_between + info.bytes_to_owners),
+           t[runs + runs / 2] * 1e3, (unsigned long long)eager_bytes);
+  }
+  free(t);
+  return good;
+}
+
 static int run_demo(bp_context_t *ctx, const graph_opts_t *o) {
   int64_t n = (int64_t)o->n;
   demo_t g, ref;
@@ -174,6 +229,7 @@ static int run_demo(bp_context_t *ctx, const graph_opts_t *o) {
     printf("graph of %u calls on '%s': launched; row sums vs cpu-ref: max relative difference %.3g (%s)\n",
            bp_graph_size(graph), entry.info.name, err, err <= tol ? "match" : "MISMATCH");
     rc = err <= tol ? BPT_EXIT_OK : BPT_EXIT_FAIL;
+    if (rc == BPT_EXIT_OK && o->time && !time_demo(&g, graph, o)) rc = BPT_EXIT_FAIL;
   }
   bp_graph_destroy(graph);
   demo_free(&g);
