@@ -55,10 +55,13 @@ bp_status_t bp__schedule_record_elsewhere(bp__graph_t *g, bp_op_t op, const void
                                           const bp__refusal_t *why) {
   bp__device_t *d = bp__graph_device(g);
   if (!d->fallback)
-    return bp__fail(why->status, "%s; an op captured into a graph does not fall back to another device "
-                    "when fallback is off", why->text);
+    return bp__fail(why->status,
+                    "%s; an op captured into a graph does not fall back to another device "
+                    "when fallback is off",
+                    why->text);
   if (!elsewhere(d, op, args))
-    return bp__fail(why->status, "%s (and no other device claims it, so the graph scheduler cannot place it)",
+    return bp__fail(why->status,
+                    "%s (and no other device claims it, so the graph scheduler cannot place it)",
                     why->text);
   bp_status_t st = bp__graph_record(g, op, args);
   if (st != BP_OK) return st;
@@ -92,8 +95,10 @@ bp_status_t bp__schedule_refused(bp__graph_t *g, bp__stream_t *s, uint32_t call,
   c->why.status = st;
   c->why.dtype = bp__sched_dtype(bp__graph_op(g, call), bp__graph_args(g, call));
   snprintf(c->why.text, sizeof c->why.text, "%s", bp_last_error());
-  bp__log(BP_LOG_INFO, BP__LOG_API, "graph: call %u (%s) refused by '%s' (%s); the graph is scheduled across "
-          "devices from now on", call, bp_op_name(bp__graph_op(g, call)), d->entry.info.name, c->why.text);
+  bp__log(BP_LOG_INFO, BP__LOG_API,
+          "graph: call %u (%s) refused by '%s' (%s); the graph is scheduled across "
+          "devices from now on",
+          call, bp_op_name(bp__graph_op(g, call)), d->entry.info.name, c->why.text);
   bp__clear_error();
   st = bp__schedule_plan(g);
   if (st != BP_OK) return st;

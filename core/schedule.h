@@ -71,16 +71,16 @@ typedef enum bp__place_reason {
 
 /* What the scheduler knows of one call. */
 typedef struct bp__sched_call {
-  bool marked;            /* refused by the graph's device (at capture or launch) */
-  bp__refusal_t why;      /* why, when marked */
-  uint64_t refused_by;    /* ranks whose plugin refused it at a launch */
-  uint32_t rank;          /* placed on this ranked device */
+  bool marked;         /* refused by the graph's device (at capture or launch) */
+  bp__refusal_t why;   /* why, when marked */
+  uint64_t refused_by; /* ranks whose plugin refused it at a launch */
+  uint32_t rank;       /* placed on this ranked device */
   bp__place_reason_t reason;
-  double est_ms;          /* the cost model's figure for it there */
-  bool measured;          /* est_ms came from the tuning cache */
-  double here_ms;         /* its figure on the graph's device (0: cannot) */
-  uint64_t bytes_in;      /* copied for it before it runs */
-  uint64_t bytes_out;     /* copied off its device after it (end of its run) */
+  double est_ms;      /* the cost model's figure for it there */
+  bool measured;      /* est_ms came from the tuning cache */
+  double here_ms;     /* its figure on the graph's device (0: cannot) */
+  uint64_t bytes_in;  /* copied for it before it runs */
+  uint64_t bytes_out; /* copied off its device after it (end of its run) */
 } bp__sched_call_t;
 
 /* Where one region's working copy lives (from the planner's count). */
@@ -115,8 +115,9 @@ double bp__sched_cost_ms(const bp_context_t *ctx, uint32_t r, bp_op_t op, const 
                          bool *out_measured);
 /* The tuning-cache key of op with args on ranked device r (bucket and op
  * name are written into the caller's buffers). */
-void bp__sched_tune_key(const bp_context_t *ctx, uint32_t r, bp_op_t op, const void *args, char *opname,
-                        size_t opsize, char *bucket, size_t bsize, bp_tune_key_t *out);
+void bp__sched_tune_key(const bp_context_t *ctx, uint32_t r, bp_op_t op, const void *args,
+                        char *opname, size_t opsize, char *bucket, size_t bsize,
+                        bp_tune_key_t *out);
 /* Bytes an op's tensors span, all together. */
 uint64_t bp__sched_bytes(bp_op_t op, const void *args);
 

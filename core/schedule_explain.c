@@ -19,7 +19,8 @@ static const char *const reason_words[] = {
 };
 
 /* Resolves graph for a report; the caller leaves *gate. */
-static bp_status_t graph_open(const bp_graph_t *gh, const char *fn, bp__graph_t **out, bp__gate_t **gate) {
+static bp_status_t graph_open(const bp_graph_t *gh, const char *fn, bp__graph_t **out,
+                              bp__gate_t **gate) {
   void *obj;
   bp_status_t st = bp__handle_enter(gh, BP__H_GRAPH, fn, "graph", &obj, gate);
   if (st != BP_OK) return st;
@@ -57,8 +58,8 @@ static void placement_of(bp__graph_t *g, uint32_t i, bp_graph_placement_t *p) {
   if (c->marked)
     snprintf(p->why, sizeof p->why, "%s", c->why.text);
   else if (c->reason == BP__PLACE_COST)
-    snprintf(p->why, sizeof p->why, "%.4f ms there against %.4f ms on '%s', copies counted", c->est_ms, c->here_ms,
-             d->entry.info.name);
+    snprintf(p->why, sizeof p->why, "%.4f ms there against %.4f ms on '%s', copies counted",
+             c->est_ms, c->here_ms, d->entry.info.name);
   else
     snprintf(p->why, sizeof p->why, "the graph's device runs it");
 }
@@ -67,16 +68,18 @@ bp_status_t bp_graph_placement(const bp_graph_t *gh, uint32_t call, bp_graph_pla
   bp__clear_error();
   const char *fn = "bp_graph_placement";
   if (!out || out->struct_size != sizeof *out)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL or its struct_size is not sizeof(bp_graph_placement_t)",
-                    fn);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: out is NULL or its struct_size is not sizeof(bp_graph_placement_t)", fn);
   bp__graph_t *g;
   bp__gate_t *gate = NULL;
   bp_status_t st = graph_open(gh, fn, &g, &gate);
   if (st != BP_OK) return st;
   bp__graph_lock(g);
   uint32_t n = bp__graph_count(g);
-  if (call >= n) st = bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: call %u is past the graph's %u calls", fn, call, n);
-  else placement_of(g, call, out);
+  if (call >= n)
+    st = bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: call %u is past the graph's %u calls", fn, call, n);
+  else
+    placement_of(g, call, out);
   bp__graph_unlock(g);
   bp__gate_leave(gate);
   return st;
@@ -106,7 +109,8 @@ bp_status_t bp_graph_schedule(const bp_graph_t *gh, bp_graph_schedule_info_t *ou
   const char *fn = "bp_graph_schedule";
   if (!out || out->struct_size != sizeof *out)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                    "%s: out is NULL or its struct_size is not sizeof(bp_graph_schedule_info_t)", fn);
+                    "%s: out is NULL or its struct_size is not sizeof(bp_graph_schedule_info_t)",
+                    fn);
   bp__graph_t *g;
   bp__gate_t *gate = NULL;
   bp_status_t st = graph_open(gh, fn, &g, &gate);
@@ -151,7 +155,8 @@ bp_status_t bp_graph_explain(const bp_graph_t *gh, char *buf, size_t size, size_
   bp__clear_error();
   const char *fn = "bp_graph_explain";
   if (out_len) *out_len = 0;
-  if (!buf && size) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: buf is NULL and size is not 0", fn);
+  if (!buf && size)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: buf is NULL and size is not 0", fn);
   bp__graph_t *g;
   bp__gate_t *gate = NULL;
   bp_status_t st = graph_open(gh, fn, &g, &gate);
@@ -162,8 +167,8 @@ bp_status_t bp_graph_explain(const bp_graph_t *gh, char *buf, size_t size, size_
   bp__device_t *d = bp__graph_device(g);
   bp_graph_schedule_info_t info;
   info_of(g, &info);
-  put(&t, "graph of %u calls captured on '%s' (rank %u, fallback %s): ", info.calls, d->entry.info.name,
-      d->entry.rank, d->fallback ? "on" : "off");
+  put(&t, "graph of %u calls captured on '%s' (rank %u, fallback %s): ", info.calls,
+      d->entry.info.name, d->entry.rank, d->fallback ? "on" : "off");
   if (info.scheduled)
     put(&t, "scheduled over %u devices in %u runs\n", info.devices, info.runs);
   else
@@ -172,12 +177,16 @@ bp_status_t bp_graph_explain(const bp_graph_t *gh, char *buf, size_t size, size_
   const bp__schedule_t *sc = *bp__graph_schedule(g);
   for (uint32_t k = 0; info.scheduled && k < sc->segments; k++) {
     const bp__sched_home_t *h = &sc->homes[k];
-    put(&t, "  region %u: %llu B, working copy on %s (%u of %u uses)\n", k, (unsigned long long)(h->hi - h->lo),
-        d->context->ranked[h->home].info.name, h->users, h->total);
+    put(&t, "  region %u: %llu B, working copy on %s (%u of %u uses)\n", k,
+        (unsigned long long)(h->hi - h->lo), d->context->ranked[h->home].info.name, h->users,
+        h->total);
   }
   if (info.scheduled)
-    put(&t, "copies per launch: %llu B into working copies, %llu B between runs, %llu B back to the buffers "
-        "(%u regions)\n", (unsigned long long)info.bytes_from_owners, (unsigned long long)info.bytes_between,
+    put(&t,
+        "copies per launch: %llu B into working copies, %llu B between runs, %llu B back to the "
+        "buffers "
+        "(%u regions)\n",
+        (unsigned long long)info.bytes_from_owners, (unsigned long long)info.bytes_between,
         (unsigned long long)info.bytes_to_owners, info.regions);
   bp__graph_unlock(g);
   bp__gate_leave(gate);

@@ -66,8 +66,10 @@ bool bp__sched_byte_range(const bp_plugin_tensor_t *t, uint64_t *lo, uint64_t *h
   for (int i = 0; i < t->rank; i++) {
     if (t->shape[i] == 0) return false;
     int64_t span = (t->shape[i] - 1) * t->strides[i];
-    if (span < 0) below += span;
-    else above += span;
+    if (span < 0)
+      below += span;
+    else
+      above += span;
   }
   *lo = t->offset + (uint64_t)(below * es);
   *hi = t->offset + (uint64_t)(above * es + es);

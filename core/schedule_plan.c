@@ -49,8 +49,10 @@ static double flops(bp_op_t op, const void *args) {
   const bp_plugin_tensor_t *t[BP__OP_MAX_TENSORS];
   int k = tensors(op, args, t);
   switch (op) {
-  case BP_OP_GEMM: return 2.0 * (double)numel(t[2]) * (double)t[0]->shape[t[0]->rank - 1];
-  case BP_OP_GEMV: return 2.0 * (double)numel(t[0]);
+  case BP_OP_GEMM:
+    return 2.0 * (double)numel(t[2]) * (double)t[0]->shape[t[0]->rank - 1];
+  case BP_OP_GEMV:
+    return 2.0 * (double)numel(t[0]);
   case BP_OP_CONV2D: {
     const bp_conv2d_args_t *a = args;
     return 2.0 * (double)numel(&a->y) * (double)(a->w.shape[1] * a->w.shape[2] * a->w.shape[3]);
@@ -65,7 +67,8 @@ static double flops(bp_op_t op, const void *args) {
     for (uint32_t i = 0; i < a->count; i++) n += (double)numel(&a->params[i]);
     return 16.0 * n;
   }
-  default: break;
+  default:
+    break;
   }
   double most = 0; /* elementwise, norms, reductions: a few per element */
   for (int i = 0; i < k; i++) most = fmax(most, (double)numel(t[i]));
@@ -77,7 +80,8 @@ uint64_t bp__sched_bytes(bp_op_t op, const void *args) {
   if (op == BP_OP_ADAM) {
     const bp_adam_args_t *a = args;
     for (uint32_t i = 0; i < a->count; i++) {
-      const bp_plugin_tensor_t *four[4] = {&a->params[i], &a->grads[i], &a->exp_avg[i], &a->exp_avg_sq[i]};
+      const bp_plugin_tensor_t *four[4] = {&a->params[i], &a->grads[i], &a->exp_avg[i],
+                                           &a->exp_avg_sq[i]};
       for (int j = 0; j < 4; j++)
         if (bp__sched_byte_range(four[j], &lo, &hi)) sum += hi - lo;
     }
@@ -91,29 +95,38 @@ uint64_t bp__sched_bytes(bp_op_t op, const void *args) {
 }
 
 bp_dtype_t bp__sched_dtype(bp_op_t op, const void *args) {
-  if (op == BP_OP_ADAM) return ((const bp_adam_args_t *)args)->count ? ((const bp_adam_args_t *)args)->params[0].dtype
-                                                                     : BP_F32;
+  if (op == BP_OP_ADAM)
+    return ((const bp_adam_args_t *)args)->count ? ((const bp_adam_args_t *)args)->params[0].dtype
+                                                 : BP_F32;
   const bp_plugin_tensor_t *t[BP__OP_MAX_TENSORS];
   return tensors(op, args, t) ? t[0]->dtype : BP_F32;
 }
 
-void bp__sched_tune_key(const bp_context_t *ctx, uint32_t r, bp_op_t op, const void *args, char *opname,
-                        size_t opsize, char *bucket, size_t bsize, bp_tune_key_t *out) {
+void bp__sched_tune_key(const bp_context_t *ctx, uint32_t r, bp_op_t op, const void *args,
+                        char *opname, size_t opsize, char *bucket, size_t bsize,
+                        bp_tune_key_t *out) {
   const bp_device_entry_t *e = &ctx->ranked[r];
   uint64_t bytes = bp__sched_bytes(op, args);
   unsigned lg = 0;
   while (lg < 63 && (2ull << lg) <= bytes) lg++;
   snprintf(opname, opsize, "sched.%s", bp_op_name(op));
   snprintf(bucket, bsize, "b%u", bytes ? lg : 0); /* bytes in [2^b, 2^(b+1)) */
-  *out = (bp_tune_key_t){.struct_size = sizeof *out, .plugin = e->backend,
+  *out = (bp_tune_key_t){.struct_size = sizeof *out,
+                         .plugin = e->backend,
                          .plugin_version = ctx->plugins[ctx->ranked_plugin[r]].desc.version,
-                         .device = e->info.name, .driver_version = e->info.driver_version, .op = opname,
-                         .dtype = bp_dtype_name(bp__sched_dtype(op, args)), .bucket = bucket};
+                         .device = e->info.name,
+                         .driver_version = e->info.driver_version,
+                         .op = opname,
+                         .dtype = bp_dtype_name(bp__sched_dtype(op, args)),
+                         .bucket = bucket};
 }
 
-static double gbs(const bp_device_info_t *i) { return i->bandwidth_gbs > 0 ? i->bandwidth_gbs : BP__SCHED_DEFAULT_GBS; }
+static double gbs(const bp_device_info_t *i) {
+  return i->bandwidth_gbs > 0 ? i->bandwidth_gbs : BP__SCHED_DEFAULT_GBS;
+}
 
-double bp__sched_cost_ms(const bp_context_t *ctx, uint32_t r, bp_op_t op, const void *args, bool *out_measured) {
+double bp__sched_cost_ms(const bp_context_t *ctx, uint32_t r, bp_op_t op, const void *args,
+                         bool *out_measured) {
   char opname[64], bucket[16], value[BP_TUNE_VALUE_MAX];
   bp_tune_key_t key;
   bp__sched_tune_key(ctx, r, op, args, opname, sizeof opname, bucket, sizeof bucket, &key);
@@ -148,8 +161,8 @@ typedef struct plan {
   bool *measured;
 } plan_t;
 
-static bool candidate(const bp_context_t *ctx, const bp__sched_call_t *c, uint32_t r, uint32_t origin,
-                      bp_op_t op, const void *args) {
+static bool candidate(const bp_context_t *ctx, const bp__sched_call_t *c, uint32_t r,
+                      uint32_t origin, bp_op_t op, const void *args) {
   if (c->refused_by & (1ull << r)) return false;
   if (r == origin && c->marked) return false;
   return bp__sched_claims(ctx, r, op, args);
@@ -204,7 +217,8 @@ static void plan_apply(bp__graph_t *g, bp__schedule_t *sc, const plan_t *p) {
     double here = p->cost[i * p->nr + p->origin] != DBL_MAX ? p->own[i * p->nr + p->origin] : 0;
     c->here_ms = here;
     c->reason = best != p->origin ? BP__PLACE_COST : BP__PLACE_HERE;
-    if (c->marked) c->reason = c->why.reason == BP_FALLBACK_REFUSED ? BP__PLACE_REFUSED : BP__PLACE_UNSUPPORTED;
+    if (c->marked)
+      c->reason = c->why.reason == BP_FALLBACK_REFUSED ? BP__PLACE_REFUSED : BP__PLACE_UNSUPPORTED;
     if (best != p->origin) sc->active = true;
     best = p->from[i * p->nr + best];
   }
@@ -224,8 +238,10 @@ static void count_runs(bp__schedule_t *sc, uint32_t n) {
 static bp_status_t nowhere(bp__graph_t *g, const bp__schedule_t *sc, uint32_t i) {
   const bp__sched_call_t *c = &sc->calls[i];
   return bp__fail(BP_ERR_UNSUPPORTED, "graph scheduler: call %u (%s) can run on no device: %s%s", i,
-                  bp_op_name(bp__graph_op(g, i)), c->marked ? c->why.text : "every device that claims it refused it",
-                  c->refused_by ? " (and each other device that claims it refused it when it ran)" : "");
+                  bp_op_name(bp__graph_op(g, i)),
+                  c->marked ? c->why.text : "every device that claims it refused it",
+                  c->refused_by ? " (and each other device that claims it refused it when it ran)"
+                                : "");
 }
 
 bp_status_t bp__schedule_plan(bp__graph_t *g) {
@@ -242,7 +258,8 @@ bp_status_t bp__schedule_plan(bp__graph_t *g) {
   p.from = calloc(cells, sizeof *p.from);
   p.measured = calloc(cells, sizeof *p.measured);
   bp_status_t st = BP_OK;
-  if (!p.cost || !p.own || !p.from || !p.measured) st = bp__fail(BP_ERR_OUT_OF_MEMORY, "graph scheduler: out of host memory");
+  if (!p.cost || !p.own || !p.from || !p.measured)
+    st = bp__fail(BP_ERR_OUT_OF_MEMORY, "graph scheduler: out of host memory");
   for (uint32_t i = 0; i < n && st == BP_OK; i++)
     if (!plan_call(g, sc, &p, i)) st = nowhere(g, sc, i);
   if (st == BP_OK) {

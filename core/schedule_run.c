@@ -50,8 +50,8 @@ typedef struct seg {
 typedef struct exec {
   bp__graph_t *g;
   bp__schedule_t *sc;
-  bp__device_t *d;      /* the graph's (the owners') device */
-  bp__stream_t *s;      /* the launching stream (NULL when dry) */
+  bp__device_t *d; /* the graph's (the owners') device */
+  bp__stream_t *s; /* the launching stream (NULL when dry) */
   bool dry, measure;
   seg_t *segs;
   uint32_t nseg;
@@ -68,13 +68,13 @@ typedef struct local_args {
     BP_OP_TABLE(LOCAL_MEMBER)
 #undef LOCAL_MEMBER
   } u;
-  bp_plugin_tensor_t *adam;                 /* Adam's four arrays, owned */
+  bp_plugin_tensor_t *adam; /* Adam's four arrays, owned */
   bp_plugin_tensor_t *list[BP__OP_MAX_TENSORS];
-  bp_plugin_tensor_t **t;                   /* the tensors (list, or Adam's) */
-  bool *out;                                /* which are written */
+  bp_plugin_tensor_t **t; /* the tensors (list, or Adam's) */
+  bool *out;              /* which are written */
   bool outs[BP__OP_MAX_TENSORS];
   uint32_t n;
-  bool reads_output;                        /* beta != 0, Adam */
+  bool reads_output; /* beta != 0, Adam */
 } local_args_t;
 
 static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *args) {
@@ -85,7 +85,8 @@ static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *arg
   if (op != BP_OP_ADAM) {
     size_t off[BP__OP_MAX_TENSORS];
     la->n = (uint32_t)bp__op_tensor_offsets(op, off);
-    for (uint32_t i = 0; i < la->n; i++) la->list[i] = (bp_plugin_tensor_t *)((char *)&la->u + off[i]);
+    for (uint32_t i = 0; i < la->n; i++)
+      la->list[i] = (bp_plugin_tensor_t *)((char *)&la->u + off[i]);
     if (la->n) la->outs[la->n - 1] = true; /* the table lists the output last */
     la->t = la->list;
     la->out = la->outs;
@@ -96,7 +97,8 @@ static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *arg
   la->adam = malloc(4 * (size_t)c * sizeof *la->adam);
   la->t = malloc(4 * (size_t)c * sizeof *la->t);
   la->out = malloc(4 * (size_t)c * sizeof *la->out);
-  if (!la->adam || !la->t || !la->out) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
+  if (!la->adam || !la->t || !la->out)
+    return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
   const bp_adam_args_t *a = args;
   memcpy(la->adam, a->params, c * sizeof *la->adam);
   memcpy(la->adam + c, a->grads, c * sizeof *la->adam);
@@ -129,8 +131,10 @@ static seg_t *seg_find(exec_t *ex, uint64_t ptr, uint64_t off) {
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
     const seg_t *m = &ex->segs[mid];
-    if (m->ptr < ptr || (m->ptr == ptr && m->lo <= off)) lo = mid + 1;
-    else hi = mid;
+    if (m->ptr < ptr || (m->ptr == ptr && m->lo <= off))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   seg_t *sg = lo ? &ex->segs[lo - 1] : NULL;
   return sg && sg->ptr == ptr && off < sg->hi ? sg : NULL;
@@ -143,7 +147,8 @@ static int by_place(const void *a, const void *b) {
 }
 
 /* Calls f(ex, call, tensor's range, arg) for every tensor of calls from..count. */
-static bp_status_t each_range(exec_t *ex, uint32_t from, void (*f)(exec_t *, uint32_t, uint64_t, uint64_t, uint64_t, void *),
+static bp_status_t each_range(exec_t *ex, uint32_t from,
+                              void (*f)(exec_t *, uint32_t, uint64_t, uint64_t, uint64_t, void *),
                               void *arg) {
   for (uint32_t i = from; i < bp__graph_count(ex->g); i++) {
     local_args_t la;
@@ -163,7 +168,8 @@ typedef struct gather {
   bool failed;
 } gather_t;
 
-static void gather_range(exec_t *ex, uint32_t call, uint64_t ptr, uint64_t lo, uint64_t hi, void *arg) {
+static void gather_range(exec_t *ex, uint32_t call, uint64_t ptr, uint64_t lo, uint64_t hi,
+                         void *arg) {
   (void)ex, (void)call;
   gather_t *g = arg;
   if (g->n == g->cap) {
@@ -197,7 +203,8 @@ static void vote(exec_t *ex, uint32_t call, uint64_t ptr, uint64_t lo, uint64_t 
 static bp_status_t regions(exec_t *ex, uint32_t from) {
   gather_t g = {0};
   bp_status_t st = each_range(ex, from, gather_range, &g);
-  if (st == BP_OK && g.failed) st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
+  if (st == BP_OK && g.failed)
+    st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
   if (st != BP_OK || !g.n) {
     free(g.v);
     return st;
@@ -221,8 +228,10 @@ static bp_status_t regions(exec_t *ex, uint32_t from) {
 static bp_status_t segs_build(exec_t *ex, uint32_t from) {
   uint32_t nr = ex->d->context->device_count, origin = ex->d->entry.rank;
   bp_status_t st = regions(ex, from);
-  uint32_t *votes = st == BP_OK ? calloc((size_t)(ex->nseg ? ex->nseg : 1) * nr, sizeof *votes) : NULL;
-  if (st == BP_OK && !votes) st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
+  uint32_t *votes =
+      st == BP_OK ? calloc((size_t)(ex->nseg ? ex->nseg : 1) * nr, sizeof *votes) : NULL;
+  if (st == BP_OK && !votes)
+    st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
   votes_t vt = {votes, nr};
   if (st == BP_OK) st = each_range(ex, from, vote, &vt);
   bp__sched_home_t *homes = NULL;
@@ -281,19 +290,24 @@ static void copy_free(exec_t *ex, copy_t *c) {
 }
 
 /* Copies region bytes [lo, hi) from one place to another (NULL: the buffer). */
-static bp_status_t transfer(exec_t *ex, seg_t *sg, copy_t *to, copy_t *from, uint64_t lo, uint64_t hi) {
+static bp_status_t transfer(exec_t *ex, seg_t *sg, copy_t *to, copy_t *from, uint64_t lo,
+                            uint64_t hi) {
   if (ex->dry) return BP_OK;
-  bp__buffer_t tb = to ? range_buffer(to->dev, to->ptr, to->origin) : range_buffer(ex->d, sg->ptr, 0);
-  bp__buffer_t fb = from ? range_buffer(from->dev, from->ptr, from->origin) : range_buffer(ex->d, sg->ptr, 0);
+  bp__buffer_t tb =
+      to ? range_buffer(to->dev, to->ptr, to->origin) : range_buffer(ex->d, sg->ptr, 0);
+  bp__buffer_t fb =
+      from ? range_buffer(from->dev, from->ptr, from->origin) : range_buffer(ex->d, sg->ptr, 0);
   uint64_t toff = to ? to->base + (lo - sg->lo) : lo, foff = from ? from->base + (lo - sg->lo) : lo;
   if (tb.device == fb.device) /* a run on the owners' device, fed by the owner */
-    return bp__call_mem_copy(tb.device, NULL, tb.ptr, tb.origin + toff, fb.ptr, fb.origin + foff, hi - lo);
+    return bp__call_mem_copy(tb.device, NULL, tb.ptr, tb.origin + toff, fb.ptr, fb.origin + foff,
+                             hi - lo);
   return bp__copy_across(&tb, toff, &fb, foff, hi - lo);
 }
 
 /* Makes [lo, hi) of c (the region's working or run copy) hold the
  * region's current bytes, fetching what it lacks; call pays for it. */
-static bp_status_t ensure(exec_t *ex, seg_t *sg, copy_t *c, uint64_t lo, uint64_t hi, uint32_t call) {
+static bp_status_t ensure(exec_t *ex, seg_t *sg, copy_t *c, uint64_t lo, uint64_t hi,
+                          uint32_t call) {
   uint64_t glo, ghi;
   while (bp__ivs_first_gap(&c->valid, lo, hi, &glo, &ghi)) {
     copy_t *parent = c == &sg->run && sg->work.dev ? &sg->work : NULL;
@@ -304,8 +318,10 @@ static bp_status_t ensure(exec_t *ex, seg_t *sg, copy_t *c, uint64_t lo, uint64_
     if (st != BP_OK) return st;
     if (ex->dry) {
       ex->sc->calls[call].bytes_in += ghi - glo;
-      if (c == &sg->work) ex->sc->bytes_from_owners += ghi - glo;
-      else ex->sc->bytes_between += ghi - glo;
+      if (c == &sg->work)
+        ex->sc->bytes_from_owners += ghi - glo;
+      else
+        ex->sc->bytes_between += ghi - glo;
     }
   }
   return BP_OK;
@@ -316,7 +332,8 @@ static bp_status_t flush(exec_t *ex, seg_t *sg, copy_t *c, copy_t *parent, uint6
   for (uint32_t k = 0; k < c->dirty.n; k++) {
     uint64_t lo = c->dirty.iv[k][0], hi = c->dirty.iv[k][1];
     bp_status_t st = transfer(ex, sg, parent, c, lo, hi);
-    if (st == BP_OK && parent && (!bp__ivs_add(&parent->valid, lo, hi) || !bp__ivs_add(&parent->dirty, lo, hi)))
+    if (st == BP_OK && parent &&
+        (!bp__ivs_add(&parent->valid, lo, hi) || !bp__ivs_add(&parent->dirty, lo, hi)))
       st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
     if (st != BP_OK) return st;
     if (ex->dry) *counted += hi - lo;
@@ -366,7 +383,8 @@ static bp_status_t run_begin(exec_t *ex, uint32_t rank, char *why, size_t size) 
   }
   bp_stream_t *tok = bp__fallback_target_stream(ex->d, rank, why, size);
   void *obj = NULL;
-  if (!tok || bp__handle_enter(tok, BP__H_STREAM, "bp_graph_launch", "scheduler stream", &obj, &ex->rgate) != BP_OK) {
+  if (!tok || bp__handle_enter(tok, BP__H_STREAM, "bp_graph_launch", "scheduler stream", &obj,
+                               &ex->rgate) != BP_OK) {
     if (tok) snprintf(why, size, "%s", bp_last_error());
     ex->in_run = false;
     return BP_ERR_UNSUPPORTED;
@@ -398,7 +416,8 @@ static bp_status_t run_op(exec_t *ex, uint32_t i, bp_op_t op, const void *args, 
   double ms = now_ms() - t0;
   char opname[64], bucket[16], value[BP_TUNE_VALUE_MAX];
   bp_tune_key_t key;
-  bp__sched_tune_key(ex->d->context, ex->run_rank, op, orig, opname, sizeof opname, bucket, sizeof bucket, &key);
+  bp__sched_tune_key(ex->d->context, ex->run_rank, op, orig, opname, sizeof opname, bucket,
+                     sizeof bucket, &key);
   if (st == BP_OK && !bp__tune_lookup(&key, value, sizeof value)) {
     snprintf(value, sizeof value, "%.6f", ms);
     bp__tune_store(&key, value);
@@ -419,7 +438,8 @@ static bp_status_t run_call(exec_t *ex, uint32_t i) {
     w = malloc(la.n * sizeof *w);
     lo = malloc(la.n * sizeof *lo);
     hi = malloc(la.n * sizeof *hi);
-    if (!w || !lo || !hi) st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
+    if (!w || !lo || !hi)
+      st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
   }
   for (uint32_t j = 0; j < la.n && st == BP_OK; j++) {
     bp_plugin_tensor_t *t = la.t[j];
@@ -437,7 +457,8 @@ static bp_status_t run_call(exec_t *ex, uint32_t i) {
   }
   if (st == BP_OK && !ex->dry) st = run_op(ex, i, op, &la.u, args);
   for (uint32_t j = 0; j < la.n && st == BP_OK; j++)
-    if (la.out[j] && w[j] && (!bp__ivs_add(&w[j]->valid, lo[j], hi[j]) || !bp__ivs_add(&w[j]->dirty, lo[j], hi[j])))
+    if (la.out[j] && w[j] &&
+        (!bp__ivs_add(&w[j]->valid, lo[j], hi[j]) || !bp__ivs_add(&w[j]->dirty, lo[j], hi[j])))
       st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
   if (w != where) free(w), free(lo), free(hi);
   local_args_free(&la);
@@ -484,7 +505,8 @@ static void strike(exec_t *ex, uint32_t i, const char *why) {
 /* One pass from call `from`; *out_refused: the call a device refused. */
 static bp_status_t pass(exec_t *ex, uint32_t from, uint32_t *out_refused) {
   bp_status_t st = segs_build(ex, from);
-  if (st == BP_OK && !ex->dry) st = bp__call_stream_sync(ex->d, ex->s->handle); /* the inputs are written */
+  if (st == BP_OK && !ex->dry)
+    st = bp__call_stream_sync(ex->d, ex->s->handle); /* the inputs are written */
   for (uint32_t i = from; i < bp__graph_count(ex->g) && st == BP_OK; i++) {
     uint32_t rank = ex->sc->calls[i].rank;
     char why[512] = "";
@@ -508,7 +530,12 @@ static bp_status_t pass(exec_t *ex, uint32_t from, uint32_t *out_refused) {
 bp_status_t bp__sched_execute(bp__graph_t *g, bp__stream_t *s, uint32_t start, bool dry) {
   bp__schedule_t *sc = bp__schedule_of(g);
   if (!sc) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_graph_launch: out of host memory");
-  exec_t ex = {.g = g, .sc = sc, .d = bp__graph_device(g), .s = s, .dry = dry, .measure = !dry && !sc->measured_once};
+  exec_t ex = {.g = g,
+               .sc = sc,
+               .d = bp__graph_device(g),
+               .s = s,
+               .dry = dry,
+               .measure = !dry && !sc->measured_once};
   if (dry) {
     sc->bytes_from_owners = sc->bytes_between = sc->bytes_to_owners = 0;
     for (uint32_t i = 0; i < sc->count; i++) sc->calls[i].bytes_in = sc->calls[i].bytes_out = 0;

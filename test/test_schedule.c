@@ -70,8 +70,10 @@ static bufs_t bufs_make(bp_device_t *d, int seed) {
   bufs_t s;
   float v[N];
   for (int k = 0; k < NBUF; k++) {
-    if (k <= W) values(v, seed + k);
-    else sentinels(v);
+    if (k <= W)
+      values(v, seed + k);
+    else
+      sentinels(v);
     s.b[k] = buffer_with(d, v);
   }
   return s;
@@ -81,7 +83,8 @@ static void bufs_free(bufs_t *s) {
   for (int k = 0; k < NBUF; k++) bp_buffer_free(s->b[k]);
 }
 
-static bp_tensor_t tensor(bp_buffer_t *b, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+static bp_tensor_t tensor(bp_buffer_t *b, int64_t rows, int64_t cols, int64_t row_stride,
+                          int64_t col_stride) {
   bp_tensor_t t;
   int64_t shape[2] = {rows, cols}, strides[2] = {row_stride, col_stride};
   assert_int_equal(bp_tensor_init(b, 0, BP_F32, 2, shape, strides, &t), BP_OK);
@@ -91,15 +94,18 @@ static bp_tensor_t tensor(bp_buffer_t *b, int64_t rows, int64_t cols, int64_t ro
 /* Issues the six ops on s over the buffers in u. */
 static void issue(bp_stream_t *s, const bufs_t *u) {
   bp_tensor_t x = tensor(u->b[X], ROWS, COLS, COLS, 1), b = tensor(u->b[B], ROWS, COLS, COLS, 1);
-  bp_tensor_t y0 = tensor(u->b[Y0], ROWS, COLS, COLS, 1), y1 = tensor(u->b[Y1], ROWS, COLS, COLS, 1);
-  bp_tensor_t y2 = tensor(u->b[Y2], ROWS, COLS, COLS, 1), y3 = tensor(u->b[Y3], ROWS, COLS, COLS, 1);
-  bp_tensor_t y4 = tensor(u->b[Y4], ROWS, ROWS, ROWS, 1), y5 = tensor(u->b[Y5], ROWS, ROWS, COLS, 2);
+  bp_tensor_t y0 = tensor(u->b[Y0], ROWS, COLS, COLS, 1),
+              y1 = tensor(u->b[Y1], ROWS, COLS, COLS, 1);
+  bp_tensor_t y2 = tensor(u->b[Y2], ROWS, COLS, COLS, 1),
+              y3 = tensor(u->b[Y3], ROWS, COLS, COLS, 1);
+  bp_tensor_t y4 = tensor(u->b[Y4], ROWS, ROWS, ROWS, 1),
+              y5 = tensor(u->b[Y5], ROWS, ROWS, COLS, 2);
   assert_int_equal(bp_unary(s, BP_UNARY_NEG, &x, &y0), BP_OK);
   assert_int_equal(bp_softmax(s, &y0, 1, false, &y1), BP_OK);
   assert_int_equal(bp_unary(s, BP_UNARY_EXP, &y1, &y2), BP_OK);
   assert_int_equal(bp_binary(s, BP_BINARY_ADD, &y2, &b, &y3), BP_OK);
-  assert_int_equal(bp_gemm(s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, ROWS, ROWS, COLS, 1.0, u->b[Y3], 0,
-                           COLS, u->b[W], 0, ROWS, 0.0, u->b[Y4], 0, ROWS),
+  assert_int_equal(bp_gemm(s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, ROWS, ROWS, COLS, 1.0,
+                           u->b[Y3], 0, COLS, u->b[W], 0, ROWS, 0.0, u->b[Y4], 0, ROWS),
                    BP_OK);
   assert_int_equal(bp_softmax(s, &y4, 1, false, &y5), BP_OK);
 }
@@ -120,7 +126,8 @@ static void copy_into(bp_buffer_t *to, bp_buffer_t *from) {
 /* The reference: the ops run eagerly on cpu-ref over the inputs in `in`
  * (buffers of the graph's device); each output compared with the graph's
  * (whole buffers: the strided view's padding must be untouched). */
-static void check_against_cpu_ref(bp_buffer_t *const in[3], bp_buffer_t *const out[6], const char *what) {
+static void check_against_cpu_ref(bp_buffer_t *const in[3], bp_buffer_t *const out[6],
+                                  const char *what) {
   tc_env_t e;
   assert_true(tc_env_open(&e, ctx, "cpu-ref"));
   bufs_t r = bufs_make(e.dev, 0);
@@ -165,14 +172,18 @@ static void pin_times(const char *path) {
     for (uint32_t p = 0; p < np; p++) {
       bp_plugin_report_t rep = {.struct_size = sizeof rep};
       assert_int_equal(bp_context_plugin_report(ctx, p, &rep), BP_OK);
-      if (rep.loaded && !strcmp(rep.name, e.backend)) snprintf(version, sizeof version, "%s", rep.version);
+      if (rep.loaded && !strcmp(rep.name, e.backend))
+        snprintf(version, sizeof version, "%s", rep.version);
     }
     for (int o = 0; o < 4; o++)
       for (int bucket = 0; bucket < 32; bucket++) {
-        fprintf(f,
-                "%s{\"plugin\": \"%s\", \"plugin_version\": \"%s\", \"device\": \"%s\", \"driver_version\": "
-                "\"%s\", \"op\": \"%s\", \"dtype\": \"f32\", \"bucket\": \"b%d\", \"value\": \"%g\"}",
-                first ? "" : ", ", e.backend, version, e.info.name, e.info.driver_version, ops[o], bucket, ms[r]);
+        fprintf(
+            f,
+            "%s{\"plugin\": \"%s\", \"plugin_version\": \"%s\", \"device\": \"%s\", "
+            "\"driver_version\": "
+            "\"%s\", \"op\": \"%s\", \"dtype\": \"f32\", \"bucket\": \"b%d\", \"value\": \"%g\"}",
+            first ? "" : ", ", e.backend, version, e.info.name, e.info.driver_version, ops[o],
+            bucket, ms[r]);
         first = false;
       }
   }
@@ -266,9 +277,9 @@ static void test_mixed_graph_pinned(void **state) {
   bp_graph_t *g = capture(v, &u);
 
   const char *device[6] = {"partial", "partial2", "partial2", "partial2", "cpu", "partial2"};
-  const bp_graph_place_reason_t reason[6] = {BP_GRAPH_PLACE_HERE, BP_GRAPH_PLACE_UNSUPPORTED,
-                                             BP_GRAPH_PLACE_COST, BP_GRAPH_PLACE_COST,
-                                             BP_GRAPH_PLACE_UNSUPPORTED, BP_GRAPH_PLACE_UNSUPPORTED};
+  const bp_graph_place_reason_t reason[6] = {
+      BP_GRAPH_PLACE_HERE, BP_GRAPH_PLACE_UNSUPPORTED, BP_GRAPH_PLACE_COST,
+      BP_GRAPH_PLACE_COST, BP_GRAPH_PLACE_UNSUPPORTED, BP_GRAPH_PLACE_UNSUPPORTED};
   /* Working copies: b, y1, y2, y3, y4 and y5 on partial2 (most of their
    * uses, the better ranked on a tie), w on cpu, x and y0 stay in their
    * buffers. Bytes: y0 into partial2 for c1, b into its working copy for
@@ -338,7 +349,8 @@ static void test_mixed_graph_pinned(void **state) {
   assert_non_null(strstr(text, "scheduled over 3 devices in 4 runs"));
   assert_non_null(strstr(text, "softmax     -> partial2"));
   assert_non_null(strstr(text, "unsupported here"));
-  assert_non_null(strstr(text, "1788 B into working copies, 1280 B between runs, 2044 B back to the buffers"));
+  assert_non_null(
+      strstr(text, "1788 B into working copies, 1280 B between runs, 2044 B back to the buffers"));
   char small[16];
   assert_int_equal(bp_graph_explain(g, small, sizeof small, &len), BP_OK);
   assert_int_equal(strlen(small), sizeof small - 1); /* cut, terminated */
