@@ -6,7 +6,7 @@
  * device. Their byte ranges, overlapping ones merged, are the "regions"
  * (distinct buffers never overlap, so a region lies in one buffer). Each
  * region gets a home: the device where most of the uses of its tensors run
- * (the better ranked on a tie). When the home is not the graph's device,
+ * (on a tie the graph's own, else the better ranked). When the home is not the graph's device,
  * the region's working copy lives there, filled from the buffer only where
  * a call reads it; a call placed on a device that is not its region's home
  * gets a copy there for its run, filled from the working copy (or the
@@ -224,7 +224,8 @@ static bp_status_t regions(exec_t *ex, uint32_t from) {
 }
 
 /* Finds the regions of calls from..count and their homes: the device
- * where most of their tensor uses run (the graph's own on a tie). */
+ * where most of their tensor uses run (on a tie the graph's own, which
+ * saves a copy each way, else the better ranked). */
 static bp_status_t segs_build(exec_t *ex, uint32_t from) {
   uint32_t nr = ex->d->context->device_count, origin = ex->d->entry.rank;
   bp_status_t st = regions(ex, from);

@@ -281,7 +281,8 @@ static void test_mixed_graph_pinned(void **state) {
       BP_GRAPH_PLACE_HERE, BP_GRAPH_PLACE_UNSUPPORTED, BP_GRAPH_PLACE_COST,
       BP_GRAPH_PLACE_COST, BP_GRAPH_PLACE_UNSUPPORTED, BP_GRAPH_PLACE_UNSUPPORTED};
   /* Working copies: b, y1, y2, y3, y4 and y5 on partial2 (most of their
-   * uses, the better ranked on a tie), w on cpu, x and y0 stay in their
+   * uses; y3 and y4 tie between partial2 and cpu, and partial2 ranks
+   * better), w on cpu, x and y0 stay in their
    * buffers. Bytes: y0 into partial2 for c1, b into its working copy for
    * c3; y3 (from partial2) and w into cpu for c4, y4 back to its buffer
    * (its working copy does not exist yet); y4 and the strided view's whole
