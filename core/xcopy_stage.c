@@ -3,7 +3,9 @@
  * the source device's plugin reads a chunk into host memory, the destination
  * device's plugin writes it out. Two staging buffers make a pipeline: while
  * a helper thread writes chunk i to the destination, the calling thread reads
- * chunk i + 1 from the source, so the two halves of the copy overlap.
+ * chunk i + 1 from the source, so the two halves of the copy overlap; when
+ * the helper is not running (a busy host), the calling thread writes the
+ * chunks itself rather than wait for it.
  *
  * The staging memory is page-locked where one of the two backends offers it
  * (its host_alloc, as bp_host_alloc uses), so a driver with a copy engine
@@ -106,69 +108,115 @@ void bp__xcopy_release(bp__device_t *d) {
 
 /* ---- the pipeline --------------------------------------------------------- */
 
+/* A staging buffer's state. The calling thread reads chunks into free
+ * buffers; a read chunk is written out by whichever thread claims it first:
+ * the helper thread, or the calling thread itself when both buffers are full
+ * and the helper has not started on one (on a busy host the helper may not
+ * be scheduled for a while, and the copy must not wait for it). */
+typedef enum slot_state { SLOT_FREE, SLOT_READING, SLOT_READ, SLOT_WRITING } slot_state_t;
+
 typedef struct pipeline {
   bp__buffer_t *dst, *src;
   uint64_t doff, soff, size;
   void *buf[2];
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  uint64_t ready[2]; /* bytes read into buf[i], not yet written; 0: free */
-  bool stop;         /* either side failed: the other gives up */
+  slot_state_t state[2];
+  uint64_t at[2], bytes[2]; /* the chunk in each buffer: offset and length */
+  bool reading_done;        /* every chunk has been read (or a read failed) */
+  bool stop;                /* a step failed: nothing more is written */
   bp_status_t write_status;
-  char write_error[512]; /* the writer thread's message */
+  char write_error[512];    /* a failed write's message, from its thread */
 } pipeline_t;
 
 static uint64_t chunk_at(const pipeline_t *p, uint64_t done) {
   return p->size - done < STAGE_CHUNK ? p->size - done : STAGE_CHUNK;
 }
 
-/* The helper thread: writes each chunk to dst as soon as it is read. */
+/* A buffer in state, or -1; under the lock. */
+static int find_slot(const pipeline_t *p, slot_state_t state) {
+  return p->state[0] == state ? 0 : p->state[1] == state ? 1 : -1;
+}
+
+/* Writes the chunk in buffer i, claimed (SLOT_WRITING) by the caller, and
+ * frees the buffer; called and returns with the lock held. */
+static void write_slot(pipeline_t *p, int i) {
+  pthread_mutex_unlock(&p->lock);
+  bp_status_t st = bp__call_mem_write(p->dst->device, NULL, p->dst->ptr, p->dst->origin + p->doff + p->at[i],
+                                      p->buf[i], p->bytes[i]);
+  char why[512] = "";
+  /* The message is this thread's own; keep it for the caller. */
+  if (st != BP_OK) snprintf(why, sizeof why, "%s", bp_last_error());
+  pthread_mutex_lock(&p->lock);
+  p->state[i] = SLOT_FREE;
+  if (st != BP_OK && !p->stop) {
+    p->stop = true;
+    p->write_status = st;
+    snprintf(p->write_error, sizeof p->write_error, "%s", why);
+  }
+  pthread_cond_broadcast(&p->cond);
+}
+
+/* The helper thread: writes read chunks out until the reading is done and
+ * nothing is left, or a step failed. */
 static void *writer_main(void *arg) {
   pipeline_t *p = arg;
-  for (uint64_t done = 0, i = 0; done < p->size; i++) {
-    int slot = (int)(i & 1);
-    pthread_mutex_lock(&p->lock);
-    while (!p->ready[slot] && !p->stop) pthread_cond_wait(&p->cond, &p->lock);
-    uint64_t n = p->stop ? 0 : p->ready[slot];
-    pthread_mutex_unlock(&p->lock);
-    if (!n) break;
-    bp_status_t st = bp__call_mem_write(p->dst->device, NULL, p->dst->ptr, p->dst->origin + p->doff + done,
-                                        p->buf[slot], n);
-    pthread_mutex_lock(&p->lock);
-    p->ready[slot] = 0;
-    if (st != BP_OK) {
-      /* The message is this thread's; the caller reports it on its own. */
-      p->stop = true;
-      p->write_status = st;
-      snprintf(p->write_error, sizeof p->write_error, "%s", bp_last_error());
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    int i = find_slot(p, SLOT_READ);
+    if (p->stop || (i < 0 && p->reading_done)) break;
+    if (i < 0) {
+      pthread_cond_wait(&p->cond, &p->lock);
+      continue;
     }
-    pthread_cond_broadcast(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    if (st != BP_OK) break;
-    done += n;
+    p->state[i] = SLOT_WRITING;
+    write_slot(p, i);
   }
+  pthread_mutex_unlock(&p->lock);
   return NULL;
 }
 
-/* The calling thread's half: reads each chunk into a free buffer. */
+/* The calling thread: reads every chunk into a free buffer, writing a read
+ * one out itself when none is free and the helper is busy elsewhere. */
 static bp_status_t reader_run(pipeline_t *p) {
   bp_status_t st = BP_OK;
-  for (uint64_t done = 0, i = 0; done < p->size && st == BP_OK; i++) {
-    int slot = (int)(i & 1);
+  pthread_mutex_lock(&p->lock);
+  for (uint64_t done = 0; done < p->size && !p->stop;) {
+    int i = find_slot(p, SLOT_FREE);
+    if (i < 0) {
+      int ready = find_slot(p, SLOT_READ);
+      if (ready >= 0) {
+        p->state[ready] = SLOT_WRITING;
+        write_slot(p, ready);
+      } else {
+        pthread_cond_wait(&p->cond, &p->lock);
+      }
+      continue;
+    }
     uint64_t n = chunk_at(p, done);
-    pthread_mutex_lock(&p->lock);
-    while (p->ready[slot] && !p->stop) pthread_cond_wait(&p->cond, &p->lock);
-    bool stopped = p->stop;
+    p->state[i] = SLOT_READING;
     pthread_mutex_unlock(&p->lock);
-    if (stopped) break;
-    st = bp__call_mem_read(p->src->device, NULL, p->buf[slot], p->src->ptr, p->src->origin + p->soff + done, n);
+    st = bp__call_mem_read(p->src->device, NULL, p->buf[i], p->src->ptr, p->src->origin + p->soff + done, n);
     pthread_mutex_lock(&p->lock);
-    if (st == BP_OK) p->ready[slot] = n;
-    else p->stop = true;
+    if (st != BP_OK) {
+      p->state[i] = SLOT_FREE;
+      p->stop = true;
+      break;
+    }
+    p->at[i] = done;
+    p->bytes[i] = n;
+    p->state[i] = SLOT_READ;
     pthread_cond_broadcast(&p->cond);
-    pthread_mutex_unlock(&p->lock);
     done += n;
   }
+  p->reading_done = true;
+  pthread_cond_broadcast(&p->cond);
+  /* What is left to write, the calling thread helps with too. */
+  for (int i; !p->stop && (i = find_slot(p, SLOT_READ)) >= 0;) {
+    p->state[i] = SLOT_WRITING;
+    write_slot(p, i);
+  }
+  pthread_mutex_unlock(&p->lock);
   return st;
 }
 
