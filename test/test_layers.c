@@ -279,6 +279,66 @@ static void test_trace_json(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* A native graph's launch is one graph_launch event; Vulkan has native
+ * graphs (lavapipe here). */
+static void test_trace_native_graph(void **state) {
+  (void)state;
+  if (system("python3 -c 'import json' >/dev/null 2>&1") != 0) {
+    TEST_SKIP_CASE("no python3 to parse the trace");
+    return;
+  }
+  char file[PATH_MAX + 32], vk[PATH_MAX];
+  snprintf(file, sizeof file, "%s/graph.json", lt_dir);
+  snprintf(vk, sizeof vk, "%s/plugins/backend-vulkan.so", tl_build);
+  if (access(vk, R_OK) != 0) {
+    TEST_SKIP_CASE("backend-vulkan.so not built");
+    return;
+  }
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* exit status: 0 traced, 77 no native graph here, 1 failed */
+    setenv("BACKPLANE_TRACE_FILE", file, 1);
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/plugins", tl_build);
+    bp_context_options_t o = {.struct_size = sizeof o, .plugin_dir = dir, .only_plugin_dir = true, .layers = "trace"};
+    bp_context_t *ctx = NULL;
+    bp_device_t *dev = NULL;
+    bp_stream_t *s = NULL;
+    bp_buffer_t *b = NULL;
+    bp_graph_t *g = NULL;
+    if (bp_context_create(&o, &ctx) != BP_OK || bp_device_open(ctx, "vulkan", NULL, &dev) != BP_OK) _exit(77);
+    int64_t n = 64;
+    bp_tensor_t t;
+    if (bp_stream_create(dev, &s) != BP_OK || bp_buffer_alloc(dev, 256, &b) != BP_OK ||
+        bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, &t) != BP_OK || bp_stream_begin_capture(s) != BP_OK ||
+        bp_fill(s, &t, 1.0) != BP_OK || bp_stream_end_capture(s, &g) != BP_OK || bp_graph_launch(g, s) != BP_OK ||
+        bp_graph_launch(g, s) != BP_OK || bp_stream_synchronize(s) != BP_OK)
+      _exit(1);
+    bool native = bp_graph_is_native(g);
+    bp_graph_destroy(g);
+    bp_buffer_free(b);
+    bp_stream_destroy(s);
+    bp_device_close(dev);
+    bp_context_destroy(ctx);
+    exit(native ? 0 : 77);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    TEST_SKIP_CASE("no Vulkan device with native graphs here");
+    return;
+  }
+  assert_int_equal(WEXITSTATUS(status), 0);
+  char cmd[2 * PATH_MAX];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import json,sys; ev=json.load(open(sys.argv[1]))['traceEvents']; "
+           "g=[e for e in ev if e['name']=='graph_launch']; assert len(g)==2 and all(e['ph']=='X' and "
+           "e['args']['backend']=='vulkan' for e in g), g\" '%s'",
+           file);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* The check layer on the wrong plugin: each fault is found once. */
 static void test_check_catches_wrong_plugin(void **state) {
   (void)state;
@@ -336,6 +396,7 @@ int main(void) {
       cmocka_unit_test(test_refused_layers),
       cmocka_unit_test(test_stats_counts),
       cmocka_unit_test(test_trace_json),
+      cmocka_unit_test(test_trace_native_graph),
       cmocka_unit_test(test_check_catches_wrong_plugin),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
