@@ -67,6 +67,11 @@ else
   "$b/bin/bp" devices 2>&1 | sed -n '/^comm plugins/,$p'
   fail=1
 fi
+if "$b/bin/bp" devices --json 2>/dev/null | tr -d '\n' | grep -q '"comm_plugins": *\[[^]]*"name": *"mpi"'; then
+  echo "ok: bp devices --json lists comm-mpi.so under comm_plugins"
+else
+  echo "FAILED: bp devices --json has no comm_plugins entry for mpi"; fail=1
+fi
 run grid 4 "$rank" grid
 staged=""
 for dev in vulkan opencl; do
