@@ -1,17 +1,34 @@
 /*
- * fast/attention/attention_avx512.c — fused scaled dot-product attention, f32, AVX-512.
+ * fast/attention/attention_avx512.c — fused scaled dot-product attention, f32,
+ * AVX-512, FlashAttention-2 style on the GEMM micro-kernel.
  *
- * One task per (batch, query head, block of ATT_BQ queries). Each task walks
- * the keys in blocks of ATT_BK with an online softmax (running max m, sum l
- * and unnormalised output O per query), so the Sq x Skv score matrix never
- * exists; key blocks that the causal mask hides from every query of the
- * block are never visited. Scores are computed against a transposed copy of
- * the key block (vectors run over keys), P.V accumulates straight from V's
- * rows (vectors run over Dv).
+ * Work is split over (batch, query head, block of FA_BQ queries), taken
+ * from a shared counter by the pool's workers. For one query block the
+ * keys are walked in blocks of FA_BK:
+ *   S = scale * Q K^T   the f32 GEMM's unpacked micro-kernel (ukr_rows,
+ *                       MR queries x NR keys per call), Q read in place,
+ *                       K^T from NR-key panels packed by the GEMM's packer
+ *   online softmax      per query a running max m and sum l; S becomes
+ *                       P = e^(S - m) and the output so far is rescaled by
+ *                       e^(m_old - m_new)
+ *   O += P V            the same micro-kernel, V read in place
+ * so the Sq x Skv score matrix never exists: per worker there is one
+ * FA_BQ x FA_BK block of it. With the causal mask, key blocks above the
+ * diagonal are never visited, and within a block each MR-row tile stops
+ * at the last key its last row sees. The K^T panels of a kv head are
+ * packed once per worker and reused by every query block (and every query
+ * head of a GQA group) that worker takes next on the same kv head.
  *
- * Covered: f32 q/k/v/out, unit stride along Dv for v and out. Anything else
- * returns BP_ERR_UNIMPLEMENTED (the reference runs). Compiled with AVX-512
- * flags (fast.mk); cpu_fast_attention checks the CPU first.
+ * Semantics are the reference's (ref/ref_attention.c): bottom-right causal
+ * mask, grouped-query heads, Dv != D, a row that sees no key gives zeros,
+ * a NaN or +inf score (or only -inf scores) makes the row NaN, and a value
+ * row hidden from a query never reaches it (diagonal tiles whose hidden
+ * values are not finite are finished row by row).
+ *
+ * Covered: f32 q/k/v/out, any strides (Q, K and V rows without unit stride
+ * are copied first). Anything else returns BP_ERR_UNIMPLEMENTED and the
+ * next kernel runs. Compiled with AVX-512 flags (fast.mk);
+ * cpu_fast_attention checks the CPU first.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -19,13 +36,15 @@
 
 #include "plugins/cpu/fast/gemm/gemm.h"
 
-#define ATT_BQ 32
-#define ATT_BK 64
+#define FA_MR 12        /* rows of the micro-kernel's tile (queries) */
+#define FA_NR 32        /* columns of the micro-kernel's tile (keys, values) */
+#define FA_BQ (4 * FA_MR) /* queries per block */
+#define FA_BK (4 * FA_NR) /* keys per block */
 
 /* e^x for x <= 0 (scores minus the running max): Cody-Waite reduction and
  * a degree-6 polynomial (about 1 ulp); -inf and anything below the float
  * range give exactly 0. */
-static inline __m512 exp512(__m512 x) {
+static inline __m512 fa_exp(__m512 x) {
   const __m512 log2e = _mm512_set1_ps(1.44269504f);
   const __m512 ln2hi = _mm512_set1_ps(0.693145752f);
   const __m512 ln2lo = _mm512_set1_ps(1.42860677e-6f);
@@ -45,281 +64,318 @@ static inline __m512 exp512(__m512 x) {
   return _mm512_maskz_scalef_ps((__mmask16)~tiny, p, n);
 }
 
-static inline __mmask16 tail_mask(int64_t left) {
-  return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+static inline __mmask16 fa_lanes(int64_t n) {
+  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
-typedef struct att_job {
+static inline int64_t fa_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+typedef struct fa_job {
   const float *q, *k, *v;
   float *o;
-  int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-  int64_t qchunk, nchunks; /* queries per task, tasks per head */
+  int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t sq[4], sk[4], sv[4], so[4];
+  int64_t nqb, per;     /* query blocks per head, tasks per head */
+  int64_t ntasks, next; /* next: the next task to take (atomic) */
+  int64_t ldkt;         /* floats of packed K^T per kv head */
+  bool qdirect, vdirect; /* rows with unit stride: read in place */
   float scale;
   int causal;
-  int failed;
-} att_job_t;
+  const cpu_fast_gemm_kernel_t *kr;
+} fa_job_t;
 
-/* Per-task workspace, in floats. */
-typedef struct att_ws {
-  float *qs; /* [ATT_BQ][D] scaled queries */
-  float *kt; /* [D][ldkt] transposed visible keys of the head */
-  float *s;  /* [ATT_BQ][ATT_BK] scores, then probabilities */
-  float *o;  /* [ATT_BQ][Dv] unnormalised output */
-  float m[ATT_BQ], l[ATT_BQ];
-  int nan[ATT_BQ];
-  int64_t ldkt;
-} att_ws_t;
-
-/* s[r][0..nk) = qs[r] . kt[:, j] for rows r0, r0+1 (both < nq). */
-static void att_scores2(const att_ws_t *w, const float *kt, int64_t ldkt,
-                        int64_t D, int64_t r0, bool two) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  const float *q0 = w->qs + r0 * D, *q1 = two ? q0 + D : q0;
-  for (int64_t d = 0; d < D; d++) {
-    const float *kr = kt + d * ldkt;
-    __m512 k0 = _mm512_loadu_ps(kr), k1 = _mm512_loadu_ps(kr + 16);
-    __m512 k2 = _mm512_loadu_ps(kr + 32), k3 = _mm512_loadu_ps(kr + 48);
-    __m512 x = _mm512_set1_ps(q0[d]), y = _mm512_set1_ps(q1[d]);
-    a0 = _mm512_fmadd_ps(x, k0, a0);
-    a1 = _mm512_fmadd_ps(x, k1, a1);
-    a2 = _mm512_fmadd_ps(x, k2, a2);
-    a3 = _mm512_fmadd_ps(x, k3, a3);
-    b0 = _mm512_fmadd_ps(y, k0, b0);
-    b1 = _mm512_fmadd_ps(y, k1, b1);
-    b2 = _mm512_fmadd_ps(y, k2, b2);
-    b3 = _mm512_fmadd_ps(y, k3, b3);
-  }
-  float *s0 = w->s + r0 * ATT_BK;
-  _mm512_storeu_ps(s0, a0);
-  _mm512_storeu_ps(s0 + 16, a1);
-  _mm512_storeu_ps(s0 + 32, a2);
-  _mm512_storeu_ps(s0 + 48, a3);
-  if (!two) return;
-  _mm512_storeu_ps(s0 + ATT_BK, b0);
-  _mm512_storeu_ps(s0 + ATT_BK + 16, b1);
-  _mm512_storeu_ps(s0 + ATT_BK + 32, b2);
-  _mm512_storeu_ps(s0 + ATT_BK + 48, b3);
-}
-
-/* Online-softmax update of row r with keys [0, nk) of the block visible
- * (nk <= ATT_BK); the scores in s[r] become probabilities. Returns false
- * when the row sees no key of this block. */
-static bool att_softmax_row(att_ws_t *w, int64_t r, int64_t nk,
-                            float *out_corr) {
-  float *s = w->s + r * ATT_BK;
-  if (nk <= 0) return false;
-  __m512 mx = _mm512_set1_ps(-INFINITY);
-  __mmask16 bad = 0;
-  for (int64_t j = 0; j < nk; j += 16) {
-    __mmask16 m = tail_mask(nk - j);
-    __m512 x = _mm512_maskz_loadu_ps(m, s + j);
-    bad |= _mm512_mask_cmp_ps_mask(m, x, x, _CMP_UNORD_Q);
-    mx = _mm512_mask_max_ps(mx, m, mx, x);
-  }
-  if (bad) w->nan[r] = 1;
-  float bm = _mm512_reduce_max_ps(mx);
-  float mnew = bm > w->m[r] ? bm : w->m[r];
-  float corr = w->m[r] == -INFINITY ? 0.0f : expf(w->m[r] - mnew);
-  __m512 vm = _mm512_set1_ps(mnew), sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < ATT_BK; j += 16) {
-    __mmask16 m = j < nk ? tail_mask(nk - j) : 0;
-    __m512 p = _mm512_maskz_mov_ps(
-        m, exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm)));
-    _mm512_storeu_ps(s + j, p); /* masked keys get probability 0 */
-    sum = _mm512_add_ps(sum, p);
-  }
-  w->m[r] = mnew;
-  w->l[r] = w->l[r] * corr + _mm512_reduce_add_ps(sum);
-  *out_corr = corr;
-  return true;
-}
-
-/* o[r] = o[r] * corr + sum_j p[j] * v[j] for keys [0, nk), and the same
- * for row r + 1 when two (its nk1 >= nk: causal rows see more keys going
- * down). Two rows share each V load and give 8 independent FMA chains. */
-static void att_pv_rows(att_ws_t *w, const att_job_t *j, const float *vblk,
-                        int64_t r, int64_t nk, float c0, bool two,
-                        int64_t nk1, float c1) {
-  const float *p0 = w->s + r * ATT_BK, *p1 = p0 + ATT_BK;
-  float *o0 = w->o + r * j->Dv, *o1 = two ? o0 + j->Dv : o0;
-  int64_t svr = j->sv[2], Dv = j->Dv;
-  if (!two) nk1 = 0;
-  for (int64_t d = 0; d < Dv; d += 64) {
-    __mmask16 m[4];
-    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
-      m[q] = d + 16 * q < Dv ? tail_mask(Dv - d - 16 * q) : 0;
-    __m512 a[4], b[4];
-    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {
-      a[q] = _mm512_mul_ps(_mm512_set1_ps(c0),
-                           _mm512_maskz_loadu_ps(m[q], o0 + d + 16 * q));
-      b[q] = _mm512_mul_ps(_mm512_set1_ps(c1),
-                           _mm512_maskz_loadu_ps(m[q], o1 + d + 16 * q));
-    }
-    int64_t both = two ? (nk < nk1 ? nk : nk1) : 0;
-    for (int64_t jj = 0; jj < both; jj++) {
-      const float *vr = vblk + jj * svr + d;
-      __m512 x = _mm512_set1_ps(p0[jj]), y = _mm512_set1_ps(p1[jj]);
-      _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {
-        __m512 vv = _mm512_maskz_loadu_ps(m[q], vr + 16 * q);
-        a[q] = _mm512_fmadd_ps(x, vv, a[q]);
-        b[q] = _mm512_fmadd_ps(y, vv, b[q]);
-      }
-    }
-    for (int64_t jj = both; jj < nk; jj++) {
-      __m512 x = _mm512_set1_ps(p0[jj]);
-      _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
-        a[q] = _mm512_fmadd_ps(
-            x, _mm512_maskz_loadu_ps(m[q], vblk + jj * svr + d + 16 * q), a[q]);
-    }
-    for (int64_t jj = both; jj < nk1; jj++) {
-      __m512 y = _mm512_set1_ps(p1[jj]);
-      _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
-        b[q] = _mm512_fmadd_ps(
-            y, _mm512_maskz_loadu_ps(m[q], vblk + jj * svr + d + 16 * q), b[q]);
-    }
-    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {
-      _mm512_mask_storeu_ps(o0 + d + 16 * q, m[q], a[q]);
-      if (two) _mm512_mask_storeu_ps(o1 + d + 16 * q, m[q], b[q]);
-    }
-  }
-}
+/* Per-worker workspace (floats unless said otherwise). */
+typedef struct fa_ws {
+  float *kt;   /* [ldkt] K^T of one kv head in NR-key panels [D][NR] */
+  float *qb;   /* [FA_BQ][D] the block's queries when not read in place */
+  float *s;    /* [FA_BQ][FA_BK] scores, then weights */
+  float *o;    /* [FA_BQ][Dv] unnormalised output */
+  float *vb;   /* [FA_BK][Dv] a key block's values when not read in place */
+  float m[FA_BQ], l[FA_BQ], corr[FA_BQ];
+  int64_t nvis[FA_BQ]; /* keys of the current key block row r sees */
+  bool bad[FA_BQ];
+  int64_t kb, kg, kpacked; /* whose keys kt holds, and how many */
+} fa_ws_t;
 
 /* Keys query i may see: [0, limit), clamped to [0, Skv]. */
-static int64_t att_visible(const att_job_t *j, int64_t i) {
+static int64_t fa_visible(const fa_job_t *j, int64_t i) {
   if (!j->causal) return j->Skv;
-  int64_t lim = i + (j->Skv - j->Sq) + 1;
+  int64_t lim = i + j->off + 1;
   return lim < 0 ? 0 : lim > j->Skv ? j->Skv : lim;
 }
 
-static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h,
-                      int64_t i0, int64_t nq) {
-  int64_t g = h / (j->Hq / j->Hkv), D = j->D, Dv = j->Dv;
-  const float *qb = j->q + b * j->sq[0] + h * j->sq[1];
-  const float *vb = j->v + b * j->sv[0] + g * j->sv[1];
-  for (int64_t r = 0; r < nq; r++) {
-    for (int64_t d = 0; d < D; d++)
-      w->qs[r * D + d] = j->scale * qb[(i0 + r) * j->sq[2] + d * j->sq[3]];
-    w->m[r] = -INFINITY;
-    w->l[r] = 0;
-    w->nan[r] = 0;
+/* kt holds the first `need` keys of kv head (b, g) in NR-key panels. The
+ * panel holding the last packed key is packed again, whole. */
+static void fa_pack_keys(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t g, int64_t need) {
+  if (w->kb != b || w->kg != g) w->kb = b, w->kg = g, w->kpacked = 0;
+  if (need <= w->kpacked) return;
+  int64_t start = w->kpacked / FA_NR * FA_NR, cnt = need - start, D = j->D;
+  const float *src = j->k + b * j->sk[0] + g * j->sk[1] + start * j->sk[2];
+  float *dst = w->kt + start * D;
+  int64_t sd = D > 1 ? j->sk[3] : 1;
+  if (!cpu_fast_spack_avx512(src, j->sk[2], sd, cnt, D, FA_NR, dst)) {
+    int64_t panels = (cnt + FA_NR - 1) / FA_NR;
+    for (int64_t p = 0; p < panels; p++)
+      for (int64_t d = 0; d < D; d++)
+        for (int64_t i = 0; i < FA_NR; i++) {
+          int64_t key = p * FA_NR + i;
+          dst[(p * D + d) * FA_NR + i] = key < cnt ? src[key * j->sk[2] + d * sd] : 0.0f;
+        }
   }
-  memset(w->o, 0, sizeof(float) * (size_t)(nq * Dv));
-  /* Keys past the last query's limit are masked for the whole block. */
-  int64_t kend = att_visible(j, i0 + nq - 1);
-  for (int64_t k0 = 0; k0 < kend; k0 += ATT_BK) {
-    int64_t nk = kend - k0 < ATT_BK ? kend - k0 : ATT_BK;
-    for (int64_t r = 0; r < nq; r += 2)
-      att_scores2(w, w->kt + k0, w->ldkt, D, r, r + 1 < nq);
-    for (int64_t r = 0; r < nq; r += 2) {
-      int64_t v0 = att_visible(j, i0 + r) - k0, v1 = 0;
-      int64_t n0 = v0 < nk ? v0 : nk, n1 = 0;
-      float c0 = 1, c1 = 1;
-      bool ok0 = att_softmax_row(w, r, n0, &c0), ok1 = false;
-      if (r + 1 < nq) {
-        v1 = att_visible(j, i0 + r + 1) - k0;
-        n1 = v1 < nk ? v1 : nk;
-        ok1 = att_softmax_row(w, r + 1, n1, &c1);
-      }
-      /* a row that sees nothing here keeps its state: nk 0, factor 1 */
-      att_pv_rows(w, j, vb + k0 * j->sv[2], r, ok0 ? n0 : 0, ok0 ? c0 : 1,
-                  r + 1 < nq, ok1 ? n1 : 0, ok1 ? c1 : 1);
+  w->kpacked = need;
+}
+
+/* Online-softmax step of one row over keys [0, n) of the block (the row's
+ * tile computed scores up to ncols): scores become weights, zero from n to
+ * ncols; returns the factor for the row's output so far. */
+static float fa_softmax_row(fa_ws_t *w, int64_t r, int64_t n, int64_t ncols) {
+  float *s = w->s + r * FA_BK;
+  if (n <= 0) {
+    for (int64_t c = 0; c < ncols; c += 16)
+      _mm512_mask_storeu_ps(s + c, fa_lanes(ncols - c), _mm512_setzero_ps());
+    return 1.0f;
+  }
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  __mmask16 bad = 0;
+  for (int64_t c = 0; c < n; c += 16) {
+    __mmask16 k = fa_lanes(n - c);
+    __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + c);
+    /* NaN or +inf: the reference's row is NaN */
+    bad |= _mm512_mask_cmp_ps_mask(k, x, _mm512_set1_ps(INFINITY), _CMP_NLT_UQ);
+    mx = _mm512_max_ps(mx, x);
+  }
+  if (bad) w->bad[r] = true;
+  float bm = _mm512_reduce_max_ps(mx), mold = w->m[r];
+  float mnew = bm > mold ? bm : mold;
+  /* only -inf so far: subtracting 0 gives weights 0 and m stays -inf */
+  __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew), sum = _mm512_setzero_ps();
+  for (int64_t c = 0; c < ncols; c += 16) {
+    __m512 p = _mm512_maskz_mov_ps(fa_lanes(n - c),
+                                   fa_exp(_mm512_sub_ps(_mm512_loadu_ps(s + c), vm)));
+    _mm512_mask_storeu_ps(s + c, fa_lanes(ncols - c), p);
+    sum = _mm512_add_ps(sum, p);
+  }
+  /* a row that has seen only -inf (or nothing) has no output to rescale */
+  float corr = mold == -INFINITY || mnew == -INFINITY ? 1.0f : expf(mold - mnew);
+  w->m[r] = mnew;
+  w->l[r] = w->l[r] * corr + _mm512_reduce_add_ps(sum);
+  return corr;
+}
+
+/* o[r] *= corr[r] for the rows whose running max moved. */
+static void fa_rescale(fa_ws_t *w, int64_t nq, int64_t Dv) {
+  for (int64_t r = 0; r < nq; r++) {
+    if (w->corr[r] == 1.0f) continue;
+    float *o = w->o + r * Dv;
+    __m512 c = _mm512_set1_ps(w->corr[r]);
+    for (int64_t e = 0; e < Dv; e += 16) {
+      __mmask16 k = fa_lanes(Dv - e);
+      _mm512_mask_storeu_ps(o + e, k, _mm512_mul_ps(c, _mm512_maskz_loadu_ps(k, o + e)));
     }
   }
-  float *ob = j->o + b * j->so[0] + h * j->so[1];
+}
+
+/* true when rows [0, n) of v (row stride ldv, Dv long) are all finite. */
+static bool fa_finite(const float *v, int64_t ldv, int64_t n, int64_t Dv) {
+  const __m512i expo = _mm512_set1_epi32(0x7f800000);
+  for (int64_t jj = 0; jj < n; jj++)
+    for (int64_t e = 0; e < Dv; e += 16) {
+      __m512i x = _mm512_maskz_loadu_epi32(fa_lanes(Dv - e), v + jj * ldv + e);
+      if (_mm512_cmpeq_epi32_mask(_mm512_and_si512(x, expo), expo)) return false;
+    }
+  return true;
+}
+
+/* O[t0 .. t0 + rows) += P V over the tile's keys [0, nk): the micro-kernel
+ * for all of them, or, when the keys [jd, nk) that some rows do not see
+ * hold values that are not finite (0 * inf is NaN), for [0, jd) and then
+ * row by row over the keys each row sees. */
+static void fa_pv_tile(const fa_job_t *j, fa_ws_t *w, const float *vp, int64_t ldv, int64_t t0,
+                       int64_t rows, int64_t nk) {
+  int64_t Dv = j->Dv, jd = nk;
+  if (j->causal) jd = w->nvis[t0] < 0 ? 0 : w->nvis[t0];
+  bool exact = jd < nk && !fa_finite(vp + jd * ldv, ldv, nk - jd, Dv);
+  int64_t kk = exact ? jd : nk;
+  const float *p = w->s + t0 * FA_BK;
+  float *o = w->o + t0 * Dv;
+  if (kk > 0)
+    for (int64_t e0 = 0; e0 < Dv; e0 += FA_NR)
+      j->kr->ukr_rows(kk, p, FA_BK, vp + e0, ldv, o + e0, Dv, (int)rows,
+                      (int)fa_min(FA_NR, Dv - e0), 1.0f, 1.0f);
+  if (!exact) return;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t jj = jd; jj < w->nvis[t0 + r]; jj++)
+      for (int64_t e = 0; e < Dv; e++) o[r * Dv + e] += p[r * FA_BK + jj] * vp[jj * ldv + e];
+}
+
+/* Values of keys [k0, k0 + nk) of kv head (b, g): in place, or copied into
+ * vb when their rows are strided. */
+static const float *fa_values(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t g, int64_t k0,
+                              int64_t nk, int64_t *ldv) {
+  const float *v = j->v + b * j->sv[0] + g * j->sv[1] + k0 * j->sv[2];
+  if (j->vdirect) {
+    *ldv = j->sv[2];
+    return v;
+  }
+  for (int64_t jj = 0; jj < nk; jj++)
+    for (int64_t e = 0; e < j->Dv; e++) w->vb[jj * j->Dv + e] = v[jj * j->sv[2] + e * j->sv[3]];
+  *ldv = j->Dv;
+  return w->vb;
+}
+
+/* One key block [k0, k0 + nk) for the query block's nq rows at qp. */
+static void fa_key_block(const fa_job_t *j, fa_ws_t *w, const float *qp, int64_t lda, int64_t b,
+                         int64_t g, int64_t i0, int64_t nq, int64_t k0, int64_t nk) {
+  int64_t D = j->D, tk[FA_BQ / FA_MR];
+  /* scores, each MR-row tile up to the last key its last row sees */
+  for (int64_t t0 = 0; t0 < nq; t0 += FA_MR) {
+    int64_t rows = fa_min(FA_MR, nq - t0);
+    int64_t kv = fa_min(nk, fa_visible(j, i0 + t0 + rows - 1) - k0);
+    tk[t0 / FA_MR] = kv;
+    for (int64_t p0 = 0; p0 < kv; p0 += FA_NR)
+      j->kr->ukr_rows(D, qp + t0 * lda, lda, w->kt + (k0 + p0) * D, FA_NR,
+                      w->s + t0 * FA_BK + p0, FA_BK, (int)rows, (int)fa_min(FA_NR, kv - p0),
+                      j->scale, 0.0f);
+  }
   for (int64_t r = 0; r < nq; r++) {
-    float *orow = ob + (i0 + r) * j->so[2];
+    int64_t kv = tk[r / FA_MR] < 0 ? 0 : tk[r / FA_MR];
+    w->nvis[r] = fa_min(nk, fa_visible(j, i0 + r) - k0);
+    w->corr[r] = fa_softmax_row(w, r, w->nvis[r], kv);
+  }
+  fa_rescale(w, nq, j->Dv);
+  int64_t ldv;
+  const float *vp = fa_values(j, w, b, g, k0, nk, &ldv);
+  for (int64_t t0 = 0; t0 < nq; t0 += FA_MR)
+    if (tk[t0 / FA_MR] > 0) fa_pv_tile(j, w, vp, ldv, t0, fa_min(FA_MR, nq - t0), tk[t0 / FA_MR]);
+}
+
+/* out row = o / l; zeros for a row that sees no key, NaN for the rows the
+ * reference makes NaN. */
+static void fa_store(const fa_job_t *j, const fa_ws_t *w, int64_t b, int64_t h, int64_t i0,
+                     int64_t nq) {
+  int64_t Dv = j->Dv;
+  for (int64_t r = 0; r < nq; r++) {
+    float *orow = j->o + b * j->so[0] + h * j->so[1] + (i0 + r) * j->so[2];
+    bool nan = w->bad[r] || (w->m[r] == -INFINITY && fa_visible(j, i0 + r) > 0);
     float inv = w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f;
-    for (int64_t d = 0; d < Dv; d++)
-      orow[d] = w->nan[r] ? NAN : w->o[r * Dv + d] * inv;
+    const float *src = w->o + r * Dv;
+    if (!nan && (j->so[3] == 1 || Dv == 1)) {
+      __m512 vi = _mm512_set1_ps(inv);
+      for (int64_t e = 0; e < Dv; e += 16) {
+        __mmask16 k = fa_lanes(Dv - e);
+        _mm512_mask_storeu_ps(orow + e, k, _mm512_mul_ps(vi, _mm512_maskz_loadu_ps(k, src + e)));
+      }
+      continue;
+    }
+    for (int64_t e = 0; e < Dv; e++) orow[e * j->so[3]] = nan ? NAN : src[e] * inv;
   }
 }
 
-/* kt[d][jj] = k[b, g, jj, d] for the keys [0, nkeys), zero padded. */
-static void att_transpose_k(const att_job_t *j, int64_t b, int64_t g,
-                            int64_t nkeys, float *kt, int64_t ldkt) {
-  const float *kb = j->k + b * j->sk[0] + g * j->sk[1];
-  for (int64_t d = 0; d < j->D; d++)
-    for (int64_t jj = 0; jj < nkeys; jj++)
-      kt[d * ldkt + jj] = kb[jj * j->sk[2] + d * j->sk[3]];
-  for (int64_t d = 0; d < j->D; d++)
-    for (int64_t jj = nkeys; jj < ldkt; jj++) kt[d * ldkt + jj] = 0;
+/* Queries [i0, i0 + nq) of query head h of batch b. */
+static void fa_query_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i0,
+                           int64_t nq) {
+  int64_t g = h / j->grp, D = j->D;
+  for (int64_t r = 0; r < nq; r++) {
+    w->m[r] = -INFINITY;
+    w->l[r] = 0;
+    w->bad[r] = false;
+  }
+  memset(w->o, 0, sizeof(float) * (size_t)(nq * j->Dv));
+  const float *qp = j->q + b * j->sq[0] + h * j->sq[1] + i0 * j->sq[2];
+  int64_t lda = j->sq[2];
+  if (!j->qdirect) {
+    for (int64_t r = 0; r < nq; r++)
+      for (int64_t d = 0; d < D; d++) w->qb[r * D + d] = qp[r * j->sq[2] + d * j->sq[3]];
+    qp = w->qb, lda = D;
+  }
+  /* keys past the last query's limit are hidden from the whole block */
+  int64_t kend = fa_visible(j, i0 + nq - 1);
+  fa_pack_keys(j, w, b, g, kend);
+  for (int64_t k0 = 0; k0 < kend; k0 += FA_BK)
+    fa_key_block(j, w, qp, lda, b, g, i0, nq, k0, fa_min(FA_BK, kend - k0));
+  fa_store(j, w, b, h, i0, nq);
 }
 
-/* Task t: head bh = t / nchunks, queries [c * qchunk, ...) of it. The keys
- * the chunk can see are transposed once and reused by all its blocks. */
-static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
-  att_job_t *j = ctx;
-  (void)worker;
-  int64_t ldkt = (j->Skv + ATT_BK - 1) / ATT_BK * ATT_BK;
-  if (ldkt == 0) ldkt = ATT_BK;
-  size_t nf = (size_t)(ATT_BQ * j->D + j->D * ldkt + ATT_BQ * ATT_BK +
-                       ATT_BQ * j->Dv);
-  float *buf = cpu_fast_scratch(0, nf * sizeof(float));
-  if (!buf) {
-    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-    return;
-  }
-  att_ws_t w;
-  w.qs = buf;
-  w.kt = w.qs + ATT_BQ * j->D;
-  w.s = w.kt + j->D * ldkt;
-  w.o = w.s + ATT_BQ * ATT_BK;
-  w.ldkt = ldkt;
-  for (int64_t t = begin; t < end; t++) {
-    int64_t bh = t / j->nchunks, c = t % j->nchunks;
+static size_t fa_ws_floats(const fa_job_t *j) {
+  return (size_t)(j->ldkt + FA_BQ * (j->D + FA_BK + j->Dv) + FA_BK * j->Dv + 64);
+}
+
+/* Task t: head t / per (batch-major), query block t % per; causal heads
+ * pair block c with block nqb - 1 - c so that every task does about the
+ * same work. Workers take the next task from a shared counter, so a core
+ * slowed down by other processes does less of the work; every task writes
+ * only its own rows, so results do not depend on who runs what. */
+static void fa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  fa_job_t *j = ctx;
+  (void)worker, (void)begin, (void)end;
+  float *buf = cpu_fast_scratch(0, fa_ws_floats(j) * sizeof(float));
+  if (!buf) return; /* the other workers take the tasks */
+  fa_ws_t w;
+  w.kt = buf;
+  w.qb = w.kt + j->ldkt;
+  w.s = w.qb + FA_BQ * j->D;
+  w.o = w.s + FA_BQ * FA_BK;
+  w.vb = w.o + FA_BQ * j->Dv;
+  w.kb = w.kg = -1, w.kpacked = 0;
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+    if (t >= j->ntasks) break;
+    int64_t bh = t / j->per, c = t % j->per;
     int64_t b = bh / j->Hq, h = bh % j->Hq;
-    int64_t q0 = c * j->qchunk, q1 = q0 + j->qchunk < j->Sq ? q0 + j->qchunk : j->Sq;
-    if (q0 >= q1) continue;
-    att_transpose_k(j, b, h / (j->Hq / j->Hkv), att_visible(j, q1 - 1), w.kt,
-                    ldkt);
-    for (int64_t i0 = q0; i0 < q1; i0 += ATT_BQ)
-      att_block(j, &w, b, h, i0, q1 - i0 < ATT_BQ ? q1 - i0 : ATT_BQ);
+    int64_t blocks[2] = {c, j->nqb - 1 - c};
+    int nb = j->causal && blocks[1] != c ? 2 : 1;
+    for (int x = 0; x < nb; x++) {
+      int64_t i0 = blocks[x] * FA_BQ;
+      fa_query_block(j, &w, b, h, i0, fa_min(FA_BQ, j->Sq - i0));
+    }
   }
 }
 
-bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev,
-                                  const bp_attention_args_t *a) {
+static bool fa_covered(const bp_attention_args_t *a) {
+  const bp_plugin_tensor_t *t[4] = {&a->q, &a->k, &a->v, &a->out};
+  for (int x = 0; x < 4; x++)
+    if (t[x]->dtype != BP_F32 || t[x]->rank != 4) return false;
+  const cpu_fast_gemm_kernel_t *kr = &cpu_fast_sgemm_avx512;
+  return a->k.shape[1] > 0 && a->q.shape[1] % a->k.shape[1] == 0 && kr->ukr_rows &&
+         kr->mr == FA_MR && kr->nr == FA_NR;
+}
+
+bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev, const bp_attention_args_t *a) {
   const bp_plugin_tensor_t *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->out;
-  if (q->dtype != BP_F32 || k->dtype != BP_F32 || v->dtype != BP_F32 ||
-      o->dtype != BP_F32 || q->rank != 4 || k->rank != 4 || v->rank != 4 ||
-      o->rank != 4 || (v->shape[3] > 1 && v->strides[3] != 1) ||
-      (o->shape[3] > 1 && o->strides[3] != 1) || k->shape[1] <= 0 ||
-      q->shape[1] % k->shape[1] != 0)
-    return BP_ERR_UNIMPLEMENTED;
-  att_job_t j;
+  if (!fa_covered(a)) return BP_ERR_UNIMPLEMENTED;
+  fa_job_t j;
   memset(&j, 0, sizeof j);
+  j.kr = &cpu_fast_sgemm_avx512;
   j.q = (const float *)((const char *)(uintptr_t)q->ptr + q->offset);
   j.k = (const float *)((const char *)(uintptr_t)k->ptr + k->offset);
   j.v = (const float *)((const char *)(uintptr_t)v->ptr + v->offset);
   j.o = (float *)((char *)(uintptr_t)o->ptr + o->offset);
-  j.B = q->shape[0], j.Hq = q->shape[1], j.Sq = q->shape[2], j.D = q->shape[3];
-  j.Hkv = k->shape[1], j.Skv = k->shape[2], j.Dv = v->shape[3];
-  if (j.B == 0 || j.Hq == 0 || j.Sq == 0 || j.Dv == 0) return BP_OK;
-  /* Each task holds a transposed copy of a head's keys: keep it sane. */
-  if ((double)j.D * (double)(j.Skv + ATT_BK) * sizeof(float) > 256e6)
-    return BP_ERR_UNIMPLEMENTED;
+  int64_t B = q->shape[0];
+  j.Hq = q->shape[1], j.Sq = q->shape[2], j.D = q->shape[3];
+  j.grp = q->shape[1] / k->shape[1], j.Skv = k->shape[2], j.Dv = v->shape[3];
+  j.off = j.Skv - j.Sq;
+  if (B == 0 || j.Hq == 0 || j.Sq == 0 || j.Dv == 0) return BP_OK;
   memcpy(j.sq, q->strides, sizeof j.sq);
   memcpy(j.sk, k->strides, sizeof j.sk);
   memcpy(j.sv, v->strides, sizeof j.sv);
   memcpy(j.so, o->strides, sizeof j.so);
+  j.qdirect = q->strides[3] == 1 || j.D <= 1;
+  j.vdirect = v->strides[3] == 1 || j.Dv <= 1;
+  j.ldkt = (j.Skv + FA_NR - 1) / FA_NR * FA_NR * (j.D > 0 ? j.D : 1);
+  /* each worker holds a kv head's K^T: absurd ones go to the next kernel */
+  if ((double)fa_ws_floats(&j) * sizeof(float) > 256e6) return BP_ERR_UNIMPLEMENTED;
   j.scale = (float)a->scale;
   j.causal = a->causal;
-  /* Whole heads per task when there are enough of them; otherwise split
-   * the queries so every thread has several tasks. */
+  j.nqb = (j.Sq + FA_BQ - 1) / FA_BQ;
+  j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
+  j.ntasks = B * j.Hq * j.per;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
-  int64_t heads = j.B * j.Hq, qblocks = (j.Sq + ATT_BQ - 1) / ATT_BQ;
-  int64_t want = 4 * (int64_t)threads;
-  int64_t per = heads >= want ? qblocks : (qblocks * heads + want - 1) / want;
-  if (per < 1) per = 1;
-  j.qchunk = per * ATT_BQ;
-  j.nchunks = (qblocks + per - 1) / per;
-  int64_t ntasks = heads * j.nchunks;
-  double work = (double)heads * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
-  if (threads > 1 && work > 1e6)
-    cpu_pool_run(dev->pool, ntasks, 1, att_task, &j);
+  double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
+  int64_t workers = j.ntasks < (int64_t)threads ? j.ntasks : threads;
+  if (workers > 1 && work > 1e6)
+    cpu_pool_run(dev->pool, workers, 1, fa_task, &j);
   else
-    att_task(&j, 0, ntasks, 0);
-  return j.failed ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+    fa_task(&j, 0, 1, 0);
+  /* tasks left over: no worker could get its scratch memory */
+  return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }
