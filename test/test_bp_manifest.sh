@@ -10,6 +10,8 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; fail=1; fi; }
 unset BACKPLANE_PLUGIN_PATH BACKPLANE_LAYERS || true
+command -v python3 >/dev/null || { echo "SKIP: no python3 to read the JSON"; exit 77; }
+command -v sha256sum >/dev/null || { echo "SKIP: no sha256sum to compare with"; exit 77; }
 
 # 1. --no-load: the build's plugins, from $(B)/plugins/*.json.
 "$bp" devices --no-load > "$tmp/table"
