@@ -281,6 +281,10 @@ bp_status_t bp__comm_pick(bp__comm_set_t *set, const char *name, bp_comm_memory_
   if (*out) return BP_OK;
   if (name) return bp__fail(BP_ERR_NOT_FOUND, "%s: no comm plugin named '%s' (comm-%s.so) in the plugin "
                             "directories (bp devices lists them)", fn, name, name);
+  for (uint32_t i = 0; i < set->count; i++) /* loaded, but for other memory */
+    if (set->plugins[i].report.loaded && !(set->plugins[i].info.memory_kinds & usable))
+      return bp__fail(BP_ERR_UNSUPPORTED, "%s: comm plugin '%s' takes neither this device's memory nor host "
+                      "memory, and no other comm plugin is usable", fn, set->plugins[i].report.name);
   for (uint32_t i = 0; i < set->count; i++) /* say why the likeliest one failed */
     if (!set->plugins[i].report.loaded)
       return bp__fail(BP_ERR_UNAVAILABLE, "%s: no usable comm plugin: %s: %s", fn, set->plugins[i].report.path,

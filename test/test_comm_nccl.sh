@@ -57,5 +57,12 @@ for v in nccl rccl; do
   run $v $dev grid 2
   run $v $dev mismatch 2
   run $v $dev dead 1
+  # bp conformance joins on the device whose memory the plugin takes
+  out=$(BACKPLANE_COMM= "$b/bin/bp" conformance "$b/plugins/comm-$v.so" 2>&1)
+  if [ $? -eq 0 ] && printf '%s\n' "$out" | grep -q "PASS *all_reduce" && printf '%s\n' "$out" | grep -q "result: PASS"; then
+    echo "ok: bp conformance comm-$v.so passes on $dev"
+  else
+    echo "FAILED: bp conformance comm-$v.so:"; printf '%s\n' "$out" | tail -15; fail=1
+  fi
 done
 exit $fail

@@ -1,15 +1,17 @@
 /*
  * conformance_comm.c — bp conformance for comm plugins (comm-*.so,
- * comm-api.h): the plugin is staged alone (with the CPU backend, whose
- * buffers the checks use) in a private directory, loaded through the core,
- * and its collectives are run against the reference of comm_ref.h in
- * child ranks: the "mpi" plugin under mpirun -np 2 over TCP loopback (its
- * ranks come from the launcher), any other plugin as one rank in this
- * process. Run under mpirun itself (mpirun -np 4 bp conformance
- * comm-mpi.so), every rank checks in place and prints its own lines. Each check
- * is PASS, FAIL, or UNSUPPORTED with the reason (a library that is absent,
- * a check that needs two ranks); the exit status is 1 when any check fails.
+ * comm-api.h): the plugin is staged alone with the backends in a private
+ * directory, loaded through the core, joined on the first device whose
+ * memory it takes (cpu, else cuda, else rocm), and its collectives are run
+ * against the reference of comm_ref.h in child ranks: the "mpi" plugin
+ * under mpirun -np 2 over TCP loopback (its ranks come from the launcher),
+ * any other plugin as one rank in this process. Run under mpirun itself
+ * (mpirun -np 4 bp conformance comm-mpi.so), every rank checks in place
+ * and prints its own lines. Each check is PASS, FAIL, or UNSUPPORTED with
+ * the reason (a library that is absent, a check that needs two ranks); the
+ * exit status is 1 when any check fails.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -51,17 +53,38 @@ static bool find_cpu(char *out, size_t size) {
 }
 
 static void unstage(const char *dir) {
-  char path[PATH_MAX + 32];
-  const char *names[] = {"backend-cpu.so", "comm-undertest.so"};
-  for (int i = 0; i < 2; i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    unlink(path);
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (e->d_name[0] != '.') unlink(path);
   }
+  if (d) closedir(d);
   rmdir(dir);
 }
 
+/* Links every backend beside the CPU one into dir: a plugin that takes
+ * only device memory (NCCL) is checked on a device of that kind. */
+static bool link_backends(const char *dir) {
+  char cpu[PATH_MAX], real[PATH_MAX], link[PATH_MAX + 256];
+  if (!find_cpu(cpu, sizeof cpu) || !realpath(cpu, real)) return false;
+  char *slash = strrchr(real, '/');
+  *slash = '\0';
+  DIR *d = opendir(real);
+  bool ok = d != NULL;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (strncmp(e->d_name, "backend-", 8) || !strstr(e->d_name, ".so")) continue;
+    char target[PATH_MAX + 256];
+    snprintf(target, sizeof target, "%s/%s", real, e->d_name);
+    snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+    ok = symlink(target, link) == 0 && ok;
+  }
+  if (d) closedir(d);
+  return ok;
+}
+
 /* A private directory holding the plugin (as comm-undertest.so) and the
- * CPU backend; "" in dir when nothing was made. */
+ * backends; "" in dir when nothing was made. */
 static bool stage(const char *plugin, char *dir, size_t size) {
   const char *t = getenv("TMPDIR");
   snprintf(dir, size, "%s/bp-conformance-comm-XXXXXX", t && t[0] == '/' ? t : "/tmp");
@@ -69,11 +92,10 @@ static bool stage(const char *plugin, char *dir, size_t size) {
     dir[0] = '\0';
     return false;
   }
-  char real[PATH_MAX], link[PATH_MAX + 32], cpu[PATH_MAX];
+  char real[PATH_MAX], link[PATH_MAX + 32];
   snprintf(link, sizeof link, "%s/comm-undertest.so", dir);
   if (!realpath(plugin, real) || symlink(real, link) != 0) return false;
-  snprintf(link, sizeof link, "%s/backend-cpu.so", dir);
-  return find_cpu(cpu, sizeof cpu) && realpath(cpu, real) && symlink(real, link) == 0;
+  return link_backends(dir);
 }
 
 static bp_context_t *open_staged(const char *dir) {
@@ -209,6 +231,27 @@ static int run_checks(env_t *e, bool quick, verdict_t *v) {
 
 /* ---- one rank: stage, load, join, check --------------------------------------- */
 
+/* Opens the first device whose memory the plugin takes (cpu, then cuda,
+ * then rocm), a stream on it, and the communicator. */
+static bool join(env_t *e) {
+  static const char *const selectors[] = {"cpu", "cuda", "rocm"};
+  bp_comm_options_t o = {.struct_size = sizeof o, .timeout_ms = 20000};
+  char why[512] = "no device could be opened";
+  for (size_t i = 0; i < sizeof selectors / sizeof selectors[0]; i++) {
+    if (bp_device_open(e->ctx, selectors[i], NULL, &e->dev) != BP_OK) continue;
+    bp_status_t st = bp_stream_create(e->dev, &e->s);
+    if (st == BP_OK && (st = bp_comm_create(e->dev, &o, &e->comm)) == BP_OK) return true;
+    snprintf(why, sizeof why, "%s", bp_last_error());
+    bp_stream_destroy(e->s);
+    bp_device_close(e->dev);
+    e->s = NULL;
+    e->dev = NULL;
+    if (st != BP_ERR_UNSUPPORTED) break; /* the plugin took this memory and failed */
+  }
+  printf("rank ?: check join FAIL %s\n", why);
+  return false;
+}
+
 /* Runs every check as one rank; prints "check NAME STATE detail" lines
  * (prefixed "rank R") for the parent. Returns the exit status. */
 static int rank_main(const char *plugin, bool quick) {
@@ -216,12 +259,9 @@ static int rank_main(const char *plugin, bool quick) {
   env_t e = {0};
   verdict_t v[MAX_CHECKS];
   int n = 0, rc = BPT_EXIT_FAIL;
-  bp_comm_options_t o = {.struct_size = sizeof o, .plugin = NULL, .timeout_ms = 20000};
-  if (!stage(plugin, dir, sizeof dir) || !(e.ctx = open_staged(dir)) ||
-      bp_device_open(e.ctx, "cpu", NULL, &e.dev) != BP_OK || bp_stream_create(e.dev, &e.s) != BP_OK ||
-      bp_comm_create(e.dev, &o, &e.comm) != BP_OK) {
+  if (!stage(plugin, dir, sizeof dir) || !(e.ctx = open_staged(dir))) {
     printf("rank ?: check join FAIL %s\n", bp_last_error());
-  } else {
+  } else if (join(&e)) {
     bp_comm_rank(e.comm, &e.rank);
     bp_comm_size(e.comm, &e.size);
     n = run_checks(&e, quick, v);
