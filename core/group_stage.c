@@ -2,10 +2,10 @@
  * group_stage.c — running one op on one member of a group. The op's tensors
  * point into group memory, which is host memory. A member whose pointers
  * are host pointers takes them as they are. Any other member gets each
- * tensor's byte extent copied into a buffer of its own, runs the op there,
- * and the output's elements (only those the view names, never the gaps
- * between them, which may belong to a slice another member is writing) are
- * copied back.
+ * input's byte extent copied into a buffer of its own, and the output's
+ * elements, runs the op there, and the output's elements are copied back:
+ * only those the view names, never the gaps between them, which may belong
+ * to a slice another member is writing at the same time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +142,21 @@ typedef struct stage {
   uint64_t dev;      /* the member's copy, 0: none */
 } stage_t;
 
-/* Copies each tensor's extent into member memory and points it there. */
+/* Copies the output's own elements into its member copy (zeros between
+ * them): the gaps may hold elements another member is writing right now,
+ * which this member must not even read. */
+static bp_status_t stage_output_in(bp__device_t *d, const stage_t *out, const bp_plugin_tensor_t *rel) {
+  char *tmp = calloc(1, (size_t)out->len);
+  if (!tmp) return bp__fail(BP_ERR_OUT_OF_MEMORY, "group: no host memory to stage %llu bytes",
+                            (unsigned long long)out->len);
+  copy_view(rel, tmp, (const char *)(uintptr_t)out->host_ptr + out->lo);
+  bp_status_t st = bp__call_mem_write(d, NULL, out->dev, 0, tmp, out->len);
+  free(tmp);
+  return st;
+}
+
+/* Copies each tensor into member memory and points it there: inputs by
+ * their byte extent, the output (last) by its elements. */
 static bp_status_t stage_in(bp__device_t *d, stage_t *st, int n) {
   for (int i = 0; i < n; i++) {
     bp_plugin_tensor_t *t = st[i].t;
@@ -152,11 +166,13 @@ static bp_status_t stage_in(bp__device_t *d, stage_t *st, int n) {
     st[i].len = hi - st[i].lo;
     st[i].host_ptr = t->ptr;
     bp_status_t s = bp__call_mem_alloc(d, st[i].len ? st[i].len : 64, &st[i].dev);
-    if (s == BP_OK && st[i].len)
-      s = bp__call_mem_write(d, NULL, st[i].dev, 0, (const char *)(uintptr_t)t->ptr + st[i].lo, st[i].len);
     if (s != BP_OK) return s;
     t->ptr = st[i].dev;
     t->offset -= st[i].lo;
+    if (!st[i].len) continue;
+    if (i == n - 1) s = stage_output_in(d, &st[i], t);
+    else s = bp__call_mem_write(d, NULL, st[i].dev, 0, (const char *)(uintptr_t)st[i].host_ptr + st[i].lo, st[i].len);
+    if (s != BP_OK) return s;
   }
   return BP_OK;
 }
