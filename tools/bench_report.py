@@ -56,7 +56,11 @@ def ratio_text(a):
     if a.get("ms") is None:
         return None
     mark = "" if a.get("comparable", True) else " (not comparable)"
-    return f"{a['name']} {a['ratio']:.2f}×{mark}" if a.get("ratio") else None
+    return f"{a['name']} {rfmt(a['ratio'])}×{mark}" if a.get("ratio") else None
+
+
+def rfmt(ratio):
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
 
 
 def case_label(r):
@@ -104,9 +108,10 @@ def result_table(results):
             other_text += (", " if other_text else "") + "absent: " + ", ".join(absent)
         if best_a:
             a_fig = f"{fmt(best_a['figure'])} {unit}"
-            ratio = f"**{best_a['ratio']:.2f}×**"
+            ratio = f"**{rfmt(best_a['ratio'])}×**"
         else:
-            a_fig, ratio, best = "–", "–", "none comparable"
+            libs = [a for a in r.get("anchors", []) if a.get("library") and a.get("ms")]
+            a_fig, ratio, best = "–", "–", "none comparable" if libs else "no library"
         out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {fmt(fig)} {unit} | {pct} | "
                    f"{best} | {a_fig} | {ratio} | {other_text} |")
     return out
@@ -120,7 +125,14 @@ def draw_ratios(results, path, title):
     names = [n for n, _ in rows][::-1]
     values = [v for _, v in rows][::-1]
     colors = ["#3a7d44" if v >= 1 else "#b5452f" for v in values]
-    ax.barh(range(len(values)), values, color=colors)
+    # a ratio far below the rest (an op with no fast path) would squash
+    # every other bar: clip the axis at 1/64 and write the value
+    lo = 1 / 64
+    shown = [max(v, lo) for v in values]
+    ax.barh(range(len(values)), shown, color=colors)
+    for i, v in enumerate(values):
+        ax.text(shown[i], i, f" {rfmt(v)}", va="center", fontsize=6)
+    ax.set_xlim(lo / 1.2 if min(values) < lo else None, max(values + [1]) * 2.5)
     ax.set_yticks(range(len(values)))
     ax.set_yticklabels(names, fontsize=7)
     ax.axvline(1.0, color="black", linewidth=0.8)
@@ -207,9 +219,12 @@ def run_block(run, label, figures_dir, doc_dir):
         roof = os.path.join(figures_dir, f"roofline-{base}.svg")
         draw_ratios(results, ratios, f"{dev} on {label}: ratio to the best anchor")
         draw_roofline(run, results, roof, f"{dev} on {label}")
-        runs = max(r.get("runs", 1) for r in results)
-        note = (f"Best of {runs} runs, each side on its own (our best time and each anchor's "
-                "best time; ratios from those)." if runs > 1 else "One run.")
+        lo = min(r.get("runs", 1) for r in results)
+        hi = max(r.get("runs", 1) for r in results)
+        runs = f"{lo}" if lo == hi else f"{lo}–{hi}"
+        note = (f"Best of {runs} runs per case, each side on its own (our best time and each "
+                "anchor's best time; ratios from those); the machine's figures are the first "
+                "run's." if hi > 1 else "One run.")
         out += [f"#### Device `{dev}`", "", note, ""] + result_table(results) + [""]
         out.append(f"![ratios to the best anchor]({os.path.relpath(ratios, doc_dir)})")
         out.append("")
@@ -280,6 +295,7 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "backplane"  # stable ids: small diffs
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, not paths
     doc_dir = os.path.dirname(os.path.abspath(args.doc))
     runs = {}  # label -> run; runs of one label (e.g. one per --op) are merged
     for spec in args.runs:
