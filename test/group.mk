@@ -17,3 +17,5 @@ $(B)/test/test_group: $(B)/obj/test/test_group.o $(GROUP_TEST_COMMON) $(LIB) $(P
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(GROUP_TEST_COMMON) -L$(B)/lib -lbackplane \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread
 TESTS += $(B)/test/test_group
+# Members run a split's slices on threads of their own.
+TSAN_TESTS += $(B)/test/test_group

@@ -400,6 +400,9 @@ static bool device_name(const char *backend, char *out, size_t size) {
 static void test_staged_real_devices(void **state) {
   (void)state;
   TC_BEGIN();
+#ifdef __SANITIZE_THREAD__
+  TEST_SKIP_CASE("under ThreadSanitizer: the PoCL and lavapipe drivers are not instrumented");
+#endif
   static const char *const backends[] = {"opencl", "vulkan"};
   char names[2][128];
   bool have[2];
