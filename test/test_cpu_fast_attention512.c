@@ -267,6 +267,35 @@ static void test_fa_masked_rows_zero(void **state) {
   devs_close(&s);
 }
 
+/* A query whose every score is -inf (the reference's max is -inf, and
+ * e^(-inf - -inf) NaN) gives a NaN row, over several key blocks; the
+ * other rows stay finite. */
+static void test_fa_neg_inf_row(void **state) {
+  (void)state;
+  dev_set_t s;
+  devs_open_avx512(&s);
+  if (!s.n) TEST_SKIP_CASE("no AVX-512 (F, BW, VL, DQ) on this CPU");
+  att_buf_t q = buf_make(BP_F32, 1, 1, 20, 16, 0, -1, 1);
+  att_buf_t k = buf_make(BP_F32, 1, 1, 300, 16, 0, 0.5, 1);
+  att_buf_t v = buf_make(BP_F32, 1, 1, 300, 16, 0, -1, 1);
+  att_buf_t o = buf_make(BP_F32, 1, 1, 20, 16, 0, 0, 0);
+  ((float *)q.p)[3 * 16] = -INFINITY; /* row 3: every score -inf */
+  for (int i = 0; i < s.n; i++)
+    for (int causal = 0; causal <= 1; causal++) {
+      bp_attention_args_t a;
+      memset(&a, 0, sizeof a);
+      a.struct_size = sizeof a;
+      a.causal = causal;
+      a.scale = 0.25;
+      a.q = q.t, a.k = k.t, a.v = v.t, a.out = o.t;
+      assert_int_equal(cpu_fast_attention_avx512(&s.dev[i], &a), BP_OK);
+      for (int64_t x = 0; x < 20 * 16; x++)
+        assert_true(x / 16 == 3 ? isnan(((float *)o.p)[x]) : isfinite(((float *)o.p)[x]));
+    }
+  free(q.p), free(k.p), free(v.p), free(o.p);
+  devs_close(&s);
+}
+
 /* Declines what it does not cover (the next kernel runs), and the
  * dispatcher picks it at the AVX-512 level for f32. */
 static void test_fa_declines(void **state) {
@@ -291,6 +320,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fa_block_boundaries), cmocka_unit_test(test_fa_heads_dims_layouts),
       cmocka_unit_test(test_fa_special),          cmocka_unit_test(test_fa_masked_rows_zero),
+      cmocka_unit_test(test_fa_neg_inf_row),
       cmocka_unit_test(test_fa_declines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,27 +41,25 @@
 #define FA_BQ (4 * FA_MR) /* queries per block */
 #define FA_BK (4 * FA_NR) /* keys per block */
 
-/* e^x for x <= 0 (scores minus the running max): Cody-Waite reduction and
- * a degree-6 polynomial (about 1 ulp); -inf and anything below the float
- * range give exactly 0. */
+/* e^x for x <= 0 (a score minus the running max): Cody-Waite reduction,
+ * e^r = 1 + r + r^2 P(r) with P a degree-3 Remez fit (relative error
+ * 1.1e-7, the AVX2 kernel's), 2^n from the bits of x log2(e) + 1.5 * 2^23
+ * + 127 (no rounding or scaling instruction). Below -87 (and -inf) the
+ * result is exactly 0, so hidden keys add nothing. */
 static inline __m512 fa_exp(__m512 x) {
-  const __m512 log2e = _mm512_set1_ps(1.44269504f);
-  const __m512 ln2hi = _mm512_set1_ps(0.693145752f);
-  const __m512 ln2lo = _mm512_set1_ps(1.42860677e-6f);
-  __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, ln2hi, x);
-  r = _mm512_fnmadd_ps(n, ln2lo, r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_maskz_scalef_ps((__mmask16)~tiny, p, n);
+  __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504f), _mm512_set1_ps(12583039.0f));
+  __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(12583039.0f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);
+  __m512 p = _mm512_set1_ps(8.312524866e-03f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.189011315e-02f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.666711447e-01f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.999923179e-01f));
+  p = _mm512_fmadd_ps(_mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f)), r, _mm512_set1_ps(1.0f));
+  __m512 two_n = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t), 23));
+  return _mm512_maskz_mul_ps(live, p, two_n);
 }
 
 static inline __mmask16 fa_lanes(int64_t n) {
