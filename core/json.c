@@ -95,9 +95,12 @@ static bool read_escape(bp__json_t *in, char *out, size_t cap, size_t *n) {
   char c = *in->p++;
   unsigned cp;
   const char *k = strchr(from, c);
-  if (c && k) cp = (unsigned char)to[k - from];
-  else if (c != 'u') return bp__json_fail(in, "bad escape");
-  else if (!read_codepoint(in, &cp)) return false;
+  if (c && k)
+    cp = (unsigned char)to[k - from];
+  else if (c != 'u')
+    return bp__json_fail(in, "bad escape");
+  else if (!read_codepoint(in, &cp))
+    return false;
   return put_utf8(out, cap, n, cp) || bp__json_fail(in, "string too long");
 }
 
@@ -133,7 +136,8 @@ bool bp__json_integer(bp__json_t *in, long *out) {
   return true;
 }
 
-bool bp__json_object(bp__json_t *in, bool (*member)(bp__json_t *, const char *, void *), void *arg) {
+bool bp__json_object(bp__json_t *in, bool (*member)(bp__json_t *, const char *, void *),
+                     void *arg) {
   char name[64];
   if (!bp__json_expect(in, '{')) return bp__json_fail(in, "expected an object");
   if (bp__json_expect(in, '}')) return true;
@@ -159,9 +163,12 @@ bool bp__json_array(bp__json_t *in, bool (*item)(bp__json_t *, unsigned, void *)
 static bool skip_number(bp__json_t *in) {
   const char *p = in->p, *e = in->end;
   if (p < e && *p == '-') p++;
-  if (p < e && *p == '0') p++;
-  else if (p < e && *p >= '1' && *p <= '9') while (p < e && *p >= '0' && *p <= '9') p++;
-  else return bp__json_fail(in, "bad number");
+  if (p < e && *p == '0')
+    p++;
+  else if (p < e && *p >= '1' && *p <= '9')
+    while (p < e && *p >= '0' && *p <= '9') p++;
+  else
+    return bp__json_fail(in, "bad number");
   if (p < e && *p == '.') {
     const char *d = ++p;
     while (p < e && *p >= '0' && *p <= '9') p++;
@@ -180,7 +187,8 @@ static bool skip_number(bp__json_t *in) {
 
 static bool skip_literal(bp__json_t *in, const char *word) {
   size_t n = strlen(word);
-  if ((size_t)(in->end - in->p) < n || memcmp(in->p, word, n)) return bp__json_fail(in, "bad literal");
+  if ((size_t)(in->end - in->p) < n || memcmp(in->p, word, n))
+    return bp__json_fail(in, "bad literal");
   in->p += n;
   return true;
 }
@@ -220,13 +228,20 @@ static bool skip_value(bp__json_t *in, int depth) {
   bp__json_space(in);
   if (in->p >= in->end) return bp__json_fail(in, "expected a value");
   switch (*in->p) {
-  case '{': return bp__json_object(in, skip_member, &next);
-  case '[': return bp__json_array(in, skip_item, &next);
-  case '"': return skip_string(in);
-  case 't': return skip_literal(in, "true");
-  case 'f': return skip_literal(in, "false");
-  case 'n': return skip_literal(in, "null");
-  default: return skip_number(in);
+  case '{':
+    return bp__json_object(in, skip_member, &next);
+  case '[':
+    return bp__json_array(in, skip_item, &next);
+  case '"':
+    return skip_string(in);
+  case 't':
+    return skip_literal(in, "true");
+  case 'f':
+    return skip_literal(in, "false");
+  case 'n':
+    return skip_literal(in, "null");
+  default:
+    return skip_number(in);
   }
 }
 

@@ -45,7 +45,8 @@ static bool adds_entries(const bp_plugin_descriptor_t *next, const bp_plugin_des
 
 /* Copies the layer's descriptor into link->copy and checks it; false with
  * the reason otherwise. */
-static bool take_descriptor(chain_link_t *link, const bp_plugin_descriptor_t *next, char *why, size_t size) {
+static bool take_descriptor(chain_link_t *link, const bp_plugin_descriptor_t *next, char *why,
+                            size_t size) {
   const bp_plugin_descriptor_t *x = link->instance;
   uint32_t n = x->struct_size < sizeof link->copy ? x->struct_size : sizeof link->copy;
   memset(&link->copy, 0, sizeof link->copy);
@@ -60,9 +61,12 @@ static bool take_descriptor(chain_link_t *link, const bp_plugin_descriptor_t *ne
   return true;
 }
 
-static void refuse_on_device(const bp__device_t *d, const bp_layer_descriptor_t *l, const char *why) {
-  bp__log(BP_LOG_WARN, BP__LOG_LOADER, "layer '%s' refused on device '%s': %s (rule LAYER-6); the device runs "
-          "without it", l->name, d->entry.info.name, why);
+static void refuse_on_device(const bp__device_t *d, const bp_layer_descriptor_t *l,
+                             const char *why) {
+  bp__log(BP_LOG_WARN, BP__LOG_LOADER,
+          "layer '%s' refused on device '%s': %s (rule LAYER-6); the device runs "
+          "without it",
+          l->name, d->entry.info.name, why);
 }
 
 /* Stacks one layer over next; true when it took its place. */
@@ -72,8 +76,8 @@ static bool stack_one(bp__device_t *d, const bp__layer_t *layer, const bp_plugin
   char why[512];
   bp_status_t st = bp__call_layer_create(l, next, ld, &link->instance);
   if (st != BP_OK) {
-    snprintf(why, sizeof why, "create failed: %s%s%s", bp_status_string(st), bp__plugin_error()[0] ? ": " : "",
-             bp__plugin_error());
+    snprintf(why, sizeof why, "create failed: %s%s%s", bp_status_string(st),
+             bp__plugin_error()[0] ? ": " : "", bp__plugin_error());
     refuse_on_device(d, l, why);
     return false;
   }
@@ -93,16 +97,18 @@ void bp__layers_attach(bp__device_t *d) {
   if (!n) return;
   bp__layer_chain_t *c = calloc(1, sizeof *c + n * sizeof c->links[0]);
   if (!c) {
-    bp__log(BP_LOG_WARN, BP__LOG_LOADER, "out of memory stacking layers on '%s'; it runs without them",
-            d->entry.info.name);
+    bp__log(BP_LOG_WARN, BP__LOG_LOADER,
+            "out of memory stacking layers on '%s'; it runs without them", d->entry.info.name);
     return;
   }
   c->plugin = d->desc;
   const bp_plugin_descriptor_t *next = d->desc;
-  bp_layer_device_t ld = {sizeof ld, d->entry.backend, d->entry.backend_index, &d->entry.info, d->handle};
+  bp_layer_device_t ld = {sizeof ld, d->entry.backend, d->entry.backend_index, &d->entry.info,
+                          d->handle};
   for (uint32_t i = ctx->layer_count; i-- > 0;) {
     const bp__layer_t *layer = ctx->layers[i].layer;
-    if (layer && stack_one(d, layer, next, &ld, &c->links[c->count])) next = &c->links[c->count++].copy;
+    if (layer && stack_one(d, layer, next, &ld, &c->links[c->count]))
+      next = &c->links[c->count++].copy;
   }
   d->layers = c;
   d->desc = next;

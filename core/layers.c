@@ -37,12 +37,13 @@ struct bp__layer {
 static pthread_mutex_t layers_lock = PTHREAD_MUTEX_INITIALIZER;
 static bp__layer_t *loaded_layers;
 
-#define REASON(r, ...) snprintf((r)->reason, sizeof (r)->reason, __VA_ARGS__)
+#define REASON(r, ...) snprintf((r)->reason, sizeof(r)->reason, __VA_ARGS__)
 
 static bool layer_name_ok(const char *n, size_t len) {
   if (len == 0 || len >= 64) return false;
   for (size_t i = 0; i < len; i++)
-    if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '_' || n[i] == '-'))
+    if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '_' ||
+          n[i] == '-'))
       return false;
   return true;
 }
@@ -63,25 +64,29 @@ static bool find_layer(const bp_context_t *ctx, const char *name, char *out, siz
 static uint32_t symbol_size(void *addr) {
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
-  if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return sizeof(bp_layer_descriptor_t);
+  if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+    return sizeof(bp_layer_descriptor_t);
   return sym->st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym->st_size;
 }
 
-static bp_status_t check_descriptor(const bp_layer_descriptor_t *d, uint32_t avail, const char *name,
-                                    bp_layer_report_t *r) {
+static bp_status_t check_descriptor(const bp_layer_descriptor_t *d, uint32_t avail,
+                                    const char *name, bp_layer_report_t *r) {
   if (avail < 12 || d->magic != BP_LAYER_MAGIC)
     return REASON(r, "wrong magic: not a backplane layer (rule LAYER-4)"), BP_ERR_INCOMPATIBLE;
   if (d->abi_major != BP_LAYER_ABI_MAJOR)
-    return REASON(r, "layer ABI %u.%u, this loader speaks %d.x (rule LAYER-4)", d->abi_major, d->abi_minor,
-                  BP_LAYER_ABI_MAJOR), BP_ERR_INCOMPATIBLE;
+    return REASON(r, "layer ABI %u.%u, this loader speaks %d.x (rule LAYER-4)", d->abi_major,
+                  d->abi_minor, BP_LAYER_ABI_MAJOR),
+           BP_ERR_INCOMPATIBLE;
   if (d->struct_size < BP_LAYER_DESCRIPTOR_MIN_SIZE || d->struct_size > avail)
     return REASON(r, "descriptor struct_size %u outside [%zu, %u] (rule LAYER-4)", d->struct_size,
-                  (size_t)BP_LAYER_DESCRIPTOR_MIN_SIZE, avail), BP_ERR_INCOMPATIBLE;
+                  (size_t)BP_LAYER_DESCRIPTOR_MIN_SIZE, avail),
+           BP_ERR_INCOMPATIBLE;
   if (!d->name || strcmp(d->name, name) || !d->version)
     return REASON(r, "descriptor name is not '%s' or version is NULL (rule LAYER-4)", name),
            BP_ERR_INCOMPATIBLE;
   if (!d->init || !d->create || !d->destroy)
-    return REASON(r, "a required entry (init, create, destroy) is NULL (rule LAYER-4)"), BP_ERR_INCOMPATIBLE;
+    return REASON(r, "a required entry (init, create, destroy) is NULL (rule LAYER-4)"),
+           BP_ERR_INCOMPATIBLE;
   return BP_OK;
 }
 
@@ -158,8 +163,8 @@ static void add_name(bp_context_t *ctx, const char *name, size_t len) {
   snprintf(r->name, sizeof r->name, "%.*s", (int)(len < 63 ? len : 63), name);
   if (!layer_name_ok(name, len)) {
     r->status = BP_ERR_INVALID_ARGUMENT;
-    REASON(r, "'%.*s' is not a layer name: a short [a-z0-9_-] word (rule LAYER-1)", (int)(len < 64 ? len : 64),
-           name);
+    REASON(r, "'%.*s' is not a layer name: a short [a-z0-9_-] word (rule LAYER-1)",
+           (int)(len < 64 ? len : 64), name);
     return;
   }
   for (bp__layer_slot_t *q = ctx->layers; q < slot; q++)
@@ -174,7 +179,8 @@ static void add_name(bp_context_t *ctx, const char *name, size_t len) {
     bp__log(BP_LOG_WARN, BP__LOG_LOADER, "refusing layer '%s': %s; devices run without it", r->name,
             r->reason);
   } else {
-    bp__log(BP_LOG_INFO, BP__LOG_LOADER, "loaded layer '%s' %s from %s", r->name, r->version, r->path);
+    bp__log(BP_LOG_INFO, BP__LOG_LOADER, "loaded layer '%s' %s from %s", r->name, r->version,
+            r->path);
   }
 }
 
@@ -206,7 +212,8 @@ const bp_layer_descriptor_t *bp__layer_descriptor(const bp__layer_t *l) {
 
 bp_status_t bp_context_layer_count(const bp_context_t *h, uint32_t *out_count) {
   bp__clear_error();
-  if (!out_count) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_layer_count: out_count is NULL");
+  if (!out_count)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_layer_count: out_count is NULL");
   *out_count = 0;
   bp_context_t *ctx;
   bp_status_t st = bp__context_get(h, "bp_context_layer_count", &ctx);
@@ -214,26 +221,29 @@ bp_status_t bp_context_layer_count(const bp_context_t *h, uint32_t *out_count) {
   return st;
 }
 
-bp_status_t bp_context_layer_report(const bp_context_t *h, uint32_t index, bp_layer_report_t *out_report) {
+bp_status_t bp_context_layer_report(const bp_context_t *h, uint32_t index,
+                                    bp_layer_report_t *out_report) {
   bp__clear_error();
-  if (!out_report) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_layer_report: out_report is NULL");
+  if (!out_report)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_layer_report: out_report is NULL");
   memset(out_report, 0, sizeof *out_report);
   bp_context_t *ctx;
   bp_status_t st = bp__context_get(h, "bp_context_layer_report", &ctx);
   if (st != BP_OK) return st;
   if (index >= ctx->layer_count)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_layer_report: index %u >= layer count %u", index,
-                    ctx->layer_count);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_layer_report: index %u >= layer count %u",
+                    index, ctx->layer_count);
   *out_report = ctx->layers[index].report;
   return BP_OK;
 }
 
-bp_status_t bp_context_layer_summary(const bp_context_t *h, const char *name, char *out, size_t size,
-                                     size_t *out_len) {
+bp_status_t bp_context_layer_summary(const bp_context_t *h, const char *name, char *out,
+                                     size_t size, size_t *out_len) {
   bp__clear_error();
   if (out_len) *out_len = 0;
   if (!name || !out || !size || !out_len)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_context_layer_summary: name, out, size or out_len is NULL/0");
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "bp_context_layer_summary: name, out, size or out_len is NULL/0");
   out[0] = '\0';
   bp_context_t *ctx;
   bp_status_t st = bp__context_get(h, "bp_context_layer_summary", &ctx);
@@ -242,12 +252,13 @@ bp_status_t bp_context_layer_summary(const bp_context_t *h, const char *name, ch
     const bp__layer_slot_t *s = &ctx->layers[i];
     if (strcmp(s->report.name, name)) continue;
     if (!s->layer)
-      return bp__fail(BP_ERR_UNAVAILABLE, "bp_context_layer_summary: layer '%s' was refused: %s", name,
-                      s->report.reason);
+      return bp__fail(BP_ERR_UNAVAILABLE, "bp_context_layer_summary: layer '%s' was refused: %s",
+                      name, s->report.reason);
     st = bp__call_layer_summary(&s->layer->desc, out, size, out_len);
     if (st == BP_OK) return st;
     return bp__fail(st, "bp_context_layer_summary: layer '%s': %s", name,
                     st == BP_ERR_UNSUPPORTED ? "it keeps no summary" : bp__plugin_error());
   }
-  return bp__fail(BP_ERR_NOT_FOUND, "bp_context_layer_summary: no layer '%s' in this context", name);
+  return bp__fail(BP_ERR_NOT_FOUND, "bp_context_layer_summary: no layer '%s' in this context",
+                  name);
 }

@@ -53,11 +53,22 @@ static bp_status_t refuse(bp_manifest_info_t *m, const char *fmt, ...) {
 
 /* ---- the parser ------------------------------------------------------------*/
 
-enum { K_FORMAT, K_NAME, K_VERSION, K_MAJOR, K_MINOR, K_LIBRARY, K_SHA, K_KINDS, K_DLOPENS,
-       K_COUNT, K_REQUIRED = (1u << K_KINDS) - 1 };
-static const char *const key_names[K_COUNT] = {"manifest_version", "name", "version",
-                                               "abi_major", "abi_minor", "library",
-                                               "sha256", "kinds", "dlopens"};
+enum {
+  K_FORMAT,
+  K_NAME,
+  K_VERSION,
+  K_MAJOR,
+  K_MINOR,
+  K_LIBRARY,
+  K_SHA,
+  K_KINDS,
+  K_DLOPENS,
+  K_COUNT,
+  K_REQUIRED = (1u << K_KINDS) - 1
+};
+static const char *const key_names[K_COUNT] = {"manifest_version", "name",      "version",
+                                               "abi_major",        "abi_minor", "library",
+                                               "sha256",           "kinds",     "dlopens"};
 
 typedef struct list_state {
   char *out; /* comma-separated */
@@ -68,7 +79,8 @@ static bool list_item(bp__json_t *in, unsigned i, void *arg) {
   list_state_t *ls = arg;
   char word[256];
   if (!bp__json_string(in, word, sizeof word)) return false;
-  if (!word[0] || strchr(word, ',')) return bp__json_fail(in, "an empty list entry or one with a comma");
+  if (!word[0] || strchr(word, ','))
+    return bp__json_fail(in, "an empty list entry or one with a comma");
   size_t len = strlen(ls->out);
   if (len + strlen(word) + 2 > ls->size) return bp__json_fail(in, "list too long");
   snprintf(ls->out + len, ls->size - len, "%s%s", i ? "," : "", word);
@@ -105,15 +117,21 @@ static bool read_member(bp__json_t *in, int k, bp_manifest_info_t *m) {
     m->format = (uint32_t)v;
     /* A newer format may mean anything after this point: stop reading. */
     return v <= BP__MANIFEST_FORMAT || bp__json_fail(in, "newer format");
-  case K_NAME: return bp__json_string(in, m->name, sizeof m->name);
-  case K_VERSION: return bp__json_string(in, m->version, sizeof m->version);
-  case K_MAJOR: return read_integer16(in, &m->abi_major);
-  case K_MINOR: return read_integer16(in, &m->abi_minor);
-  case K_LIBRARY: return bp__json_string(in, m->library, sizeof m->library);
+  case K_NAME:
+    return bp__json_string(in, m->name, sizeof m->name);
+  case K_VERSION:
+    return bp__json_string(in, m->version, sizeof m->version);
+  case K_MAJOR:
+    return read_integer16(in, &m->abi_major);
+  case K_MINOR:
+    return read_integer16(in, &m->abi_minor);
+  case K_LIBRARY:
+    return bp__json_string(in, m->library, sizeof m->library);
   case K_SHA:
     return bp__json_string(in, m->sha256, sizeof m->sha256 + 1) &&
            (sha_valid(m->sha256) || bp__json_fail(in, "sha256 is not 64 lowercase hex digits"));
-  default: return bp__json_array(in, list_item, &ls);
+  default:
+    return bp__json_array(in, list_item, &ls);
   }
 }
 
@@ -163,8 +181,8 @@ static bp_status_t parse(const char *path, const char *text, size_t len, bp_mani
   parse_state_t ps = {m, 0};
   bool ok = bp__json_object(&in, member, &ps);
   if (m->format > BP__MANIFEST_FORMAT)
-    return refuse(m, "manifest %s has format %u, newer than this loader's %d (rule MANIFEST-4)", path,
-                  m->format, BP__MANIFEST_FORMAT);
+    return refuse(m, "manifest %s has format %u, newer than this loader's %d (rule MANIFEST-4)",
+                  path, m->format, BP__MANIFEST_FORMAT);
   if (ok && !bp__json_at_end(&in)) ok = bp__json_fail(&in, "text after the object");
   if (ok && (ps.seen & K_REQUIRED) != K_REQUIRED) {
     for (int k = 0; k < K_KINDS; k++)
@@ -229,7 +247,8 @@ static int file_digest(const char *path, char hex[65]) {
   pthread_mutex_unlock(&memo_lock);
   if (bp__sha256_file(path, hex) != 0 || stat(path, &after) != 0) return -1;
   if (!same_file(&(hash_memo_t){before.st_dev, before.st_ino, before.st_size, before.st_mtim,
-                                before.st_ctim, ""}, &after))
+                                before.st_ctim, ""},
+                 &after))
     return 0; /* changed while hashing: use the digest, remember nothing */
   pthread_mutex_lock(&memo_lock);
   hash_memo_t *h = &memo[memo_next];
@@ -265,18 +284,21 @@ static bp_status_t match_file(const char *plugin_path, bp_manifest_info_t *m) {
     return refuse(m, "manifest %s describes library '%s', not %s (rule MANIFEST-5)", m->path,
                   m->library, base);
   if (name[0] && strcmp(m->name, name))
-    return refuse(m, "manifest %s names '%s' but the file is %s (rule MANIFEST-5)", m->path, m->name,
-                  base);
+    return refuse(m, "manifest %s names '%s' but the file is %s (rule MANIFEST-5)", m->path,
+                  m->name, base);
   unsigned major = layer ? BP_LAYER_ABI_MAJOR : BP_PLUGIN_ABI_MAJOR;
   if (m->abi_major != major)
-    return refuse(m, "manifest %s: %s built for ABI %u.%u, this loader speaks %u.x (rule MANIFEST-6)",
+    return refuse(m,
+                  "manifest %s: %s built for ABI %u.%u, this loader speaks %u.x (rule MANIFEST-6)",
                   m->path, layer ? "layer" : "plugin", m->abi_major, m->abi_minor, major);
   char hex[65];
   if (file_digest(plugin_path, hex) != 0)
     return refuse(m, "cannot hash %s: %s (rule MANIFEST-7)", plugin_path, strerror(errno));
   if (strcmp(hex, m->sha256))
-    return refuse(m, "%s does not match its manifest: sha256 %.16s..., manifest says %.16s... "
-                     "(rule MANIFEST-7)", base, hex, m->sha256);
+    return refuse(m,
+                  "%s does not match its manifest: sha256 %.16s..., manifest says %.16s... "
+                  "(rule MANIFEST-7)",
+                  base, hex, m->sha256);
   return BP_OK;
 }
 
@@ -286,7 +308,8 @@ static bp_status_t match_file(const char *plugin_path, bp_manifest_info_t *m) {
 static bool find_manifest(const char *plugin_path, char *path, char *lib, size_t size) {
   struct stat st;
   snprintf(lib, size, "%s", plugin_path);
-  if (bp__manifest_path_for(lib, path, size) && !(lstat(path, &st) != 0 && errno == ENOENT)) return true;
+  if (bp__manifest_path_for(lib, path, size) && !(lstat(path, &st) != 0 && errno == ENOENT))
+    return true;
   char real[PATH_MAX];
   if (!realpath(plugin_path, real) || !strcmp(real, plugin_path)) return false;
   snprintf(lib, size, "%s", real);

@@ -119,7 +119,8 @@ bp_status_t bp_manifest_list(const char *plugin_dir, bp_manifest_info_t *out, ui
   if (!out_count) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_manifest_list: out_count is NULL");
   *out_count = 0;
   if (capacity && !out)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_manifest_list: out is NULL with capacity %u", capacity);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_manifest_list: out is NULL with capacity %u",
+                    capacity);
   lister_t l = {.out = out, .capacity = capacity};
   const char *env = bp__getenv("BACKPLANE_PLUGIN_PATH");
   if (env) list_path(&l, env);

@@ -29,7 +29,8 @@ static uint32_t rotr(uint32_t x, int n) {
 static void compress(uint32_t h[8], const unsigned char *b) {
   uint32_t w[64];
   for (int i = 0; i < 16; i++)
-    w[i] = (uint32_t)b[4 * i] << 24 | (uint32_t)b[4 * i + 1] << 16 | (uint32_t)b[4 * i + 2] << 8 | b[4 * i + 3];
+    w[i] = (uint32_t)b[4 * i] << 24 | (uint32_t)b[4 * i + 1] << 16 | (uint32_t)b[4 * i + 2] << 8 |
+           b[4 * i + 3];
   for (int i = 16; i < 64; i++) {
     uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
     uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -37,7 +38,8 @@ static void compress(uint32_t h[8], const unsigned char *b) {
   }
   uint32_t a = h[0], bb = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
   for (int i = 0; i < 64; i++) {
-    uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+    uint32_t t1 =
+        hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
     uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & bb) ^ (a & c) ^ (bb & c));
     hh = g;
     g = f;
@@ -48,8 +50,14 @@ static void compress(uint32_t h[8], const unsigned char *b) {
     bb = a;
     a = t1 + t2;
   }
-  h[0] += a; h[1] += bb; h[2] += c; h[3] += d;
-  h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+  h[0] += a;
+  h[1] += bb;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += hh;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -62,8 +70,8 @@ static void compress(uint32_t h[8], const unsigned char *b) {
  * hashing plugins before dlopen cheap. Each group of 4 rounds takes the
  * next 4 message words, computed with sha256msg1/msg2 from the 4 groups
  * before it. */
-__attribute__((target("sha,ssse3,sse4.1"))) static void compress_ni(uint32_t h[8], const unsigned char *b,
-                                                                   size_t blocks) {
+__attribute__((target("sha,ssse3,sse4.1"))) static void
+compress_ni(uint32_t h[8], const unsigned char *b, size_t blocks) {
   const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
   __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); /* CDAB */
   __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B);  /* EFGH */
@@ -87,10 +95,10 @@ __attribute__((target("sha,ssse3,sse4.1"))) static void compress_ni(uint32_t h[8
     s0 = _mm_add_epi32(s0, abef);
     s1 = _mm_add_epi32(s1, cdgh);
   }
-  tmp = _mm_shuffle_epi32(s0, 0x1B);                                              /* FEBA */
-  s1 = _mm_shuffle_epi32(s1, 0xB1);                                               /* DCHG */
-  _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(tmp, s1, 0xF0));            /* DCBA */
-  _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(s1, tmp, 8));               /* HGFE */
+  tmp = _mm_shuffle_epi32(s0, 0x1B);                                  /* FEBA */
+  s1 = _mm_shuffle_epi32(s1, 0xB1);                                   /* DCHG */
+  _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(tmp, s1, 0xF0)); /* DCBA */
+  _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(s1, tmp, 8));    /* HGFE */
 }
 
 static bool cpu_has_sha_ni(void) {

@@ -40,8 +40,10 @@ static int setup(void **state) {
   for (int i = 0; i < 5; i++) {
     snprintf(from, sizeof from, "%s/test/layers/layer-%s.so", tl_build, fixtures[i]);
     snprintf(name, sizeof name, "layer-%s.so", fixtures[i]);
-    tl_copy_file(from, (snprintf(from + PATH_MAX / 2, PATH_MAX / 2, "%s/%s", lt_dir, name), from + PATH_MAX / 2),
-                 0755);
+    tl_copy_file(
+        from,
+        (snprintf(from + PATH_MAX / 2, PATH_MAX / 2, "%s/%s", lt_dir, name), from + PATH_MAX / 2),
+        0755);
   }
   snprintf(from, sizeof from, "%s/test/layers/backend-wrong.so", tl_build);
   lt_link(from, "backend-wrong.so");
@@ -55,8 +57,8 @@ static int teardown(void **state) {
 }
 
 static bp_context_t *open_with_layers(const char *layers) {
-  bp_context_options_t o = {.struct_size = sizeof o, .plugin_dir = lt_dir, .only_plugin_dir = true,
-                            .layers = layers};
+  bp_context_options_t o = {
+      .struct_size = sizeof o, .plugin_dir = lt_dir, .only_plugin_dir = true, .layers = layers};
   bp_context_t *ctx = NULL;
   bp_status_t st = bp_context_create(&o, &ctx);
   if (st != BP_OK) fail_msg("bp_context_create: %s", bp_last_error());
@@ -92,8 +94,8 @@ static void expect_layer(const bp_context_t *ctx, const char *name, bool loaded,
     assert_int_equal(bp_context_layer_report(ctx, i, &r), BP_OK);
     if (strcmp(r.name, name)) continue;
     if (r.loaded != loaded || (rule && !strstr(r.reason, rule)))
-      fail_msg("layer %s: loaded %d (want %d), reason \"%s\" (want %s)", name, r.loaded, loaded, r.reason,
-               rule ? rule : "none");
+      fail_msg("layer %s: loaded %d (want %d), reason \"%s\" (want %s)", name, r.loaded, loaded,
+               r.reason, rule ? rule : "none");
     return;
   }
   fail_msg("no report for layer %s", name);
@@ -121,10 +123,12 @@ static void test_order(void **state) {
   unsetenv("BACKPLANE_LAYERS");
 }
 
-static void capture_layer6(bp_log_level_t level, const char *category, const char *message, void *user) {
+static void capture_layer6(bp_log_level_t level, const char *category, const char *message,
+                           void *user) {
   (void)level;
   (void)category;
-  if (strstr(message, "layer 'adds' refused on device 'cpu'") && strstr(message, "LAYER-6")) *(bool *)user = true;
+  if (strstr(message, "layer 'adds' refused on device 'cpu'") && strstr(message, "LAYER-6"))
+    *(bool *)user = true;
 }
 
 /* Each refused layer leaves the device working, without it. */
@@ -165,7 +169,8 @@ static void test_refused_layers(void **state) {
   remove(path);
   snprintf(path, sizeof path, "%s/layer-orda.so", lt_dir);
   char cmd[3 * PATH_MAX];
-  snprintf(cmd, sizeof cmd, "'%s/bin/bp-manifest' --name orda --version 0 --abi 1.0 '%s' '%s/layer-orda.json'",
+  snprintf(cmd, sizeof cmd,
+           "'%s/bin/bp-manifest' --name orda --version 0 --abi 1.0 '%s' '%s/layer-orda.json'",
            tl_build, path, lt_dir);
   assert_int_equal(system(cmd), 0);
   FILE *f = fopen(path, "a");
@@ -190,9 +195,12 @@ static void run_some_ops(bp_context_t *ctx, const char *sel, int fills, int adds
   int64_t shape[2] = {8, 8};
   bp_tensor_t t[3];
   for (int i = 0; i < 3; i++)
-    assert_int_equal(bp_tensor_init(buf, (uint64_t)i * 64 * sizeof(float), BP_F32, 2, shape, NULL, &t[i]), BP_OK);
+    assert_int_equal(
+        bp_tensor_init(buf, (uint64_t)i * 64 * sizeof(float), BP_F32, 2, shape, NULL, &t[i]),
+        BP_OK);
   for (int i = 0; i < fills; i++) assert_int_equal(bp_fill(s, &t[i % 2], 1.5 + i), BP_OK);
-  for (int i = 0; i < adds; i++) assert_int_equal(bp_binary(s, BP_BINARY_ADD, &t[0], &t[1], &t[2]), BP_OK);
+  for (int i = 0; i < adds; i++)
+    assert_int_equal(bp_binary(s, BP_BINARY_ADD, &t[0], &t[1], &t[2]), BP_OK);
   assert_int_equal(bp_stream_synchronize(s), BP_OK);
   bp_stream_destroy(s);
   bp_buffer_free(buf);
@@ -221,15 +229,19 @@ static void test_stats_counts(void **state) {
   run_some_ops(ctx, "cpu", 3, 2);
   assert_int_equal(bp_context_layer_summary(ctx, "stats", after, sizeof after, &len), BP_OK);
   assert_int_equal(stats_value(after, "fill", "calls") - stats_value(before, "fill", "calls"), 3);
-  assert_int_equal(stats_value(after, "binary", "calls") - stats_value(before, "binary", "calls"), 2);
-  assert_int_equal(stats_value(after, "fill", "bytes") - stats_value(before, "fill", "bytes"), 3 * 256);
-  assert_int_equal(stats_value(after, "binary", "bytes") - stats_value(before, "binary", "bytes"), 2 * 3 * 256);
+  assert_int_equal(stats_value(after, "binary", "calls") - stats_value(before, "binary", "calls"),
+                   2);
+  assert_int_equal(stats_value(after, "fill", "bytes") - stats_value(before, "fill", "bytes"),
+                   3 * 256);
+  assert_int_equal(stats_value(after, "binary", "bytes") - stats_value(before, "binary", "bytes"),
+                   2 * 3 * 256);
   assert_int_equal(stats_value(after, "binary", "failed"), 0);
   /* A truncated summary says how long the whole is. */
   char small[16];
   assert_int_equal(bp_context_layer_summary(ctx, "stats", small, sizeof small, &len), BP_OK);
   assert_true(len > sizeof small && strlen(small) == sizeof small - 1);
-  assert_int_equal(bp_context_layer_summary(ctx, "trace", small, sizeof small, &len), BP_ERR_NOT_FOUND);
+  assert_int_equal(bp_context_layer_summary(ctx, "trace", small, sizeof small, &len),
+                   BP_ERR_NOT_FOUND);
   bp_context_destroy(ctx);
 }
 
@@ -266,12 +278,15 @@ static void test_trace_json(void **state) {
            "for e in ops:\n"
            "    for k in ('name', 'cat', 'ts', 'dur', 'pid', 'tid', 'args'):\n"
            "        assert k in e, k\n"
-           "    assert isinstance(e['ts'], (int, float)) and isinstance(e['dur'], (int, float)) and e['dur'] >= 0\n"
+           "    assert isinstance(e['ts'], (int, float)) and isinstance(e['dur'], (int, float)) "
+           "and e['dur'] >= 0\n"
            "    a = e['args']\n"
-           "    assert a['backend'] == 'cpu' and a['device'] == 'cpu' and a['stream'] and a['status'] == 0\n"
+           "    assert a['backend'] == 'cpu' and a['device'] == 'cpu' and a['stream'] and "
+           "a['status'] == 0\n"
            "names = [e['name'] for e in ops]\n"
            "assert names == ['fill', 'fill', 'binary'], names\n"
-           "assert ops[2]['args']['shapes'] == ['[8,8]'] * 3 and ops[2]['args']['dtypes'] == ['f32'] * 3\n"
+           "assert ops[2]['args']['shapes'] == ['[8,8]'] * 3 and ops[2]['args']['dtypes'] == "
+           "['f32'] * 3\n"
            "assert ops[0]['ts'] <= ops[1]['ts'] <= ops[2]['ts']\n"
            "assert any(e['ph'] == 'M' and e['tid'] == ops[0]['tid'] for e in ev)\n"
            "EOF",
@@ -300,18 +315,21 @@ static void test_trace_native_graph(void **state) {
     setenv("BACKPLANE_TRACE_FILE", file, 1);
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/plugins", tl_build);
-    bp_context_options_t o = {.struct_size = sizeof o, .plugin_dir = dir, .only_plugin_dir = true, .layers = "trace"};
+    bp_context_options_t o = {
+        .struct_size = sizeof o, .plugin_dir = dir, .only_plugin_dir = true, .layers = "trace"};
     bp_context_t *ctx = NULL;
     bp_device_t *dev = NULL;
     bp_stream_t *s = NULL;
     bp_buffer_t *b = NULL;
     bp_graph_t *g = NULL;
-    if (bp_context_create(&o, &ctx) != BP_OK || bp_device_open(ctx, "vulkan", NULL, &dev) != BP_OK) _exit(77);
+    if (bp_context_create(&o, &ctx) != BP_OK || bp_device_open(ctx, "vulkan", NULL, &dev) != BP_OK)
+      _exit(77);
     int64_t n = 64;
     bp_tensor_t t;
     if (bp_stream_create(dev, &s) != BP_OK || bp_buffer_alloc(dev, 256, &b) != BP_OK ||
-        bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, &t) != BP_OK || bp_stream_begin_capture(s) != BP_OK ||
-        bp_fill(s, &t, 1.0) != BP_OK || bp_stream_end_capture(s, &g) != BP_OK || bp_graph_launch(g, s) != BP_OK ||
+        bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, &t) != BP_OK ||
+        bp_stream_begin_capture(s) != BP_OK || bp_fill(s, &t, 1.0) != BP_OK ||
+        bp_stream_end_capture(s, &g) != BP_OK || bp_graph_launch(g, s) != BP_OK ||
         bp_graph_launch(g, s) != BP_OK || bp_stream_synchronize(s) != BP_OK)
       _exit(1);
     bool native = bp_graph_is_native(g);
@@ -331,11 +349,12 @@ static void test_trace_native_graph(void **state) {
   }
   assert_int_equal(WEXITSTATUS(status), 0);
   char cmd[2 * PATH_MAX];
-  snprintf(cmd, sizeof cmd,
-           "python3 -c \"import json,sys; ev=json.load(open(sys.argv[1]))['traceEvents']; "
-           "g=[e for e in ev if e['name']=='graph_launch']; assert len(g)==2 and all(e['ph']=='X' and "
-           "e['args']['backend']=='vulkan' for e in g), g\" '%s'",
-           file);
+  snprintf(
+      cmd, sizeof cmd,
+      "python3 -c \"import json,sys; ev=json.load(open(sys.argv[1]))['traceEvents']; "
+      "g=[e for e in ev if e['name']=='graph_launch']; assert len(g)==2 and all(e['ph']=='X' and "
+      "e['args']['backend']=='vulkan' for e in g), g\" '%s'",
+      file);
   assert_int_equal(system(cmd), 0);
 }
 
@@ -360,8 +379,13 @@ static void test_check_catches_wrong_plugin(void **state) {
   assert_int_equal(bp_tensor_init(buf, 512, BP_F32, 1, shape, NULL, &y), BP_OK);
   assert_int_equal(bp_fill(s, &a, 2.0), BP_OK);
   assert_int_equal(bp_fill(s, &b, 3.0), BP_OK);
-  static const struct { bp_binary_op_t op; const char *kind; } cases[] = {
-      {BP_BINARY_MAX, NULL}, {BP_BINARY_ADD, "mismatch"}, {BP_BINARY_MUL, "nan_inf"}, {BP_BINARY_SUB, "out_of_extent"}};
+  static const struct {
+    bp_binary_op_t op;
+    const char *kind;
+  } cases[] = {{BP_BINARY_MAX, NULL},
+               {BP_BINARY_ADD, "mismatch"},
+               {BP_BINARY_MUL, "nan_inf"},
+               {BP_BINARY_SUB, "out_of_extent"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     assert_int_equal(bp_binary(s, cases[i].op, &a, &b, &y), BP_OK);
     assert_int_equal(bp_stream_synchronize(s), BP_OK);
@@ -374,8 +398,8 @@ static void test_check_catches_wrong_plugin(void **state) {
       unsigned long long now = strtoull(strstr(after, key) + strlen(key), NULL, 10);
       bool want = cases[i].kind && !strcmp(cases[i].kind, kinds[k]);
       if (now - was != (want ? 1u : 0u))
-        fail_msg("case %zu (%s): %s went %llu -> %llu\n%s", i, cases[i].kind ? cases[i].kind : "control",
-                 kinds[k], was, now, after);
+        fail_msg("case %zu (%s): %s went %llu -> %llu\n%s", i,
+                 cases[i].kind ? cases[i].kind : "control", kinds[k], was, now, after);
     }
     memcpy(before, after, sizeof before);
   }

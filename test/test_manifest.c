@@ -66,11 +66,12 @@ static void expect_bad(const char *text, const char *rule) {
 static void test_reader(void **state) {
   (void)state;
   char text[1024];
-  snprintf(text, sizeof text,
-           "{\"manifest_version\": 1, \"name\": \"x\", \"version\": \"2.\\u00e9\", \"abi_major\": 1,"
-           " \"abi_minor\": 7, \"library\": \"backend-x.so\", \"future\": {\"a\": [1, -2.5e3, true,"
-           " null, \"s\\n\"]}, \"kinds\": [\"cpu\", \"software\"], \"dlopens\": [], \"sha256\": \"%s\"}",
-           good_sha);
+  snprintf(
+      text, sizeof text,
+      "{\"manifest_version\": 1, \"name\": \"x\", \"version\": \"2.\\u00e9\", \"abi_major\": 1,"
+      " \"abi_minor\": 7, \"library\": \"backend-x.so\", \"future\": {\"a\": [1, -2.5e3, true,"
+      " null, \"s\\n\"]}, \"kinds\": [\"cpu\", \"software\"], \"dlopens\": [], \"sha256\": \"%s\"}",
+      good_sha);
   bp_manifest_info_t m;
   assert_int_equal(read_text(text, &m), BP_OK);
   assert_string_equal(m.name, "x");
@@ -86,14 +87,17 @@ static void test_reader(void **state) {
   expect_bad(text, "MANIFEST-3");
   snprintf(text, sizeof text,
            "{\"manifest_version\": 1, \"name\": \"x\", \"version\": \"1\", \"abi_major\": \"1\","
-           " \"abi_minor\": 0, \"library\": \"backend-x.so\", \"sha256\": \"%s\"}", good_sha);
+           " \"abi_minor\": 0, \"library\": \"backend-x.so\", \"sha256\": \"%s\"}",
+           good_sha);
   expect_bad(text, "MANIFEST-3");
   snprintf(text, sizeof text,
            "{\"manifest_version\": 1, \"name\": \"x\", \"version\": \"1\", \"abi_major\": 1,"
-           " \"abi_minor\": 0, \"library\": \"backend-x.so\", \"sha256\": \"%.63s\"}", good_sha);
+           " \"abi_minor\": 0, \"library\": \"backend-x.so\", \"sha256\": \"%.63s\"}",
+           good_sha);
   expect_bad(text, "MANIFEST-3");
   expect_bad("{\"manifest_version\": 1, \"unknown\": [1, 2,]}", "MANIFEST-3");
-  expect_bad("{\"manifest_version\": 1, \"unknown\": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}", "MANIFEST-3");
+  expect_bad("{\"manifest_version\": 1, \"unknown\": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}",
+             "MANIFEST-3");
   expect_bad("{} trailing", "MANIFEST-3");
   expect_bad("{\"manifest_version\": 2, \"name\": 3}", "MANIFEST-4");
   /* Over the size limit: refused unread. */
@@ -110,7 +114,9 @@ static void test_reader(void **state) {
 /* The fixture's constructor aborts: each mismatch must be refused before
  * dlopen, in this very process (no isolation to catch the abort). */
 static void expect_refused_in_process(const char *rule) {
-  bp_context_options_t o = {.struct_size = sizeof o, .plugin_dir = tm_dir, .only_plugin_dir = true,
+  bp_context_options_t o = {.struct_size = sizeof o,
+                            .plugin_dir = tm_dir,
+                            .only_plugin_dir = true,
                             .in_process_probe = true};
   bp_context_t *ctx = NULL;
   assert_int_equal(bp_context_create(&o, &ctx), BP_OK);
@@ -151,7 +157,9 @@ static void test_mismatch_refused_before_dlopen(void **state) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    bp_context_options_t o = {.struct_size = sizeof o, .plugin_dir = tm_dir, .only_plugin_dir = true,
+    bp_context_options_t o = {.struct_size = sizeof o,
+                              .plugin_dir = tm_dir,
+                              .only_plugin_dir = true,
                               .in_process_probe = true};
     bp_context_t *ctx = NULL;
     bp_context_create(&o, &ctx);
@@ -171,7 +179,8 @@ typedef struct log_capture {
 static void capture(bp_log_level_t level, const char *category, const char *message, void *user) {
   (void)level;
   (void)category;
-  if (strstr(message, "no manifest") && strstr(message, "MANIFEST-8")) ((log_capture_t *)user)->note = true;
+  if (strstr(message, "no manifest") && strstr(message, "MANIFEST-8"))
+    ((log_capture_t *)user)->note = true;
 }
 
 static void test_without_manifest_loads_with_note(void **state) {
@@ -230,7 +239,8 @@ static void test_list(void **state) {
   char text[512];
   snprintf(text, sizeof text,
            "{\"manifest_version\": 1, \"name\": \"a\", \"version\": \"1\", \"abi_major\": 1,"
-           " \"abi_minor\": 0, \"library\": \"backend-a.so\", \"sha256\": \"%s\"}", good_sha);
+           " \"abi_minor\": 0, \"library\": \"backend-a.so\", \"sha256\": \"%s\"}",
+           good_sha);
   snprintf(path, sizeof path, "%s/backend-a.json", dir);
   write_text(path, text);
   snprintf(path, sizeof path, "%s/backend-b.json", dir);

@@ -35,9 +35,12 @@ static bool open_timed(const char *selector, const char *layers, timed_device_t 
     if (realpath(dir, real)) o.plugin_dir = real;
   }
   int64_t one = 1;
-  return bp_context_create(&o, &td->ctx) == BP_OK && bp_device_open(td->ctx, selector, NULL, &td->dev) == BP_OK &&
-         bp_stream_create(td->dev, &td->s) == BP_OK && bp_buffer_alloc(td->dev, 4, &td->b) == BP_OK &&
-         bp_tensor_init(td->b, 0, BP_F32, 1, &one, NULL, &td->t) == BP_OK && bp_fill(td->s, &td->t, 1.0) == BP_OK;
+  return bp_context_create(&o, &td->ctx) == BP_OK &&
+         bp_device_open(td->ctx, selector, NULL, &td->dev) == BP_OK &&
+         bp_stream_create(td->dev, &td->s) == BP_OK &&
+         bp_buffer_alloc(td->dev, 4, &td->b) == BP_OK &&
+         bp_tensor_init(td->b, 0, BP_F32, 1, &one, NULL, &td->t) == BP_OK &&
+         bp_fill(td->s, &td->t, 1.0) == BP_OK;
 }
 
 static void close_timed(timed_device_t *td) {
@@ -63,7 +66,8 @@ static int by_value(const void *a, const void *b) {
 /* Whether the context really stacked the pass-through layer. */
 static bool layer_loaded(bp_context_t *ctx, char *why, size_t size) {
   bp_layer_report_t r;
-  if (bp_context_layer_report(ctx, 0, &r) != BP_OK) return snprintf(why, size, "%s", bp_last_error()), false;
+  if (bp_context_layer_report(ctx, 0, &r) != BP_OK)
+    return snprintf(why, size, "%s", bp_last_error()), false;
   if (!r.loaded) snprintf(why, size, "%s", r.reason);
   return r.loaded;
 }
@@ -79,7 +83,8 @@ void bench_layers(bp_device_t *dev) {
     printf("layers     not measured: no f32 unary on this device\n");
     return;
   }
-  if (!open_timed(sel, "", &none) || !open_timed(sel, "passthrough", &one) || !layer_loaded(one.ctx, why, sizeof why)) {
+  if (!open_timed(sel, "", &none) || !open_timed(sel, "passthrough", &one) ||
+      !layer_loaded(one.ctx, why, sizeof why)) {
     printf("layers     not measured: %s\n", why[0] ? why : bp_last_error());
   } else {
     double best0 = 1e30, best1 = 1e30, diff[LAYER_ROUNDS];
@@ -91,8 +96,10 @@ void bench_layers(bp_device_t *dev) {
     }
     qsort(diff, LAYER_ROUNDS, sizeof diff[0], by_value);
     printf("layers     same op, no layer                  %8.3f us/call\n", best0);
-    printf("layers     same op, pass-through layer        %8.3f us/call: %+.3f us per layer (median of %d paired "
-           "rounds; target <= 0.1 us)\n", best1, diff[LAYER_ROUNDS / 2], LAYER_ROUNDS);
+    printf("layers     same op, pass-through layer        %8.3f us/call: %+.3f us per layer "
+           "(median of %d paired "
+           "rounds; target <= 0.1 us)\n",
+           best1, diff[LAYER_ROUNDS / 2], LAYER_ROUNDS);
   }
   close_timed(&one);
   close_timed(&none);

@@ -23,8 +23,9 @@ void cf_check_manifest(cf_child_t *c, const bp_plugin_descriptor_t *d) {
     cf_end(c, CF_FAIL, "%s", m.reason);
     return;
   }
-  bool same = !strcmp(m.name, d->name) && !strcmp(m.version, d->version) && m.abi_major == d->abi_major &&
-              m.abi_minor == d->abi_minor;
-  cf_end(c, same ? CF_PASS : CF_FAIL, "manifest '%s' %s ABI %u.%u, descriptor '%s' %s ABI %u.%u", m.name,
-         m.version, m.abi_major, m.abi_minor, d->name, d->version, d->abi_major, d->abi_minor);
+  bool same = !strcmp(m.name, d->name) && !strcmp(m.version, d->version) &&
+              m.abi_major == d->abi_major && m.abi_minor == d->abi_minor;
+  cf_end(c, same ? CF_PASS : CF_FAIL, "manifest '%s' %s ABI %u.%u, descriptor '%s' %s ABI %u.%u",
+         m.name, m.version, m.abi_major, m.abi_minor, d->name, d->version, d->abi_major,
+         d->abi_minor);
 }

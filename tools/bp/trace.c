@@ -21,41 +21,52 @@ typedef struct trace_opts {
 } trace_opts_t;
 
 static void trace_help(FILE *f) {
-  fprintf(f,
-          "usage: bp trace [--output FILE] [--sync] [--device-time] -- COMMAND [ARGS...]\n\n"
-          "Runs COMMAND with the trace layer on every device it opens and writes\n"
-          "each op call (op, shapes, dtypes, device, stream, status, timing) as\n"
-          "Chrome / Perfetto trace JSON, for ui.perfetto.dev or chrome://tracing.\n\n"
-          "  --output FILE   the trace file (default backplane-trace.json)\n"
-          "  --sync          wait for the stream after each op, so durations\n"
-          "                  cover the work, not only its launch\n"
-          "  --device-time   also record the device's own time of each op, where\n"
-          "                  the backend has events\n\n"
-          "Layers already in BACKPLANE_LAYERS stay, below trace.\n"
-          "Exit status: COMMAND's; 2 on a usage error, 1 when it cannot start.\n");
+  fprintf(f, "usage: bp trace [--output FILE] [--sync] [--device-time] -- COMMAND [ARGS...]\n\n"
+             "Runs COMMAND with the trace layer on every device it opens and writes\n"
+             "each op call (op, shapes, dtypes, device, stream, status, timing) as\n"
+             "Chrome / Perfetto trace JSON, for ui.perfetto.dev or chrome://tracing.\n\n"
+             "  --output FILE   the trace file (default backplane-trace.json)\n"
+             "  --sync          wait for the stream after each op, so durations\n"
+             "                  cover the work, not only its launch\n"
+             "  --device-time   also record the device's own time of each op, where\n"
+             "                  the backend has events\n\n"
+             "Layers already in BACKPLANE_LAYERS stay, below trace.\n"
+             "Exit status: COMMAND's; 2 on a usage error, 1 when it cannot start.\n");
 }
 
 /* Options come before "--"; *out_cmd is the index of the command. */
 static int parse(int argc, char **argv, trace_opts_t *o, int *out_cmd) {
   int dd = 1;
   while (dd < argc && strcmp(argv[dd], "--")) dd++;
-  static const struct option longopts[] = {
-      {"help", no_argument, NULL, 'h'},         {"output", required_argument, NULL, 'o'},
-      {"sync", no_argument, NULL, 's'},         {"device-time", no_argument, NULL, 'd'},
-      {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                           {"output", required_argument, NULL, 'o'},
+                                           {"sync", no_argument, NULL, 's'},
+                                           {"device-time", no_argument, NULL, 'd'},
+                                           {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("trace", dd, argv, "ho:", longopts, &started)) != -1;) {
     switch (c) {
-    case 'h': trace_help(stdout); return -1;
-    case 'o': o->output = optarg; break;
-    case 's': o->sync = true; break;
-    case 'd': o->device_time = true; break;
-    default: return BPT_EXIT_USAGE;
+    case 'h':
+      trace_help(stdout);
+      return -1;
+    case 'o':
+      o->output = optarg;
+      break;
+    case 's':
+      o->sync = true;
+      break;
+    case 'd':
+      o->device_time = true;
+      break;
+    default:
+      return BPT_EXIT_USAGE;
     }
   }
-  if (optind < dd) return bpt_usage_error("trace", "unexpected argument '%s' (the command goes after --)",
-                                          argv[optind]);
-  if (dd + 1 >= argc) return bpt_usage_error("trace", "no command: bp trace [OPTIONS] -- COMMAND [ARGS...]");
+  if (optind < dd)
+    return bpt_usage_error("trace", "unexpected argument '%s' (the command goes after --)",
+                           argv[optind]);
+  if (dd + 1 >= argc)
+    return bpt_usage_error("trace", "no command: bp trace [OPTIONS] -- COMMAND [ARGS...]");
   *out_cmd = dd + 1;
   return 0;
 }
@@ -95,13 +106,17 @@ int bp_cmd_trace(int argc, char **argv) {
     _exit(127);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   const char *file = getenv("BACKPLANE_TRACE_FILE");
   if (access(file, R_OK) == 0)
     fprintf(stderr, "bp trace: trace written to %s\n", file);
   else
-    fprintf(stderr, "bp trace: no trace at %s (the program opened no device, or the trace layer was refused: "
-                    "BACKPLANE_DEBUG=warn,loader says why)\n", file);
+    fprintf(
+        stderr,
+        "bp trace: no trace at %s (the program opened no device, or the trace layer was refused: "
+        "BACKPLANE_DEBUG=warn,loader says why)\n",
+        file);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : BPT_EXIT_FAIL;
 }

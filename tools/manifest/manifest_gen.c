@@ -42,12 +42,18 @@ static int parse_args(int argc, char **argv, gen_args_t *a) {
       continue;
     }
     const char *v = argv[i + 1];
-    if (!strcmp(argv[i], "--name")) a->name = v;
-    else if (!strcmp(argv[i], "--version")) a->version = v;
-    else if (!strcmp(argv[i], "--kinds")) a->kinds = v;
-    else if (!strcmp(argv[i], "--dlopens")) a->dlopens = v;
-    else if (!strcmp(argv[i], "--abi") && sscanf(v, "%u.%u", &a->major, &a->minor) == 2) a->abi_given = true;
-    else return usage();
+    if (!strcmp(argv[i], "--name"))
+      a->name = v;
+    else if (!strcmp(argv[i], "--version"))
+      a->version = v;
+    else if (!strcmp(argv[i], "--kinds"))
+      a->kinds = v;
+    else if (!strcmp(argv[i], "--dlopens"))
+      a->dlopens = v;
+    else if (!strcmp(argv[i], "--abi") && sscanf(v, "%u.%u", &a->major, &a->minor) == 2)
+      a->abi_given = true;
+    else
+      return usage();
   }
   if (argc - i != 2) return usage();
   a->library = argv[i];
@@ -109,8 +115,8 @@ int main(int argc, char **argv) {
   }
   fprintf(f, "{\n  \"manifest_version\": 1,\n  \"name\": \"%s\",\n  \"version\": \"%s\",\n", a.name,
           a.version);
-  fprintf(f, "  \"abi_major\": %u,\n  \"abi_minor\": %u,\n  \"library\": \"%s\",\n", a.major, a.minor,
-          base ? base + 1 : a.library);
+  fprintf(f, "  \"abi_major\": %u,\n  \"abi_minor\": %u,\n  \"library\": \"%s\",\n", a.major,
+          a.minor, base ? base + 1 : a.library);
   write_list(f, "kinds", a.kinds);
   fprintf(f, ",\n");
   write_list(f, "dlopens", a.dlopens);

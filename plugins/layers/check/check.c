@@ -30,8 +30,8 @@
 
 #include "check.h"
 
-#define CHECK_GUARD 64       /* bytes watched on each side of an output */
-#define CHECK_KEEP 32        /* findings kept for the summary */
+#define CHECK_GUARD 64 /* bytes watched on each side of an output */
+#define CHECK_KEEP 32  /* findings kept for the summary */
 
 const bp_host_services_t *check_host;
 static double sample_rate = 0.01, tolerance_override = -1;
@@ -58,10 +58,12 @@ static void finding(const lc_instance_t *in, atomic_uint_fast64_t *counter, cons
   va_end(ap);
   atomic_fetch_add(counter, 1);
   if (check_host && check_host->log)
-    check_host->log(BP_LOG_WARN, "check", "%s on '%s' (%s): %s", "check", in->device_name, in->backend, what);
+    check_host->log(BP_LOG_WARN, "check", "%s on '%s' (%s): %s", "check", in->device_name,
+                    in->backend, what);
   pthread_mutex_lock(&findings_lock);
   if (findings_kept < CHECK_KEEP)
-    snprintf(findings[findings_kept++], sizeof findings[0], "%s (%s): %s", in->device_name, in->backend, what);
+    snprintf(findings[findings_kept++], sizeof findings[0], "%s (%s): %s", in->device_name,
+             in->backend, what);
   pthread_mutex_unlock(&findings_lock);
 }
 
@@ -74,7 +76,8 @@ bp_status_t lc_mem_alloc_hook(lc_instance_t *in, uint64_t size, uint64_t *out_pt
   pthread_mutex_lock(&a->lock);
   if (a->n == a->cap) {
     size_t cap = a->cap ? 2 * a->cap : 64;
-    uint64_t *p = realloc(a->ptr, cap * sizeof *p), *s = p ? realloc(a->size, cap * sizeof *s) : NULL;
+    uint64_t *p = realloc(a->ptr, cap * sizeof *p),
+             *s = p ? realloc(a->size, cap * sizeof *s) : NULL;
     if (p) a->ptr = p;
     if (s) a->size = s, a->cap = cap;
   }
@@ -153,7 +156,8 @@ static bool read_before(const lc_instance_t *in, op_view_t *v) {
   v->guard_lo[1] = hi;
   v->guard_hi[1] = size - hi > CHECK_GUARD ? hi + CHECK_GUARD : size;
   for (int g = 0; g < 2; g++)
-    if (v->guard_hi[g] > v->guard_lo[g] && !(v->guard[g] = check_read(in, y->ptr, v->guard_lo[g], v->guard_hi[g])))
+    if (v->guard_hi[g] > v->guard_lo[g] &&
+        !(v->guard[g] = check_read(in, y->ptr, v->guard_lo[g], v->guard_hi[g])))
       return false;
   return true;
 }
@@ -161,16 +165,21 @@ static bool read_before(const lc_instance_t *in, op_view_t *v) {
 static double tolerance_for(bp_dtype_t dt) {
   if (tolerance_override >= 0) return tolerance_override;
   switch (dt) {
-  case BP_F64: return 1e-10;
-  case BP_F32: return 1e-6;
-  case BP_F16: return 1e-4;
-  case BP_BF16: return 1e-3;
-  default: return 0;
+  case BP_F64:
+    return 1e-10;
+  case BP_F32:
+    return 1e-6;
+  case BP_F16:
+    return 1e-4;
+  case BP_BF16:
+    return 1e-3;
+  default:
+    return 0;
   }
 }
 
-static void compare_with_reference(const lc_instance_t *in, bp_op_t op, const void *args, op_view_t *v,
-                                   const void *after, bool report) {
+static void compare_with_reference(const lc_instance_t *in, bp_op_t op, const void *args,
+                                   op_view_t *v, const void *after, bool report) {
   const bp_plugin_tensor_t *y = v->t[v->n - 1];
   void *ref = malloc(v->hi[v->n - 1] - v->lo[v->n - 1] + 1);
   if (!ref) return;
@@ -183,7 +192,8 @@ static void compare_with_reference(const lc_instance_t *in, bp_op_t op, const vo
     if (e > max_error[op] || isnan(e)) max_error[op] = e;
     pthread_mutex_unlock(&findings_lock);
     if (report && !(e <= tolerance_for(y->dtype)))
-      finding(in, &n_mismatch, "mismatch: %s %s: normalised error %.3g against cpu-ref (tolerance %.3g)",
+      finding(in, &n_mismatch,
+              "mismatch: %s %s: normalised error %.3g against cpu-ref (tolerance %.3g)",
               lc_op_name(op), lc_dtype_name(y->dtype), e, tolerance_for(y->dtype));
   }
   free(ref);
@@ -194,22 +204,26 @@ static bool sampled_now(void) {
   return (uint64_t)((double)(k + 1) * sample_rate) > (uint64_t)((double)k * sample_rate);
 }
 
-static void check_after(const lc_instance_t *in, bp_op_t op, const void *args, op_view_t *v, bool inputs_bad) {
+static void check_after(const lc_instance_t *in, bp_op_t op, const void *args, op_view_t *v,
+                        bool inputs_bad) {
   const bp_plugin_tensor_t *y = v->t[v->n - 1];
   uint64_t lo = v->lo[v->n - 1];
   void *after = check_read(in, y->ptr, lo, v->hi[v->n - 1]);
   if (!after) return;
   bool nan_inf = !inputs_bad && !makes_nonfinite(op, args) && check_has_nonfinite(y, after, lo);
   if (nan_inf)
-    finding(in, &n_nan_inf, "nan_inf: %s %s: the output holds NaN or Inf where no input did", lc_op_name(op),
-            lc_dtype_name(y->dtype));
+    finding(in, &n_nan_inf, "nan_inf: %s %s: the output holds NaN or Inf where no input did",
+            lc_op_name(op), lc_dtype_name(y->dtype));
   for (int g = 0; g < 2; g++) {
     if (!v->guard[g]) continue;
     void *now = check_read(in, y->ptr, v->guard_lo[g], v->guard_hi[g]);
     if (now && memcmp(now, v->guard[g], v->guard_hi[g] - v->guard_lo[g]))
-      finding(in, &n_out_of_extent, "out_of_extent: %s: bytes [%llu, %llu) of the output's allocation changed, "
-              "outside its extent [%llu, %llu)", lc_op_name(op), (unsigned long long)v->guard_lo[g],
-              (unsigned long long)v->guard_hi[g], (unsigned long long)lo, (unsigned long long)v->hi[v->n - 1]);
+      finding(in, &n_out_of_extent,
+              "out_of_extent: %s: bytes [%llu, %llu) of the output's allocation changed, "
+              "outside its extent [%llu, %llu)",
+              lc_op_name(op), (unsigned long long)v->guard_lo[g],
+              (unsigned long long)v->guard_hi[g], (unsigned long long)lo,
+              (unsigned long long)v->hi[v->n - 1]);
     free(now);
   }
   /* An output already reported as NaN is not reported again as a mismatch. */
@@ -228,7 +242,8 @@ bp_status_t lc_op_hook(lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s, con
   }
   bool inputs_bad = false;
   for (int i = 0; i < v.n; i++)
-    if (v.before[i] && check_has_nonfinite(v.t[i], v.before[i], v.lo[i]) && (i < v.n - 1 || op == BP_OP_GEMM))
+    if (v.before[i] && check_has_nonfinite(v.t[i], v.before[i], v.lo[i]) &&
+        (i < v.n - 1 || op == BP_OP_GEMM))
       inputs_bad = true; /* gemm's c is an input too (beta) */
   bp_status_t st = lc_call_next(in, op, s, args);
   if (st == BP_OK) st = x->stream_synchronize(in->device, s);
@@ -262,25 +277,32 @@ static void instance_fini(lc_instance_t *in) {
   free(a);
 }
 
-static const lc_layer_t check_layer = {
-    .wrap_ops = true, .wrap_memory = true, .instance_init = instance_init, .instance_fini = instance_fini};
+static const lc_layer_t check_layer = {.wrap_ops = true,
+                                       .wrap_memory = true,
+                                       .instance_init = instance_init,
+                                       .instance_fini = instance_fini};
 
 static size_t summary_text(char *out, size_t size) {
   size_t n = 0;
-#define PUT(...) n += (size_t)snprintf(n < size ? out + n : NULL, n < size ? size - n : 0, __VA_ARGS__)
-  PUT("{\"layer\": \"check\", \"ops\": %llu, \"sampled\": %llu, \"sample_rate\": %g, \"nan_inf\": %llu, "
+#define PUT(...)                                                                                   \
+  n += (size_t)snprintf(n < size ? out + n : NULL, n < size ? size - n : 0, __VA_ARGS__)
+  PUT("{\"layer\": \"check\", \"ops\": %llu, \"sampled\": %llu, \"sample_rate\": %g, \"nan_inf\": "
+      "%llu, "
       "\"out_of_extent\": %llu, \"mismatch\": %llu, \"reference\": \"%s\", \"max_error\": {",
-      (unsigned long long)atomic_load(&ops_seen), (unsigned long long)atomic_load(&ops_sampled), sample_rate,
-      (unsigned long long)atomic_load(&n_nan_inf), (unsigned long long)atomic_load(&n_out_of_extent),
+      (unsigned long long)atomic_load(&ops_seen), (unsigned long long)atomic_load(&ops_sampled),
+      sample_rate, (unsigned long long)atomic_load(&n_nan_inf),
+      (unsigned long long)atomic_load(&n_out_of_extent),
       (unsigned long long)atomic_load(&n_mismatch), ops_sampled ? "cpu-ref" : "");
   pthread_mutex_lock(&findings_lock);
   int k = 0;
   for (int op = 0; op < BP_OP_COUNT; op++)
-    if (max_error[op] > 0) PUT("%s\"%s\": %.3g", k++ ? ", " : "", lc_op_name((bp_op_t)op), max_error[op]);
+    if (max_error[op] > 0)
+      PUT("%s\"%s\": %.3g", k++ ? ", " : "", lc_op_name((bp_op_t)op), max_error[op]);
   PUT("}, \"findings\": [");
   for (unsigned i = 0; i < findings_kept; i++) {
     PUT("%s\"", i ? ", " : "");
-    for (const char *c = findings[i]; *c; c++) PUT("%c", (*c >= ' ' && *c <= '~' && *c != '"' && *c != '\\') ? *c : '?');
+    for (const char *c = findings[i]; *c; c++)
+      PUT("%c", (*c >= ' ' && *c <= '~' && *c != '"' && *c != '\\') ? *c : '?');
     PUT("\"");
   }
   pthread_mutex_unlock(&findings_lock);
@@ -296,13 +318,16 @@ static bp_status_t check_summary(char *out, size_t size, size_t *out_len) {
 
 /* At exit, when something was found: one line per kind on stderr. */
 static void report_at_exit(void) {
-  uint64_t total = atomic_load(&n_nan_inf) + atomic_load(&n_out_of_extent) + atomic_load(&n_mismatch);
+  uint64_t total =
+      atomic_load(&n_nan_inf) + atomic_load(&n_out_of_extent) + atomic_load(&n_mismatch);
   const char *quiet = lc_getenv(check_host, "BACKPLANE_CHECK_AT_EXIT");
   if (!total || (quiet && !strcmp(quiet, "0"))) return;
-  fprintf(stderr, "backplane check layer: %llu ops checked, %llu re-run on cpu-ref: %llu nan_inf, %llu "
-                  "out_of_extent, %llu mismatch\n",
+  fprintf(stderr,
+          "backplane check layer: %llu ops checked, %llu re-run on cpu-ref: %llu nan_inf, %llu "
+          "out_of_extent, %llu mismatch\n",
           (unsigned long long)atomic_load(&ops_seen), (unsigned long long)atomic_load(&ops_sampled),
-          (unsigned long long)atomic_load(&n_nan_inf), (unsigned long long)atomic_load(&n_out_of_extent),
+          (unsigned long long)atomic_load(&n_nan_inf),
+          (unsigned long long)atomic_load(&n_out_of_extent),
           (unsigned long long)atomic_load(&n_mismatch));
 }
 
@@ -312,8 +337,8 @@ static double env_number(const char *name, double fallback, double lo, double hi
   double d = v ? strtod(v, &end) : fallback;
   if (v && (end == v || *end || !(d >= lo && d <= hi))) {
     if (check_host && check_host->log)
-      check_host->log(BP_LOG_WARN, "check", "%s=%s is not a number in [%g, %g]; using %g", name, v, lo, hi,
-                      fallback);
+      check_host->log(BP_LOG_WARN, "check", "%s=%s is not a number in [%g, %g]; using %g", name, v,
+                      lo, hi, fallback);
     return fallback;
   }
   return d;

@@ -57,7 +57,8 @@ static void nmse_one(int64_t i, uint64_t at, void *arg) {
   e->count++;
   if (x != r && !(isnan(x) && isnan(r))) e->differ++;
   if (isnan(x) != isnan(r) || (isinf(x) || isinf(r))) {
-    if (x != r && !(isnan(x) && isnan(r))) e->num = INFINITY; /* a non-finite where the other is not */
+    if (x != r && !(isnan(x) && isnan(r)))
+      e->num = INFINITY; /* a non-finite where the other is not */
     return;
   }
   if (isnan(x)) return;

@@ -30,7 +30,8 @@ static bool default_path(char *out, size_t size) {
   if (!dladdr((void *)default_path, &info) || !info.dli_fname) return false;
   const char *slash = strrchr(info.dli_fname, '/');
   if (!slash) return false;
-  return snprintf(out, size, "%.*s/backend-cpu.so", (int)(slash - info.dli_fname), info.dli_fname) < (int)size;
+  return snprintf(out, size, "%.*s/backend-cpu.so", (int)(slash - info.dli_fname), info.dli_fname) <
+         (int)size;
 }
 
 /* The index of the device named cpu-ref, or -1. */
@@ -53,7 +54,8 @@ static int find_ref_index(void) {
 static void open_reference(void) {
   char path[PATH_MAX];
   const char *env = lc_getenv(check_host, "BACKPLANE_CHECK_REFERENCE");
-  if (env && env[0]) snprintf(path, sizeof path, "%s", env);
+  if (env && env[0])
+    snprintf(path, sizeof path, "%s", env);
   else if (!default_path(path, sizeof path)) {
     snprintf(ref_why, sizeof ref_why, "cannot tell where the layer was loaded from");
     return;
@@ -90,19 +92,22 @@ const char *check_ref_unavailable(void) {
 
 static bp_status_t call_ref(bp_op_t op, const void *args) {
   switch (op) {
-#define REF_CALL(E, name, args_t, value, capture, tensors)                                  \
-  case BP_OP_##E: return ref->name ? ref->name(ref_dev, ref_stream, (const args_t *)args) : BP_ERR_UNSUPPORTED;
+#define REF_CALL(E, name, args_t, value, capture, tensors)                                         \
+  case BP_OP_##E:                                                                                  \
+    return ref->name ? ref->name(ref_dev, ref_stream, (const args_t *)args) : BP_ERR_UNSUPPORTED;
     BP_OP_TABLE(REF_CALL)
 #undef REF_CALL
-  case BP_OP_COUNT: break;
+  case BP_OP_COUNT:
+    break;
   }
   return BP_ERR_UNSUPPORTED;
 }
 
 /* Under ref_lock: copies each snapshot into reference memory and points
  * the args copy's tensors at it; then runs and reads the output back. */
-static bp_status_t run_locked(bp_op_t op, char *copy, int n, void *const snaps[], const uint64_t los[],
-                              const uint64_t his[], void *out, uint64_t ptrs[]) {
+static bp_status_t run_locked(bp_op_t op, char *copy, int n, void *const snaps[],
+                              const uint64_t los[], const uint64_t his[], void *out,
+                              uint64_t ptrs[]) {
   const bp_plugin_tensor_t *t[LC_MAX_TENSORS];
   lc_op_tensors(op, copy, t);
   for (int i = 0; i < n; i++) {
@@ -122,8 +127,8 @@ static bp_status_t run_locked(bp_op_t op, char *copy, int n, void *const snaps[]
   return st;
 }
 
-bp_status_t check_ref_run(bp_op_t op, const void *args, int n, void *const snaps[], const uint64_t los[],
-                          const uint64_t his[], void *out) {
+bp_status_t check_ref_run(bp_op_t op, const void *args, int n, void *const snaps[],
+                          const uint64_t los[], const uint64_t his[], void *out) {
   if (check_ref_unavailable()[0]) return BP_ERR_UNAVAILABLE;
   const bp_plugin_tensor_t *t[LC_MAX_TENSORS];
   if (lc_op_tensors(op, args, t) != n || !(ref_op_dtypes[op] & BP_DTYPE_BIT(t[0]->dtype)))

@@ -58,28 +58,32 @@ static void map_remove(const lc_instance_t *in) {
 
 /* ---- op wrappers ---------------------------------------------------------*/
 
-#define LC_WRAP(E, name, args_t, value, capture, tensors)                                   \
-  static bp_status_t lc_wrap_##name(bp_plugin_device_t *d, bp_plugin_stream_t *s,          \
-                                    const args_t *a) {                                     \
-    lc_instance_t *in = lc_find(d);                                                         \
-    return in ? lc_op_hook(in, BP_OP_##E, s, a) : BP_ERR_INTERNAL;                          \
+#define LC_WRAP(E, name, args_t, value, capture, tensors)                                          \
+  static bp_status_t lc_wrap_##name(bp_plugin_device_t *d, bp_plugin_stream_t *s,                  \
+                                    const args_t *a) {                                             \
+    lc_instance_t *in = lc_find(d);                                                                \
+    return in ? lc_op_hook(in, BP_OP_##E, s, a) : BP_ERR_INTERNAL;                                 \
   }
 BP_OP_TABLE(LC_WRAP)
 #undef LC_WRAP
 
-bp_status_t lc_call_next(const lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s, const void *args) {
+bp_status_t lc_call_next(const lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s,
+                         const void *args) {
   const bp_plugin_descriptor_t *x = in->next;
   switch (op) {
-#define LC_NEXT(E, name, args_t, value, capture, tensors)                                   \
-  case BP_OP_##E: return x->name(in->device, s, (const args_t *)args);
+#define LC_NEXT(E, name, args_t, value, capture, tensors)                                          \
+  case BP_OP_##E:                                                                                  \
+    return x->name(in->device, s, (const args_t *)args);
     BP_OP_TABLE(LC_NEXT)
 #undef LC_NEXT
-  case BP_OP_COUNT: break;
+  case BP_OP_COUNT:
+    break;
   }
   return BP_ERR_UNSUPPORTED;
 }
 
-__attribute__((weak)) bp_status_t lc_mem_alloc_hook(lc_instance_t *in, uint64_t size, uint64_t *out_ptr) {
+__attribute__((weak)) bp_status_t lc_mem_alloc_hook(lc_instance_t *in, uint64_t size,
+                                                    uint64_t *out_ptr) {
   return in->next->mem_alloc(in->device, size, out_ptr);
 }
 
@@ -100,7 +104,7 @@ static void lc_wrap_mem_free(bp_plugin_device_t *d, uint64_t ptr) {
 /* Points each op slot next fills at its wrapper; NULL slots stay NULL
  * (layer-api.h rule 2). */
 static void wrap_ops(bp_plugin_descriptor_t *x, const bp_plugin_descriptor_t *next) {
-#define LC_SET(E, name, args_t, value, capture, tensors)                                    \
+#define LC_SET(E, name, args_t, value, capture, tensors)                                           \
   if (next->name) x->name = lc_wrap_##name;
   BP_OP_TABLE(LC_SET)
 #undef LC_SET
@@ -188,22 +192,26 @@ size_t lc_dtype_size(bp_dtype_t dt) {
 int lc_op_tensors(bp_op_t op, const void *args, const bp_plugin_tensor_t *out[LC_MAX_TENSORS]) {
   int k = 0;
   switch (op) {
-#define LC_FIELDS(E, name, args_t, value, capture, tensors)                                 \
-  case BP_OP_##E: LC_FIELDS_##capture(args_t, tensors) break;
+#define LC_FIELDS(E, name, args_t, value, capture, tensors)                                        \
+  case BP_OP_##E:                                                                                  \
+    LC_FIELDS_##capture(args_t, tensors) break;
     BP_OP_TABLE(LC_FIELDS)
 #undef LC_FIELDS
-  case BP_OP_COUNT: break;
+  case BP_OP_COUNT:
+    break;
   }
   return k;
 }
 
 size_t lc_op_args_size(bp_op_t op) {
   switch (op) {
-#define LC_SIZE(E, name, args_t, value, capture, tensors)                                   \
-  case BP_OP_##E: return sizeof(args_t);
+#define LC_SIZE(E, name, args_t, value, capture, tensors)                                          \
+  case BP_OP_##E:                                                                                  \
+    return sizeof(args_t);
     BP_OP_TABLE(LC_SIZE)
 #undef LC_SIZE
-  case BP_OP_COUNT: break;
+  case BP_OP_COUNT:
+    break;
   }
   return 0;
 }
@@ -227,8 +235,10 @@ void lc_tensor_extent(const bp_plugin_tensor_t *t, uint64_t *lo, uint64_t *hi) {
   }
   for (int i = 0; i < t->rank && i < BP_MAX_RANK; i++) {
     int64_t span = (t->shape[i] - 1) * t->strides[i];
-    if (span < 0) mn += span;
-    else mx += span;
+    if (span < 0)
+      mn += span;
+    else
+      mx += span;
   }
   *lo = (uint64_t)((int64_t)t->offset + mn * (int64_t)es);
   *hi = (uint64_t)((int64_t)t->offset + (mx + 1) * (int64_t)es);
@@ -259,14 +269,40 @@ void lc_for_each_element(const bp_plugin_tensor_t *t, uint64_t lo,
 
 double lc_load(const void *p, bp_dtype_t dt) {
   switch (dt) {
-  case BP_F32: { float v; memcpy(&v, p, 4); return v; }
-  case BP_F64: { double v; memcpy(&v, p, 8); return v; }
-  case BP_F16: { uint16_t v; memcpy(&v, p, 2); return bp_f16_to_f32(v); }
-  case BP_BF16: { uint16_t v; memcpy(&v, p, 2); return bp_bf16_to_f32(v); }
-  case BP_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-  case BP_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-  case BP_U8: return *(const uint8_t *)p;
-  case BP_DTYPE_COUNT: break;
+  case BP_F32: {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case BP_F64: {
+    double v;
+    memcpy(&v, p, 8);
+    return v;
+  }
+  case BP_F16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return bp_f16_to_f32(v);
+  }
+  case BP_BF16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return bp_bf16_to_f32(v);
+  }
+  case BP_I32: {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case BP_I64: {
+    int64_t v;
+    memcpy(&v, p, 8);
+    return (double)v;
+  }
+  case BP_U8:
+    return *(const uint8_t *)p;
+  case BP_DTYPE_COUNT:
+    break;
   }
   return 0;
 }

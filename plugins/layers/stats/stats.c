@@ -99,7 +99,8 @@ static void put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2
 static void put(text_t *t, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(t->len < t->size ? t->out + t->len : NULL, t->len < t->size ? t->size - t->len : 0, fmt, ap);
+  int n = vsnprintf(t->len < t->size ? t->out + t->len : NULL,
+                    t->len < t->size ? t->size - t->len : 0, fmt, ap);
   va_end(ap);
   if (n > 0) t->len += (size_t)n;
 }
@@ -126,8 +127,9 @@ static void summary_json(text_t *t) {
       put(t, ", \"device\": ");
       put_name(t, r->device);
       put(t, ", \"op\": \"%s\", \"calls\": %llu, \"failed\": %llu, \"ns\": %llu, \"bytes\": %llu}",
-          lc_op_name((bp_op_t)op), (unsigned long long)calls, (unsigned long long)atomic_load(&c->failed),
-          (unsigned long long)atomic_load(&c->ns), (unsigned long long)atomic_load(&c->bytes));
+          lc_op_name((bp_op_t)op), (unsigned long long)calls,
+          (unsigned long long)atomic_load(&c->failed), (unsigned long long)atomic_load(&c->ns),
+          (unsigned long long)atomic_load(&c->bytes));
     }
   pthread_mutex_unlock(&records_lock);
   put(t, "]}");
@@ -141,15 +143,16 @@ static bp_status_t stats_summary(char *out, size_t size, size_t *out_len) {
 }
 
 static void print_table(FILE *f) {
-  fprintf(f, "backplane stats layer: %-10s %-16s %-11s %10s %8s %12s %14s\n", "backend", "device", "op", "calls",
-          "failed", "total ms", "bytes");
+  fprintf(f, "backplane stats layer: %-10s %-16s %-11s %10s %8s %12s %14s\n", "backend", "device",
+          "op", "calls", "failed", "total ms", "bytes");
   pthread_mutex_lock(&records_lock);
   for (stat_record_t *r = records; r; r = r->next)
     for (int op = 0; op < BP_OP_COUNT; op++) {
       op_counters_t *c = &r->op[op];
       if (!atomic_load(&c->calls)) continue;
-      fprintf(f, "backplane stats layer: %-10s %-16.16s %-11s %10llu %8llu %12.3f %14llu\n", r->backend, r->device,
-              lc_op_name((bp_op_t)op), (unsigned long long)atomic_load(&c->calls),
+      fprintf(f, "backplane stats layer: %-10s %-16.16s %-11s %10llu %8llu %12.3f %14llu\n",
+              r->backend, r->device, lc_op_name((bp_op_t)op),
+              (unsigned long long)atomic_load(&c->calls),
               (unsigned long long)atomic_load(&c->failed), atomic_load(&c->ns) / 1e6,
               (unsigned long long)atomic_load(&c->bytes));
     }

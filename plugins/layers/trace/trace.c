@@ -60,7 +60,8 @@ static void append(const char *fmt, ...) {
 /* A name from a plugin, made safe for a JSON string. */
 static void safe_name(const char *s, char *out, size_t size) {
   size_t n = 0;
-  for (; *s && n + 1 < size; s++) out[n++] = (*s >= ' ' && *s <= '~' && *s != '"' && *s != '\\') ? *s : '?';
+  for (; *s && n + 1 < size; s++)
+    out[n++] = (*s >= ' ' && *s <= '~' && *s != '"' && *s != '\\') ? *s : '?';
   out[n] = '\0';
 }
 
@@ -72,13 +73,15 @@ static unsigned track_of(const lc_instance_t *in, const void *s) {
   streams[stream_count++] = s;
   char dev[256];
   safe_name(in->device_name, dev, sizeof dev);
-  append("%s{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %u, \"args\": {\"name\": "
-         "\"%s stream %u\"}}",
-         event_count++ ? ",\n" : "", (int)getpid(), stream_count, dev, stream_count);
+  append(
+      "%s{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %u, \"args\": {\"name\": "
+      "\"%s stream %u\"}}",
+      event_count++ ? ",\n" : "", (int)getpid(), stream_count, dev, stream_count);
   return stream_count;
 }
 
-static void shapes_and_dtypes(bp_op_t op, const void *args, char *shapes, char *dtypes, size_t size) {
+static void shapes_and_dtypes(bp_op_t op, const void *args, char *shapes, char *dtypes,
+                              size_t size) {
   const bp_plugin_tensor_t *t[LC_MAX_TENSORS];
   int n = lc_op_tensors(op, args, t);
   size_t a = 0, b = 0;
@@ -94,52 +97,56 @@ static void shapes_and_dtypes(bp_op_t op, const void *args, char *shapes, char *
   }
 }
 
-static void record(const lc_instance_t *in, bp_op_t op, const void *s, const void *args, uint64_t t0,
-                   uint64_t t1, bp_status_t st, double device_us) {
+static void record(const lc_instance_t *in, bp_op_t op, const void *s, const void *args,
+                   uint64_t t0, uint64_t t1, bp_status_t st, double device_us) {
   char shapes[1024], dtypes[256], dev[256], backend[64], extra[64] = "";
-  shapes_and_dtypes(op, args, shapes, dtypes, sizeof dtypes < sizeof shapes ? sizeof dtypes : sizeof shapes);
+  shapes_and_dtypes(op, args, shapes, dtypes,
+                    sizeof dtypes < sizeof shapes ? sizeof dtypes : sizeof shapes);
   safe_name(in->device_name, dev, sizeof dev);
   safe_name(in->backend, backend, sizeof backend);
   if (device_us >= 0) snprintf(extra, sizeof extra, ", \"device_us\": %.3f", device_us);
   pthread_mutex_lock(&trace_lock);
   unsigned tid = track_of(in, s);
-  append("%s{\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
+  append("%s{\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
+         "\"pid\": %d, "
          "\"tid\": %u, \"args\": {\"backend\": \"%s\", \"device\": \"%s\", \"device_index\": %u, "
          "\"stream\": \"%p\", \"shapes\": [%s], \"dtypes\": [%s], \"status\": %d%s}}",
-         event_count++ ? ",\n" : "", lc_op_name(op), (t0 - t_origin) / 1e3, (t1 - t0) / 1e3, (int)getpid(), tid,
-         backend, dev, in->backend_index, s, shapes, dtypes, (int)st, extra);
+         event_count++ ? ",\n" : "", lc_op_name(op), (t0 - t_origin) / 1e3, (t1 - t0) / 1e3,
+         (int)getpid(), tid, backend, dev, in->backend_index, s, shapes, dtypes, (int)st, extra);
   pthread_mutex_unlock(&trace_lock);
 }
 
 /* An event with no tensors (a graph launch). */
-static void record_named(const lc_instance_t *in, const char *name, const void *s, uint64_t t0, uint64_t t1,
-                         bp_status_t st) {
+static void record_named(const lc_instance_t *in, const char *name, const void *s, uint64_t t0,
+                         uint64_t t1, bp_status_t st) {
   char dev[256], backend[64];
   safe_name(in->device_name, dev, sizeof dev);
   safe_name(in->backend, backend, sizeof backend);
   pthread_mutex_lock(&trace_lock);
   unsigned tid = track_of(in, s);
-  append("%s{\"name\": \"%s\", \"cat\": \"graph\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
+  append("%s{\"name\": \"%s\", \"cat\": \"graph\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
+         "\"pid\": %d, "
          "\"tid\": %u, \"args\": {\"backend\": \"%s\", \"device\": \"%s\", \"device_index\": %u, "
          "\"stream\": \"%p\", \"status\": %d}}",
-         event_count++ ? ",\n" : "", name, (t0 - t_origin) / 1e3, (t1 - t0) / 1e3, (int)getpid(), tid, backend,
-         dev, in->backend_index, s, (int)st);
+         event_count++ ? ",\n" : "", name, (t0 - t_origin) / 1e3, (t1 - t0) / 1e3, (int)getpid(),
+         tid, backend, dev, in->backend_index, s, (int)st);
   pthread_mutex_unlock(&trace_lock);
 }
 
 static bool has_events(const bp_plugin_descriptor_t *x) {
-  return x->event_create && x->event_destroy && x->event_record && x->event_synchronize && x->event_elapsed;
+  return x->event_create && x->event_destroy && x->event_record && x->event_synchronize &&
+         x->event_elapsed;
 }
 
 /* The op between two device events: its time on the device, -1 if the
  * plugin cannot tell. */
-static bp_status_t run_timed_on_device(lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s, const void *args,
-                                       double *out_us) {
+static bp_status_t run_timed_on_device(lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s,
+                                       const void *args, double *out_us) {
   const bp_plugin_descriptor_t *x = in->next;
   bp_plugin_event_t *e0 = NULL, *e1 = NULL;
   *out_us = -1;
-  if (!has_events(x) || x->event_create(in->device, &e0) != BP_OK || x->event_create(in->device, &e1) != BP_OK ||
-      x->event_record(in->device, e0, s) != BP_OK) {
+  if (!has_events(x) || x->event_create(in->device, &e0) != BP_OK ||
+      x->event_create(in->device, &e1) != BP_OK || x->event_record(in->device, e0, s) != BP_OK) {
     if (e0) x->event_destroy(in->device, e0);
     if (e1) x->event_destroy(in->device, e1);
     return lc_call_next(in, op, s, args);
@@ -147,7 +154,8 @@ static bp_status_t run_timed_on_device(lc_instance_t *in, bp_op_t op, bp_plugin_
   bp_status_t st = lc_call_next(in, op, s, args);
   double ms;
   if (st == BP_OK && x->event_record(in->device, e1, s) == BP_OK &&
-      x->event_synchronize(in->device, e1) == BP_OK && x->event_elapsed(in->device, e0, e1, &ms) == BP_OK)
+      x->event_synchronize(in->device, e1) == BP_OK &&
+      x->event_elapsed(in->device, e0, e1, &ms) == BP_OK)
     *out_us = ms * 1e3;
   x->event_destroy(in->device, e0);
   x->event_destroy(in->device, e1);
@@ -157,7 +165,8 @@ static bp_status_t run_timed_on_device(lc_instance_t *in, bp_op_t op, bp_plugin_
 bp_status_t lc_op_hook(lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s, const void *args) {
   double device_us = -1;
   uint64_t t0 = lc_now_ns();
-  bp_status_t st = device_time ? run_timed_on_device(in, op, s, args, &device_us) : lc_call_next(in, op, s, args);
+  bp_status_t st = device_time ? run_timed_on_device(in, op, s, args, &device_us)
+                               : lc_call_next(in, op, s, args);
   if (st == BP_OK && sync_each_op) st = in->next->stream_synchronize(in->device, s);
   record(in, op, s, args, t0, lc_now_ns(), st, device_us);
   return st;
@@ -165,7 +174,8 @@ bp_status_t lc_op_hook(lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s, con
 
 /* A native graph's launch is one event (its ops were traced when it was
  * recorded, with the time it took to record them). */
-static bp_status_t trace_graph_launch(bp_plugin_device_t *d, bp_plugin_stream_t *s, bp_plugin_graph_t *g) {
+static bp_status_t trace_graph_launch(bp_plugin_device_t *d, bp_plugin_stream_t *s,
+                                      bp_plugin_graph_t *g) {
   lc_instance_t *in = lc_find(d);
   if (!in) return BP_ERR_INTERNAL;
   uint64_t t0 = lc_now_ns();
@@ -197,8 +207,11 @@ static void write_trace(void) {
   pthread_mutex_lock(&trace_lock);
   FILE *f = fopen(trace_path(), "w");
   if (f) {
-    fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"backplane layer-trace\"},\n"
-               "\"traceEvents\": [\n%s\n]}\n", events ? events : "");
+    fprintf(
+        f,
+        "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"backplane layer-trace\"},\n"
+        "\"traceEvents\": [\n%s\n]}\n",
+        events ? events : "");
     if (fclose(f) != 0 && host && host->log)
       host->log(BP_LOG_WARN, "trace", "could not write the trace to %s", trace_path());
   } else if (host && host->log) {
@@ -211,7 +224,8 @@ static bp_status_t trace_summary(char *out, size_t size, size_t *out_len) {
   char path[512];
   safe_name(trace_path(), path, sizeof path);
   pthread_mutex_lock(&trace_lock);
-  int n = snprintf(out, size, "{\"layer\": \"trace\", \"file\": \"%s\", \"events\": %zu}", path, event_count);
+  int n = snprintf(out, size, "{\"layer\": \"trace\", \"file\": \"%s\", \"events\": %zu}", path,
+                   event_count);
   pthread_mutex_unlock(&trace_lock);
   *out_len = n > 0 ? (size_t)n : 0;
   return BP_OK;
