@@ -30,22 +30,25 @@ static void *host_address(const bp__buffer_t *b, uint64_t off) {
 }
 
 /* Copies through a host-memory side: no intermediate copy at all. */
-static bp_status_t copy_host_side(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src, uint64_t soff,
-                                  uint64_t size) {
+static bp_status_t copy_host_side(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src,
+                                  uint64_t soff, uint64_t size) {
   if (host_memory(src->device)) {
     /* The source plugin may still have work queued that writes src. */
     bp_status_t st = bp__call_device_sync(src->device);
     if (st != BP_OK) return st;
-    return bp__call_mem_write(dst->device, NULL, dst->ptr, dst->origin + doff, host_address(src, soff), size);
+    return bp__call_mem_write(dst->device, NULL, dst->ptr, dst->origin + doff,
+                              host_address(src, soff), size);
   }
   bp_status_t st = bp__call_device_sync(dst->device);
   if (st != BP_OK) return st;
-  return bp__call_mem_read(src->device, NULL, host_address(dst, doff), src->ptr, src->origin + soff, size);
+  return bp__call_mem_read(src->device, NULL, host_address(dst, doff), src->ptr, src->origin + soff,
+                           size);
 }
 
 /* Maps size bytes of b at off for the host after the device's queued work;
  * BP_ERR_UNSUPPORTED (no message) when b's plugin or memory cannot. */
-static bp_status_t map_range(bp__buffer_t *b, uint64_t off, uint64_t size, uint32_t flags, void **out_host) {
+static bp_status_t map_range(bp__buffer_t *b, uint64_t off, uint64_t size, uint32_t flags,
+                             void **out_host) {
   *out_host = NULL;
   if (!bp__plugin_has_mem_map(b->device)) return BP_ERR_UNSUPPORTED;
   bp_status_t st = bp__call_device_sync(b->device);
@@ -79,7 +82,8 @@ static bp_status_t copy_mapped(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *s
 bp_status_t bp__copy_across(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src, uint64_t soff,
                             uint64_t size) {
   if (size == 0) return BP_OK;
-  if (host_memory(src->device) || host_memory(dst->device)) return copy_host_side(dst, doff, src, soff, size);
+  if (host_memory(src->device) || host_memory(dst->device))
+    return copy_host_side(dst, doff, src, soff, size);
   bp_status_t st = copy_mapped(dst, doff, src, soff, size);
   if (st != BP_ERR_UNSUPPORTED) return st;
   return bp__copy_staged(dst, doff, src, soff, size);

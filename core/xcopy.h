@@ -12,8 +12,8 @@
  * whether d's plugin offers it. map answers BP_ERR_UNSUPPORTED, with no
  * message set, for memory that cannot be mapped: the caller stages. */
 bool bp__plugin_has_mem_map(const bp__device_t *d);
-bp_status_t bp__call_mem_map(bp__device_t *d, uint64_t ptr, uint64_t off, uint64_t size, uint32_t flags,
-                             void **out_host);
+bp_status_t bp__call_mem_map(bp__device_t *d, uint64_t ptr, uint64_t off, uint64_t size,
+                             uint32_t flags, void **out_host);
 bp_status_t bp__call_mem_unmap(bp__device_t *d, uint64_t ptr, void *host);
 
 /* bp__copy_across's staged form: through host memory in chunks, the read of

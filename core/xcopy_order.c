@@ -13,10 +13,13 @@
 #include "xcopy.h"
 
 /* offset + size must fit in the buffer, without overflow. */
-static bp_status_t check_range(const bp__buffer_t *b, uint64_t offset, uint64_t size, const char *what) {
+static bp_status_t check_range(const bp__buffer_t *b, uint64_t offset, uint64_t size,
+                               const char *what) {
   if (offset > b->size || size > b->size - offset)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_copy_async: %s range [%llu, +%llu) is outside its %llu bytes",
-                    what, (unsigned long long)offset, (unsigned long long)size, (unsigned long long)b->size);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "bp_buffer_copy_async: %s range [%llu, +%llu) is outside its %llu bytes", what,
+                    (unsigned long long)offset, (unsigned long long)size,
+                    (unsigned long long)b->size);
   return BP_OK;
 }
 
@@ -33,8 +36,8 @@ static bp_status_t lock_uncaptured(bp__stream_t *s, const char *fn, const char *
  * starts after the work queued so far on both devices, s included, and is
  * complete on return, so whatever is queued on s later comes after it. s's
  * lock is held throughout so no other thread's work on s slips in between. */
-static bp_status_t copy_across_on(bp__stream_t *s, bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src,
-                                  uint64_t soff, uint64_t size) {
+static bp_status_t copy_across_on(bp__stream_t *s, bp__buffer_t *dst, uint64_t doff,
+                                  bp__buffer_t *src, uint64_t soff, uint64_t size) {
   bp_status_t st = lock_uncaptured(s, "bp_buffer_copy_async", "copies");
   if (st != BP_OK) return st;
   st = bp__copy_across(dst, doff, src, soff, size);
@@ -42,18 +45,19 @@ static bp_status_t copy_across_on(bp__stream_t *s, bp__buffer_t *dst, uint64_t d
   return st;
 }
 
-bp_status_t bp_buffer_copy_async(bp_stream_t *sh, bp_buffer_t *dsth, uint64_t dst_offset, bp_buffer_t *srch,
-                                 uint64_t src_offset, uint64_t size) {
+bp_status_t bp_buffer_copy_async(bp_stream_t *sh, bp_buffer_t *dsth, uint64_t dst_offset,
+                                 bp_buffer_t *srch, uint64_t src_offset, uint64_t size) {
   bp__clear_error();
   const char *fn = "bp_buffer_copy_async";
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, fn, "stream");
   BP__ENTER(bp__buffer_t, dst, dsth, BP__H_BUFFER, fn, "dst");
   BP__ENTER(bp__buffer_t, src, srch, BP__H_BUFFER, fn, "src");
   if (s->device != dst->device && s->device != src->device)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                    "%s: the stream is on device '%s', which holds neither dst (on '%s') nor src (on '%s'); "
-                    "use a stream of one of the two",
-                    fn, s->device->entry.info.name, dst->device->entry.info.name, src->device->entry.info.name);
+    return bp__fail(
+        BP_ERR_INVALID_ARGUMENT,
+        "%s: the stream is on device '%s', which holds neither dst (on '%s') nor src (on '%s'); "
+        "use a stream of one of the two",
+        fn, s->device->entry.info.name, dst->device->entry.info.name, src->device->entry.info.name);
   bp_status_t st = check_range(dst, dst_offset, size, "dst");
   if (st == BP_OK) st = check_range(src, src_offset, size, "src");
   if (st != BP_OK) return st;
@@ -61,8 +65,8 @@ bp_status_t bp_buffer_copy_async(bp_stream_t *sh, bp_buffer_t *dsth, uint64_t ds
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: source and destination ranges overlap", fn);
   if (size == 0) return BP_OK;
   if (src->device != dst->device) return copy_across_on(s, dst, dst_offset, src, src_offset, size);
-  return bp__call_mem_copy(s->device, s, dst->ptr, dst->origin + dst_offset, src->ptr, src->origin + src_offset,
-                           size);
+  return bp__call_mem_copy(s->device, s, dst->ptr, dst->origin + dst_offset, src->ptr,
+                           src->origin + src_offset, size);
 }
 
 bp_status_t bp__stream_wait_across(bp__stream_t *s, const bp_event_t *eh) {

@@ -39,8 +39,10 @@ static stage_set_t cache; /* the set kept warm between copies */
 static void set_free(stage_set_t *s) {
   for (int i = 0; i < 2; i++) {
     if (!s->buf[i]) continue;
-    if (s->owner) bp__call_host_free(s->owner, s->buf[i]);
-    else free(s->buf[i]);
+    if (s->owner)
+      bp__call_host_free(s->owner, s->buf[i]);
+    else
+      free(s->buf[i]);
     s->buf[i] = NULL;
   }
   s->owner = NULL;
@@ -50,9 +52,11 @@ static bp_status_t set_alloc(bp__device_t *owner, stage_set_t *s) {
   *s = (stage_set_t){.owner = owner};
   for (int i = 0; i < 2; i++) {
     bp_status_t st = BP_OK;
-    if (owner) st = bp__call_host_alloc(owner, STAGE_CHUNK, &s->buf[i]);
+    if (owner)
+      st = bp__call_host_alloc(owner, STAGE_CHUNK, &s->buf[i]);
     else if (!(s->buf[i] = aligned_alloc(4096, STAGE_CHUNK)))
-      st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_buffer_copy: no host memory for a %llu-byte staging buffer",
+      st = bp__fail(BP_ERR_OUT_OF_MEMORY,
+                    "bp_buffer_copy: no host memory for a %llu-byte staging buffer",
                     (unsigned long long)STAGE_CHUNK);
     if (st != BP_OK) {
       set_free(s);
@@ -126,7 +130,7 @@ typedef struct pipeline {
   bool reading_done;        /* every chunk has been read (or a read failed) */
   bool stop;                /* a step failed: nothing more is written */
   bp_status_t write_status;
-  char write_error[512];    /* a failed write's message, from its thread */
+  char write_error[512]; /* a failed write's message, from its thread */
 } pipeline_t;
 
 static uint64_t chunk_at(const pipeline_t *p, uint64_t done) {
@@ -142,8 +146,8 @@ static int find_slot(const pipeline_t *p, slot_state_t state) {
  * frees the buffer; called and returns with the lock held. */
 static void write_slot(pipeline_t *p, int i) {
   pthread_mutex_unlock(&p->lock);
-  bp_status_t st = bp__call_mem_write(p->dst->device, NULL, p->dst->ptr, p->dst->origin + p->doff + p->at[i],
-                                      p->buf[i], p->bytes[i]);
+  bp_status_t st = bp__call_mem_write(p->dst->device, NULL, p->dst->ptr,
+                                      p->dst->origin + p->doff + p->at[i], p->buf[i], p->bytes[i]);
   char why[512] = "";
   /* The message is this thread's own; keep it for the caller. */
   if (st != BP_OK) snprintf(why, sizeof why, "%s", bp_last_error());
@@ -196,7 +200,8 @@ static bp_status_t reader_run(pipeline_t *p) {
     uint64_t n = chunk_at(p, done);
     p->state[i] = SLOT_READING;
     pthread_mutex_unlock(&p->lock);
-    st = bp__call_mem_read(p->src->device, NULL, p->buf[i], p->src->ptr, p->src->origin + p->soff + done, n);
+    st = bp__call_mem_read(p->src->device, NULL, p->buf[i], p->src->ptr,
+                           p->src->origin + p->soff + done, n);
     pthread_mutex_lock(&p->lock);
     if (st != BP_OK) {
       p->state[i] = SLOT_FREE;
@@ -225,9 +230,11 @@ static bp_status_t run_serial(pipeline_t *p) {
   bp_status_t st = BP_OK;
   for (uint64_t done = 0; done < p->size && st == BP_OK;) {
     uint64_t n = chunk_at(p, done);
-    st = bp__call_mem_read(p->src->device, NULL, p->buf[0], p->src->ptr, p->src->origin + p->soff + done, n);
+    st = bp__call_mem_read(p->src->device, NULL, p->buf[0], p->src->ptr,
+                           p->src->origin + p->soff + done, n);
     if (st == BP_OK)
-      st = bp__call_mem_write(p->dst->device, NULL, p->dst->ptr, p->dst->origin + p->doff + done, p->buf[0], n);
+      st = bp__call_mem_write(p->dst->device, NULL, p->dst->ptr, p->dst->origin + p->doff + done,
+                              p->buf[0], n);
     done += n;
   }
   return st;
@@ -243,7 +250,8 @@ static bp_status_t run_pipelined(pipeline_t *p) {
   } else {
     st = reader_run(p);
     pthread_join(writer, NULL);
-    if (st == BP_OK && p->write_status != BP_OK) st = bp__fail(p->write_status, "%s", p->write_error);
+    if (st == BP_OK && p->write_status != BP_OK)
+      st = bp__fail(p->write_status, "%s", p->write_error);
   }
   pthread_cond_destroy(&p->cond);
   pthread_mutex_destroy(&p->lock);
@@ -256,7 +264,11 @@ bp_status_t bp__copy_staged(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src,
   bool cached;
   bp_status_t st = stage_take(pinned_owner(dst->device, src->device), &set, &cached);
   if (st != BP_OK) return st;
-  pipeline_t p = {.dst = dst, .src = src, .doff = doff, .soff = soff, .size = size,
+  pipeline_t p = {.dst = dst,
+                  .src = src,
+                  .doff = doff,
+                  .soff = soff,
+                  .size = size,
                   .buf = {set.buf[0], set.buf[1]}};
   st = size <= STAGE_CHUNK ? run_serial(&p) : run_pipelined(&p);
   stage_give(&set, cached);

@@ -101,14 +101,14 @@ static int group_teardown(void **state) {
 }
 
 /* Skips the case unless device i is open. */
-#define NEED(i)                                                                            \
-  do {                                                                                     \
-    if (!devs[i].dev) {                                                                    \
-      char reason_[700];                                                                   \
-      snprintf(reason_, sizeof reason_, "no %s device (%s)", dev_names[i], devs[i].why);   \
-      TEST_SKIP_CASE(reason_);                                                             \
-      return;                                                                              \
-    }                                                                                      \
+#define NEED(i)                                                                                    \
+  do {                                                                                             \
+    if (!devs[i].dev) {                                                                            \
+      char reason_[700];                                                                           \
+      snprintf(reason_, sizeof reason_, "no %s device (%s)", dev_names[i], devs[i].why);           \
+      TEST_SKIP_CASE(reason_);                                                                     \
+      return;                                                                                      \
+    }                                                                                              \
   } while (0)
 
 static void pattern(uint8_t *p, uint64_t n, uint32_t seed) {
@@ -121,15 +121,17 @@ static void pattern(uint8_t *p, uint64_t n, uint32_t seed) {
 
 static bp_buffer_t *make_buffer(int dev, uint64_t size, const uint8_t *content) {
   bp_buffer_t *b = NULL;
-  if (bp_buffer_alloc(devs[dev].dev, size, &b) != BP_OK) fail_msg("alloc on %s: %s", dev_names[dev], bp_last_error());
-  if (bp_buffer_write(b, 0, content, size) != BP_OK) fail_msg("write on %s: %s", dev_names[dev], bp_last_error());
+  if (bp_buffer_alloc(devs[dev].dev, size, &b) != BP_OK)
+    fail_msg("alloc on %s: %s", dev_names[dev], bp_last_error());
+  if (bp_buffer_write(b, 0, content, size) != BP_OK)
+    fail_msg("write on %s: %s", dev_names[dev], bp_last_error());
   return b;
 }
 
 /* Checks that buffer b (total bytes) holds want[0..size) at off and the
  * sentinel everywhere else; what names the case. */
-static void expect_copied(bp_buffer_t *b, uint64_t total, uint64_t off, const uint8_t *want, uint64_t size,
-                          const char *what) {
+static void expect_copied(bp_buffer_t *b, uint64_t total, uint64_t off, const uint8_t *want,
+                          uint64_t size, const char *what) {
   uint8_t *got = malloc(total);
   assert_non_null(got);
   assert_int_equal(bp_buffer_read(b, 0, got, total), BP_OK);
@@ -139,8 +141,9 @@ static void expect_copied(bp_buffer_t *b, uint64_t total, uint64_t off, const ui
     if (got[i] != expect) {
       unsigned seen = got[i];
       free(got);
-      fail_msg("%s: byte %llu (%s the range [%llu, +%llu)) is 0x%02x, expected 0x%02x", what, (unsigned long long)i,
-               inside ? "inside" : "outside", (unsigned long long)off, (unsigned long long)size, seen, expect);
+      fail_msg("%s: byte %llu (%s the range [%llu, +%llu)) is 0x%02x, expected 0x%02x", what,
+               (unsigned long long)i, inside ? "inside" : "outside", (unsigned long long)off,
+               (unsigned long long)size, seen, expect);
     }
   }
   free(got);
@@ -149,7 +152,8 @@ static void expect_copied(bp_buffer_t *b, uint64_t total, uint64_t off, const ui
 /* How a copy is issued: synchronous, or async on a stream of dst's or src's
  * device. */
 enum { BY_SYNC, BY_DST_STREAM, BY_SRC_STREAM, BY_COUNT };
-static const char *const by_names[BY_COUNT] = {"bp_buffer_copy", "async on dst's stream", "async on src's stream"};
+static const char *const by_names[BY_COUNT] = {"bp_buffer_copy", "async on dst's stream",
+                                               "async on src's stream"};
 
 /* Copies size bytes from a's src buffer at soff to b's at doff by way `by`,
  * and checks every byte of the destination. */
@@ -162,13 +166,17 @@ static void copy_case(int a, int b, uint64_t size, uint64_t soff, uint64_t doff,
   memset(dst_bytes, SENTINEL, dtotal);
   bp_buffer_t *src = make_buffer(a, stotal, src_bytes), *dst = make_buffer(b, dtotal, dst_bytes);
   bp_status_t st;
-  if (by == BY_SYNC) st = bp_buffer_copy(dst, doff, src, soff, size);
-  else st = bp_buffer_copy_async(devs[by == BY_DST_STREAM ? b : a].s, dst, doff, src, soff, size);
+  if (by == BY_SYNC)
+    st = bp_buffer_copy(dst, doff, src, soff, size);
+  else
+    st = bp_buffer_copy_async(devs[by == BY_DST_STREAM ? b : a].s, dst, doff, src, soff, size);
   char what[256];
-  snprintf(what, sizeof what, "%s -> %s, %llu bytes at %llu -> %llu, %s", dev_names[a], dev_names[b],
-           (unsigned long long)size, (unsigned long long)soff, (unsigned long long)doff, by_names[by]);
+  snprintf(what, sizeof what, "%s -> %s, %llu bytes at %llu -> %llu, %s", dev_names[a],
+           dev_names[b], (unsigned long long)size, (unsigned long long)soff,
+           (unsigned long long)doff, by_names[by]);
   if (st != BP_OK) fail_msg("%s: %s", what, bp_last_error());
-  if (by != BY_SYNC) assert_int_equal(bp_stream_synchronize(devs[by == BY_DST_STREAM ? b : a].s), BP_OK);
+  if (by != BY_SYNC)
+    assert_int_equal(bp_stream_synchronize(devs[by == BY_DST_STREAM ? b : a].s), BP_OK);
   expect_copied(dst, dtotal, doff, src_bytes + soff, size, what);
   bp_buffer_free(src);
   bp_buffer_free(dst);
@@ -186,11 +194,16 @@ static void test_copy_pair(void **state) {
   NEED(p->b);
   static const uint64_t cases[][3] = {
       /* size, src offset, dst offset */
-      {1, 0, 0},         {3, 1, 5},          {4, 4, 0},
-      {4097, 3, 7},      {(1u << 20) + 5, 11, 13}, {(3u << 20) + 7, 64, 1},
+      {1, 0, 0},
+      {3, 1, 5},
+      {4, 4, 0},
+      {4097, 3, 7},
+      {(1u << 20) + 5, 11, 13},
+      {(3u << 20) + 7, 64, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    for (int by = 0; by < BY_COUNT; by++) copy_case(p->a, p->b, cases[i][0], cases[i][1], cases[i][2], by);
+    for (int by = 0; by < BY_COUNT; by++)
+      copy_case(p->a, p->b, cases[i][0], cases[i][1], cases[i][2], by);
 }
 
 /* Between the two shims nothing is host memory and nothing maps: the copy
@@ -206,8 +219,10 @@ static void test_staged_many_chunks(void **state) {
 /* ---- bad input ------------------------------------------------------------ */
 
 static void expect_refused(bp_status_t st, const char *part, const char *what) {
-  if (st != BP_ERR_INVALID_ARGUMENT) fail_msg("%s: status %d, expected BP_ERR_INVALID_ARGUMENT", what, st);
-  if (!strstr(bp_last_error(), part)) fail_msg("%s: message \"%s\" lacks \"%s\"", what, bp_last_error(), part);
+  if (st != BP_ERR_INVALID_ARGUMENT)
+    fail_msg("%s: status %d, expected BP_ERR_INVALID_ARGUMENT", what, st);
+  if (!strstr(bp_last_error(), part))
+    fail_msg("%s: message \"%s\" lacks \"%s\"", what, bp_last_error(), part);
 }
 
 static void test_bad_input(void **state) {
@@ -217,7 +232,8 @@ static void test_bad_input(void **state) {
   NEED(DEV_CPU_REF);
   NEED(DEV_CPU);
   int a = DEV_CPU_REF, b = devs[DEV_CUDA].dev ? DEV_CUDA : DEV_CPU, third = DEV_CPU;
-  if (b == DEV_CPU) third = devs[DEV_OPENCL].dev ? DEV_OPENCL : devs[DEV_VULKAN].dev ? DEV_VULKAN : -1;
+  if (b == DEV_CPU)
+    third = devs[DEV_OPENCL].dev ? DEV_OPENCL : devs[DEV_VULKAN].dev ? DEV_VULKAN : -1;
   if (third < 0) {
     TEST_SKIP_CASE("a third device for the stream check (no cuda, opencl or vulkan device)");
     return;
@@ -239,9 +255,11 @@ static void test_bad_input(void **state) {
   expect_refused(bp_buffer_copy_async(sb, dst, 200, src, 0, 57), "dst range", "async dst range");
   expect_refused(bp_buffer_copy_async(sa, dst, 0, src, 250, 7), "src range", "async src range");
   expect_refused(bp_buffer_copy_async(sb, dst, 0, dead, 0, 8), "src", "async freed src");
-  expect_refused(bp_buffer_copy_async(s3, dst, 0, src, 0, 8), "neither", "stream of a third device");
+  expect_refused(bp_buffer_copy_async(s3, dst, 0, src, 0, 8), "neither",
+                 "stream of a third device");
   expect_refused(bp_buffer_copy_async(NULL, dst, 0, src, 0, 8), "stream", "NULL stream");
-  expect_refused(bp_buffer_copy_async(sa, src, 0, src, 4, 8), "overlap", "overlapping ranges of one buffer");
+  expect_refused(bp_buffer_copy_async(sa, src, 0, src, 4, 8), "overlap",
+                 "overlapping ranges of one buffer");
   assert_int_equal(bp_stream_begin_capture(sb), BP_OK);
   expect_refused(bp_buffer_copy_async(sb, dst, 0, src, 0, 8), "captured", "capturing stream");
   bp_graph_t *g = NULL;
@@ -329,8 +347,8 @@ static void test_event_chain(void **state) {
   assert_int_equal(bp_buffer_read(buf[2], 0, out, bytes), BP_OK);
   for (size_t i = 0; i < CHAIN_N; i++)
     if (out[i] != 8.0f)
-      fail_msg("%s -> %s -> %s: element %zu is %g, expected 8", dev_names[d[0]], dev_names[d[1]], dev_names[d[2]],
-               i, out[i]);
+      fail_msg("%s -> %s -> %s: element %zu is %g, expected 8", dev_names[d[0]], dev_names[d[1]],
+               dev_names[d[2]], i, out[i]);
   free(out);
   for (int i = 0; i < 2; i++) bp_event_destroy(ev[i]);
   for (int i = 0; i < 3; i++) bp_buffer_free(buf[i]);
@@ -372,8 +390,8 @@ static void test_event_chain_copies(void **state) {
   assert_int_equal(bp_buffer_read(buf[2], 0, out, bytes), BP_OK);
   for (size_t i = 0; i < CHAIN_N; i++)
     if (out[i] != 9.0f)
-      fail_msg("%s -> %s -> %s: element %zu is %g, expected 9", dev_names[d[0]], dev_names[d[1]], dev_names[d[2]],
-               i, out[i]);
+      fail_msg("%s -> %s -> %s: element %zu is %g, expected 9", dev_names[d[0]], dev_names[d[1]],
+               dev_names[d[2]], i, out[i]);
   free(out);
   for (int i = 0; i < 2; i++) bp_event_destroy(ev[i]);
   for (int i = 0; i < 3; i++) bp_buffer_free(buf[i]);
@@ -397,9 +415,11 @@ static void test_event_rules(void **state) {
   double ms = 1;
   expect_refused(bp_event_elapsed_ms(ea, eb, &ms), "different devices", "elapsed across devices");
   assert_true(ms == 0);
-  expect_refused(bp_event_record(ea, devs[b].s), "different devices", "record on another device's stream");
+  expect_refused(bp_event_record(ea, devs[b].s), "different devices",
+                 "record on another device's stream");
   assert_int_equal(bp_stream_begin_capture(devs[b].s), BP_OK);
-  expect_refused(bp_stream_wait_event(devs[b].s, ea), "captured", "cross-device wait while capturing");
+  expect_refused(bp_stream_wait_event(devs[b].s, ea), "captured",
+                 "cross-device wait while capturing");
   bp_graph_t *g = NULL;
   assert_int_equal(bp_stream_end_capture(devs[b].s, &g), BP_OK);
   bp_graph_destroy(g);

@@ -32,8 +32,10 @@ int main(void) {
   bp_event_t *filled;
   bp_tensor_t ta, tb;
   int64_t n = N;
-  if (bp_stream_create(a, &sa) != BP_OK || bp_stream_create(b, &sb) != BP_OK) return fail("bp_stream_create");
-  if (bp_buffer_alloc(a, N * sizeof(float), &xa) != BP_OK || bp_buffer_alloc(b, N * sizeof(float), &xb) != BP_OK)
+  if (bp_stream_create(a, &sa) != BP_OK || bp_stream_create(b, &sb) != BP_OK)
+    return fail("bp_stream_create");
+  if (bp_buffer_alloc(a, N * sizeof(float), &xa) != BP_OK ||
+      bp_buffer_alloc(b, N * sizeof(float), &xb) != BP_OK)
     return fail("bp_buffer_alloc");
   if (bp_event_create(a, &filled) != BP_OK) return fail("bp_event_create");
   bp_tensor_init(xa, 0, BP_F32, 1, &n, NULL, &ta);
@@ -45,7 +47,8 @@ int main(void) {
   /* B: wait for A's event (another device: the core waits on the host),
    * copy A's vector over on B's stream, double it. */
   if (bp_stream_wait_event(sb, filled) != BP_OK) return fail("bp_stream_wait_event");
-  if (bp_buffer_copy_async(sb, xb, 0, xa, 0, N * sizeof(float)) != BP_OK) return fail("bp_buffer_copy_async");
+  if (bp_buffer_copy_async(sb, xb, 0, xa, 0, N * sizeof(float)) != BP_OK)
+    return fail("bp_buffer_copy_async");
   if (bp_binary(sb, BP_BINARY_ADD, &tb, &tb, &tb) != BP_OK) return fail("bp_binary");
   if (bp_stream_synchronize(sb) != BP_OK) return fail("bp_stream_synchronize");
 

@@ -23,41 +23,47 @@ typedef struct copy_opts {
 } copy_opts_t;
 
 static void copy_help(FILE *f) {
-  fprintf(f,
-          "usage: bp bench --copies [--device SEL ...] [--quick] [--no-isolate]\n\n"
-          "Times bp_buffer_copy between every ordered pair of devices (all devices\n"
-          "by default) at 16, 64 and 256 MiB (16 MiB with --quick): the best of\n"
-          "several copies after a warm-up, as GB/s, beside the host memcpy\n"
-          "bandwidth over buffers of the same size (the two alternate, each\n"
-          "keeping its best), and the ratio (copy / memcpy). The path a pair takes (host memory, a\n"
-          "mapping, or staged through host memory) is in docs/runtime.md.\n\n"
-          "  --device SEL  a device as in 'bp devices' (repeatable)\n"
-          "  --quick       16 MiB only, fewer repetitions\n"
-          "  --no-isolate  probe plugins in this process instead of a child\n\n"
-          "Exit status: 0, 1 when a device cannot be opened or a copy fails,\n"
-          "2 on a usage error.\n");
+  fprintf(
+      f, "usage: bp bench --copies [--device SEL ...] [--quick] [--no-isolate]\n\n"
+         "Times bp_buffer_copy between every ordered pair of devices (all devices\n"
+         "by default) at 16, 64 and 256 MiB (16 MiB with --quick): the best of\n"
+         "several copies after a warm-up, as GB/s, beside the host memcpy\n"
+         "bandwidth over buffers of the same size (the two alternate, each\n"
+         "keeping its best), and the ratio (copy / memcpy). The path a pair takes (host memory, a\n"
+         "mapping, or staged through host memory) is in docs/runtime.md.\n\n"
+         "  --device SEL  a device as in 'bp devices' (repeatable)\n"
+         "  --quick       16 MiB only, fewer repetitions\n"
+         "  --no-isolate  probe plugins in this process instead of a child\n\n"
+         "Exit status: 0, 1 when a device cannot be opened or a copy fails,\n"
+         "2 on a usage error.\n");
 }
 
 static int parse(int argc, char **argv, copy_opts_t *o) {
-  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-                                           {"copies", no_argument, NULL, 'c'},
-                                           {"device", required_argument, NULL, 'd'},
-                                           {"quick", no_argument, NULL, 'q'},
-                                           {"no-isolate", no_argument, NULL, 'n'},
-                                           {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},         {"copies", no_argument, NULL, 'c'},
+      {"device", required_argument, NULL, 'd'}, {"quick", no_argument, NULL, 'q'},
+      {"no-isolate", no_argument, NULL, 'n'},   {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("bench", argc, argv, "h", longopts, &started)) != -1;) {
     switch (c) {
-    case 'h': copy_help(stdout); return -1;
-    case 'c': break;
+    case 'h':
+      copy_help(stdout);
+      return -1;
+    case 'c':
+      break;
     case 'd':
       if (o->ndevices == COPY_MAX_DEVICES)
         return bpt_usage_error("bench", "at most %d devices", COPY_MAX_DEVICES);
       o->devices[o->ndevices++] = optarg;
       break;
-    case 'q': o->quick = true; break;
-    case 'n': o->ctx.no_isolate = true; break;
-    default: return BPT_EXIT_USAGE;
+    case 'q':
+      o->quick = true;
+      break;
+    case 'n':
+      o->ctx.no_isolate = true;
+      break;
+    default:
+      return BPT_EXIT_USAGE;
     }
   }
   if (optind < argc) return bpt_usage_error("bench", "unexpected argument '%s'", argv[optind]);
@@ -68,8 +74,8 @@ static int parse(int argc, char **argv, copy_opts_t *o) {
  * times after a warm-up of each (which also touches every page), keeping
  * each side's best: a busy or quiet stretch of a shared host then falls on
  * both. False when a copy fails (the message is printed). */
-static bool time_both(bp_buffer_t *dst, bp_buffer_t *src, uint8_t *h2, const uint8_t *h1, uint64_t size,
-                      int reps, double *out_memcpy, double *out_copy) {
+static bool time_both(bp_buffer_t *dst, bp_buffer_t *src, uint8_t *h2, const uint8_t *h1,
+                      uint64_t size, int reps, double *out_memcpy, double *out_copy) {
   *out_memcpy = *out_copy = 1e30;
   for (int r = -1; r < reps; r++) {
     double t0 = bpt_now();
@@ -94,12 +100,12 @@ typedef struct copy_dev {
 
 /* One pair at one size: allocates, fills the source, times both sides and
  * prints the row. Returns false when a copy failed. */
-static bool bench_pair(const copy_dev_t *a, const copy_dev_t *b, uint64_t size, int reps, uint8_t *h1,
-                       uint8_t *h2) {
+static bool bench_pair(const copy_dev_t *a, const copy_dev_t *b, uint64_t size, int reps,
+                       uint8_t *h1, uint8_t *h2) {
   bp_buffer_t *src = NULL, *dst = NULL;
   bool ok = false;
-  if (bp_buffer_alloc(a->dev, size, &src) != BP_OK || bp_buffer_alloc(b->dev, size, &dst) != BP_OK ||
-      bp_buffer_write(src, 0, h1, size) != BP_OK) {
+  if (bp_buffer_alloc(a->dev, size, &src) != BP_OK ||
+      bp_buffer_alloc(b->dev, size, &dst) != BP_OK || bp_buffer_write(src, 0, h1, size) != BP_OK) {
     printf("  %-10s -> %-10s %4llu MiB   not measured: %s\n", a->name, b->name,
            (unsigned long long)(size / MIB), bp_last_error());
     ok = true; /* a device too small for the size is not a failed copy */
@@ -131,7 +137,8 @@ static int open_devices(bp_context_t *ctx, const copy_opts_t *o, copy_dev_t *out
     /* The device's name when it is short ("cpu-ref"), else its backend's. */
     bp_device_entry_t e;
     if (bp_device_entry(out[i].dev, &e) != BP_OK) continue;
-    snprintf(out[i].name, sizeof out[i].name, "%s", strlen(e.info.name) <= 10 ? e.info.name : e.backend);
+    snprintf(out[i].name, sizeof out[i].name, "%s",
+             strlen(e.info.name) <= 10 ? e.info.name : e.backend);
   }
   return n;
 }
@@ -155,7 +162,8 @@ int bench_copy_main(int argc, char **argv) {
   }
   for (uint64_t i = 0; i < sizes[nsizes - 1]; i++) h1[i] = (uint8_t)(i * 7 + 1);
   memset(h2, 0, sizes[nsizes - 1]);
-  printf("copy bandwidth (bp_buffer_copy) beside host memcpy, alternating, best of %d each:\n", reps);
+  printf("copy bandwidth (bp_buffer_copy) beside host memcpy, alternating, best of %d each:\n",
+         reps);
   printf("  %-10s    %-10s %8s %14s %14s %7s\n", "from", "to", "size", "copy", "memcpy", "ratio");
   rc = BPT_EXIT_OK;
   for (int s = 0; s < nsizes; s++)
