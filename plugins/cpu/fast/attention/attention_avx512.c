@@ -123,11 +123,40 @@ static void fa_pack_keys(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t g, in
   w->kpacked = need;
 }
 
+/* The whole-block case of fa_softmax_row (every key of a full block
+ * seen): the row's FA_BK scores held in registers, no masks, so the
+ * exponentials of a row overlap. */
+static float fa_softmax_full(fa_ws_t *w, int64_t r) {
+  float *s = w->s + r * FA_BK;
+  enum { NV = FA_BK / 16 };
+  __m512 x[NV], mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+  __mmask16 bad = 0;
+  _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) {
+    x[c] = _mm512_loadu_ps(s + 16 * c);
+    bad |= _mm512_cmp_ps_mask(x[c], _mm512_set1_ps(INFINITY), _CMP_NLT_UQ);
+    mx = _mm512_max_ps(mx, x[c]);
+  }
+  if (bad) w->bad[r] = true;
+  float bm = _mm512_reduce_max_ps(mx), mold = w->m[r];
+  float mnew = bm > mold ? bm : mold;
+  __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew);
+  _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) {
+    __m512 p = fa_exp(_mm512_sub_ps(x[c], vm));
+    _mm512_storeu_ps(s + 16 * c, p);
+    sum = _mm512_add_ps(sum, p);
+  }
+  float corr = mold == mnew || mold == -INFINITY || mnew == -INFINITY ? 1.0f : expf(mold - mnew);
+  w->m[r] = mnew;
+  w->l[r] = w->l[r] * corr + _mm512_reduce_add_ps(sum);
+  return corr;
+}
+
 /* Online-softmax step of one row over keys [0, n) of the block (the row's
  * tile computed scores up to ncols): scores become weights, zero from n to
  * ncols; returns the factor for the row's output so far. */
 static float fa_softmax_row(fa_ws_t *w, int64_t r, int64_t n, int64_t ncols) {
   float *s = w->s + r * FA_BK;
+  if (n == FA_BK && ncols == FA_BK) return fa_softmax_full(w, r);
   if (n <= 0) {
     for (int64_t c = 0; c < ncols; c += 16)
       _mm512_mask_storeu_ps(s + c, fa_lanes(ncols - c), _mm512_setzero_ps());
@@ -154,7 +183,7 @@ static float fa_softmax_row(fa_ws_t *w, int64_t r, int64_t n, int64_t ncols) {
     sum = _mm512_add_ps(sum, p);
   }
   /* a row that has seen only -inf (or nothing) has no output to rescale */
-  float corr = mold == -INFINITY || mnew == -INFINITY ? 1.0f : expf(mold - mnew);
+  float corr = mold == mnew || mold == -INFINITY || mnew == -INFINITY ? 1.0f : expf(mold - mnew);
   w->m[r] = mnew;
   w->l[r] = w->l[r] * corr + _mm512_reduce_add_ps(sum);
   return corr;
