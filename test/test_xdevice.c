@@ -7,6 +7,7 @@
  *    offsets, bp_buffer_copy and bp_buffer_copy_async (on a stream of either
  *    side), byte for byte, with the bytes around the range untouched; one
  *    case per pair, so a pair with an absent device is a reported skip;
+ *  - bp_buffer_copy_async on one device (between buffers, within one);
  *  - a copy several staging chunks long between the two shims, whose memory
  *    neither maps nor is host memory (the staged pipeline);
  *  - bad input (ranges, overflow, freed buffers, a stream of a third device,
@@ -204,6 +205,38 @@ static void test_copy_pair(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (int by = 0; by < BY_COUNT; by++)
       copy_case(p->a, p->b, cases[i][0], cases[i][1], cases[i][2], by);
+}
+
+/* bp_buffer_copy_async between two buffers of one device, and between two
+ * ranges of one buffer, is queued on the device's stream (its mem_copy):
+ * checked after a synchronize, on every device present. */
+static void test_copy_async_same_device(void **state) {
+  (void)state;
+  enum { N = 4099 };
+  int ran = 0;
+  for (int d = 0; d < NDEV; d++) {
+    if (!devs[d].dev) {
+      print_message("SKIP: no %s device (%s)\n", dev_names[d], devs[d].why);
+      continue;
+    }
+    uint8_t src_bytes[N], fill[N], want[N];
+    pattern(src_bytes, N, (uint32_t)d + 99);
+    memset(fill, SENTINEL, N);
+    bp_buffer_t *src = make_buffer(d, N, src_bytes), *dst = make_buffer(d, N, fill);
+    assert_int_equal(bp_buffer_copy_async(devs[d].s, dst, 5, src, 3, 4000), BP_OK);
+    assert_int_equal(bp_buffer_copy_async(devs[d].s, src, 2048, src, 0, 1024), BP_OK);
+    assert_int_equal(bp_stream_synchronize(devs[d].s), BP_OK);
+    expect_copied(dst, N, 5, src_bytes + 3, 4000, dev_names[d]);
+    memcpy(want, src_bytes, N);
+    memcpy(want + 2048, src_bytes, 1024);
+    uint8_t got[N];
+    assert_int_equal(bp_buffer_read(src, 0, got, N), BP_OK);
+    if (memcmp(got, want, N)) fail_msg("%s: copy within one buffer is wrong", dev_names[d]);
+    bp_buffer_free(src);
+    bp_buffer_free(dst);
+    ran++;
+  }
+  assert_true(ran >= 2); /* cpu and cpu-ref always */
 }
 
 /* Between the two shims nothing is host memory and nothing maps: the copy
@@ -430,7 +463,7 @@ static void test_event_rules(void **state) {
 int main(void) {
   static pair_t pairs[NDEV * (NDEV - 1)];
   static char names[NDEV * (NDEV - 1)][64];
-  struct CMUnitTest tests[NDEV * (NDEV - 1) + 5];
+  struct CMUnitTest tests[NDEV * (NDEV - 1) + 6];
   size_t n = 0;
   for (int a = 0; a < NDEV; a++)
     for (int b = 0; b < NDEV; b++) {
@@ -440,6 +473,7 @@ int main(void) {
       tests[n] = (struct CMUnitTest){names[n], test_copy_pair, NULL, NULL, &pairs[n]};
       n++;
     }
+  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_copy_async_same_device);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_staged_many_chunks);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_input);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_event_chain);
