@@ -1,7 +1,7 @@
 #!/bin/sh
 # bp and layers: `bp trace -- COMMAND` writes a Perfetto trace of COMMAND's
 # ops and passes its exit status on; `bp run --stats` prints the stats
-# layer's counts per device and op.
+# layer's counts per device and op; `bp devices` lists the layers.
 set -eu
 b=$(cd "${LD_LIBRARY_PATH%%:*}/.." && pwd)
 bp=$b/bin/bp
@@ -36,4 +36,12 @@ check "bp run --stats counts the reference's gemm" 'grep -Eq "^ +cpu +cpu-ref +g
 "$bp" run --device cpu --stats --json > "$tmp/json" 2> "$tmp/jerr" || true
 check "bp run --stats --json keeps stdout one JSON object" 'python3 -m json.tool "$tmp/json" >/dev/null'
 check "bp run --stats --json prints the table on stderr" 'grep -Eq "cpu +gemm +4 " "$tmp/jerr"'
+# 3. bp devices lists the layers asked for, loaded or refused with the rule.
+BACKPLANE_LAYERS=stats,nosuch "$bp" devices > "$tmp/dev"
+check "bp devices lists a loaded layer" 'grep -Eq "^  stats +0\.1\.0 +.*layer-stats\.so" "$tmp/dev"'
+check "bp devices lists a refused layer with its rule" 'grep -Eq "^  nosuch +REFUSED: .*LAYER-1" "$tmp/dev"'
+BACKPLANE_LAYERS=stats,nosuch "$bp" devices --json > "$tmp/dev.json"
+check "bp devices --json has the layers" \
+  'python3 -c "import json,sys; l=json.load(open(sys.argv[1]))[\"layers\"]; \
+assert [x[\"name\"] for x in l]==[\"stats\",\"nosuch\"] and l[0][\"loaded\"] and not l[1][\"loaded\"]" "$tmp/dev.json"'
 exit $fail

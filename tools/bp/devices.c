@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bp.h"
+#include "devices_layers.h"
 #include "devices_noload.h"
 #include "devices_comm.h"
 #include "json_doc.h"
@@ -297,6 +298,7 @@ static bool print_json(bp_context_t *ctx) {
   bpt_json_set(doc, "plugins", plugins);
   bpt_json_set(doc, "search_dirs", json_search_dirs(ctx));
   bpt_json_set(doc, "comm_plugins", bpt_json_comm_plugins(ctx));
+  bpt_json_set(doc, "layers", bpt_json_layers(ctx));
   return bpt_json_write_path("devices", "-", doc, broken);
 }
 
@@ -314,6 +316,7 @@ int bp_cmd_devices(int argc, char **argv) {
     print_devices(ctx, &o);
     print_plugins(ctx, &o);
     bpt_print_comm_plugins(ctx, o.explain);
+    bpt_print_layers(ctx);
     print_search_dirs(ctx);
   }
   bp_context_destroy(ctx);
