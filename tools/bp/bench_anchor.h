@@ -97,6 +97,7 @@ void bench_lib_case_free(bench_lib_case_t *lc);
 void bench_blas_open(bench_lib_t *lib, const char *path, const char *prefix,
                      bench_isa_level_t cpu);
 void bench_dnnl_open(bench_lib_t *lib, const char *path, bench_isa_level_t cpu);
+void bench_dnnl_close(bench_lib_t *lib);
 void bench_lib_unload(bench_lib_t *lib);
 int bench_blas_case(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out);
 int bench_dnnl_cases(bench_lib_t *lib, const bpt_case_t *c,

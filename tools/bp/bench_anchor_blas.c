@@ -206,6 +206,7 @@ void bench_lib_unload(bench_lib_t *lib) {
   /* MKL and oneDNN keep OpenMP thread pools that do not survive being
    * unloaded under them; the process ends soon after anyway. */
   bool closable = lib->id == BENCH_LIB_OPENBLAS || lib->id == BENCH_LIB_OPENBLAS_NEW;
+  if (lib->id == BENCH_LIB_ONEDNN) bench_dnnl_close(lib); /* its engine, stream */
   if (lib->dl && closable) dlclose(lib->dl);
   free(lib->api);
   lib->dl = lib->api = NULL;

@@ -154,6 +154,14 @@ void bench_dnnl_open(bench_lib_t *lib, const char *path, bench_isa_level_t cpu) 
   lib->present = true;
 }
 
+void bench_dnnl_close(bench_lib_t *lib) {
+  dnnl_api_t *api = lib->api;
+  if (!api) return;
+  if (api->stream && api->stream_destroy) api->stream_destroy(api->stream);
+  if (api->engine && api->engine_destroy) api->engine_destroy(api->engine);
+  api->stream = api->engine = NULL;
+}
+
 /* ---------------------------------------------------------------------------
  * A primitive with its memories: up to 3 steps (reorder in, op, reorder
  * out), each executed in order on the library's stream.
