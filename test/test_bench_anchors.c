@@ -37,8 +37,9 @@ static char venv[PATH_MAX]; /* an empty venv but for pip's reason for mkl */
 /* Runs "ENV bp bench ARGS" and returns its exit status and stdout. */
 static int run_bench(const char *env, const char *args, char **out) {
   char cmd[3 * PATH_MAX + 512];
-  snprintf(cmd, sizeof cmd, "%s BP_BENCH_ANCHORS='%s' '%s' bench --quick --op gemm "
-                            "--device cpu %s 2>/dev/null",
+  snprintf(cmd, sizeof cmd,
+           "%s BP_BENCH_ANCHORS='%s' '%s' bench --quick --op gemm "
+           "--device cpu %s 2>/dev/null",
            env, venv, bp_path, args);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);

@@ -45,21 +45,21 @@ const char *bench_isa_level_name(bench_isa_level_t level);
 /* One library: present or why not, its version and selected kernel. */
 typedef struct bench_lib {
   bench_lib_id_t id;
-  const char *name; /* "openblas", "openblas-new", "mkl", "onednn" */
+  const char *name;    /* "openblas", "openblas-new", "mkl", "onednn" */
   const char *package; /* where it comes from: Debian or PyPI package */
   bool present;
   char path[512];
-  char why[512];     /* when absent: why, and what installs it */
+  char why[512]; /* when absent: why, and what installs it */
   char version[192];
-  char kernel[256];  /* the kernel it selected (core, instruction branch, ISA) */
-  bool comparable;   /* false: kernel lesser than the CPU's; ratios marked */
-  char forced[128];  /* how the bench forced the right kernel, "" if it did not */
+  char kernel[256]; /* the kernel it selected (core, instruction branch, ISA) */
+  bool comparable;  /* false: kernel lesser than the CPU's; ratios marked */
+  char forced[128]; /* how the bench forced the right kernel, "" if it did not */
   void *dl;
-  void *api;         /* the entry points, private to the library's file */
+  void *api; /* the entry points, private to the library's file */
 } bench_lib_t;
 
 typedef struct bench_libs {
-  char venv[512]; /* the anchors' virtual environment, "" when none */
+  char venv[512];     /* the anchors' virtual environment, "" when none */
   char venv_from[64]; /* where that came from: option, environment, default */
   bench_lib_t lib[BENCH_LIB_COUNT];
 } bench_libs_t;
@@ -74,9 +74,9 @@ void bench_libs_print(const bench_libs_t *libs, FILE *f);
 
 /* One anchor's run of one case, on its own operands filled once. */
 typedef struct bench_lib_case {
-  const char *name;       /* "mkl", "onednn", "onednn-nchw", ... */
+  const char *name; /* "mkl", "onednn", "onednn-nchw", ... */
   const bench_lib_t *lib;
-  char kernel[160];       /* the kernel this call runs */
+  char kernel[160]; /* the kernel this call runs */
   bool comparable;
   void (*call)(struct bench_lib_case *lc);
   void (*release)(struct bench_lib_case *lc);
@@ -87,21 +87,18 @@ typedef struct bench_lib_case {
 
 /* Sets up every library anchor that runs case c (at most cap); returns the
  * count. Each must be freed with bench_lib_case_free. */
-int bench_lib_cases(bench_libs_t *libs, const bpt_case_t *c,
-                    bench_lib_case_t *out, int cap);
+int bench_lib_cases(bench_libs_t *libs, const bpt_case_t *c, bench_lib_case_t *out, int cap);
 /* Best time in ms of the anchor's call after a warm-up call, as t says. */
 double bench_lib_case_time(bench_lib_case_t *lc, const bench_timing_t *t);
 void bench_lib_case_free(bench_lib_case_t *lc);
 
 /* Per-library internals (bench_anchor_blas.c, bench_anchor_dnnl.c). */
-void bench_blas_open(bench_lib_t *lib, const char *path, const char *prefix,
-                     bench_isa_level_t cpu);
+void bench_blas_open(bench_lib_t *lib, const char *path, const char *prefix, bench_isa_level_t cpu);
 void bench_dnnl_open(bench_lib_t *lib, const char *path, bench_isa_level_t cpu);
 void bench_dnnl_close(bench_lib_t *lib);
 void bench_lib_unload(bench_lib_t *lib);
 int bench_blas_case(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out);
-int bench_dnnl_cases(bench_lib_t *lib, const bpt_case_t *c,
-                     bench_lib_case_t *out, int cap);
+int bench_dnnl_cases(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out, int cap);
 
 /* Flops per byte of the least traffic a case needs (each operand read or
  * written once), for the roofline; 0 for memory-bound cases. */

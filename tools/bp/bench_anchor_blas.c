@@ -19,14 +19,14 @@
 #include "kernels/common/bp_half.h"
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
-typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *,
-                         int, const float *, int, float, float *, int);
-typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *,
-                         int, const double *, int, double, double *, int);
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
+                         int, float, float *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *,
+                         int, double, double *, int);
 /* MKL's cblas_gemm_bf16bf16f32 and cblas_gemm_f16f16f32: 16-bit inputs,
  * f32 output. */
-typedef void (*gemm16_fn)(int, int, int, int, int, int, float, const uint16_t *,
-                          int, const uint16_t *, int, float, float *, int);
+typedef void (*gemm16_fn)(int, int, int, int, int, int, float, const uint16_t *, int,
+                          const uint16_t *, int, float, float *, int);
 
 typedef struct blas_api {
   sgemm_fn sgemm;
@@ -46,8 +46,8 @@ static void *sym(void *dl, const char *prefix, const char *name) {
 static bench_isa_level_t openblas_core_level(const char *core) {
   static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
   static const char *const avx2[] = {"Haswell", "Zen"};
-  static const char *const avx[] = {"Sandybridge", "Bulldozer", "Piledriver",
-                                    "Steamroller", "Excavator"};
+  static const char *const avx[] = {"Sandybridge", "Bulldozer", "Piledriver", "Steamroller",
+                                    "Excavator"};
   for (size_t i = 0; i < sizeof avx512 / sizeof *avx512; i++)
     if (!strcasecmp(core, avx512[i])) return BENCH_ISA_AVX512;
   for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; i++)
@@ -67,18 +67,27 @@ static const char *openblas_core_for(bench_isa_level_t cpu) {
 
 /* MKL's CBWR branch (mkl_types.h values) as a name and a level. */
 static const char *mkl_branch_name(int branch, bench_isa_level_t *level) {
-  *level = branch >= 12 ? BENCH_ISA_AVX512 : branch >= 10 ? BENCH_ISA_AVX2
-                                                           : BENCH_ISA_SSE;
+  *level = branch >= 12 ? BENCH_ISA_AVX512 : branch >= 10 ? BENCH_ISA_AVX2 : BENCH_ISA_SSE;
   switch (branch) {
-  case 3: return "COMPATIBLE";
-  case 4: return "SSE2";
-  case 8: return "SSE4_2";
-  case 9: *level = BENCH_ISA_AVX; return "AVX";
-  case 10: return "AVX2";
-  case 12: return "AVX512";
-  case 14: return "AVX512_E1";
-  case 15: return "AVX10";
-  default: return branch > 15 ? "newer than AVX10" : "unknown";
+  case 3:
+    return "COMPATIBLE";
+  case 4:
+    return "SSE2";
+  case 8:
+    return "SSE4_2";
+  case 9:
+    *level = BENCH_ISA_AVX;
+    return "AVX";
+  case 10:
+    return "AVX2";
+  case 12:
+    return "AVX512";
+  case 14:
+    return "AVX512_E1";
+  case 15:
+    return "AVX10";
+  default:
+    return branch > 15 ? "newer than AVX10" : "unknown";
   }
 }
 
@@ -91,8 +100,8 @@ static bool resolve(bench_lib_t *lib, const char *prefix, blas_api_t *api) {
   *(void **)&api->bf16 = sym(lib->dl, prefix, "cblas_gemm_bf16bf16f32");
   *(void **)&api->f16 = sym(lib->dl, prefix, "cblas_gemm_f16f16f32");
   if (api->sgemm && api->dgemm) return true;
-  snprintf(lib->why, sizeof lib->why, "%s has no %scblas_sgemm/%scblas_dgemm",
-           lib->path, prefix, prefix);
+  snprintf(lib->why, sizeof lib->why, "%s has no %scblas_sgemm/%scblas_dgemm", lib->path, prefix,
+           prefix);
   return false;
 }
 
@@ -113,15 +122,14 @@ static bool load(bench_lib_t *lib) {
 
 /* Reopens OpenBLAS with OPENBLAS_CORETYPE set for this CPU when it picked a
  * lesser core on its own; a core the caller chose is kept (and marked). */
-static void openblas_choose_core(bench_lib_t *lib, const char *prefix,
-                                 bench_isa_level_t cpu) {
+static void openblas_choose_core(bench_lib_t *lib, const char *prefix, bench_isa_level_t cpu) {
   char chose[64];
   snprintf(chose, sizeof chose, "%s", openblas_core(lib, prefix));
   if (openblas_core_level(chose) >= cpu) return;
   const char *user = getenv("OPENBLAS_CORETYPE");
   if (user) {
-    snprintf(lib->forced, sizeof lib->forced,
-             "OPENBLAS_CORETYPE=%s set by the caller: left as is", user);
+    snprintf(lib->forced, sizeof lib->forced, "OPENBLAS_CORETYPE=%s set by the caller: left as is",
+             user);
     return;
   }
   const char *want = openblas_core_for(cpu);
@@ -169,8 +177,10 @@ static void open_mkl(bench_lib_t *lib, bench_isa_level_t cpu, blas_api_t *api) {
   *(void **)&version = dlsym(lib->dl, "MKL_Get_Version");
   *(void **)&auto_branch = dlsym(lib->dl, "MKL_CBWR_Get_Auto_Branch");
   *(void **)&set_threads = dlsym(lib->dl, "MKL_Set_Num_Threads");
-  if (version_string) version_string(lib->version, (int)sizeof lib->version);
-  else snprintf(lib->version, sizeof lib->version, "MKL (no MKL_Get_Version_String)");
+  if (version_string)
+    version_string(lib->version, (int)sizeof lib->version);
+  else
+    snprintf(lib->version, sizeof lib->version, "MKL (no MKL_Get_Version_String)");
   mkl_version_t v = {0};
   if (version) version(&v);
   bench_isa_level_t level = BENCH_ISA_SSE;
@@ -193,8 +203,10 @@ void bench_blas_open(bench_lib_t *lib, const char *path, const char *prefix,
   }
   lib->api = api;
   if (!load(lib)) return;
-  if (lib->id == BENCH_LIB_MKL) open_mkl(lib, cpu, api);
-  else open_openblas(lib, prefix, cpu, api);
+  if (lib->id == BENCH_LIB_MKL)
+    open_mkl(lib, cpu, api);
+  else
+    open_openblas(lib, prefix, cpu, api);
   if (!lib->present) return;
   /* Loading started its worker threads, which spin a while before they
    * park (OpenBLAS's THREAD_TIMEOUT, OpenMP's blocktime): the first case
@@ -230,19 +242,17 @@ static void blas_call(bench_lib_case_t *lc) {
     switch (c->dtype) {
     case BP_F64:
       s->api->dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0,
-                    (double *)s->a + oa, k, (double *)s->b + ob, n, 0.0,
-                    (double *)s->cc + oc, n);
+                    (double *)s->a + oa, k, (double *)s->b + ob, n, 0.0, (double *)s->cc + oc, n);
       break;
     case BP_BF16:
     case BP_F16:
       (c->dtype == BP_BF16 ? s->api->bf16 : s->api->f16)(
-          CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0f,
-          (uint16_t *)s->a + oa, k, (uint16_t *)s->b + ob, n, 0.0f, (float *)s->cc + oc, n);
+          CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0f, (uint16_t *)s->a + oa, k,
+          (uint16_t *)s->b + ob, n, 0.0f, (float *)s->cc + oc, n);
       break;
     default:
       s->api->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0f,
-                    (float *)s->a + oa, k, (float *)s->b + ob, n, 0.0f,
-                    (float *)s->cc + oc, n);
+                    (float *)s->a + oa, k, (float *)s->b + ob, n, 0.0f, (float *)s->cc + oc, n);
     }
   }
 }
@@ -269,8 +279,7 @@ static void fill_half(uint16_t *p, size_t n, bool bf16) {
 }
 
 static bool blas_runs(const blas_api_t *api, bp_dtype_t dt) {
-  return dt == BP_F32 || dt == BP_F64 || (dt == BP_BF16 && api->bf16) ||
-         (dt == BP_F16 && api->f16);
+  return dt == BP_F32 || dt == BP_F64 || (dt == BP_BF16 && api->bf16) || (dt == BP_F16 && api->f16);
 }
 
 int bench_blas_case(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out) {
@@ -285,8 +294,12 @@ int bench_blas_case(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out
   s->a = bench_huge_buffer(na * in_es);
   s->b = bench_huge_buffer(nb * in_es);
   s->cc = bench_huge_buffer((size_t)(c->batch * c->m * c->n) * out_es);
-  *out = (bench_lib_case_t){.name = lib->name, .lib = lib, .comparable = lib->comparable,
-                            .call = blas_call, .release = blas_release, .state = s};
+  *out = (bench_lib_case_t){.name = lib->name,
+                            .lib = lib,
+                            .comparable = lib->comparable,
+                            .call = blas_call,
+                            .release = blas_release,
+                            .state = s};
   snprintf(out->kernel, sizeof out->kernel, "%s", lib->kernel);
   if (!s->a || !s->b || !s->cc) {
     blas_release(out);

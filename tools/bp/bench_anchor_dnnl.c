@@ -33,14 +33,22 @@ typedef struct dnnl_exec_arg {
 enum {
   DNNL_CPU_ENGINE = 1,
   DNNL_STREAM_IN_ORDER = 1,
-  DNNL_F16 = 1, DNNL_BF16 = 2, DNNL_F32 = 3,
+  DNNL_F16 = 1,
+  DNNL_BF16 = 2,
+  DNNL_F32 = 3,
   DNNL_FORMAT_ANY = 1,
   DNNL_FORWARD_INFERENCE = 96,
   DNNL_CONVOLUTION_DIRECT = 1,
   DNNL_QUERY_IMPL_INFO_STR = 8,
-  DNNL_QUERY_SRC_MD = 129, DNNL_QUERY_WEIGHTS_MD = 131, DNNL_QUERY_DST_MD = 133,
-  DNNL_ARG_SRC = 1, DNNL_ARG_DST = 17, DNNL_ARG_WEIGHTS = 33,
-  DNNL_ISA_AVX = 0x3, DNNL_ISA_AVX2 = 0x7, DNNL_ISA_AVX512_CORE = 0x27,
+  DNNL_QUERY_SRC_MD = 129,
+  DNNL_QUERY_WEIGHTS_MD = 131,
+  DNNL_QUERY_DST_MD = 133,
+  DNNL_ARG_SRC = 1,
+  DNNL_ARG_DST = 17,
+  DNNL_ARG_WEIGHTS = 33,
+  DNNL_ISA_AVX = 0x3,
+  DNNL_ISA_AVX2 = 0x7,
+  DNNL_ISA_AVX512_CORE = 0x27,
 };
 #define DNNL_MEMORY_ALLOCATE ((void *)(size_t)-1)
 
@@ -57,13 +65,13 @@ typedef struct dnnl_api {
   int (*md_destroy)(dnnl_handle_t);
   int (*md_equal)(const void *, const void *);
   size_t (*md_size)(const void *);
-  int (*matmul_pd)(dnnl_handle_t *, dnnl_handle_t, const void *, const void *,
-                   const void *, const void *, const void *);
-  int (*conv_pd)(dnnl_handle_t *, dnnl_handle_t, int, int, const void *, const void *,
-                 const void *, const void *, const dnnl_dims_t, const dnnl_dims_t,
-                 const dnnl_dims_t, const dnnl_dims_t, const void *);
-  int (*reorder_pd)(dnnl_handle_t *, const void *, dnnl_handle_t, const void *,
-                    dnnl_handle_t, const void *);
+  int (*matmul_pd)(dnnl_handle_t *, dnnl_handle_t, const void *, const void *, const void *,
+                   const void *, const void *);
+  int (*conv_pd)(dnnl_handle_t *, dnnl_handle_t, int, int, const void *, const void *, const void *,
+                 const void *, const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t,
+                 const dnnl_dims_t, const void *);
+  int (*reorder_pd)(dnnl_handle_t *, const void *, dnnl_handle_t, const void *, dnnl_handle_t,
+                    const void *);
   const void *(*query_md)(const void *, int, int);
   int (*query)(const void *, int, int, void *);
   int (*pd_destroy)(dnnl_handle_t);
@@ -76,49 +84,62 @@ typedef struct dnnl_api {
   dnnl_handle_t engine, stream;
 } dnnl_api_t;
 
-#define DNNL_SYMBOLS(X)                                                        \
-  X(version, "dnnl_version") X(effective_isa, "dnnl_get_effective_cpu_isa")   \
-  X(engine_create, "dnnl_engine_create") X(engine_destroy, "dnnl_engine_destroy") \
-  X(stream_create, "dnnl_stream_create") X(stream_wait, "dnnl_stream_wait")   \
-  X(stream_destroy, "dnnl_stream_destroy")                                     \
-  X(md_with_strides, "dnnl_memory_desc_create_with_strides")                   \
-  X(md_with_tag, "dnnl_memory_desc_create_with_tag")                           \
-  X(md_destroy, "dnnl_memory_desc_destroy") X(md_equal, "dnnl_memory_desc_equal") \
-  X(md_size, "dnnl_memory_desc_get_size")                                      \
-  X(matmul_pd, "dnnl_matmul_primitive_desc_create")                            \
-  X(conv_pd, "dnnl_convolution_forward_primitive_desc_create")                 \
-  X(reorder_pd, "dnnl_reorder_primitive_desc_create")                          \
-  X(query_md, "dnnl_primitive_desc_query_md") X(query, "dnnl_primitive_desc_query") \
-  X(pd_destroy, "dnnl_primitive_desc_destroy")                                 \
-  X(primitive_create, "dnnl_primitive_create")                                 \
-  X(primitive_execute, "dnnl_primitive_execute")                               \
-  X(primitive_destroy, "dnnl_primitive_destroy")                               \
-  X(memory_create, "dnnl_memory_create")                                       \
-  X(memory_handle, "dnnl_memory_get_data_handle")                              \
-  X(memory_destroy, "dnnl_memory_destroy")
+#define DNNL_SYMBOLS(X)                                                                            \
+  X(version, "dnnl_version")                                                                       \
+  X(effective_isa, "dnnl_get_effective_cpu_isa") X(engine_create, "dnnl_engine_create")            \
+      X(engine_destroy, "dnnl_engine_destroy") X(stream_create, "dnnl_stream_create")              \
+          X(stream_wait, "dnnl_stream_wait") X(stream_destroy, "dnnl_stream_destroy") X(           \
+              md_with_strides, "dnnl_memory_desc_create_with_strides")                             \
+              X(md_with_tag, "dnnl_memory_desc_create_with_tag") X(                                \
+                  md_destroy, "dnnl_memory_desc_destroy") X(md_equal, "dnnl_memory_desc_equal")    \
+                  X(md_size, "dnnl_memory_desc_get_size") X(matmul_pd,                             \
+                                                            "dnnl_matmul_primitive_desc_create")   \
+                      X(conv_pd, "dnnl_convolution_forward_primitive_desc_create") X(              \
+                          reorder_pd, "dnnl_reorder_primitive_desc_create")                        \
+                          X(query_md,                                                              \
+                            "dnnl_primitive_desc_query_md") X(query, "dnnl_primitive_desc_query")  \
+                              X(pd_destroy, "dnnl_primitive_desc_destroy")                         \
+                                  X(primitive_create, "dnnl_primitive_create")                     \
+                                      X(primitive_execute, "dnnl_primitive_execute")               \
+                                          X(primitive_destroy, "dnnl_primitive_destroy")           \
+                                              X(memory_create, "dnnl_memory_create")               \
+                                                  X(memory_handle, "dnnl_memory_get_data_handle")  \
+                                                      X(memory_destroy, "dnnl_memory_destroy")
 
 static const char *isa_name(int isa) {
   switch (isa) {
-  case 0x1: return "sse41";
-  case 0x3: return "avx";
-  case 0x7: return "avx2";
-  case 0xf: return "avx2_vnni";
-  case 0x1f: return "avx2_vnni_2";
-  case 0x27: return "avx512_core";
-  case 0x67: return "avx512_core_vnni";
-  case 0xe7: return "avx512_core_bf16";
-  case 0x1ef: return "avx512_core_fp16";
-  case 0xfef: return "avx512_core_amx";
-  case 0x1fef: return "avx512_core_amx_fp16";
-  default: return "unknown";
+  case 0x1:
+    return "sse41";
+  case 0x3:
+    return "avx";
+  case 0x7:
+    return "avx2";
+  case 0xf:
+    return "avx2_vnni";
+  case 0x1f:
+    return "avx2_vnni_2";
+  case 0x27:
+    return "avx512_core";
+  case 0x67:
+    return "avx512_core_vnni";
+  case 0xe7:
+    return "avx512_core_bf16";
+  case 0x1ef:
+    return "avx512_core_fp16";
+  case 0xfef:
+    return "avx512_core_amx";
+  case 0x1fef:
+    return "avx512_core_amx_fp16";
+  default:
+    return "unknown";
   }
 }
 
 static bool resolve(bench_lib_t *lib, dnnl_api_t *api) {
-#define RESOLVE(field, name)                                                   \
-  if (!(*(void **)&api->field = dlsym(lib->dl, name))) {                       \
-    snprintf(lib->why, sizeof lib->why, "%s has no %s", lib->path, name);      \
-    return false;                                                              \
+#define RESOLVE(field, name)                                                                       \
+  if (!(*(void **)&api->field = dlsym(lib->dl, name))) {                                           \
+    snprintf(lib->why, sizeof lib->why, "%s has no %s", lib->path, name);                          \
+    return false;                                                                                  \
   }
   DNNL_SYMBOLS(RESOLVE)
 #undef RESOLVE
@@ -142,8 +163,8 @@ void bench_dnnl_open(bench_lib_t *lib, const char *path, bench_isa_level_t cpu) 
     return;
   }
   const dnnl_version_t *v = api->version();
-  snprintf(lib->version, sizeof lib->version, "oneDNN %d.%d.%d (%s)", v->major,
-           v->minor, v->patch, v->hash ? v->hash : "");
+  snprintf(lib->version, sizeof lib->version, "oneDNN %d.%d.%d (%s)", v->major, v->minor, v->patch,
+           v->hash ? v->hash : "");
   int isa = api->effective_isa();
   bench_isa_level_t level = isa >= DNNL_ISA_AVX512_CORE ? BENCH_ISA_AVX512
                             : isa >= DNNL_ISA_AVX2      ? BENCH_ISA_AVX2
@@ -183,8 +204,7 @@ typedef struct dnnl_case {
 static void dnnl_call(bench_lib_case_t *lc) {
   dnnl_case_t *s = lc->state;
   for (int i = 0; i < s->nsteps; i++)
-    s->api->primitive_execute(s->step[i].prim, s->api->stream, s->step[i].nargs,
-                              s->step[i].args);
+    s->api->primitive_execute(s->step[i].prim, s->api->stream, s->step[i].nargs, s->step[i].args);
   s->api->stream_wait(s->api->stream);
 }
 
@@ -206,16 +226,18 @@ static dnnl_handle_t new_memory(dnnl_case_t *s, const void *md, bool f32_fill) {
   void *p = NULL;
   size_t bytes = s->api->md_size(md);
   if (s->api->memory_handle(m, &p) == 0 && p) {
-    if (f32_fill) bench_fill_uniform(p, bytes / 4, false);
-    else memset(p, 0, bytes);
+    if (f32_fill)
+      bench_fill_uniform(p, bytes / 4, false);
+    else
+      memset(p, 0, bytes);
   }
   return m;
 }
 
 /* Adds a step running pd's primitive on the given (arg, memory) pairs, and
  * names the case's kernel after it; destroys pd. */
-static bool add_step(dnnl_case_t *s, dnnl_handle_t pd, const dnnl_exec_arg_t *args,
-                     int nargs, bench_lib_case_t *lc) {
+static bool add_step(dnnl_case_t *s, dnnl_handle_t pd, const dnnl_exec_arg_t *args, int nargs,
+                     bench_lib_case_t *lc) {
   const char *impl = NULL;
   if (s->api->query(pd, DNNL_QUERY_IMPL_INFO_STR, 0, &impl) == 0 && impl && lc)
     snprintf(lc->kernel, sizeof lc->kernel, "%s", impl);
@@ -230,8 +252,8 @@ static bool add_step(dnnl_case_t *s, dnnl_handle_t pd, const dnnl_exec_arg_t *ar
 }
 
 /* Runs a reorder from one memory to another once (weights). */
-static bool reorder_once(dnnl_case_t *s, dnnl_handle_t from, const void *from_md,
-                         dnnl_handle_t to, const void *to_md) {
+static bool reorder_once(dnnl_case_t *s, dnnl_handle_t from, const void *from_md, dnnl_handle_t to,
+                         const void *to_md) {
   dnnl_handle_t pd = NULL, prim = NULL;
   if (s->api->reorder_pd(&pd, from_md, s->api->engine, to_md, s->api->engine, NULL)) return false;
   bool ok = s->api->primitive_create(&prim, pd) == 0;
@@ -245,8 +267,8 @@ static bool reorder_once(dnnl_case_t *s, dnnl_handle_t from, const void *from_md
 }
 
 /* Adds a timed reorder step between two memories. */
-static bool add_reorder(dnnl_case_t *s, dnnl_handle_t from, const void *from_md,
-                        dnnl_handle_t to, const void *to_md) {
+static bool add_reorder(dnnl_case_t *s, dnnl_handle_t from, const void *from_md, dnnl_handle_t to,
+                        const void *to_md) {
   dnnl_handle_t pd = NULL;
   if (s->api->reorder_pd(&pd, from_md, s->api->engine, to_md, s->api->engine, NULL)) return false;
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, from}, {DNNL_ARG_DST, to}};
@@ -290,8 +312,7 @@ static bool build_matmul(dnnl_case_t *s, const bpt_case_t *c, bench_lib_case_t *
   int64_t a[3] = {c->batch, c->m, c->k}, b[3] = {c->batch, c->k, c->n},
           d[3] = {c->batch, c->m, c->n};
   int off = nd == 3 ? 0 : 1;
-  dnnl_handle_t md[3] = {plain_md(s->api, nd, a + off, type),
-                         plain_md(s->api, nd, b + off, type),
+  dnnl_handle_t md[3] = {plain_md(s->api, nd, a + off, type), plain_md(s->api, nd, b + off, type),
                          plain_md(s->api, nd, d + off, type)};
   dnnl_handle_t pd = NULL, ma, mb, mc;
   bool ok = md[0] && md[1] && md[2] &&
@@ -340,14 +361,13 @@ static bool build_conv(dnnl_case_t *s, const bpt_case_t *c, bool nchw, bench_lib
   int type = dnnl_type(c->dtype);
   conv_dims_t d;
   conv_dims(c, &d);
-  dnnl_handle_t md[6] = {any_md(api, 4, d.src, type), any_md(api, d.wnd, d.wei, type),
-                         any_md(api, 4, d.dst, type), plain_md(api, 4, d.src, type),
+  dnnl_handle_t md[6] = {any_md(api, 4, d.src, type),       any_md(api, d.wnd, d.wei, type),
+                         any_md(api, 4, d.dst, type),       plain_md(api, 4, d.src, type),
                          plain_md(api, d.wnd, d.wei, type), plain_md(api, 4, d.dst, type)};
   dnnl_handle_t pd = NULL;
   bool ok = md[0] && md[1] && md[2] && md[3] && md[4] && md[5] &&
-            api->conv_pd(&pd, api->engine, DNNL_FORWARD_INFERENCE, DNNL_CONVOLUTION_DIRECT,
-                         md[0], md[1], NULL, md[2], d.strides, d.dilates, d.pad, d.pad,
-                         NULL) == 0;
+            api->conv_pd(&pd, api->engine, DNNL_FORWARD_INFERENCE, DNNL_CONVOLUTION_DIRECT, md[0],
+                         md[1], NULL, md[2], d.strides, d.dilates, d.pad, d.pad, NULL) == 0;
   const void *src_md = ok ? api->query_md(pd, DNNL_QUERY_SRC_MD, 0) : NULL;
   const void *wei_md = ok ? api->query_md(pd, DNNL_QUERY_WEIGHTS_MD, 0) : NULL;
   const void *dst_md = ok ? api->query_md(pd, DNNL_QUERY_DST_MD, 0) : NULL;
@@ -382,8 +402,12 @@ static int new_case(bench_lib_t *lib, const bpt_case_t *c, const char *name, boo
   dnnl_case_t *s = calloc(1, sizeof *s);
   if (!s) return 0;
   s->api = lib->api;
-  *out = (bench_lib_case_t){.name = name, .lib = lib, .comparable = lib->comparable,
-                            .call = dnnl_call, .release = dnnl_release, .state = s};
+  *out = (bench_lib_case_t){.name = name,
+                            .lib = lib,
+                            .comparable = lib->comparable,
+                            .call = dnnl_call,
+                            .release = dnnl_release,
+                            .state = s};
   bool ok = c->op == BPT_GEMM ? build_matmul(s, c, out) : build_conv(s, c, nchw, out);
   if (!ok) {
     dnnl_release(out);
@@ -394,8 +418,7 @@ static int new_case(bench_lib_t *lib, const bpt_case_t *c, const char *name, boo
   return 1;
 }
 
-int bench_dnnl_cases(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out,
-                     int cap) {
+int bench_dnnl_cases(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out, int cap) {
   if (!lib->present || cap < 1 || !dnnl_type(c->dtype)) return 0;
   if (c->op == BPT_GEMM) return new_case(lib, c, "onednn", false, out);
   if (c->op != BPT_CONV2D) return 0;

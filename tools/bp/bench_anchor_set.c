@@ -48,8 +48,8 @@ static void find_venv(bench_libs_t *libs, const char *option) {
 }
 
 /* The first file matching any of the patterns under the venv. */
-static bool find_file(const bench_libs_t *libs, const char *const *patterns,
-                      char *out, size_t size) {
+static bool find_file(const bench_libs_t *libs, const char *const *patterns, char *out,
+                      size_t size) {
   for (; *patterns; patterns++) {
     char pat[PATH_MAX];
     glob_t g;
@@ -73,11 +73,11 @@ static void why_absent(const bench_libs_t *libs, bench_lib_t *lib, const char *l
     snprintf(lib->why, sizeof lib->why, "pip could not install %s: %s", lib->package,
              reason[0] ? reason : "(no reason recorded)");
   } else if (!libs->venv[0]) {
-    snprintf(lib->why, sizeof lib->why, "no anchors venv; %s installs %s",
-             BENCH_INSTALL_VENV, lib->package);
+    snprintf(lib->why, sizeof lib->why, "no anchors venv; %s installs %s", BENCH_INSTALL_VENV,
+             lib->package);
   } else {
-    snprintf(lib->why, sizeof lib->why, "%s/%s not found; %s installs %s (PyPI)",
-             libs->venv, looked_for, BENCH_INSTALL_VENV, lib->package);
+    snprintf(lib->why, sizeof lib->why, "%s/%s not found; %s installs %s (PyPI)", libs->venv,
+             looked_for, BENCH_INSTALL_VENV, lib->package);
   }
 }
 
@@ -88,8 +88,10 @@ static void open_venv_lib(bench_libs_t *libs, bench_lib_t *lib, const char *cons
     why_absent(libs, lib, patterns[0]);
     return;
   }
-  if (lib->id == BENCH_LIB_ONEDNN) bench_dnnl_open(lib, path, cpu);
-  else bench_blas_open(lib, path, prefix, cpu);
+  if (lib->id == BENCH_LIB_ONEDNN)
+    bench_dnnl_open(lib, path, cpu);
+  else
+    bench_blas_open(lib, path, prefix, cpu);
 }
 
 void bench_libs_open(bench_libs_t *libs, const char *venv) {
@@ -97,13 +99,16 @@ void bench_libs_open(bench_libs_t *libs, const char *venv) {
   static const char *const dnnl[] = {"lib/libdnnl.so.3", NULL};
   static const char *const openblas_new[] = {
       "lib/python3*/site-packages/scipy_openblas32/lib/libscipy_openblas*.so", NULL};
-  static const struct { const char *name, *package; } ids[BENCH_LIB_COUNT] = {
-      {"openblas", "libopenblas0"}, {"openblas-new", "scipy-openblas32"},
-      {"mkl", "mkl"}, {"onednn", "onednn-cpu-gomp"}};
+  static const struct {
+    const char *name, *package;
+  } ids[BENCH_LIB_COUNT] = {{"openblas", "libopenblas0"},
+                            {"openblas-new", "scipy-openblas32"},
+                            {"mkl", "mkl"},
+                            {"onednn", "onednn-cpu-gomp"}};
   memset(libs, 0, sizeof *libs);
   for (int i = 0; i < BENCH_LIB_COUNT; i++)
-    libs->lib[i] = (bench_lib_t){.id = (bench_lib_id_t)i, .name = ids[i].name,
-                                 .package = ids[i].package};
+    libs->lib[i] =
+        (bench_lib_t){.id = (bench_lib_id_t)i, .name = ids[i].name, .package = ids[i].package};
   find_venv(libs, venv);
   bench_isa_level_t cpu = bench_cpu_isa_level();
   bench_lib_t *deb = &libs->lib[BENCH_LIB_OPENBLAS];
@@ -136,8 +141,10 @@ void bench_libs_print(const bench_libs_t *libs, FILE *f) {
     fprintf(f, "  %-13s %s\n  %-13s kernel: %s%s%s\n", l->name, l->version, "", l->kernel,
             l->forced[0] ? "; " : "", l->forced);
     if (!l->comparable)
-      fprintf(f, "  %-13s NOT COMPARABLE: its kernel is lesser than this CPU's %s;"
-                 " its ratios are marked\n", "", bench_isa_level_name(bench_cpu_isa_level()));
+      fprintf(f,
+              "  %-13s NOT COMPARABLE: its kernel is lesser than this CPU's %s;"
+              " its ratios are marked\n",
+              "", bench_isa_level_name(bench_cpu_isa_level()));
   }
 }
 
@@ -152,8 +159,10 @@ int bench_lib_cases(bench_libs_t *libs, const bpt_case_t *c, bench_lib_case_t *o
     bench_lib_t *lib = &libs->lib[i];
     bool openblas = i == BENCH_LIB_OPENBLAS || i == BENCH_LIB_OPENBLAS_NEW;
     if (openblas && c->dtype != BP_F32 && c->dtype != BP_F64) continue;
-    if (i == BENCH_LIB_ONEDNN) n += bench_dnnl_cases(lib, c, out + n, cap - n);
-    else n += bench_blas_case(lib, c, out + n);
+    if (i == BENCH_LIB_ONEDNN)
+      n += bench_dnnl_cases(lib, c, out + n, cap - n);
+    else
+      n += bench_blas_case(lib, c, out + n);
   }
   return n;
 }

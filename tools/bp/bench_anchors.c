@@ -36,9 +36,7 @@ static double measure_hz(void) {
     double t0 = bpt_now();
     for (long i = 0; i < iters; i++) {
 #if defined(__x86_64__)
-      __asm__ volatile(REP10("imul %1, %0\n\t") REP10("imul %1, %0\n\t")
-                       : "+r"(x)
-                       : "r"(one));
+      __asm__ volatile(REP10("imul %1, %0\n\t") REP10("imul %1, %0\n\t") : "+r"(x) : "r"(one));
 #else
       x = x * 3 + one;
 #endif
@@ -50,18 +48,28 @@ static double measure_hz(void) {
 }
 
 #if defined(__x86_64__)
-#define FMA_CHAINS(T, fma, a, y, x)                                            \
-  a[0] = fma(a[0], y, x); a[1] = fma(a[1], y, x); a[2] = fma(a[2], y, x);      \
-  a[3] = fma(a[3], y, x); a[4] = fma(a[4], y, x); a[5] = fma(a[5], y, x);      \
-  a[6] = fma(a[6], y, x); a[7] = fma(a[7], y, x); a[8] = fma(a[8], y, x);      \
-  a[9] = fma(a[9], y, x); a[10] = fma(a[10], y, x); a[11] = fma(a[11], y, x);
+#define FMA_CHAINS(T, fma, a, y, x)                                                                \
+  a[0] = fma(a[0], y, x);                                                                          \
+  a[1] = fma(a[1], y, x);                                                                          \
+  a[2] = fma(a[2], y, x);                                                                          \
+  a[3] = fma(a[3], y, x);                                                                          \
+  a[4] = fma(a[4], y, x);                                                                          \
+  a[5] = fma(a[5], y, x);                                                                          \
+  a[6] = fma(a[6], y, x);                                                                          \
+  a[7] = fma(a[7], y, x);                                                                          \
+  a[8] = fma(a[8], y, x);                                                                          \
+  a[9] = fma(a[9], y, x);                                                                          \
+  a[10] = fma(a[10], y, x);                                                                        \
+  a[11] = fma(a[11], y, x);
 
 /* FMA instructions per second on one core, 12 independent chains. */
 __attribute__((target("avx512f"))) static double fma_rate_avx512(long iters) {
   __m512 a[12], y = _mm512_set1_ps(0.9999f), x = _mm512_set1_ps(1e-6f);
   for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
   double t0 = bpt_now();
-  for (long i = 0; i < iters; i++) { FMA_CHAINS(__m512, _mm512_fmadd_ps, a, y, x) }
+  for (long i = 0; i < iters; i++) {
+    FMA_CHAINS(__m512, _mm512_fmadd_ps, a, y, x)
+  }
   double t = bpt_now() - t0;
   volatile float sink = 0;
   for (int i = 0; i < 12; i++) sink += _mm512_reduce_add_ps(a[i]);
@@ -73,7 +81,9 @@ __attribute__((target("avx2,fma"))) static double fma_rate_avx2(long iters) {
   __m256 a[12], y = _mm256_set1_ps(0.9999f), x = _mm256_set1_ps(1e-6f);
   for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
   double t0 = bpt_now();
-  for (long i = 0; i < iters; i++) { FMA_CHAINS(__m256, _mm256_fmadd_ps, a, y, x) }
+  for (long i = 0; i < iters; i++) {
+    FMA_CHAINS(__m256, _mm256_fmadd_ps, a, y, x)
+  }
   double t = bpt_now() - t0;
   float out[8];
   volatile float sink = 0;
@@ -111,9 +121,9 @@ static int measure_fma_units(const bench_machine_t *m, double hz) {
 #if defined(__x86_64__)
   double t0 = bpt_now();
   for (int rep = 0; rep < 1500 && bpt_now() - t0 < 0.3; rep++) {
-    double r = m->lanes_f32 == 16 ? fma_rate_avx512(100000)
+    double r = m->lanes_f32 == 16  ? fma_rate_avx512(100000)
                : m->lanes_f32 == 8 ? fma_rate_avx2(100000)
-                                    : 0;
+                                   : 0;
     if (r > rate) rate = r;
     if (hz > 0 && rate >= 1.9 * hz) break;
   }
@@ -185,8 +195,8 @@ static void scale_streaming(const float *restrict x, float *restrict y, size_t n
 #if defined(__x86_64__)
 /* The cached loop at the widest vectors: in cache, the width of the loads
  * and stores shows, and an op using AVX-512 would otherwise pass it. */
-__attribute__((target("avx512f"))) static void scale_cached_avx512(
-    const float *restrict x, float *restrict y, size_t n, float s) {
+__attribute__((target("avx512f"))) static void
+scale_cached_avx512(const float *restrict x, float *restrict y, size_t n, float s) {
   size_t i = 0;
   __m512 vs = _mm512_set1_ps(s);
   for (; i + 32 <= n; i += 32) {
@@ -206,15 +216,16 @@ static void *stream_thread(void *arg) {
   for (int p = 0; p < j->passes; p++) {
     if (j->nontemporal) scale_streaming(j->x, j->y, j->n, j->s);
 #if defined(__x86_64__)
-    else if (wide) scale_cached_avx512(j->x, j->y, j->n, j->s);
+    else if (wide)
+      scale_cached_avx512(j->x, j->y, j->n, j->s);
 #endif
-    else scale_cached(j->x, j->y, j->n, j->s);
+    else
+      scale_cached(j->x, j->y, j->n, j->s);
   }
   return NULL;
 }
 
-static double stream_once(float *x, float *y, size_t n, int threads, bool nontemporal,
-                          int passes) {
+static double stream_once(float *x, float *y, size_t n, int threads, bool nontemporal, int passes) {
   pthread_t tid[64];
   stream_job_t job[64];
   size_t per = (n / (size_t)threads) & ~(size_t)15;
@@ -327,8 +338,7 @@ void bench_machine_measure(bench_machine_t *m, bool quick) {
   double hz = measure_hz();
   m->ghz = hz / 1e9;
   m->fma_units = measure_fma_units(m, hz);
-  m->peak_f32_gflops =
-      (double)m->lanes_f32 * 2.0 * m->fma_units * m->cores * m->ghz;
+  m->peak_f32_gflops = (double)m->lanes_f32 * 2.0 * m->fma_units * m->cores * m->ghz;
   m->llc_bytes = llc_bytes();
   m->stream_gbs = bench_stream_gbs(m->cores, quick);
 }
