@@ -168,7 +168,8 @@ static bool k_unary_row(bp_unary_op_t op, const float *x, float *y,
   case BP_UNARY_SILU: ROW_MAP(vsilu(v)); return true;
   case BP_UNARY_SIGMOID: ROW_MAP(vsigmoid(v)); return true;
   case BP_UNARY_TANH: ROW_MAP(vtanh(v)); return true;
-  default: return false; /* gelu (erf), sin, cos: the reference */
+  case BP_UNARY_GELU: ROW_MAP(vgelu(v)); return true;
+  default: return false; /* sin, cos: the reference */
   }
 }
 

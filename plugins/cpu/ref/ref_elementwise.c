@@ -39,7 +39,9 @@ static double apply_unary(bp_unary_op_t op, double x) {
   case BP_UNARY_RELU:
     return x > 0.0 ? x : (x != x ? x : 0.0);
   case BP_UNARY_GELU:
-    return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+    /* 1 + erf(x / sqrt 2) as erfc(-x / sqrt 2): the same value, without
+     * the cancellation that leaves 0 below x = -8 */
+    return 0.5 * x * erfc(-x * M_SQRT1_2);
   case BP_UNARY_SILU:
     return x * sigmoid(x);
   case BP_UNARY_SIGMOID:

@@ -7,7 +7,7 @@
  * Covered: f32 in and out, y with unit stride along its (coalesced) last
  * dim and no broadcast, inputs with stride 1 or 0 there (a row or column
  * broadcast) and any strides outside it. Everything else — other dtypes,
- * pow, gelu / sin / cos, strided rows — returns BP_ERR_UNIMPLEMENTED.
+ * pow, sin / cos, strided rows — returns BP_ERR_UNIMPLEMENTED.
  */
 #include <immintrin.h>
 
