@@ -152,8 +152,9 @@ typedef struct stream_job {
   size_t n;
   float s;
   bool nontemporal;
-  int passes; /* over the slice: a working set in cache takes several, so
-               * the timing is not thread start-up */
+  int passes;     /* over the slice: a working set in cache takes several, so
+                   * the timing is not thread start-up */
+  double seconds; /* the thread's own time, from its first pass to its last */
 } stream_job_t;
 
 static void scale_cached(const float *restrict x, float *restrict y, size_t n, float s) {
@@ -213,6 +214,7 @@ static void *stream_thread(void *arg) {
 #if defined(__x86_64__)
   wide = __builtin_cpu_supports("avx512f");
 #endif
+  double t0 = bpt_now();
   for (int p = 0; p < j->passes; p++) {
     if (j->nontemporal) scale_streaming(j->x, j->y, j->n, j->s);
 #if defined(__x86_64__)
@@ -222,23 +224,32 @@ static void *stream_thread(void *arg) {
     else
       scale_cached(j->x, j->y, j->n, j->s);
   }
+  j->seconds = bpt_now() - t0;
   return NULL;
 }
 
+/* Bytes read plus written per second by all threads together. Each thread
+ * times its own passes: on a loaded host a new thread may wait for a core
+ * for milliseconds before it starts, which is not the memory's time. Each
+ * thread's rate is summed, as if all had run at once (a thread that ran
+ * alone had the memory to itself, so the sum errs high, never low). */
 static double stream_once(float *x, float *y, size_t n, int threads, bool nontemporal, int passes) {
   pthread_t tid[64];
   stream_job_t job[64];
   size_t per = (n / (size_t)threads) & ~(size_t)15;
-  double t0 = bpt_now();
   for (int t = 0; t < threads; t++) {
     size_t lo = per * (size_t)t, hi = t + 1 == threads ? n : lo + per;
-    job[t] = (stream_job_t){x + lo, y + lo, hi - lo, 1.0f, nontemporal, passes};
+    job[t] = (stream_job_t){x + lo, y + lo, hi - lo, 1.0f, nontemporal, passes, 0};
     if (pthread_create(&tid[t], NULL, stream_thread, &job[t]) != 0)
       stream_thread(&job[t]), tid[t] = 0;
   }
-  for (int t = 0; t < threads; t++)
+  double rate = 0;
+  for (int t = 0; t < threads; t++) {
     if (tid[t]) pthread_join(tid[t], NULL);
-  return bpt_now() - t0;
+    double bytes = 2.0 * sizeof(float) * (double)job[t].n * passes;
+    if (job[t].seconds > 0) rate += bytes / job[t].seconds;
+  }
+  return rate;
 }
 
 /* Anchor buffers on transparent huge pages where the system gives them, as
@@ -261,17 +272,17 @@ static double measure_stream(int threads, size_t bytes, int reps) {
     return 0;
   }
   for (size_t i = 0; i < n; i++) x[i] = y[i] = (float)(i & 1023);
-  double best = 1e300;
-  size_t moved = (size_t)256 << 20; /* per timing, at least */
+  double best = 0;
+  size_t moved = (size_t)1 << 30; /* per timing, at least */
   int passes = 2 * bytes >= moved ? 1 : (int)(moved / (2 * bytes));
   for (int r = 0; r < reps; r++)
     for (int nt = 0; nt < 2; nt++) { /* alternate, so load hits both alike */
-      double t = stream_once(x, y, n, threads, nt, passes);
-      if (t < best) best = t;
+      double rate = stream_once(x, y, n, threads, nt, passes);
+      if (rate > best) best = rate;
     }
   free(x);
   free(y);
-  return 2.0 * (double)bytes * passes / best / 1e9;
+  return best / 1e9;
 }
 
 /* The last-level cache in bytes (0 when unknown). */
