@@ -6,7 +6,8 @@ CPU_FAST_OPS_TEST_OBJS := $(filter $(B)/obj/plugins/cpu/fast/%,$(CPU_OBJS)) \
     ref/ref_dnn.o ref/ref_elementwise.o ref/ref_reduce.o ref/ref_data.o)
 
 $(B)/obj/test/test_cpu_fast_ops.o: test/test_cpu_fast_ops_conv.inc \
-  test/test_cpu_fast_ops_ew.inc test/test_cpu_fast_ops_rows.inc
+  test/test_cpu_fast_ops_ew.inc test/test_cpu_fast_ops_rows.inc \
+  test/test_cpu_fast_ops_half.inc
 $(B)/test/test_cpu_fast_ops: $(B)/obj/test/test_cpu_fast_ops.o \
   $(CPU_FAST_OPS_TEST_OBJS)
 	@mkdir -p $(dir $@)

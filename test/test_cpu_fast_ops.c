@@ -67,12 +67,15 @@ static int compare(const char *what, bp_dtype_t dt, const void *got,
 
 #include "test_cpu_fast_ops_conv.inc"
 #include "test_cpu_fast_ops_ew.inc"
+#include "test_cpu_fast_ops_half.inc"
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d),
       cmocka_unit_test(test_unary),
       cmocka_unit_test(test_binary),
+      cmocka_unit_test(test_half_unary),
+      cmocka_unit_test(test_half_binary),
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_norms),
       cmocka_unit_test(test_reduce),

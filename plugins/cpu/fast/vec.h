@@ -91,6 +91,28 @@ CPU_HIDDEN extern const cpu_fast_vec_kernels_t cpu_fast_vec_avx512, cpu_fast_vec
  * even AVX2 + FMA + F16C is there (the reference runs then). */
 CPU_HIDDEN const cpu_fast_vec_kernels_t *cpu_fast_vec_pick(const cpu_device_t *dev);
 
+/* f16 / bf16 tensors run the f32 row kernels on widened copies: a dtype
+ * the fast paths take (f32, f16, bf16). */
+static inline bool cpu_fast_float_dtype(bp_dtype_t dt) {
+  return dt == BP_F32 || dt == BP_F16 || dt == BP_BF16;
+}
+/* n elements of dt at src as f32: src itself when f32, else converted
+ * into buf (n floats; round trips are exact). */
+static inline const float *cpu_fast_widen(const cpu_fast_vec_kernels_t *vk,
+                                          bp_dtype_t dt, const void *src,
+                                          int64_t n, float *buf) {
+  if (dt == BP_F32) return src;
+  vk->cvt(dt, BP_F32, src, buf, n);
+  return buf;
+}
+/* Stores n f32 results as dt at dst (round to nearest even); a no-op for
+ * f32, whose results the kernel wrote to dst directly. */
+static inline void cpu_fast_narrow(const cpu_fast_vec_kernels_t *vk,
+                                   bp_dtype_t dt, const float *src, void *dst,
+                                   int64_t n) {
+  if (dt != BP_F32) vk->cvt(BP_F32, dt, src, dst, n);
+}
+
 /* Rows of an elementwise op over up to 4 tensors of one shape: dims are
  * coalesced where every tensor allows, the last dim is the row. */
 typedef struct cpu_fast_rows {

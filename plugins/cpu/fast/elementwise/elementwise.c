@@ -4,10 +4,13 @@
  * vector table (fast/vec.h) for the device's ISA ceiling, coalescing a
  * tensor walk into long rows, and spreading row pieces over the pool.
  *
- * Covered: f32 in and out, y with unit stride along its (coalesced) last
- * dim and no broadcast, inputs with stride 1 or 0 there (a row or column
- * broadcast) and any strides outside it. Everything else — other dtypes,
- * pow, sin / cos, strided rows — returns BP_ERR_UNIMPLEMENTED.
+ * Covered: f32, f16 and bf16 tensors (any mix; f16 / bf16 ones are widened
+ * to f32 a chunk at a time, run through the same f32 row kernels and
+ * narrowed with round to nearest even), y with unit stride along its
+ * (coalesced) last dim and no broadcast, inputs with stride 1 or 0 there
+ * (a row or column broadcast) and any strides outside it. Everything else —
+ * other dtypes, pow, sin / cos, strided rows — returns
+ * BP_ERR_UNIMPLEMENTED.
  */
 #include <immintrin.h>
 
@@ -183,30 +186,73 @@ void cpu_fast_row_ranges_run(cpu_device_t *dev, int64_t rows, int64_t len,
 /* ---- unary / binary ---------------------------------------------------------*/
 
 #define EW_PIECE 16384 /* elements per task piece: 64 KiB of f32 */
+/* f16 / bf16 pieces go through f32 rows of this many elements: three of
+ * them (two inputs, the output) stay in L1 between widening, the kernel
+ * and narrowing. */
+#define EW_CHUNK 1024
 
 typedef struct ew_job {
   const cpu_fast_vec_kernels_t *vk;
   cpu_fast_rows_t r;
   int op;
-  const float *in[2];
-  float *y;
+  const char *in[2];
+  char *y;
   int nin;
   bool nt;
+  bp_dtype_t dt[3]; /* in[0], in[1] (binary), y */
+  bool f32;         /* every tensor f32: no widening */
 } ew_job_t;
+
+static void ew_row(const ew_job_t *j, const float *a, int64_t sa,
+                   const float *b, int64_t sb, float *y, int64_t n, bool nt) {
+  if (j->nin == 1)
+    j->vk->unary_row((bp_unary_op_t)j->op, a, y, n, nt);
+  else
+    j->vk->binary_row((bp_binary_op_t)j->op, a, sa, b, sb, y, n, nt);
+}
+
+/* One piece with f16 / bf16 tensors: chunks widened to f32 (a broadcast
+ * input, stride 0, is one element), the f32 row kernel, the result
+ * narrowed with round to nearest even. */
+static void ew_piece_half(const ew_job_t *j, const char *a, int64_t sa,
+                          const char *b, int64_t sb, char *y, int64_t n) {
+  float buf[3][EW_CHUNK] __attribute__((aligned(64)));
+  const size_t za = cpu_dtype_size(j->dt[0]), zb = cpu_dtype_size(j->dt[1]);
+  const size_t zy = cpu_dtype_size(j->dt[2]);
+  for (int64_t c0 = 0; c0 < n; c0 += EW_CHUNK) {
+    int64_t c = n - c0 < EW_CHUNK ? n - c0 : EW_CHUNK;
+    const float *pa = cpu_fast_widen(j->vk, j->dt[0], a + (size_t)(c0 * sa) * za,
+                                     sa ? c : 1, buf[0]);
+    const float *pb = NULL;
+    if (j->nin == 2)
+      pb = cpu_fast_widen(j->vk, j->dt[1], b + (size_t)(c0 * sb) * zb,
+                          sb ? c : 1, buf[1]);
+    char *yc = y + (size_t)c0 * zy;
+    float *py = j->dt[2] == BP_F32 ? (float *)(void *)yc : buf[2];
+    ew_row(j, pa, sa, pb, sb, py, c, false);
+    cpu_fast_narrow(j->vk, j->dt[2], py, yc, c);
+  }
+}
 
 static void ew_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const ew_job_t *j = ctx;
   int last = j->r.rank - 1;
-  float *y = j->y + cpu_fast_rows_offset(&j->r, j->nin, row) + c0;
-  int64_t s0 = j->r.strides[0][last];
-  const float *a = j->in[0] + cpu_fast_rows_offset(&j->r, 0, row) + c0 * s0;
-  if (j->nin == 1) {
-    j->vk->unary_row((bp_unary_op_t)j->op, a, y, n, j->nt);
+  const size_t za = cpu_dtype_size(j->dt[0]), zy = cpu_dtype_size(j->dt[2]);
+  char *y = j->y + (size_t)(cpu_fast_rows_offset(&j->r, j->nin, row) + c0) * zy;
+  int64_t s0 = j->r.strides[0][last], s1 = 0;
+  const char *a = j->in[0] + (size_t)(cpu_fast_rows_offset(&j->r, 0, row) + c0 * s0) * za;
+  const char *b = NULL;
+  if (j->nin == 2) {
+    s1 = j->r.strides[1][last];
+    b = j->in[1] + (size_t)(cpu_fast_rows_offset(&j->r, 1, row) + c0 * s1) *
+                       cpu_dtype_size(j->dt[1]);
+  }
+  if (!j->f32) {
+    ew_piece_half(j, a, s0, b, s1, y, n);
     return;
   }
-  int64_t s1 = j->r.strides[1][last];
-  const float *b = j->in[1] + cpu_fast_rows_offset(&j->r, 1, row) + c0 * s1;
-  j->vk->binary_row((bp_binary_op_t)j->op, a, s0, b, s1, y, n, j->nt);
+  ew_row(j, (const float *)(const void *)a, s0, (const float *)(const void *)b,
+         s1, (float *)(void *)y, n, j->nt);
 }
 
 /* y must be a plain, non-broadcast row-major walk along its last dim. */
@@ -226,10 +272,24 @@ static bp_status_t ew_run(cpu_device_t *dev, ew_job_t *j) {
   return BP_OK;
 }
 
+/* The dtypes of an op's tensors: each f32, f16 or bf16. */
+static bool ew_dtypes(ew_job_t *j, const bp_dtype_t *dt, int count) {
+  j->f32 = true;
+  for (int k = 0; k < count; k++) {
+    if (!cpu_fast_float_dtype(dt[k])) return false;
+    j->f32 = j->f32 && dt[k] == BP_F32;
+  }
+  j->dt[0] = dt[0];
+  j->dt[1] = count == 3 ? dt[1] : BP_F32;
+  j->dt[2] = dt[count - 1];
+  return true;
+}
+
 bp_status_t cpu_fast_unary(cpu_device_t *dev, const bp_unary_args_t *a) {
-  ew_job_t j = {cpu_fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 1, false};
-  if (!j.vk || a->x.dtype != BP_F32 || a->y.dtype != BP_F32)
-    return BP_ERR_UNIMPLEMENTED;
+  ew_job_t j = {cpu_fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 1, false,
+                {0}, false};
+  const bp_dtype_t dt[2] = {a->x.dtype, a->y.dtype};
+  if (!j.vk || !ew_dtypes(&j, dt, 2)) return BP_ERR_UNIMPLEMENTED;
   /* ops without a vector form: probe with an empty row */
   float probe = 0;
   if (!j.vk->unary_row(a->op, &probe, &probe, 0, false))
@@ -240,15 +300,15 @@ bp_status_t cpu_fast_unary(cpu_device_t *dev, const bp_unary_args_t *a) {
     return BP_ERR_UNIMPLEMENTED;
   j.in[0] = cpu_tensor_base(&a->x);
   j.y = cpu_tensor_base(&a->y);
-  j.nt = cpu_fast_nt_ok(dev, &a->y, ts, 1);
+  j.nt = j.f32 && cpu_fast_nt_ok(dev, &a->y, ts, 1);
   return ew_run(dev, &j);
 }
 
 bp_status_t cpu_fast_binary(cpu_device_t *dev, const bp_binary_args_t *a) {
-  ew_job_t j = {cpu_fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 2, false};
-  if (!j.vk || a->a.dtype != BP_F32 || a->b.dtype != BP_F32 ||
-      a->y.dtype != BP_F32)
-    return BP_ERR_UNIMPLEMENTED;
+  ew_job_t j = {cpu_fast_vec_pick(dev), {0}, (int)a->op, {0}, NULL, 2, false,
+                {0}, false};
+  const bp_dtype_t dt[3] = {a->a.dtype, a->b.dtype, a->y.dtype};
+  if (!j.vk || !ew_dtypes(&j, dt, 3)) return BP_ERR_UNIMPLEMENTED;
   float probe = 0;
   if (!j.vk->binary_row(a->op, &probe, 0, &probe, 0, &probe, 0, false))
     return BP_ERR_UNIMPLEMENTED;
@@ -258,6 +318,6 @@ bp_status_t cpu_fast_binary(cpu_device_t *dev, const bp_binary_args_t *a) {
   j.in[0] = cpu_tensor_base(&a->a);
   j.in[1] = cpu_tensor_base(&a->b);
   j.y = cpu_tensor_base(&a->y);
-  j.nt = cpu_fast_nt_ok(dev, &a->y, ts, 2);
+  j.nt = j.f32 && cpu_fast_nt_ok(dev, &a->y, ts, 2);
   return ew_run(dev, &j);
 }
