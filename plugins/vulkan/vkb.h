@@ -51,6 +51,7 @@
   X(vkGetDeviceQueue)                                                                              \
   X(vkQueueSubmit)                                                                                 \
   X(vkDeviceWaitIdle)                                                                              \
+  X(vkQueueWaitIdle)                                                                               \
   X(vkAllocateMemory)                                                                              \
   X(vkFreeMemory)                                                                                  \
   X(vkMapMemory)                                                                                   \
@@ -330,6 +331,7 @@ struct vkb_graph {
   VkCommandBuffer cb;
   VkSemaphore done; /* timeline: reaches launches when all completed */
   uint64_t launches;
+  uint32_t queues_used; /* bit i: launched on queue i, idled before freeing */
   uint32_t cmds;
   bp_status_t failed; /* the first failure while recording */
   vkb_alloc_t **keep;
