@@ -116,12 +116,15 @@ static inline void gpu_test_expect_message(const char *part) {
 }
 
 /* Opens the first device of backend (a selector), failing the test with
- * the message when it does not open. */
+ * the message when it does not open. c NULL: the default configuration
+ * with automatic fallback off, since these suites test the backend's own
+ * answers (a refusal must not be run elsewhere). */
 static inline bp_device_t *gpu_test_open_device(bp_context_t *ctx,
                                                 const char *backend,
                                                 const bp_device_config_t *c) {
   bp_device_t *d = NULL;
-  if (bp_device_open(ctx, backend, c, &d) != BP_OK)
+  bp_device_config_t native = {.struct_size = sizeof native, .no_fallback = true};
+  if (bp_device_open(ctx, backend, c ? c : &native, &d) != BP_OK)
     fail_msg("bp_device_open(%s): %s", backend, bp_last_error());
   return d;
 }

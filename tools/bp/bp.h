@@ -48,7 +48,10 @@ bool bpt_exe_dir(char *out, size_t size);
 
 /* Opens the device matching selector (NULL: best) and prints why when it
  * cannot. */
+/* Opens a device with automatic fallback off (bpt_device_open) or as the
+ * caller says; prints why on failure and returns NULL. */
 bp_device_t *bpt_device_open(bp_context_t *ctx, const char *selector);
+bp_device_t *bpt_device_open_with(bp_context_t *ctx, const char *selector, bool fallback);
 
 /* ---------------------------------------------------------------------------
  * Option parsing: every subcommand parses with getopt_long ("--name VALUE",

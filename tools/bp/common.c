@@ -69,9 +69,16 @@ bp_context_t *bpt_context_open(const bpt_context_flags_t *flags) {
   return ctx;
 }
 
+/* Benchmarks and tuning measure the device itself, so by default an op it
+ * cannot run is reported, not silently run elsewhere by fallback. */
 bp_device_t *bpt_device_open(bp_context_t *ctx, const char *selector) {
+  return bpt_device_open_with(ctx, selector, false);
+}
+
+bp_device_t *bpt_device_open_with(bp_context_t *ctx, const char *selector, bool fallback) {
   bp_device_t *dev = NULL;
-  bp_status_t st = bp_device_open(ctx, selector, NULL, &dev);
+  bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = !fallback};
+  bp_status_t st = bp_device_open(ctx, selector, &cfg, &dev);
   if (st != BP_OK) {
     fprintf(stderr, "bp: cannot open device '%s': %s (%s)\n",
             selector ? selector : "(best)", bp_status_string(st),

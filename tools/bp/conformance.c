@@ -182,7 +182,10 @@ static int child_main(const char *plugin, const char *dir, bool quick, FILE *out
     snprintf(sel, sizeof sel, "%s:%u", e.backend, e.backend_index);
     fprintf(out, "D\t%s\t%s\n", e.backend, e.info.name);
     c.entry = e;
-    if (bp_device_open(c.ctx, sel, NULL, &c.dev) != BP_OK || bp_stream_create(c.dev, &c.dev_s) != BP_OK) {
+    /* The plugin alone answers: an op it refuses must not pass on another
+     * device through automatic fallback. */
+    bp_device_config_t native = {.struct_size = sizeof native, .no_fallback = true};
+    if (bp_device_open(c.ctx, sel, &native, &c.dev) != BP_OK || bp_stream_create(c.dev, &c.dev_s) != BP_OK) {
       cf_begin(&c, "probe", "device open");
       cf_end(&c, CF_FAIL, "%s", bp_last_error());
     } else {

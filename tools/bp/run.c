@@ -271,7 +271,8 @@ int bp_cmd_run(int argc, char **argv) {
   if (o.stats) bpt_enable_stats_layer();
   bp_context_t *ctx = bpt_context_open(&o.ctx);
   if (!ctx) return BPT_EXIT_FAIL;
-  bp_device_t *dev = bpt_device_open(ctx, o.device), *ref = NULL;
+  /* bp run shows what an application sees: fallback on, --explain lists it. */
+  bp_device_t *dev = bpt_device_open_with(ctx, o.device, true), *ref = NULL;
   bp_device_entry_t e = {0};
   bool self_ref = false, pass = false;
   run_result_t res[RUN_CASES];
