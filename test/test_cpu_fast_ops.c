@@ -67,7 +67,6 @@ static int compare(const char *what, bp_dtype_t dt, const void *got,
 
 #include "test_cpu_fast_ops_conv.inc"
 #include "test_cpu_fast_ops_ew.inc"
-#include "test_cpu_fast_ops_half.inc"
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -78,6 +77,7 @@ int main(void) {
       cmocka_unit_test(test_half_binary),
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_norms),
+      cmocka_unit_test(test_half_rows),
       cmocka_unit_test(test_reduce),
       cmocka_unit_test(test_cast),
   };
