@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "digest_cache.h"
 #include "internal.h"
 #include "json.h"
 #include "layer-api.h"
@@ -215,7 +216,8 @@ bp_status_t bp__manifest_read(const char *path, bp_manifest_info_t *m) {
 
 /* Digests already computed in this process, by file identity: a second
  * context (or a layer on every device) does not hash the same bytes again.
- * A file rewritten in place changes its mtime or ctime and is hashed anew. */
+ * A file rewritten in place changes its mtime or ctime and is hashed anew.
+ * Across processes the digest cache (digest_cache.c) does the same. */
 typedef struct hash_memo {
   dev_t dev;
   ino_t ino;
@@ -234,29 +236,47 @@ static bool same_file(const hash_memo_t *h, const struct stat *st) {
          h->ctime.tv_sec == st->st_ctim.tv_sec && h->ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-static int file_digest(const char *path, char hex[65]) {
-  struct stat before, after;
-  if (stat(path, &before) != 0) return -1;
+static bool memo_find(const struct stat *st, char hex[65]) {
+  bool hit = false;
   pthread_mutex_lock(&memo_lock);
-  for (unsigned i = 0; i < memo_count; i++)
-    if (same_file(&memo[i], &before)) {
+  for (unsigned i = 0; i < memo_count && !hit; i++)
+    if (same_file(&memo[i], st)) {
       memcpy(hex, memo[i].hex, 65);
-      pthread_mutex_unlock(&memo_lock);
-      return 0;
+      hit = true;
     }
   pthread_mutex_unlock(&memo_lock);
+  return hit;
+}
+
+static void memo_add(const struct stat *st, const char hex[65]) {
+  pthread_mutex_lock(&memo_lock);
+  hash_memo_t *h = &memo[memo_next];
+  memo_next = (memo_next + 1) % HASH_MEMO_SLOTS;
+  if (memo_count < HASH_MEMO_SLOTS) memo_count++;
+  *h = (hash_memo_t){st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, ""};
+  memcpy(h->hex, hex, 65);
+  pthread_mutex_unlock(&memo_lock);
+}
+
+static int file_digest(const char *path, char hex[65]) {
+  struct stat before, after;
+  char real[PATH_MAX];
+  if (stat(path, &before) != 0) return -1;
+  if (memo_find(&before, hex)) return 0;
+  bool keyed = realpath(path, real) != NULL;
+  if (keyed && bp__digest_cache_lookup(real, &before, hex)) {
+    bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "manifest: digest of %s from the digest cache", real);
+    memo_add(&before, hex);
+    return 0;
+  }
+  bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "manifest: hashing %s", path);
   if (bp__sha256_file(path, hex) != 0 || stat(path, &after) != 0) return -1;
   if (!same_file(&(hash_memo_t){before.st_dev, before.st_ino, before.st_size, before.st_mtim,
                                 before.st_ctim, ""},
                  &after))
     return 0; /* changed while hashing: use the digest, remember nothing */
-  pthread_mutex_lock(&memo_lock);
-  hash_memo_t *h = &memo[memo_next];
-  memo_next = (memo_next + 1) % HASH_MEMO_SLOTS;
-  if (memo_count < HASH_MEMO_SLOTS) memo_count++;
-  *h = (hash_memo_t){after.st_dev, after.st_ino, after.st_size, after.st_mtim, after.st_ctim, ""};
-  memcpy(h->hex, hex, 65);
-  pthread_mutex_unlock(&memo_lock);
+  memo_add(&after, hex);
+  if (keyed) bp__digest_cache_store(real, &after, hex);
   return 0;
 }
 

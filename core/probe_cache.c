@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache_file.h"
 #include "isolate.h"
 
 extern char **environ;
@@ -59,15 +60,6 @@ typedef struct cache_entry {
 
 /* ---- hashing ----------------------------------------------------------------*/
 
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-static uint64_t fnv_bytes(uint64_t h, const void *data, size_t n) {
-  const unsigned char *b = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * FNV_PRIME;
-  return h;
-}
-
 /* FNV-1a over 8-byte words in four interleaved lanes, with a shift so high
  * bits reach low ones: not a cryptographic hash (the cache's trust comes
  * from file ownership), but it notices any change to a plugin's bytes, and
@@ -82,15 +74,15 @@ static void lanes_update(lanes_t *l, const unsigned char *b, size_t n) {
     for (int k = 0; k < 4; k++) {
       uint64_t w;
       memcpy(&w, b + i + 8 * k, 8);
-      l->h[k] = (l->h[k] ^ w) * FNV_PRIME;
+      l->h[k] = (l->h[k] ^ w) * BP__FNV_PRIME;
       l->h[k] ^= l->h[k] >> 29;
     }
-  l->h[0] = fnv_bytes(l->h[0], b + i, n - i); /* only the last chunk has a tail */
+  l->h[0] = bp__cache_fnv(l->h[0], b + i, n - i); /* only the last chunk has a tail */
 }
 
 static uint64_t lanes_final(const lanes_t *l) {
-  uint64_t h = FNV_OFFSET;
-  for (int k = 0; k < 4; k++) h = fnv_bytes(h, &l->h[k], sizeof l->h[k]);
+  uint64_t h = BP__FNV_OFFSET;
+  for (int k = 0; k < 4; k++) h = bp__cache_fnv(h, &l->h[k], sizeof l->h[k]);
   return h;
 }
 
@@ -126,7 +118,7 @@ static bool hash_file(int fd, const struct stat *st, uint64_t *out) {
     }
   pthread_mutex_unlock(&memo.lock);
   static __thread unsigned char buf[1 << 16];
-  lanes_t l = {{FNV_OFFSET, FNV_OFFSET ^ 1, FNV_OFFSET ^ 2, FNV_OFFSET ^ 3}};
+  lanes_t l = {{BP__FNV_OFFSET, BP__FNV_OFFSET ^ 1, BP__FNV_OFFSET ^ 2, BP__FNV_OFFSET ^ 3}};
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) != 0) {
     if (n < 0 && errno == EINTR) continue;
@@ -215,17 +207,17 @@ static bool driver_like(const char *path) {
 static uint64_t stat_hash(uint64_t h, const char *path, bool dirs_too) {
   struct stat st;
   if (!dirs_too && !driver_like(path)) return h;
-  if (stat(path, &st) != 0) return fnv_bytes(h, "-", 1);
+  if (stat(path, &st) != 0) return bp__cache_fnv(h, "-", 1);
   if (!S_ISREG(st.st_mode) && !(dirs_too && S_ISDIR(st.st_mode))) return h;
   uint64_t f[3] = {(uint64_t)st.st_ino, (uint64_t)st.st_size, mtime_ns(&st)};
-  return fnv_bytes(h, f, sizeof f);
+  return bp__cache_fnv(h, f, sizeof f);
 }
 
 static uint64_t var_hash(const char *entry) {
   size_t len = strcspn(entry, "=");
   for (size_t i = 0; i < sizeof ignored_vars / sizeof *ignored_vars; i++)
     if (strlen(ignored_vars[i]) == len && !strncmp(entry, ignored_vars[i], len)) return 0;
-  uint64_t h = fnv_bytes(FNV_OFFSET, entry, strlen(entry));
+  uint64_t h = bp__cache_fnv(BP__FNV_OFFSET, entry, strlen(entry));
   const char *value = entry[len] ? entry + len + 1 : "";
   bool list = path_list_var(entry, len);
   if (!list && value[0] != '/') return h;
@@ -252,9 +244,9 @@ static uint64_t var_hash(const char *entry) {
  * package runs ldconfig), the OpenCL and Vulkan driver registries and the
  * device nodes. */
 static uint64_t env_fingerprint(void) {
-  uint64_t sum = 0, h = FNV_OFFSET;
+  uint64_t sum = 0, h = BP__FNV_OFFSET;
   for (char **e = environ; e && *e; e++) sum += var_hash(*e);
-  h = fnv_bytes(h, &sum, sizeof sum);
+  h = bp__cache_fnv(h, &sum, sizeof sum);
   char boot[64] = "";
   int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
@@ -262,12 +254,12 @@ static uint64_t env_fingerprint(void) {
     boot[n > 0 ? n : 0] = '\0';
     close(fd);
   }
-  h = fnv_bytes(h, boot, strlen(boot));
+  h = bp__cache_fnv(h, boot, strlen(boot));
   cpu_set_t set;
   int cpus[3] = {(int)sysconf(_SC_NPROCESSORS_ONLN),
                  sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1,
                  (int)geteuid()};
-  h = fnv_bytes(h, cpus, sizeof cpus);
+  h = bp__cache_fnv(h, cpus, sizeof cpus);
   static const char *const watched[] = {"/etc/ld.so.cache",
                                         "/etc/OpenCL/vendors",
                                         "/usr/share/vulkan/icd.d",
@@ -283,24 +275,7 @@ static uint64_t env_fingerprint(void) {
 
 /* The cache file's path; false when the cache is off or has no home. */
 static bool cache_path(char *out, size_t size) {
-  const char *env = bp__getenv("BACKPLANE_PROBE_CACHE");
-  const char *xdg = bp__getenv("XDG_CACHE_HOME"), *home = bp__getenv("HOME");
-  struct stat st;
-  int n;
-  if (env) {
-    if (!env[0] || !strcmp(env, "off")) return false;
-    if (stat(env, &st) == 0 && S_ISDIR(st.st_mode))
-      n = snprintf(out, size, "%s/probe-cache.bin", env);
-    else
-      n = snprintf(out, size, "%s", env);
-  } else if (xdg && xdg[0] == '/') { /* a relative one must be ignored */
-    n = snprintf(out, size, "%s/backplane/probe-cache.bin", xdg);
-  } else if (home && home[0] == '/') {
-    n = snprintf(out, size, "%s/.cache/backplane/probe-cache.bin", home);
-  } else {
-    return false; /* a setuid program, or no home */
-  }
-  return n > 0 && (size_t)n < size - 16; /* room for the temporary suffix */
+  return bp__cache_file_path(NULL, out, size);
 }
 
 static void header_init(cache_header_t *h, uint32_t count) {
@@ -327,35 +302,17 @@ static bool terminated(const char *s, size_t size) {
 static uint32_t read_cache(const char *path, unsigned char **out_data, size_t *out_len) {
   *out_data = NULL;
   *out_len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return 0;
-  struct stat st;
-  unsigned char *buf = NULL;
+  size_t len;
+  unsigned char *buf =
+      bp__cache_file_read(path, "probe cache", sizeof(cache_header_t), CACHE_MAX_BYTES, &len);
   uint32_t count = 0;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(cache_header_t) ||
-      st.st_size > CACHE_MAX_BYTES)
-    goto out;
-  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-    bp__log(BP_LOG_WARN, BP__LOG_LOADER,
-            "probe cache %s: owned by uid %u or writable by others (mode %03o); "
-            "ignoring it",
-            path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
-    goto out;
-  }
-  size_t len = (size_t)st.st_size, got = 0;
-  if (!(buf = malloc(len))) goto out;
-  while (got < len) {
-    ssize_t n = read(fd, buf + got, len - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) goto out;
-    got += (size_t)n;
-  }
+  if (!buf) return 0;
   cache_header_t h, want;
   memcpy(&h, buf, sizeof h);
   header_init(&want, h.count);
   want.checksum = h.checksum;
   if (memcmp(&h, &want, sizeof h) != 0 || h.count > CACHE_MAX_ENTRIES ||
-      h.checksum != fnv_bytes(FNV_OFFSET, buf + sizeof h, len - sizeof h))
+      h.checksum != bp__cache_fnv(BP__FNV_OFFSET, buf + sizeof h, len - sizeof h))
     goto out;
   /* Walk the entries: each must fit and be well formed. */
   size_t off = sizeof h;
@@ -378,7 +335,6 @@ static uint32_t read_cache(const char *path, unsigned char **out_data, size_t *o
   buf = NULL;
 out:
   free(buf);
-  close(fd);
   return count;
 }
 
@@ -497,31 +453,8 @@ bool bp__probe_cache_lookup(const bp__probe_key_t *k, uint32_t timeout_s, bp__ve
   return hit;
 }
 
-/* Creates the directories above path (mode 0700, as XDG asks of caches). */
-static void make_parents(const char *path) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
-    *s = '\0';
-    mkdir(dir, 0700); /* EEXIST is the common case; open reports the rest */
-    *s = '/';
-  }
-}
-
-static bool write_all(int fd, const void *data, size_t len) {
-  const unsigned char *b = data;
-  while (len) {
-    ssize_t n = write(fd, b, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    b += n;
-    len -= (size_t)n;
-  }
-  return true;
-}
-
 void bp__probe_cache_store(const bp__probe_key_t *k, uint32_t timeout_s, const bp__verdict_t *v) {
-  char path[PATH_MAX], tmp[PATH_MAX + 16];
+  char path[PATH_MAX];
   if (!cache_path(path, sizeof path)) return;
   pthread_mutex_lock(&file_memo.lock);
   memo_sync(path); /* what other processes wrote since is kept */
@@ -572,24 +505,9 @@ void bp__probe_cache_store(const bp__probe_key_t *k, uint32_t timeout_s, const b
   }
   cache_header_t h;
   header_init(&h, count);
-  h.checksum = fnv_bytes(FNV_OFFSET, out + sizeof h, len - sizeof h);
+  h.checksum = bp__cache_fnv(BP__FNV_OFFSET, out + sizeof h, len - sizeof h);
   memcpy(out, &h, sizeof h);
-  make_parents(path);
-  snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0) {
-    bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "probe cache %s: cannot write: %s", path,
-            strerror(errno));
-    goto out;
-  }
-  fchmod(fd, 0600);
-  bool ok = write_all(fd, out, len);
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    bp__log(BP_LOG_DEBUG, BP__LOG_LOADER, "probe cache %s: cannot write: %s", path,
-            strerror(errno));
-    unlink(tmp);
-  } else {
+  if (bp__cache_file_replace(path, "probe cache", out, len)) {
     memo_set(path, out, len, count);
     out = NULL;
   }
