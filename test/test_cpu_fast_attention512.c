@@ -316,12 +316,57 @@ static void test_fa_declines(void **state) {
   devs_close(&s);
 }
 
+/* One thread is timed by its CPU time, which the other processes of a
+ * shared machine disturb much less than the wall clock. */
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Not a test: BP_FAST_BENCH=1 prints the kernel's time on one thread
+ * (CPU time, best of 5) for B1 H8, S 1024 and 2048, D 64 and 128, with
+ * and without the causal mask. */
+static void bench_fa_avx512(void **state) {
+  (void)state;
+  dev_set_t s;
+  if (!getenv("BP_FAST_BENCH")) TEST_SKIP_CASE("benchmark: set BP_FAST_BENCH=1 to run it");
+  devs_open_avx512(&s);
+  if (!s.n) TEST_SKIP_CASE("no AVX-512 (F, BW, VL, DQ) on this CPU");
+  for (int64_t S = 1024; S <= 2048; S *= 2)
+    for (int64_t D = 64; D <= 128; D *= 2)
+      for (int causal = 1; causal >= 0; causal--) {
+        att_buf_t q = buf_make(BP_F32, 1, 8, S, D, 0, -1, 1);
+        att_buf_t k = buf_make(BP_F32, 1, 8, S, D, 0, -1, 1);
+        att_buf_t v = buf_make(BP_F32, 1, 8, S, D, 0, -1, 1);
+        att_buf_t o = buf_make(BP_F32, 1, 8, S, D, 0, 0, 0);
+        bp_attention_args_t a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.causal = causal;
+        a.scale = 1.0 / sqrt((double)D);
+        a.q = q.t, a.k = k.t, a.v = v.t, a.out = o.t;
+        double best = 1e9;
+        for (int rep = 0; rep < 5; rep++) {
+          double t0 = cpu_now();
+          assert_int_equal(cpu_fast_attention_avx512(&s.dev[0], &a), BP_OK);
+          double t = cpu_now() - t0;
+          best = t < best ? t : best;
+        }
+        double flops = 4.0 * 8 * (double)S * (double)S * (double)D * (causal ? 0.5 : 1.0);
+        printf("avx512 attention B1 H8 S%ld D%ld%s, 1 thread: %.2f ms, %.1f GFLOP/s\n", (long)S,
+               (long)D, causal ? " causal" : "", best * 1e3, flops / best * 1e-9);
+        free(q.p), free(k.p), free(v.p), free(o.p);
+      }
+  devs_close(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fa_block_boundaries), cmocka_unit_test(test_fa_heads_dims_layouts),
       cmocka_unit_test(test_fa_special),          cmocka_unit_test(test_fa_masked_rows_zero),
       cmocka_unit_test(test_fa_neg_inf_row),
-      cmocka_unit_test(test_fa_declines),
+      cmocka_unit_test(test_fa_declines),          cmocka_unit_test(bench_fa_avx512),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
