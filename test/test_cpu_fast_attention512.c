@@ -158,7 +158,6 @@ static void run_all(dev_set_t *s, att_case_t c) {
     }
 }
 
-
 static void finish(const char *what) {
   printf("attention avx512 %s: %d cases, %d failures\n", what, checks, fails);
   assert_int_equal(fails, 0);
@@ -206,8 +205,8 @@ static void test_fa_heads_dims_layouts(void **state) {
     for (int layout = 0; layout < LAYOUT_COUNT; layout++)
       for (int causal = 0; causal <= 1; causal++) {
         const int64_t *p = shapes[x];
-        run_all(&s, (att_case_t){p[0], p[1], p[2], p[3], p[4], p[5], p[6], causal, layout, 0,
-                                 BP_F32});
+        run_all(&s,
+                (att_case_t){p[0], p[1], p[2], p[3], p[4], p[5], p[6], causal, layout, 0, BP_F32});
       }
   devs_close(&s);
   finish("heads, dims, layouts");
@@ -365,8 +364,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fa_block_boundaries), cmocka_unit_test(test_fa_heads_dims_layouts),
       cmocka_unit_test(test_fa_special),          cmocka_unit_test(test_fa_masked_rows_zero),
-      cmocka_unit_test(test_fa_neg_inf_row),
-      cmocka_unit_test(test_fa_declines),          cmocka_unit_test(bench_fa_avx512),
+      cmocka_unit_test(test_fa_neg_inf_row),      cmocka_unit_test(test_fa_declines),
+      cmocka_unit_test(bench_fa_avx512),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,8 +36,8 @@
 
 #include "plugins/cpu/fast/gemm/gemm.h"
 
-#define FA_MR 12        /* rows of the micro-kernel's tile (queries) */
-#define FA_NR 32        /* columns of the micro-kernel's tile (keys, values) */
+#define FA_MR 12          /* rows of the micro-kernel's tile (queries) */
+#define FA_NR 32          /* columns of the micro-kernel's tile (keys, values) */
 #define FA_BQ (4 * FA_MR) /* queries per block */
 #define FA_BK (4 * FA_NR) /* keys per block */
 
@@ -66,16 +66,18 @@ static inline __mmask16 fa_lanes(int64_t n) {
   return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
-static inline int64_t fa_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t fa_min(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
 
 typedef struct fa_job {
   const float *q, *k, *v;
   float *o;
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb, per;     /* query blocks per head, tasks per head */
-  int64_t ntasks, next; /* next: the next task to take (atomic) */
-  int64_t ldkt;         /* floats of packed K^T per kv head */
+  int64_t nqb, per;      /* query blocks per head, tasks per head */
+  int64_t ntasks, next;  /* next: the next task to take (atomic) */
+  int64_t ldkt;          /* floats of packed K^T per kv head */
   bool qdirect, vdirect; /* rows with unit stride: read in place */
   float scale;
   int causal;
@@ -84,11 +86,11 @@ typedef struct fa_job {
 
 /* Per-worker workspace (floats unless said otherwise). */
 typedef struct fa_ws {
-  float *kt;   /* [ldkt] K^T of one kv head in NR-key panels [D][NR] */
-  float *qb;   /* [FA_BQ][D] the block's queries when not read in place */
-  float *s;    /* [FA_BQ][FA_BK] scores, then weights */
-  float *o;    /* [FA_BQ][Dv] unnormalised output */
-  float *vb;   /* [FA_BK][Dv] a key block's values when not read in place */
+  float *kt; /* [ldkt] K^T of one kv head in NR-key panels [D][NR] */
+  float *qb; /* [FA_BQ][D] the block's queries when not read in place */
+  float *s;  /* [FA_BQ][FA_BK] scores, then weights */
+  float *o;  /* [FA_BQ][Dv] unnormalised output */
+  float *vb; /* [FA_BK][Dv] a key block's values when not read in place */
   float m[FA_BQ], l[FA_BQ], corr[FA_BQ];
   int64_t nvis[FA_BQ]; /* keys of the current key block row r sees */
   bool bad[FA_BQ];
@@ -177,8 +179,8 @@ static float fa_softmax_row(fa_ws_t *w, int64_t r, int64_t n, int64_t ncols) {
   /* only -inf so far: subtracting 0 gives weights 0 and m stays -inf */
   __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew), sum = _mm512_setzero_ps();
   for (int64_t c = 0; c < ncols; c += 16) {
-    __m512 p = _mm512_maskz_mov_ps(fa_lanes(n - c),
-                                   fa_exp(_mm512_sub_ps(_mm512_loadu_ps(s + c), vm)));
+    __m512 p =
+        _mm512_maskz_mov_ps(fa_lanes(n - c), fa_exp(_mm512_sub_ps(_mm512_loadu_ps(s + c), vm)));
     _mm512_mask_storeu_ps(s + c, fa_lanes(ncols - c), p);
     sum = _mm512_add_ps(sum, p);
   }
@@ -260,9 +262,8 @@ static void fa_key_block(const fa_job_t *j, fa_ws_t *w, const float *qp, int64_t
     int64_t kv = fa_min(nk, fa_visible(j, i0 + t0 + rows - 1) - k0);
     tk[t0 / FA_MR] = kv;
     for (int64_t p0 = 0; p0 < kv; p0 += FA_NR)
-      j->kr->ukr_rows(D, qp + t0 * lda, lda, w->kt + (k0 + p0) * D, FA_NR,
-                      w->s + t0 * FA_BK + p0, FA_BK, (int)rows, (int)fa_min(FA_NR, kv - p0),
-                      j->scale, 0.0f);
+      j->kr->ukr_rows(D, qp + t0 * lda, lda, w->kt + (k0 + p0) * D, FA_NR, w->s + t0 * FA_BK + p0,
+                      FA_BK, (int)rows, (int)fa_min(FA_NR, kv - p0), j->scale, 0.0f);
   }
   for (int64_t r = 0; r < nq; r++) {
     int64_t kv = tk[r / FA_MR] < 0 ? 0 : tk[r / FA_MR];
