@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <time.h>
 
 #include "cache_file.h"
 #include "internal.h"
@@ -142,9 +143,22 @@ bool bp__digest_cache_lookup(const char *real, const struct stat *st, char hex[6
   return hit;
 }
 
+/* True when the file's change time is far enough in the past. The kernel
+ * stamps ctime from a coarse clock (a tick, or a whole second on some file
+ * systems), so a second write in the tick of the one that was hashed — with
+ * the size kept and the mtime put back — would leave the identity as it
+ * was; this is git's "racy clean" case. A file changed within the last
+ * second is therefore hashed again by the next process instead of stored. */
+static bool settled(const struct stat *st) {
+  struct timespec now;
+  if (clock_gettime(CLOCK_REALTIME, &now) != 0) return false;
+  return ns(&now) > ns(&st->st_ctim) + 1000000000ull;
+}
+
 void bp__digest_cache_store(const char *real, const struct stat *st, const char hex[65]) {
   char path[PATH_MAX];
-  if (strlen(real) >= sizeof((digest_entry_t *)0)->real || !digest_path(path, sizeof path))
+  if (strlen(real) >= sizeof((digest_entry_t *)0)->real || !settled(st) ||
+      !digest_path(path, sizeof path))
     return;
   digest_entry_t fresh = make_entry(real, st);
   memcpy(fresh.sha256, hex, 64);

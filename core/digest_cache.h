@@ -21,7 +21,9 @@
 bool bp__digest_cache_lookup(const char *real, const struct stat *st, char hex[65]);
 
 /* Remembers hex as the digest of the file real with stat st, replacing any
- * entry for the same real path; failures are logged only. */
+ * entry for the same real path; failures are logged only. A file whose
+ * ctime is less than a second old is not stored (its identity may not yet
+ * tell a second write apart). */
 void bp__digest_cache_store(const char *real, const struct stat *st, const char hex[65]);
 
 #endif /* BACKPLANE_DIGEST_CACHE_H */

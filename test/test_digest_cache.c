@@ -9,6 +9,7 @@
  */
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "test_loader_util.h"
 #include "skip.h"
@@ -33,6 +34,28 @@ static int setup(void **state) {
            "'%s/bin/bp-manifest' --name ctorabort --version 1.0 --abi 1.3 '%s' '%s/%s'", tl_build,
            dc_lib, dc_dir, "backend-ctorabort.json");
   assert_int_equal(system(cmd), 0);
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Waits until the plugin's ctime is over a second old: the digest cache
+ * stores no file changed more recently (the kernel's ctime clock is
+ * coarse, see core/digest_cache.c settled). */
+static void wait_settled(void) {
+  struct stat st;
+  assert_int_equal(stat(dc_lib, &st), 0);
+  double ctime_s = (double)st.st_ctim.tv_sec + st.st_ctim.tv_nsec / 1e9;
+  while (now_s() < ctime_s + 1.2) usleep(50000);
+}
+
+static int setup_settled(void **state) {
+  setup(state);
+  wait_settled();
   return 0;
 }
 
@@ -219,12 +242,35 @@ static void test_foreign_or_shared_cache_ignored(void **state) {
   assert_true(verify_ok_counting_opens() > 0);
 }
 
+static void test_just_changed_file_not_stored(void **state) {
+  (void)state;
+  /* Touched now: its ctime could still be shared by a second write. */
+  assert_int_equal(utimensat(AT_FDCWD, dc_lib, NULL, 0), 0);
+  double start = now_s();
+  assert_true(verify_ok_counting_opens() > 0);
+  struct stat st;
+  bool stored = stat(dc_cache, &st) == 0;
+  if (now_s() - start > 0.8) {
+    TEST_SKIP_CASE("the machine took too long to verify within the second");
+    return;
+  }
+  assert_false(stored);
+  /* Once settled it is stored, and used. */
+  wait_settled();
+  assert_true(verify_ok_counting_opens() > 0);
+  assert_int_equal(verify_ok_counting_opens(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_second_process_uses_stored_digest, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_tamper_with_mtime_restored_refused, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_corrupt_cache_ignored, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_foreign_or_shared_cache_ignored, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_second_process_uses_stored_digest, setup_settled,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_tamper_with_mtime_restored_refused, setup_settled,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt_cache_ignored, setup_settled, teardown),
+      cmocka_unit_test_setup_teardown(test_foreign_or_shared_cache_ignored, setup_settled,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_just_changed_file_not_stored, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
