@@ -79,6 +79,7 @@ int main(void) {
       cmocka_unit_test(test_norms),
       cmocka_unit_test(test_half_rows),
       cmocka_unit_test(test_reduce),
+      cmocka_unit_test(test_half_reduce),
       cmocka_unit_test(test_cast),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

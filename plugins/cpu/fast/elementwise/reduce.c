@@ -9,8 +9,11 @@
  *    row (sum, mean, max, min), so memory is read once, in order.
  * Sums accumulate in double, as the reference does; max / min return the
  * first NaN of a line, and a zero's sign as the reference picks it. Results
- * are rounded into y's dtype once. Anything else (prod, argmax, var along an
- * outer axis, other dtypes) returns BP_ERR_UNIMPLEMENTED.
+ * are rounded into y's dtype once. f16 / bf16 x: last-axis rows up to
+ * REDUCE_HALF_ROW, widened exactly to f32 first (so the same results as an
+ * f32 x of the same values). Anything else (prod, argmax, var along an
+ * outer axis, half x along an outer axis, other dtypes) returns
+ * BP_ERR_UNIMPLEMENTED.
  */
 #include <math.h>
 
@@ -19,6 +22,11 @@
 #include "plugins/cpu/tensor.h"
 
 #define COLS_PIECE 1024 /* columns per task: 8 KiB of double accumulators */
+
+/* f16 / bf16 rows up to this many elements are widened (exactly) into a
+ * buffer on the stack for the f32 row kernel; longer ones run the
+ * reference. */
+#define REDUCE_HALF_ROW 8192
 
 typedef struct reduce_job {
   const cpu_fast_vec_kernels_t *vk;
@@ -31,7 +39,13 @@ typedef struct reduce_job {
 static void row_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const reduce_job_t *j = ctx;
   (void)c0;
-  double v = j->vk->reduce_row(j->a->op, j->x + cpu_fast_line_offset(&j->a->x, row), n);
+  int64_t off = cpu_fast_line_offset(&j->a->x, row);
+  const float *x = j->x + off;
+  float buf[REDUCE_HALF_ROW] __attribute__((aligned(64)));
+  if (j->a->x.dtype != BP_F32)
+    x = cpu_fast_widen(j->vk, j->a->x.dtype,
+                       (const uint16_t *)(const void *)j->x + off, n, buf);
+  double v = j->vk->reduce_row(j->a->op, x, n);
   cpu_store(j->y, j->a->y.dtype, cpu_fast_line_offset(&j->a->y, row), v);
 }
 
@@ -90,7 +104,7 @@ bp_status_t cpu_fast_reduce(cpu_device_t *dev, const bp_reduce_args_t *a) {
   bp_reduce_op_t op = a->op;
   bool simple = op == BP_REDUCE_SUM || op == BP_REDUCE_MEAN ||
                 op == BP_REDUCE_MAX || op == BP_REDUCE_MIN;
-  if (!j.vk || x->dtype != BP_F32 || !cpu_dtype_is_float(y->dtype) ||
+  if (!j.vk || !cpu_fast_float_dtype(x->dtype) || !cpu_dtype_is_float(y->dtype) ||
       a->axis < 0 || a->axis >= x->rank || (!simple && op != BP_REDUCE_VAR))
     return BP_ERR_UNIMPLEMENTED;
   int32_t axis = a->axis, last = x->rank - 1;
@@ -98,12 +112,14 @@ bp_status_t cpu_fast_reduce(cpu_device_t *dev, const bp_reduce_args_t *a) {
   j.sx_axis = x->strides[axis];
   int64_t lines = cpu_numel(y);
   if (lines == 0) return BP_OK;
-  if (axis == last && (j.len <= 1 || j.sx_axis == 1) && j.len > 0) {
+  bool half = x->dtype != BP_F32;
+  if (axis == last && (j.len <= 1 || j.sx_axis == 1) && j.len > 0 &&
+      (!half || j.len <= REDUCE_HALF_ROW)) {
     cpu_fast_rows_run(dev, lines, j.len, j.len, row_piece, &j);
     return BP_OK;
   }
   int64_t wy;
-  if (!simple || !tail_dense(x, axis, &j.width) || !tail_dense(y, axis, &wy) ||
+  if (half || !simple || !tail_dense(x, axis, &j.width) || !tail_dense(y, axis, &wy) ||
       j.width < 16)
     return BP_ERR_UNIMPLEMENTED;
   cpu_fast_rows_run(dev, lines / j.width, j.width, COLS_PIECE, cols_piece, &j);
