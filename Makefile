@@ -101,7 +101,7 @@ install: $(LIB) $(PLUGINS) $(LAYERS) $(MANIFESTS) $(TOOLS)
 	install -m 644 $(MANIFESTS) $(DESTDIR)$(PLUGIN_INSTALL_DIR)/
 	install -m 755 $(PROBE_HELPER) $(DESTDIR)$(PROBE_HELPER_DIR)/
 	install -m 755 $(B)/bin/bp $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 tools/bench_torch.py $(DESTDIR)$(PREFIX)/share/backplane/
+	install -m 644 tools/bench_torch.py tools/bench_torch_model.py $(DESTDIR)$(PREFIX)/share/backplane/
 	sed -e 's|/usr/local/lib/backplane/bp|$(PROBE_HELPER_DIR)/bp|' \
 	  -e 's|/usr/local/lib/backplane/backend|$(PLUGIN_INSTALL_DIR)/backend|' \
 	  docs/bp.1 > $(DESTDIR)$(PREFIX)/share/man/man1/bp.1
@@ -113,7 +113,8 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/libbackplane.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/backplane.pc \
 	  $(addprefix $(DESTDIR)$(PREFIX)/include/backplane/,$(notdir $(PUBLIC_HEADERS))) \
 	  $(DESTDIR)$(PREFIX)/bin/bp $(DESTDIR)$(PREFIX)/share/man/man1/bp.1 \
-	  $(DESTDIR)$(PREFIX)/share/backplane/bench_torch.py $(DESTDIR)$(PROBE_HELPER_DIR)/bp-probe \
+	  $(DESTDIR)$(PREFIX)/share/backplane/bench_torch.py $(DESTDIR)$(PREFIX)/share/backplane/bench_torch_model.py \
+  $(DESTDIR)$(PROBE_HELPER_DIR)/bp-probe \
 	  $(addprefix $(DESTDIR)$(PLUGIN_INSTALL_DIR)/,$(notdir $(PLUGINS) $(LAYERS) $(MANIFESTS)))
 	-rmdir $(DESTDIR)$(PLUGIN_INSTALL_DIR) $(DESTDIR)$(PREFIX)/include/backplane
 

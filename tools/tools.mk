@@ -1,6 +1,8 @@
 # tools/: the bp command, built as $(B)/bin/bp from tools/bp/*.c (one file
 # per subcommand, plus shared helpers), and the `make bench` recipe.
 BP_TOOL_SRCS := $(sort $(wildcard tools/bp/*.c))
+# The model `bp bench --op model` runs (tools/model, shared with test/model.mk).
+BP_TOOL_SRCS += tools/model/model.c tools/model/model_forward.c
 BP_TOOL_OBJS := $(BP_TOOL_SRCS:%.c=$(B)/obj/%.o)
 # bp reads and writes JSON with json-c (Debian libjson-c-dev, tools/deps.sh);
 # only bp links it: the loader's dependencies stay libc, libdl, libpthread, libm.

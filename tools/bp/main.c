@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bp.h"
+#include "bench_model.h" /* bench --op model, else bp_cmd_bench */
 #include "plugin-api.h" /* the plugin ABI: descriptors, versions */
 
 typedef struct bp_subcommand {
@@ -21,7 +22,7 @@ typedef struct bp_subcommand {
 static const bp_subcommand_t bp_subcommands[] = {
     {"devices", bp_cmd_devices, "list ranked devices and refused plugins"},
     {"run", bp_cmd_run, "run a verified workload (GEMM, attention, conv2d)"},
-    {"bench", bp_cmd_bench, "benchmark ops against OpenBLAS, PyTorch, peak"},
+    {"bench", bench_model_or_bench, "benchmark ops and a model against OpenBLAS, PyTorch, peak"},
     {"conformance", bp_cmd_conformance, "prove a plugin: ops vs cpu-ref, errors, leaks, threads"},
     {"tune", bp_cmd_tune, "autotune kernels and fill the cache"},
     {"graph", bp_cmd_graph, "capture a demo graph, show where its calls run (--explain)"},
