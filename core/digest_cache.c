@@ -99,7 +99,8 @@ static digest_entry_t *read_entries(const char *path, uint32_t *out_count) {
   if (e) memcpy(e, buf + sizeof h, body);
   free(buf);
   for (uint32_t i = 0; e && i < h.count; i++)
-    if (!hex_digest(e[i].sha256, sizeof e[i].sha256) || !memchr(e[i].real, '\0', sizeof e[i].real)) {
+    if (!hex_digest(e[i].sha256, sizeof e[i].sha256) ||
+        !memchr(e[i].real, '\0', sizeof e[i].real)) {
       free(e);
       return NULL;
     }
@@ -120,8 +121,8 @@ static digest_entry_t make_entry(const char *real, const struct stat *st) {
 }
 
 static bool same_identity(const digest_entry_t *a, const digest_entry_t *b) {
-  return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-         a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && !strcmp(a->real, b->real);
+  return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns &&
+         a->ctime_ns == b->ctime_ns && !strcmp(a->real, b->real);
 }
 
 bool bp__digest_cache_lookup(const char *real, const struct stat *st, char hex[65]) {

@@ -107,7 +107,8 @@ static int count_opens(int fd) {
   int opens = 0;
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) > 0)
-    for (char *p = buf; p < buf + n; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
+    for (char *p = buf; p < buf + n;
+         p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
       if (((struct inotify_event *)p)->mask & IN_OPEN) opens++;
   close(fd);
   return opens;
@@ -183,8 +184,8 @@ static void test_tamper_with_mtime_restored_refused(void **state) {
                               .in_process_probe = true};
     bp_context_t *ctx = NULL;
     assert_int_equal(bp_context_create(&o, &ctx), BP_OK);
-    tl_expect_refused(ctx, "backend-ctorabort.so", BP_STAGE_OPEN, BP_ERR_INCOMPATIBLE,
-                      "MANIFEST-7", NULL);
+    tl_expect_refused(ctx, "backend-ctorabort.so", BP_STAGE_OPEN, BP_ERR_INCOMPATIBLE, "MANIFEST-7",
+                      NULL);
     bp_context_destroy(ctx);
     _exit(0);
   }
