@@ -43,7 +43,7 @@ cc -shared -fPIC $cflags -o "$tmp/libscale.so" "$ex/scale_kernel.c"
 cc -shared -fPIC -fvisibility=hidden -std=c11 -Wall -Wextra -Werror $cflags \
   -o "$tmp/plugins/backend-hello.so" "$ex/hello-plugin/backend-hello.c"
 chmod 755 "$tmp/plugins/backend-hello.so"
-cc -std=c11 -Wall -Wextra -Werror $cflags -o "$tmp/use_hello" "$ex/hello-plugin/use_hello.c" $libs
+cc -std=c11 -Wall -Wextra -Werror $cflags -o "$tmp/use_hello" "$ex/hello-plugin/use_hello.c" $libs -lm
 run "$tmp/devices"
 run "$tmp/gemm"
 run "$tmp/attention"

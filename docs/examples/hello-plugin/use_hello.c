@@ -1,5 +1,9 @@
-/* use_hello.c — opens the "hello" plugin's device and fills a buffer. */
+/* use_hello.c — opens the "hello" plugin's device and fills a buffer. The
+ * plugin has no exp: with automatic fallback (on by default) the op runs on
+ * the next ranked device that has it, and the device's fallback report says
+ * so. */
 #include <backplane.h>
+#include <math.h>
 #include <stdio.h>
 
 int main(void) {
@@ -14,12 +18,17 @@ int main(void) {
   }
   bp_tensor_t t;
   bp_tensor_init(b, 0, BP_F32, 1, (const int64_t[]){4}, NULL, &t);
-  bp_fill(s, &t, 42.0);
-  float v[4];
+  bp_fill(s, &t, 2.0);
+  float v[4], e[4];
   bp_buffer_read(b, 0, v, sizeof v);
   bp_status_t st = bp_unary(s, BP_UNARY_EXP, &t, &t);
-  printf("hello fill: %g %g %g %g; exp: %s\n", v[0], v[1], v[2], v[3], bp_status_name(st));
+  bp_buffer_read(b, 0, e, sizeof e);
+  bp_fallback_stat_t fb[1] = {{.struct_size = sizeof fb[0]}};
+  uint32_t n = 0;
+  bp_device_fallback_stats(dev, fb, 1, &n);
+  printf("hello fill: %g %g %g %g; exp: %s, %g (ran on %s)\n", v[0], v[1], v[2], v[3], bp_status_name(st), e[3],
+         n ? fb[0].target : "hello");
   bp_device_close(dev);
   bp_context_destroy(ctx);
-  return v[3] == 42.0f && st == BP_ERR_UNSUPPORTED ? 0 : 1;
+  return v[3] == 2.0f && st == BP_OK && fabsf(e[3] - expf(2.0f)) < 1e-5f && n == 1 ? 0 : 1;
 }
