@@ -6,6 +6,7 @@ Reads cases from stdin, one per line:
     ID conv2d N C HW K R STRIDE PAD GROUPS
     ID softmax ROWS COLS
     ID layer_norm ROWS COLS
+    ID gelu ROWS COLS
 and writes JSON lines on stdout: first a header
     {"available": true, "version": "...", "threads": N, "sdpa": false}
 then one record per case, as soon as it is measured:
@@ -84,8 +85,14 @@ def layer_norm(torch, F, args, quick):
     return {"ms": best_ms(lambda: F.layer_norm(x, (cols,), None, None, 1e-5), quick)}
 
 
+def gelu(torch, F, args, quick):
+    rows, cols = (int(x) for x in args)
+    x = uniform(torch, rows, cols)
+    return {"ms": best_ms(lambda: F.gelu(x), quick)}
+
+
 OPS = {"attention": attention, "conv2d": conv2d, "softmax": softmax,
-       "layer_norm": layer_norm}
+       "layer_norm": layer_norm, "gelu": gelu}
 
 
 def emit(obj):

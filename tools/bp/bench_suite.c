@@ -95,6 +95,19 @@ int bench_suite(unsigned op_mask, bool quick, bpt_case_t *out, int cap) {
     n = add(out, n, cap, rows(BPT_LAYER_NORM, rows_n, cols));
   if (op_mask & (1u << BPT_ADD))
     n = add(out, n, cap, rows(BPT_ADD, 1, rows_n * cols));
+  if (op_mask & (1u << BPT_GELU)) {
+    /* a transformer MLP's activation (256 tokens x 1024), then streaming */
+    n = add(out, n, cap, rows(BPT_GELU, 256, 1024));
+    n = add(out, n, cap, rows(BPT_GELU, rows_n, cols));
+  }
+  /* bf16 rows ops (widened to the f32 kernels on the CPU) */
+  const bpt_op_t half_ops[] = {BPT_SOFTMAX, BPT_LAYER_NORM, BPT_GELU};
+  for (size_t i = 0; !quick && i < sizeof half_ops / sizeof *half_ops; i++)
+    if (op_mask & (1u << half_ops[i])) {
+      bpt_case_t c = rows(half_ops[i], rows_n, cols);
+      c.dtype = BP_BF16;
+      n = add(out, n, cap, c);
+    }
   return n < cap ? n : cap;
 }
 

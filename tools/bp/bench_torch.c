@@ -14,7 +14,7 @@
 bool bench_torch_covers(const bpt_case_t *c) {
   return c->dtype == BP_F32 &&
          (c->op == BPT_ATTENTION || c->op == BPT_CONV2D ||
-          c->op == BPT_SOFTMAX || c->op == BPT_LAYER_NORM);
+          c->op == BPT_SOFTMAX || c->op == BPT_LAYER_NORM || c->op == BPT_GELU);
 }
 
 /* The helper next to the build tree, the install tree, or the working

@@ -11,7 +11,7 @@
 #include "bp.h"
 
 static const char *const op_names[BPT_OP_COUNT] = {
-    "gemm", "attention", "conv2d", "softmax", "layer_norm", "add"};
+    "gemm", "attention", "conv2d", "softmax", "layer_norm", "add", "gelu"};
 
 const char *bpt_op_name(bpt_op_t op) {
   return (unsigned)op < BPT_OP_COUNT ? op_names[op] : "?";
@@ -54,6 +54,7 @@ void bpt_case_label(const bpt_case_t *c, char *out, size_t size) {
     break;
   case BPT_SOFTMAX:
   case BPT_LAYER_NORM:
+  case BPT_GELU:
     snprintf(out, size, "%lldx%lld", (long long)c->m, (long long)c->n);
     break;
   case BPT_ADD:
@@ -90,6 +91,7 @@ double bpt_case_bytes(const bpt_case_t *c) {
   switch (c->op) {
   case BPT_SOFTMAX:
   case BPT_LAYER_NORM:
+  case BPT_GELU:
     return 2.0 * (double)c->m * (double)c->n * es;
   case BPT_ADD:
     return 3.0 * (double)c->n * es;
@@ -101,7 +103,8 @@ double bpt_case_bytes(const bpt_case_t *c) {
 bp_op_t bpt_case_bp_op(const bpt_case_t *c) {
   static const bp_op_t map[BPT_OP_COUNT] = {BP_OP_GEMM,    BP_OP_ATTENTION,
                                             BP_OP_CONV2D,  BP_OP_SOFTMAX,
-                                            BP_OP_LAYER_NORM, BP_OP_BINARY};
+                                            BP_OP_LAYER_NORM, BP_OP_BINARY,
+                                            BP_OP_UNARY};
   return map[c->op];
 }
 
@@ -124,6 +127,7 @@ static int case_sizes(const bpt_case_t *c, int64_t in[3], int64_t *out) {
     return 2;
   case BPT_SOFTMAX:
   case BPT_LAYER_NORM:
+  case BPT_GELU:
     in[0] = *out = c->m * c->n;
     return 1;
   case BPT_ADD:
@@ -262,6 +266,7 @@ static bp_status_t exec_rows(bpt_instance_t *x) {
   if (st == BP_OK) st = tensor(x->out, c->dtype, 2, shape, &ty);
   if (st != BP_OK) return st;
   if (c->op == BPT_SOFTMAX) return bp_softmax(x->stream, &tx, -1, false, &ty);
+  if (c->op == BPT_GELU) return bp_unary(x->stream, BP_UNARY_GELU, &tx, &ty);
   return bp_layer_norm(x->stream, &tx, NULL, NULL, 1e-5, &ty);
 }
 
@@ -281,7 +286,8 @@ bp_status_t bpt_instance_exec(bpt_instance_t *inst) {
   case BPT_ATTENTION: return exec_attention(inst);
   case BPT_CONV2D: return exec_conv2d(inst);
   case BPT_SOFTMAX:
-  case BPT_LAYER_NORM: return exec_rows(inst);
+  case BPT_LAYER_NORM:
+  case BPT_GELU: return exec_rows(inst);
   case BPT_ADD: return exec_add(inst);
   default: return BP_ERR_INVALID_ARGUMENT;
   }

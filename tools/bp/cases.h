@@ -18,6 +18,7 @@ typedef enum bpt_op {
   BPT_SOFTMAX,   /* rows x cols, along the last axis */
   BPT_LAYER_NORM,/* rows x cols, over the last axis */
   BPT_ADD,       /* y = a + b over numel elements */
+  BPT_GELU,      /* rows x cols, exact (erf) GELU */
   BPT_OP_COUNT
 } bpt_op_t;
 
@@ -26,7 +27,7 @@ typedef struct bpt_case {
   bp_dtype_t dtype;
   /* gemm: batch, m, n, k. attention: batch=b, heads=h, seq=s, dim=d.
    * conv2d: batch=N, c=C, hw=H=W, k=K, r=R=S, stride, pad, groups.
-   * softmax / layer_norm: m = rows, n = cols. add: n = elements. */
+   * softmax / layer_norm / gelu: m = rows, n = cols. add: n = elements. */
   int64_t batch, m, n, k;
   int64_t heads, seq, dim;
   int64_t c, hw, r, stride, pad, groups;
