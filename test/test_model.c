@@ -52,7 +52,9 @@ static model_config_t config(model_kind_t kind, bp_dtype_t dt) {
   return c;
 }
 
-static size_t esize(bp_dtype_t dt) { return dt == BP_F32 ? 4 : 2; }
+static size_t esize(bp_dtype_t dt) {
+  return dt == BP_F32 ? 4 : 2;
+}
 
 /* Input [B, SEQ + 1, D] from Philox stream (seed, 0), f32 cast to dt. */
 static bp_buffer_t *make_input(bp_device_t *dev, bp_stream_t *s, bp_dtype_t dt, uint64_t seed) {
@@ -74,8 +76,8 @@ static bp_buffer_t *make_input(bp_device_t *dev, bp_stream_t *s, bp_dtype_t dt, 
 static bp_tensor_t input_view(bp_buffer_t *in, bp_dtype_t dt, int64_t seq, int64_t pos) {
   int64_t shape[3] = {BATCH, seq, D_MODEL}, strides[3] = {(SEQ + 1) * D_MODEL, D_MODEL, 1};
   bp_tensor_t t;
-  assert_int_equal(bp_tensor_init(in, (uint64_t)(pos * D_MODEL) * esize(dt), dt, 3, shape, strides, &t),
-                   BP_OK);
+  assert_int_equal(
+      bp_tensor_init(in, (uint64_t)(pos * D_MODEL) * esize(dt), dt, 3, shape, strides, &t), BP_OK);
   return t;
 }
 
@@ -104,7 +106,9 @@ static float *read_logits(model_t *m, bp_stream_t *s, int64_t seq) {
 static float *forward(model_t *m, bp_stream_t *s, bp_buffer_t *in, int64_t seq, int64_t pos) {
   bp_tensor_t x = input_view(in, model_config(m)->dtype, seq, pos);
   bp_status_t st = model_forward(m, s, &x, seq, pos);
-  if (st != BP_OK) fail_msg("model_forward(seq %lld, pos %lld): %s", (long long)seq, (long long)pos, bp_last_error());
+  if (st != BP_OK)
+    fail_msg("model_forward(seq %lld, pos %lld): %s", (long long)seq, (long long)pos,
+             bp_last_error());
   return read_logits(m, s, seq);
 }
 
@@ -245,10 +249,18 @@ static void on_every_device(model_kind_t kind, bp_dtype_t dt) {
   if (!seen_vulkan && test_device_required("vulkan")) fail_msg("no vulkan device, though required");
 }
 
-static void test_gpt2_f32(void **state) { (void)state, on_every_device(MODEL_GPT2, BP_F32); }
-static void test_gpt2_bf16(void **state) { (void)state, on_every_device(MODEL_GPT2, BP_BF16); }
-static void test_llama_f32(void **state) { (void)state, on_every_device(MODEL_LLAMA, BP_F32); }
-static void test_llama_bf16(void **state) { (void)state, on_every_device(MODEL_LLAMA, BP_BF16); }
+static void test_gpt2_f32(void **state) {
+  (void)state, on_every_device(MODEL_GPT2, BP_F32);
+}
+static void test_gpt2_bf16(void **state) {
+  (void)state, on_every_device(MODEL_GPT2, BP_BF16);
+}
+static void test_llama_f32(void **state) {
+  (void)state, on_every_device(MODEL_LLAMA, BP_F32);
+}
+static void test_llama_bf16(void **state) {
+  (void)state, on_every_device(MODEL_LLAMA, BP_BF16);
+}
 
 /* One weight of layer 0's QKV projection nudged: the tolerance must see it. */
 static void test_perturbed_weight_is_caught(void **state) {
@@ -303,8 +315,10 @@ static void use_shims(void) {
 int main(void) {
   if (!getenv("BP_MODEL_NO_SHIMS")) use_shims();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gpt2_f32),   cmocka_unit_test(test_gpt2_bf16),
-      cmocka_unit_test(test_llama_f32),  cmocka_unit_test(test_llama_bf16),
+      cmocka_unit_test(test_gpt2_f32),
+      cmocka_unit_test(test_gpt2_bf16),
+      cmocka_unit_test(test_llama_f32),
+      cmocka_unit_test(test_llama_bf16),
       cmocka_unit_test(test_perturbed_weight_is_caught),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,39 +33,53 @@ bool bench_model_wanted(int argc, char **argv) {
 }
 
 static void model_help(FILE *f) {
-  fprintf(f, "usage: bp bench --op model [--device SEL] [--quick] [--json PATH] [--no-isolate]\n"
-             "\n"
-             "Times a GPT-2-style and a Llama-style transformer written with backplane\n"
-             "ops (one layer and two layers; d_model 256 with 8 heads, and 1024 with 16;\n"
-             "Llama with 2 KV heads), f32 and bf16, prefill of 2 x 128 tokens and one\n"
-             "decode step over a 128-token KV cache, best of several runs. PyTorch runs\n"
-             "the same model in the same run (2 threads) where it is installed\n"
-             "(%s); ratio = PyTorch ms / ours (> 1: we are faster).\n"
-             "Decode shows weight bytes / time and its %% of the streaming loop.\n"
-             "Automatic fallback is on; ops that fell back are counted per case.\n"
-             "  --quick   the small size only, fewer runs\n",
+  fprintf(f,
+          "usage: bp bench --op model [--device SEL] [--quick] [--json PATH] [--no-isolate]\n"
+          "\n"
+          "Times a GPT-2-style and a Llama-style transformer written with backplane\n"
+          "ops (one layer and two layers; d_model 256 with 8 heads, and 1024 with 16;\n"
+          "Llama with 2 KV heads), f32 and bf16, prefill of 2 x 128 tokens and one\n"
+          "decode step over a 128-token KV cache, best of several runs. PyTorch runs\n"
+          "the same model in the same run (2 threads) where it is installed\n"
+          "(%s); ratio = PyTorch ms / ours (> 1: we are faster).\n"
+          "Decode shows weight bytes / time and its %% of the streaming loop.\n"
+          "Automatic fallback is on; ops that fell back are counted per case.\n"
+          "  --quick   the small size only, fewer runs\n",
           BENCH_INSTALL_TORCH);
 }
 
 static int parse(int argc, char **argv, model_opts_t *o) {
-  static const struct option longopts[] = {
-      {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
-      {"op", required_argument, NULL, 'o'},   {"json", required_argument, NULL, 'j'},
-      {"quick", no_argument, NULL, 'q'},      {"no-isolate", no_argument, NULL, 'n'},
-      {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                           {"device", required_argument, NULL, 'd'},
+                                           {"op", required_argument, NULL, 'o'},
+                                           {"json", required_argument, NULL, 'j'},
+                                           {"quick", no_argument, NULL, 'q'},
+                                           {"no-isolate", no_argument, NULL, 'n'},
+                                           {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("bench", argc, argv, "h", longopts, &started)) != -1;) {
     switch (c) {
-    case 'h': model_help(stdout); return -1;
-    case 'd': o->device = optarg; break;
+    case 'h':
+      model_help(stdout);
+      return -1;
+    case 'd':
+      o->device = optarg;
+      break;
     case 'o':
       if (strcmp(optarg, "model"))
         return bpt_usage_error("bench", "--op model cannot be combined with '%s'", optarg);
       break;
-    case 'j': o->json = optarg; break;
-    case 'q': o->quick = true; break;
-    case 'n': o->ctx.no_isolate = true; break;
-    default: return BPT_EXIT_USAGE;
+    case 'j':
+      o->json = optarg;
+      break;
+    case 'q':
+      o->quick = true;
+      break;
+    case 'n':
+      o->ctx.no_isolate = true;
+      break;
+    default:
+      return BPT_EXIT_USAGE;
     }
   }
   if (optind < argc) return bpt_usage_error("bench", "unexpected argument '%s'", argv[optind]);
@@ -74,8 +88,10 @@ static int parse(int argc, char **argv, model_opts_t *o) {
 
 /* The suite: size x kind x layers x dtype x (prefill, decode). */
 static int make_cases(bool quick, bench_model_case_t *out) {
-  static const struct { const char *name; int64_t d, heads; } sizes[] = {{"small", 256, 8},
-                                                                          {"medium", 1024, 16}};
+  static const struct {
+    const char *name;
+    int64_t d, heads;
+  } sizes[] = {{"small", 256, 8}, {"medium", 1024, 16}};
   static const bp_dtype_t dtypes[] = {BP_F32, BP_BF16};
   int n = 0;
   for (int s = 0; s < (quick ? 1 : 2); s++)
@@ -83,12 +99,18 @@ static int make_cases(bool quick, bench_model_case_t *out) {
       for (int32_t layers = 1; layers <= 2; layers++)
         for (int t = 0; t < 2; t++)
           for (int decode = 0; decode < 2; decode++)
-            out[n++] = (bench_model_case_t){.size = sizes[s].name, .kind = (model_kind_t)k,
-                                            .dtype = dtypes[t], .layers = layers,
-                                            .d_model = sizes[s].d, .heads = sizes[s].heads,
-                                            .batch = 2, .seq = decode ? 1 : 128,
-                                            .pos = decode ? 128 : 0, .torch_ms = -1,
-                                            .pct_stream = -1, .bf16_vs_f32 = -1};
+            out[n++] = (bench_model_case_t){.size = sizes[s].name,
+                                            .kind = (model_kind_t)k,
+                                            .dtype = dtypes[t],
+                                            .layers = layers,
+                                            .d_model = sizes[s].d,
+                                            .heads = sizes[s].heads,
+                                            .batch = 2,
+                                            .seq = decode ? 1 : 128,
+                                            .pos = decode ? 128 : 0,
+                                            .torch_ms = -1,
+                                            .pct_stream = -1,
+                                            .bf16_vs_f32 = -1};
   return n;
 }
 
@@ -156,8 +178,8 @@ static void compare_dtypes(bench_model_case_t *c, int n) {
   for (int i = 0; i < n; i++) {
     if (c[i].dtype != BP_BF16 || !c[i].ran) continue;
     for (int j = 0; j < n; j++)
-      if (c[j].dtype == BP_F32 && c[j].ran && c[j].kind == c[i].kind && c[j].layers == c[i].layers &&
-          c[j].d_model == c[i].d_model && c[j].seq == c[i].seq)
+      if (c[j].dtype == BP_F32 && c[j].ran && c[j].kind == c[i].kind &&
+          c[j].layers == c[i].layers && c[j].d_model == c[i].d_model && c[j].seq == c[i].seq)
         c[i].bf16_vs_f32 = c[j].ms / c[i].ms;
   }
 }
@@ -170,7 +192,8 @@ static void print_case(const bench_model_case_t *c) {
   if (c->seq == 1 && c->ran)
     snprintf(bw, sizeof bw, "%6.1f GB/s %3.0f%%", c->weight_gbs, c->pct_stream);
   printf("%-6s %-6s %-7s %-4s %-7s ", c->kind == MODEL_GPT2 ? "gpt2" : "llama", c->size,
-         c->layers == 1 ? "block" : "2 layer", bp_dtype_name(c->dtype), c->seq == 1 ? "decode" : "prefill");
+         c->layers == 1 ? "block" : "2 layer", bp_dtype_name(c->dtype),
+         c->seq == 1 ? "decode" : "prefill");
   if (!c->ran) {
     printf("not run: %s\n", c->why);
     return;
@@ -179,10 +202,11 @@ static void print_case(const bench_model_case_t *c) {
          c->fallbacks ? "fallback" : "");
 }
 
-static void print_report(const char *device, const char *torch, const char *why,
-                         double stream_gbs, const bench_model_case_t *c, int n) {
+static void print_report(const char *device, const char *torch, const char *why, double stream_gbs,
+                         const bench_model_case_t *c, int n) {
   printf("model bench on %s; best of several runs; the host may be shared, so\n"
-         "repeat runs and keep the best\n", device);
+         "repeat runs and keep the best\n",
+         device);
   printf("stream:  %.1f GB/s (read+write loop over buffers beyond the caches, all cores)\n",
          stream_gbs);
   if (torch[0])

@@ -26,7 +26,7 @@ typedef struct bench_model_case {
   int32_t layers;
   int64_t d_model, heads, batch, seq, pos; /* decode: seq 1 at pos */
   bool ran;
-  char why[200];     /* why it did not run */
+  char why[200]; /* why it did not run */
   double ms, gflops;
   double weight_gbs;  /* weight bytes / time (decode) */
   double pct_stream;  /* weight_gbs as % of the streaming loop, < 0: n/a */
@@ -38,10 +38,10 @@ typedef struct bench_model_case {
 /* PyTorch over the cases (bench_model_torch.c): sets torch_ms of each case
  * it measured; returns false (why filled) when torch is absent. version
  * receives torch's version. */
-bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, char *version,
-                       size_t vsize, char *why, size_t wsize);
+bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, char *version, size_t vsize,
+                       char *why, size_t wsize);
 /* Writes --json (bench_model_torch.c). */
-bool bench_model_json(const char *path, const char *device, const char *torch,
-                      double stream_gbs, const bench_model_case_t *c, int n);
+bool bench_model_json(const char *path, const char *device, const char *torch, double stream_gbs,
+                      const bench_model_case_t *c, int n);
 
 #endif /* BP_TOOL_BENCH_MODEL_H */

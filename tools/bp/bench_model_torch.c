@@ -42,9 +42,9 @@ static bool write_cases(const bench_model_case_t *c, int n, char *path, size_t s
                          c[i].batch, c[i].pos + c[i].seq);
     fprintf(f, "%d %s %s %d %lld %lld %lld %lld %lld %lld %lld %lld\n", i,
             c[i].kind == MODEL_GPT2 ? "gpt2" : "llama", c[i].dtype == BP_F32 ? "f32" : "bf16",
-            (int)cfg.layers, (long long)cfg.d_model, (long long)cfg.heads,
-            (long long)cfg.kv_heads, (long long)cfg.d_ff, (long long)cfg.vocab,
-            (long long)cfg.batch, (long long)c[i].seq, (long long)c[i].pos);
+            (int)cfg.layers, (long long)cfg.d_model, (long long)cfg.heads, (long long)cfg.kv_heads,
+            (long long)cfg.d_ff, (long long)cfg.vocab, (long long)cfg.batch, (long long)c[i].seq,
+            (long long)c[i].pos);
   }
   return fclose(f) == 0;
 }
@@ -79,8 +79,8 @@ static bool read_results(FILE *p, bench_model_case_t *c, int n, char *version, s
   return true;
 }
 
-bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, char *version,
-                       size_t vsize, char *why, size_t wsize) {
+bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, char *version, size_t vsize,
+                       char *why, size_t wsize) {
   char script[PATH_MAX], tmp[64], cmd[3 * PATH_MAX];
   version[0] = 0;
   if (!find_script(script, sizeof script)) {
@@ -141,8 +141,8 @@ static json_object *json_case(const bench_model_case_t *c) {
   return o;
 }
 
-bool bench_model_json(const char *path, const char *device, const char *torch,
-                      double stream_gbs, const bench_model_case_t *c, int n) {
+bool bench_model_json(const char *path, const char *device, const char *torch, double stream_gbs,
+                      const bench_model_case_t *c, int n) {
   static const char *const broken[] = {"results", NULL};
   json_object *doc = json_object_new_object(), *results = json_object_new_array();
   bpt_json_set(doc, "bench", bpt_json_str("model"));

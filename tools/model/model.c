@@ -9,15 +9,14 @@
 
 #include "tools/model/model_internal.h"
 
-#define TRY(call)                                                              \
-  do {                                                                         \
-    bp_status_t st_ = (call);                                                  \
-    if (st_ != BP_OK) return st_;                                              \
+#define TRY(call)                                                                                  \
+  do {                                                                                             \
+    bp_status_t st_ = (call);                                                                      \
+    if (st_ != BP_OK) return st_;                                                                  \
   } while (0)
 
-void model_config_default(model_config_t *cfg, model_kind_t kind, bp_dtype_t dtype,
-                          int64_t d_model, int64_t heads, int32_t layers,
-                          int64_t batch, int64_t max_seq) {
+void model_config_default(model_config_t *cfg, model_kind_t kind, bp_dtype_t dtype, int64_t d_model,
+                          int64_t heads, int32_t layers, int64_t batch, int64_t max_seq) {
   memset(cfg, 0, sizeof *cfg);
   cfg->kind = kind;
   cfg->dtype = dtype;
@@ -54,9 +53,8 @@ static bool config_valid(const model_config_t *c) {
   return (c->dtype == BP_F32 || c->dtype == BP_BF16) && c->layers >= 1 &&
          c->layers <= MODEL_MAX_LAYERS && c->heads > 0 && c->kv_heads > 0 &&
          c->heads % c->kv_heads == 0 && c->d_model % c->heads == 0 &&
-         (c->d_model / c->heads) % 2 == 0 && c->d_ff > 0 && c->vocab > 0 &&
-         c->batch > 0 && c->max_seq > 0 &&
-         (c->kind == MODEL_LLAMA || c->kv_heads == c->heads);
+         (c->d_model / c->heads) % 2 == 0 && c->d_ff > 0 && c->vocab > 0 && c->batch > 0 &&
+         c->max_seq > 0 && (c->kind == MODEL_LLAMA || c->kv_heads == c->heads);
 }
 
 /* Allocates numel elements of the model's dtype and remembers the buffer. */
@@ -83,8 +81,8 @@ static bp_status_t weight(model_t *m, bp_device_t *dev, bp_stream_t *s, int64_t 
   return bp_random(s, BP_RANDOM_UNIFORM, m->cfg.seed, off, lo, hi, &t);
 }
 
-static bp_status_t layer_weights(model_t *m, bp_device_t *dev, bp_stream_t *s,
-                                 model_layer_t *l, uint64_t *off) {
+static bp_status_t layer_weights(model_t *m, bp_device_t *dev, bp_stream_t *s, model_layer_t *l,
+                                 uint64_t *off) {
   const model_config_t *c = &m->cfg;
   int64_t d = c->d_model, f = c->d_ff;
   bool gpt = c->kind == MODEL_GPT2;
@@ -167,8 +165,8 @@ static bp_status_t build(model_t *m, bp_device_t *dev, bp_stream_t *s) {
   return bp_stream_synchronize(s);
 }
 
-bp_status_t model_create(bp_device_t *device, bp_stream_t *stream,
-                         const model_config_t *cfg, model_t **out) {
+bp_status_t model_create(bp_device_t *device, bp_stream_t *stream, const model_config_t *cfg,
+                         model_t **out) {
   *out = NULL;
   if (!device || !stream || !cfg || !config_valid(cfg)) return BP_ERR_INVALID_ARGUMENT;
   model_t *m = calloc(1, sizeof *m);
@@ -194,10 +192,18 @@ void model_destroy(model_t *m) {
   free(m);
 }
 
-bp_buffer_t *model_logits(const model_t *m) { return m->logits; }
-bp_buffer_t *model_qkv_weight(const model_t *m, int32_t layer) { return m->layer[layer].w_qkv; }
-const model_config_t *model_config(const model_t *m) { return &m->cfg; }
-double model_weight_bytes(const model_t *m) { return m->weight_bytes; }
+bp_buffer_t *model_logits(const model_t *m) {
+  return m->logits;
+}
+bp_buffer_t *model_qkv_weight(const model_t *m, int32_t layer) {
+  return m->layer[layer].w_qkv;
+}
+const model_config_t *model_config(const model_t *m) {
+  return &m->cfg;
+}
+double model_weight_bytes(const model_t *m) {
+  return m->weight_bytes;
+}
 
 double model_forward_flops(const model_t *m, int64_t seq, int64_t pos) {
   const model_config_t *c = &m->cfg;
@@ -216,8 +222,8 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-double model_time_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input,
-                          int64_t seq, int64_t pos, int warmup, int reps) {
+double model_time_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input, int64_t seq,
+                          int64_t pos, int warmup, int reps) {
   double best = -1;
   for (int i = 0; i < warmup + reps; i++) {
     double t0 = now_ms();

@@ -35,38 +35,37 @@ typedef enum model_kind { MODEL_GPT2 = 0, MODEL_LLAMA = 1 } model_kind_t;
 
 typedef struct model_config {
   model_kind_t kind;
-  bp_dtype_t dtype;  /* BP_F32 or BP_BF16 (weights and activations) */
-  int32_t layers;    /* 1..MODEL_MAX_LAYERS */
-  int64_t d_model;   /* heads * head_dim */
+  bp_dtype_t dtype; /* BP_F32 or BP_BF16 (weights and activations) */
+  int32_t layers;   /* 1..MODEL_MAX_LAYERS */
+  int64_t d_model;  /* heads * head_dim */
   int64_t heads;
-  int64_t kv_heads;  /* GPT-2: == heads; Llama: divides heads */
-  int64_t d_ff;      /* MLP width */
-  int64_t vocab;     /* logits per token */
+  int64_t kv_heads; /* GPT-2: == heads; Llama: divides heads */
+  int64_t d_ff;     /* MLP width */
+  int64_t vocab;    /* logits per token */
   int64_t batch;
-  int64_t max_seq;   /* KV cache rows; the most tokens pos + seq reaches */
-  uint64_t seed;     /* bp_random seed of the weights */
+  int64_t max_seq; /* KV cache rows; the most tokens pos + seq reaches */
+  uint64_t seed;   /* bp_random seed of the weights */
 } model_config_t;
 
 typedef struct model model_t;
 
 /* Fills cfg with the defaults for kind (head_dim d_model / heads, d_ff 4x
  * for GPT-2 and 8/3x rounded to 32 for Llama, 2 KV heads for Llama). */
-void model_config_default(model_config_t *cfg, model_kind_t kind, bp_dtype_t dtype,
-                          int64_t d_model, int64_t heads, int32_t layers,
-                          int64_t batch, int64_t max_seq);
+void model_config_default(model_config_t *cfg, model_kind_t kind, bp_dtype_t dtype, int64_t d_model,
+                          int64_t heads, int32_t layers, int64_t batch, int64_t max_seq);
 
 /* Allocates the weights (filled on stream), the caches and the activation
  * buffers on stream's device. Returns BP_ERR_INVALID_ARGUMENT for a config
  * that does not fit, else the first failing call's status. */
-bp_status_t model_create(bp_device_t *device, bp_stream_t *stream,
-                         const model_config_t *cfg, model_t **out);
+bp_status_t model_create(bp_device_t *device, bp_stream_t *stream, const model_config_t *cfg,
+                         model_t **out);
 void model_destroy(model_t *m);
 
 /* Runs the model over input [batch, seq, d_model] (the config's dtype) at
  * positions pos..pos+seq-1, writing the cache rows there and the logits
  * [batch * seq, vocab] (model_logits). Only enqueues: it may be captured. */
-bp_status_t model_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input,
-                          int64_t seq, int64_t pos);
+bp_status_t model_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input, int64_t seq,
+                          int64_t pos);
 
 /* The logits buffer ([batch * seq, vocab] of the last forward, row-major)
  * and the weight buffer of layer's QKV projection (for tests that perturb
@@ -81,7 +80,7 @@ double model_weight_bytes(const model_t *m);
 double model_forward_flops(const model_t *m, int64_t seq, int64_t pos);
 
 /* ms of one forward: best of reps after warm-up calls (synchronised). */
-double model_time_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input,
-                          int64_t seq, int64_t pos, int warmup, int reps);
+double model_time_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input, int64_t seq,
+                          int64_t pos, int warmup, int reps);
 
 #endif /* BP_MODEL_H */

@@ -10,15 +10,15 @@
 
 #include "tools/model/model_internal.h"
 
-#define TRY(call)                                                              \
-  do {                                                                         \
-    bp_status_t st_ = (call);                                                  \
-    if (st_ != BP_OK) return st_;                                              \
+#define TRY(call)                                                                                  \
+  do {                                                                                             \
+    bp_status_t st_ = (call);                                                                      \
+    if (st_ != BP_OK) return st_;                                                                  \
   } while (0)
 
 /* A rank-2 row-major view [rows, cols] with row stride ld at element off. */
-static bp_tensor_t mat(const model_t *m, bp_buffer_t *b, int64_t off, int64_t rows,
-                       int64_t cols, int64_t ld) {
+static bp_tensor_t mat(const model_t *m, bp_buffer_t *b, int64_t off, int64_t rows, int64_t cols,
+                       int64_t ld) {
   int64_t shape[2] = {rows, cols}, strides[2] = {ld, 1};
   return model_view(m, b, off, 2, shape, strides);
 }
@@ -34,8 +34,8 @@ static bp_tensor_t v4(const model_t *m, bp_buffer_t *b, int64_t off, int64_t d0,
 static bp_status_t linear(const model_t *m, bp_stream_t *s, bp_buffer_t *in, int64_t rows,
                           int64_t k, bp_buffer_t *w, int64_t n, bp_buffer_t *bias,
                           bp_buffer_t *out) {
-  TRY(bp_gemm(s, m->cfg.dtype, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, rows, n, k, 1.0, in, 0, k,
-              w, 0, n, 0.0, out, 0, n));
+  TRY(bp_gemm(s, m->cfg.dtype, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, rows, n, k, 1.0, in, 0, k, w,
+              0, n, 0.0, out, 0, n));
   if (!bias) return BP_OK;
   bp_tensor_t y = mat(m, out, 0, rows, n, n), b = mat(m, bias, 0, rows, n, 0);
   return bp_binary(s, BP_BINARY_ADD, &y, &b, &y);
@@ -62,8 +62,8 @@ static bp_status_t residual(const model_t *m, bp_stream_t *s, int64_t rows) {
 /* A view of layer l's cache [B, Hkv, rows, Dh] from row `from`. */
 static bp_tensor_t cache_view(const model_t *m, bp_buffer_t *cache, int64_t from, int64_t rows) {
   int64_t ms = m->cfg.max_seq, dh = m->head_dim;
-  return v4(m, cache, from * dh, m->cfg.batch, m->cfg.kv_heads, rows, dh,
-            m->cfg.kv_heads * ms * dh, ms * dh, dh, 1);
+  return v4(m, cache, from * dh, m->cfg.batch, m->cfg.kv_heads, rows, dh, m->cfg.kv_heads * ms * dh,
+            ms * dh, dh, 1);
 }
 
 /* Heads [B, nh, S, Dh] of the packed QKV rows, starting at column col. */
@@ -100,7 +100,8 @@ static bp_status_t gpt2_attention(const model_t *m, bp_stream_t *s, const model_
     bp_tensor_t k = qkv_heads(m, d, h, seq), v = qkv_heads(m, 2 * d, h, seq);
     return attend(m, s, &q, &k, &v, seq);
   }
-  bp_tensor_t k = cache_view(m, l->k_cache, 0, pos + seq), v = cache_view(m, l->v_cache, 0, pos + seq);
+  bp_tensor_t k = cache_view(m, l->k_cache, 0, pos + seq),
+              v = cache_view(m, l->v_cache, 0, pos + seq);
   return attend(m, s, &q, &k, &v, seq);
 }
 
@@ -133,16 +134,19 @@ static bp_status_t llama_attention(const model_t *m, bp_stream_t *s, const model
   int64_t dh = m->head_dim, ms = m->cfg.max_seq;
   /* rotated queries into q_rot [T, D]; rotated keys straight into the cache */
   bp_tensor_t qdst = v4(m, m->q_rot, 0, b, seq, h, dh / 2, seq * d, d, dh, 1);
-  bp_tensor_t kdst = v4(m, l->k_cache, pos * dh, b, seq, hkv, dh / 2, hkv * ms * dh, dh, ms * dh, 1);
+  bp_tensor_t kdst =
+      v4(m, l->k_cache, pos * dh, b, seq, hkv, dh / 2, hkv * ms * dh, dh, ms * dh, 1);
   TRY(rope(m, s, 0, h, seq, pos, &qdst));
   TRY(rope(m, s, d, hkv, seq, pos, &kdst));
   TRY(cache_append(m, s, l, seq, pos, false));
   bp_tensor_t q = v4(m, m->q_rot, 0, b, h, seq, dh, seq * d, dh, d, 1);
-  bp_tensor_t k = cache_view(m, l->k_cache, 0, pos + seq), v = cache_view(m, l->v_cache, 0, pos + seq);
+  bp_tensor_t k = cache_view(m, l->k_cache, 0, pos + seq),
+              v = cache_view(m, l->v_cache, 0, pos + seq);
   return attend(m, s, &q, &k, &v, seq);
 }
 
-static bp_status_t gpt2_mlp(const model_t *m, bp_stream_t *s, const model_layer_t *l, int64_t rows) {
+static bp_status_t gpt2_mlp(const model_t *m, bp_stream_t *s, const model_layer_t *l,
+                            int64_t rows) {
   int64_t d = m->cfg.d_model, f = m->cfg.d_ff;
   TRY(linear(m, s, m->h, rows, d, l->w_up, f, l->b_up, m->ff));
   bp_tensor_t u = mat(m, m->ff, 0, rows, f, f);
@@ -151,7 +155,8 @@ static bp_status_t gpt2_mlp(const model_t *m, bp_stream_t *s, const model_layer_
 }
 
 /* SwiGLU: silu(h·W_gate) * (h·W_up), gate and up one packed projection. */
-static bp_status_t llama_mlp(const model_t *m, bp_stream_t *s, const model_layer_t *l, int64_t rows) {
+static bp_status_t llama_mlp(const model_t *m, bp_stream_t *s, const model_layer_t *l,
+                             int64_t rows) {
   int64_t d = m->cfg.d_model, f = m->cfg.d_ff;
   TRY(linear(m, s, m->h, rows, d, l->w_up, 2 * f, NULL, m->ff));
   bp_tensor_t gate = mat(m, m->ff, 0, rows, f, 2 * f), up = mat(m, m->ff, f, rows, f, 2 * f);
@@ -175,8 +180,8 @@ static bp_status_t block(const model_t *m, bp_stream_t *s, const model_layer_t *
   return residual(m, s, rows);
 }
 
-bp_status_t model_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input,
-                          int64_t seq, int64_t pos) {
+bp_status_t model_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input, int64_t seq,
+                          int64_t pos) {
   const model_config_t *c = &m->cfg;
   if (!input || seq < 1 || pos < 0 || pos + seq > c->max_seq || input->rank != 3 ||
       input->shape[0] != c->batch || input->shape[1] != seq || input->shape[2] != c->d_model ||
