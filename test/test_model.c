@@ -34,7 +34,7 @@
 #include "test/skip.h"
 #include "tools/model/model.h"
 
-#define TOL_F32 1e-4
+#define TOL_F32 1e-5
 #define TOL_BF16 3e-2
 #define D_MODEL 64
 #define HEADS 4
