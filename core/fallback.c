@@ -135,16 +135,6 @@ bp_stream_t *bp__fallback_target_stream(bp__device_t *d, uint32_t r, char *why, 
   return s;
 }
 
-/* A buffer record for a byte range the core did not allocate as a buffer:
- * all bp__copy_across reads is the device, pointer and origin. */
-static bp__buffer_t range_buffer(bp__device_t *d, uint64_t ptr, uint64_t origin) {
-  bp__buffer_t b;
-  memset(&b, 0, sizeof b);
-  b.device = d;
-  b.ptr = ptr;
-  b.origin = origin;
-  return b;
-}
 
 /* The bytes [*lo, *hi) of its allocation that t may touch; false when it
  * touches none (absent, or no elements). */
@@ -264,7 +254,7 @@ static bp_status_t stage_in(bp__device_t *d, bp__device_t *td, bp_op_t op, const
     bp_status_t st = bp__pool_alloc(td, g->base + g->len, &g->ptr, &g->origin, &g->block);
     if (st != BP_OK) return st;
     if (!g->out || read_out || !dense(g->t, g->lo, g->lo + g->len)) {
-      bp__buffer_t to = range_buffer(td, g->ptr, g->origin), from = range_buffer(d, g->origin_ptr, 0);
+      bp__buffer_t to = bp__range_buffer(td, g->ptr, g->origin), from = bp__range_buffer(d, g->origin_ptr, 0);
       uint64_t t0 = bp__fallback_now_ns();
       st = bp__copy_across(&to, g->base, &from, g->lo, g->len);
       cost->copy_ns += bp__fallback_now_ns() - t0;
@@ -281,7 +271,7 @@ static bp_status_t stage_out(bp__device_t *d, bp__device_t *td, local_args_t *la
   for (uint32_t i = 0; i < la->count; i++) {
     staged_t *g = &la->staged[i];
     if (!g->out) continue;
-    bp__buffer_t to = range_buffer(d, g->origin_ptr, 0), from = range_buffer(td, g->ptr, g->origin);
+    bp__buffer_t to = bp__range_buffer(d, g->origin_ptr, 0), from = bp__range_buffer(td, g->ptr, g->origin);
     uint64_t t0 = bp__fallback_now_ns();
     bp_status_t st = bp__copy_across(&to, g->lo, &from, g->base, g->len);
     cost->copy_ns += bp__fallback_now_ns() - t0;

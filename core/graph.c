@@ -58,16 +58,6 @@ struct bp__graph {
   struct bp__schedule *sched; /* calls placed across devices; NULL: none (schedule.c) */
 };
 
-static size_t args_size(bp_op_t op) {
-  switch (op) {
-#define ARGS_SIZE(E, name, args_t, value, capture, tensors)                     \
-  case BP_OP_##E: return sizeof(args_t);
-    BP_OP_TABLE(ARGS_SIZE)
-#undef ARGS_SIZE
-  case BP_OP_COUNT: break;
-  }
-  return 0;
-}
 
 /* Lists the tensor fields of a recorded call (the table's tensors column),
  * for rebinding. An ARRAYS op lists none here: its arrays are walked apart. */
@@ -168,7 +158,7 @@ bp_status_t bp__graph_record(bp__graph_t *g, bp_op_t op, const void *args) {
   graph_call_t *c = &g->calls[g->count];
   memset(c, 0, sizeof *c);
   c->op = op;
-  memcpy(&c->u, args, args_size(op));
+  memcpy(&c->u, args, bp__op_args_size(op));
   if (op == BP_OP_ADAM) { /* the arrays live only during the call: copy them */
     uint32_t n = c->u.adam.count;
     c->adam_tensors = malloc(4 * (size_t)n * sizeof *c->adam_tensors);

@@ -57,17 +57,6 @@ static int op_tensors(bp_op_t op, void *args, bp_plugin_tensor_t **t) {
   return 0;
 }
 
-static size_t args_size(bp_op_t op) {
-  switch (op) {
-#define ARGS_SIZE(E, name, args_t, value, capture, tensors) \
-  case BP_OP_##E: return sizeof(args_t);
-    BP_OP_TABLE(ARGS_SIZE)
-#undef ARGS_SIZE
-  case BP_OP_COUNT: break;
-  }
-  return 0;
-}
-
 static bool host_memory(const bp__device_t *d) { return (d->entry.info.flags & BP_DEVICE_FLAG_HOST_MEMORY) != 0; }
 
 bool bp__group_member_can(const bp__device_t *d, bp_op_t op, const void *args) {
@@ -194,7 +183,7 @@ static bp_status_t stage_out(bp__device_t *d, const stage_t *out) {
 
 static bp_status_t run_staged(bp__stream_t *s, bp_op_t op, const void *args) {
   bp__device_t *d = s->device;
-  size_t size = args_size(op);
+  size_t size = bp__op_args_size(op);
   _Alignas(16) unsigned char copy[ARGS_MAX];
   if (size == 0 || size > sizeof copy) return bp__fail(BP_ERR_INTERNAL, "group: op %d cannot be staged", (int)op);
   memcpy(copy, args, size);

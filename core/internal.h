@@ -409,6 +409,10 @@ void bp__graphs_forget_buffer(bp__device_t *d, const bp__buffer_t *b);
  * with both (ranges already checked; xcopy.c). */
 bp_status_t bp__copy_across(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src, uint64_t soff,
                             uint64_t size);
+/* A buffer record for a byte range the core did not allocate as a buffer
+ * (fallback and scheduler staging): all bp__copy_across reads is the
+ * device, pointer and origin (xcopy.c). */
+bp__buffer_t bp__range_buffer(bp__device_t *d, uint64_t ptr, uint64_t origin);
 /* Returns a buffer's memory to the pool, or to its DLPack producer. */
 void bp__buffer_release_memory(bp__device_t *d, bp__buffer_t *b);
 

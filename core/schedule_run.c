@@ -259,14 +259,6 @@ static bp_status_t segs_build(exec_t *ex, uint32_t from) {
 
 /* ---- copies ------------------------------------------------------------------- */
 
-static bp__buffer_t range_buffer(bp__device_t *d, uint64_t ptr, uint64_t origin) {
-  bp__buffer_t b;
-  memset(&b, 0, sizeof b);
-  b.device = d;
-  b.ptr = ptr;
-  b.origin = origin;
-  return b;
-}
 
 static bp__device_t *ranked_device(exec_t *ex, uint32_t rank);
 
@@ -295,9 +287,9 @@ static bp_status_t transfer(exec_t *ex, seg_t *sg, copy_t *to, copy_t *from, uin
                             uint64_t hi) {
   if (ex->dry) return BP_OK;
   bp__buffer_t tb =
-      to ? range_buffer(to->dev, to->ptr, to->origin) : range_buffer(ex->d, sg->ptr, 0);
+      to ? bp__range_buffer(to->dev, to->ptr, to->origin) : bp__range_buffer(ex->d, sg->ptr, 0);
   bp__buffer_t fb =
-      from ? range_buffer(from->dev, from->ptr, from->origin) : range_buffer(ex->d, sg->ptr, 0);
+      from ? bp__range_buffer(from->dev, from->ptr, from->origin) : bp__range_buffer(ex->d, sg->ptr, 0);
   uint64_t toff = to ? to->base + (lo - sg->lo) : lo, foff = from ? from->base + (lo - sg->lo) : lo;
   if (tb.device == fb.device) /* a run on the owners' device, fed by the owner */
     return bp__call_mem_copy(tb.device, NULL, tb.ptr, tb.origin + toff, fb.ptr, fb.origin + foff,

@@ -15,6 +15,7 @@
  * plugin's message: a copy is never silently partial.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "xcopy.h"
@@ -87,4 +88,13 @@ bp_status_t bp__copy_across(bp__buffer_t *dst, uint64_t doff, bp__buffer_t *src,
   bp_status_t st = copy_mapped(dst, doff, src, soff, size);
   if (st != BP_ERR_UNSUPPORTED) return st;
   return bp__copy_staged(dst, doff, src, soff, size);
+}
+
+bp__buffer_t bp__range_buffer(bp__device_t *d, uint64_t ptr, uint64_t origin) {
+  bp__buffer_t b;
+  memset(&b, 0, sizeof b);
+  b.device = d;
+  b.ptr = ptr;
+  b.origin = origin;
+  return b;
 }
