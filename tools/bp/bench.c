@@ -11,11 +11,10 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "bench_copy.h"
 #include "bench_layers.h"
 #include "bench_fallback.h"
 #include "bench_anchor.h"
-#include "bench_group.h"
+#include "bench_copy.h"
 #include "bench_group.h"
 
 #define BENCH_MAX_DEVICES 8
@@ -90,11 +89,10 @@ static void bench_help(FILE *f) {
           "  --reps R      best of R runs after a warm-up (group only; default 5)\n"
           "  --split-shared  also split across members on shared hardware and\n"
           "                time each member on its slice (group only)\n"
-          "  --device group:A,B  a device group beside its best member on a large\n"
-          "                GEMM (bp bench --device group:A,B --help)\n"
           "  --op OP       gemm, attention, conv2d, softmax, layer_norm, add, gelu\n"
-          "                or all\n"
-          "                (repeatable or comma-separated; default all)\n"
+          "                or all (repeatable or comma-separated; default all);\n"
+          "                --op model runs a transformer model on its own\n"
+          "                (bp bench --op model --help)\n"
           "  --quick       a small subset that runs in a few seconds\n"
           "  --json FILE   also write one record per case to FILE ('-': stdout)\n"
           "  --anchors DIR the anchors' virtual environment (see above)\n"
@@ -502,7 +500,6 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
 int bp_cmd_bench(int argc, char **argv) {
   for (int i = 1; i < argc; i++) /* copy bandwidth: its own options */
     if (!strcmp(argv[i], "--copies")) return bench_copy_main(argc, argv);
-  if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
   if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
   bench_opts_t o = {0};
   int rc = parse(argc, argv, &o);
