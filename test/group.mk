@@ -3,7 +3,7 @@
 # (test/common), the measured shares, the same-hardware rule and refused
 # member lists. The fixture backend-slow.so (test/fixtures/slow_plugin.c)
 # lives in a folder of its own, so no other test loads it.
-GROUP_TEST_COMMON := $(B)/obj/test/common/tc.o $(B)/obj/test/common/ref.o
+GROUP_TEST_COMMON := $(B)/obj/test/common/tc.o $(B)/obj/test/common/ref.o $(B)/obj/test/test_group_cache.o
 
 $(B)/test/fixtures/group/backend-slow.so: test/fixtures/slow_plugin.c plugin-api.h backplane_types.h
 	@mkdir -p $(dir $@)

@@ -26,57 +26,13 @@
 
 #include "skip.h"
 #include "tc.h"
+#include "test_group_cache.h"
 
 static bp_context_t *ctx;
 static tc_env_t ref; /* cpu-ref, the single device results are compared with */
 static char tmpdir[64];
 
 /* ---- helpers ----------------------------------------------------------------*/
-
-/* Points the tuning cache at a file of its own in tmpdir. */
-static void use_cache(const char *name, char *path, size_t size) {
-  snprintf(path, size, "%s/%s", tmpdir, name);
-  setenv("BACKPLANE_TUNING_CACHE", path, 1);
-}
-
-static const char *plugin_version(const char *backend) {
-  static bp_plugin_report_t r;
-  uint32_t n = 0;
-  bp_context_plugin_count(ctx, &n);
-  for (uint32_t i = 0; i < n; i++)
-    if (bp_context_plugin_report(ctx, i, &r) == BP_OK && !strcmp(r.name, backend)) return r.version;
-  return "";
-}
-
-/* Writes a tuning cache in which every named device takes ms for every
- * calibration problem, so the shares are known in advance. */
-static void plant_times(const char *file, const char *const *devices, int n, double ms) {
-  char path[PATH_MAX];
-  use_cache(file, path, sizeof path);
-  static const char *const ops[3][2] = {
-      {"group.gemm", "m256n256k256"}, {"group.attention", "b1h4s128d64"}, {"group.conv2d", "n2c16h32w32k16r3"}};
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f, "{\"version\": 1, \"entries\": [");
-  bool first = true;
-  uint32_t count = 0;
-  bp_context_device_count(ctx, &count);
-  for (uint32_t r = 0; r < count; r++) {
-    bp_device_entry_t e;
-    assert_int_equal(bp_context_device_entry(ctx, r, &e), BP_OK);
-    bool named = false;
-    for (int i = 0; i < n; i++) named |= !strcmp(devices[i], e.info.name);
-    for (int op = 0; named && op < 3; op++) {
-      fprintf(f, "%s{\"plugin\": \"%s\", \"plugin_version\": \"%s\", \"device\": \"%s\", \"driver_version\": \"%s\", "
-              "\"op\": \"%s\", \"dtype\": \"f32\", \"bucket\": \"%s\", \"value\": \"%.3f\"}",
-              first ? "" : ", ", e.backend, plugin_version(e.backend), e.info.name, e.info.driver_version, ops[op][0],
-              ops[op][1], ms);
-      first = false;
-    }
-  }
-  fprintf(f, "]}\n");
-  fclose(f);
-}
 
 static bp_device_t *group_open(const char *members, bool allow, bool split, uint64_t min_flops) {
   bp_device_group_options_t o = {.struct_size = sizeof o, .allow_shared_hardware = allow,
@@ -233,7 +189,7 @@ static void test_split_matches_single_device(void **state) {
   (void)state;
   TC_BEGIN();
   const char *const devs[] = {"cpu", "slow0"};
-  plant_times("equal.json", devs, 2, 10.0);
+  gc_plant_times(ctx, tmpdir, "equal.json", devs, 2, 10.0);
   tc_env_t g;
   env_on(&g, group_open("cpu,slow", false, false, 1));
   bp_device_group_member_t a = member(g.dev, 0), b = member(g.dev, 1);
@@ -251,7 +207,7 @@ static void test_small_ops_run_whole(void **state) {
   (void)state;
   TC_BEGIN();
   const char *const devs[] = {"cpu", "slow0"};
-  plant_times("equal.json", devs, 2, 10.0);
+  gc_plant_times(ctx, tmpdir, "equal.json", devs, 2, 10.0);
   tc_env_t g;
   env_on(&g, group_open("cpu,slow", false, false, 0)); /* default threshold */
   run_cases(&g, false);
@@ -263,21 +219,11 @@ static void test_small_ops_run_whole(void **state) {
   TC_END();
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  char *buf = calloc(1, 1 << 20);
-  size_t n = fread(buf, 1, (1 << 20) - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static void test_slow_member_gets_smaller_share(void **state) {
   (void)state;
   TC_BEGIN();
   char path[PATH_MAX];
-  use_cache("measured.json", path, sizeof path);
+  gc_use_cache(tmpdir, "measured.json", path, sizeof path);
   unlink(path);
   tc_env_t g;
   env_on(&g, group_open("cpu,slow", false, false, 1));
@@ -292,7 +238,7 @@ static void test_slow_member_gets_smaller_share(void **state) {
   printf("  measured gemm: cpu %.2f GFLOP/s (share %.4f), slow0 %.2f GFLOP/s (share %.4f)\n",
          fast.gflops[0], fast.share[0], slow.gflops[0], slow.share[0]);
   /* The measurements went to the cache file, and a new group reads them. */
-  char *text = slurp(path);
+  char *text = gc_slurp(path);
   assert_non_null(text);
   assert_non_null(strstr(text, "\"group.gemm\""));
   assert_non_null(strstr(text, "\"slow0\""));
@@ -327,7 +273,7 @@ static void test_same_hardware_refused_unless_allowed(void **state) {
   (void)state;
   TC_BEGIN();
   const char *const devs[] = {"cpu", "cpu-ref"};
-  plant_times("shared.json", devs, 2, 10.0);
+  gc_plant_times(ctx, tmpdir, "shared.json", devs, 2, 10.0);
   bp_device_t *g = (bp_device_t *)&g;
   tc_expect_reject(&ref, bp_device_group_open(ctx, "cpu,cpu-ref", NULL, &g), BP_ERR_INVALID_ARGUMENT,
                    "same hardware", "cpu and cpu-ref share the host CPU");
@@ -359,7 +305,7 @@ static void test_calibrate_plain_devices_first(void **state) {
   (void)state;
   TC_BEGIN();
   char path[PATH_MAX];
-  use_cache("plain.json", path, sizeof path);
+  gc_use_cache(tmpdir, "plain.json", path, sizeof path);
   unlink(path);
   const char *const sels[] = {"cpu", "slow"};
   for (int i = 0; i < 2; i++) {
@@ -371,7 +317,7 @@ static void test_calibrate_plain_devices_first(void **state) {
                      "info on plain %s", sels[i]);
     bp_device_close(d);
   }
-  char *text = slurp(path);
+  char *text = gc_slurp(path);
   assert_non_null(text);
   assert_non_null(strstr(text, "\"group.conv2d\""));
   free(text);
@@ -416,7 +362,7 @@ static void test_staged_real_devices(void **state) {
   }
   if (!present) TEST_SKIP_CASE("no OpenCL or Vulkan device: no member whose memory must be staged");
   const char *const devs[] = {"cpu", names[0], names[1]};
-  plant_times("real.json", devs, 3, 10.0);
+  gc_plant_times(ctx, tmpdir, "real.json", devs, 3, 10.0);
   for (int i = 0; i < 2; i++) {
     if (!have[i]) continue;
     char list[64];
@@ -444,7 +390,7 @@ static void test_group_is_a_device(void **state) {
   (void)state;
   TC_BEGIN();
   const char *const devs[] = {"cpu", "slow0"};
-  plant_times("equal.json", devs, 2, 10.0);
+  gc_plant_times(ctx, tmpdir, "equal.json", devs, 2, 10.0);
   tc_env_t g;
   env_on(&g, group_open("cpu,slow", false, false, 1));
   const int64_t sa[2] = {40, 24}, sb[2] = {24, 30}, sc[2] = {40, 30};
@@ -500,7 +446,7 @@ static void test_staged_slices_interleave(void **state) {
   (void)state;
   TC_BEGIN();
   const char *const devs[] = {"slow0"};
-  plant_times("slow.json", devs, 1, 10.0);
+  gc_plant_times(ctx, tmpdir, "slow.json", devs, 1, 10.0);
   tc_env_t e;
   env_on(&e, group_open("slow,slow", true, true, 1));
   check_case(&e, c_gemm_n, "gemm split over N on two staged members", 19, true);
