@@ -261,6 +261,14 @@ static void test_trace_json(void **state) {
     setenv("BACKPLANE_TRACE_FILE", file, 1);
     bp_context_t *ctx = open_with_layers("trace");
     run_some_ops(ctx, "cpu", 2, 1);
+    bp_device_t *dev = NULL; /* and two copies, which are traced too */
+    bp_buffer_t *b = NULL;
+    float host[64] = {0};
+    if (bp_device_open(ctx, "cpu", NULL, &dev) != BP_OK || bp_buffer_alloc(dev, sizeof host, &b) != BP_OK ||
+        bp_buffer_write(b, 0, host, sizeof host) != BP_OK || bp_buffer_read(b, 0, host, sizeof host) != BP_OK)
+      exit(1);
+    bp_buffer_free(b);
+    bp_device_close(dev);
     bp_context_destroy(ctx);
     exit(0);
   }
@@ -273,7 +281,10 @@ static void test_trace_json(void **state) {
            "import json, sys\n"
            "d = json.load(open(sys.argv[1]))\n"
            "ev = d['traceEvents']\n"
-           "ops = [e for e in ev if e['ph'] == 'X']\n"
+           "ops = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'op']\n"
+           "copies = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'copy']\n"
+           "assert [(e['name'], e['args']['bytes']) for e in copies] == "
+           "[('mem_write', 256), ('mem_read', 256)], copies\n"
            "assert all(e['ph'] in ('X', 'M') for e in ev)\n"
            "for e in ops:\n"
            "    for k in ('name', 'cat', 'ts', 'dur', 'pid', 'tid', 'args'):\n"

@@ -12,7 +12,8 @@
  * so dur covers the work; BACKPLANE_TRACE_DEVICE_TIME=1 also records an
  * event pair around the op where the plugin has events and adds the
  * device's own elapsed time as args.device_us. A native graph's launch is
- * one event named graph_launch.
+ * one event named graph_launch; copies (mem_write, mem_read, mem_copy, with
+ * args.bytes) and custom kernel launches are events too.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -116,20 +117,21 @@ static void record(const lc_instance_t *in, bp_op_t op, const void *s, const voi
   pthread_mutex_unlock(&trace_lock);
 }
 
-/* An event with no tensors (a graph launch). */
-static void record_named(const lc_instance_t *in, const char *name, const void *s, uint64_t t0,
-                         uint64_t t1, bp_status_t st) {
+/* An event with no tensors: a graph launch (cat "graph"), a copy (cat
+ * "copy", with its bytes) or a custom kernel launch (cat "kernel"). */
+static void record_named(const lc_instance_t *in, const char *name, const char *cat, const void *s,
+                         uint64_t t0, uint64_t t1, bp_status_t st, uint64_t bytes) {
   char dev[256], backend[64];
   safe_name(in->device_name, dev, sizeof dev);
   safe_name(in->backend, backend, sizeof backend);
   pthread_mutex_lock(&trace_lock);
   unsigned tid = track_of(in, s);
-  append("%s{\"name\": \"%s\", \"cat\": \"graph\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
+  append("%s{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
          "\"pid\": %d, "
          "\"tid\": %u, \"args\": {\"backend\": \"%s\", \"device\": \"%s\", \"device_index\": %u, "
-         "\"stream\": \"%p\", \"status\": %d}}",
-         event_count++ ? ",\n" : "", name, (t0 - t_origin) / 1e3, (t1 - t0) / 1e3, (int)getpid(),
-         tid, backend, dev, in->backend_index, s, (int)st);
+         "\"stream\": \"%p\", \"status\": %d, \"bytes\": %llu}}",
+         event_count++ ? ",\n" : "", name, cat, (t0 - t_origin) / 1e3, (t1 - t0) / 1e3, (int)getpid(),
+         tid, backend, dev, in->backend_index, s, (int)st, (unsigned long long)bytes);
   pthread_mutex_unlock(&trace_lock);
 }
 
@@ -181,11 +183,59 @@ static bp_status_t trace_graph_launch(bp_plugin_device_t *d, bp_plugin_stream_t 
   uint64_t t0 = lc_now_ns();
   bp_status_t st = in->next->graph_launch(d, s, g);
   if (st == BP_OK && sync_each_op) st = in->next->stream_synchronize(d, s);
-  record_named(in, "graph_launch", s, t0, lc_now_ns(), st);
+  record_named(in, "graph_launch", "graph", s, t0, lc_now_ns(), st, 0);
+  return st;
+}
+
+/* Copies and custom kernels: timed around the plugin call like ops; a
+ * copy on no stream (synchronous with the device) goes to a track of its
+ * own. */
+static bp_status_t trace_mem_write(bp_plugin_device_t *d, bp_plugin_stream_t *s, uint64_t dst,
+                                   uint64_t off, const void *src, uint64_t size) {
+  lc_instance_t *in = lc_find(d);
+  if (!in) return BP_ERR_INTERNAL;
+  uint64_t t0 = lc_now_ns();
+  bp_status_t st = in->next->mem_write(d, s, dst, off, src, size);
+  record_named(in, "mem_write", "copy", s, t0, lc_now_ns(), st, size);
+  return st;
+}
+
+static bp_status_t trace_mem_read(bp_plugin_device_t *d, bp_plugin_stream_t *s, void *dst,
+                                  uint64_t src, uint64_t off, uint64_t size) {
+  lc_instance_t *in = lc_find(d);
+  if (!in) return BP_ERR_INTERNAL;
+  uint64_t t0 = lc_now_ns();
+  bp_status_t st = in->next->mem_read(d, s, dst, src, off, size);
+  record_named(in, "mem_read", "copy", s, t0, lc_now_ns(), st, size);
+  return st;
+}
+
+static bp_status_t trace_mem_copy(bp_plugin_device_t *d, bp_plugin_stream_t *s, uint64_t dst,
+                                  uint64_t doff, uint64_t src, uint64_t soff, uint64_t size) {
+  lc_instance_t *in = lc_find(d);
+  if (!in) return BP_ERR_INTERNAL;
+  uint64_t t0 = lc_now_ns();
+  bp_status_t st = in->next->mem_copy(d, s, dst, doff, src, soff, size);
+  record_named(in, "mem_copy", "copy", s, t0, lc_now_ns(), st, size);
+  return st;
+}
+
+static bp_status_t trace_kernel_launch(bp_plugin_device_t *d, bp_plugin_stream_t *s,
+                                       bp_plugin_kernel_t *k, const bp_launch_args_t *args) {
+  lc_instance_t *in = lc_find(d);
+  if (!in) return BP_ERR_INTERNAL;
+  uint64_t t0 = lc_now_ns();
+  bp_status_t st = in->next->kernel_launch(d, s, k, args);
+  if (st == BP_OK && sync_each_op) st = in->next->stream_synchronize(d, s);
+  record_named(in, "kernel_launch", "kernel", s, t0, lc_now_ns(), st, 0);
   return st;
 }
 
 static bp_status_t instance_init(lc_instance_t *in) {
+  in->desc.mem_write = trace_mem_write; /* required entries: always there */
+  in->desc.mem_read = trace_mem_read;
+  in->desc.mem_copy = trace_mem_copy;
+  if (in->desc.kernel_launch) in->desc.kernel_launch = trace_kernel_launch;
   if (sync_each_op) { /* no waiting while a native graph records: replay */
     in->desc.graph_begin = NULL;
     in->desc.graph_end = NULL;
