@@ -1,0 +1,439 @@
+/*
+ * fast/attention/attention_amx.c — fused scaled dot-product attention for
+ * bf16 q, k, v and out on AMX tiles, FlashAttention-2 style.
+ *
+ * Work is split over (batch, query head, block of AX_BQ = 32 queries), taken
+ * from a shared counter by the pool's workers. For one query block the
+ * keys are walked in blocks of AX_BK:
+ *   S = Q K^T        TDPBF16PS, bf16 products summed in f32: the block's
+ *                    queries (two 16-row tiles, D padded to 32) against
+ *                    K^T in VNNI tiles of 16 keys, packed once per kv head
+ *                    and worker and reused by every query block (and every
+ *                    query head of a GQA group) that worker takes next
+ *   online softmax   in f32 with AVX-512: scaled scores, per query a
+ *                    running max m and sum l, the output so far rescaled by
+ *                    e^(m_old - m_new); the weights P rounded to bf16 (the
+ *                    sum l adds the rounded weights, so they sum to one)
+ *   O += P V         TDPBF16PS again, V in VNNI tiles of 32 keys x 16
+ *                    columns, packed once per kv head like K^T; O stays f32
+ * and is rounded to bf16 (nearest even) once, at the end. The Sq x Skv
+ * score matrix never exists. With the causal mask, key blocks past the
+ * block's last visible key are never visited.
+ *
+ * Semantics are the reference's (ref/ref_attention.c): bottom-right causal
+ * mask, grouped-query heads, Dv != D, a row that sees no key gives zeros,
+ * a NaN or +inf score (or only -inf scores) makes the row NaN.
+ *
+ * Entry conditions (anything else returns BP_ERR_UNIMPLEMENTED, and the
+ * next kernel runs): q, k, v and out bf16 of rank 4; Hq a multiple of Hkv;
+ * D >= 1; the workspace under 256 MB; with the causal mask, every value
+ * finite (a key hidden from a query inside a tile would add 0 * inf). Any
+ * strides. The caller (cpu_fast_attention) has checked AMX-BF16, AVX-512
+ * and the kernel's permission to use tile state. Compiled with AVX-512 and
+ * AMX flags (fast.mk).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "attention.h"
+#include "attention_exp512.h"
+#include "plugins/cpu/fast/gemm/gemm.h"
+
+#define AX_BQ 32   /* queries per block: two 16-row tiles */
+#define AX_BK 128  /* keys per block: up to four 32-key sub-blocks */
+#define AX_KC 32   /* bf16 per tile row (a 64-byte row) */
+#define AX_TILE 512 /* bf16 per 16 x 64-byte tile */
+
+typedef struct ax_job {
+  const uint16_t *q, *k, *v;
+  uint16_t *o;
+  int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
+  int64_t Dp, Dvp, Skp;                 /* D, Dv, Skv rounded up to 32 */
+  int64_t sq[4], sk[4], sv[4], so[4];
+  int64_t nqb, per;     /* query blocks per head, tasks per head */
+  int64_t ntasks, next; /* next: the next task to take (atomic) */
+  float scale;
+  int causal;
+} ax_job_t;
+
+/* Per-worker workspace. */
+typedef struct ax_ws {
+  uint16_t *kt; /* [Skp / 16][Dp / 32] VNNI tiles of K^T: 16 keys each */
+  uint16_t *vt; /* [Skp / 32][Dvp / 16] VNNI tiles of V */
+  uint16_t *qb; /* [AX_BQ][Dp] the block's queries, zero padded */
+  uint16_t *p;  /* [AX_BQ][AX_BK] weights */
+  float *s;     /* [AX_BQ][AX_BK] scores */
+  float *o;     /* [AX_BQ][Dvp] unnormalised output */
+  float m[AX_BQ], l[AX_BQ], corr[AX_BQ];
+  bool bad[AX_BQ];
+  int64_t kb, kg, kpacked; /* whose keys and values kt, vt hold, how many */
+} ax_ws_t;
+
+typedef struct ax_tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} ax_tilecfg_t;
+
+/* Every tile 16 rows x 64 bytes: 0-3 f32 accumulators (a 32 x 32 block),
+ * 4-5 the A operand's two 16-row halves, 6-7 the B operand's two halves. */
+static void ax_configure(void) {
+  alignas(64) ax_tilecfg_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+static inline int64_t ax_min(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+/* 16 floats to bf16, nearest even; the weights are finite. */
+static inline __m256i ax_round16(__m512 v) {
+  __m512i u = _mm512_castps_si512(v);
+  __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  u = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16));
+}
+
+static inline __m512 ax_widen16(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Keys query i may see: [0, limit), clamped to [0, Skv]. */
+static int64_t ax_visible(const ax_job_t *j, int64_t i) {
+  if (!j->causal) return j->Skv;
+  int64_t lim = i + j->off + 1;
+  return lim < 0 ? 0 : lim > j->Skv ? j->Skv : lim;
+}
+
+/* ---- packing ------------------------------------------------------------ */
+
+/* K^T tile (panel of 16 keys, chunk c of 32 dims): row r holds the pairs
+ * (K[key][32c + 2r], K[key][32c + 2r + 1]) of the 16 keys. Keys past Skv
+ * and dims past D are zero. */
+static void ax_pack_keys(const ax_job_t *j, const uint16_t *k, int64_t key0, int64_t key1,
+                         uint16_t *kt) {
+  int64_t nc = j->Dp / AX_KC, sd = j->sk[3];
+  for (int64_t key = key0; key < key1; key++) {
+    uint16_t *dst = kt + (key / 16) * nc * AX_TILE + (key % 16) * 2;
+    const uint16_t *src = k + key * j->sk[2];
+    for (int64_t d = 0; d < j->Dp; d++) {
+      uint16_t x = key < j->Skv && d < j->D ? src[d * sd] : 0;
+      dst[(d / AX_KC) * AX_TILE + (d % AX_KC) / 2 * 32 + (d & 1)] = x;
+    }
+  }
+}
+
+/* V tile (chunk c of 32 keys, columns 16t .. 16t + 15): row r holds the
+ * pairs (V[32c + 2r][col], V[32c + 2r + 1][col]). Zero past Skv and Dv. */
+static void ax_pack_values(const ax_job_t *j, const uint16_t *v, int64_t key0, int64_t key1,
+                           uint16_t *vt) {
+  int64_t nt = j->Dvp / 16, se = j->sv[3];
+  for (int64_t key = key0; key < key1; key++) {
+    uint16_t *dst = vt + (key / AX_KC) * nt * AX_TILE + (key % AX_KC) / 2 * 32 + (key & 1);
+    const uint16_t *src = v + key * j->sv[2];
+    for (int64_t e = 0; e < j->Dvp; e++) {
+      uint16_t x = key < j->Skv && e < j->Dv ? src[e * se] : 0;
+      dst[(e / 16) * AX_TILE + (e % 16) * 2] = x;
+    }
+  }
+}
+
+/* kt and vt hold the first `need` keys (rounded up to 32) of kv head
+ * (b, g). */
+static void ax_pack_head(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t g, int64_t need) {
+  if (w->kb != b || w->kg != g) w->kb = b, w->kg = g, w->kpacked = 0;
+  int64_t upto = ax_min(j->Skp, (need + AX_KC - 1) / AX_KC * AX_KC);
+  if (upto <= w->kpacked) return;
+  ax_pack_keys(j, j->k + b * j->sk[0] + g * j->sk[1], w->kpacked, upto, w->kt);
+  ax_pack_values(j, j->v + b * j->sv[0] + g * j->sv[1], w->kpacked, upto, w->vt);
+  w->kpacked = upto;
+}
+
+/* The block's queries into qb, [AX_BQ][Dp], zeros past nq and D. */
+static void ax_load_queries(const ax_job_t *j, ax_ws_t *w, const uint16_t *qp, int64_t nq) {
+  memset(w->qb, 0, sizeof(uint16_t) * (size_t)(AX_BQ * j->Dp));
+  for (int64_t r = 0; r < nq; r++) {
+    const uint16_t *src = qp + r * j->sq[2];
+    uint16_t *dst = w->qb + r * j->Dp;
+    if (j->sq[3] == 1)
+      memcpy(dst, src, sizeof(uint16_t) * (size_t)j->D);
+    else
+      for (int64_t d = 0; d < j->D; d++) dst[d] = src[d * j->sq[3]];
+  }
+}
+
+/* ---- the tiles ---------------------------------------------------------- */
+
+/* s[:, 32 sb .. 32 sb + 31] = Q K^T for the keys of sub-blocks
+ * [0, nsub) starting at key k0 (a multiple of 32). */
+static void ax_scores(const ax_job_t *j, ax_ws_t *w, int64_t k0, int64_t nsub) {
+  int64_t nc = j->Dp / AX_KC, qst = j->Dp * 2, sst = AX_BK * 4;
+  for (int64_t sb = 0; sb < nsub; sb++) {
+    const uint16_t *kp = w->kt + (k0 / 16 + 2 * sb) * nc * AX_TILE;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t c = 0; c < nc; c++) {
+      _tile_loadd(4, w->qb + c * AX_KC, qst);
+      _tile_loadd(5, w->qb + 16 * j->Dp + c * AX_KC, qst);
+      _tile_loadd(6, kp + c * AX_TILE, 64);
+      _tile_loadd(7, kp + (nc + c) * AX_TILE, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    float *s = w->s + sb * 32;
+    _tile_stored(0, s, sst);
+    _tile_stored(1, s + 16, sst);
+    _tile_stored(2, s + 16 * AX_BK, sst);
+    _tile_stored(3, s + 16 * AX_BK + 16, sst);
+  }
+}
+
+/* o += P V over the sub-blocks [0, nsub) of the key block at k0. */
+static void ax_pv(const ax_job_t *j, ax_ws_t *w, int64_t k0, int64_t nsub) {
+  int64_t nt = j->Dvp / 16, ost = j->Dvp * 4, pst = AX_BK * 2;
+  for (int64_t e0 = 0; e0 < j->Dvp; e0 += 32) {
+    float *o = w->o + e0;
+    _tile_loadd(0, o, ost);
+    _tile_loadd(1, o + 16, ost);
+    _tile_loadd(2, o + 16 * j->Dvp, ost);
+    _tile_loadd(3, o + 16 * j->Dvp + 16, ost);
+    for (int64_t c = 0; c < nsub; c++) {
+      const uint16_t *vp = w->vt + ((k0 / AX_KC + c) * nt + e0 / 16) * AX_TILE;
+      _tile_loadd(4, w->p + c * AX_KC, pst);
+      _tile_loadd(5, w->p + 16 * AX_BK + c * AX_KC, pst);
+      _tile_loadd(6, vp, 64);
+      _tile_loadd(7, vp + AX_TILE, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, o, ost);
+    _tile_stored(1, o + 16, ost);
+    _tile_stored(2, o + 16 * j->Dvp, ost);
+    _tile_stored(3, o + 16 * j->Dvp + 16, ost);
+  }
+}
+
+/* ---- online softmax ----------------------------------------------------- */
+
+/* Row r's step over keys [0, n) of the block (scores computed up to
+ * ncols, a multiple of 32): weights in p, zero from n to ncols; returns the
+ * factor for the row's output so far. */
+static float ax_softmax_row(ax_ws_t *w, int64_t r, int64_t n, int64_t ncols, float scale) {
+  const float *s = w->s + r * AX_BK;
+  uint16_t *p = w->p + r * AX_BK;
+  if (n <= 0) {
+    memset(p, 0, sizeof(uint16_t) * (size_t)ncols);
+    return 1.0f;
+  }
+  __m512 vs = _mm512_set1_ps(scale), mx = _mm512_set1_ps(-INFINITY);
+  __mmask16 bad = 0;
+  for (int64_t c = 0; c < n; c += 16) {
+    __mmask16 k = fa_lanes(n - c);
+    __m512 x = _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(k, s + c));
+    x = _mm512_mask_blend_ps(k, _mm512_set1_ps(-INFINITY), x);
+    /* NaN or +inf: the reference's row is NaN */
+    bad |= _mm512_mask_cmp_ps_mask(k, x, _mm512_set1_ps(INFINITY), _CMP_NLT_UQ);
+    mx = _mm512_max_ps(mx, x);
+  }
+  if (bad) w->bad[r] = true;
+  float bm = _mm512_reduce_max_ps(mx), mold = w->m[r];
+  float mnew = bm > mold ? bm : mold;
+  /* only -inf so far: subtracting 0 gives weights 0 and m stays -inf */
+  __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew), sum = _mm512_setzero_ps();
+  for (int64_t c = 0; c < ncols; c += 16) {
+    __m512 x = _mm512_fmsub_ps(vs, _mm512_loadu_ps(s + c), vm);
+    __m256i h = ax_round16(_mm512_maskz_mov_ps(fa_lanes(n - c), fa_exp(x)));
+    _mm256_storeu_si256((__m256i *)(p + c), h);
+    sum = _mm512_add_ps(sum, ax_widen16(h));
+  }
+  /* a row that has seen only -inf (or nothing) has no output to rescale */
+  float corr = mold == mnew || mold == -INFINITY || mnew == -INFINITY ? 1.0f : expf(mold - mnew);
+  w->m[r] = mnew;
+  w->l[r] = w->l[r] * corr + _mm512_reduce_add_ps(sum);
+  return corr;
+}
+
+/* o[r] *= corr[r] for the rows whose running max moved. */
+static void ax_rescale(ax_ws_t *w, int64_t Dvp) {
+  for (int64_t r = 0; r < AX_BQ; r++) {
+    if (w->corr[r] == 1.0f) continue;
+    float *o = w->o + r * Dvp;
+    __m512 c = _mm512_set1_ps(w->corr[r]);
+    for (int64_t e = 0; e < Dvp; e += 16)
+      _mm512_storeu_ps(o + e, _mm512_mul_ps(c, _mm512_loadu_ps(o + e)));
+  }
+}
+
+/* One key block [k0, k0 + nk) for the query block's nq rows from i0. */
+static void ax_key_block(const ax_job_t *j, ax_ws_t *w, int64_t i0, int64_t nq, int64_t k0,
+                         int64_t nk) {
+  int64_t nsub = (nk + AX_KC - 1) / AX_KC;
+  ax_scores(j, w, k0, nsub);
+  for (int64_t r = 0; r < AX_BQ; r++) {
+    int64_t n = r < nq ? ax_min(nk, ax_visible(j, i0 + r) - k0) : 0;
+    w->corr[r] = ax_softmax_row(w, r, n, nsub * AX_KC, j->scale);
+  }
+  ax_rescale(w, j->Dvp);
+  ax_pv(j, w, k0, nsub);
+}
+
+/* out row = o / l rounded to bf16; zeros for a row that sees no key, NaN
+ * for the rows the reference makes NaN. */
+static void ax_store(const ax_job_t *j, const ax_ws_t *w, int64_t b, int64_t h, int64_t i0,
+                     int64_t nq) {
+  int64_t Dv = j->Dv;
+  for (int64_t r = 0; r < nq; r++) {
+    uint16_t *orow = j->o + b * j->so[0] + h * j->so[1] + (i0 + r) * j->so[2];
+    bool nan = w->bad[r] || (w->m[r] == -INFINITY && ax_visible(j, i0 + r) > 0);
+    __m512 vi = _mm512_set1_ps(w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f);
+    const float *src = w->o + r * j->Dvp;
+    for (int64_t e = 0; e < Dv; e += 16) {
+      __mmask16 k = fa_lanes(Dv - e);
+      __m256i x = nan ? _mm256_set1_epi16(0x7fc0)
+                      : ax_round16(_mm512_mul_ps(vi, _mm512_loadu_ps(src + e)));
+      if (j->so[3] == 1) {
+        _mm256_mask_storeu_epi16(orow + e, k, x);
+        continue;
+      }
+      alignas(32) uint16_t t[16];
+      _mm256_store_si256((__m256i *)t, x);
+      for (int64_t c = 0; c < 16 && e + c < Dv; c++) orow[(e + c) * j->so[3]] = t[c];
+    }
+  }
+}
+
+/* Queries [i0, i0 + nq) of query head h of batch b. */
+static void ax_query_block(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int64_t i0,
+                           int64_t nq) {
+  for (int64_t r = 0; r < AX_BQ; r++) {
+    w->m[r] = -INFINITY;
+    w->l[r] = 0;
+    w->bad[r] = false;
+  }
+  memset(w->o, 0, sizeof(float) * (size_t)(AX_BQ * j->Dvp));
+  ax_load_queries(j, w, j->q + b * j->sq[0] + h * j->sq[1] + i0 * j->sq[2], nq);
+  /* keys past the last query's limit are hidden from the whole block */
+  int64_t kend = ax_visible(j, i0 + nq - 1);
+  ax_pack_head(j, w, b, h / j->grp, kend);
+  for (int64_t k0 = 0; k0 < kend; k0 += AX_BK)
+    ax_key_block(j, w, i0, nq, k0, ax_min(AX_BK, kend - k0));
+  ax_store(j, w, b, h, i0, nq);
+}
+
+/* ---- driver --------------------------------------------------------------- */
+
+static size_t ax_ws_bytes(const ax_job_t *j) {
+  size_t halves = (size_t)(j->Skp * (j->Dp + j->Dvp) + AX_BQ * (j->Dp + AX_BK));
+  size_t floats = (size_t)(AX_BQ * (AX_BK + j->Dvp));
+  return 2 * halves + 4 * floats + 4 * 64;
+}
+
+static void *ax_align(void *p) {
+  return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
+/* Task t: head t / per (batch-major), query block t % per; causal heads
+ * pair block c with block nqb - 1 - c so that every task does about the
+ * same work. Workers take the next task from a shared counter; every task
+ * writes only its own rows, so results do not depend on who runs what. */
+static void ax_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  ax_job_t *j = ctx;
+  (void)worker, (void)begin, (void)end;
+  char *buf = cpu_fast_scratch(0, ax_ws_bytes(j));
+  if (!buf) return; /* the other workers take the tasks */
+  ax_ws_t w;
+  w.kt = ax_align(buf);
+  w.vt = ax_align(w.kt + j->Skp * j->Dp);
+  w.qb = ax_align(w.vt + j->Skp * j->Dvp);
+  w.p = w.qb + AX_BQ * j->Dp;
+  w.s = ax_align(w.p + AX_BQ * AX_BK);
+  w.o = w.s + AX_BQ * AX_BK;
+  w.kb = w.kg = -1, w.kpacked = 0;
+  ax_configure();
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+    if (t >= j->ntasks) break;
+    int64_t bh = t / j->per, c = t % j->per;
+    int64_t b = bh / j->Hq, h = bh % j->Hq;
+    int64_t blocks[2] = {c, j->nqb - 1 - c};
+    int nb = j->causal && blocks[1] != c ? 2 : 1;
+    for (int x = 0; x < nb; x++) {
+      int64_t i0 = blocks[x] * AX_BQ;
+      ax_query_block(j, &w, b, h, i0, ax_min(AX_BQ, j->Sq - i0));
+    }
+  }
+  _tile_release();
+}
+
+/* true when every value of v is finite (bf16: exponent not all ones). */
+static bool ax_values_finite(const ax_job_t *j, const uint16_t *v, int64_t B, int64_t Hkv) {
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t g = 0; g < Hkv; g++)
+      for (int64_t key = 0; key < j->Skv; key++) {
+        const uint16_t *row = v + b * j->sv[0] + g * j->sv[1] + key * j->sv[2];
+        for (int64_t e = 0; e < j->Dv; e++)
+          if ((row[e * j->sv[3]] & 0x7f80) == 0x7f80) return false;
+      }
+  return true;
+}
+
+static bool ax_covered(const bp_attention_args_t *a) {
+  const bp_plugin_tensor_t *t[4] = {&a->q, &a->k, &a->v, &a->out};
+  for (int x = 0; x < 4; x++)
+    if (t[x]->dtype != BP_BF16 || t[x]->rank != 4) return false;
+  return a->k.shape[1] > 0 && a->q.shape[1] % a->k.shape[1] == 0 && a->q.shape[3] >= 1;
+}
+
+static const void *ax_base(const bp_plugin_tensor_t *t) {
+  return (const char *)(uintptr_t)t->ptr + t->offset;
+}
+
+bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attention_args_t *a) {
+  if (!ax_covered(a)) return BP_ERR_UNIMPLEMENTED;
+  const bp_plugin_tensor_t *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->out;
+  ax_job_t j;
+  memset(&j, 0, sizeof j);
+  j.q = ax_base(q), j.k = ax_base(k), j.v = ax_base(v);
+  j.o = (uint16_t *)(uintptr_t)ax_base(o);
+  int64_t B = q->shape[0];
+  j.Hq = q->shape[1], j.Sq = q->shape[2], j.D = q->shape[3];
+  j.grp = q->shape[1] / k->shape[1], j.Skv = k->shape[2], j.Dv = v->shape[3];
+  j.off = j.Skv - j.Sq;
+  if (B == 0 || j.Hq == 0 || j.Sq == 0 || j.Dv == 0) return BP_OK;
+  j.Dp = (j.D + 31) / 32 * 32, j.Dvp = (j.Dv + 31) / 32 * 32, j.Skp = (j.Skv + 31) / 32 * 32;
+  memcpy(j.sq, q->strides, sizeof j.sq);
+  memcpy(j.sk, k->strides, sizeof j.sk);
+  memcpy(j.sv, v->strides, sizeof j.sv);
+  memcpy(j.so, o->strides, sizeof j.so);
+  /* each worker holds a kv head's K^T and V: absurd ones go elsewhere */
+  if ((double)ax_ws_bytes(&j) > 256e6) return BP_ERR_UNIMPLEMENTED;
+  if (a->causal && !ax_values_finite(&j, j.v, B, k->shape[1])) return BP_ERR_UNIMPLEMENTED;
+  j.scale = (float)a->scale;
+  j.causal = a->causal;
+  j.nqb = (j.Sq + AX_BQ - 1) / AX_BQ;
+  j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
+  j.ntasks = B * j.Hq * j.per;
+  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
+  int64_t workers = j.ntasks < (int64_t)threads ? j.ntasks : threads;
+  if (workers > 1 && work > 4e6)
+    cpu_pool_run(dev->pool, workers, 1, ax_task, &j);
+  else
+    ax_task(&j, 0, 1, 0);
+  /* tasks left over: no worker could get its scratch memory */
+  return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+}
