@@ -95,7 +95,9 @@ bp_status_t bp_comm_create(bp_device_t *device, const bp_comm_options_t *o, bp_c
   c->check_calls = !(o && o->no_call_check);
   pthread_mutex_init(&c->lock, NULL);
   if (st == BP_OK) st = join(c, o, d);
+  if (st == BP_OK && (st = bp__comm_progress_start(c)) != BP_OK) bp__comm_call_destroy(c->plugin, c->handle);
   if (st == BP_OK && !(c->h = bp__handle_add(c, BP__H_COMM, NULL))) {
+    bp__comm_progress_stop(c);
     bp__comm_call_destroy(c->plugin, c->handle);
     st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_comm_create: no handle left for the communicator");
   }
@@ -125,9 +127,8 @@ void bp_comm_destroy(bp_comm_t *comm) {
       break;
     }
   pthread_mutex_unlock(&set->lock);
-  pthread_mutex_lock(&c->lock); /* a call still running on another thread */
+  bp__comm_progress_stop(c); /* after the calls still queued on it */
   bp__comm_call_destroy(c->plugin, c->handle);
-  pthread_mutex_unlock(&c->lock);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }

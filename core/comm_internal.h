@@ -20,6 +20,7 @@ typedef struct bp__comm_plugin {
 } bp__comm_plugin_t;
 
 typedef struct bp__comm bp__comm_t;
+typedef struct bp__comm_job bp__comm_job_t;
 
 /* A context's comm plugins and live communicators, under lock. */
 typedef struct bp__comm_set {
@@ -51,10 +52,16 @@ struct bp__comm {
   int32_t rank, size;
   uint32_t timeout_ms;
   bool check_calls;
-  pthread_mutex_t lock;         /* serialises calls on the communicator */
-  uint64_t seq;                 /* collectives made, under lock */
+  pthread_mutex_t lock;         /* guards the queue and broken */
+  uint64_t seq;                 /* collectives checked (the progress thread's) */
   bool broken;                  /* a timeout or transport error, under lock */
   char broken_why[256];
+  /* The calls queued on the communicator, run one at a time in the order
+   * they were made by its progress thread (comm_queue.c). */
+  bp__comm_job_t *head, *tail;  /* under lock */
+  pthread_cond_t wake;          /* a call queued, or stopping */
+  pthread_t progress;
+  bool progress_started, stopping;
   bp__comm_t *next;
 };
 
@@ -95,10 +102,33 @@ bp_status_t bp__comm_call(bp__comm_t *c, bp__comm_kind_t kind, const bp_comm_arg
                           const char *fn);
 const char *bp__comm_kind_name(bp__comm_kind_t kind);
 
-/* ---- comm_run.c, comm_stage.c ----------------------------------------------- */
-/* Validates call on comm and stream, checks it against the other ranks'
- * and runs it (comm_run.c). */
+/* ---- comm_run.c, comm_queue.c, comm_stage.c -------------------------------- */
+/* Validates call on comm and stream and queues it on both; a call this
+ * rank rejects returns its error at once, and is still queued so that the
+ * other ranks' call check fails (comm_run.c). */
 bp_status_t bp__comm_run(bp_comm_t *comm, bp_stream_t *stream, const bp__comm_call_t *call);
+
+/* One queued call: what the progress thread needs after the caller left. */
+struct bp__comm_job {
+  bp__comm_call_t call;
+  bp__stream_t *stream;     /* NULL for a call this rank rejected */
+  bp__device_t *device;     /* for the call check's scratch memory; may be NULL */
+  bp__buffer_t bufs[2];     /* copies of the operands' records */
+  bp__buffer_t *send, *recv; /* into bufs (the same one when send is recv) */
+  bool rejected;
+  uint64_t ticket;          /* its place among the stream's collectives */
+  bp__comm_job_t *next;
+};
+/* Checks job against the other ranks and runs it: on the progress thread
+ * (comm_run.c). Returns the status its stream reports. */
+bp_status_t bp__comm_run_job(bp__comm_t *c, bp__comm_job_t *job);
+/* Starts and stops c's progress thread (comm_queue.c); stopping waits for
+ * the calls still queued. */
+bp_status_t bp__comm_progress_start(bp__comm_t *c);
+void bp__comm_progress_stop(bp__comm_t *c);
+/* Queues job on c, and on its stream (whose lock the caller holds) unless
+ * the job was rejected. */
+void bp__comm_enqueue(bp__comm_t *c, bp__comm_job_t *job);
 
 /* Host views of a call's operands, staged or converted where needed
  * (comm_stage.c). */

@@ -1,6 +1,8 @@
 /*
- * comm_run.c — one communicator call from start to end: validation, the
- * call check, ordering with the stream, staging, the plugin call.
+ * comm_run.c — one communicator call from start to end: validation and
+ * queueing on the caller's thread; the call check, ordering with the
+ * stream, staging and the plugin call on the communicator's progress thread
+ * (comm_queue.c).
  *
  * The call check (docs/scale-out.md, "Failures"): before a collective every
  * rank contributes a small header (call kind, count, dtype, op, root, the
@@ -204,17 +206,20 @@ static bp_status_t check_call(bp__comm_t *c, bp__device_t *d, const bp__comm_cal
   return exchange_collective(c, d, call, &mine);
 }
 
-/* Waits for the stream's queued work, then moves the data. */
+/* Waits for the work queued on the stream before the call, then moves the
+ * data. The stream's lock keeps the plugin from seeing the synchronize race
+ * an op; nothing queued after the call can reach the stream meanwhile
+ * (bp__stream_lock waits for the call). */
 static bp_status_t execute(bp__comm_t *c, bp__stream_t *s, const bp__comm_call_t *call, bp__buffer_t *send,
                            bp__buffer_t *recv) {
   bp__device_t *d = s->device;
+  pthread_mutex_lock(&s->lock);
   bp_status_t st = bp__call_stream_sync(d, s->handle);
+  pthread_mutex_unlock(&s->lock);
   if (st != BP_OK) return st;
   if (call->kind == BP__COMM_BARRIER && c->check_calls) return BP_OK; /* the exchange was the barrier */
   bp__comm_stage_t stage;
   st = bp__comm_stage_in(c, d, call, send, recv, &stage);
-  uint64_t ns, nr;
-  bp__comm_extent(c, call, &ns, &nr);
   bp_comm_args_t a = {.struct_size = sizeof a, .memory = c->memory, .send = stage.send, .recv = stage.recv,
                       .count = call->count, .dtype = stage.dtype, .op = call->op, .peer = call->peer,
                       .timeout_ms = c->timeout_ms};
@@ -226,34 +231,71 @@ static bp_status_t execute(bp__comm_t *c, bp__stream_t *s, const bp__comm_call_t
 
 static void mark_broken(bp__comm_t *c, bp_status_t st) {
   if (st != BP_ERR_TIMEOUT && st != BP_ERR_UNAVAILABLE && st != BP_ERR_DEVICE_LOST) return;
+  pthread_mutex_lock(&c->lock);
+  if (!c->broken) snprintf(c->broken_why, sizeof c->broken_why, "%s", bp_last_error());
   c->broken = true;
-  snprintf(c->broken_why, sizeof c->broken_why, "%s", bp_last_error());
+  pthread_mutex_unlock(&c->lock);
 }
 
-static bp_status_t run_locked(bp__comm_t *c, bp_stream_t *stream, const bp__comm_call_t *call) {
-  if (c->broken)
-    return bp__fail(BP_ERR_UNAVAILABLE, "%s: the communicator is broken by an earlier failure (%s); destroy "
-                    "it", call->fn, c->broken_why);
-  void *obj = NULL;
-  bp__gate_t *gate = NULL;
-  bp__buffer_t *send = NULL, *recv = NULL;
-  bp_status_t local = bp__handle_enter(stream, BP__H_STREAM, call->fn, "stream", &obj, &gate);
-  bp__stream_t *s = obj;
-  if (local == BP_OK) local = check_local(c, s->device, call, &send, &recv);
-  if (local == BP_OK && s->capture) /* read without the lock: capture is the caller's own thread's state */
-    local = bp__fail(BP_ERR_UNSUPPORTED, "%s: the stream is capturing a graph; collectives cannot be "
-                     "captured", call->fn);
-  char why[512];
-  snprintf(why, sizeof why, "%s", bp_last_error());
-  bp_status_t st = c->check_calls ? check_call(c, s ? s->device : NULL, call, local != BP_OK) : BP_OK;
-  if (st != BP_OK) mark_broken(c, st);
-  if (local != BP_OK) st = bp__fail(local, "%s", why); /* this rank's own reason comes first */
-  if (st == BP_OK) {
-    st = execute(c, s, call, send, recv);
-    mark_broken(c, st);
-  }
-  bp__gate_leave(gate);
+static bp_status_t check_broken(bp__comm_t *c, const char *fn) {
+  pthread_mutex_lock(&c->lock);
+  bool broken = c->broken;
+  char why[sizeof c->broken_why];
+  memcpy(why, c->broken_why, sizeof why);
+  pthread_mutex_unlock(&c->lock);
+  if (!broken) return BP_OK;
+  return bp__fail(BP_ERR_UNAVAILABLE, "%s: the communicator is broken by an earlier failure (%s); destroy it",
+                  fn, why);
+}
+
+bp_status_t bp__comm_run_job(bp__comm_t *c, bp__comm_job_t *job) {
+  bp_status_t st = check_broken(c, job->call.fn);
+  if (st != BP_OK) return st;
+  if (c->check_calls) st = check_call(c, job->device, &job->call, job->rejected);
+  mark_broken(c, st);
+  if (st != BP_OK || job->rejected) return st; /* a rejected call's caller has its own error */
+  st = execute(c, job->stream, &job->call, job->send, job->recv);
+  mark_broken(c, st);
   return st;
+}
+
+/* The job for a call: its operands' records copied (the progress thread
+ * runs after the caller has left the stream's gate), send and recv still
+ * one record when they are one buffer. */
+static bp__comm_job_t *job_for(const bp__comm_call_t *call, bp__buffer_t *send, bp__buffer_t *recv) {
+  bp__comm_job_t *job = calloc(1, sizeof *job);
+  if (!job) return NULL;
+  job->call = *call;
+  if (send) job->bufs[0] = *send, job->send = &job->bufs[0];
+  if (recv && recv == send) job->recv = job->send;
+  else if (recv) job->bufs[1] = *recv, job->recv = &job->bufs[1];
+  return job;
+}
+
+/* Queues an accepted call on c and s, under s's lock so the call takes its
+ * place in the stream's order; a capturing stream refuses it. */
+static bp_status_t enqueue_on_stream(bp__comm_t *c, bp__stream_t *s, bp__comm_job_t *job) {
+  pthread_mutex_lock(&s->lock);
+  if (s->capture) {
+    pthread_mutex_unlock(&s->lock);
+    return bp__fail(BP_ERR_UNSUPPORTED, "%s: the stream is capturing a graph; collectives cannot be captured",
+                    job->call.fn);
+  }
+  job->stream = s;
+  job->device = s->device;
+  bp__comm_enqueue(c, job);
+  pthread_mutex_unlock(&s->lock);
+  return BP_OK;
+}
+
+/* A call this rank rejected still takes part in the call check, so that
+ * the other ranks fail at once instead of waiting for it. */
+static void enqueue_rejected(bp__comm_t *c, bp__stream_t *s, const bp__comm_call_t *call) {
+  bp__comm_job_t *job = c->check_calls ? job_for(call, NULL, NULL) : NULL;
+  if (!job) return;
+  job->rejected = true;
+  job->device = s ? s->device : NULL;
+  bp__comm_enqueue(c, job);
 }
 
 bp_status_t bp__comm_run(bp_comm_t *comm, bp_stream_t *stream, const bp__comm_call_t *call) {
@@ -262,8 +304,24 @@ bp_status_t bp__comm_run(bp_comm_t *comm, bp_stream_t *stream, const bp__comm_ca
   if (!c)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: comm is %s", call->fn,
                     comm ? "not a live communicator (destroyed or foreign)" : "NULL");
-  pthread_mutex_lock(&c->lock);
-  bp_status_t st = run_locked(c, stream, call);
-  pthread_mutex_unlock(&c->lock);
+  bp_status_t st = check_broken(c, call->fn);
+  if (st != BP_OK) return st;
+  void *obj = NULL;
+  bp__gate_t *gate = NULL;
+  bp__buffer_t *send = NULL, *recv = NULL;
+  st = bp__handle_enter(stream, BP__H_STREAM, call->fn, "stream", &obj, &gate);
+  bp__stream_t *s = obj;
+  if (st == BP_OK) st = check_local(c, s->device, call, &send, &recv);
+  bp__comm_job_t *job = NULL;
+  if (st == BP_OK && !(job = job_for(call, send, recv)))
+    st = bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory for the queued call", call->fn);
+  if (st == BP_OK && (st = enqueue_on_stream(c, s, job)) != BP_OK) free(job);
+  if (st != BP_OK) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", bp_last_error());
+    enqueue_rejected(c, s, call);
+    st = bp__fail(st, "%s", why);
+  }
+  bp__gate_leave(gate);
   return st;
 }

@@ -186,6 +186,7 @@ struct bp__device {
   bp__kernel_t *kernels;               /* live kernels, under lock */
   struct bp__layer_chain *layers;      /* its layers, NULL: none (layer_chain.c) */
   struct bp__fallback *fallback;       /* NULL: fallback off (fallback.c) */
+  uint32_t host_pending;               /* queued collectives not yet done (comm_queue.c) */
   bp__device_t *next;
 };
 
@@ -207,6 +208,12 @@ struct bp__stream {
   bp_plugin_stream_t *handle;
   pthread_mutex_t lock; /* serialises the work queued on this stream */
   bp__graph_t *capture;  /* non-NULL while capturing (under lock) */
+  /* Collectives queued on the stream (comm_queue.c): tickets handed out and
+   * calls done; work queued after them waits until done == tickets. The
+   * first failure among them, reported by the next synchronize. */
+  uint64_t host_tickets, host_done;
+  bp_status_t host_status;
+  char host_why[256];
   bp__stream_t *next, *prev;
 };
 
@@ -215,6 +222,8 @@ struct bp__event {
   bp__device_t *device;
   bp_plugin_event_t *handle;
   bool recorded;
+  bp_status_t host_status; /* a queued collective's failure before the record */
+  char host_why[256];
   bp__event_t *next, *prev;
 };
 
@@ -337,6 +346,19 @@ bp_status_t bp__call_stream_create(bp__device_t *d, bp_plugin_stream_t **out);
 void bp__call_stream_destroy(bp__device_t *d, bp_plugin_stream_t *s);
 bp_status_t bp__call_stream_sync(bp__device_t *d, bp_plugin_stream_t *s);
 
+/* Collectives queued on streams (comm_queue.c, docs/scale-out.md). Takes
+ * s->lock once the collectives queued on s have completed: every path that
+ * queues work on a stream, or waits for it, locks the stream this way. */
+void bp__stream_lock(bp__stream_t *s);
+/* Waits for the collectives queued on any of d's streams (a device-wide
+ * synchronous call); returns at once on a communicator's own thread. */
+void bp__device_wait_host_work(bp__device_t *d);
+/* The first failure of a collective queued on s since the last report, as
+ * the status with its message set (and forgotten); BP_OK when none. */
+bp_status_t bp__stream_take_host_error(bp__stream_t *s);
+/* Copies s's unreported collective failure into e (at e's record). */
+void bp__event_note_host_error(bp__event_t *e, bp__stream_t *s);
+
 /* The plugin's lifecycle (loader.c, registry.c): statuses outside the ABI
  * read as BP_ERR_INTERNAL; probe's records are zeroed and sized first. */
 bp_status_t bp__call_plugin_init(const bp_plugin_descriptor_t *x);
@@ -426,6 +448,7 @@ typedef struct bp__refusal {
   bp_dtype_t dtype;   /* the dtype refused */
   bp_status_t status; /* BP_ERR_UNSUPPORTED */
   bp_op_t op;
+  uint32_t features; /* BP_FALLBACK_FEATURE: the BP_FEATURE_* bits missing */
   /* What the text is made of when it is written on demand (opname NULL:
    * text is already complete). Borrowed from the device's records. */
   const char *opname, *device, *backend;
@@ -441,6 +464,10 @@ const char *bp__refusal_text(bp__refusal_t *why);
  * tensors are in arrays. */
 int bp__op_tensor_offsets(bp_op_t op, size_t out[BP__OP_MAX_TENSORS]);
 size_t bp__op_args_size(bp_op_t op);
+/* The optional parts of op (BP_FEATURE_* bits of op_features[op]) that
+ * args use, and the name of one such bit for messages (op_features.c). */
+uint32_t bp__op_features_used(bp_op_t op, const void *args);
+const char *bp__op_feature_name(bp_op_t op, uint32_t bit);
 /* Whether the plugin (descriptor x) has op's entry and the device (info)
  * claims it for dtype; and the same for every dtype the op's args put to
  * it, filling *out_why (may be NULL) when not (plugin_call.c). */

@@ -34,7 +34,7 @@ static bp_status_t plugin_failed(bp_status_t st, const bp__device_t *d, const ch
 
 static const char *const op_names[BP_OP_COUNT] = {
 #define OP_NAME(E, name, args_t, value, capture, tensors) [value] = #name,
-    BP_OP_TABLE(OP_NAME)
+    BP_OP_TABLE_ALL(OP_NAME)
 #undef OP_NAME
 };
 
@@ -47,7 +47,7 @@ static const void *op_entry(const bp_plugin_descriptor_t *x, bp_op_t op) {
   switch (op) {
 #define OP_ENTRY(E, name, args_t, value, capture, tensors)                      \
   case BP_OP_##E: return (const void *)x->name;
-    BP_OP_TABLE(OP_ENTRY)
+    BP_OP_TABLE_ALL(OP_ENTRY)
 #undef OP_ENTRY
   case BP_OP_COUNT: break;
   }
@@ -85,10 +85,34 @@ const char *bp__refusal_text(bp__refusal_t *why) {
   if (why->reason == BP_FALLBACK_NO_ENTRY)
     snprintf(why->text, sizeof why->text, "%s: backend '%s' does not implement %s", why->opname, why->backend,
              bp_op_name(why->op));
+  else if (why->reason == BP_FALLBACK_FEATURE)
+    snprintf(why->text, sizeof why->text, "%s: device '%s' (%s) does not support %s with %s", why->opname,
+             why->device, why->backend, bp_op_name(why->op),
+             bp__op_feature_name(why->op, why->features & (~why->features + 1)));
   else
     snprintf(why->text, sizeof why->text, "%s: device '%s' (%s) does not support %s for %s", why->opname,
              why->device, why->backend, bp_op_name(why->op), bp_dtype_name(why->dtype));
   return why->text;
+}
+
+/* Whether args use an optional part of op (BP_FEATURE_*) that the device
+ * does not claim; *why (may be NULL) then says which. */
+static bool features_unclaimed(const bp_device_info_t *info, const char *backend, bp_op_t op, const void *args,
+                               const size_t off[], bp__refusal_t *why, bool format) {
+  uint32_t missing = bp__op_features_used(op, args) & ~info->op_features[op];
+  if (!missing) return false;
+  if (!why) return true;
+  why->reason = BP_FALLBACK_FEATURE;
+  why->features = missing;
+  why->dtype = ((const bp_plugin_tensor_t *)((const char *)args + off[0]))->dtype;
+  why->status = BP_ERR_UNSUPPORTED;
+  why->op = op;
+  why->opname = bp_op_name(op);
+  why->device = info->name;
+  why->backend = backend;
+  why->text[0] = '\0';
+  if (format) bp__refusal_text(why);
+  return true;
 }
 
 /* The dtypes the public entries ask a device to claim for op: the first
@@ -109,7 +133,7 @@ static bool claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t 
     bp_dtype_t dt = ((const bp_plugin_tensor_t *)((const char *)args + off[i]))->dtype;
     if (unclaimed(x, info, backend, op, dt, bp_op_name(op), out_why, format)) return false;
   }
-  return true;
+  return !features_unclaimed(info, backend, op, args, off, out_why, format);
 }
 
 bool bp__plugin_claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
@@ -144,7 +168,7 @@ static bp_status_t call_op_locked(bp__stream_t *s, bp_op_t op, const void *args)
   case BP_OP_##E:                                                              \
     st = x->name(dh, sh, (const args_t *)args);                                \
     break;
-    BP_OP_TABLE(OP_CALL)
+    BP_OP_TABLE_ALL(OP_CALL)
 #undef OP_CALL
   case BP_OP_COUNT: break;
   }
@@ -180,7 +204,7 @@ bp_status_t bp__call_op(bp__stream_t *s, bp_op_t op, const void *args) {
   bp_status_t st;
   bp__device_t *d = s->device;
   bp__refusal_t why;
-  pthread_mutex_lock(&s->lock);
+  bp__stream_lock(s); /* after the collectives queued on it (comm_queue.c) */
   if (!s->capture)
     st = run_or_fall_back(s, op, args);
   else if (!bp__plugin_claims_args(d->desc, &d->entry.info, d->entry.backend, op, args, &why))
@@ -244,10 +268,15 @@ bp_status_t bp__call_mem_alloc(bp__device_t *d, uint64_t size, uint64_t *out_ptr
 void bp__call_mem_free(bp__device_t *d, uint64_t ptr) { d->desc->mem_free(d->handle, ptr); }
 
 /* Takes s's lock (when there is a stream) and refuses a copy on a stream
- * that is capturing: the capture state is read under that lock. */
-static bp_status_t lock_stream(bp__stream_t *s, const char *fn) {
-  if (!s) return BP_OK;
-  pthread_mutex_lock(&s->lock);
+ * that is capturing: the capture state is read under that lock. Without a
+ * stream the copy is synchronous with the whole device, collectives queued
+ * on its streams included. */
+static bp_status_t lock_stream(bp__device_t *d, bp__stream_t *s, const char *fn) {
+  if (!s) {
+    bp__device_wait_host_work(d);
+    return BP_OK;
+  }
+  bp__stream_lock(s);
   if (!s->capture) return BP_OK;
   pthread_mutex_unlock(&s->lock);
   return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: copies cannot be captured into a graph", fn);
@@ -256,7 +285,7 @@ static void unlock_stream(bp__stream_t *s) { if (s) pthread_mutex_unlock(&s->loc
 
 bp_status_t bp__call_mem_write(bp__device_t *d, bp__stream_t *s, uint64_t dst, uint64_t off,
                                const void *src, uint64_t size) {
-  bp_status_t st = lock_stream(s, s ? "bp_buffer_write_async" : "bp_buffer_write");
+  bp_status_t st = lock_stream(d, s, s ? "bp_buffer_write_async" : "bp_buffer_write");
   if (st != BP_OK) return st;
   bp__plugin_error_reset();
   st = d->desc->mem_write(d->handle, s ? s->handle : NULL, dst, off, src, size);
@@ -266,7 +295,7 @@ bp_status_t bp__call_mem_write(bp__device_t *d, bp__stream_t *s, uint64_t dst, u
 
 bp_status_t bp__call_mem_read(bp__device_t *d, bp__stream_t *s, void *dst, uint64_t src,
                               uint64_t off, uint64_t size) {
-  bp_status_t st = lock_stream(s, s ? "bp_buffer_read_async" : "bp_buffer_read");
+  bp_status_t st = lock_stream(d, s, s ? "bp_buffer_read_async" : "bp_buffer_read");
   if (st != BP_OK) return st;
   bp__plugin_error_reset();
   st = d->desc->mem_read(d->handle, s ? s->handle : NULL, dst, src, off, size);
@@ -276,7 +305,7 @@ bp_status_t bp__call_mem_read(bp__device_t *d, bp__stream_t *s, void *dst, uint6
 
 bp_status_t bp__call_mem_copy(bp__device_t *d, bp__stream_t *s, uint64_t dst, uint64_t doff,
                               uint64_t src, uint64_t soff, uint64_t size) {
-  bp_status_t st = lock_stream(s, s ? "bp_buffer_copy_async" : "bp_buffer_copy");
+  bp_status_t st = lock_stream(d, s, s ? "bp_buffer_copy_async" : "bp_buffer_copy");
   if (st != BP_OK) return st;
   bp__plugin_error_reset();
   st = d->desc->mem_copy(d->handle, s ? s->handle : NULL, dst, doff, src, soff, size);
@@ -285,6 +314,7 @@ bp_status_t bp__call_mem_copy(bp__device_t *d, bp__stream_t *s, uint64_t dst, ui
 }
 
 bp_status_t bp__call_device_sync(bp__device_t *d) {
+  bp__device_wait_host_work(d);
   bp__plugin_error_reset();
   return plugin_failed(d->desc->device_synchronize(d->handle), d, "bp_device_synchronize");
 }
@@ -413,7 +443,7 @@ bp_status_t bp__call_event_create(bp__device_t *d, bp_plugin_event_t **out_event
 void bp__call_event_destroy(bp__device_t *d, bp_plugin_event_t *e) { d->desc->event_destroy(d->handle, e); }
 
 bp_status_t bp__call_event_record(bp__stream_t *s, bp_plugin_event_t *e) {
-  pthread_mutex_lock(&s->lock);
+  bp__stream_lock(s);
   bp__plugin_error_reset();
   bp_status_t st = s->device->desc->event_record(s->device->handle, e, s->handle);
   pthread_mutex_unlock(&s->lock);
@@ -421,7 +451,7 @@ bp_status_t bp__call_event_record(bp__stream_t *s, bp_plugin_event_t *e) {
 }
 
 bp_status_t bp__call_stream_wait_event(bp__stream_t *s, bp_plugin_event_t *e) {
-  pthread_mutex_lock(&s->lock);
+  bp__stream_lock(s);
   bp__plugin_error_reset();
   bp_status_t st = s->device->desc->stream_wait_event(s->device->handle, s->handle, e);
   pthread_mutex_unlock(&s->lock);
@@ -462,7 +492,7 @@ bp_status_t bp__call_kernel_create(bp__device_t *d, const bp_kernel_source_t *sr
 void bp__call_kernel_destroy(bp__device_t *d, bp_plugin_kernel_t *k) { d->desc->kernel_destroy(d->handle, k); }
 
 bp_status_t bp__call_kernel_launch(bp__stream_t *s, bp_plugin_kernel_t *k, const bp_launch_args_t *args) {
-  pthread_mutex_lock(&s->lock);
+  bp__stream_lock(s);
   /* The capture state is read under the lock that guards it. */
   if (s->capture) {
     pthread_mutex_unlock(&s->lock);

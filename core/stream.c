@@ -40,6 +40,8 @@ bp_status_t bp_stream_create(bp_device_t *dh, bp_stream_t **out_stream) {
 
 static void stream_release(bp__stream_t *s) {
   bp__device_t *d = s->device;
+  bp__stream_lock(s); /* the collectives still queued on it finish first */
+  pthread_mutex_unlock(&s->lock);
   if (s->capture) bp__graph_free(s->capture); /* capture never ended */
   bp__call_stream_sync(d, s->handle);
   bp__call_stream_destroy(d, s->handle);
@@ -65,10 +67,11 @@ bp_status_t bp_stream_synchronize(bp_stream_t *sh) {
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_stream_synchronize", "stream");
   /* Under the stream's lock: the plugin never sees a synchronize racing an
    * op on the same stream. */
-  pthread_mutex_lock(&s->lock);
+  bp__stream_lock(s); /* collectives queued on it (comm_queue.c) first */
   bp_status_t st = bp__call_stream_sync(s->device, s->handle);
   pthread_mutex_unlock(&s->lock);
-  return st;
+  bp_status_t queued = bp__stream_take_host_error(s);
+  return st != BP_OK ? st : queued;
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -140,6 +143,7 @@ bp_status_t bp_event_record(bp_event_t *eh, bp_stream_t *sh) {
   if (st != BP_OK) return st;
   st = bp__call_event_record(s, e->handle);
   if (st == BP_OK) e->recorded = true;
+  if (st == BP_OK) bp__event_note_host_error(e, s); /* a collective before it failed */
   return st;
 }
 
@@ -160,7 +164,9 @@ bp_status_t bp_event_synchronize(bp_event_t *eh) {
   bp__clear_error();
   BP__ENTER(bp__event_t, e, eh, BP__H_EVENT, "bp_event_synchronize", "event");
   if (!e->recorded) return BP_OK;
-  return bp__call_event_synchronize(e->device, e->handle);
+  bp_status_t st = bp__call_event_synchronize(e->device, e->handle);
+  if (st == BP_OK && e->host_status != BP_OK) st = bp__fail(e->host_status, "%s", e->host_why);
+  return st;
 }
 
 bp_status_t bp_event_elapsed_ms(bp_event_t *starth, bp_event_t *endh, double *out_ms) {
@@ -184,6 +190,7 @@ bp_status_t bp_event_elapsed_ms(bp_event_t *starth, bp_event_t *endh, double *ou
 /* ---- children of a closing device ---------------------------------------- */
 
 void bp__device_release_children(bp__device_t *d) {
+  bp__device_wait_host_work(d); /* collectives queued on its streams */
   while (d->streams) {
     bp__stream_t *s = d->streams;
     d->streams = s->next;

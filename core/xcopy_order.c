@@ -26,7 +26,7 @@ static bp_status_t check_range(const bp__buffer_t *b, uint64_t offset, uint64_t 
 /* Takes s's lock, refusing a stream that is capturing (the capture state is
  * read under that lock); fn and what name the call in the message. */
 static bp_status_t lock_uncaptured(bp__stream_t *s, const char *fn, const char *what) {
-  pthread_mutex_lock(&s->lock);
+  bp__stream_lock(s); /* after the collectives queued on it */
   if (!s->capture) return BP_OK;
   pthread_mutex_unlock(&s->lock);
   return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s cannot be captured into a graph", fn, what);

@@ -9,10 +9,15 @@
  * argv[2], when given, selects the device (default cpu).
  *   mismatch  ranks disagree on count, dtype, op, root or call: every rank
  *             gets BP_ERR_INVALID_ARGUMENT, and the communicator still works
- *   dead      the last rank dies (SIGKILL) before a collective: the others
- *             get an error within the timeout, then BP_ERR_UNAVAILABLE
+ *   dead      the last rank dies (SIGKILL) before a collective: the others'
+ *             call returns BP_OK (queued) and their synchronize an error
+ *             within the timeout, then calls fail with BP_ERR_UNAVAILABLE
  *   linkcut   all-reduces until one fails, after rank 0 wrote
  *             $BP_COMM_READY_FILE (test_comm_netns.sh then cuts a link)
+ *   async     calls queued on streams: rank 0's returns before rank 1
+ *             joins ($BP_COMM_READY_FILE), one between a gemm and an add
+ *             with no synchronize, two streams in call order (run_async)
+ * A queued call's failure is read at the stream's next synchronize.
  * Each rank prints "rank R: MODE: ok" when everything it checked held and
  * exits 0; failures are printed as "rank R: FAILED: ..." and exit 1. The
  * script counts the ok lines. Values are small integers, so every sum,
@@ -173,6 +178,12 @@ static int run_grid(env_t *e, bool all_counts) {
   return failures;
 }
 
+/* A call's status, or, when it was queued, its stream's at the next
+ * synchronize: where a queued call's failure surfaces. */
+static bp_status_t synced(env_t *e, bp_status_t call) {
+  return call == BP_OK ? bp_stream_synchronize(e->s) : call;
+}
+
 static bool expect_status(bp_status_t got, bp_status_t want, const char *what, const char *needle) {
   bool ok = got == want && (!needle || strstr(bp_last_error(), needle));
   CHECK(ok, "%s: got %s, want %s with '%s'", what, bp_status_name(got), bp_status_name(want),
@@ -184,30 +195,31 @@ static int run_mismatch(env_t *e) {
   float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   bp_buffer_t *b = alloc_with(e, BP_F32, 8, v), *r = alloc_with(e, BP_F32, 8 * (uint64_t)size_, NULL);
   uint64_t n = rank_ == 1 ? 8 : 7;
-  expect_status(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, n, BP_F32, BP_COMM_SUM), BP_ERR_INVALID_ARGUMENT,
+  expect_status(synced(e, bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, n, BP_F32, BP_COMM_SUM)), BP_ERR_INVALID_ARGUMENT,
                 "count mismatch", "mismatched call");
   bp_dtype_t dt = rank_ == 0 ? BP_I32 : BP_F32;
-  expect_status(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, dt, BP_COMM_SUM), BP_ERR_INVALID_ARGUMENT,
+  expect_status(synced(e, bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, dt, BP_COMM_SUM)), BP_ERR_INVALID_ARGUMENT,
                 "dtype mismatch", "mismatched call");
-  expect_status(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, BP_F32, rank_ ? BP_COMM_MAX : BP_COMM_SUM),
+  expect_status(synced(e, bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, BP_F32, rank_ ? BP_COMM_MAX : BP_COMM_SUM)),
                 BP_ERR_INVALID_ARGUMENT, "op mismatch", "mismatched call");
-  expect_status(bp_comm_broadcast(e->comm, e->s, b, 0, 4, BP_F32, rank_ == size_ - 1 ? 0 : 1), BP_ERR_INVALID_ARGUMENT,
+  expect_status(synced(e, bp_comm_broadcast(e->comm, e->s, b, 0, 4, BP_F32, rank_ == size_ - 1 ? 0 : 1)), BP_ERR_INVALID_ARGUMENT,
                 "root mismatch", "mismatched call");
   bp_status_t st = rank_ == size_ - 1 ? bp_comm_all_gather(e->comm, e->s, b, 0, r, 0, 4, BP_F32)
                                       : bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 4, BP_F32, BP_COMM_SUM);
-  expect_status(st, BP_ERR_INVALID_ARGUMENT, "call mismatch", "mismatched call");
+  expect_status(synced(e, st), BP_ERR_INVALID_ARGUMENT, "call mismatch", "mismatched call");
   /* a call one rank rejects on its own (its count overflows its buffer) */
   st = bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, rank_ == 0 ? 1000 : 4, BP_F32, BP_COMM_SUM);
-  expect_status(st, BP_ERR_INVALID_ARGUMENT, "a rank's rejected call", rank_ == 0 ? "do not fit" : "rejected");
+  expect_status(synced(e, st), BP_ERR_INVALID_ARGUMENT, "a rank's rejected call", rank_ == 0 ? "do not fit" : "rejected");
   /* p2p: both of a pair send */
   int peer = rank_ ^ 1;
   if (peer < size_)
-    expect_status(bp_comm_send(e->comm, e->s, b, 0, 4, BP_F32, peer), BP_ERR_INVALID_ARGUMENT, "send/send",
+    expect_status(synced(e, bp_comm_send(e->comm, e->s, b, 0, 4, BP_F32, peer)), BP_ERR_INVALID_ARGUMENT, "send/send",
                   "mismatched call");
   /* still usable */
   float want[8];
   for (int i = 0; i < 8; i++) want[i] = v[i] * (float)size_;
-  CHECK(bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 8, BP_F32, BP_COMM_SUM) == BP_OK, "all_reduce after");
+  CHECK(synced(e, bp_comm_all_reduce(e->comm, e->s, b, 0, r, 0, 8, BP_F32, BP_COMM_SUM)) == BP_OK,
+        "all_reduce after");
   expect(e, r, BP_F32, 8, want, "all_reduce after mismatches", 8);
   bp_buffer_free(b);
   bp_buffer_free(r);
@@ -229,9 +241,13 @@ static int run_dead(env_t *e, uint32_t timeout_ms) {
     raise(SIGKILL);
   }
   double t0 = now_ms();
+  /* The call is queued: it returns at once, and the dead rank surfaces at
+   * the stream's synchronize. */
   bp_status_t st = bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM);
+  CHECK(st == BP_OK, "queueing an all_reduce with a dead rank: %s", bp_status_name(st));
+  st = bp_stream_synchronize(e->s);
   double ms = now_ms() - t0;
-  CHECK(st == BP_ERR_TIMEOUT || st == BP_ERR_UNAVAILABLE, "all_reduce with a dead rank: %s",
+  CHECK(st == BP_ERR_TIMEOUT || st == BP_ERR_UNAVAILABLE, "synchronize after an all_reduce with a dead rank: %s",
         bp_status_name(st));
   CHECK(ms < timeout_ms + 5000.0, "the error took %.0f ms, timeout %u ms", ms, timeout_ms);
   printf("rank %d: dead: error %s after %.0f ms: %s\n", rank_, bp_status_name(st), ms, bp_last_error());
@@ -250,7 +266,7 @@ static int run_linkcut(env_t *e, uint32_t timeout_ms) {
   bp_status_t st = BP_OK;
   double t0 = now_ms(), cut = 0;
   for (int i = 0; st == BP_OK && now_ms() - t0 < 60000; i++) {
-    st = bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_MAX);
+    st = synced(e, bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_MAX));
     if (i == 3 && rank_ == 0 && ready) {
       FILE *f = fopen(ready, "w");
       if (f) fclose(f);
@@ -262,6 +278,91 @@ static int run_linkcut(env_t *e, uint32_t timeout_ms) {
   printf("rank %d: linkcut: error %s %.0f ms after the link could be cut (timeout %u ms): %s\n", rank_,
          bp_status_name(st), now_ms() - cut, timeout_ms, bp_last_error());
   bp_buffer_free(b);
+  return failures;
+}
+
+/* Calls queued on the stream (docs/scale-out.md, "Calls are asynchronous"):
+ * (1) rank 0's call returns before rank 1 has made its own: rank 1 makes
+ * it only once rank 0 has written $BP_COMM_READY_FILE after its call
+ * returned (a call that waited for rank 1 would never let it); (2) an
+ * all-reduce queued behind a gemm and before an add that consumes it, with
+ * no synchronize between them; (3) calls on two streams run in the order
+ * they were made (the call check would see any other order). */
+static void async_returns_first(env_t *e) {
+  const char *ready = getenv("BP_COMM_READY_FILE");
+  float v[4] = {1, 2, 3, 4}, want[4], back[4];
+  for (int i = 0; i < 4; i++) want[i] = v[i] * (float)size_;
+  bp_buffer_t *b = alloc_with(e, BP_F32, 4, v);
+  CHECK(ready && b, "BP_COMM_READY_FILE is set and a buffer allocated");
+  if (!ready || !b) return;
+  if (rank_ == 1) {
+    double t0 = now_ms();
+    while (access(ready, F_OK) != 0 && now_ms() - t0 < 30000) usleep(10000);
+    CHECK(access(ready, F_OK) == 0, "rank 0 did not return from its all_reduce before rank 1 made its own");
+  }
+  CHECK(bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM) == BP_OK, "queue all_reduce");
+  if (rank_ == 0) {
+    FILE *f = fopen(ready, "w");
+    CHECK(f != NULL, "write %s", ready);
+    if (f) fclose(f);
+  }
+  CHECK(bp_stream_synchronize(e->s) == BP_OK, "synchronize after the all_reduce");
+  CHECK(bp_buffer_read(b, 0, back, sizeof back) == BP_OK && !memcmp(back, want, sizeof want),
+        "all_reduce result after the late rank joined");
+  bp_buffer_free(b);
+}
+
+static void async_between_ops(env_t *e) {
+  enum { N = 160 };
+  bp_buffer_t *a = alloc_with(e, BP_F32, N * N, NULL), *c = alloc_with(e, BP_F32, N * N, NULL);
+  bp_buffer_t *y = alloc_with(e, BP_F32, N * N, NULL);
+  bp_tensor_t ta, tc, ty;
+  int64_t n = N * N;
+  CHECK(a && c && y && bp_tensor_init(a, 0, BP_F32, 1, &n, NULL, &ta) == BP_OK &&
+            bp_tensor_init(c, 0, BP_F32, 1, &n, NULL, &tc) == BP_OK &&
+            bp_tensor_init(y, 0, BP_F32, 1, &n, NULL, &ty) == BP_OK, "buffers");
+  float *out = malloc(sizeof(float) * N * N);
+  CHECK(bp_fill(e->s, &ta, rank_ + 1) == BP_OK, "fill");
+  /* c[i] = N (rank + 1)^2, summed over the ranks, then doubled */
+  CHECK(bp_gemm(e->s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, N, N, N, 1.0, a, 0, N, a, 0, N, 0.0, c, 0, N) ==
+            BP_OK, "gemm");
+  CHECK(bp_comm_all_reduce(e->comm, e->s, c, 0, c, 0, N * N, BP_F32, BP_COMM_SUM) == BP_OK, "all_reduce");
+  CHECK(bp_binary(e->s, BP_BINARY_ADD, &tc, &tc, &ty) == BP_OK, "add");
+  CHECK(bp_buffer_read_async(e->s, y, 0, out, sizeof(float) * N * N) == BP_OK, "read_async");
+  CHECK(bp_stream_synchronize(e->s) == BP_OK, "synchronize");
+  double want = 0;
+  for (int r = 0; r < size_; r++) want += 2.0 * N * (r + 1) * (r + 1);
+  int bad = -1;
+  for (int i = 0; i < N * N && bad < 0; i++)
+    if (out[i] != (float)want) bad = i;
+  CHECK(bad < 0, "gemm -> all_reduce -> add: y[%d] = %g, want %g", bad, bad < 0 ? 0.0 : out[bad], want);
+  free(out);
+  bp_buffer_free(a);
+  bp_buffer_free(c);
+  bp_buffer_free(y);
+}
+
+static void async_two_streams(env_t *e) {
+  bp_stream_t *s2 = NULL;
+  CHECK(bp_stream_create(e->dev, &s2) == BP_OK, "second stream");
+  float v[7] = {1, 2, 3, 4, 5, 6, 7};
+  bp_buffer_t *a = alloc_with(e, BP_F32, 7, v), *g = alloc_with(e, BP_F32, 5 * (uint64_t)size_, NULL);
+  CHECK(bp_comm_all_reduce(e->comm, e->s, a, 0, a, 0, 7, BP_F32, BP_COMM_MAX) == BP_OK, "all_reduce on s");
+  CHECK(bp_comm_all_gather(e->comm, s2, a, 0, g, 0, 5, BP_F32) == BP_OK, "all_gather on s2");
+  CHECK(bp_stream_synchronize(s2) == BP_OK, "synchronize s2");
+  CHECK(bp_stream_synchronize(e->s) == BP_OK, "synchronize s");
+  float got[5 * 8];
+  CHECK(size_ <= 8 && bp_buffer_read(g, 0, got, sizeof(float) * 5 * (size_t)size_) == BP_OK, "read back");
+  for (int i = 0; i < 5 * size_ && i < 40; i++) CHECK(got[i] == v[i % 5], "all_gather element %d", i);
+  bp_buffer_free(a);
+  bp_buffer_free(g);
+  bp_stream_destroy(s2);
+}
+
+static int run_async(env_t *e) {
+  async_returns_first(e);
+  async_between_ops(e);
+  async_two_streams(e);
   return failures;
 }
 
@@ -283,6 +384,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "mismatch")) run_mismatch(&e);
   else if (!strcmp(mode, "dead")) run_dead(&e, timeout_ms);
   else if (!strcmp(mode, "linkcut")) run_linkcut(&e, timeout_ms);
+  else if (!strcmp(mode, "async")) run_async(&e);
   else CHECK(false, "unknown mode %s", mode);
   if (!failures) printf("rank %d: %s: ok (%d ranks, plugin %s)\n", rank_, mode, size_, bp_comm_plugin_name(e.comm));
   fflush(stdout);

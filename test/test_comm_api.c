@@ -3,7 +3,9 @@
  * refusals (the fixtures of test/fixtures/comm_fixture.c beside the real
  * comm-mpi.so), selection by name and BACKPLANE_COMM, the API's validation
  * (a rejected call changes nothing), results on a one-rank communicator in
- * every dtype, and a timed-out call breaking the communicator. Collectives
+ * every dtype, a timed-out call breaking the communicator (reported at
+ * the stream's synchronize), and calls queued on streams: ordered between
+ * the ops around them, returning before the peer arrives. Collectives
  * between processes are test_comm_mpi.sh's.
  */
 #include "test_loader_util.h"
@@ -249,19 +251,127 @@ static void test_one_rank_every_dtype(void **state) {
   close_fx(&f);
 }
 
+/* A timed-out call is queued like any other: the call returns BP_OK, the
+ * failure surfaces at the next synchronize of its stream (once) and at an
+ * event recorded after it, and every later call fails at once. */
 static void test_timeout_breaks_the_communicator(void **state) {
   (void)state;
   fx_t f;
   open_fx(&f, "good");
   bp_buffer_t *b;
+  bp_event_t *ev;
   assert_int_equal(bp_buffer_alloc(f.dev, 16, &b), BP_OK);
+  assert_int_equal(bp_event_create(f.dev, &ev), BP_OK);
   setenv("BP_COMM_FIXTURE_TIMEOUT", "1", 1);
-  assert_int_equal(bp_comm_all_reduce(f.comm, f.s, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM), BP_ERR_TIMEOUT);
+  assert_int_equal(bp_comm_all_reduce(f.comm, f.s, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM), BP_OK);
+  assert_int_equal(bp_event_record(ev, f.s), BP_OK);
+  assert_int_equal(bp_event_synchronize(ev), BP_ERR_TIMEOUT);
   assert_non_null(strstr(bp_last_error(), "within the timeout"));
+  assert_int_equal(bp_stream_synchronize(f.s), BP_ERR_TIMEOUT);
+  assert_non_null(strstr(bp_last_error(), "bp_comm_all_reduce: comm plugin 'good'"));
+  assert_int_equal(bp_stream_synchronize(f.s), BP_OK); /* reported once */
   unsetenv("BP_COMM_FIXTURE_TIMEOUT");
   assert_int_equal(bp_comm_barrier(f.comm, f.s), BP_ERR_UNAVAILABLE);
   assert_non_null(strstr(bp_last_error(), "broken"));
+  bp_event_destroy(ev);
   bp_buffer_free(b);
+  close_fx(&f);
+}
+
+static void tensor_1d(bp_buffer_t *b, int64_t n, bp_tensor_t *t) {
+  assert_int_equal(bp_tensor_init(b, 0, BP_F32, 1, &n, NULL, t), BP_OK);
+}
+
+/* A collective queued behind a long op, and an op queued behind it that
+ * consumes its result, with no synchronize in between: the result is right
+ * only when the collective waits for the gemm and the add waits for the
+ * collective (which the fixture makes slow). */
+static void test_async_stream_order(void **state) {
+  (void)state;
+  fx_t f;
+  open_fx(&f, "good");
+  enum { N = 192 };
+  bp_buffer_t *a, *c, *r, *y;
+  bp_tensor_t ta, tc, tr, ty;
+  assert_int_equal(bp_buffer_alloc(f.dev, N * N * 4, &a), BP_OK);
+  assert_int_equal(bp_buffer_alloc(f.dev, N * N * 4, &c), BP_OK);
+  assert_int_equal(bp_buffer_alloc(f.dev, N * N * 4, &r), BP_OK);
+  assert_int_equal(bp_buffer_alloc(f.dev, N * N * 4, &y), BP_OK);
+  tensor_1d(a, N * N, &ta);
+  tensor_1d(c, N * N, &tc);
+  tensor_1d(r, N * N, &tr);
+  tensor_1d(y, N * N, &ty);
+  assert_int_equal(bp_fill(f.s, &ta, 1.0), BP_OK);
+  assert_int_equal(bp_fill(f.s, &tr, -1.0), BP_OK);
+  setenv("BP_COMM_FIXTURE_DELAY_MS", "150", 1);
+  for (int round = 0; round < 2; round++) {
+    /* c = a a (every element N), r = all_reduce(c), y = r + r */
+    assert_int_equal(bp_gemm(f.s, BP_F32, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, N, N, N, 1.0 + round, a, 0, N,
+                             a, 0, N, 0.0, c, 0, N),
+                     BP_OK);
+    assert_int_equal(bp_comm_all_reduce(f.comm, f.s, c, 0, r, 0, N * N, BP_F32, BP_COMM_SUM), BP_OK);
+    assert_int_equal(bp_binary(f.s, BP_BINARY_ADD, &tr, &tr, &ty), BP_OK);
+    float *out = malloc(N * N * 4);
+    assert_int_equal(bp_buffer_read_async(f.s, y, 0, out, N * N * 4), BP_OK);
+    assert_int_equal(bp_stream_synchronize(f.s), BP_OK);
+    for (int i = 0; i < N * N; i++)
+      if (out[i] != 2.0f * N * (1 + round)) fail_msg("round %d: y[%d] = %g, want %g", round, i, out[i],
+                                                     2.0 * N * (1 + round));
+    free(out);
+  }
+  unsetenv("BP_COMM_FIXTURE_DELAY_MS");
+  bp_buffer_free(a);
+  bp_buffer_free(c);
+  bp_buffer_free(r);
+  bp_buffer_free(y);
+  close_fx(&f);
+}
+
+/* The call returns before its peer has arrived: the fixture's peer is a
+ * file that this test makes only after the call returned (a call that
+ * waited for it would time out instead), and an event recorded after the
+ * call completes only once the collective has. */
+static void test_async_returns_before_the_peer(void **state) {
+  (void)state;
+  fx_t f;
+  open_fx(&f, "good");
+  char peer[PATH_MAX];
+  snprintf(peer, sizeof peer, "%s/peer-arrived", dir);
+  unlink(peer);
+  setenv("BP_COMM_FIXTURE_WAIT_FILE", peer, 1);
+  float v[4] = {1, 2, 3, 4}, minus[4] = {-1, -1, -1, -1}, back[4];
+  bp_buffer_t *send, *recv;
+  bp_event_t *ev;
+  assert_int_equal(bp_buffer_alloc(f.dev, sizeof v, &send), BP_OK);
+  assert_int_equal(bp_buffer_alloc(f.dev, sizeof v, &recv), BP_OK);
+  assert_int_equal(bp_event_create(f.dev, &ev), BP_OK);
+  assert_int_equal(bp_buffer_write(send, 0, v, sizeof v), BP_OK);
+  assert_int_equal(bp_buffer_write(recv, 0, minus, sizeof minus), BP_OK);
+  assert_int_equal(bp_comm_all_reduce(f.comm, f.s, send, 0, recv, 0, 4, BP_F32, BP_COMM_SUM), BP_OK);
+  FILE *arrived = fopen(peer, "w"); /* only now does the peer arrive */
+  assert_non_null(arrived);
+  fclose(arrived);
+  assert_int_equal(bp_event_record(ev, f.s), BP_OK);
+  assert_int_equal(bp_event_synchronize(ev), BP_OK);
+  assert_int_equal(bp_buffer_read_async(f.s, recv, 0, back, sizeof back), BP_OK);
+  assert_int_equal(bp_stream_synchronize(f.s), BP_OK);
+  assert_memory_equal(back, v, sizeof v);
+  /* a second stream: its collective is ordered after the first stream's */
+  bp_stream_t *s2;
+  assert_int_equal(bp_stream_create(f.dev, &s2), BP_OK);
+  unlink(peer);
+  assert_int_equal(bp_comm_all_reduce(f.comm, f.s, send, 0, recv, 0, 4, BP_F32, BP_COMM_MAX), BP_OK);
+  assert_int_equal(bp_comm_broadcast(f.comm, s2, recv, 0, 4, BP_F32, 0), BP_OK);
+  arrived = fopen(peer, "w");
+  fclose(arrived);
+  assert_int_equal(bp_stream_synchronize(s2), BP_OK);
+  assert_int_equal(bp_stream_synchronize(f.s), BP_OK);
+  unsetenv("BP_COMM_FIXTURE_WAIT_FILE");
+  unlink(peer);
+  bp_stream_destroy(s2);
+  bp_event_destroy(ev);
+  bp_buffer_free(send);
+  bp_buffer_free(recv);
   close_fx(&f);
 }
 
@@ -272,6 +382,8 @@ int main(void) {
       cmocka_unit_test(test_validation),
       cmocka_unit_test(test_one_rank_every_dtype),
       cmocka_unit_test(test_timeout_breaks_the_communicator),
+      cmocka_unit_test(test_async_stream_order),
+      cmocka_unit_test(test_async_returns_before_the_peer),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,8 +7,13 @@
 #   staged    the same (small counts) on a device without host memory
 #             (vulkan, else opencl): the staging path; skipped without one
 #   mismatch  mismatched calls fail on every rank, the communicator survives
-#   dead      a rank killed by SIGKILL: the 3 others get an error within the
-#             timeout (mpirun --enable-recovery keeps them running)
+#   dead      a rank killed by SIGKILL: the 3 others' call is queued and
+#             their synchronize gets an error within the timeout (mpirun
+#             --enable-recovery keeps them running)
+#   async     calls queued on streams: rank 0's returns before rank 1 has
+#             joined (rank 1 waits for a file rank 0 writes after its call
+#             returned), a call between a gemm and an add with no
+#             synchronize, calls on two streams in call order
 # Skips (exit 77) only when Open MPI is not installed; once openmpi-bin is,
 # a missing mpirun or a comm-mpi plugin that cannot load is a failure.
 set -u
@@ -84,6 +89,10 @@ else
 fi
 run mismatch 4 "$rank" mismatch
 run dead 3 --enable-recovery "$rank" dead
+BP_COMM_READY_FILE=$(mktemp -u "${TMPDIR:-/tmp}/bp-comm-async.XXXXXX")
+export BP_COMM_READY_FILE
+run async 4 -x BP_COMM_READY_FILE "$rank" async
+rm -f "$BP_COMM_READY_FILE"
 # docs/examples/data_parallel.c: 4 ranks train an MLP on shards with their
 # gradients all-reduced; rank 0 checks the result against one process on
 # the whole batch and the program exits non-zero on a mismatch.

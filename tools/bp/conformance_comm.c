@@ -146,6 +146,7 @@ static void run_one(env_t *e, kind_t k, bp_dtype_t dt, uint64_t n, bp_comm_reduc
     case REDUCE: st = bp_comm_reduce(e->comm, e->s, s, 0, r, 0, n, dt, op, root); break;
     case KIND_COUNT: break;
     }
+  if (st == BP_OK) st = bp_stream_synchronize(e->s); /* a queued call's failure surfaces here */
   void *got = malloc(nr * es + 1);
   why[0] = '\0';
   if (st != BP_OK) {
@@ -193,6 +194,7 @@ static void check_send_recv(env_t *e, verdict_t *v) {
   for (int turn = 0; turn < 2 && peer < e->size && st == BP_OK; turn++)
     st = (e->rank % 2) == turn ? bp_comm_send(e->comm, e->s, b, 0, 5, BP_F32, peer)
                                : bp_comm_recv(e->comm, e->s, in, 0, 5, BP_F32, peer);
+  if (st == BP_OK) st = bp_stream_synchronize(e->s);
   bool ok = st == BP_OK && bp_buffer_read(in, 0, got, sizeof got) == BP_OK;
   for (int i = 0; ok && peer < e->size && i < 5; i++) ok = got[i] == (float)(peer * 10 + i);
   set(v, "send_recv", ok ? "PASS" : "FAIL",
@@ -211,8 +213,10 @@ static void check_mismatch(env_t *e, verdict_t *v) {
   float x[8] = {1, 1, 1, 1, 1, 1, 1, 1}, got[8];
   bp_buffer_t *b = upload(e, x, sizeof x);
   bp_status_t st = bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, e->rank ? 8 : 7, BP_F32, BP_COMM_SUM);
+  if (st == BP_OK) st = bp_stream_synchronize(e->s); /* where a queued call's mismatch surfaces */
   bool caught = st == BP_ERR_INVALID_ARGUMENT;
   bp_status_t after = bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 8, BP_F32, BP_COMM_SUM);
+  if (after == BP_OK) after = bp_stream_synchronize(e->s);
   bool ok = caught && after == BP_OK && bp_buffer_read(b, 0, got, sizeof got) == BP_OK && got[7] == (float)e->size;
   set(v, "mismatch", ok ? "PASS" : "FAIL",
       ok ? "count 7 against 8 fails on every rank" : caught ? "the communicator did not survive" : bp_last_error());
@@ -225,6 +229,7 @@ static int run_checks(env_t *e, bool quick, verdict_t *v) {
   check_send_recv(e, &v[n++]);
   check_mismatch(e, &v[n++]);
   bp_status_t st = bp_comm_barrier(e->comm, e->s);
+  if (st == BP_OK) st = bp_stream_synchronize(e->s);
   set(&v[n++], "barrier", st == BP_OK ? "PASS" : "FAIL", st == BP_OK ? "every rank entered it" : bp_last_error());
   return n;
 }
