@@ -49,7 +49,7 @@ all: $(LIB) $(PLUGINS) $(TOOLS) $(TESTS) $(TEST_SUPPORT)
 # CFLAGS_EXTRA set in the fragments.
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 
 deps:
 	@sh tools/deps.sh

@@ -103,15 +103,32 @@ typedef enum bp_dtype {
   X(CAST, cast, bp_copy_args_t, 15, VALUE, (x, y))                             \
   X(RANDOM, random, bp_random_args_t, 16, VALUE, (y))
 
+/* Op families added in ABI 1.5. Their descriptor slots come after every
+ * field of ABI 1.4 (plugin-api.h), so an older plugin's descriptor, which
+ * the loader zero-extends, has them NULL: "not implemented". The model ops
+ * first, then the quantized ones (BP_OP_TABLE_QUANT); the values continue
+ * BP_OP_TABLE's without a gap. */
+#define BP_OP_TABLE_MODEL(X)                                                   \
+  X(GATHER, gather, bp_gather_args_t, 17, VALUE, (table, indices, y))          \
+  X(ARANGE, arange, bp_arange_args_t, 18, VALUE, (y))                          \
+  X(BINARY_SCALAR, binary_scalar, bp_binary_scalar_args_t, 19, VALUE, (a, y))  \
+  X(GLU, glu, bp_glu_args_t, 20, VALUE, (gate, up, y))                         \
+  X(ROPE, rope, bp_rope_args_t, 21, VALUE, (x, positions, y))
+#define BP_OP_TABLE_QUANT(X)
+#define BP_OP_TABLE_1_5(X) BP_OP_TABLE_MODEL(X) BP_OP_TABLE_QUANT(X)
+
+/* Every op family, in value order: what the core and the plugins iterate. */
+#define BP_OP_TABLE_ALL(X) BP_OP_TABLE(X) BP_OP_TABLE_1_5(X)
+
 /* Op families: the index into a device's capability table. GEMM covers
  * gemm and strided batched gemm, SOFTMAX softmax and log-softmax.
  * BP_OP_TABLE_SIZE leaves room for families appended later. */
 typedef enum bp_op {
 #define BP__OP_ENUM(E, name, args_t, value, capture, tensors) BP_OP_##E = value,
-  BP_OP_TABLE(BP__OP_ENUM)
+  BP_OP_TABLE_ALL(BP__OP_ENUM)
 #undef BP__OP_ENUM
 #define BP__OP_PLUS_ONE(E, name, args_t, value, capture, tensors) +1
-  BP_OP_COUNT = 0 BP_OP_TABLE(BP__OP_PLUS_ONE)
+  BP_OP_COUNT = 0 BP_OP_TABLE_ALL(BP__OP_PLUS_ONE)
 #undef BP__OP_PLUS_ONE
 } bp_op_t;
 #define BP_OP_TABLE_SIZE 64
@@ -168,6 +185,22 @@ typedef enum bp_comm_reduce_op {
   BP_COMM_REDUCE_COUNT = 5
 } bp_comm_reduce_op_t;
 
+/* bp_glu (ABI 1.5): the activation applied to the gate. */
+typedef enum bp_glu_kind {
+  BP_GLU_SWIGLU = 0,    /* silu(gate) * up (Llama) */
+  BP_GLU_GEGLU = 1,     /* exact gelu(gate) * up */
+  BP_GLU_GEGLU_TANH = 2, /* tanh-approximate gelu(gate) * up */
+  BP_GLU_REGLU = 3,     /* relu(gate) * up */
+  BP_GLU_COUNT = 4
+} bp_glu_kind_t;
+
+/* bp_rope (ABI 1.5): which features form a rotating pair i. */
+typedef enum bp_rope_mode {
+  BP_ROPE_HALF = 0,        /* (i, i + rotary_dim / 2): GPT-NeoX, Llama (HF) */
+  BP_ROPE_INTERLEAVED = 1, /* (2i, 2i + 1): GPT-J, Llama (Meta) */
+  BP_ROPE_MODE_COUNT = 2
+} bp_rope_mode_t;
+
 typedef enum bp_pool_kind { BP_POOL_MAX = 0, BP_POOL_AVG = 1 } bp_pool_kind_t;
 typedef enum bp_random_dist {
   BP_RANDOM_UNIFORM = 0, /* [a, b) */
@@ -209,7 +242,15 @@ typedef struct bp_device_info {
    * device id; 0 when they cannot be shared, or when they are host
    * pointers (BP_DEVICE_FLAG_HOST_MEMORY already says so: kDLCPU). */
   int32_t dlpack_device_type;
+  /* fields below: ABI 1.5 */
+  /* Per op family: the optional parts of its arguments the device runs
+   * (BP_FEATURE_* bits, per family). A call that uses a part its device
+   * does not claim is refused like an unclaimed dtype (and falls back or
+   * is composed by the core where the op says so). */
+  uint32_t op_features[BP_OP_TABLE_SIZE];
 } bp_device_info_t;
+
+/* op_features bits, by op family (ABI 1.5). */
 
 #define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */
 #define BP_DEVICE_FLAG_HOST_MEMORY 0x2u /* device pointers are host pointers */

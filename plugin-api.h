@@ -47,7 +47,7 @@ extern "C" {
 
 #define BP_PLUGIN_MAGIC 0x4250504cu /* "BPPL" */
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 4
+#define BP_PLUGIN_ABI_MINOR 5
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 
 #if defined(_WIN32)
@@ -280,6 +280,64 @@ typedef struct bp_random_args {
   bp_plugin_tensor_t y;
 } bp_random_args_t;
 
+/* ---- argument structs of the op families of ABI 1.5 (BP_OP_TABLE_1_5) ---- */
+
+/* Gather along axis (embedding lookup): y's shape is table's with
+ * shape[axis] replaced by indices' shape (indices: i32 or i64, rank >= 1,
+ * rank(table) - 1 + rank(indices) <= BP_MAX_RANK). An index outside
+ * [0, table.shape[axis]) reads nothing and gives zeros (docs/ops.md). */
+typedef struct bp_gather_args {
+  uint32_t struct_size;
+  int32_t axis;
+  bp_plugin_tensor_t table, indices, y;
+} bp_gather_args_t;
+
+/* y[i] = start + i * step over y's elements in row-major order, computed
+ * in double and converted to y's dtype like a cast. */
+typedef struct bp_arange_args {
+  uint32_t struct_size;
+  uint32_t reserved;
+  double start, step;
+  bp_plugin_tensor_t y;
+} bp_arange_args_t;
+
+/* y = a op scalar, or scalar op a when scalar_first; a and y have y's
+ * shape (a may broadcast by stride 0). The scalar is converted to a's
+ * dtype first, as a one-element tensor of that dtype would hold it. */
+typedef struct bp_binary_scalar_args {
+  uint32_t struct_size;
+  bp_binary_op_t op;
+  int32_t scalar_first;
+  uint32_t reserved;
+  double scalar;
+  bp_plugin_tensor_t a, y;
+} bp_binary_scalar_args_t;
+
+/* Gated linear unit: y = act(gate) * up, elementwise over y's shape
+ * (bp_glu_kind_t names act). A packed [.., 2n] input is two views. */
+typedef struct bp_glu_args {
+  uint32_t struct_size;
+  bp_glu_kind_t kind;
+  bp_plugin_tensor_t gate, up, y;
+} bp_glu_args_t;
+
+/* Rotary position embedding. x and y: rank 4 [batch, seq, heads,
+ * head_dim] (other layouts by strides; y may be x). The first rotary_dim
+ * (even, <= head_dim) features rotate, the rest are copied. Token (b, s)
+ * has position positions[b, s] (i32 or i64, [batch, seq] or [seq] by
+ * stride 0), or pos_offset + s when positions is rank 0. Pair i rotates by
+ * position * theta_base^(-2i / rotary_dim); bp_rope_mode_t says which two
+ * features form pair i. */
+typedef struct bp_rope_args {
+  uint32_t struct_size;
+  bp_rope_mode_t mode;
+  int32_t rotary_dim;
+  uint32_t reserved;
+  int64_t pos_offset;
+  double theta_base;
+  bp_plugin_tensor_t x, positions, y;
+} bp_rope_args_t;
+
 /* ---------------------------------------------------------------------------
  * Custom kernels (ABI 1.1): what a launch hands the plugin. The formats and
  * argument kinds are in backplane_types.h (the application names them too).
@@ -481,6 +539,14 @@ typedef struct bp_plugin_descriptor {
                          void **out_host);
   bp_status_t (*mem_unmap)(bp_plugin_device_t *device, uint64_t ptr,
                            void *host);
+
+  /* fields below: ABI 1.5 */
+  /* --- ops of BP_OP_TABLE_1_5 (each optional), in its order ------------- */
+#define BP__OP_SLOT(E, name, args_t, value, capture, tensors)                  \
+  bp_status_t (*name)(bp_plugin_device_t *, bp_plugin_stream_t *,             \
+                      const args_t *);
+  BP_OP_TABLE_1_5(BP__OP_SLOT)
+#undef BP__OP_SLOT
 } bp_plugin_descriptor_t;
 
 /* mem_map flags (ABI 1.4). */

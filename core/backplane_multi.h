@@ -118,8 +118,10 @@ BP_API bp_status_t bp_device_empty_cache(bp_device_t *device);
 typedef enum bp_fallback_reason {
   BP_FALLBACK_DTYPE = 0,    /* the device does not claim the op for the dtype */
   BP_FALLBACK_NO_ENTRY = 1, /* the plugin has no entry point for the op */
-  BP_FALLBACK_REFUSED = 2   /* the plugin returned BP_ERR_UNSUPPORTED (a shape
+  BP_FALLBACK_REFUSED = 2,  /* the plugin returned BP_ERR_UNSUPPORTED (a shape
                              * limit, an offset) before doing any work */
+  BP_FALLBACK_FEATURE = 3   /* the call uses an optional part of the op (a
+                             * mask, an epilogue) the device does not claim */
 } bp_fallback_reason_t;
 
 /* One (op, dtype, reason, target) that fell back from a device, with what

@@ -16,6 +16,7 @@ static const char *reason_word(bp_fallback_reason_t r) {
   case BP_FALLBACK_DTYPE: return "dtype not claimed";
   case BP_FALLBACK_NO_ENTRY: return "op not implemented";
   case BP_FALLBACK_REFUSED: return "refused by the plugin";
+  case BP_FALLBACK_FEATURE: return "feature not claimed";
   }
   return "?";
 }

@@ -27,7 +27,7 @@ typedef struct graph_call {
   bp_op_t op;
   union {
 #define CALL_ARGS_MEMBER(E, name, args_t, value, capture, tensors) args_t name;
-    BP_OP_TABLE(CALL_ARGS_MEMBER)
+    BP_OP_TABLE_ALL(CALL_ARGS_MEMBER)
 #undef CALL_ARGS_MEMBER
   } u;
   bp_plugin_tensor_t *adam_tensors; /* owned copy of Adam's four arrays */
@@ -83,7 +83,7 @@ static int call_tensors(graph_call_t *c, bp_plugin_tensor_t **t) {
   switch (c->op) {
 #define CALL_TENSORS(E, name, args_t, value, capture, tensors)                  \
   case BP_OP_##E: CAPTURE_##capture(name, tensors) break;
-    BP_OP_TABLE(CALL_TENSORS)
+    BP_OP_TABLE_ALL(CALL_TENSORS)
 #undef CALL_TENSORS
   case BP_OP_COUNT: break;
   }

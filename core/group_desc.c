@@ -224,7 +224,7 @@ static bp_status_t group_op(bp_plugin_device_t *dev, bp_plugin_stream_t *sh, bp_
   static bp_status_t g_##name(bp_plugin_device_t *dev, bp_plugin_stream_t *s, const args_t *args) { \
     return group_op(dev, s, BP_OP_##E, args);                                                       \
   }
-BP_OP_TABLE(GROUP_OP)
+BP_OP_TABLE_ALL(GROUP_OP)
 #undef GROUP_OP
 
 void bp__group_op_dtypes(const bp__group_t *g, uint32_t *out) {
@@ -273,7 +273,7 @@ static bp__plugin_t group_plugin = {
             .event_synchronize = g_event_sync,
             .event_elapsed = g_event_elapsed,
 #define GROUP_SLOT(E, name, args_t, value, capture, tensors) .name = g_##name,
-            BP_OP_TABLE(GROUP_SLOT)
+            BP_OP_TABLE_ALL(GROUP_SLOT)
 #undef GROUP_SLOT
         },
     .initialised = true,

@@ -12,49 +12,21 @@
 
 #include "group.h"
 
-#define MAX_TENSORS 6
+#define MAX_TENSORS BP__OP_MAX_TENSORS
 #define ARGS_MAX 2048 /* bytes: the staged copy of an op's argument struct */
 
 #define ARGS_FIT(E, name, args_t, value, capture, tensors) \
   _Static_assert(sizeof(args_t) <= ARGS_MAX, #args_t " must fit the staged copy");
-BP_OP_TABLE(ARGS_FIT)
+BP_OP_TABLE_ALL(ARGS_FIT)
 #undef ARGS_FIT
 
 /* The op's tensors in args, output last (as in BP_OP_TABLE's tensors
  * column: every op writes its last tensor). Adam (arrays) has none here. */
 static int op_tensors(bp_op_t op, void *args, bp_plugin_tensor_t **t) {
-  _Static_assert(BP_OP_COUNT == 17, "a new op needs its tensors listed here");
-  switch (op) {
-#define T2(x, a, b) (t[0] = &(x)->a, t[1] = &(x)->b, 2)
-#define T3(x, a, b, c) (t[0] = &(x)->a, t[1] = &(x)->b, t[2] = &(x)->c, 3)
-#define T4(x, a, b, c, d) (t[0] = &(x)->a, t[1] = &(x)->b, t[2] = &(x)->c, t[3] = &(x)->d, 4)
-  case BP_OP_GEMM: return T3((bp_gemm_args_t *)args, a, b, c);
-  case BP_OP_GEMV: return T3((bp_gemv_args_t *)args, a, x, y);
-  case BP_OP_CONV2D: return T4((bp_conv2d_args_t *)args, x, w, bias, y);
-  case BP_OP_POOL2D: return T2((bp_pool2d_args_t *)args, x, y);
-  case BP_OP_BATCH_NORM: {
-    bp_batch_norm_args_t *x = args;
-    t[0] = &x->x, t[1] = &x->mean, t[2] = &x->var, t[3] = &x->scale, t[4] = &x->bias, t[5] = &x->y;
-    return 6;
-  }
-  case BP_OP_LAYER_NORM:
-  case BP_OP_RMS_NORM: return T4((bp_norm_args_t *)args, x, gamma, beta, y);
-  case BP_OP_SOFTMAX: return T2((bp_softmax_args_t *)args, x, y);
-  case BP_OP_ATTENTION: return T4((bp_attention_args_t *)args, q, k, v, out);
-  case BP_OP_UNARY: return T2((bp_unary_args_t *)args, x, y);
-  case BP_OP_BINARY: return T3((bp_binary_args_t *)args, a, b, y);
-  case BP_OP_REDUCE: return T2((bp_reduce_args_t *)args, x, y);
-  case BP_OP_FILL: t[0] = &((bp_fill_args_t *)args)->y; return 1;
-  case BP_OP_COPY:
-  case BP_OP_CAST: return T2((bp_copy_args_t *)args, x, y);
-  case BP_OP_RANDOM: t[0] = &((bp_random_args_t *)args)->y; return 1;
-  case BP_OP_ADAM:
-  case BP_OP_COUNT: break;
-#undef T2
-#undef T3
-#undef T4
-  }
-  return 0;
+  size_t off[BP__OP_MAX_TENSORS];
+  int k = bp__op_tensor_offsets(op, off);
+  for (int i = 0; i < k; i++) t[i] = (bp_plugin_tensor_t *)(void *)((char *)args + off[i]);
+  return k;
 }
 
 static bool host_memory(const bp__device_t *d) { return (d->entry.info.flags & BP_DEVICE_FLAG_HOST_MEMORY) != 0; }

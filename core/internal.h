@@ -448,6 +448,7 @@ typedef struct bp__refusal {
   bp_dtype_t dtype;   /* the dtype refused */
   bp_status_t status; /* BP_ERR_UNSUPPORTED */
   bp_op_t op;
+  uint32_t features; /* BP_FALLBACK_FEATURE: the BP_FEATURE_* bits missing */
   /* What the text is made of when it is written on demand (opname NULL:
    * text is already complete). Borrowed from the device's records. */
   const char *opname, *device, *backend;
@@ -463,6 +464,10 @@ const char *bp__refusal_text(bp__refusal_t *why);
  * tensors are in arrays. */
 int bp__op_tensor_offsets(bp_op_t op, size_t out[BP__OP_MAX_TENSORS]);
 size_t bp__op_args_size(bp_op_t op);
+/* The optional parts of op (BP_FEATURE_* bits of op_features[op]) that
+ * args use, and the name of one such bit for messages (op_features.c). */
+uint32_t bp__op_features_used(bp_op_t op, const void *args);
+const char *bp__op_feature_name(bp_op_t op, uint32_t bit);
 /* Whether the plugin (descriptor x) has op's entry and the device (info)
  * claims it for dtype; and the same for every dtype the op's args put to
  * it, filling *out_why (may be NULL) when not (plugin_call.c). */

@@ -29,7 +29,7 @@ int bp__op_tensor_offsets(bp_op_t op, size_t out[BP__OP_MAX_TENSORS]) {
   switch (op) {
 #define OP_FIELDS(E, name, args_t, value, capture, tensors)                    \
   case BP_OP_##E: FIELDS_##capture(args_t, tensors) break;
-    BP_OP_TABLE(OP_FIELDS)
+    BP_OP_TABLE_ALL(OP_FIELDS)
 #undef OP_FIELDS
   case BP_OP_COUNT: break;
   }
@@ -40,7 +40,7 @@ size_t bp__op_args_size(bp_op_t op) {
   switch (op) {
 #define ARGS_SIZE(E, name, args_t, value, capture, tensors)                    \
   case BP_OP_##E: return sizeof(args_t);
-    BP_OP_TABLE(ARGS_SIZE)
+    BP_OP_TABLE_ALL(ARGS_SIZE)
 #undef ARGS_SIZE
   case BP_OP_COUNT: break;
   }

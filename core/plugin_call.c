@@ -34,7 +34,7 @@ static bp_status_t plugin_failed(bp_status_t st, const bp__device_t *d, const ch
 
 static const char *const op_names[BP_OP_COUNT] = {
 #define OP_NAME(E, name, args_t, value, capture, tensors) [value] = #name,
-    BP_OP_TABLE(OP_NAME)
+    BP_OP_TABLE_ALL(OP_NAME)
 #undef OP_NAME
 };
 
@@ -47,7 +47,7 @@ static const void *op_entry(const bp_plugin_descriptor_t *x, bp_op_t op) {
   switch (op) {
 #define OP_ENTRY(E, name, args_t, value, capture, tensors)                      \
   case BP_OP_##E: return (const void *)x->name;
-    BP_OP_TABLE(OP_ENTRY)
+    BP_OP_TABLE_ALL(OP_ENTRY)
 #undef OP_ENTRY
   case BP_OP_COUNT: break;
   }
@@ -85,10 +85,34 @@ const char *bp__refusal_text(bp__refusal_t *why) {
   if (why->reason == BP_FALLBACK_NO_ENTRY)
     snprintf(why->text, sizeof why->text, "%s: backend '%s' does not implement %s", why->opname, why->backend,
              bp_op_name(why->op));
+  else if (why->reason == BP_FALLBACK_FEATURE)
+    snprintf(why->text, sizeof why->text, "%s: device '%s' (%s) does not support %s with %s", why->opname,
+             why->device, why->backend, bp_op_name(why->op),
+             bp__op_feature_name(why->op, why->features & (~why->features + 1)));
   else
     snprintf(why->text, sizeof why->text, "%s: device '%s' (%s) does not support %s for %s", why->opname,
              why->device, why->backend, bp_op_name(why->op), bp_dtype_name(why->dtype));
   return why->text;
+}
+
+/* Whether args use an optional part of op (BP_FEATURE_*) that the device
+ * does not claim; *why (may be NULL) then says which. */
+static bool features_unclaimed(const bp_device_info_t *info, const char *backend, bp_op_t op, const void *args,
+                               const size_t off[], bp__refusal_t *why, bool format) {
+  uint32_t missing = bp__op_features_used(op, args) & ~info->op_features[op];
+  if (!missing) return false;
+  if (!why) return true;
+  why->reason = BP_FALLBACK_FEATURE;
+  why->features = missing;
+  why->dtype = ((const bp_plugin_tensor_t *)((const char *)args + off[0]))->dtype;
+  why->status = BP_ERR_UNSUPPORTED;
+  why->op = op;
+  why->opname = bp_op_name(op);
+  why->device = info->name;
+  why->backend = backend;
+  why->text[0] = '\0';
+  if (format) bp__refusal_text(why);
+  return true;
 }
 
 /* The dtypes the public entries ask a device to claim for op: the first
@@ -109,7 +133,7 @@ static bool claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t 
     bp_dtype_t dt = ((const bp_plugin_tensor_t *)((const char *)args + off[i]))->dtype;
     if (unclaimed(x, info, backend, op, dt, bp_op_name(op), out_why, format)) return false;
   }
-  return true;
+  return !features_unclaimed(info, backend, op, args, off, out_why, format);
 }
 
 bool bp__plugin_claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
@@ -144,7 +168,7 @@ static bp_status_t call_op_locked(bp__stream_t *s, bp_op_t op, const void *args)
   case BP_OP_##E:                                                              \
     st = x->name(dh, sh, (const args_t *)args);                                \
     break;
-    BP_OP_TABLE(OP_CALL)
+    BP_OP_TABLE_ALL(OP_CALL)
 #undef OP_CALL
   case BP_OP_COUNT: break;
   }

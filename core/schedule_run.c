@@ -65,7 +65,7 @@ typedef struct exec {
 typedef struct local_args {
   union {
 #define LOCAL_MEMBER(E, name, args_t, value, capture, tensors) args_t name;
-    BP_OP_TABLE(LOCAL_MEMBER)
+    BP_OP_TABLE_ALL(LOCAL_MEMBER)
 #undef LOCAL_MEMBER
   } u;
   bp_plugin_tensor_t *adam; /* Adam's four arrays, owned */

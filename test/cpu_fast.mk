@@ -13,9 +13,12 @@ TESTS += $(B)/test/test_cpu_fast
 # the GEMM team driver's counters and shared panels
 TSAN_TESTS += $(B)/test/test_cpu_fast
 
-# The fused attention kernels against the plugin's own scalar reference.
+# The fused attention kernels against the plugin's own scalar reference,
+# through the harness the attention kernel tests share.
+CPU_ATTENTION_TEST_OBJS := $(CPU_FAST_TEST_OBJS) $(B)/obj/test/attention_harness.o \
+  $(B)/obj/plugins/cpu/ref/ref_attention.o
 $(B)/test/test_cpu_fast_attention: $(B)/obj/test/test_cpu_fast_attention.o \
-  $(CPU_FAST_TEST_OBJS) $(B)/obj/plugins/cpu/ref/ref_attention.o
+  $(CPU_ATTENTION_TEST_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread -ldl
 

@@ -34,10 +34,10 @@ TEST_SUPPORT += $(CUBLAS_SHIM) $(ROCBLAS_SHIM)
 
 $(B)/obj/test/test_gpu_graphs_cuda.o: test/test_gpu_graphs.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -DBP_TEST_CUDA -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_CUDA -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 $(B)/obj/test/test_gpu_graphs_rocm.o: test/test_gpu_graphs.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -DBP_TEST_ROCM -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_ROCM -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 
 $(B)/test/test_cuda_graphs: $(B)/obj/test/test_gpu_graphs_cuda.o $(LIB) \
     $(CUDA_SHIM) $(CUBLAS_SHIM) $(B)/plugins/backend-cuda.so \
@@ -58,10 +58,10 @@ TSAN_TESTS += $(B)/test/test_cuda_graphs $(B)/test/test_rocm_graphs
 
 $(B)/obj/test/test_gpu_blas_cuda.o: test/test_gpu_blas.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -DBP_TEST_CUDA -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_CUDA -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 $(B)/obj/test/test_gpu_blas_rocm.o: test/test_gpu_blas.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -DBP_TEST_ROCM -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_ROCM -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 
 $(B)/test/test_cuda_blas: $(B)/obj/test/test_gpu_blas_cuda.o $(LIB) \
     $(CUDA_SHIM) $(CUBLAS_SHIM) $(B)/plugins/backend-cuda.so \
@@ -80,10 +80,10 @@ TESTS += $(B)/test/test_cuda_blas $(B)/test/test_rocm_blas
 
 $(B)/obj/test/test_gpu_runtime_cuda.o: test/test_gpu_runtime.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -DBP_TEST_CUDA -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_CUDA -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 $(B)/obj/test/test_gpu_runtime_rocm.o: test/test_gpu_runtime.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -DBP_TEST_ROCM -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -DBP_TEST_ROCM -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 
 $(B)/test/test_cuda_runtime: $(B)/obj/test/test_gpu_runtime_cuda.o $(LIB) \
     $(CUDA_SHIM) $(B)/plugins/backend-cuda.so

@@ -13,7 +13,7 @@ $(COMM_RCCL_OBJS): CFLAGS_EXTRA = $(PLUGIN_CFLAGS) -DBP_COMM_RCCL -Iplugins/comm
 
 $(B)/obj/plugins/comm-nccl/rccl/%.o: plugins/comm-nccl/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 
 $(B)/plugins/comm-nccl.so: $(COMM_NCCL_OBJS) plugins/comm-mpi/comm.map
 	@mkdir -p $(dir $@)

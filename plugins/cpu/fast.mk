@@ -11,10 +11,12 @@ $(CPU_FAST_DIR)/gemm/gemm_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX
 $(CPU_FAST_DIR)/gemm/gemm_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/gemm/gemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
   -mamx-tile -mamx-bf16
+# f16 split into bf16 pairs for the AMX tiles (F16C + AVX-512 only, no tiles)
+$(CPU_FAST_DIR)/gemm/gemm_amx_f16.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/attention/attention_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/attention/attention_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/attention/attention_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
-  -mamx-tile -mamx-bf16
+  -mavx512bf16 -mamx-tile -mamx-bf16
 # Row kernels of the memory-bound ops and depthwise conv (fast/vec_kern.h).
 $(CPU_FAST_DIR)/vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)

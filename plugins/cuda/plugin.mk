@@ -22,7 +22,7 @@ $(B)/obj/plugins/cuda/kernels.o: $(CUDA_GEN)
 # The shared sources, once per vendor: $(B)/obj/plugins/gpu/cuda/NAME.o.
 $(B)/obj/plugins/gpu/cuda/%.o: plugins/gpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 
 # Each PTX file becomes one C string, cuda_ptx_<name>, line by line.
 $(CUDA_GEN): $(CUDA_PTX) plugins/cuda/plugin.mk

@@ -23,7 +23,7 @@ $(B)/obj/plugins/rocm/kernels.o: $(ROCM_GEN)
 # The shared sources, once per vendor: $(B)/obj/plugins/gpu/rocm/NAME.o.
 $(B)/obj/plugins/gpu/rocm/%.o: plugins/gpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) -MMD -MP -MT '$$(B)/$(patsubst $(B)/%,%,$@)' -c $< -o $@
 
 $(ROCM_GEN): $(ROCM_KERNEL_DEPS) plugins/rocm/embed.sh plugins/rocm/plugin.mk
 	@mkdir -p $(dir $@)

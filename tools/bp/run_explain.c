@@ -14,6 +14,7 @@ static const char *reason_name(bp_fallback_reason_t r) {
   case BP_FALLBACK_DTYPE: return "dtype";
   case BP_FALLBACK_NO_ENTRY: return "no-entry";
   case BP_FALLBACK_REFUSED: return "refused";
+  case BP_FALLBACK_FEATURE: return "feature";
   }
   return "?";
 }

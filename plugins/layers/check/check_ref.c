@@ -95,7 +95,7 @@ static bp_status_t call_ref(bp_op_t op, const void *args) {
 #define REF_CALL(E, name, args_t, value, capture, tensors)                                         \
   case BP_OP_##E:                                                                                  \
     return ref->name ? ref->name(ref_dev, ref_stream, (const args_t *)args) : BP_ERR_UNSUPPORTED;
-    BP_OP_TABLE(REF_CALL)
+    BP_OP_TABLE_ALL(REF_CALL)
 #undef REF_CALL
   case BP_OP_COUNT:
     break;

@@ -64,7 +64,7 @@ static void map_remove(const lc_instance_t *in) {
     lc_instance_t *in = lc_find(d);                                                                \
     return in ? lc_op_hook(in, BP_OP_##E, s, a) : BP_ERR_INTERNAL;                                 \
   }
-BP_OP_TABLE(LC_WRAP)
+BP_OP_TABLE_ALL(LC_WRAP)
 #undef LC_WRAP
 
 bp_status_t lc_call_next(const lc_instance_t *in, bp_op_t op, bp_plugin_stream_t *s,
@@ -74,7 +74,7 @@ bp_status_t lc_call_next(const lc_instance_t *in, bp_op_t op, bp_plugin_stream_t
 #define LC_NEXT(E, name, args_t, value, capture, tensors)                                          \
   case BP_OP_##E:                                                                                  \
     return x->name(in->device, s, (const args_t *)args);
-    BP_OP_TABLE(LC_NEXT)
+    BP_OP_TABLE_ALL(LC_NEXT)
 #undef LC_NEXT
   case BP_OP_COUNT:
     break;
@@ -106,7 +106,7 @@ static void lc_wrap_mem_free(bp_plugin_device_t *d, uint64_t ptr) {
 static void wrap_ops(bp_plugin_descriptor_t *x, const bp_plugin_descriptor_t *next) {
 #define LC_SET(E, name, args_t, value, capture, tensors)                                           \
   if (next->name) x->name = lc_wrap_##name;
-  BP_OP_TABLE(LC_SET)
+  BP_OP_TABLE_ALL(LC_SET)
 #undef LC_SET
 }
 
@@ -153,7 +153,7 @@ void lc_destroy(const lc_layer_t *layer, const bp_plugin_descriptor_t *desc) {
 
 static const char *const op_names[BP_OP_COUNT] = {
 #define LC_NAME(E, name, args_t, value, capture, tensors) [value] = #name,
-    BP_OP_TABLE(LC_NAME)
+    BP_OP_TABLE_ALL(LC_NAME)
 #undef LC_NAME
 };
 
@@ -195,7 +195,7 @@ int lc_op_tensors(bp_op_t op, const void *args, const bp_plugin_tensor_t *out[LC
 #define LC_FIELDS(E, name, args_t, value, capture, tensors)                                        \
   case BP_OP_##E:                                                                                  \
     LC_FIELDS_##capture(args_t, tensors) break;
-    BP_OP_TABLE(LC_FIELDS)
+    BP_OP_TABLE_ALL(LC_FIELDS)
 #undef LC_FIELDS
   case BP_OP_COUNT:
     break;
@@ -208,7 +208,7 @@ size_t lc_op_args_size(bp_op_t op) {
 #define LC_SIZE(E, name, args_t, value, capture, tensors)                                          \
   case BP_OP_##E:                                                                                  \
     return sizeof(args_t);
-    BP_OP_TABLE(LC_SIZE)
+    BP_OP_TABLE_ALL(LC_SIZE)
 #undef LC_SIZE
   case BP_OP_COUNT:
     break;
