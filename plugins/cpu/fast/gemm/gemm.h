@@ -123,15 +123,33 @@ CPU_HIDDEN bool cpu_fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr
                                  int64_t nb, float alpha, float beta);
 
 /* Low-precision GEMM with a native kernel (fast/gemm/gemm_lowp.c): bf16 / f16
- * inputs, f32 accumulation. Returns BP_ERR_UNIMPLEMENTED when no native
- * kernel applies; the caller then widens to f32 while packing. */
+ * inputs, f32 accumulation, on AMX-BF16 tiles. Returns BP_ERR_UNIMPLEMENTED
+ * when no native kernel applies; the caller then widens to f32 while
+ * packing. */
 CPU_HIDDEN bp_status_t cpu_fast_gemm_lowp(cpu_device_t *dev,
                                       const bp_gemm_args_t *a);
 
-/* bf16 GEMM on AMX tiles (fast/gemm/gemm_amx.c); the caller has checked the CPU
- * features and cpu_amx_request(). */
-CPU_HIDDEN bp_status_t cpu_fast_gemm_amx_bf16(cpu_device_t *dev,
-                                          const bp_gemm_args_t *a);
+/* bf16 or f16 GEMM on AMX-BF16 tiles (fast/gemm/gemm_amx.c); the caller has
+ * checked the CPU features (AMX-BF16, AVX-512 BW / VL) and
+ * cpu_amx_request(). */
+CPU_HIDDEN bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *a);
+
+/* f16 on the bf16 tiles, each value split into two bf16 values so every
+ * product is exact (fast/gemm/gemm_amx_f16.c). The packers write the
+ * layouts gemm_amx.c's bf16 packers write, four tile k elements per source
+ * k step (kp: the padded tile k, a multiple of 32): A, 32 rows of which
+ * the first `rows` are read (strides sam, sak); B, 32 columns of which the
+ * first `cols` are read (strides sbk, sbn); zeros elsewhere. The merge
+ * rounds alpha * tile + beta * C into an f16 C, nearest even. */
+CPU_HIDDEN void cpu_fast_amx_f16_pack_a(const uint16_t *a, int64_t sam, int64_t sak,
+                                        int64_t rows, int64_t k, int64_t kp,
+                                        uint16_t *dst);
+CPU_HIDDEN void cpu_fast_amx_f16_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn,
+                                        int64_t cols, int64_t k, int64_t kp,
+                                        uint16_t *dst);
+CPU_HIDDEN void cpu_fast_amx_f16_merge(const float *t, int64_t ld, uint16_t *c,
+                                       int64_t scm, int64_t scn, int64_t rows,
+                                       int64_t cols, float alpha, float beta);
 
 /* Fused attention, f32, AVX-512 (fast/attention/attention_avx512.c); the caller has
  * checked the CPU features. */

@@ -1,5 +1,9 @@
 /*
- * fast/gemm/gemm_amx.c — bf16 GEMM on AMX tiles (TDPBF16PS), f32 accumulation.
+ * fast/gemm/gemm_amx.c — bf16 and f16 GEMM on AMX tiles (TDPBF16PS), f32
+ * accumulation. f16 runs on the same tiles with each value split into two
+ * bf16 values, so every product stays exact (fast/gemm/gemm_amx_f16.c has
+ * the split, its packers and its merge); the driver below only sees other
+ * packers, a k four times as long and another merge.
  *
  * Compiled with -mamx-tile -mamx-bf16 and AVX-512 (fast.mk); called only
  * when CPUID reports AMX-BF16 and the kernel granted tile state
@@ -174,6 +178,19 @@ static void amx_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm,
 
 /* ---- driver --------------------------------------------------------------- */
 
+/* Per dtype: the panel packers (k padded to kp tile elements) and the
+ * merge into C. */
+typedef void (*amx_pack_fn)(const uint16_t *src, int64_t s_outer, int64_t s_inner,
+                            int64_t cnt, int64_t k, int64_t kp, uint16_t *dst);
+typedef void (*amx_merge_fn)(const float *t, int64_t ld, uint16_t *c, int64_t scm,
+                             int64_t scn, int64_t rows, int64_t cols, float alpha,
+                             float beta);
+typedef struct amx_ops {
+  amx_pack_fn pack_a, pack_b;
+  amx_merge_fn merge;
+  int64_t kmul; /* tile k elements per source k step */
+} amx_ops_t;
+
 typedef struct amx_job {
   const uint16_t *a, *b;
   uint16_t *c;
@@ -183,7 +200,12 @@ typedef struct amx_job {
   uint16_t *bpack; /* all 32-column panels of B, kp deep */
   int64_t mparts;
   int failed;
+  const amx_ops_t *ops;
 } amx_job_t;
+
+static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge, 1};
+static const amx_ops_t amx_f16_ops = {cpu_fast_amx_f16_pack_a, cpu_fast_amx_f16_pack_b,
+                                      cpu_fast_amx_f16_merge, 4};
 
 static void amx_pack_b_task(void *ctx, int64_t begin, int64_t end,
                             unsigned worker) {
@@ -191,8 +213,8 @@ static void amx_pack_b_task(void *ctx, int64_t begin, int64_t end,
   (void)worker;
   for (int64_t p = begin; p < end; p++) {
     int64_t j0 = p * 32, cols = j->n - j0 < 32 ? j->n - j0 : 32;
-    amx_pack_b(j->b + j0 * j->sbn, j->sbk, j->sbn, cols, j->k, j->kp,
-               j->bpack + p * 32 * j->kp);
+    j->ops->pack_b(j->b + j0 * j->sbn, j->sbk, j->sbn, cols, j->k, j->kp,
+                   j->bpack + p * 32 * j->kp);
   }
 }
 
@@ -221,8 +243,8 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
                 j->bpack + p * panel + k0 * 32, w, AMX_WS_LD, first);
         if (!last) continue;
         int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
-        amx_merge(w, AMX_WS_LD, j->c + r0 * j->scm + c0 * j->scn, j->scm,
-                  j->scn, rows, cols, j->alpha, j->beta);
+        j->ops->merge(w, AMX_WS_LD, j->c + r0 * j->scm + c0 * j->scn, j->scm,
+                      j->scn, rows, cols, j->alpha, j->beta);
       }
     }
   }
@@ -248,8 +270,8 @@ static void amx_rows(amx_job_t *j, int64_t m0, int64_t mcnt) {
     int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
     for (int64_t i = ib; i < ie; i++) {
       int64_t r0 = m0 + i * 32, rows = m0 + mcnt - r0 < 32 ? m0 + mcnt - r0 : 32;
-      amx_pack_a(j->a + r0 * j->sam, j->sam, j->sak, rows, j->k, kp,
-                 apack + (i - ib) * panel);
+      j->ops->pack_a(j->a + r0 * j->sam, j->sam, j->sak, rows, j->k, kp,
+                     apack + (i - ib) * panel);
     }
     for (int64_t i0 = ib; i0 < ie; i0 += AMX_MB)
       for (int64_t p0 = 0; p0 < npanels; p0 += AMX_NB)
@@ -281,7 +303,7 @@ static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   j->bpack = cpu_fast_scratch(2, (size_t)(npanels * 32 * j->kp) * 2);
   if (!j->bpack) return false;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
-  double flops = 2.0 * (double)j->m * (double)j->n * (double)j->k;
+  double flops = 2.0 * (double)j->m * (double)j->n * (double)(j->k * j->ops->kmul);
   bool par = threads > 1 && flops >= 8e6;
   if (par)
     cpu_pool_run(dev->pool, npanels, 1, amx_pack_b_task, j);
@@ -298,7 +320,8 @@ static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   return true;
 }
 
-bp_status_t cpu_fast_gemm_amx_bf16(cpu_device_t *dev, const bp_gemm_args_t *g) {
+bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *g) {
+  const amx_ops_t *ops = g->a.dtype == BP_F16 ? &amx_f16_ops : &amx_bf16_ops;
   int64_t batch = g->c.shape[0], m = g->c.shape[1], n = g->c.shape[2];
   int64_t k = g->a.shape[2];
   const char *pa = (const char *)(uintptr_t)g->a.ptr + g->a.offset;
@@ -309,9 +332,9 @@ bp_status_t cpu_fast_gemm_amx_bf16(cpu_device_t *dev, const bp_gemm_args_t *g) {
     amx_job_t j = {(const uint16_t *)(pa + 2 * b * sa[0]),
                    (const uint16_t *)(pb + 2 * b * sb[0]),
                    (uint16_t *)(pc + 2 * b * sc[0]),
-                   m, n, k, (k + AMX_KC - 1) / AMX_KC * AMX_KC,
+                   m, n, k, (k * ops->kmul + AMX_KC - 1) / AMX_KC * AMX_KC,
                    sa[1], sa[2], sb[1], sb[2], sc[1], sc[2],
-                   (float)g->alpha, (float)g->beta, NULL, 1, 0};
+                   (float)g->alpha, (float)g->beta, NULL, 1, 0, ops};
     /* Column-major C: compute C^T = B^T A^T so the merge runs along rows. */
     if (j.scn != 1 && j.scm == 1) {
       amx_job_t t = j;
