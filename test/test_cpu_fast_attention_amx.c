@@ -4,7 +4,7 @@
  * decline cannot pass unseen, against the plugin's scalar double reference
  * (ref/ref_attention.c) with a bf16 tolerance, with 1 and 2 threads. The
  * cases sit on the kernel's block edges: sequence lengths on either side
- * of the tile (16 rows), the query block (32) and the key block (128);
+ * of the tile (16 rows), the query block (32) and the key block (256);
  * Sq != Skv with the bottom-right causal mask (rows that see no key give
  * zeros); grouped-query heads; Dv != D and head dims off the 32-wide tile
  * row; strided and permuted views; scores large enough that the running
@@ -144,7 +144,7 @@ static bp_status_t run_case(cpu_device_t *dev, const amx_case_t *c,
 static bool devs_open_amx(dev_set_t *s) {
   const cpu_features_t *f = cpu_features_get();
   s->n = 0;
-  if (!f->amx_bf16 || !f->avx512f || !f->avx512bw || !f->avx512vl || !f->avx512dq ||
+  if (!f->amx_bf16 || !f->avx512_bf16 || !f->avx512f || !f->avx512bw || !f->avx512vl || !f->avx512dq ||
       !cpu_amx_request())
     return false;
   devs_open_levels(s, BP_ISA_AVX512, BP_ISA_AVX512);
@@ -153,7 +153,7 @@ static bool devs_open_amx(dev_set_t *s) {
 
 #define OPEN_OR_SKIP(s)                                                                         \
   do {                                                                                          \
-    if (!devs_open_amx(s)) TEST_SKIP_CASE("no AMX-BF16 with AVX-512, or no tile permission"); \
+    if (!devs_open_amx(s)) TEST_SKIP_CASE("no AMX-BF16 with AVX-512 and AVX512-BF16, or no tile permission"); \
   } while (0)
 
 static void run_all(dev_set_t *s, amx_case_t c) {
@@ -173,14 +173,14 @@ static void finish(dev_set_t *s, const char *what) {
 }
 
 /* Sequence lengths around the tile (16), the query block (32) and the key
- * block (128), Sq == Skv and not (bottom-right mask), both masks. */
+ * block (256), Sq == Skv and not (bottom-right mask), both masks. */
 static void test_amx_block_edges(void **state) {
   (void)state;
   dev_set_t s;
   OPEN_OR_SKIP(&s);
   srand(21);
   fails = checks = 0;
-  static const int64_t S[] = {1, 15, 16, 17, 31, 32, 33, 63, 65, 127, 128, 129, 200, 257};
+  static const int64_t S[] = {1, 15, 16, 17, 31, 32, 33, 63, 65, 129, 200, 255, 256, 257, 300};
   int ns = (int)(sizeof S / sizeof S[0]);
   for (int x = 0; x < ns; x++)
     for (int causal = 0; causal <= 1; causal++) {

@@ -13,7 +13,7 @@ bp_status_t cpu_fast_attention(cpu_device_t *dev, const bp_attention_args_t *a) 
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
   bool avx512 = f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq;
   if (isa >= BP_ISA_AVX512 && avx512 && a->q.dtype == BP_BF16 && f->amx_bf16 &&
-      cpu_amx_request()) {
+      f->avx512_bf16 && cpu_amx_request()) {
     bp_status_t st = cpu_fast_attention_amx(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }

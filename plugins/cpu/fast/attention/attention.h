@@ -20,7 +20,7 @@ CPU_HIDDEN bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_atten
  * BP_ERR_UNIMPLEMENTED for what it does not cover (other dtypes, causal
  * attention over values that are not all finite), BP_OK otherwise unless
  * per-thread scratch could not be allocated. The caller has checked
- * AMX-BF16, AVX-512 (F, BW, VL) and cpu_amx_request(). Thread-safe; runs
+ * AMX-BF16, AVX-512 (F, BW, VL, DQ), AVX512-BF16 and cpu_amx_request(). Thread-safe; runs
  * on dev->pool. */
 CPU_HIDDEN bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attention_args_t *a);
 

@@ -29,8 +29,8 @@
  * D >= 1; the workspace under 256 MB; with the causal mask, every value
  * finite (a key hidden from a query inside a tile would add 0 * inf). Any
  * strides. The caller (cpu_fast_attention) has checked AMX-BF16, AVX-512
- * and the kernel's permission to use tile state. Compiled with AVX-512 and
- * AMX flags (fast.mk).
+ * (with AVX512-BF16, for the rounding) and the kernel's permission to use tile state. Compiled with AVX-512,
+ * AVX512-BF16 and AMX flags (fast.mk).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -42,7 +42,7 @@
 #include "plugins/cpu/fast/gemm/gemm.h"
 
 #define AX_BQ 32   /* queries per block: two 16-row tiles */
-#define AX_BK 128  /* keys per block: up to four 32-key sub-blocks */
+#define AX_BK 256  /* keys per block: up to eight 32-key sub-blocks */
 #define AX_KC 32   /* bf16 per tile row (a 64-byte row) */
 #define AX_TILE 512 /* bf16 per 16 x 64-byte tile */
 
@@ -66,7 +66,8 @@ typedef struct ax_ws {
   uint16_t *p;  /* [AX_BQ][AX_BK] weights */
   float *s;     /* [AX_BQ][AX_BK] scores */
   float *o;     /* [AX_BQ][Dvp] unnormalised output */
-  float m[AX_BQ], l[AX_BQ], corr[AX_BQ];
+  float m[AX_BQ], corr[AX_BQ];
+  float l[AX_BQ][16]; /* running sums, 16 lanes a row */
   bool bad[AX_BQ];
   int64_t kb, kg, kpacked; /* whose keys and values kt, vt hold, how many */
 } ax_ws_t;
@@ -94,16 +95,30 @@ static inline int64_t ax_min(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
-/* 16 floats to bf16, nearest even; the weights are finite. */
+/* 16 floats to bf16, nearest even (VCVTNEPS2BF16). */
 static inline __m256i ax_round16(__m512 v) {
-  __m512i u = _mm512_castps_si512(v);
-  __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  u = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16));
+  return (__m256i)_mm512_cvtneps_pbh(v);
 }
 
-static inline __m512 ax_widen16(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+/* The running max moves only when a block's max passes it by more than
+ * this (natural log units): the weights are then at most e^8, harmless in
+ * f32 and exact in bf16's exponent, and most blocks need no rescale. */
+#define AX_LAZY_MAX 8.0f
+
+/* 2^t to bf16 precision, for the weights: t = n + f with |f| <= 1/2, 2^f
+ * by its degree-4 Taylor polynomial (relative error under 5e-5, bf16
+ * rounds at 2^-9), times 2^n by VSCALEFPS. -inf gives 0, NaN gives NaN
+ * (max returns its second operand when either is NaN). */
+static inline __m512 ax_exp2(__m512 t) {
+  t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
+  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_set1_ps(9.618129e-3f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550411e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402265e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
 }
 
 /* Keys query i may see: [0, limit), clamped to [0, Skv]. */
@@ -117,31 +132,66 @@ static int64_t ax_visible(const ax_job_t *j, int64_t i) {
 
 /* K^T tile (panel of 16 keys, chunk c of 32 dims): row r holds the pairs
  * (K[key][32c + 2r], K[key][32c + 2r + 1]) of the 16 keys. Keys past Skv
- * and dims past D are zero. */
+ * and dims past D are zero. With unit dim stride a row is one gather of
+ * 16 pairs; the odd last dim and strided dims go one value at a time. */
 static void ax_pack_keys(const ax_job_t *j, const uint16_t *k, int64_t key0, int64_t key1,
                          uint16_t *kt) {
-  int64_t nc = j->Dp / AX_KC, sd = j->sk[3];
-  for (int64_t key = key0; key < key1; key++) {
-    uint16_t *dst = kt + (key / 16) * nc * AX_TILE + (key % 16) * 2;
-    const uint16_t *src = k + key * j->sk[2];
-    for (int64_t d = 0; d < j->Dp; d++) {
-      uint16_t x = key < j->Skv && d < j->D ? src[d * sd] : 0;
-      dst[(d / AX_KC) * AX_TILE + (d % AX_KC) / 2 * 32 + (d & 1)] = x;
+  int64_t nc = j->Dp / AX_KC, sd = j->sk[3], ld = j->sk[2];
+  bool gather = sd == 1 && 16 * ld < INT32_MAX;
+  __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
+                                                    2, 1, 0),
+                                   _mm512_set1_epi32((int)(gather ? ld : 0)));
+  for (int64_t p0 = key0; p0 < key1; p0 += 16) {
+    const uint16_t *src = k + p0 * ld;
+    __mmask16 live = fa_lanes(ax_min(16, j->Skv - p0));
+    uint16_t *panel = kt + (p0 / 16) * nc * AX_TILE;
+    for (int64_t d = 0; d < j->Dp; d += 2) {
+      uint16_t *dst = panel + (d / AX_KC) * AX_TILE + (d % AX_KC) / 2 * 32;
+      if (gather && d + 1 < j->D) {
+        __m512i x = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, src + d, 2);
+        _mm512_storeu_si512(dst, x);
+        continue;
+      }
+      for (int64_t jj = 0; jj < 16; jj++) {
+        bool in = p0 + jj < j->Skv;
+        dst[2 * jj] = in && d < j->D ? src[jj * ld + d * sd] : 0;
+        dst[2 * jj + 1] = in && d + 1 < j->D ? src[jj * ld + (d + 1) * sd] : 0;
+      }
     }
   }
 }
 
 /* V tile (chunk c of 32 keys, columns 16t .. 16t + 15): row r holds the
- * pairs (V[32c + 2r][col], V[32c + 2r + 1][col]). Zero past Skv and Dv. */
+ * pairs (V[32c + 2r][col], V[32c + 2r + 1][col]). Zero past Skv and Dv.
+ * With unit column stride two rows interleave in registers, 32 columns at
+ * a time. */
 static void ax_pack_values(const ax_job_t *j, const uint16_t *v, int64_t key0, int64_t key1,
                            uint16_t *vt) {
-  int64_t nt = j->Dvp / 16, se = j->sv[3];
-  for (int64_t key = key0; key < key1; key++) {
-    uint16_t *dst = vt + (key / AX_KC) * nt * AX_TILE + (key % AX_KC) / 2 * 32 + (key & 1);
-    const uint16_t *src = v + key * j->sv[2];
-    for (int64_t e = 0; e < j->Dvp; e++) {
-      uint16_t x = key < j->Skv && e < j->Dv ? src[e * se] : 0;
-      dst[(e / 16) * AX_TILE + (e % 16) * 2] = x;
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40,
+                                      8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  int64_t nt = j->Dvp / 16, se = j->sv[3], ld = j->sv[2];
+  for (int64_t key = key0; key < key1; key += 2) {
+    uint16_t *dst = vt + (key / AX_KC) * nt * AX_TILE + (key % AX_KC) / 2 * 32;
+    const uint16_t *r0 = v + key * ld, *r1 = r0 + ld;
+    bool in0 = key < j->Skv, in1 = key + 1 < j->Skv;
+    for (int64_t e = 0; e < j->Dvp; e += 32) {
+      uint16_t *d0 = dst + (e / 16) * AX_TILE, *d1 = d0 + AX_TILE;
+      if (se == 1) {
+        int64_t n = ax_min(32, j->Dv - e);
+        __mmask32 m = n >= 32 ? 0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1);
+        __m512i x = _mm512_maskz_loadu_epi16(in0 ? m : 0, r0 + e);
+        __m512i y = _mm512_maskz_loadu_epi16(in1 ? m : 0, r1 + e);
+        _mm512_storeu_si512(d0, _mm512_permutex2var_epi16(x, lo, y));
+        _mm512_storeu_si512(d1, _mm512_permutex2var_epi16(x, hi, y));
+        continue;
+      }
+      for (int64_t c = 0; c < 32; c++) {
+        uint16_t *d = (c < 16 ? d0 : d1) + (c % 16) * 2;
+        bool col = e + c < j->Dv;
+        d[0] = in0 && col ? r0[(e + c) * se] : 0;
+        d[1] = in1 && col ? r1[(e + c) * se] : 0;
+      }
     }
   }
 }
@@ -229,10 +279,56 @@ static void ax_pv(const ax_job_t *j, ax_ws_t *w, int64_t k0, int64_t nsub) {
 
 /* ---- online softmax ----------------------------------------------------- */
 
+/* The row's new running max after a block whose largest scaled score is
+ * bm (NaN keeps the old one). */
+static inline float ax_new_max(float bm, float mold) {
+  return bm > mold + AX_LAZY_MAX ? bm : mold;
+}
+
+/* Row r after a block whose weights (relative to the max mnew) add up to
+ * the lanes of sum; returns the factor for the row's output so far. A NaN
+ * sum means a NaN or +inf score: the reference's row is NaN. */
+static float ax_update(ax_ws_t *w, int64_t r, float mnew, __m512 sum) {
+  float mold = w->m[r];
+  /* a row that has seen only -inf (or nothing) has no output to rescale */
+  float corr = mold == mnew || mold == -INFINITY || mnew == -INFINITY ? 1.0f : expf(mold - mnew);
+  w->m[r] = mnew;
+  __m512 l = _mm512_loadu_ps(w->l[r]);
+  _mm512_storeu_ps(w->l[r], _mm512_fmadd_ps(l, _mm512_set1_ps(corr), sum));
+  return corr;
+}
+
+/* Row r's step over a whole key block, every key visible and scale > 0:
+ * the scores stay in registers, the max is taken before scaling, and the
+ * weights are rounded two vectors at a time. */
+static float ax_softmax_full(ax_ws_t *w, int64_t r, float scale) {
+  const float *s = w->s + r * AX_BK;
+  uint16_t *p = w->p + r * AX_BK;
+  enum { NV = AX_BK / 16 };
+  __m512 x[NV], mx = _mm512_loadu_ps(s);
+  x[0] = mx;
+  _Pragma("GCC unroll 8") for (int c = 1; c < NV; c++) {
+    x[c] = _mm512_loadu_ps(s + 16 * c);
+    mx = _mm512_max_ps(mx, x[c]);
+  }
+  float mnew = ax_new_max(scale * _mm512_reduce_max_ps(mx), w->m[r]);
+  const float log2e = 1.44269504f;
+  __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew * log2e);
+  __m512 vs = _mm512_set1_ps(scale * log2e), sum = _mm512_setzero_ps();
+  _Pragma("GCC unroll 8") for (int c = 0; c < NV; c += 2) {
+    __m512 e0 = ax_exp2(_mm512_fmsub_ps(x[c], vs, vm));
+    __m512 e1 = ax_exp2(_mm512_fmsub_ps(x[c + 1], vs, vm));
+    sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+    _mm512_storeu_si512(p + 16 * c, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+  }
+  return ax_update(w, r, mnew, sum);
+}
+
 /* Row r's step over keys [0, n) of the block (scores computed up to
  * ncols, a multiple of 32): weights in p, zero from n to ncols; returns the
  * factor for the row's output so far. */
 static float ax_softmax_row(ax_ws_t *w, int64_t r, int64_t n, int64_t ncols, float scale) {
+  if (n == AX_BK && ncols == AX_BK && scale > 0) return ax_softmax_full(w, r, scale);
   const float *s = w->s + r * AX_BK;
   uint16_t *p = w->p + r * AX_BK;
   if (n <= 0) {
@@ -240,31 +336,24 @@ static float ax_softmax_row(ax_ws_t *w, int64_t r, int64_t n, int64_t ncols, flo
     return 1.0f;
   }
   __m512 vs = _mm512_set1_ps(scale), mx = _mm512_set1_ps(-INFINITY);
-  __mmask16 bad = 0;
   for (int64_t c = 0; c < n; c += 16) {
     __mmask16 k = fa_lanes(n - c);
     __m512 x = _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(k, s + c));
-    x = _mm512_mask_blend_ps(k, _mm512_set1_ps(-INFINITY), x);
-    /* NaN or +inf: the reference's row is NaN */
-    bad |= _mm512_mask_cmp_ps_mask(k, x, _mm512_set1_ps(INFINITY), _CMP_NLT_UQ);
-    mx = _mm512_max_ps(mx, x);
+    mx = _mm512_mask_max_ps(mx, k, mx, x);
   }
-  if (bad) w->bad[r] = true;
-  float bm = _mm512_reduce_max_ps(mx), mold = w->m[r];
-  float mnew = bm > mold ? bm : mold;
+  float mnew = ax_new_max(_mm512_reduce_max_ps(mx), w->m[r]);
+  const float log2e = 1.44269504f;
   /* only -inf so far: subtracting 0 gives weights 0 and m stays -inf */
-  __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew), sum = _mm512_setzero_ps();
+  __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew * log2e);
+  __m512 sum = _mm512_setzero_ps();
+  vs = _mm512_set1_ps(scale * log2e);
   for (int64_t c = 0; c < ncols; c += 16) {
     __m512 x = _mm512_fmsub_ps(vs, _mm512_loadu_ps(s + c), vm);
-    __m256i h = ax_round16(_mm512_maskz_mov_ps(fa_lanes(n - c), fa_exp(x)));
-    _mm256_storeu_si256((__m256i *)(p + c), h);
-    sum = _mm512_add_ps(sum, ax_widen16(h));
+    __m512 e = _mm512_maskz_mov_ps(fa_lanes(n - c), ax_exp2(x));
+    _mm256_storeu_si256((__m256i *)(p + c), ax_round16(e));
+    sum = _mm512_add_ps(sum, e);
   }
-  /* a row that has seen only -inf (or nothing) has no output to rescale */
-  float corr = mold == mnew || mold == -INFINITY || mnew == -INFINITY ? 1.0f : expf(mold - mnew);
-  w->m[r] = mnew;
-  w->l[r] = w->l[r] * corr + _mm512_reduce_add_ps(sum);
-  return corr;
+  return ax_update(w, r, mnew, sum);
 }
 
 /* o[r] *= corr[r] for the rows whose running max moved. */
@@ -299,7 +388,9 @@ static void ax_store(const ax_job_t *j, const ax_ws_t *w, int64_t b, int64_t h, 
   for (int64_t r = 0; r < nq; r++) {
     uint16_t *orow = j->o + b * j->so[0] + h * j->so[1] + (i0 + r) * j->so[2];
     bool nan = w->bad[r] || (w->m[r] == -INFINITY && ax_visible(j, i0 + r) > 0);
-    __m512 vi = _mm512_set1_ps(w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f);
+    float l = _mm512_reduce_add_ps(_mm512_loadu_ps(w->l[r]));
+    nan |= l != l;
+    __m512 vi = _mm512_set1_ps(l > 0 ? 1.0f / l : 0.0f);
     const float *src = w->o + r * j->Dvp;
     for (int64_t e = 0; e < Dv; e += 16) {
       __mmask16 k = fa_lanes(Dv - e);
@@ -321,7 +412,7 @@ static void ax_query_block(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, 
                            int64_t nq) {
   for (int64_t r = 0; r < AX_BQ; r++) {
     w->m[r] = -INFINITY;
-    w->l[r] = 0;
+    memset(w->l[r], 0, sizeof w->l[r]);
     w->bad[r] = false;
   }
   memset(w->o, 0, sizeof(float) * (size_t)(AX_BQ * j->Dvp));

@@ -14,10 +14,11 @@
  * e^r = 1 + r + r^2 P(r) with P a degree-3 Remez fit (relative error
  * 1.1e-7, the AVX2 kernel's), 2^n from the bits of x log2(e) + 1.5 * 2^23
  * + 127 (no rounding or scaling instruction). Below -87 (and -inf) the
- * result is exactly 0, so hidden keys add nothing. */
+ * result is exactly 0, so hidden keys add nothing; NaN gives NaN. */
 static inline __m512 fa_exp(__m512 x) {
   __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ);
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  /* max returns its second operand when either is NaN: a NaN stays NaN */
+  x = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);
   __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504f), _mm512_set1_ps(12583039.0f));
   __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(12583039.0f));
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
