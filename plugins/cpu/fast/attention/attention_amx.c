@@ -305,23 +305,24 @@ static float ax_softmax_full(ax_ws_t *w, int64_t r, float scale) {
   const float *s = w->s + r * AX_BK;
   uint16_t *p = w->p + r * AX_BK;
   enum { NV = AX_BK / 16 };
-  __m512 x[NV], mx = _mm512_loadu_ps(s);
-  x[0] = mx;
-  _Pragma("GCC unroll 8") for (int c = 1; c < NV; c++) {
-    x[c] = _mm512_loadu_ps(s + 16 * c);
-    mx = _mm512_max_ps(mx, x[c]);
-  }
-  float mnew = ax_new_max(scale * _mm512_reduce_max_ps(mx), w->m[r]);
+  __m512 x[NV], t[NV / 2];
+  _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) x[c] = _mm512_loadu_ps(s + 16 * c);
+  /* a tree, not a chain: the row's max is on the critical path */
+  _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) t[c] = _mm512_max_ps(x[2 * c], x[2 * c + 1]);
+  _Pragma("GCC unroll 8") for (int h = NV / 4; h >= 1; h /= 2)
+    _Pragma("GCC unroll 8") for (int c = 0; c < h; c++) t[c] = _mm512_max_ps(t[c], t[c + h]);
+  float mnew = ax_new_max(scale * _mm512_reduce_max_ps(t[0]), w->m[r]);
   const float log2e = 1.44269504f;
   __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew * log2e);
-  __m512 vs = _mm512_set1_ps(scale * log2e), sum = _mm512_setzero_ps();
+  __m512 vs = _mm512_set1_ps(scale * log2e), sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   _Pragma("GCC unroll 8") for (int c = 0; c < NV; c += 2) {
     __m512 e0 = ax_exp2(_mm512_fmsub_ps(x[c], vs, vm));
     __m512 e1 = ax_exp2(_mm512_fmsub_ps(x[c + 1], vs, vm));
-    sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+    sum[0] = _mm512_add_ps(sum[0], e0);
+    sum[1] = _mm512_add_ps(sum[1], e1);
     _mm512_storeu_si512(p + 16 * c, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
   }
-  return ax_update(w, r, mnew, sum);
+  return ax_update(w, r, mnew, _mm512_add_ps(sum[0], sum[1]));
 }
 
 /* Row r's step over keys [0, n) of the block (scores computed up to
