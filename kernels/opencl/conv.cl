@@ -59,3 +59,68 @@ conv2d(__global const uchar *xb, ulong xo, long4 xs, __global const uchar *wb,
   __global T *y = BP_PTR(T, yb, yo);
   ST(y, n * ys.s0 + kk * ys.s1 + (pix / q_out) * ys.s2 + (pix % q_out) * ys.s3, acc);
 }
+
+/* ---- conv2d through the tuned GEMM (ops_conv_gemm.c) ----------------------
+ * Per image and group, y[K/g][P*Q] = W[K/g][Cg*R*S] x im2col(x): the two
+ * operands are written straight into gemm.cl's zero-padded panels, so
+ * gemm_tiled (tuned per device) does the multiply-adds. Reduction index
+ * e = (c * R + r) * S + s, pixel x = p * Q + q. */
+
+/* im2col(x) as B panels: dst[b][(x / pw) * kp + e][x % pw]. An item fills
+ * one pixel's column for every e: few work-groups, which CPU drivers start
+ * slowly, and neighbouring items write neighbouring addresses. */
+__kernel void conv_im2col(__global const uchar *xb, ulong xo, long4 xs,
+                          int h, int w, int r_k, int s_k, int q_out,
+                          long npix, long red, int sh, int sw, int ph,
+                          int pw, int dh, int dw, __global ACC *dst, long kp,
+                          long xp, long pwid) {
+  long x = get_global_id(0), bi = get_global_id(1);
+  if (x >= xp)
+    return;
+  __global const T *src = BP_PTR(const T, xb, xo) + bi * xs.s0;
+  __global ACC *out = dst + bi * kp * xp + (x / pwid) * kp * pwid + x % pwid;
+  long eend = x < npix ? red : 0;
+  int op = (int)(x / q_out), oq = (int)(x % q_out);
+  int rs = r_k * s_k;
+  for (long e = 0; e < eend; e++) {
+    int c = (int)(e / rs), r = (int)(e % rs);
+    int ih = op * sh - ph + (r / s_k) * dh, iw = oq * sw - pw + (r % s_k) * dw;
+    ACC v = 0;
+    if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+      v = LD(src, c * xs.s1 + ih * xs.s2 + iw * xs.s3);
+    out[e * pwid] = v;
+  }
+  for (long e = eend; e < kp; e++)
+    out[e * pwid] = 0;
+}
+
+/* W (one group's K/g filters) as A panels: dst[(k / pw) * kp + e][k % pw]. */
+__kernel void conv_packw(__global const uchar *wb, ulong wo, long4 ws, int r_k,
+                         int s_k, long kpg, long red, __global ACC *dst,
+                         long kp, long xp, long pwid) {
+  long k = get_global_id(0);
+  if (k >= xp)
+    return;
+  __global const T *src = BP_PTR(const T, wb, wo) + k * ws.s0;
+  __global ACC *out = dst + (k / pwid) * kp * pwid + k % pwid;
+  long eend = k < kpg ? red : 0;
+  int rs = r_k * s_k;
+  for (long e = 0; e < eend; e++) {
+    int c = (int)(e / rs), r = (int)(e % rs);
+    out[e * pwid] = LD(src, c * ws.s1 + (r / s_k) * ws.s2 + (r % s_k) * ws.s3);
+  }
+  for (long e = eend; e < kp; e++)
+    out[e * pwid] = 0;
+}
+
+/* y[n][k][pix] = bias[k] before the GEMM adds into it (beta 1). */
+__kernel void conv_bias(__global uchar *yb, ulong yo, long4 ys, int q_out,
+                        long npix, __global const uchar *bb, ulong bo,
+                        long bst) {
+  long x = get_global_id(0), k = get_global_id(1), n = get_global_id(2);
+  if (x >= npix)
+    return;
+  ST(BP_PTR(T, yb, yo),
+     n * ys.s0 + k * ys.s1 + (x / q_out) * ys.s2 + (x % q_out) * ys.s3,
+     LD(BP_PTR(const T, bb, bo), k * bst));
+}

@@ -75,10 +75,24 @@ __kernel void pack(__global const uchar *sbuf, ulong so, long rows_k,
 __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1))) void
 gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
            long kp, long sab, long sbb, __global uchar *cb, ulong co, long m,
-           long n, long csb, long csm, long csn, CT alpha, CT beta) {
+           long n, long csb, long csm, long csn, CT alpha, CT beta, long nb1,
+           long csb1, long boff, int tri, long tri_off) {
   int tx = get_local_id(0), ty = get_local_id(1);
   long bi = get_global_id(2);
   long i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
+  /* Causal attention (ops_attention.c): tri 1 skips the tiles of S = Q Kt
+   * whose every column is masked (j > i + tri_off for each row i of the
+   * tile), tri 3 the same tiles of its transpose St = K Qt; tri 2 stops P V's k loop where the tile's last row stops seeing
+   * keys (P is zero beyond). Both are uniform over the work-group. */
+  if (tri == 1 && j0 > i0 + TM - 1 + tri_off)
+    return;
+  if (tri == 3 && i0 > j0 + TN - 1 + tri_off) /* the same for St = K Qt */
+    return;
+  long kend = kp;
+  if (tri == 2) {
+    long kstep = USE_LOCAL ? TK : UK;
+    kend = clamp((i0 + TM + tri_off + kstep - 1) / kstep * kstep, 0L, kp);
+  }
   ap += bi * sab + get_group_id(1) * kp * TM; /* this group's panels */
   bp += bi * sbb + get_group_id(0) * kp * TN;
   VT acc[WM][NV];
@@ -88,7 +102,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
 #if USE_LOCAL == 1
   __local CT as[TK * TM], bs[TK * TN];
   const int nthreads = (TN / WN) * (TM / WM), tid = ty * (TN / WN) + tx;
-  for (long p0 = 0; p0 < kp; p0 += TK) {
+  for (long p0 = 0; p0 < kend; p0 += TK) {
     for (int e = tid; e < TK * TM; e += nthreads)
       as[e] = ap[p0 * TM + e];
     for (int e = tid; e < TK * TN; e += nthreads)
@@ -106,7 +120,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
    * stay in L1 while all its items use them. */
   __global const CT *a = ap + ty * WM;
   __global const CT *b = bp + tx * WN;
-  for (long p0 = 0; p0 < kp; p0 += TK) {
+  for (long p0 = 0; p0 < kend; p0 += TK) {
     for (int p1 = 0; p1 < TK; p1 += UK) {
 #pragma unroll
       for (int p = 0; p < UK; p++)
@@ -117,13 +131,15 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
 #else
   __global const CT *a = ap + ty * WM;
   __global const CT *b = bp + tx * WN;
-  for (long p0 = 0; p0 < kp; p0 += UK) {
+  for (long p0 = 0; p0 < kend; p0 += UK) {
 #pragma unroll
     for (int p = 0; p < UK; p++)
       MICRO_STEP(a + (p0 + p) * TM, b + (p0 + p) * TN);
   }
 #endif
-  __global T *c = BP_PTR(T, cb, co) + bi * csb;
+  /* C's batch index splits in two (attention's batch and head). */
+  long cbi = bi + boff;
+  __global T *c = BP_PTR(T, cb, co) + (cbi / nb1) * csb + (cbi % nb1) * csb1;
   for (int r = 0; r < WM; r++) {
     long i = i0 + ty * WM + r;
     if (i >= m)
@@ -144,6 +160,136 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
   }
 }
 #endif /* TM */
+
+/* ---- skinny: C has m <= MB rows (a few tokens through a layer) ----------
+ * Each work-item owns SKV-wide column blocks of C and keeps their m rows of
+ * sums in explicit vectors, so B is read exactly once with whole-vector
+ * loads (CPU drivers run a work-item's loop as is: vectors in the source
+ * are what reach the SIMD units). A row index past m reads row m - 1 again
+ * (always valid) and is never stored.
+ * gemm_skinny_n: B's rows are contiguous (column stride 1); an item walks
+ * SK_NV blocks of 16 columns down k. gemm_skinny_k: B's columns and A's
+ * rows are contiguous along k (x Wt, the usual linear layer); an item
+ * takes one column and reduces it against the m rows 16 at a time. */
+#ifdef MB
+#define SKV 16
+#if DT == 1
+#define SK_LD(p, i) vload_half16(0, (p) + (i))
+#elif DT == 2
+#define SK_LD(p, i) as_float16(convert_uint16(vload16(0, (p) + (i))) << 16)
+#else
+#define SK_LD(p, i) vload16(0, (p) + (i))
+#endif
+#define SK_VT BP_CAT(CT, 16)
+/* Column blocks per item: fewer rows leave registers for more columns. */
+#define SK_NV (MB <= 2 ? 4 : MB <= 4 ? 2 : 1)
+
+inline void sk_store(__global T *c, long csm, long csn, long m, long n,
+                     long j, SK_VT v, int r, CT alpha, CT beta) {
+  CT vals[SKV];
+  vstore16(v, 0, vals);
+  for (int q = 0; q < SKV && j + q < n; q++) {
+    long oc = r * csm + (j + q) * csn;
+    CT x = alpha * vals[q];
+    if (beta != (CT)0)
+      x = fma(beta, (CT)LD(c, oc), x);
+    ST(c, oc, x);
+  }
+}
+
+__kernel void gemm_skinny_n(__global const uchar *ab, ulong ao,
+                            __global const uchar *bb, ulong bo,
+                            __global uchar *cb, ulong co, long m, long n,
+                            long k, long8 s, /* a: b m k, b: b k n */
+                            long csb, long csm, long csn, CT alpha, CT beta) {
+  long j0 = get_global_id(0) * (SKV * SK_NV), bi = get_global_id(1);
+  if (j0 >= n)
+    return;
+  __global const T *a = BP_PTR(const T, ab, ao) + bi * s.s0;
+  __global const T *b = BP_PTR(const T, bb, bo) + bi * s.s3;
+  long ar[MB];
+  SK_VT acc[MB][SK_NV];
+  for (int r = 0; r < MB; r++) {
+    ar[r] = min((long)r, m - 1) * s.s1;
+    for (int v = 0; v < SK_NV; v++)
+      acc[r][v] = 0;
+  }
+  /* Blocks past n (the last item's) read a valid block instead. */
+  long jb[SK_NV];
+  for (int v = 0; v < SK_NV; v++)
+    jb[v] = min(j0 + v * SKV, n - SKV);
+  for (long p = 0; p < k; p++) {
+    SK_VT bv[SK_NV];
+#pragma unroll
+    for (int v = 0; v < SK_NV; v++)
+      bv[v] = SK_LD(b, p * s.s4 + jb[v]);
+#pragma unroll
+    for (int r = 0; r < MB; r++) {
+      SK_VT av = (SK_VT)((CT)LD(a, ar[r] + p * s.s2));
+#pragma unroll
+      for (int v = 0; v < SK_NV; v++)
+        acc[r][v] = fma(av, bv[v], acc[r][v]);
+    }
+  }
+  __global T *c = BP_PTR(T, cb, co) + bi * csb;
+  for (int v = 0; v < SK_NV; v++) {
+    long j = j0 + v * SKV;
+    if (j >= n)
+      break;
+    /* a block moved back to fit holds columns jb..: store from j on */
+    for (int r = 0; r < MB && r < m; r++) {
+      SK_VT x = acc[r][v];
+      if (jb[v] != j) {
+        CT t[SKV];
+        vstore16(x, 0, t);
+        int sh = (int)(j - jb[v]);
+        for (int q = 0; q < SKV; q++)
+          t[q] = q + sh < SKV ? t[q + sh] : 0;
+        x = vload16(0, t);
+      }
+      sk_store(c, csm, csn, m, n, j, x, r, alpha, beta);
+    }
+  }
+}
+
+__kernel void gemm_skinny_k(__global const uchar *ab, ulong ao,
+                            __global const uchar *bb, ulong bo,
+                            __global uchar *cb, ulong co, long m, long n,
+                            long k, long8 s, /* a: b m k, b: b k n */
+                            long csb, long csm, long csn, CT alpha, CT beta) {
+  long j = get_global_id(0), bi = get_global_id(1);
+  if (j >= n)
+    return;
+  __global const T *a = BP_PTR(const T, ab, ao) + bi * s.s0;
+  __global const T *b = BP_PTR(const T, bb, bo) + bi * s.s3 + j * s.s5;
+  long ar[MB];
+  SK_VT acc[MB];
+  for (int r = 0; r < MB; r++) {
+    ar[r] = min((long)r, m - 1) * s.s1;
+    acc[r] = 0;
+  }
+  long kv = k / SKV * SKV;
+  for (long p = 0; p < kv; p += SKV) {
+    SK_VT bv = SK_LD(b, p);
+#pragma unroll
+    for (int r = 0; r < MB; r++)
+      acc[r] = fma(SK_LD(a, ar[r] + p), bv, acc[r]);
+  }
+  __global T *c = BP_PTR(T, cb, co) + bi * csb + j * csn;
+  for (int r = 0; r < MB && r < m; r++) {
+    CT t[SKV], sum = 0;
+    vstore16(acc[r], 0, t);
+    for (int q = 0; q < SKV; q++)
+      sum += t[q];
+    for (long p = kv; p < k; p++)
+      sum = fma((CT)LD(a, ar[r] + p), (CT)LD(b, p), sum);
+    CT x = alpha * sum;
+    if (beta != (CT)0)
+      x = fma(beta, (CT)LD(c, r * csm), x);
+    ST(c, r * csm, x);
+  }
+}
+#endif /* MB */
 
 /* ---- gemv: one work-group per output row, work-group reduction ---------- */
 #define GEMV_WG 64

@@ -335,6 +335,34 @@ void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_c
  * d->lock. */
 bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
                            const bp_gemm_args_t *g);
+/* One launch of gemm.cl's gemm_tiled over panels already packed (ops_blas.c
+ * packs for gemm; conv2d and attention pack their own operands). C's batch
+ * index bi + boff lands at ((bi + boff) / nb1) * csb + ((bi + boff) % nb1) *
+ * csb1; tri and tri_off as gemm.cl says (0: plain). Caller holds d->lock. */
+typedef struct ocl_tiled_run {
+  cl_mem pa, pb;
+  int64_t mp, np, kp, sab, sbb; /* padded sizes; panel batch strides */
+  int64_t m, n, batch;
+  const bp_plugin_tensor_t *c; /* its ptr, offset and dtype */
+  int64_t c_off;               /* elements added to c's offset */
+  int64_t csb, csm, csn, nb1, csb1, boff;
+  int tri;
+  int64_t tri_off;
+  double alpha, beta;
+} ocl_tiled_run_t;
+bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
+                         const ocl_tiled_run_t *r);
+/* The k padding gemm_tiled needs with cfg. */
+int64_t ocl_gemm_kstep(const ocl_gemm_cfg_t *cfg);
+/* conv2d through im2col + gemm_tiled (ops_conv_gemm.c), and attention as
+ * Q Kt, softmax, P V through it (ops_attention_gemm.c); BP_ERR_UNSUPPORTED
+ * when the shape is better served by the direct kernels. Caller holds
+ * d->lock. */
+bp_status_t ocl_conv2d_gemm(ocl_device_t *d, cl_command_queue q, const bp_conv2d_args_t *args);
+bp_status_t ocl_attention_gemm(ocl_device_t *d, cl_command_queue q, const bp_attention_args_t *args);
+/* A scratch buffer of size bytes, released by the caller once enqueued (a
+ * graph being recorded on q keeps it). */
+cl_mem ocl_scratch(ocl_device_t *d, cl_command_queue q, size_t size, bp_status_t *out_st);
 /* The device's tiled-gemm configuration for dt: from the tuning cache file,
  * or measured now (once per device and dtype). Caller holds d->lock. */
 bp_status_t ocl_gemm_config(ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_cfg_t **out_cfg);

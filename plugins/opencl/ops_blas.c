@@ -80,28 +80,58 @@ static int64_t round_up64(int64_t n, int64_t m) {
   return (n + m - 1) / m * m;
 }
 
+int64_t ocl_gemm_kstep(const ocl_gemm_cfg_t *cfg) {
+  return cfg->use_local ? cfg->tile_k : cfg->unroll_k;
+}
+
+cl_mem ocl_scratch(ocl_device_t *d, cl_command_queue q, size_t size, bp_status_t *out_st) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, size ? size : 4, NULL, &err);
+  *out_st = m ? BP_OK : ocl_fail(err, "clCreateBuffer (scratch)");
+  if (m) ocl_graph_keep(q, m); /* a recorded graph reuses the scratch later */
+  return m;
+}
+
+bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
+                         const ocl_tiled_run_t *r) {
+  char opts[256];
+  ocl_gemm_cfg_options(d, r->c->dtype, cfg, opts, sizeof opts);
+  ocl_args_t a = {0};
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_tiled", &a.k);
+  if (st != BP_OK) return st;
+  cl_long v[18] = {r->mp,  r->np,  r->kp,  r->sab,  r->sbb,  r->m,    r->n,   r->csb,     r->csm,
+                   r->csn, r->nb1, r->csb1, r->boff, r->tri, r->tri_off, 0, 0, 0};
+  cl_int tri = r->tri;
+  OCL_ARG(&a, r->pa);
+  OCL_ARG(&a, r->pb);
+  for (int i = 0; i < 5; i++) OCL_ARG(&a, v[i]);
+  ocl_arg_buf(&a, r->c->ptr, r->c->offset + (uint64_t)r->c_off * ocl_dtype_size(r->c->dtype));
+  for (int i = 5; i < 10; i++) OCL_ARG(&a, v[i]);
+  ocl_arg_scalar(&a, r->c->dtype, r->alpha);
+  ocl_arg_scalar(&a, r->c->dtype, r->beta);
+  for (int i = 10; i < 13; i++) OCL_ARG(&a, v[i]);
+  OCL_ARG(&a, tri);
+  OCL_ARG(&a, v[14]);
+  size_t lws[3] = {(size_t)(cfg->tile_n / cfg->wpt_n), (size_t)(cfg->tile_m / cfg->wpt_m), 1};
+  size_t gws[3] = {(size_t)(r->np / cfg->tile_n) * lws[0], (size_t)(r->mp / cfg->tile_m) * lws[1],
+                   (size_t)r->batch};
+  return ocl_enqueue(q, &a, 3, gws, lws);
+}
+
 bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
                            const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
   int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2];
   int64_t k = A->shape[2];
-  int64_t kstep = cfg->use_local ? cfg->tile_k : cfg->unroll_k;
   int64_t mp = round_up64(m, cfg->tile_m), np = round_up64(n, cfg->tile_n);
-  int64_t kp = round_up64(k > 0 ? k : 1, kstep);
+  int64_t kp = round_up64(k > 0 ? k : 1, ocl_gemm_kstep(cfg));
   /* A batch stride of 0 shares one matrix: pack it once. */
   int64_t ba = A->strides[0] == 0 ? 1 : batch, bb = B->strides[0] == 0 ? 1 : batch;
   size_t cs = C->dtype == BP_F64 ? 8 : 4;
-  cl_int err = CL_SUCCESS;
-  cl_mem pa =
-      ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)(ba * kp * mp) * cs, NULL, &err);
-  cl_mem pb = pa ? ocl_api.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)(bb * kp * np) * cs,
-                                          NULL, &err)
-                 : NULL;
   bp_status_t st = BP_OK;
-  if (!pa || !pb) {
-    st = ocl_fail(err, "clCreateBuffer (gemm scratch)");
-    goto out;
-  }
+  cl_mem pa = ocl_scratch(d, q, (size_t)(ba * kp * mp) * cs, &st);
+  cl_mem pb = pa ? ocl_scratch(d, q, (size_t)(bb * kp * np) * cs, &st) : NULL;
+  if (st != BP_OK) goto out;
   char opts[256];
   ocl_gemm_cfg_options(d, C->dtype, cfg, opts, sizeof opts);
   st = gemm_pack(d, q, opts, A, ba, k, m, A->strides[0], A->strides[2], A->strides[1], pa, kp, mp,
@@ -109,35 +139,67 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q, const ocl_gemm_c
   if (st == BP_OK)
     st = gemm_pack(d, q, opts, B, bb, k, n, B->strides[0], B->strides[1], B->strides[2], pb, kp, np,
                    cfg->tile_n);
-  ocl_args_t a = {0};
-  if (st == BP_OK) st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_tiled", &a.k);
   if (st != BP_OK) goto out;
-  cl_long sab = ba == 1 ? 0 : kp * mp, sbb = bb == 1 ? 0 : kp * np;
-  cl_long v[5] = {mp, np, kp, m, n};
-  OCL_ARG(&a, pa);
-  OCL_ARG(&a, pb);
-  OCL_ARG(&a, v[0]);
-  OCL_ARG(&a, v[1]);
-  OCL_ARG(&a, v[2]);
-  OCL_ARG(&a, sab);
-  OCL_ARG(&a, sbb);
-  ocl_arg_buf(&a, C->ptr, C->offset);
-  OCL_ARG(&a, v[3]);
-  OCL_ARG(&a, v[4]);
-  for (int i = 0; i < 3; i++) OCL_ARG(&a, C->strides[i]);
-  ocl_arg_scalar(&a, C->dtype, g->alpha);
-  ocl_arg_scalar(&a, C->dtype, g->beta);
-  size_t lws[3] = {(size_t)(cfg->tile_n / cfg->wpt_n), (size_t)(cfg->tile_m / cfg->wpt_m), 1};
-  size_t gws[3] = {(size_t)(np / cfg->tile_n) * lws[0], (size_t)(mp / cfg->tile_m) * lws[1],
-                   (size_t)batch};
-  st = ocl_enqueue(q, &a, 3, gws, lws);
-  ocl_graph_keep(q, pa); /* a recorded graph reuses the scratch later */
-  ocl_graph_keep(q, pb);
+  ocl_tiled_run_t r = {.pa = pa, .pb = pb, .mp = mp, .np = np, .kp = kp,
+                       .sab = ba == 1 ? 0 : kp * mp, .sbb = bb == 1 ? 0 : kp * np,
+                       .m = m, .n = n, .batch = batch, .c = C, .csb = C->strides[0],
+                       .csm = C->strides[1], .csn = C->strides[2], .nb1 = 1,
+                       .alpha = g->alpha, .beta = g->beta};
+  st = ocl_gemm_run(d, q, cfg, &r);
 out:
   /* OpenCL keeps the scratch alive until the queued kernels finish. */
   if (pa) ocl_api.clReleaseMemObject(pa);
   if (pb) ocl_api.clReleaseMemObject(pb);
   return st;
+}
+
+/* C with at most SKINNY_MAX_M rows: gemm_skinny_n / _k read B once
+ * (gemm.cl); they need unit strides along B's rows (n) or along A's rows
+ * and B's columns (k), and at least one vector of columns or of k. */
+#define SKINNY_MAX_M 16
+#define SKINNY_VEC 16
+
+static const char *skinny_kernel(const bp_gemm_args_t *g) {
+  const bp_plugin_tensor_t *A = &g->a, *B = &g->b;
+  int64_t m = g->c.shape[1], n = g->c.shape[2], k = A->shape[2];
+  if (m > SKINNY_MAX_M || m * n * k <= GEMM_DIRECT_MAX_FLOPS) return NULL;
+  if (B->strides[2] == 1 && n >= SKINNY_VEC) return "gemm_skinny_n";
+  if (B->strides[1] == 1 && A->strides[2] == 1 && k >= SKINNY_VEC) return "gemm_skinny_k";
+  return NULL;
+}
+
+static bp_status_t gemm_skinny(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g,
+                               const char *kernel) {
+  const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
+  cl_long m = C->shape[1], n = C->shape[2], k = A->shape[2];
+  int mb = 1;
+  while (mb < m) mb *= 2;
+  char base[64], opts[128];
+  ocl_dtype_options(d, C->dtype, base, sizeof base);
+  snprintf(opts, sizeof opts, "%s -DMB=%d", base, mb);
+  ocl_args_t a = {0};
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, kernel, &a.k);
+  if (st != BP_OK) return st;
+  cl_long s[8] = {A->strides[0], A->strides[1], A->strides[2], B->strides[0],
+                  B->strides[1], B->strides[2], 0,             0};
+  ocl_arg_buf(&a, A->ptr, A->offset);
+  ocl_arg_buf(&a, B->ptr, B->offset);
+  ocl_arg_buf(&a, C->ptr, C->offset);
+  OCL_ARG(&a, m);
+  OCL_ARG(&a, n);
+  OCL_ARG(&a, k);
+  ocl_arg(&a, sizeof(cl_long8), s);
+  for (int i = 0; i < 3; i++) OCL_ARG(&a, C->strides[i]);
+  ocl_arg_scalar(&a, C->dtype, g->alpha);
+  ocl_arg_scalar(&a, C->dtype, g->beta);
+  /* _n: an item per SK_NV blocks of 16 columns (gemm.cl); _k: per column */
+  int nv = mb <= 2 ? 4 : mb <= 4 ? 2 : 1;
+  size_t items = kernel[12] == 'n' ? (size_t)((n + SKINNY_VEC * nv - 1) / (SKINNY_VEC * nv))
+                                   : (size_t)n;
+  /* small groups: more of them to share between the driver's threads */
+  size_t lws[2] = {4, 1};
+  size_t gws[2] = {ocl_round_up(items, 4), (size_t)C->shape[0]};
+  return ocl_enqueue(q, &a, 2, gws, lws);
 }
 
 /* beta * C when k == 0 or alpha == 0 is still a gemm: the tiled path handles
@@ -151,7 +213,10 @@ bp_status_t ocl_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   cl_command_queue q = ocl_queue(d, stream);
   bp_status_t st;
   pthread_mutex_lock(&d->lock);
-  if (m * n * k <= GEMM_DIRECT_MAX_FLOPS || m < 8 || n < 8) {
+  const char *skinny = skinny_kernel(args);
+  if (skinny) {
+    st = gemm_skinny(d, q, args, skinny);
+  } else if (m * n * k <= GEMM_DIRECT_MAX_FLOPS || m < 8 || n < 8) {
     st = gemm_direct(d, q, args);
   } else {
     const ocl_gemm_cfg_t *cfg = NULL;

@@ -152,8 +152,11 @@ static bp_status_t tune_measure(ocl_device_t *d, bp_dtype_t dt, ocl_gemm_cfg_t *
                    : NULL;
   free(zeros);
   if (!m) return ocl_fail(err, "clCreateBuffer (gemm tuning)");
-  bp_gemm_args_t g = {
-      sizeof g, 0, 1.0, 0.0, tune_tensor(m, dt, N), tune_tensor(m, dt, N), tune_tensor(m, dt, N)};
+  bp_gemm_args_t g = {.struct_size = sizeof g,
+                      .alpha = 1.0,
+                      .a = tune_tensor(m, dt, N),
+                      .b = tune_tensor(m, dt, N),
+                      .c = tune_tensor(m, dt, N)};
   double best = 1e30;
   for (size_t i = 0; i < NCAND; i++) {
     if (!cfg_fits(d, dt, &candidates[i])) continue;

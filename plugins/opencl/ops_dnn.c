@@ -29,8 +29,9 @@ bp_status_t ocl_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *str
   ocl_dtype_options(d, q->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
-  bp_status_t st = ocl_kernel_get(d, OCL_FAM_ATTENTION, opts, "attention", &a.k);
-  if (st == BP_OK) {
+  bp_status_t st = ocl_attention_gemm(d, ocl_queue(d, stream), args);
+  if (st == BP_ERR_UNSUPPORTED) st = ocl_kernel_get(d, OCL_FAM_ATTENTION, opts, "attention", &a.k);
+  if (st == BP_OK && a.k) {
     const bp_plugin_tensor_t *ts[4] = {q, k, v, o};
     for (int i = 0; i < 4; i++) {
       ocl_arg_buf(&a, ts[i]->ptr, ts[i]->offset);
@@ -69,8 +70,9 @@ bp_status_t ocl_op_conv2d(bp_plugin_device_t *device, bp_plugin_stream_t *stream
   ocl_dtype_options(d, x->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
-  bp_status_t st = ocl_kernel_get(d, OCL_FAM_CONV, opts, "conv2d", &a.k);
-  if (st == BP_OK) {
+  bp_status_t st = ocl_conv2d_gemm(d, ocl_queue(d, stream), args);
+  if (st == BP_ERR_UNSUPPORTED) st = ocl_kernel_get(d, OCL_FAM_CONV, opts, "conv2d", &a.k);
+  if (st == BP_OK && a.k) {
     cl_int has_bias = args->bias.rank > 0;
     cl_long bst = has_bias ? args->bias.strides[0] : 0;
     ocl_arg_buf(&a, x->ptr, x->offset);
