@@ -60,6 +60,15 @@ static int suite_attention(bool quick, bpt_case_t *o, int n, int cap) {
       for (int64_t d = 64; d <= 128; d *= 2)
         for (int causal = 1; causal >= 0; causal--)
           n = add(o, n, cap, attention(bh[i][0], bh[i][1], s, d, causal));
+  /* bf16 (f32 softmax and accumulation; AMX tiles where the CPU has them)
+   * at the B1 H8 shapes, against the f32 rows above */
+  for (int64_t s = 512; s <= 2048; s *= 2)
+    for (int64_t d = 64; d <= 128; d *= 2)
+      for (int causal = 1; causal >= 0; causal--) {
+        bpt_case_t c = attention(1, 8, s, d, causal);
+        c.dtype = BP_BF16;
+        n = add(o, n, cap, c);
+      }
   return n;
 }
 
