@@ -22,6 +22,14 @@
 /* ---- the blocked driver -------------------------------------------------- */
 
 #define GEMM_MT_FLOPS 4e6 /* least work per thread worth a pool dispatch */
+/* Least work (f32 FLOPs; f64 counts twice) for the team driver
+ * (gemm_team.c): below it a row split where each worker packs its own B
+ * finishes sooner. The team's shared B blocks cost a wait for every block,
+ * which a short call cannot spread, and what they save (packing B once,
+ * rows claimed by whichever worker the host is running) only adds up over
+ * a long one (docs/performance.md). A device whose tune sets the row
+ * split (the tests, to reach the team with small problems) skips it. */
+#define GEMM_TEAM_MIN_FLOPS 4e9
 
 /* Small f32 problems in row-major layouts: no packing at all. The
  * unpacked micro-kernel reads A's rows and B's rows where they are (all of
@@ -31,21 +39,30 @@
                                * packing's cost is spread over enough tiles
                                * that the packed path wins
                                * (docs/performance.md) */
-/* A few rows of C (at most two micro-panels) against a large B: packing
- * B would copy it for one or two uses of each element, so B is read in
- * place, in k blocks. With two panels each B line is read twice, which
- * pays when B streams from memory anyway (past GEMM_SKINNY_STREAM bytes)
- * or when its rows are not a multiple of 1 KiB apart; rows that are (a
- * power-of-two width) fall into a few L1 / L2 sets, the second read
- * misses, and the packed path is faster. From three panels on, the
- * rereads of B cost more than packing it (docs/performance.md). */
-#define GEMM_SKINNY_STREAM ((int64_t)32 << 20)
+/* A few rows of C (at most two micro-panels) against a B of more than
+ * GEMM_SKINNY_PACKED bytes: reading B in place, a column panel at a time,
+ * touches each of its rows in a short run (a new page every k step), while
+ * packing reads them front to back. Where B stays in the last-level cache
+ * between calls (under half of it), the packed path wins; where it streams
+ * from memory, reading it once in place beats reading it and writing a
+ * copy. Below GEMM_SKINNY_PACKED bytes B is read in place: one panel
+ * reads each B line once; with two panels each line is read twice, which
+ * pays unless B's rows are a multiple of 1 KiB apart (a power-of-two
+ * width), where they fall into a few L1 / L2 sets and the second read
+ * misses. From three panels on, the rereads of B cost more than packing
+ * it (docs/performance.md). */
+#define GEMM_SKINNY_PACKED ((int64_t)24 << 20)
 
 static bool gemm_skinny(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v) {
-  if (v->m <= kr->mr) return true;
   if (v->m > 2 * kr->mr) return false;
-  bool sets = (v->sbk * (int64_t)sizeof(float)) % 1024 == 0;
-  return !sets || v->k * v->n * (int64_t)sizeof(float) >= GEMM_SKINNY_STREAM;
+  int64_t bytes = v->k * v->n * (int64_t)sizeof(float);
+  if (bytes > GEMM_SKINNY_PACKED) {
+    uint64_t llc;
+    cpu_cache_sizes(NULL, NULL, &llc);
+    return llc == 0 || (uint64_t)bytes > llc / 2;
+  }
+  if (v->m <= kr->mr) return true;
+  return (v->sbk * (int64_t)sizeof(float)) % 1024 != 0;
 }
 
 /* Unpacked: small problems (GEMM_DIRECT_MAX), a few rows (gemm_skinny),
@@ -412,8 +429,10 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
     j.pm = parts;
   else
     j.pn = parts;
-  /* One problem split by rows: the workers share its B panels instead */
-  if (mt && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
+  /* One long problem split by rows: the workers share its B panels */
+  bool team = flops * (f64 ? 2 : 1) >= GEMM_TEAM_MIN_FLOPS ||
+              dev->tune.gemm_row_split_panels > 0;
+  if (mt && team && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
       cpu_fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
     return BP_OK;
   int64_t ntasks = batch * j.pm * j.pn;
