@@ -298,15 +298,16 @@ static float ax_update(ax_ws_t *w, int64_t r, float mnew, __m512 sum) {
   return corr;
 }
 
-/* Row r's step over a whole key block, every key visible and scale > 0:
- * the scores stay in registers, the max is taken before scaling, and the
- * weights are rounded two vectors at a time. */
-static float ax_softmax_full(ax_ws_t *w, int64_t r, float scale) {
+/* Row r's step over the first nv vectors of scores (nv even), every key
+ * visible and scale > 0: the scores stay in registers, the max is taken
+ * before scaling, and the weights are rounded two vectors at a time. */
+static float ax_softmax_full(ax_ws_t *w, int64_t r, int nv, float scale) {
   const float *s = w->s + r * AX_BK;
   uint16_t *p = w->p + r * AX_BK;
   enum { NV = AX_BK / 16 };
   __m512 x[NV], t[NV / 2];
-  _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) x[c] = _mm512_loadu_ps(s + 16 * c);
+  _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) x[c] =
+      c < nv ? _mm512_loadu_ps(s + 16 * c) : _mm512_set1_ps(-INFINITY);
   /* a tree, not a chain: the row's max is on the critical path */
   _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) t[c] = _mm512_max_ps(x[2 * c], x[2 * c + 1]);
   _Pragma("GCC unroll 8") for (int h = NV / 4; h >= 1; h /= 2)
@@ -316,6 +317,7 @@ static float ax_softmax_full(ax_ws_t *w, int64_t r, float scale) {
   __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew * log2e);
   __m512 vs = _mm512_set1_ps(scale * log2e), sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   _Pragma("GCC unroll 8") for (int c = 0; c < NV; c += 2) {
+    if (c >= nv) break;
     __m512 e0 = ax_exp2(_mm512_fmsub_ps(x[c], vs, vm));
     __m512 e1 = ax_exp2(_mm512_fmsub_ps(x[c + 1], vs, vm));
     sum[0] = _mm512_add_ps(sum[0], e0);
@@ -329,7 +331,7 @@ static float ax_softmax_full(ax_ws_t *w, int64_t r, float scale) {
  * ncols, a multiple of 32): weights in p, zero from n to ncols; returns the
  * factor for the row's output so far. */
 static float ax_softmax_row(ax_ws_t *w, int64_t r, int64_t n, int64_t ncols, float scale) {
-  if (n == AX_BK && ncols == AX_BK && scale > 0) return ax_softmax_full(w, r, scale);
+  if (n == ncols && scale > 0) return ax_softmax_full(w, r, (int)(ncols / 16), scale);
   const float *s = w->s + r * AX_BK;
   uint16_t *p = w->p + r * AX_BK;
   if (n <= 0) {
@@ -418,10 +420,14 @@ static void ax_query_block(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, 
   }
   memset(w->o, 0, sizeof(float) * (size_t)(AX_BQ * j->Dvp));
   ax_load_queries(j, w, j->q + b * j->sq[0] + h * j->sq[1] + i0 * j->sq[2], nq);
-  /* keys past the last query's limit are hidden from the whole block */
-  int64_t kend = ax_visible(j, i0 + nq - 1);
+  /* keys past the last query's limit are hidden from the whole block; the
+   * keys before the first query's limit (whole tile rows of them) are seen
+   * by every row and take the softmax without masks */
+  int64_t kend = ax_visible(j, i0 + nq - 1), kall = ax_visible(j, i0) / AX_KC * AX_KC;
   ax_pack_head(j, w, b, h / j->grp, kend);
-  for (int64_t k0 = 0; k0 < kend; k0 += AX_BK)
+  for (int64_t k0 = 0; k0 < kall; k0 += AX_BK)
+    ax_key_block(j, w, i0, nq, k0, ax_min(AX_BK, kall - k0));
+  for (int64_t k0 = kall; k0 < kend; k0 += AX_BK)
     ax_key_block(j, w, i0, nq, k0, ax_min(AX_BK, kend - k0));
   ax_store(j, w, b, h, i0, nq);
 }
