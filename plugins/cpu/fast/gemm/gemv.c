@@ -59,9 +59,9 @@ DEFINE_GEMV_DOT(double, f64)
 
 /* Tasks are blocks of j->cols columns; each sums all k rows of its block
  * (k outermost, so each row segment is read once, front to back). */
-#define DEFINE_GEMV_AXPY(T, sfx)                                               \
-  static void gemv_axpy_##sfx(void *ctx, int64_t begin, int64_t end,           \
-                              unsigned worker) {                               \
+#define DEFINE_GEMV_AXPY(T, sfx, ATTR)                                         \
+  ATTR static void gemv_axpy_##sfx(void *ctx, int64_t begin, int64_t end,      \
+                                   unsigned worker) {                          \
     const gemv_job_t *j = ctx;                                                 \
     (void)worker;                                                              \
     const T *x = (const T *)j->x;                                              \
@@ -100,11 +100,25 @@ DEFINE_GEMV_DOT(double, f64)
       }                                                                        \
     }                                                                          \
   }
-DEFINE_GEMV_AXPY(float, f32)
-DEFINE_GEMV_AXPY(double, f64)
+DEFINE_GEMV_AXPY(float, f32, )
+DEFINE_GEMV_AXPY(double, f64, )
+/* The same loops in AVX-512 (chosen at run time): the baseline build's
+ * SSE2 moves four floats per load, too few to keep up with a matrix that
+ * comes from the last-level cache. */
+#define GEMV_AVX512 __attribute__((target("avx512f,avx512vl,fma,prefer-vector-width=512")))
+DEFINE_GEMV_AXPY(float, f32_avx512, GEMV_AVX512)
+DEFINE_GEMV_AXPY(double, f64_avx512, GEMV_AVX512)
+
+static bool gemv_avx512_ok(const cpu_device_t *dev) {
+  const cpu_features_t *f = cpu_features_get();
+  return (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX512) && f->avx512f &&
+         f->avx512vl && f->fma;
+}
 
 static void run(cpu_device_t *dev, gemv_job_t *j, bool axpy) {
-  cpu_pool_fn fn = axpy ? (j->f64 ? gemv_axpy_f64 : gemv_axpy_f32)
+  bool wide = gemv_avx512_ok(dev);
+  cpu_pool_fn fn = axpy ? (j->f64 ? (wide ? gemv_axpy_f64_avx512 : gemv_axpy_f64)
+                                  : (wide ? gemv_axpy_f32_avx512 : gemv_axpy_f32))
                         : (j->f64 ? gemv_dot_f64 : gemv_dot_f32);
   bool mt = dev->pool && (double)j->rows * (double)j->len >= GEMV_MT_ELEMS;
   int64_t tasks = j->rows;
