@@ -63,8 +63,11 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
                      .scn = (int32_t)C->strides[2],
                      .alpha = (float)g->alpha,
                      .beta = (float)g->beta};
-  /* CPU implementations: the texel-buffer kernel (ops_blas_texel.c). */
-  bp_status_t tst = vkb_gemm_texel(s, g);
+  /* CPU implementations: a few rows of C read B once (ops_blas_skinny.c),
+   * the rest takes the texel-buffer kernel (ops_blas_texel.c). */
+  bp_status_t tst = vkb_gemm_skinny(s, g);
+  if (tst != BP_ERR_UNSUPPORTED) return tst;
+  tst = vkb_gemm_texel(s, g);
   if (tst != BP_ERR_UNSUPPORTED) return tst;
   const gemm_tile_t *t = pick_tile(m, n, batch, s->d->software);
   /* Loads walk the contiguous axis so neighbouring invocations read

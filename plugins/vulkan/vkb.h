@@ -468,6 +468,9 @@ VKB_HIDDEN bp_status_t vkb_glsl_compile(const bp_kernel_source_t *source, uint32
  * BP_ERR_UNSUPPORTED, with nothing recorded, when the device or the sizes
  * do not allow it. Call with s->lock held. */
 VKB_HIDDEN bp_status_t vkb_gemm_texel(vkb_stream_t *s, const bp_gemm_args_t *g);
+/* GEMM with at most 16 rows of C on CPU implementations (ops_blas_skinny.c,
+ * gemv.comp); BP_ERR_UNSUPPORTED where it does not apply. */
+VKB_HIDDEN bp_status_t vkb_gemm_skinny(vkb_stream_t *s, const bp_gemm_args_t *g);
 /* Whether the texel kernels should run on d (a CPU implementation with
  * texel buffers, unless BACKPLANE_VK_GEMM_TEXEL says otherwise). */
 VKB_HIDDEN bool vkb_texel_wanted(vkb_device_t *d);
