@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
@@ -312,11 +313,75 @@ static void test_amx_chosen_for_bf16(void **state) {
   finish(&s, "chosen for bf16");
 }
 
+static double thread_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Best of reps calls of fn on a, by this thread's CPU time (one thread:
+ * the time other processes take from the core does not count). */
+static double best_seconds(cpu_device_t *dev, const bp_attention_args_t *a, int reps,
+                           bp_status_t (*fn)(cpu_device_t *, const bp_attention_args_t *)) {
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    double t0 = thread_seconds();
+    assert_int_equal(fn(dev, a), BP_OK);
+    double t = thread_seconds() - t0;
+    best = t < best ? t : best;
+  }
+  return best;
+}
+
+/* Not a test: with BP_FAST_BENCH=1, bp bench's B1 H8 attention shapes on
+ * one thread, the bf16 kernel on AMX beside the f32 AVX-512 kernel on the
+ * same values. */
+static void bench_amx_vs_f32(void **state) {
+  (void)state;
+  dev_set_t s;
+  if (!getenv("BP_FAST_BENCH")) TEST_SKIP_CASE("benchmark: set BP_FAST_BENCH=1 to run it");
+  OPEN_OR_SKIP(&s);
+  for (int64_t S = 512; S <= 2048; S *= 2)
+    for (int64_t D = 64; D <= 128; D *= 2)
+      for (int causal = 1; causal >= 0; causal--) {
+        int64_t n = 8 * S * D;
+        float *f[4];
+        amx_buf_t h[4];
+        bp_attention_args_t a[2];
+        for (int x = 0; x < 4; x++) {
+          h[x] = buf_make(1, 8, S, D, LAYOUT_DENSE, -1, 1);
+          f[x] = malloc(sizeof(float) * (size_t)n);
+          for (int64_t i = 0; i < n; i++) f[x][i] = (float)cpu_load(h[x].p, BP_BF16, i);
+        }
+        for (int t = 0; t < 2; t++) {
+          memset(&a[t], 0, sizeof a[t]);
+          a[t].struct_size = sizeof a[t];
+          a[t].causal = causal;
+          a[t].scale = 1.0 / sqrt((double)D);
+          bp_plugin_tensor_t *ts[4] = {&a[t].q, &a[t].k, &a[t].v, &a[t].out};
+          for (int x = 0; x < 4; x++) {
+            *ts[x] = h[x].t;
+            if (t == 0) ts[x]->dtype = BP_F32, ts[x]->ptr = (uint64_t)(uintptr_t)f[x];
+          }
+        }
+        double t32 = best_seconds(&s.dev[0], &a[0], 3, cpu_fast_attention_avx512);
+        double t16 = best_seconds(&s.dev[0], &a[1], 3, cpu_fast_attention_amx);
+        double flops = 4.0 * 8 * (double)S * (double)S * (double)D * (causal ? 0.5 : 1.0);
+        printf("attention B1 H8 S%ld D%ld%s, 1 thread: f32 %.2f ms %.1f GFLOP/s, bf16 AMX %.2f ms "
+               "%.1f GFLOP/s, %.2fx\n",
+               (long)S, (long)D, causal ? " causal" : "", t32 * 1e3, flops / t32 * 1e-9, t16 * 1e3,
+               flops / t16 * 1e-9, t32 / t16);
+        for (int x = 0; x < 4; x++) free(h[x].p), free(f[x]);
+      }
+  devs_close(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_amx_block_edges),      cmocka_unit_test(test_amx_heads_dims_layouts),
       cmocka_unit_test(test_amx_special),          cmocka_unit_test(test_amx_masked_rows_zero),
       cmocka_unit_test(test_amx_declines),         cmocka_unit_test(test_amx_chosen_for_bf16),
+      cmocka_unit_test(bench_amx_vs_f32),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
