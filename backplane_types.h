@@ -84,7 +84,7 @@ typedef enum bp_dtype {
  *   tensors  the struct's tensor fields, which a graph rebinds
  */
 #define BP_OP_TABLE(X)                                                         \
-  X(GEMM, gemm, bp_gemm_args_t, 0, VALUE, (a, b, c))                           \
+  X(GEMM, gemm, bp_gemm_args_t, 0, VALUE, (a, b, bias, c))                     \
   X(GEMV, gemv, bp_gemv_args_t, 1, VALUE, (a, x, y))                           \
   X(CONV2D, conv2d, bp_conv2d_args_t, 2, VALUE, (x, w, bias, y))               \
   X(POOL2D, pool2d, bp_pool2d_args_t, 3, VALUE, (x, y))                        \
@@ -93,7 +93,8 @@ typedef enum bp_dtype {
   X(LAYER_NORM, layer_norm, bp_norm_args_t, 5, VALUE, (x, gamma, beta, y))     \
   X(RMS_NORM, rms_norm, bp_norm_args_t, 6, VALUE, (x, gamma, beta, y))         \
   X(SOFTMAX, softmax, bp_softmax_args_t, 7, VALUE, (x, y))                     \
-  X(ATTENTION, attention, bp_attention_args_t, 8, VALUE, (q, k, v, out))       \
+  X(ATTENTION, attention, bp_attention_args_t, 8, VALUE,                      \
+    (q, k, v, kv_lens, bias, alibi_slopes, out))                               \
   X(ADAM, adam, bp_adam_args_t, 9, ARRAYS, ())                                 \
   X(UNARY, unary, bp_unary_args_t, 10, VALUE, (x, y))                          \
   X(BINARY, binary, bp_binary_args_t, 11, VALUE, (a, b, y))                    \
@@ -251,6 +252,16 @@ typedef struct bp_device_info {
 } bp_device_info_t;
 
 /* op_features bits, by op family (ABI 1.5). */
+/* BP_OP_GEMM: the epilogue of bp_gemm_args_t, a bias tensor and an
+ * activation (without them the core composes the epilogue from binary and
+ * unary ops on the same stream). */
+#define BP_FEATURE_GEMM_BIAS 0x1u
+#define BP_FEATURE_GEMM_ACT 0x2u
+/* BP_OP_ATTENTION: the masks of bp_attention_args_t beyond causal. */
+#define BP_FEATURE_ATTENTION_KV_LENS 0x1u
+#define BP_FEATURE_ATTENTION_WINDOW 0x2u
+#define BP_FEATURE_ATTENTION_BIAS 0x4u
+#define BP_FEATURE_ATTENTION_ALIBI 0x8u
 
 #define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */
 #define BP_DEVICE_FLAG_HOST_MEMORY 0x2u /* device pointers are host pointers */

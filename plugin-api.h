@@ -153,8 +153,20 @@ typedef struct bp_gemm_args {
   uint32_t flags; /* BP_GEMM_FLAG_* */
   double alpha, beta;
   bp_plugin_tensor_t a, b, c;
+  /* fields below: ABI 1.5 */
+  /* The epilogue: C = act(alpha A·B + beta C + bias). bias has c's shape
+   * [batch, m, n] by strides (0 where it broadcasts: a [n] bias has strides
+   * {0, 0, s}), c's dtype, or rank 0 (absent:
+   * BP_FEATURE_GEMM_BIAS). act is the bp_unary_op_t activation, applied
+   * when flags has BP_GEMM_FLAG_ACTIVATION (BP_FEATURE_GEMM_ACT); both are
+   * applied to the f32 (f64) accumulator before C is rounded to its
+   * dtype. */
+  int32_t activation;
+  uint32_t reserved;
+  bp_plugin_tensor_t bias;
 } bp_gemm_args_t;
 #define BP_GEMM_FLAG_ALLOW_TF32 0x1u
+#define BP_GEMM_FLAG_ACTIVATION 0x2u /* ABI 1.5: apply args.activation */
 
 /* y = alpha * A · x + beta * y. a: [m, n]; x: [n]; y: [m]. */
 typedef struct bp_gemv_args {
@@ -219,6 +231,28 @@ typedef struct bp_attention_args {
   int32_t causal;
   double scale;
   bp_plugin_tensor_t q, k, v, out;
+  /* fields below: ABI 1.5 */
+  /* Masks beyond causal, each with its BP_FEATURE_ATTENTION_* bit; every
+   * one uses the same bottom-right alignment: query i stands at key
+   * position i' = i + (Skv - Sq).
+   *  - kv_lens: i32 [B] (rank 0: absent): keys j >= kv_lens[b] are masked
+   *    (padding; a length <= 0 masks the whole row).
+   *  - window > 0: query i sees keys j with i' - window < j <= i' (a
+   *    sliding window, causal by definition; window 1 sees key i' only).
+   *  - bias: added to the scaled scores, [B, Hq, Sq, Skv] by strides (0
+   *    where it broadcasts), q's dtype, rank 0: absent; -inf masks.
+   *  - ALiBi: -slope_h * |i' - j| is added (flash-attention's form), with
+   *    slope_h = alibi_slopes[h] (f32 [Hq], stride 0 allowed)
+   *    or, when alibi_heads > 0, the standard geometric slope of head
+   *    h + alibi_head_offset of a model with alibi_heads heads (the offset
+   *    lets a call over a run of heads keep each head's slope).
+   * A query row whose keys are all masked (or whose every score is -inf)
+   * produces zeros. */
+  int32_t window;
+  int32_t alibi_heads;
+  int32_t alibi_head_offset;
+  uint32_t reserved;
+  bp_plugin_tensor_t kv_lens, bias, alibi_slopes;
 } bp_attention_args_t;
 
 /* Fused Adam / AdamW step over count tensors (PyTorch's formula). All four

@@ -62,14 +62,16 @@ struct bp__graph {
 /* Lists the tensor fields of a recorded call (the table's tensors column),
  * for rebinding. An ARRAYS op lists none here: its arrays are walked apart. */
 #define UNPAREN(...) __VA_ARGS__
-#define COUNT_(_1, _2, _3, _4, _5, _6, n, ...) n
-#define COUNT(...) COUNT_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define COUNT_(_1, _2, _3, _4, _5, _6, _7, _8, n, ...) n
+#define COUNT(...) COUNT_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define EACH_1(F, n, a) F(n, a)
 #define EACH_2(F, n, a, ...) F(n, a) EACH_1(F, n, __VA_ARGS__)
 #define EACH_3(F, n, a, ...) F(n, a) EACH_2(F, n, __VA_ARGS__)
 #define EACH_4(F, n, a, ...) F(n, a) EACH_3(F, n, __VA_ARGS__)
 #define EACH_5(F, n, a, ...) F(n, a) EACH_4(F, n, __VA_ARGS__)
 #define EACH_6(F, n, a, ...) F(n, a) EACH_5(F, n, __VA_ARGS__)
+#define EACH_7(F, n, a, ...) F(n, a) EACH_6(F, n, __VA_ARGS__)
+#define EACH_8(F, n, a, ...) F(n, a) EACH_7(F, n, __VA_ARGS__)
 #define EACH_N(F, n, k, ...) EACH_##k(F, n, __VA_ARGS__)
 #define EACH_K(F, n, k, ...) EACH_N(F, n, k, __VA_ARGS__)
 #define EACH(F, n, ...) EACH_K(F, n, COUNT(__VA_ARGS__), __VA_ARGS__)

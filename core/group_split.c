@@ -118,6 +118,8 @@ static void gemm_slice(void *p, int64_t start, int64_t count, int axis) {
   } else {
     narrow(&a->b, 2, start, count), narrow(&a->c, 2, start, count);
   }
+  /* The bias epilogue has c's shape: its slice is c's. */
+  if (a->bias.rank) narrow(&a->bias, axis == GEMM_BATCH ? 0 : axis == GEMM_M ? 1 : 2, start, count);
 }
 
 bp_status_t bp__group_gemm(bp__group_t *g, bp__group_stream_t *gs, const bp_gemm_args_t *a) {
@@ -139,6 +141,8 @@ static void attention_slice(void *p, int64_t start, int64_t count, int axis) {
   if (axis == 0) {
     narrow(&a->q, 0, start, count), narrow(&a->k, 0, start, count);
     narrow(&a->v, 0, start, count), narrow(&a->out, 0, start, count);
+    if (a->kv_lens.rank) narrow(&a->kv_lens, 0, start, count);
+    if (a->bias.rank) narrow(&a->bias, 0, start, count);
     return;
   }
   /* Query head h uses kv head h / (Hq / Hkv): a run of kv heads takes the
@@ -146,6 +150,10 @@ static void attention_slice(void *p, int64_t start, int64_t count, int axis) {
   int64_t per = a->q.shape[1] / a->k.shape[1];
   narrow(&a->k, 1, start, count), narrow(&a->v, 1, start, count);
   narrow(&a->q, 1, start * per, count * per), narrow(&a->out, 1, start * per, count * per);
+  /* The masks that differ by head keep each head's own. */
+  if (a->bias.rank) narrow(&a->bias, 1, start * per, count * per);
+  if (a->alibi_slopes.rank) narrow(&a->alibi_slopes, 0, start * per, count * per);
+  a->alibi_head_offset += (int32_t)(start * per);
 }
 
 bp_status_t bp__group_attention(bp__group_t *g, bp__group_stream_t *gs, const bp_attention_args_t *a) {

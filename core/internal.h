@@ -330,6 +330,26 @@ bp_status_t bp__require_op(const bp__device_t *device, bp_op_t op,
  * and turns a plugin failure into a message naming the plugin. */
 bp_status_t bp__call_op(bp__stream_t *stream, bp_op_t op, const void *args);
 
+/* A GEMM epilogue, checked (gemm_epilogue.c): bias is broadcast to c's
+ * shape by stride 0. */
+typedef struct bp__epilogue {
+  bool has_bias, activate;
+  bp_unary_op_t activation;
+  bp_tensor_t bias;
+} bp__epilogue_t;
+/* Checks e (NULL: none) against output c and fills out. */
+bp_status_t bp__epilogue_init(bp__stream_t *s, const char *op, const bp_gemm_epilogue_t *e,
+                              const bp_tensor_t *c, bp__epilogue_t *out);
+/* bp__broadcast_to for an application tensor. */
+bp_status_t bp__tensor_broadcast(bp_tensor_t *x, int32_t rank, const int64_t *shape, const char *op,
+                                 const char *what);
+/* Validates and issues c = act(alpha a·b + beta c + bias) over rank-3 views
+ * (e NULL: no epilogue; else its bias has c's rank-3 shape): fused where the
+ * device claims it, else composed on the same stream. */
+bp_status_t bp__gemm_dispatch(bp__stream_t *s, const char *op, double alpha, const bp_tensor_t *a,
+                              const bp_tensor_t *b, double beta, const bp_tensor_t *c,
+                              const bp__epilogue_t *e);
+
 /* Memory and stream calls. stream may be NULL (device-synchronous). */
 bp_status_t bp__call_mem_alloc(bp__device_t *d, uint64_t size,
                                uint64_t *out_ptr);

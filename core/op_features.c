@@ -8,16 +8,36 @@
  */
 #include "internal.h"
 
+static uint32_t gemm_features(const bp_gemm_args_t *a) {
+  return (a->bias.rank ? BP_FEATURE_GEMM_BIAS : 0u) |
+         ((a->flags & BP_GEMM_FLAG_ACTIVATION) ? BP_FEATURE_GEMM_ACT : 0u);
+}
+
+static uint32_t attention_features(const bp_attention_args_t *a) {
+  return (a->kv_lens.rank ? BP_FEATURE_ATTENTION_KV_LENS : 0u) | (a->window > 0 ? BP_FEATURE_ATTENTION_WINDOW : 0u) |
+         (a->bias.rank ? BP_FEATURE_ATTENTION_BIAS : 0u) |
+         (a->alibi_heads > 0 || a->alibi_slopes.rank ? BP_FEATURE_ATTENTION_ALIBI : 0u);
+}
+
 uint32_t bp__op_features_used(bp_op_t op, const void *args) {
-  (void)args;
   switch (op) {
+  case BP_OP_GEMM: return gemm_features(args);
+  case BP_OP_ATTENTION: return attention_features(args);
   default: break;
   }
   return 0;
 }
 
 const char *bp__op_feature_name(bp_op_t op, uint32_t bit) {
-  (void)op;
-  (void)bit;
+  if (op == BP_OP_GEMM) return bit == BP_FEATURE_GEMM_BIAS ? "a bias epilogue" : "an activation epilogue";
+  if (op == BP_OP_ATTENTION) {
+    switch (bit) {
+    case BP_FEATURE_ATTENTION_KV_LENS: return "per-sequence key lengths";
+    case BP_FEATURE_ATTENTION_WINDOW: return "a sliding window";
+    case BP_FEATURE_ATTENTION_BIAS: return "an additive bias";
+    case BP_FEATURE_ATTENTION_ALIBI: return "ALiBi";
+    default: break;
+    }
+  }
   return "an optional feature";
 }

@@ -9,14 +9,16 @@
 #include "internal.h"
 
 #define UNPAREN(...) __VA_ARGS__
-#define COUNT_(_1, _2, _3, _4, _5, _6, n, ...) n
-#define COUNT(...) COUNT_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define COUNT_(_1, _2, _3, _4, _5, _6, _7, _8, n, ...) n
+#define COUNT(...) COUNT_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define EACH_1(F, t, a) F(t, a)
 #define EACH_2(F, t, a, ...) F(t, a) EACH_1(F, t, __VA_ARGS__)
 #define EACH_3(F, t, a, ...) F(t, a) EACH_2(F, t, __VA_ARGS__)
 #define EACH_4(F, t, a, ...) F(t, a) EACH_3(F, t, __VA_ARGS__)
 #define EACH_5(F, t, a, ...) F(t, a) EACH_4(F, t, __VA_ARGS__)
 #define EACH_6(F, t, a, ...) F(t, a) EACH_5(F, t, __VA_ARGS__)
+#define EACH_7(F, t, a, ...) F(t, a) EACH_6(F, t, __VA_ARGS__)
+#define EACH_8(F, t, a, ...) F(t, a) EACH_7(F, t, __VA_ARGS__)
 #define EACH_N(F, t, k, ...) EACH_##k(F, t, __VA_ARGS__)
 #define EACH_K(F, t, k, ...) EACH_N(F, t, k, __VA_ARGS__)
 #define EACH(F, t, ...) EACH_K(F, t, COUNT(__VA_ARGS__), __VA_ARGS__)

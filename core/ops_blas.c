@@ -1,7 +1,8 @@
 /*
- * ops_blas.c — gemm, strided batched gemm, matmul and gemv: CBLAS-style
- * arguments are validated and folded into strided rank-3 views, so every
- * plugin sees one form: C[b] = alpha A[b]·B[b] + beta C[b].
+ * ops_blas.c — gemm, strided batched gemm and gemv: CBLAS-style arguments
+ * are validated and folded into strided rank-3 views, so every plugin sees
+ * one form: C[b] = alpha A[b]·B[b] + beta C[b] (gemm_epilogue.c issues it;
+ * ops_matmul.c has the tensor form).
  */
 #include <string.h>
 
@@ -48,28 +49,6 @@ static bp_status_t mat_view(const mat_desc_t *m, bp_dtype_t dt, bp_layout_t layo
   return bp__tensor_check(out, dev, op, m->what);
 }
 
-/* Validates and dispatches C = alpha A·B + beta C over rank-3 views. */
-static bp_status_t gemm_dispatch(bp__stream_t *s, const char *op, double alpha,
-                                 const bp_tensor_t *a, const bp_tensor_t *b, double beta,
-                                 const bp_tensor_t *c) {
-  if (bp__tensors_overlap(c, a) || bp__tensors_overlap(c, b))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: C overlaps A or B", op);
-  bp_status_t st = bp__check_output(op, c, "c", 0, NULL, NULL, false);
-  if (st == BP_OK) st = bp__require_op(s->device, BP_OP_GEMM, a->dtype, op);
-  if (st != BP_OK) return st;
-  if (bp_tensor_numel(c) == 0) return BP_OK;
-  bp_gemm_args_t args;
-  memset(&args, 0, sizeof args);
-  args.struct_size = sizeof args;
-  args.alpha = alpha;
-  args.beta = beta;
-  if (s->device->allow_reduced_precision) args.flags |= BP_GEMM_FLAG_ALLOW_TF32;
-  bp__tensor_to_plugin(a, &args.a);
-  bp__tensor_to_plugin(b, &args.b);
-  bp__tensor_to_plugin(c, &args.c);
-  return bp__call_op(s, BP_OP_GEMM, &args);
-}
-
 static bp_status_t check_dims(const char *op, int64_t m, int64_t n, int64_t k, int64_t batch) {
   if (m < 0 || n < 0 || k < 0 || batch < 0)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: negative dimension (m=%lld n=%lld k=%lld batch=%lld)",
@@ -77,15 +56,14 @@ static bp_status_t check_dims(const char *op, int64_t m, int64_t n, int64_t k, i
   return BP_OK;
 }
 
-bp_status_t bp_gemm_strided_batched(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout,
-                                    bp_transpose_t ta, bp_transpose_t tb, int64_t m, int64_t n,
-                                    int64_t k, double alpha, bp_buffer_t *a, uint64_t a_offset,
-                                    int64_t lda, int64_t stride_a, bp_buffer_t *b,
-                                    uint64_t b_offset, int64_t ldb, int64_t stride_b, double beta,
-                                    bp_buffer_t *c, uint64_t c_offset, int64_t ldc,
-                                    int64_t stride_c, int64_t batch) {
-  bp__clear_error();
-  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_gemm_strided_batched", "stream");
+/* The strided batched GEMM with an epilogue (NULL: none), whose bias
+ * broadcasts to one C matrix [m, n]. */
+static bp_status_t gemm_strided(bp__stream_t *s, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t ta,
+                                bp_transpose_t tb, int64_t m, int64_t n, int64_t k, double alpha,
+                                bp_buffer_t *a, uint64_t a_offset, int64_t lda, int64_t stride_a,
+                                bp_buffer_t *b, uint64_t b_offset, int64_t ldb, int64_t stride_b,
+                                double beta, bp_buffer_t *c, uint64_t c_offset, int64_t ldc,
+                                int64_t stride_c, int64_t batch, const bp_gemm_epilogue_t *epilogue) {
   const char *op = "bp_gemm";
   bp_status_t st = BP_OK;
   if (st == BP_OK) st = check_enums(op, layout, ta, tb);
@@ -109,7 +87,34 @@ bp_status_t bp_gemm_strided_batched(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t 
   if (batch > 1 && bp__self_overlap_axis(&t[2]) >= 0 && bp__self_overlap_axis(&one) < 0)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: stride_c = %lld makes the batch's C matrices overlap", op,
                     (long long)stride_c);
-  return gemm_dispatch(s, op, alpha, &t[0], &t[1], beta, &t[2]);
+  bp__epilogue_t e;
+  if ((st = bp__epilogue_init(s, op, epilogue, &one, &e)) != BP_OK) return st;
+  if (e.has_bias) e.bias.shape[0] = batch; /* one bias for every C matrix */
+  return bp__gemm_dispatch(s, op, alpha, &t[0], &t[1], beta, &t[2], &e);
+}
+
+bp_status_t bp_gemm_strided_batched(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout,
+                                    bp_transpose_t ta, bp_transpose_t tb, int64_t m, int64_t n,
+                                    int64_t k, double alpha, bp_buffer_t *a, uint64_t a_offset,
+                                    int64_t lda, int64_t stride_a, bp_buffer_t *b,
+                                    uint64_t b_offset, int64_t ldb, int64_t stride_b, double beta,
+                                    bp_buffer_t *c, uint64_t c_offset, int64_t ldc,
+                                    int64_t stride_c, int64_t batch) {
+  bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_gemm_strided_batched", "stream");
+  return gemm_strided(s, dt, layout, ta, tb, m, n, k, alpha, a, a_offset, lda, stride_a, b, b_offset, ldb,
+                      stride_b, beta, c, c_offset, ldc, stride_c, batch, NULL);
+}
+
+bp_status_t bp_gemm_ex(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t ta,
+                       bp_transpose_t tb, int64_t m, int64_t n, int64_t k, double alpha, bp_buffer_t *a,
+                       uint64_t a_offset, int64_t lda, bp_buffer_t *b, uint64_t b_offset, int64_t ldb,
+                       double beta, bp_buffer_t *c, uint64_t c_offset, int64_t ldc,
+                       const bp_gemm_epilogue_t *epilogue) {
+  bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_gemm_ex", "stream");
+  return gemm_strided(s, dt, layout, ta, tb, m, n, k, alpha, a, a_offset, lda, 0, b, b_offset, ldb, 0, beta, c,
+                      c_offset, ldc, 0, 1, epilogue);
 }
 
 bp_status_t bp_gemm(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t ta,
@@ -119,60 +124,6 @@ bp_status_t bp_gemm(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout, bp_trans
                     uint64_t c_offset, int64_t ldc) {
   return bp_gemm_strided_batched(sh, dt, layout, ta, tb, m, n, k, alpha, a, a_offset, lda, 0, b,
                                  b_offset, ldb, 0, beta, c, c_offset, ldc, 0, 1);
-}
-
-/* Lifts a rank-2 tensor to rank 3 with a broadcast batch axis. */
-static void as_batched(const bp_tensor_t *t, int64_t batch, bp_tensor_t *out) {
-  *out = *t;
-  if (t->rank == 3) {
-    if (t->shape[0] == 1 && batch != 1) {
-      out->shape[0] = batch;
-      out->strides[0] = 0;
-    }
-    return;
-  }
-  out->rank = 3;
-  out->shape[0] = batch;
-  out->strides[0] = 0;
-  for (int i = 0; i < 2; i++) {
-    out->shape[i + 1] = t->shape[i];
-    out->strides[i + 1] = t->strides[i];
-  }
-}
-
-bp_status_t bp_matmul(bp_stream_t *sh, double alpha, const bp_tensor_t *a, const bp_tensor_t *b,
-                      double beta, const bp_tensor_t *c) {
-  bp__clear_error();
-  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_matmul", "stream");
-  const char *op = "bp_matmul";
-  bp_status_t st = BP_OK;
-  if (st == BP_OK) st = bp__tensor_check(a, s->device, op, "a");
-  if (st == BP_OK) st = bp__tensor_check(b, s->device, op, "b");
-  if (st == BP_OK) st = bp__tensor_check(c, s->device, op, "c");
-  if (st != BP_OK) return st;
-  const bp_tensor_t *ts[3] = {a, b, c};
-  for (int i = 0; i < 3; i++)
-    if (ts[i]->rank != 2 && ts[i]->rank != 3)
-      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has rank %d; expected 2 or 3", op,
-                      i == 0 ? "a" : i == 1 ? "b" : "c", ts[i]->rank);
-  if (a->dtype != b->dtype || a->dtype != c->dtype || !bp__dtype_is_float(a->dtype))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: a, b, c must share one float dtype (%s, %s, %s)",
-                    op, bp_dtype_name(a->dtype), bp_dtype_name(b->dtype), bp_dtype_name(c->dtype));
-  int64_t batch = c->rank == 3 ? c->shape[0] : 1;
-  bp_tensor_t a3, b3, c3;
-  as_batched(a, batch, &a3);
-  as_batched(b, batch, &b3);
-  as_batched(c, batch, &c3);
-  if (c3.shape[0] > 1 && c3.strides[0] == 0)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: c has a broadcast batch axis", op);
-  if (a3.shape[0] != batch || b3.shape[0] != batch || a3.shape[2] != b3.shape[1] ||
-      a3.shape[1] != c3.shape[1] || b3.shape[2] != c3.shape[2])
-    return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                    "%s: shapes do not chain: a [%lld,%lld,%lld] b [%lld,%lld,%lld] c [%lld,%lld,%lld]",
-                    op, (long long)a3.shape[0], (long long)a3.shape[1], (long long)a3.shape[2],
-                    (long long)b3.shape[0], (long long)b3.shape[1], (long long)b3.shape[2],
-                    (long long)c3.shape[0], (long long)c3.shape[1], (long long)c3.shape[2]);
-  return gemm_dispatch(s, op, alpha, &a3, &b3, beta, &c3);
 }
 
 bp_status_t bp_gemv(bp_stream_t *sh, bp_dtype_t dt, bp_layout_t layout, bp_transpose_t trans,

@@ -1,6 +1,7 @@
 /*
- * ops_dnn.c — conv2d, pool2d, batch / layer / RMS norm, softmax, attention
- * and the fused Adam step: shape rules checked, then one plugin call.
+ * ops_dnn.c — conv2d, pool2d, batch / layer / RMS norm, softmax and the
+ * fused Adam step: shape rules checked, then one plugin call (attention is
+ * in ops_attention.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -255,113 +256,6 @@ bp_status_t bp_softmax(bp_stream_t *sh, const bp_tensor_t *x, int32_t axis, bool
   bp__tensor_to_plugin(x, &a.x);
   bp__tensor_to_plugin(y, &a.y);
   return bp__call_op(s, BP_OP_SOFTMAX, &a);
-}
-
-/* ---- attention ---------------------------------------------------------------*/
-
-/* Whether q reads right as [batch, seq, heads, head_dim] (the layout many
- * models keep their activations in) and wrong as the [batch, heads, seq,
- * head_dim] bp_attention takes: then q is the tensor to blame, though the
- * first dims that disagree are out's or the head counts. When q and out
- * differ by that swap and both readings of q have valid head counts, k's
- * sequence length decides which of the two is transposed. */
-static bool attention_q_transposed(const bp_tensor_t *q, const bp_tensor_t *k,
-                                   const bp_tensor_t *out) {
-  int64_t d1 = q->shape[1], d2 = q->shape[2], hkv = k->shape[1], skv = k->shape[2];
-  if (d1 == d2 || hkv <= 0) return false;
-  bool heads_as_given = d1 % hkv == 0, heads_swapped = d2 % hkv == 0;
-  bool out_as_q = out->shape[1] == d1 && out->shape[2] == d2;
-  bool out_swapped = out->shape[1] == d2 && out->shape[2] == d1;
-  if (!heads_as_given) return heads_swapped && (out_as_q || out_swapped);
-  return heads_swapped && out_swapped && d1 == skv && d2 != skv;
-}
-
-/* When k and v differ by a swap of dims 1 and 2, the one whose dim 1 is
- * not a head count that divides q's heads is transposed: its name, or NULL
- * when that does not single one out. */
-static const char *attention_kv_transposed(const bp_tensor_t *q, const bp_tensor_t *k,
-                                           const bp_tensor_t *v) {
-  if (k->shape[1] == v->shape[1] || k->shape[1] != v->shape[2] || k->shape[2] != v->shape[1])
-    return NULL;
-  bool k_heads = k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0;
-  bool v_heads = v->shape[1] > 0 && q->shape[1] % v->shape[1] == 0;
-  return k_heads == v_heads ? NULL : k_heads ? "v" : "k";
-}
-
-/* Names the tensor whose shape is wrong: k or v when one of them is
- * transposed, q (every other shape is checked against it), then k and v
- * against q and each other, then out. */
-static bp_status_t attention_check_shapes(const char *op, const bp_tensor_t *q,
-                                          const bp_tensor_t *k, const bp_tensor_t *v,
-                                          const bp_tensor_t *out) {
-  const char *kv = attention_kv_transposed(q, k, v);
-  if (kv) {
-    const bp_tensor_t *t = kv[0] == 'k' ? k : v;
-    return bp__fail(
-        BP_ERR_INVALID_ARGUMENT,
-        "%s: %s is [%lld, %lld, %lld, %lld], whose dims 1 and 2 are swapped against %s's and "
-        "whose heads (%s.shape[1]) do not divide q's %lld; k and v are [batch, kv heads, seq, "
-        "head_dim]",
-        op, kv, (long long)t->shape[0], (long long)t->shape[1], (long long)t->shape[2],
-        (long long)t->shape[3], kv[0] == 'k' ? "v" : "k", kv, (long long)q->shape[1]);
-  }
-  if (attention_q_transposed(q, k, out))
-    return bp__fail(
-        BP_ERR_INVALID_ARGUMENT,
-        "%s: q is [%lld, %lld, %lld, %lld], which fits k (%lld heads) and out only as "
-        "[batch, seq, heads, head_dim]; q, k, v and out are [batch, heads, seq, head_dim] "
-        "(pass q as a view with dims 1 and 2 swapped)",
-        op, (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2],
-        (long long)q->shape[3], (long long)k->shape[1]);
-  int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2], D = q->shape[3];
-  int64_t Hkv = k->shape[1], Skv = k->shape[2], Dv = v->shape[3];
-  bp_status_t st;
-  if ((st = expect_dim(op, "k", 0, k->shape[0], B)) ||
-      (st = expect_dim(op, "k", 3, k->shape[3], D)))
-    return st;
-  if (Hkv == 0 ? Hq != 0 : Hq % Hkv != 0)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                    "%s: q's heads (q.shape[1], %lld) must be a multiple of k's "
-                    "heads (k.shape[1], %lld)",
-                    op, (long long)Hq, (long long)Hkv);
-  if ((st = expect_dim(op, "v", 0, v->shape[0], B)) ||
-      (st = expect_dim(op, "v", 1, v->shape[1], Hkv)) ||
-      (st = expect_dim(op, "v", 2, v->shape[2], Skv)) ||
-      (st = expect_dim(op, "out", 0, out->shape[0], B)) ||
-      (st = expect_dim(op, "out", 1, out->shape[1], Hq)) ||
-      (st = expect_dim(op, "out", 2, out->shape[2], Sq)) ||
-      (st = expect_dim(op, "out", 3, out->shape[3], Dv)))
-    return st;
-  return BP_OK;
-}
-
-bp_status_t bp_attention(bp_stream_t *sh, const bp_tensor_t *q, const bp_tensor_t *k,
-                         const bp_tensor_t *v, double scale, bool causal, const bp_tensor_t *out) {
-  bp__clear_error();
-  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_attention", "stream");
-  const char *op = "bp_attention";
-  bp_status_t st = bp__check_tensors(s, op, 4, NT(q, k, v, out), NN("q", "k", "v", "out"));
-  if (st == BP_OK) st = bp__check_float_dtypes(op, 4, NT(q, k, v, out), NN("q", "k", "v", "out"));
-  for (int i = 0; st == BP_OK && i < 4; i++)
-    st = expect_rank(op, NT(q, k, v, out)[i], NN("q", "k", "v", "out")[i], 4);
-  if (st != BP_OK || (st = attention_check_shapes(op, q, k, v, out)) != BP_OK) return st;
-  int64_t D = q->shape[3];
-  if (!isfinite(scale) || scale < 0)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: scale must be finite and >= 0 (0 means 1/sqrt(D))", op);
-  if ((st = bp__check_output(op, out, "out", 3, NT(q, k, v), NN("q", "k", "v"), false)) ||
-      (st = bp__require_op(s->device, BP_OP_ATTENTION, q->dtype, op)))
-    return st;
-  if (bp_tensor_numel(out) == 0) return BP_OK;
-  bp_attention_args_t a;
-  memset(&a, 0, sizeof a);
-  a.struct_size = sizeof a;
-  a.causal = causal;
-  a.scale = scale > 0 ? scale : (D > 0 ? 1.0 / sqrt((double)D) : 1.0);
-  bp__tensor_to_plugin(q, &a.q);
-  bp__tensor_to_plugin(k, &a.k);
-  bp__tensor_to_plugin(v, &a.v);
-  bp__tensor_to_plugin(out, &a.out);
-  return bp__call_op(s, BP_OP_ATTENTION, &a);
 }
 
 /* ---- adam --------------------------------------------------------------------*/

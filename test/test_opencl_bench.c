@@ -74,10 +74,10 @@ static double bench_ours(const bp_plugin_descriptor_t *P,
       return 0;
     P->mem_write(dev, NULL, p[i], 0, host_data, bytes);
   }
-  bp_gemm_args_t g = {sizeof g, 0, 1.0, 0.0,
-                      tensor3(p[0], 0, BP_F32, 1, n, n, 0, n, 1),
-                      tensor3(p[1], 0, BP_F32, 1, n, n, 0, n, 1),
-                      tensor3(p[2], 0, BP_F32, 1, n, n, 0, n, 1)};
+  bp_gemm_args_t g = {.struct_size = sizeof g, .alpha = 1.0, .beta = 0.0,
+                      .a = tensor3(p[0], 0, BP_F32, 1, n, n, 0, n, 1),
+                      .b = tensor3(p[1], 0, BP_F32, 1, n, n, 0, n, 1),
+                      .c = tensor3(p[2], 0, BP_F32, 1, n, n, 0, n, 1)};
   double best = 1e30;
   for (int r = 0; r <= reps_for(n); r++) {
     double t0 = now_s();

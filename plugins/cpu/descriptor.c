@@ -109,6 +109,10 @@ static void fill_common(bp_device_info_t *info) {
   snprintf(info->driver_version, sizeof info->driver_version, "backend-cpu %s",
            CPU_PLUGIN_VERSION);
   fill_op_dtypes(info->op_dtypes);
+  info->op_features[BP_OP_GEMM] = BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT;
+  info->op_features[BP_OP_ATTENTION] =
+      BP_FEATURE_ATTENTION_KV_LENS | BP_FEATURE_ATTENTION_WINDOW |
+      BP_FEATURE_ATTENTION_BIAS | BP_FEATURE_ATTENTION_ALIBI;
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_C_SHARED_OBJECT);
 }
 

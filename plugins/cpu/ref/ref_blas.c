@@ -3,8 +3,9 @@
  *
  * Every dtype accumulates in double, which is at least as precise as what
  * any backend does (f32 / f16 / bf16 accumulate in f32 there), and the
- * result is rounded once to C's dtype. beta == 0 means C is not read, so
- * NaN or garbage in C never reaches the output (BLAS semantics).
+ * result is rounded once to C's dtype, after the epilogue (bias and
+ * activation, ABI 1.5). beta == 0 means C is not read, so NaN or garbage in
+ * C never reaches the output (BLAS semantics).
  */
 #include <stdlib.h>
 
@@ -15,7 +16,11 @@
 /* ---- gemm: one task per output row (b, i) of the [batch * m] rows ------*/
 
 int64_t cpu_ref_gemm_tasks(const bp_gemm_args_t *a) {
-  if (a->a.rank != 3 || a->b.rank != 3 || a->c.rank != 3)
+  if (a->a.rank != 3 || a->b.rank != 3 || a->c.rank != 3 ||
+      (a->bias.rank != 0 && a->bias.rank != 3))
+    return BP_ERR_INVALID_ARGUMENT;
+  if ((a->flags & BP_GEMM_FLAG_ACTIVATION) &&
+      (unsigned)a->activation >= BP_UNARY_COUNT)
     return BP_ERR_INVALID_ARGUMENT;
   return a->c.shape[0] * a->c.shape[1];
 }
@@ -42,6 +47,31 @@ static void gemm_row(const bp_gemm_args_t *g, int64_t b, int64_t i,
   }
 }
 
+/* The epilogue over one row of the accumulator (ABI 1.5): + bias, then the
+ * activation, through the reference unary op on the f64 row itself, so C
+ * is rounded once, after both. */
+static void gemm_row_epilogue(const bp_gemm_args_t *g, int64_t b, int64_t i,
+                              double *acc, int64_t n) {
+  const bp_plugin_tensor_t *bias = &g->bias;
+  if (bias->rank == 3) {
+    const void *pb = cpu_tensor_base(bias);
+    int64_t brow = b * bias->strides[0] + i * bias->strides[1];
+    for (int64_t j = 0; j < n; j++)
+      acc[j] += cpu_load(pb, bias->dtype, brow + j * bias->strides[2]);
+  }
+  if (!(g->flags & BP_GEMM_FLAG_ACTIVATION))
+    return;
+  bp_unary_args_t u = {.struct_size = sizeof u,
+                       .op = (bp_unary_op_t)g->activation};
+  u.x.ptr = (uint64_t)(uintptr_t)acc;
+  u.x.dtype = BP_F64;
+  u.x.rank = 1;
+  u.x.shape[0] = n;
+  u.x.strides[0] = 1;
+  u.y = u.x;
+  cpu_ref_unary_range(&u, 0, n);
+}
+
 bp_status_t cpu_ref_gemm_range(const bp_gemm_args_t *g, int64_t begin,
                                int64_t end) {
   const bp_plugin_tensor_t *C = &g->c;
@@ -55,12 +85,13 @@ bp_status_t cpu_ref_gemm_range(const bp_gemm_args_t *g, int64_t begin,
     gemm_row(g, b, i, acc);
     int64_t crow = b * C->strides[0] + i * C->strides[1];
     for (int64_t j = 0; j < n; j++) {
-      int64_t off = crow + j * C->strides[2];
-      double v = g->alpha * acc[j];
+      acc[j] *= g->alpha;
       if (g->beta != 0.0)
-        v += g->beta * cpu_load(pc, C->dtype, off);
-      cpu_store(pc, C->dtype, off, v);
+        acc[j] += g->beta * cpu_load(pc, C->dtype, crow + j * C->strides[2]);
     }
+    gemm_row_epilogue(g, b, i, acc, n);
+    for (int64_t j = 0; j < n; j++)
+      cpu_store(pc, C->dtype, crow + j * C->strides[2], acc[j]);
   }
   free(acc);
   return BP_OK;

@@ -174,14 +174,16 @@ size_t lc_dtype_size(bp_dtype_t dt) {
 /* The op table's tensors column, as pointers (the same machinery as the
  * core's op_fields.c, which a layer cannot reach). */
 #define LC_UNPAREN(...) __VA_ARGS__
-#define LC_COUNT_(_1, _2, _3, _4, _5, _6, n, ...) n
-#define LC_COUNT(...) LC_COUNT_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define LC_COUNT_(_1, _2, _3, _4, _5, _6, _7, _8, n, ...) n
+#define LC_COUNT(...) LC_COUNT_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define LC_EACH_1(F, t, a) F(t, a)
 #define LC_EACH_2(F, t, a, ...) F(t, a) LC_EACH_1(F, t, __VA_ARGS__)
 #define LC_EACH_3(F, t, a, ...) F(t, a) LC_EACH_2(F, t, __VA_ARGS__)
 #define LC_EACH_4(F, t, a, ...) F(t, a) LC_EACH_3(F, t, __VA_ARGS__)
 #define LC_EACH_5(F, t, a, ...) F(t, a) LC_EACH_4(F, t, __VA_ARGS__)
 #define LC_EACH_6(F, t, a, ...) F(t, a) LC_EACH_5(F, t, __VA_ARGS__)
+#define LC_EACH_7(F, t, a, ...) F(t, a) LC_EACH_6(F, t, __VA_ARGS__)
+#define LC_EACH_8(F, t, a, ...) F(t, a) LC_EACH_7(F, t, __VA_ARGS__)
 #define LC_EACH_N(F, t, k, ...) LC_EACH_##k(F, t, __VA_ARGS__)
 #define LC_EACH_K(F, t, k, ...) LC_EACH_N(F, t, k, __VA_ARGS__)
 #define LC_EACH(F, t, ...) LC_EACH_K(F, t, LC_COUNT(__VA_ARGS__), __VA_ARGS__)

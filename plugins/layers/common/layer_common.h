@@ -17,7 +17,7 @@
 
 #include "layer-api.h"
 
-#define LC_MAX_TENSORS 6
+#define LC_MAX_TENSORS 8
 
 typedef struct lc_instance {
   bp_plugin_descriptor_t desc;         /* what the layer above calls */

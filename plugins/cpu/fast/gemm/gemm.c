@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gemm_driver.h"
+#include "gemm_epilogue.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
@@ -335,6 +336,7 @@ static void store_scalar(char *dst, bool f64, double v) {
 }
 
 bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
+  if (cpu_gemm_has_epilogue(a)) return cpu_fast_gemm_epilogue(dev, a);
   bp_dtype_t dt = a->a.dtype;
   if (a->b.dtype != dt || a->c.dtype != dt || a->a.rank != 3 ||
       a->b.rank != 3 || a->c.rank != 3)
