@@ -49,6 +49,7 @@ typedef struct bench_env {
   bench_lib_fig_t lib[BENCH_SUITE_MAX][BENCH_LIB_CASES_MAX];
   double stream_at[BENCH_SUITE_MAX]; /* the loop over case i's working set */
   bench_torch_t torch;
+  bool quick;
 } bench_env_t;
 
 static void bench_help(FILE *f) {
@@ -80,6 +81,10 @@ static void bench_help(FILE *f) {
           "measured clock); memory-bound ops show GB/s and %% of the stream loop\n"
           "over the same working set: 'llc' when it fits in the last-level cache,\n"
           "'bw' when it streams from memory.\n"
+          "%%gemm: every op's throughput as a share of the same device's f32 GEMM\n"
+          "(1024^3, 512^3 with --quick, measured first on each device); a matrix-\n"
+          "vector product (one row or column of C) as a share of the device's\n"
+          "copy bandwidth instead ('bw').\n"
           "An absent anchor is shown as absent with why and what installs it\n"
           "(%s, %s, %s); it never fails the run.\n\n"
           "  --device SEL  a device as in 'bp devices' (repeatable; default best)\n"
@@ -408,11 +413,12 @@ static void print_env(const bench_env_t *env) {
            BENCH_INSTALL_TORCH);
 }
 
-static void print_header(const bp_device_entry_t *e) {
+static void print_header(const bp_device_entry_t *e, const bench_share_t *share) {
   printf("\ndevice: %s (rank %u, backend %s, %s)\n", e->info.name, e->rank,
          e->backend, bpt_kind_name(e->info.kind));
-  printf("%-10s %-30s %-4s %9s %16s %6s | %-12s %9s %16s %8s\n", "op", "shape",
-         "type", "ms", "ours", "%peak", "best anchor", "ms", "anchor", "ratio");
+  bench_share_print(share);
+  printf("%-10s %-30s %-4s %9s %16s %6s %7s | %-12s %9s %16s %8s\n", "op", "shape",
+         "type", "ms", "ours", "%peak", "%gemm", "best anchor", "ms", "anchor", "ratio");
 }
 
 static void format_fig(double v, bool bytes, char *out, size_t size) {
@@ -452,13 +458,15 @@ static void print_result(const bench_result_t *r) {
   /* a working set inside the last-level cache is held to the stream loop
    * over the same bytes (in cache), one over it to memory's */
   if (p >= 0) snprintf(pct, sizeof pct, "%.0f%%%s", p, !bytes ? "" : r->cache_resident ? "llc" : "bw");
-  printf("%9.3f %16s %6s | ", r->ms, fig, pct);
+  char share[16] = "-";
+  if (r->pct_gemm >= 0) snprintf(share, sizeof share, "%.0f%%%s", r->pct_gemm, r->share_bw ? "bw" : "");
+  printf("%9.3f %16s %6s %7s | ", r->ms, fig, pct, share);
   if (r->anchors == 0) printf("-\n");
   if (r->anchors > 0 && r->best < 0) printf("%-12s\n", "(none)");
   if (r->best >= 0) print_anchor(&r->anchor[r->best], bytes);
   for (int a = 0; a < r->anchors; a++) {
     if (a == r->best) continue;
-    printf("%*s| ", 10 + 1 + 30 + 1 + 4 + 1 + 9 + 1 + 16 + 1 + 6 + 1, "");
+    printf("%*s| ", 10 + 1 + 30 + 1 + 4 + 1 + 9 + 1 + 16 + 1 + 6 + 1 + 7 + 1, "");
     print_anchor(&r->anchor[a], bytes);
   }
 }
@@ -467,6 +475,7 @@ static void print_result(const bench_result_t *r) {
  * The run.
  */
 static void env_measure(bench_env_t *env, const bench_opts_t *o) {
+  env->quick = o->quick;
   env->ncases = bench_suite(o->op_mask, o->quick, env->cases, BENCH_SUITE_MAX);
   bench_timing_for(o->quick, &env->timing);
   bpt_progress(0, 1, "measuring clock, FMA peak and bandwidth");
@@ -481,13 +490,16 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
                          bench_result_t *res) {
   bp_device_entry_t e;
   bp_device_entry(dev, &e);
-  if (print) print_header(&e);
+  bench_share_t share;
+  bench_share_measure(dev, env->quick, &env->timing, &share);
+  if (print) print_header(&e, &share);
   for (int i = 0; i < env->ncases; i++) {
     char label[128], shape[96];
     bpt_case_label(&env->cases[i], shape, sizeof shape);
     snprintf(label, sizeof label, "%s %s", bpt_op_name(env->cases[i].op), shape);
     bpt_progress(i + 1, env->ncases, label);
     measure_case(env, dev, &e, i, &res[i]);
+    bench_share_apply(&share, &res[i]);
     bpt_progress_done();
     if (print) print_result(&res[i]);
     fflush(stdout);

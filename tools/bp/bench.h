@@ -109,7 +109,21 @@ typedef struct bench_result {
   bool cache_resident; /* memory-bound: the working set fits in the LLC, so
                         * pct_bw is of the stream loop over the same bytes */
   double intensity;    /* flops per byte of the minimum traffic, 0 unknown */
+  double pct_gemm;     /* % of the device's own GEMM (or copy bandwidth when
+                        * share_bw), < 0 unknown (bench_share.c) */
+  bool share_bw;
 } bench_result_t;
+
+/* The "% of GEMM" column (bench_share.c): the device's f32 GEMM and copy
+ * bandwidth, measured on it in the same run, and each result's share. */
+typedef struct bench_share {
+  int64_t gemm_n;
+  double gemm_gflops, copy_gbs; /* < 0: could not be measured */
+} bench_share_t;
+void bench_share_measure(bp_device_t *dev, bool quick, const bench_timing_t *t,
+                         bench_share_t *out);
+void bench_share_apply(const bench_share_t *s, bench_result_t *r);
+void bench_share_print(const bench_share_t *s);
 
 /* Writes --json: the machine, the library anchors (bench_anchor.h), the
  * PyTorch version ("" when absent) and the n results, to path ("-": stdout); false when it cannot

@@ -47,6 +47,9 @@ static json_object *json_result(const bench_result_t *r) {
   bpt_json_set(o, "gbs", figure(r->gbs > 0, r->gbs));
   bpt_json_set(o, "pct_peak", figure(r->pct_peak >= 0, r->pct_peak));
   bpt_json_set(o, "pct_bandwidth", figure(r->pct_bw >= 0, r->pct_bw));
+  /* of the device's own f32 GEMM, or of its copy bandwidth ("bandwidth") */
+  bpt_json_set(o, "pct_gemm", figure(r->pct_gemm >= 0, r->pct_gemm));
+  if (r->pct_gemm >= 0) bpt_json_set(o, "pct_gemm_of", bpt_json_str(r->share_bw ? "bandwidth" : "gemm"));
   if (r->gbs > 0) /* of the stream loop over the same bytes: in cache or from memory */
     bpt_json_set(o, "bandwidth_level", bpt_json_str(r->cache_resident ? "llc" : "memory"));
   bpt_json_set(o, "intensity", figure(r->intensity > 0, r->intensity));
