@@ -41,12 +41,13 @@ static void scratch_offsets(const att_geom_t *g, int64_t nb, int64_t off[SQ_N + 
   for (int i = 0; i < SQ_N; i++) off[i + 1] = off[i] + round_up64(nb * size[i], align);
 }
 
-static cl_mem sub(cl_mem m, const att_geom_t *g, const int64_t *off, int part, bp_status_t *st) {
+static cl_mem sub(cl_command_queue q, cl_mem m, const att_geom_t *g, const int64_t *off, int part, bp_status_t *st) {
   if (*st != BP_OK) return NULL;
   cl_buffer_region r = {(size_t)off[part] * g->cs, (size_t)(off[part + 1] - off[part]) * g->cs};
   cl_int err = CL_SUCCESS;
   cl_mem s = ocl_api.clCreateSubBuffer(m, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
   if (!s) *st = ocl_fail(err, "clCreateSubBuffer (attention scratch)");
+  if (s) ocl_graph_keep(q, s); /* a recorded graph reuses it later */
   return s;
 }
 
@@ -164,7 +165,7 @@ bp_status_t ocl_attention_gemm(ocl_device_t *d, cl_command_queue q,
   int64_t off[SQ_N + 1];
   scratch_offsets(&g, nb, off);
   cl_mem m = ocl_scratch(d, q, (size_t)off[SQ_N] * g.cs, &st), part[SQ_N] = {0};
-  for (int i = 0; i < SQ_N; i++) part[i] = sub(m, &g, off, i, &st);
+  for (int i = 0; i < SQ_N; i++) part[i] = sub(q, m, &g, off, i, &st);
   for (int64_t bh0 = 0; bh0 < g.bh && st == BP_OK; bh0 += nb)
     st = chunk(d, q, cfg, opts, args, &g, bh0, g.bh - bh0 < nb ? g.bh - bh0 : nb, part);
   /* OpenCL keeps the buffers alive until the queued kernels finish. */
