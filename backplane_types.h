@@ -148,6 +148,9 @@ typedef enum bp_unary_op {
   BP_UNARY_TANH,
   BP_UNARY_SIN,
   BP_UNARY_COS,
+  /* ABI 1.5: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))); a device
+   * runs it when op_features[BP_OP_UNARY] has BP_FEATURE_UNARY_GELU_TANH */
+  BP_UNARY_GELU_TANH,
   BP_UNARY_COUNT
 } bp_unary_op_t;
 
@@ -262,6 +265,9 @@ typedef struct bp_device_info {
 #define BP_FEATURE_ATTENTION_WINDOW 0x2u
 #define BP_FEATURE_ATTENTION_BIAS 0x4u
 #define BP_FEATURE_ATTENTION_ALIBI 0x8u
+/* BP_OP_UNARY: the device runs BP_UNARY_GELU_TANH (an older plugin's
+ * unary kernels do not know the op). */
+#define BP_FEATURE_UNARY_GELU_TANH 0x1u
 
 #define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */
 #define BP_DEVICE_FLAG_HOST_MEMORY 0x2u /* device pointers are host pointers */

@@ -155,12 +155,13 @@ static bp_status_t c_adam(tc_env_t *e, bp_dtype_t dt, double **out, int64_t *n) 
 }
 
 static bp_status_t c_unary(tc_env_t *e, bp_dtype_t dt, double **out, int64_t *n) {
-  /* every unary op, one row each, on positive inputs (log / sqrt) */
-  const int64_t sx[2] = {1, 53}, sy[2] = {BP_UNARY_COUNT, 53};
+  /* every unary op of ABI 1.4, one row each, on positive inputs (log /
+   * sqrt); gelu_tanh, which a device claims apart, is in test_model_ops */
+  const int64_t sx[2] = {1, 53}, sy[2] = {BP_UNARY_GELU_TANH, 53};
   tc_tensor_t x = in(e, dt, 2, sx, TC_CONTIG, 0.125, 3, 30);
   tc_tensor_t y = tc_tensor(e, dt, 2, sy, TC_CONTIG, NULL);
   bp_status_t st = BP_OK;
-  for (int op = 0; op < BP_UNARY_COUNT && st == BP_OK; op++) {
+  for (int op = 0; op < BP_UNARY_GELU_TANH && st == BP_OK; op++) {
     bp_tensor_t row = y.t;
     row.shape[0] = 1;
     row.offset += (uint64_t)op * 53 * bp_dtype_size(dt);

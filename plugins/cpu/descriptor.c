@@ -45,6 +45,12 @@ static void fill_op_dtypes(uint32_t *t) {
   t[BP_OP_COPY] = all;
   t[BP_OP_CAST] = all;
   t[BP_OP_RANDOM] = fl;
+  /* the model ops of ABI 1.5: gather and arange move or make any dtype */
+  t[BP_OP_GATHER] = all;
+  t[BP_OP_ARANGE] = all;
+  t[BP_OP_BINARY_SCALAR] = fl;
+  t[BP_OP_GLU] = fl;
+  t[BP_OP_ROPE] = fl;
 }
 
 static uint64_t physical_memory(void) {
@@ -113,6 +119,7 @@ static void fill_common(bp_device_info_t *info) {
   info->op_features[BP_OP_ATTENTION] =
       BP_FEATURE_ATTENTION_KV_LENS | BP_FEATURE_ATTENTION_WINDOW |
       BP_FEATURE_ATTENTION_BIAS | BP_FEATURE_ATTENTION_ALIBI;
+  info->op_features[BP_OP_UNARY] = BP_FEATURE_UNARY_GELU_TANH;
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_C_SHARED_OBJECT);
 }
 
@@ -190,6 +197,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .event_elapsed = cpu_event_elapsed,
 #define CPU__OP_SLOT(E, name, args_t, ...) .name = cpu_op_##name,
     BP_OP_TABLE(CPU__OP_SLOT)
+    BP_OP_TABLE_MODEL(CPU__OP_SLOT)
 #undef CPU__OP_SLOT
     .kernel_create = cpu_kernel_create,
     .kernel_destroy = cpu_kernel_destroy,

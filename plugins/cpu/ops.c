@@ -64,6 +64,7 @@ static bp_status_t refused(const char *op, int64_t status) {
     return cpu_ref_##name##_range((const args_t *)a, begin, end);              \
   }
 BP_OP_TABLE(CPU__RANGE_ADAPTER)
+BP_OP_TABLE_MODEL(CPU__RANGE_ADAPTER)
 #undef CPU__RANGE_ADAPTER
 
 /* cpu_ref_<op> (cpu.h): the whole op, single-threaded. */
@@ -75,6 +76,7 @@ BP_OP_TABLE(CPU__RANGE_ADAPTER)
     return cpu_ref_##name##_range(a, 0, tasks);                                \
   }
 BP_OP_TABLE(CPU__REF_WHOLE)
+BP_OP_TABLE_MODEL(CPU__REF_WHOLE)
 #undef CPU__REF_WHOLE
 
 #define CPU__OP_ENTRY(E, name, args_t, ...)                                    \
@@ -99,4 +101,5 @@ BP_OP_TABLE(CPU__REF_WHOLE)
     return run_split(dev, tasks, cpu_ref_##name##_grain(a), a, range_##name);  \
   }
 BP_OP_TABLE(CPU__OP_ENTRY)
+BP_OP_TABLE_MODEL(CPU__OP_ENTRY)
 #undef CPU__OP_ENTRY

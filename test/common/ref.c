@@ -9,7 +9,7 @@
 
 const char *const ref_unary_names[BP_UNARY_COUNT] = {
     "neg",  "abs",  "exp",  "log",     "sqrt", "rsqrt", "relu",
-    "gelu", "silu", "sigmoid", "tanh", "sin",  "cos"};
+    "gelu", "silu", "sigmoid", "tanh", "sin",  "cos", "gelu_tanh"};
 const char *const ref_binary_names[BP_BINARY_COUNT] = {
     "add", "sub", "mul", "div", "max", "min", "pow"};
 const char *const ref_reduce_names[BP_REDUCE_COUNT] = {
@@ -238,6 +238,8 @@ double ref_unary(bp_unary_op_t op, double x) {
   case BP_UNARY_TANH: return tanh(x);
   case BP_UNARY_SIN: return sin(x);
   case BP_UNARY_COS: return cos(x);
+  case BP_UNARY_GELU_TANH:
+    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
   default: return NAN;
   }
 }

@@ -122,6 +122,13 @@ bool tc_supports(const tc_env_t *e, bp_op_t op, bp_dtype_t dt) {
   return bp_device_supports(e->dev, op, dt, &ok) == BP_OK && ok;
 }
 
+bool tc_unary_claimed(const tc_env_t *e, bp_unary_op_t op) {
+  if (op != BP_UNARY_GELU_TANH) return true;
+  bp_device_entry_t entry;
+  return bp_device_entry(e->dev, &entry) == BP_OK &&
+         (entry.info.op_features[BP_OP_UNARY] & BP_FEATURE_UNARY_GELU_TANH);
+}
+
 /* ---- dtypes ---------------------------------------------------------------*/
 
 /* Rounds x to a binary float with p significand bits, minimum normal

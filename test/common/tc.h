@@ -72,6 +72,9 @@ int tc_suite_teardown(void **state);
 
 /* Whether the env's device claims op for dtype. */
 bool tc_supports(const tc_env_t *e, bp_op_t op, bp_dtype_t dt);
+/* Whether the env's device runs unary op `op`: the ops of ABI 1.4 wherever
+ * unary is claimed, gelu_tanh where op_features says so (ABI 1.5). */
+bool tc_unary_claimed(const tc_env_t *e, bp_unary_op_t op);
 
 /* The float dtypes, for loops. */
 extern const bp_dtype_t tc_float_dtypes[4];

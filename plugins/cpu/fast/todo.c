@@ -15,5 +15,6 @@
 #define CPU_FAST_TODO(X)                                                       \
   X(pool2d, bp_pool2d_args_t)                                                  \
   X(adam, bp_adam_args_t)                                                      \
-  X(random, bp_random_args_t)
+  X(random, bp_random_args_t)                                                  \
+  X(arange, bp_arange_args_t)
 CPU_FAST_TODO(CPU__NO_FAST_PATH)

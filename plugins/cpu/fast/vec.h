@@ -83,6 +83,12 @@ typedef struct cpu_fast_vec_kernels {
   /* Converts n elements between f32 and f16 / bf16 (RNE, quiet NaN). */
   bool (*cvt)(bp_dtype_t from, bp_dtype_t to, const void *x, void *y,
               int64_t n);
+  /* Rotates the first rd features of one row (y may be x): half-split
+   * pairs (i, i + rd / 2) with c, s of rd / 2 angles, or, interleaved,
+   * pairs (2i, 2i + 1) with c of rd entries (each angle twice) and s of rd
+   * entries (-sin, +sin per pair). */
+  void (*rope_row)(const float *x, float *y, const float *c, const float *s,
+                   int64_t rd, int interleaved);
 } cpu_fast_vec_kernels_t;
 
 CPU_HIDDEN extern const cpu_fast_vec_kernels_t cpu_fast_vec_avx512, cpu_fast_vec_avx2;

@@ -169,6 +169,7 @@ static bool k_unary_row(bp_unary_op_t op, const float *x, float *y,
   case BP_UNARY_SIGMOID: ROW_MAP(vsigmoid(v)); return true;
   case BP_UNARY_TANH: ROW_MAP(vtanh(v)); return true;
   case BP_UNARY_GELU: ROW_MAP(vgelu(v)); return true;
+  case BP_UNARY_GELU_TANH: ROW_MAP(vgelu_tanh(v)); return true;
   default: return false; /* sin, cos: the reference */
   }
 }
@@ -406,6 +407,38 @@ static bool k_cvt(bp_dtype_t from, bp_dtype_t to, const void *x, void *y,
   return true;
 }
 
+/* ---- rotary position embedding ---------------------------------------------*/
+
+/* Swaps the two floats of every pair (0 1 2 3 -> 1 0 3 2). */
+static inline V vswap_pairs(V v) {
+#ifdef CPU_FAST_VEC_512
+  return _mm512_permute_ps(v, 0xB1);
+#else
+  return _mm256_permute_ps(v, 0xB1);
+#endif
+}
+
+static void k_rope_row(const float *x, float *y, const float *c,
+                       const float *s, int64_t rd, int interleaved) {
+  if (interleaved) { /* y = x c + swap(x) s, c and s per feature */
+    for (int64_t j = 0; j < rd; j += VL) {
+      int64_t n = rd - j < VL ? rd - j : VL;
+      V v = vload_n(x + j, n);
+      V r = vfma(v, vload_n(c + j, n), vmul(vswap_pairs(v), vload_n(s + j, n)));
+      vstore_n(y + j, r, n);
+    }
+    return;
+  }
+  int64_t h = rd / 2;
+  for (int64_t i = 0; i < h; i += VL) {
+    int64_t n = h - i < VL ? h - i : VL;
+    V x0 = vload_n(x + i, n), x1 = vload_n(x + h + i, n);
+    V cv = vload_n(c + i, n), sv = vload_n(s + i, n);
+    vstore_n(y + i, vfnma(x1, sv, vmul(x0, cv)), n);
+    vstore_n(y + h + i, vfma(x0, sv, vmul(x1, cv)), n);
+  }
+}
+
 const cpu_fast_vec_kernels_t CPU_FAST_VEC_TABLE = {
     k_dw_plane, k_softmax_row, k_norm_row,    k_affine_row, k_unary_row,
-    k_binary_row, k_reduce_row, k_reduce_cols, k_cvt};
+    k_binary_row, k_reduce_row, k_reduce_cols, k_cvt, k_rope_row};

@@ -232,3 +232,14 @@ static inline V vgelu(V x) {
   big = vsel(VCMP(x, vset1(-INFINITY), _CMP_EQ_OQ), big, vset1(NAN));
   return vsel(VCMP(s, vset1(0.36f), _CMP_LT_OQ), big, vgelu_small(s, h));
 }
+
+/* Tanh-approximate GELU, x (1 + tanh u) / 2 with u = sqrt(2 / pi) (x +
+ * 0.044715 x^3), written as x sigmoid(2u) (the same function): the
+ * negative side then keeps its relative precision instead of cancelling
+ * in 1 + tanh u. */
+static inline V vgelu_tanh(V x) {
+  V x2 = vmul(x, x);
+  V u2 = vmul(vmul(x, vset1(1.5957691216057308f)),
+              vfma(x2, vset1(0.044715f), vset1(1.0f)));
+  return vmul(x, vsigmoid(u2));
+}

@@ -26,6 +26,7 @@
   CPU_HIDDEN bp_status_t cpu_ref_##name##_range(const args_t *a,               \
                                                 int64_t begin, int64_t end);
 BP_OP_TABLE(CPU__DECLARE_SPLIT)
+BP_OP_TABLE_MODEL(CPU__DECLARE_SPLIT)
 #undef CPU__DECLARE_SPLIT
 
 /* Elements per task chunk for cheap per-element work. */
