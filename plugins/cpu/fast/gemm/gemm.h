@@ -107,6 +107,9 @@ CPU_HIDDEN bool cpu_fast_spack_avx512(const void *src, int64_t si, int64_t sk,
                                   int64_t cnt, int64_t kb, int w, void *dst);
 CPU_HIDDEN bool cpu_fast_spack_avx2(const void *src, int64_t si, int64_t sk,
                                 int64_t cnt, int64_t kb, int w, void *dst);
+/* f64 panels of the AVX-512 kernel (fast/gemm/gemm_pack_avx512.c), w <= 16. */
+CPU_HIDDEN bool cpu_fast_dpack_avx512(const void *src, int64_t si, int64_t sk,
+                                      int64_t cnt, int64_t kb, int w, void *dst);
 /* The same packing from f16 or bf16 sources (dtype), widened to f32 on the
  * way: F16C's conversion for f16, a shift for bf16 (exact either way). For
  * the f32 kernels that take widened panels on any CPU with AVX2, FMA and

@@ -65,4 +65,6 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               sgemm_ukr_pix_12x32,
                                               sgemm_ukr_cols_12x32, 48, 2048};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx512 = {dgemm_ukr_12x16, 12, 16,
-                                              256, 480, 3072, NULL, NULL, NULL, NULL, NULL, 48, 2048};
+                                              256, 480, 3072,
+                                              cpu_fast_dpack_avx512,
+                                              NULL, NULL, NULL, NULL, 48, 2048};
