@@ -39,6 +39,14 @@
  *     so a process may see several init/shutdown pairs; the library the
  *     plugin opened may stay open (and initialised) until the process
  *     exits.
+ * 10. A plugin whose info claims a device memory kind it can only confirm
+ *     once its library is initialised (a CUDA-aware MPI) may refuse
+ *     config->memory in comm_create with BP_ERR_UNSUPPORTED; the core then
+ *     creates the communicator again over host memory (when the plugin
+ *     claims host memory) and stages the device's buffers. A communicator
+ *     made over device memory may still be handed host memory in a call
+ *     (args->memory says which), e.g. f16 / bf16 widened on the host for a
+ *     plugin that does not reduce them.
  */
 #ifndef BACKPLANE_COMM_API_H
 #define BACKPLANE_COMM_API_H

@@ -126,6 +126,12 @@ BP_API bp_status_t bp_comm_recv(bp_comm_t *comm, bp_stream_t *stream,
 BP_API bp_status_t bp_comm_barrier(bp_comm_t *comm, bp_stream_t *stream);
 /* The name of the comm plugin behind comm ("mpi"), valid while it lives. */
 BP_API const char *bp_comm_plugin_name(const bp_comm_t *comm);
+/* How comm's calls reach its plugin, in words, valid while comm lives:
+ * "direct: ..." when the plugin is handed the buffers' own memory (a device
+ * whose memory is host memory; CUDA device pointers to NCCL or to a
+ * CUDA-aware MPI), "staged through host memory: <why>" otherwise. "" for a
+ * handle that is not a live communicator. */
+BP_API const char *bp_comm_data_path(const bp_comm_t *comm);
 
 #ifdef __cplusplus
 }

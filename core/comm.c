@@ -55,7 +55,7 @@ static bp_comm_memory_t memory_for(const bp__device_t *d, const bp__comm_plugin_
   return p->info.memory_kinds & BP_COMM_MEMORY_BIT(native) ? native : BP_COMM_MEMORY_HOST;
 }
 
-static bp_status_t join(bp__comm_t *c, const bp_comm_options_t *o, bp__device_t *d) {
+static bp_status_t join_once(bp__comm_t *c, const bp_comm_options_t *o, bp__device_t *d) {
   bp_comm_config_t cfg = {.struct_size = sizeof cfg,
                           .size = o ? o->size : 0,
                           .rank = o ? o->rank : 0,
@@ -71,6 +71,41 @@ static bp_status_t join(bp__comm_t *c, const bp_comm_options_t *o, bp__device_t 
     return bp__fail(BP_ERR_INTERNAL, "bp_comm_create: comm plugin '%s' gave rank %d of %d",
                     c->plugin->report.name, c->rank, c->size);
   }
+  return BP_OK;
+}
+
+static const char *memory_name(bp_comm_memory_t m) {
+  return m == BP_COMM_MEMORY_CUDA ? "CUDA" : m == BP_COMM_MEMORY_ROCM ? "ROCm" : "host";
+}
+
+/* Joins over the device's own memory where the plugin claims it; a plugin
+ * that finds only once initialised that it cannot take it (an MPI that is
+ * not CUDA-aware) refuses with BP_ERR_UNSUPPORTED (comm-api.h rule 10), and
+ * the communicator is made over host memory, staged. c->path says which. */
+static bp_status_t join(bp__comm_t *c, const bp_comm_options_t *o, bp__device_t *d) {
+  bp_comm_memory_t native = native_memory(d);
+  bp_status_t st = join_once(c, o, d);
+  bool host_ok = c->plugin->info.memory_kinds & BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST);
+  char why[300] = "";
+  if (st == BP_ERR_UNSUPPORTED && c->memory != BP_COMM_MEMORY_HOST && host_ok) {
+    const char *said = bp_last_error(), *fn = "bp_comm_create: ";
+    snprintf(why, sizeof why, "%s", strncmp(said, fn, strlen(fn)) ? said : said + strlen(fn));
+    bp__log(BP_LOG_INFO, BP__LOG_API, "%s; staging through host memory instead", why);
+    c->memory = BP_COMM_MEMORY_HOST;
+    bp__clear_error();
+    st = join_once(c, o, d);
+  }
+  if (st != BP_OK) return st;
+  if (native == BP_COMM_MEMORY_HOST)
+    snprintf(c->path, sizeof c->path, "direct: the device's memory is host memory");
+  else if (c->memory == native)
+    snprintf(c->path, sizeof c->path, "direct: %s device pointers handed to comm plugin '%s'",
+             memory_name(native), c->plugin->report.name);
+  else if (why[0])
+    snprintf(c->path, sizeof c->path, "staged through host memory: %s", why);
+  else
+    snprintf(c->path, sizeof c->path, "staged through host memory: comm plugin '%s' does not take %s memory",
+             c->plugin->report.name, memory_name(native));
   return BP_OK;
 }
 
@@ -163,6 +198,11 @@ bp_status_t bp_comm_size(const bp_comm_t *comm, int32_t *out_size) {
 const char *bp_comm_plugin_name(const bp_comm_t *comm) {
   bp__comm_t *c = bp__handle_get(comm, BP__H_COMM);
   return c ? c->plugin->report.name : "";
+}
+
+const char *bp_comm_data_path(const bp_comm_t *comm) {
+  bp__comm_t *c = bp__handle_get(comm, BP__H_COMM);
+  return c ? c->path : "";
 }
 
 bp_status_t bp_comm_all_reduce(bp_comm_t *comm, bp_stream_t *stream, bp_buffer_t *send, uint64_t send_offset,

@@ -52,6 +52,7 @@ struct bp__comm {
   int32_t rank, size;
   uint32_t timeout_ms;
   bool check_calls;
+  char path[400];               /* bp_comm_data_path: direct or staged, and why */
   pthread_mutex_t lock;         /* guards the queue and broken */
   uint64_t seq;                 /* collectives checked (the progress thread's) */
   bool broken;                  /* a timeout or transport error, under lock */
@@ -87,6 +88,15 @@ bp__comm_set_t *bp__comm_set(bp_context_t *ctx, const char *fn);
  * A plugin that takes neither is never picked. Under set->lock. */
 bp_status_t bp__comm_pick(bp__comm_set_t *set, const char *name, bp_comm_memory_t native, const char *fn,
                           const bp__comm_plugin_t **out);
+
+/* Loads the comm plugin file at path into p in this process: dlopen, the
+ * descriptor's checks, init, probe; p's report says how far it got. */
+void bp__comm_load_in_process(bp__comm_set_t *set, bp__comm_plugin_t *p, const char *path);
+/* Runs those steps on path in a child process first (comm_isolate.c); true
+ * when the child survived them and loaded the plugin, else p's report
+ * holds the refusal (a crash, an exit, a timeout after timeout_s, or the
+ * child's own reason) and the plugin must not be loaded here. */
+bool bp__comm_probe_isolated(bp__comm_plugin_t *p, const char *path, uint32_t timeout_s);
 
 /* ---- comm_call.c: the only caller of comm descriptor pointers --------------- */
 bp_status_t bp__comm_call_init(const bp_comm_descriptor_t *x);
@@ -134,6 +144,7 @@ void bp__comm_enqueue(bp__comm_t *c, bp__comm_job_t *job);
  * (comm_stage.c). */
 typedef struct bp__comm_stage {
   void *send, *recv;           /* what the plugin is handed */
+  bp_comm_memory_t memory;     /* where they live (host when staged) */
   bp_dtype_t dtype;            /* what the plugin is told (f32 for a widened f16) */
   void *send_tmp, *recv_tmp;   /* owned host copies, or NULL */
 } bp__comm_stage_t;

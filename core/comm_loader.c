@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "comm_internal.h"
+#include "isolate.h"
 #include "trust.h"
 
 #define REASON(p, ...) snprintf((p)->report.reason, sizeof (p)->report.reason, __VA_ARGS__)
@@ -27,6 +28,7 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 static void refuse(bp__comm_plugin_t *p, bp_status_t status) {
   p->report.status = status;
   p->report.loaded = false;
+  if (bp__in_isolated_child) return; /* the parent reports it */
   bp__log(status == BP_ERR_UNAVAILABLE ? BP_LOG_INFO : BP_LOG_WARN, BP__LOG_LOADER,
           "refusing comm plugin %s: %s; skipping it", p->report.path, p->report.reason);
 }
@@ -124,12 +126,24 @@ static void unload(bp__comm_plugin_t *p) {
   p->dl = NULL;
 }
 
-static void load(bp__comm_set_t *set, bp__comm_plugin_t *p, const char *path) {
+/* Trusted files are probed in a child first (comm_isolate.c) when the
+ * context isolates probes, then loaded here. */
+static void load(bp_context_t *ctx, bp__comm_set_t *set, bp__comm_plugin_t *p, const char *path) {
   bp_status_t st = bp__trust_check_file(path, p->report.reason, sizeof p->report.reason);
   if (st != BP_OK) {
     refuse(p, st);
     return;
   }
+  if (bp__isolation_wanted(&ctx->options) &&
+      !bp__comm_probe_isolated(p, path, bp__probe_timeout_s(&ctx->options))) {
+    refuse(p, p->report.status);
+    return;
+  }
+  bp__comm_load_in_process(set, p, path);
+}
+
+void bp__comm_load_in_process(bp__comm_set_t *set, bp__comm_plugin_t *p, const char *path) {
+  p->report.stage = BP_STAGE_OPEN;
   dlerror();
   p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!p->dl) {
@@ -171,7 +185,7 @@ static int compare_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void scan_dir(bp__comm_set_t *set, const char *dir) {
+static void scan_dir(bp_context_t *ctx, bp__comm_set_t *set, const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
   char *names[256];
@@ -193,7 +207,7 @@ static void scan_dir(bp__comm_set_t *set, const char *dir) {
       REASON(p, "%s", dir_reason);
       refuse(p, BP_ERR_INCOMPATIBLE);
     } else {
-      load(set, p, path);
+      load(ctx, set, p, path);
     }
   }
 }
@@ -210,7 +224,7 @@ static void scan_context_dirs(bp_context_t *ctx, bp__comm_set_t *set) {
     for (uint32_t j = 0; j < nseen && !dup; j++) dup = !strcmp(seen[j], real);
     if (dup || !(seen[nseen] = strdup(real))) continue;
     nseen++;
-    scan_dir(set, ctx->searched[i]);
+    scan_dir(ctx, set, ctx->searched[i]);
   }
   for (uint32_t j = 0; j < nseen; j++) free(seen[j]);
   free(seen);

@@ -220,7 +220,7 @@ static bp_status_t execute(bp__comm_t *c, bp__stream_t *s, const bp__comm_call_t
   if (call->kind == BP__COMM_BARRIER && c->check_calls) return BP_OK; /* the exchange was the barrier */
   bp__comm_stage_t stage;
   st = bp__comm_stage_in(c, d, call, send, recv, &stage);
-  bp_comm_args_t a = {.struct_size = sizeof a, .memory = c->memory, .send = stage.send, .recv = stage.recv,
+  bp_comm_args_t a = {.struct_size = sizeof a, .memory = stage.memory, .send = stage.send, .recv = stage.recv,
                       .count = call->count, .dtype = stage.dtype, .op = call->op, .peer = call->peer,
                       .timeout_ms = c->timeout_ms};
   if (st == BP_OK) st = bp__comm_call(c, call->kind, &a, call->fn);

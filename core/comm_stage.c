@@ -108,8 +108,13 @@ bp_status_t bp__comm_stage_in(bp__comm_t *c, bp__device_t *d, const bp__comm_cal
   memset(st, 0, sizeof *st);
   uint64_t ns, nr;
   bp__comm_extent(c, call, &ns, &nr);
-  if (bp__comm_direct(c)) return stage_direct(c, call, send, recv, ns, nr, st);
   bool wide = widened(c, call);
+  /* A plugin handed device memory that does not reduce f16 / bf16 (a
+   * CUDA-aware MPI) gets those calls staged and widened on the host. */
+  bool host_ok = c->plugin->info.memory_kinds & BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST);
+  st->memory = c->memory;
+  if (bp__comm_direct(c) && !(wide && host_ok)) return stage_direct(c, call, send, recv, ns, nr, st);
+  st->memory = BP_COMM_MEMORY_HOST;
   st->dtype = wide ? BP_F32 : call->dtype;
   size_t pes = bp_dtype_size(st->dtype);
   bool in_place = send && send == recv && call->send_offset == call->recv_offset && nr &&
@@ -140,7 +145,8 @@ bp_status_t bp__comm_stage_out(bp__comm_t *c, bp__device_t *d, const bp__comm_ca
                                const bp__comm_stage_t *st) {
   uint64_t ns, nr;
   bp__comm_extent(c, call, &ns, &nr);
-  if (!nr || bp__comm_direct(c) || (host_memory(d) && !widened(c, call))) return BP_OK; /* written in place */
+  if (!nr || st->memory != BP_COMM_MEMORY_HOST || (host_memory(d) && !widened(c, call)))
+    return BP_OK; /* written in place */
   size_t es = bp_dtype_size(call->dtype);
   void *raw = st->recv;
   if (widened(c, call)) {

@@ -139,7 +139,7 @@ static void reap(pid_t pid, int *out_wstatus) {
  * (then kills it), and reaps it. A pidfd, where the kernel has them, also
  * notices a prober that died while a process it started keeps the pipe
  * open. Returns true on timeout. */
-static bool wait_prober(pid_t pid, int rd, uint32_t timeout_s, bool *out_done, int *out_wstatus) {
+bool bp__isolate_wait(pid_t pid, int rd, uint32_t timeout_s, bool *out_done, int *out_wstatus) {
   int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
   double deadline = now_s() + timeout_s;
   bool done = false, ended = false, timed_out = false;
@@ -365,7 +365,7 @@ static bool spawn_probe(const char *helper, const char *path, uint32_t timeout_s
   }
   bool done;
   int wstatus;
-  bool timed_out = wait_prober(pid, fds[0], timeout_s, &done, &wstatus);
+  bool timed_out = bp__isolate_wait(pid, fds[0], timeout_s, &done, &wstatus);
   if (!a->accepted && !timed_out) {
     bp__log(BP_LOG_WARN, BP__LOG_LOADER,
             "probe helper %s did not take the probe (another build of backplane?); "
@@ -428,7 +428,7 @@ static void fork_probe(const char *path, uint32_t timeout_s, const char *why, bp
   close(fds[1]);
   bool done;
   int wstatus;
-  bool timed_out = wait_prober(pid, fds[0], timeout_s, &done, &wstatus);
+  bool timed_out = bp__isolate_wait(pid, fds[0], timeout_s, &done, &wstatus);
   close(fds[0]);
   char how[256];
   snprintf(how, sizeof how, "isolated probe in a forked child: %s", why);

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "internal.h"
 
@@ -49,6 +50,11 @@ void bp__probe_verdict(const char *path, uint32_t timeout_s, bp__verdict_t *out_
 
 /* Probes path in a helper process and fills *out_verdict (isolate.c). */
 void bp__probe_isolated(const char *path, uint32_t timeout_s, bp__verdict_t *out_verdict);
+
+/* Waits until a prober process pid writes its completion byte on rd, dies,
+ * or timeout_s passes (then kills it), and reaps it; true on timeout
+ * (isolate.c; comm_isolate.c probes comm plugins with it too). */
+bool bp__isolate_wait(pid_t pid, int rd, uint32_t timeout_s, bool *out_done, int *out_wstatus);
 
 /* The bp-probe helper's main (isolate.c): `bp-probe --probe PATH`, with the
  * result channel on fd 3 and the shared result area on fd 4. */

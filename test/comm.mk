@@ -21,12 +21,13 @@ $(B)/obj/test/comm_rank.o: CFLAGS_EXTRA := -Itest
 TEST_SUPPORT += $(B)/test/comm_rank
 
 # Comm plugin variants, one fault each, outside $(B)/plugins.
-COMM_FIXTURES := good badmagic abinew nullfn unavailable
+COMM_FIXTURES := good badmagic abinew nullfn unavailable crash
 COMM_FIXTURE_DEF_good :=
 COMM_FIXTURE_DEF_badmagic := -DCOMM_BAD_MAGIC
 COMM_FIXTURE_DEF_abinew := -DCOMM_ABI_NEW
 COMM_FIXTURE_DEF_nullfn := -DCOMM_NULL_ENTRY
 COMM_FIXTURE_DEF_unavailable := -DCOMM_UNAVAILABLE
+COMM_FIXTURE_DEF_crash := -DCOMM_PROBE_CRASH
 COMM_FIXTURE_SOS := $(COMM_FIXTURES:%=$(B)/test/comm-fixtures/comm-%.so)
 $(B)/test/comm-fixtures/comm-%.so: test/fixtures/comm_fixture.c comm-api.h test/comm.mk
 	@mkdir -p $(dir $@)

@@ -17,6 +17,8 @@
  *   async     calls queued on streams: rank 0's returns before rank 1
  *             joins ($BP_COMM_READY_FILE), one between a gemm and an add
  *             with no synchronize, two streams in call order (run_async)
+ *   path      bp_comm_data_path says $BP_COMM_EXPECT_PATH (direct or
+ *             staged, and why), then the small grid on that path
  * A queued call's failure is read at the stream's next synchronize.
  * Each rank prints "rank R: MODE: ok" when everything it checked held and
  * exits 0; failures are printed as "rank R: FAILED: ..." and exit 1. The
@@ -359,6 +361,15 @@ static void async_two_streams(env_t *e) {
   bp_stream_destroy(s2);
 }
 
+/* The communicator's data path (bp_comm_data_path) must contain
+ * $BP_COMM_EXPECT_PATH; then the small grid runs over it. */
+static int run_path(env_t *e) {
+  const char *path = bp_comm_data_path(e->comm), *want = getenv("BP_COMM_EXPECT_PATH");
+  printf("rank %d: path: %s\n", rank_, path);
+  CHECK(want && strstr(path, want), "data path '%s' does not say '%s'", path, want ? want : "(unset)");
+  return run_grid(e, false);
+}
+
 static int run_async(env_t *e) {
   async_returns_first(e);
   async_between_ops(e);
@@ -385,6 +396,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "dead")) run_dead(&e, timeout_ms);
   else if (!strcmp(mode, "linkcut")) run_linkcut(&e, timeout_ms);
   else if (!strcmp(mode, "async")) run_async(&e);
+  else if (!strcmp(mode, "path")) run_path(&e);
   else CHECK(false, "unknown mode %s", mode);
   if (!failures) printf("rank %d: %s: ok (%d ranks, plugin %s)\n", rank_, mode, size_, bp_comm_plugin_name(e.comm));
   fflush(stdout);

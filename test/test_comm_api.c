@@ -84,6 +84,45 @@ static void test_discovery_and_refusals(void **state) {
   bp_context_destroy(ctx);
 }
 
+/* A comm plugin whose probe crashes (its own directory, beside a working
+ * one): with default options the isolated probe refuses it with the
+ * reason, this process lives on, and the working one still makes a
+ * communicator. */
+static void test_crashing_probe_is_isolated(void **state) {
+  (void)state;
+  char crash_dir[PATH_MAX], from[PATH_MAX], to[PATH_MAX];
+  tl_mkdtemp(crash_dir, sizeof crash_dir);
+  tl_add_cpu(crash_dir);
+  const char *names[] = {"crash", "good"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(from, sizeof from, "%s/test/comm-fixtures/comm-%s.so", tl_build, names[i]);
+    snprintf(to, sizeof to, "%s/comm-%s.so", crash_dir, names[i]);
+    tl_copy_file(from, to, 0755);
+  }
+  bp_context_options_t o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.plugin_dir = crash_dir;
+  o.only_plugin_dir = true;
+  bp_context_t *ctx = NULL;
+  assert_int_equal(bp_context_create(&o, &ctx), BP_OK);
+  bp_comm_plugin_report_t r;
+  assert_true(find_comm(ctx, "comm-crash.so", &r));
+  if (r.loaded || !strstr(r.reason, "crashed in probe: SIGSEGV"))
+    fail_msg("comm-crash.so: loaded %d, reason '%s'", r.loaded, r.reason);
+  assert_int_equal(r.status, BP_ERR_INCOMPATIBLE);
+  assert_int_equal(r.stage, BP_STAGE_PROBE);
+  bp_device_t *dev;
+  bp_comm_t *c;
+  assert_int_equal(bp_device_open(ctx, "cpu", NULL, &dev), BP_OK);
+  assert_int_equal(bp_comm_create(dev, NULL, &c), BP_OK);
+  assert_string_equal(bp_comm_plugin_name(c), "good");
+  bp_comm_destroy(c);
+  bp_device_close(dev);
+  bp_context_destroy(ctx);
+  tl_rmtree(crash_dir);
+}
+
 typedef struct fx {
   bp_context_t *ctx;
   bp_device_t *dev;
@@ -378,6 +417,7 @@ static void test_async_returns_before_the_peer(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_discovery_and_refusals),
+      cmocka_unit_test(test_crashing_probe_is_isolated),
       cmocka_unit_test(test_selection),
       cmocka_unit_test(test_validation),
       cmocka_unit_test(test_one_rank_every_dtype),

@@ -72,6 +72,16 @@ else
   "$b/bin/bp" devices 2>&1 | sed -n '/^comm plugins/,$p'
   fail=1
 fi
+# ... and says what becomes of CUDA device buffers (Debian's Open MPI: asked
+# at MPI_Init; BACKPLANE_MPI_CUDA_AWARE=0: staged).
+if "$b/bin/bp" devices 2>/dev/null | grep -q "CUDA device memory directly if CUDA-aware (MPIX_Query_cuda_support" &&
+   BACKPLANE_MPI_CUDA_AWARE=0 "$b/bin/bp" devices 2>/dev/null | grep -q "CUDA device memory staged by the core"; then
+  echo "ok: bp devices says how comm-mpi.so takes CUDA device memory"
+else
+  echo "FAILED: bp devices does not say how comm-mpi.so takes CUDA device memory:"
+  "$b/bin/bp" devices 2>&1 | sed -n '/^comm plugins/,$p'
+  fail=1
+fi
 if "$b/bin/bp" devices --json 2>/dev/null | tr -d '\n' | grep -q '"comm_plugins": *\[[^]]*"name": *"mpi"'; then
   echo "ok: bp devices --json lists comm-mpi.so under comm_plugins"
 else
@@ -88,6 +98,22 @@ else
   echo "SKIP: staged: no vulkan or opencl device to stage through"
 fi
 run mismatch 4 "$rank" mismatch
+# CUDA-aware MPI (docs/scale-out.md): on the "cuda" device (the CUDA driver
+# shim, whose device pointers the host can read), Debian's Open MPI says it
+# is not CUDA-aware (MPIX_Query_cuda_support() = 0) and the core stages;
+# BACKPLANE_MPI_CUDA_AWARE=1 makes the detection say yes and the device
+# pointers go to MPI as they are. Both run the small grid.
+if [ -f "$b/test/shims/cuda/libcuda.so.1" ]; then
+  cache=$(mktemp -u "${TMPDIR:-/tmp}/bp-comm-probe.XXXXXX")
+  cuda="-x BACKPLANE_COMM=mpi -x BACKPLANE_CUDA_DRIVER=$b/test/shims/cuda/libcuda.so.1 -x BACKPLANE_PROBE_CACHE=$cache"
+  # shellcheck disable=SC2086
+  run path 4 $cuda -x "BP_COMM_EXPECT_PATH=staged through host memory: comm plugin 'mpi': Open MPI does not take CUDA device pointers: MPIX_Query_cuda_support() = 0" "$rank" path cuda
+  # shellcheck disable=SC2086
+  run path 4 $cuda -x BACKPLANE_MPI_CUDA_AWARE=1 -x "BP_COMM_EXPECT_PATH=direct: CUDA device pointers handed to comm plugin 'mpi'" "$rank" path cuda
+  rm -f "$cache"
+else
+  echo "FAILED: the CUDA driver shim is not built"; fail=1
+fi
 run dead 3 --enable-recovery "$rank" dead
 BP_COMM_READY_FILE=$(mktemp -u "${TMPDIR:-/tmp}/bp-comm-async.XXXXXX")
 export BP_COMM_READY_FILE

@@ -35,15 +35,19 @@ static bp_status_t mpi_probe(bp_comm_info_t *info) {
   bp_status_t st = mpi_lib_open();
   if (st != BP_OK) return st;
   mpi_lib_version(info->library, sizeof info->library);
+  char why[160];
+  mpi_cuda_t cuda = mpi_cuda_detect(why, sizeof why);
   info->memory_kinds = BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST);
+  if (cuda != MPI_CUDA_NO) info->memory_kinds |= BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_CUDA);
   info->reduce_dtypes = BP_DTYPE_BIT(BP_F32) | BP_DTYPE_BIT(BP_F64) | BP_DTYPE_BIT(BP_I32) |
                         BP_DTYPE_BIT(BP_I64) | BP_DTYPE_BIT(BP_U8);
   info->score_hint = 10;
   info->launched_rank = env_int("OMPI_COMM_WORLD_RANK");
   info->launched_size = env_int("OMPI_COMM_WORLD_SIZE");
-  snprintf(info->description, sizeof info->description,
-           "host memory (device buffers staged by the core); bootstrap: mpirun's environment, the "
-           "application's MPI_Init, or a one-rank singleton");
+  snprintf(info->description, sizeof info->description, "host memory; CUDA device memory %s (%s); "
+           "bootstrap: mpirun, the application's MPI_Init, or a singleton",
+           cuda == MPI_CUDA_YES ? "directly" : cuda == MPI_CUDA_NO ? "staged by the core" : "directly if CUDA-aware",
+           why);
   return BP_OK;
 }
 
@@ -58,13 +62,19 @@ static bp_status_t agree(const bp_comm_config_t *cfg, int rank, int size) {
 
 static bp_status_t mpi_comm_create(const bp_comm_config_t *cfg, bp_plugin_comm_t **out, int32_t *out_rank,
                                    int32_t *out_size) {
-  if (cfg->memory != BP_COMM_MEMORY_HOST) {
-    mpi_host->set_error("Open MPI is given host memory only");
+  if (cfg->memory != BP_COMM_MEMORY_HOST && cfg->memory != BP_COMM_MEMORY_CUDA) {
+    mpi_host->set_error("Open MPI is given host or CUDA memory only");
     return BP_ERR_UNSUPPORTED;
   }
   bp_status_t st = mpi_lib_open();
   if (st == BP_OK) st = mpi_lib_ensure_init();
   if (st != BP_OK) return st;
+  char why[160];
+  if (cfg->memory == BP_COMM_MEMORY_CUDA && mpi_cuda_detect(why, sizeof why) != MPI_CUDA_YES) {
+    /* comm-api.h rule 10: the core stages through host memory instead */
+    mpi_host->set_error("Open MPI does not take CUDA device pointers: %s", why);
+    return BP_ERR_UNSUPPORTED;
+  }
   mpi_comm_t *c = calloc(1, sizeof *c);
   if (!c) return BP_ERR_OUT_OF_MEMORY;
   MPI_Request req;
@@ -95,6 +105,7 @@ static bp_status_t mpi_comm_create(const bp_comm_config_t *cfg, bp_plugin_comm_t
   pthread_mutex_unlock(&mpi_lock);
   c->rank = rank;
   c->size = size;
+  c->memory = cfg->memory;
   *out = c;
   *out_rank = rank;
   *out_size = size;

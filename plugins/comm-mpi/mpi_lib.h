@@ -113,6 +113,11 @@ bp_status_t mpi_lib_ensure_init(void);
  * for dead peers, so it is skipped. */
 void mpi_lib_note_broken(void);
 
+/* Whether this Open MPI takes CUDA device pointers (cuda_aware.c): no, yes,
+ * or not known until MPI is initialised; why says how it was decided. */
+typedef enum mpi_cuda { MPI_CUDA_NO, MPI_CUDA_YES, MPI_CUDA_AT_INIT } mpi_cuda_t;
+mpi_cuda_t mpi_cuda_detect(char *why, size_t size);
+
 /* The MPI datatype moving dt (reduce: whether MPI can reduce it), NULL when
  * none (mpi_ops.c). */
 MPI_Datatype mpi_datatype(bp_dtype_t dt, bool reduce);
@@ -121,6 +126,7 @@ MPI_Datatype mpi_datatype(bp_dtype_t dt, bool reduce);
 typedef struct bp_plugin_comm {
   MPI_Comm comm;
   int rank, size;
+  bp_comm_memory_t memory; /* host, or CUDA for a CUDA-aware MPI */
   bool broken;
 } mpi_comm_t;
 

@@ -93,8 +93,9 @@ static bp_status_t prepare(mpi_comm_t *c, const bp_comm_args_t *a, bool reduce, 
     mpi_host->set_error("the communicator is broken by an earlier failure");
     return BP_ERR_UNAVAILABLE;
   }
-  if (a->memory != BP_COMM_MEMORY_HOST) {
-    mpi_host->set_error("Open MPI is given host memory only; the core stages device buffers");
+  if (a->memory != BP_COMM_MEMORY_HOST && a->memory != c->memory) {
+    mpi_host->set_error("this communicator was made for %s memory, not memory kind %d",
+                        c->memory == BP_COMM_MEMORY_CUDA ? "CUDA" : "host", (int)a->memory);
     return BP_ERR_UNSUPPORTED;
   }
   if (a->count > INT_MAX / (scale ? scale : 1)) {

@@ -17,9 +17,9 @@ void bpt_print_comm_plugins(bp_context_t *ctx, bool explain) {
     bp_comm_plugin_report_t r;
     if (bp_context_comm_plugin_report(ctx, i, &r) != BP_OK) continue;
     if (r.loaded) {
-      printf("  %-6s %s  %s\n      %s\n", r.name, r.version, r.library, r.path);
+      /* the description says what memory it takes (device buffers direct or staged) */
+      printf("  %-6s %s  %s\n      %s\n      %s\n", r.name, r.version, r.library, r.path, r.description);
       if (explain) {
-        printf("      %s\n", r.description);
         if (r.launched_size > 0) printf("      launched: rank %d of %d\n", r.launched_rank, r.launched_size);
         else printf("      launched: no (not started by mpirun)\n");
       }
@@ -46,6 +46,7 @@ json_object *bpt_json_comm_plugins(bp_context_t *ctx) {
     bpt_json_set(o, "status", bpt_json_str(bp_status_name(r.status)));
     bpt_json_set(o, "reason", bpt_json_str(r.reason));
     bpt_json_set(o, "library", bpt_json_str(r.library));
+    bpt_json_set(o, "description", bpt_json_str(r.description));
     bpt_json_set(o, "launched_rank", bpt_json_int(r.launched_rank));
     bpt_json_set(o, "launched_size", bpt_json_int(r.launched_size));
     bpt_json_push(arr, o);
