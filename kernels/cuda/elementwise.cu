@@ -7,7 +7,7 @@
 #include "bp_cuda_common.cuh"
 
 enum { U_NEG, U_ABS, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_RELU, U_GELU, U_SILU,
-       U_SIGMOID, U_TANH, U_SIN, U_COS };
+       U_SIGMOID, U_TANH, U_SIN, U_COS, U_GELU_TANH };
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW };
 
 template <typename T> __device__ __forceinline__ T unary_op(int op, T x) {
@@ -24,6 +24,8 @@ template <typename T> __device__ __forceinline__ T unary_op(int op, T x) {
   case U_SIGMOID: return (T)1 / ((T)1 + exp(-x));
   case U_TANH: return tanh(x);
   case U_SIN: return sin(x);
+  case U_GELU_TANH:
+    return (T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));
   default: return cos(x);
   }
 }

@@ -19,6 +19,9 @@ inline ACC bp_unary(int op, ACC x) {
   case 10: return tanh(x);
   case 11: return sin(x);
   case 12: return cos(x);
+  case 13: /* tanh-approximate gelu */
+    return (ACC)0.5 * x *
+           ((ACC)1 + tanh((ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x)));
   default: return x;
   }
 }

@@ -53,6 +53,7 @@ void gpu_describe_common(bp_device_info_t *info, char *bus, const char *uuid, in
   /* A device the kernels cannot run on is still listed, claiming nothing,
    * so `bp devices` shows it and says why. */
   if (!why[0]) bp_gpu_fill_capabilities(info);
+  if (!why[0]) gpu_model_claims(info);
 }
 
 static bp_status_t gpu_probe(bp_device_info_t *out_infos, uint32_t capacity, uint32_t *out_count) {
@@ -123,4 +124,11 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .graph_end = gpu_graph_end,
     .graph_launch = gpu_graph_launch,
     .graph_destroy = gpu_graph_destroy,
-    GPU_VENDOR_DESCRIPTOR_ENTRIES};
+    GPU_VENDOR_DESCRIPTOR_ENTRIES
+    /* ABI 1.5 */
+    .gather = gpu_op_gather,
+    .arange = gpu_op_arange,
+    .binary_scalar = gpu_op_binary_scalar,
+    .glu = gpu_op_glu,
+    .rope = gpu_op_rope,
+};

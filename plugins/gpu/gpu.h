@@ -46,7 +46,8 @@
   X(CONV, conv)                                                                                    \
   X(ATTENTION, attention)                                                                          \
   X(ADAM, adam)                                                                                    \
-  X(RANDOM, random)
+  X(RANDOM, random)                                                                                \
+  X(MODEL, model)
 
 typedef enum bp_gpu_module_id {
 #define BP_GPU__MOD_ENUM(id, file) BP_GPU_MOD_##id,
@@ -284,7 +285,13 @@ GPU_HIDDEN bp_status_t gpu_kernel_launch(bp_plugin_device_t *device, bp_plugin_s
   GPU_HIDDEN bp_status_t gpu_op_##name(bp_plugin_device_t *device, bp_plugin_stream_t *stream,     \
                                        const args_t *a);
 BP_OP_TABLE(GPU__DECLARE_OP)
+/* ops_model.c: the model ops of ABI 1.5 (gather, arange, binary_scalar,
+ * glu, rope). */
+BP_OP_TABLE_MODEL(GPU__DECLARE_OP)
 #undef GPU__DECLARE_OP
+/* ops_model.c: the model ops' rows of a device's capability table, and the
+ * op_features bits the kernels run (tanh-approximate GELU). */
+GPU_HIDDEN void gpu_model_claims(bp_device_info_t *info);
 
 /* ops_elementwise.c: launches a flat grid-stride kernel over n elements
  * (256 threads a block); n <= 0 is a no-op. */

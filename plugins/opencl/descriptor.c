@@ -4,6 +4,7 @@
  * table come from device.c.
  */
 #include "ocl.h"
+#include "ocl_model.h"
 
 static bp_status_t ocl_init(const bp_host_services_t *host) {
   ocl_host = host;
@@ -80,4 +81,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     /* ABI 1.4 */
     .mem_map = ocl_mem_map,
     .mem_unmap = ocl_mem_unmap,
+/* ABI 1.5 */
+#define OCL__SET_MODEL(E, op, args_t, ...) .op = ocl_op_##op,
+    BP_OP_TABLE_MODEL(OCL__SET_MODEL)
+#undef OCL__SET_MODEL
 };

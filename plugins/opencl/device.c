@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ocl.h"
+#include "ocl_model.h"
 
 bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids, uint32_t capacity,
                           uint32_t *out_count) {
@@ -169,6 +170,7 @@ void ocl_device_describe(cl_platform_id plat, cl_device_id dev, bp_device_info_t
   info->memory_bytes = c.global_mem;
   info->compute_units = c.compute_units;
   ocl_op_dtypes(&c, info->op_dtypes);
+  ocl_model_claims(&c, info->op_dtypes, info->op_features);
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_OPENCL_C);
   snprintf(info->description, sizeof info->description,
            "%s on %s; local memory %llu KiB; fp16 %s, fp64 %s", c.version, c.platform,

@@ -231,6 +231,7 @@ typedef enum ocl_family {
   OCL_FAM_BATCH_NORM,
   OCL_FAM_ADAM,
   OCL_FAM_RANDOM,
+  OCL_FAM_MODEL, /* gather, arange, binary_scalar, glu, rope (ocl_model.h) */
   OCL_FAM_COUNT
 } ocl_family_t;
 

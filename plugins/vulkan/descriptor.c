@@ -4,6 +4,7 @@
  * device.c.
  */
 #include "vkb.h"
+#include "vkb_model.h"
 
 static bp_status_t vkb_init(const bp_host_services_t *host) {
   vkb_host = host;
@@ -86,4 +87,10 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     /* fields below: ABI 1.4 */
     .mem_map = vkb_mem_map,
     .mem_unmap = vkb_mem_unmap,
+    /* fields below: ABI 1.5 */
+    .gather = vkb_op_gather,
+    .arange = vkb_op_arange,
+    .binary_scalar = vkb_op_binary_scalar,
+    .glu = vkb_op_glu,
+    .rope = vkb_op_rope,
 };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vkb.h"
+#include "vkb_model.h"
 
 /* Features and properties of one physical device, queried together. */
 typedef struct phys_query {
@@ -241,6 +242,7 @@ static void fill_info(vkb_global_t *g, VkPhysicalDevice pd, bp_device_info_t *in
                        : "; lacks buffer device address / timeline "
                          "semaphores / int64: no ops");
   vkb_claims(&caps, info->op_dtypes);
+  vkb_model_claims(&caps, info->op_dtypes, info->op_features);
   /* GLSL is listed even without libshaderc, so kernel_create can say
    * "unavailable: install libshaderc1" instead of a bare "unsupported". */
   if (caps.usable)

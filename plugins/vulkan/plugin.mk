@@ -23,6 +23,10 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
   $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_score_$(g)) attnsoftmax_f32 \
   $(foreach t,$(VK_FLOATS),convpack_$(t)) eltwise_f32_tex gemmpack_f32_tex \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
+# The model ops of ABI 1.5 (plugins/vulkan/ops_model.c).
+VK_VARIANTS += gather_b8 gather_b16 gather_b32 gather_b64 \
+  $(foreach t,f32 f16 bf16 f64 i32 i64 u8,arange_$(t)) \
+  $(foreach t,$(VK_FLOATS),scalar_$(t) glu_$(t) rope_$(t))
 # Only families whose source exists are built (kernels land one at a time).
 VK_VARIANTS := $(foreach v,$(VK_VARIANTS),$(if $(wildcard \
   kernels/glsl/$(word 1,$(subst _, ,$(v))).comp),$(v)))

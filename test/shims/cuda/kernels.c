@@ -112,6 +112,7 @@ static double unary_op(int op, double x) {
   case 9: return 1 / (1 + exp(-x));
   case 10: return tanh(x);
   case 11: return sin(x);
+  case 13: return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
   default: return cos(x);
   }
 }
@@ -292,6 +293,7 @@ static bool k_norm(const void *pp) {
 }
 
 #include "test/shims/cuda/kernels_dnn.inc"
+#include "test/shims/cuda/kernels_model.inc"
 
 static const shim_kernel_t table[] = {
 #define K(name, type, fn) {#name, sizeof(type), fn, 0, NULL, NULL}
@@ -330,5 +332,6 @@ const shim_kernel_t *shim_kernel_find(const char *name) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (strcmp(table[i].name, name) == 0)
       return &table[i];
-  return shim_custom_find(name);
+  const shim_kernel_t *m = model_kernel_find(name);
+  return m ? m : shim_custom_find(name);
 }
