@@ -170,6 +170,7 @@ static void make_entry(const bp__group_t *g, bp_device_entry_t *e) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   i->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : best->info.memory_bytes;
   bp__group_op_dtypes(g, i->op_dtypes);
+  bp__group_op_features(g, i->op_features);
 }
 
 static bp_status_t check_options(const bp_device_group_options_t *o) {

@@ -49,6 +49,8 @@ bp__group_t *bp__group_of(const bp__device_t *d);
 const bp__plugin_t *bp__group_plugin(void);
 /* The union of the members' capability tables (group_desc.c). */
 void bp__group_op_dtypes(const bp__group_t *g, uint32_t *out_op_dtypes);
+/* The intersection of the members' op_features (group_desc.c). */
+void bp__group_op_features(const bp__group_t *g, uint32_t *out_op_features);
 /* Closes the members and frees g (group.c). */
 void bp__group_free(bp__group_t *g);
 

@@ -243,6 +243,16 @@ void bp__group_op_dtypes(const bp__group_t *g, uint32_t *out) {
   bp__clear_error();
 }
 
+/* The optional argument parts (ABI 1.5) every member runs: a slice may
+ * land on any of them. */
+void bp__group_op_features(const bp__group_t *g, uint32_t *out) {
+  for (int op = 0; op < BP_OP_COUNT; op++) {
+    uint32_t all = g->count ? ~0u : 0u;
+    for (uint32_t i = 0; i < g->count; i++) all &= g->m[i].d->entry.info.op_features[op];
+    out[op] = all;
+  }
+}
+
 static bp__plugin_t group_plugin = {
     .report = {.struct_size = sizeof(bp_plugin_report_t), .name = "group", .loaded = true},
     .desc =

@@ -12,15 +12,17 @@ OPS_NN_TEST_OBJS := $(OPS_NN_TEST_NAMES:%=$(B)/obj/test/%.o)
 # counters (plain_gemm_calls) with dlsym.
 PLAIN_GEMM_PLUGIN := $(B)/test/plain-gemm-plugin/backend-plaingemm.so
 
-$(OPS_NN_TEST_OBJS): CFLAGS_EXTRA := -Itest/common
+$(OPS_NN_TEST_OBJS): CFLAGS_EXTRA := -Itest/common -Itest
 
 $(PLAIN_GEMM_PLUGIN): test/fixtures/plain_gemm_plugin.c plugin-api.h backplane_types.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(PLUGIN_CFLAGS) $< -o $@ -shared $(LDFLAGS_BASE) -lm
 
-$(OPS_NN_TEST_BINS): $(B)/test/%: $(B)/obj/test/%.o $(OPS_TEST_COMMON) $(LIB) $(PLUGINS)
+# Group cases plant calibration times with test_group's cache helpers.
+OPS_NN_TEST_COMMON := $(OPS_TEST_COMMON) $(B)/obj/test/test_group_cache.o
+$(OPS_NN_TEST_BINS): $(B)/test/%: $(B)/obj/test/%.o $(OPS_NN_TEST_COMMON) $(LIB) $(PLUGINS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_BASE) -o $@ $< $(OPS_TEST_COMMON) -L$(B)/lib -lbackplane \
+	$(CC) $(LDFLAGS_BASE) -o $@ $< $(OPS_NN_TEST_COMMON) -L$(B)/lib -lbackplane \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread -ldl
 
 $(B)/test/test_gemm_epilogue: $(PLAIN_GEMM_PLUGIN)

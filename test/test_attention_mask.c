@@ -9,7 +9,8 @@
  * with causal and GQA, on every float dtype the device claims. Fully
  * masked rows must be exactly zero. A device that does not claim a mask's
  * feature must refuse it naming the mask (BP_ERR_UNSUPPORTED; these suites
- * open devices without fallback). Bad options are rejected.
+ * open devices without fallback). A group of cpu and cpu-ref splits the
+ * masked call over heads and batch. Bad options are rejected.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 #include <cmocka.h>
 
 #include "tc.h"
+#include "test_group_cache.h"
 
 typedef struct mask_case {
   int64_t B, Hq, Hkv, Sq, Skv, D;
@@ -212,6 +214,48 @@ static void test_masks_claimed_on_cpu(void **state) {
   TC_END();
 }
 
+/* A group of cpu and cpu-ref splits attention over kv heads or the batch:
+ * the bias, key lengths and slopes must follow, and standard ALiBi keep
+ * each head's slope. */
+static void test_masks_group(void **state) {
+  tc_suite_t *su = *state;
+  TC_BEGIN();
+  bp_device_group_options_t o = {.struct_size = sizeof o, .allow_shared_hardware = true,
+                                 .split_shared_hardware = true, .min_split_flops = 1};
+  tc_env_t g = {.ctx = su->ctx};
+  /* Equal calibration times in a tuning cache: equal shares, so both split. */
+  char dir[64] = "/tmp/bp-test-mask-XXXXXX", cmd[128];
+  assert_non_null(mkdtemp(dir));
+  const char *const devs[2] = {"cpu", "cpu-ref"};
+  gc_plant_times(su->ctx, dir, "equal.json", devs, 2, 10.0);
+  assert_int_equal(bp_device_group_open(su->ctx, "cpu,cpu-ref", &o, &g.dev), BP_OK);
+  assert_int_equal(bp_stream_create(g.dev, &g.s), BP_OK);
+  snprintf(g.name, sizeof g.name, "group cpu,cpu-ref");
+  bp_device_entry_t entry;
+  assert_int_equal(bp_device_entry(g.dev, &entry), BP_OK);
+  tc_rng_t rng;
+  tc_rng_seed(&rng, 2806);
+  const mask_case_t cases[] = {
+      {1, 8, 4, 5, 7, 4, true, 0, false, 3, 1, F_BIAS | F_ALIBI},  /* over kv heads */
+      {1, 4, 2, 5, 7, 4, false, 0, false, 0, 2, F_ALIBI},          /* slopes tensor */
+      {3, 2, 1, 6, 6, 4, true, 3, true, 2, 0, F_LENS | F_WIN | F_BIAS}, /* over the batch */
+  };
+  for (size_t i = 0; i < 3; i++) mask_one(&g, entry.info.op_features[BP_OP_ATTENTION], BP_F32, &cases[i], &rng);
+  assert_int_equal(entry.info.op_features[BP_OP_ATTENTION], F_LENS | F_WIN | F_BIAS | F_ALIBI);
+  for (uint32_t i = 0; i < 2; i++) {
+    bp_device_group_member_t m;
+    assert_int_equal(bp_device_group_info(g.dev, i, &m), BP_OK);
+    tc_expect_status(&g, m.slices_run > 0 ? BP_OK : BP_ERR_INTERNAL, BP_OK, "member %s ran a slice",
+                     m.entry.info.name);
+  }
+  bp_stream_destroy(g.s);
+  bp_device_close(g.dev);
+  unsetenv("BACKPLANE_TUNING_CACHE");
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  TC_END();
+}
+
 static void test_mask_errors(void **state) {
   tc_suite_t *su = *state;
   TC_BEGIN();
@@ -255,6 +299,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_masks_every_device),
       cmocka_unit_test(test_masks_claimed_on_cpu),
+      cmocka_unit_test(test_masks_group),
       cmocka_unit_test(test_mask_errors),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);

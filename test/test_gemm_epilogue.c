@@ -7,8 +7,9 @@
  * claims. Devices that claim BP_FEATURE_GEMM_BIAS / _ACT run it fused; the
  * others through the core's composition. The composition is proven on the
  * "plaingemm" test plugin, whose GEMM fails any call carrying an epilogue,
- * and which counts the GEMM, add and unary calls it gets. Bad epilogues are
- * rejected with a message naming the fault.
+ * and which counts the GEMM, add and unary calls it gets. A device group
+ * of cpu and cpu-ref splits it with the bias. Bad epilogues are rejected
+ * with a message naming the fault.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -25,6 +26,7 @@
 #include <cmocka.h>
 
 #include "tc.h"
+#include "test_group_cache.h"
 
 #define NO_ACT (-1)
 
@@ -230,6 +232,45 @@ static void test_epilogue_errors(void **state) {
   TC_END();
 }
 
+/* A group of cpu and cpu-ref splits the GEMM over the batch, M or N: the
+ * bias slice must follow c's. */
+static void test_epilogue_group(void **state) {
+  tc_suite_t *su = *state;
+  TC_BEGIN();
+  bp_device_group_options_t o = {.struct_size = sizeof o, .allow_shared_hardware = true,
+                                 .split_shared_hardware = true, .min_split_flops = 1};
+  tc_env_t g = {.ctx = su->ctx};
+  /* Equal calibration times in a tuning cache: equal shares, so both split. */
+  char dir[64] = "/tmp/bp-test-ep-XXXXXX", cmd[128];
+  assert_non_null(mkdtemp(dir));
+  const char *const devs[2] = {"cpu", "cpu-ref"};
+  gc_plant_times(su->ctx, dir, "equal.json", devs, 2, 10.0);
+  assert_int_equal(bp_device_group_open(su->ctx, "cpu,cpu-ref", &o, &g.dev), BP_OK);
+  assert_int_equal(bp_stream_create(g.dev, &g.s), BP_OK);
+  snprintf(g.name, sizeof g.name, "group cpu,cpu-ref");
+  bp_device_entry_t entry;
+  assert_int_equal(bp_device_entry(g.dev, &entry), BP_OK);
+  assert_int_equal(entry.info.op_features[BP_OP_GEMM], BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT);
+  tc_rng_t rng;
+  tc_rng_seed(&rng, 2805);
+  const ep_case_t cases[] = {{4, 9, 11, 6, 4, BP_UNARY_SILU, 1}, /* over the batch */
+                             {1, 40, 7, 5, 3, BP_UNARY_GELU, 0}, /* over M */
+                             {1, 5, 40, 7, 1, BP_UNARY_RELU, 1}}; /* over N */
+  for (size_t i = 0; i < 3; i++) ep_one(&g, BP_F32, &cases[i], false, &rng);
+  for (uint32_t i = 0; i < 2; i++) {
+    bp_device_group_member_t m;
+    assert_int_equal(bp_device_group_info(g.dev, i, &m), BP_OK);
+    tc_expect_status(&g, m.slices_run > 0 ? BP_OK : BP_ERR_INTERNAL, BP_OK, "member %s ran a slice",
+                     m.entry.info.name);
+  }
+  bp_stream_destroy(g.s);
+  bp_device_close(g.dev);
+  unsetenv("BACKPLANE_TUNING_CACHE");
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  TC_END();
+}
+
 /* ---- the composition, on a device without the features ------------------- */
 
 static void plugin_dir(char *out, size_t size) {
@@ -286,6 +327,7 @@ int main(void) {
       cmocka_unit_test(test_epilogue_every_device),
       cmocka_unit_test(test_gemm_ex),
       cmocka_unit_test(test_epilogue_errors),
+      cmocka_unit_test(test_epilogue_group),
       cmocka_unit_test(test_epilogue_composed),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);
