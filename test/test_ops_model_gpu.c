@@ -440,8 +440,10 @@ static void test_integer_paths(void **state) {
 }
 
 /* Points the CUDA and ROCm plugins at the CPU shims built beside the test,
- * unless the caller chose drivers (left out under a sanitizer, as in
- * test_model: the shims' kernels run in unloaded libraries there). */
+ * unless the caller chose drivers or asks for the real ones
+ * (CUDA_OPS_REAL_DRIVER, ROCM_OPS_REAL_RUNTIME: tools/gpu-check.sh, as for
+ * test_cuda_ops); left out under a sanitizer, as in test_model (the shims'
+ * kernels run in unloaded libraries there). */
 static void use_shims(void) {
   char dir[PATH_MAX], path[PATH_MAX + 64];
   ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
@@ -453,9 +455,10 @@ static void use_shims(void) {
                           {"BACKPLANE_HIP_RUNTIME", "shims/hip/libamdhip64.so"},
                           {"BACKPLANE_HIPRTC", "shims/hip/libhiprtc.so"},
                           {"BACKPLANE_ROCBLAS", "shims/rocblas/librocblas.so.4"}};
+  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"), real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, env[i][1]);
-    if (getenv(env[i][0]) || access(path, R_OK) != 0) continue;
+    if ((i < 2 ? real_cuda : real_rocm) || getenv(env[i][0]) || access(path, R_OK) != 0) continue;
     setenv(env[i][0], path, 1);
     /* kept loaded for the whole run: every context opens this instance */
     if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) fprintf(stderr, "shims: %s\n", dlerror());

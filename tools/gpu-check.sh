@@ -74,6 +74,9 @@ fi
 # The op suites on the real device (test_cuda_ops uses the shim by default).
 step "op suites on the GPU" ops-gpu.txt env CUDA_OPS_REAL_DRIVER=1 \
   TC_DEVICES=cuda,cpu-ref "$B/test/test_cuda_ops"
+# The model ops (kernels/cuda/model.cu) eagerly and in a CUDA graph.
+step "model ops on the GPU" model-ops-gpu.txt env CUDA_OPS_REAL_DRIVER=1 \
+  "$B/test/test_ops_model_gpu"
 step "test suite" test.txt make B="$B" test
 step "PTX checks" ptx.txt sh test/test_cuda_ptx.sh .
 
