@@ -419,9 +419,19 @@ class Stream(StreamGraphMixin):
         """Waits until the stream's work is done."""
         _check(_lib.lib.bp_stream_synchronize(self._h))
 
-    def matmul(self, a: Tensor, b: Tensor, c: Tensor, alpha: float = 1.0, beta: float = 0.0) -> None:
-        """c = alpha * a @ b + beta * c for rank-2 tensors or rank-3 batches (transposes are views: .T)."""
-        _check(_lib.lib.bp_matmul(self._h, alpha, _t(a), _t(b), beta, _t(c)))
+    def matmul(self, a: Tensor, b: Tensor, c: Tensor, alpha: float = 1.0, beta: float = 0.0,
+               bias: Optional[Tensor] = None, activation: Optional[str] = None) -> None:
+        """c = act(alpha * a @ b + beta * c + bias) with NumPy matmul shapes (batch dimensions that
+        broadcast, rank-1 operands; transposes are views: .T). bias broadcasts to c; activation is
+        one of backplane._lib.UNARY ("relu", "gelu", "silu", ...) or None; beta * c is a residual
+        add. Devices without a fused epilogue get it composed on this stream."""
+        if bias is None and activation is None:
+            _check(_lib.lib.bp_matmul(self._h, alpha, _t(a), _t(b), beta, _t(c)))
+            return
+        ep = _lib.GemmEpilogue(ctypes.sizeof(_lib.GemmEpilogue),
+                               ctypes.pointer(bias._desc) if bias is not None else None, activation is not None,
+                               _choice(_lib.UNARY, activation, "activation") if activation is not None else 0)
+        _check(_lib.lib.bp_matmul_ex(self._h, alpha, _t(a), _t(b), beta, _t(c), ctypes.byref(ep)))
 
     def conv2d(self, x: Tensor, w: Tensor, y: Tensor, bias: Optional[Tensor] = None, stride: int = 1,
                padding: int = 0, dilation: int = 1, groups: int = 1) -> None:
@@ -456,9 +466,20 @@ class Stream(StreamGraphMixin):
         _check(_lib.lib.bp_softmax(self._h, _t(x), axis, log, _t(y)))
 
     def attention(self, q: Tensor, k: Tensor, v: Tensor, out: Tensor, scale: float = 0.0,
-                  causal: bool = False) -> None:
-        """Scaled dot-product attention; scale 0 means 1/sqrt(head dim)."""
-        _check(_lib.lib.bp_attention(self._h, _t(q), _t(k), _t(v), scale, causal, _t(out)))
+                  causal: bool = False, kv_lens: Optional[Tensor] = None, window: int = 0,
+                  bias: Optional[Tensor] = None, alibi: Union[bool, Tensor] = False) -> None:
+        """Scaled dot-product attention; scale 0 means 1/sqrt(head dim). Masks (bottom-right
+        aligned like causal): kv_lens (i32 [B]: keys past each length masked), window (> 0: a
+        causal sliding window of that many keys), bias (added to the scores, broadcasting to
+        [B, Hq, Sq, Skv]), alibi (True: the standard slopes; an f32 [Hq] tensor: those slopes)."""
+        if kv_lens is None and not window and bias is None and alibi is False:
+            _check(_lib.lib.bp_attention(self._h, _t(q), _t(k), _t(v), scale, causal, _t(out)))
+            return
+        ptr = lambda t: ctypes.pointer(t._desc) if t is not None else None  # noqa: E731
+        slopes = alibi if isinstance(alibi, Tensor) else None
+        o = _lib.AttentionOptions(ctypes.sizeof(_lib.AttentionOptions), scale, causal, window, ptr(kv_lens),
+                                  ptr(bias), alibi is True, ptr(slopes))
+        _check(_lib.lib.bp_attention_ex(self._h, _t(q), _t(k), _t(v), ctypes.byref(o), _t(out)))
 
     def adam(self, params: Sequence[Tensor], grads: Sequence[Tensor], exp_avg: Sequence[Tensor],
              exp_avg_sq: Sequence[Tensor], lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),

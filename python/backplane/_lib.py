@@ -36,7 +36,7 @@ class DeviceInfo(ctypes.Structure):
                 ("flags", ctypes.c_uint32), ("peak_gflops", ctypes.c_double),
                 ("bandwidth_gbs", ctypes.c_double), ("op_dtypes", ctypes.c_uint32 * OP_TABLE_SIZE),
                 ("description", ctypes.c_char * 256), ("kernel_formats", ctypes.c_uint32),
-                ("dlpack_device_type", ctypes.c_int32)]
+                ("dlpack_device_type", ctypes.c_int32), ("op_features", ctypes.c_uint32 * OP_TABLE_SIZE)]
 
 
 class DeviceEntry(ctypes.Structure):
@@ -70,6 +70,17 @@ class Pool2dParams(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_int)] + [
         (n, ctypes.c_int32) for n in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_h",
                                       "pad_w")] + [("count_include_pad", ctypes.c_bool)]
+
+
+class GemmEpilogue(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("bias", ctypes.POINTER(Tensor)), ("activate", ctypes.c_bool),
+                ("activation", ctypes.c_int)]
+
+
+class AttentionOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("scale", ctypes.c_double), ("causal", ctypes.c_bool),
+                ("window", ctypes.c_int32), ("kv_lens", ctypes.POINTER(Tensor)), ("bias", ctypes.POINTER(Tensor)),
+                ("alibi", ctypes.c_bool), ("alibi_slopes", ctypes.POINTER(Tensor))]
 
 
 class AdamParams(ctypes.Structure):
@@ -177,6 +188,7 @@ _SIGNATURES = {
     "bp_stream_destroy": ([P], None),
     "bp_stream_synchronize": ([P], ctypes.c_int),
     "bp_matmul": ([P, D, T, T, D, T], ctypes.c_int),
+    "bp_matmul_ex": ([P, D, T, T, D, T, ctypes.POINTER(GemmEpilogue)], ctypes.c_int),
     "bp_conv2d": ([P, ctypes.POINTER(Conv2dParams), T, T, T, T], ctypes.c_int),
     "bp_pool2d": ([P, ctypes.POINTER(Pool2dParams), T, T], ctypes.c_int),
     "bp_batch_norm": ([P, T, T, T, T, T, D, T], ctypes.c_int),
@@ -184,6 +196,7 @@ _SIGNATURES = {
     "bp_rms_norm": ([P, T, T, D, T], ctypes.c_int),
     "bp_softmax": ([P, T, I32, ctypes.c_bool, T], ctypes.c_int),
     "bp_attention": ([P, T, T, T, D, ctypes.c_bool, T], ctypes.c_int),
+    "bp_attention_ex": ([P, T, T, T, ctypes.POINTER(AttentionOptions), T], ctypes.c_int),
     "bp_adam": ([P, ctypes.POINTER(AdamParams), U32, T, T, T, T], ctypes.c_int),
     "bp_unary": ([P, ctypes.c_int, T, T], ctypes.c_int),
     "bp_binary": ([P, ctypes.c_int, T, T, T], ctypes.c_int),
