@@ -21,11 +21,18 @@ extern "C" {
  * different call gets BP_ERR_INVALID_ARGUMENT on every rank, and a rank that
  * never arrives (dead, hung, partitioned) gets BP_ERR_TIMEOUT on the others
  * after the timeout; the communicator is then broken and every later call on
- * it fails at once with BP_ERR_UNAVAILABLE. Calls wait for the work queued on
- * stream, then run and return when the data has arrived (buffers on
- * devices without host memory are staged through host memory). Counts are
- * in elements of dtype; every dtype works, f16 and bf16 reduce in f32. A
- * communicator is used by one thread at a time (calls on it are serialised).
+ * it fails at once with BP_ERR_UNAVAILABLE. Calls are asynchronous: each
+ * checks its arguments (returning their error at once), is queued on stream
+ * and returns; it runs after the work queued on stream before it, and work
+ * queued on stream after it (and device-wide synchronous calls) waits for
+ * it. A failure after the call returned (mismatch, timeout, dead rank) is
+ * returned by the stream's next bp_stream_synchronize, and by
+ * bp_event_synchronize of an event recorded after the call. Calls on one
+ * communicator run one at a time in the order they were made, from any
+ * thread and any of its device's streams. Buffers on devices without host
+ * memory are staged through host memory unless the plugin takes the
+ * device's own (bp_comm_data_path). Counts are in elements of dtype; every
+ * dtype works, f16 and bf16 reduce in f32.
  */
 typedef struct bp_comm bp_comm_t;
 
