@@ -6,7 +6,9 @@
  * against a double-precision reference. Edges: n across several column
  * blocks and not a multiple of 16, k not a multiple of the four rows a
  * pass sums, a strided x (A's row read with a stride) and C, B rows padded,
- * f32 and f64, beta == 0 over NaN, beta != 0, 1 and 2 threads.
+ * f32 and f64, beta == 0 over NaN, beta != 0, 1 and 2 threads; with two
+ * threads and one block of whole rows, B's rows split between the workers
+ * and their partial sums added up in order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,6 +82,10 @@ static void test_gemv_axpy(void **state) {
         run_case(&dev, d, 130, 5000, 1, 1, 1, 0.5); /* three column blocks */
         run_case(&dev, d, 301, 4111, 3, 2, 0.5, 0);
         run_case(&dev, d, 64, 47, 2, 1, 1, 1);
+        /* one block of whole rows, B's rows split between the workers
+         * (partial sums added after) */
+        run_case(&dev, d, 1030, 3000, 1, 1, 1, 0.5);
+        run_case(&dev, d, 613, 1999, 2, 3, -1, 0);
       }
       cpu_pool_destroy(dev.pool);
     }

@@ -19,13 +19,18 @@
 
 /* Below ~256 KiB of matrix a second thread costs more than it brings. */
 #define GEMV_MT_ELEMS 65536.0
-/* Columns an axpy task sums at most: its sums stay in L1. */
-#define GEMV_COLS 2048
+/* Bytes of sums an axpy task keeps: they stay in L1. */
+#define GEMV_ACC_BYTES 16384
+/* Least rows of B per k part when an axpy splits k (below it the parts'
+ * sums cost more than the rows they read). */
+#define GEMV_KPART_MIN_ROWS 256
 
 typedef struct gemv_job {
   bool f64;
   int64_t rows, len;   /* dot: rows of A, their length; axpy: k, n */
-  int64_t cols;        /* axpy: columns per task (<= GEMV_COLS) */
+  int64_t cols;        /* axpy: columns per task (GEMV_ACC_BYTES of sums) */
+  int64_t kparts;      /* axpy: row ranges of B per column block */
+  char *partial;       /* axpy with kparts > 1: kparts x len sums */
   const char *a, *x;   /* the matrix and the vector */
   int64_t lda, incx;   /* elements */
   char *y;
@@ -57,8 +62,11 @@ typedef struct gemv_job {
 DEFINE_GEMV_DOT(float, f32)
 DEFINE_GEMV_DOT(double, f64)
 
-/* Tasks are blocks of j->cols columns; each sums all k rows of its block
- * (k outermost, so each row segment is read once, front to back). */
+/* Tasks are (block of j->cols columns, range of B's rows): each sums its
+ * rows of its block, k outermost, so each row segment is read once, front
+ * to back. With one range the task writes y; with several (kparts > 1)
+ * it writes its sums to the partial buffer, and gemv_axpy_reduce adds
+ * them up in range order. */
 #define DEFINE_GEMV_AXPY(T, sfx, ATTR)                                         \
   ATTR static void gemv_axpy_##sfx(void *ctx, int64_t begin, int64_t end,      \
                                    unsigned worker) {                          \
@@ -66,15 +74,17 @@ DEFINE_GEMV_DOT(double, f64)
     (void)worker;                                                              \
     const T *x = (const T *)j->x;                                              \
     T alpha = (T)j->alpha, beta = (T)j->beta;                                  \
-    T acc[GEMV_COLS];                                                          \
-    for (int64_t blk = begin; blk < end; blk++) {                              \
+    T acc[GEMV_ACC_BYTES / sizeof(T)];                                         \
+    for (int64_t t = begin; t < end; t++) {                                    \
+      int64_t blk = t / j->kparts, part = t % j->kparts;                       \
       int64_t c0 = blk * j->cols;                                              \
       int64_t w = j->len - c0 < j->cols ? j->len - c0 : j->cols;               \
+      int64_t per = (j->rows + j->kparts - 1) / j->kparts;                     \
+      int64_t p = part * per, pend = p + per < j->rows ? p + per : j->rows;    \
       memset(acc, 0, (size_t)w * sizeof *acc);                                 \
-      int64_t p = 0;                                                           \
       /* four rows a pass: a quarter of the sums' loads and stores, and      \
        * four streams in flight for the prefetchers */                        \
-      for (; p + 4 <= j->rows; p += 4) {                                       \
+      for (; p + 4 <= pend; p += 4) {                                          \
         const T *b0 = (const T *)j->a + p * j->lda + c0, *b1 = b0 + j->lda;    \
         const T *b2 = b1 + j->lda, *b3 = b2 + j->lda;                          \
         T x0 = x[p * j->incx], x1 = x[(p + 1) * j->incx];                      \
@@ -88,10 +98,14 @@ DEFINE_GEMV_DOT(double, f64)
         for (; c < w; c++)                                                     \
           acc[c] += (x0 * b0[c] + x1 * b1[c]) + (x2 * b2[c] + x3 * b3[c]);     \
       }                                                                        \
-      for (; p < j->rows; p++) {                                               \
+      for (; p < pend; p++) {                                                  \
         const T *bp = (const T *)j->a + p * j->lda + c0;                       \
         T xp = x[p * j->incx];                                                 \
         for (int64_t c = 0; c < w; c++) acc[c] += xp * bp[c];                  \
+      }                                                                        \
+      if (j->kparts > 1) {                                                     \
+        memcpy((T *)j->partial + part * j->len + c0, acc, (size_t)w * sizeof *acc); \
+        continue;                                                              \
       }                                                                        \
       T *y = (T *)j->y + c0 * j->incy;                                         \
       for (int64_t c = 0; c < w; c++) {                                        \
@@ -109,6 +123,21 @@ DEFINE_GEMV_AXPY(double, f64, )
 DEFINE_GEMV_AXPY(float, f32_avx512, GEMV_AVX512)
 DEFINE_GEMV_AXPY(double, f64_avx512, GEMV_AVX512)
 
+/* y = alpha * (sum of the kparts partial sums, in order) + beta * y. */
+#define DEFINE_GEMV_AXPY_REDUCE(T, sfx)                                        \
+  static void gemv_axpy_reduce_##sfx(const gemv_job_t *j) {                    \
+    const T *part = (const T *)j->partial;                                     \
+    T alpha = (T)j->alpha, beta = (T)j->beta;                                  \
+    for (int64_t c = 0; c < j->len; c++) {                                     \
+      T s = part[c];                                                           \
+      for (int64_t q = 1; q < j->kparts; q++) s += part[q * j->len + c];       \
+      T *yc = (T *)j->y + c * j->incy;                                         \
+      *yc = beta == 0 ? alpha * s : alpha * s + beta * *yc;                    \
+    }                                                                          \
+  }
+DEFINE_GEMV_AXPY_REDUCE(float, f32)
+DEFINE_GEMV_AXPY_REDUCE(double, f64)
+
 static bool gemv_avx512_ok(const cpu_device_t *dev) {
   const cpu_features_t *f = cpu_features_get();
   return (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX512) && f->avx512f &&
@@ -122,31 +151,49 @@ static void run(cpu_device_t *dev, gemv_job_t *j, bool axpy) {
                         : (j->f64 ? gemv_dot_f64 : gemv_dot_f32);
   bool mt = dev->pool && (double)j->rows * (double)j->len >= GEMV_MT_ELEMS;
   int64_t tasks = j->rows;
+  j->kparts = 1;
   if (axpy) {
-    /* column blocks narrow enough that every worker gets one, 16 columns
-     * at least (whole vectors) */
     int64_t workers = mt ? (int64_t)cpu_pool_size(dev->pool) : 1;
-    int64_t cols = ((j->len + workers - 1) / workers + 15) / 16 * 16;
-    j->cols = cols < GEMV_COLS ? (cols > 16 ? cols : 16) : GEMV_COLS;
-    tasks = (j->len + j->cols - 1) / j->cols;
+    int64_t most = GEMV_ACC_BYTES / (j->f64 ? 8 : 4);
+    int64_t blocks = (j->len + most - 1) / most;
+    /* Fewer whole-width blocks than workers: split B's rows as well, so
+     * each worker reads whole rows, one contiguous run of B, rather than
+     * a part of every row (a strided walk the prefetchers restart on
+     * every row). The partial sums are added up after. */
+    if (blocks < workers && j->rows >= workers * GEMV_KPART_MIN_ROWS &&
+        (j->partial = cpu_fast_scratch(4, (size_t)(workers * j->len) * (j->f64 ? 8 : 4)))) {
+      j->kparts = workers;
+      j->cols = (j->len + blocks - 1) / blocks;
+    } else {
+      /* column blocks narrow enough that every worker gets one, 16
+       * columns at least (whole vectors) */
+      int64_t cols = ((j->len + workers - 1) / workers + 15) / 16 * 16;
+      j->cols = cols < most ? (cols > 16 ? cols : 16) : most;
+      blocks = (j->len + j->cols - 1) / j->cols;
+    }
+    tasks = blocks * j->kparts;
   }
   if (mt && tasks > 1)
     cpu_pool_run(dev->pool, tasks, axpy ? 1 : 64, fn, j);
   else
     fn(j, 0, tasks, 0);
+  if (axpy && j->kparts > 1) {
+    if (j->f64) gemv_axpy_reduce_f64(j);
+    else gemv_axpy_reduce_f32(j);
+  }
 }
 
 void cpu_fast_gemv_dot(cpu_device_t *dev, bool f64, int64_t m, int64_t k,
                    const void *a, int64_t lda, const void *x, int64_t incx,
                    void *y, int64_t incy, double alpha, double beta) {
-  gemv_job_t j = {f64, m, k, 0, a, x, lda, incx, y, incy, alpha, beta};
+  gemv_job_t j = {f64, m, k, 0, 1, NULL, a, x, lda, incx, y, incy, alpha, beta};
   run(dev, &j, false);
 }
 
 void cpu_fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64_t n,
                     const void *x, int64_t incx, const void *b, int64_t ldb,
                     void *y, int64_t incy, double alpha, double beta) {
-  gemv_job_t j = {f64, k, n, 0, b, x, ldb, incx, y, incy, alpha, beta};
+  gemv_job_t j = {f64, k, n, 0, 1, NULL, b, x, ldb, incx, y, incy, alpha, beta};
   run(dev, &j, true);
 }
 
