@@ -78,8 +78,11 @@ void cf_stage_probe(cf_child_t *c) {
   bool consistent = true;
   for (int op = 0; op < BP_OP_COUNT; op++) {
     if (i->op_dtypes[op]) claimed++;
-    if (op != BP_OP_FILL && op != BP_OP_COPY && op != BP_OP_CAST && (i->op_dtypes[op] & BP_DTYPES_INT))
-      consistent = false; /* integer maths is not part of those ops */
+    /* integer maths is not part of the other ops; gather moves elements and
+     * arange writes values by the cast rules, of any dtype */
+    bool any_dtype = op == BP_OP_FILL || op == BP_OP_COPY || op == BP_OP_CAST || op == BP_OP_GATHER ||
+                     op == BP_OP_ARANGE;
+    if (!any_dtype && (i->op_dtypes[op] & BP_DTYPES_INT)) consistent = false;
   }
   for (int op = BP_OP_COUNT; op < BP_OP_TABLE_SIZE; op++)
     if (i->op_dtypes[op]) consistent = false;
