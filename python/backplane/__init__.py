@@ -19,6 +19,7 @@ from ._checks import (_NP_DTYPES, _UNSUPPORTED, BackplaneError, _check, _choice,
                       _invalid, _shape)
 from ._graph import Event, Graph, StreamGraphMixin
 from ._views import ViewMixin
+from ._model import StreamModelMixin, TensorModelMixin
 
 DType = Union[str, type, "np.dtype[Any]"]
 """A dtype: "f32", "float32", np.float32 or np.dtype("float32") (and f16, bf16, f64, i32, i64, u8)."""
@@ -227,7 +228,7 @@ class Device:
             self.close()
 
 
-class Tensor(ViewMixin):
+class Tensor(ViewMixin, TensorModelMixin):
     """A dtype, shape and strides over a device buffer; t[...], reshape, transpose,
     permute and view_at make views that share it (_views.py)."""
 
@@ -407,7 +408,7 @@ def _t(x):
     return ctypes.byref(x._desc) if x is not None else None
 
 
-class Stream(StreamGraphMixin):
+class Stream(StreamGraphMixin, StreamModelMixin):
     """An in-order queue of work; every op is a method, and events and graph
     capture (record_event, wait_event, capture) come from _graph.py."""
 

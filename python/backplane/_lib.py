@@ -13,9 +13,10 @@ OP_TABLE_SIZE = 64
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "u8": 6}
 DTYPE_SIZES = {0: 4, 1: 2, 2: 2, 3: 8, 4: 4, 5: 8, 6: 1}
 OPS = ["gemm", "gemv", "conv2d", "pool2d", "batch_norm", "layer_norm", "rms_norm", "softmax",
-       "attention", "adam", "unary", "binary", "reduce", "fill", "copy", "cast", "random"]
+       "attention", "adam", "unary", "binary", "reduce", "fill", "copy", "cast", "random",
+       "gather", "arange", "binary_scalar", "glu", "rope"]
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "gelu", "silu", "sigmoid", "tanh",
-         "sin", "cos"]
+         "sin", "cos", "gelu_tanh"]
 BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
 REDUCE = ["sum", "mean", "max", "min", "prod", "var", "argmax"]
 ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
