@@ -30,9 +30,22 @@ typedef bp_status_t (*case_fn)(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, b
 
 /* ---- BLAS -----------------------------------------------------------------*/
 
+/* The epilogue (ABI 1.5) on one row-major C [m, n] (batch 1): a bias [n]
+ * and GELU, with the residual add of beta = 1. */
+static bp_status_t run_gemm_epilogue(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t m = k->p[0], n = k->p[1], kk = k->p[2];
+  bp_tensor_t a = T(2, m, kk), b = T(2, kk, n), bias = T(1, n);
+  *out = T(2, m, n);
+  if (r->failed) return BP_ERR_INTERNAL;
+  bp_gemm_epilogue_t ep = {sizeof ep, &bias, true, BP_UNARY_GELU};
+  return bp_matmul_ex(r->s, 1.0, &a, &b, 1.0, out, &ep);
+}
+
 /* p: m n k batch ld_pad; variant bits: 1 trans_a, 2 trans_b, 4 col-major,
- * 8 beta = 0 with NaN in C, 16 alpha/beta non-trivial. */
+ * 8 beta = 0 with NaN in C, 16 alpha/beta non-trivial, 32 the epilogue
+ * (run_gemm_epilogue). */
 static bp_status_t run_gemm(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  if (k->variant & 32) return run_gemm_epilogue(r, k, dt, out);
   int64_t m = k->p[0], n = k->p[1], kk = k->p[2], batch = k->p[3], pad = k->p[4];
   bool ta = k->variant & 1, tb = k->variant & 2, col = k->variant & 4;
   int64_t ar = ta ? kk : m, ac = ta ? m : kk, br = tb ? n : kk, bc = tb ? kk : n;
@@ -131,7 +144,18 @@ static bp_status_t run_attention(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt,
   bp_tensor_t v = T(4, p[0], p[2], p[4], p[6]);
   *out = T(4, p[0], p[1], p[3], p[6]);
   if (r->failed) return BP_ERR_INTERNAL;
-  return bp_attention(r->s, &q, &kt, &v, 0.0, p[7] != 0, out);
+  if (!k->variant) return bp_attention(r->s, &q, &kt, &v, 0.0, p[7] != 0, out);
+  /* the masks of ABI 1.5: variant bits are their BP_FEATURE_ATTENTION_* bits */
+  bp_tensor_t lens = cf_tensor(r, BP_I32, 1, &p[0], CF_CONTIGUOUS, CF_FILL_NORMAL, 7);
+  bp_tensor_t bias = T(2, p[3], p[4]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  bp_status_t st = (k->variant & BP_FEATURE_ATTENTION_KV_LENS) ? bp_fill(r->s, &lens, (double)(p[4] - 2)) : BP_OK;
+  bp_attention_options_t o = {.struct_size = sizeof o, .causal = p[7] != 0,
+                              .window = (k->variant & BP_FEATURE_ATTENTION_WINDOW) ? 3 : 0,
+                              .kv_lens = (k->variant & BP_FEATURE_ATTENTION_KV_LENS) ? &lens : NULL,
+                              .bias = (k->variant & BP_FEATURE_ATTENTION_BIAS) ? &bias : NULL,
+                              .alibi = (k->variant & BP_FEATURE_ATTENTION_ALIBI) != 0};
+  return st == BP_OK ? bp_attention_ex(r->s, &q, &kt, &v, &o, out) : st;
 }
 
 /* p: n0 n1; variant 1: AdamW. Returns the first parameter tensor. */
@@ -268,6 +292,9 @@ static void run_case(cf_child_t *c, const cf_case_t *k, bp_dtype_t dt) {
   bool supported = false;
   bp_device_supports(c->dev, k->op, dt, &supported);
   if (k->op == BP_OP_CAST && supported) bp_device_supports(c->dev, k->op, (bp_dtype_t)k->variant, &supported);
+  /* attention's masks (ABI 1.5): the variant's bits are the features */
+  if (k->op == BP_OP_ATTENTION && (c->entry.info.op_features[BP_OP_ATTENTION] & k->variant) != (uint32_t)k->variant)
+    supported = false;
   if (!supported) {
     cf_end(c, CF_UNSUPPORTED, "not claimed by the device");
     return;
