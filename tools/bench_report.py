@@ -84,12 +84,20 @@ def library_lines(run):
     return out
 
 
+def share_text(r):
+    """bp bench's %gemm column: of the device's own f32 GEMM, or of its copy
+    bandwidth for a matrix-vector product (runs before the column: blank)."""
+    if r.get("pct_gemm") is None:
+        return "–"
+    return f"{r['pct_gemm']:.0f} %" + (" (copy bw)" if r.get("pct_gemm_of") == "bandwidth" else "")
+
+
 def result_table(results):
-    out = ["| op | shape | type | ours | % peak / bw | best anchor | anchor | ratio | other anchors |",
-           "|---|---|---|---:|---:|---|---:|---:|---|"]
+    out = ["| op | shape | type | ours | % peak / bw | % of GEMM | best anchor | anchor | ratio | other anchors |",
+           "|---|---|---|---:|---:|---:|---|---:|---:|---|"]
     for r in results:
         if not r.get("ran"):
-            out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r.get('message', 'did not run')} | | | | | |")
+            out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r.get('message', 'did not run')} | | | | | | |")
             continue
         fig, unit = figure_of(r)
         if r.get("pct_peak") is not None:
@@ -99,6 +107,7 @@ def result_table(results):
             pct = f"{r['pct_bandwidth']:.0f} % ({level})"
         else:
             pct = "–"
+        share = share_text(r)
         best = r.get("best")
         best_a = next((a for a in r.get("anchors", []) if a["name"] == best), None)
         others = [ratio_text(a) for a in r.get("anchors", []) if a["name"] != best]
@@ -112,7 +121,7 @@ def result_table(results):
         else:
             libs = [a for a in r.get("anchors", []) if a.get("library") and a.get("ms")]
             a_fig, ratio, best = "–", "–", "none comparable" if libs else "no library"
-        out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {fmt(fig)} {unit} | {pct} | "
+        out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {fmt(fig)} {unit} | {pct} | {share} | "
                    f"{best} | {a_fig} | {ratio} | {other_text} |")
     return out
 
@@ -267,7 +276,8 @@ def merge_results(into, more):
         if not r.get("ran"):
             continue
         if not a.get("ran") or r["ms"] < a["ms"]:
-            for k in ("ran", "ms", "gflops", "gbs", "pct_peak", "pct_bandwidth", "bandwidth_level"):
+            for k in ("ran", "ms", "gflops", "gbs", "pct_peak", "pct_bandwidth", "bandwidth_level",
+                      "pct_gemm", "pct_gemm_of"):
                 a[k] = r.get(k)
         theirs = {x["name"]: x for x in r.get("anchors", [])}
         for x in a.setdefault("anchors", []):
