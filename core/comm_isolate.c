@@ -23,16 +23,6 @@
 #include "comm_internal.h"
 #include "isolate.h"
 
-static const char *stage_name(bp_plugin_stage_t stage) {
-  switch (stage) {
-  case BP_STAGE_OPEN: return "loading";
-  case BP_STAGE_SYMBOL: case BP_STAGE_VERSION: case BP_STAGE_VALIDATE: return "validating";
-  case BP_STAGE_INIT: return "init";
-  case BP_STAGE_PROBE: return "probe";
-  default: return "loading or probing";
-  }
-}
-
 /* The child: the loader's steps on path, into the shared record r. */
 static void probe_child(bp__comm_plugin_t *r, const char *path, int fd) {
   static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
@@ -51,13 +41,15 @@ static void probe_child(bp__comm_plugin_t *r, const char *path, int fd) {
 
 /* Turns how the child ended into p's refusal; true when it survived and
  * p may be loaded in the application. */
-static bool judge(bp__comm_plugin_t *p, const bp__comm_plugin_t *r, bool done, bool timed_out, int wstatus,
-                  uint32_t timeout_s) {
-  bp_plugin_stage_t stage = (unsigned)r->report.stage <= BP_STAGE_READY ? r->report.stage : BP_STAGE_OPEN;
+static bool judge(bp__comm_plugin_t *p, const bp__comm_plugin_t *r, bool done, bool timed_out,
+                  int wstatus, uint32_t timeout_s) {
+  bp_plugin_stage_t stage =
+      (unsigned)r->report.stage <= BP_STAGE_READY ? r->report.stage : BP_STAGE_OPEN;
   p->report.stage = stage;
   memcpy(p->report.name, r->report.name, sizeof p->report.name); /* as far as the child read them */
   memcpy(p->report.version, r->report.version, sizeof p->report.version);
-  p->report.name[sizeof p->report.name - 1] = p->report.version[sizeof p->report.version - 1] = '\0';
+  p->report.name[sizeof p->report.name - 1] = p->report.version[sizeof p->report.version - 1] =
+      '\0';
   if (done && r->report.loaded) return true;
   if (done) { /* refused in the child for an ordinary reason: the same here, without loading it */
     p->report.status = r->report.status < 0 ? r->report.status : BP_ERR_INTERNAL;
@@ -65,24 +57,27 @@ static bool judge(bp__comm_plugin_t *p, const bp__comm_plugin_t *r, bool done, b
     p->report.reason[sizeof p->report.reason - 1] = '\0';
   } else if (timed_out) {
     p->report.status = BP_ERR_TIMEOUT;
-    snprintf(p->report.reason, sizeof p->report.reason, "timed out after %u s in %s (isolated probe)",
-             timeout_s, stage_name(stage));
+    snprintf(p->report.reason, sizeof p->report.reason,
+             "timed out after %u s in %s (isolated probe)", timeout_s,
+             bp__isolate_stage_name(stage));
   } else if (WIFSIGNALED(wstatus)) {
     int sig = WTERMSIG(wstatus);
     const char *abbrev = sigabbrev_np(sig);
     p->report.status = BP_ERR_INCOMPATIBLE;
-    snprintf(p->report.reason, sizeof p->report.reason, "crashed in %s: SIG%s (%s, signal %d) (isolated probe)",
-             stage_name(stage), abbrev ? abbrev : "?", strsignal(sig), sig);
+    snprintf(p->report.reason, sizeof p->report.reason,
+             "crashed in %s: SIG%s (%s, signal %d) (isolated probe)", bp__isolate_stage_name(stage),
+             abbrev ? abbrev : "?", strsignal(sig), sig);
   } else {
     p->report.status = BP_ERR_INCOMPATIBLE;
     snprintf(p->report.reason, sizeof p->report.reason, "called exit(%d) in %s (isolated probe)",
-             WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1, stage_name(stage));
+             WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1, bp__isolate_stage_name(stage));
   }
   return false;
 }
 
 bool bp__comm_probe_isolated(bp__comm_plugin_t *p, const char *path, uint32_t timeout_s) {
-  bp__comm_plugin_t *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  bp__comm_plugin_t *r =
+      mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   int fds[2] = {-1, -1};
   if (r == MAP_FAILED || pipe2(fds, O_CLOEXEC) != 0) {
     snprintf(p->report.reason, sizeof p->report.reason, "isolated probe: %s failed: %s",
@@ -101,7 +96,8 @@ bool bp__comm_probe_isolated(bp__comm_plugin_t *p, const char *path, uint32_t ti
   close(fds[1]);
   bool ok = false, done = false;
   if (pid < 0) {
-    snprintf(p->report.reason, sizeof p->report.reason, "isolated probe: fork failed: %s", strerror(errno));
+    snprintf(p->report.reason, sizeof p->report.reason, "isolated probe: fork failed: %s",
+             strerror(errno));
     p->report.status = BP_ERR_INTERNAL;
   } else {
     int wstatus = 0;

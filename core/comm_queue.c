@@ -39,7 +39,8 @@ static pthread_cond_t work_done = PTHREAD_COND_INITIALIZER;
 static _Thread_local bool on_progress_thread;
 
 static bool stream_idle(bp__stream_t *s) {
-  return __atomic_load_n(&s->host_done, __ATOMIC_ACQUIRE) == __atomic_load_n(&s->host_tickets, __ATOMIC_ACQUIRE);
+  return __atomic_load_n(&s->host_done, __ATOMIC_ACQUIRE) ==
+         __atomic_load_n(&s->host_tickets, __ATOMIC_ACQUIRE);
 }
 
 void bp__stream_lock(bp__stream_t *s) {
@@ -87,8 +88,10 @@ void bp__comm_enqueue(bp__comm_t *c, bp__comm_job_t *job) {
   if (job->device) __atomic_add_fetch(&job->device->host_pending, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&work_lock);
   pthread_mutex_lock(&c->lock);
-  if (c->tail) c->tail->next = job;
-  else c->head = job;
+  if (c->tail)
+    c->tail->next = job;
+  else
+    c->head = job;
   c->tail = job;
   pthread_cond_signal(&c->wake);
   pthread_mutex_unlock(&c->lock);
@@ -141,8 +144,10 @@ bp_status_t bp__comm_progress_start(bp__comm_t *c) {
   int err = pthread_create(&c->progress, NULL, progress_main, c);
   if (err) {
     pthread_cond_destroy(&c->wake);
-    return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_comm_create: cannot start the communicator's progress thread "
-                    "(%s)", strerror(err));
+    return bp__fail(BP_ERR_OUT_OF_MEMORY,
+                    "bp_comm_create: cannot start the communicator's progress thread "
+                    "(%s)",
+                    strerror(err));
   }
   c->progress_started = true;
   return BP_OK;

@@ -201,6 +201,8 @@ static const char *stage_name(bp_plugin_stage_t stage) {
   }
 }
 
+const char *bp__isolate_stage_name(bp_plugin_stage_t stage) { return stage_name(stage); }
+
 /* Faults say something about the plugin; other signals (an interrupt from
  * the terminal, the OOM killer) do not, and such verdicts are not cached. */
 static bool fault_signal(int sig) {

@@ -56,6 +56,9 @@ void bp__probe_isolated(const char *path, uint32_t timeout_s, bp__verdict_t *out
  * (isolate.c; comm_isolate.c probes comm plugins with it too). */
 bool bp__isolate_wait(pid_t pid, int rd, uint32_t timeout_s, bool *out_done, int *out_wstatus);
 
+/* The step a prober was in at a stage, for messages: "init", "probe"... */
+const char *bp__isolate_stage_name(bp_plugin_stage_t stage);
+
 /* The bp-probe helper's main (isolate.c): `bp-probe --probe PATH`, with the
  * result channel on fd 3 and the shared result area on fd 4. */
 int bp__probe_helper_main(int argc, char **argv);
