@@ -10,7 +10,8 @@
  * masked rows must be exactly zero. A device that does not claim a mask's
  * feature must refuse it naming the mask (BP_ERR_UNSUPPORTED; these suites
  * open devices without fallback). A group of cpu and cpu-ref splits the
- * masked call over heads and batch. Bad options are rejected.
+ * masked call over heads and batch; a captured graph replays the masks with
+ * the key lengths rebound. Bad options are rejected.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -256,6 +257,49 @@ static void test_masks_group(void **state) {
   TC_END();
 }
 
+/* A captured attention_ex replays its masks, and with the key lengths'
+ * buffer rebound to other lengths (the op table lists the masks among
+ * attention's tensors). */
+static void test_masks_graph(void **state) {
+  tc_suite_t *su = *state;
+  TC_BEGIN();
+  const mask_case_t c = {2, 2, 1, 4, 6, 4, true, 0, true, 1, 0, F_LENS | F_BIAS};
+  for (int dv = 0; dv < su->count; dv++) {
+    tc_env_t *e = &su->env[dv];
+    int64_t qs[4] = {2, 2, 4, 4}, ks[4] = {2, 1, 6, 4}, bsz[1] = {2}, bias_s[2] = {4, 6};
+    double q[64], k[48], v[48], bias[24], ref[64], l1[2] = {6, 0}, l2[2] = {3, 5};
+    for (int i = 0; i < 64; i++) q[i] = (i % 9) * 0.25 - 1;
+    for (int i = 0; i < 48; i++) k[i] = (i % 7) * 0.25 - 0.75, v[i] = (i % 5) * 0.5 - 1;
+    for (int i = 0; i < 24; i++) bias[i] = (i % 4) * 0.5 - 0.75;
+    tc_tensor_t Q = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, q), K = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, k);
+    tc_tensor_t V = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, v), O = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, NULL);
+    tc_tensor_t L1 = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, l1), L2 = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, l2);
+    tc_tensor_t Bi = tc_tensor(e, BP_F32, 2, bias_s, TC_CONTIG, bias);
+    bp_attention_options_t o = {.struct_size = sizeof o, .causal = true, .kv_lens = &L1.t, .bias = &Bi.t};
+    bp_graph_t *g = NULL;
+    assert_int_equal(bp_stream_begin_capture(e->s), BP_OK);
+    bp_status_t st = bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t);
+    assert_int_equal(bp_stream_end_capture(e->s, &g), BP_OK);
+    if (tc_expect_status(e, st, BP_OK, "captured attention_ex")) {
+      const double *lens[2] = {l1, l2};
+      for (int run = 0; run < 2; run++) {
+        if (run == 1) assert_int_equal(bp_graph_rebind(g, L1.buf, L2.buf), BP_OK);
+        tc_expect_status(e, bp_graph_launch(g, e->s), BP_OK, "graph launch %d", run);
+        int32_t li[2] = {(int32_t)lens[run][0], (int32_t)lens[run][1]};
+        mask_data_t d = {q, k, v, bias, NULL, li, {4, 6}, 2};
+        mask_reference(&c, &d, 0.5, ref);
+        double *y = tc_download(&O);
+        tc_expect_close(e, BP_F32, y, ref, 64, 6, "graph launch %d (kv_lens %s)", run, run ? "rebound" : "as captured");
+        free(y);
+      }
+    }
+    bp_graph_destroy(g);
+    tc_tensor_free(&Q), tc_tensor_free(&K), tc_tensor_free(&V), tc_tensor_free(&O);
+    tc_tensor_free(&L1), tc_tensor_free(&L2), tc_tensor_free(&Bi);
+  }
+  TC_END();
+}
+
 static void test_mask_errors(void **state) {
   tc_suite_t *su = *state;
   TC_BEGIN();
@@ -300,6 +344,7 @@ int main(void) {
       cmocka_unit_test(test_masks_every_device),
       cmocka_unit_test(test_masks_claimed_on_cpu),
       cmocka_unit_test(test_masks_group),
+      cmocka_unit_test(test_masks_graph),
       cmocka_unit_test(test_mask_errors),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);

@@ -8,7 +8,8 @@
  * others through the core's composition. The composition is proven on the
  * "plaingemm" test plugin, whose GEMM fails any call carrying an epilogue,
  * and which counts the GEMM, add and unary calls it gets. A device group
- * of cpu and cpu-ref splits it with the bias. Bad epilogues are rejected
+ * of cpu and cpu-ref splits it with the bias; a captured graph replays it
+ * with its bias rebound. Bad epilogues are rejected
  * with a message naming the fault.
  */
 #include <dlfcn.h>
@@ -271,6 +272,44 @@ static void test_epilogue_group(void **state) {
   TC_END();
 }
 
+/* A captured matmul_ex replays with its bias, and with the bias buffer
+ * rebound to another (the op table lists bias among gemm's tensors). */
+static void test_epilogue_graph(void **state) {
+  tc_suite_t *su = *state;
+  TC_BEGIN();
+  for (int d = 0; d < su->count; d++) {
+    tc_env_t *e = &su->env[d];
+    const ep_case_t c = {2, 5, 7, 3, 1, BP_UNARY_RELU, 0};
+    int64_t as[3] = {2, 5, 3}, bs[2] = {3, 7}, cs[3] = {2, 5, 7}, ns[1] = {7};
+    double a[30], b[21], bias1[7], bias2[7], ref[70];
+    for (int i = 0; i < 30; i++) a[i] = (i % 7) * 0.25 - 0.75;
+    for (int i = 0; i < 21; i++) b[i] = (i % 5) * 0.5 - 1;
+    for (int i = 0; i < 7; i++) bias1[i] = i * 0.5 - 1.5, bias2[i] = 2.0 - i;
+    tc_tensor_t A = tc_tensor(e, BP_F32, 3, as, TC_CONTIG, a), B = tc_tensor(e, BP_F32, 2, bs, TC_CONTIG, b);
+    tc_tensor_t C = tc_tensor(e, BP_F32, 3, cs, TC_CONTIG, NULL);
+    tc_tensor_t B1 = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias1), B2 = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias2);
+    bp_gemm_epilogue_t ep = {sizeof ep, &B1.t, true, BP_UNARY_RELU};
+    bp_graph_t *g = NULL;
+    assert_int_equal(bp_stream_begin_capture(e->s), BP_OK);
+    bp_status_t st = bp_matmul_ex(e->s, 0.75, &A.t, &B.t, 0, &C.t, &ep);
+    assert_int_equal(bp_stream_end_capture(e->s, &g), BP_OK);
+    if (tc_expect_status(e, st, BP_OK, "captured matmul_ex")) {
+      const double *biases[2] = {bias1, bias2};
+      for (int run = 0; run < 2; run++) {
+        if (run == 1) assert_int_equal(bp_graph_rebind(g, B1.buf, B2.buf), BP_OK);
+        tc_expect_status(e, bp_graph_launch(g, e->s), BP_OK, "graph launch %d", run);
+        double *y = tc_download(&C);
+        ep_reference(&c, 0.75, a, b, true, NULL, biases[run], ref);
+        tc_expect_close(e, BP_F32, y, ref, 70, 3, "graph launch %d (bias %s)", run, run ? "rebound" : "as captured");
+        free(y);
+      }
+    }
+    bp_graph_destroy(g);
+    tc_tensor_free(&A), tc_tensor_free(&B), tc_tensor_free(&C), tc_tensor_free(&B1), tc_tensor_free(&B2);
+  }
+  TC_END();
+}
+
 /* ---- the composition, on a device without the features ------------------- */
 
 static void plugin_dir(char *out, size_t size) {
@@ -328,6 +367,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_ex),
       cmocka_unit_test(test_epilogue_errors),
       cmocka_unit_test(test_epilogue_group),
+      cmocka_unit_test(test_epilogue_graph),
       cmocka_unit_test(test_epilogue_composed),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);
