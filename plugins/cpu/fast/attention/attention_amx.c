@@ -29,8 +29,8 @@
  * D >= 1; the workspace under 256 MB; with the causal mask, every value
  * finite (a key hidden from a query inside a tile would add 0 * inf). Any
  * strides. The caller (cpu_fast_attention) has checked AMX-BF16, AVX-512
- * (with AVX512-BF16, for the rounding) and the kernel's permission to use tile state. Compiled with AVX-512,
- * AVX512-BF16 and AMX flags (fast.mk).
+ * (with AVX512-BF16, for the rounding) and the kernel's permission to use tile state. Compiled with
+ * AVX-512, AVX512-BF16 and AMX flags (fast.mk).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -41,9 +41,9 @@
 #include "attention_exp512.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 
-#define AX_BQ 32   /* queries per block: two 16-row tiles */
-#define AX_BK 256  /* keys per block: up to eight 32-key sub-blocks */
-#define AX_KC 32   /* bf16 per tile row (a 64-byte row) */
+#define AX_BQ 32    /* queries per block: two 16-row tiles */
+#define AX_BK 256   /* keys per block: up to eight 32-key sub-blocks */
+#define AX_KC 32    /* bf16 per tile row (a 64-byte row) */
 #define AX_TILE 512 /* bf16 per 16 x 64-byte tile */
 
 typedef struct ax_job {
@@ -138,9 +138,9 @@ static void ax_pack_keys(const ax_job_t *j, const uint16_t *k, int64_t key0, int
                          uint16_t *kt) {
   int64_t nc = j->Dp / AX_KC, sd = j->sk[3], ld = j->sk[2];
   bool gather = sd == 1 && 16 * ld < INT32_MAX;
-  __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
-                                                    2, 1, 0),
-                                   _mm512_set1_epi32((int)(gather ? ld : 0)));
+  __m512i idx =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32((int)(gather ? ld : 0)));
   for (int64_t p0 = key0; p0 < key1; p0 += 16) {
     const uint16_t *src = k + p0 * ld;
     __mmask16 live = fa_lanes(ax_min(16, j->Skv - p0));
@@ -167,8 +167,8 @@ static void ax_pack_keys(const ax_job_t *j, const uint16_t *k, int64_t key0, int
  * a time. */
 static void ax_pack_values(const ax_job_t *j, const uint16_t *v, int64_t key0, int64_t key1,
                            uint16_t *vt) {
-  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40,
-                                      8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                      39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
   const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
   int64_t nt = j->Dvp / 16, se = j->sv[3], ld = j->sv[2];
   for (int64_t key = key0; key < key1; key += 2) {
@@ -309,9 +309,10 @@ static float ax_softmax_full(ax_ws_t *w, int64_t r, int nv, float scale) {
   _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) x[c] =
       c < nv ? _mm512_loadu_ps(s + 16 * c) : _mm512_set1_ps(-INFINITY);
   /* a tree, not a chain: the row's max is on the critical path */
-  _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) t[c] = _mm512_max_ps(x[2 * c], x[2 * c + 1]);
+  _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) t[c] =
+      _mm512_max_ps(x[2 * c], x[2 * c + 1]);
   _Pragma("GCC unroll 8") for (int h = NV / 4; h >= 1; h /= 2)
-    _Pragma("GCC unroll 8") for (int c = 0; c < h; c++) t[c] = _mm512_max_ps(t[c], t[c + h]);
+      _Pragma("GCC unroll 8") for (int c = 0; c < h; c++) t[c] = _mm512_max_ps(t[c], t[c + h]);
   float mnew = ax_new_max(scale * _mm512_reduce_max_ps(t[0]), w->m[r]);
   const float log2e = 1.44269504f;
   __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew * log2e);
@@ -397,8 +398,8 @@ static void ax_store(const ax_job_t *j, const ax_ws_t *w, int64_t b, int64_t h, 
     const float *src = w->o + r * j->Dvp;
     for (int64_t e = 0; e < Dv; e += 16) {
       __mmask16 k = fa_lanes(Dv - e);
-      __m256i x = nan ? _mm256_set1_epi16(0x7fc0)
-                      : ax_round16(_mm512_mul_ps(vi, _mm512_loadu_ps(src + e)));
+      __m256i x =
+          nan ? _mm256_set1_epi16(0x7fc0) : ax_round16(_mm512_mul_ps(vi, _mm512_loadu_ps(src + e)));
       if (j->so[3] == 1) {
         _mm256_mask_storeu_epi16(orow + e, k, x);
         continue;
