@@ -4,6 +4,14 @@
  * serves every op (PoCL compiles slowly; fewer programs start faster).
  * Broadcasting is stride 0. Op codes are bp_unary_op_t / bp_binary_op_t.
  */
+/* Tanh-approximate GELU, 0.5 x (1 + tanh(u)), as x / (1 + e^(-2u)): the
+ * same function without 1 + tanh(u)'s cancellation for negative x, and
+ * NaN at -inf as the formula gives (PoCL's tanh(-inf) is not -1). */
+inline ACC bp_gelu_tanh(ACC x) {
+  ACC u = (ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x);
+  return x / ((ACC)1 + exp((ACC)-2 * u));
+}
+
 inline ACC bp_unary(int op, ACC x) {
   switch (op) {
   case 0: return -x;
@@ -19,9 +27,7 @@ inline ACC bp_unary(int op, ACC x) {
   case 10: return tanh(x);
   case 11: return sin(x);
   case 12: return cos(x);
-  case 13: /* tanh-approximate gelu */
-    return (ACC)0.5 * x *
-           ((ACC)1 + tanh((ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x)));
+  case 13: return bp_gelu_tanh(x);
   default: return x;
   }
 }

@@ -131,9 +131,9 @@ inline ACC bp_glu_act(int kind, ACC x) {
   switch (kind) {
   case 0: return x / ((ACC)1 + exp(-x));
   case 1: return x * (ACC)0.5 * ((ACC)1 + erf(x * (ACC)M_SQRT1_2));
-  case 2: {
+  case 2: { /* as elementwise.cl's bp_gelu_tanh */
     ACC u = (ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x);
-    return (ACC)0.5 * x * ((ACC)1 + tanh(u));
+    return x / ((ACC)1 + exp((ACC)-2 * u));
   }
   default: return x > (ACC)0 ? x : (isnan(x) ? x : (ACC)0);
   }
