@@ -32,8 +32,11 @@
  *     ranks did not take part, never hangs; after a timeout or a transport
  *     error the communicator is broken and every later call on it fails at
  *     once with BP_ERR_UNAVAILABLE. comm_destroy must still free it.
- *  7. Calls on one communicator are serialised by the core; different
- *     communicators may be used from different threads at once.
+ *  7. Calls on one communicator are serialised by the core, and made from
+ *     the communicator's progress thread, not the thread that created it
+ *     (a plugin keeps no per-thread state between comm_create and the
+ *     calls); different communicators may be used from different threads
+ *     at once.
  *  8. Plugins call back into the host only through bp_host_services_t.
  *  9. Each context that loads the plugin calls init once and shutdown once,
  *     so a process may see several init/shutdown pairs; the library the

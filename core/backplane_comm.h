@@ -83,7 +83,9 @@ BP_API bp_status_t bp_context_comm_plugin_report(bp_context_t *context,
 BP_API bp_status_t bp_comm_create(bp_device_t *device,
                                   const bp_comm_options_t *options,
                                   bp_comm_t **out_comm);
-/* Frees the communicator (not collective; never waits on other ranks). */
+/* Frees the communicator (not collective). It first waits for the calls
+ * still queued on it, each bounded by the communicator's timeout; after
+ * that it never waits on other ranks. */
 BP_API void bp_comm_destroy(bp_comm_t *comm);
 /* This process's rank, and the number of ranks. */
 BP_API bp_status_t bp_comm_rank(const bp_comm_t *comm, int32_t *out_rank);

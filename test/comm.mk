@@ -54,3 +54,5 @@ $(RCCL_SHIM): $(B)/obj/test/shims/nccl/nccl.o
 TEST_SUPPORT += $(NCCL_SHIM) $(RCCL_SHIM)
 
 TESTS += $(B)/test/test_comm_api test/test_comm_mpi.sh test/test_comm_netns.sh test/test_comm_nccl.sh
+# The progress threads and queues of asynchronous collectives (comm_queue.c).
+TSAN_TESTS += $(B)/test/test_comm_api
