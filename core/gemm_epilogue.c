@@ -18,8 +18,8 @@ bp_status_t bp__epilogue_init(bp__stream_t *s, const char *op, const bp_gemm_epi
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: epilogue->struct_size %u is less than %zu", op,
                     e->struct_size, sizeof *e);
   if (e->activate && (unsigned)e->activation >= BP_UNARY_COUNT)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: epilogue activation %d is not a bp_unary_op_t", op,
-                    (int)e->activation);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: epilogue activation %d is not a bp_unary_op_t",
+                    op, (int)e->activation);
   out->activate = e->activate;
   out->activation = e->activation;
   if (!e->bias) return BP_OK;
@@ -28,7 +28,8 @@ bp_status_t bp__epilogue_init(bp__stream_t *s, const char *op, const bp_gemm_epi
   if (e->bias->dtype != c->dtype)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: bias is %s; expected c's dtype %s", op,
                     bp_dtype_name(e->bias->dtype), bp_dtype_name(c->dtype));
-  if (bp__tensors_overlap(e->bias, c)) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: bias overlaps c", op);
+  if (bp__tensors_overlap(e->bias, c))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: bias overlaps c", op);
   out->bias = *e->bias;
   out->has_bias = true;
   return bp__tensor_broadcast(&out->bias, c->rank, c->shape, op, "bias");
@@ -51,15 +52,17 @@ bp_status_t bp__tensor_broadcast(bp_tensor_t *x, int32_t rank, const int64_t *sh
 static uint32_t fused_parts(const bp__device_t *d, const bp__epilogue_t *e) {
   uint32_t have = d->entry.info.op_features[BP_OP_GEMM], fuse = 0;
   if (e->has_bias && (have & BP_FEATURE_GEMM_BIAS)) fuse |= BP_FEATURE_GEMM_BIAS;
-  if (e->activate && (have & BP_FEATURE_GEMM_ACT) && (!e->has_bias || fuse)) fuse |= BP_FEATURE_GEMM_ACT;
+  if (e->activate && (have & BP_FEATURE_GEMM_ACT) && (!e->has_bias || fuse))
+    fuse |= BP_FEATURE_GEMM_ACT;
   return fuse;
 }
 
 /* Checks that the steps composed after the GEMM can run on s. */
-static bp_status_t require_composite(bp__stream_t *s, const char *op, const bp__epilogue_t *e, uint32_t fuse,
-                                     bp_dtype_t dt) {
+static bp_status_t require_composite(bp__stream_t *s, const char *op, const bp__epilogue_t *e,
+                                     uint32_t fuse, bp_dtype_t dt) {
   bp_status_t st = BP_OK;
-  if (e->has_bias && !(fuse & BP_FEATURE_GEMM_BIAS)) st = bp__require_op(s->device, BP_OP_BINARY, dt, op);
+  if (e->has_bias && !(fuse & BP_FEATURE_GEMM_BIAS))
+    st = bp__require_op(s->device, BP_OP_BINARY, dt, op);
   if (st == BP_OK && e->activate && !(fuse & BP_FEATURE_GEMM_ACT))
     st = bp__require_op(s->device, BP_OP_UNARY, dt, op);
   return st;

@@ -16,14 +16,16 @@
 
 static bp_status_t expect_rank(const char *op, const bp_tensor_t *t, const char *what, int rank) {
   if (t->rank != rank)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has rank %d; expected %d", op, what, t->rank, rank);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has rank %d; expected %d", op, what, t->rank,
+                    rank);
   return BP_OK;
 }
 
-static bp_status_t expect_dim(const char *op, const char *what, int axis, int64_t got, int64_t want) {
+static bp_status_t expect_dim(const char *op, const char *what, int axis, int64_t got,
+                              int64_t want) {
   if (got != want)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.shape[%d] is %lld; expected %lld", op, what, axis,
-                    (long long)got, (long long)want);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.shape[%d] is %lld; expected %lld", op, what,
+                    axis, (long long)got, (long long)want);
   return BP_OK;
 }
 
@@ -105,14 +107,15 @@ static bp_status_t attention_check_shapes(const char *op, const bp_tensor_t *q,
 
 /* Checks an optional input of the masks: a valid tensor of this device,
  * not overlapping out, of dtype want. */
-static bp_status_t check_mask_tensor(bp__stream_t *s, const char *op, const bp_tensor_t *t, const char *what,
-                                     bp_dtype_t want, const bp_tensor_t *out) {
+static bp_status_t check_mask_tensor(bp__stream_t *s, const char *op, const bp_tensor_t *t,
+                                     const char *what, bp_dtype_t want, const bp_tensor_t *out) {
   bp_status_t st = bp__tensor_check(t, s->device, op, what);
   if (st != BP_OK) return st;
   if (t->dtype != want)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s is %s; expected %s", op, what, bp_dtype_name(t->dtype),
-                    bp_dtype_name(want));
-  if (bp__tensors_overlap(t, out)) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out overlaps %s", op, what);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s is %s; expected %s", op, what,
+                    bp_dtype_name(t->dtype), bp_dtype_name(want));
+  if (bp__tensors_overlap(t, out))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out overlaps %s", op, what);
   return BP_OK;
 }
 
@@ -120,27 +123,33 @@ static bp_status_t check_mask_tensor(bp__stream_t *s, const char *op, const bp_t
 static bp_status_t expect_vector(const char *op, const bp_tensor_t *t, const char *what, int64_t n,
                                  const char *dims) {
   if (t->rank != 1 || t->shape[0] != n)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s must be [%lld] (%s); it has rank %d, shape[0] %lld", op, what,
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: %s must be [%lld] (%s); it has rank %d, shape[0] %lld", op, what,
                     (long long)n, dims, t->rank, (long long)(t->rank ? t->shape[0] : 0));
   return BP_OK;
 }
 
 /* Checks the masks of o against q and out and writes them into a. */
 static bp_status_t masks_to_args(bp__stream_t *s, const char *op, const bp_attention_options_t *o,
-                                 const bp_tensor_t *q, const bp_tensor_t *out, bp_attention_args_t *a) {
+                                 const bp_tensor_t *q, const bp_tensor_t *out,
+                                 bp_attention_args_t *a) {
   bp_status_t st = BP_OK;
   int64_t B = q->shape[0], Hq = q->shape[1];
   if (o->window < 0)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: window %d is negative (0: none)", op, (int)o->window);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: window %d is negative (0: none)", op,
+                    (int)o->window);
   if (o->alibi && o->alibi_slopes)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: alibi and alibi_slopes are both set; pass one", op);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: alibi and alibi_slopes are both set; pass one",
+                    op);
   if (Hq > INT32_MAX) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: too many heads for ALiBi", op);
   a->window = o->window;
-  if (o->kv_lens && ((st = check_mask_tensor(s, op, o->kv_lens, "kv_lens", BP_I32, out)) ||
-                     (st = expect_vector(op, o->kv_lens, "kv_lens", B, "one length per batch entry"))))
+  if (o->kv_lens &&
+      ((st = check_mask_tensor(s, op, o->kv_lens, "kv_lens", BP_I32, out)) ||
+       (st = expect_vector(op, o->kv_lens, "kv_lens", B, "one length per batch entry"))))
     return st;
-  if (o->alibi_slopes && ((st = check_mask_tensor(s, op, o->alibi_slopes, "alibi_slopes", BP_F32, out)) ||
-                          (st = expect_vector(op, o->alibi_slopes, "alibi_slopes", Hq, "one slope per q head"))))
+  if (o->alibi_slopes &&
+      ((st = check_mask_tensor(s, op, o->alibi_slopes, "alibi_slopes", BP_F32, out)) ||
+       (st = expect_vector(op, o->alibi_slopes, "alibi_slopes", Hq, "one slope per q head"))))
     return st;
   if (o->bias) {
     if ((st = check_mask_tensor(s, op, o->bias, "bias", q->dtype, out))) return st;
@@ -155,9 +164,9 @@ static bp_status_t masks_to_args(bp__stream_t *s, const char *op, const bp_atten
   return BP_OK;
 }
 
-static bp_status_t attention_run(bp__stream_t *s, const char *op, const bp_tensor_t *q, const bp_tensor_t *k,
-                                 const bp_tensor_t *v, const bp_attention_options_t *o,
-                                 const bp_tensor_t *out) {
+static bp_status_t attention_run(bp__stream_t *s, const char *op, const bp_tensor_t *q,
+                                 const bp_tensor_t *k, const bp_tensor_t *v,
+                                 const bp_attention_options_t *o, const bp_tensor_t *out) {
   bp_status_t st = bp__check_tensors(s, op, 4, NT(q, k, v, out), NN("q", "k", "v", "out"));
   if (st == BP_OK) st = bp__check_float_dtypes(op, 4, NT(q, k, v, out), NN("q", "k", "v", "out"));
   for (int i = 0; st == BP_OK && i < 4; i++)
@@ -165,7 +174,8 @@ static bp_status_t attention_run(bp__stream_t *s, const char *op, const bp_tenso
   if (st != BP_OK || (st = attention_check_shapes(op, q, k, v, out)) != BP_OK) return st;
   int64_t D = q->shape[3];
   if (!isfinite(o->scale) || o->scale < 0)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: scale must be finite and >= 0 (0 means 1/sqrt(D))", op);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: scale must be finite and >= 0 (0 means 1/sqrt(D))", op);
   bp_attention_args_t a;
   memset(&a, 0, sizeof a);
   a.struct_size = sizeof a;
@@ -183,8 +193,8 @@ static bp_status_t attention_run(bp__stream_t *s, const char *op, const bp_tenso
   return bp__call_op(s, BP_OP_ATTENTION, &a);
 }
 
-bp_status_t bp_attention(bp_stream_t *sh, const bp_tensor_t *q, const bp_tensor_t *k, const bp_tensor_t *v,
-                         double scale, bool causal, const bp_tensor_t *out) {
+bp_status_t bp_attention(bp_stream_t *sh, const bp_tensor_t *q, const bp_tensor_t *k,
+                         const bp_tensor_t *v, double scale, bool causal, const bp_tensor_t *out) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_attention", "stream");
   bp_attention_options_t o;
@@ -195,8 +205,9 @@ bp_status_t bp_attention(bp_stream_t *sh, const bp_tensor_t *q, const bp_tensor_
   return attention_run(s, "bp_attention", q, k, v, &o, out);
 }
 
-bp_status_t bp_attention_ex(bp_stream_t *sh, const bp_tensor_t *q, const bp_tensor_t *k, const bp_tensor_t *v,
-                            const bp_attention_options_t *options, const bp_tensor_t *out) {
+bp_status_t bp_attention_ex(bp_stream_t *sh, const bp_tensor_t *q, const bp_tensor_t *k,
+                            const bp_tensor_t *v, const bp_attention_options_t *options,
+                            const bp_tensor_t *out) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_attention_ex", "stream");
   bp_attention_options_t o;
@@ -204,8 +215,8 @@ bp_status_t bp_attention_ex(bp_stream_t *sh, const bp_tensor_t *q, const bp_tens
   o.struct_size = sizeof o;
   if (options) {
     if (options->struct_size < sizeof o)
-      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: options->struct_size %u is less than %zu", "bp_attention",
-                      options->struct_size, sizeof o);
+      return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: options->struct_size %u is less than %zu",
+                      "bp_attention", options->struct_size, sizeof o);
     o = *options;
   }
   return attention_run(s, "bp_attention", q, k, v, &o, out);

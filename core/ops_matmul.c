@@ -41,8 +41,8 @@ static void as_matrix(const bp_tensor_t *t, bool row, bp_tensor_t *out) {
 }
 
 /* The broadcast of a's and b's batch dimensions, right-aligned. */
-static bp_status_t batch_shape(const char *op, const bp_tensor_t *a, const bp_tensor_t *b, int64_t *shape,
-                               int *out_nb) {
+static bp_status_t batch_shape(const char *op, const bp_tensor_t *a, const bp_tensor_t *b,
+                               int64_t *shape, int *out_nb) {
   int na = a->rank - 2, nbb = b->rank - 2, nb = na > nbb ? na : nbb;
   for (int i = 0; i < nb; i++) {
     int ia = i - (nb - na), ib = i - (nb - nbb);
@@ -51,9 +51,10 @@ static bp_status_t batch_shape(const char *op, const bp_tensor_t *a, const bp_te
       char sa[160], sb[160];
       shape_text(a->shape, a->rank, sa, sizeof sa);
       shape_text(b->shape, b->rank, sb, sizeof sb);
-      return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                      "%s: the batch dimensions of a %s and b %s do not broadcast (%lld against %lld)", op, sa,
-                      sb, (long long)da, (long long)db);
+      return bp__fail(
+          BP_ERR_INVALID_ARGUMENT,
+          "%s: the batch dimensions of a %s and b %s do not broadcast (%lld against %lld)", op, sa,
+          sb, (long long)da, (long long)db);
     }
     shape[i] = da == 1 ? db : da;
   }
@@ -63,8 +64,9 @@ static bp_status_t batch_shape(const char *op, const bp_tensor_t *a, const bp_te
 
 /* Checks c against the result's shape and gives its view with the rank-1
  * operands' axes put back as size 1. */
-static bp_status_t result_view(const char *op, const bp_tensor_t *a, const bp_tensor_t *b, const bp_tensor_t *c,
-                               const int64_t *bshape, int nb, bp_tensor_t *out) {
+static bp_status_t result_view(const char *op, const bp_tensor_t *a, const bp_tensor_t *b,
+                               const bp_tensor_t *c, const int64_t *bshape, int nb,
+                               bp_tensor_t *out) {
   int64_t want[BP_MAX_RANK + 2];
   int r = 0;
   for (int i = 0; i < nb; i++) want[r++] = bshape[i];
@@ -99,7 +101,8 @@ static void broadcast_batch(bp_tensor_t *x, const int64_t *bshape, int nb) {
     r.shape[i] = bshape[i];
     r.strides[i] = dim == 1 ? 0 : x->strides[j];
   }
-  for (int i = 0; i < 2; i++) r.shape[nb + i] = x->shape[x->rank - 2 + i], r.strides[nb + i] = x->strides[x->rank - 2 + i];
+  for (int i = 0; i < 2; i++)
+    r.shape[nb + i] = x->shape[x->rank - 2 + i], r.strides[nb + i] = x->strides[x->rank - 2 + i];
   r.rank = nb + 2;
   *x = r;
 }
@@ -147,13 +150,14 @@ static void slice3(const bp_tensor_t *x, int nb, int64_t o, bp_tensor_t *out) {
   out->rank = 3;
   out->shape[0] = nb ? x->shape[nb - 1] : 1;
   out->strides[0] = nb ? x->strides[nb - 1] : 0;
-  for (int i = 0; i < 2; i++) out->shape[1 + i] = x->shape[nb + i], out->strides[1 + i] = x->strides[nb + i];
+  for (int i = 0; i < 2; i++)
+    out->shape[1 + i] = x->shape[nb + i], out->strides[1 + i] = x->strides[nb + i];
 }
 
 /* Builds the four views with the batch dimensions broadcast and merged. */
-static bp_status_t build_views(bp__stream_t *s, const char *op, const bp_tensor_t *a, const bp_tensor_t *b,
-                               const bp_tensor_t *c, const bp_gemm_epilogue_t *epi, mm_views_t *v,
-                               bp__epilogue_t *e) {
+static bp_status_t build_views(bp__stream_t *s, const char *op, const bp_tensor_t *a,
+                               const bp_tensor_t *b, const bp_tensor_t *c,
+                               const bp_gemm_epilogue_t *epi, mm_views_t *v, bp__epilogue_t *e) {
   bp_tensor_t a2, b2;
   as_matrix(a, true, &a2);
   as_matrix(b, false, &b2);
@@ -161,8 +165,9 @@ static bp_status_t build_views(bp__stream_t *s, const char *op, const bp_tensor_
     char sa[160], sb[160];
     shape_text(a->shape, a->rank, sa, sizeof sa);
     shape_text(b->shape, b->rank, sb, sizeof sb);
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: a %s and b %s do not chain: a has %lld columns, b %lld rows",
-                    op, sa, sb, (long long)a2.shape[a2.rank - 1], (long long)b2.shape[b2.rank - 2]);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: a %s and b %s do not chain: a has %lld columns, b %lld rows", op, sa, sb,
+                    (long long)a2.shape[a2.rank - 1], (long long)b2.shape[b2.rank - 2]);
   }
   int64_t bshape[BP_MAX_RANK];
   bp_status_t st = batch_shape(op, &a2, &b2, bshape, &v->nb);
@@ -186,8 +191,8 @@ static bp_status_t build_views(bp__stream_t *s, const char *op, const bp_tensor_
   return BP_OK;
 }
 
-bp_status_t bp_matmul_ex(bp_stream_t *sh, double alpha, const bp_tensor_t *a, const bp_tensor_t *b, double beta,
-                         const bp_tensor_t *c, const bp_gemm_epilogue_t *epilogue) {
+bp_status_t bp_matmul_ex(bp_stream_t *sh, double alpha, const bp_tensor_t *a, const bp_tensor_t *b,
+                         double beta, const bp_tensor_t *c, const bp_gemm_epilogue_t *epilogue) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_matmul", "stream");
   const char *op = "bp_matmul";
@@ -200,8 +205,8 @@ bp_status_t bp_matmul_ex(bp_stream_t *sh, double alpha, const bp_tensor_t *a, co
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has rank 0; matmul needs rank >= 1", op,
                     a->rank < 1 ? "a" : "b");
   if (a->dtype != b->dtype || a->dtype != c->dtype || !bp__dtype_is_float(a->dtype))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: a, b, c must share one float dtype (%s, %s, %s)", op,
-                    bp_dtype_name(a->dtype), bp_dtype_name(b->dtype), bp_dtype_name(c->dtype));
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: a, b, c must share one float dtype (%s, %s, %s)",
+                    op, bp_dtype_name(a->dtype), bp_dtype_name(b->dtype), bp_dtype_name(c->dtype));
   mm_views_t v;
   bp__epilogue_t e;
   memset(&v, 0, sizeof v);
@@ -222,7 +227,7 @@ bp_status_t bp_matmul_ex(bp_stream_t *sh, double alpha, const bp_tensor_t *a, co
   return st;
 }
 
-bp_status_t bp_matmul(bp_stream_t *sh, double alpha, const bp_tensor_t *a, const bp_tensor_t *b, double beta,
-                      const bp_tensor_t *c) {
+bp_status_t bp_matmul(bp_stream_t *sh, double alpha, const bp_tensor_t *a, const bp_tensor_t *b,
+                      double beta, const bp_tensor_t *c) {
   return bp_matmul_ex(sh, alpha, a, b, beta, c, NULL);
 }

@@ -31,9 +31,9 @@ typedef struct mask_case {
   int64_t B, Hq, Hkv, Sq, Skv, D;
   bool causal;
   int window;
-  bool lens;      /* kv_lens: Skv, then shorter, then 0 */
-  int bias;       /* 0 none, 1 [Sq, Skv], 2 [B, 1, Sq, Skv], 3 [B, Hq, Sq, Skv] with -inf rows */
-  int alibi;      /* 0 none, 1 standard, 2 slopes tensor */
+  bool lens; /* kv_lens: Skv, then shorter, then 0 */
+  int bias;  /* 0 none, 1 [Sq, Skv], 2 [B, 1, Sq, Skv], 3 [B, Hq, Sq, Skv] with -inf rows */
+  int alibi; /* 0 none, 1 standard, 2 slopes tensor */
   uint32_t feature;
 } mask_case_t;
 
@@ -60,7 +60,8 @@ static const mask_case_t mask_cases[] = {
 static double std_slope(int64_t h, int64_t n) {
   int64_t p = 1;
   while (p * 2 <= n) p *= 2;
-  return h < p ? pow(2.0, -8.0 * (double)(h + 1) / (double)p) : pow(2.0, -4.0 * (double)(2 * (h - p) + 1) / (double)p);
+  return h < p ? pow(2.0, -8.0 * (double)(h + 1) / (double)p)
+               : pow(2.0, -4.0 * (double)(2 * (h - p) + 1) / (double)p);
 }
 
 typedef struct mask_data {
@@ -75,21 +76,28 @@ static int64_t lens_of(const mask_case_t *c, int64_t b) {
 }
 
 /* out[b,h,i,:] in double; returns the number of fully masked rows. */
-static int64_t mask_reference(const mask_case_t *c, const mask_data_t *d, double scale, double *out) {
+static int64_t mask_reference(const mask_case_t *c, const mask_data_t *d, double scale,
+                              double *out) {
   int64_t D = c->D, masked = 0, bs4[4] = {c->B, c->Hq, c->Sq, c->Skv};
   double *s = malloc(sizeof(double) * (size_t)(c->Skv + 1));
   for (int64_t b = 0; b < c->B; b++)
     for (int64_t h = 0; h < c->Hq; h++)
       for (int64_t i = 0; i < c->Sq; i++) {
         int64_t g = h / (c->Hq / c->Hkv), at = i + c->Skv - c->Sq;
-        double mx = -INFINITY, slope = c->alibi == 1 ? std_slope(h, c->Hq) : c->alibi == 2 ? d->slopes[h] : 0;
+        double mx = -INFINITY, slope = c->alibi == 1   ? std_slope(h, c->Hq)
+                                       : c->alibi == 2 ? d->slopes[h]
+                                                       : 0;
         for (int64_t j = 0; j < c->Skv; j++) {
           bool vis = !((c->causal || c->window) && j > at) && !(c->window && j <= at - c->window) &&
                      !(c->lens && j >= d->lens[b]);
           double dot = 0;
-          for (int64_t x = 0; x < D; x++) dot += d->q[((b * c->Hq + h) * c->Sq + i) * D + x] * d->k[((b * c->Hkv + g) * c->Skv + j) * D + x];
+          for (int64_t x = 0; x < D; x++)
+            dot += d->q[((b * c->Hq + h) * c->Sq + i) * D + x] *
+                   d->k[((b * c->Hkv + g) * c->Skv + j) * D + x];
           double sc = scale * dot - slope * fabs((double)(at - j));
-          if (c->bias) sc += d->bias[tc_bcast_index(4, bs4, ((b * c->Hq + h) * c->Sq + i) * c->Skv + j, d->bias_rank, d->bias_shape)];
+          if (c->bias)
+            sc += d->bias[tc_bcast_index(4, bs4, ((b * c->Hq + h) * c->Sq + i) * c->Skv + j,
+                                         d->bias_rank, d->bias_shape)];
           s[j] = vis ? sc : -INFINITY;
           if (s[j] > mx) mx = s[j];
         }
@@ -98,7 +106,8 @@ static int64_t mask_reference(const mask_case_t *c, const mask_data_t *d, double
         masked += mx == -INFINITY;
         for (int64_t x = 0; x < D; x++) {
           double acc = 0;
-          for (int64_t j = 0; j < c->Skv && mx != -INFINITY; j++) acc += s[j] * d->v[((b * c->Hkv + g) * c->Skv + j) * D + x];
+          for (int64_t j = 0; j < c->Skv && mx != -INFINITY; j++)
+            acc += s[j] * d->v[((b * c->Hkv + g) * c->Skv + j) * D + x];
           out[((b * c->Hq + h) * c->Sq + i) * D + x] = mx == -INFINITY ? 0 : acc / sum;
         }
       }
@@ -110,8 +119,10 @@ static int64_t mask_reference(const mask_case_t *c, const mask_data_t *d, double
 static void fill_bias(const mask_case_t *c, mask_data_t *d, bp_dtype_t dt, tc_rng_t *rng) {
   int64_t *s = d->bias_shape;
   d->bias_rank = c->bias == 1 ? 2 : 4;
-  if (c->bias == 1) s[0] = c->Sq, s[1] = c->Skv;
-  else s[0] = c->B, s[1] = c->bias == 2 ? 1 : c->Hq, s[2] = c->Sq, s[3] = c->Skv;
+  if (c->bias == 1)
+    s[0] = c->Sq, s[1] = c->Skv;
+  else
+    s[0] = c->B, s[1] = c->bias == 2 ? 1 : c->Hq, s[2] = c->Sq, s[3] = c->Skv;
   int64_t n = tc_numel(d->bias_rank, s);
   d->bias = malloc(sizeof(double) * (size_t)n);
   tc_rng_fill(rng, dt, -2, 2, d->bias, n);
@@ -120,30 +131,43 @@ static void fill_bias(const mask_case_t *c, mask_data_t *d, bp_dtype_t dt, tc_rn
       for (int64_t j = 0; j < c->Skv; j++) d->bias[(r * c->Sq + 1) * c->Skv + j] = -INFINITY;
 }
 
-static void mask_one(tc_env_t *e, uint32_t claimed, bp_dtype_t dt, const mask_case_t *c, tc_rng_t *rng) {
+static void mask_one(tc_env_t *e, uint32_t claimed, bp_dtype_t dt, const mask_case_t *c,
+                     tc_rng_t *rng) {
   int64_t qs[4] = {c->B, c->Hq, c->Sq, c->D}, ks[4] = {c->B, c->Hkv, c->Skv, c->D};
   int64_t nq = tc_numel(4, qs), nk = tc_numel(4, ks), hs[1] = {c->Hq}, bsz[1] = {c->B};
   mask_data_t d = {0};
   d.q = malloc(sizeof(double) * (size_t)nq), d.k = malloc(sizeof(double) * (size_t)nk);
   d.v = malloc(sizeof(double) * (size_t)nk);
-  double *ref = malloc(sizeof(double) * (size_t)nq), lensd[8], *slopes = malloc(sizeof(double) * (size_t)c->Hq);
+  double *ref = malloc(sizeof(double) * (size_t)nq), lensd[8],
+         *slopes = malloc(sizeof(double) * (size_t)c->Hq);
   d.lens = malloc(sizeof(int32_t) * (size_t)c->B);
-  tc_rng_fill(rng, dt, -1, 1, d.q, nq), tc_rng_fill(rng, dt, -1, 1, d.k, nk), tc_rng_fill(rng, dt, -1, 1, d.v, nk);
+  tc_rng_fill(rng, dt, -1, 1, d.q, nq), tc_rng_fill(rng, dt, -1, 1, d.k, nk),
+      tc_rng_fill(rng, dt, -1, 1, d.v, nk);
   for (int64_t b = 0; b < c->B; b++) d.lens[b] = (int32_t)lens_of(c, b), lensd[b] = d.lens[b];
   for (int64_t h = 0; h < c->Hq; h++) slopes[h] = 0.125 * (double)(h + 1);
   d.slopes = slopes;
   if (c->bias) fill_bias(c, &d, dt, rng);
-  tc_tensor_t Q = tc_tensor(e, dt, 4, qs, TC_STRIDED, d.q), K = tc_tensor(e, dt, 4, ks, TC_CONTIG, d.k);
-  tc_tensor_t V = tc_tensor(e, dt, 4, ks, TC_PERMUTED, d.v), O = tc_tensor(e, dt, 4, qs, TC_STRIDED, NULL);
-  tc_tensor_t L = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, lensd), S = tc_tensor(e, BP_F32, 1, hs, TC_CONTIG, slopes);
-  tc_tensor_t Bi = tc_tensor(e, dt, c->bias ? d.bias_rank : 1, c->bias ? d.bias_shape : hs, TC_STRIDED, d.bias);
-  bp_attention_options_t o = {.struct_size = sizeof o, .causal = c->causal, .window = c->window,
-                              .kv_lens = c->lens ? &L.t : NULL, .bias = c->bias ? &Bi.t : NULL,
-                              .alibi = c->alibi == 1, .alibi_slopes = c->alibi == 2 ? &S.t : NULL};
+  tc_tensor_t Q = tc_tensor(e, dt, 4, qs, TC_STRIDED, d.q),
+              K = tc_tensor(e, dt, 4, ks, TC_CONTIG, d.k);
+  tc_tensor_t V = tc_tensor(e, dt, 4, ks, TC_PERMUTED, d.v),
+              O = tc_tensor(e, dt, 4, qs, TC_STRIDED, NULL);
+  tc_tensor_t L = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, lensd),
+              S = tc_tensor(e, BP_F32, 1, hs, TC_CONTIG, slopes);
+  tc_tensor_t Bi =
+      tc_tensor(e, dt, c->bias ? d.bias_rank : 1, c->bias ? d.bias_shape : hs, TC_STRIDED, d.bias);
+  bp_attention_options_t o = {.struct_size = sizeof o,
+                              .causal = c->causal,
+                              .window = c->window,
+                              .kv_lens = c->lens ? &L.t : NULL,
+                              .bias = c->bias ? &Bi.t : NULL,
+                              .alibi = c->alibi == 1,
+                              .alibi_slopes = c->alibi == 2 ? &S.t : NULL};
   char what[200];
-  snprintf(what, sizeof what, "attention_ex B%lld Hq%lld Hkv%lld Sq%lld Skv%lld D%lld causal %d window %d lens %d bias %d alibi %d",
-           (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq, (long long)c->Skv, (long long)c->D,
-           c->causal, c->window, c->lens, c->bias, c->alibi);
+  snprintf(what, sizeof what,
+           "attention_ex B%lld Hq%lld Hkv%lld Sq%lld Skv%lld D%lld causal %d window %d lens %d "
+           "bias %d alibi %d",
+           (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq,
+           (long long)c->Skv, (long long)c->D, c->causal, c->window, c->lens, c->bias, c->alibi);
   bp_status_t st = bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t);
   if ((claimed & c->feature) != c->feature) {
     tc_expect_reject(e, st, BP_ERR_UNSUPPORTED, NULL, "%s on a device without the feature", what);
@@ -153,8 +177,8 @@ static void mask_one(tc_env_t *e, uint32_t claimed, bp_dtype_t dt, const mask_ca
     tc_expect_close(e, dt, y, ref, nq, (double)c->Skv, "%s", what);
     for (int64_t i = 0; i < nq; i++)
       if (ref[i] == 0 && y[i] != 0 && masked) {
-        print_error("FAIL [%s %s] %s: masked row element %lld is %g, not 0\n", e->name, bp_dtype_name(dt), what,
-                    (long long)i, y[i]);
+        print_error("FAIL [%s %s] %s: masked row element %lld is %g, not 0\n", e->name,
+                    bp_dtype_name(dt), what, (long long)i, y[i]);
         tc_failures++;
         break;
       }
@@ -209,7 +233,8 @@ static void test_masks_claimed_on_cpu(void **state) {
     assert_int_equal(bp_device_entry(su->env[d].dev, &entry), BP_OK);
     tc_checks++;
     if (entry.info.op_features[BP_OP_ATTENTION] != (F_LENS | F_WIN | F_BIAS | F_ALIBI))
-      print_error("FAIL %s claims masks 0x%x\n", su->env[d].name, entry.info.op_features[BP_OP_ATTENTION]),
+      print_error("FAIL %s claims masks 0x%x\n", su->env[d].name,
+                  entry.info.op_features[BP_OP_ATTENTION]),
           tc_failures++;
   }
   TC_END();
@@ -221,8 +246,10 @@ static void test_masks_claimed_on_cpu(void **state) {
 static void test_masks_group(void **state) {
   tc_suite_t *su = *state;
   TC_BEGIN();
-  bp_device_group_options_t o = {.struct_size = sizeof o, .allow_shared_hardware = true,
-                                 .split_shared_hardware = true, .min_split_flops = 1};
+  bp_device_group_options_t o = {.struct_size = sizeof o,
+                                 .allow_shared_hardware = true,
+                                 .split_shared_hardware = true,
+                                 .min_split_flops = 1};
   tc_env_t g = {.ctx = su->ctx};
   /* Equal calibration times in a tuning cache: equal shares, so both split. */
   char dir[64] = "/tmp/bp-test-mask-XXXXXX", cmd[128];
@@ -237,11 +264,12 @@ static void test_masks_group(void **state) {
   tc_rng_t rng;
   tc_rng_seed(&rng, 2806);
   const mask_case_t cases[] = {
-      {1, 8, 4, 5, 7, 4, true, 0, false, 3, 1, F_BIAS | F_ALIBI},  /* over kv heads */
-      {1, 4, 2, 5, 7, 4, false, 0, false, 0, 2, F_ALIBI},          /* slopes tensor */
+      {1, 8, 4, 5, 7, 4, true, 0, false, 3, 1, F_BIAS | F_ALIBI},       /* over kv heads */
+      {1, 4, 2, 5, 7, 4, false, 0, false, 0, 2, F_ALIBI},               /* slopes tensor */
       {3, 2, 1, 6, 6, 4, true, 3, true, 2, 0, F_LENS | F_WIN | F_BIAS}, /* over the batch */
   };
-  for (size_t i = 0; i < 3; i++) mask_one(&g, entry.info.op_features[BP_OP_ATTENTION], BP_F32, &cases[i], &rng);
+  for (size_t i = 0; i < 3; i++)
+    mask_one(&g, entry.info.op_features[BP_OP_ATTENTION], BP_F32, &cases[i], &rng);
   assert_int_equal(entry.info.op_features[BP_OP_ATTENTION], F_LENS | F_WIN | F_BIAS | F_ALIBI);
   for (uint32_t i = 0; i < 2; i++) {
     bp_device_group_member_t m;
@@ -271,11 +299,15 @@ static void test_masks_graph(void **state) {
     for (int i = 0; i < 64; i++) q[i] = (i % 9) * 0.25 - 1;
     for (int i = 0; i < 48; i++) k[i] = (i % 7) * 0.25 - 0.75, v[i] = (i % 5) * 0.5 - 1;
     for (int i = 0; i < 24; i++) bias[i] = (i % 4) * 0.5 - 0.75;
-    tc_tensor_t Q = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, q), K = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, k);
-    tc_tensor_t V = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, v), O = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, NULL);
-    tc_tensor_t L1 = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, l1), L2 = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, l2);
+    tc_tensor_t Q = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, q),
+                K = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, k);
+    tc_tensor_t V = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, v),
+                O = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, NULL);
+    tc_tensor_t L1 = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, l1),
+                L2 = tc_tensor(e, BP_I32, 1, bsz, TC_CONTIG, l2);
     tc_tensor_t Bi = tc_tensor(e, BP_F32, 2, bias_s, TC_CONTIG, bias);
-    bp_attention_options_t o = {.struct_size = sizeof o, .causal = true, .kv_lens = &L1.t, .bias = &Bi.t};
+    bp_attention_options_t o = {
+        .struct_size = sizeof o, .causal = true, .kv_lens = &L1.t, .bias = &Bi.t};
     bp_graph_t *g = NULL;
     assert_int_equal(bp_stream_begin_capture(e->s), BP_OK);
     bp_status_t st = bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t);
@@ -289,7 +321,8 @@ static void test_masks_graph(void **state) {
         mask_data_t d = {q, k, v, bias, NULL, li, {4, 6}, 2};
         mask_reference(&c, &d, 0.5, ref);
         double *y = tc_download(&O);
-        tc_expect_close(e, BP_F32, y, ref, 64, 6, "graph launch %d (kv_lens %s)", run, run ? "rebound" : "as captured");
+        tc_expect_close(e, BP_F32, y, ref, 64, 6, "graph launch %d (kv_lens %s)", run,
+                        run ? "rebound" : "as captured");
         free(y);
       }
     }
@@ -305,34 +338,38 @@ static void test_mask_errors(void **state) {
   TC_BEGIN();
   tc_env_t *e = &su->env[0];
   int64_t qs[4] = {2, 4, 3, 8}, ks[4] = {2, 2, 5, 8}, l3[1] = {3}, h3[1] = {3}, bb[2] = {4, 5};
-  tc_tensor_t Q = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, NULL), K = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, NULL);
-  tc_tensor_t V = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, NULL), O = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, NULL);
-  tc_tensor_t L3 = tc_tensor(e, BP_I32, 1, l3, TC_CONTIG, NULL), LF = tc_tensor(e, BP_F32, 1, l3, TC_CONTIG, NULL);
-  tc_tensor_t S3 = tc_tensor(e, BP_F32, 1, h3, TC_CONTIG, NULL), BB = tc_tensor(e, BP_F32, 2, bb, TC_CONTIG, NULL);
+  tc_tensor_t Q = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, NULL),
+              K = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, NULL);
+  tc_tensor_t V = tc_tensor(e, BP_F32, 4, ks, TC_CONTIG, NULL),
+              O = tc_tensor(e, BP_F32, 4, qs, TC_CONTIG, NULL);
+  tc_tensor_t L3 = tc_tensor(e, BP_I32, 1, l3, TC_CONTIG, NULL),
+              LF = tc_tensor(e, BP_F32, 1, l3, TC_CONTIG, NULL);
+  tc_tensor_t S3 = tc_tensor(e, BP_F32, 1, h3, TC_CONTIG, NULL),
+              BB = tc_tensor(e, BP_F32, 2, bb, TC_CONTIG, NULL);
   bp_attention_options_t o = {.struct_size = sizeof o, .window = -1};
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "window",
-                   "window -1");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "window", "window -1");
   o.window = 0, o.kv_lens = &L3.t;
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "kv_lens",
-                   "kv_lens [3] for batch 2");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "kv_lens", "kv_lens [3] for batch 2");
   o.kv_lens = &LF.t;
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "kv_lens",
-                   "f32 kv_lens");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "kv_lens", "f32 kv_lens");
   o.kv_lens = NULL, o.alibi_slopes = &S3.t;
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "alibi_slopes",
-                   "3 slopes for 4 heads");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "alibi_slopes", "3 slopes for 4 heads");
   o.alibi = true;
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "alibi",
-                   "alibi and slopes");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "alibi", "alibi and slopes");
   o.alibi = false, o.alibi_slopes = NULL, o.bias = &BB.t;
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "bias",
-                   "bias [4, 5] against [.., 3, 5]");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "bias", "bias [4, 5] against [.., 3, 5]");
   o.bias = &O.t;
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "overlaps",
-                   "bias is out");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "overlaps", "bias is out");
   o.bias = NULL, o.struct_size = 8;
-  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT, "struct_size",
-                   "short options");
+  tc_expect_reject(e, bp_attention_ex(e->s, &Q.t, &K.t, &V.t, &o, &O.t), BP_ERR_INVALID_ARGUMENT,
+                   "struct_size", "short options");
   if (tc_bytes_changed(&O)) print_error("FAIL a rejected call wrote out\n"), tc_failures++;
   tc_tensor_free(&Q), tc_tensor_free(&K), tc_tensor_free(&V), tc_tensor_free(&O);
   tc_tensor_free(&L3), tc_tensor_free(&LF), tc_tensor_free(&S3), tc_tensor_free(&BB);
@@ -341,10 +378,8 @@ static void test_mask_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_masks_every_device),
-      cmocka_unit_test(test_masks_claimed_on_cpu),
-      cmocka_unit_test(test_masks_group),
-      cmocka_unit_test(test_masks_graph),
+      cmocka_unit_test(test_masks_every_device), cmocka_unit_test(test_masks_claimed_on_cpu),
+      cmocka_unit_test(test_masks_group),        cmocka_unit_test(test_masks_graph),
       cmocka_unit_test(test_mask_errors),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);

@@ -40,30 +40,45 @@ typedef struct ep_case {
 
 static double act_ref(int op, double x) {
   switch (op) {
-  case BP_UNARY_RELU: return x > 0 ? x : 0;
-  case BP_UNARY_GELU: return 0.5 * x * erfc(-x * M_SQRT1_2);
-  case BP_UNARY_SILU: return x / (1 + exp(-x));
-  case BP_UNARY_SIGMOID: return 1 / (1 + exp(-x));
-  case BP_UNARY_TANH: return tanh(x);
-  default: return x;
+  case BP_UNARY_RELU:
+    return x > 0 ? x : 0;
+  case BP_UNARY_GELU:
+    return 0.5 * x * erfc(-x * M_SQRT1_2);
+  case BP_UNARY_SILU:
+    return x / (1 + exp(-x));
+  case BP_UNARY_SIGMOID:
+    return 1 / (1 + exp(-x));
+  case BP_UNARY_TANH:
+    return tanh(x);
+  default:
+    return x;
   }
 }
 
 /* The bias's shape for kind (rank returned). */
 static int bias_shape(const ep_case_t *c, int64_t *s) {
   switch (c->bias) {
-  case 1: s[0] = c->n; return 1;
-  case 2: s[0] = c->m, s[1] = 1; return 2;
-  case 3: s[0] = c->m, s[1] = c->n; return 2;
-  case 4: s[0] = c->batch, s[1] = c->m, s[2] = c->n; return 3;
-  default: return 0;
+  case 1:
+    s[0] = c->n;
+    return 1;
+  case 2:
+    s[0] = c->m, s[1] = 1;
+    return 2;
+  case 3:
+    s[0] = c->m, s[1] = c->n;
+    return 2;
+  case 4:
+    s[0] = c->batch, s[1] = c->m, s[2] = c->n;
+    return 3;
+  default:
+    return 0;
   }
 }
 
 /* act(alpha a·b + beta c + bias) in double over [batch, m, n]; b is [k, n]
  * shared by the batch when shared_b. */
-static void ep_reference(const ep_case_t *c, double alpha, const double *a, const double *b, bool shared_b,
-                         const double *c0, const double *bias, double *out) {
+static void ep_reference(const ep_case_t *c, double alpha, const double *a, const double *b,
+                         bool shared_b, const double *c0, const double *bias, double *out) {
   int64_t bs[3], cs[3] = {c->batch, c->m, c->n};
   int br = bias_shape(c, bs);
   for (int64_t t = 0; t < c->batch * c->m * c->n; t++) {
@@ -78,20 +93,22 @@ static void ep_reference(const ep_case_t *c, double alpha, const double *a, cons
 }
 
 static const ep_case_t ep_cases[] = {
-    {1, 1, 1, 1, 1, BP_UNARY_RELU, 0},      {1, 7, 13, 5, 1, NO_ACT, 0},
-    {1, 7, 13, 5, 0, BP_UNARY_GELU, 1},     {2, 9, 11, 6, 2, BP_UNARY_SILU, 1},
-    {3, 5, 17, 9, 3, BP_UNARY_TANH, 0.5},   {2, 33, 29, 19, 4, BP_UNARY_SIGMOID, 0},
-    {1, 70, 67, 64, 1, BP_UNARY_GELU, 1},   {2, 64, 96, 80, 1, BP_UNARY_RELU, 0},
-    {1, 40, 36, 33, 3, NO_ACT, 1},          {2, 6, 5, 4, 4, BP_UNARY_GELU, 0},
+    {1, 1, 1, 1, 1, BP_UNARY_RELU, 0},    {1, 7, 13, 5, 1, NO_ACT, 0},
+    {1, 7, 13, 5, 0, BP_UNARY_GELU, 1},   {2, 9, 11, 6, 2, BP_UNARY_SILU, 1},
+    {3, 5, 17, 9, 3, BP_UNARY_TANH, 0.5}, {2, 33, 29, 19, 4, BP_UNARY_SIGMOID, 0},
+    {1, 70, 67, 64, 1, BP_UNARY_GELU, 1}, {2, 64, 96, 80, 1, BP_UNARY_RELU, 0},
+    {1, 40, 36, 33, 3, NO_ACT, 1},        {2, 6, 5, 4, 4, BP_UNARY_GELU, 0},
 };
 
 /* Runs one case with matmul_ex (b [k, n] shared when the case index is
  * even) and checks it; true when it ran. */
 static void ep_one(tc_env_t *e, bp_dtype_t dt, const ep_case_t *c, bool shared_b, tc_rng_t *rng) {
-  int64_t as[3] = {c->batch, c->m, c->k}, bsh[3] = {c->batch, c->k, c->n}, cs[3] = {c->batch, c->m, c->n};
+  int64_t as[3] = {c->batch, c->m, c->k}, bsh[3] = {c->batch, c->k, c->n},
+          cs[3] = {c->batch, c->m, c->n};
   int64_t bias_s[3];
   int br = bias_shape(c, bias_s);
-  int64_t na = tc_numel(3, as), nb = shared_b ? c->k * c->n : tc_numel(3, bsh), nc = tc_numel(3, cs);
+  int64_t na = tc_numel(3, as), nb = shared_b ? c->k * c->n : tc_numel(3, bsh),
+          nc = tc_numel(3, cs);
   int64_t nbias = br ? tc_numel(br, bias_s) : 1;
   double *a = malloc(sizeof(double) * (size_t)na), *b = malloc(sizeof(double) * (size_t)nb);
   double *c0 = malloc(sizeof(double) * (size_t)nc), *bias = malloc(sizeof(double) * (size_t)nbias);
@@ -109,14 +126,15 @@ static void ep_one(tc_env_t *e, bp_dtype_t dt, const ep_case_t *c, bool shared_b
   double alpha = 0.75;
   char what[160];
   snprintf(what, sizeof what, "matmul_ex batch %lld m %lld n %lld k %lld bias %d act %d beta %g%s",
-           (long long)c->batch, (long long)c->m, (long long)c->n, (long long)c->k, c->bias, c->act, c->beta,
-           shared_b ? " b shared" : "");
+           (long long)c->batch, (long long)c->m, (long long)c->n, (long long)c->k, c->bias, c->act,
+           c->beta, shared_b ? " b shared" : "");
   bp_status_t st = bp_matmul_ex(e->s, alpha, &A.t, &B.t, c->beta, &C.t, &ep);
   if (tc_expect_status(e, st, BP_OK, "%s", what)) {
     double *y = tc_download(&C);
     ep_reference(c, alpha, a, b, shared_b, c0, bias, ref);
     tc_expect_close(e, dt, y, ref, nc, (double)c->k, "%s", what);
-    if (tc_outside_changed(&C)) print_error("FAIL [%s] %s wrote outside c\n", e->name, what), tc_failures++;
+    if (tc_outside_changed(&C))
+      print_error("FAIL [%s] %s wrote outside c\n", e->name, what), tc_failures++;
     free(y);
   }
   tc_tensor_free(&A), tc_tensor_free(&B), tc_tensor_free(&C), tc_tensor_free(&Bias);
@@ -181,12 +199,14 @@ static void test_gemm_ex(void **state) {
     for (int i = 0; i < 35; i++) c[i] = i * 0.125 - 2;
     for (int i = 0; i < 7; i++) bias[i] = i - 3.0;
     int64_t as[1] = {15}, bs[1] = {21}, cs[1] = {35}, ns[1] = {7};
-    tc_tensor_t A = tc_tensor(e, BP_F32, 1, as, TC_CONTIG, a), B = tc_tensor(e, BP_F32, 1, bs, TC_CONTIG, b);
-    tc_tensor_t C = tc_tensor(e, BP_F32, 1, cs, TC_CONTIG, c), Bias = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias);
+    tc_tensor_t A = tc_tensor(e, BP_F32, 1, as, TC_CONTIG, a),
+                B = tc_tensor(e, BP_F32, 1, bs, TC_CONTIG, b);
+    tc_tensor_t C = tc_tensor(e, BP_F32, 1, cs, TC_CONTIG, c),
+                Bias = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias);
     bp_gemm_epilogue_t ep = {sizeof ep, &Bias.t, true, BP_UNARY_RELU};
     /* column-major: a (i, p) at a[p * m + i], b (p, j) at b[j * k + p], c (i, j) at c[j * m + i] */
-    bp_status_t st = bp_gemm_ex(e->s, BP_F32, BP_COL_MAJOR, BP_NO_TRANS, BP_NO_TRANS, m, n, k, 2.0, A.buf, 0, m,
-                                B.buf, 0, k, 1.0, C.buf, 0, m, &ep);
+    bp_status_t st = bp_gemm_ex(e->s, BP_F32, BP_COL_MAJOR, BP_NO_TRANS, BP_NO_TRANS, m, n, k, 2.0,
+                                A.buf, 0, m, B.buf, 0, k, 1.0, C.buf, 0, m, &ep);
     if (tc_expect_status(e, st, BP_OK, "gemm_ex col-major")) {
       for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -210,26 +230,29 @@ static void test_epilogue_errors(void **state) {
   TC_BEGIN();
   tc_env_t *e = &su->env[0];
   int64_t as[2] = {3, 4}, bs[2] = {4, 5}, cs[2] = {3, 5}, wrong[1] = {4}, five[1] = {5};
-  tc_tensor_t A = tc_tensor(e, BP_F32, 2, as, TC_CONTIG, NULL), B = tc_tensor(e, BP_F32, 2, bs, TC_CONTIG, NULL);
+  tc_tensor_t A = tc_tensor(e, BP_F32, 2, as, TC_CONTIG, NULL),
+              B = tc_tensor(e, BP_F32, 2, bs, TC_CONTIG, NULL);
   tc_tensor_t C = tc_tensor(e, BP_F32, 2, cs, TC_CONTIG, NULL);
-  tc_tensor_t W = tc_tensor(e, BP_F32, 1, wrong, TC_CONTIG, NULL), H = tc_tensor(e, BP_F64, 1, five, TC_CONTIG, NULL);
+  tc_tensor_t W = tc_tensor(e, BP_F32, 1, wrong, TC_CONTIG, NULL),
+              H = tc_tensor(e, BP_F64, 1, five, TC_CONTIG, NULL);
   bp_gemm_epilogue_t ep = {sizeof ep, &W.t, false, BP_UNARY_NEG};
-  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT, "bias",
-                   "bias [4] against c [3, 5]");
+  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT,
+                   "bias", "bias [4] against c [3, 5]");
   ep.bias = &H.t;
-  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT, "dtype",
-                   "f64 bias, f32 c");
+  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT,
+                   "dtype", "f64 bias, f32 c");
   ep.bias = &C.t;
-  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT, "overlaps",
-                   "bias is c");
+  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT,
+                   "overlaps", "bias is c");
   ep.bias = NULL, ep.activate = true, ep.activation = (bp_unary_op_t)99;
-  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT, "activation",
-                   "activation 99");
+  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT,
+                   "activation", "activation 99");
   ep.struct_size = 4;
-  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT, "struct_size",
-                   "short struct");
+  tc_expect_reject(e, bp_matmul_ex(e->s, 1, &A.t, &B.t, 0, &C.t, &ep), BP_ERR_INVALID_ARGUMENT,
+                   "struct_size", "short struct");
   if (tc_bytes_changed(&C)) print_error("FAIL a rejected call wrote c\n"), tc_failures++;
-  tc_tensor_free(&A), tc_tensor_free(&B), tc_tensor_free(&C), tc_tensor_free(&W), tc_tensor_free(&H);
+  tc_tensor_free(&A), tc_tensor_free(&B), tc_tensor_free(&C), tc_tensor_free(&W),
+      tc_tensor_free(&H);
   TC_END();
 }
 
@@ -238,8 +261,10 @@ static void test_epilogue_errors(void **state) {
 static void test_epilogue_group(void **state) {
   tc_suite_t *su = *state;
   TC_BEGIN();
-  bp_device_group_options_t o = {.struct_size = sizeof o, .allow_shared_hardware = true,
-                                 .split_shared_hardware = true, .min_split_flops = 1};
+  bp_device_group_options_t o = {.struct_size = sizeof o,
+                                 .allow_shared_hardware = true,
+                                 .split_shared_hardware = true,
+                                 .min_split_flops = 1};
   tc_env_t g = {.ctx = su->ctx};
   /* Equal calibration times in a tuning cache: equal shares, so both split. */
   char dir[64] = "/tmp/bp-test-ep-XXXXXX", cmd[128];
@@ -254,8 +279,8 @@ static void test_epilogue_group(void **state) {
   assert_int_equal(entry.info.op_features[BP_OP_GEMM], BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT);
   tc_rng_t rng;
   tc_rng_seed(&rng, 2805);
-  const ep_case_t cases[] = {{4, 9, 11, 6, 4, BP_UNARY_SILU, 1}, /* over the batch */
-                             {1, 40, 7, 5, 3, BP_UNARY_GELU, 0}, /* over M */
+  const ep_case_t cases[] = {{4, 9, 11, 6, 4, BP_UNARY_SILU, 1},  /* over the batch */
+                             {1, 40, 7, 5, 3, BP_UNARY_GELU, 0},  /* over M */
                              {1, 5, 40, 7, 1, BP_UNARY_RELU, 1}}; /* over N */
   for (size_t i = 0; i < 3; i++) ep_one(&g, BP_F32, &cases[i], false, &rng);
   for (uint32_t i = 0; i < 2; i++) {
@@ -285,9 +310,11 @@ static void test_epilogue_graph(void **state) {
     for (int i = 0; i < 30; i++) a[i] = (i % 7) * 0.25 - 0.75;
     for (int i = 0; i < 21; i++) b[i] = (i % 5) * 0.5 - 1;
     for (int i = 0; i < 7; i++) bias1[i] = i * 0.5 - 1.5, bias2[i] = 2.0 - i;
-    tc_tensor_t A = tc_tensor(e, BP_F32, 3, as, TC_CONTIG, a), B = tc_tensor(e, BP_F32, 2, bs, TC_CONTIG, b);
+    tc_tensor_t A = tc_tensor(e, BP_F32, 3, as, TC_CONTIG, a),
+                B = tc_tensor(e, BP_F32, 2, bs, TC_CONTIG, b);
     tc_tensor_t C = tc_tensor(e, BP_F32, 3, cs, TC_CONTIG, NULL);
-    tc_tensor_t B1 = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias1), B2 = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias2);
+    tc_tensor_t B1 = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias1),
+                B2 = tc_tensor(e, BP_F32, 1, ns, TC_CONTIG, bias2);
     bp_gemm_epilogue_t ep = {sizeof ep, &B1.t, true, BP_UNARY_RELU};
     bp_graph_t *g = NULL;
     assert_int_equal(bp_stream_begin_capture(e->s), BP_OK);
@@ -300,12 +327,14 @@ static void test_epilogue_graph(void **state) {
         tc_expect_status(e, bp_graph_launch(g, e->s), BP_OK, "graph launch %d", run);
         double *y = tc_download(&C);
         ep_reference(&c, 0.75, a, b, true, NULL, biases[run], ref);
-        tc_expect_close(e, BP_F32, y, ref, 70, 3, "graph launch %d (bias %s)", run, run ? "rebound" : "as captured");
+        tc_expect_close(e, BP_F32, y, ref, 70, 3, "graph launch %d (bias %s)", run,
+                        run ? "rebound" : "as captured");
         free(y);
       }
     }
     bp_graph_destroy(g);
-    tc_tensor_free(&A), tc_tensor_free(&B), tc_tensor_free(&C), tc_tensor_free(&B1), tc_tensor_free(&B2);
+    tc_tensor_free(&A), tc_tensor_free(&B), tc_tensor_free(&C), tc_tensor_free(&B1),
+        tc_tensor_free(&B2);
   }
   TC_END();
 }
@@ -363,12 +392,9 @@ static void test_epilogue_composed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_epilogue_every_device),
-      cmocka_unit_test(test_gemm_ex),
-      cmocka_unit_test(test_epilogue_errors),
-      cmocka_unit_test(test_epilogue_group),
-      cmocka_unit_test(test_epilogue_graph),
-      cmocka_unit_test(test_epilogue_composed),
+      cmocka_unit_test(test_epilogue_every_device), cmocka_unit_test(test_gemm_ex),
+      cmocka_unit_test(test_epilogue_errors),       cmocka_unit_test(test_epilogue_group),
+      cmocka_unit_test(test_epilogue_graph),        cmocka_unit_test(test_epilogue_composed),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);
 }

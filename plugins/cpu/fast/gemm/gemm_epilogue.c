@@ -15,7 +15,9 @@
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
-static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double sigmoid(double x) {
+  return 1.0 / (1.0 + exp(-x));
+}
 
 /* The activations taken here, as the reference computes them. */
 static bool act_known(int op) {
@@ -25,18 +27,22 @@ static bool act_known(int op) {
 
 static double act_value(int op, double x) {
   switch (op) {
-  case BP_UNARY_RELU: return x > 0.0 ? x : (x != x ? x : 0.0);
-  case BP_UNARY_GELU: return 0.5 * x * erfc(-x * M_SQRT1_2);
-  case BP_UNARY_SILU: return x * sigmoid(x);
-  case BP_UNARY_SIGMOID: return sigmoid(x);
-  default: return tanh(x);
+  case BP_UNARY_RELU:
+    return x > 0.0 ? x : (x != x ? x : 0.0);
+  case BP_UNARY_GELU:
+    return 0.5 * x * erfc(-x * M_SQRT1_2);
+  case BP_UNARY_SILU:
+    return x * sigmoid(x);
+  case BP_UNARY_SIGMOID:
+    return sigmoid(x);
+  default:
+    return tanh(x);
   }
 }
 
 /* c = act(c + bias) element by element, for views the vector kernels
  * decline; bias (NULL: none) has c's shape by strides. */
-static void epilogue_loop(const bp_plugin_tensor_t *c,
-                          const bp_plugin_tensor_t *bias, int act) {
+static void epilogue_loop(const bp_plugin_tensor_t *c, const bp_plugin_tensor_t *bias, int act) {
   void *pc = cpu_tensor_base(c);
   const void *pb = bias ? cpu_tensor_base(bias) : NULL;
   for (int64_t b = 0; b < c->shape[0]; b++)
@@ -46,8 +52,7 @@ static void epilogue_loop(const bp_plugin_tensor_t *c,
         double v = cpu_load(pc, c->dtype, off);
         if (pb)
           v += cpu_load(pb, bias->dtype,
-                        b * bias->strides[0] + i * bias->strides[1] +
-                            j * bias->strides[2]);
+                        b * bias->strides[0] + i * bias->strides[1] + j * bias->strides[2]);
         cpu_store(pc, c->dtype, off, act >= 0 ? act_value(act, v) : v);
       }
 }

@@ -16,7 +16,6 @@ static inline bool cpu_gemm_has_epilogue(const bp_gemm_args_t *a) {
  * add and unary kernels over C in place, within the same call.
  * BP_ERR_UNIMPLEMENTED (nothing written) when the fast GEMM declines the
  * shape: the reference then runs the whole op. */
-CPU_HIDDEN bp_status_t cpu_fast_gemm_epilogue(cpu_device_t *dev,
-                                              const bp_gemm_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_gemm_epilogue(cpu_device_t *dev, const bp_gemm_args_t *a);
 
 #endif /* BACKPLANE_CPU_FAST_GEMM_EPILOGUE_H */
