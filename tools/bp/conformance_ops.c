@@ -238,21 +238,79 @@ static bp_status_t run_random(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp
                    k->variant ? 2 : 3, out);
 }
 
+/* ---- model ops (ABI 1.5) ---------------------------------------------------*/
+
+/* p: vocab dim n_idx; variant: index dtype. Small integer indices, some
+ * outside the table (those give zeros). */
+static bp_status_t run_gather(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t table = cf_tensor(r, dt, 2, k->p, CF_STRIDED, k->fill, 1);
+  bp_tensor_t idx = cf_tensor(r, (bp_dtype_t)k->variant, 1, &k->p[2], CF_CONTIGUOUS, CF_FILL_SMALL_INT, 2);
+  *out = T(2, k->p[2], k->p[1]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_gather(r->s, &table, &idx, 0, out);
+}
+
+/* p: rows cols; variant 0: from -3 by 0.25, 1: from 7 by -1. */
+static bp_status_t run_arange(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  *out = cf_tensor(r, dt, 2, k->p, CF_STRIDED, CF_FILL_SMALL_INT, 1);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return k->variant ? bp_arange(r->s, 7, -1, out) : bp_arange(r->s, -3, 0.25, out);
+}
+
+/* p: rows cols; variant: op + 16 for the scalar first. a is transposed. */
+static bp_status_t run_binary_scalar(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t a = cf_tensor(r, dt, 2, k->p, CF_TRANSPOSED, k->fill, 1);
+  *out = T(2, k->p[0], k->p[1]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  bp_binary_op_t op = (bp_binary_op_t)(k->variant & 15);
+  return k->variant & 16 ? bp_binary_scalar_first(r->s, op, 1.7, &a, out)
+                         : bp_binary_scalar(r->s, op, &a, 1.7, out);
+}
+
+/* p: rows cols; variant: kind. gate and up are the halves of one packed
+ * [rows, 2 cols] row. */
+static bp_status_t run_glu(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t packed[2] = {k->p[0], 2 * k->p[1]};
+  bp_tensor_t x = cf_tensor(r, dt, 2, packed, CF_CONTIGUOUS, k->fill, 1), g, u;
+  *out = T(2, k->p[0], k->p[1]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  bp_tensor_narrow(&x, 1, 0, k->p[1], &g);
+  bp_tensor_narrow(&x, 1, k->p[1], k->p[1], &u);
+  return bp_glu(r->s, (bp_glu_kind_t)k->variant, &g, &u, out);
+}
+
+/* p: batch seq heads dim rotary_dim; variant: mode. Positions are an
+ * offset of 5. */
+static bp_status_t run_rope(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_tensor_t x = cf_tensor(r, dt, 4, k->p, CF_STRIDED, k->fill, 1);
+  *out = T(4, k->p[0], k->p[1], k->p[2], k->p[3]);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_rope(r->s, (bp_rope_mode_t)k->variant, (int32_t)k->p[4], 10000.0, 5, NULL, &x, out);
+}
+
 static const case_fn case_fns[BP_OP_COUNT] = {
     [BP_OP_GEMM] = run_gemm,       [BP_OP_GEMV] = run_gemv,         [BP_OP_CONV2D] = run_conv2d,
     [BP_OP_POOL2D] = run_pool2d,   [BP_OP_BATCH_NORM] = run_batch_norm, [BP_OP_LAYER_NORM] = run_norm,
     [BP_OP_RMS_NORM] = run_norm,   [BP_OP_SOFTMAX] = run_softmax,   [BP_OP_ATTENTION] = run_attention,
     [BP_OP_ADAM] = run_adam,       [BP_OP_UNARY] = run_unary,       [BP_OP_BINARY] = run_binary,
     [BP_OP_REDUCE] = run_reduce,   [BP_OP_FILL] = run_fill,         [BP_OP_COPY] = run_copy,
-    [BP_OP_CAST] = run_cast,       [BP_OP_RANDOM] = run_random,
+    [BP_OP_CAST] = run_cast,       [BP_OP_RANDOM] = run_random,     [BP_OP_GATHER] = run_gather,
+    [BP_OP_ARANGE] = run_arange,   [BP_OP_BINARY_SCALAR] = run_binary_scalar, [BP_OP_GLU] = run_glu,
+    [BP_OP_ROPE] = run_rope,
 };
 
 #include "conformance_grid.inc"
 
 /* ---- running a case on both devices --------------------------------------*/
 
+/* Ops whose grid runs every dtype, not only the float ones. */
+static bool every_dtype_op(bp_op_t op) {
+  return op == BP_OP_FILL || op == BP_OP_COPY || op == BP_OP_CAST || op == BP_OP_GATHER || op == BP_OP_ARANGE;
+}
+
 static bool exact_op(const cf_case_t *k) {
   return k->op == BP_OP_FILL || k->op == BP_OP_COPY || k->op == BP_OP_CAST || k->op == BP_OP_RANDOM ||
+         k->op == BP_OP_GATHER || k->op == BP_OP_ARANGE ||
          (k->op == BP_OP_REDUCE && k->variant == BP_REDUCE_ARGMAX);
 }
 
@@ -261,7 +319,8 @@ static double case_tolerance(const cf_case_t *k, bp_dtype_t dt) {
   if (exact_op(k)) return 0;
   double tol = cf_tolerance(dt, k->reduction);
   if (k->op == BP_OP_UNARY || k->op == BP_OP_BINARY || k->op == BP_OP_SOFTMAX || k->op == BP_OP_ATTENTION ||
-      k->op == BP_OP_LAYER_NORM || k->op == BP_OP_RMS_NORM || k->op == BP_OP_ADAM)
+      k->op == BP_OP_LAYER_NORM || k->op == BP_OP_RMS_NORM || k->op == BP_OP_ADAM || k->op == BP_OP_GLU ||
+      k->op == BP_OP_ROPE || k->op == BP_OP_BINARY_SCALAR)
     tol *= 8;
   return tol;
 }
@@ -292,6 +351,10 @@ static void run_case(cf_child_t *c, const cf_case_t *k, bp_dtype_t dt) {
   bool supported = false;
   bp_device_supports(c->dev, k->op, dt, &supported);
   if (k->op == BP_OP_CAST && supported) bp_device_supports(c->dev, k->op, (bp_dtype_t)k->variant, &supported);
+  /* gelu_tanh (ABI 1.5) is claimed by a feature bit of its own */
+  if (k->op == BP_OP_UNARY && k->variant == BP_UNARY_GELU_TANH &&
+      !(c->entry.info.op_features[BP_OP_UNARY] & BP_FEATURE_UNARY_GELU_TANH))
+    supported = false;
   /* attention's masks (ABI 1.5): the variant's bits are the features */
   if (k->op == BP_OP_ATTENTION && (c->entry.info.op_features[BP_OP_ATTENTION] & k->variant) != (uint32_t)k->variant)
     supported = false;
@@ -321,7 +384,7 @@ static void run_case(cf_child_t *c, const cf_case_t *k, bp_dtype_t dt) {
 static const bp_dtype_t float_types[] = {BP_F32, BP_F16, BP_BF16, BP_F64};
 
 bool cf_dtype_in_grid(bp_op_t op, bp_dtype_t dt) {
-  if (op == BP_OP_FILL || op == BP_OP_COPY || op == BP_OP_CAST) return dt >= 0 && dt < BP_DTYPE_COUNT;
+  if (every_dtype_op(op)) return dt >= 0 && dt < BP_DTYPE_COUNT;
   for (size_t d = 0; d < sizeof float_types / sizeof float_types[0]; d++)
     if (float_types[d] == dt) return true;
   return false;
@@ -346,7 +409,7 @@ void cf_stage_ops(cf_child_t *c) {
   for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
     const cf_case_t *k = &grid[i];
     if (software && k->reduction > 600) continue; /* keep emulated devices quick */
-    if (k->op == BP_OP_FILL || k->op == BP_OP_COPY || k->op == BP_OP_CAST) {
+    if (every_dtype_op(k->op)) {
       for (int dt = 0; dt < BP_DTYPE_COUNT; dt++) run_case(c, k, (bp_dtype_t)dt);
       continue;
     }
