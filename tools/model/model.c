@@ -177,6 +177,8 @@ bp_status_t model_create(bp_device_t *device, bp_stream_t *stream, const model_c
   m->kv_dim = cfg->kv_heads * m->head_dim;
   m->qkv_width = cfg->d_model + 2 * m->kv_dim;
   m->tokens = cfg->batch * cfg->max_seq;
+  bp_device_supports(device, BP_OP_ROPE, cfg->dtype, &m->native_rope);
+  bp_device_supports(device, BP_OP_GLU, cfg->dtype, &m->native_glu);
   bp_status_t st = build(m, device, stream);
   if (st != BP_OK) {
     model_destroy(m);

@@ -72,15 +72,15 @@ static bp_tensor_t qkv_heads(const model_t *m, int64_t col, int64_t nh, int64_t 
   return v4(m, m->qkv, col, m->cfg.batch, nh, seq, m->head_dim, seq * w, m->head_dim, w, 1);
 }
 
-/* Writes the new values (and, for GPT-2, keys) into the cache rows pos.. */
+/* Appends the new values (and, for GPT-2, keys) to the cache at row pos. */
 static bp_status_t cache_append(const model_t *m, bp_stream_t *s, const model_layer_t *l,
                                 int64_t seq, int64_t pos, bool keys) {
   int64_t d = m->cfg.d_model, hkv = m->cfg.kv_heads;
-  bp_tensor_t v = qkv_heads(m, d + m->kv_dim, hkv, seq), vc = cache_view(m, l->v_cache, pos, seq);
-  TRY(bp_copy(s, &v, &vc));
+  bp_tensor_t v = qkv_heads(m, d + m->kv_dim, hkv, seq), vc = cache_view(m, l->v_cache, 0, m->cfg.max_seq);
+  TRY(bp_kv_append(s, &vc, &v, 2, pos));
   if (!keys) return BP_OK;
-  bp_tensor_t k = qkv_heads(m, d, hkv, seq), kc = cache_view(m, l->k_cache, pos, seq);
-  return bp_copy(s, &k, &kc);
+  bp_tensor_t k = qkv_heads(m, d, hkv, seq), kc = cache_view(m, l->k_cache, 0, m->cfg.max_seq);
+  return bp_kv_append(s, &kc, &k, 2, pos);
 }
 
 /* out = attention(q, k, v) into m->attn [B, S, H, Dh] = [T, D]. */
@@ -108,10 +108,16 @@ static bp_status_t gpt2_attention(const model_t *m, bp_stream_t *s, const model_
 /* Half-split RoPE of nh heads of the QKV rows from column col, at
  * positions pos..: out1 = x1 cos - x2 sin, out2 = x2 cos + x1 sin, x1 and
  * x2 the two halves of each head. dst is a [B, S, nh, Dh/2] view of the
- * first halves' destination (the second halves are Dh/2 further). */
+ * first halves' destination (the second halves are Dh/2 further). bp_rope
+ * where the device runs it, else six bp_binary calls over the tables. */
 static bp_status_t rope(const model_t *m, bp_stream_t *s, int64_t col, int64_t nh, int64_t seq,
                         int64_t pos, const bp_tensor_t *dst) {
   int64_t b = m->cfg.batch, dh = m->head_dim, half = dh / 2, w = m->qkv_width;
+  if (m->native_rope) {
+    bp_tensor_t x = v4(m, m->qkv, col, b, seq, nh, dh, seq * w, w, dh, 1), y = *dst;
+    y.shape[3] = dh;
+    return bp_rope(s, BP_ROPE_HALF, (int32_t)dh, 10000.0, pos, NULL, &x, &y);
+  }
   bp_tensor_t x1 = v4(m, m->qkv, col, b, seq, nh, half, seq * w, w, dh, 1);
   bp_tensor_t x2 = v4(m, m->qkv, col + half, b, seq, nh, half, seq * w, w, dh, 1);
   bp_tensor_t c = v4(m, m->rope_cos, pos * half, b, seq, nh, half, 0, half, 0, 1);
@@ -154,15 +160,20 @@ static bp_status_t gpt2_mlp(const model_t *m, bp_stream_t *s, const model_layer_
   return linear(m, s, m->ff, rows, f, l->w_down, d, l->b_down, m->proj);
 }
 
-/* SwiGLU: silu(h·W_gate) * (h·W_up), gate and up one packed projection. */
+/* SwiGLU: silu(h·W_gate) * (h·W_up), gate and up one packed projection
+ * (bp_glu on its two halves where the device runs it). */
 static bp_status_t llama_mlp(const model_t *m, bp_stream_t *s, const model_layer_t *l,
                              int64_t rows) {
   int64_t d = m->cfg.d_model, f = m->cfg.d_ff;
   TRY(linear(m, s, m->h, rows, d, l->w_up, 2 * f, NULL, m->ff));
   bp_tensor_t gate = mat(m, m->ff, 0, rows, f, 2 * f), up = mat(m, m->ff, f, rows, f, 2 * f);
   bp_tensor_t act = mat(m, m->ff2, 0, rows, f, f);
-  TRY(bp_unary(s, BP_UNARY_SILU, &gate, &act));
-  TRY(bp_binary(s, BP_BINARY_MUL, &act, &up, &act));
+  if (m->native_glu) {
+    TRY(bp_glu(s, BP_GLU_SWIGLU, &gate, &up, &act));
+  } else { /* the device has no bp_glu: silu, then the product */
+    TRY(bp_unary(s, BP_UNARY_SILU, &gate, &act));
+    TRY(bp_binary(s, BP_BINARY_MUL, &act, &up, &act));
+  }
   return linear(m, s, m->ff2, rows, f, l->w_down, d, NULL, m->proj);
 }
 

@@ -36,6 +36,9 @@ struct model {
   bp_buffer_t *all[64];           /* every buffer, for model_destroy */
   int nall;
   double weight_bytes;
+  /* whether the device runs bp_rope / bp_glu for the dtype itself; else
+   * the forward composes them from bp_binary / bp_unary */
+  bool native_rope, native_glu;
 };
 
 /* A tensor over buffer b at element offset off with the model's dtype. */
