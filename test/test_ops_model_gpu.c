@@ -113,7 +113,8 @@ static void seq_setup(seq_t *q, bp_device_t *dev, bp_dtype_t dt) {
   assert_int_equal(bp_buffer_write(q->in_gelu, 0, q->gelu_x, sizeof q->gelu_x), BP_OK);
   q->out_arange = alloc(dev, AN * 4), q->out_gather = alloc(dev, GN * 4);
   q->out_scalar = alloc(dev, GN * 4), q->out_gelu = alloc(dev, AN * 4);
-  for (int k = 0; k < 4; k++) q->out_glu[k] = alloc(dev, GLN * 4), q->glu_t[k] = alloc(dev, GLN * es);
+  for (int k = 0; k < 4; k++)
+    q->out_glu[k] = alloc(dev, GLN * 4), q->glu_t[k] = alloc(dev, GLN * es);
   for (int k = 0; k < 2; k++) q->out_rope[k] = alloc(dev, RN * 4);
   q->table_t = alloc(dev, V * D * es), q->packed_t = alloc(dev, PR * PC * es);
   q->rope_t = alloc(dev, RN * es), q->gelu_t = alloc(dev, AN * es), q->gelu_y = alloc(dev, AN * es);
@@ -197,7 +198,8 @@ static double glu_ref(int kind, double g, double u) {
 }
 
 /* x, y [RB, RS, RH, RD] row-major; pos per (b, s). */
-static void rope_ref(bool interleaved, double theta, const double *pos, const double *x, double *y) {
+static void rope_ref(bool interleaved, double theta, const double *pos, const double *x,
+                     double *y) {
   for (int r = 0; r < RB * RS * RH; r++) {
     const double *xr = x + r * RD;
     double *yr = y + r * RD;
@@ -252,8 +254,8 @@ static void seq_check(seq_t *q, const char *dev) {
   for (int k = 0; k < 4; k++) {
     for (int r = 0; r < PR; r++)
       for (int c = 0; c < PC / 2; c++)
-        want[r * (PC / 2) + c] = glu_ref(k, in_dt(dt, q->packed[r * PC + c]),
-                                         in_dt(dt, q->packed[r * PC + PC / 2 + c]));
+        want[r * (PC / 2) + c] =
+            glu_ref(k, in_dt(dt, q->packed[r * PC + c]), in_dt(dt, q->packed[r * PC + PC / 2 + c]));
     read_f32(q->out_glu[k], got, GLN);
     char what[32];
     snprintf(what, sizeof what, "glu kind %d", k);
@@ -278,8 +280,8 @@ static void seq_check(seq_t *q, const char *dev) {
 
 /* Every f32 result overwritten, so a result the graph did not write shows. */
 static void seq_sentinel(seq_t *q) {
-  bp_buffer_t *outs[] = {q->out_arange,  q->out_gather,  q->out_scalar,  q->out_glu[0],
-                         q->out_glu[1],  q->out_glu[2],  q->out_glu[3],  q->out_rope[0],
+  bp_buffer_t *outs[] = {q->out_arange,  q->out_gather, q->out_scalar, q->out_glu[0],
+                         q->out_glu[1],  q->out_glu[2], q->out_glu[3], q->out_rope[0],
                          q->out_rope[1], q->out_gelu};
   int64_t sizes[] = {AN, GN, GN, GLN, GLN, GLN, GLN, RN, RN, AN};
   for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
@@ -365,8 +367,8 @@ static void sequence_on(bp_device_t *dev, const bp_device_entry_t *e) {
       seq_check(&q, e->info.name);
     }
     bool native = bp_graph_is_native(g);
-    printf("  %-7s %-44s %-5s eager and %s: ok\n", e->backend, e->info.name,
-           bp_dtype_name(dts[i]), native ? "native graph" : "replayed graph");
+    printf("  %-7s %-44s %-5s eager and %s: ok\n", e->backend, e->info.name, bp_dtype_name(dts[i]),
+           native ? "native graph" : "replayed graph");
     if (expect_native(e)) assert_true(native);
     bp_graph_destroy(g);
     ran++;
@@ -398,8 +400,7 @@ static void integers_on(bp_device_t *dev, const bp_device_entry_t *e) {
     assert_int_equal(bp_stream_synchronize(s), BP_OK);
     int32_t gi[4], wi[4] = {0, 2, 2, 4};
     uint8_t gu[4], wu[4] = {250, 253, 255, 255};
-    int64_t gl[4], wl[4] = {4000000000000000, 2500000000000000, 1000000000000000,
-                            -500000000000000};
+    int64_t gl[4], wl[4] = {4000000000000000, 2500000000000000, 1000000000000000, -500000000000000};
     assert_int_equal(bp_buffer_read(bi, 0, gi, sizeof gi), BP_OK);
     assert_int_equal(bp_buffer_read(bu, 0, gu, sizeof gu), BP_OK);
     assert_int_equal(bp_buffer_read(bl, 0, gl, sizeof gl), BP_OK);
@@ -418,7 +419,8 @@ static void integers_on(bp_device_t *dev, const bp_device_entry_t *e) {
   enum { TR = 3, TC = 5, NI = 4 };
   int32_t table[TR * TC], idx[NI] = {4, 0, 5, 2}, got[TR * NI];
   for (int i = 0; i < TR * TC; i++) table[i] = 100 + i;
-  bp_buffer_t *bt = alloc(dev, sizeof table), *bx = alloc(dev, sizeof idx), *by = alloc(dev, sizeof got);
+  bp_buffer_t *bt = alloc(dev, sizeof table), *bx = alloc(dev, sizeof idx),
+              *by = alloc(dev, sizeof got);
   assert_int_equal(bp_buffer_write(bt, 0, table, sizeof table), BP_OK);
   assert_int_equal(bp_buffer_write(bx, 0, idx, sizeof idx), BP_OK);
   int64_t tsh[2] = {TR, TC}, ysh[2] = {TR, NI}, nx = NI;
@@ -458,7 +460,8 @@ static void use_shims(void) {
                           {"BACKPLANE_HIP_RUNTIME", "shims/hip/libamdhip64.so"},
                           {"BACKPLANE_HIPRTC", "shims/hip/libhiprtc.so"},
                           {"BACKPLANE_ROCBLAS", "shims/rocblas/librocblas.so.4"}};
-  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"), real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
+  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"),
+             real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, env[i][1]);
     if ((i < 2 ? real_cuda : real_rocm) || getenv(env[i][0]) || access(path, R_OK) != 0) continue;

@@ -70,10 +70,14 @@ bp_status_t gpu_op_arange(bp_plugin_device_t *device, bp_plugin_stream_t *stream
 /* The scalar as a one-element tensor of dt would hold it. */
 static double scalar_in(bp_dtype_t dt, double v) {
   switch (dt) {
-  case BP_F16: return bp_f16_to_f64(bp_f64_to_f16(v));
-  case BP_BF16: return bp_bf16_to_f64(bp_f64_to_bf16(v));
-  case BP_F32: return (double)(float)v;
-  default: return v;
+  case BP_F16:
+    return bp_f16_to_f64(bp_f64_to_f16(v));
+  case BP_BF16:
+    return bp_bf16_to_f64(bp_f64_to_bf16(v));
+  case BP_F32:
+    return (double)(float)v;
+  default:
+    return v;
   }
 }
 

@@ -31,8 +31,10 @@ void ocl_model_claims(const ocl_caps_t *caps, uint32_t *t, uint32_t *features) {
 static bp_status_t model_kernel(ocl_device_t *d, bp_dtype_t dt, const char *name, ocl_args_t *a) {
   char opts[96];
   bool is_float = dt == BP_F32 || dt == BP_F16 || dt == BP_BF16 || dt == BP_F64;
-  if (is_float) ocl_dtype_options(d, dt, opts, sizeof opts);
-  else snprintf(opts, sizeof opts, "-cl-std=CL1.2");
+  if (is_float)
+    ocl_dtype_options(d, dt, opts, sizeof opts);
+  else
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2");
   size_t len = strlen(opts);
   snprintf(opts + len, sizeof opts - len, " -DMDT=%d", (int)dt);
   memset(a, 0, sizeof *a);
@@ -119,10 +121,14 @@ bp_status_t ocl_op_arange(bp_plugin_device_t *device, bp_plugin_stream_t *stream
 /* The scalar as a one-element tensor of dt would hold it. */
 static double scalar_in(bp_dtype_t dt, double v) {
   switch (dt) {
-  case BP_F16: return bp_f16_to_f64(bp_f64_to_f16(v));
-  case BP_BF16: return bp_bf16_to_f64(bp_f64_to_bf16(v));
-  case BP_F32: return (double)(float)v;
-  default: return v;
+  case BP_F16:
+    return bp_f16_to_f64(bp_f64_to_f16(v));
+  case BP_BF16:
+    return bp_bf16_to_f64(bp_f64_to_bf16(v));
+  case BP_F32:
+    return (double)(float)v;
+  default:
+    return v;
   }
 }
 
@@ -184,8 +190,10 @@ static void arg_positions(ocl_args_t *a, const bp_rope_args_t *args) {
   if (p->rank == 2) ps[0] = p->strides[0], ps[1] = p->strides[1];
   if (p->rank == 1) ps[1] = p->strides[0];
   cl_long off = args->pos_offset;
-  if (has) ocl_arg_buf(a, p->ptr, p->offset);
-  else ocl_arg_buf(a, args->y.ptr, args->y.offset);
+  if (has)
+    ocl_arg_buf(a, p->ptr, p->offset);
+  else
+    ocl_arg_buf(a, args->y.ptr, args->y.offset);
   OCL_ARG(a, has);
   OCL_ARG(a, idx64);
   ocl_arg(a, sizeof(cl_long2), ps);

@@ -115,11 +115,8 @@ static bp_status_t arange_record(vkb_stream_t *s, const bp_arange_args_t *a) {
   vkb_nd_t nd;
   bp_status_t st = vkb_nd_make(&nd, &a->y, tl, 1, "arange");
   if (st != BP_OK || nd.n == 0) return st;
-  arange_params_t p = {.y = vkb_tensor_addr(&a->y),
-                       .start = a->start,
-                       .step = a->step,
-                       .n = nd.n,
-                       .rank = nd.rank};
+  arange_params_t p = {
+      .y = vkb_tensor_addr(&a->y), .start = a->start, .step = a->step, .n = nd.n, .rank = nd.rank};
   memcpy(p.shape, nd.shape, sizeof p.shape);
   memcpy(p.sy, nd.strides[0], sizeof p.sy);
   char name[16];
