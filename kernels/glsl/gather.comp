@@ -37,6 +37,21 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
 };
 layout(push_constant) uniform PC { Params p; };
 
+// Offsets of linear index i in three tensors walked over one shape: one
+// pass over the dims (BP_ND_OFFSET three times would read each extent and
+// divide three times; parameter reads are per-lane loops on CPU drivers).
+#define ND_OFFSET3(o1, o2, o3, i, rank, shape, s1, s2, s3)                   \
+  {                                                                          \
+    int rem_ = (i);                                                          \
+    o1 = 0, o2 = 0, o3 = 0;                                                  \
+    for (int d_ = (rank) - 1; d_ >= 0; d_--) {                               \
+      int e_ = shape[d_], c_ = rem_ % e_;                                    \
+      rem_ /= e_;                                                            \
+      o1 += c_ * s1[d_], o2 += c_ * s2[d_], o3 += c_ * s3[d_];               \
+    }                                                                        \
+  }
+
+
 void main() {
   EBuf y = EBuf(p.y), t = EBuf(p.t);
   const int n = p.n, rank = p.rank, len = p.axis_len, step = p.axis_stride;
@@ -45,11 +60,7 @@ void main() {
   int stride = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
   for (int i = int(gl_GlobalInvocationID.x); i < n; i += stride) {
     int oy = i * sy0, ot = i * st0, oi = i * si0;
-    if (rank != 1) {
-      BP_ND_OFFSET(oy, i, rank, p.shape, p.sy);
-      BP_ND_OFFSET(ot, i, rank, p.shape, p.st);
-      BP_ND_OFFSET(oi, i, rank, p.shape, p.si);
-    }
+    if (rank != 1) ND_OFFSET3(oy, ot, oi, i, rank, p.shape, p.sy, p.st, p.si);
     int64_t k = wide ? I64Buf(p.ix).v[oi] : int64_t(I32Buf(p.ix).v[oi]);
     bool in_range = k >= 0 && k < int64_t(len);
     y.v[oy] = in_range ? t.v[ot + int(k) * step] : ELEM(0);
