@@ -157,13 +157,30 @@ __kernel void glu(__global const uchar *gb, ulong go, __global const uchar *ub,
   }
 }
 
+/* The rotation of pair j at position pos: the angle in WIDE (double where
+ * the device has it), reduced modulo 2 pi there for the float dtypes so
+ * that f32 sin and cos (cheaper than double ones, and as exact as an f32
+ * output needs) see a small argument; f64 keeps double sin and cos.
+ * l2theta = log2(theta_base), from the host. */
+inline void bp_rope_angle(long pos, long j, int rotary_dim, WIDE l2theta, ACC *c, ACC *s) {
+  WIDE ang = (WIDE)pos * exp2(-(WIDE)(2 * j) / (WIDE)rotary_dim * l2theta);
+#if DT == 3
+  *c = cos(ang);
+  *s = sin(ang);
+#else
+  WIDE k = rint(ang * (WIDE)0.15915494309189535);
+  float r = (float)((ang - k * (WIDE)6.283185307179586) - k * (WIDE)2.4492935982947064e-16);
+  *s = sincos(r, c);
+#endif
+}
+
 /* One item per rotating pair, or per copied feature past rotary_dim, of
  * each (b, s, h) row: a pair is read whole before it is written, so y may
  * be x. dims: batch, seq, heads, head_dim; pos: positions' two strides. */
 __kernel void rope(__global const uchar *xb, ulong xo, __global uchar *yb,
                    ulong yo, __global const uchar *pb, ulong po, int has_pos,
                    int idx64, long2 ps, long pos_offset, int interleaved,
-                   int rotary_dim, WIDE theta, long4 dims, long4 xs,
+                   int rotary_dim, WIDE l2theta, long4 dims, long4 xs,
                    long4 ys) {
   const long hrd = rotary_dim / 2, per_row = hrd + dims.s3 - rotary_dim;
   const long n = dims.s0 * dims.s1 * dims.s2 * per_row;
@@ -182,12 +199,12 @@ __kernel void rope(__global const uchar *xb, ulong xo, __global uchar *yb,
     }
     long pos = has_pos ? bp_index_at(pb, po, idx64, b * ps.s0 + s * ps.s1)
                        : pos_offset + s;
-    WIDE inv = pow(theta, -(WIDE)(2 * j) / (WIDE)rotary_dim);
-    WIDE ang = (WIDE)pos * inv, c = cos(ang), sn = sin(ang);
+    ACC c, sn;
+    bp_rope_angle(pos, j, rotary_dim, l2theta, &c, &sn);
     long d1 = interleaved ? 2 * j : j, d2 = interleaved ? 2 * j + 1 : j + hrd;
-    WIDE x1 = LD(x, bx + d1 * xs.s3), x2 = LD(x, bx + d2 * xs.s3);
-    ST(y, by + d1 * ys.s3, (ACC)(x1 * c - x2 * sn));
-    ST(y, by + d2 * ys.s3, (ACC)(x1 * sn + x2 * c));
+    ACC x1 = LD(x, bx + d1 * xs.s3), x2 = LD(x, bx + d2 * xs.s3);
+    ST(y, by + d1 * ys.s3, x1 * c - x2 * sn);
+    ST(y, by + d2 * ys.s3, x1 * sn + x2 * c);
   }
 }
 #endif

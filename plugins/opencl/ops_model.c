@@ -5,6 +5,7 @@
  * ops_elementwise.c does; gather walks y's shape with the table's and the
  * indices' strides laid over it.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -218,7 +219,7 @@ bp_status_t ocl_op_rope(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
     arg_positions(&a, args);
     OCL_ARG(&a, inter);
     OCL_ARG(&a, rd);
-    arg_wide(&a, d, args->theta_base);
+    arg_wide(&a, d, log2(args->theta_base));
     ocl_arg(&a, sizeof(cl_long4), dims);
     ocl_arg_strides4(&a, x);
     ocl_arg_strides4(&a, y);
