@@ -112,7 +112,29 @@ static void scalar_one(tc_env_t *e, bp_dtype_t dt, bp_binary_op_t op, bool first
   tc_tensor_free(&a);
 }
 
+/* The scalar is rounded to a's dtype before the add: base + s then ties
+ * and rounds to even, where the unrounded scalar would round up. */
+static void scalar_rounded_first(tc_env_t *e, bp_dtype_t dt) {
+  /* s holds bits below the dtype's precision at 1 (but within f32's for
+   * f16 / bf16, so a float path shows them too) */
+  double base = dt == BP_F16 ? 2048 : dt == BP_BF16 ? 256 : 16777216;
+  double s = dt == BP_F32 ? 1 + 0x1p-25 : 1 + 0x1p-15;
+  if (dt == BP_F64) return;
+  const int64_t n[1] = {5};
+  double v[5] = {base, base, base, base, base}, want[5];
+  tc_tensor_t a = tc_tensor(e, dt, 1, n, TC_CONTIG, v), y = tc_tensor(e, dt, 1, n, TC_CONTIG, NULL);
+  if (tc_expect_status(e, bp_binary_scalar(e->s, BP_BINARY_ADD, &a.t, s, &y.t), BP_OK, "scalar rounding")) {
+    double *got = tc_download(&y);
+    for (int i = 0; i < 5; i++) want[i] = base; /* base + 1 ties to even */
+    tc_expect_exact(e, dt, got, want, 5, "%s + %.17g: the scalar rounded to %s first", bp_dtype_name(dt), s,
+                    bp_dtype_name(dt));
+    free(got);
+  }
+  tc_tensor_free(&a), tc_tensor_free(&y);
+}
+
 static void c_binary_scalar(tc_env_t *e, bp_dtype_t dt) {
+  scalar_rounded_first(e, dt);
   const int64_t full[2] = {9, 21}, row[2] = {1, 21};
   for (int op = 0; op < BP_BINARY_COUNT; op++)
     for (int first = 0; first < 2; first++) {
@@ -139,7 +161,8 @@ static void c_gelu_tanh(tc_env_t *e, bp_dtype_t dt) {
   const int64_t s[2] = {9, 37};
   for (int l = 0; l < TC_LAYOUT_COUNT; l++) {
     tc_tensor_t x = mo_rand(e, dt, 2, s, (tc_layout_t)l, -6, 6, 20 + l);
-    tc_tensor_t y = tc_tensor(e, dt, 2, s, (tc_layout_t)((l + 1) % 3), NULL);
+    /* contiguous x and y take the CPU's vector path */
+    tc_tensor_t y = tc_tensor(e, dt, 2, s, l == TC_CONTIG ? TC_CONTIG : (tc_layout_t)((l + 1) % 3), NULL);
     if (tc_expect_status(e, bp_unary(e->s, BP_UNARY_GELU_TANH, &x.t, &y.t), BP_OK, "gelu_tanh")) {
       double *xv = tc_values(&x), *got = tc_download(&y), want[9 * 37];
       for (int i = 0; i < 9 * 37; i++) want[i] = mo_gelu_tanh(xv[i]);
@@ -152,12 +175,14 @@ static void c_gelu_tanh(tc_env_t *e, bp_dtype_t dt) {
 
 /* ---- GLU ---------------------------------------------------------------- */
 
+/* l lays out gate and y, lu up: contiguous ones take the CPU's vector path,
+ * strided or permuted ones the reference. */
 static void glu_one(tc_env_t *e, bp_dtype_t dt, bp_glu_kind_t kind, int rg, const int64_t *gs, tc_layout_t l,
-                    bool in_place) {
+                    tc_layout_t lu, bool in_place) {
   const int64_t ys[2] = {7, 33};
   tc_tensor_t g = mo_rand(e, dt, rg, gs, l, -4, 4, 30 + kind);
-  tc_tensor_t u = mo_rand(e, dt, 2, ys, (tc_layout_t)((l + 1) % 3), -2, 2, 40 + kind);
-  tc_tensor_t y = in_place ? u : tc_tensor(e, dt, 2, ys, TC_STRIDED, NULL);
+  tc_tensor_t u = mo_rand(e, dt, 2, ys, lu, -2, 2, 40 + kind);
+  tc_tensor_t y = in_place ? u : tc_tensor(e, dt, 2, ys, l, NULL);
   double *uv = tc_values(&u);
   if (tc_expect_status(e, bp_glu(e->s, kind, &g.t, &u.t, &y.t), BP_OK, "glu kind %d", kind)) {
     double *gv = tc_values(&g), *got = tc_download(&y), want[7 * 33];
@@ -172,12 +197,15 @@ static void glu_one(tc_env_t *e, bp_dtype_t dt, bp_glu_kind_t kind, int rg, cons
 }
 
 static void c_glu(tc_env_t *e, bp_dtype_t dt) {
-  const int64_t full[2] = {7, 33}, row[2] = {1, 33};
+  const int64_t full[2] = {7, 33}, row[2] = {1, 33}, col[2] = {7, 1};
   for (int k = 0; k < BP_GLU_COUNT; k++) {
-    glu_one(e, dt, (bp_glu_kind_t)k, 2, full, (tc_layout_t)(k % 3), false);
-    glu_one(e, dt, (bp_glu_kind_t)k, 2, row, TC_CONTIG, false);
+    glu_one(e, dt, (bp_glu_kind_t)k, 2, col, TC_CONTIG, TC_CONTIG, false); /* one gate per row */
+    glu_one(e, dt, (bp_glu_kind_t)k, 2, full, TC_CONTIG, TC_CONTIG, false);
+    glu_one(e, dt, (bp_glu_kind_t)k, 2, full, (tc_layout_t)(1 + k % 2), (tc_layout_t)(2 - k % 2), false);
+    glu_one(e, dt, (bp_glu_kind_t)k, 2, row, TC_CONTIG, TC_CONTIG, false);
   }
-  glu_one(e, dt, BP_GLU_SWIGLU, 2, full, TC_CONTIG, true);
+  glu_one(e, dt, BP_GLU_SWIGLU, 2, full, TC_CONTIG, TC_CONTIG, true);
+  glu_one(e, dt, BP_GLU_GEGLU, 2, full, TC_STRIDED, TC_STRIDED, true);
 }
 
 /* ---- RoPE --------------------------------------------------------------- */
@@ -193,7 +221,8 @@ static void rope_one(tc_env_t *e, bp_dtype_t dt, bp_rope_mode_t mode, int32_t rd
     pos[i] = pos_kind == 0 ? 7 + i % 5 : (int64_t)pv[pos_kind == 1 ? i % 5 : i];
   }
   tc_tensor_t x = mo_rand(e, dt, 4, xs, lx, -2, 2, 50 + rd);
-  tc_tensor_t y = in_place ? x : tc_tensor(e, dt, 4, xs, TC_STRIDED, NULL);
+  /* a contiguous y takes the CPU's vector path, a strided one the reference */
+  tc_tensor_t y = in_place ? x : tc_tensor(e, dt, 4, xs, lx == TC_CONTIG ? TC_CONTIG : TC_STRIDED, NULL);
   tc_tensor_t p = {0};
   if (pos_kind) p = tc_tensor(e, pos_kind == 1 ? BP_I32 : BP_I64, pos_kind, pos_kind == 1 ? ps1 : ps2, TC_CONTIG, pv);
   double *xv = tc_values(&x);
