@@ -1,7 +1,7 @@
 // model.cu — the model ops of ABI 1.5: gather, arange, binary with a scalar
 // operand, gated linear units and rotary position embedding
 // (bp_model_args.h). Gather moves raw elements of any dtype; arange and
-// RoPE's angles are computed in double (an f32 angle of a late position is
+// RoPE's angles are formed in double (an f32 angle of a late position is
 // off by more than an f32 output may be); the rest compute in float ("_f")
 // or double ("_d") like elementwise.cu.
 #include "bp_cuda_common.cuh"
@@ -95,10 +95,24 @@ template <typename T> __device__ void glu(const bpk_glu_args_t &p) {
   }
 }
 
+// cos and sin of a RoPE angle formed in double: double ones for f64; for
+// the float kernels the angle is reduced modulo 2 pi in double first, so
+// that f32 sincosf (double transcendentals are slow on most GPUs) sees a
+// small argument and is as exact as an f32 output needs.
+template <typename T> __device__ __forceinline__ void rope_sincos(double a, T *c, T *s);
+template <> __device__ __forceinline__ void rope_sincos<double>(double a, double *c, double *s) {
+  sincos(a, s, c);
+}
+template <> __device__ __forceinline__ void rope_sincos<float>(double a, float *c, float *s) {
+  const double k = rint(a * 0.15915494309189535);
+  sincosf((float)((a - k * 6.283185307179586) - k * 2.4492935982947064e-16), s, c);
+}
+
 // One item per pair (read whole before it is written, so y may be x) or
 // per copied feature past rotary_dim.
 template <typename T> __device__ void rope(const bpk_rope_args_t &p) {
   const int64_t half = p.rotary_dim / 2, per_row = half + p.x.shape[3] - p.rotary_dim;
+  const double l2theta = log2(p.theta);
   BPK_FOR_EACH(i, p.n) {
     const int64_t j = i % per_row, r = i / per_row;
     const int64_t h = r % p.x.shape[2], s = (r / p.x.shape[2]) % p.x.shape[1];
@@ -113,13 +127,13 @@ template <typename T> __device__ void rope(const bpk_rope_args_t &p) {
     }
     const int64_t pos = p.pos ? model_index(p.pos, p.pos_dtype, b * p.pos_s0 + s * p.pos_s1)
                               : p.pos_offset + s;
-    const double ang = (double)pos * pow(p.theta, -(double)(2 * j) / (double)p.rotary_dim);
-    const double c = cos(ang), sn = sin(ang);
+    T c, sn;
+    rope_sincos<T>((double)pos * exp2(-(double)(2 * j) / (double)p.rotary_dim * l2theta), &c, &sn);
     const int64_t d1 = p.interleaved ? 2 * j : j, d2 = p.interleaved ? 2 * j + 1 : j + half;
-    const double x1 = (double)bpk_ld<T>(p.x.ptr, p.x.dtype, bx + d1 * sx);
-    const double x2 = (double)bpk_ld<T>(p.x.ptr, p.x.dtype, bx + d2 * sx);
-    bpk_st(p.y.ptr, p.y.dtype, by + d1 * sy, (T)(x1 * c - x2 * sn));
-    bpk_st(p.y.ptr, p.y.dtype, by + d2 * sy, (T)(x1 * sn + x2 * c));
+    const T x1 = bpk_ld<T>(p.x.ptr, p.x.dtype, bx + d1 * sx);
+    const T x2 = bpk_ld<T>(p.x.ptr, p.x.dtype, bx + d2 * sx);
+    bpk_st(p.y.ptr, p.y.dtype, by + d1 * sy, x1 * c - x2 * sn);
+    bpk_st(p.y.ptr, p.y.dtype, by + d2 * sy, x1 * sn + x2 * c);
   }
 }
 
