@@ -30,11 +30,15 @@ static bool amx_here(void) {
   return f->amx_bf16 && f->avx512bw && f->avx512vl && f->f16c && cpu_amx_request();
 }
 
-static uint16_t f2h(double v) { return cpu_f16_from_double(v); }
-static double h2d(uint16_t h) { return cpu_f16_to_float(h); }
+static uint16_t f2h(double v) {
+  return cpu_f16_from_double(v);
+}
+static double h2d(uint16_t h) {
+  return cpu_f16_to_float(h);
+}
 
-static bp_plugin_tensor_t t3(void *p, int64_t d0, int64_t d1, int64_t d2, int64_t s0,
-                             int64_t s1, int64_t s2) {
+static bp_plugin_tensor_t t3(void *p, int64_t d0, int64_t d1, int64_t d2, int64_t s0, int64_t s1,
+                             int64_t s2) {
   bp_plugin_tensor_t t;
   memset(&t, 0, sizeof t);
   t.ptr = (uint64_t)(uintptr_t)p;
@@ -46,7 +50,9 @@ static bp_plugin_tensor_t t3(void *p, int64_t d0, int64_t d1, int64_t d2, int64_
 }
 
 /* A random f16 with a full 11-bit mantissa (most of them), in (-2, 2). */
-static uint16_t rnd_h(void) { return f2h((rand() % 20001 - 10000) / 5003.0); }
+static uint16_t rnd_h(void) {
+  return f2h((rand() % 20001 - 10000) / 5003.0);
+}
 
 typedef struct shape {
   int64_t batch, m, n, k;
@@ -66,8 +72,8 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
   for (int64_t i = 0; i < nb * sa; i++) A[i] = rnd_h();
   for (int64_t i = 0; i < nb * sb; i++) B[i] = rnd_h();
   for (int64_t i = 0; i < nb * sc; i++) C[i] = s->beta == 0 ? 0x7e00 : rnd_h();
-  int64_t am = s->ta ? 1 : lda, ak = s->ta ? lda : 1, bk = s->tb ? 1 : ldb,
-          bn = s->tb ? ldb : 1, cm = s->tc ? 1 : ldc, cn = s->tc ? ldc : 1;
+  int64_t am = s->ta ? 1 : lda, ak = s->ta ? lda : 1, bk = s->tb ? 1 : ldb, bn = s->tb ? ldb : 1,
+          cm = s->tc ? 1 : ldc, cn = s->tc ? ldc : 1;
   /* the reference before C is overwritten */
   double *R = malloc(sizeof(double) * (size_t)(nb * m * n));
   double *T = malloc(sizeof(double) * (size_t)(nb * m * n));
@@ -86,8 +92,7 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
         /* f16 rounding of the result, f32 rounding of alpha * acc and of
          * beta * C, and f32 accumulation of k exact products */
         T[(b * m + i) * n + j] = ldexp(fabs(r), -10) + ldexp(fabs(s->beta * c0), -22) +
-                                 (double)(k + 4) * ldexp(mag * fabs(s->alpha), -23) +
-                                 ldexp(1, -24);
+                                 (double)(k + 4) * ldexp(mag * fabs(s->alpha), -23) + ldexp(1, -24);
       }
   bp_gemm_args_t g;
   memset(&g, 0, sizeof g);
@@ -111,8 +116,8 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
         if (!(fabs(got - r) <= T[(b * m + i) * n + j])) {
           printf("MISMATCH thr%u %ldx%ldx%ldx%ld ta%d tb%d tc%d a%g b%g at %ld,%ld,%ld: "
                  "%.8g vs %.8g\n",
-                 dev->threads, (long)nb, (long)m, (long)n, (long)k, s->ta, s->tb, s->tc,
-                 s->alpha, s->beta, (long)b, (long)i, (long)j, got, r);
+                 dev->threads, (long)nb, (long)m, (long)n, (long)k, s->ta, s->tb, s->tc, s->alpha,
+                 s->beta, (long)b, (long)i, (long)j, got, r);
           fails++;
           goto out;
         }
@@ -130,12 +135,12 @@ static void test_f16_amx_shapes(void **state) {
   /* ragged tiles (32), k chunks (8 source steps), several AMX k blocks
    * (64 source steps), B blocks (256 columns) and A blocks (256 rows) */
   static const shape_t shapes[] = {
-      {1, 1, 1, 1, 0, 0, 0, 1, 0},        {1, 5, 7, 3, 0, 0, 0, 1, 0},
-      {1, 33, 31, 17, 1, 0, 0, -1.5, 1},  {1, 32, 32, 8, 0, 1, 0, 1, 0.5},
-      {2, 31, 33, 9, 1, 1, 1, 1, 0},      {1, 64, 48, 16, 0, 0, 1, 0.5, 1},
-      {1, 70, 65, 100, 0, 1, 0, 1, 0},    {2, 97, 130, 257, 1, 0, 0, 1, -0.5},
-      {1, 300, 70, 40, 0, 0, 0, 1, 0},    {1, 40, 300, 50, 0, 1, 1, -1, 1},
-      {1, 130, 70, 1030, 0, 0, 0, 1, 0},  {1, 257, 289, 67, 1, 1, 0, 0.25, 0},
+      {1, 1, 1, 1, 0, 0, 0, 1, 0},       {1, 5, 7, 3, 0, 0, 0, 1, 0},
+      {1, 33, 31, 17, 1, 0, 0, -1.5, 1}, {1, 32, 32, 8, 0, 1, 0, 1, 0.5},
+      {2, 31, 33, 9, 1, 1, 1, 1, 0},     {1, 64, 48, 16, 0, 0, 1, 0.5, 1},
+      {1, 70, 65, 100, 0, 1, 0, 1, 0},   {2, 97, 130, 257, 1, 0, 0, 1, -0.5},
+      {1, 300, 70, 40, 0, 0, 0, 1, 0},   {1, 40, 300, 50, 0, 1, 1, -1, 1},
+      {1, 130, 70, 1030, 0, 0, 0, 1, 0}, {1, 257, 289, 67, 1, 1, 0, 0.25, 0},
   };
   srand(5);
   fails = checks = 0;

@@ -28,14 +28,16 @@ static double getv(const void *p, bool f64, int64_t i) {
 }
 
 static void setv(void *p, bool f64, int64_t i, double v) {
-  if (f64) ((double *)p)[i] = v;
-  else ((float *)p)[i] = (float)v;
+  if (f64)
+    ((double *)p)[i] = v;
+  else
+    ((float *)p)[i] = (float)v;
 }
 
 static int fails, checks;
 
-static void run_case(cpu_device_t *dev, bool f64, int64_t k, int64_t n, int64_t incx,
-                     int64_t incy, double alpha, double beta) {
+static void run_case(cpu_device_t *dev, bool f64, int64_t k, int64_t n, int64_t incx, int64_t incy,
+                     double alpha, double beta) {
   size_t es = f64 ? 8 : 4;
   int64_t ldb = n + 7;
   void *x = malloc(es * (size_t)(k * incx + 1)), *b = malloc(es * (size_t)(k * ldb + 1));
@@ -57,8 +59,8 @@ static void run_case(cpu_device_t *dev, bool f64, int64_t k, int64_t n, int64_t 
     double got = getv(y, f64, j * incy);
     if (!(fabs(got - want[j]) <= tol * (1 + fabs(want[j])) * sqrt((double)k + 1))) {
       printf("MISMATCH isa%d thr%u f64 %d k%ld n%ld incx%ld incy%ld beta %g at %ld: %.9g vs %.9g\n",
-             dev->isa, dev->threads, f64, (long)k, (long)n, (long)incx, (long)incy, beta,
-             (long)j, got, want[j]);
+             dev->isa, dev->threads, f64, (long)k, (long)n, (long)incx, (long)incy, beta, (long)j,
+             got, want[j]);
       fails++;
       break;
     }
@@ -74,8 +76,7 @@ static void test_gemv_axpy(void **state) {
   for (int isa = BP_ISA_SCALAR; isa <= BP_ISA_AVX512; isa++) {
     if (isa == BP_ISA_AVX512 && !(f->avx512f && f->avx512vl && f->fma)) continue;
     for (unsigned thr = 1; thr <= 2; thr++) {
-      cpu_device_t dev = {.isa = (bp_isa_level_t)isa, .threads = thr,
-                          .pool = cpu_pool_create(thr)};
+      cpu_device_t dev = {.isa = (bp_isa_level_t)isa, .threads = thr, .pool = cpu_pool_create(thr)};
       for (int d = 0; d < 2; d++) {
         run_case(&dev, d, 1, 1, 1, 1, 1, 0);
         run_case(&dev, d, 7, 33, 1, 1, -1.5, 0);

@@ -56,8 +56,8 @@ static inline __m512 load16(const uint16_t *s, int64_t stride, int cnt) {
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)t));
 }
 
-void cpu_fast_amx_f16_pack_a(const uint16_t *a, int64_t sam, int64_t sak, int64_t rows,
-                             int64_t k, int64_t kp, uint16_t *dst) {
+void cpu_fast_amx_f16_pack_a(const uint16_t *a, int64_t sam, int64_t sak, int64_t rows, int64_t k,
+                             int64_t kp, uint16_t *dst) {
   /* step q's two words, pairs (Ah, Al) and again (Ah, Al), or (Ah, 0) and
    * (0, 0) when A is not finite: lanes q of w1 and w2 side by side */
   const __m512i lo8 = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
@@ -82,8 +82,8 @@ void cpu_fast_amx_f16_pack_a(const uint16_t *a, int64_t sam, int64_t sak, int64_
   }
 }
 
-void cpu_fast_amx_f16_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn, int64_t cols,
-                             int64_t k, int64_t kp, uint16_t *dst) {
+void cpu_fast_amx_f16_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn, int64_t cols, int64_t k,
+                             int64_t kp, uint16_t *dst) {
   int64_t chunks = kp / 32;
   for (int64_t c = 0; c < chunks; c++, dst += 1024)
     for (int64_t q = 0; q < SPLIT_STEPS; q++) {
@@ -105,9 +105,8 @@ void cpu_fast_amx_f16_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn, int64_
     }
 }
 
-void cpu_fast_amx_f16_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm,
-                            int64_t scn, int64_t rows, int64_t cols, float alpha,
-                            float beta) {
+void cpu_fast_amx_f16_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
+                            int64_t rows, int64_t cols, float alpha, float beta) {
   if (scn != 1) {
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < cols; j++) {
@@ -124,9 +123,8 @@ void cpu_fast_amx_f16_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm
       __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
       uint16_t *cij = c + i * scm + j;
       __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * ld + j));
-      if (beta != 0)
-        v = _mm512_fmadd_ps(vb, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, cij)), v);
-      _mm256_mask_storeu_epi16(
-          cij, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      if (beta != 0) v = _mm512_fmadd_ps(vb, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, cij)), v);
+      _mm256_mask_storeu_epi16(cij, m,
+                               _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
 }
