@@ -119,6 +119,16 @@ static void test_bench_quick(void **state) {
   assert_int_equal(rc, 0);
   assert_non_null(strstr(out, "gemm"));
   assert_non_null(strstr(out, "softmax"));
+  /* the %gemm column's yardsticks, measured on the device (bench_share.c) */
+  const char *share = strstr(out, "% of GEMM: against this device's f32 GEMM 512^3, ");
+  double gemm_gflops = 0, copy_gbs = 0;
+  assert_non_null(share);
+  assert_int_equal(sscanf(share, "%% of GEMM: against this device's f32 GEMM 512^3, %lf GFLOP/s; "
+                                 "matrix-vector products (%%bw) against its copy bandwidth, %lf",
+                          &gemm_gflops, &copy_gbs),
+                   2);
+  assert_true(gemm_gflops > 0 && copy_gbs > 0);
+  assert_non_null(strstr(out, "%gemm"));
   free(out);
 }
 

@@ -94,12 +94,12 @@ static void gemm_case(bp_dtype_t dt, bp_transpose_t ta, bp_transpose_t tb, int64
   pair_t a = mk_rand(11, dt, 1, na, TC_CONTIG), b = mk_rand(12, dt, 1, nb, TC_CONTIG);
   pair_t c = mk_rand(13, dt, 1, nc, TC_CONTIG);
   BOTH(bp_gemm_strided_batched(E->s, dt, BP_ROW_MAJOR, ta, tb, m, n, k, 0.75, a.t[I].buf,
-                               a.t[I].t.offset, lda, sa, b.t[I].buf, b.t[I].t.offset, ldb, sb,
-                               beta, c.t[I].buf, c.t[I].t.offset, ldc, sc, batch));
+                               a.t[I].t.offset, lda, sa, b.t[I].buf, b.t[I].t.offset, ldb, sb, beta,
+                               c.t[I].buf, c.t[I].t.offset, ldc, sc, batch));
   char what[96];
   snprintf(what, sizeof what, "gemm %s %c%c m %lld n %lld k %lld batch %lld beta %g",
-           bp_dtype_name(dt), ta == BP_TRANS ? 'T' : 'N', tb == BP_TRANS ? 'T' : 'N',
-           (long long)m, (long long)n, (long long)k, (long long)batch, beta);
+           bp_dtype_name(dt), ta == BP_TRANS ? 'T' : 'N', tb == BP_TRANS ? 'T' : 'N', (long long)m,
+           (long long)n, (long long)k, (long long)batch, beta);
   check(&c, dt, (double)k, what);
   pfree(&a);
   pfree(&b);
@@ -152,12 +152,12 @@ static void test_attention_gemm(void **state) {
   bp_dtype_t dts[3];
   int ndt = float_dtypes(BP_OP_ATTENTION, dts);
   for (int i = 0; i < ndt; i++) {
-    attention_case(dts[i], 2, 4, 2, 77, 77, 40, 24, true, TC_CONTIG);     /* GQA */
-    attention_case(dts[i], 1, 4, 1, 100, 70, 64, 64, true, TC_STRIDED);   /* MQA, Sq > Skv */
-    attention_case(dts[i], 1, 2, 2, 33, 200, 17, 9, true, TC_CONTIG);     /* Sq < Skv */
-    attention_case(dts[i], 2, 3, 3, 65, 130, 40, 72, false, TC_STRIDED);  /* Dv > D */
-    attention_case(dts[i], 1, 2, 1, 130, 64, 8, 8, true, TC_CONTIG);      /* rows with no key */
-    attention_case(dts[i], 1, 2, 2, 129, 129, 64, 64, true, TC_CONTIG);   /* tile edges */
+    attention_case(dts[i], 2, 4, 2, 77, 77, 40, 24, true, TC_CONTIG);    /* GQA */
+    attention_case(dts[i], 1, 4, 1, 100, 70, 64, 64, true, TC_STRIDED);  /* MQA, Sq > Skv */
+    attention_case(dts[i], 1, 2, 2, 33, 200, 17, 9, true, TC_CONTIG);    /* Sq < Skv */
+    attention_case(dts[i], 2, 3, 3, 65, 130, 40, 72, false, TC_STRIDED); /* Dv > D */
+    attention_case(dts[i], 1, 2, 1, 130, 64, 8, 8, true, TC_CONTIG);     /* rows with no key */
+    attention_case(dts[i], 1, 2, 2, 129, 129, 64, 64, true, TC_CONTIG);  /* tile edges */
   }
   TC_END();
 }
@@ -176,9 +176,8 @@ static void conv_case(bp_dtype_t dt, int64_t n, int64_t c, int64_t h, int64_t w,
   BOTH(bp_conv2d(E->s, &p, &x.t[I].t, &wt.t[I].t, bias ? &bb.t[I].t : NULL, &y.t[I].t));
   char what[112];
   snprintf(what, sizeof what, "conv2d %s N%lld C%lld %lldx%lld K%lld %lldx%lld s%d p%d d%d g%d%s",
-           bp_dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w,
-           (long long)k, (long long)r, (long long)s, stride, pad, dil, groups,
-           bias ? " bias" : "");
+           bp_dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w, (long long)k,
+           (long long)r, (long long)s, stride, pad, dil, groups, bias ? " bias" : "");
   check(&y, dt, (double)(c / groups * r * s), what);
   pfree(&x);
   pfree(&wt);

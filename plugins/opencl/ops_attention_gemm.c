@@ -21,8 +21,8 @@
 typedef struct att_geom {
   int64_t bh, hq, grp, sq, sqp, skv, d, dv;
   int64_t mp, kpd, npq, mpk, kps, npv; /* P: kps x mp; Q: kpd x npq; K: kpd x mpk; V: kps x npv */
-  int64_t per_head;               /* scratch elements per head */
-  size_t cs;                      /* compute type size */
+  int64_t per_head;                    /* scratch elements per head */
+  size_t cs;                           /* compute type size */
 } att_geom_t;
 
 static int64_t round_up64(int64_t x, int64_t m) {
@@ -41,11 +41,13 @@ static void scratch_offsets(const att_geom_t *g, int64_t nb, int64_t off[SQ_N + 
   for (int i = 0; i < SQ_N; i++) off[i + 1] = off[i] + round_up64(nb * size[i], align);
 }
 
-static cl_mem sub(cl_command_queue q, cl_mem m, const att_geom_t *g, const int64_t *off, int part, bp_status_t *st) {
+static cl_mem sub(cl_command_queue q, cl_mem m, const att_geom_t *g, const int64_t *off, int part,
+                  bp_status_t *st) {
   if (*st != BP_OK) return NULL;
   cl_buffer_region r = {(size_t)off[part] * g->cs, (size_t)(off[part + 1] - off[part]) * g->cs};
   cl_int err = CL_SUCCESS;
-  cl_mem s = ocl_api.clCreateSubBuffer(m, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+  cl_mem s =
+      ocl_api.clCreateSubBuffer(m, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
   if (!s) *st = ocl_fail(err, "clCreateSubBuffer (attention scratch)");
   if (s) ocl_graph_keep(q, s); /* a recorded graph reuses it later */
   return s;
@@ -97,7 +99,8 @@ static bool att_geom(const bp_attention_args_t *args, const ocl_gemm_cfg_t *cfg,
   g->hq = q->shape[1];
   g->bh = q->shape[0] * g->hq;
   g->grp = g->hq / k->shape[1];
-  g->sq = q->shape[2], g->sqp = round_up64(g->sq, 16), g->skv = k->shape[2], g->d = q->shape[3], g->dv = v->shape[3];
+  g->sq = q->shape[2], g->sqp = round_up64(g->sq, 16), g->skv = k->shape[2], g->d = q->shape[3],
+  g->dv = v->shape[3];
   int64_t ks = ocl_gemm_kstep(cfg);
   g->mp = round_up64(g->sq, cfg->tile_m);
   g->kpd = round_up64(g->d, ks);
@@ -120,11 +123,11 @@ static bp_status_t chunk(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   const bp_plugin_tensor_t *Q = &args->q, *K = &args->k, *V = &args->v, *O = &args->out;
   int causal = args->causal != 0;
   int64_t tm = cfg->tile_m, tn = cfg->tile_n;
-  bp_status_t st = pack(d, q, opts, Q, 2, 3, 1, g, bh0, nb, g->d, g->sq, part[SQ_Q], g->kpd,
-                        g->npq, tn);
+  bp_status_t st =
+      pack(d, q, opts, Q, 2, 3, 1, g, bh0, nb, g->d, g->sq, part[SQ_Q], g->kpd, g->npq, tn);
   if (st == BP_OK)
-    st = pack(d, q, opts, K, 2, 3, g->grp, g, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd, g->mpk,
-              tm);
+    st =
+        pack(d, q, opts, K, 2, 3, g->grp, g, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd, g->mpk, tm);
   if (st == BP_OK)
     st = pack(d, q, opts, V, 3, 2, g->grp, g, bh0, nb, g->skv, g->dv, part[SQ_V], g->kps, g->npv,
               tn);
@@ -132,18 +135,48 @@ static bp_status_t chunk(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   bp_plugin_tensor_t s = {.ptr = (uint64_t)(uintptr_t)part[SQ_S], .dtype = sdt};
   double scale = args->scale != 0 ? args->scale : 1.0 / sqrt((double)g->d);
   /* St = scale K Qt: rows j (keys), columns i (queries) */
-  ocl_tiled_run_t r1 = {.pa = part[SQ_K], .pb = part[SQ_Q], .mp = g->mpk, .np = g->npq,
-                        .kp = g->kpd, .sab = g->kpd * g->mpk, .sbb = g->kpd * g->npq, .m = g->skv,
-                        .n = g->sq, .batch = nb, .c = &s, .csb = g->sqp * g->skv, .csm = g->sqp,
-                        .csn = 1, .nb1 = 1, .tri = causal ? 3 : 0, .tri_off = g->skv - g->sq,
-                        .alpha = scale, .beta = 0};
+  ocl_tiled_run_t r1 = {.pa = part[SQ_K],
+                        .pb = part[SQ_Q],
+                        .mp = g->mpk,
+                        .np = g->npq,
+                        .kp = g->kpd,
+                        .sab = g->kpd * g->mpk,
+                        .sbb = g->kpd * g->npq,
+                        .m = g->skv,
+                        .n = g->sq,
+                        .batch = nb,
+                        .c = &s,
+                        .csb = g->sqp * g->skv,
+                        .csm = g->sqp,
+                        .csn = 1,
+                        .nb1 = 1,
+                        .tri = causal ? 3 : 0,
+                        .tri_off = g->skv - g->sq,
+                        .alpha = scale,
+                        .beta = 0};
   if (st == BP_OK) st = ocl_gemm_run(d, q, cfg, &r1);
   if (st == BP_OK) st = softmax_rows(d, q, opts, g, nb, causal, part[SQ_S], part[SQ_P], tm);
-  ocl_tiled_run_t r2 = {.pa = part[SQ_P], .pb = part[SQ_V], .mp = g->mp, .np = g->npv,
-                        .kp = g->kps, .sab = g->kps * g->mp, .sbb = g->kps * g->npv, .m = g->sq,
-                        .n = g->dv, .batch = nb, .c = O, .csb = O->strides[0], .csm = O->strides[2],
-                        .csn = O->strides[3], .nb1 = g->hq, .csb1 = O->strides[1], .boff = bh0,
-                        .tri = causal ? 2 : 0, .tri_off = g->skv - g->sq, .alpha = 1, .beta = 0};
+  ocl_tiled_run_t r2 = {.pa = part[SQ_P],
+                        .pb = part[SQ_V],
+                        .mp = g->mp,
+                        .np = g->npv,
+                        .kp = g->kps,
+                        .sab = g->kps * g->mp,
+                        .sbb = g->kps * g->npv,
+                        .m = g->sq,
+                        .n = g->dv,
+                        .batch = nb,
+                        .c = O,
+                        .csb = O->strides[0],
+                        .csm = O->strides[2],
+                        .csn = O->strides[3],
+                        .nb1 = g->hq,
+                        .csb1 = O->strides[1],
+                        .boff = bh0,
+                        .tri = causal ? 2 : 0,
+                        .tri_off = g->skv - g->sq,
+                        .alpha = 1,
+                        .beta = 0};
   if (st == BP_OK) st = ocl_gemm_run(d, q, cfg, &r2);
   return st;
 }

@@ -99,8 +99,8 @@ bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_tiled", &a.k);
   if (st != BP_OK) return st;
-  cl_long v[18] = {r->mp,  r->np,  r->kp,  r->sab,  r->sbb,  r->m,    r->n,   r->csb,     r->csm,
-                   r->csn, r->nb1, r->csb1, r->boff, r->tri, r->tri_off, 0, 0, 0};
+  cl_long v[18] = {r->mp,  r->np,  r->kp,   r->sab,  r->sbb, r->m,       r->n, r->csb, r->csm,
+                   r->csn, r->nb1, r->csb1, r->boff, r->tri, r->tri_off, 0,    0,      0};
   cl_int tri = r->tri;
   OCL_ARG(&a, r->pa);
   OCL_ARG(&a, r->pb);
@@ -140,11 +140,23 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q, const ocl_gemm_c
     st = gemm_pack(d, q, opts, B, bb, k, n, B->strides[0], B->strides[1], B->strides[2], pb, kp, np,
                    cfg->tile_n);
   if (st != BP_OK) goto out;
-  ocl_tiled_run_t r = {.pa = pa, .pb = pb, .mp = mp, .np = np, .kp = kp,
-                       .sab = ba == 1 ? 0 : kp * mp, .sbb = bb == 1 ? 0 : kp * np,
-                       .m = m, .n = n, .batch = batch, .c = C, .csb = C->strides[0],
-                       .csm = C->strides[1], .csn = C->strides[2], .nb1 = 1,
-                       .alpha = g->alpha, .beta = g->beta};
+  ocl_tiled_run_t r = {.pa = pa,
+                       .pb = pb,
+                       .mp = mp,
+                       .np = np,
+                       .kp = kp,
+                       .sab = ba == 1 ? 0 : kp * mp,
+                       .sbb = bb == 1 ? 0 : kp * np,
+                       .m = m,
+                       .n = n,
+                       .batch = batch,
+                       .c = C,
+                       .csb = C->strides[0],
+                       .csm = C->strides[1],
+                       .csn = C->strides[2],
+                       .nb1 = 1,
+                       .alpha = g->alpha,
+                       .beta = g->beta};
   st = ocl_gemm_run(d, q, cfg, &r);
 out:
   /* OpenCL keeps the scratch alive until the queued kernels finish. */
@@ -180,8 +192,14 @@ static bp_status_t gemm_skinny(ocl_device_t *d, cl_command_queue q, const bp_gem
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, kernel, &a.k);
   if (st != BP_OK) return st;
-  cl_long s[8] = {A->strides[0], A->strides[1], A->strides[2], B->strides[0],
-                  B->strides[1], B->strides[2], 0,             0};
+  cl_long s[8] = {A->strides[0],
+                  A->strides[1],
+                  A->strides[2],
+                  B->strides[0],
+                  B->strides[1],
+                  B->strides[2],
+                  0,
+                  0};
   ocl_arg_buf(&a, A->ptr, A->offset);
   ocl_arg_buf(&a, B->ptr, B->offset);
   ocl_arg_buf(&a, C->ptr, C->offset);
@@ -194,8 +212,8 @@ static bp_status_t gemm_skinny(ocl_device_t *d, cl_command_queue q, const bp_gem
   ocl_arg_scalar(&a, C->dtype, g->beta);
   /* _n: an item per SK_NV blocks of 16 columns (gemm.cl); _k: per column */
   int nv = mb <= 2 ? 4 : mb <= 4 ? 2 : 1;
-  size_t items = kernel[12] == 'n' ? (size_t)((n + SKINNY_VEC * nv - 1) / (SKINNY_VEC * nv))
-                                   : (size_t)n;
+  size_t items =
+      kernel[12] == 'n' ? (size_t)((n + SKINNY_VEC * nv - 1) / (SKINNY_VEC * nv)) : (size_t)n;
   /* small groups: more of them to share between the driver's threads */
   size_t lws[2] = {4, 1};
   size_t gws[2] = {ocl_round_up(items, 4), (size_t)C->shape[0]};

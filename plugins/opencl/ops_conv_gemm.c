@@ -33,8 +33,8 @@ static bp_status_t pack_filters(ocl_device_t *d, cl_command_queue q, const char 
   if (st != BP_OK) return st;
   cl_int r = (cl_int)w->shape[2], s = (cl_int)w->shape[3];
   cl_long v[5] = {g->kpg, g->red, g->kp, g->mp, pwid};
-  ocl_arg_buf(&a, w->ptr, w->offset + (uint64_t)(group * g->kpg * w->strides[0]) *
-                                          ocl_dtype_size(w->dtype));
+  ocl_arg_buf(&a, w->ptr,
+              w->offset + (uint64_t)(group * g->kpg * w->strides[0]) * ocl_dtype_size(w->dtype));
   ocl_arg_strides4(&a, w);
   OCL_ARG(&a, r);
   OCL_ARG(&a, s);
@@ -54,9 +54,10 @@ static bp_status_t im2col(ocl_device_t *d, cl_command_queue q, const char *opts,
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_CONV, opts, "conv_im2col", &a.k);
   if (st != BP_OK) return st;
   int64_t off = n0 * x->strides[0] + group * g->cg * x->strides[1];
-  cl_int iv[12] = {(cl_int)x->shape[2], (cl_int)x->shape[3], (cl_int)args->w.shape[2],
-                   (cl_int)args->w.shape[3], (cl_int)g->q_out, args->stride_h, args->stride_w,
-                   args->pad_h, args->pad_w, args->dilation_h, args->dilation_w, 0};
+  cl_int iv[12] = {(cl_int)x->shape[2],      (cl_int)x->shape[3], (cl_int)args->w.shape[2],
+                   (cl_int)args->w.shape[3], (cl_int)g->q_out,    args->stride_h,
+                   args->stride_w,           args->pad_h,         args->pad_w,
+                   args->dilation_h,         args->dilation_w,    0};
   cl_long lv[5] = {g->npix, g->red, g->kp, g->np, pwid};
   ocl_arg_buf(&a, x->ptr, x->offset + (uint64_t)off * ocl_dtype_size(x->dtype));
   ocl_arg_strides4(&a, x);
@@ -96,11 +97,24 @@ static bp_status_t group_gemm(ocl_device_t *d, cl_command_queue q, const ocl_gem
                               const bp_conv2d_args_t *args, const conv_geom_t *g, int64_t group,
                               int64_t n0, int64_t nb, cl_mem pa, cl_mem pb) {
   const bp_plugin_tensor_t *y = &args->y;
-  ocl_tiled_run_t r = {.pa = pa, .pb = pb, .mp = g->mp, .np = g->np, .kp = g->kp, .sab = 0,
-                       .sbb = g->kp * g->np, .m = g->kpg, .n = g->npix, .batch = nb, .c = y,
+  ocl_tiled_run_t r = {.pa = pa,
+                       .pb = pb,
+                       .mp = g->mp,
+                       .np = g->np,
+                       .kp = g->kp,
+                       .sab = 0,
+                       .sbb = g->kp * g->np,
+                       .m = g->kpg,
+                       .n = g->npix,
+                       .batch = nb,
+                       .c = y,
                        .c_off = n0 * y->strides[0] + group * g->kpg * y->strides[1],
-                       .csb = y->strides[0], .csm = y->strides[1], .csn = y->strides[3],
-                       .nb1 = 1, .alpha = 1.0, .beta = args->bias.rank > 0 ? 1.0 : 0.0};
+                       .csb = y->strides[0],
+                       .csm = y->strides[1],
+                       .csn = y->strides[3],
+                       .nb1 = 1,
+                       .alpha = 1.0,
+                       .beta = args->bias.rank > 0 ? 1.0 : 0.0};
   return ocl_gemm_run(d, q, cfg, &r);
 }
 

@@ -72,8 +72,7 @@ bp_status_t vkb_gemm_skinny(vkb_stream_t *s, const bp_gemm_args_t *g) {
   }
   /* Whole texels of four columns: contiguous rows starting 16-byte aligned. */
   uint32_t vec = B->strides[2] == 1 && n % 4 == 0 && p.shift % 4 == 0 && B->strides[1] % 4 == 0 &&
-                 (batch == 1 || B->strides[0] % 4 == 0) &&
-                 vec4_view(s, B, &views[2]) == BP_OK;
+                 (batch == 1 || B->strides[0] % 4 == 0) && vec4_view(s, B, &views[2]) == BP_OK;
   st = vkb_texel_scratch(s->d, abytes, &sc[0], &views[0]);
   /* A k-major: "x" runs over k, "p" over the rows, one panel kpad wide */
   if (st == BP_OK)

@@ -23,8 +23,8 @@ static double gemm_gflops(bp_device_t *dev, int64_t n, const bench_timing_t *t) 
   bpt_instance_t inst;
   if (bpt_instance_create(&c, dev, 7u, &inst) != BP_OK) return -1;
   double ms = -1;
-  bp_status_t st = bpt_instance_time(&inst, t->warmup, t->min_reps, t->max_reps, t->min_seconds,
-                                     &ms);
+  bp_status_t st =
+      bpt_instance_time(&inst, t->warmup, t->min_reps, t->max_reps, t->min_seconds, &ms);
   bpt_instance_destroy(&inst);
   return st == BP_OK && ms > 0 ? bpt_case_flops(&c) / (ms * 1e6) : -1;
 }
@@ -37,8 +37,7 @@ static double copy_gbs(bp_device_t *dev, uint64_t bytes) {
       bp_buffer_copy(b, 0, a, 0, bytes) == BP_OK) { /* the warm-up touches every page */
     for (int rep = 0; rep < 5; rep++) {
       double t0 = bpt_now();
-      if (bp_buffer_copy(b, 0, a, 0, bytes) != BP_OK || bp_device_synchronize(dev) != BP_OK)
-        break;
+      if (bp_buffer_copy(b, 0, a, 0, bytes) != BP_OK || bp_device_synchronize(dev) != BP_OK) break;
       double s = bpt_now() - t0;
       if (s > 0 && (best < 0 || 2.0 * bytes / (s * 1e9) > best)) best = 2.0 * bytes / (s * 1e9);
     }
@@ -68,8 +67,8 @@ void bench_share_apply(const bench_share_t *s, bench_result_t *r) {
   const bpt_case_t *c = &r->c;
   if (is_matvec(c)) {
     double es = (double)bp_dtype_size(c->dtype);
-    double bytes = ((double)c->m * c->k + (double)c->k * c->n + (double)c->m * c->n) * es *
-                   (double)c->batch;
+    double bytes =
+        ((double)c->m * c->k + (double)c->k * c->n + (double)c->m * c->n) * es * (double)c->batch;
     r->share_bw = true;
     if (s->copy_gbs > 0) r->pct_gemm = 100 * bytes / (r->ms * 1e6) / s->copy_gbs;
   } else if (r->gflops > 0 && s->gemm_gflops > 0) {
