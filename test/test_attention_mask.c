@@ -9,7 +9,8 @@
  * with causal and GQA, on every float dtype the device claims. Fully
  * masked rows must be exactly zero. A device that does not claim a mask's
  * feature must refuse it naming the mask (BP_ERR_UNSUPPORTED; these suites
- * open devices without fallback). A group of cpu and cpu-ref splits the
+ * open devices without fallback); with fallback on, such a device runs it
+ * on one that claims it (PoCL, lavapipe). A group of cpu and cpu-ref splits the
  * masked call over heads and batch; a captured graph replays the masks with
  * the key lengths rebound. Bad options are rejected.
  */
@@ -224,6 +225,50 @@ static void test_masks_every_device(void **state) {
   TC_END();
 }
 
+/* On a device that does not claim the masks (PoCL, lavapipe), automatic
+ * fallback runs a masked call on a device that does, with the same result,
+ * and records the reason BP_FALLBACK_FEATURE. */
+static void test_masks_fall_back(void **state) {
+  (void)state;
+  TC_BEGIN();
+  bp_context_t *ctx;
+  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
+  uint32_t count = 0, tried = 0;
+  assert_int_equal(bp_context_device_count(ctx, &count), BP_OK);
+  tc_rng_t rng;
+  tc_rng_seed(&rng, 2807);
+  for (uint32_t rank = 0; rank < count; rank++) {
+    bp_device_entry_t entry;
+    assert_int_equal(bp_context_device_entry(ctx, rank, &entry), BP_OK);
+    if (entry.info.op_features[BP_OP_ATTENTION] & F_WIN) continue;
+    char sel[16];
+    snprintf(sel, sizeof sel, "%u", rank);
+    tc_env_t e = {.ctx = ctx};
+    assert_int_equal(bp_device_open(ctx, sel, NULL, &e.dev), BP_OK); /* fallback on */
+    assert_int_equal(bp_stream_create(e.dev, &e.s), BP_OK);
+    snprintf(e.name, sizeof e.name, "%s with fallback", entry.info.name);
+    if (tc_supports(&e, BP_OP_ATTENTION, BP_F32)) {
+      const mask_case_t c = {2, 3, 1, 6, 11, 5, false, 3, true, 1, 0, F_LENS | F_WIN | F_BIAS};
+      mask_one(&e, c.feature, BP_F32, &c, &rng);
+      bp_fallback_stat_t st[8] = {{.struct_size = sizeof st[0]}};
+      uint32_t n = 0;
+      assert_int_equal(bp_device_fallback_stats(e.dev, st, 8, &n), BP_OK);
+      bool seen = false;
+      for (uint32_t i = 0; i < n && i < 8; i++)
+        seen |= st[i].op == BP_OP_ATTENTION && st[i].reason == BP_FALLBACK_FEATURE;
+      tc_expect_status(&e, seen ? BP_OK : BP_ERR_INTERNAL, BP_OK,
+                       "a fallback for the feature is recorded");
+      tried++;
+    }
+    bp_stream_destroy(e.s);
+    bp_device_close(e.dev);
+  }
+  printf("%u device(s) without the masks fell back\n", tried);
+  if (!tried) tc_checks++; /* every device here claims them: nothing to fall back from */
+  bp_context_destroy(ctx);
+  TC_END();
+}
+
 /* The cpu devices claim every mask (the reference runs them). */
 static void test_masks_claimed_on_cpu(void **state) {
   tc_suite_t *su = *state;
@@ -379,8 +424,8 @@ static void test_mask_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_masks_every_device), cmocka_unit_test(test_masks_claimed_on_cpu),
-      cmocka_unit_test(test_masks_group),        cmocka_unit_test(test_masks_graph),
-      cmocka_unit_test(test_mask_errors),
+      cmocka_unit_test(test_masks_fall_back),    cmocka_unit_test(test_masks_group),
+      cmocka_unit_test(test_masks_graph),        cmocka_unit_test(test_mask_errors),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);
 }
