@@ -234,12 +234,31 @@ static inline V vgelu(V x) {
 }
 
 /* Tanh-approximate GELU, x (1 + tanh u) / 2 with u = sqrt(2 / pi) (x +
- * 0.044715 x^3), written as x sigmoid(2u) (the same function): the
- * negative side then keeps its relative precision instead of cancelling
- * in 1 + tanh u. */
+ * 0.044715 x^3), written as x sigmoid(2u) (the same function), so the
+ * negative side keeps its relative precision instead of cancelling in
+ * 1 + tanh u. There sigmoid(2u) is about e^{2u}, whose relative error is
+ * 2u's absolute one: 2u is carried as hi + lo (error-free products through
+ * FMA, the constants split in two floats), sigmoid runs on hi, and lo
+ * corrects it to first order (sigmoid' = s (1 - s)). */
+#define GELU_TANH_C 1.5957691216057308 /* 2 sqrt(2 / pi) */
+#define GELU_TANH_K 0.044715
 static inline V vgelu_tanh(V x) {
-  V x2 = vmul(x, x);
-  V u2 = vmul(vmul(x, vset1(1.5957691216057308f)),
-              vfma(x2, vset1(0.044715f), vset1(1.0f)));
-  return vmul(x, vsigmoid(u2));
+  const V chi = vset1((float)GELU_TANH_C), clo = vset1((float)(GELU_TANH_C - (double)(float)GELU_TANH_C));
+  const V khi = vset1((float)GELU_TANH_K), klo = vset1((float)(GELU_TANH_K - (double)(float)GELU_TANH_K));
+  V x2 = vmul(x, x), x2lo = vfma(x, x, vsub(vset1(0.0f), x2));
+  V t = vmul(khi, x2), tlo = vfma(khi, x2, vsub(vset1(0.0f), t));
+  V in = vadd(vset1(1.0f), t), bb = vsub(in, vset1(1.0f)); /* 1 + t, TwoSum */
+  V inlo = vadd(vsub(vset1(1.0f), vsub(in, bb)), vsub(t, bb));
+  inlo = vadd(inlo, vfma(klo, x2, vfma(khi, x2lo, tlo)));
+  V p = vmul(x, chi), plo = vfma(x, clo, vfma(x, chi, vsub(vset1(0.0f), p)));
+  V hi = vmul(p, in);
+  V lo = vfma(p, inlo, vfma(plo, in, vfma(p, in, vsub(vset1(0.0f), hi))));
+  lo = vsel(VCMP(lo, lo, _CMP_UNORD_Q), lo, vset1(0.0f)); /* inf - inf at |x| = inf */
+  V sg = vsigmoid(hi);
+  V r = vmul(x, vfma(vmul(sg, vsub(vset1(1.0f), sg)), lo, sg));
+  /* below 2u = -80 the result heads into the denormals: there it is
+   * x (1 + lo) e^{hi/2} e^{hi/2}, so only the last product rounds there */
+  V h = vexp(vmul(hi, vset1(0.5f)));
+  V tail = vmul(vmul(vfma(x, lo, x), h), h);
+  return vsel(VCMP(hi, vset1(-80.0f), _CMP_LT_OQ), r, tail);
 }
