@@ -256,6 +256,8 @@ static float ref_unary(int op, float x) {
   case BP_UNARY_SIGMOID: return 1 / (1 + expf(-x));
   case BP_UNARY_TANH: return tanhf(x);
   case BP_UNARY_SIN: return sinf(x);
+  case BP_UNARY_GELU_TANH:
+    return 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
   default: return cosf(x);
   }
 }
