@@ -454,6 +454,17 @@ BP_API bp_status_t bp_matmul_ex(bp_stream_t *stream, double alpha,
                                 double beta, const bp_tensor_t *c,
                                 const bp_gemm_epilogue_t *epilogue);
 
+/* bp_gemm with an epilogue (see bp_gemm_epilogue_t; NULL: none); bias is a
+ * tensor broadcasting to C's [m, n]. */
+BP_API bp_status_t bp_gemm_ex(bp_stream_t *stream, bp_dtype_t dtype,
+                              bp_layout_t layout, bp_transpose_t trans_a,
+                              bp_transpose_t trans_b, int64_t m, int64_t n,
+                              int64_t k, double alpha, bp_buffer_t *a,
+                              uint64_t a_offset, int64_t lda, bp_buffer_t *b,
+                              uint64_t b_offset, int64_t ldb, double beta,
+                              bp_buffer_t *c, uint64_t c_offset, int64_t ldc,
+                              const bp_gemm_epilogue_t *epilogue);
+
 /* y = alpha * op(A) · x + beta * y with CBLAS semantics (incx, incy > 0). */
 BP_API bp_status_t bp_gemv(bp_stream_t *stream, bp_dtype_t dtype,
                            bp_layout_t layout, bp_transpose_t trans,
