@@ -3,7 +3,8 @@
  * (fast/vec.h rope_row). Work is split by token (b, s): each token's
  * cosines and sines are computed once, in double as the reference does,
  * rounded to f32 and shared by all its heads; each head's row is widened
- * to f32 when f16 / bf16, rotated, and narrowed. Covered: f32, f16, bf16
+ * to f32 when f16 / bf16, rotated, and narrowed. The inverse frequencies
+ * are computed once per call. Covered: f32, f16, bf16
  * with unit feature stride and head_dim up to ROPE_MAX_DIM; the rest runs
  * the reference.
  */
@@ -20,15 +21,17 @@
 typedef struct rope_job {
   const cpu_fast_vec_kernels_t *vk;
   const bp_rope_args_t *a;
+  double freq[ROPE_MAX_DIM / 2]; /* theta_base^(-2i / rotary_dim), once per call */
 } rope_job_t;
 
 /* Token (b, s)'s tables in rope_row's form. */
-static void rope_tables(const bp_rope_args_t *a, int64_t b, int64_t s, float *c,
+static void rope_tables(const rope_job_t *j, int64_t b, int64_t s, float *c,
                         float *sn) {
+  const bp_rope_args_t *a = j->a;
   double pos = (double)cpu_rope_position(a, b, s);
   int64_t half = a->rotary_dim / 2;
   for (int64_t i = 0; i < half; i++) {
-    double ang = pos * pow(a->theta_base, -2.0 * (double)i / a->rotary_dim);
+    double ang = pos * j->freq[i];
     float cv = (float)cos(ang), sv = (float)sin(ang);
     if (a->mode == BP_ROPE_HALF) {
       c[i] = cv;
@@ -69,7 +72,7 @@ static void rope_tokens(void *ctx, int64_t t0, int64_t t1) {
   char *py = cpu_tensor_base(&a->y);
   for (int64_t t = t0; t < t1; t++) {
     int64_t b = t / S, s = t % S;
-    rope_tables(a, b, s, c, sn);
+    rope_tables(j, b, s, c, sn);
     for (int64_t h = 0; h < H; h++) {
       int64_t xo = b * a->x.strides[0] + s * a->x.strides[1] + h * a->x.strides[2];
       int64_t yo = b * a->y.strides[0] + s * a->y.strides[1] + h * a->y.strides[2];
@@ -79,12 +82,14 @@ static void rope_tokens(void *ctx, int64_t t0, int64_t t1) {
 }
 
 bp_status_t cpu_fast_rope(cpu_device_t *dev, const bp_rope_args_t *a) {
-  rope_job_t j = {cpu_fast_vec_pick(dev), a};
+  rope_job_t j = {cpu_fast_vec_pick(dev), a, {0}};
   if (!j.vk || !cpu_fast_float_dtype(a->x.dtype) || a->y.dtype != a->x.dtype ||
       a->x.shape[3] > ROPE_MAX_DIM || a->x.strides[3] != 1 || a->y.strides[3] != 1)
     return BP_ERR_UNIMPLEMENTED;
   /* the core lets y overlap x only as the identical view (in place),
    * which rope_row allows */
+  for (int64_t i = 0; i < a->rotary_dim / 2; i++)
+    j.freq[i] = pow(a->theta_base, -2.0 * (double)i / a->rotary_dim);
   int64_t tokens = a->x.shape[0] * a->x.shape[1];
   cpu_fast_row_ranges_run(dev, tokens, a->x.shape[2] * a->x.shape[3], rope_tokens, &j);
   return BP_OK;
