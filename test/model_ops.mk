@@ -20,3 +20,11 @@ $(MODEL_OPS_BINS): $(B)/test/%: $(B)/obj/test/%.o $(MODEL_OPS_COMMON) $(LIB) $(P
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread -ldl
 
 TESTS += $(MODEL_OPS_BINS)
+
+# Binary with a scalar composed by the core on the partial2 test plugin
+# (test/fallback.mk builds it), which runs bp_binary but not the new op.
+$(B)/test/test_model_ops_composed: $(B)/obj/test/test_model_ops_composed.o $(LIB) \
+  $(B)/plugins/backend-cpu.so $(PARTIAL_PLUGINS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread
+TESTS += $(B)/test/test_model_ops_composed
