@@ -12,7 +12,9 @@
 #define NT(...) ((const bp_tensor_t *const[]){__VA_ARGS__})
 #define NN(...) ((const char *const[]){__VA_ARGS__})
 
-static bool index_dtype(bp_dtype_t dt) { return dt == BP_I32 || dt == BP_I64; }
+static bool index_dtype(bp_dtype_t dt) {
+  return dt == BP_I32 || dt == BP_I64;
+}
 
 /* ---- gather ----------------------------------------------------------------- */
 
@@ -21,13 +23,16 @@ static bp_status_t gather_shape(const char *op, const bp_tensor_t *table, const 
                                 int32_t axis, const bp_tensor_t *y) {
   int32_t want = table->rank - 1 + idx->rank;
   if (want > BP_MAX_RANK)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: table rank %d with indices rank %d gives rank %d, above %d",
-                    op, table->rank, idx->rank, want, BP_MAX_RANK);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: table rank %d with indices rank %d gives rank %d, above %d", op,
+                    table->rank, idx->rank, want, BP_MAX_RANK);
   if (y->rank != want)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: y has rank %d; expected %d (table's with axis %d replaced by "
-                    "indices' %d dims)", op, y->rank, want, axis, idx->rank);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: y has rank %d; expected %d (table's with axis %d replaced by "
+                    "indices' %d dims)",
+                    op, y->rank, want, axis, idx->rank);
   for (int32_t d = 0; d < want; d++) {
-    int64_t e = d < axis ? table->shape[d]
+    int64_t e = d < axis               ? table->shape[d]
                 : d < axis + idx->rank ? idx->shape[d - axis]
                                        : table->shape[d - idx->rank + 1];
     if (y->shape[d] != e)
@@ -37,8 +42,8 @@ static bp_status_t gather_shape(const char *op, const bp_tensor_t *table, const 
   return BP_OK;
 }
 
-bp_status_t bp_gather(bp_stream_t *sh, const bp_tensor_t *table, const bp_tensor_t *indices, int32_t axis,
-                      const bp_tensor_t *y) {
+bp_status_t bp_gather(bp_stream_t *sh, const bp_tensor_t *table, const bp_tensor_t *indices,
+                      int32_t axis, const bp_tensor_t *y) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_gather", "stream");
   const char *op = "bp_gather";
@@ -75,7 +80,8 @@ bp_status_t bp_arange(bp_stream_t *sh, double start, double step, const bp_tenso
   bp_status_t st = bp__check_tensors(s, op, 1, NT(y), NN("y"));
   if (st != BP_OK) return st;
   if (!isfinite(start) || !isfinite(step))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: start (%g) and step (%g) must be finite", op, start, step);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: start (%g) and step (%g) must be finite", op,
+                    start, step);
   if ((st = bp__check_output(op, y, "y", 0, NULL, NULL, false)) ||
       (st = bp__require_op(s->device, BP_OP_ARANGE, y->dtype, op)))
     return st;
@@ -120,22 +126,22 @@ static bp_status_t binary_scalar(bp_stream_t *sh, const char *op, bp_binary_op_t
   return bp__call_op(s, BP_OP_BINARY_SCALAR, &a);
 }
 
-bp_status_t bp_binary_scalar(bp_stream_t *sh, bp_binary_op_t op, const bp_tensor_t *a, double scalar,
-                             const bp_tensor_t *y) {
+bp_status_t bp_binary_scalar(bp_stream_t *sh, bp_binary_op_t op, const bp_tensor_t *a,
+                             double scalar, const bp_tensor_t *y) {
   bp__clear_error();
   return binary_scalar(sh, "bp_binary_scalar", op, scalar, false, a, y);
 }
 
-bp_status_t bp_binary_scalar_first(bp_stream_t *sh, bp_binary_op_t op, double scalar, const bp_tensor_t *a,
-                                   const bp_tensor_t *y) {
+bp_status_t bp_binary_scalar_first(bp_stream_t *sh, bp_binary_op_t op, double scalar,
+                                   const bp_tensor_t *a, const bp_tensor_t *y) {
   bp__clear_error();
   return binary_scalar(sh, "bp_binary_scalar_first", op, scalar, true, a, y);
 }
 
 /* ---- GLU -------------------------------------------------------------------- */
 
-bp_status_t bp_glu(bp_stream_t *sh, bp_glu_kind_t kind, const bp_tensor_t *gate, const bp_tensor_t *up,
-                   const bp_tensor_t *y) {
+bp_status_t bp_glu(bp_stream_t *sh, bp_glu_kind_t kind, const bp_tensor_t *gate,
+                   const bp_tensor_t *up, const bp_tensor_t *y) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_glu", "stream");
   const char *op = "bp_glu";
@@ -162,18 +168,21 @@ bp_status_t bp_glu(bp_stream_t *sh, bp_glu_kind_t kind, const bp_tensor_t *gate,
 
 /* ---- RoPE ------------------------------------------------------------------- */
 
-static bp_status_t rope_scalars(const char *op, bp_rope_mode_t mode, int32_t rotary_dim, double theta_base,
-                                const bp_tensor_t *x) {
+static bp_status_t rope_scalars(const char *op, bp_rope_mode_t mode, int32_t rotary_dim,
+                                double theta_base, const bp_tensor_t *x) {
   if ((unsigned)mode >= BP_ROPE_MODE_COUNT)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: mode %d is not a bp_rope_mode_t", op, (int)mode);
   if (x->rank != 4)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: x has rank %d; expected 4 [batch, seq, heads, head_dim]",
-                    op, x->rank);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: x has rank %d; expected 4 [batch, seq, heads, head_dim]", op, x->rank);
   if (rotary_dim <= 0 || rotary_dim % 2 || rotary_dim > x->shape[3])
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: rotary_dim %d must be even, positive and at most "
-                    "head_dim %lld", op, rotary_dim, (long long)x->shape[3]);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: rotary_dim %d must be even, positive and at most "
+                    "head_dim %lld",
+                    op, rotary_dim, (long long)x->shape[3]);
   if (!isfinite(theta_base) || theta_base <= 0)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: theta_base %g must be finite and positive", op, theta_base);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: theta_base %g must be finite and positive", op,
+                    theta_base);
   return BP_OK;
 }
 
@@ -185,8 +194,8 @@ static bp_status_t rope_positions(const char *op, const bp_tensor_t *pos, const 
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: positions has dtype %s; expected i32 or i64", op,
                     bp_dtype_name(pos->dtype));
   if (pos->rank != 1 && pos->rank != 2)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: positions has rank %d; expected [batch, seq] or [seq]", op,
-                    pos->rank);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: positions has rank %d; expected [batch, seq] or [seq]", op, pos->rank);
   bp__tensor_to_plugin(pos, out);
   return bp__broadcast_to(out, 2, x->shape, op, "positions");
 }

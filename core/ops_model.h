@@ -15,7 +15,7 @@ void bp__model_gather_scalar_index(bp_gather_args_t *a);
  * tensor holding the scalar in a's dtype, for a device that runs bp_binary
  * but not BP_OP_BINARY_SCALAR. */
 bp_status_t bp__model_binary_scalar_composed(bp__stream_t *s, const char *op,
-                                             const bp_binary_scalar_args_t *a,
-                                             const bp_tensor_t *x, const bp_tensor_t *y);
+                                             const bp_binary_scalar_args_t *a, const bp_tensor_t *x,
+                                             const bp_tensor_t *y);
 
 #endif /* BACKPLANE_OPS_MODEL_H */

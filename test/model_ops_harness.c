@@ -133,10 +133,18 @@ double mo_gelu_tanh(double x) {
 double mo_glu(bp_glu_kind_t kind, double g, double u) {
   double a;
   switch (kind) {
-  case BP_GLU_SWIGLU: a = g / (1 + exp(-g)); break;
-  case BP_GLU_GEGLU: a = 0.5 * g * (1 + erf(g / sqrt(2.0))); break;
-  case BP_GLU_GEGLU_TANH: a = mo_gelu_tanh(g); break;
-  default: a = g > 0 ? g : 0; break;
+  case BP_GLU_SWIGLU:
+    a = g / (1 + exp(-g));
+    break;
+  case BP_GLU_GEGLU:
+    a = 0.5 * g * (1 + erf(g / sqrt(2.0)));
+    break;
+  case BP_GLU_GEGLU_TANH:
+    a = mo_gelu_tanh(g);
+    break;
+  default:
+    a = g > 0 ? g : 0;
+    break;
   }
   return a * u;
 }

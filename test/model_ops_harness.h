@@ -29,14 +29,14 @@ typedef struct mo_case {
 int mo_run(const char *suite, const mo_case_t *cases, int ncases);
 
 /* A device tensor of shape with values uniform in [lo, hi) from seed. */
-tc_tensor_t mo_rand(tc_env_t *e, bp_dtype_t dt, int rank, const int64_t *shape,
-                    tc_layout_t layout, double lo, double hi, uint64_t seed);
+tc_tensor_t mo_rand(tc_env_t *e, bp_dtype_t dt, int rank, const int64_t *shape, tc_layout_t layout,
+                    double lo, double hi, uint64_t seed);
 
 /* ---- reference (double) ------------------------------------------------ */
 double mo_gelu_tanh(double x);
 double mo_glu(bp_glu_kind_t kind, double g, double u);
 /* x, y [B, S, H, D] row-major; pos [B * S] positions. */
-void mo_rope(bp_rope_mode_t mode, int64_t rd, double base, const int64_t *shape,
-             const int64_t *pos, const double *x, double *y);
+void mo_rope(bp_rope_mode_t mode, int64_t rd, double base, const int64_t *shape, const int64_t *pos,
+             const double *x, double *y);
 
 #endif /* BP_TEST_MODEL_OPS_HARNESS_H */

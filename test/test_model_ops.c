@@ -24,8 +24,8 @@
 
 /* ---- gather ------------------------------------------------------------ */
 
-static void gather_one(tc_env_t *e, bp_dtype_t dt, int rt, const int64_t *ts, tc_layout_t tl, bp_dtype_t it,
-                       int ri, const int64_t *is, const double *iv, int32_t axis) {
+static void gather_one(tc_env_t *e, bp_dtype_t dt, int rt, const int64_t *ts, tc_layout_t tl,
+                       bp_dtype_t it, int ri, const int64_t *is, const double *iv, int32_t axis) {
   tc_tensor_t tab = mo_rand(e, dt, rt, ts, tl, -50, 50, 3);
   tc_tensor_t idx = tc_tensor(e, it, ri, is, TC_CONTIG, iv);
   int32_t ax = axis < 0 ? axis + rt : axis;
@@ -51,7 +51,8 @@ static void gather_one(tc_env_t *e, bp_dtype_t dt, int rt, const int64_t *ts, tc
         }
     tc_expect_exact(e, dt, got, want, n, "gather %s axis %d (%s indices)", bp_dtype_name(dt), axis,
                     bp_dtype_name(it));
-    tc_expect_status(e, tc_outside_changed(&y) ? BP_ERR_INTERNAL : BP_OK, BP_OK, "gather wrote outside y");
+    tc_expect_status(e, tc_outside_changed(&y) ? BP_ERR_INTERNAL : BP_OK, BP_OK,
+                     "gather wrote outside y");
     free(tv), free(got), free(want);
   }
   tc_tensor_free(&tab), tc_tensor_free(&idx), tc_tensor_free(&y);
@@ -76,7 +77,8 @@ static void c_arange(tc_env_t *e, bp_dtype_t dt) {
   double start = fl ? -3.0 : 3.0, step = fl ? 0.375 : 2.0;
   for (int l = 0; l < 2; l++) {
     tc_tensor_t y = tc_tensor(e, dt, 2, s, l ? TC_STRIDED : TC_CONTIG, NULL);
-    if (tc_expect_status(e, bp_arange(e->s, start, step, &y.t), BP_OK, "arange %s", bp_dtype_name(dt))) {
+    if (tc_expect_status(e, bp_arange(e->s, start, step, &y.t), BP_OK, "arange %s",
+                         bp_dtype_name(dt))) {
       double want[35], *got = tc_download(&y);
       for (int i = 0; i < 35; i++) want[i] = start + i * step;
       tc_expect_exact(e, dt, got, want, 35, "arange %s layout %d", bp_dtype_name(dt), l);
@@ -88,8 +90,8 @@ static void c_arange(tc_env_t *e, bp_dtype_t dt) {
 
 /* ---- binary with a scalar ----------------------------------------------- */
 
-static void scalar_one(tc_env_t *e, bp_dtype_t dt, bp_binary_op_t op, bool first, int ra, const int64_t *as,
-                       tc_layout_t la, bool in_place) {
+static void scalar_one(tc_env_t *e, bp_dtype_t dt, bp_binary_op_t op, bool first, int ra,
+                       const int64_t *as, tc_layout_t la, bool in_place) {
   const int64_t ys[2] = {9, 21};
   double sc = op == BP_BINARY_POW ? 1.3 : -1.7; /* neither exact in f16 / bf16 */
   tc_tensor_t a = mo_rand(e, dt, ra, as, la, 0.25, 2, 7 + op);
@@ -123,11 +125,12 @@ static void scalar_rounded_first(tc_env_t *e, bp_dtype_t dt) {
   const int64_t n[1] = {5};
   double v[5] = {base, base, base, base, base}, want[5];
   tc_tensor_t a = tc_tensor(e, dt, 1, n, TC_CONTIG, v), y = tc_tensor(e, dt, 1, n, TC_CONTIG, NULL);
-  if (tc_expect_status(e, bp_binary_scalar(e->s, BP_BINARY_ADD, &a.t, s, &y.t), BP_OK, "scalar rounding")) {
+  if (tc_expect_status(e, bp_binary_scalar(e->s, BP_BINARY_ADD, &a.t, s, &y.t), BP_OK,
+                       "scalar rounding")) {
     double *got = tc_download(&y);
     for (int i = 0; i < 5; i++) want[i] = base; /* base + 1 ties to even */
-    tc_expect_exact(e, dt, got, want, 5, "%s + %.17g: the scalar rounded to %s first", bp_dtype_name(dt), s,
-                    bp_dtype_name(dt));
+    tc_expect_exact(e, dt, got, want, 5, "%s + %.17g: the scalar rounded to %s first",
+                    bp_dtype_name(dt), s, bp_dtype_name(dt));
     free(got);
   }
   tc_tensor_free(&a), tc_tensor_free(&y);
@@ -151,9 +154,10 @@ static void c_gelu_tanh(tc_env_t *e, bp_dtype_t dt) {
   if (!tc_unary_claimed(e, BP_UNARY_GELU_TANH)) {
     /* unary is claimed but not this op: refused, never run */
     const int64_t s1[1] = {3};
-    tc_tensor_t x = mo_rand(e, dt, 1, s1, TC_CONTIG, -1, 1, 1), y = tc_tensor(e, dt, 1, s1, TC_CONTIG, NULL);
-    tc_expect_reject(e, bp_unary(e->s, BP_UNARY_GELU_TANH, &x.t, &y.t), BP_ERR_UNSUPPORTED, "gelu_tanh",
-                     "gelu_tanh on a device without the feature");
+    tc_tensor_t x = mo_rand(e, dt, 1, s1, TC_CONTIG, -1, 1, 1),
+                y = tc_tensor(e, dt, 1, s1, TC_CONTIG, NULL);
+    tc_expect_reject(e, bp_unary(e->s, BP_UNARY_GELU_TANH, &x.t, &y.t), BP_ERR_UNSUPPORTED,
+                     "gelu_tanh", "gelu_tanh on a device without the feature");
     printf("  gelu_tanh %s: refused (no BP_FEATURE_UNARY_GELU_TANH)\n", bp_dtype_name(dt));
     tc_tensor_free(&x), tc_tensor_free(&y);
     return;
@@ -162,7 +166,8 @@ static void c_gelu_tanh(tc_env_t *e, bp_dtype_t dt) {
   for (int l = 0; l < TC_LAYOUT_COUNT; l++) {
     tc_tensor_t x = mo_rand(e, dt, 2, s, (tc_layout_t)l, -6, 6, 20 + l);
     /* contiguous x and y take the CPU's vector path */
-    tc_tensor_t y = tc_tensor(e, dt, 2, s, l == TC_CONTIG ? TC_CONTIG : (tc_layout_t)((l + 1) % 3), NULL);
+    tc_tensor_t y =
+        tc_tensor(e, dt, 2, s, l == TC_CONTIG ? TC_CONTIG : (tc_layout_t)((l + 1) % 3), NULL);
     if (tc_expect_status(e, bp_unary(e->s, BP_UNARY_GELU_TANH, &x.t, &y.t), BP_OK, "gelu_tanh")) {
       double *xv = tc_values(&x), *got = tc_download(&y), want[9 * 37];
       for (int i = 0; i < 9 * 37; i++) want[i] = mo_gelu_tanh(xv[i]);
@@ -177,8 +182,8 @@ static void c_gelu_tanh(tc_env_t *e, bp_dtype_t dt) {
 
 /* l lays out gate and y, lu up: contiguous ones take the CPU's vector path,
  * strided or permuted ones the reference. */
-static void glu_one(tc_env_t *e, bp_dtype_t dt, bp_glu_kind_t kind, int rg, const int64_t *gs, tc_layout_t l,
-                    tc_layout_t lu, bool in_place) {
+static void glu_one(tc_env_t *e, bp_dtype_t dt, bp_glu_kind_t kind, int rg, const int64_t *gs,
+                    tc_layout_t l, tc_layout_t lu, bool in_place) {
   const int64_t ys[2] = {7, 33};
   tc_tensor_t g = mo_rand(e, dt, rg, gs, l, -4, 4, 30 + kind);
   tc_tensor_t u = mo_rand(e, dt, 2, ys, lu, -2, 2, 40 + kind);
@@ -186,9 +191,10 @@ static void glu_one(tc_env_t *e, bp_dtype_t dt, bp_glu_kind_t kind, int rg, cons
   double *uv = tc_values(&u);
   if (tc_expect_status(e, bp_glu(e->s, kind, &g.t, &u.t, &y.t), BP_OK, "glu kind %d", kind)) {
     double *gv = tc_values(&g), *got = tc_download(&y), want[7 * 33];
-    for (int64_t i = 0; i < 7 * 33; i++) want[i] = mo_glu(kind, gv[tc_bcast_index(2, ys, i, rg, gs)], uv[i]);
-    tc_expect_close(e, dt, got, want, 7 * 33, 1, "glu %s kind %d in place %d", bp_dtype_name(dt), kind,
-                    in_place);
+    for (int64_t i = 0; i < 7 * 33; i++)
+      want[i] = mo_glu(kind, gv[tc_bcast_index(2, ys, i, rg, gs)], uv[i]);
+    tc_expect_close(e, dt, got, want, 7 * 33, 1, "glu %s kind %d in place %d", bp_dtype_name(dt),
+                    kind, in_place);
     free(gv), free(got);
   }
   free(uv);
@@ -201,7 +207,8 @@ static void c_glu(tc_env_t *e, bp_dtype_t dt) {
   for (int k = 0; k < BP_GLU_COUNT; k++) {
     glu_one(e, dt, (bp_glu_kind_t)k, 2, col, TC_CONTIG, TC_CONTIG, false); /* one gate per row */
     glu_one(e, dt, (bp_glu_kind_t)k, 2, full, TC_CONTIG, TC_CONTIG, false);
-    glu_one(e, dt, (bp_glu_kind_t)k, 2, full, (tc_layout_t)(1 + k % 2), (tc_layout_t)(2 - k % 2), false);
+    glu_one(e, dt, (bp_glu_kind_t)k, 2, full, (tc_layout_t)(1 + k % 2), (tc_layout_t)(2 - k % 2),
+            false);
     glu_one(e, dt, (bp_glu_kind_t)k, 2, row, TC_CONTIG, TC_CONTIG, false);
   }
   glu_one(e, dt, BP_GLU_SWIGLU, 2, full, TC_CONTIG, TC_CONTIG, true);
@@ -211,8 +218,8 @@ static void c_glu(tc_env_t *e, bp_dtype_t dt) {
 /* ---- RoPE --------------------------------------------------------------- */
 
 /* pos_kind 0: positions NULL (offset 7), 1: i32 [S], 2: i64 [B, S]. */
-static void rope_one(tc_env_t *e, bp_dtype_t dt, bp_rope_mode_t mode, int32_t rd, int pos_kind, tc_layout_t lx,
-                     bool in_place) {
+static void rope_one(tc_env_t *e, bp_dtype_t dt, bp_rope_mode_t mode, int32_t rd, int pos_kind,
+                     tc_layout_t lx, bool in_place) {
   const int64_t xs[4] = {2, 5, 3, 10}, ps1[1] = {5}, ps2[2] = {2, 5};
   int64_t pos[10];
   double pv[10];
@@ -222,9 +229,12 @@ static void rope_one(tc_env_t *e, bp_dtype_t dt, bp_rope_mode_t mode, int32_t rd
   }
   tc_tensor_t x = mo_rand(e, dt, 4, xs, lx, -2, 2, 50 + rd);
   /* a contiguous y takes the CPU's vector path, a strided one the reference */
-  tc_tensor_t y = in_place ? x : tc_tensor(e, dt, 4, xs, lx == TC_CONTIG ? TC_CONTIG : TC_STRIDED, NULL);
+  tc_tensor_t y =
+      in_place ? x : tc_tensor(e, dt, 4, xs, lx == TC_CONTIG ? TC_CONTIG : TC_STRIDED, NULL);
   tc_tensor_t p = {0};
-  if (pos_kind) p = tc_tensor(e, pos_kind == 1 ? BP_I32 : BP_I64, pos_kind, pos_kind == 1 ? ps1 : ps2, TC_CONTIG, pv);
+  if (pos_kind)
+    p = tc_tensor(e, pos_kind == 1 ? BP_I32 : BP_I64, pos_kind, pos_kind == 1 ? ps1 : ps2,
+                  TC_CONTIG, pv);
   double *xv = tc_values(&x);
   bp_status_t st = bp_rope(e->s, mode, rd, 10000.0, 7, pos_kind ? &p.t : NULL, &x.t, &y.t);
   if (tc_expect_status(e, st, BP_OK, "rope mode %d rd %d", mode, rd)) {

@@ -24,25 +24,30 @@
 
 static void c_concat(tc_env_t *e, bp_dtype_t dt) {
   const int64_t s0[3] = {3, 2, 5}, s1[3] = {3, 4, 5}, s2[3] = {3, 1, 5}, ys[3] = {3, 7, 5};
-  tc_tensor_t in[3] = {mo_rand(e, dt, 3, s0, TC_CONTIG, -9, 9, 1), mo_rand(e, dt, 3, s1, TC_STRIDED, -9, 9, 2),
+  tc_tensor_t in[3] = {mo_rand(e, dt, 3, s0, TC_CONTIG, -9, 9, 1),
+                       mo_rand(e, dt, 3, s1, TC_STRIDED, -9, 9, 2),
                        mo_rand(e, dt, 3, s2, TC_PERMUTED, -9, 9, 3)};
   tc_tensor_t y = tc_tensor(e, dt, 3, ys, TC_STRIDED, NULL);
   bp_tensor_t views[3] = {in[0].t, in[1].t, in[2].t};
-  if (tc_expect_status(e, bp_concat(e->s, 3, views, 1, &y.t), BP_OK, "concat %s", bp_dtype_name(dt))) {
+  if (tc_expect_status(e, bp_concat(e->s, 3, views, 1, &y.t), BP_OK, "concat %s",
+                       bp_dtype_name(dt))) {
     double *v[3] = {tc_values(&in[0]), tc_values(&in[1]), tc_values(&in[2])};
     double *got = tc_download(&y), want[105];
     const int64_t at[3] = {0, 2, 6}, len[3] = {2, 4, 1};
     for (int i = 0; i < 3; i++)
       for (int k = 0; k < 3; k++)
         for (int64_t j = 0; j < len[k]; j++)
-          for (int c = 0; c < 5; c++) want[(i * 7 + at[k] + j) * 5 + c] = v[k][(i * len[k] + j) * 5 + c];
+          for (int c = 0; c < 5; c++)
+            want[(i * 7 + at[k] + j) * 5 + c] = v[k][(i * len[k] + j) * 5 + c];
     tc_expect_exact(e, dt, got, want, 105, "concat %s", bp_dtype_name(dt));
     /* splitting it back: narrow views are the parts */
     for (int k = 0; k < 3; k++) {
       bp_tensor_t part;
-      tc_expect_status(e, bp_tensor_narrow(&y.t, -2, at[k], len[k], &part), BP_OK, "narrow part %d", k);
+      tc_expect_status(e, bp_tensor_narrow(&y.t, -2, at[k], len[k], &part), BP_OK, "narrow part %d",
+                       k);
       tc_tensor_t back = tc_tensor(e, dt, 3, k == 0 ? s0 : k == 1 ? s1 : s2, TC_CONTIG, NULL);
-      if (tc_expect_status(e, bp_copy(e->s, &part, &back.t), BP_OK, "copy of narrowed part %d", k)) {
+      if (tc_expect_status(e, bp_copy(e->s, &part, &back.t), BP_OK, "copy of narrowed part %d",
+                           k)) {
         double *b = tc_download(&back);
         tc_expect_exact(e, dt, b, v[k], back.numel, "narrowed part %d %s", k, bp_dtype_name(dt));
         free(b);
@@ -66,9 +71,10 @@ static void c_kv_append(tc_env_t *e, bp_dtype_t dt) {
   double want[216] = {0};
   for (int64_t pos = 0; pos < 9;) {
     bool tok = pos < 3;
-    tc_tensor_t f = mo_rand(e, dt, 4, tok ? one : chunk, tok ? TC_PERMUTED : TC_STRIDED, -3, 3, 60 + pos);
-    if (!tc_expect_status(e, bp_kv_append(e->s, &cache.t, &f.t, -2, pos), BP_OK, "kv_append at %lld",
-                          (long long)pos)) {
+    tc_tensor_t f =
+        mo_rand(e, dt, 4, tok ? one : chunk, tok ? TC_PERMUTED : TC_STRIDED, -3, 3, 60 + pos);
+    if (!tc_expect_status(e, bp_kv_append(e->s, &cache.t, &f.t, -2, pos), BP_OK,
+                          "kv_append at %lld", (long long)pos)) {
       tc_tensor_free(&f);
       break;
     }
@@ -77,7 +83,8 @@ static void c_kv_append(tc_env_t *e, bp_dtype_t dt) {
     for (int b = 0; b < 2; b++)
       for (int h = 0; h < 3; h++)
         for (int64_t s = 0; s < n; s++)
-          for (int d = 0; d < 4; d++) want[((b * 3 + h) * 9 + pos + s) * 4 + d] = fv[((b * 3 + h) * n + s) * 4 + d];
+          for (int d = 0; d < 4; d++)
+            want[((b * 3 + h) * 9 + pos + s) * 4 + d] = fv[((b * 3 + h) * n + s) * 4 + d];
     free(fv);
     tc_tensor_free(&f);
     pos += n;
@@ -114,7 +121,8 @@ static bp_status_t seq_run(tc_env_t *e, seq_t *q) {
 }
 
 static void seq_make(tc_env_t *e, bp_dtype_t dt, seq_t *q) {
-  const int64_t ts[2] = {13, 16}, is[1] = {6}, hs[2] = {6, 16}, gs[2] = {6, 8}, ks[2] = {10, 8}, cs[2] = {6, 24};
+  const int64_t ts[2] = {13, 16}, is[1] = {6}, hs[2] = {6, 16}, gs[2] = {6, 8}, ks[2] = {10, 8},
+                cs[2] = {6, 24};
   const double ids[6] = {3, 12, 0, 7, 7, 1};
   q->table = mo_rand(e, dt, 2, ts, TC_CONTIG, -1, 1, 70);
   q->ids = tc_tensor(e, BP_I32, 1, is, TC_CONTIG, ids);

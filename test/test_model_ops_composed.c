@@ -76,7 +76,8 @@ static void test_composed_on_partial2(void **state) {
       for (int i = 0; i < N; i++) {
         float l = first ? f : a[i], r = first ? a[i] : f;
         float want = ops[k] == BP_BINARY_ADD ? l + r : ops[k] == BP_BINARY_SUB ? l - r : l * r;
-        if (y[i] != want) fail_msg("op %d first %d element %d: %g, want %g", ops[k], first, i, y[i], want);
+        if (y[i] != want)
+          fail_msg("op %d first %d element %d: %g, want %g", ops[k], first, i, y[i], want);
       }
     }
   /* under capture: refused, nothing recorded or written */

@@ -20,11 +20,11 @@
 
 #define INV BP_ERR_INVALID_ARGUMENT
 /* The call is rejected naming `needle`, and y keeps every byte. */
-#define REJECT(e, y, call, needle)                                             \
-  do {                                                                         \
-    tc_expect_reject(e, (call), INV, needle, "%s", #call);                     \
-    tc_expect_status(e, tc_bytes_changed(y) ? BP_ERR_INTERNAL : BP_OK, BP_OK,  \
-                     "%s wrote its output", #call);                            \
+#define REJECT(e, y, call, needle)                                                                 \
+  do {                                                                                             \
+    tc_expect_reject(e, (call), INV, needle, "%s", #call);                                         \
+    tc_expect_status(e, tc_bytes_changed(y) ? BP_ERR_INTERNAL : BP_OK, BP_OK,                      \
+                     "%s wrote its output", #call);                                                \
   } while (0)
 
 static tc_tensor_t vals(tc_env_t *e, bp_dtype_t dt, int rank, const int64_t *s) {
@@ -77,12 +77,14 @@ static void rope_errors(tc_env_t *e) {
   REJECT(e, &r3, bp_rope(e->s, BP_ROPE_HALF, 8, 1e4, 0, NULL, &r3.t, &r3.t), "rank");
   REJECT(e, &y, bp_rope(e->s, BP_ROPE_HALF, 8, 1e4, 0, &p4.t, &x.t, &y.t), "positions");
   REJECT(e, &y, bp_rope(e->s, BP_ROPE_HALF, 8, 1e4, 0, &pfl.t, &x.t, &y.t), "positions");
-  tc_tensor_free(&x), tc_tensor_free(&y), tc_tensor_free(&r3), tc_tensor_free(&p4), tc_tensor_free(&pfl);
+  tc_tensor_free(&x), tc_tensor_free(&y), tc_tensor_free(&r3), tc_tensor_free(&p4),
+      tc_tensor_free(&pfl);
 }
 
 static void compose_errors(tc_env_t *e) {
   const int64_t cs[3] = {2, 6, 4}, fs[3] = {2, 2, 4}, fb[3] = {2, 2, 3}, ys[3] = {2, 4, 4};
-  tc_tensor_t cache = vals(e, BP_F32, 3, cs), fresh = vals(e, BP_F32, 3, fs), wrong = vals(e, BP_F32, 3, fb);
+  tc_tensor_t cache = vals(e, BP_F32, 3, cs), fresh = vals(e, BP_F32, 3, fs),
+              wrong = vals(e, BP_F32, 3, fb);
   tc_tensor_t half = vals(e, BP_F16, 3, fs), y = vals(e, BP_F32, 3, ys);
   REJECT(e, &cache, bp_kv_append(e->s, &cache.t, &fresh.t, 1, 5), "position 5");
   REJECT(e, &cache, bp_kv_append(e->s, &cache.t, &fresh.t, 1, -1), "cache length 6");
@@ -97,9 +99,11 @@ static void compose_errors(tc_env_t *e) {
   parts[1] = half.t;
   REJECT(e, &y, bp_concat(e->s, 2, parts, 1, &y.t), "inputs[1]");
   bp_tensor_t v;
-  tc_expect_reject(e, bp_tensor_narrow(&cache.t, 1, 4, 3, &v), INV, "length", "narrow past the end");
+  tc_expect_reject(e, bp_tensor_narrow(&cache.t, 1, 4, 3, &v), INV, "length",
+                   "narrow past the end");
   tc_expect_reject(e, bp_tensor_narrow(&cache.t, 3, 0, 1, &v), INV, "axis", "narrow bad axis");
-  tc_expect_reject(e, bp_tensor_narrow(&cache.t, 1, -1, 1, &v), INV, "start", "narrow negative start");
+  tc_expect_reject(e, bp_tensor_narrow(&cache.t, 1, -1, 1, &v), INV, "start",
+                   "narrow negative start");
   tc_tensor_free(&cache), tc_tensor_free(&fresh), tc_tensor_free(&wrong), tc_tensor_free(&half);
   tc_tensor_free(&y);
 }

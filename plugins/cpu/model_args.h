@@ -17,15 +17,12 @@ static inline double cpu_scalar_as(bp_dtype_t dt, double v) {
 }
 
 /* Token (b, s)'s RoPE position: positions[b, s], or pos_offset + s. */
-static inline int64_t cpu_rope_position(const bp_rope_args_t *a, int64_t b,
-                                        int64_t s) {
+static inline int64_t cpu_rope_position(const bp_rope_args_t *a, int64_t b, int64_t s) {
   const bp_plugin_tensor_t *p = &a->positions;
-  if (p->rank == 0)
-    return a->pos_offset + s;
+  if (p->rank == 0) return a->pos_offset + s;
   int64_t off = b * p->strides[0] + s * p->strides[1];
   const void *base = cpu_tensor_base(p);
-  return p->dtype == BP_I64 ? ((const int64_t *)base)[off]
-                            : ((const int32_t *)base)[off];
+  return p->dtype == BP_I64 ? ((const int64_t *)base)[off] : ((const int32_t *)base)[off];
 }
 
 #endif /* BACKPLANE_CPU_MODEL_ARGS_H */

@@ -21,27 +21,24 @@
 
 int64_t cpu_ref_gather_tasks(const bp_gather_args_t *a) {
   const bp_plugin_tensor_t *ix = &a->indices;
-  if ((ix->dtype != BP_I32 && ix->dtype != BP_I64) || ix->rank < 1 ||
-      a->axis < 0 || a->axis >= a->table.rank || a->y.dtype != a->table.dtype ||
+  if ((ix->dtype != BP_I32 && ix->dtype != BP_I64) || ix->rank < 1 || a->axis < 0 ||
+      a->axis >= a->table.rank || a->y.dtype != a->table.dtype ||
       a->y.rank != a->table.rank - 1 + ix->rank)
     return BP_ERR_INVALID_ARGUMENT;
   int64_t n = 1;
-  for (int32_t d = 0; d < a->axis + ix->rank; d++)
-    n *= a->y.shape[d];
+  for (int32_t d = 0; d < a->axis + ix->rank; d++) n *= a->y.shape[d];
   return n;
 }
 
 int64_t cpu_ref_gather_grain(const bp_gather_args_t *a) {
   int64_t inner = 1;
-  for (int32_t d = a->axis + a->indices.rank; d < a->y.rank; d++)
-    inner *= a->y.shape[d];
+  for (int32_t d = a->axis + a->indices.rank; d < a->y.rank; d++) inner *= a->y.shape[d];
   return cpu_ref_grain_for(inner);
 }
 
 /* The inner block (the dims after the gathered ones) of t from dim `from`,
  * as a tensor of its own. */
-static void inner_view(const bp_plugin_tensor_t *t, int32_t from,
-                       bp_plugin_tensor_t *out) {
+static void inner_view(const bp_plugin_tensor_t *t, int32_t from, bp_plugin_tensor_t *out) {
   memset(out, 0, sizeof *out);
   out->dtype = t->dtype;
   out->rank = t->rank - from;
@@ -53,12 +50,10 @@ static void inner_view(const bp_plugin_tensor_t *t, int32_t from,
 
 static int64_t load_index(const bp_plugin_tensor_t *ix, int64_t off) {
   const void *p = cpu_tensor_base(ix);
-  return ix->dtype == BP_I64 ? ((const int64_t *)p)[off]
-                             : ((const int32_t *)p)[off];
+  return ix->dtype == BP_I64 ? ((const int64_t *)p)[off] : ((const int32_t *)p)[off];
 }
 
-bp_status_t cpu_ref_gather_range(const bp_gather_args_t *a, int64_t begin,
-                                 int64_t end) {
+bp_status_t cpu_ref_gather_range(const bp_gather_args_t *a, int64_t begin, int64_t end) {
   const bp_plugin_tensor_t *tb = &a->table, *ix = &a->indices, *y = &a->y;
   int32_t ax = a->axis, nix = ix->rank;
   int64_t es = (int64_t)cpu_dtype_size(y->dtype);
@@ -74,8 +69,10 @@ bp_status_t cpu_ref_gather_range(const bp_gather_args_t *a, int64_t begin,
       int64_t c = rest % y->shape[d];
       rest /= y->shape[d];
       yoff += c * y->strides[d];
-      if (d >= ax) ioff += c * ix->strides[d - ax];
-      else toff += c * tb->strides[d];
+      if (d >= ax)
+        ioff += c * ix->strides[d - ax];
+      else
+        toff += c * tb->strides[d];
     }
     int64_t v = load_index(ix, ioff);
     bool inside = v >= 0 && v < tb->shape[ax];
@@ -84,8 +81,10 @@ bp_status_t cpu_ref_gather_range(const bp_gather_args_t *a, int64_t begin,
     cpu_iter_init(&it, yin.rank, yin.shape, 2, ts, 0);
     for (int64_t i = 0, n = cpu_numel(&yin); i < n; i++, cpu_iter_next(&it)) {
       char *dst = py + (yoff + it.off[1]) * es;
-      if (inside) memcpy(dst, pt + (toff + it.off[0]) * es, (size_t)es);
-      else memset(dst, 0, (size_t)es);
+      if (inside)
+        memcpy(dst, pt + (toff + it.off[0]) * es, (size_t)es);
+      else
+        memset(dst, 0, (size_t)es);
     }
   }
   return BP_OK;
@@ -102,8 +101,7 @@ int64_t cpu_ref_arange_grain(const bp_arange_args_t *a) {
   return CPU_REF_ELEMENT_GRAIN;
 }
 
-bp_status_t cpu_ref_arange_range(const bp_arange_args_t *a, int64_t begin,
-                                 int64_t end) {
+bp_status_t cpu_ref_arange_range(const bp_arange_args_t *a, int64_t begin, int64_t end) {
   const bp_plugin_tensor_t *ts[1] = {&a->y};
   void *py = cpu_tensor_base(&a->y);
   cpu_iter_t it;
@@ -117,9 +115,8 @@ bp_status_t cpu_ref_arange_range(const bp_arange_args_t *a, int64_t begin,
 
 int64_t cpu_ref_rope_tasks(const bp_rope_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x;
-  if (x->rank != 4 || a->y.rank != 4 || a->rotary_dim <= 0 ||
-      a->rotary_dim % 2 || a->rotary_dim > x->shape[3] ||
-      (unsigned)a->mode >= BP_ROPE_MODE_COUNT ||
+  if (x->rank != 4 || a->y.rank != 4 || a->rotary_dim <= 0 || a->rotary_dim % 2 ||
+      a->rotary_dim > x->shape[3] || (unsigned)a->mode >= BP_ROPE_MODE_COUNT ||
       (a->positions.rank != 0 && a->positions.rank != 2))
     return BP_ERR_INVALID_ARGUMENT;
   return x->shape[0] * x->shape[1] * x->shape[2];
@@ -130,8 +127,7 @@ int64_t cpu_ref_rope_grain(const bp_rope_args_t *a) {
 }
 
 /* The element indices of pair i's two features. */
-static void rope_pair(const bp_rope_args_t *a, int64_t i, int64_t *f0,
-                      int64_t *f1) {
+static void rope_pair(const bp_rope_args_t *a, int64_t i, int64_t *f0, int64_t *f1) {
   if (a->mode == BP_ROPE_HALF) {
     *f0 = i;
     *f1 = i + a->rotary_dim / 2;
@@ -141,8 +137,7 @@ static void rope_pair(const bp_rope_args_t *a, int64_t i, int64_t *f0,
   }
 }
 
-bp_status_t cpu_ref_rope_range(const bp_rope_args_t *a, int64_t begin,
-                               int64_t end) {
+bp_status_t cpu_ref_rope_range(const bp_rope_args_t *a, int64_t begin, int64_t end) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
   const void *px = cpu_tensor_base(x);
   void *py = cpu_tensor_base(y);

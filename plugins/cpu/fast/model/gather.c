@@ -42,14 +42,17 @@ static void gather_blocks(void *ctx, int64_t t0, int64_t t1) {
       int64_t c = rest % y->shape[d];
       rest /= y->shape[d];
       yoff += c * y->strides[d];
-      if (d >= ax) ioff += c * ix->strides[d - ax];
-      else toff += c * tb->strides[d];
+      if (d >= ax)
+        ioff += c * ix->strides[d - ax];
+      else
+        toff += c * tb->strides[d];
     }
-    int64_t v = ix->dtype == BP_I64 ? ((const int64_t *)pi)[ioff]
-                                    : ((const int32_t *)pi)[ioff];
+    int64_t v = ix->dtype == BP_I64 ? ((const int64_t *)pi)[ioff] : ((const int32_t *)pi)[ioff];
     char *dst = py + yoff * (int64_t)j->es;
-    if (v < 0 || v >= tb->shape[ax]) memset(dst, 0, bytes);
-    else memcpy(dst, pt + (toff + v * tb->strides[ax]) * (int64_t)j->es, bytes);
+    if (v < 0 || v >= tb->shape[ax])
+      memset(dst, 0, bytes);
+    else
+      memcpy(dst, pt + (toff + v * tb->strides[ax]) * (int64_t)j->es, bytes);
   }
 }
 

@@ -20,8 +20,7 @@
 
 /* ---- binary with a scalar -----------------------------------------------*/
 
-bp_status_t cpu_fast_binary_scalar(cpu_device_t *dev,
-                                   const bp_binary_scalar_args_t *a) {
+bp_status_t cpu_fast_binary_scalar(cpu_device_t *dev, const bp_binary_scalar_args_t *a) {
   if (!cpu_fast_float_dtype(a->a.dtype)) return BP_ERR_UNIMPLEMENTED;
   /* exact in f32: the scalar already holds a value of a's dtype */
   float s = (float)cpu_scalar_as(a->a.dtype, a->scalar);
@@ -57,10 +56,14 @@ typedef struct glu_job {
 
 static bp_unary_op_t glu_unary(bp_glu_kind_t kind) {
   switch (kind) {
-  case BP_GLU_SWIGLU: return BP_UNARY_SILU;
-  case BP_GLU_GEGLU: return BP_UNARY_GELU;
-  case BP_GLU_GEGLU_TANH: return BP_UNARY_GELU_TANH;
-  default: return BP_UNARY_RELU;
+  case BP_GLU_SWIGLU:
+    return BP_UNARY_SILU;
+  case BP_GLU_GEGLU:
+    return BP_UNARY_GELU;
+  case BP_GLU_GEGLU_TANH:
+    return BP_UNARY_GELU_TANH;
+  default:
+    return BP_UNARY_RELU;
   }
 }
 
@@ -77,7 +80,8 @@ static void glu_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   for (int64_t k = 0; k < n; k += GLU_CHUNK) {
     int64_t c = n - k < GLU_CHUNK ? n - k : GLU_CHUNK, cg = sg ? c : 1;
     const float *pg = cpu_fast_widen(j->vk, j->dt[0], g + (size_t)(k * sg) * zg, cg, buf[0]);
-    const float *pu = cpu_fast_widen(j->vk, j->dt[1], u + (size_t)(k * su) * zu, su ? c : 1, buf[1]);
+    const float *pu =
+        cpu_fast_widen(j->vk, j->dt[1], u + (size_t)(k * su) * zu, su ? c : 1, buf[1]);
     /* the activation goes to buf[2]; the product to y, or over buf[2]
      * (each element read before written), or to buf[0] when gate is one
      * broadcast element that every product reads */
@@ -101,7 +105,12 @@ static bool glu_rows_ok(const cpu_fast_rows_t *r) {
 }
 
 bp_status_t cpu_fast_glu(cpu_device_t *dev, const bp_glu_args_t *a) {
-  glu_job_t j = {cpu_fast_vec_pick(dev), {0}, glu_unary(a->kind), NULL, NULL, NULL,
+  glu_job_t j = {cpu_fast_vec_pick(dev),
+                 {0},
+                 glu_unary(a->kind),
+                 NULL,
+                 NULL,
+                 NULL,
                  {a->gate.dtype, a->up.dtype, a->y.dtype}};
   if (!j.vk || (unsigned)a->kind >= BP_GLU_COUNT) return BP_ERR_UNIMPLEMENTED;
   for (int k = 0; k < 3; k++)
@@ -112,7 +121,7 @@ bp_status_t cpu_fast_glu(cpu_device_t *dev, const bp_glu_args_t *a) {
   j.gate = cpu_tensor_base(&a->gate);
   j.up = cpu_tensor_base(&a->up);
   j.y = cpu_tensor_base(&a->y);
-  cpu_fast_rows_run(dev, cpu_fast_rows_count(&j.r), j.r.shape[j.r.rank - 1], GLU_PIECE,
-                    glu_piece, &j);
+  cpu_fast_rows_run(dev, cpu_fast_rows_count(&j.r), j.r.shape[j.r.rank - 1], GLU_PIECE, glu_piece,
+                    &j);
   return BP_OK;
 }

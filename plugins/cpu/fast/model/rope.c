@@ -25,8 +25,7 @@ typedef struct rope_job {
 } rope_job_t;
 
 /* Token (b, s)'s tables in rope_row's form. */
-static void rope_tables(const rope_job_t *j, int64_t b, int64_t s, float *c,
-                        float *sn) {
+static void rope_tables(const rope_job_t *j, int64_t b, int64_t s, float *c, float *sn) {
   const bp_rope_args_t *a = j->a;
   double pos = (double)cpu_rope_position(a, b, s);
   int64_t half = a->rotary_dim / 2;
@@ -45,8 +44,8 @@ static void rope_tables(const rope_job_t *j, int64_t b, int64_t s, float *c,
 }
 
 /* One head's row: rotated features, then the rest copied. */
-static void rope_head(const rope_job_t *j, const char *x, char *y,
-                      const float *c, const float *sn, float *buf) {
+static void rope_head(const rope_job_t *j, const char *x, char *y, const float *c, const float *sn,
+                      float *buf) {
   const bp_rope_args_t *a = j->a;
   int64_t D = a->x.shape[3], rd = a->rotary_dim;
   bp_dtype_t dt = a->x.dtype;
