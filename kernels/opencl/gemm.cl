@@ -182,7 +182,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
 #endif
 #define SK_VT BP_CAT(CT, 16)
 /* Column blocks per item: fewer rows leave registers for more columns. */
-#define SK_NV (MB <= 2 ? 4 : MB <= 4 ? 2 : 1)
+#define SK_NV (MB == 1 ? 8 : MB <= 2 ? 4 : MB <= 4 ? 2 : 1)
 
 inline void sk_store(__global T *c, long csm, long csn, long m, long n,
                      long j, SK_VT v, int r, CT alpha, CT beta) {

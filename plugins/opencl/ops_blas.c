@@ -211,7 +211,7 @@ static bp_status_t gemm_skinny(ocl_device_t *d, cl_command_queue q, const bp_gem
   ocl_arg_scalar(&a, C->dtype, g->alpha);
   ocl_arg_scalar(&a, C->dtype, g->beta);
   /* _n: an item per SK_NV blocks of 16 columns (gemm.cl); _k: per column */
-  int nv = mb <= 2 ? 4 : mb <= 4 ? 2 : 1;
+  int nv = mb == 1 ? 8 : mb <= 2 ? 4 : mb <= 4 ? 2 : 1;
   size_t items =
       kernel[12] == 'n' ? (size_t)((n + SKINNY_VEC * nv - 1) / (SKINNY_VEC * nv)) : (size_t)n;
   /* small groups: more of them to share between the driver's threads */
