@@ -21,8 +21,10 @@
  *  - 1x1 as a batched GEMM only where no in-place kernel exists.
  * Ragged edges are masked in the micro-kernels (fast/gemm/gemm_ukr_rows.h), so
  * every tile is written in place. Bias is added to each output block while
- * it is in cache. Any other dtype, a y without dense planes, or a CPU
- * without AVX2 returns BP_ERR_UNIMPLEMENTED and the reference runs.
+ * it is in cache. bf16 (x, w and y) runs on AMX tiles where the CPU has
+ * them (fast/conv/conv2d_bf16.c). Any other dtype, a y without dense
+ * planes, or a CPU without AVX2 (AMX for bf16) returns BP_ERR_UNIMPLEMENTED
+ * and the reference runs.
  */
 #include <stdalign.h>
 #include <stdint.h>
@@ -447,11 +449,13 @@ static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
 
 bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
-  if (x->dtype != BP_F32 || w->dtype != BP_F32 || y->dtype != BP_F32 || !layout_ok(a))
-    return BP_ERR_UNIMPLEMENTED;
+  bool f32 = x->dtype == BP_F32 && w->dtype == BP_F32 && y->dtype == BP_F32;
+  bool bf16 = x->dtype == BP_BF16 && w->dtype == BP_BF16 && y->dtype == BP_BF16;
+  if (!(f32 || bf16) || !layout_ok(a)) return BP_ERR_UNIMPLEMENTED;
+  if (bf16 && !cpu_fast_conv_amx_ok(dev)) return BP_ERR_UNIMPLEMENTED;
   const cpu_fast_gemm_kernel_t *kr = pick_kernel(dev);
   const cpu_fast_vec_kernels_t *vk = cpu_fast_vec_pick(dev);
-  if (!kr || !vk) return BP_ERR_UNIMPLEMENTED;
+  if (f32 && (!kr || !vk)) return BP_ERR_UNIMPLEMENTED;
   int64_t K = y->shape[1];
   if (cpu_numel(y) == 0) return BP_OK;
   /* bias of any float dtype, widened once */
@@ -463,7 +467,7 @@ bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
     for (int64_t k = 0; k < K; k++)
       bias[k] = (float)cpu_load(pb, a->bias.dtype, k * a->bias.strides[0]);
   }
-  bp_status_t st = conv_route(dev, a, kr, vk, bias);
+  bp_status_t st = bf16 ? cpu_fast_conv2d_bf16(dev, a, bias) : conv_route(dev, a, kr, vk, bias);
   free(bias);
   return st;
 }

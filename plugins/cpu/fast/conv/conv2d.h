@@ -96,4 +96,11 @@ CPU_HIDDEN extern const cpu_fast_ukr_offs_fn cpu_fast_conv_ukr_offs4_avx2;
 CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix4_avx2;
 CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix6_avx2;
 
+/* bf16 conv2d on AMX tiles (fast/conv/conv2d_bf16.c): x, w, y bf16 with
+ * dense output planes, bias widened to K floats or NULL. Call only when
+ * cpu_fast_conv_amx_ok(dev). */
+CPU_HIDDEN bool cpu_fast_conv_amx_ok(const cpu_device_t *dev);
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_bf16(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                            const float *bias);
+
 #endif /* BACKPLANE_CPU_FAST_CONV2D_H */
