@@ -72,12 +72,51 @@ static void plant_specials(const att_case_t *c, att_buf_t *q, att_buf_t *k, att_
     cpu_store(v->p, c->dt, att_at4(&v->t, 0, 0, c->Skv - 1, 0), NAN);
     cpu_store(v->p, c->dt, att_at4(&v->t, 0, 0, c->Skv - 2, c->Dv - 1), INFINITY);
   }
+  if (c->special == SPECIAL_NAN_V0 && c->Skv > 2) { /* hidden by a window */
+    cpu_store(v->p, c->dt, att_at4(&v->t, 0, 0, 0, 0), NAN);
+    cpu_store(v->p, c->dt, att_at4(&v->t, 0, 0, 1, c->Dv - 1), INFINITY);
+  }
+}
+
+/* The mask tensors of c (att_case_t), set in a; free the three buffers. */
+static void make_masks(const att_case_t *c, const att_masks_t *mk, bp_attention_args_t *a,
+                       att_buf_t m[3]) {
+  memset(m, 0, 3 * sizeof *m);
+  if (!mk) return;
+  a->window = mk->window;
+  if (mk->kv_lens) {
+    m[0] = att_buf_make(BP_I32, c->B, 1, 1, 1, 0, 0, 0);
+    for (int64_t b = 0; b < c->B; b++)
+      ((int32_t *)m[0].p)[b] = (int32_t)(b % 3 == 0 ? c->Skv - 1 - b : b % 3 == 1 ? c->Skv + 2 : 0);
+    a->kv_lens = m[0].t, a->kv_lens.rank = 1;
+  }
+  if (mk->bias) {
+    bool dense = mk->bias == BIAS_DENSE;
+    m[1] = att_buf_make(c->dt, c->B, dense ? c->Hq : 1, dense ? c->Sq : 1, c->Skv, 0, -1, 1);
+    a->bias = m[1].t;
+    if (dense) {
+      for (int64_t x = 0; x < m[1].n; x += 7) cpu_store(m[1].p, c->dt, x, -INFINITY);
+      for (int64_t j = 0; j < c->Skv && c->Sq > 1; j++) /* row 1 of head 0: all masked */
+        cpu_store(m[1].p, c->dt, att_at4(&a->bias, 0, 0, 1, j), -INFINITY);
+    } else {
+      a->bias.shape[1] = c->Hq, a->bias.shape[2] = c->Sq;
+      a->bias.strides[1] = a->bias.strides[2] = 0;
+    }
+  }
+  if (mk->alibi == ALIBI_STANDARD) a->alibi_heads = (int32_t)c->Hq + 2, a->alibi_head_offset = 1;
+  if (mk->alibi == ALIBI_SLOPES) {
+    m[2] = att_buf_make(BP_F32, c->Hq, 1, 1, 1, 0, 0.05, 0.6);
+    a->alibi_slopes = m[2].t, a->alibi_slopes.rank = 1;
+  }
 }
 
 /* The first element of got that differs from want beyond the tolerance,
  * printed and counted; a NaN or inf must be matched exactly. */
 static void compare(att_harness_t *h, const cpu_device_t *dev, const att_case_t *c,
-                    const att_buf_t *got, const att_buf_t *want, double amp) {
+                    const att_masks_t *mk, const att_buf_t *got, const att_buf_t *want,
+                    double amp) {
+  att_masks_t none = {0};
+  if (!mk) mk = &none;
   double rtol, atol;
   tol_for(c->dt, &rtol, &atol);
   /* f32 scores carry a rounding error of about eps * D * amp^2, which
@@ -94,17 +133,23 @@ static void compare(att_harness_t *h, const cpu_device_t *dev, const att_case_t 
                                : !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
           if (ok) continue;
           printf("MISMATCH %s dt%d isa%d thr%u B%ld Hq%ld Hkv%ld Sq%ld Skv%ld "
-                 "D%ld Dv%ld causal%d layout%d special%d at [%ld,%ld,%ld,%ld]:"
-                 " got %.9g want %.9g\n",
+                 "D%ld Dv%ld causal%d layout%d special%d window%d kv_lens%d bias%d alibi%d"
+                 " at [%ld,%ld,%ld,%ld]: got %.9g want %.9g\n",
                  h->name, c->dt, dev->isa, dev->threads, (long)c->B, (long)c->Hq, (long)c->Hkv,
                  (long)c->Sq, (long)c->Skv, (long)c->D, (long)c->Dv, c->causal, c->layout,
-                 c->special, (long)b, (long)hd, (long)i, (long)e, g, w);
+                 c->special, mk->window, mk->kv_lens, mk->bias, mk->alibi, (long)b, (long)hd,
+                 (long)i, (long)e, g, w);
           h->fails++;
           return;
         }
 }
 
 bp_status_t att_run_case(att_harness_t *h, cpu_device_t *dev, const att_case_t *c) {
+  return att_run_masked(h, dev, c, NULL);
+}
+
+bp_status_t att_run_masked(att_harness_t *h, cpu_device_t *dev, const att_case_t *c,
+                           const att_masks_t *mk) {
   double amp = c->special == SPECIAL_LARGE ? 24.0 : 2.0;
   /* k and v transposed in memory: the kernel widens them per key block */
   int kvl = c->layout, ql = c->layout == LAYOUT_KV_TRANSPOSED ? 0 : c->layout;
@@ -117,6 +162,8 @@ bp_status_t att_run_case(att_harness_t *h, cpu_device_t *dev, const att_case_t *
   plant_specials(c, &q, &k, &v);
   double scale = c->special == SPECIAL_LARGE ? 1.0 : c->D > 0 ? 1.0 / sqrt((double)c->D) : 1.0;
   bp_attention_args_t a = att_args(&q, &k, &v, &o, c->causal, scale);
+  att_buf_t masks[3];
+  make_masks(c, mk, &a, masks);
   bp_status_t st = h->fn(dev, &a);
   h->checks++;
   if (st == BP_OK) {
@@ -124,9 +171,10 @@ bp_status_t att_run_case(att_harness_t *h, cpu_device_t *dev, const att_case_t *
     int64_t tasks = cpu_ref_attention_tasks(&a);
     assert_true(tasks >= 0);
     assert_int_equal(cpu_ref_attention_range(&a, 0, tasks), BP_OK);
-    compare(h, dev, c, &o, &r, amp);
+    compare(h, dev, c, mk, &o, &r, amp);
   }
   free(q.p), free(k.p), free(v.p), free(o.p), free(r.p);
+  for (int x = 0; x < 3; x++) free(masks[x].p);
   return st;
 }
 
@@ -135,6 +183,15 @@ void att_run_all(att_harness_t *h, dev_set_t *s, att_case_t c) {
     if (att_run_case(h, &s->dev[i], &c) == BP_OK) continue;
     printf("%s: status != BP_OK for dt%d Sq%ld Skv%ld D%ld\n", h->name, c.dt, (long)c.Sq,
            (long)c.Skv, (long)c.D);
+    h->fails++;
+  }
+}
+
+void att_run_all_masked(att_harness_t *h, dev_set_t *s, att_case_t c, att_masks_t m) {
+  for (int i = 0; i < s->n; i++) {
+    if (att_run_masked(h, &s->dev[i], &c, &m) == BP_OK) continue;
+    printf("%s: status != BP_OK for dt%d Sq%ld Skv%ld D%ld window%d kv_lens%d bias%d alibi%d\n",
+           h->name, c.dt, (long)c.Sq, (long)c.Skv, (long)c.D, m.window, m.kv_lens, m.bias, m.alibi);
     h->fails++;
   }
 }

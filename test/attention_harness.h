@@ -19,13 +19,25 @@
 /* How q, k, v and out sit in memory (att_buf_make). */
 enum { LAYOUT_DENSE, LAYOUT_BSHD, LAYOUT_KV_TRANSPOSED, LAYOUT_COUNT };
 /* What a case plants in its inputs (att_run_case). */
-enum { SPECIAL_NONE, SPECIAL_NAN_Q, SPECIAL_LARGE, SPECIAL_NAN_K, SPECIAL_NAN_V };
+enum { SPECIAL_NONE, SPECIAL_NAN_Q, SPECIAL_LARGE, SPECIAL_NAN_K, SPECIAL_NAN_V, SPECIAL_NAN_V0 };
+/* The masks of ABI 1.5 a case adds (att_case_t.bias, .alibi). */
+enum { BIAS_NONE, BIAS_DENSE, BIAS_BROADCAST };
+enum { ALIBI_NONE, ALIBI_STANDARD, ALIBI_SLOPES };
 
 typedef struct att_case {
   int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
   int causal, layout, special;
   bp_dtype_t dt;
 } att_case_t;
+
+/* The masks of ABI 1.5 a case adds: a sliding window (0: none); kv_lens
+ * (per batch b: Skv - 1 - b, then Skv + 2, then 0, cycling); a bias in
+ * q's dtype (dense with some -inf scores and one row all -inf, or one key
+ * row broadcast by stride 0); ALiBi (standard slopes of Hq + 2 heads from
+ * head 1, or an f32 slopes tensor). */
+typedef struct att_masks {
+  int window, kv_lens, bias, alibi;
+} att_masks_t;
 
 /* A kernel under test: the fast dispatcher or one kernel of it. */
 typedef bp_status_t (*att_fn)(cpu_device_t *dev, const bp_attention_args_t *a);
@@ -61,8 +73,15 @@ void att_reset(att_harness_t *h);
  * counting a check and any mismatch (printed). Returns h->fn's status. */
 bp_status_t att_run_case(att_harness_t *h, cpu_device_t *dev, const att_case_t *c);
 
+/* att_run_case with the masks m (NULL: none). */
+bp_status_t att_run_masked(att_harness_t *h, cpu_device_t *dev, const att_case_t *c,
+                           const att_masks_t *m);
+
 /* att_run_case on every device of s; a status other than BP_OK fails. */
 void att_run_all(att_harness_t *h, dev_set_t *s, att_case_t c);
+
+/* att_run_all with the masks m. */
+void att_run_all_masked(att_harness_t *h, dev_set_t *s, att_case_t c, att_masks_t m);
 
 /* Prints the tally and fails the test on a mismatch, or when nothing was
  * compared (a suite that compared nothing must not pass). */

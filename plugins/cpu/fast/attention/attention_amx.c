@@ -39,6 +39,7 @@
 
 #include "attention.h"
 #include "attention_exp512.h"
+#include "attention_mask.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 
 #define AX_BQ 32    /* queries per block: two 16-row tiles */
@@ -56,6 +57,8 @@ typedef struct ax_job {
   int64_t ntasks, next; /* next: the next task to take (atomic) */
   float scale;
   int causal;
+  bool prescale; /* masks of ABI 1.5: scores scaled before the softmax */
+  att_mask_t mk;
 } ax_job_t;
 
 /* Per-worker workspace. */
@@ -69,6 +72,7 @@ typedef struct ax_ws {
   float m[AX_BQ], corr[AX_BQ];
   float l[AX_BQ][16]; /* running sums, 16 lanes a row */
   bool bad[AX_BQ];
+  float slope; /* the query head's ALiBi slope */
   int64_t kb, kg, kpacked; /* whose keys and values kt, vt hold, how many */
 } ax_ws_t;
 
@@ -121,11 +125,13 @@ static inline __m512 ax_exp2(__m512 t) {
   return _mm512_scalef_ps(p, n);
 }
 
-/* Keys query i may see: [0, limit), clamped to [0, Skv]. */
-static int64_t ax_visible(const ax_job_t *j, int64_t i) {
-  if (!j->causal) return j->Skv;
-  int64_t lim = i + j->off + 1;
-  return lim < 0 ? 0 : lim > j->Skv ? j->Skv : lim;
+/* Keys [lo, hi) query i of batch b sees, relative to the key block at k0
+ * of nk keys and clamped to it. */
+static void ax_block_keys(const ax_job_t *j, int64_t b, int64_t i, int64_t k0, int64_t nk,
+                          int64_t *lo, int64_t *hi) {
+  att_mask_keys(&j->mk, b, i, lo, hi);
+  *lo = *lo - k0 < 0 ? 0 : ax_min(nk, *lo - k0);
+  *hi = *hi - k0 < 0 ? 0 : ax_min(nk, *hi - k0);
 }
 
 /* ---- packing ------------------------------------------------------------ */
@@ -371,35 +377,61 @@ static void ax_rescale(ax_ws_t *w, int64_t Dvp) {
   }
 }
 
+/* With the masks of ABI 1.5, row r's scores (query i, key block at k0)
+ * of [0, ncols) scaled, -inf before the row's first key lo, and the bias
+ * and ALiBi terms added on [lo, hi), as the reference adds them. */
+static void ax_mask_row(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int64_t i,
+                        int64_t r, int64_t k0, int64_t lo, int64_t hi, int64_t ncols) {
+  float *s = w->s + r * AX_BK;
+  __m512 vs = _mm512_set1_ps(j->scale);
+  for (int64_t c = 0; c < ncols; c += 16)
+    _mm512_storeu_ps(s + c, _mm512_mul_ps(vs, _mm512_loadu_ps(s + c)));
+  for (int64_t c = 0; c < lo; c++) s[c] = -INFINITY;
+  const att_mask_t *m = &j->mk;
+  if (m->bias) {
+    const uint16_t *bp = (const uint16_t *)m->bias + b * m->bs[0] + h * m->bs[1] + i * m->bs[2];
+    for (int64_t c = lo; c < hi; c++) {
+      uint32_t bits = (uint32_t)bp[(k0 + c) * m->bs[3]] << 16;
+      float x;
+      memcpy(&x, &bits, sizeof x);
+      s[c] += x;
+    }
+  }
+  if (w->slope != 0.0f) fa_alibi_add(s, lo, hi, i + j->off - k0, w->slope);
+}
+
 /* One key block [k0, k0 + nk) for the query block's nq rows from i0. */
-static void ax_key_block(const ax_job_t *j, ax_ws_t *w, int64_t i0, int64_t nq, int64_t k0,
-                         int64_t nk) {
+static void ax_key_block(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int64_t i0,
+                         int64_t nq, int64_t k0, int64_t nk) {
   int64_t nsub = (nk + AX_KC - 1) / AX_KC;
   ax_scores(j, w, k0, nsub);
   for (int64_t r = 0; r < AX_BQ; r++) {
-    int64_t n = r < nq ? ax_min(nk, ax_visible(j, i0 + r) - k0) : 0;
-    w->corr[r] = ax_softmax_row(w, r, n, nsub * AX_KC, j->scale);
+    int64_t lo = 0, hi = 0;
+    if (r < nq) ax_block_keys(j, b, i0 + r, k0, nk, &lo, &hi);
+    if (j->prescale && hi > lo) ax_mask_row(j, w, b, h, i0 + r, r, k0, lo, hi, nsub * AX_KC);
+    w->corr[r] = ax_softmax_row(w, r, hi > lo ? hi : 0, nsub * AX_KC, j->prescale ? 1.0f : j->scale);
   }
   ax_rescale(w, j->Dvp);
   ax_pv(j, w, k0, nsub);
 }
 
-/* out row = o / l rounded to bf16; zeros for a row that sees no key, NaN
- * for the rows the reference makes NaN. */
+/* out row = o / l rounded to bf16; zeros for a row that sees no key or
+ * only -inf scores, NaN for a row with a NaN or +inf score. */
 static void ax_store(const ax_job_t *j, const ax_ws_t *w, int64_t b, int64_t h, int64_t i0,
                      int64_t nq) {
   int64_t Dv = j->Dv;
   for (int64_t r = 0; r < nq; r++) {
     uint16_t *orow = j->o + b * j->so[0] + h * j->so[1] + (i0 + r) * j->so[2];
-    bool nan = w->bad[r] || (w->m[r] == -INFINITY && ax_visible(j, i0 + r) > 0);
     float l = _mm512_reduce_add_ps(_mm512_loadu_ps(w->l[r]));
-    nan |= l != l;
-    __m512 vi = _mm512_set1_ps(l > 0 ? 1.0f / l : 0.0f);
+    bool nan = w->bad[r] || l != l, none = !nan && w->m[r] == -INFINITY;
+    __m512 vi = _mm512_set1_ps(l > 0 && !none ? 1.0f / l : 0.0f);
     const float *src = w->o + r * j->Dvp;
     for (int64_t e = 0; e < Dv; e += 16) {
       __mmask16 k = fa_lanes(Dv - e);
       __m256i x =
-          nan ? _mm256_set1_epi16(0x7fc0) : ax_round16(_mm512_mul_ps(vi, _mm512_loadu_ps(src + e)));
+          nan    ? _mm256_set1_epi16(0x7fc0)
+          : none ? _mm256_setzero_si256()
+                 : ax_round16(_mm512_mul_ps(vi, _mm512_loadu_ps(src + e)));
       if (j->so[3] == 1) {
         _mm256_mask_storeu_epi16(orow + e, k, x);
         continue;
@@ -420,16 +452,22 @@ static void ax_query_block(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, 
     w->bad[r] = false;
   }
   memset(w->o, 0, sizeof(float) * (size_t)(AX_BQ * j->Dvp));
+  w->slope = att_mask_slope(&j->mk, h);
   ax_load_queries(j, w, j->q + b * j->sq[0] + h * j->sq[1] + i0 * j->sq[2], nq);
-  /* keys past the last query's limit are hidden from the whole block; the
-   * keys before the first query's limit (whole tile rows of them) are seen
-   * by every row and take the softmax without masks */
-  int64_t kend = ax_visible(j, i0 + nq - 1), kall = ax_visible(j, i0) / AX_KC * AX_KC;
+  /* keys past the last query's limit, or before the first query's start,
+   * are hidden from the whole block; the keys up to the first query's
+   * limit (whole tile rows of them) are seen by every row without a
+   * window and take the softmax without masks */
+  int64_t kbeg, kend, kall, lo;
+  att_mask_keys(&j->mk, b, i0, &kbeg, &kall);
+  att_mask_keys(&j->mk, b, i0 + nq - 1, &lo, &kend);
+  kbeg = kbeg / AX_KC * AX_KC, kall = kall / AX_KC * AX_KC;
+  if (kall < kbeg) kall = kbeg;
   ax_pack_head(j, w, b, h / j->grp, kend);
-  for (int64_t k0 = 0; k0 < kall; k0 += AX_BK)
-    ax_key_block(j, w, i0, nq, k0, ax_min(AX_BK, kall - k0));
+  for (int64_t k0 = kbeg; k0 < kall; k0 += AX_BK)
+    ax_key_block(j, w, b, h, i0, nq, k0, ax_min(AX_BK, kall - k0));
   for (int64_t k0 = kall; k0 < kend; k0 += AX_BK)
-    ax_key_block(j, w, i0, nq, k0, ax_min(AX_BK, kend - k0));
+    ax_key_block(j, w, b, h, i0, nq, k0, ax_min(AX_BK, kend - k0));
   ax_store(j, w, b, h, i0, nq);
 }
 
@@ -531,7 +569,11 @@ bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attention_args_t 
   memcpy(j.so, o->strides, sizeof j.so);
   /* each worker holds a kv head's K^T and V: absurd ones go elsewhere */
   if ((double)ax_ws_bytes(&j) > 256e6) return BP_ERR_UNIMPLEMENTED;
-  if (a->causal && !ax_values_finite(&j, j.v, B, k->shape[1])) return BP_ERR_UNIMPLEMENTED;
+  if (!att_mask_init(&j.mk, a)) return BP_ERR_UNIMPLEMENTED;
+  /* a value hidden from a query inside a tile would add 0 * inf */
+  if ((a->causal || att_mask_ranged(&j.mk)) && !ax_values_finite(&j, j.v, B, k->shape[1]))
+    return BP_ERR_UNIMPLEMENTED;
+  j.prescale = att_mask_additive(&j.mk) || att_mask_ranged(&j.mk);
   j.scale = (float)a->scale;
   j.causal = a->causal;
   j.nqb = (j.Sq + AX_BQ - 1) / AX_BQ;

@@ -268,12 +268,12 @@ static void att_load_q(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, i
   }
 }
 
-/* Whether lane r's row is NaN: a NaN or +inf score, or every visible
- * score -inf (the reference's max is then -inf, and e^(nan)). */
-static bool att_nan_row(const att_job_t *j, const att_ws_t *w, int64_t i0, int64_t r) {
+/* Whether lane r's row is NaN: a NaN or +inf score. (A row whose every
+ * score is -inf has l = 0 and gives zeros, as the reference.) */
+static bool att_nan_row(const att_ws_t *w, int64_t r) {
   uint32_t badbits;
   memcpy(&badbits, &w->bad[r], sizeof badbits);
-  return badbits || (w->m[r] == -INFINITY && att_visible(j, i0 + w->qo[r]) > 0);
+  return badbits != 0;
 }
 
 /* out(lane r) = ot[.][r] / l[r] (zeros for a row that sees no key). f32
@@ -287,7 +287,8 @@ static void att_store_out(const att_job_t *j, const att_ws_t *w, int64_t b, int6
     float inv[8];
     float *row[8];
     for (int i = 0; i < 8; i++) {
-      nan = nan || att_nan_row(j, w, i0, r0 + i);
+      /* rows of zeros (l = 0) go one by one too: 0 * inf in ot */
+      nan = nan || att_nan_row(w, r0 + i) || !(w->l[r0 + i] > 0);
       inv[i] = w->l[r0 + i] > 0 ? 1.0f / w->l[r0 + i] : 0.0f;
       row[i] = (float *)(void *)att_row(j->o, j->to, j->so, b, h0, nq, i0, r0 + i);
     }
@@ -304,7 +305,7 @@ static void att_store_out(const att_job_t *j, const att_ws_t *w, int64_t b, int6
   for (int64_t r = r0; r < nl; r++) {
     char *orow = (char *)att_row(j->o, j->to, j->so, b, h0, nq, i0, r);
     float l = w->l[r], inv = l > 0 ? 1.0f / l : 0.0f;
-    bool nan = att_nan_row(j, w, i0, r);
+    bool nan = att_nan_row(w, r);
     for (int64_t e = 0; e < Dv; e++)
       att_store(orow, j->to, e * j->so[3], nan ? NAN : l > 0 ? w->ot[e * ATT_BQ + r] * inv : 0.0f);
   }

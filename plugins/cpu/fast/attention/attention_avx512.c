@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "attention_exp512.h"
+#include "attention_mask.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 
 #define FA_MR 12          /* rows of the micro-kernel's tile (queries) */
@@ -57,6 +58,8 @@ typedef struct fa_job {
   bool qdirect, vdirect; /* rows with unit stride: read in place */
   float scale;
   int causal;
+  bool additive; /* bias or ALiBi terms on the scores */
+  att_mask_t mk;
   const cpu_fast_gemm_kernel_t *kr;
 } fa_job_t;
 
@@ -68,16 +71,43 @@ typedef struct fa_ws {
   float *o;  /* [FA_BQ][Dv] unnormalised output */
   float *vb; /* [FA_BK][Dv] a key block's values when not read in place */
   float m[FA_BQ], l[FA_BQ], corr[FA_BQ];
-  int64_t nvis[FA_BQ]; /* keys of the current key block row r sees */
+  int64_t nlo[FA_BQ], nvis[FA_BQ]; /* keys [nlo, nvis) of the key block row r sees */
   bool bad[FA_BQ];
+  float slope; /* the query head's ALiBi slope */
   int64_t kb, kg, kpacked; /* whose keys kt holds, and how many */
 } fa_ws_t;
 
-/* Keys query i may see: [0, limit), clamped to [0, Skv]. */
-static int64_t fa_visible(const fa_job_t *j, int64_t i) {
-  if (!j->causal) return j->Skv;
-  int64_t lim = i + j->off + 1;
-  return lim < 0 ? 0 : lim > j->Skv ? j->Skv : lim;
+/* Keys [lo, hi) query i of batch b sees, relative to the key block at k0
+ * of nk keys and clamped to it. */
+static void fa_block_keys(const fa_job_t *j, int64_t b, int64_t i, int64_t k0, int64_t nk,
+                          int64_t *lo, int64_t *hi) {
+  att_mask_keys(&j->mk, b, i, lo, hi);
+  *lo = *lo - k0 < 0 ? 0 : fa_min(nk, *lo - k0);
+  *hi = *hi - k0 < 0 ? 0 : fa_min(nk, *hi - k0);
+}
+
+/* Scores [c0, c1) of row r (query i, key block at k0) += bias - slope *
+ * |i' - key|, before the softmax as in the reference. */
+static void fa_add_terms(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i,
+                         int64_t r, int64_t k0, int64_t c0, int64_t c1) {
+  float *s = w->s + r * FA_BK;
+  const att_mask_t *m = &j->mk;
+  if (m->bias) {
+    const float *bp = (const float *)m->bias + b * m->bs[0] + h * m->bs[1] + i * m->bs[2];
+    for (int64_t c = c0; c < c1; c++) s[c] += bp[(k0 + c) * m->bs[3]];
+  }
+  if (w->slope != 0.0f) fa_alibi_add(s, c0, c1, i + j->off - k0, w->slope);
+}
+
+/* Row r's scores before its first key [0, lo) become -inf (they are not
+ * computed, or belong to hidden keys), the rest within [lo, min(hi, ncols))
+ * get their additive terms. */
+static void fa_mask_row(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i,
+                        int64_t r, int64_t k0, int64_t ncols) {
+  int64_t lo = w->nlo[r], hi = fa_min(w->nvis[r], ncols);
+  float *s = w->s + r * FA_BK;
+  for (int64_t c = 0; c < lo && c < ncols; c++) s[c] = -INFINITY;
+  if (j->additive && hi > lo) fa_add_terms(j, w, b, h, i, r, k0, lo, hi);
 }
 
 /* kt holds the first `need` keys of kv head (b, g) in NR-key panels. The
@@ -191,26 +221,40 @@ static bool fa_finite(const float *v, int64_t ldv, int64_t n, int64_t Dv) {
   return true;
 }
 
-/* O[t0 .. t0 + rows) += P V over the tile's keys [0, nk): the micro-kernel
- * for all of them, or, when the keys [jd, nk) that some rows do not see
- * hold values that are not finite (0 * inf is NaN), for [0, jd) and then
- * row by row over the keys each row sees. */
+/* o[r] += p[r][k] v[k] for row r of the tile and keys [k0, k1). */
+static void fa_pv_row(const fa_job_t *j, fa_ws_t *w, const float *vp, int64_t ldv, int64_t r,
+                      int64_t k0, int64_t k1) {
+  int64_t Dv = j->Dv;
+  const float *p = w->s + r * FA_BK;
+  float *o = w->o + r * Dv;
+  for (int64_t jj = k0; jj < k1; jj++)
+    for (int64_t e = 0; e < Dv; e++) o[e] += p[jj] * vp[jj * ldv + e];
+}
+
+/* O[t0 .. t0 + rows) += P V over the tile's keys [lo, nk), lo the first
+ * row's first key: the micro-kernel for all of them, or, when keys that
+ * some rows do not see ([lo, lmax) before the last row's first key,
+ * [hmin, nk) after the first row's last) hold values that are not finite
+ * (0 * inf is NaN), for the keys every row sees and then row by row over
+ * the rest each row sees. */
 static void fa_pv_tile(const fa_job_t *j, fa_ws_t *w, const float *vp, int64_t ldv, int64_t t0,
                        int64_t rows, int64_t nk) {
-  int64_t Dv = j->Dv, jd = nk;
-  if (j->causal) jd = w->nvis[t0] < 0 ? 0 : w->nvis[t0];
-  bool exact = jd < nk && !fa_finite(vp + jd * ldv, ldv, nk - jd, Dv);
-  int64_t kk = exact ? jd : nk;
+  int64_t Dv = j->Dv, lo = w->nlo[t0], lmax = w->nlo[t0 + rows - 1];
+  int64_t hmin = fa_min(w->nvis[t0], nk);
+  bool exact = (hmin < nk && !fa_finite(vp + hmin * ldv, ldv, nk - hmin, Dv)) ||
+               (lmax > lo && !fa_finite(vp + lo * ldv, ldv, lmax - lo, Dv));
+  int64_t k0 = exact ? lmax : lo, k1 = exact ? (hmin > lmax ? hmin : lmax) : nk;
   const float *p = w->s + t0 * FA_BK;
   float *o = w->o + t0 * Dv;
-  if (kk > 0)
+  if (k1 > k0)
     for (int64_t e0 = 0; e0 < Dv; e0 += FA_NR)
-      j->kr->ukr_rows(kk, p, FA_BK, vp + e0, ldv, o + e0, Dv, (int)rows,
+      j->kr->ukr_rows(k1 - k0, p + k0, FA_BK, vp + k0 * ldv + e0, ldv, o + e0, Dv, (int)rows,
                       (int)fa_min(FA_NR, Dv - e0), 1.0f, 1.0f);
   if (!exact) return;
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t jj = jd; jj < w->nvis[t0 + r]; jj++)
-      for (int64_t e = 0; e < Dv; e++) o[r * Dv + e] += p[r * FA_BK + jj] * vp[jj * ldv + e];
+  for (int64_t r = t0; r < t0 + rows; r++) {
+    fa_pv_row(j, w, vp, ldv, r, w->nlo[r], fa_min(k0, w->nvis[r]));
+    fa_pv_row(j, w, vp, ldv, r, k1 > w->nlo[r] ? k1 : w->nlo[r], w->nvis[r]);
+  }
 }
 
 /* Values of keys [k0, k0 + nk) of kv head (b, g): in place, or copied into
@@ -230,39 +274,47 @@ static const float *fa_values(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t 
 
 /* One key block [k0, k0 + nk) for the query block's nq rows at qp. */
 static void fa_key_block(const fa_job_t *j, fa_ws_t *w, const float *qp, int64_t lda, int64_t b,
-                         int64_t g, int64_t i0, int64_t nq, int64_t k0, int64_t nk) {
+                         int64_t h, int64_t i0, int64_t nq, int64_t k0, int64_t nk) {
   int64_t D = j->D, tk[FA_BQ / FA_MR];
-  /* scores, each MR-row tile up to the last key its last row sees */
+  for (int64_t r = 0; r < nq; r++) fa_block_keys(j, b, i0 + r, k0, nk, &w->nlo[r], &w->nvis[r]);
+  /* scores, each MR-row tile from the NR panel of the first key its first
+   * row sees up to the last key its last row sees */
   for (int64_t t0 = 0; t0 < nq; t0 += FA_MR) {
     int64_t rows = fa_min(FA_MR, nq - t0);
-    int64_t kv = fa_min(nk, fa_visible(j, i0 + t0 + rows - 1) - k0);
+    int64_t kv = w->nvis[t0 + rows - 1];
     tk[t0 / FA_MR] = kv;
-    for (int64_t p0 = 0; p0 < kv; p0 += FA_NR)
+    for (int64_t p0 = w->nlo[t0] / FA_NR * FA_NR; p0 < kv; p0 += FA_NR)
       j->kr->ukr_rows(D, qp + t0 * lda, lda, w->kt + (k0 + p0) * D, FA_NR, w->s + t0 * FA_BK + p0,
                       FA_BK, (int)rows, (int)fa_min(FA_NR, kv - p0), j->scale, 0.0f);
   }
   for (int64_t r = 0; r < nq; r++) {
-    int64_t kv = tk[r / FA_MR] < 0 ? 0 : tk[r / FA_MR];
-    w->nvis[r] = fa_min(nk, fa_visible(j, i0 + r) - k0);
-    w->corr[r] = fa_softmax_row(w, r, w->nvis[r], kv);
+    int64_t kv = tk[r / FA_MR];
+    fa_mask_row(j, w, b, h, i0 + r, r, k0, kv);
+    int64_t n = w->nvis[r] > w->nlo[r] ? w->nvis[r] : 0;
+    w->corr[r] = fa_softmax_row(w, r, n, kv);
   }
   fa_rescale(w, nq, j->Dv);
   int64_t ldv;
-  const float *vp = fa_values(j, w, b, g, k0, nk, &ldv);
+  const float *vp = fa_values(j, w, b, h / j->grp, k0, nk, &ldv);
   for (int64_t t0 = 0; t0 < nq; t0 += FA_MR)
-    if (tk[t0 / FA_MR] > 0) fa_pv_tile(j, w, vp, ldv, t0, fa_min(FA_MR, nq - t0), tk[t0 / FA_MR]);
+    if (tk[t0 / FA_MR] > w->nlo[t0])
+      fa_pv_tile(j, w, vp, ldv, t0, fa_min(FA_MR, nq - t0), tk[t0 / FA_MR]);
 }
 
-/* out row = o / l; zeros for a row that sees no key, NaN for the rows the
- * reference makes NaN. */
+/* out row = o / l; zeros for a row that sees no key or only -inf scores,
+ * NaN for a row with a NaN or +inf score. */
 static void fa_store(const fa_job_t *j, const fa_ws_t *w, int64_t b, int64_t h, int64_t i0,
                      int64_t nq) {
   int64_t Dv = j->Dv;
   for (int64_t r = 0; r < nq; r++) {
     float *orow = j->o + b * j->so[0] + h * j->so[1] + (i0 + r) * j->so[2];
-    bool nan = w->bad[r] || (w->m[r] == -INFINITY && fa_visible(j, i0 + r) > 0);
+    bool nan = w->bad[r], none = !nan && w->m[r] == -INFINITY;
     float inv = w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f;
     const float *src = w->o + r * Dv;
+    if (none) {
+      for (int64_t e = 0; e < Dv; e++) orow[e * j->so[3]] = 0.0f;
+      continue;
+    }
     if (!nan && (j->so[3] == 1 || Dv == 1)) {
       __m512 vi = _mm512_set1_ps(inv);
       for (int64_t e = 0; e < Dv; e += 16) {
@@ -279,6 +331,7 @@ static void fa_store(const fa_job_t *j, const fa_ws_t *w, int64_t b, int64_t h, 
 static void fa_query_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i0,
                            int64_t nq) {
   int64_t g = h / j->grp, D = j->D;
+  w->slope = att_mask_slope(&j->mk, h);
   for (int64_t r = 0; r < nq; r++) {
     w->m[r] = -INFINITY;
     w->l[r] = 0;
@@ -292,11 +345,14 @@ static void fa_query_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, 
       for (int64_t d = 0; d < D; d++) w->qb[r * D + d] = qp[r * j->sq[2] + d * j->sq[3]];
     qp = w->qb, lda = D;
   }
-  /* keys past the last query's limit are hidden from the whole block */
-  int64_t kend = fa_visible(j, i0 + nq - 1);
+  /* keys past the last query's limit and before the first query's start
+   * are hidden from the whole block */
+  int64_t kbeg, kend, lo, hi;
+  att_mask_keys(&j->mk, b, i0, &kbeg, &hi);
+  att_mask_keys(&j->mk, b, i0 + nq - 1, &lo, &kend);
   fa_pack_keys(j, w, b, g, kend);
-  for (int64_t k0 = 0; k0 < kend; k0 += FA_BK)
-    fa_key_block(j, w, qp, lda, b, g, i0, nq, k0, fa_min(FA_BK, kend - k0));
+  for (int64_t k0 = kbeg / FA_NR * FA_NR; k0 < kend; k0 += FA_BK)
+    fa_key_block(j, w, qp, lda, b, h, i0, nq, k0, fa_min(FA_BK, kend - k0));
   fa_store(j, w, b, h, i0, nq);
 }
 
@@ -349,6 +405,7 @@ bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev, const bp_attention_args
   if (!fa_covered(a)) return BP_ERR_UNIMPLEMENTED;
   fa_job_t j;
   memset(&j, 0, sizeof j);
+  if (!att_mask_init(&j.mk, a)) return BP_ERR_UNIMPLEMENTED;
   j.kr = &cpu_fast_sgemm_avx512;
   j.q = (const float *)((const char *)(uintptr_t)q->ptr + q->offset);
   j.k = (const float *)((const char *)(uintptr_t)k->ptr + k->offset);
@@ -370,6 +427,7 @@ bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev, const bp_attention_args
   if ((double)fa_ws_floats(&j) * sizeof(float) > 256e6) return BP_ERR_UNIMPLEMENTED;
   j.scale = (float)a->scale;
   j.causal = a->causal;
+  j.additive = att_mask_additive(&j.mk);
   j.nqb = (j.Sq + FA_BQ - 1) / FA_BQ;
   j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
   j.ntasks = B * j.Hq * j.per;

@@ -37,4 +37,18 @@ static inline __mmask16 fa_lanes(int64_t n) {
   return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
+/* ALiBi on scores [c0, c1): s[c] -= slope * |d0 - c| (d0: the query's
+ * aligned position minus the first key of s). The distance is exact in
+ * f32 below 2^24 keys. */
+static inline void fa_alibi_add(float *s, int64_t c0, int64_t c1, int64_t d0, float slope) {
+  const __m512 lanes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512 ns = _mm512_set1_ps(-slope);
+  for (int64_t c = c0; c < c1; c += 16) {
+    __mmask16 k = fa_lanes(c1 - c);
+    __m512 d = _mm512_sub_ps(_mm512_set1_ps((float)(d0 - c)), lanes);
+    __m512 x = _mm512_fmadd_ps(ns, _mm512_abs_ps(d), _mm512_maskz_loadu_ps(k, s + c));
+    _mm512_mask_storeu_ps(s + c, k, x);
+  }
+}
+
 #endif /* BACKPLANE_CPU_FAST_ATTENTION_EXP512_H */
