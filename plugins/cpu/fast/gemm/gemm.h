@@ -132,6 +132,15 @@ CPU_HIDDEN bool cpu_fast_wmerge_avx2(bp_dtype_t dtype, const float *tile, int nr
 CPU_HIDDEN bp_status_t cpu_fast_gemm_lowp(cpu_device_t *dev,
                                       const bp_gemm_args_t *a);
 
+/* bf16 / f16 GEMM with at most CPU_FAST_SKINNY_LOWP_MAX_M rows of C and
+ * B's rows contiguous (fast/gemm/gemm_skinny_lowp.c): B read once, in
+ * place, widened in AVX-512 registers, f32 sums, rows of B split over the
+ * pool. _ok says whether the shape, dtypes and CPU fit; the call returns
+ * BP_ERR_UNIMPLEMENTED (nothing written) when they do not or alpha == 0. */
+#define CPU_FAST_SKINNY_LOWP_MAX_M 16
+CPU_HIDDEN bool cpu_fast_gemm_skinny_lowp_ok(const cpu_device_t *dev, const bp_gemm_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_gemm_skinny_lowp(cpu_device_t *dev, const bp_gemm_args_t *a);
+
 /* bf16 or f16 GEMM on AMX-BF16 tiles (fast/gemm/gemm_amx.c); the caller has
  * checked the CPU features (AMX-BF16, AVX-512 BW / VL) and
  * cpu_amx_request(). */

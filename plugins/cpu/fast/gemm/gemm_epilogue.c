@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "gemm_epilogue.h"
+#include "gemm.h"
 
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
@@ -20,12 +21,12 @@ static double sigmoid(double x) {
 }
 
 /* The activations taken here, as the reference computes them. */
-static bool act_known(int op) {
+bool cpu_fast_gemm_act_known(int op) {
   return op == BP_UNARY_RELU || op == BP_UNARY_GELU || op == BP_UNARY_SILU ||
          op == BP_UNARY_SIGMOID || op == BP_UNARY_TANH;
 }
 
-static double act_value(int op, double x) {
+double cpu_fast_gemm_act_value(int op, double x) {
   switch (op) {
   case BP_UNARY_RELU:
     return x > 0.0 ? x : (x != x ? x : 0.0);
@@ -53,7 +54,7 @@ static void epilogue_loop(const bp_plugin_tensor_t *c, const bp_plugin_tensor_t 
         if (pb)
           v += cpu_load(pb, bias->dtype,
                         b * bias->strides[0] + i * bias->strides[1] + j * bias->strides[2]);
-        cpu_store(pc, c->dtype, off, act >= 0 ? act_value(act, v) : v);
+        cpu_store(pc, c->dtype, off, act >= 0 ? cpu_fast_gemm_act_value(act, v) : v);
       }
 }
 
@@ -84,8 +85,12 @@ static bp_status_t apply_epilogue(cpu_device_t *dev, const bp_gemm_args_t *a) {
 }
 
 bp_status_t cpu_fast_gemm_epilogue(cpu_device_t *dev, const bp_gemm_args_t *a) {
-  if ((a->flags & BP_GEMM_FLAG_ACTIVATION) && !act_known(a->activation))
+  if ((a->flags & BP_GEMM_FLAG_ACTIVATION) && !cpu_fast_gemm_act_known(a->activation))
     return BP_ERR_UNIMPLEMENTED;
+  /* a few rows of bf16 / f16: the skinny kernel applies the epilogue to
+   * each value before rounding it (fast/gemm/gemm_skinny_lowp.c) */
+  if (a->alpha != 0 && cpu_fast_gemm_skinny_lowp_ok(dev, a))
+    return cpu_fast_gemm_skinny_lowp(dev, a);
   if (a->bias.rank && a->bias.rank != 3) return BP_ERR_UNIMPLEMENTED;
   bp_gemm_args_t plain = *a;
   plain.flags &= ~BP_GEMM_FLAG_ACTIVATION;

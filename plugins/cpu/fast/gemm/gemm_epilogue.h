@@ -12,6 +12,11 @@ static inline bool cpu_gemm_has_epilogue(const bp_gemm_args_t *a) {
   return a->bias.rank != 0 || (a->flags & BP_GEMM_FLAG_ACTIVATION) != 0;
 }
 
+/* Whether op is an activation the epilogue takes, and its value at x, as
+ * the reference computes it. */
+CPU_HIDDEN bool cpu_fast_gemm_act_known(int op);
+CPU_HIDDEN double cpu_fast_gemm_act_value(int op, double x);
+
 /* C = act(alpha A·B + beta C + bias): the fast GEMM, then the vectorised
  * add and unary kernels over C in place, within the same call.
  * BP_ERR_UNIMPLEMENTED (nothing written) when the fast GEMM declines the
