@@ -151,9 +151,16 @@ typedef struct bpk_conv2d_args {
 /* GEMM launch geometry: TILE x TILE outputs per block of 256 threads. */
 #define BPK_GEMM_TILE 128
 #define BPK_GEMM_THREADS 256
+/* The epilogue, C = act(alpha a.b + beta c + bias) on the accumulator
+ * before C is rounded: bias has c's shape by strides (0 where it
+ * broadcasts; ptr 0: absent), act a bp_unary_op_t (BPK_GEMM_NO_ACT: none). */
+#define BPK_GEMM_NO_ACT (-1)
 typedef struct bpk_gemm_args {
   bpk_tensor_t a, b, c;
   double alpha, beta;
+  bpk_tensor_t bias;
+  int32_t act;
+  int32_t pad_;
 } bpk_gemm_args_t;
 
 /* bp_gemv_{f,d}: y = alpha * a . x + beta * y; a [m, n]. */
@@ -167,10 +174,19 @@ typedef struct bpk_gemv_args {
 /* bp_attention_f: flash-style fused attention. q [B,Hq,Sq,D],
  * k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv], out [B,Hq,Sq,Dv]. Grid: x = query
  * tiles, y = B*Hq. */
+/* The masks of bp_attention_args_t (plugin-api.h), all aligned as causal
+ * is (query i at key position i + Skv - Sq): kv_lens (i32 [B], ptr 0:
+ * absent), window (0: none), bias ([B, Hq, Sq, Skv] by strides, ptr 0:
+ * absent), ALiBi slopes from alibi_slopes (f32 [Hq]) or, when alibi_heads >
+ * 0, the standard ones of head h + alibi_head_offset of alibi_heads. */
 typedef struct bpk_attention_args {
   bpk_tensor_t q, k, v, out;
   float scale;
   int32_t causal;
+  bpk_tensor_t bias;
+  bpk_vec_t kv_lens, alibi_slopes;
+  int32_t window, alibi_heads, alibi_head_offset;
+  int32_t pad_;
 } bpk_attention_args_t;
 /* Launch geometry of bp_attention_f: BPK_ATTN_ROWS query rows per block of
  * BPK_ATTN_THREADS, keys staged BPK_ATTN_KEYS at a time; head dims up to

@@ -123,6 +123,42 @@ template <typename T> __device__ __forceinline__ T bpk_warp_max(T v) {
   return v;
 }
 
+// The unary ops of bp_unary_op_t (the same order): the elementwise kernels
+// and the GEMM epilogue's activation.
+enum { U_NEG, U_ABS, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_RELU, U_GELU, U_SILU,
+       U_SIGMOID, U_TANH, U_SIN, U_COS, U_GELU_TANH };
+template <typename T> __device__ __forceinline__ T bpk_unary_op(int op, T x) {
+  switch (op) {
+  case U_NEG: return -x;
+  case U_ABS: return fabs(x);
+  case U_EXP: return exp(x);
+  case U_LOG: return log(x);
+  case U_SQRT: return sqrt(x);
+  case U_RSQRT: return (T)1 / sqrt(x);
+  case U_RELU: return x > (T)0 ? x : (x != x ? x : (T)0); // NaN stays NaN
+  case U_GELU: return x * (T)0.5 * ((T)1 + erf(x * (T)0.70710678118654752440));
+  case U_SILU: return x / ((T)1 + exp(-x));
+  case U_SIGMOID: return (T)1 / ((T)1 + exp(-x));
+  case U_TANH: return tanh(x);
+  case U_SIN: return sin(x);
+  case U_GELU_TANH:
+    return (T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));
+  default: return cos(x);
+  }
+}
+
+// The GEMM epilogue on one output (gemm.cu, gemm.hip), v = alpha * acc +
+// beta * c: + bias, then the activation, both before C is rounded to its
+// dtype (plugin-api.h).
+template <typename T>
+__device__ __forceinline__ T bpk_gemm_epilogue(const bpk_gemm_args_t &p, int64_t bz,
+                                               int64_t m, int64_t n, T v) {
+  if (p.bias.ptr)
+    v += bpk_ld<T>(p.bias.ptr, p.bias.dtype,
+                   bz * p.bias.strides[0] + m * p.bias.strides[1] + n * p.bias.strides[2]);
+  return p.act == BPK_GEMM_NO_ACT ? v : bpk_unary_op<T>(p.act, v);
+}
+
 // Grid-stride loop over [0, n).
 #define BPK_FOR_EACH(i, n)                                                     \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);    \

@@ -6,29 +6,7 @@
 // are compared against the CPU reference within tight tolerances.
 #include "bp_cuda_common.cuh"
 
-enum { U_NEG, U_ABS, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_RELU, U_GELU, U_SILU,
-       U_SIGMOID, U_TANH, U_SIN, U_COS, U_GELU_TANH };
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW };
-
-template <typename T> __device__ __forceinline__ T unary_op(int op, T x) {
-  switch (op) {
-  case U_NEG: return -x;
-  case U_ABS: return fabs(x);
-  case U_EXP: return exp(x);
-  case U_LOG: return log(x);
-  case U_SQRT: return sqrt(x);
-  case U_RSQRT: return (T)1 / sqrt(x);
-  case U_RELU: return x > (T)0 ? x : (x != x ? x : (T)0); // NaN stays NaN
-  case U_GELU: return x * (T)0.5 * ((T)1 + erf(x * (T)0.70710678118654752440));
-  case U_SILU: return x / ((T)1 + exp(-x));
-  case U_SIGMOID: return (T)1 / ((T)1 + exp(-x));
-  case U_TANH: return tanh(x);
-  case U_SIN: return sin(x);
-  case U_GELU_TANH:
-    return (T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));
-  default: return cos(x);
-  }
-}
 
 template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b) {
   switch (op) {
@@ -45,7 +23,7 @@ template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b) {
 template <typename T> __device__ void unary(const bpk_unary_args_t &p) {
   BPK_FOR_EACH(i, p.n) {
     T x = bpk_ld<T>(p.x.ptr, p.x.dtype, bpk_offset(p.x, i));
-    bpk_st(p.y.ptr, p.y.dtype, bpk_offset(p.y, i), unary_op<T>(p.op, x));
+    bpk_st(p.y.ptr, p.y.dtype, bpk_offset(p.y, i), bpk_unary_op<T>(p.op, x));
   }
 }
 

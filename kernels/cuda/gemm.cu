@@ -9,6 +9,7 @@
 //  bp_gemv_f / bp_gemv_d: one warp per output row.
 // All take bpk_gemm_args_t / bpk_gemv_args_t; batch is grid z (grid-stride
 // beyond 65535). When beta == 0 C is never read, so NaN in C cannot leak.
+// The GEMM kernels fuse the epilogue (bias, activation) into their stores.
 #include "bp_cuda_common.cuh"
 
 #define TILE 128
@@ -98,7 +99,7 @@ template <typename T, bool VEC> __device__ void gemm_simt(const bpk_gemm_args_t 
         T *cp = C + m * p.c.strides[1] + n * p.c.strides[2];
         T v = (T)p.alpha * acc[i][j];
         if (p.beta != 0) v += (T)p.beta * *cp;
-        *cp = v;
+        *cp = bpk_gemm_epilogue<T>(p, bz, m, n, v);
       }
     }
   }
@@ -208,17 +209,17 @@ __device__ __forceinline__ void mma_step(float acc[4][4][4], uint16_t (*As)[MMA_
 }
 
 template <bool BF16>
-__device__ __forceinline__ void mma_store(const bpk_gemm_args_t &p, uint16_t *C, int64_t m,
-                                          int64_t n, float v) {
+__device__ __forceinline__ void mma_store(const bpk_gemm_args_t &p, uint16_t *C, int64_t bz,
+                                          int64_t m, int64_t n, float v) {
   if (m >= p.c.shape[1] || n >= p.c.shape[2]) return;
   uint16_t *cp = C + m * p.c.strides[1] + n * p.c.strides[2];
   float r = (float)p.alpha * v;
   if (BF16) {
     if (p.beta != 0) r += (float)p.beta * __bfloat162float(*(__nv_bfloat16 *)cp);
-    *(__nv_bfloat16 *)cp = __float2bfloat16_rn(r);
+    *(__nv_bfloat16 *)cp = __float2bfloat16_rn(bpk_gemm_epilogue<float>(p, bz, m, n, r));
   } else {
     if (p.beta != 0) r += (float)p.beta * __half2float(*(__half *)cp);
-    *(__half *)cp = __float2half_rn(r);
+    *(__half *)cp = __float2half_rn(bpk_gemm_epilogue<float>(p, bz, m, n, r));
   }
 }
 
@@ -249,10 +250,10 @@ template <bool BF16> __device__ void gemm_mma(const bpk_gemm_args_t &p) {
 #pragma unroll
       for (int ni = 0; ni < 4; ni++) {
         const int64_t m = m0 + wm * 64 + mi * 16 + g, n = n0 + wn * 32 + ni * 8 + 2 * t;
-        mma_store<BF16>(p, C, m, n, acc[mi][ni][0]);
-        mma_store<BF16>(p, C, m, n + 1, acc[mi][ni][1]);
-        mma_store<BF16>(p, C, m + 8, n, acc[mi][ni][2]);
-        mma_store<BF16>(p, C, m + 8, n + 1, acc[mi][ni][3]);
+        mma_store<BF16>(p, C, bz, m, n, acc[mi][ni][0]);
+        mma_store<BF16>(p, C, bz, m, n + 1, acc[mi][ni][1]);
+        mma_store<BF16>(p, C, bz, m + 8, n, acc[mi][ni][2]);
+        mma_store<BF16>(p, C, bz, m + 8, n + 1, acc[mi][ni][3]);
       }
   }
 }

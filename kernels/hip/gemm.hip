@@ -9,6 +9,7 @@
 // CUDA backend does.
 //  bp_gemm_f32 / bp_gemm_f16 / bp_gemm_bf16: float accumulation.
 //  bp_gemm_f64: double.
+// The epilogue (bias, activation) is fused into the stores, as in gemm.cu.
 // Matrix cores (MFMA on CDNA, WMMA on RDNA3) are not used yet.
 // NOT CHECKED ON AMD HARDWARE (see docs/backend-rocm.md).
 #include "bp_hip_compat.h"
@@ -79,7 +80,7 @@ template <typename C> __device__ void gemm_simt(const bpk_gemm_args_t &p) {
         C v = (C)p.alpha * acc[i][j];
         // beta == 0 never reads C, so NaN there cannot leak.
         if (p.beta != 0) v += (C)p.beta * bpk_ld<C>(Cp, p.c.dtype, off);
-        bpk_st(Cp, p.c.dtype, off, v);
+        bpk_st(Cp, p.c.dtype, off, bpk_gemm_epilogue<C>(p, bz, m, n, v));
       }
     }
   }

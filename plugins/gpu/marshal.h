@@ -57,6 +57,12 @@ static inline void bp_gpu_fill_capabilities(bp_device_info_t *info) {
   t[BP_OP_COPY] = all;
   t[BP_OP_CAST] = all;
   t[BP_OP_RANDOM] = f;
+  /* The GEMM kernels fuse the epilogue into their stores, the attention
+   * kernel the masks into its score loop (kernels/cuda/gemm.cu,
+   * attention.cu). */
+  info->op_features[BP_OP_GEMM] = BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT;
+  info->op_features[BP_OP_ATTENTION] = BP_FEATURE_ATTENTION_KV_LENS | BP_FEATURE_ATTENTION_WINDOW |
+                                       BP_FEATURE_ATTENTION_BIAS | BP_FEATURE_ATTENTION_ALIBI;
 }
 
 /* Copies an ABI tensor into a kernel view (ptr includes the offset). */

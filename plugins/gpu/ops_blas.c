@@ -11,7 +11,8 @@
  * struct has `bp_gpu_blas_state_t blas` under its `lock`.
  *
  * Choices:
- *  - not mappable onto a BLAS call (blas.h), vendor library absent or
+ *  - a GEMM epilogue (bias, activation; fused in the own kernel), not
+ *    mappable onto a BLAS call (blas.h), vendor library absent or
  *    broken, or BLAS=0: own kernel;
  *  - a bucket first met while this thread captures a graph cannot be
  *    timed (that needs a synchronisation): the vendor library is taken,
@@ -56,6 +57,8 @@ static bp_status_t gemm_own(bp_plugin_device_t *device, bp_plugin_stream_t *stre
   bp_gpu_tensor(&a->c, &p.c);
   p.alpha = a->alpha;
   p.beta = a->beta;
+  if (a->bias.rank) bp_gpu_tensor(&a->bias, &p.bias);
+  p.act = (a->flags & BP_GEMM_FLAG_ACTIVATION) ? a->activation : BPK_GEMM_NO_ACT;
   const int64_t batch = p.c.shape[0], m = p.c.shape[1], n = p.c.shape[2];
   if (batch == 0 || m == 0 || n == 0) return BP_OK;
   const int64_t tiles_m = (m + BPK_GEMM_TILE - 1) / BPK_GEMM_TILE;
@@ -218,8 +221,11 @@ bp_status_t gpu_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_gemm_args_t *a) {
   const int64_t batch = a->c.shape[0], m = a->c.shape[1], n = a->c.shape[2];
   bp_gpu_blas_call_t call;
-  if (batch == 0 || m == 0 || n == 0 || a->a.shape[2] == 0 || !bp_gpu_blas_map(a, &call) ||
-      !blas_choose(device, stream, a))
+  /* The vendor BLAS has no epilogue: a call with one runs the own kernel,
+   * which fuses it (a BLAS call and a second pass would read C twice). */
+  const bool epilogue = a->bias.rank || (a->flags & BP_GEMM_FLAG_ACTIVATION);
+  if (epilogue || batch == 0 || m == 0 || n == 0 || a->a.shape[2] == 0 ||
+      !bp_gpu_blas_map(a, &call) || !blas_choose(device, stream, a))
     return gemm_own(device, stream, a);
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = gpu_blas_run(d, stream, &call);

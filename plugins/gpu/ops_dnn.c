@@ -91,6 +91,13 @@ bp_status_t gpu_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *str
   bp_gpu_tensor(&a->out, &p.out);
   p.scale = (float)a->scale;
   p.causal = a->causal != 0;
+  /* the masks of ABI 1.5 (rank 0: absent) */
+  if (a->bias.rank) bp_gpu_tensor(&a->bias, &p.bias);
+  bp_gpu_vec(&a->kv_lens, &p.kv_lens);
+  bp_gpu_vec(&a->alibi_slopes, &p.alibi_slopes);
+  p.window = a->window > 0 ? a->window : 0;
+  p.alibi_heads = a->alibi_heads > 0 ? a->alibi_heads : 0;
+  p.alibi_head_offset = a->alibi_head_offset;
   const int64_t B = p.q.shape[0], Hq = p.q.shape[1], Sq = p.q.shape[2];
   const int64_t D = p.q.shape[3], Dv = p.v.shape[3];
   if (B == 0 || Hq == 0 || Sq == 0 || Dv == 0) return BP_OK;
