@@ -57,8 +57,18 @@ typedef enum bp_dtype {
   BP_I32 = 4,
   BP_I64 = 5,
   BP_U8 = 6,
-  BP_DTYPE_COUNT = 7
+  /* ABI 1.5: quantized compute (docs/ops.md, "Quantized types"). */
+  BP_I8 = 7,          /* int8; GEMM accumulates in int32 */
+  BP_FP8_E4M3 = 8,    /* OCP FP8 E4M3 (storage; no inf, NaN = S.1111.111) */
+  BP_FP8_E5M2 = 9,    /* OCP FP8 E5M2 (storage; IEEE-like inf and NaN) */
+  BP_Q8_0 = 10,       /* blocks of 32 weights: f16 scale, 32 x int8 (34 B) */
+  BP_Q4_0 = 11,       /* blocks of 32 weights: f16 scale, 16 B of nibbles */
+  BP_DTYPE_COUNT = 12
 } bp_dtype_t;
+
+/* Weights per block of a block-quantized dtype (BP_Q8_0, BP_Q4_0). */
+#define BP_QUANT_BLOCK 32
+#define BP_DTYPE_IS_BLOCK(dt) ((dt) == BP_Q8_0 || (dt) == BP_Q4_0)
 
 #define BP_DTYPE_BIT(dt) (1u << (unsigned)(dt))
 #define BP_DTYPES_FLOAT                                                        \
@@ -66,6 +76,8 @@ typedef enum bp_dtype {
    BP_DTYPE_BIT(BP_F64))
 #define BP_DTYPES_INT                                                          \
   (BP_DTYPE_BIT(BP_I32) | BP_DTYPE_BIT(BP_I64) | BP_DTYPE_BIT(BP_U8))
+#define BP_DTYPES_FP8 (BP_DTYPE_BIT(BP_FP8_E4M3) | BP_DTYPE_BIT(BP_FP8_E5M2))
+#define BP_DTYPES_BLOCK (BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0))
 
 /* ---------------------------------------------------------------------------
  * The op table: every op family, named once. Adding an op is one line here
@@ -115,7 +127,11 @@ typedef enum bp_dtype {
   X(BINARY_SCALAR, binary_scalar, bp_binary_scalar_args_t, 19, VALUE, (a, y))  \
   X(GLU, glu, bp_glu_args_t, 20, VALUE, (gate, up, y))                         \
   X(ROPE, rope, bp_rope_args_t, 21, VALUE, (x, positions, y))
-#define BP_OP_TABLE_QUANT(X)
+#define BP_OP_TABLE_QUANT(X)                                                   \
+  X(QUANTIZE, quantize, bp_quantize_args_t, 22, VALUE, (x, scale, y))          \
+  X(DEQUANTIZE, dequantize, bp_quantize_args_t, 23, VALUE, (x, scale, y))      \
+  X(QGEMM, qgemm, bp_qgemm_args_t, 24, VALUE, (a, b, scale_a, scale_b, c))     \
+  X(QMATMUL, qmatmul, bp_qmatmul_args_t, 25, VALUE, (a, w, y))
 #define BP_OP_TABLE_1_5(X) BP_OP_TABLE_MODEL(X) BP_OP_TABLE_QUANT(X)
 
 /* Every op family, in value order: what the core and the plugins iterate. */

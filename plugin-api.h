@@ -372,6 +372,52 @@ typedef struct bp_rope_args {
   bp_plugin_tensor_t x, positions, y;
 } bp_rope_args_t;
 
+/* ---- quantized ops (BP_OP_TABLE_QUANT; layouts and rounding: docs/ops.md,
+ * "Quantized types"). A block dtype's tensor (BP_Q8_0, BP_Q4_0) has its
+ * shape and strides in weights: the last dim is contiguous (stride 1) and a
+ * multiple of BP_QUANT_BLOCK, every other stride a non-negative multiple of
+ * it; weight i lives in block i / 32, at byte offset + (i / 32) * block
+ * bytes (bp_dtype_size). ---- */
+
+/* quantize: x (f32/f16/bf16) -> y of the same shape. y BP_Q8_0 / BP_Q4_0:
+ * each block's scale from its own weights (ggml's reference rounding);
+ * scale is rank 0. y BP_I8: y = saturate(rne(x / scale)), scale f32
+ * broadcast to y's shape (one per tensor, row, ...).
+ * dequantize: x quantized (BP_Q8_0 / BP_Q4_0 / BP_I8 with scale as above)
+ * -> y (f32/f16/bf16) = q * scale. The op's dtype (op_dtypes) is the
+ * quantized side's. */
+typedef struct bp_quantize_args {
+  uint32_t struct_size;
+  uint32_t reserved;
+  bp_plugin_tensor_t x, scale, y;
+} bp_quantize_args_t;
+
+/* int8 GEMM: acc[i, j] = sum_l a[i, l] * b[l, j] in int32 (exact; wraps
+ * modulo 2^32 past k = 2^17), a [m, k] and b [k, n] i8 with any strides,
+ * c [m, n]; rank 3 batches by the first dim (b may be rank 2: shared).
+ * c BP_I32: c = acc, scales rank 0. c BP_F32: c = (float)acc * sa_i * sb_j.
+ * c BP_I8: c = saturate(rne((float)acc * sa_i * sb_j / out_scale)). sa is
+ * f32 broadcast to [m] (per tensor or per row), sb f32 broadcast to [n] (per
+ * tensor or per column); a rank-0 scale is 1. float arithmetic in that
+ * order, without fused multiply-adds. */
+typedef struct bp_qgemm_args {
+  uint32_t struct_size;
+  float out_scale;
+  bp_plugin_tensor_t a, b, scale_a, scale_b, c;
+} bp_qgemm_args_t;
+
+/* GEMM / GEMV with block-quantized weights: y[i, j] = sum_l a[i, l] *
+ * w[j, l], a [m, k] f32/f16/bf16, w [n, k] BP_Q8_0 / BP_Q4_0 (ggml's row
+ * layout), y [m, n] in a's dtype; rank 3 a and y batch by the first dim (w
+ * shared). m = 1 is the GEMV. Weights are dequantized on the fly; the sum
+ * is within the tolerance of docs/ops.md of the exact one. The op's dtype
+ * is w's. */
+typedef struct bp_qmatmul_args {
+  uint32_t struct_size;
+  uint32_t reserved;
+  bp_plugin_tensor_t a, w, y;
+} bp_qmatmul_args_t;
+
 /* ---------------------------------------------------------------------------
  * Custom kernels (ABI 1.1): what a launch hands the plugin. The formats and
  * argument kinds are in backplane_types.h (the application names them too).

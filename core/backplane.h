@@ -637,5 +637,6 @@ BP_API bp_status_t bp_random(bp_stream_t *stream, bp_random_dist_t dist,
 #include "backplane_kernel.h"
 #include "backplane_comm.h"
 #include "backplane_model.h"
+#include "backplane_quant.h"
 
 #endif /* BACKPLANE_H */

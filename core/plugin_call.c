@@ -115,9 +115,16 @@ static bool features_unclaimed(const bp_device_info_t *info, const char *backend
   return true;
 }
 
+/* The tensor whose dtype a claim of op names: the first, except for the
+ * quantized ops whose quantized operand comes later (quantize's y,
+ * qmatmul's w). */
+static int claim_tensor(bp_op_t op) {
+  return op == BP_OP_QUANTIZE ? 2 : op == BP_OP_QMATMUL ? 1 : 0;
+}
+
 /* The dtypes the public entries ask a device to claim for op: the first
- * tensor's (every other float operand shares it), a cast's target's too,
- * each parameter's for Adam. */
+ * tensor's (every other float operand shares it; claim_tensor for the
+ * quantized ops), a cast's target's too, each parameter's for Adam. */
 static bool claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info, const char *backend,
                         bp_op_t op, const void *args, bp__refusal_t *out_why, bool format) {
   if (op == BP_OP_ADAM) {
@@ -129,7 +136,7 @@ static bool claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t 
   size_t off[BP__OP_MAX_TENSORS];
   int k = bp__op_tensor_offsets(op, off);
   if (k == 0) return !unclaimed(x, info, backend, op, BP_F32, bp_op_name(op), out_why, format);
-  for (int i = 0; i < k && i < (op == BP_OP_CAST ? 2 : 1); i++) {
+  for (int i = claim_tensor(op); i < k && i < (op == BP_OP_CAST ? 2 : claim_tensor(op) + 1); i++) {
     bp_dtype_t dt = ((const bp_plugin_tensor_t *)((const char *)args + off[i]))->dtype;
     if (unclaimed(x, info, backend, op, dt, bp_op_name(op), out_why, format)) return false;
   }

@@ -20,7 +20,10 @@ static const struct {
 } dtypes[BP_DTYPE_COUNT] = {
     [BP_F32] = {"f32", 4}, [BP_F16] = {"f16", 2}, [BP_BF16] = {"bf16", 2},
     [BP_F64] = {"f64", 8}, [BP_I32] = {"i32", 4}, [BP_I64] = {"i64", 8},
-    [BP_U8] = {"u8", 1},
+    [BP_U8] = {"u8", 1}, [BP_I8] = {"i8", 1}, [BP_FP8_E4M3] = {"fp8_e4m3", 1},
+    [BP_FP8_E5M2] = {"fp8_e5m2", 1},
+    /* block dtypes: the size is one block's (BP_QUANT_BLOCK weights) */
+    [BP_Q8_0] = {"q8_0", 34}, [BP_Q4_0] = {"q4_0", 18},
 };
 
 bool bp__dtype_valid(int dtype) { return dtype >= 0 && dtype < BP_DTYPE_COUNT; }
@@ -138,6 +141,39 @@ static bool element_extent(const bp_tensor_t *t, __int128 *lo, __int128 *hi) {
   return true;
 }
 
+/* A block dtype's view (plugin-api.h, "quantized ops"): shape and strides
+ * count weights, the last dim is contiguous and whole blocks, the other
+ * strides are whole blocks and non-negative, so weight i sits in block
+ * i / 32 and the bytes touched are exactly [offset, offset + (hi + 1) / 32
+ * blocks). */
+static bp_status_t block_check(const bp_tensor_t *t, const bp__buffer_t *b, const char *op,
+                               const char *what) {
+  const int64_t q = BP_QUANT_BLOCK;
+  size_t bs = bp_dtype_size(t->dtype);
+  if (t->rank < 1 || t->strides[t->rank - 1] != 1 || t->shape[t->rank - 1] % q)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: %s is %s: needs rank >= 1 and a contiguous last dim that is a multiple of "
+                    "%lld weights",
+                    op, what, bp_dtype_name(t->dtype), (long long)q);
+  for (int i = 0; i < t->rank - 1; i++)
+    if (t->strides[i] < 0 || t->strides[i] % q)
+      return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                      "%s: %s.strides[%d] = %lld is not a non-negative multiple of %lld weights", op,
+                      what, i, (long long)t->strides[i], (long long)q);
+  if (t->offset % bs || t->offset > b->size)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: %s.offset %llu is not a whole %zu-byte block inside its %llu-byte buffer", op,
+                    what, (unsigned long long)t->offset, bs, (unsigned long long)b->size);
+  __int128 lo, hi;
+  if (!element_extent(t, &lo, &hi)) return BP_OK;
+  __int128 end = (__int128)t->offset + (hi + 1) / q * (__int128)bs;
+  if (end > (__int128)b->size)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: %s reaches bytes [%llu, %lld) outside its buffer of %llu bytes", op, what,
+                    (unsigned long long)t->offset, (long long)end, (unsigned long long)b->size);
+  return BP_OK;
+}
+
 bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp__device_t *d, const char *op,
                              const char *what) {
   if (!t) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, what);
@@ -162,6 +198,7 @@ bp_status_t bp__tensor_check(const bp_tensor_t *t, const bp__device_t *d, const 
       return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.strides[%d] = %lld out of range", op, what, i,
                       (long long)t->strides[i]);
   }
+  if (BP_DTYPE_IS_BLOCK(t->dtype)) return block_check(t, b, op, what);
   size_t es = bp_dtype_size(t->dtype);
   if (t->offset % es)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s.offset %llu is not a multiple of the %zu-byte element",
@@ -218,13 +255,27 @@ bp_status_t bp__broadcast_to(bp_plugin_tensor_t *x, int32_t rank, const int64_t 
   return BP_OK;
 }
 
+/* The bytes [first, end) elements lo..hi of t reach (whole blocks for a
+ * block dtype, whose strides are non-negative). */
+static void byte_range(const bp_tensor_t *t, __int128 lo, __int128 hi, __int128 *first,
+                       __int128 *end) {
+  __int128 es = bp_dtype_size(t->dtype);
+  if (BP_DTYPE_IS_BLOCK(t->dtype)) {
+    *first = t->offset + lo / BP_QUANT_BLOCK * es;
+    *end = t->offset + (hi / BP_QUANT_BLOCK + 1) * es;
+    return;
+  }
+  *first = t->offset + lo * es;
+  *end = t->offset + (hi + 1) * es;
+}
+
 bool bp__tensors_overlap(const bp_tensor_t *a, const bp_tensor_t *b) {
   if (!a || !b || a->buffer != b->buffer) return false;
   __int128 alo, ahi, blo, bhi;
   if (!element_extent(a, &alo, &ahi) || !element_extent(b, &blo, &bhi)) return false;
-  __int128 as = bp_dtype_size(a->dtype), bs = bp_dtype_size(b->dtype);
-  __int128 a0 = a->offset + alo * as, a1 = a->offset + (ahi + 1) * as;
-  __int128 b0 = b->offset + blo * bs, b1 = b->offset + (bhi + 1) * bs;
+  __int128 a0, a1, b0, b1;
+  byte_range(a, alo, ahi, &a0, &a1);
+  byte_range(b, blo, bhi, &b0, &b1);
   return a0 < b1 && b0 < a1;
 }
 

@@ -32,7 +32,8 @@ static void test_status_and_dtypes(void **state) {
   assert_non_null(bp_status_string((bp_status_t)42));
   assert_non_null(bp_status_name((bp_status_t)-999));
   assert_string_equal(bp_status_name(BP_ERR_UNSUPPORTED), "BP_ERR_UNSUPPORTED");
-  assert_int_equal(bp_dtype_size((bp_dtype_t)7), 0);
+  assert_int_equal(bp_dtype_size((bp_dtype_t)BP_DTYPE_COUNT), 0);
+  assert_int_equal(bp_dtype_size(BP_Q4_0), 18); /* one block */
   assert_int_equal(bp_dtype_size((bp_dtype_t)-1), 0);
   assert_int_equal(bp_dtype_size(BP_BF16), 2);
   assert_string_equal(bp_dtype_name((bp_dtype_t)99), "?");
@@ -89,14 +90,17 @@ static void test_context_and_device(void **state) {
   bool sup = true;
   REJ(bp_device_supports(su->env[0].dev, (bp_op_t)BP_OP_COUNT, BP_F32, &sup), INV, "op");
   assert_false(sup);
-  REJ(bp_device_supports(su->env[0].dev, BP_OP_GEMM, (bp_dtype_t)9, &sup), INV, "dtype");
+  REJ(bp_device_supports(su->env[0].dev, BP_OP_GEMM, (bp_dtype_t)BP_DTYPE_COUNT, &sup), INV, "dtype");
   REJ(bp_device_supports(su->env[0].dev, BP_OP_GEMM, BP_F32, NULL), INV, "out_supported");
   REJ(bp_device_supports(NULL, BP_OP_GEMM, BP_F32, &sup), INV, "device");
   /* the CPU device claims every op for f32 (it implements the design's
-   * whole table) */
+   * whole table), the quantized ones for their quantized dtype */
   for (int op = 0; op < BP_OP_COUNT; op++)
     for (int k = 0; k < su->count; k++) {
-      assert_int_equal(bp_device_supports(su->env[k].dev, (bp_op_t)op, BP_F32, &sup), BP_OK);
+      bp_dtype_t dt = op == BP_OP_QUANTIZE || op == BP_OP_DEQUANTIZE || op == BP_OP_QGEMM ? BP_I8
+                      : op == BP_OP_QMATMUL                                          ? BP_Q4_0
+                                                                                     : BP_F32;
+      assert_int_equal(bp_device_supports(su->env[k].dev, (bp_op_t)op, dt, &sup), BP_OK);
       if (!sup)
         print_error("FAIL %s does not claim %s for f32\n", su->env[k].name, bp_op_name((bp_op_t)op)),
             tc_failures++;
@@ -172,7 +176,7 @@ static void test_tensor_views(void **state) {
   bp_tensor_t t, u;
   const int64_t shape[3] = {2, 3, 4}, neg[2] = {2, -3}, huge[1] = {INT64_C(1) << 60};
   REJ(bp_tensor_init(b, 0, BP_F32, 3, shape, NULL, NULL), INV, "out_tensor");
-  REJ(bp_tensor_init(b, 0, (bp_dtype_t)7, 3, shape, NULL, &t), INV, "dtype");
+  REJ(bp_tensor_init(b, 0, (bp_dtype_t)BP_DTYPE_COUNT, 3, shape, NULL, &t), INV, "dtype");
   REJ(bp_tensor_init(b, 0, BP_F32, 9, shape, NULL, &t), INV, "rank");
   REJ(bp_tensor_init(b, 0, BP_F32, -1, shape, NULL, &t), INV, "rank");
   REJ(bp_tensor_init(b, 0, BP_F32, 2, NULL, NULL, &t), INV, "shape");

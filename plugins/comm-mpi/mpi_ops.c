@@ -70,6 +70,7 @@ MPI_Datatype mpi_datatype(bp_dtype_t dt, bool reduce) {
   case BP_I64: return mpi.t_int64;
   case BP_U8: return mpi.t_uint8;
   case BP_F16: case BP_BF16: return reduce ? NULL : mpi.t_uint16; /* moved as 16-bit words */
+  case BP_I8: case BP_FP8_E4M3: case BP_FP8_E5M2: case BP_Q8_0: case BP_Q4_0: /* quantized: not moved */
   case BP_DTYPE_COUNT: break;
   }
   return NULL;

@@ -15,6 +15,8 @@ static ncclDataType_t nccl_type(bp_dtype_t dt) {
   case BP_I32: return ncclInt32;
   case BP_I64: return ncclInt64;
   case BP_U8: return ncclUint8;
+  case BP_I8: return ncclInt8;
+  case BP_FP8_E4M3: case BP_FP8_E5M2: case BP_Q8_0: case BP_Q4_0: /* bytes */
   case BP_DTYPE_COUNT: break;
   }
   return ncclUint8;

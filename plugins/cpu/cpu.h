@@ -123,12 +123,14 @@ typedef struct cpu_device {
   CPU_HIDDEN bp_status_t cpu_fast_##name(cpu_device_t *dev, const args_t *a);
 BP_OP_TABLE(CPU__DECLARE_FAST)
 BP_OP_TABLE_MODEL(CPU__DECLARE_FAST)
+BP_OP_TABLE_QUANT(CPU__DECLARE_FAST)
 #undef CPU__DECLARE_FAST
 
 #define CPU__DECLARE_REF(E, name, args_t, ...)                                 \
   CPU_HIDDEN bp_status_t cpu_ref_##name(const args_t *a);
 BP_OP_TABLE(CPU__DECLARE_REF)
 BP_OP_TABLE_MODEL(CPU__DECLARE_REF)
+BP_OP_TABLE_QUANT(CPU__DECLARE_REF)
 #undef CPU__DECLARE_REF
 
 #endif /* BACKPLANE_CPU_H */

@@ -51,6 +51,11 @@ static void fill_op_dtypes(uint32_t *t) {
   t[BP_OP_BINARY_SCALAR] = fl;
   t[BP_OP_GLU] = fl;
   t[BP_OP_ROPE] = fl;
+  /* quantized ops: the claim names the quantized side's dtype */
+  t[BP_OP_QUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
+  t[BP_OP_DEQUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
+  t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8);
+  t[BP_OP_QMATMUL] = BP_DTYPES_BLOCK;
 }
 
 static uint64_t physical_memory(void) {
@@ -198,6 +203,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
 #define CPU__OP_SLOT(E, name, args_t, ...) .name = cpu_op_##name,
     BP_OP_TABLE(CPU__OP_SLOT)
     BP_OP_TABLE_MODEL(CPU__OP_SLOT)
+    BP_OP_TABLE_QUANT(CPU__OP_SLOT)
 #undef CPU__OP_SLOT
     .kernel_create = cpu_kernel_create,
     .kernel_destroy = cpu_kernel_destroy,

@@ -36,6 +36,7 @@ static inline size_t cpu_dtype_size(bp_dtype_t dt) {
   case BP_I64:
     return 8;
   case BP_U8:
+  case BP_I8:
     return 1;
   default:
     return 0;
@@ -114,6 +115,8 @@ static inline double cpu_load(const void *base, bp_dtype_t dt, int64_t idx) {
     return (double)((const int64_t *)base)[idx];
   case BP_U8:
     return ((const uint8_t *)base)[idx];
+  case BP_I8:
+    return ((const int8_t *)base)[idx];
   default:
     return 0.0;
   }
@@ -142,6 +145,9 @@ static inline void cpu_store(void *base, bp_dtype_t dt, int64_t idx, double v) {
     break;
   case BP_U8:
     ((uint8_t *)base)[idx] = (uint8_t)cpu_double_to_int(v, 0.0, 255.0);
+    break;
+  case BP_I8:
+    ((int8_t *)base)[idx] = (int8_t)cpu_double_to_int(v, -128.0, 127.0);
     break;
   default:
     break;

@@ -65,6 +65,7 @@ static bp_status_t refused(const char *op, int64_t status) {
   }
 BP_OP_TABLE(CPU__RANGE_ADAPTER)
 BP_OP_TABLE_MODEL(CPU__RANGE_ADAPTER)
+BP_OP_TABLE_QUANT(CPU__RANGE_ADAPTER)
 #undef CPU__RANGE_ADAPTER
 
 /* cpu_ref_<op> (cpu.h): the whole op, single-threaded. */
@@ -77,6 +78,7 @@ BP_OP_TABLE_MODEL(CPU__RANGE_ADAPTER)
   }
 BP_OP_TABLE(CPU__REF_WHOLE)
 BP_OP_TABLE_MODEL(CPU__REF_WHOLE)
+BP_OP_TABLE_QUANT(CPU__REF_WHOLE)
 #undef CPU__REF_WHOLE
 
 #define CPU__OP_ENTRY(E, name, args_t, ...)                                    \
@@ -102,4 +104,5 @@ BP_OP_TABLE_MODEL(CPU__REF_WHOLE)
   }
 BP_OP_TABLE(CPU__OP_ENTRY)
 BP_OP_TABLE_MODEL(CPU__OP_ENTRY)
+BP_OP_TABLE_QUANT(CPU__OP_ENTRY)
 #undef CPU__OP_ENTRY

@@ -97,6 +97,7 @@ CPU_HIDDEN bp_status_t cpu_event_elapsed(bp_plugin_device_t *device,
                                        const args_t *args);
 BP_OP_TABLE(CPU__DECLARE_OP)
 BP_OP_TABLE_MODEL(CPU__DECLARE_OP)
+BP_OP_TABLE_QUANT(CPU__DECLARE_OP)
 #undef CPU__DECLARE_OP
 
 #endif /* BACKPLANE_CPU_PLUGIN_H */

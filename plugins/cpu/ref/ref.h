@@ -27,6 +27,7 @@
                                                 int64_t begin, int64_t end);
 BP_OP_TABLE(CPU__DECLARE_SPLIT)
 BP_OP_TABLE_MODEL(CPU__DECLARE_SPLIT)
+BP_OP_TABLE_QUANT(CPU__DECLARE_SPLIT)
 #undef CPU__DECLARE_SPLIT
 
 /* Elements per task chunk for cheap per-element work. */

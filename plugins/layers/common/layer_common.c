@@ -162,12 +162,13 @@ const char *lc_op_name(bp_op_t op) {
 }
 
 const char *lc_dtype_name(bp_dtype_t dt) {
-  static const char *const n[BP_DTYPE_COUNT] = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8"};
+  static const char *const n[BP_DTYPE_COUNT] = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8",
+                                                  "i8", "fp8_e4m3", "fp8_e5m2", "q8_0", "q4_0"};
   return (unsigned)dt < BP_DTYPE_COUNT ? n[dt] : "?";
 }
 
 size_t lc_dtype_size(bp_dtype_t dt) {
-  static const size_t s[BP_DTYPE_COUNT] = {4, 2, 2, 8, 4, 8, 1};
+  static const size_t s[BP_DTYPE_COUNT] = {4, 2, 2, 8, 4, 8, 1, 1, 1, 1, 34, 18};
   return (unsigned)dt < BP_DTYPE_COUNT ? s[dt] : 0;
 }
 
@@ -303,6 +304,12 @@ double lc_load(const void *p, bp_dtype_t dt) {
   }
   case BP_U8:
     return *(const uint8_t *)p;
+  case BP_I8:
+    return *(const int8_t *)p;
+  case BP_FP8_E4M3: /* the layers take float tensors: never these */
+  case BP_FP8_E5M2:
+  case BP_Q8_0:
+  case BP_Q4_0:
   case BP_DTYPE_COUNT:
     break;
   }

@@ -1,0 +1,62 @@
+/*
+ * backplane_quant.h — quantized compute (ABI 1.5): int8, fp8 and the
+ * block-quantized weight formats BP_Q8_0 / BP_Q4_0 (ggml's Q8_0 / Q4_0
+ * blocks, byte for byte). Part of the public API (included by backplane.h;
+ * include backplane.h). Layouts, rounding and tolerances in docs/ops.md,
+ * "Quantized types".
+ *
+ * A block dtype's tensor counts weights in its shape and strides: the last
+ * dim is contiguous and a multiple of BP_QUANT_BLOCK (32), every other
+ * stride a non-negative multiple of 32. bp_dtype_size gives one block's
+ * bytes (34 for q8_0, 18 for q4_0); bp_quant_bytes a tensor's.
+ */
+#ifndef BACKPLANE_QUANT_H
+#define BACKPLANE_QUANT_H
+
+#include "backplane.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes that `count` contiguous elements of dtype occupy (whole blocks for
+ * a block dtype: count must then be a multiple of 32). 0 on bad input. */
+BP_API uint64_t bp_quant_bytes(bp_dtype_t dtype, uint64_t count);
+
+/* x (f32/f16/bf16) into y of x's shape. y q8_0 / q4_0: one f16 scale per
+ * block from its own weights (ggml's reference rounding); scale NULL.
+ * y i8: y = saturate(rne(x / scale)), scale f32 broadcastable to y's shape
+ * (a single value, one per row, ...); NaN gives 0. */
+BP_API bp_status_t bp_quantize(bp_stream_t *stream, const bp_tensor_t *x,
+                               const bp_tensor_t *scale, const bp_tensor_t *y);
+
+/* x (q8_0 / q4_0, scale NULL; or i8 with scale as for bp_quantize) into y
+ * (f32/f16/bf16) of x's shape: y = q * scale, rounded once to y's dtype. */
+BP_API bp_status_t bp_dequantize(bp_stream_t *stream, const bp_tensor_t *x,
+                                 const bp_tensor_t *scale, const bp_tensor_t *y);
+
+/* int8 GEMM: acc = a x b in int32 (exact), a [m, k] and b [k, n] i8 of any
+ * strides (transposes are views), c [m, n]; rank 3 a and c batch by the
+ * first dim (b rank 2 is shared, or rank 3 of the same batch).
+ *   c i32: c = acc; scale_a, scale_b NULL, out_scale ignored.
+ *   c f32: c = (float)acc * sa[i] * sb[j].
+ *   c i8:  c = saturate(rne((float)acc * sa[i] * sb[j] / out_scale)).
+ * scale_a: f32 [m] or one value (NULL = 1); scale_b: f32 [n] or one value
+ * (NULL = 1). out_scale must be finite and > 0 for an i8 c. */
+BP_API bp_status_t bp_qgemm(bp_stream_t *stream, const bp_tensor_t *a, const bp_tensor_t *b,
+                            const bp_tensor_t *scale_a, const bp_tensor_t *scale_b,
+                            float out_scale, const bp_tensor_t *c);
+
+/* y = a x w^T with block-quantized weights: a [m, k] f32/f16/bf16, w
+ * [n, k] q8_0 / q4_0 (one row per output feature, as ggml stores them),
+ * y [m, n] in a's dtype; rank 3 a and y batch by the first dim, w shared.
+ * m = 1 is the GEMV of token generation. Weights are dequantized on the
+ * fly (no dequantized copy). */
+BP_API bp_status_t bp_qmatmul(bp_stream_t *stream, const bp_tensor_t *a, const bp_tensor_t *w,
+                              const bp_tensor_t *y);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BACKPLANE_QUANT_H */
