@@ -88,9 +88,9 @@ static int run_case(cpu_device_t *dev, const bcase_t *c) {
       if (bad++ < 3)
         print_message("N%ld C%ld H%ld W%ld K%ld %ldx%ld s%d,%d p%d,%d d%d,%d g%d b%d: "
                       "y[%ld] = %g, reference %g\n",
-                      (long)c->N, (long)c->C, (long)c->H, (long)c->W, (long)c->K,
-                      (long)c->R, (long)c->S, c->sh, c->sw, c->ph, c->pw, c->dh, c->dw,
-                      c->groups, c->bias, (long)i, got, want);
+                      (long)c->N, (long)c->C, (long)c->H, (long)c->W, (long)c->K, (long)c->R,
+                      (long)c->S, c->sh, c->sw, c->ph, c->pw, c->dh, c->dw, c->groups, c->bias,
+                      (long)i, got, want);
     }
   }
   free(x), free(w), free(y), free(yr), free(bf), free(bb);

@@ -143,9 +143,8 @@ static bool unit_in_place(const bp_conv2d_args_t *a) {
 
 /* One batched GEMM per group: y[:, g] (+)= w[g] · B[:, g]. b: B's base,
  * sbn / sbk: its image and k-row strides, cstride: its channel stride. */
-static bp_status_t gemm_groups(cpu_device_t *dev, const bconv_t *j, const uint16_t *wr,
-                               int64_t lda, const uint16_t *b, int64_t sbn, int64_t sbk,
-                               int64_t cstride) {
+static bp_status_t gemm_groups(cpu_device_t *dev, const bconv_t *j, const uint16_t *wr, int64_t lda,
+                               const uint16_t *b, int64_t sbn, int64_t sbk, int64_t cstride) {
   const bp_conv2d_args_t *a = j->a;
   int64_t N = j->a->x.shape[0], G = a->groups, kg = j->K / G, cg = a->w.shape[1];
   int64_t crs = cg * j->R * j->S, pq = j->P * j->Q;
@@ -187,9 +186,9 @@ bp_status_t cpu_fast_conv2d_bf16(cpu_device_t *dev, const bp_conv2d_args_t *a, c
     cpu_pool_run(dev->pool, N * j.C, grain, im2col_task, &j);
   }
   if (bias) cpu_pool_run(dev->pool, N * j.K, pq >= 8192 ? 1 : 8192 / pq + 1, bias_fill_task, &j);
-  bp_status_t st = unit ? gemm_groups(dev, &j, wr, lda, j.x, x->strides[0], x->strides[1],
-                                      x->strides[1])
-                        : gemm_groups(dev, &j, wr, lda, j.col, j.C * rs * pq, pq, rs * pq);
+  bp_status_t st =
+      unit ? gemm_groups(dev, &j, wr, lda, j.x, x->strides[0], x->strides[1], x->strides[1])
+           : gemm_groups(dev, &j, wr, lda, j.col, j.C * rs * pq, pq, rs * pq);
   free(j.col);
   free(wcopy);
   return st;
