@@ -21,6 +21,7 @@ static void store(void *p, bp_dtype_t dt, double v) {
   case BP_I32: { int32_t i = isnan(v) ? 0 : (int32_t)fmax(fmin(v, 2147483647.0), -2147483648.0); memcpy(p, &i, 4); break; }
   case BP_I64: { int64_t i = isnan(v) ? 0 : (int64_t)v; memcpy(p, &i, 8); break; }
   case BP_U8: { uint8_t i = isnan(v) || v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; memcpy(p, &i, 1); break; }
+  case BP_I8: { int8_t i = isnan(v) ? 0 : v < -128 ? -128 : v > 127 ? 127 : (int8_t)v; memcpy(p, &i, 1); break; }
   default: break;
   }
 }
@@ -34,6 +35,7 @@ static double load(const void *p, bp_dtype_t dt) {
   case BP_I32: { int32_t i; memcpy(&i, p, 4); return i; }
   case BP_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
   case BP_U8: return *(const uint8_t *)p;
+  case BP_I8: return *(const int8_t *)p;
   default: return 0;
   }
 }

@@ -288,6 +288,50 @@ static bp_status_t run_rope(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_t
   return bp_rope(r->s, (bp_rope_mode_t)k->variant, (int32_t)k->p[4], 10000.0, 5, NULL, &x, out);
 }
 
+/* ---- quantized ops (ABI 1.5) -----------------------------------------------*/
+
+/* p: rows cols (a multiple of 32); dt: the quantized dtype. Quantize an f32
+ * [rows, cols] (i8: by a per-row scale) and dequantize it back to f32, so
+ * the output compares as numbers; the quantize and dequantize cases share
+ * it, each claimed by its own op. */
+static bp_status_t run_quant_roundtrip(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  bp_dtype_t f = BP_F32;
+  bp_tensor_t x = cf_tensor(r, f, 2, k->p, CF_TRANSPOSED, k->fill, 1), q = T(2, k->p[0], k->p[1]);
+  bp_tensor_t sc = cf_tensor(r, f, 2, (const int64_t[]){k->p[0], 1}, CF_CONTIGUOUS, CF_FILL_POSITIVE, 2);
+  *out = cf_tensor(r, f, 2, k->p, CF_CONTIGUOUS, CF_FILL_NAN, 3);
+  if (r->failed) return BP_ERR_INTERNAL;
+  const bp_tensor_t *s = dt == BP_I8 ? &sc : NULL;
+  bp_status_t st = bp_quantize(r->s, &x, s, &q);
+  return st != BP_OK ? st : bp_dequantize(r->s, &q, s, out);
+}
+
+/* p: m n k batch; variant: 0 i32 c, 1 f32 c with per-row / per-column
+ * scales, 2 requantized i8 c. b is transposed (strides). */
+static bp_status_t run_qgemm(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t m = k->p[0], n = k->p[1], kk = k->p[2], bt = k->p[3];
+  bp_dtype_t cd = k->variant == 0 ? BP_I32 : k->variant == 1 ? BP_F32 : BP_I8;
+  bp_tensor_t a = T(3, bt, m, kk), b = cf_tensor(r, dt, 2, (const int64_t[]){kk, n}, CF_TRANSPOSED, k->fill, 4);
+  bp_tensor_t sa = cf_tensor(r, BP_F32, 1, &m, CF_CONTIGUOUS, CF_FILL_POSITIVE, 5);
+  bp_tensor_t sb = cf_tensor(r, BP_F32, 1, &n, CF_CONTIGUOUS, CF_FILL_POSITIVE, 6);
+  *out = cf_tensor(r, cd, 3, (const int64_t[]){bt, m, n}, CF_CONTIGUOUS, CF_FILL_SMALL_INT, 7);
+  if (r->failed) return BP_ERR_INTERNAL;
+  bool scaled = k->variant != 0;
+  return bp_qgemm(r->s, &a, &b, scaled ? &sa : NULL, scaled ? &sb : NULL, 2.5f, out);
+}
+
+/* p: batch m n k (k a multiple of 32); dt: w's block dtype. w is quantized
+ * from f32 on the device first. */
+static bp_status_t run_qmatmul(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  int64_t bt = k->p[0], m = k->p[1], n = k->p[2], kk = k->p[3];
+  bp_tensor_t a = cf_tensor(r, BP_F32, 3, (const int64_t[]){bt, m, kk}, CF_STRIDED, k->fill, 1);
+  bp_tensor_t wf = cf_tensor(r, BP_F32, 2, (const int64_t[]){n, kk}, CF_CONTIGUOUS, k->fill, 2);
+  bp_tensor_t w = T(2, n, kk);
+  *out = cf_tensor(r, BP_F32, 3, (const int64_t[]){bt, m, n}, CF_CONTIGUOUS, CF_FILL_NAN, 3);
+  if (r->failed) return BP_ERR_INTERNAL;
+  bp_status_t st = bp_quantize(r->s, &wf, NULL, &w);
+  return st != BP_OK ? st : bp_qmatmul(r->s, &a, &w, out);
+}
+
 static const case_fn case_fns[BP_OP_COUNT] = {
     [BP_OP_GEMM] = run_gemm,       [BP_OP_GEMV] = run_gemv,         [BP_OP_CONV2D] = run_conv2d,
     [BP_OP_POOL2D] = run_pool2d,   [BP_OP_BATCH_NORM] = run_batch_norm, [BP_OP_LAYER_NORM] = run_norm,
@@ -296,7 +340,8 @@ static const case_fn case_fns[BP_OP_COUNT] = {
     [BP_OP_REDUCE] = run_reduce,   [BP_OP_FILL] = run_fill,         [BP_OP_COPY] = run_copy,
     [BP_OP_CAST] = run_cast,       [BP_OP_RANDOM] = run_random,     [BP_OP_GATHER] = run_gather,
     [BP_OP_ARANGE] = run_arange,   [BP_OP_BINARY_SCALAR] = run_binary_scalar, [BP_OP_GLU] = run_glu,
-    [BP_OP_ROPE] = run_rope,
+    [BP_OP_ROPE] = run_rope,       [BP_OP_QUANTIZE] = run_quant_roundtrip,
+    [BP_OP_DEQUANTIZE] = run_quant_roundtrip, [BP_OP_QGEMM] = run_qgemm, [BP_OP_QMATMUL] = run_qmatmul,
 };
 
 #include "conformance_grid.inc"
@@ -308,7 +353,21 @@ static bool every_dtype_op(bp_op_t op) {
   return op == BP_OP_FILL || op == BP_OP_COPY || op == BP_OP_CAST || op == BP_OP_GATHER || op == BP_OP_ARANGE;
 }
 
+/* The dtypes a quantized op's grid runs (its quantized operand's). */
+static const bp_dtype_t quant_types[] = {BP_I8, BP_Q8_0, BP_Q4_0};
+
+static bool quant_op(bp_op_t op) {
+  return op == BP_OP_QUANTIZE || op == BP_OP_DEQUANTIZE || op == BP_OP_QGEMM || op == BP_OP_QMATMUL;
+}
+
+static bool quant_type_of(bp_op_t op, bp_dtype_t dt) {
+  if (op == BP_OP_QGEMM) return dt == BP_I8;
+  if (op == BP_OP_QMATMUL) return BP_DTYPE_IS_BLOCK(dt);
+  return dt == BP_I8 || BP_DTYPE_IS_BLOCK(dt);
+}
+
 static bool exact_op(const cf_case_t *k) {
+  if (quant_op(k->op)) return k->op != BP_OP_QMATMUL; /* one rounding rule everywhere */
   return k->op == BP_OP_FILL || k->op == BP_OP_COPY || k->op == BP_OP_CAST || k->op == BP_OP_RANDOM ||
          k->op == BP_OP_GATHER || k->op == BP_OP_ARANGE ||
          (k->op == BP_OP_REDUCE && k->variant == BP_REDUCE_ARGMAX);
@@ -384,7 +443,9 @@ static void run_case(cf_child_t *c, const cf_case_t *k, bp_dtype_t dt) {
 static const bp_dtype_t float_types[] = {BP_F32, BP_F16, BP_BF16, BP_F64};
 
 bool cf_dtype_in_grid(bp_op_t op, bp_dtype_t dt) {
-  if (every_dtype_op(op)) return dt >= 0 && dt < BP_DTYPE_COUNT;
+  /* a block dtype's tensor needs whole blocks: only the quantized ops' grid has them */
+  if (every_dtype_op(op)) return dt >= 0 && dt < BP_DTYPE_COUNT && !BP_DTYPE_IS_BLOCK(dt);
+  if (quant_op(op)) return quant_type_of(op, dt);
   for (size_t d = 0; d < sizeof float_types / sizeof float_types[0]; d++)
     if (float_types[d] == dt) return true;
   return false;
@@ -410,7 +471,13 @@ void cf_stage_ops(cf_child_t *c) {
     const cf_case_t *k = &grid[i];
     if (software && k->reduction > 600) continue; /* keep emulated devices quick */
     if (every_dtype_op(k->op)) {
-      for (int dt = 0; dt < BP_DTYPE_COUNT; dt++) run_case(c, k, (bp_dtype_t)dt);
+      for (int dt = 0; dt < BP_DTYPE_COUNT; dt++)
+        if (cf_dtype_in_grid(k->op, (bp_dtype_t)dt)) run_case(c, k, (bp_dtype_t)dt);
+      continue;
+    }
+    if (quant_op(k->op)) {
+      for (size_t d = 0; d < sizeof quant_types / sizeof quant_types[0]; d++)
+        if (quant_type_of(k->op, quant_types[d])) run_case(c, k, quant_types[d]);
       continue;
     }
     for (size_t d = 0; d < sizeof float_types / sizeof float_types[0]; d++)
