@@ -78,9 +78,8 @@ static void plant_specials(const att_case_t *c, att_buf_t *q, att_buf_t *k, att_
   }
 }
 
-/* The mask tensors of c (att_case_t), set in a; free the three buffers. */
-static void make_masks(const att_case_t *c, const att_masks_t *mk, bp_attention_args_t *a,
-                       att_buf_t m[3]) {
+void att_masks_make(const att_case_t *c, const att_masks_t *mk, bp_attention_args_t *a,
+                    att_buf_t m[3]) {
   memset(m, 0, 3 * sizeof *m);
   if (!mk) return;
   a->window = mk->window;
@@ -163,7 +162,7 @@ bp_status_t att_run_masked(att_harness_t *h, cpu_device_t *dev, const att_case_t
   double scale = c->special == SPECIAL_LARGE ? 1.0 : c->D > 0 ? 1.0 / sqrt((double)c->D) : 1.0;
   bp_attention_args_t a = att_args(&q, &k, &v, &o, c->causal, scale);
   att_buf_t masks[3];
-  make_masks(c, mk, &a, masks);
+  att_masks_make(c, mk, &a, masks);
   bp_status_t st = h->fn(dev, &a);
   h->checks++;
   if (st == BP_OK) {

@@ -73,6 +73,11 @@ void att_reset(att_harness_t *h);
  * counting a check and any mismatch (printed). Returns h->fn's status. */
 bp_status_t att_run_case(att_harness_t *h, cpu_device_t *dev, const att_case_t *c);
 
+/* The mask tensors of mk (NULL: none) for case c, set in a; free the
+ * three buffers' p. */
+void att_masks_make(const att_case_t *c, const att_masks_t *mk, bp_attention_args_t *a,
+                    att_buf_t m[3]);
+
 /* att_run_case with the masks m (NULL: none). */
 bp_status_t att_run_masked(att_harness_t *h, cpu_device_t *dev, const att_case_t *c,
                            const att_masks_t *m);

@@ -26,6 +26,7 @@
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/fast/attention/attention.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/ref/ref.h"
 #include "test/attention_harness.h"
 #include "test/cpu_fast_devs.h"
 #include "test/skip.h"
@@ -144,12 +145,51 @@ static void test_dispatcher_runs_masks(void **state) {
   att_finish(&hd, "dispatcher");
 }
 
+/* Benchmark (BP_FAST_BENCH=1): one thread by its CPU time, a masked f32
+ * and bf16 call (window 256, kv_lens, dense bias, ALiBi) on the fused
+ * kernel against the scalar reference the call took before. */
+static void bench_masks(void **state) {
+  (void)state;
+  if (!getenv("BP_FAST_BENCH")) TEST_SKIP_CASE("benchmark: set BP_FAST_BENCH=1 to run it");
+  dev_set_t s;
+  if (!devs_open_avx512(&s)) TEST_SKIP_CASE("no AVX-512 (F, BW, VL, DQ) on this CPU");
+  bool amx = cpu_features_get()->amx_bf16 && cpu_amx_request();
+  for (int x = 0; x < (amx ? 2 : 1); x++) {
+    bp_dtype_t dt = x ? BP_BF16 : BP_F32;
+    att_case_t c = {1, 8, 8, 1024, 1024, 64, 64, 1, 0, 0, dt};
+    att_masks_t mk = {256, 1, BIAS_DENSE, ALIBI_STANDARD};
+    att_buf_t q = att_buf_make(dt, 1, 8, 1024, 64, 0, -2, 2);
+    att_buf_t k = att_buf_make(dt, 1, 8, 1024, 64, 0, -2, 2);
+    att_buf_t v = att_buf_make(dt, 1, 8, 1024, 64, 0, -2, 2);
+    att_buf_t o = att_buf_make(dt, 1, 8, 1024, 64, 0, 0, 0), m[3];
+    bp_attention_args_t a = att_args(&q, &k, &v, &o, 1, 0.125);
+    att_masks_make(&c, &mk, &a, m);
+    double best = 1e30, ref = 1e30;
+    for (int r = 0; r < 3; r++) {
+      double t0 = att_now(CLOCK_THREAD_CPUTIME_ID);
+      assert_int_equal(cpu_fast_attention(&s.dev[0], &a), BP_OK);
+      double t1 = att_now(CLOCK_THREAD_CPUTIME_ID);
+      best = t1 - t0 < best ? t1 - t0 : best;
+    }
+    double t0 = att_now(CLOCK_THREAD_CPUTIME_ID);
+    assert_int_equal(cpu_ref_attention_range(&a, 0, cpu_ref_attention_tasks(&a)), BP_OK);
+    ref = att_now(CLOCK_THREAD_CPUTIME_ID) - t0;
+    printf("masked attention %s B1 H8 S1024 D64 window 256 + kv_lens + bias + ALiBi, one "
+           "thread: fused %.2f ms, reference %.2f ms, %.1fx\n",
+           x ? "bf16" : "f32", best * 1e3, ref * 1e3, ref / best);
+    free(q.p), free(k.p), free(v.p), free(o.p);
+    for (int y = 0; y < 3; y++) free(m[y].p);
+  }
+  devs_close(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx512_masks),
       cmocka_unit_test(test_amx_masks),
       cmocka_unit_test(test_masked_nonfinite_values),
       cmocka_unit_test(test_dispatcher_runs_masks),
+      cmocka_unit_test(bench_masks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
