@@ -112,6 +112,8 @@ static const bcase_t cases[] = {
     {1, 20, 10, 11, 40, 3, 2, 1, 3, 0, 2, 1, 1, 1, 1, 5},  /* strided x rows */
     {1, 33, 7, 7, 65, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 3},    /* 1x1, strided x rows */
     {1, 256, 14, 14, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0}, /* k past a k block */
+    {1, 20, 12, 11, 24, 3, 3, 2, 1, 1, 2, 1, 1, 1, 1, 0},  /* stride 2 on rows only */
+    {1, 12, 9, 10, 16, 3, 5, 1, 1, 2, 1, 2, 1, 1, 2, 3},   /* unit-stride rows, wider x */
 };
 
 static void test_conv_bf16(void **state) {

@@ -10,7 +10,9 @@
  *    they lie, nothing is copied;
  *  - otherwise the patches are gathered once into a zero-padded bf16
  *    im2col buffer (crs rows of P*Q pixels per image), in parallel over
- *    (image, channel), which the GEMM then reads row-major.
+ *    (image, channel), which the GEMM then reads row-major; with
+ *    unit-stride rows and stride 1 along them, each channel is padded once
+ *    into a small plane and every (tap, output row) is one short copy.
  * Bias: y is filled with the bias (rounded to bf16) and the GEMM adds to
  * it (beta = 1), so no second pass over y is needed.
  * Taken only when the CPU has AMX-BF16 and the kernel grants tile state
@@ -67,19 +69,62 @@ static void im2col_row(const bconv_t *j, const uint16_t *xc, int64_t r, int64_t 
   }
 }
 
+/* q bf16 values from s to d in 16-byte moves (the last one overlapping),
+ * not a library call per short row (a 14-wide row is 28 bytes). */
+static inline void copy_row(uint16_t *d, const uint16_t *s, int64_t q) {
+  if (q < 8) {
+    memcpy(d, s, (size_t)q * 2);
+    return;
+  }
+  int64_t i = 0;
+  for (; i + 8 <= q; i += 8) memcpy(d + i, s + i, 16);
+  if (i < q) memcpy(d + q - 8, s + q - 8, 16);
+}
+
+/* Stride-1 rows of unit stride: the channel's plane is zero-padded once
+ * into pad (Hp x Wp), so each of its P im2col rows per tap is one copy of
+ * Q values, with no bounds to test per row. */
+static void im2col_padded(const bconv_t *j, const uint16_t *xc, uint16_t *pad, uint16_t *d) {
+  const bp_conv2d_args_t *a = j->a;
+  int64_t ph = a->pad_h, pw = a->pad_w, wp = j->W + 2 * pw, hp = j->H + 2 * ph;
+  int64_t pq = j->P * j->Q;
+  memset(pad, 0, (size_t)(ph * wp) * 2);
+  for (int64_t h = 0; h < j->H; h++) {
+    uint16_t *row = pad + (h + ph) * wp;
+    memset(row, 0, (size_t)pw * 2);
+    memcpy(row + pw, xc + h * a->x.strides[2], (size_t)j->W * 2);
+    memset(row + pw + j->W, 0, (size_t)pw * 2);
+  }
+  memset(pad + (j->H + ph) * wp, 0, (size_t)((hp - j->H - ph) * wp) * 2);
+  for (int64_t r = 0; r < j->R; r++)
+    for (int64_t s = 0; s < j->S; s++, d += pq) {
+      const uint16_t *src = pad + r * a->dilation_h * wp + s * a->dilation_w;
+      for (int64_t p = 0; p < j->P; p++) copy_row(d + p * j->Q, src + p * a->stride_h * wp, j->Q);
+    }
+}
+
 /* Tasks t = (image, channel): that channel's R*S im2col rows. */
 static void im2col_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const bconv_t *j = ctx;
-  const int64_t *xs = j->a->x.strides;
+  const bp_conv2d_args_t *a = j->a;
+  const int64_t *xs = a->x.strides;
   int64_t rs = j->R * j->S, pq = j->P * j->Q;
+  bool dense = a->stride_w == 1 && xs[3] == 1;
+  uint16_t *pad =
+      dense ? malloc((size_t)((j->H + 2 * a->pad_h) * (j->W + 2 * a->pad_w)) * 2) : NULL;
   for (int64_t t = begin; t < end; t++) {
     int64_t n = t / j->C, c = t % j->C;
     const uint16_t *xc = j->x + n * xs[0] + c * xs[1];
     uint16_t *d = j->col + (n * j->C + c) * rs * pq;
+    if (pad) {
+      im2col_padded(j, xc, pad, d);
+      continue;
+    }
     for (int64_t r = 0; r < j->R; r++)
       for (int64_t s = 0; s < j->S; s++, d += pq) im2col_row(j, xc, r, s, d);
   }
+  free(pad);
 }
 
 /* Tasks t = (image, output channel): the plane set to the bias. */
