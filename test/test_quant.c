@@ -219,6 +219,29 @@ static void test_qgemm(void **st) {
   close_env(&e);
 }
 
+/* Batched, several column panels and row groups, k not a multiple of 4,
+ * extreme values (-128 * -128 sums): the fast kernels' edges. */
+static void test_qgemm_panels(void **st) {
+  env_t e = open_env(*st);
+  const int64_t bt = 2, m = 37, k = 130, n = 50;
+  int8_t *a = rand_i8(bt * m * k, 5), *b = rand_i8(k * n, 6);
+  for (int64_t l = 0; l < k; l++) a[l] = -128, b[l * n] = -128; /* row 0 x column 0 */
+  int64_t as[3] = {bt, m, k}, bs[2] = {k, n}, cs[3] = {bt, m, n};
+  bp_buffer_t *ba = buf(&e, bt * m * k, a), *bb = buf(&e, k * n, b), *bc = buf(&e, bt * m * n * 4, NULL);
+  bp_tensor_t ta = ten(ba, BP_I8, 3, as, NULL), tb = ten(bb, BP_I8, 2, bs, NULL);
+  bp_tensor_t tc = ten(bc, BP_I32, 3, cs, NULL);
+  assert_int_equal(bp_qgemm(e.s, &ta, &tb, NULL, NULL, 0, &tc), BP_OK);
+  int32_t *g = readback(bc, bt * m * n * 4);
+  for (int64_t r = 0; r < bt * m; r++)
+    for (int64_t j = 0; j < n; j++) {
+      int32_t s = 0;
+      for (int64_t l = 0; l < k; l++) s += a[r * k + l] * b[l * n + j];
+      assert_int_equal(g[r * n + j], s);
+    }
+  free(a), free(b), free(g);
+  close_env(&e);
+}
+
 /* ---- GEMM / GEMV with block weights ---- */
 
 static void qmatmul_case(const char *dev, bp_dtype_t dt, int64_t m) {
@@ -287,6 +310,7 @@ int main(void) {
         cmocka_unit_test_prestate(test_q4_0_roundtrip, state),
         cmocka_unit_test_prestate(test_i8_scales, state),
         cmocka_unit_test_prestate(test_qgemm, state),
+        cmocka_unit_test_prestate(test_qgemm_panels, state),
         cmocka_unit_test_prestate(test_qmatmul_q8_0, state),
         cmocka_unit_test_prestate(test_qmatmul_q4_0, state),
         cmocka_unit_test_prestate(test_qgemv_q4_0, state),

@@ -27,3 +27,5 @@ $(CPU_FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FA
 # Vectorised f32 panel packing (fast/gemm/gemm_pack_*.c).
 $(CPU_FAST_DIR)/gemm/gemm_pack_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/gemm/gemm_pack_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+# int8 GEMM on AVX512-VNNI (fast/quant/, chosen by CPUID at run time).
+$(CPU_FAST_DIR)/quant/qgemm_vnni.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) -mavx512vnni

@@ -1,11 +1,16 @@
 /*
  * fast/quant/quant.c — the "cpu" device's entry points of the quantized
  * ops. quantize and dequantize are memory-bound row loops: the reference's
- * rows split over the pool (BP_ERR_UNIMPLEMENTED here) already stream them.
- * qgemm and qmatmul pick an ISA kernel at run time (qgemm_*.c, qmatmul_*.c).
+ * rows split over the pool (BP_ERR_UNIMPLEMENTED here) already stream them;
+ * so does qmatmul for now (a reference row per task, dequantizing one block
+ * at a time). qgemm runs on AVX512-VNNI when the CPU has it: B packed once
+ * per call, rows of A in groups of 4 over the pool, the int32 sums then
+ * scaled / requantized by the reference's rules (plugins/cpu/quant_blocks.h).
  */
-#include "plugins/cpu/cpu.h"
+#include <stdlib.h>
+
 #include "plugins/cpu/fast/quant/quant.h"
+#include "plugins/cpu/quant_blocks.h"
 
 bp_status_t cpu_fast_quantize(cpu_device_t *dev, const bp_quantize_args_t *a) {
   (void)dev;
@@ -19,14 +24,115 @@ bp_status_t cpu_fast_dequantize(cpu_device_t *dev, const bp_quantize_args_t *a) 
   return BP_ERR_UNIMPLEMENTED;
 }
 
-bp_status_t cpu_fast_qgemm(cpu_device_t *dev, const bp_qgemm_args_t *a) {
+bp_status_t cpu_fast_qmatmul(cpu_device_t *dev, const bp_qmatmul_args_t *a) {
   (void)dev;
   (void)a;
   return BP_ERR_UNIMPLEMENTED;
 }
 
-bp_status_t cpu_fast_qmatmul(cpu_device_t *dev, const bp_qmatmul_args_t *a) {
-  (void)dev;
-  (void)a;
-  return BP_ERR_UNIMPLEMENTED;
+/* ---- int8 GEMM ------------------------------------------------------------- */
+
+static bool pack_b(const bp_plugin_tensor_t *b, cpu_qb_pack_t *p) {
+  int64_t k = b->shape[0], n = b->shape[1], panels = (n + 15) / 16;
+  p->n = n;
+  p->kp = (k + 3) / 4 * 4;
+  p->b = calloc((size_t)(panels * p->kp * 16 + 64), 1);
+  p->colsum = calloc((size_t)(panels * 16), sizeof(int32_t));
+  if (!p->b || !p->colsum) return false;
+  const int8_t *src = cpu_tensor_base(b);
+  for (int64_t j = 0; j < n; j++) {
+    int8_t *dst = p->b + (j / 16) * p->kp * 16 + (j % 16) * 4;
+    int32_t s = 0;
+    for (int64_t l = 0; l < k; l++) {
+      int8_t v = src[l * b->strides[0] + j * b->strides[1]];
+      dst[(l / 4) * 64 + l % 4] = v;
+      s += v;
+    }
+    p->colsum[j] = s;
+  }
+  return true;
+}
+
+typedef struct qgemm_job {
+  const bp_qgemm_args_t *a;
+  const cpu_qb_pack_t *p;
+  int status;
+} qgemm_job_t;
+
+static float scale_at(const bp_plugin_tensor_t *s, int64_t i) {
+  return s->rank ? ((const float *)cpu_tensor_base(s))[i * s->strides[0]] : 1.0f;
+}
+
+/* Row `row` (batch * m + i) of c from its int32 sums, by the reference's rules. */
+static void store_row(const bp_qgemm_args_t *a, int64_t row, const int32_t *acc) {
+  const bp_plugin_tensor_t *C = &a->c;
+  int32_t r = C->rank;
+  int64_t m = C->shape[r - 2], n = C->shape[r - 1], bi = row / m, i = row % m;
+  int64_t off = (r == 3 ? bi * C->strides[0] : 0) + i * C->strides[r - 2], cs = C->strides[r - 1];
+  void *c = cpu_tensor_base(C);
+  float sa = scale_at(&a->scale_a, i);
+  for (int64_t j = 0; j < n; j++) {
+    if (C->dtype == BP_I32) {
+      ((int32_t *)c)[off + j * cs] = acc[j];
+      continue;
+    }
+    float v = (float)acc[j] * sa * scale_at(&a->scale_b, j);
+    if (C->dtype == BP_F32) ((float *)c)[off + j * cs] = v;
+    else ((int8_t *)c)[off + j * cs] = cpu_sat_i8(v / a->out_scale);
+  }
+}
+
+/* Tasks are groups of 4 rows of c. */
+static void qgemm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  qgemm_job_t *job = vctx;
+  const bp_qgemm_args_t *a = job->a;
+  const bp_plugin_tensor_t *A = &a->a;
+  int32_t r = A->rank;
+  int64_t m = A->shape[r - 2], k = A->shape[r - 1], rows = m * (r == 3 ? A->shape[0] : 1);
+  int64_t kp = job->p->kp, n = job->p->n;
+  uint8_t *abuf = calloc((size_t)(4 * kp), 1);
+  int32_t *acc = malloc((size_t)(4 * ((n + 15) / 16 * 16)) * sizeof(int32_t));
+  if (!abuf || !acc) {
+    __atomic_store_n(&job->status, BP_ERR_OUT_OF_MEMORY, __ATOMIC_RELAXED);
+    free(abuf), free(acc);
+    return;
+  }
+  const int8_t *pa = cpu_tensor_base(A);
+  for (int64_t t = begin; t < end; t++) {
+    int nr = (int)(rows - 4 * t < 4 ? rows - 4 * t : 4);
+    const uint8_t *arows[4];
+    for (int q = 0; q < nr; q++) {
+      int64_t row = 4 * t + q, bi = row / m, i = row % m;
+      const int8_t *src = pa + (r == 3 ? bi * A->strides[0] : 0) + i * A->strides[r - 2];
+      for (int64_t l = 0; l < k; l++) abuf[q * kp + l] = (uint8_t)(src[l * A->strides[r - 1]] + 128);
+      arows[q] = abuf + q * kp;
+    }
+    cpu_qgemm_vnni_rows(job->p, arows, nr, acc, (n + 15) / 16 * 16);
+    for (int q = 0; q < nr; q++) store_row(a, 4 * t + q, acc + q * ((n + 15) / 16 * 16));
+  }
+  free(abuf), free(acc);
+}
+
+bp_status_t cpu_fast_qgemm(cpu_device_t *dev, const bp_qgemm_args_t *a) {
+  const cpu_features_t *f = cpu_features_get();
+  /* a per-batch b would pack per batch: the reference runs it */
+  if (!f->avx512_vnni || !f->avx512bw || a->b.rank != 2 || getenv("BP_CPU_QGEMM_REF"))
+    return BP_ERR_UNIMPLEMENTED;
+  cpu_qb_pack_t p = {0};
+  bp_status_t st = BP_OK;
+  if (!pack_b(&a->b, &p)) {
+    st = BP_ERR_OUT_OF_MEMORY;
+  } else {
+    const bp_plugin_tensor_t *A = &a->a;
+    int64_t rows = A->shape[A->rank - 2] * (A->rank == 3 ? A->shape[0] : 1);
+    qgemm_job_t job = {a, &p, BP_OK};
+    int64_t work = 4 * p.kp * p.n;
+    cpu_pool_run(dev->pool, (rows + 3) / 4, work >= (1 << 20) ? 1 : (1 << 20) / (work ? work : 1),
+                 qgemm_task, &job);
+    st = (bp_status_t)job.status;
+  }
+  free(p.b);
+  free(p.colsum);
+  return st;
 }

@@ -1,9 +1,26 @@
 /*
- * fast/quant/quant.h — the quantized ops' fast kernels (plugins/cpu/fast/quant/).
+ * fast/quant/quant.h — the quantized ops' fast kernels
+ * (plugins/cpu/fast/quant/): what the baseline dispatch (qgemm.c) shares
+ * with the ISA files (qgemm_vnni.c), which are built with their own flags.
  */
 #ifndef BACKPLANE_CPU_FAST_QUANT_H
 #define BACKPLANE_CPU_FAST_QUANT_H
 
 #include "plugins/cpu/cpu.h"
+
+/* B of an int8 GEMM packed for vpdpbusd: 16-column panels, each k4 step
+ * 16 columns x 4 consecutive k (64 bytes), zero-padded to whole panels and
+ * k4 steps; colsum[j] = sum_l b[l, j] (the correction for a + 128). */
+typedef struct cpu_qb_pack {
+  int64_t n, kp;  /* columns, k rounded up to 4 */
+  int8_t *b;      /* ceil(n / 16) panels of kp * 16 bytes */
+  int32_t *colsum;
+} cpu_qb_pack_t;
+
+/* acc[r][j] = sum_l a_r[l] * b[l, j] for `rows` (1..4) rows of A given as
+ * u8 (a + 128, kp bytes each, zero-padded), all n columns, exact modulo
+ * 2^32; acc rows have stride ldacc. */
+CPU_HIDDEN void cpu_qgemm_vnni_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
+                                    int32_t *acc, int64_t ldacc);
 
 #endif /* BACKPLANE_CPU_FAST_QUANT_H */
