@@ -20,6 +20,7 @@ from ._checks import (_NP_DTYPES, _UNSUPPORTED, BackplaneError, _check, _choice,
 from ._graph import Event, Graph, StreamGraphMixin
 from ._views import ViewMixin
 from ._model import StreamModelMixin, TensorModelMixin
+from ._quant import StreamQuantMixin
 
 DType = Union[str, type, "np.dtype[Any]"]
 """A dtype: "f32", "float32", np.float32 or np.dtype("float32") (and f16, bf16, f64, i32, i64, u8)."""
@@ -246,7 +247,8 @@ class Tensor(ViewMixin, TensorModelMixin):
         shape = _shape(shape)
         n = int(np.prod(shape)) if shape else 1
         buf = ctypes.c_void_p()
-        _check(_lib.lib.bp_buffer_alloc(device._h, max(1, n * _lib.DTYPE_SIZES[code]), ctypes.byref(buf)))
+        nbytes = n // _lib.BLOCK_WEIGHTS.get(code, 1) * _lib.DTYPE_SIZES[code]  # whole blocks
+        _check(_lib.lib.bp_buffer_alloc(device._h, max(1, nbytes), ctypes.byref(buf)))
         desc = _lib.Tensor(buf, 0, code, len(shape))
         stride = 1
         for i in range(len(shape) - 1, -1, -1):
@@ -408,7 +410,7 @@ def _t(x):
     return ctypes.byref(x._desc) if x is not None else None
 
 
-class Stream(StreamGraphMixin, StreamModelMixin):
+class Stream(StreamGraphMixin, StreamModelMixin, StreamQuantMixin):
     """An in-order queue of work; every op is a method, and events and graph
     capture (record_event, wait_event, capture) come from _graph.py."""
 

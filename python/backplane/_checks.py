@@ -7,7 +7,7 @@ import numpy as np
 from . import _lib
 
 _NP_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32,
-              "i64": np.int64, "u8": np.uint8}
+              "i64": np.int64, "u8": np.uint8, "i8": np.int8}
 
 
 class BackplaneError(RuntimeError):
@@ -21,7 +21,8 @@ class BackplaneError(RuntimeError):
 _INVALID = -1  # BP_ERR_INVALID_ARGUMENT
 _UNSUPPORTED = -3  # BP_ERR_UNSUPPORTED
 _ALIASES = {"float32": "f32", "float16": "f16", "half": "f16", "bfloat16": "bf16", "float64": "f64",
-            "double": "f64", "int32": "i32", "int64": "i64", "uint8": "u8"}
+            "double": "f64", "int32": "i32", "int64": "i64", "uint8": "u8",
+            "int8": "i8"}
 
 
 def _invalid(arg, message):

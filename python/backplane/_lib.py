@@ -10,11 +10,15 @@ import os
 MAX_RANK = 8
 OP_TABLE_SIZE = 64
 
-DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "u8": 6}
-DTYPE_SIZES = {0: 4, 1: 2, 2: 2, 3: 8, 4: 4, 5: 8, 6: 1}
+DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "u8": 6,
+          "i8": 7, "fp8_e4m3": 8, "fp8_e5m2": 9, "q8_0": 10, "q4_0": 11}
+DTYPE_SIZES = {0: 4, 1: 2, 2: 2, 3: 8, 4: 4, 5: 8, 6: 1, 7: 1, 8: 1, 9: 1, 10: 34, 11: 18}
+# Block dtypes (docs/ops.md "Quantized types"): DTYPE_SIZES is one block's bytes.
+BLOCK_WEIGHTS = {10: 32, 11: 32}
 OPS = ["gemm", "gemv", "conv2d", "pool2d", "batch_norm", "layer_norm", "rms_norm", "softmax",
        "attention", "adam", "unary", "binary", "reduce", "fill", "copy", "cast", "random",
-       "gather", "arange", "binary_scalar", "glu", "rope"]
+       "gather", "arange", "binary_scalar", "glu", "rope",
+       "quantize", "dequantize", "qgemm", "qmatmul"]
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "gelu", "silu", "sigmoid", "tanh",
          "sin", "cos", "gelu_tanh"]
 BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
