@@ -244,9 +244,9 @@ static void test_qgemm_panels(void **st) {
 
 /* ---- GEMM / GEMV with block weights ---- */
 
-static void qmatmul_case(const char *dev, bp_dtype_t dt, int64_t m) {
+static void qmatmul_case(const char *dev, bp_dtype_t dt, int64_t m, int64_t n) {
   env_t e = open_env(dev);
-  const int64_t k = 128, n = 11, bs = dt == BP_Q8_0 ? 34 : 18, nb = n * k / 32;
+  const int64_t k = 128, bs = dt == BP_Q8_0 ? 34 : 18, nb = n * k / 32;
   float *a = rand_f32(m * k, 3, -1, 1), *w = rand_f32(n * k, 4, -1, 1);
   uint8_t *wq = malloc((size_t)(nb * bs));
   for (int64_t b = 0; b < nb; b++) (dt == BP_Q8_0 ? my_q8_0 : my_q4_0)(w + b * 32, wq + b * bs);
@@ -270,9 +270,14 @@ static void qmatmul_case(const char *dev, bp_dtype_t dt, int64_t m) {
   close_env(&e);
 }
 
-static void test_qmatmul_q8_0(void **st) { qmatmul_case(*st, BP_Q8_0, 7); }
-static void test_qmatmul_q4_0(void **st) { qmatmul_case(*st, BP_Q4_0, 7); }
-static void test_qgemv_q4_0(void **st) { qmatmul_case(*st, BP_Q4_0, 1); }
+static void test_qmatmul_q8_0(void **st) { qmatmul_case(*st, BP_Q8_0, 7, 11); }
+static void test_qmatmul_q4_0(void **st) { qmatmul_case(*st, BP_Q4_0, 7, 11); }
+static void test_qgemv_q4_0(void **st) { qmatmul_case(*st, BP_Q4_0, 1, 11); }
+/* several row tiles and column chunks of the fast path */
+static void test_qmatmul_tiles(void **st) {
+  qmatmul_case(*st, BP_Q4_0, 37, 70);
+  qmatmul_case(*st, BP_Q8_0, 17, 33);
+}
 
 /* ---- bounds of block tensors, to the byte; bad shapes ---- */
 
@@ -314,6 +319,7 @@ int main(void) {
         cmocka_unit_test_prestate(test_qmatmul_q8_0, state),
         cmocka_unit_test_prestate(test_qmatmul_q4_0, state),
         cmocka_unit_test_prestate(test_qgemv_q4_0, state),
+        cmocka_unit_test_prestate(test_qmatmul_tiles, state),
         cmocka_unit_test_prestate(test_block_bounds, state),
     };
     fails += _cmocka_run_group_tests(devs[d], tests, sizeof tests / sizeof tests[0], NULL, NULL);
