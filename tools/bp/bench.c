@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_quant.h"
 #include "bench.h"
 #include "bench_layers.h"
 #include "bench_fallback.h"
@@ -513,6 +514,7 @@ int bp_cmd_bench(int argc, char **argv) {
   for (int i = 1; i < argc; i++) /* copy bandwidth: its own options */
     if (!strcmp(argv[i], "--copies")) return bench_copy_main(argc, argv);
   if (bench_group_wanted(argc, argv)) return bench_group_main(argc, argv); /* its own report */
+  if (bench_quant_wanted(argc, argv)) return bench_quant_main(argc, argv); /* its own report */
   bench_opts_t o = {0};
   int rc = parse(argc, argv, &o);
   if (rc) return rc < 0 ? BPT_EXIT_OK : rc;

@@ -13,7 +13,9 @@
 
 /* The block's 32 weights as f32, in w[0] (0..15) and w[1] (16..31). */
 static inline void decode(bp_dtype_t dt, const uint8_t *blk, __m512 w[2]) {
-  __m512 d = _mm512_set1_ps(cpu_q_scale(blk));
+  uint16_t h;
+  memcpy(&h, blk, 2);
+  __m512 d = _mm512_set1_ps(_cvtsh_ss(h)); /* F16C: exact, like bp_f16_to_f32 */
   __m128i lo, hi;
   if (dt == BP_Q8_0) {
     lo = _mm_loadu_si128((const __m128i *)(blk + 2));
