@@ -149,14 +149,22 @@ template <typename T> __device__ __forceinline__ T bpk_unary_op(int op, T x) {
 
 // The GEMM epilogue on one output (gemm.cu, gemm.hip), v = alpha * acc +
 // beta * c: + bias, then the activation, both before C is rounded to its
-// dtype (plugin-api.h).
+// dtype (plugin-api.h). Out of line: inlined, the bias load's dtype switch
+// and the whole unary switch would be copied into each of a GEMM kernel's
+// unrolled stores.
 template <typename T>
-__device__ __forceinline__ T bpk_gemm_epilogue(const bpk_gemm_args_t &p, int64_t bz,
-                                               int64_t m, int64_t n, T v) {
-  if (p.bias.ptr)
-    v += bpk_ld<T>(p.bias.ptr, p.bias.dtype,
-                   bz * p.bias.strides[0] + m * p.bias.strides[1] + n * p.bias.strides[2]);
-  return p.act == BPK_GEMM_NO_ACT ? v : bpk_unary_op<T>(p.act, v);
+__device__ __noinline__ T bpk_gemm_epilogue_apply(uint64_t bias, int bias_dtype, int64_t bias_off,
+                                                  int act, T v) {
+  if (bias) v += bpk_ld<T>(bias, bias_dtype, bias_off);
+  return act == BPK_GEMM_NO_ACT ? v : bpk_unary_op<T>(act, v);
+}
+
+template <typename T>
+__device__ __forceinline__ T bpk_gemm_epilogue(const bpk_gemm_args_t &p, int64_t bz, int64_t m,
+                                               int64_t n, T v) {
+  if (!p.bias.ptr && p.act == BPK_GEMM_NO_ACT) return v;
+  const int64_t off = bz * p.bias.strides[0] + m * p.bias.strides[1] + n * p.bias.strides[2];
+  return bpk_gemm_epilogue_apply<T>(p.bias.ptr, p.bias.dtype, off, p.act, v);
 }
 
 // Grid-stride loop over [0, n).
