@@ -91,7 +91,8 @@ void att_masks_make(const att_case_t *c, const att_masks_t *mk, bp_attention_arg
   }
   if (mk->bias) {
     bool dense = mk->bias == BIAS_DENSE;
-    m[1] = att_buf_make(c->dt, c->B, dense ? c->Hq : 1, dense ? c->Sq : 1, c->Skv, 0, -1, 1);
+    m[1] = att_buf_make(c->dt, c->B, dense ? c->Hq : 1, dense ? c->Sq : 1, c->Skv,
+                        dense ? LAYOUT_KV_TRANSPOSED : LAYOUT_DENSE, -1, 1);
     a->bias = m[1].t;
     if (dense) {
       for (int64_t x = 0; x < m[1].n; x += 7) cpu_store(m[1].p, c->dt, x, -INFINITY);

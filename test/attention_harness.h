@@ -32,9 +32,9 @@ typedef struct att_case {
 
 /* The masks of ABI 1.5 a case adds: a sliding window (0: none); kv_lens
  * (per batch b: Skv - 1 - b, then Skv + 2, then 0, cycling); a bias in
- * q's dtype (dense with some -inf scores and one row all -inf, or one key
- * row broadcast by stride 0); ALiBi (standard slopes of Hq + 2 heads from
- * head 1, or an f32 slopes tensor). */
+ * q's dtype (every element, keys strided, some -inf and one row all -inf;
+ * or one key row broadcast by stride 0); ALiBi (standard slopes of Hq + 2
+ * heads from head 1, or an f32 slopes tensor). */
 typedef struct att_masks {
   int window, kv_lens, bias, alibi;
 } att_masks_t;

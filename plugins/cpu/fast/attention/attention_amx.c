@@ -72,7 +72,7 @@ typedef struct ax_ws {
   float m[AX_BQ], corr[AX_BQ];
   float l[AX_BQ][16]; /* running sums, 16 lanes a row */
   bool bad[AX_BQ];
-  float slope; /* the query head's ALiBi slope */
+  float slope;             /* the query head's ALiBi slope */
   int64_t kb, kg, kpacked; /* whose keys and values kt, vt hold, how many */
 } ax_ws_t;
 
@@ -380,8 +380,8 @@ static void ax_rescale(ax_ws_t *w, int64_t Dvp) {
 /* With the masks of ABI 1.5, row r's scores (query i, key block at k0)
  * of [0, ncols) scaled, -inf before the row's first key lo, and the bias
  * and ALiBi terms added on [lo, hi), as the reference adds them. */
-static void ax_mask_row(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int64_t i,
-                        int64_t r, int64_t k0, int64_t lo, int64_t hi, int64_t ncols) {
+static void ax_mask_row(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int64_t i, int64_t r,
+                        int64_t k0, int64_t lo, int64_t hi, int64_t ncols) {
   float *s = w->s + r * AX_BK;
   __m512 vs = _mm512_set1_ps(j->scale);
   for (int64_t c = 0; c < ncols; c += 16)
@@ -390,7 +390,13 @@ static void ax_mask_row(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int
   const att_mask_t *m = &j->mk;
   if (m->bias) {
     const uint16_t *bp = (const uint16_t *)m->bias + b * m->bs[0] + h * m->bs[1] + i * m->bs[2];
-    for (int64_t c = lo; c < hi; c++) {
+    for (int64_t c = lo; m->bs[3] == 1 && c < hi; c += 16) { /* bf16 to f32: 16 bits up */
+      __mmask16 k = fa_lanes(hi - c);
+      __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, bp + k0 + c));
+      __m512 f = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+      _mm512_mask_storeu_ps(s + c, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, s + c), f));
+    }
+    for (int64_t c = lo; m->bs[3] != 1 && c < hi; c++) {
       uint32_t bits = (uint32_t)bp[(k0 + c) * m->bs[3]] << 16;
       float x;
       memcpy(&x, &bits, sizeof x);
@@ -409,7 +415,8 @@ static void ax_key_block(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, in
     int64_t lo = 0, hi = 0;
     if (r < nq) ax_block_keys(j, b, i0 + r, k0, nk, &lo, &hi);
     if (j->prescale && hi > lo) ax_mask_row(j, w, b, h, i0 + r, r, k0, lo, hi, nsub * AX_KC);
-    w->corr[r] = ax_softmax_row(w, r, hi > lo ? hi : 0, nsub * AX_KC, j->prescale ? 1.0f : j->scale);
+    w->corr[r] =
+        ax_softmax_row(w, r, hi > lo ? hi : 0, nsub * AX_KC, j->prescale ? 1.0f : j->scale);
   }
   ax_rescale(w, j->Dvp);
   ax_pv(j, w, k0, nsub);
@@ -428,10 +435,9 @@ static void ax_store(const ax_job_t *j, const ax_ws_t *w, int64_t b, int64_t h, 
     const float *src = w->o + r * j->Dvp;
     for (int64_t e = 0; e < Dv; e += 16) {
       __mmask16 k = fa_lanes(Dv - e);
-      __m256i x =
-          nan    ? _mm256_set1_epi16(0x7fc0)
-          : none ? _mm256_setzero_si256()
-                 : ax_round16(_mm512_mul_ps(vi, _mm512_loadu_ps(src + e)));
+      __m256i x = nan    ? _mm256_set1_epi16(0x7fc0)
+                  : none ? _mm256_setzero_si256()
+                         : ax_round16(_mm512_mul_ps(vi, _mm512_loadu_ps(src + e)));
       if (j->so[3] == 1) {
         _mm256_mask_storeu_epi16(orow + e, k, x);
         continue;

@@ -73,7 +73,7 @@ typedef struct fa_ws {
   float m[FA_BQ], l[FA_BQ], corr[FA_BQ];
   int64_t nlo[FA_BQ], nvis[FA_BQ]; /* keys [nlo, nvis) of the key block row r sees */
   bool bad[FA_BQ];
-  float slope; /* the query head's ALiBi slope */
+  float slope;             /* the query head's ALiBi slope */
   int64_t kb, kg, kpacked; /* whose keys kt holds, and how many */
 } fa_ws_t;
 
@@ -88,13 +88,19 @@ static void fa_block_keys(const fa_job_t *j, int64_t b, int64_t i, int64_t k0, i
 
 /* Scores [c0, c1) of row r (query i, key block at k0) += bias - slope *
  * |i' - key|, before the softmax as in the reference. */
-static void fa_add_terms(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i,
-                         int64_t r, int64_t k0, int64_t c0, int64_t c1) {
+static void fa_add_terms(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i, int64_t r,
+                         int64_t k0, int64_t c0, int64_t c1) {
   float *s = w->s + r * FA_BK;
   const att_mask_t *m = &j->mk;
   if (m->bias) {
     const float *bp = (const float *)m->bias + b * m->bs[0] + h * m->bs[1] + i * m->bs[2];
-    for (int64_t c = c0; c < c1; c++) s[c] += bp[(k0 + c) * m->bs[3]];
+    for (int64_t c = c0; m->bs[3] == 1 && c < c1; c += 16) {
+      __mmask16 k = fa_lanes(c1 - c);
+      __m512 x =
+          _mm512_add_ps(_mm512_maskz_loadu_ps(k, s + c), _mm512_maskz_loadu_ps(k, bp + k0 + c));
+      _mm512_mask_storeu_ps(s + c, k, x);
+    }
+    for (int64_t c = c0; m->bs[3] != 1 && c < c1; c++) s[c] += bp[(k0 + c) * m->bs[3]];
   }
   if (w->slope != 0.0f) fa_alibi_add(s, c0, c1, i + j->off - k0, w->slope);
 }
@@ -102,8 +108,8 @@ static void fa_add_terms(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, in
 /* Row r's scores before its first key [0, lo) become -inf (they are not
  * computed, or belong to hidden keys), the rest within [lo, min(hi, ncols))
  * get their additive terms. */
-static void fa_mask_row(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i,
-                        int64_t r, int64_t k0, int64_t ncols) {
+static void fa_mask_row(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i, int64_t r,
+                        int64_t k0, int64_t ncols) {
   int64_t lo = w->nlo[r], hi = fa_min(w->nvis[r], ncols);
   float *s = w->s + r * FA_BK;
   for (int64_t c = 0; c < lo && c < ncols; c++) s[c] = -INFINITY;
