@@ -42,8 +42,9 @@ static void fill_op_dtypes(uint32_t *t) {
    * writes i32 / i64 indices, which the core checks on its own). */
   t[BP_OP_REDUCE] = fl;
   t[BP_OP_FILL] = all;
-  t[BP_OP_COPY] = all;
-  t[BP_OP_CAST] = all;
+  /* i8 and fp8 (ABI 1.5) move and convert, nothing more yet */
+  t[BP_OP_COPY] = all | BP_DTYPE_BIT(BP_I8) | BP_DTYPES_FP8;
+  t[BP_OP_CAST] = all | BP_DTYPE_BIT(BP_I8) | BP_DTYPES_FP8;
   t[BP_OP_RANDOM] = fl;
   /* the model ops of ABI 1.5: gather and arange move or make any dtype */
   t[BP_OP_GATHER] = all;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kernels/common/bp_half.h"
+#include "plugins/cpu/fp8.h"
 #include "plugin-api.h"
 
 static inline size_t cpu_dtype_size(bp_dtype_t dt) {
@@ -37,6 +38,8 @@ static inline size_t cpu_dtype_size(bp_dtype_t dt) {
     return 8;
   case BP_U8:
   case BP_I8:
+  case BP_FP8_E4M3:
+  case BP_FP8_E5M2:
     return 1;
   default:
     return 0;
@@ -117,6 +120,10 @@ static inline double cpu_load(const void *base, bp_dtype_t dt, int64_t idx) {
     return ((const uint8_t *)base)[idx];
   case BP_I8:
     return ((const int8_t *)base)[idx];
+  case BP_FP8_E4M3:
+    return cpu_fp8_decode(((const uint8_t *)base)[idx], 3);
+  case BP_FP8_E5M2:
+    return cpu_fp8_decode(((const uint8_t *)base)[idx], 2);
   default:
     return 0.0;
   }
@@ -148,6 +155,12 @@ static inline void cpu_store(void *base, bp_dtype_t dt, int64_t idx, double v) {
     break;
   case BP_I8:
     ((int8_t *)base)[idx] = (int8_t)cpu_double_to_int(v, -128.0, 127.0);
+    break;
+  case BP_FP8_E4M3:
+    ((uint8_t *)base)[idx] = cpu_fp8_encode(v, 3);
+    break;
+  case BP_FP8_E5M2:
+    ((uint8_t *)base)[idx] = cpu_fp8_encode(v, 2);
     break;
   default:
     break;
