@@ -52,7 +52,7 @@ typedef struct DLManagedTensorVersioned {
 static const struct { bp_dtype_t bp; DLDataType dl; } dtype_map[] = {
     {BP_F32, {kDLFloat, 32, 1}}, {BP_F16, {kDLFloat, 16, 1}}, {BP_BF16, {kDLBfloat, 16, 1}},
     {BP_F64, {kDLFloat, 64, 1}}, {BP_I32, {kDLInt, 32, 1}},   {BP_I64, {kDLInt, 64, 1}},
-    {BP_U8, {kDLUInt, 8, 1}},
+    {BP_U8, {kDLUInt, 8, 1}},    {BP_I8, {kDLInt, 8, 1}},
 };
 
 static bool dtype_from_dl(DLDataType d, bp_dtype_t *out) {
