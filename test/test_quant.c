@@ -305,6 +305,14 @@ static void test_block_bounds(void **st) {
   close_env(&e);
 }
 
+/* The VNNI-less AVX2 int8 kernel, chosen on this machine by the variable. */
+static void test_qgemm_avx2(void **st) {
+  setenv("BP_CPU_QGEMM_ISA", "avx2", 1);
+  test_qgemm(st);
+  test_qgemm_panels(st);
+  unsetenv("BP_CPU_QGEMM_ISA");
+}
+
 int main(void) {
   static const char *const devs[] = {"cpu", "cpu-ref"};
   int fails = 0;
@@ -316,6 +324,7 @@ int main(void) {
         cmocka_unit_test_prestate(test_i8_scales, state),
         cmocka_unit_test_prestate(test_qgemm, state),
         cmocka_unit_test_prestate(test_qgemm_panels, state),
+        cmocka_unit_test_prestate(test_qgemm_avx2, state),
         cmocka_unit_test_prestate(test_qmatmul_q8_0, state),
         cmocka_unit_test_prestate(test_qmatmul_q4_0, state),
         cmocka_unit_test_prestate(test_qgemv_q4_0, state),

@@ -8,6 +8,7 @@
  * scaled / requantized by the reference's rules (plugins/cpu/quant_blocks.h).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugins/cpu/fast/quant/quant.h"
 #include "plugins/cpu/quant_blocks.h"
@@ -93,9 +94,12 @@ static bool pack_b(const bp_plugin_tensor_t *b, cpu_qb_pack_t *p) {
   return true;
 }
 
+typedef void (*qgemm_rows_fn)(const cpu_qb_pack_t *, const uint8_t *const *, int, int32_t *, int64_t);
+
 typedef struct qgemm_job {
   const bp_qgemm_args_t *a;
   const cpu_qb_pack_t *p;
+  qgemm_rows_fn rows;
   int status;
 } qgemm_job_t;
 
@@ -148,7 +152,7 @@ static void qgemm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) 
       for (int64_t l = 0; l < k; l++) abuf[q * kp + l] = (uint8_t)(src[l * A->strides[r - 1]] + 128);
       arows[q] = abuf + q * kp;
     }
-    cpu_qgemm_vnni_rows(job->p, arows, nr, acc, (n + 15) / 16 * 16);
+    job->rows(job->p, arows, nr, acc, (n + 15) / 16 * 16);
     for (int q = 0; q < nr; q++) store_row(a, 4 * t + q, acc + q * ((n + 15) / 16 * 16));
   }
   free(abuf), free(acc);
@@ -156,9 +160,12 @@ static void qgemm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) 
 
 bp_status_t cpu_fast_qgemm(cpu_device_t *dev, const bp_qgemm_args_t *a) {
   const cpu_features_t *f = cpu_features_get();
+  /* BP_CPU_QGEMM_ISA=avx2 picks the VNNI-less kernel on a VNNI machine (tests) */
+  const char *isa = getenv("BP_CPU_QGEMM_ISA");
+  bool vnni = f->avx512_vnni && f->avx512bw && !(isa && !strcmp(isa, "avx2"));
+  qgemm_rows_fn kern = vnni ? cpu_qgemm_vnni_rows : f->avx2 ? cpu_qgemm_avx2_rows : NULL;
   /* a per-batch b would pack per batch: the reference runs it */
-  if (!f->avx512_vnni || !f->avx512bw || a->b.rank != 2 || getenv("BP_CPU_QGEMM_REF"))
-    return BP_ERR_UNIMPLEMENTED;
+  if (!kern || a->b.rank != 2 || (isa && !strcmp(isa, "ref"))) return BP_ERR_UNIMPLEMENTED;
   cpu_qb_pack_t p = {0};
   bp_status_t st = BP_OK;
   if (!pack_b(&a->b, &p)) {
@@ -166,7 +173,7 @@ bp_status_t cpu_fast_qgemm(cpu_device_t *dev, const bp_qgemm_args_t *a) {
   } else {
     const bp_plugin_tensor_t *A = &a->a;
     int64_t rows = A->shape[A->rank - 2] * (A->rank == 3 ? A->shape[0] : 1);
-    qgemm_job_t job = {a, &p, BP_OK};
+    qgemm_job_t job = {a, &p, kern, BP_OK};
     int64_t work = 4 * p.kp * p.n;
     cpu_pool_run(dev->pool, (rows + 3) / 4, work >= (1 << 20) ? 1 : (1 << 20) / (work ? work : 1),
                  qgemm_task, &job);

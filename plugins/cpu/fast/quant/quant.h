@@ -22,6 +22,9 @@ typedef struct cpu_qb_pack {
  * 2^32; acc rows have stride ldacc. */
 CPU_HIDDEN void cpu_qgemm_vnni_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
                                     int32_t *acc, int64_t ldacc);
+/* The same on AVX2 without VNNI (qgemm_avx2.c). */
+CPU_HIDDEN void cpu_qgemm_avx2_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
+                                    int32_t *acc, int64_t ldacc);
 
 /* One tile of qmatmul: rows (<= CPU_QM_ROWS) of contiguous f32 a against
  * output columns [j0, j1) of w (rows of `blocks` blocks, w_row_bytes
