@@ -33,12 +33,12 @@ typedef struct skcase {
   bool a_cols, c_cols; /* A / C column-major (transposed by strides) */
   double alpha, beta;
   bool bias;
-  int act; /* -1: none */
+  int act;       /* -1: none */
   bool via_gemm; /* through cpu_fast_gemm (the epilogue's door) */
 } skcase_t;
 
-static bp_plugin_tensor_t t3(void *p, bp_dtype_t dt, int64_t d0, int64_t d1, int64_t d2,
-                             int64_t s0, int64_t s1, int64_t s2) {
+static bp_plugin_tensor_t t3(void *p, bp_dtype_t dt, int64_t d0, int64_t d1, int64_t d2, int64_t s0,
+                             int64_t s1, int64_t s2) {
   bp_plugin_tensor_t t = {.ptr = (uint64_t)(uintptr_t)p, .dtype = dt, .rank = 3};
   t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
   t.strides[0] = s0, t.strides[1] = s1, t.strides[2] = s2;
@@ -75,8 +75,8 @@ static void run_case(cpu_device_t *dev, const skcase_t *s) {
       for (int64_t jj = 0; jj < n; jj++) {
         double acc = 0, sum_abs = 0;
         for (int64_t p = 0; p < k; p++) {
-          double t = cpu_load(a, s->dt, bt * m * k + i * sam + p * sak) *
-                     cpu_load(b, s->dt, p * ldb + jj);
+          double t =
+              cpu_load(a, s->dt, bt * m * k + i * sam + p * sak) * cpu_load(b, s->dt, p * ldb + jj);
           acc += t, sum_abs += fabs(t);
         }
         int64_t off = bt * m * n + i * scm + jj * scn;
@@ -102,9 +102,9 @@ static void run_case(cpu_device_t *dev, const skcase_t *s) {
     if (!(fabs(got - want[e]) <= tol)) {
       printf("MISMATCH %s thr%u b%ld m%ld n%ld k%ld acol%d ccol%d alpha %g beta %g bias %d "
              "act %d gemm %d at %ld: %.6g vs %.6g\n",
-             s->dt == BP_BF16 ? "bf16" : "f16", dev->threads, (long)nb, (long)m, (long)n,
-             (long)k, s->a_cols, s->c_cols, s->alpha, s->beta, s->bias, s->act, s->via_gemm,
-             (long)e, got, want[e]);
+             s->dt == BP_BF16 ? "bf16" : "f16", dev->threads, (long)nb, (long)m, (long)n, (long)k,
+             s->a_cols, s->c_cols, s->alpha, s->beta, s->bias, s->act, s->via_gemm, (long)e, got,
+             want[e]);
       fails++;
       break;
     }
@@ -127,16 +127,14 @@ static void test_skinny_grid(void **state) {
     cpu_device_t dev = {.isa = BP_ISA_BEST, .threads = thr, .pool = cpu_pool_create(thr)};
     for (int d = 0; d < 2; d++) {
       for (int64_t m = 1; m <= 16; m++) {
-        skcase_t s = {dts[d], 1, m, 37 + 2 * m, 19 + m, m % 2, m % 3 == 0, 1, 0, false, -1,
-                      false};
+        skcase_t s = {dts[d], 1, m, 37 + 2 * m, 19 + m, m % 2, m % 3 == 0, 1, 0, false, -1, false};
         run_case(&dev, &s);
       }
       /* W split by columns (several blocks), ragged tails */
-      run_case(&dev, &(skcase_t){dts[d], 1, 2, 4111, 131, false, false, -1.5, 0.5, false, -1,
-                                 false});
+      run_case(&dev,
+               &(skcase_t){dts[d], 1, 2, 4111, 131, false, false, -1.5, 0.5, false, -1, false});
       /* W split by rows between the workers, partial sums added after */
-      run_case(&dev, &(skcase_t){dts[d], 1, 2, 1001, 1027, false, false, 0.5, 0, false, -1,
-                                 false});
+      run_case(&dev, &(skcase_t){dts[d], 1, 2, 1001, 1027, false, false, 0.5, 0, false, -1, false});
       run_case(&dev, &(skcase_t){dts[d], 1, 16, 300, 613, true, true, 1, 1, false, -1, false});
       /* batch 2 over one shared B, one column of C */
       run_case(&dev, &(skcase_t){dts[d], 2, 3, 1, 77, false, true, 2, 0, false, -1, false});
@@ -157,13 +155,13 @@ static void test_skinny_epilogue(void **state) {
   cpu_device_t dev = {.isa = BP_ISA_BEST, .threads = 2, .pool = cpu_pool_create(2)};
   bp_dtype_t dts[2] = {BP_BF16, BP_F16};
   for (int d = 0; d < 2; d++) {
-    run_case(&dev, &(skcase_t){dts[d], 1, 2, 1537, 257, false, false, 1, 0, true,
-                               BP_UNARY_GELU, true});
+    run_case(&dev,
+             &(skcase_t){dts[d], 1, 2, 1537, 257, false, false, 1, 0, true, BP_UNARY_GELU, true});
     run_case(&dev, &(skcase_t){dts[d], 1, 7, 33, 65, true, false, 1, 1, true, -1, true});
-    run_case(&dev, &(skcase_t){dts[d], 2, 16, 95, 31, false, true, -0.5, 0.25, false,
-                               BP_UNARY_SILU, true});
-    run_case(&dev, &(skcase_t){dts[d], 1, 1, 64, 1024, false, false, 1, 0, true,
-                               BP_UNARY_SILU, false});
+    run_case(&dev, &(skcase_t){dts[d], 2, 16, 95, 31, false, true, -0.5, 0.25, false, BP_UNARY_SILU,
+                               true});
+    run_case(&dev,
+             &(skcase_t){dts[d], 1, 1, 64, 1024, false, false, 1, 0, true, BP_UNARY_SILU, false});
   }
   cpu_pool_destroy(dev.pool);
   printf("skinny lowp epilogue: %d cases, %d failures\n", checks, fails);

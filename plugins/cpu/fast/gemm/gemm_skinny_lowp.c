@@ -13,8 +13,8 @@
  * contiguous run), whose partial sums are added in order afterwards.
  * A (m x k, any strides) is widened to f32 once on the calling thread; C
  * (any strides) gets act(alpha * sum + beta * C + bias) (the ABI 1.5
- * epilogue) rounded once, C unread when beta == 0. Compiled for AVX-512 (plugins/cpu/fast.mk): called only after
- * the CPU checks in cpu_fast_gemm_skinny_lowp_ok.
+ * epilogue) rounded once, C unread when beta == 0. Compiled for AVX-512 (plugins/cpu/fast.mk):
+ * called only after the CPU checks in cpu_fast_gemm_skinny_lowp_ok.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -43,7 +43,7 @@ typedef struct skinny_job {
   float alpha, beta;
   const uint16_t *bias; /* NULL: none; else at strides sbm, sbn */
   int64_t sbm, sbn;
-  int act; /* bp_unary_op_t, or -1: none */
+  int act;        /* bp_unary_op_t, or -1: none */
   int64_t cols;   /* columns per task */
   int64_t kparts; /* row ranges of W per column block */
   float *partial; /* kparts > 1: kparts x m x n sums */
@@ -179,15 +179,13 @@ static void skinny_run(cpu_device_t *dev, skinny_job_t *j) {
 
 bool cpu_fast_gemm_skinny_lowp_ok(const cpu_device_t *dev, const bp_gemm_args_t *a) {
   bp_dtype_t dt = a->a.dtype;
-  if ((dt != BP_BF16 && dt != BP_F16) || a->b.dtype != dt || a->c.dtype != dt)
-    return false;
+  if ((dt != BP_BF16 && dt != BP_F16) || a->b.dtype != dt || a->c.dtype != dt) return false;
   if (a->a.rank != 3 || a->b.rank != 3 || a->c.rank != 3) return false;
   int64_t m = a->c.shape[1], n = a->c.shape[2], k = a->a.shape[2];
   if (m < 1 || m > CPU_FAST_SKINNY_LOWP_MAX_M || k < 1 || n < 1) return false;
   if (n > 1 && a->b.strides[2] != 1) return false;
   if (a->bias.rank != 0 && (a->bias.rank != 3 || a->bias.dtype != dt)) return false;
-  if ((a->flags & BP_GEMM_FLAG_ACTIVATION) && !cpu_fast_gemm_act_known(a->activation))
-    return false;
+  if ((a->flags & BP_GEMM_FLAG_ACTIVATION) && !cpu_fast_gemm_act_known(a->activation)) return false;
   if (dev->isa != BP_ISA_BEST && dev->isa < BP_ISA_AVX512) return false;
   const cpu_features_t *f = cpu_features_get();
   return f->avx512f && f->avx512bw && f->avx512vl && f->fma;
@@ -210,14 +208,22 @@ bp_status_t cpu_fast_gemm_skinny_lowp(cpu_device_t *dev, const bp_gemm_args_t *a
     for (int64_t i = 0; i < m; i++)
       for (int64_t p = 0; p < k; p++)
         af[i * k + p] = (float)cpu_load(ab, dt, i * sa[1] + p * sa[2]);
-    skinny_job_t j = {.f16 = dt == BP_F16, .m = m, .k = k, .n = n, .a = af,
+    skinny_job_t j = {.f16 = dt == BP_F16,
+                      .m = m,
+                      .k = k,
+                      .n = n,
+                      .a = af,
                       .b = (const uint16_t *)bbase + bt * a->b.strides[0],
                       .ldb = a->b.strides[1],
                       .c = (uint16_t *)cbase + bt * a->c.strides[0],
-                      .scm = a->c.strides[1], .scn = a->c.strides[2],
-                      .alpha = (float)a->alpha, .beta = (float)a->beta,
+                      .scm = a->c.strides[1],
+                      .scn = a->c.strides[2],
+                      .alpha = (float)a->alpha,
+                      .beta = (float)a->beta,
                       .bias = bias ? bias + bt * a->bias.strides[0] : NULL,
-                      .sbm = a->bias.strides[1], .sbn = a->bias.strides[2], .act = act};
+                      .sbm = a->bias.strides[1],
+                      .sbn = a->bias.strides[2],
+                      .act = act};
     skinny_run(dev, &j);
   }
   return BP_OK;
