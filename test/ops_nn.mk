@@ -12,14 +12,16 @@ OPS_NN_TEST_OBJS := $(OPS_NN_TEST_NAMES:%=$(B)/obj/test/%.o)
 # counters (plain_gemm_calls) with dlsym.
 PLAIN_GEMM_PLUGIN := $(B)/test/plain-gemm-plugin/backend-plaingemm.so
 
-$(OPS_NN_TEST_OBJS): CFLAGS_EXTRA := -Itest/common -Itest
+$(OPS_NN_TEST_OBJS) $(B)/obj/test/nn_harness.o: CFLAGS_EXTRA := -Itest/common -Itest
 
 $(PLAIN_GEMM_PLUGIN): test/fixtures/plain_gemm_plugin.c plugin-api.h backplane_types.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(PLUGIN_CFLAGS) $< -o $@ -shared $(LDFLAGS_BASE) -lm
 
-# Group cases plant calibration times with test_group's cache helpers.
-OPS_NN_TEST_COMMON := $(OPS_TEST_COMMON) $(B)/obj/test/test_group_cache.o
+# Group cases plant calibration times with test_group's cache helpers;
+# nn_harness.c holds the device loop and group setup the suites share.
+OPS_NN_TEST_COMMON := $(OPS_TEST_COMMON) $(B)/obj/test/test_group_cache.o \
+  $(B)/obj/test/nn_harness.o
 $(OPS_NN_TEST_BINS): $(B)/test/%: $(B)/obj/test/%.o $(OPS_NN_TEST_COMMON) $(LIB) $(PLUGINS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(OPS_NN_TEST_COMMON) -L$(B)/lib -lbackplane \

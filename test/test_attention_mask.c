@@ -25,8 +25,8 @@
 
 #include <cmocka.h>
 
+#include "nn_harness.h"
 #include "tc.h"
-#include "test_group_cache.h"
 
 typedef struct mask_case {
   int64_t B, Hq, Hkv, Sq, Skv, D;
@@ -200,16 +200,9 @@ static void test_masks_every_device(void **state) {
   tc_rng_t rng;
   tc_rng_seed(&rng, 2804);
   for (uint32_t rank = 0; rank < count; rank++) {
-    char sel[16];
-    snprintf(sel, sizeof sel, "%u", rank);
     tc_env_t e;
-    if (!tc_env_open(&e, ctx, sel)) {
-      print_error("FAIL device %u is listed but does not open\n", rank);
-      tc_failures++;
-      continue;
-    }
     bp_device_entry_t entry;
-    assert_int_equal(bp_device_entry(e.dev, &entry), BP_OK);
+    if (!nn_open_rank(ctx, rank, &e, &entry)) continue;
     uint32_t claimed = entry.info.op_features[BP_OP_ATTENTION];
     int ran = 0;
     for (int t = 0; t < 4; t++) {
@@ -291,19 +284,9 @@ static void test_masks_claimed_on_cpu(void **state) {
 static void test_masks_group(void **state) {
   tc_suite_t *su = *state;
   TC_BEGIN();
-  bp_device_group_options_t o = {.struct_size = sizeof o,
-                                 .allow_shared_hardware = true,
-                                 .split_shared_hardware = true,
-                                 .min_split_flops = 1};
-  tc_env_t g = {.ctx = su->ctx};
-  /* Equal calibration times in a tuning cache: equal shares, so both split. */
-  char dir[64] = "/tmp/bp-test-mask-XXXXXX", cmd[128];
-  assert_non_null(mkdtemp(dir));
-  const char *const devs[2] = {"cpu", "cpu-ref"};
-  gc_plant_times(su->ctx, dir, "equal.json", devs, 2, 10.0);
-  assert_int_equal(bp_device_group_open(su->ctx, "cpu,cpu-ref", &o, &g.dev), BP_OK);
-  assert_int_equal(bp_stream_create(g.dev, &g.s), BP_OK);
-  snprintf(g.name, sizeof g.name, "group cpu,cpu-ref");
+  tc_env_t g;
+  char dir[64] = "/tmp/bp-test-mask-XXXXXX";
+  nn_group_open(su->ctx, dir, &g);
   bp_device_entry_t entry;
   assert_int_equal(bp_device_entry(g.dev, &entry), BP_OK);
   tc_rng_t rng;
@@ -316,17 +299,7 @@ static void test_masks_group(void **state) {
   for (size_t i = 0; i < 3; i++)
     mask_one(&g, entry.info.op_features[BP_OP_ATTENTION], BP_F32, &cases[i], &rng);
   assert_int_equal(entry.info.op_features[BP_OP_ATTENTION], F_LENS | F_WIN | F_BIAS | F_ALIBI);
-  for (uint32_t i = 0; i < 2; i++) {
-    bp_device_group_member_t m;
-    assert_int_equal(bp_device_group_info(g.dev, i, &m), BP_OK);
-    tc_expect_status(&g, m.slices_run > 0 ? BP_OK : BP_ERR_INTERNAL, BP_OK, "member %s ran a slice",
-                     m.entry.info.name);
-  }
-  bp_stream_destroy(g.s);
-  bp_device_close(g.dev);
-  unsetenv("BACKPLANE_TUNING_CACHE");
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  nn_group_close(&g, dir);
   TC_END();
 }
 
