@@ -151,6 +151,30 @@ inline ACC bp_min_nan(ACC a, ACC b) {
   return (isnan(a) || isnan(b)) ? a + b : fmin(a, b);
 }
 
+/* The activation and binary math that elementwise.cl's unary/binary and
+ * model.cl's binary_scalar/glu must agree on, written once. */
+/* Tanh-approximate GELU, 0.5 x (1 + tanh(u)), as x / (1 + e^(-2u)): the
+ * same function without 1 + tanh(u)'s cancellation for negative x, and
+ * NaN at -inf as the formula gives (PoCL's tanh(-inf) is not -1). */
+inline ACC bp_gelu_tanh(ACC x) {
+  ACC u = (ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x);
+  return x / ((ACC)1 + exp((ACC)-2 * u));
+}
+
+/* bp_binary_op_t's codes. */
+inline ACC bp_binary(int op, ACC a, ACC b) {
+  switch (op) {
+  case 0: return a + b;
+  case 1: return a - b;
+  case 2: return a * b;
+  case 3: return a / b;
+  case 4: return (isnan(a) || isnan(b)) ? a + b : fmax(a, b);
+  case 5: return (isnan(a) || isnan(b)) ? a + b : fmin(a, b);
+  case 6: return pow(a, b);
+  default: return a;
+  }
+}
+
 inline ACC bp_wg_max(ACC v, __local ACC *s) {
   int t = get_local_id(0);
   s[t] = v;

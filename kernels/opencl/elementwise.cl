@@ -2,16 +2,9 @@
  * elementwise.cl — unary and binary ops over strided tensors (-DDT=code).
  * The op is a kernel argument, not a build option, so one program per dtype
  * serves every op (PoCL compiles slowly; fewer programs start faster).
- * Broadcasting is stride 0. Op codes are bp_unary_op_t / bp_binary_op_t.
+ * Broadcasting is stride 0. Op codes are bp_unary_op_t / bp_binary_op_t;
+ * bp_gelu_tanh and bp_binary are common.cl's (model.cl uses them too).
  */
-/* Tanh-approximate GELU, 0.5 x (1 + tanh(u)), as x / (1 + e^(-2u)): the
- * same function without 1 + tanh(u)'s cancellation for negative x, and
- * NaN at -inf as the formula gives (PoCL's tanh(-inf) is not -1). */
-inline ACC bp_gelu_tanh(ACC x) {
-  ACC u = (ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x);
-  return x / ((ACC)1 + exp((ACC)-2 * u));
-}
-
 inline ACC bp_unary(int op, ACC x) {
   switch (op) {
   case 0: return -x;
@@ -29,19 +22,6 @@ inline ACC bp_unary(int op, ACC x) {
   case 12: return cos(x);
   case 13: return bp_gelu_tanh(x);
   default: return x;
-  }
-}
-
-inline ACC bp_binary(int op, ACC a, ACC b) {
-  switch (op) {
-  case 0: return a + b;
-  case 1: return a - b;
-  case 2: return a * b;
-  case 3: return a / b;
-  case 4: return (isnan(a) || isnan(b)) ? a + b : fmax(a, b);
-  case 5: return (isnan(a) || isnan(b)) ? a + b : fmin(a, b);
-  case 6: return pow(a, b);
-  default: return a;
   }
 }
 

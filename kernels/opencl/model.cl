@@ -93,20 +93,6 @@ __kernel void arange(__global uchar *yb, ulong yo, WIDE start, WIDE step,
 }
 
 #ifdef DT /* the float ops */
-/* bp_binary_op_t, as elementwise.cl's bp_binary. */
-inline ACC bp_binary_op(int op, ACC a, ACC b) {
-  switch (op) {
-  case 0: return a + b;
-  case 1: return a - b;
-  case 2: return a * b;
-  case 3: return a / b;
-  case 4: return (isnan(a) || isnan(b)) ? a + b : fmax(a, b);
-  case 5: return (isnan(a) || isnan(b)) ? a + b : fmin(a, b);
-  case 6: return pow(a, b);
-  default: return a;
-  }
-}
-
 /* scalar: already a's dtype's value (the host rounded it). */
 __kernel void binary_scalar(__global const uchar *ab, ulong ao,
                             __global uchar *yb, ulong yo, int op, int first,
@@ -122,7 +108,7 @@ __kernel void binary_scalar(__global const uchar *ab, ulong ao,
     long oa, oy;
     bp_offsets2(i, rank, shape, as, ys, &oa, &oy);
     ACC v = LD(a, oa);
-    ST(y, oy, first ? bp_binary_op(op, scalar, v) : bp_binary_op(op, v, scalar));
+    ST(y, oy, first ? bp_binary(op, scalar, v) : bp_binary(op, v, scalar));
   }
 }
 
@@ -131,10 +117,7 @@ inline ACC bp_glu_act(int kind, ACC x) {
   switch (kind) {
   case 0: return x / ((ACC)1 + exp(-x));
   case 1: return x * (ACC)0.5 * ((ACC)1 + erf(x * (ACC)M_SQRT1_2));
-  case 2: { /* as elementwise.cl's bp_gelu_tanh */
-    ACC u = (ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x);
-    return x / ((ACC)1 + exp((ACC)-2 * u));
-  }
+  case 2: return bp_gelu_tanh(x);
   default: return x > (ACC)0 ? x : (isnan(x) ? x : (ACC)0);
   }
 }
