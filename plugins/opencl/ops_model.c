@@ -42,6 +42,29 @@ static bp_status_t model_kernel(ocl_device_t *d, bp_dtype_t dt, const char *name
   return ocl_kernel_get(d, OCL_FAM_MODEL, opts, name, &a->k);
 }
 
+/* Locks d, takes kernel `name` for dt and adds the n tensors' buffers, in
+ * order, as its first arguments. On BP_OK d stays locked until
+ * model_launch; on failure it is unlocked here. */
+static bp_status_t model_begin(ocl_device_t *d, bp_dtype_t dt, const char *name,
+                               const bp_plugin_tensor_t *const *bufs, int n, ocl_args_t *a) {
+  pthread_mutex_lock(&d->lock);
+  bp_status_t st = model_kernel(d, dt, name, a);
+  if (st != BP_OK) {
+    pthread_mutex_unlock(&d->lock);
+    return st;
+  }
+  for (int i = 0; i < n; i++) ocl_arg_buf(a, bufs[i]->ptr, bufs[i]->offset);
+  return BP_OK;
+}
+
+/* Launches the kernel model_begin took over n items and unlocks d. */
+static bp_status_t model_launch(ocl_device_t *d, bp_plugin_stream_t *stream, ocl_args_t *a,
+                                int64_t n) {
+  bp_status_t st = ocl_launch_flat(d, stream, a, n);
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
 /* Adds a double, or a float where the device has no fp64 (model.cl's
  * WIDE). */
 static void arg_wide(ocl_args_t *a, const ocl_device_t *d, double v) {
@@ -75,23 +98,17 @@ bp_status_t ocl_op_gather(bp_plugin_device_t *device, bp_plugin_stream_t *stream
   ocl_layout_t l;
   ocl_layout_make(tl, 3, y->shape, y->rank, &l);
   if (l.numel == 0) return BP_OK;
-  pthread_mutex_lock(&d->lock);
   ocl_args_t a;
-  bp_status_t st = model_kernel(d, y->dtype, "gather", &a);
-  if (st == BP_OK) {
-    cl_int idx64 = ix->dtype == BP_I64;
-    cl_long len = tb->shape[ax], step = tb->strides[ax];
-    ocl_arg_buf(&a, tb->ptr, tb->offset);
-    ocl_arg_buf(&a, ix->ptr, ix->offset);
-    ocl_arg_buf(&a, y->ptr, y->offset);
-    OCL_ARG(&a, idx64);
-    OCL_ARG(&a, len);
-    OCL_ARG(&a, step);
-    arg_layout(&a, &l, 3);
-    st = ocl_launch_flat(d, stream, &a, l.numel);
-  }
-  pthread_mutex_unlock(&d->lock);
-  return st;
+  const bp_plugin_tensor_t *bufs[3] = {tb, ix, y};
+  bp_status_t st = model_begin(d, y->dtype, "gather", bufs, 3, &a);
+  if (st != BP_OK) return st;
+  cl_int idx64 = ix->dtype == BP_I64;
+  cl_long len = tb->shape[ax], step = tb->strides[ax];
+  OCL_ARG(&a, idx64);
+  OCL_ARG(&a, len);
+  OCL_ARG(&a, step);
+  arg_layout(&a, &l, 3);
+  return model_launch(d, stream, &a, l.numel);
 }
 
 bp_status_t ocl_op_arange(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
@@ -105,18 +122,13 @@ bp_status_t ocl_op_arange(bp_plugin_device_t *device, bp_plugin_stream_t *stream
   ocl_layout_t l;
   ocl_layout_make(tl, 1, y->shape, y->rank, &l);
   if (l.numel == 0) return BP_OK;
-  pthread_mutex_lock(&d->lock);
   ocl_args_t a;
-  bp_status_t st = model_kernel(d, y->dtype, "arange", &a);
-  if (st == BP_OK) {
-    ocl_arg_buf(&a, y->ptr, y->offset);
-    arg_wide(&a, d, args->start);
-    arg_wide(&a, d, args->step);
-    arg_layout(&a, &l, 1);
-    st = ocl_launch_flat(d, stream, &a, l.numel);
-  }
-  pthread_mutex_unlock(&d->lock);
-  return st;
+  bp_status_t st = model_begin(d, y->dtype, "arange", tl, 1, &a);
+  if (st != BP_OK) return st;
+  arg_wide(&a, d, args->start);
+  arg_wide(&a, d, args->step);
+  arg_layout(&a, &l, 1);
+  return model_launch(d, stream, &a, l.numel);
 }
 
 /* The scalar as a one-element tensor of dt would hold it. */
@@ -141,21 +153,15 @@ bp_status_t ocl_op_binary_scalar(bp_plugin_device_t *device, bp_plugin_stream_t 
   ocl_layout_t l;
   ocl_layout_make(tl, 2, y->shape, y->rank, &l);
   if (l.numel == 0) return BP_OK;
-  pthread_mutex_lock(&d->lock);
   ocl_args_t a;
-  bp_status_t st = model_kernel(d, y->dtype, "binary_scalar", &a);
-  if (st == BP_OK) {
-    cl_int op = (cl_int)args->op, first = args->scalar_first != 0;
-    ocl_arg_buf(&a, x->ptr, x->offset);
-    ocl_arg_buf(&a, y->ptr, y->offset);
-    OCL_ARG(&a, op);
-    OCL_ARG(&a, first);
-    ocl_arg_scalar(&a, y->dtype, scalar_in(x->dtype, args->scalar));
-    arg_layout(&a, &l, 2);
-    st = ocl_launch_flat(d, stream, &a, l.numel);
-  }
-  pthread_mutex_unlock(&d->lock);
-  return st;
+  bp_status_t st = model_begin(d, y->dtype, "binary_scalar", tl, 2, &a);
+  if (st != BP_OK) return st;
+  cl_int op = (cl_int)args->op, first = args->scalar_first != 0;
+  OCL_ARG(&a, op);
+  OCL_ARG(&a, first);
+  ocl_arg_scalar(&a, y->dtype, scalar_in(x->dtype, args->scalar));
+  arg_layout(&a, &l, 2);
+  return model_launch(d, stream, &a, l.numel);
 }
 
 bp_status_t ocl_op_glu(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
@@ -166,20 +172,13 @@ bp_status_t ocl_op_glu(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   ocl_layout_t l;
   ocl_layout_make(tl, 3, y->shape, y->rank, &l);
   if (l.numel == 0) return BP_OK;
-  pthread_mutex_lock(&d->lock);
   ocl_args_t a;
-  bp_status_t st = model_kernel(d, y->dtype, "glu", &a);
-  if (st == BP_OK) {
-    cl_int kind = (cl_int)args->kind;
-    ocl_arg_buf(&a, g->ptr, g->offset);
-    ocl_arg_buf(&a, u->ptr, u->offset);
-    ocl_arg_buf(&a, y->ptr, y->offset);
-    OCL_ARG(&a, kind);
-    arg_layout(&a, &l, 3);
-    st = ocl_launch_flat(d, stream, &a, l.numel);
-  }
-  pthread_mutex_unlock(&d->lock);
-  return st;
+  bp_status_t st = model_begin(d, y->dtype, "glu", tl, 3, &a);
+  if (st != BP_OK) return st;
+  cl_int kind = (cl_int)args->kind;
+  OCL_ARG(&a, kind);
+  arg_layout(&a, &l, 3);
+  return model_launch(d, stream, &a, l.numel);
 }
 
 /* Adds positions (buffer, offset, present, 64-bit, its [batch, seq]
@@ -208,23 +207,18 @@ bp_status_t ocl_op_rope(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   int64_t rows = x->shape[0] * x->shape[1] * x->shape[2];
   int64_t n = rows * (args->rotary_dim / 2 + x->shape[3] - args->rotary_dim);
   if (n == 0) return BP_OK;
-  pthread_mutex_lock(&d->lock);
   ocl_args_t a;
-  bp_status_t st = model_kernel(d, y->dtype, "rope", &a);
-  if (st == BP_OK) {
-    cl_int inter = args->mode == BP_ROPE_INTERLEAVED, rd = args->rotary_dim;
-    cl_long dims[4] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3]};
-    ocl_arg_buf(&a, x->ptr, x->offset);
-    ocl_arg_buf(&a, y->ptr, y->offset);
-    arg_positions(&a, args);
-    OCL_ARG(&a, inter);
-    OCL_ARG(&a, rd);
-    arg_wide(&a, d, log2(args->theta_base));
-    ocl_arg(&a, sizeof(cl_long4), dims);
-    ocl_arg_strides4(&a, x);
-    ocl_arg_strides4(&a, y);
-    st = ocl_launch_flat(d, stream, &a, n);
-  }
-  pthread_mutex_unlock(&d->lock);
-  return st;
+  const bp_plugin_tensor_t *bufs[2] = {x, y};
+  bp_status_t st = model_begin(d, y->dtype, "rope", bufs, 2, &a);
+  if (st != BP_OK) return st;
+  cl_int inter = args->mode == BP_ROPE_INTERLEAVED, rd = args->rotary_dim;
+  cl_long dims[4] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3]};
+  arg_positions(&a, args);
+  OCL_ARG(&a, inter);
+  OCL_ARG(&a, rd);
+  arg_wide(&a, d, log2(args->theta_base));
+  ocl_arg(&a, sizeof(cl_long4), dims);
+  ocl_arg_strides4(&a, x);
+  ocl_arg_strides4(&a, y);
+  return model_launch(d, stream, &a, n);
 }
