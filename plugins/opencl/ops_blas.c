@@ -25,13 +25,10 @@ void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_c
            c->use_local);
 }
 
-static bp_status_t gemm_direct(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g) {
+/* The arguments gemm_direct and the skinny kernels share (gemm.cl): a, b,
+ * c, m, n, k, a's and b's strides, c's strides, alpha, beta. */
+static void gemm_plain_args(ocl_args_t *a, const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
-  char opts[64];
-  ocl_dtype_options(d, C->dtype, opts, sizeof opts);
-  ocl_args_t a = {0};
-  bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_direct", &a.k);
-  if (st != BP_OK) return st;
   cl_long m = C->shape[1], n = C->shape[2], k = A->shape[2];
   cl_long s[8] = {A->strides[0],
                   A->strides[1],
@@ -41,16 +38,27 @@ static bp_status_t gemm_direct(ocl_device_t *d, cl_command_queue q, const bp_gem
                   B->strides[2],
                   0,
                   0};
-  ocl_arg_buf(&a, A->ptr, A->offset);
-  ocl_arg_buf(&a, B->ptr, B->offset);
-  ocl_arg_buf(&a, C->ptr, C->offset);
-  OCL_ARG(&a, m);
-  OCL_ARG(&a, n);
-  OCL_ARG(&a, k);
-  ocl_arg(&a, sizeof(cl_long8), s);
-  for (int i = 0; i < 3; i++) OCL_ARG(&a, C->strides[i]);
-  ocl_arg_scalar(&a, C->dtype, g->alpha);
-  ocl_arg_scalar(&a, C->dtype, g->beta);
+  ocl_arg_buf(a, A->ptr, A->offset);
+  ocl_arg_buf(a, B->ptr, B->offset);
+  ocl_arg_buf(a, C->ptr, C->offset);
+  OCL_ARG(a, m);
+  OCL_ARG(a, n);
+  OCL_ARG(a, k);
+  ocl_arg(a, sizeof(cl_long8), s);
+  for (int i = 0; i < 3; i++) OCL_ARG(a, C->strides[i]);
+  ocl_arg_scalar(a, C->dtype, g->alpha);
+  ocl_arg_scalar(a, C->dtype, g->beta);
+}
+
+static bp_status_t gemm_direct(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g) {
+  const bp_plugin_tensor_t *C = &g->c;
+  char opts[64];
+  ocl_dtype_options(d, C->dtype, opts, sizeof opts);
+  ocl_args_t a = {0};
+  bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_direct", &a.k);
+  if (st != BP_OK) return st;
+  cl_long m = C->shape[1], n = C->shape[2];
+  gemm_plain_args(&a, g);
   size_t lws[3] = {8, 8, 1};
   size_t gws[3] = {ocl_round_up((size_t)n, 8), ocl_round_up((size_t)m, 8), (size_t)C->shape[0]};
   return ocl_enqueue(q, &a, 3, gws, lws);
@@ -182,8 +190,8 @@ static const char *skinny_kernel(const bp_gemm_args_t *g) {
 
 static bp_status_t gemm_skinny(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g,
                                const char *kernel) {
-  const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
-  cl_long m = C->shape[1], n = C->shape[2], k = A->shape[2];
+  const bp_plugin_tensor_t *C = &g->c;
+  cl_long m = C->shape[1], n = C->shape[2];
   int mb = 1;
   while (mb < m) mb *= 2;
   char base[64], opts[128];
@@ -192,24 +200,7 @@ static bp_status_t gemm_skinny(ocl_device_t *d, cl_command_queue q, const bp_gem
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, kernel, &a.k);
   if (st != BP_OK) return st;
-  cl_long s[8] = {A->strides[0],
-                  A->strides[1],
-                  A->strides[2],
-                  B->strides[0],
-                  B->strides[1],
-                  B->strides[2],
-                  0,
-                  0};
-  ocl_arg_buf(&a, A->ptr, A->offset);
-  ocl_arg_buf(&a, B->ptr, B->offset);
-  ocl_arg_buf(&a, C->ptr, C->offset);
-  OCL_ARG(&a, m);
-  OCL_ARG(&a, n);
-  OCL_ARG(&a, k);
-  ocl_arg(&a, sizeof(cl_long8), s);
-  for (int i = 0; i < 3; i++) OCL_ARG(&a, C->strides[i]);
-  ocl_arg_scalar(&a, C->dtype, g->alpha);
-  ocl_arg_scalar(&a, C->dtype, g->beta);
+  gemm_plain_args(&a, g);
   /* _n: an item per SK_NV blocks of 16 columns (gemm.cl); _k: per column */
   int nv = mb == 1 ? 8 : mb <= 2 ? 4 : mb <= 4 ? 2 : 1;
   size_t items =
