@@ -146,7 +146,6 @@ static bp_status_t activations(model_t *m, bp_device_t *dev) {
   TRY(alloc(m, dev, t * d / 2, &m->rope_t1));
   TRY(alloc(m, dev, t * d / 2, &m->rope_t2));
   TRY(alloc(m, dev, t * d, &m->attn));
-  TRY(alloc(m, dev, t * d, &m->proj));
   TRY(alloc(m, dev, t * ff, &m->ff));
   TRY(alloc(m, dev, t * c->d_ff, &m->ff2));
   TRY(alloc(m, dev, t * c->vocab, &m->logits));

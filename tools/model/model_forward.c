@@ -30,15 +30,30 @@ static bp_tensor_t v4(const model_t *m, bp_buffer_t *b, int64_t off, int64_t d0,
   return model_view(m, b, off, 4, shape, strides);
 }
 
+/* out[rows, n] = act(in[rows, k] · w[k, n] + beta * out + bias[n]): one
+ * GEMM with its epilogue (bias broadcast over rows, GELU when gelu; beta 1
+ * adds into out, the residual stream), so a device that fuses it writes out
+ * once and rounds once; on another the core composes the same ops. */
+static bp_status_t linear_ex(const model_t *m, bp_stream_t *s, bp_buffer_t *in, int64_t rows,
+                             int64_t k, bp_buffer_t *w, int64_t n, bp_buffer_t *bias, bool gelu,
+                             double beta, bp_buffer_t *out) {
+  int64_t len[1] = {n};
+  bp_tensor_t bv;
+  bp_gemm_epilogue_t ep = {.struct_size = sizeof ep, .activate = gelu,
+                           .activation = BP_UNARY_GELU};
+  if (bias) {
+    bv = model_view(m, bias, 0, 1, len, NULL);
+    ep.bias = &bv;
+  }
+  return bp_gemm_ex(s, m->cfg.dtype, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, rows, n, k, 1.0, in,
+                    0, k, w, 0, n, beta, out, 0, n, bias || gelu ? &ep : NULL);
+}
+
 /* out[rows, n] = in[rows, k] · w[k, n] (+ bias[n], broadcast over rows). */
 static bp_status_t linear(const model_t *m, bp_stream_t *s, bp_buffer_t *in, int64_t rows,
                           int64_t k, bp_buffer_t *w, int64_t n, bp_buffer_t *bias,
                           bp_buffer_t *out) {
-  TRY(bp_gemm(s, m->cfg.dtype, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, rows, n, k, 1.0, in, 0, k, w,
-              0, n, 0.0, out, 0, n));
-  if (!bias) return BP_OK;
-  bp_tensor_t y = mat(m, out, 0, rows, n, n), b = mat(m, bias, 0, rows, n, 0);
-  return bp_binary(s, BP_BINARY_ADD, &y, &b, &y);
+  return linear_ex(m, s, in, rows, k, w, n, bias, false, 0.0, out);
 }
 
 /* h = norm(x) over the last axis: LayerNorm (GPT-2) or RMSNorm (Llama). */
@@ -52,12 +67,6 @@ static bp_status_t norm(const model_t *m, bp_stream_t *s, int64_t rows, bp_buffe
   return bp_layer_norm(s, &x, &g, &b, 1e-5, &h);
 }
 
-/* x += proj (the residual add). */
-static bp_status_t residual(const model_t *m, bp_stream_t *s, int64_t rows) {
-  int64_t d = m->cfg.d_model;
-  bp_tensor_t x = mat(m, m->x, 0, rows, d, d), p = mat(m, m->proj, 0, rows, d, d);
-  return bp_binary(s, BP_BINARY_ADD, &x, &p, &x);
-}
 
 /* A view of layer l's cache [B, Hkv, rows, Dh] from row `from`. */
 static bp_tensor_t cache_view(const model_t *m, bp_buffer_t *cache, int64_t from, int64_t rows) {
@@ -154,10 +163,9 @@ static bp_status_t llama_attention(const model_t *m, bp_stream_t *s, const model
 static bp_status_t gpt2_mlp(const model_t *m, bp_stream_t *s, const model_layer_t *l,
                             int64_t rows) {
   int64_t d = m->cfg.d_model, f = m->cfg.d_ff;
-  TRY(linear(m, s, m->h, rows, d, l->w_up, f, l->b_up, m->ff));
-  bp_tensor_t u = mat(m, m->ff, 0, rows, f, f);
-  TRY(bp_unary(s, BP_UNARY_GELU, &u, &u));
-  return linear(m, s, m->ff, rows, f, l->w_down, d, l->b_down, m->proj);
+  TRY(linear_ex(m, s, m->h, rows, d, l->w_up, f, l->b_up, true, 0.0, m->ff));
+  /* x += the down projection (the residual add, in the GEMM's epilogue) */
+  return linear_ex(m, s, m->ff, rows, f, l->w_down, d, l->b_down, false, 1.0, m->x);
 }
 
 /* SwiGLU: silu(h·W_gate) * (h·W_up), gate and up one packed projection
@@ -174,7 +182,7 @@ static bp_status_t llama_mlp(const model_t *m, bp_stream_t *s, const model_layer
     TRY(bp_unary(s, BP_UNARY_SILU, &gate, &act));
     TRY(bp_binary(s, BP_BINARY_MUL, &act, &up, &act));
   }
-  return linear(m, s, m->ff2, rows, f, l->w_down, d, NULL, m->proj);
+  return linear_ex(m, s, m->ff2, rows, f, l->w_down, d, NULL, false, 1.0, m->x);
 }
 
 static bp_status_t block(const model_t *m, bp_stream_t *s, const model_layer_t *l, int64_t seq,
@@ -184,11 +192,10 @@ static bp_status_t block(const model_t *m, bp_stream_t *s, const model_layer_t *
   TRY(norm(m, s, rows, l->norm1_g, l->norm1_b));
   TRY(linear(m, s, m->h, rows, d, l->w_qkv, m->qkv_width, l->b_qkv, m->qkv));
   TRY(gpt ? gpt2_attention(m, s, l, seq, pos) : llama_attention(m, s, l, seq, pos));
-  TRY(linear(m, s, m->attn, rows, d, l->w_o, d, l->b_o, m->proj));
-  TRY(residual(m, s, rows));
+  /* x += the output projection (the residual add, in the GEMM's epilogue) */
+  TRY(linear_ex(m, s, m->attn, rows, d, l->w_o, d, l->b_o, false, 1.0, m->x));
   TRY(norm(m, s, rows, l->norm2_g, l->norm2_b));
-  TRY(gpt ? gpt2_mlp(m, s, l, rows) : llama_mlp(m, s, l, rows));
-  return residual(m, s, rows);
+  return gpt ? gpt2_mlp(m, s, l, rows) : llama_mlp(m, s, l, rows);
 }
 
 bp_status_t model_forward(model_t *m, bp_stream_t *stream, const bp_tensor_t *input, int64_t seq,

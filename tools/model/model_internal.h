@@ -30,7 +30,6 @@ struct model {
   bp_buffer_t *q_rot;             /* Llama: rotated queries [T, D] */
   bp_buffer_t *rope_t1, *rope_t2; /* Llama: RoPE products [T, D/2] */
   bp_buffer_t *attn;              /* [T, D] */
-  bp_buffer_t *proj;              /* [T, D] */
   bp_buffer_t *ff, *ff2;          /* [T, F] (GPT-2 ff [T, F]; Llama ff [T, 2F]) */
   bp_buffer_t *logits;            /* [T, vocab] */
   bp_buffer_t *all[64];           /* every buffer, for model_destroy */
