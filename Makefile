@@ -99,7 +99,7 @@ check-tsan: deps
 # application API, the plugin ABI and the types both share, all under
 # include/backplane/), the plugins, bp, its man page and backplane.pc.
 # DESTDIR stages a package.
-PUBLIC_HEADERS := core/backplane.h core/backplane_plugins.h core/backplane_multi.h core/backplane_graph.h core/backplane_kernel.h core/backplane_comm.h core/backplane_model.h core/backplane_quant.h plugin-api.h backplane_types.h comm-api.h layer-api.h
+PUBLIC_HEADERS := core/backplane.h core/backplane_plugins.h core/backplane_multi.h core/backplane_graph.h core/backplane_kernel.h core/backplane_comm.h core/backplane_fused.h core/backplane_model.h core/backplane_quant.h plugin-api.h plugin-api-1.5.h backplane_types.h comm-api.h layer-api.h
 INSTALL_DIRS := $(LIBDIR) $(LIBDIR)/pkgconfig $(PREFIX)/include/backplane $(PLUGIN_INSTALL_DIR) \
   $(PROBE_HELPER_DIR) $(PREFIX)/bin $(PREFIX)/share/man/man1 $(PREFIX)/share/backplane
 install: $(LIB) $(PLUGINS) $(LAYERS) $(MANIFESTS) $(TOOLS)
