@@ -6,7 +6,34 @@
 #ifndef BACKPLANE_CPU_FAST_ATTENTION_H
 #define BACKPLANE_CPU_FAST_ATTENTION_H
 
+#include <string.h>
+
 #include "plugins/cpu/cpu.h"
+
+/* The fused kernels' shared setup, static inline because each kernel is
+ * compiled with its own ISA flags. */
+
+/* Copies q's, k's, v's and out's four strides (elements) into the job. */
+static inline void cpu_fast_attention_strides(const bp_attention_args_t *a, int64_t sq[4],
+                                              int64_t sk[4], int64_t sv[4], int64_t so[4]) {
+  memcpy(sq, a->q.strides, 4 * sizeof *sq);
+  memcpy(sk, a->k.strides, 4 * sizeof *sk);
+  memcpy(sv, a->v.strides, 4 * sizeof *sv);
+  memcpy(so, a->out.strides, 4 * sizeof *so);
+}
+
+/* Runs ntasks tasks of fn over dev->pool, one task at a time per worker,
+ * or all on the calling thread when one worker would do or work is at
+ * most min_work: waking the pool costs more than a small call gains. */
+static inline void cpu_fast_attention_run(cpu_device_t *dev, int64_t ntasks, double work,
+                                          double min_work, cpu_pool_fn fn, void *job) {
+  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  int64_t workers = ntasks < (int64_t)threads ? ntasks : threads;
+  if (workers > 1 && work > min_work)
+    cpu_pool_run(dev->pool, workers, 1, fn, job);
+  else
+    fn(job, 0, 1, 0);
+}
 
 /* Fused attention on AVX2 + FMA + F16C (fast/attention/attention_avx2.c): q, k, v and
  * out each f32, f16 or bf16 (f32 arithmetic), any strides. Returns

@@ -569,10 +569,7 @@ bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attention_args_t 
   j.off = j.Skv - j.Sq;
   if (B == 0 || j.Hq == 0 || j.Sq == 0 || j.Dv == 0) return BP_OK;
   j.Dp = (j.D + 31) / 32 * 32, j.Dvp = (j.Dv + 31) / 32 * 32, j.Skp = (j.Skv + 31) / 32 * 32;
-  memcpy(j.sq, q->strides, sizeof j.sq);
-  memcpy(j.sk, k->strides, sizeof j.sk);
-  memcpy(j.sv, v->strides, sizeof j.sv);
-  memcpy(j.so, o->strides, sizeof j.so);
+  cpu_fast_attention_strides(a, j.sq, j.sk, j.sv, j.so);
   /* each worker holds a kv head's K^T and V: absurd ones go elsewhere */
   if ((double)ax_ws_bytes(&j) > 256e6) return BP_ERR_UNIMPLEMENTED;
   if (!att_mask_init(&j.mk, a)) return BP_ERR_UNIMPLEMENTED;
@@ -585,13 +582,8 @@ bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attention_args_t 
   j.nqb = (j.Sq + AX_BQ - 1) / AX_BQ;
   j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
   j.ntasks = B * j.Hq * j.per;
-  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
-  int64_t workers = j.ntasks < (int64_t)threads ? j.ntasks : threads;
-  if (workers > 1 && work > 4e6)
-    cpu_pool_run(dev->pool, workers, 1, ax_task, &j);
-  else
-    ax_task(&j, 0, 1, 0);
+  cpu_fast_attention_run(dev, j.ntasks, work, 4e6, ax_task, &j);
   /* tasks left over: no worker could get its scratch memory */
   return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }

@@ -529,10 +529,7 @@ bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t
   j.grp = q->shape[1] / k->shape[1], j.Skv = k->shape[2], j.Dv = v->shape[3];
   j.off = j.Skv - j.Sq;
   if (B == 0 || j.Hq == 0 || j.Sq == 0 || j.Dv == 0) return BP_OK;
-  memcpy(j.sq, q->strides, sizeof j.sq);
-  memcpy(j.sk, k->strides, sizeof j.sk);
-  memcpy(j.sv, v->strides, sizeof j.sv);
-  memcpy(j.so, o->strides, sizeof j.so);
+  cpu_fast_attention_strides(a, j.sq, j.sk, j.sv, j.so);
   j.kdirect = k->dtype == BP_F32 && (k->strides[3] == 1 || j.D <= 1);
   j.vdirect = v->dtype == BP_F32 && (v->strides[3] == 1 || j.Dv <= 1);
   /* blocks scale with the head dims; absurd ones go to the reference */
@@ -544,13 +541,8 @@ bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t
   j.hs = j.Sq >= ATT_BQ ? 1 : ATT_BQ / j.Sq < j.grp ? ATT_BQ / j.Sq : j.grp;
   j.hchunks = (j.grp + j.hs - 1) / j.hs;
   j.ntasks = B * (j.Hq / j.grp) * j.hchunks * j.per;
-  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
-  int64_t workers = j.ntasks < (int64_t)threads ? j.ntasks : threads;
-  if (workers > 1 && work > 1e6)
-    cpu_pool_run(dev->pool, workers, 1, att_task, &j);
-  else
-    att_task(&j, 0, 1, 0);
+  cpu_fast_attention_run(dev, j.ntasks, work, 1e6, att_task, &j);
   /* tasks left over: no worker could get its scratch memory */
   return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }

@@ -34,6 +34,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "attention.h"
 #include "attention_exp512.h"
 #include "attention_mask.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
@@ -422,10 +423,7 @@ bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev, const bp_attention_args
   j.grp = q->shape[1] / k->shape[1], j.Skv = k->shape[2], j.Dv = v->shape[3];
   j.off = j.Skv - j.Sq;
   if (B == 0 || j.Hq == 0 || j.Sq == 0 || j.Dv == 0) return BP_OK;
-  memcpy(j.sq, q->strides, sizeof j.sq);
-  memcpy(j.sk, k->strides, sizeof j.sk);
-  memcpy(j.sv, v->strides, sizeof j.sv);
-  memcpy(j.so, o->strides, sizeof j.so);
+  cpu_fast_attention_strides(a, j.sq, j.sk, j.sv, j.so);
   j.qdirect = q->strides[3] == 1 || j.D <= 1;
   j.vdirect = v->strides[3] == 1 || j.Dv <= 1;
   j.ldkt = (j.Skv + FA_NR - 1) / FA_NR * FA_NR * (j.D > 0 ? j.D : 1);
@@ -437,13 +435,8 @@ bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev, const bp_attention_args
   j.nqb = (j.Sq + FA_BQ - 1) / FA_BQ;
   j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
   j.ntasks = B * j.Hq * j.per;
-  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
-  int64_t workers = j.ntasks < (int64_t)threads ? j.ntasks : threads;
-  if (workers > 1 && work > 1e6)
-    cpu_pool_run(dev->pool, workers, 1, fa_task, &j);
-  else
-    fa_task(&j, 0, 1, 0);
+  cpu_fast_attention_run(dev, j.ntasks, work, 1e6, fa_task, &j);
   /* tasks left over: no worker could get its scratch memory */
   return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }
