@@ -22,6 +22,21 @@ static inline void cpu_fast_attention_strides(const bp_attention_args_t *a, int6
   memcpy(so, a->out.strides, 4 * sizeof *so);
 }
 
+/* Takes the next task of a job whose tasks are (batch, head, pair of
+ * query blocks): a causal job pairs block c with block nqb - 1 - c so every
+ * task has about the same work. Sets b, h and blocks; returns how many of
+ * blocks to run (1 or 2), 0 when no task is left. */
+static inline int cpu_fast_attention_next_task(int64_t *next, int64_t ntasks, int64_t per,
+                                               int64_t Hq, int64_t nqb, int causal, int64_t *b,
+                                               int64_t *h, int64_t blocks[2]) {
+  int64_t t = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+  if (t >= ntasks) return 0;
+  int64_t bh = t / per, c = t % per;
+  *b = bh / Hq, *h = bh % Hq;
+  blocks[0] = c, blocks[1] = nqb - 1 - c;
+  return causal && blocks[1] != c ? 2 : 1;
+}
+
 /* Runs ntasks tasks of fn over dev->pool, one task at a time per worker,
  * or all on the calling thread when one worker would do or work is at
  * most min_work: waking the pool costs more than a small call gains. */

@@ -384,13 +384,10 @@ static void fa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   w.o = w.s + FA_BQ * FA_BK;
   w.vb = w.o + FA_BQ * j->Dv;
   w.kb = w.kg = -1, w.kpacked = 0;
-  for (;;) {
-    int64_t t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-    if (t >= j->ntasks) break;
-    int64_t bh = t / j->per, c = t % j->per;
-    int64_t b = bh / j->Hq, h = bh % j->Hq;
-    int64_t blocks[2] = {c, j->nqb - 1 - c};
-    int nb = j->causal && blocks[1] != c ? 2 : 1;
+  int64_t b, h, blocks[2];
+  int nb;
+  while ((nb = cpu_fast_attention_next_task(&j->next, j->ntasks, j->per, j->Hq, j->nqb, j->causal,
+                                            &b, &h, blocks)) > 0) {
     for (int x = 0; x < nb; x++) {
       int64_t i0 = blocks[x] * FA_BQ;
       fa_query_block(j, &w, b, h, i0, fa_min(FA_BQ, j->Sq - i0));
