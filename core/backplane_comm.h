@@ -36,6 +36,10 @@ extern "C" {
  */
 typedef struct bp_comm bp_comm_t;
 
+/* The dtypes collectives take (BP_DTYPE_BIT mask); any other is refused
+ * with BP_ERR_UNSUPPORTED. */
+#define BP_COMM_DTYPES (BP_DTYPES_FLOAT | BP_DTYPES_INT)
+
 typedef struct bp_comm_options {
   uint32_t struct_size; /* sizeof(bp_comm_options_t) */
   /* The comm plugin by name ("mpi"); NULL: the first loaded one in

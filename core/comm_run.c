@@ -57,6 +57,12 @@ static bp_status_t check_range(const bp__comm_call_t *call, const bp__buffer_t *
 static bp_status_t check_scalars(const bp__comm_t *c, const bp__comm_call_t *call) {
   if (!bp__dtype_valid(call->dtype))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: dtype %d is not a bp_dtype_t", call->fn, (int)call->dtype);
+  /* Counts are in elements and reductions need arithmetic the comm
+   * libraries have: the int8, fp8 and block-quantized dtypes are not taken
+   * (a block dtype's element has no size of its own). */
+  if (!(BP_DTYPE_BIT(call->dtype) & BP_COMM_DTYPES))
+    return bp__fail(BP_ERR_UNSUPPORTED, "%s: collectives do not take dtype %s (they take f32, f16, bf16, f64, i32, "
+                    "i64 and u8)", call->fn, bp_dtype_name(call->dtype));
   if (reducing(call->kind) && (unsigned)call->op >= BP_COMM_REDUCE_COUNT)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: op %d is not a bp_comm_reduce_op_t", call->fn, (int)call->op);
   if ((rooted(call->kind) || p2p(call->kind)) && (call->peer < 0 || call->peer >= c->size))

@@ -173,7 +173,7 @@ static void check_kind(env_t *e, kind_t k, bool quick, verdict_t *v) {
   char why[512] = "";
   int cases = 0;
   for (int dt = 0; dt < BP_DTYPE_COUNT && !why[0]; dt++)
-    for (int c = 0; c < (quick ? 3 : 4) && !why[0]; c++)
+    for (int c = 0; c < (quick ? 3 : 4) && !why[0] && (BP_DTYPE_BIT(dt) & BP_COMM_DTYPES); c++)
       for (int op = 0; op < (reduces ? BP_COMM_REDUCE_COUNT : 1) && !why[0]; op++, cases++)
         run_one(e, k, (bp_dtype_t)dt, counts[c], (bp_comm_reduce_op_t)op, why, sizeof why);
   char detail[64];
