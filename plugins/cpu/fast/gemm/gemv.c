@@ -119,7 +119,11 @@ DEFINE_GEMV_AXPY(double, f64, )
 /* The same loops in AVX-512 (chosen at run time): the baseline build's
  * SSE2 moves four floats per load, too few to keep up with a matrix that
  * comes from the last-level cache. */
+#if defined(__clang__) /* clang has no prefer-vector-width target option */
+#define GEMV_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
+#else
 #define GEMV_AVX512 __attribute__((target("avx512f,avx512vl,fma,prefer-vector-width=512")))
+#endif
 DEFINE_GEMV_AXPY(float, f32_avx512, GEMV_AVX512)
 DEFINE_GEMV_AXPY(double, f64_avx512, GEMV_AVX512)
 
