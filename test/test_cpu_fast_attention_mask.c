@@ -1,8 +1,10 @@
 /*
  * test_cpu_fast_attention_mask.c — the masks of ABI 1.5 (kv_lens, sliding
  * window, additive bias, ALiBi; plugin-api.h) in the fused attention
- * kernels: the AVX-512 f32 kernel (attention_avx512.c) and the bf16 AMX
- * kernel (attention_amx.c), each called directly so that a decline fails
+ * kernels: the AVX-512 f32 kernel (attention_avx512.c), the bf16 AMX
+ * kernel (attention_amx.c) and the AVX2 kernel (attention_avx2.c: f32, f16
+ * and bf16, query heads stacked in its lanes when Sq is short), each
+ * called directly so that a decline fails
  * the case, against the plugin's scalar double reference
  * (ref/ref_attention.c) through the shared harness
  * (test/attention_harness.h), with 1 and 2 threads. The cases put windows
@@ -33,6 +35,14 @@
 
 static att_harness_t H512 = {.fn = cpu_fast_attention_avx512, .name = "avx512-mask"};
 static att_harness_t HAMX = {.fn = cpu_fast_attention_amx, .name = "amx-mask"};
+static att_harness_t HAVX2 = {.fn = cpu_fast_attention_avx2, .name = "avx2-mask"};
+
+static bool devs_open_avx2(dev_set_t *s) {
+  const cpu_features_t *f = cpu_features_get();
+  s->n = 0;
+  if (f->avx2 && f->fma && f->f16c) devs_open_levels(s, BP_ISA_AVX2, BP_ISA_AVX2);
+  return s->n > 0;
+}
 
 static bool devs_open_avx512(dev_set_t *s) {
   const cpu_features_t *f = cpu_features_get();
@@ -53,7 +63,8 @@ static bool devs_open_amx(dev_set_t *s) {
 }
 
 /* Every mask alone and together over shapes around the blocks (AVX-512:
- * 48 queries x 128 keys; AMX: 32 x 256). */
+ * 48 queries x 128 keys; AMX: 32 x 256; AVX2: 32 x 64, and with Sq 1 the
+ * grouped query heads share a block). */
 static void run_mask_sweep(att_harness_t *h, dev_set_t *s, bp_dtype_t dt) {
   static const int64_t shapes[][2] = {{1, 300}, {60, 60}, {100, 300}, {37, 5}, {50, 530}};
   static const int windows[] = {1, 3, 40, 130, 400};
@@ -89,6 +100,20 @@ static void test_avx512_masks(void **state) {
   att_finish(&H512, "masks");
 }
 
+static void test_avx2_masks(void **state) {
+  (void)state;
+  dev_set_t s;
+  if (!devs_open_avx2(&s)) TEST_SKIP_CASE("no AVX2 + FMA + F16C on this CPU");
+  att_reset(&HAVX2);
+  run_mask_sweep(&HAVX2, &s, BP_F32);
+  att_run_all_masked(&HAVX2, &s, (att_case_t){2, 4, 1, 3, 150, 64, 64, 1, 0, 0, BP_F16},
+                     (att_masks_t){70, 1, BIAS_DENSE, ALIBI_STANDARD});
+  att_run_all_masked(&HAVX2, &s, (att_case_t){2, 2, 1, 45, 150, 64, 48, 0, 1, 0, BP_BF16},
+                     (att_masks_t){20, 1, BIAS_BROADCAST, ALIBI_SLOPES});
+  devs_close(&s);
+  att_finish(&HAVX2, "masks");
+}
+
 static void test_amx_masks(void **state) {
   (void)state;
   dev_set_t s;
@@ -121,6 +146,18 @@ static void test_masked_nonfinite_values(void **state) {
                      (att_masks_t){0, 1, 0, 0});
   devs_close(&s);
   att_finish(&H512, "masks over non-finite values");
+  if (devs_open_avx2(&s)) {
+    att_reset(&HAVX2);
+    for (int w = 2; w <= 90; w += 44)
+      att_run_all_masked(&HAVX2, &s,
+                         (att_case_t){1, 2, 1, 100, 300, 64, 64, 1, 0, SPECIAL_NAN_V0, BP_F32},
+                         (att_masks_t){w, 0, 0, 0});
+    att_run_all_masked(&HAVX2, &s,
+                       (att_case_t){3, 2, 1, 50, 200, 64, 64, 0, 0, SPECIAL_NAN_V, BP_F32},
+                       (att_masks_t){0, 1, 0, 0});
+    devs_close(&s);
+    att_finish(&HAVX2, "masks over non-finite values");
+  }
   if (!devs_open_amx(&s)) return;
   att_case_t c = {1, 2, 1, 40, 80, 32, 32, 0, 0, SPECIAL_NAN_V0, BP_BF16};
   att_masks_t m = {8, 0, 0, 0};
@@ -142,6 +179,11 @@ static void test_dispatcher_runs_masks(void **state) {
     att_run_all_masked(&hd, &s, (att_case_t){2, 2, 1, 33, 90, 64, 64, 1, 0, 0, BP_BF16},
                        (att_masks_t){16, 1, BIAS_BROADCAST, ALIBI_STANDARD});
   devs_close(&s);
+  if (devs_open_avx2(&s)) {
+    att_run_all_masked(&hd, &s, (att_case_t){2, 2, 1, 33, 90, 64, 64, 1, 0, 0, BP_F16},
+                       (att_masks_t){16, 1, BIAS_DENSE, ALIBI_SLOPES});
+    devs_close(&s);
+  }
   att_finish(&hd, "dispatcher");
 }
 
@@ -186,6 +228,7 @@ static void bench_masks(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx512_masks),
+      cmocka_unit_test(test_avx2_masks),
       cmocka_unit_test(test_amx_masks),
       cmocka_unit_test(test_masked_nonfinite_values),
       cmocka_unit_test(test_dispatcher_runs_masks),

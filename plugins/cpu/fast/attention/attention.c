@@ -21,10 +21,6 @@ bp_status_t cpu_fast_attention(cpu_device_t *dev, const bp_attention_args_t *a) 
     bp_status_t st = cpu_fast_attention_avx512(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
-  /* the AVX2 kernel runs causal only: the masks of ABI 1.5 go to the
-   * threaded reference */
-  if (a->window > 0 || a->kv_lens.rank || a->bias.rank || a->alibi_heads > 0 || a->alibi_slopes.rank)
-    return BP_ERR_UNIMPLEMENTED;
   if (isa >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return cpu_fast_attention_avx2(dev, a);
   return BP_ERR_UNIMPLEMENTED;
 }

@@ -3,7 +3,7 @@
  *
  * One pass with an online softmax over blocks of ATT_BQ queries and ATT_BK
  * keys: per query a running max m, sum l and unnormalised output, so the
- * Sq x Skv score matrix never exists, and key blocks the causal mask hides
+ * Sq x Skv score matrix never exists, and key blocks the masks hide
  * from the whole query block are never visited. Memory per thread is a few
  * blocks (ATT_BQ x (D + Dv + ATT_BK) floats, plus ATT_BK x (D + Dv) when
  * keys or values must be widened), from cpu_fast_scratch.
@@ -22,7 +22,8 @@
  * query compute zeros.
  *
  * Semantics are the reference's (ref/ref_attention.c): bottom-right causal
- * mask, grouped-query heads, a row that sees no key gives zeros, a NaN or
+ * mask and the masks of ABI 1.5 (per lane a key range and additive terms,
+ * attention_mask.h), grouped-query heads, a row that sees no key gives zeros, a NaN or
  * +inf score (or only -inf scores) makes the row NaN. Compiled with
  * -mavx2 -mfma -mf16c (fast.mk); fast/attention/attention.c checks the CPU first.
  */
@@ -31,6 +32,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "attention_mask.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 
@@ -142,25 +144,23 @@ typedef struct att_job {
   int64_t ntasks, next;  /* next: the next task to take (atomic) */
   bool kdirect, vdirect; /* f32 rows with unit stride: read in place */
   float scale;
-  int causal;
+  bool additive; /* bias or ALiBi terms on the scores */
+  att_mask_t mk;
 } att_job_t;
 
 /* Per-thread workspace; every array is 32-byte aligned. */
 typedef struct att_ws {
   float *m, *l, *corr, *bad; /* [ATT_BQ] per lane; bad: all-ones bits */
-  int32_t *qo;               /* [ATT_BQ] lane's query, from the block's i0 */
   float *qt;                 /* [D][ATT_BQ] scaled queries, transposed */
   float *st;                 /* [ATT_BK][ATT_BQ] scores, then weights */
   float *ot;                 /* [Dv][ATT_BQ] unnormalised output */
   float *kb, *vb;            /* [ATT_BK][D], [ATT_BK][Dv] widened rows */
+  /* per lane: the keys [lo, hi) it sees (att_mask_keys), its position
+   * i' among the keys and ALiBi slope, and its bias row (element offset) */
+  int32_t lo[ATT_BQ], hi[ATT_BQ];
+  float at[ATT_BQ], slope[ATT_BQ];
+  int64_t brow[ATT_BQ];
 } att_ws_t;
-
-/* Keys query i may see: [0, limit), clamped to [0, Skv]. */
-static int64_t att_visible(const att_job_t *j, int64_t i) {
-  if (!j->causal) return j->Skv;
-  int64_t lim = i + j->off + 1;
-  return lim < 0 ? 0 : lim > j->Skv ? j->Skv : lim;
-}
 
 static inline const char *att_at(const char *base, bp_dtype_t dt, int64_t i) {
   return base + i * (int64_t)cpu_dtype_size(dt);
@@ -311,27 +311,49 @@ static void att_store_out(const att_job_t *j, const att_ws_t *w, int64_t b, int6
   }
 }
 
+/* The additive terms of the 8 lanes at c for key `key`: bias - slope *
+ * |i' - key|, as the reference adds them. */
+static __m256 att_terms(const att_job_t *j, const att_ws_t *w, int64_t c, int64_t key) {
+  __m256 t = _mm256_setzero_ps();
+  if (j->mk.bias) {
+    float bv[8];
+    for (int x = 0; x < 8; x++)
+      bv[x] = att_load(j->mk.bias, j->tq, w->brow[c + x] + key * j->mk.bs[3]);
+    t = _mm256_loadu_ps(bv);
+  }
+  __m256 d = _mm256_sub_ps(_mm256_loadu_ps(w->at + c), _mm256_set1_ps((float)key));
+  __m256 ad = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), d);
+  return _mm256_fnmadd_ps(_mm256_loadu_ps(w->slope + c), ad, t);
+}
+
 /* Online-softmax step for the 16 lanes at lane0 over keys [k0, k0 + nk):
- * hides the keys the causal mask hides, turns the scores into weights
- * and updates m, l, and corr (the factor for the output so far). */
-static void att_softmax(const att_job_t *j, att_ws_t *w, int64_t lane0, int64_t i0, int64_t k0,
-                        int64_t nk) {
-  /* key k0 + jj is hidden from lane q when qo[q] < t0 + jj */
-  int64_t t0 = k0 - i0 - j->off;
+ * adds the bias and ALiBi terms, hides the keys outside each lane's
+ * [lo, hi), turns the scores into weights and updates m, l, and corr (the
+ * factor for the output so far). */
+static void att_softmax(const att_job_t *j, att_ws_t *w, int64_t lane0, int64_t k0, int64_t nk) {
   for (int64_t c = lane0; c < lane0 + ATT_LG; c += 8) {
     float *s = w->st + c;
     __m256 mx = _mm256_set1_ps(-INFINITY), bad = _mm256_load_ps(w->bad + c);
-    __m256i lanes = _mm256_load_si256((const void *)(w->qo + c));
-    int64_t qmin = w->qo[c];
-    for (int x = 1; x < 8; x++) qmin = w->qo[c + x] < qmin ? w->qo[c + x] : qmin;
+    __m256i lo = _mm256_loadu_si256((const void *)(w->lo + c));
+    __m256i hi = _mm256_loadu_si256((const void *)(w->hi + c));
+    /* keys [lomax, himin) are visible to all 8 lanes */
+    int64_t lomax = w->lo[c], himin = w->hi[c];
+    for (int x = 1; x < 8; x++) {
+      lomax = w->lo[c + x] > lomax ? w->lo[c + x] : lomax;
+      himin = w->hi[c + x] < himin ? w->hi[c + x] : himin;
+    }
     for (int64_t jj = 0; jj < nk; jj++) {
+      int64_t key = k0 + jj;
       __m256 x = _mm256_load_ps(s + jj * ATT_BQ);
-      if (j->causal && t0 + jj > qmin) {
-        int64_t t = t0 + jj < ATT_BQ ? t0 + jj : ATT_BQ;
-        __m256 hide = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)t), lanes));
-        x = _mm256_blendv_ps(x, _mm256_set1_ps(-INFINITY), hide);
-        _mm256_store_ps(s + jj * ATT_BQ, x);
+      if (j->additive) x = _mm256_add_ps(x, att_terms(j, w, c, key));
+      if (key < lomax || key >= himin) {
+        __m256i kv = _mm256_set1_epi32((int)key);
+        __m256i hide = _mm256_or_si256(_mm256_cmpgt_epi32(lo, kv),
+                                       _mm256_xor_si256(_mm256_cmpgt_epi32(hi, kv),
+                                                        _mm256_set1_epi32(-1)));
+        x = _mm256_blendv_ps(x, _mm256_set1_ps(-INFINITY), _mm256_castsi256_ps(hide));
       }
+      if (j->additive || key < lomax || key >= himin) _mm256_store_ps(s + jj * ATT_BQ, x);
       bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
       mx = _mm256_max_ps(mx, x);
     }
@@ -380,17 +402,33 @@ static bool att_finite(const float *v, int64_t ldv, int64_t n, int64_t Dv) {
   return ok && _mm256_testz_si256(hit, hit);
 }
 
-/* ot[e][q] += st[jj][q] v[jj][e] for keys [jd, nk) of the group at lane0,
- * skipping the (query, key) pairs the mask hides, so that a NaN or inf in
- * a hidden value row stays out of the rows that do not see it (0 * inf
- * would be NaN). Only for the rare diagonal blocks with such values. */
+/* ot[e][q] += st[jj][q] v[jj][e] for keys [jd, nk) of the key block at
+ * k0 and the group at lane0, skipping the (query, key) pairs the masks
+ * hide, so that a NaN or inf in a hidden value row stays out of the rows
+ * that do not see it (0 * inf would be NaN). Only for the rare blocks with
+ * such values. */
 static void att_pv_exact(const att_ws_t *w, const float *v, int64_t ldv, int64_t Dv, int64_t lane0,
-                         int64_t t0, int64_t jd, int64_t nk) {
+                         int64_t k0, int64_t jd, int64_t nk) {
   for (int64_t jj = jd; jj < nk; jj++) {
     const float *p = w->st + jj * ATT_BQ;
     for (int64_t e = 0; e < Dv; e++)
       for (int64_t q = lane0; q < lane0 + ATT_LG; q++)
-        if (w->qo[q] >= t0 + jj) w->ot[e * ATT_BQ + q] += p[q] * v[jj * ldv + e];
+        if (k0 + jj >= w->lo[q] && k0 + jj < w->hi[q])
+          w->ot[e * ATT_BQ + q] += p[q] * v[jj * ldv + e];
+  }
+}
+
+/* Each lane's keys [lo, hi), position and ALiBi slope, and bias row; lanes
+ * past nl see no key. */
+static void att_lanes(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, int64_t nq,
+                      int64_t i0, int64_t nl) {
+  for (int64_t r = 0; r < ATT_BQ; r++) {
+    int64_t h = h0 + r / nq, i = i0 + r % nq, lo = 0, hi = 0;
+    if (r < nl) att_mask_keys(&j->mk, b, i, &lo, &hi);
+    w->lo[r] = (int32_t)lo, w->hi[r] = (int32_t)hi;
+    w->at[r] = (float)(i + j->off);
+    w->slope[r] = r < nl ? att_mask_slope(&j->mk, h) : 0.0f;
+    w->brow[r] = r < nl ? b * j->mk.bs[0] + h * j->mk.bs[1] + i * j->mk.bs[2] : 0;
   }
 }
 
@@ -401,30 +439,36 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, in
                       int64_t i0, int64_t nq) {
   int64_t D = j->D, Dv = j->Dv, g = h0 / j->grp, nl = nh * nq;
   for (int64_t r = 0; r < ATT_BQ; r++) {
-    w->qo[r] = (int32_t)(r < nl ? r % nq : 0);
     w->m[r] = -INFINITY;
     w->l[r] = 0;
     w->bad[r] = 0;
   }
   att_load_q(j, w, b, h0, nq, i0, nl);
+  att_lanes(j, w, b, h0, nq, i0, nl);
   memset(w->ot, 0, sizeof(float) * (size_t)(Dv * ATT_BQ));
 
-  /* keys each group of ATT_LG lanes may see (the block: the most of any) */
-  int64_t ng = (nl + ATT_LG - 1) / ATT_LG, gend[ATT_BQ / ATT_LG], gmin[ATT_BQ / ATT_LG];
-  int64_t kend = 0;
-  for (int64_t gi = 0; gi < ng; gi++) {
-    int64_t hi = 0, lo = ATT_BQ;
-    for (int64_t r = gi * ATT_LG; r < gi * ATT_LG + ATT_LG && r < nl; r++) {
-      hi = w->qo[r] > hi ? w->qo[r] : hi;
-      lo = w->qo[r] < lo ? w->qo[r] : lo;
+  /* keys each group of ATT_LG lanes may see, [gbeg, gend) (the block's:
+   * the union), and [glomax, ghimin) that all of its lanes see */
+  int64_t ng = (nl + ATT_LG - 1) / ATT_LG, G = ATT_BQ / ATT_LG;
+  int64_t gbeg[ATT_BQ / ATT_LG], gend[ATT_BQ / ATT_LG], glomax[ATT_BQ / ATT_LG],
+      ghimin[ATT_BQ / ATT_LG];
+  int64_t kbeg = j->Skv, kend = 0;
+  for (int64_t gi = 0; gi < ng && gi < G; gi++) {
+    gbeg[gi] = j->Skv, gend[gi] = 0, glomax[gi] = 0, ghimin[gi] = j->Skv;
+    for (int64_t r = gi * ATT_LG; r < gi * ATT_LG + ATT_LG; r++) {
+      if (r < nl && w->hi[r] > w->lo[r]) {
+        gbeg[gi] = w->lo[r] < gbeg[gi] ? w->lo[r] : gbeg[gi];
+        gend[gi] = w->hi[r] > gend[gi] ? w->hi[r] : gend[gi];
+      }
+      glomax[gi] = w->lo[r] > glomax[gi] ? w->lo[r] : glomax[gi];
+      ghimin[gi] = w->hi[r] < ghimin[gi] ? w->hi[r] : ghimin[gi];
     }
-    gend[gi] = att_visible(j, i0 + hi);
-    gmin[gi] = lo;
+    kbeg = gbeg[gi] < kbeg ? gbeg[gi] : kbeg;
     kend = gend[gi] > kend ? gend[gi] : kend;
   }
   const char *kh = att_at(j->k, j->tk, b * j->sk[0] + g * j->sk[1]);
   const char *vh = att_at(j->v, j->tv, b * j->sv[0] + g * j->sv[1]);
-  for (int64_t k0 = 0; k0 < kend; k0 += ATT_BK) {
+  for (int64_t k0 = kbeg; k0 < kend; k0 += ATT_BK) {
     int64_t nk = kend - k0 < ATT_BK ? kend - k0 : ATT_BK;
     const float *kp = w->kb, *vp = w->vb;
     int64_t ldk = D, ldv = Dv;
@@ -444,16 +488,18 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, in
     }
     for (int64_t gi = 0; gi < ng; gi++) {
       int64_t lane0 = gi * ATT_LG, nkg = gend[gi] - k0;
-      if (nkg <= 0) continue; /* the mask hides this block from the group */
+      /* the masks hide this block from the group */
+      if (nkg <= 0 || gbeg[gi] >= k0 + nk) continue;
       if (nkg > nk) nkg = nk;
       att_ukr(nkg, D, kp, ldk, 1, w->qt + lane0, w->st + lane0, NULL);
-      att_softmax(j, w, lane0, i0, k0, nkg);
-      /* keys [jd, nkg) are hidden from some lanes of the group */
-      int64_t t0 = k0 - i0 - j->off, jd = nkg;
-      if (j->causal) jd = gmin[gi] - t0 + 1 < 0 ? 0 : gmin[gi] - t0 + 1;
+      att_softmax(j, w, lane0, k0, nkg);
+      /* keys [jd, nkg) are hidden from some lanes of the group (all of
+       * them when some lane's range starts inside the block) */
+      int64_t jd = glomax[gi] > k0 ? 0 : ghimin[gi] - k0 < 0 ? 0 : ghimin[gi] - k0;
+      jd = jd < nkg ? jd : nkg;
       if (jd < nkg && !att_finite(vp + jd * ldv, ldv, nkg - jd, Dv)) {
         att_ukr(Dv, jd, vp, 1, ldv, w->st + lane0, w->ot + lane0, w->corr + lane0);
-        att_pv_exact(w, vp, ldv, Dv, lane0, t0, jd, nkg);
+        att_pv_exact(w, vp, ldv, Dv, lane0, k0, jd, nkg);
         continue;
       }
       att_ukr(Dv, nkg, vp, 1, ldv, w->st + lane0, w->ot + lane0, w->corr + lane0);
@@ -464,7 +510,7 @@ static void att_block(const att_job_t *j, att_ws_t *w, int64_t b, int64_t h0, in
 }
 
 static size_t att_ws_floats(const att_job_t *j) {
-  return (size_t)(ATT_BQ * (5 + j->D + ATT_BK + j->Dv) + (j->kdirect ? 0 : ATT_BK * j->D) +
+  return (size_t)(ATT_BQ * (4 + j->D + ATT_BK + j->Dv) + (j->kdirect ? 0 : ATT_BK * j->D) +
                   (j->vdirect ? 0 : ATT_BK * j->Dv));
 }
 
@@ -485,8 +531,7 @@ static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   w.l = w.m + ATT_BQ;
   w.corr = w.l + ATT_BQ;
   w.bad = w.corr + ATT_BQ;
-  w.qo = (int32_t *)(void *)(w.bad + ATT_BQ);
-  w.qt = w.bad + 2 * ATT_BQ;
+  w.qt = w.bad + ATT_BQ;
   w.st = w.qt + ATT_BQ * j->D;
   w.ot = w.st + ATT_BQ * ATT_BK;
   w.kb = w.ot + ATT_BQ * j->Dv;
@@ -499,7 +544,7 @@ static void att_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     int64_t h0 = u / j->hchunks % Hkv * j->grp + hc * j->hs;
     int64_t nh = j->grp - hc * j->hs < j->hs ? j->grp - hc * j->hs : j->hs;
     int64_t blocks[2] = {c, j->nqb - 1 - c};
-    int nb = j->causal && blocks[1] != c ? 2 : 1;
+    int nb = j->mk.causal && blocks[1] != c ? 2 : 1;
     for (int x = 0; x < nb; x++) {
       int64_t i0 = blocks[x] * ATT_BQ;
       att_block(j, &w, b, h0, nh, i0, j->Sq - i0 < ATT_BQ ? j->Sq - i0 : ATT_BQ);
@@ -535,9 +580,10 @@ bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t
   /* blocks scale with the head dims; absurd ones go to the reference */
   if ((double)att_ws_floats(&j) * sizeof(float) > 64e6) return BP_ERR_UNIMPLEMENTED;
   j.scale = (float)a->scale;
-  j.causal = a->causal;
+  if (!att_mask_init(&j.mk, a)) return BP_ERR_UNIMPLEMENTED;
+  j.additive = att_mask_additive(&j.mk);
   j.nqb = (j.Sq + ATT_BQ - 1) / ATT_BQ;
-  j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
+  j.per = j.mk.causal ? (j.nqb + 1) / 2 : j.nqb;
   j.hs = j.Sq >= ATT_BQ ? 1 : ATT_BQ / j.Sq < j.grp ? ATT_BQ / j.Sq : j.grp;
   j.hchunks = (j.grp + j.hs - 1) / j.hs;
   j.ntasks = B * (j.Hq / j.grp) * j.hchunks * j.per;
