@@ -30,4 +30,7 @@ $(CPU_FAST_DIR)/gemm/gemm_pack_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_F
 # int8 GEMM on AVX512-VNNI (fast/quant/, chosen by CPUID at run time).
 $(CPU_FAST_DIR)/quant/qgemm_vnni.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) -mavx512vnni
 $(CPU_FAST_DIR)/quant/qmatmul_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+# qmatmul's int8-activation tiles: VNNI, and AVX2 without it (chosen by CPUID).
+$(CPU_FAST_DIR)/quant/qmatmul_vnni.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) -mavx512vnni
+$(CPU_FAST_DIR)/quant/qmatmul_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/quant/qgemm_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)

@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "plugins/cpu/fast/quant/quant.h"
+#include "plugins/cpu/fast/quant/qmatmul.h"
 #include "plugins/cpu/quant_blocks.h"
 
 /* The block's 32 weights as f32, in w[0] (0..15) and w[1] (16..31). */

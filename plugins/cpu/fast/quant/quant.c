@@ -1,10 +1,9 @@
 /*
  * fast/quant/quant.c — the "cpu" device's entry points of the quantized
- * ops. quantize and dequantize are memory-bound row loops: the reference's
- * rows split over the pool (BP_ERR_UNIMPLEMENTED here) already stream them;
- * so does qmatmul for now (a reference row per task, dequantizing one block
- * at a time). qgemm runs on AVX512-VNNI when the CPU has it: B packed once
- * per call, rows of A in groups of 4 over the pool, the int32 sums then
+ * ops but qmatmul (qmatmul.c). quantize and dequantize are memory-bound
+ * row loops: the reference's rows split over the pool
+ * (BP_ERR_UNIMPLEMENTED here) already stream them. qgemm runs on
+ * AVX512-VNNI when the CPU has it: B packed once per call, rows of A in groups of 4 over the pool, the int32 sums then
  * scaled / requantized by the reference's rules (plugins/cpu/quant_blocks.h).
  */
 #include <stdlib.h>
@@ -23,52 +22,6 @@ bp_status_t cpu_fast_dequantize(cpu_device_t *dev, const bp_quantize_args_t *a) 
   (void)dev;
   (void)a;
   return BP_ERR_UNIMPLEMENTED;
-}
-
-/* ---- GEMM / GEMV with block weights --------------------------------------- */
-
-/* Tasks: (row tile of CPU_QM_ROWS) x (chunk of QM_COLS output columns). */
-#define QM_COLS 32
-
-typedef struct qm_job {
-  const bp_qmatmul_args_t *a;
-  int64_t row_tiles, col_chunks;
-} qm_job_t;
-
-static void qm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)worker;
-  const qm_job_t *job = vctx;
-  const bp_qmatmul_args_t *a = job->a;
-  const bp_plugin_tensor_t *A = &a->a, *W = &a->w, *Y = &a->y;
-  int32_t r = A->rank;
-  int64_t m = A->shape[r - 2], rows = m * (r == 3 ? A->shape[0] : 1), n = W->shape[0];
-  for (int64_t t = begin; t < end; t++) {
-    int64_t rt = t / job->col_chunks, cc = t % job->col_chunks;
-    cpu_qm_tile_t tile = {.dtype = W->dtype, .blocks = W->shape[1] / CPU_QB,
-                          .block_bytes = (int64_t)cpu_qblock_bytes(W->dtype), .y_stride = Y->strides[r - 1],
-                          .w = cpu_qblock(W, 0), .j0 = cc * QM_COLS};
-    tile.w_row_bytes = W->strides[0] / CPU_QB * tile.block_bytes;
-    tile.j1 = tile.j0 + QM_COLS < n ? tile.j0 + QM_COLS : n;
-    for (int64_t q = rt * CPU_QM_ROWS; q < rows && q < (rt + 1) * CPU_QM_ROWS; q++) {
-      int64_t bi = q / m, i = q % m;
-      tile.a[tile.rows] = (const float *)cpu_tensor_base(A) + (r == 3 ? bi * A->strides[0] : 0) + i * A->strides[r - 2];
-      tile.y[tile.rows++] = (float *)cpu_tensor_base(Y) + (r == 3 ? bi * Y->strides[0] : 0) + i * Y->strides[r - 2];
-    }
-    cpu_qmatmul_avx512_tile(&tile);
-  }
-}
-
-bp_status_t cpu_fast_qmatmul(cpu_device_t *dev, const bp_qmatmul_args_t *a) {
-  const cpu_features_t *f = cpu_features_get();
-  /* f32 activations contiguous along k; f16 / bf16 and other strides run the reference */
-  if (!f->avx512f || !f->avx512bw || a->a.dtype != BP_F32 || a->a.strides[a->a.rank - 1] != 1 ||
-      getenv("BP_CPU_QMATMUL_REF"))
-    return BP_ERR_UNIMPLEMENTED;
-  int32_t r = a->a.rank;
-  int64_t rows = a->a.shape[r - 2] * (r == 3 ? a->a.shape[0] : 1), n = a->w.shape[0];
-  qm_job_t job = {a, (rows + CPU_QM_ROWS - 1) / CPU_QM_ROWS, (n + QM_COLS - 1) / QM_COLS};
-  cpu_pool_run(dev->pool, job.row_tiles * job.col_chunks, 1, qm_task, &job);
-  return BP_OK;
 }
 
 /* ---- int8 GEMM ------------------------------------------------------------- */

@@ -26,19 +26,4 @@ CPU_HIDDEN void cpu_qgemm_vnni_rows(const cpu_qb_pack_t *p, const uint8_t *const
 CPU_HIDDEN void cpu_qgemm_avx2_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
                                     int32_t *acc, int64_t ldacc);
 
-/* One tile of qmatmul: rows (<= CPU_QM_ROWS) of contiguous f32 a against
- * output columns [j0, j1) of w (rows of `blocks` blocks, w_row_bytes
- * apart); y[r][j * y_stride] = the f32 sum. */
-#define CPU_QM_ROWS 16
-typedef struct cpu_qm_tile {
-  bp_dtype_t dtype;
-  int rows;
-  int64_t j0, j1, blocks, block_bytes, w_row_bytes, y_stride;
-  const uint8_t *w;
-  const float *a[CPU_QM_ROWS];
-  float *y[CPU_QM_ROWS];
-} cpu_qm_tile_t;
-
-CPU_HIDDEN void cpu_qmatmul_avx512_tile(const cpu_qm_tile_t *t);
-
 #endif /* BACKPLANE_CPU_FAST_QUANT_H */

@@ -1,0 +1,269 @@
+/*
+ * fast/quant/qmatmul.c — the "cpu" device's bp_qmatmul (GEMM / GEMV with
+ * q8_0 / q4_0 weights): ggml's Q8_0 x Q4_0 / Q8_0 x Q8_0 scheme. The
+ * activation rows (f32, f16 or bf16, any strides) are quantized once per
+ * call to int8 blocks of 32 with an f32 scale each (the weights are k / 2
+ * or k bytes per output, the activations k per row: the row pass is small
+ * beside the weight pass), then register tiles of 4 rows x 4 weight rows
+ * run on AVX512-VNNI or AVX2 (qmatmul.h), chosen by CPUID.
+ *
+ * Threads split the output columns; a task is a chunk of QM8_COLS columns
+ * by a block of QM8_ROWS rows, column-major, so each worker streams its
+ * own contiguous run of weight rows and a chunk's weights (a few tens of
+ * KB) stay in cache while the row blocks pass over them. When the output
+ * has too few columns to give every worker its share, k splits too: each
+ * task sums a range of blocks into a partial row, added in a fixed order
+ * at the end.
+ *
+ * BP_CPU_QMATMUL_ISA=vnni|avx2|f32|ref forces a path (tests, comparisons):
+ * f32 is the older, more accurate path with f32 activations
+ * (qmatmul_avx512.c), which needs f32 activations contiguous along k.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/fast/quant/qmatmul.h"
+#include "plugins/cpu/plugin.h"
+#include "plugins/cpu/quant_blocks.h"
+
+#define QM8_COLS 16 /* output columns per task: 4 register tiles */
+#define QM8_ROWS 64 /* activation rows per task: their int8 rows fit in L2 */
+
+/* ---- activation rows to int8 blocks ------------------------------------------ */
+
+/* Rounds to nearest even in f32 for |v| < 2^22: adding 1.5 * 2^23 leaves no
+ * fraction bits (SSE arithmetic, no excess precision). */
+static inline float round_even(float v) {
+  const float magic = 12582912.0f;
+  return (v + magic) - magic;
+}
+
+static void load_block(const void *src, bp_dtype_t dt, int64_t stride, float *x) {
+  if (dt == BP_F32) {
+    for (int j = 0; j < CPU_QB; j++) x[j] = ((const float *)src)[j * stride];
+  } else if (dt == BP_F16) {
+    for (int j = 0; j < CPU_QB; j++) x[j] = cpu_f16_to_float(((const uint16_t *)src)[j * stride]);
+  } else {
+    for (int j = 0; j < CPU_QB; j++) x[j] = cpu_bf16_to_float(((const uint16_t *)src)[j * stride]);
+  }
+}
+
+/* ggml's quantize_row_q8_0 for one block, the scale kept in f32 (ggml
+ * rounds it to f16); rounding to nearest even as ggml's SIMD code does. A
+ * block with a NaN or an infinity gets a NaN scale, so its outputs are NaN
+ * rather than a silent wrong number. */
+static void quantize_block(const float *x, bool biased, uint8_t *q, float *d) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int j = 0; j < CPU_QB; j++) {
+    float v = x[j] < 0 ? -x[j] : x[j];
+    finite &= v <= 3.402823466e38f;
+    amax = v > amax ? v : amax;
+  }
+  float scale = amax / 127.0f, inv = scale != 0.0f && finite ? 1.0f / scale : 0.0f;
+  *d = finite ? scale : __builtin_nanf("");
+  for (int j = 0; j < CPU_QB; j++) {
+    int v = (int)round_even(x[j] * inv);
+    q[j] = (uint8_t)(biased ? v + 128 : v);
+  }
+}
+
+typedef struct qm8_job {
+  const bp_qmatmul_args_t *args;
+  cpu_qm8_kernel_fn kern;
+  cpu_qm8_w_t w;
+  cpu_qm8_act_t act;
+  int64_t m, rows, n, nb;
+  int64_t row_blocks, col_chunks, ksplit, kblocks; /* kblocks: blocks per k part, even */
+  float *partial;                                   /* ksplit x rows x n, when ksplit > 1 */
+  bool lanes;                                       /* fill act.ds (and act.corr for q4_0): VNNI */
+  uint8_t *q;                                       /* act's arrays, written by quantize_rows */
+  float *d, *ds;
+  int32_t *corr;
+} qm8_job_t;
+
+/* Element offset of row `row` (batch * m + i) of a rank 2 / 3 tensor. */
+static int64_t row_offset(const bp_plugin_tensor_t *t, int64_t m, int64_t row) {
+  int32_t r = t->rank;
+  return (r == 3 ? row / m * t->strides[0] : 0) + row % m * t->strides[r - 2];
+}
+
+/* Row `row`'s VNNI lanes (qmatmul.h): the pair scales spread, and for
+ * unbiased values (q4_0) -8 * each lane's sum. */
+static void spread_lanes(qm8_job_t *job, int64_t row) {
+  const int8_t *q = (const int8_t *)job->q + row * job->act.q_row;
+  const float *d = job->d + row * job->act.d_row;
+  float *ds = job->ds + row * job->act.lane_row;
+  int32_t *corr = job->corr ? job->corr + row * job->act.lane_row : NULL;
+  for (int64_t i = 0; i < job->act.lane_row; i++) {
+    ds[i] = d[i / 8];
+    if (corr) corr[i] = -8 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
+  }
+}
+
+static void quantize_rows(void *vctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  qm8_job_t *job = vctx;
+  const bp_plugin_tensor_t *A = &job->args->a;
+  size_t es = cpu_dtype_size(A->dtype);
+  int64_t ks = A->strides[A->rank - 1];
+  float x[CPU_QB];
+  for (int64_t row = begin; row < end; row++) {
+    const char *src = (const char *)cpu_tensor_base(A) + row_offset(A, job->m, row) * (int64_t)es;
+    uint8_t *q = job->q + row * job->act.q_row;
+    float *d = job->d + row * job->act.d_row;
+    for (int64_t b = 0; b < job->nb; b++) {
+      load_block(src + b * CPU_QB * ks * (int64_t)es, A->dtype, ks, x);
+      quantize_block(x, job->act.biased, q + b * CPU_QB, d + b);
+    }
+    if (job->nb % 2) { /* the pad block of the last pair */
+      memset(q + job->nb * CPU_QB, job->act.biased ? 128 : 0, CPU_QB);
+      d[job->nb] = 0.0f;
+    }
+    if (job->lanes) spread_lanes(job, row);
+  }
+}
+
+/* ---- the tiles over the pool ------------------------------------------------- */
+
+static void store_y(const bp_plugin_tensor_t *Y, int64_t m, int64_t row, int64_t j, float v) {
+  int64_t off = row_offset(Y, m, row) + j * Y->strides[Y->rank - 1];
+  if (Y->dtype == BP_F32) ((float *)cpu_tensor_base(Y))[off] = v;
+  else cpu_store(cpu_tensor_base(Y), Y->dtype, off, v);
+}
+
+static void qm8_task(void *vctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const qm8_job_t *job = vctx;
+  float out[CPU_QM8_R * CPU_QM8_C];
+  for (int64_t t = begin; t < end; t++) {
+    int64_t ks = t % job->ksplit, rest = t / job->ksplit;
+    int64_t rb = rest % job->row_blocks, cc = rest / job->row_blocks;
+    int64_t r_end = (rb + 1) * QM8_ROWS < job->rows ? (rb + 1) * QM8_ROWS : job->rows;
+    int64_t j_end = (cc + 1) * QM8_COLS < job->n ? (cc + 1) * QM8_COLS : job->n;
+    int64_t b0 = ks * job->kblocks, b1 = b0 + job->kblocks < job->nb ? b0 + job->kblocks : job->nb;
+    for (int64_t r0 = rb * QM8_ROWS; r0 < r_end; r0 += CPU_QM8_R)
+      for (int64_t j0 = cc * QM8_COLS; j0 < j_end; j0 += CPU_QM8_C) {
+        cpu_qm8_part_t p = {r0, j0, b0, b1, (int)(r_end - r0 < CPU_QM8_R ? r_end - r0 : CPU_QM8_R),
+                            (int)(j_end - j0 < CPU_QM8_C ? j_end - j0 : CPU_QM8_C)};
+        job->kern(&job->w, &job->act, &p, out);
+        for (int r = 0; r < p.rows; r++)
+          for (int c = 0; c < p.cols; c++) {
+            float v = out[r * CPU_QM8_C + c];
+            if (job->ksplit > 1) job->partial[(ks * job->rows + r0 + r) * job->n + j0 + c] = v;
+            else store_y(&job->args->y, job->m, r0 + r, j0 + c, v);
+          }
+      }
+  }
+}
+
+/* How many k parts: enough tasks for every worker when the output is
+ * narrow (a GEMV with few columns), parts of at least 32 blocks. */
+static int64_t k_parts(int64_t rows, int64_t col_chunks, int64_t nb, unsigned workers) {
+  if (rows > CPU_QM8_R || col_chunks >= 2 * (int64_t)workers) return 1;
+  int64_t want = (2 * (int64_t)workers + col_chunks - 1) / col_chunks, most = nb / 32;
+  return want < most ? want : most < 1 ? 1 : most;
+}
+
+/* vnni: the VNNI kernel's activations (lanes; + 128 for q8_0 weights),
+ * else the AVX2 kernel's. */
+static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_qm8_kernel_fn kern, bool vnni) {
+  const bp_plugin_tensor_t *A = &a->a, *W = &a->w;
+  int32_t r = A->rank;
+  qm8_job_t job = {.args = a, .kern = kern, .m = A->shape[r - 2], .n = W->shape[0], .nb = W->shape[1] / CPU_QB};
+  job.rows = job.m * (r == 3 ? A->shape[0] : 1);
+  job.w = (cpu_qm8_w_t){W->dtype, cpu_qblock(W, 0), W->strides[0] / CPU_QB * (int64_t)cpu_qblock_bytes(W->dtype),
+                        (int64_t)cpu_qblock_bytes(W->dtype)};
+  int64_t nbp = (job.nb + 1) / 2 * 2;
+  bool q4 = W->dtype == BP_Q4_0;
+  job.act = (cpu_qm8_act_t){.q_row = nbp * CPU_QB, .d_row = nbp, .lane_row = nbp * 8, .biased = vnni && !q4};
+  job.lanes = vnni;
+  job.q = malloc((size_t)(job.rows * nbp * CPU_QB));
+  job.d = malloc((size_t)(job.rows * nbp) * sizeof(float));
+  if (vnni) job.ds = malloc((size_t)(job.rows * nbp * 8) * sizeof(float));
+  if (vnni && q4) job.corr = malloc((size_t)(job.rows * nbp * 8) * sizeof(int32_t));
+  job.act.q = job.q, job.act.d = job.d, job.act.ds = job.ds, job.act.corr = job.corr;
+  job.row_blocks = (job.rows + QM8_ROWS - 1) / QM8_ROWS;
+  job.col_chunks = (job.n + QM8_COLS - 1) / QM8_COLS;
+  unsigned workers = cpu_pool_size(dev->pool);
+  job.ksplit = k_parts(job.rows, job.col_chunks, job.nb, workers);
+  job.kblocks = (job.nb + job.ksplit - 1) / job.ksplit;
+  job.kblocks += job.kblocks % 2;
+  job.ksplit = (job.nb + job.kblocks - 1) / job.kblocks;
+  if (job.ksplit > 1) job.partial = malloc((size_t)(job.ksplit * job.rows * job.n) * sizeof(float));
+  bp_status_t st = BP_OK;
+  if (!job.q || !job.d || (vnni && !job.ds) || (vnni && q4 && !job.corr) || (job.ksplit > 1 && !job.partial)) {
+    cpu_set_error("cpu: qmatmul: out of host memory for the quantized activations");
+    st = BP_ERR_OUT_OF_MEMORY;
+    goto out;
+  }
+  /* rows of a few thousand elements each: a few rows per task */
+  cpu_pool_run(dev->pool, job.rows, 1 + (1 << 14) / (job.nb * CPU_QB), quantize_rows, &job);
+  cpu_pool_run(dev->pool, job.col_chunks * job.row_blocks * job.ksplit, 1, qm8_task, &job);
+  for (int64_t row = 0; job.ksplit > 1 && row < job.rows; row++)
+    for (int64_t j = 0; j < job.n; j++) {
+      float s = 0.0f;
+      for (int64_t ks = 0; ks < job.ksplit; ks++) s += job.partial[(ks * job.rows + row) * job.n + j];
+      store_y(&a->y, job.m, row, j, s);
+    }
+out:
+  free(job.q), free(job.d), free(job.ds), free(job.corr), free(job.partial);
+  return st;
+}
+
+/* ---- the f32 path (BP_CPU_QMATMUL_ISA=f32) ------------------------------------ */
+
+/* Tasks: (row tile of CPU_QM_ROWS) x (chunk of QM_COLS output columns). */
+#define QM_COLS 32
+
+typedef struct qm_job {
+  const bp_qmatmul_args_t *a;
+  int64_t row_tiles, col_chunks;
+} qm_job_t;
+
+static void qm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const qm_job_t *job = vctx;
+  const bp_qmatmul_args_t *a = job->a;
+  const bp_plugin_tensor_t *A = &a->a, *W = &a->w, *Y = &a->y;
+  int32_t r = A->rank;
+  int64_t m = A->shape[r - 2], rows = m * (r == 3 ? A->shape[0] : 1), n = W->shape[0];
+  for (int64_t t = begin; t < end; t++) {
+    int64_t rt = t / job->col_chunks, cc = t % job->col_chunks;
+    cpu_qm_tile_t tile = {.dtype = W->dtype, .blocks = W->shape[1] / CPU_QB,
+                          .block_bytes = (int64_t)cpu_qblock_bytes(W->dtype), .y_stride = Y->strides[r - 1],
+                          .w = cpu_qblock(W, 0), .j0 = cc * QM_COLS};
+    tile.w_row_bytes = W->strides[0] / CPU_QB * tile.block_bytes;
+    tile.j1 = tile.j0 + QM_COLS < n ? tile.j0 + QM_COLS : n;
+    for (int64_t q = rt * CPU_QM_ROWS; q < rows && q < (rt + 1) * CPU_QM_ROWS; q++) {
+      tile.a[tile.rows] = (const float *)cpu_tensor_base(A) + row_offset(A, m, q);
+      tile.y[tile.rows++] = (float *)cpu_tensor_base(Y) + row_offset(Y, m, q);
+    }
+    cpu_qmatmul_avx512_tile(&tile);
+  }
+}
+
+static bp_status_t run_f32(cpu_device_t *dev, const bp_qmatmul_args_t *a) {
+  int32_t r = a->a.rank;
+  int64_t rows = a->a.shape[r - 2] * (r == 3 ? a->a.shape[0] : 1), n = a->w.shape[0];
+  qm_job_t job = {a, (rows + CPU_QM_ROWS - 1) / CPU_QM_ROWS, (n + QM_COLS - 1) / QM_COLS};
+  cpu_pool_run(dev->pool, job.row_tiles * job.col_chunks, 1, qm_task, &job);
+  return BP_OK;
+}
+
+bp_status_t cpu_fast_qmatmul(cpu_device_t *dev, const bp_qmatmul_args_t *a) {
+  const cpu_features_t *f = cpu_features_get();
+  const char *isa = getenv("BP_CPU_QMATMUL_ISA");
+  bp_isa_level_t cap = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
+  bool avx512 = cap >= BP_ISA_AVX512 && f->avx512f && f->avx512bw && f->avx512vl;
+  /* k = 0 (zeros) and the forced reference run the reference */
+  if (a->w.shape[1] == 0 || (isa && !strcmp(isa, "ref"))) return BP_ERR_UNIMPLEMENTED;
+  if (isa && !strcmp(isa, "f32")) {
+    if (!avx512 || a->a.dtype != BP_F32 || a->a.strides[a->a.rank - 1] != 1 || a->y.dtype != BP_F32)
+      return BP_ERR_UNIMPLEMENTED;
+    return run_f32(dev, a);
+  }
+  if (avx512 && f->avx512_vnni && !(isa && !strcmp(isa, "avx2"))) return run_int8(dev, a, cpu_qm8_vnni, true);
+  if (cap >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return run_int8(dev, a, cpu_qm8_avx2, false);
+  return BP_ERR_UNIMPLEMENTED;
+}
