@@ -1,6 +1,7 @@
 #version 460
-// gemm.comp — C[b] = alpha * A[b] · B[b] + beta * C[b] over arbitrary
-// strides (transposes are strides), f32 accumulation. Variants: gemm_<dt>.
+// gemm.comp — C[b] = act(alpha * A[b] · B[b] + beta * C[b] + bias[b]) over
+// arbitrary strides (transposes are strides; the bias broadcasts by stride
+// 0), f32 accumulation. Variants: gemm_<dt>.
 //
 // Each workgroup computes a BM x BN tile of C, staging BK-deep slices of A
 // and B in shared memory; each invocation keeps a TM x TN register tile
@@ -29,6 +30,9 @@ layout(constant_id = 4) const int UNUSED_TM = 4;
 layout(constant_id = 5) const int UNUSED_TN = 4;
 // bit 0: A is contiguous along k (else along m); bit 1: B along n (else k)
 layout(constant_id = 6) const int LAYOUT = 1;
+// The epilogue's activation, a bp_unary_op_t code (-1: none); a constant,
+// so the op switch folds away.
+layout(constant_id = 7) const int ACT = -1;
 
 // Variant gemm_<dt>_direct (-DT2_direct): no shared memory and no
 // barriers, operands read straight from global memory. CPU implementations
@@ -47,8 +51,13 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int m, n, k, beta_zero;
   int sab, sam, sak, sbb, sbk, sbn, scb, scm, scn;
   float alpha, beta;
+  int pad0;
+  uint64_t bias; // c's dtype, element (b, i, j) at b * sxb + i * sxm + j * sxn
+  int has_bias, sxb, sxm, sxn;
 };
 layout(push_constant) uniform PC { Params p; };
+
+#include "mathfn.glsl"
 
 #ifndef T2_direct
 shared float As[BK * BM]; // As[kk * BM + mm]
@@ -80,6 +89,7 @@ void main() {
   T1Buf a = T1Buf(p.a + uint64_t(batch * p.sab) * uint64_t(SIZE1));
   T1Buf b = T1Buf(p.b + uint64_t(batch * p.sbb) * uint64_t(SIZE1));
   T1Buf c = T1Buf(p.c + uint64_t(batch * p.scb) * uint64_t(SIZE1));
+  T1Buf bias = T1Buf(p.bias + uint64_t(batch * p.sxb) * uint64_t(SIZE1));
 
   vec4 acc[TM];
   [[unroll]] for (int i = 0; i < TM; i++) acc[i] = vec4(0.0);
@@ -123,6 +133,8 @@ void main() {
       float r = p.alpha * acc[i][j];
       // beta == 0 never reads C, so NaN there does not propagate
       if (p.beta_zero == 0) r += p.beta * LOAD1(c, oc);
+      if (p.has_bias != 0) r += LOAD1(bias, gm * p.sxm + gn * p.sxn);
+      if (ACT >= 0) r = bp_unary(ACT, r);
       STORE1(c, oc, r);
     }
   }

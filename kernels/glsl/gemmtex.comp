@@ -17,10 +17,15 @@
 // [u<KU>], e.g. t8844, t8844u4 (KU k-steps per loop iteration); the tile
 // is a compile-time constant so the accumulator loops unroll.
 //
+// The GEMM epilogue (ABI 1.5) is applied in the store: + bias (C's dtype,
+// any broadcast by strides), then the activation ACT (a specialization
+// constant: a bp_unary_op_t code, -1 none), before C is rounded.
+//
 // gemmtex_score_<tile> is the first product of attention on CPU devices
-// (plugins/vulkan/ops_dnn_texel.c): S = scale * Q·Kᵀ, with the causal mask and the padded
-// keys set to -inf, written as the A panels of the second product
-// ([b][m / BM][kp2][BM]) through a third texel buffer instead of to C.
+// (plugins/vulkan/ops_dnn_texel.c): S = scale * Q·Kᵀ + bias - ALiBi, with
+// the masked keys (causal, sliding window, key lengths, padding) set to
+// -inf, written as the A panels of the second product ([b][m / BM][kp2]
+// [BM]) through a third texel buffer instead of to C.
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
@@ -111,10 +116,50 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int skp;      // score: the output panels' k extent (n padded)
   int amod;     // A panel of batch b is b % amod (conv2d groups)
   int has_bias, sbias, kshift;
-  uint64_t bias; // C[b][i][j] += bias[((b % amod) * m + i) * sbias]
+  uint64_t bias; // C[b][i][j] += bias[b * sbb + i * sbias + j * sbn]
   int use_view, vshift; // C through cv, its element 0 at texel vshift
+  int sbb, sbn;
+  // score: the masks of ABI 1.5 in the causal mask's alignment (row i at
+  // key position i + n - m). kv_len: this batch's i32 key length (0: none);
+  // slopes: the chunk's first f32 ALiBi slope, slope_stride apart (0: none,
+  // then alibi_heads > 0 gives the standard slope of head alibi_head0 + z);
+  // the bias is f32 (bias_dt 0), f16 (1) or bf16 (2) from the 4-byte word
+  // at its address, bias_shift elements in.
+  uint64_t kv_len, slopes;
+  int slope_stride, alibi_heads, alibi_head0, window;
+  int bias_dt, bias_shift;
 };
 layout(push_constant) uniform PC { Params p; };
+layout(constant_id = 0) const int ACT = -1;
+
+#include "mathfn.glsl"
+
+#ifdef T1_score
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer U32Buf { uint v[]; };
+
+// Element e of the attention bias (f32, f16 or bf16 by bias_dt).
+float score_bias(uint64_t addr, int dt, int e) {
+  U32Buf w = U32Buf(addr);
+  if (dt == 0) return uintBitsToFloat(w.v[e]);
+  uint h = (w.v[e >> 1] >> (16 * (e & 1))) & 0xffffu;
+  return dt == 1 ? bp_h2f(h) : bp_bf2f(h);
+}
+
+// Head z's ALiBi slope (0: none): the slopes tensor, or the standard
+// geometric slope of head hh of a model with `heads` heads: 2^(-8 (hh + 1)
+// / q) for the largest power of two q <= heads, every other one of the
+// sequence for 2q past it.
+float alibi_slope(int z) {
+  if (p.slopes != 0ul) return uintBitsToFloat(U32Buf(p.slopes).v[z * p.slope_stride]);
+  int heads = p.alibi_heads;
+  if (heads <= 0) return 0.0;
+  int q = 1;
+  while (q * 2 <= heads) q *= 2;
+  int hh = z + p.alibi_head0;
+  return hh < q ? exp2(-8.0 * float(hh + 1) / float(q))
+                : exp2(-4.0 * float(2 * (hh - q) + 1) / float(q));
+}
+#endif
 
 void main() {
   // Every parameter is read once: each read through the block's address is
@@ -171,40 +216,55 @@ void main() {
   int m0 = mb * BM + ty * TM, n0 = nb * BN + tx * TN;
 #ifdef T1_score
   // Texel (4 rows i..i+3, column j) of the panels [b][i / BM][j][BM].
-  const int SKP = p.skp, shift = N - M;
+  const int SKP = p.skp, shift = N - M, window = p.window;
   const bool causal = p.causal != 0;
+  // Keys [klo, khi) of row position at: the window's start, and the end
+  // from causal (window implies it), the key length and n.
+  const int klen = p.kv_len != 0ul ? min(N, int(U32Buf(p.kv_len).v[0])) : N;
+  const bool has_bias = p.has_bias != 0;
+  const int SBIAS = p.sbias, SBN = p.sbn, bdt = p.bias_dt;
+  const int bias0 = p.bias_shift + b * p.sbb;
+  const float slope = alibi_slope(b);
   int pbase = (b * int(gl_NumWorkGroups.y) + mb) * SKP * (BM / 4) + ty * TM4;
   [[unroll]] for (int i4 = 0; i4 < TM4; i4++)
     [[unroll]] for (int j = 0; j < TN; j++) {
       int gn = n0 + j;
       vec4 v;
       [[unroll]] for (int e = 0; e < 4; e++) {
-        int gm = m0 + 4 * i4 + e;
-        bool keep = gn < N && !(causal && gn > gm + shift);
-        v[e] = keep ? alpha * acc[4 * i4 + e][j / 4][j % 4] : -BP_INF;
+        int gm = m0 + 4 * i4 + e, at = gm + shift;
+        int khi = causal ? min(klen, at + 1) : klen, klo = window > 0 ? at - window + 1 : 0;
+        bool keep = gn < khi && gn >= klo && gm < M;
+        float sc = alpha * acc[4 * i4 + e][j / 4][j % 4] - slope * float(abs(at - gn));
+        if (keep && has_bias) sc += score_bias(p.bias, bdt, bias0 + gm * SBIAS + gn * SBN);
+        v[e] = keep ? sc : -BP_INF;
       }
       imageStore(ps, pbase + gn * (BM / 4) + i4, v);
     }
 #else
   T1Buf c = T1Buf(p.c);
   const bool has_bias = p.has_bias != 0;
-  const int bias0 = (b % p.amod) * M, SBIAS = p.sbias;
+  const int bias0 = b * p.sbb, SBIAS = p.sbias, SBN = p.sbn;
+  // a bias constant along n (conv2d's, a [m, 1] one) is read once per row
+  const bool row_bias = has_bias && SBN == 0;
   T1Buf bias = T1Buf(p.bias);
   const bool use_view = p.use_view != 0;
   const int VS = p.vshift;
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + i;
-    float bi = has_bias && gm < M ? LOAD1(bias, (bias0 + gm) * SBIAS) : 0.0;
+    float bi = row_bias && gm < M ? LOAD1(bias, bias0 + gm * SBIAS) : 0.0;
     [[unroll]] for (int j = 0; j < TN; j++) {
       int gn = n0 + j;
       if (gm < M && gn < N) {
         int oc = b * SCB + gm * SCM + gn * SCN;
         float r = alpha * acc[i][j / 4][j % 4] + bi;
+        if (has_bias && !row_bias) r += LOAD1(bias, bias0 + gm * SBIAS + gn * SBN);
         if (use_view) {
           if (!beta_zero) r += beta * imageLoad(cv, VS + oc).x;
+          if (ACT >= 0) r = bp_unary(ACT, r);
           imageStore(cv, VS + oc, vec4(r));
         } else {
           if (!beta_zero) r += beta * LOAD1(c, oc);
+          if (ACT >= 0) r = bp_unary(ACT, r);
           STORE1(c, oc, r);
         }
       }

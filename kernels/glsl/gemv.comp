@@ -10,13 +10,15 @@
 // 16-byte aligned (VEC: one load per four columns), else as r32f (four
 // loads, any strides). C is written through its buffer address.
 // Variants gemv_<dt> (C's dtype); specialization constants: 0 MB (m
-// rounded up to a multiple of 4), 1 VEC.
+// rounded up to a multiple of 4), 1 VEC, 2 ACT (the epilogue's activation,
+// a bp_unary_op_t code, -1: none).
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const int MB = 4;
 layout(constant_id = 1) const int VEC = 0;
+layout(constant_id = 2) const int ACT = -1;
 layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer av;
 layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer bv;
 layout(set = 0, binding = 2, rgba32f) uniform readonly imageBuffer bv4;
@@ -25,8 +27,13 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   uint64_t c;
   int m, n, k, kq, sbb, sbk, sbn, shift, pab, scb, scm, scn, beta_zero;
   float alpha, beta;
+  int pad0;
+  uint64_t bias; // c's dtype, element (b, r, j) at b * sxb + r * sxm + j * sxn
+  int has_bias, sxb, sxm, sxn;
 };
 layout(push_constant) uniform PC { Params p; };
+
+#include "mathfn.glsl"
 
 // Four columns of B at row offset off (elements).
 vec4 load_b(ivec4 col, int off) {
@@ -71,6 +78,9 @@ void main() {
   const float alpha = p.alpha, beta = p.beta;
   const bool bz = p.beta_zero != 0;
   const int cb = b * p.scb, scm = p.scm, scn = p.scn;
+  const bool has_bias = p.has_bias != 0;
+  const int sxm = p.sxm, sxn = p.sxn;
+  T1Buf bias = T1Buf(p.bias + uint64_t(b * p.sxb) * uint64_t(SIZE1));
   // Loops over constants only (MB is one once specialised): a register
   // array indexed by a run-time value would live in memory on llvmpipe.
   [[unroll]] for (int q = 0; q < 4; q++)
@@ -80,6 +90,10 @@ void main() {
         int o = cb + r * scm + (j0 + q) * scn;
         if (!bz)
           v += beta * LOAD1(c, o);
+        if (has_bias)
+          v += LOAD1(bias, r * sxm + (j0 + q) * sxn);
+        if (ACT >= 0)
+          v = bp_unary(ACT, v);
         STORE1(c, o, v);
       }
 }

@@ -7,6 +7,7 @@
 
 #include "vkb.h"
 #include "vkb_model.h"
+#include "vkb_quant.h"
 
 /* Features and properties of one physical device, queried together. */
 typedef struct phys_query {
@@ -17,7 +18,8 @@ typedef struct phys_query {
   VkPhysicalDeviceFeatures2 f;
   VkPhysicalDeviceVulkan11Features f11;
   VkPhysicalDeviceVulkan12Features f12;
-  bool has_pci, has_coop, has_push, texel_format;
+  VkPhysicalDeviceShaderIntegerDotProductFeatures fdot;
+  bool has_pci, has_coop, has_push, texel_format, has_dot;
 } phys_query_t;
 
 static bool has_extension(vkb_global_t *g, VkPhysicalDevice pd, const char *name) {
@@ -41,6 +43,7 @@ static void query_phys(vkb_global_t *g, VkPhysicalDevice pd, phys_query_t *q) {
   q->has_coop = has_extension(g, pd, "VK_KHR_cooperative_matrix") ||
                 has_extension(g, pd, "VK_NV_cooperative_matrix");
   q->has_push = has_extension(g, pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  q->has_dot = has_extension(g, pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   VkFormatProperties fp;
   g->fn.vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R32G32B32A32_SFLOAT, &fp);
   q->texel_format = (fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0;
@@ -57,6 +60,8 @@ static void query_phys(vkb_global_t *g, VkPhysicalDevice pd, phys_query_t *q) {
   q->f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   q->f.pNext = &q->f11;
   q->f11.pNext = &q->f12;
+  q->fdot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  if (q->has_dot) q->f12.pNext = &q->fdot;
   g->fn.vkGetPhysicalDeviceFeatures2(pd, &q->f);
 }
 
@@ -67,6 +72,7 @@ static void caps_from_query(const phys_query_t *q, vkb_caps_t *c) {
   c->storage8 = q->f12.storageBuffer8BitAccess && q->f12.shaderInt8;
   c->storage16 = q->f11.storageBuffer16BitAccess && q->f.features.shaderInt16;
   c->float64 = q->f.features.shaderFloat64;
+  c->int_dot = q->has_dot && q->fdot.shaderIntegerDotProduct;
   c->texel = q->has_push && q->texel_format;
   c->max_texels = q->props.limits.maxTexelBufferElements;
   c->subgroup_size = q->p11.subgroupSize;
@@ -243,6 +249,14 @@ static void fill_info(vkb_global_t *g, VkPhysicalDevice pd, bp_device_info_t *in
                          "semaphores / int64: no ops");
   vkb_claims(&caps, info->op_dtypes);
   vkb_model_claims(&caps, info->op_dtypes, info->op_features);
+  vkb_quant_claims(&caps, info->op_dtypes);
+  /* every GEMM and attention kernel runs the epilogue and the masks */
+  if (info->op_dtypes[BP_OP_GEMM])
+    info->op_features[BP_OP_GEMM] = BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT;
+  if (info->op_dtypes[BP_OP_ATTENTION])
+    info->op_features[BP_OP_ATTENTION] = BP_FEATURE_ATTENTION_KV_LENS |
+                                         BP_FEATURE_ATTENTION_WINDOW | BP_FEATURE_ATTENTION_BIAS |
+                                         BP_FEATURE_ATTENTION_ALIBI;
   /* GLSL is listed even without libshaderc, so kernel_create can say
    * "unavailable: install libshaderc1" instead of a bare "unsupported". */
   if (caps.usable)
@@ -281,8 +295,12 @@ static bp_status_t create_logical(vkb_device_t *d, const phys_query_t *q) {
                                  .queueCount = d->queue_count,
                                  .pQueuePriorities = prio};
   /* Enable only what the kernels use, and only where present. */
+  VkPhysicalDeviceShaderIntegerDotProductFeatures fdot = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+      .shaderIntegerDotProduct = VK_TRUE};
   VkPhysicalDeviceVulkan12Features f12 = {.sType =
                                               VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                          .pNext = d->caps.int_dot ? &fdot : NULL,
                                           .bufferDeviceAddress = VK_TRUE,
                                           .timelineSemaphore = VK_TRUE,
                                           .storageBuffer8BitAccess = q->f12.storageBuffer8BitAccess,
@@ -297,12 +315,15 @@ static bp_status_t create_logical(vkb_device_t *d, const phys_query_t *q) {
   f.features.shaderInt64 = VK_TRUE;
   f.features.shaderInt16 = q->f.features.shaderInt16;
   f.features.shaderFloat64 = q->f.features.shaderFloat64;
-  const char *ext[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+  const char *ext[2];
+  uint32_t next = 0;
+  if (q->has_push) ext[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+  if (d->caps.int_dot) ext[next++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
   VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                            .pNext = &f,
                            .queueCreateInfoCount = 1,
                            .pQueueCreateInfos = &qci,
-                           .enabledExtensionCount = q->has_push ? 1u : 0u,
+                           .enabledExtensionCount = next,
                            .ppEnabledExtensionNames = ext};
   bp_status_t st =
       vkb_check(d->g->fn.vkCreateDevice(d->phys, &ci, NULL, &d->dev), "vkCreateDevice");

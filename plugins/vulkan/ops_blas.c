@@ -1,6 +1,8 @@
 /*
- * ops_blas.c — gemm (strided batched, any strides) and gemv.
+ * ops_blas.c — gemm (strided batched, any strides, with the epilogue of
+ * ABI 1.5 fused in every kernel's store: bias, activation) and gemv.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +14,9 @@ typedef struct gemm_params {
   int32_t m, n, k, beta_zero;
   int32_t sab, sam, sak, sbb, sbk, sbn, scb, scm, scn;
   float alpha, beta;
+  int32_t pad0;
+  uint64_t bias;
+  int32_t has_bias, sxb, sxm, sxn;
 } gemm_params_t;
 
 /* A tile configuration: specialization constants 0..5 of gemm.comp. */
@@ -38,10 +43,30 @@ static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch, bool so
   return big_groups < 16 ? &k_tiles[1] : &k_tiles[0];
 }
 
+/* A call from a core older than ABI 1.5 ends before the epilogue. */
+static bool has_epilogue_fields(const bp_gemm_args_t *g) {
+  return g->struct_size >= offsetof(bp_gemm_args_t, bias) + sizeof g->bias;
+}
+
+void vkb_gemm_epilogue(const bp_gemm_args_t *g, vkb_epilogue_t *out) {
+  memset(out, 0, sizeof *out);
+  out->act = UINT32_MAX;
+  if (!has_epilogue_fields(g)) return;
+  if (g->flags & BP_GEMM_FLAG_ACTIVATION) out->act = (uint32_t)g->activation;
+  if (g->bias.rank == 0) return;
+  out->bias = vkb_tensor_addr(&g->bias);
+  out->has_bias = 1;
+  out->sxb = (int32_t)g->bias.strides[0];
+  out->sxm = (int32_t)g->bias.strides[1];
+  out->sxn = (int32_t)g->bias.strides[2];
+}
+
 static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
   int64_t batch = C->shape[0], m = C->shape[1], n = C->shape[2], k = A->shape[2];
-  if (!vkb_fits_i32(A) || !vkb_fits_i32(B) || !vkb_fits_i32(C) || batch > s->d->caps.max_groups[2])
+  bool bias_fits = !has_epilogue_fields(g) || g->bias.rank == 0 || vkb_fits_i32(&g->bias);
+  if (!vkb_fits_i32(A) || !vkb_fits_i32(B) || !vkb_fits_i32(C) || !bias_fits ||
+      batch > s->d->caps.max_groups[2])
     return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: gemm: sizes beyond int32 offsets or %u batches",
                     s->d->caps.max_groups[2]);
   if (m == 0 || n == 0 || batch == 0) return BP_OK;
@@ -63,6 +88,9 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
                      .scn = (int32_t)C->strides[2],
                      .alpha = (float)g->alpha,
                      .beta = (float)g->beta};
+  vkb_epilogue_t ep;
+  vkb_gemm_epilogue(g, &ep);
+  p.bias = ep.bias, p.has_bias = ep.has_bias, p.sxb = ep.sxb, p.sxm = ep.sxm, p.sxn = ep.sxn;
   /* CPU implementations: a few rows of C read B once (ops_blas_skinny.c),
    * the rest takes the texel-buffer kernel (ops_blas_texel.c). */
   bp_status_t tst = vkb_gemm_skinny(s, g);
@@ -73,13 +101,14 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
   /* Loads walk the contiguous axis so neighbouring invocations read
    * neighbouring addresses. */
   uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) | (B->strides[2] == 1 ? 2u : 0u);
-  uint32_t spec[7] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk, t->tm, t->tn, layout};
+  uint32_t spec[8] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk, t->tm, t->tn, layout,
+                      ep.act};
   /* CPU implementations run barriers as coroutine switches; reading
    * through the caches without shared-memory staging is faster there. */
   char name[32];
   snprintf(name, sizeof name, "gemm_%s%s", vkb_dtype_tag(C->dtype),
            s->d->software ? "_direct" : "");
-  return vkb_dispatch(s, name, spec, 7, &p, sizeof p, (uint32_t)((n + t->bn - 1) / t->bn),
+  return vkb_dispatch(s, name, spec, 8, &p, sizeof p, (uint32_t)((n + t->bn - 1) / t->bn),
                       (uint32_t)((m + t->bm - 1) / t->bm), (uint32_t)batch);
 }
 

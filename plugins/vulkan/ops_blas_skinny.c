@@ -19,6 +19,9 @@ typedef struct skinny_params {
   uint64_t c;
   int32_t m, n, k, kq, sbb, sbk, sbn, shift, pab, scb, scm, scn, beta_zero;
   float alpha, beta;
+  int32_t pad0;
+  uint64_t bias;
+  int32_t has_bias, sxb, sxm, sxn;
 } skinny_params_t;
 
 /* B's buffer from its element 0 on as rgba32f texels (the caller checked
@@ -65,6 +68,9 @@ bp_status_t vkb_gemm_skinny(vkb_stream_t *s, const bp_gemm_args_t *g) {
                        .beta_zero = g->beta == 0.0,
                        .alpha = (float)g->alpha,
                        .beta = (float)g->beta};
+  vkb_epilogue_t ep;
+  vkb_gemm_epilogue(g, &ep);
+  p.bias = ep.bias, p.has_bias = ep.has_bias, p.sxb = ep.sxb, p.sxm = ep.sxm, p.sxn = ep.sxn;
   bp_status_t st = vkb_texel_src_view(s, B, 0, &views[1], &p.shift);
   if (st != BP_OK) {
     vkb_texel_release(s, sc, views, 3);
@@ -78,11 +84,11 @@ bp_status_t vkb_gemm_skinny(vkb_stream_t *s, const bp_gemm_args_t *g) {
   if (st == BP_OK)
     st = vkb_texel_pack(s, views[0], A, 0, na, m, mb, k, kpad, A->strides[0], A->strides[1],
                         A->strides[2], (uint32_t)kpad);
-  uint32_t spec[2] = {(uint32_t)mb, vec};
+  uint32_t spec[3] = {(uint32_t)mb, vec, ep.act};
   /* binding 2 must hold an rgba32f view even where the kernel skips it */
   VkBufferView bound[3] = {views[0], views[1], vec ? views[2] : views[0]};
   if (st == BP_OK)
-    st = vkb_dispatch_views(s, name, spec, 2, &p, sizeof p, bound, 3, (uint32_t)((n + 255) / 256),
+    st = vkb_dispatch_views(s, name, spec, 3, &p, sizeof p, bound, 3, (uint32_t)((n + 255) / 256),
                             1, (uint32_t)batch);
   vkb_texel_release(s, sc, views, 3);
   return st;

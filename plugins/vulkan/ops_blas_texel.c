@@ -26,7 +26,7 @@ static const vkb_texel_tile_t k_tiles[] = {
 };
 #define NTILES ((int)(sizeof k_tiles / sizeof *k_tiles))
 #define TUNE_N 512
-#define TUNE_BUCKET "gemmtex-4" /* bump when gemmtex.comp changes */
+#define TUNE_BUCKET "gemmtex-4" /* bump when gemmtex.comp's inner loop changes */
 
 /* Matches gemmpack.comp's parameter block. */
 typedef struct pack_params {
@@ -160,11 +160,14 @@ static bp_status_t run_tile(vkb_stream_t *s, const bp_gemm_args_t *g, const vkb_
                             .amod = (int32_t)batch,
                             .use_view = cview,
                             .vshift = vshift};
+    vkb_epilogue_t ep;
+    vkb_gemm_epilogue(g, &ep);
+    p.bias = ep.bias, p.has_bias = ep.has_bias, p.sbb = ep.sxb, p.sbias = ep.sxm, p.sbn = ep.sxn;
     char name[40];
     snprintf(name, sizeof name, "gemmtex_%s_%s", dt, t->name);
     /* Binding 2 must hold a view even where the kernel does not touch it. */
     VkBufferView bound[3] = {views[0], views[1], cview ? views[2] : views[0]};
-    st = vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, bound, 3, (uint32_t)(np / bn),
+    st = vkb_dispatch_views(s, name, &ep.act, 1, &p, sizeof p, bound, 3, (uint32_t)(np / bn),
                             (uint32_t)(mp / bm), (uint32_t)batch);
   }
   vkb_texel_release(s, sc, views, 3);

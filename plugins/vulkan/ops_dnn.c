@@ -4,6 +4,7 @@
  * conv2d first try the texel-buffer GEMM (ops_dnn_texel.c).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,11 +32,42 @@ typedef struct attn_params {
   int32_t B, Hq, Hkv, Sq, Skv, D, Dv, causal;
   float scale, pad;
   int32_t sq[4], sk[4], sv[4], so[4];
+  uint64_t kv_lens, bias, slopes;
+  int32_t skl, sslope, window, alibi_heads, alibi_head0, has_bias;
+  int32_t sb[4];
 } attn_params_t;
 
+/* A call from a core older than ABI 1.5 ends before the masks. */
+bool vkb_attention_has_masks(const bp_attention_args_t *a) {
+  return a->struct_size >= offsetof(bp_attention_args_t, alibi_slopes) + sizeof a->alibi_slopes;
+}
+
+/* The masks of ABI 1.5 into attention.comp's parameters (absent: 0). */
+static void attention_masks(const bp_attention_args_t *a, attn_params_t *p) {
+  if (!vkb_attention_has_masks(a)) return;
+  if (a->kv_lens.rank) {
+    p->kv_lens = vkb_tensor_addr(&a->kv_lens);
+    p->skl = (int32_t)a->kv_lens.strides[0];
+  }
+  if (a->alibi_slopes.rank) {
+    p->slopes = vkb_tensor_addr(&a->alibi_slopes);
+    p->sslope = (int32_t)a->alibi_slopes.strides[0];
+  }
+  if (a->bias.rank) {
+    p->bias = vkb_tensor_addr(&a->bias);
+    p->has_bias = 1;
+    for (int i = 0; i < 4; i++) p->sb[i] = (int32_t)a->bias.strides[i];
+  }
+  p->window = a->window > 0 ? a->window : 0;
+  p->alibi_heads = a->alibi_heads > 0 ? a->alibi_heads : 0;
+  p->alibi_head0 = a->alibi_head_offset;
+}
+
 static bp_status_t attention_record(vkb_stream_t *s, const bp_attention_args_t *a) {
-  const bp_plugin_tensor_t *ts[4] = {&a->q, &a->k, &a->v, &a->out};
-  if (!all_fit(ts, 4)) return too_big("attention");
+  bool masks = vkb_attention_has_masks(a);
+  const bp_plugin_tensor_t *ts[7] = {&a->q, &a->k, &a->v, &a->out, &a->bias, &a->kv_lens,
+                                     &a->alibi_slopes};
+  if (!all_fit(ts, masks ? 7 : 4)) return too_big("attention");
   /* CPU implementations: the texel-buffer kernels (ops_dnn_texel.c). */
   bp_status_t tst = vkb_attention_texel(s, a);
   if (tst != BP_ERR_UNSUPPORTED) return tst;
@@ -54,6 +86,7 @@ static bp_status_t attention_record(vkb_stream_t *s, const bp_attention_args_t *
                      .Dv = (int32_t)a->v.shape[3],
                      .causal = a->causal != 0,
                      .scale = (float)a->scale};
+  attention_masks(a, &p);
   for (int i = 0; i < 4; i++) {
     p.sq[i] = (int32_t)a->q.strides[i];
     p.sk[i] = (int32_t)a->k.strides[i];

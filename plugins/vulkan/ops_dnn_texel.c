@@ -6,7 +6,8 @@
  *
  * Attention runs as the texel GEMM's pieces, with the scores never leaving
  * the panel layout:
- *   pack Q, K (gemmpack) → S = scale·Q·Kᵀ, masked, written as the A panels
+ *   pack Q, K (gemmpack) → S = scale·Q·Kᵀ + bias - ALiBi, masked (causal,
+ *   window, key lengths), written as the A panels
  *   of the second product (gemmtex_score) → row softmax in place
  *   (attnsoftmax) → pack V → O = P·V (gemmtex).
  * Heads are processed in chunks whose scores fit ATTN_SCRATCH; the scratch
@@ -36,6 +37,36 @@ typedef struct smx_params {
   int32_t quads, bm4, kp;
 } smx_params_t;
 
+/* The masks of ABI 1.5 for batch bi, heads h0.. of the score product
+ * (gemmtex_score): element offsets and addresses of this chunk. */
+static void score_masks(const bp_attention_args_t *a, int64_t bi, int64_t h0,
+                        vkb_texel_params_t *p) {
+  if (!vkb_attention_has_masks(a)) return;
+  if (a->kv_lens.rank)
+    p->kv_len = vkb_tensor_addr(&a->kv_lens) + (uint64_t)(bi * a->kv_lens.strides[0]) * 4;
+  if (a->alibi_slopes.rank) {
+    p->slopes = vkb_tensor_addr(&a->alibi_slopes) + (uint64_t)(h0 * a->alibi_slopes.strides[0]) * 4;
+    p->slope_stride = (int32_t)a->alibi_slopes.strides[0];
+  }
+  p->alibi_heads = a->alibi_heads > 0 ? a->alibi_heads : 0;
+  p->alibi_head0 = a->alibi_head_offset + (int32_t)h0;
+  p->window = a->window > 0 ? a->window : 0;
+  /* a sliding window is causal too: the tiles past the diagonal skip */
+  p->causal |= p->window > 0;
+  const bp_plugin_tensor_t *b = &a->bias;
+  if (!b->rank) return;
+  uint64_t es = vkb_dtype_size(b->dtype);
+  uint64_t at = vkb_tensor_addr(b) + (uint64_t)(bi * b->strides[0] + h0 * b->strides[1]) * es;
+  /* the kernel reads 4-byte words: a 16-bit bias may start mid-word */
+  p->bias = at & ~(uint64_t)3;
+  p->bias_shift = (int32_t)((at & 3) / es);
+  p->bias_dt = b->dtype == BP_F32 ? 0 : b->dtype == BP_F16 ? 1 : 2;
+  p->has_bias = 1;
+  p->sbb = (int32_t)b->strides[1];
+  p->sbias = (int32_t)b->strides[2];
+  p->sbn = (int32_t)b->strides[3];
+}
+
 bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
   vkb_device_t *d = s->d;
   const bp_plugin_tensor_t *Q = &a->q, *K = &a->k, *V = &a->v, *O = &a->out;
@@ -63,6 +94,7 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
     return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: attention: grid beyond the device's limits");
   const char *dt = vkb_dtype_tag(Q->dtype);
   uint64_t es = vkb_dtype_size(Q->dtype);
+  int32_t window = vkb_attention_has_masks(a) && a->window > 0 ? a->window : 0;
   char gemm[40], score[40];
   snprintf(gemm, sizeof gemm, "gemmtex_%s_%s", dt, t->name);
   snprintf(score, sizeof score, "gemmtex_score_%s", t->name);
@@ -96,6 +128,7 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .amod = (int32_t)nh,
                                 .causal = a->causal != 0,
                                 .skp = (int32_t)np1};
+        score_masks(a, bi, h0, &p);
         VkBufferView v3[3] = {vw[0], vw[1], vw[2]};
         st = vkb_dispatch_views(s, score, NULL, 0, &p, sizeof p, v3, 3, (uint32_t)(np1 / bn),
                                 (uint32_t)(mp / bm), (uint32_t)nh);
@@ -123,7 +156,8 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .pbb = (int32_t)(np2 * np1 / 4),
                                 .alpha = 1.0f,
                                 .bg = (int32_t)G,
-                                .causal = a->causal != 0,
+                                /* past the window's end too, the weights are 0 */
+                                .causal = a->causal != 0 || window > 0,
                                 .amod = (int32_t)nh,
                                 .kshift = (int32_t)(Skv - Sq)};
         /* binding 2 (C's view, unused: use_view is 0) needs a view */
@@ -223,6 +257,7 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .amod = (int32_t)groups,
                             .has_bias = a->bias.rank > 0,
                             .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0,
+                            .sbb = a->bias.rank > 0 ? (int32_t)(kg * a->bias.strides[0]) : 0,
                             .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0};
     /* binding 2 (C's view, unused: use_view is 0) needs a view */
     VkBufferView v3[3] = {vw[0], vw[1], vw[0]};

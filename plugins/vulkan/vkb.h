@@ -130,6 +130,8 @@ VKB_HIDDEN bp_status_t vkb_check(VkResult r, const char *what);
 typedef struct vkb_caps {
   bool usable; /* bufferDeviceAddress, timeline semaphores, int64 */
   bool storage8, storage16, float64;
+  /* VK_KHR_shader_integer_dot_product: OpSDot in quantgemm.comp */
+  bool int_dot;
   /* VK_KHR_push_descriptor and rgba32f storage texel buffers: the texel
    * GEMM path (gemmtex.comp) for CPU implementations */
   bool texel;
@@ -471,6 +473,16 @@ VKB_HIDDEN bp_status_t vkb_gemm_texel(vkb_stream_t *s, const bp_gemm_args_t *g);
 /* GEMM with at most 16 rows of C on CPU implementations (ops_blas_skinny.c,
  * gemv.comp); BP_ERR_UNSUPPORTED where it does not apply. */
 VKB_HIDDEN bp_status_t vkb_gemm_skinny(vkb_stream_t *s, const bp_gemm_args_t *g);
+/* The GEMM epilogue of ABI 1.5 as the GEMM kernels take it: the bias's
+ * address and element strides over (batch, m, n) (has_bias 0: none) and
+ * the activation, a bp_unary_op_t code or -1 (a specialization constant of
+ * gemm.comp, gemv.comp and gemmtex.comp). */
+typedef struct vkb_epilogue {
+  uint64_t bias;
+  int32_t has_bias, sxb, sxm, sxn;
+  uint32_t act;
+} vkb_epilogue_t;
+VKB_HIDDEN void vkb_gemm_epilogue(const bp_gemm_args_t *g, vkb_epilogue_t *out);
 /* Whether the texel kernels should run on d (a CPU implementation with
  * texel buffers, unless BACKPLANE_VK_GEMM_TEXEL says otherwise). */
 VKB_HIDDEN bool vkb_texel_wanted(vkb_device_t *d);
@@ -493,6 +505,11 @@ typedef struct vkb_texel_params {
   int32_t amod, has_bias, sbias, kshift;
   uint64_t bias;
   int32_t use_view, vshift; /* C through an r32f view at binding 2 */
+  int32_t sbb, sbn;          /* bias[b * sbb + i * sbias + j * sbn] */
+  /* gemmtex_score only: the attention masks (gemmtex.comp) */
+  uint64_t kv_len, slopes;
+  int32_t slope_stride, alibi_heads, alibi_head0, window;
+  int32_t bias_dt, bias_shift;
 } vkb_texel_params_t;
 
 /* New device scratch of size bytes with an rgba32f view of it. */
@@ -521,6 +538,8 @@ VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBuffe
  * products and attnsoftmax.comp over scores kept in scratch panels.
  * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
 VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a);
+/* Whether a's struct holds the masks of ABI 1.5 (ops_dnn.c). */
+VKB_HIDDEN bool vkb_attention_has_masks(const bp_attention_args_t *a);
 /* conv2d as an implicit GEMM through the texel kernels (ops_dnn_texel.c):
  * per image, convpack.comp writes im2col panels, gemmtex multiplies the
  * packed weights by them (groups as the batch) and adds the bias.
