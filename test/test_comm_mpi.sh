@@ -3,7 +3,8 @@
 # mpirun starts 4 ranks of $(B)/test/comm_rank, oversubscribed on however
 # many cores there are, talking TCP over lo (the tcp BTL, not shared
 # memory). Modes (test/comm_rank.c says what each checks):
-#   grid      every collective x dtype x count (0, 1, 7, 1 Mi + 3) on the CPU
+#   grid      every collective x dtype x count (0, 1, 7, 1 Mi + 3) on the CPU,
+#             then again with every all-reduce and reduce-scatter on the ring
 #   staged    the same (small counts) on a device without host memory
 #             (vulkan, else opencl): the staging path; skipped without one
 #   mismatch  mismatched calls fail on every rank, the communicator survives
@@ -88,6 +89,11 @@ else
   echo "FAILED: bp devices --json has no comm_plugins entry for mpi"; fail=1
 fi
 run grid 4 "$rank" grid
+# The plugin's ring all-reduce and reduce-scatter (plugins/comm-mpi/ring.c)
+# take large messages only; here they take every message, cut into 4-byte
+# segments, so that every op x dtype x count runs through them with many
+# segments per block and many rounds, in place and not.
+run grid 4 -x BACKPLANE_MPI_RING_BYTES=0 -x BACKPLANE_MPI_RING_SEGMENT=4 "$rank" grid
 staged=""
 for dev in vulkan opencl; do
   if BACKPLANE_BACKENDS=$dev "$b/bin/bp" devices 2>/dev/null | grep -q "^ *[0-9].* $dev "; then staged=$dev; break; fi

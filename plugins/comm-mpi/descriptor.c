@@ -13,6 +13,11 @@
 
 #include "mpi_lib.h"
 
+/* Messages from this size take the ring; below, MPI's latency-optimal
+ * non-blocking collectives are faster. */
+#define RING_MIN_BYTES (64u << 10)
+#define RING_SEGMENT_BYTES (128u << 10)
+
 static int init_count;
 
 static bp_status_t mpi_init_plugin(const bp_host_services_t *host) {
@@ -58,6 +63,18 @@ static bp_status_t agree(const bp_comm_config_t *cfg, int rank, int size) {
                       "(the MPI plugin takes its ranks from mpirun; leave size 0)", cfg->rank, cfg->size,
                       rank, size);
   return BP_ERR_INVALID_ARGUMENT;
+}
+
+/* Where the ring takes over from MPI's own non-blocking collectives
+ * (ring.c): BACKPLANE_MPI_RING_BYTES (a message size; "off" never) and
+ * BACKPLANE_MPI_RING_SEGMENT (bytes per segment), mostly for tests. */
+static void ring_settings(mpi_comm_t *c) {
+  const char *v = mpi_host->getenv("BACKPLANE_MPI_RING_BYTES");
+  c->ring_min_bytes = RING_MIN_BYTES;
+  if (v && !strcmp(v, "off")) c->ring_min_bytes = UINT64_MAX;
+  else if (v && v[0]) c->ring_min_bytes = strtoull(v, NULL, 0);
+  v = mpi_host->getenv("BACKPLANE_MPI_RING_SEGMENT");
+  c->ring_segment_bytes = v && v[0] && strtoull(v, NULL, 0) > 0 ? strtoull(v, NULL, 0) : RING_SEGMENT_BYTES;
 }
 
 static bp_status_t mpi_comm_create(const bp_comm_config_t *cfg, bp_plugin_comm_t **out, int32_t *out_rank,
@@ -106,6 +123,7 @@ static bp_status_t mpi_comm_create(const bp_comm_config_t *cfg, bp_plugin_comm_t
   c->rank = rank;
   c->size = size;
   c->memory = cfg->memory;
+  ring_settings(c);
   *out = c;
   *out_rank = rank;
   *out_size = size;
@@ -119,6 +137,7 @@ static void mpi_comm_destroy(bp_plugin_comm_t *c) {
     pthread_mutex_lock(&mpi_lock);
     mpi.MPI_Comm_free(&c->comm);
     pthread_mutex_unlock(&mpi_lock);
+    free(c->ring_scratch); /* a broken one's may still be written by a request MPI keeps */
   }
   free(c);
 }

@@ -32,6 +32,8 @@ typedef struct {
 #define MPI_THREAD_SERIALIZED 2
 #define MPI_IN_PLACE ((void *)1)
 #define MPI_STATUS_IGNORE ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+#define MPI_UNDEFINED (-32766)
 #define MPI_MAX_ERROR_STRING 256
 #define MPI_MAX_LIBRARY_VERSION_STRING 256
 
@@ -62,6 +64,7 @@ typedef struct {
                      MPI_Request *req))                                                         \
   X(int, MPI_Ibarrier, (MPI_Comm c, MPI_Request *req))                                           \
   X(int, MPI_Test, (MPI_Request * req, int *flag, MPI_Status *status))                           \
+  X(int, MPI_Testsome, (int n, MPI_Request *reqs, int *outcount, int *indices, MPI_Status *statuses)) \
   X(int, MPI_Cancel, (MPI_Request * req))                                                       \
   X(int, MPI_Request_free, (MPI_Request * req))                                                 \
   X(int, MPI_Error_string, (int code, char *text, int *len))
@@ -79,7 +82,8 @@ typedef struct {
   X(op_sum, "ompi_mpi_op_sum")                                                                   \
   X(op_prod, "ompi_mpi_op_prod")                                                                 \
   X(op_max, "ompi_mpi_op_max")                                                                   \
-  X(op_min, "ompi_mpi_op_min")
+  X(op_min, "ompi_mpi_op_min")                                                                   \
+  X(request_null, "ompi_request_null")
 
 typedef struct mpi_lib {
   void *dl;
@@ -128,6 +132,12 @@ typedef struct bp_plugin_comm {
   int rank, size;
   bp_comm_memory_t memory; /* host, or CUDA for a CUDA-aware MPI */
   bool broken;
+  /* The ring (ring.c): messages from ring_min_bytes (UINT64_MAX: never)
+   * take it, in segments of ring_segment_bytes; its scratch is kept
+   * between calls (and left to MPI once the communicator broke). */
+  uint64_t ring_min_bytes, ring_segment_bytes;
+  char *ring_scratch;
+  size_t ring_scratch_size;
 } mpi_comm_t;
 
 /* The collectives (mpi_ops.c). */
@@ -140,7 +150,30 @@ bp_status_t mpi_send(bp_plugin_comm_t *c, const bp_comm_args_t *a);
 bp_status_t mpi_recv(bp_plugin_comm_t *c, const bp_comm_args_t *a);
 bp_status_t mpi_barrier(bp_plugin_comm_t *c, const bp_comm_args_t *a);
 /* Waits for req until timeout_ms (0: forever); on a timeout or an error
- * marks c broken (c may be NULL while creating). what names the call. */
+ * marks c broken (c may be NULL while creating). what names the call
+ * (mpi_wait.c). */
 bp_status_t mpi_wait(mpi_comm_t *c, MPI_Request *req, uint32_t timeout_ms, const char *what);
+/* MPI's error rc from fn, or a timeout of what: either breaks c. */
+bp_status_t mpi_failed(mpi_comm_t *c, const char *fn, int rc);
+bp_status_t mpi_timed_out(mpi_comm_t *c, const char *what, uint32_t timeout_ms);
+double mpi_now_ms(void);
+/* The pause between two polls that found nothing done: spins (yielding)
+ * first, then sleeps longer and longer; zero it again after progress. */
+typedef struct mpi_backoff {
+  int tries;
+  long sleep_ns;
+} mpi_backoff_t;
+void mpi_backoff(mpi_backoff_t *b);
+
+/* Whether a reducing call of elements in all takes the ring: host memory,
+ * more than one rank, at least ring_min_bytes (ring.c). */
+bool mpi_ring_wanted(const mpi_comm_t *c, const bp_comm_args_t *a, uint64_t elements);
+/* All-reduce (scatter false) or reduce-scatter (true) of a as a segmented
+ * ring over MPI_Isend / MPI_Irecv, bounded by a->timeout_ms; AVG is
+ * left a sum, as from MPI. type: a->dtype's MPI datatype. */
+bp_status_t mpi_ring(mpi_comm_t *c, const bp_comm_args_t *a, MPI_Datatype type, bool scatter);
+/* d = x op y element-wise over n elements (y NULL: d = d op x); ranges
+ * never overlap. False for a dtype or op it does not do (reduce_local.c). */
+bool mpi_reduce_local(void *d, const void *x, const void *y, uint64_t n, bp_dtype_t dt, bp_comm_reduce_op_t op);
 
 #endif /* BP_COMM_MPI_LIB_H */

@@ -1,66 +1,13 @@
 /*
  * mpi_ops.c — the collectives, each started as MPI's non-blocking form and
- * polled against the caller's deadline (comm-api.h rule 6): a rank that
- * never arrives costs the others the timeout, never a hang. A request that
- * timed out cannot be cancelled (MPI has no cancel for collectives), so the
- * communicator is marked broken and left to MPI; the MPI lock is held only
- * around each MPI call, never while waiting.
+ * polled against the caller's deadline (mpi_wait.c): a rank that never
+ * arrives costs the others the timeout, never a hang. Large all-reduces and
+ * reduce-scatters run as the plugin's own ring over non-blocking
+ * point-to-point calls instead (ring.c says why).
  */
 #include <limits.h>
-#include <sched.h>
-#include <time.h>
 
 #include "mpi_lib.h"
-
-/* Polls spin on sched_yield for this many tries before sleeping, which
- * keeps small messages fast without burning a core on long waits. */
-#define SPIN_TRIES 2000
-#define SLEEP_MAX_NS 1000000L
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static bp_status_t broken(mpi_comm_t *c) {
-  if (c) c->broken = true;
-  mpi_lib_note_broken();
-  return BP_ERR_UNAVAILABLE;
-}
-
-static bp_status_t mpi_failed(mpi_comm_t *c, const char *fn, int rc) {
-  char msg[400];
-  mpi_lib_error(fn, rc, msg, sizeof msg);
-  mpi_host->set_error("%s; the communicator is broken", msg);
-  return broken(c);
-}
-
-bp_status_t mpi_wait(mpi_comm_t *c, MPI_Request *req, uint32_t timeout_ms, const char *what) {
-  double deadline = now_ms() + timeout_ms;
-  long sleep_ns = 1000;
-  for (int tries = 0;; tries++) {
-    int flag = 0;
-    pthread_mutex_lock(&mpi_lock);
-    int rc = mpi.MPI_Test(req, &flag, MPI_STATUS_IGNORE);
-    pthread_mutex_unlock(&mpi_lock);
-    if (rc != MPI_SUCCESS) return mpi_failed(c, what, rc);
-    if (flag) return BP_OK;
-    if (timeout_ms && now_ms() > deadline) {
-      mpi_host->set_error("%s: not every rank took part within %u ms (a rank died, hangs, is unreachable, or "
-                          "made another call); the communicator is broken", what, timeout_ms);
-      broken(c);
-      return BP_ERR_TIMEOUT;
-    }
-    if (tries < SPIN_TRIES) {
-      sched_yield();
-    } else {
-      struct timespec ts = {0, sleep_ns};
-      nanosleep(&ts, NULL);
-      if (sleep_ns < SLEEP_MAX_NS) sleep_ns *= 2;
-    }
-  }
-}
 
 MPI_Datatype mpi_datatype(bp_dtype_t dt, bool reduce) {
   switch (dt) {
@@ -132,12 +79,16 @@ bp_status_t mpi_all_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   MPI_Datatype t;
   bp_status_t st = prepare(c, a, true, 1, &t);
   if (st != BP_OK) return st;
-  MPI_Request req;
-  const void *send = a->send == a->recv ? MPI_IN_PLACE : a->send;
-  pthread_mutex_lock(&mpi_lock);
-  int rc = mpi.MPI_Iallreduce(send, a->recv, (int)a->count, t, mpi_op(a->op), c->comm, &req);
-  pthread_mutex_unlock(&mpi_lock);
-  st = finish(c, rc, &req, a, "MPI_Iallreduce");
+  if (mpi_ring_wanted(c, a, a->count)) {
+    st = mpi_ring(c, a, t, false);
+  } else {
+    MPI_Request req;
+    const void *send = a->send == a->recv ? MPI_IN_PLACE : a->send;
+    pthread_mutex_lock(&mpi_lock);
+    int rc = mpi.MPI_Iallreduce(send, a->recv, (int)a->count, t, mpi_op(a->op), c->comm, &req);
+    pthread_mutex_unlock(&mpi_lock);
+    st = finish(c, rc, &req, a, "MPI_Iallreduce");
+  }
   if (st == BP_OK && a->op == BP_COMM_AVG) divide(a->recv, a->count, a->dtype, c->size);
   return st;
 }
@@ -157,11 +108,15 @@ bp_status_t mpi_reduce_scatter(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   MPI_Datatype t;
   bp_status_t st = prepare(c, a, true, (uint64_t)c->size, &t);
   if (st != BP_OK) return st;
-  MPI_Request req;
-  pthread_mutex_lock(&mpi_lock);
-  int rc = mpi.MPI_Ireduce_scatter_block(a->send, a->recv, (int)a->count, t, mpi_op(a->op), c->comm, &req);
-  pthread_mutex_unlock(&mpi_lock);
-  st = finish(c, rc, &req, a, "MPI_Ireduce_scatter_block");
+  if (mpi_ring_wanted(c, a, a->count * (uint64_t)c->size)) {
+    st = mpi_ring(c, a, t, true);
+  } else {
+    MPI_Request req;
+    pthread_mutex_lock(&mpi_lock);
+    int rc = mpi.MPI_Ireduce_scatter_block(a->send, a->recv, (int)a->count, t, mpi_op(a->op), c->comm, &req);
+    pthread_mutex_unlock(&mpi_lock);
+    st = finish(c, rc, &req, a, "MPI_Ireduce_scatter_block");
+  }
   if (st == BP_OK && a->op == BP_COMM_AVG) divide(a->recv, a->count, a->dtype, c->size);
   return st;
 }
