@@ -5,6 +5,7 @@
  */
 #include "vkb.h"
 #include "vkb_model.h"
+#include "vkb_quant.h"
 
 static bp_status_t vkb_init(const bp_host_services_t *host) {
   vkb_host = host;
@@ -93,4 +94,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .binary_scalar = vkb_op_binary_scalar,
     .glu = vkb_op_glu,
     .rope = vkb_op_rope,
+    .quantize = vkb_op_quantize,
+    .dequantize = vkb_op_dequantize,
+    .qgemm = vkb_op_qgemm,
+    .qmatmul = vkb_op_qmatmul,
 };

@@ -110,6 +110,9 @@ size_t vkb_dtype_size(bp_dtype_t dt) {
   case BP_I64:
     return 8;
   case BP_U8:
+  case BP_I8: /* i8 and fp8 copy as bytes */
+  case BP_FP8_E4M3:
+  case BP_FP8_E5M2:
     return 1;
   default:
     return 0;

@@ -27,6 +27,12 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
 VK_VARIANTS += gather_b8 gather_b16 gather_b32 gather_b64 \
   $(foreach t,f32 f16 bf16 f64 i32 i64 u8,arange_$(t)) \
   $(foreach t,$(VK_FLOATS),scalar_$(t) glu_$(t) rope_$(t))
+# The quantized ops of ABI 1.5 (plugins/vulkan/ops_quant.c): _s8 with 8-bit
+# storage, _w through words; quantgemm _dot with the integer dot product.
+VK_VARIANTS += quantpack_s8 quantpack_w \
+  $(foreach d,dot wide,$(foreach s,s8 w,quantgemm_$(d)_$(s))) \
+  $(foreach t,$(VK_FLOATS),quantize_$(t)_s8 quantize_$(t)_w quantdeq_$(t)_s8 quantdeq_$(t)_w \
+    quantmv_$(t) quantmm_$(t))
 # Only families whose source exists are built (kernels land one at a time).
 VK_VARIANTS := $(foreach v,$(VK_VARIANTS),$(if $(wildcard \
   kernels/glsl/$(word 1,$(subst _, ,$(v))).comp),$(v)))
@@ -43,6 +49,7 @@ $(VK_GEN)/$(1).inc: kernels/glsl/$(word 1,$(subst _, ,$(1))).comp $(wildcard ker
 	  -mfmt=num -o $$@ $$<
 endef
 $(foreach v,$(VK_VARIANTS),$(eval $(call VK_VARIANT_RULE,$(v))))
+$(foreach v,$(filter quant%,$(VK_VARIANTS)),$(VK_GEN)/$(v).inc): kernels/glsl/quant.inc
 
 # The table of embedded kernels: vk_spv_<variant>[] and VKB_SPIRV_TABLE(X).
 $(VK_GEN)/vk_spirv.h: $(VK_INCS) plugins/vulkan/plugin.mk

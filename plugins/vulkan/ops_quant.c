@@ -1,0 +1,287 @@
+/*
+ * ops_quant.c — the quantized ops of ABI 1.5 (docs/ops.md, "Quantized
+ * types"): quantize (quantize.comp) and dequantize (quantdeq.comp) of
+ * q8_0 / q4_0 blocks and of i8 with scales; the int8 GEMM (quantpack.comp
+ * packs a and b k-contiguous into words, quantgemm.comp multiplies them
+ * with the integer dot product where the device has it); GEMM / GEMV with
+ * block weights (quantmv.comp for one activation row, quantmm.comp tiled
+ * for more), dequantized in registers.
+ *
+ * Bytes: on a device with shaderInt8 and 8-bit storage the kernels' _s8
+ * variants read and write uint8_t; elsewhere the _w variants widen bytes
+ * from their aligned words and write them with atomics on the word.
+ * BACKPLANE_VK_QUANT_BYTES=words and BACKPLANE_VK_QUANT_DOT=0 force the
+ * word path and the widening multiply (tests run both on one device).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vkb_quant.h"
+
+static bool env_is(const char *name, const char *value) {
+  const char *v = vkb_host && vkb_host->getenv ? vkb_host->getenv(name) : NULL;
+  return v && strcmp(v, value) == 0;
+}
+
+/* "s8" or "w": how the kernels reach bytes on d. */
+static const char *byte_tag(const vkb_device_t *d) {
+  return d->caps.storage8 && !env_is("BACKPLANE_VK_QUANT_BYTES", "words") ? "s8" : "w";
+}
+
+static bool kernel_of(const char *family, const char *t1, const char *t2) {
+  char name[48];
+  snprintf(name, sizeof name, "%s_%s%s%s", family, t1, t2 ? "_" : "", t2 ? t2 : "");
+  return vkb_kernel_present(name);
+}
+
+/* Whether `family`_<dt>[_<t2>] is built in for f32, f16 and bf16. */
+static bool floats_present(const char *family, const char *t2) {
+  return kernel_of(family, "f32", t2) && kernel_of(family, "f16", t2) &&
+         kernel_of(family, "bf16", t2);
+}
+
+void vkb_quant_claims(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE]) {
+  if (!c->usable || !c->storage16) return;
+  const char *bt = c->storage8 ? "s8" : "w";
+  const uint32_t q = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);
+  if (floats_present("quantdeq", bt)) t[BP_OP_DEQUANTIZE] = q;
+  if (c->float64 && floats_present("quantize", bt)) t[BP_OP_QUANTIZE] = q;
+  if (c->float64 && kernel_of("quantpack", bt, NULL) && kernel_of("quantgemm", "wide", bt) &&
+      (!c->int_dot || kernel_of("quantgemm", "dot", bt)))
+    t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8);
+  if (floats_present("quantmv", NULL) && floats_present("quantmm", NULL))
+    t[BP_OP_QMATMUL] = BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);
+  /* i8 and fp8 copy as single bytes (copy.comp's b8), where u8 does. */
+  if (t[BP_OP_COPY] & BP_DTYPE_BIT(BP_U8))
+    t[BP_OP_COPY] |= BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_FP8_E4M3) | BP_DTYPE_BIT(BP_FP8_E5M2);
+}
+
+/* ---- quantize / dequantize -------------------------------------------------*/
+
+/* Matches QParams in quant.inc. */
+typedef struct conv_params {
+  uint64_t f, q, s;
+  int32_t n, rank, mode, fs;
+  int32_t shape[BP_MAX_RANK], sf[BP_MAX_RANK], sq[BP_MAX_RANK], ss[BP_MAX_RANK];
+} conv_params_t;
+
+/* Records quantize (to_q) or dequantize over f (float side), q (quantized
+ * side) and scale: one kernel invocation per block, or per element for i8. */
+static bp_status_t conv_record(vkb_stream_t *s, const bp_plugin_tensor_t *f,
+                               const bp_plugin_tensor_t *q, const bp_plugin_tensor_t *scale,
+                               bool to_q) {
+  const char *op = to_q ? "quantize" : "dequantize";
+  bool block = BP_DTYPE_IS_BLOCK(q->dtype);
+  /* Blocks: the index space is q's shape with its last dim counted in
+   * blocks; a block's first weight is 32 elements on in q, 32 * fs in f. */
+  bp_plugin_tensor_t fb = *f, qb = *q, sb = *scale;
+  int last = q->rank - 1;
+  if (block) {
+    qb.shape[last] /= BP_QUANT_BLOCK, fb.shape[last] = qb.shape[last];
+    qb.strides[last] *= BP_QUANT_BLOCK, fb.strides[last] *= BP_QUANT_BLOCK;
+    sb = qb;
+    memset(sb.strides, 0, sizeof sb.strides);
+  }
+  const bp_plugin_tensor_t *tl[3] = {&fb, &qb, &sb};
+  if (!vkb_fits_i32(f) || !vkb_fits_i32(q))
+    return vkb_fail(BP_ERR_UNSUPPORTED,
+                    "vulkan: %s: sizes beyond int32 offsets are not "
+                    "supported by this backend",
+                    op);
+  vkb_nd_t nd;
+  bp_status_t st = vkb_nd_make(&nd, &qb, tl, 3, op);
+  if (st != BP_OK || nd.n == 0) return st;
+  conv_params_t p = {.f = vkb_tensor_addr(f),
+                     .q = vkb_tensor_addr(q),
+                     .s = block ? 0 : vkb_tensor_addr(scale),
+                     .n = nd.n,
+                     .rank = nd.rank,
+                     .mode = q->dtype == BP_Q8_0   ? 0
+                             : q->dtype == BP_Q4_0 ? 1
+                                                   : 2,
+                     .fs = block ? (int32_t)f->strides[last] : 0};
+  memcpy(p.shape, nd.shape, sizeof p.shape);
+  memcpy(p.sf, nd.strides[0], sizeof p.sf);
+  memcpy(p.sq, nd.strides[1], sizeof p.sq);
+  memcpy(p.ss, nd.strides[2], sizeof p.ss);
+  char name[32];
+  snprintf(name, sizeof name, "%s_%s_%s", to_q ? "quantize" : "quantdeq", vkb_dtype_tag(f->dtype),
+           byte_tag(s->d));
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 64), 1, 1);
+}
+
+bp_status_t vkb_op_quantize(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
+                            const bp_quantize_args_t *a){
+    VKB_ON_STREAM(dev, stream, s, conv_record(s, &a->x, &a->y, &a->scale, true))}
+
+bp_status_t vkb_op_dequantize(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
+                              const bp_quantize_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, conv_record(s, &a->y, &a->x, &a->scale, false))
+}
+
+/* ---- int8 GEMM ---------------------------------------------------------------*/
+
+/* Matches quantpack.comp's parameter block. */
+typedef struct pack_params {
+  uint64_t src, dst;
+  int32_t n, rows, k, kw;
+  int32_t sb, sr, sl, pad_;
+} pack_params_t;
+
+/* Matches quantgemm.comp's parameter block. */
+typedef struct qgemm_params {
+  uint64_t a, b, c, sa, sb;
+  int32_t m, n, kw, cdt;
+  int32_t sab, sbb, scb, scm, scn;
+  int32_t ssa, ssb, has_sa, has_sb;
+  float out_scale;
+  int32_t pad_;
+} qgemm_params_t;
+
+enum { QGEMM_TILE = 32 }; /* quantgemm.comp's BM and BN */
+
+/* Records quantpack.comp: batches x rows of k int8 from t (element
+ * strides sb, sr, sl) into kw words per row at dst. */
+static bp_status_t pack_record(vkb_stream_t *s, const bp_plugin_tensor_t *t, uint64_t dst,
+                               int64_t batches, int64_t rows, int64_t k, int64_t kw, int64_t sb,
+                               int64_t sr, int64_t sl) {
+  pack_params_t p = {.src = vkb_tensor_addr(t),
+                     .dst = dst,
+                     .n = (int32_t)(batches * rows * kw),
+                     .rows = (int32_t)rows,
+                     .k = (int32_t)k,
+                     .kw = (int32_t)kw,
+                     .sb = (int32_t)sb,
+                     .sr = (int32_t)sr,
+                     .sl = (int32_t)sl};
+  if (p.n == 0) return BP_OK;
+  char name[24];
+  snprintf(name, sizeof name, "quantpack_%s", byte_tag(s->d));
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, vkb_groups_1d(s->d, p.n, 256), 1, 1);
+}
+
+static bool qgemm_fits(const vkb_device_t *d, const bp_qgemm_args_t *g, int64_t batch, int64_t m,
+                       int64_t n, int64_t kw) {
+  const uint32_t *mg = d->caps.max_groups;
+  return vkb_fits_i32(&g->a) && vkb_fits_i32(&g->b) && vkb_fits_i32(&g->c) &&
+         batch * m * kw <= INT32_MAX && batch * n * kw <= INT32_MAX &&
+         (n + QGEMM_TILE - 1) / QGEMM_TILE <= mg[0] && (m + QGEMM_TILE - 1) / QGEMM_TILE <= mg[1] &&
+         batch <= mg[2];
+}
+
+static void qgemm_fill(qgemm_params_t *p, const bp_qgemm_args_t *g) {
+  const bp_plugin_tensor_t *C = &g->c, *sa = &g->scale_a, *sb = &g->scale_b;
+  int r = C->rank;
+  p->cdt = C->dtype == BP_I32 ? 0 : C->dtype == BP_F32 ? 1 : 2;
+  p->scb = r == 3 ? (int32_t)C->strides[0] : 0;
+  p->scm = (int32_t)C->strides[r - 2];
+  p->scn = (int32_t)C->strides[r - 1];
+  p->has_sa = sa->rank > 0, p->has_sb = sb->rank > 0;
+  p->sa = p->has_sa ? vkb_tensor_addr(sa) : 0;
+  p->sb = p->has_sb ? vkb_tensor_addr(sb) : 0;
+  p->ssa = p->has_sa ? (int32_t)sa->strides[0] : 0;
+  p->ssb = p->has_sb ? (int32_t)sb->strides[0] : 0;
+  p->out_scale = g->out_scale;
+}
+
+static bp_status_t qgemm_record(vkb_stream_t *s, const bp_qgemm_args_t *g) {
+  const bp_plugin_tensor_t *A = &g->a, *B = &g->b;
+  int ra = A->rank, rb = B->rank;
+  int64_t batch = ra == 3 ? A->shape[0] : 1, m = A->shape[ra - 2], k = A->shape[ra - 1];
+  int64_t n = B->shape[rb - 1], kw = (k + 3) / 4, bb = rb == 3 ? batch : 1;
+  if (!qgemm_fits(s->d, g, batch, m, n, kw))
+    return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: qgemm: sizes beyond int32 offsets or the "
+                                        "device's workgroup counts are not supported");
+  uint64_t abytes = (uint64_t)(batch * m * kw) * 4, bbytes = (uint64_t)(bb * n * kw) * 4;
+  vkb_alloc_t *panels;
+  bp_status_t st = vkb_alloc(s->d, false, abytes + bbytes + 256, &panels);
+  if (st != BP_OK) return st;
+  uint64_t pa = panels->addr, pb = panels->addr + (abytes + 255) / 256 * 256;
+  st = pack_record(s, A, pa, batch, m, k, kw, ra == 3 ? A->strides[0] : 0, A->strides[ra - 2],
+                   A->strides[ra - 1]);
+  /* b is packed transposed: one row of words per column of b. */
+  if (st == BP_OK)
+    st = pack_record(s, B, pb, bb, n, k, kw, rb == 3 ? B->strides[0] : 0, B->strides[rb - 1],
+                     B->strides[rb - 2]);
+  qgemm_params_t p = {.a = pa,
+                      .b = pb,
+                      .c = vkb_tensor_addr(&g->c),
+                      .m = (int32_t)m,
+                      .n = (int32_t)n,
+                      .kw = (int32_t)kw,
+                      .sab = (int32_t)(m * kw),
+                      .sbb = rb == 3 ? (int32_t)(n * kw) : 0};
+  qgemm_fill(&p, g);
+  char name[32];
+  bool dot = s->d->caps.int_dot && !env_is("BACKPLANE_VK_QUANT_DOT", "0");
+  snprintf(name, sizeof name, "quantgemm_%s_%s", dot ? "dot" : "wide", byte_tag(s->d));
+  if (st == BP_OK)
+    st = vkb_dispatch(s, name, NULL, 0, &p, sizeof p, (uint32_t)((n + QGEMM_TILE - 1) / QGEMM_TILE),
+                      (uint32_t)((m + QGEMM_TILE - 1) / QGEMM_TILE), (uint32_t)batch);
+  /* Freed once what is recorded completes (or with a captured graph). */
+  bp_status_t rst = vkb_stream_release(s, panels);
+  return st != BP_OK ? st : rst;
+}
+
+bp_status_t vkb_op_qgemm(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
+                         const bp_qgemm_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, qgemm_record(s, a))
+}
+
+/* ---- GEMM / GEMV with block weights ------------------------------------------*/
+
+/* Matches the parameter blocks of quantmv.comp and quantmm.comp. */
+typedef struct qmm_params {
+  uint64_t a, w, y;
+  int32_t n, nb, qt, m;
+  int32_t sab, sam, sak, swn;
+  int32_t syb, sym, syn, rows;
+} qmm_params_t;
+
+enum { QMV_ROWS = 4, QMM_TILE = 32 }; /* quantmv.comp's ROWS, quantmm.comp's BM, BN */
+
+static uint32_t capped(int64_t groups, uint32_t max) {
+  if (max > 65535) max = 65535;
+  return groups < (int64_t)max ? (uint32_t)groups : max;
+}
+
+static bp_status_t qmatmul_record(vkb_stream_t *s, const bp_qmatmul_args_t *g) {
+  const bp_plugin_tensor_t *A = &g->a, *W = &g->w, *Y = &g->y;
+  int r = A->rank;
+  int64_t batch = r == 3 ? A->shape[0] : 1, m = A->shape[r - 2], k = A->shape[r - 1];
+  int64_t n = W->shape[0], swn = W->strides[0] / BP_QUANT_BLOCK;
+  const uint32_t *mg = s->d->caps.max_groups;
+  bool mv = m == 1;
+  if (!vkb_fits_i32(A) || !vkb_fits_i32(Y) || swn > INT32_MAX || batch * m > INT32_MAX ||
+      (!mv && ((n + QMM_TILE - 1) / QMM_TILE > mg[0] || (m + QMM_TILE - 1) / QMM_TILE > mg[1] ||
+               batch > mg[2])))
+    return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: qmatmul: sizes beyond int32 offsets or the "
+                                        "device's workgroup counts are not supported");
+  qmm_params_t p = {.a = vkb_tensor_addr(A),
+                    .w = vkb_tensor_addr(W),
+                    .y = vkb_tensor_addr(Y),
+                    .n = (int32_t)n,
+                    .nb = (int32_t)(k / BP_QUANT_BLOCK),
+                    .qt = W->dtype == BP_Q4_0,
+                    .m = (int32_t)m,
+                    .sab = r == 3 ? (int32_t)A->strides[0] : 0,
+                    .sam = (int32_t)A->strides[r - 2],
+                    .sak = (int32_t)A->strides[r - 1],
+                    .swn = (int32_t)swn,
+                    .syb = r == 3 ? (int32_t)Y->strides[0] : 0,
+                    .sym = (int32_t)Y->strides[r - 2],
+                    .syn = (int32_t)Y->strides[r - 1],
+                    .rows = (int32_t)(batch * m)};
+  char name[24];
+  snprintf(name, sizeof name, "%s_%s", mv ? "quantmv" : "quantmm", vkb_dtype_tag(A->dtype));
+  if (mv)
+    return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
+                        capped((n + QMV_ROWS - 1) / QMV_ROWS, mg[0]), capped(batch * m, mg[1]), 1);
+  return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, (uint32_t)((n + QMM_TILE - 1) / QMM_TILE),
+                      (uint32_t)((m + QMM_TILE - 1) / QMM_TILE), (uint32_t)batch);
+}
+
+bp_status_t vkb_op_qmatmul(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
+                           const bp_qmatmul_args_t *a) {
+  VKB_ON_STREAM(dev, stream, s, qmatmul_record(s, a))
+}

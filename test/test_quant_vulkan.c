@@ -1,0 +1,444 @@
+/*
+ * test_quant_vulkan.c — the quantized ops of the Vulkan backend
+ * (plugins/vulkan/ops_quant.c) against cpu-ref, for every (op, dtype) the
+ * Vulkan device claims: quantize / dequantize of q8_0, q4_0 and i8 from and
+ * to f32, f16 and bf16 (bytes and values exact), the int8 GEMM exact in its
+ * three output dtypes, GEMM / GEMV with block weights within docs/ops.md's
+ * tolerance, and i8 / fp8 copies. Odd sizes, transposed and
+ * strided views, offsets and batches throughout. Each case runs on every
+ * kernel path the device can take: 8-bit storage or bytes through words
+ * (BACKPLANE_VK_QUANT_BYTES=words), the integer dot product or the
+ * widening multiply (BACKPLANE_VK_QUANT_DOT=0).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/backplane.h"
+#include "kernels/common/bp_half.h"
+#include "test/skip.h"
+
+/* One device's handles; a case runs on two of them (cpu-ref, vulkan). */
+typedef struct env {
+  bp_context_t *ctx;
+  bp_device_t *dev;
+  bp_stream_t *s;
+} env_t;
+
+static env_t g_env[2]; /* [0] cpu-ref, [1] vulkan */
+
+static bp_buffer_t *buf(env_t *e, uint64_t bytes, const void *src) {
+  bp_buffer_t *b;
+  assert_int_equal(bp_buffer_alloc(e->dev, bytes, &b), BP_OK);
+  void *fill = malloc(bytes);
+  if (src)
+    memcpy(fill, src, bytes);
+  else
+    memset(fill, 0xAB, bytes);
+  assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
+  free(fill);
+  return b;
+}
+
+static void *readback(bp_buffer_t *b, uint64_t bytes) {
+  void *p = malloc(bytes);
+  assert_int_equal(bp_buffer_read(b, 0, p, bytes), BP_OK);
+  return p;
+}
+
+/* A view of b: offset in bytes, shape and strides in elements. */
+static bp_tensor_t view(bp_buffer_t *b, uint64_t off, bp_dtype_t dt, int rank, const int64_t *shape,
+                        const int64_t *strides) {
+  bp_tensor_t t;
+  assert_int_equal(bp_tensor_init(b, off, dt, rank, shape, strides, &t), BP_OK);
+  return t;
+}
+
+static uint64_t g_seed;
+static uint32_t rnd(void) {
+  g_seed = g_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (uint32_t)(g_seed >> 32);
+}
+
+/* n floats in [-r, r) stored as dt (f32, f16 or bf16). */
+static void *rand_floats(bp_dtype_t dt, int64_t n, float r) {
+  size_t es = dt == BP_F32 ? 4 : 2;
+  uint8_t *v = malloc((size_t)n * es);
+  for (int64_t i = 0; i < n; i++) {
+    float f = r * ((float)(rnd() >> 8) / 8388608.0f - 1.0f);
+    if (dt == BP_F32)
+      memcpy(v + i * 4, &f, 4);
+    else {
+      uint16_t h = dt == BP_F16 ? bp_f64_to_f16(f) : bp_f64_to_bf16(f);
+      memcpy(v + i * 2, &h, 2);
+    }
+  }
+  return v;
+}
+
+static float load_float(bp_dtype_t dt, const void *p, int64_t i) {
+  uint16_t h;
+  if (dt == BP_F32) return ((const float *)p)[i];
+  memcpy(&h, (const uint8_t *)p + 2 * i, 2);
+  return dt == BP_F16 ? bp_f16_to_f32(h) : bp_bf16_to_f32(h);
+}
+
+static void store_float(bp_dtype_t dt, void *p, int64_t i, float f) {
+  if (dt == BP_F32) {
+    ((float *)p)[i] = f;
+    return;
+  }
+  uint16_t h = dt == BP_F16 ? bp_f64_to_f16(f) : bp_f64_to_bf16(f);
+  memcpy((uint8_t *)p + 2 * i, &h, 2);
+}
+
+static size_t fsize(bp_dtype_t dt) {
+  return dt == BP_F32 ? 4 : 2;
+}
+
+/* Vulkan's bytes equal cpu-ref's, buffer against buffer. */
+static void same_bytes(bp_buffer_t *ref, bp_buffer_t *vk, uint64_t bytes, const char *what) {
+  uint8_t *r = readback(ref, bytes), *v = readback(vk, bytes);
+  for (uint64_t i = 0; i < bytes; i++)
+    if (r[i] != v[i]) {
+      print_error("%s: byte %llu: cpu-ref 0x%02x, vulkan 0x%02x\n", what, (unsigned long long)i,
+                  r[i], v[i]);
+      fail();
+    }
+  free(r), free(v);
+}
+
+/* ---- the kernel paths a case runs on ---- */
+
+static void set_path(int p) {
+  if (p & 1)
+    setenv("BACKPLANE_VK_QUANT_BYTES", "words", 1);
+  else
+    unsetenv("BACKPLANE_VK_QUANT_BYTES");
+  if (p & 2)
+    setenv("BACKPLANE_VK_QUANT_DOT", "0", 1);
+  else
+    unsetenv("BACKPLANE_VK_QUANT_DOT");
+}
+
+#define EACH_PATH(p) for (int p = (set_path(0), 0); p < 4; p++, set_path(p & 3))
+
+/* ---- quantize / dequantize of the block formats ---- */
+
+/* x [2, 3, k] in fdt viewed through a transposed layout (x stored [k, 6]),
+ * to q [2, 3, k] in a layout with a padding block per row and one block of
+ * offset; back to y [2, 3, k] with stride 2 along k. */
+static void block_case(bp_dtype_t qdt, bp_dtype_t fdt, int64_t k) {
+  const int64_t rows = 6, bs = qdt == BP_Q8_0 ? 34 : 18, qrow = k + 32;
+  const int64_t xn = rows * k, qbytes = (1 + rows * qrow / 32) * bs;
+  uint8_t *x = rand_floats(fdt, xn, 3.0f);
+  /* ties of roundf and of the q4_0 nibble: a block whose scale is 1 */
+  store_float(fdt, x, 0, 127.0f), store_float(fdt, x, rows, 2.5f);
+  store_float(fdt, x, 2 * rows, -2.5f), store_float(fdt, x, 3 * rows, -8.0f);
+  for (int64_t l = 0; l < 32; l++) store_float(fdt, x, l * rows + 1, 0.0f); /* a zero block */
+  int64_t shape[3] = {2, 3, k}, xs[3] = {3, 1, rows}, qs[3] = {3 * qrow, qrow, 1};
+  int64_t ys[3] = {3 * 2 * k, 2 * k, 2};
+  for (int d = 0; d < 2; d++) {
+    env_t *e = &g_env[d];
+    bp_buffer_t *bx = buf(e, xn * fsize(fdt), x), *bq = buf(e, qbytes, NULL);
+    bp_buffer_t *by = buf(e, 2 * xn * fsize(fdt), NULL);
+    bp_tensor_t tx = view(bx, 0, fdt, 3, shape, xs), tq = view(bq, bs, qdt, 3, shape, qs);
+    bp_tensor_t ty = view(by, 0, fdt, 3, shape, ys);
+    assert_int_equal(bp_quantize(e->s, &tx, NULL, &tq), BP_OK);
+    assert_int_equal(bp_dequantize(e->s, &tq, NULL, &ty), BP_OK);
+    assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
+    static bp_buffer_t *keep[3];
+    if (d == 0) {
+      keep[0] = bq, keep[1] = by, keep[2] = bx;
+      continue;
+    }
+    same_bytes(keep[0], bq, qbytes, "quantize");
+    same_bytes(keep[1], by, 2 * xn * fsize(fdt), "dequantize");
+    for (int i = 0; i < 3; i++) bp_buffer_free(keep[i]);
+    bp_buffer_free(bx), bp_buffer_free(bq), bp_buffer_free(by);
+  }
+  free(x);
+}
+
+static void test_blocks(void **st) {
+  (void)st;
+  static const bp_dtype_t fl[] = {BP_F32, BP_F16, BP_BF16};
+  EACH_PATH(p) {
+    for (int f = 0; f < 3; f++) {
+      block_case(BP_Q8_0, fl[f], 96);
+      block_case(BP_Q4_0, fl[f], 160);
+    }
+  }
+}
+
+/* ---- i8 with scales ---- */
+
+/* x [5, 37] (ties, saturation, NaN, a zero scale) to an i8 y stored
+ * transposed, with per-row then per-column scales; back to floats. */
+static void i8_case(bp_dtype_t fdt, int per_row) {
+  const int64_t m = 5, n = 37;
+  uint8_t *x = rand_floats(fdt, m * n, 300.0f);
+  store_float(fdt, x, 0, 2.5f), store_float(fdt, x, 1, -3.5f), store_float(fdt, x, 2, NAN);
+  store_float(fdt, x, 3, 1e6f), store_float(fdt, x, 4, -1e6f);
+  float sc[37];
+  for (int i = 0; i < 37; i++) sc[i] = i == 0 ? 1.0f : 0.1f + 0.37f * (float)i;
+  if (!per_row) sc[6] = 0.0f; /* x / 0: +-inf saturates, 0 / 0 is NaN: 0 */
+  int64_t shape[2] = {m, n}, ys[2] = {1, m}, ss[2] = {per_row ? m : 1, per_row ? 1 : n};
+  for (int d = 0; d < 2; d++) {
+    env_t *e = &g_env[d];
+    bp_buffer_t *bx = buf(e, m * n * fsize(fdt), x), *bs = buf(e, sizeof sc, sc);
+    bp_buffer_t *bq = buf(e, m * n + 3, NULL), *by = buf(e, m * n * fsize(fdt), NULL);
+    bp_tensor_t tx = view(bx, 0, fdt, 2, shape, NULL), ts = view(bs, 0, BP_F32, 2, ss, NULL);
+    bp_tensor_t tq = view(bq, 3, BP_I8, 2, shape, ys), ty = view(by, 0, fdt, 2, shape, NULL);
+    assert_int_equal(bp_quantize(e->s, &tx, &ts, &tq), BP_OK);
+    assert_int_equal(bp_dequantize(e->s, &tq, &ts, &ty), BP_OK);
+    assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
+    static bp_buffer_t *keep[4];
+    if (d == 0) {
+      keep[0] = bq, keep[1] = by, keep[2] = bx, keep[3] = bs;
+      continue;
+    }
+    same_bytes(keep[0], bq, m * n + 3, "quantize i8");
+    same_bytes(keep[1], by, m * n * fsize(fdt), "dequantize i8");
+    for (int i = 0; i < 4; i++) bp_buffer_free(keep[i]);
+    bp_buffer_free(bx), bp_buffer_free(bs), bp_buffer_free(bq), bp_buffer_free(by);
+  }
+  free(x);
+}
+
+static void test_i8(void **st) {
+  (void)st;
+  static const bp_dtype_t fl[] = {BP_F32, BP_F16, BP_BF16};
+  EACH_PATH(p) {
+    for (int f = 0; f < 3; f++) i8_case(fl[f], 1), i8_case(fl[f], 0);
+  }
+}
+
+/* ---- int8 GEMM ---- */
+
+typedef struct qgemm_shape {
+  int64_t batch, m, k, n;
+  int a_t, b_t, b_batched; /* a stored [k, m], b stored [n, k], b rank 3 */
+  bp_dtype_t cdt;
+  int scales; /* 0 none, 1 per row / column, 2 one value each */
+} qgemm_shape_t;
+
+static void qgemm_case(const qgemm_shape_t *q) {
+  const int64_t B = q->batch, m = q->m, k = q->k, n = q->n, ldc = n + 3;
+  const int64_t bb = q->b_batched ? B : 1, cbytes = B * m * ldc * 4 + 8;
+  int8_t *a = malloc((size_t)(B * m * k)), *b = malloc((size_t)(bb * k * n));
+  for (int64_t i = 0; i < B * m * k; i++) a[i] = (int8_t)rnd();
+  for (int64_t i = 0; i < bb * k * n; i++) b[i] = (int8_t)rnd();
+  for (int64_t l = 0; l < k; l++) a[l] = -128, b[l] = -128; /* extremes meet */
+  float sa[64], sb[64];
+  for (int i = 0; i < 64; i++) sa[i] = 0.013f * (float)(i + 1), sb[i] = 0.7f / (float)(i + 1);
+  int r = B > 1 ? 3 : 2, rb = q->b_batched ? 3 : 2;
+  int64_t as[3] = {B, m, k}, ast[3] = {m * k, q->a_t ? 1 : k, q->a_t ? m : 1};
+  int64_t bsh[3] = {bb, k, n}, bst[3] = {k * n, q->b_t ? 1 : n, q->b_t ? k : 1};
+  int64_t cs[3] = {B, m, n}, cst[3] = {m * ldc, ldc, 1}, sm = q->scales == 1 ? m : 1;
+  int64_t sn = q->scales == 1 ? n : 1;
+  for (int d = 0; d < 2; d++) {
+    env_t *e = &g_env[d];
+    bp_buffer_t *ba = buf(e, B * m * k, a), *bbf = buf(e, bb * k * n, b);
+    bp_buffer_t *bc = buf(e, cbytes, NULL), *bsa = buf(e, sizeof sa, sa),
+                *bsb = buf(e, sizeof sb, sb);
+    bp_tensor_t ta = view(ba, 0, BP_I8, r, as + 3 - r, ast + 3 - r);
+    bp_tensor_t tb = view(bbf, 0, BP_I8, rb, bsh + 3 - rb, bst + 3 - rb);
+    bp_tensor_t tc = view(bc, 4, q->cdt, r, cs + 3 - r, cst + 3 - r);
+    bp_tensor_t tsa = view(bsa, 0, BP_F32, q->scales == 2 ? 0 : 1, &sm, NULL);
+    bp_tensor_t tsb = view(bsb, 4, BP_F32, q->scales == 2 ? 0 : 1, &sn, NULL);
+    const bp_tensor_t *psa = q->scales ? &tsa : NULL, *psb = q->scales ? &tsb : NULL;
+    float os = q->cdt == BP_I8 ? 0.05f : 0.0f;
+    assert_int_equal(bp_qgemm(e->s, &ta, &tb, psa, psb, os, &tc), BP_OK);
+    assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
+    static bp_buffer_t *keep[5];
+    if (d == 0) {
+      keep[0] = bc, keep[1] = ba, keep[2] = bbf, keep[3] = bsa, keep[4] = bsb;
+      continue;
+    }
+    same_bytes(keep[0], bc, cbytes, "qgemm");
+    for (int i = 0; i < 5; i++) bp_buffer_free(keep[i]);
+    bp_buffer_free(ba), bp_buffer_free(bbf), bp_buffer_free(bc), bp_buffer_free(bsa);
+    bp_buffer_free(bsb);
+  }
+  free(a), free(b);
+}
+
+static void test_qgemm(void **st) {
+  (void)st;
+  static const qgemm_shape_t cases[] = {
+      {1, 5, 67, 9, 0, 1, 0, BP_I32, 0},    {1, 1, 130, 50, 0, 0, 0, BP_I32, 0},
+      {2, 37, 130, 50, 1, 0, 0, BP_I32, 0}, {3, 33, 45, 35, 0, 1, 1, BP_I32, 0},
+      {1, 40, 3, 41, 1, 1, 0, BP_F32, 1},   {2, 9, 64, 17, 0, 0, 1, BP_F32, 2},
+      {1, 13, 77, 29, 0, 1, 0, BP_I8, 1},   {2, 6, 20, 7, 1, 0, 0, BP_I8, 2},
+  };
+  EACH_PATH(p) {
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) qgemm_case(&cases[i]);
+  }
+}
+
+/* ---- GEMM / GEMV with block weights ---- */
+
+/* Weight j of a block (docs/ops.md's table), in f32. */
+static float deq(bp_dtype_t dt, const uint8_t *blk, int j) {
+  uint16_t h;
+  memcpy(&h, blk, 2);
+  float d = bp_f16_to_f32(h);
+  if (dt == BP_Q8_0) return (float)(int8_t)blk[2 + j] * d;
+  int q = j < 16 ? (blk[2 + j] & 15) : (blk[2 + j - 16] >> 4);
+  return (float)(q - 8) * d;
+}
+
+/* a [batch, m, k] (transposed storage when a_t) times w [n, k] (row
+ * stride padded by a block, one block of offset) into y with ldy > n. */
+static void qmatmul_case(bp_dtype_t wdt, bp_dtype_t adt, int64_t B, int64_t m, int64_t k, int64_t n,
+                         int a_t) {
+  const int64_t bs = wdt == BP_Q8_0 ? 34 : 18, wrow = k + 32, ldy = n + 1;
+  const int64_t wbytes = (1 + n * wrow / 32) * bs, ybytes = B * m * ldy * fsize(adt);
+  uint8_t *a = rand_floats(adt, B * m * k, 1.0f), *w = malloc((size_t)wbytes);
+  for (int64_t i = 0; i < wbytes; i++) w[i] = (uint8_t)rnd();
+  for (int64_t blk = 0; blk < wbytes / bs; blk++) { /* scales in [2^-8, 2^-7) */
+    uint16_t h = (uint16_t)(0x1C00 | (rnd() & 0x3FF));
+    memcpy(w + blk * bs, &h, 2);
+  }
+  int r = B > 1 ? 3 : 2;
+  int64_t as[3] = {B, m, k}, ast[3] = {m * k, a_t ? 1 : k, a_t ? m : 1};
+  int64_t ws[2] = {n, k}, wst[2] = {wrow, 1}, ys[3] = {B, m, n}, yst[3] = {m * ldy, ldy, 1};
+  float *got[2];
+  for (int d = 0; d < 2; d++) {
+    env_t *e = &g_env[d];
+    bp_buffer_t *ba = buf(e, B * m * k * fsize(adt), a), *bw = buf(e, wbytes, w);
+    bp_buffer_t *by = buf(e, ybytes, NULL);
+    bp_tensor_t ta = view(ba, 0, adt, r, as + 3 - r, ast + 3 - r);
+    bp_tensor_t tw = view(bw, bs, wdt, 2, ws, wst),
+                ty = view(by, 0, adt, r, ys + 3 - r, yst + 3 - r);
+    assert_int_equal(bp_qmatmul(e->s, &ta, &tw, &ty), BP_OK);
+    uint8_t *raw = readback(by, ybytes);
+    got[d] = malloc((size_t)(B * m * ldy) * 4);
+    for (int64_t i = 0; i < B * m * ldy; i++) got[d][i] = load_float(adt, raw, i);
+    free(raw);
+    bp_buffer_free(ba), bp_buffer_free(bw), bp_buffer_free(by);
+  }
+  /* docs/ops.md: |y - exact| <= 2^-12 sum |a w| each; f16 / bf16 add a
+   * rounding of the output each. Columns past n stay the filler. */
+  double ulp = adt == BP_F32 ? 0 : adt == BP_F16 ? 0x1p-10 : 0x1p-7;
+  for (int64_t bi = 0; bi < B; bi++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < ldy; j++) {
+        int64_t o = (bi * m + i) * ldy + j;
+        if (j == n) {
+          assert_memory_equal(&got[0][o], &got[1][o], 4);
+          continue;
+        }
+        double mag = 0;
+        for (int64_t l = 0; l < k; l++) {
+          const uint8_t *blk = w + (1 + (j * wrow + l) / 32) * bs;
+          int64_t ai = a_t ? bi * m * k + l * m + i : bi * m * k + i * k + l;
+          mag += fabs((double)load_float(adt, a, ai) * deq(wdt, blk, (int)(l % 32)));
+        }
+        double tol = 2 * 0x1p-12 * mag + ulp * fabs(got[0][o]) * 2 + 1e-30;
+        if (!(fabs((double)got[0][o] - got[1][o]) <= tol)) {
+          print_error("qmatmul %lld,%lld,%lld: cpu-ref %.9g vulkan %.9g (tol %.3g)\n",
+                      (long long)bi, (long long)i, (long long)j, got[0][o], got[1][o], tol);
+          fail();
+        }
+      }
+  free(a), free(w), free(got[0]), free(got[1]);
+}
+
+static void test_qmatmul(void **st) {
+  (void)st;
+  static const bp_dtype_t fl[] = {BP_F32, BP_F16, BP_BF16};
+  for (int f = 0; f < 3; f++)
+    for (int q = 0; q < 2; q++) {
+      bp_dtype_t w = q ? BP_Q4_0 : BP_Q8_0;
+      qmatmul_case(w, fl[f], 1, 1, 96, 11, 0);  /* GEMV */
+      qmatmul_case(w, fl[f], 3, 1, 320, 9, 1);  /* batched GEMV, a by stride */
+      qmatmul_case(w, fl[f], 1, 7, 128, 70, 0); /* GEMM, partial tiles */
+      qmatmul_case(w, fl[f], 2, 37, 64, 33, 1); /* batched, transposed a */
+    }
+}
+
+/* ---- i8 / fp8 copies ---- */
+
+static void test_bytes_copy(void **st) {
+  (void)st;
+  static const bp_dtype_t dts[] = {BP_I8, BP_FP8_E4M3, BP_FP8_E5M2};
+  uint8_t src[7 * 9];
+  for (int i = 0; i < 63; i++) src[i] = (uint8_t)rnd();
+  int64_t shape[2] = {7, 9}, tr[2] = {1, 7};
+  for (int t = 0; t < 3; t++) {
+    bp_buffer_t *keep[2] = {0};
+    for (int d = 0; d < 2; d++) {
+      env_t *e = &g_env[d];
+      bp_buffer_t *bx = buf(e, 63, src), *by = buf(e, 1 + 63, NULL);
+      bp_tensor_t tx = view(bx, 0, dts[t], 2, shape, tr), ty = view(by, 1, dts[t], 2, shape, NULL);
+      assert_int_equal(bp_copy(e->s, &tx, &ty), BP_OK); /* a transpose */
+      assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
+      bp_buffer_free(bx);
+      keep[d] = by;
+    }
+    same_bytes(keep[0], keep[1], 1 + 63, "copy");
+    bp_buffer_free(keep[0]), bp_buffer_free(keep[1]);
+  }
+}
+
+/* ---- what the device claims ---- */
+
+/* Every case above runs only on what the device claims; this pins the
+ * claims down, so a dropped claim does not pass silently. */
+static bool claims(bp_op_t op, bp_dtype_t dt) {
+  bool yes = false;
+  assert_int_equal(bp_device_supports(g_env[1].dev, op, dt, &yes), BP_OK);
+  return yes;
+}
+
+static void test_claims(void **st) {
+  (void)st;
+  static const bp_dtype_t q[] = {BP_I8, BP_Q8_0, BP_Q4_0, BP_FP8_E4M3};
+  for (int i = 0; i < 4; i++) {
+    bool want = i < 3; /* lavapipe has 16-bit storage and shaderFloat64 */
+    assert_int_equal(claims(BP_OP_QUANTIZE, q[i]), want);
+    assert_int_equal(claims(BP_OP_DEQUANTIZE, q[i]), want);
+    assert_int_equal(claims(BP_OP_QGEMM, q[i]), q[i] == BP_I8);
+    assert_int_equal(claims(BP_OP_QMATMUL, q[i]), q[i] == BP_Q8_0 || q[i] == BP_Q4_0);
+    assert_int_equal(claims(BP_OP_COPY, q[i]), q[i] == BP_I8 || q[i] == BP_FP8_E4M3);
+    assert_false(claims(BP_OP_FILL, q[i])); /* as cpu-ref: no i8 / fp8 fill */
+  }
+}
+
+static int open_env(env_t *e, bp_context_t *ctx, const char *name) {
+  e->ctx = ctx;
+  if (bp_device_open(ctx, name, NULL, &e->dev) != BP_OK) return -1;
+  return bp_stream_create(e->dev, &e->s) == BP_OK ? 0 : -1;
+}
+
+int main(void) {
+  bp_context_t *ctx;
+  if (bp_context_create(NULL, &ctx) != BP_OK) return 1;
+  if (open_env(&g_env[0], ctx, "cpu-ref") != 0) return 1;
+  if (open_env(&g_env[1], ctx, "vulkan") != 0) {
+    int rc = test_no_device("vulkan", bp_last_error());
+    bp_context_destroy(ctx);
+    return rc;
+  }
+  g_seed = 12345;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_claims),  cmocka_unit_test(test_blocks),
+      cmocka_unit_test(test_i8),      cmocka_unit_test(test_qgemm),
+      cmocka_unit_test(test_qmatmul), cmocka_unit_test(test_bytes_copy),
+  };
+  int fails = cmocka_run_group_tests(tests, NULL, NULL);
+  for (int d = 1; d >= 0; d--) {
+    bp_stream_destroy(g_env[d].s);
+    bp_device_close(g_env[d].dev);
+  }
+  bp_context_destroy(ctx);
+  return fails ? 1 : 0;
+}
