@@ -27,16 +27,18 @@ typedef struct raw_mpi {
   void *world, *t_float, *t_double, *op_sum, *op_max;
 } raw_mpi_t;
 
+#define MAX_REPS 1000
+
 typedef struct opts {
   const char *device;
-  uint64_t min_bytes, max_bytes, iters, warmup;
+  uint64_t min_bytes, max_bytes, iters, warmup, reps;
   bpt_context_flags_t ctx;
 } opts_t;
 
 static void help(FILE *f) {
   fprintf(f,
           "usage: bp comm-bench [--device SEL] [--min-bytes N] [--max-bytes N]\n"
-          "                     [--iters N] [--warmup N] [--no-isolate]\n\n"
+          "                     [--iters N] [--warmup N] [--reps N] [--no-isolate]\n\n"
           "All-reduce (f32, sum, in place) through a backplane communicator, with and\n"
           "without the call check, beside raw MPI_Allreduce on the same memory, for\n"
           "message sizes from --min-bytes to --max-bytes (x4 each step). Run it under\n"
@@ -49,6 +51,9 @@ static void help(FILE *f) {
           "  --max-bytes N  largest message (default 16777216)\n"
           "  --iters N      timed calls per size (default 20)\n"
           "  --warmup N     untimed calls first (default 5)\n"
+          "  --reps N       time the three columns N times in turn, print the medians\n"
+          "                 and the median of the per-turn overheads (default 1); on\n"
+          "                 a loaded machine the turns' ratios are steadier than times\n"
           "  --no-isolate   probe plugins in this process instead of a child\n\n"
           "Exit status: 0 when every call succeeded; 1 otherwise.\n");
 }
@@ -58,7 +63,8 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"help", no_argument, NULL, 'h'},          {"device", required_argument, NULL, 'd'},
       {"min-bytes", required_argument, NULL, 'a'}, {"max-bytes", required_argument, NULL, 'b'},
       {"iters", required_argument, NULL, 'i'},   {"warmup", required_argument, NULL, 'w'},
-      {"no-isolate", no_argument, NULL, 'n'},    {NULL, 0, NULL, 0}};
+      {"reps", required_argument, NULL, 'r'},    {"no-isolate", no_argument, NULL, 'n'},
+      {NULL, 0, NULL, 0}};
   bool started = false;
   unsigned long long n;
   for (int c; (c = bpt_getopt("comm-bench", argc, argv, "hd:", longopts, &started)) != -1;) {
@@ -66,10 +72,13 @@ static int parse(int argc, char **argv, opts_t *o) {
     case 'h': help(stdout); return -1;
     case 'd': o->device = optarg; break;
     case 'n': o->ctx.no_isolate = true; break;
-    case 'a': case 'b': case 'i': case 'w': {
-      const char *name = c == 'a' ? "--min-bytes" : c == 'b' ? "--max-bytes" : c == 'i' ? "--iters" : "--warmup";
-      if (!bpt_parse_count("comm-bench", name, optarg, c == 'w' ? 0 : 1, 1ull << 40, &n)) return BPT_EXIT_USAGE;
-      *(c == 'a' ? &o->min_bytes : c == 'b' ? &o->max_bytes : c == 'i' ? &o->iters : &o->warmup) = n;
+    case 'a': case 'b': case 'i': case 'w': case 'r': {
+      const char *name = c == 'a' ? "--min-bytes" : c == 'b' ? "--max-bytes" : c == 'i' ? "--iters"
+                         : c == 'w' ? "--warmup" : "--reps";
+      if (!bpt_parse_count("comm-bench", name, optarg, c == 'w' ? 0 : 1, c == 'r' ? MAX_REPS : 1ull << 40, &n))
+        return BPT_EXIT_USAGE;
+      *(c == 'a' ? &o->min_bytes : c == 'b' ? &o->max_bytes : c == 'i' ? &o->iters : c == 'w' ? &o->warmup
+        : &o->reps) = n;
       break;
     }
     default: help(stderr); return BPT_EXIT_USAGE;
@@ -149,6 +158,17 @@ static double time_mpi(const raw_mpi_t *m, void *data, uint64_t count, const opt
   return (now_us() - t0) / (double)o->iters;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median of v[0 .. n - 1] (reordered). */
+static double median(double *v, uint64_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static double busbw_gbs(uint64_t bytes, double us, int size) {
   return us > 0 ? (double)bytes / (us * 1e3) * 2.0 * (size - 1) / size : 0;
 }
@@ -172,13 +192,22 @@ static bool run_sizes(run_t *r, const raw_mpi_t *m, const opts_t *o, int rank, i
     ok = bp_buffer_alloc(r->dev, nbytes, &b) == BP_OK && (data = host_pointer(b, nbytes, &managed));
     if (!ok) break;
     memset(data, 0, nbytes); /* zeros stay zeros however often they are summed */
-    double t[3] = {time_bp(r->checked, r->s, b, count, o, &ok), time_bp(r->unchecked, r->s, b, count, o, &ok),
-                   time_mpi(m, data, count, o)};
-    m->allreduce((void *)1, t, 3, m->t_double, m->op_max, m->world);
+    double t[3], col[5][MAX_REPS];
+    for (uint64_t rep = 0; rep < o->reps; rep++) {
+      t[0] = time_bp(r->checked, r->s, b, count, o, &ok);
+      t[1] = time_bp(r->unchecked, r->s, b, count, o, &ok);
+      t[2] = time_mpi(m, data, count, o);
+      m->allreduce((void *)1, t, 3, m->t_double, m->op_max, m->world);
+      for (int k = 0; k < 3; k++) col[k][rep] = t[k];
+      col[3][rep] = (t[1] / t[2] - 1) * 100; /* each turn's own overhead */
+      col[4][rep] = t[1] - t[2];
+    }
+    double med[5];
+    for (int k = 0; k < 5; k++) med[k] = median(col[k], o->reps);
     if (rank == 0)
-      printf("%12llu %12.2f %10.3f %12.2f %10.3f %12.2f %10.3f %9.1f%% %9.2f\n", (unsigned long long)nbytes, t[0],
-             busbw_gbs(nbytes, t[0], size), t[1], busbw_gbs(nbytes, t[1], size), t[2],
-             busbw_gbs(nbytes, t[2], size), (t[1] / t[2] - 1) * 100, t[1] - t[2]);
+      printf("%12llu %12.2f %10.3f %12.2f %10.3f %12.2f %10.3f %9.1f%% %9.2f\n", (unsigned long long)nbytes, med[0],
+             busbw_gbs(nbytes, med[0], size), med[1], busbw_gbs(nbytes, med[1], size), med[2],
+             busbw_gbs(nbytes, med[2], size), med[3], med[4]);
     release_managed(managed);
     bp_buffer_free(b);
   }
@@ -187,7 +216,7 @@ static bool run_sizes(run_t *r, const raw_mpi_t *m, const opts_t *o, int rank, i
 }
 
 int bp_cmd_comm_bench(int argc, char **argv) {
-  opts_t o = {.device = "cpu", .min_bytes = 8, .max_bytes = 16u << 20, .iters = 20, .warmup = 5};
+  opts_t o = {.device = "cpu", .min_bytes = 8, .max_bytes = 16u << 20, .iters = 20, .warmup = 5, .reps = 1};
   int rc = parse(argc, argv, &o);
   if (rc) return rc < 0 ? BPT_EXIT_OK : rc;
   run_t r = {0};
@@ -204,8 +233,8 @@ int bp_cmd_comm_bench(int argc, char **argv) {
   if (ok) {
     bp_comm_rank(r.checked, &rank);
     bp_comm_size(r.checked, &size);
-    if (rank == 0) printf("comm-bench: %d ranks, device %s, f32 sum in place, %llu iterations\n", size, o.device,
-                          (unsigned long long)o.iters);
+    if (rank == 0) printf("comm-bench: %d ranks, device %s, f32 sum in place, %llu iterations, %llu turns\n", size,
+                          o.device, (unsigned long long)o.iters, (unsigned long long)o.reps);
     ok = run_sizes(&r, &m, &o, rank, size);
   }
   bp_comm_destroy(r.unchecked);
