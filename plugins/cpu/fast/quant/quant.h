@@ -26,4 +26,11 @@ CPU_HIDDEN void cpu_qgemm_vnni_rows(const cpu_qb_pack_t *p, const uint8_t *const
 CPU_HIDDEN void cpu_qgemm_avx2_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
                                     int32_t *acc, int64_t ldacc);
 
+/* The whole of bp_qgemm on AMX-INT8 tiles (qgemm_amx.c): any strides, b
+ * shared or batched, every c dtype, exact. Call only when CPUID has
+ * AMX-INT8 and AVX-512 (F, BW, VL) and cpu_amx_request() granted tile
+ * state. BP_ERR_UNIMPLEMENTED (nothing written) when scratch memory for B
+ * cannot be had, BP_ERR_OUT_OF_MEMORY when a worker's could not. */
+CPU_HIDDEN bp_status_t cpu_qgemm_amx(cpu_device_t *dev, const bp_qgemm_args_t *a);
+
 #endif /* BACKPLANE_CPU_FAST_QUANT_H */

@@ -1,0 +1,247 @@
+/*
+ * fast/quant/qgemm_amx.c — int8 GEMM on AMX-INT8 tiles: TDPBSSD multiplies
+ * s8 by s8 sixty-four deep into int32 lanes that wrap like the reference,
+ * so a and b go in as they are (no a + 128 and column-sum correction as on
+ * VNNI) and the sums are exact.
+ *
+ * Compiled with -mamx-tile -mamx-int8 and AVX-512 (fast.mk); called only
+ * when CPUID reports AMX-INT8 and Linux granted tile state (quant.c).
+ * Layouts in qgemm_amx.h. Blocking, as the bf16 kernel's (gemm_amx.c):
+ *  - B is packed once per call (per batch when b is batched), panels split
+ *    over the pool.
+ *  - The rows (over the whole batch when b is shared) and, for short
+ *    problems, the column pairs are split over the pool; each worker packs
+ *    its rows of A into 32-row micro-panels and sweeps them against blocks
+ *    of QA_NB column pairs, QA_KB deep: a 32 x QA_KB A sub-panel stays in
+ *    L1 across the block, the block (QA_NB x 32 x QA_KB bytes) in L2 across
+ *    QA_MB micro-panels.
+ *  - The micro-kernel keeps a 32 x 32 int32 block of C in four tiles for a
+ *    whole k block; between k blocks it waits in a workspace of QA_MB x
+ *    QA_NB micro-tiles, and after the last one the epilogue (scales,
+ *    requantize) writes it to c.
+ */
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/fast/quant/qgemm_amx.h"
+#include "plugins/cpu/tensor.h"
+
+#ifndef QA_KB
+#define QA_KB 1024 /* k bytes per block: the A sub-panel is 32 KiB */
+#endif
+#ifndef QA_MB
+#define QA_MB 8 /* micro-panels of A per block */
+#endif
+#ifndef QA_NB
+#define QA_NB 8 /* column pairs of B per block */
+#endif
+#define QA_WS_LD (QA_NB * 32)
+#define QA_APACK_BYTES ((int64_t)4 << 20) /* A packed at a time per worker */
+
+typedef struct qa_tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} qa_tilecfg_t;
+
+/* Every tile is 16 rows x 64 bytes: C0..C3 int32, A0/A1 and B0/B1 int8. */
+static void qa_configure(void) {
+  alignas(64) qa_tilecfg_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+/* out[32][ldo] = (first ? 0 : w[32][ld]) + micro-panel ap x the panel
+ * pair b0 / b1 over `chunks` 64-deep chunks. */
+static void qa_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,
+                   const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {
+  size_t st = (size_t)ld * sizeof(int32_t), sto = (size_t)ldo * sizeof(int32_t);
+  if (first) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, w, st);
+    _tile_loadd(1, w + 16, st);
+    _tile_loadd(2, w + 16 * ld, st);
+    _tile_loadd(3, w + 16 * ld + 16, st);
+  }
+  for (int64_t c = 0; c < chunks; c++) {
+    /* B streams from L2 and tile loads do not wake the prefetchers */
+    for (int l = 0; l < 1024; l += 64) {
+      _mm_prefetch((const char *)b0 + 1024 + l, _MM_HINT_T0);
+      _mm_prefetch((const char *)b1 + 1024 + l, _MM_HINT_T0);
+    }
+    _tile_loadd(4, ap, CPU_QA_KC);
+    _tile_loadd(5, ap + 1024, CPU_QA_KC);
+    _tile_loadd(6, b0, CPU_QA_KC);
+    _tile_loadd(7, b1, CPU_QA_KC);
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+    ap += CPU_QA_APANEL_CHUNK;
+    b0 += 1024;
+    b1 += 1024;
+  }
+  _tile_stored(0, out, sto);
+  _tile_stored(1, out + 16, sto);
+  _tile_stored(2, out + 16 * ldo, sto);
+  _tile_stored(3, out + 16 * ldo + 16, sto);
+}
+
+/* Where the last k block of the 32 x 32 block at row q, column c0 may go
+ * straight from the tiles: into an int32 c with unit column stride when the
+ * block is whole and its rows lie in one batch. NULL: through the
+ * epilogue. */
+static int32_t *qa_direct(const cpu_qa_job_t *j, int64_t q, int64_t c0, int64_t *ldo) {
+  const bp_plugin_tensor_t *C = &j->args->c;
+  int32_t rk = C->rank;
+  if (C->dtype != BP_I32 || C->strides[rk - 1] != 1 || c0 + 32 > j->n || q % j->m + 32 > j->m)
+    return NULL;
+  *ldo = C->strides[rk - 2];
+  return (int32_t *)cpu_tensor_base(C) + (rk == 3 ? (q / j->m) * C->strides[0] : 0) +
+         (q % j->m) * *ldo + c0;
+}
+
+/* Micro-panels [0, ni) of apack (rows q + 32 i, up to q_end) against the
+ * column pairs [p0, p1), all of k, finishing in c. */
+static void qa_block(const cpu_qa_job_t *j, const int8_t *apack, int64_t ni, int64_t q,
+                     int64_t q_end, int64_t p0, int64_t p1, int32_t *ws) {
+  int64_t kp = j->kp, bpanel = kp * 16;
+  for (int64_t k0 = 0; k0 < kp; k0 += QA_KB) {
+    int64_t kb = kp - k0 < QA_KB ? kp - k0 : QA_KB;
+    bool first = k0 == 0, last = k0 + kb >= kp;
+    for (int64_t i = 0; i < ni; i++) {
+      int64_t r0 = q + i * 32, rows = q_end - r0 < 32 ? q_end - r0 : 32;
+      const int8_t *ap = apack + i * 32 * kp + k0 * 32;
+      for (int64_t p = p0; p < p1; p++) {
+        int32_t *w = ws + i * 32 * QA_WS_LD + (p - p0) * 32, *out = w;
+        const int8_t *b0 = j->bpack + 2 * p * bpanel + k0 * 16;
+        int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32, ldo = QA_WS_LD;
+        int32_t *direct = last ? qa_direct(j, r0, c0, &ldo) : NULL;
+        if (direct)
+          out = direct;
+        else
+          ldo = QA_WS_LD;
+        qa_ukr(kb / CPU_QA_KC, ap, b0, b0 + bpanel, w, QA_WS_LD, first, out, ldo);
+        if (last && !direct) cpu_qa_store(j, w, QA_WS_LD, r0, rows, c0, cols);
+      }
+    }
+  }
+}
+
+/* Rows [q, q + cnt) against column pairs [p0, p1): A packed up to
+ * QA_APACK_BYTES at a time, each part swept over the pairs block by block. */
+static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_t p1) {
+  int64_t panel = 32 * j->kp, mpanels = (cnt + 31) / 32;
+  int64_t mblk = QA_APACK_BYTES / panel;
+  mblk = mblk < QA_MB ? QA_MB : mblk / QA_MB * QA_MB;
+  int64_t cap = mpanels < mblk ? mpanels : mblk;
+  int8_t *apack = cpu_fast_scratch(0, (size_t)(cap * panel));
+  int32_t *ws = cpu_fast_scratch(3, sizeof(int32_t) * QA_MB * 32 * QA_WS_LD);
+  if (!apack || !ws) {
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  qa_configure();
+  for (int64_t ib = 0; ib < mpanels; ib += mblk) {
+    int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
+    for (int64_t i = ib; i < ie; i++) {
+      int64_t r0 = q + i * 32, rows = q + cnt - r0 < 32 ? q + cnt - r0 : 32;
+      cpu_qa_pack_a(j, r0, rows, apack + (i - ib) * panel);
+    }
+    for (int64_t i0 = ib; i0 < ie; i0 += QA_MB)
+      for (int64_t pb = p0; pb < p1; pb += QA_NB)
+        qa_block(j, apack + (i0 - ib) * panel, (i0 + QA_MB < ie ? i0 + QA_MB : ie) - i0,
+                 q + i0 * 32, q + cnt, pb, pb + QA_NB < p1 ? pb + QA_NB : p1, ws);
+  }
+  _tile_release();
+}
+
+/* Task t: row part t / nparts x pair part t % nparts. */
+static void qa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  cpu_qa_job_t *j = ctx;
+  (void)worker;
+  int64_t pairs = j->panels / 2;
+  int64_t per = ((j->rows + j->mparts - 1) / j->mparts + 31) / 32 * 32;
+  int64_t pper = (pairs + j->nparts - 1) / j->nparts;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t r0 = (t / j->nparts) * per, p0 = (t % j->nparts) * pper;
+    if (r0 >= j->rows || p0 >= pairs) continue;
+    qa_range(j, j->q0 + r0, j->rows - r0 < per ? j->rows - r0 : per, p0,
+             p0 + pper < pairs ? p0 + pper : pairs);
+  }
+}
+
+static void qa_pack_b_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  cpu_qa_pack_b(ctx, begin, end);
+}
+
+/* One b (shared by all rows of the job): pack it, then the rows. */
+static void qa_run(cpu_device_t *dev, cpu_qa_job_t *j) {
+  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  double ops = 2.0 * (double)j->rows * (double)(j->panels * 16) * (double)j->kp;
+  bool par = threads > 1 && ops >= 4e6;
+  if (par)
+    cpu_pool_run(dev->pool, j->panels, 4, qa_pack_b_task, j);
+  else
+    cpu_qa_pack_b(j, 0, j->panels);
+  int64_t mpanels = (j->rows + 31) / 32, pairs = j->panels / 2;
+  /* rows first (each worker packs only its own A); too few rows for every
+   * worker: split the columns too */
+  j->mparts = par ? (mpanels < threads ? mpanels : threads) : 1;
+  j->nparts = par ? (threads + j->mparts - 1) / j->mparts : 1;
+  if (j->nparts > pairs) j->nparts = pairs;
+  if (j->mparts * j->nparts > 1)
+    cpu_pool_run(dev->pool, j->mparts * j->nparts, 1, qa_task, j);
+  else
+    qa_task(j, 0, 1, 0);
+}
+
+bp_status_t cpu_qgemm_amx(cpu_device_t *dev, const bp_qgemm_args_t *a) {
+  const bp_plugin_tensor_t *A = &a->a, *B = &a->b, *C = &a->c, *S = &a->scale_b;
+  int32_t r = A->rank, rb = B->rank;
+  int64_t batch = r == 3 ? A->shape[0] : 1, m = A->shape[r - 2], k = A->shape[r - 1];
+  int64_t n = C->shape[r - 1];
+  if (batch == 0 || m == 0 || n == 0) return BP_OK;
+  cpu_qa_job_t j = {.args = a,
+                    .a = cpu_tensor_base(A),
+                    .m = m,
+                    .n = n,
+                    .k = k,
+                    .kp = k ? (k + CPU_QA_KC - 1) / CPU_QA_KC * CPU_QA_KC : CPU_QA_KC,
+                    .sab = r == 3 ? A->strides[0] : 0,
+                    .sam = A->strides[r - 2],
+                    .sak = A->strides[r - 1],
+                    .sbk = B->strides[rb - 2],
+                    .sbn = B->strides[rb - 1],
+                    .panels = (n + 31) / 32 * 2};
+  size_t bbytes = (size_t)(j.panels * j.kp * 16);
+  int8_t *mem = cpu_fast_scratch(2, bbytes + (size_t)j.panels * 16 * sizeof(float));
+  if (!mem) return BP_ERR_UNIMPLEMENTED; /* nothing written: the reference runs */
+  float *sb = (float *)(mem + bbytes);
+  for (int64_t c = 0; c < j.panels * 16; c++)
+    sb[c] = S->rank && c < n ? ((const float *)cpu_tensor_base(S))[c * S->strides[0]] : 1.0f;
+  j.bpack = mem;
+  j.sb = sb;
+  bool shared = rb == 2;
+  const int8_t *pb = cpu_tensor_base(B);
+  for (int64_t bi = 0; bi < (shared ? 1 : batch); bi++) {
+    j.b = pb + (shared ? 0 : bi * B->strides[0]);
+    j.q0 = shared ? 0 : bi * m;
+    j.rows = shared ? batch * m : m;
+    qa_run(dev, &j);
+    if (j.failed) return BP_ERR_OUT_OF_MEMORY;
+  }
+  return BP_OK;
+}
