@@ -28,15 +28,9 @@
 #include "plugins/cpu/fast/quant/qgemm_amx.h"
 #include "plugins/cpu/tensor.h"
 
-#ifndef QA_KB
 #define QA_KB 1024 /* k bytes per block: the A sub-panel is 32 KiB */
-#endif
-#ifndef QA_MB
-#define QA_MB 8 /* micro-panels of A per block */
-#endif
-#ifndef QA_NB
-#define QA_NB 8 /* column pairs of B per block */
-#endif
+#define QA_MB 8    /* micro-panels of A per block */
+#define QA_NB 8    /* column pairs of B per block */
 #define QA_WS_LD (QA_NB * 32)
 #define QA_APACK_BYTES ((int64_t)4 << 20) /* A packed at a time per worker */
 
@@ -75,11 +69,6 @@ static void qa_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int
     _tile_loadd(3, w + 16 * ld + 16, st);
   }
   for (int64_t c = 0; c < chunks; c++) {
-    /* B streams from L2 and tile loads do not wake the prefetchers */
-    for (int l = 0; l < 1024; l += 64) {
-      _mm_prefetch((const char *)b0 + 1024 + l, _MM_HINT_T0);
-      _mm_prefetch((const char *)b1 + 1024 + l, _MM_HINT_T0);
-    }
     _tile_loadd(4, ap, CPU_QA_KC);
     _tile_loadd(5, ap + 1024, CPU_QA_KC);
     _tile_loadd(6, b0, CPU_QA_KC);

@@ -54,8 +54,43 @@ static void pack_panel(const cpu_qa_job_t *j, int64_t p, int8_t *dst) {
   steps_any(src, j->sbk, j->sbn, j->k, cols, s, steps, dst);
 }
 
+/* Four whole panels of a row-major b at once: each row read once, 64
+ * bytes at a time; the unpacks work per 128-bit lane, so lane L of the
+ * results belongs to panel p + L, and a 4 x 4 lane transpose gathers each
+ * panel's step. */
+static void pack_4panels(const cpu_qa_job_t *j, int64_t p) {
+  int64_t panel = j->kp * 16, s = 0, ld = j->sbk;
+  const int8_t *src = j->b + p * 16;
+  int8_t *dst = j->bpack + p * panel;
+  for (; 4 * s + 3 < j->k; s++) {
+    const int8_t *r = src + 4 * s * ld;
+    __m512i r0 = _mm512_loadu_si512(r), r1 = _mm512_loadu_si512(r + ld);
+    __m512i r2 = _mm512_loadu_si512(r + 2 * ld), r3 = _mm512_loadu_si512(r + 3 * ld);
+    __m512i t0 = _mm512_unpacklo_epi8(r0, r1), t1 = _mm512_unpackhi_epi8(r0, r1);
+    __m512i t2 = _mm512_unpacklo_epi8(r2, r3), t3 = _mm512_unpackhi_epi8(r2, r3);
+    __m512i v0 = _mm512_unpacklo_epi16(t0, t2), v1 = _mm512_unpackhi_epi16(t0, t2);
+    __m512i v2 = _mm512_unpacklo_epi16(t1, t3), v3 = _mm512_unpackhi_epi16(t1, t3);
+    __m512i u0 = _mm512_shuffle_i32x4(v0, v1, 0x44), u1 = _mm512_shuffle_i32x4(v0, v1, 0xEE);
+    __m512i u2 = _mm512_shuffle_i32x4(v2, v3, 0x44), u3 = _mm512_shuffle_i32x4(v2, v3, 0xEE);
+    _mm512_storeu_si512(dst + s * 64, _mm512_shuffle_i32x4(u0, u2, 0x88));
+    _mm512_storeu_si512(dst + panel + s * 64, _mm512_shuffle_i32x4(u0, u2, 0xDD));
+    _mm512_storeu_si512(dst + 2 * panel + s * 64, _mm512_shuffle_i32x4(u1, u3, 0x88));
+    _mm512_storeu_si512(dst + 3 * panel + s * 64, _mm512_shuffle_i32x4(u1, u3, 0xDD));
+  }
+  for (int64_t q = 0; q < 4; q++)
+    steps_any(src + q * 16, ld, 1, j->k, 16, s, j->kp / 4, dst + q * panel);
+}
+
 void cpu_qa_pack_b(const cpu_qa_job_t *j, int64_t p0, int64_t p1) {
-  for (int64_t p = p0; p < p1; p++) pack_panel(j, p, j->bpack + p * j->kp * 16);
+  for (int64_t p = p0; p < p1;) {
+    if (j->sbn == 1 && p + 4 <= p1 && (p + 4) * 16 <= j->n) {
+      pack_4panels(j, p);
+      p += 4;
+    } else {
+      pack_panel(j, p, j->bpack + p * j->kp * 16);
+      p++;
+    }
+  }
 }
 
 /* ---- A ------------------------------------------------------------------- */
@@ -70,13 +105,10 @@ void cpu_qa_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *dst) 
     for (int64_t r = 0; r < 32; r++) {
       const int8_t *src = r < rows ? row_ptr(j, q + r) : NULL;
       for (int64_t c = 0; c < chunks; c++) {
-        int8_t *d = dst + c * CPU_QA_APANEL_CHUNK + r * CPU_QA_KC;
-        int64_t w = src ? (k - c * CPU_QA_KC < CPU_QA_KC ? k - c * CPU_QA_KC : CPU_QA_KC) : 0;
-        if (w > 0)
-          memcpy(d, src + c * CPU_QA_KC, (size_t)w);
-        else
-          w = 0;
-        memset(d + w, 0, (size_t)(CPU_QA_KC - w));
+        int64_t w = src ? k - c * CPU_QA_KC : 0;
+        __mmask64 m = w >= CPU_QA_KC ? ~(__mmask64)0 : w > 0 ? ((__mmask64)1 << w) - 1 : 0;
+        __m512i v = m ? _mm512_maskz_loadu_epi8(m, src + c * CPU_QA_KC) : _mm512_setzero_si512();
+        _mm512_storeu_si512(dst + c * CPU_QA_APANEL_CHUNK + r * CPU_QA_KC, v);
       }
     }
     return;
