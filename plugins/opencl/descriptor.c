@@ -5,6 +5,7 @@
  */
 #include "ocl.h"
 #include "ocl_model.h"
+#include "ocl_quant.h"
 
 static bp_status_t ocl_init(const bp_host_services_t *host) {
   ocl_host = host;
@@ -85,4 +86,7 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
 #define OCL__SET_MODEL(E, op, args_t, ...) .op = ocl_op_##op,
     BP_OP_TABLE_MODEL(OCL__SET_MODEL)
 #undef OCL__SET_MODEL
+#define OCL__SET_QUANT(E, op, args_t, ...) .op = ocl_op_##op,
+    BP_OP_TABLE_QUANT(OCL__SET_QUANT)
+#undef OCL__SET_QUANT
 };

@@ -10,6 +10,7 @@
 
 #include "ocl.h"
 #include "ocl_model.h"
+#include "ocl_quant.h"
 
 bp_status_t ocl_enumerate(cl_platform_id *out_plats, cl_device_id *out_ids, uint32_t capacity,
                           uint32_t *out_count) {
@@ -76,12 +77,19 @@ void ocl_caps_read(cl_platform_id plat, cl_device_id dev, ocl_caps_t *c) {
     c->fp64 = has_ext(exts, "cl_khr_fp64");
     c->pci_bus_info = has_ext(exts, "cl_khr_pci_bus_info");
     c->command_buffer = has_ext(exts, "cl_khr_command_buffer");
+    c->int_dot = has_ext(exts, "cl_khr_integer_dot_product");
     free(exts);
   }
   if (c->command_buffer) {
     cl_device_command_buffer_capabilities_khr cb = 0;
     ocl_api.clGetDeviceInfo(dev, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, sizeof cb, &cb, NULL);
     c->command_buffer_simultaneous = (cb & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0;
+  }
+  if (c->int_dot) { /* quant.cl's dot(char4, char4) needs the 4x8-bit (unpacked) inputs */
+    cl_bitfield dot = 0;
+    ocl_api.clGetDeviceInfo(dev, CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR, sizeof dot, &dot,
+                            NULL);
+    c->int_dot = (dot & CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT_KHR) != 0;
   }
   cl_ulong gmem = 0, lmem = 0;
   cl_uint cu = 0;
@@ -171,6 +179,7 @@ void ocl_device_describe(cl_platform_id plat, cl_device_id dev, bp_device_info_t
   info->compute_units = c.compute_units;
   ocl_op_dtypes(&c, info->op_dtypes);
   ocl_model_claims(&c, info->op_dtypes, info->op_features);
+  ocl_quant_claims(&c, info->op_dtypes);
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_OPENCL_C);
   snprintf(info->description, sizeof info->description,
            "%s on %s; local memory %llu KiB; fp16 %s, fp64 %s", c.version, c.platform,

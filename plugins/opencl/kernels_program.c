@@ -38,7 +38,7 @@ static const char *const family_files[OCL_FAM_COUNT] = {
     [OCL_FAM_ATTENTION] = "attention.cl", [OCL_FAM_CONV] = "conv.cl",
     [OCL_FAM_POOL] = "pool.cl",           [OCL_FAM_BATCH_NORM] = "batch_norm.cl",
     [OCL_FAM_ADAM] = "adam.cl",           [OCL_FAM_RANDOM] = "random.cl",
-    [OCL_FAM_MODEL] = "model.cl",
+    [OCL_FAM_MODEL] = "model.cl",         [OCL_FAM_QUANT] = "quant.cl",
 };
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;

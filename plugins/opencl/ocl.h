@@ -109,6 +109,7 @@ typedef struct ocl_caps {
   cl_device_type type;
   bool fp16, fp64, pci_bus_info;
   bool command_buffer, command_buffer_simultaneous; /* cl_khr_command_buffer */
+  bool int_dot; /* cl_khr_integer_dot_product with signed 4x8-bit inputs */
   uint64_t global_mem, local_mem;
   uint32_t compute_units;
   size_t max_wg;
@@ -232,6 +233,7 @@ typedef enum ocl_family {
   OCL_FAM_ADAM,
   OCL_FAM_RANDOM,
   OCL_FAM_MODEL, /* gather, arange, binary_scalar, glu, rope (ocl_model.h) */
+  OCL_FAM_QUANT, /* quantize, dequantize, qgemm, qmatmul, i8/fp8 casts (ocl_quant.h) */
   OCL_FAM_COUNT
 } ocl_family_t;
 

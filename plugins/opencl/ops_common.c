@@ -72,7 +72,8 @@ void ocl_arg_scalar(ocl_args_t *a, bp_dtype_t dt, double v) {
 }
 
 size_t ocl_dtype_size(bp_dtype_t dt) {
-  static const size_t sizes[BP_DTYPE_COUNT] = {4, 2, 2, 8, 4, 8, 1};
+  /* block dtypes (q8_0, q4_0) have no element size: 0 */
+  static const size_t sizes[BP_DTYPE_COUNT] = {4, 2, 2, 8, 4, 8, 1, 1, 1, 1};
   return (unsigned)dt < BP_DTYPE_COUNT ? sizes[dt] : 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/common/bp_half.h"
 #include "ocl.h"
+#include "ocl_quant.h"
 
 /* Same rules as the cast kernel: NaN -> 0, round to nearest even, saturate.*/
 static int64_t to_int(double v, double lo, double hi) {
@@ -132,6 +133,8 @@ bp_status_t ocl_op_cast(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_copy_args_t *args) {
   char opts[64];
   if (args->x.dtype == args->y.dtype) return ocl_op_copy(device, stream, args);
+  if (ocl_quant_cast_dtype(args->x.dtype) || ocl_quant_cast_dtype(args->y.dtype))
+    return ocl_quant_cast((ocl_device_t *)device, stream, args);
   snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSRC=%d -DDST=%d", (int)args->x.dtype,
            (int)args->y.dtype);
   return copy_like((ocl_device_t *)device, stream, args, opts, "cast");
