@@ -151,17 +151,14 @@ CPU_HIDDEN bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t
  * layouts gemm_amx.c's bf16 packers write, four tile k elements per source
  * k step (kp: the padded tile k, a multiple of 32): A, 32 rows of which
  * the first `rows` are read (strides sam, sak); B, 32 columns of which the
- * first `cols` are read (strides sbk, sbn); zeros elsewhere. The merge
- * rounds alpha * tile + beta * C into an f16 C, nearest even. */
+ * first `cols` are read (strides sbk, sbn); zeros elsewhere. (The merge
+ * into an f16 C is gemm_amx.c's, shared with bf16.) */
 CPU_HIDDEN void cpu_fast_amx_f16_pack_a(const uint16_t *a, int64_t sam, int64_t sak,
                                         int64_t rows, int64_t k, int64_t kp,
                                         uint16_t *dst);
 CPU_HIDDEN void cpu_fast_amx_f16_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn,
                                         int64_t cols, int64_t k, int64_t kp,
                                         uint16_t *dst);
-CPU_HIDDEN void cpu_fast_amx_f16_merge(const float *t, int64_t ld, uint16_t *c,
-                                       int64_t scm, int64_t scn, int64_t rows,
-                                       int64_t cols, float alpha, float beta);
 
 /* Fused attention, f32, AVX-512 (fast/attention/attention_avx512.c); the caller has
  * checked the CPU features. */

@@ -2,8 +2,8 @@
  * fast/gemm/gemm_amx.c — bf16 and f16 GEMM on AMX tiles (TDPBF16PS), f32
  * accumulation. f16 runs on the same tiles with each value split into two
  * bf16 values, so every product stays exact (fast/gemm/gemm_amx_f16.c has
- * the split, its packers and its merge); the driver below only sees other
- * packers, a k four times as long and another merge.
+ * the split and its packers); the driver below only sees other
+ * packers, a k four times as long and the f16 form of the merge.
  *
  * Compiled with -mamx-tile -mamx-bf16 and AVX-512 (fast.mk); called only
  * when CPUID reports AMX-BF16 and the kernel granted tile state
@@ -133,7 +133,7 @@ static void amx_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn,
     }
 }
 
-/* ---- merge: C = bf16(alpha * acc + beta * C) ----------------------------- */
+/* ---- merge: C = bf16 / f16(alpha * acc + beta * C) ----------------------- */
 
 /* Round 16 floats to bf16, nearest even; NaN stays NaN (quieted). */
 static __m256i bf16_round16(__m512 v) {
@@ -151,16 +151,19 @@ static __m512 bf16_widen16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-static void amx_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm,
-                      int64_t scn, int64_t rows, int64_t cols, float alpha,
-                      float beta) {
+/* C = half(alpha * acc + beta * C) for C in bf16 or f16 (f16: AVX-512F's
+ * vcvtph2ps / vcvtps2ph, nearest even as the bf16 rounding). */
+static inline void amx_merge_half(const float *t, int64_t ld, uint16_t *c, int64_t scm,
+                                  int64_t scn, int64_t rows, int64_t cols, float alpha,
+                                  float beta, bool f16) {
   if (scn != 1) {
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < cols; j++) {
         uint16_t *cij = c + i * scm + j * scn;
         double v = (double)(alpha * t[i * ld + j]);
-        if (beta != 0) v += (double)(beta * cpu_bf16_to_float(*cij));
-        *cij = cpu_bf16_from_double((double)(float)v);
+        if (beta != 0)
+          v += (double)(beta * (f16 ? cpu_f16_to_float(*cij) : cpu_bf16_to_float(*cij)));
+        *cij = f16 ? cpu_f16_from_double((double)(float)v) : cpu_bf16_from_double((double)(float)v);
       }
     return;
   }
@@ -170,10 +173,24 @@ static void amx_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm,
       __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
       uint16_t *cij = c + i * scm + j;
       __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * ld + j));
-      if (beta != 0)
-        v = _mm512_fmadd_ps(vb, bf16_widen16(_mm256_maskz_loadu_epi16(m, cij)), v);
-      _mm256_mask_storeu_epi16(cij, m, bf16_round16(v));
+      if (beta != 0) {
+        __m256i h = _mm256_maskz_loadu_epi16(m, cij);
+        v = _mm512_fmadd_ps(vb, f16 ? _mm512_cvtph_ps(h) : bf16_widen16(h), v);
+      }
+      _mm256_mask_storeu_epi16(
+          cij, m,
+          f16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : bf16_round16(v));
     }
+}
+
+static void amx_merge_bf16(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
+                           int64_t rows, int64_t cols, float alpha, float beta) {
+  amx_merge_half(t, ld, c, scm, scn, rows, cols, alpha, beta, false);
+}
+
+static void amx_merge_f16(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
+                          int64_t rows, int64_t cols, float alpha, float beta) {
+  amx_merge_half(t, ld, c, scm, scn, rows, cols, alpha, beta, true);
 }
 
 /* ---- driver --------------------------------------------------------------- */
@@ -203,9 +220,9 @@ typedef struct amx_job {
   const amx_ops_t *ops;
 } amx_job_t;
 
-static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge, 1};
+static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge_bf16, 1};
 static const amx_ops_t amx_f16_ops = {cpu_fast_amx_f16_pack_a, cpu_fast_amx_f16_pack_b,
-                                      cpu_fast_amx_f16_merge, 4};
+                                      amx_merge_f16, 4};
 
 static void amx_pack_b_task(void *ctx, int64_t begin, int64_t end,
                             unsigned worker) {

@@ -1,6 +1,6 @@
 /*
  * fast/gemm/gemm_amx_f16.c — f16 GEMM on the bf16 AMX tiles, every product
- * exact: the packers and the merge that fast/gemm/gemm_amx.c runs for f16.
+ * exact: the packers that fast/gemm/gemm_amx.c runs for f16.
  *
  * A CPU with AMX-BF16 but no AMX-FP16 has no f16 tile product, and
  * AVX512-FP16's FMAs accumulate in f16, which would break the f32
@@ -102,29 +102,5 @@ void cpu_fast_amx_f16_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn, int64_
         _mm512_storeu_si512(d, wh);
         _mm512_storeu_si512(d + 32, wl);
       }
-    }
-}
-
-void cpu_fast_amx_f16_merge(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
-                            int64_t rows, int64_t cols, float alpha, float beta) {
-  if (scn != 1) {
-    for (int64_t i = 0; i < rows; i++)
-      for (int64_t j = 0; j < cols; j++) {
-        uint16_t *cij = c + i * scm + j * scn;
-        double v = (double)(alpha * t[i * ld + j]);
-        if (beta != 0) v += (double)(beta * cpu_f16_to_float(*cij));
-        *cij = cpu_f16_from_double((double)(float)v);
-      }
-    return;
-  }
-  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  for (int64_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < cols; j += 16) {
-      __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
-      uint16_t *cij = c + i * scm + j;
-      __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * ld + j));
-      if (beta != 0) v = _mm512_fmadd_ps(vb, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, cij)), v);
-      _mm256_mask_storeu_epi16(cij, m,
-                               _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
 }
