@@ -4,7 +4,7 @@
  * Vulkan device claims: quantize / dequantize of q8_0, q4_0 and i8 from and
  * to f32, f16 and bf16 (bytes and values exact), the int8 GEMM exact in its
  * three output dtypes, GEMM / GEMV with block weights within docs/ops.md's
- * tolerance, and i8 / fp8 copies. Odd sizes, transposed and
+ * tolerance, i8 / fp8 copies, and qgemm + qmatmul in a captured graph. Odd sizes, transposed and
  * strided views, offsets and batches throughout. Each case runs on every
  * kernel path the device can take: 8-bit storage or bytes through words
  * (BACKPLANE_VK_QUANT_BYTES=words), the integer dot product or the
@@ -389,6 +389,80 @@ static void test_bytes_copy(void **st) {
   }
 }
 
+/* ---- a captured graph (native on Vulkan: the packed panels of qgemm
+ * live as long as the graph) ---- */
+
+typedef struct graph_bufs {
+  bp_buffer_t *a, *b, *sa, *sb, *c, *x, *w, *y;
+  bp_tensor_t ta, tb, tsa, tsb, tc, tx, tw, ty;
+} graph_bufs_t;
+
+enum { GM = 37, GK = 70, GN = 45, GWN = 40, GWK = 64 };
+
+static void graph_setup(env_t *e, graph_bufs_t *g, const int8_t *a, const int8_t *b,
+                        const float *sc, const float *x, const uint8_t *w) {
+  int64_t as[2] = {GM, GK}, bs[2] = {GK, GN}, cs[2] = {GM, GN}, m = GM, n = GN;
+  int64_t xs[2] = {1, GWK}, ws[2] = {GWN, GWK}, ys[2] = {1, GWN};
+  g->a = buf(e, GM * GK, a), g->b = buf(e, GK * GN, b), g->c = buf(e, GM * GN, NULL);
+  g->sa = buf(e, 4 * GM, sc), g->sb = buf(e, 4 * GN, sc);
+  g->x = buf(e, 4 * GWK, x), g->w = buf(e, GWN * GWK / 32 * 18, w), g->y = buf(e, 4 * GWN, NULL);
+  g->ta = view(g->a, 0, BP_I8, 2, as, NULL), g->tb = view(g->b, 0, BP_I8, 2, bs, NULL);
+  g->tc = view(g->c, 0, BP_I8, 2, cs, NULL);
+  g->tsa = view(g->sa, 0, BP_F32, 1, &m, NULL), g->tsb = view(g->sb, 0, BP_F32, 1, &n, NULL);
+  g->tx = view(g->x, 0, BP_F32, 2, xs, NULL), g->tw = view(g->w, 0, BP_Q4_0, 2, ws, NULL);
+  g->ty = view(g->y, 0, BP_F32, 2, ys, NULL);
+}
+
+static void graph_issue(env_t *e, graph_bufs_t *g, bool qmatmul) {
+  assert_int_equal(bp_qgemm(e->s, &g->ta, &g->tb, &g->tsa, &g->tsb, 0.3f, &g->tc), BP_OK);
+  if (qmatmul) assert_int_equal(bp_qmatmul(e->s, &g->tx, &g->tw, &g->ty), BP_OK);
+}
+
+static void graph_free(graph_bufs_t *g) {
+  bp_buffer_t *all[8] = {g->a, g->b, g->sa, g->sb, g->c, g->x, g->w, g->y};
+  for (int i = 0; i < 8; i++) bp_buffer_free(all[i]);
+}
+
+static void test_graph(void **st) {
+  (void)st;
+  int8_t a[GM * GK], b[GK * GN];
+  float sc[GM + GN], x[GWK];
+  uint8_t w[GWN * GWK / 32 * 18];
+  for (int i = 0; i < GM * GK; i++) a[i] = (int8_t)rnd();
+  for (int i = 0; i < GK * GN; i++) b[i] = (int8_t)rnd();
+  for (int i = 0; i < GM + GN; i++) sc[i] = 0.01f + 0.001f * (float)i;
+  for (int i = 0; i < GWK; i++) x[i] = (float)(rnd() % 1000) / 500.0f - 1.0f;
+  for (size_t i = 0; i < sizeof w; i++) w[i] = (uint8_t)rnd();
+  for (int blk = 0; blk < GWN * GWK / 32; blk++) w[blk * 18 + 1] = 0x20; /* sane scales */
+  graph_bufs_t r, v;
+  graph_setup(&g_env[0], &r, a, b, sc, x, w);
+  graph_setup(&g_env[1], &v, a, b, sc, x, w);
+  graph_issue(&g_env[0], &r, false);
+  graph_issue(&g_env[1], &v, true);
+  assert_int_equal(bp_stream_synchronize(g_env[1].s), BP_OK);
+  float *eager = readback(v.y, 4 * GWN);
+  uint8_t filler[GM * GN];
+  memset(filler, 0xAB, sizeof filler);
+  assert_int_equal(bp_stream_begin_capture(g_env[1].s), BP_OK);
+  graph_issue(&g_env[1], &v, true);
+  bp_graph_t *graph;
+  assert_int_equal(bp_stream_end_capture(g_env[1].s, &graph), BP_OK);
+  for (int launch = 0; launch < 2; launch++) {
+    assert_int_equal(bp_buffer_write(v.c, 0, filler, GM * GN), BP_OK);
+    assert_int_equal(bp_buffer_write(v.y, 0, filler, 4 * GWN), BP_OK);
+    assert_int_equal(bp_graph_launch(graph, g_env[1].s), BP_OK);
+    assert_int_equal(bp_stream_synchronize(g_env[1].s), BP_OK);
+    same_bytes(r.c, v.c, GM * GN, "qgemm in a graph");
+    float *y = readback(v.y, 4 * GWN);
+    assert_memory_equal(y, eager, 4 * GWN); /* the same kernel: the same bits */
+    free(y);
+  }
+  assert_true(bp_graph_is_native(graph)); /* built at the first launch */
+  bp_graph_destroy(graph);
+  free(eager);
+  graph_free(&r), graph_free(&v);
+}
+
 /* ---- what the device claims ---- */
 
 /* Every case above runs only on what the device claims; this pins the
@@ -433,6 +507,7 @@ int main(void) {
       cmocka_unit_test(test_claims),  cmocka_unit_test(test_blocks),
       cmocka_unit_test(test_i8),      cmocka_unit_test(test_qgemm),
       cmocka_unit_test(test_qmatmul), cmocka_unit_test(test_bytes_copy),
+      cmocka_unit_test(test_graph),
   };
   int fails = cmocka_run_group_tests(tests, NULL, NULL);
   for (int d = 1; d >= 0; d--) {
