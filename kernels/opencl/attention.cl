@@ -8,16 +8,61 @@
  * Causal masking is bottom-right aligned: query i sees keys
  * j <= i + Skv - Sq; a row that sees no key is written as zeros.
  * GQA: query head h reads kv head h / (Hq / Hkv).
+ *
+ * The masks of ABI 1.5 (ATT_MASK_ARGS) use the same alignment, query i at
+ * key position at = i + Skv - Sq. Key lengths and the sliding window narrow
+ * each row's key range [lo, hi) (att_range), so both kernels skip the keys
+ * they mask; the bias and ALiBi are added to the scaled scores. mf holds
+ * (has key lengths, window, has bias, ALiBi: 0 none / 1 slopes tensor /
+ * 2 standard slopes, alibi_heads, alibi_head_offset, -, -).
  */
 #define ATT_DV_PER_ITEM 8
 #define ATT_MAX_D 512
+
+#define ATT_MASK_ARGS                                                          \
+  __global const uchar *lb, ulong lo_, long lst, __global const uchar *bb,     \
+      ulong bo, long4 bst, __global const uchar *sb, ulong so, long sst,       \
+      int8 mf
+
+/* The keys [*lo, *hi) that query position at of batch b sees. */
+inline void att_range(long at, long skv, int causal, int8 mf,
+                      __global const uchar *lb, ulong lo_, long lst, long b,
+                      long *lo, long *hi) {
+  long l = 0, h = skv;
+  if (causal || mf.s1 > 0)
+    h = min(h, at + 1);
+  if (mf.s1 > 0)
+    l = max(0L, at - mf.s1 + 1);
+  if (mf.s0)
+    h = min(h, (long)BP_PTR(const int, lb, lo_)[b * lst]);
+  *lo = l;
+  *hi = max(h, l);
+}
+
+/* Head h's ALiBi slope (0 without ALiBi): the slopes tensor, or the
+ * standard geometric slope of head h + offset of mf.s4 heads (Press et
+ * al.): 2^(-8 (h + 1) / p) over the largest power of two p <= heads, then
+ * every other slope of the sequence for 2p. */
+inline ACC att_slope(int8 mf, __global const uchar *sb, ulong so, long sst,
+                     long h) {
+  if (mf.s3 == 1)
+    return (ACC)BP_PTR(const float, sb, so)[h * sst];
+  if (mf.s3 != 2)
+    return 0;
+  int p = 1;
+  while (p * 2 <= mf.s4)
+    p *= 2;
+  int hh = (int)h + mf.s5;
+  return hh < p ? exp2((ACC)-8 * (ACC)(hh + 1) / (ACC)p)
+                : exp2((ACC)-4 * (ACC)(2 * (hh - p) + 1) / (ACC)p);
+}
 
 __kernel __attribute__((reqd_work_group_size(BP_WG, 1, 1))) void
 attention(__global const uchar *qb, ulong qo, long4 qs,
           __global const uchar *kb, ulong ko, long4 ks,
           __global const uchar *vb, ulong vo, long4 vs,
           __global uchar *ob, ulong oo, long4 os, int hq, int hkv, long sq,
-          long skv, int d, int dv, ACC scale, int causal) {
+          long skv, int d, int dv, ACC scale, int causal, ATT_MASK_ARGS) {
   __local ACC ql[ATT_MAX_D];
   __local ACC p[BP_WG];
   __local ACC red[BP_WG];
@@ -35,11 +80,15 @@ attention(__global const uchar *qb, ulong qo, long4 qs,
   for (int c = t; c < d; c += BP_WG)
     ql[c] = LD(q, c * qs.s3) * scale; /* fold the scale into q once */
   barrier(CLK_LOCAL_MEM_FENCE);
-  long kend = causal ? min(skv, i + skv - sq + 1) : skv;
+  long at = i + skv - sq, kbeg, kend;
+  att_range(at, skv, causal, mf, lb, lo_, lst, b, &kbeg, &kend);
+  ACC slope = att_slope(mf, sb, so, sst, h);
+  __global const T *bias =
+      BP_PTR(const T, bb, bo) + b * bst.s0 + h * bst.s1 + i * bst.s2;
   ACC m = (ACC)-INFINITY, l = 0, acc[ATT_DV_PER_ITEM];
   for (int r = 0; r < ATT_DV_PER_ITEM; r++)
     acc[r] = 0;
-  for (long j0 = 0; j0 < kend; j0 += BP_WG) {
+  for (long j0 = kbeg; j0 < kend; j0 += BP_WG) {
     long j = j0 + t;
     ACC s = (ACC)-INFINITY;
     if (j < kend) {
@@ -47,11 +96,16 @@ attention(__global const uchar *qb, ulong qo, long4 qs,
       __global const T *kj = k + j * ks.s2;
       for (int c = 0; c < d; c++)
         s = fma(ql[c], LD(kj, c * ks.s3), s);
+      if (mf.s2)
+        s += LD(bias, j * bst.s3);
+      s -= slope * (ACC)abs(at - j);
     }
     ACC mnew = fmax(m, bp_wg_max(s, red));
-    ACC pt = j < kend ? exp(s - mnew) : (ACC)0;
+    /* -inf scores (masked by the bias) weigh nothing, also while every
+     * score so far is -inf */
+    ACC pt = s > (ACC)-INFINITY ? exp(s - mnew) : (ACC)0;
     p[t] = pt;
-    ACC corr = exp(m - mnew); /* exp(-inf) = 0 on the first chunk */
+    ACC corr = mnew > (ACC)-INFINITY ? exp(m - mnew) : (ACC)1;
     l = l * corr + bp_wg_sum(pt, red); /* its barriers also publish p[] */
     m = mnew;
     int n = (int)min((long)BP_WG, kend - j0);
@@ -83,16 +137,27 @@ attention(__global const uchar *qb, ulong qo, long4 qs,
 /* One operand into gemm_tiled's panels: dst[bi][(x / pwid) * kp + p][x %
  * pwid] = src[b, hh, x, p] (x, p along strides sx, sp), zero padded to kp x
  * xp. hh = h / grp maps a query head to its kv head (GQA). An item packs
- * one x for every p: few work-groups, which CPU drivers start slowly. */
+ * one x for every p: few work-groups, which CPU drivers start slowly.
+ * With key lengths (lens_axis 1: keys along x, K; 2: along p, V) the keys
+ * at or past batch b's length pack as zeros, so whatever a cache holds
+ * there never reaches a product (0 x NaN would). */
 __kernel void att_pack(__global const uchar *sb, ulong so, long s0, long s1,
                        long sx, long sp, int hq, int grp, long bh0,
                        long rows_p, long cols_x, __global ACC *dst, long kp,
-                       long xp, long pwid) {
+                       long xp, long pwid, __global const uchar *lb, ulong lo_,
+                       long lst, int lens_axis) {
   long x = get_global_id(0), bi = get_global_id(1);
   if (x >= xp)
     return;
   long bh = bh0 + bi;
   long b = bh / hq, hh = (bh % hq) / grp;
+  if (lens_axis) {
+    long len = max(0L, (long)BP_PTR(const int, lb, lo_)[b * lst]);
+    if (lens_axis == 1)
+      cols_x = min(cols_x, len);
+    else
+      rows_p = min(rows_p, len);
+  }
   __global const T *src = BP_PTR(const T, sb, so) + b * s0 + hh * s1 + x * sx;
   __global ACC *out = dst + bi * kp * xp + (x / pwid) * kp * pwid + x % pwid;
   long pend = x < cols_x ? rows_p : 0;
@@ -107,30 +172,63 @@ __kernel void att_pack(__global const uchar *sb, ulong so, long s0, long s1,
  * is a whole contiguous vector and no work-group barrier is needed. Row i
  * becomes probabilities written into the A panels of P V:
  * dst[bi][(i / pwid) * kp + j][i % pwid] (pwid a multiple of 16), zero
- * from the row's last visible key to kp. Causal: row i sees keys
- * j <= i + skv - sq; a row that sees none is all zeros (so is its output). */
+ * outside the row's visible keys [lo, hi) (att_range). With a bias or ALiBi
+ * the first pass adds them and writes the scores back, which only this
+ * item reads. A row that sees no key, or whose every score is -inf, is all
+ * zeros (so is its output). bh0 + bi is the (batch, head) index. */
 #define AV BP_CAT(ACC, 16)
-__kernel void att_softmax(__global const ACC *st, long sq, long sqp, long skv,
+__kernel void att_softmax(__global ACC *st, long sq, long sqp, long skv,
                           int causal, __global ACC *dst, long kp, long mp,
-                          long pwid) {
+                          long pwid, long bh0, int hq, ATT_MASK_ARGS) {
   long i0 = get_global_id(0) * 16, bi = get_global_id(1);
   if (i0 >= sq)
     return;
-  __global const ACC *s = st + bi * skv * sqp + i0;
+  long bh = bh0 + bi, b = bh / hq, h = bh % hq;
+  __global ACC *s = st + bi * skv * sqp + i0;
   const AV lane = (AV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  /* the last key each row sees */
-  AV last = causal ? (AV)(i0 + skv - sq) + lane : (AV)(skv - 1);
-  long kend = causal ? clamp(i0 + 16 + skv - sq, 0L, skv) : skv;
+  /* rows are monotone: the first row starts the union of the rows' key
+   * ranges, the last row (or row sq - 1) ends it */
+  long at0 = i0 + skv - sq, ilast = min(i0 + 15, sq - 1), lo0, hi0, lo1, hi1;
+  att_range(at0, skv, causal, mf, lb, lo_, lst, b, &lo0, &hi0);
+  att_range(ilast + skv - sq, skv, causal, mf, lb, lo_, lst, b, &lo1, &hi1);
+  long kbeg = lo0, kend = max(hi1, lo0);
+  AV at = (AV)(at0) + lane, lo = (AV)(0), hi = (AV)(skv);
+  if (causal || mf.s1 > 0)
+    hi = fmin(hi, at + 1);
+  if (mf.s1 > 0)
+    lo = fmax(lo, at - mf.s1 + 1);
+  if (mf.s0)
+    hi = fmin(hi, (AV)(BP_PTR(const int, lb, lo_)[b * lst]));
   AV mx = (AV)(-INFINITY);
-  for (long j = 0; j < kend; j++)
-    mx = select(mx, fmax(mx, vload16(0, s + j * sqp)), (AV)j <= last);
+  if (mf.s2 || mf.s3) {
+    ACC slope = att_slope(mf, sb, so, sst, h);
+    __global const T *bias = BP_PTR(const T, bb, bo) + b * bst.s0 + h * bst.s1;
+    for (long j = kbeg; j < kend; j++) {
+      AV x = vload16(0, s + j * sqp) - slope * fabs(at - (AV)j);
+      if (mf.s2) {
+        ACC bv[16];
+        for (int r = 0; r < 16; r++)
+          bv[r] = LD(bias, min(i0 + r, sq - 1) * bst.s2 + j * bst.s3);
+        x += vload16(0, bv);
+      }
+      vstore16(x, 0, s + j * sqp);
+    }
+  }
+  for (long j = kbeg; j < kend; j++) {
+    AV x = vload16(0, s + j * sqp);
+    mx = select(mx, fmax(mx, x), (AV)j >= lo && (AV)j < hi);
+  }
+  /* a row of -inf scores: exp(-inf - 0) = 0, so its sum is 0 */
+  mx = select(mx, (AV)0, mx == (AV)(-INFINITY));
   AV sum = 0;
-  for (long j = 0; j < kend; j++)
-    sum += select((AV)0, exp(vload16(0, s + j * sqp) - mx), (AV)j <= last);
+  for (long j = kbeg; j < kend; j++)
+    sum += select((AV)0, exp(vload16(0, s + j * sqp) - mx), (AV)j >= lo && (AV)j < hi);
   AV inv = select((AV)0, (AV)1 / sum, sum > (AV)0);
   __global ACC *out = dst + bi * kp * mp + (i0 / pwid) * kp * pwid + i0 % pwid;
-  for (long j = 0; j < kend; j++)
-    vstore16(select((AV)0, exp(vload16(0, s + j * sqp) - mx) * inv, (AV)j <= last), 0,
+  for (long j = 0; j < kbeg; j++)
+    vstore16((AV)0, 0, out + j * pwid);
+  for (long j = kbeg; j < kend; j++)
+    vstore16(select((AV)0, exp(vload16(0, s + j * sqp) - mx) * inv, (AV)j >= lo && (AV)j < hi), 0,
              out + j * pwid);
   for (long j = kend; j < kp; j++)
     vstore16((AV)0, 0, out + j * pwid);

@@ -151,8 +151,9 @@ inline ACC bp_min_nan(ACC a, ACC b) {
   return (isnan(a) || isnan(b)) ? a + b : fmin(a, b);
 }
 
-/* The activation and binary math that elementwise.cl's unary/binary and
- * model.cl's binary_scalar/glu must agree on, written once. */
+/* The activation and binary math that elementwise.cl's unary/binary,
+ * model.cl's binary_scalar/glu and gemm.cl's epilogue must agree on,
+ * written once. */
 /* Tanh-approximate GELU, 0.5 x (1 + tanh(u)), as x / (1 + e^(-2u)): the
  * same function without 1 + tanh(u)'s cancellation for negative x, and
  * NaN at -inf as the formula gives (PoCL's tanh(-inf) is not -1). */
@@ -160,6 +161,30 @@ inline ACC bp_gelu_tanh(ACC x) {
   ACC u = (ACC)0.7978845608028654 * (x + (ACC)0.044715 * x * x * x);
   return x / ((ACC)1 + exp((ACC)-2 * u));
 }
+
+/* bp_unary_op_t's codes: elementwise.cl's unary and gemm.cl's epilogue
+ * (float dtypes only: the math builtins take no integer arguments). */
+#if DT <= 3
+inline ACC bp_unary(int op, ACC x) {
+  switch (op) {
+  case 0: return -x;
+  case 1: return fabs(x);
+  case 2: return exp(x);
+  case 3: return log(x);
+  case 4: return sqrt(x);
+  case 5: return rsqrt(x);
+  case 6: return x > (ACC)0 ? x : (isnan(x) ? x : (ACC)0);
+  case 7: return x * (ACC)0.5 * ((ACC)1 + erf(x * (ACC)M_SQRT1_2));
+  case 8: return x / ((ACC)1 + exp(-x));
+  case 9: return (ACC)1 / ((ACC)1 + exp(-x));
+  case 10: return tanh(x);
+  case 11: return sin(x);
+  case 12: return cos(x);
+  case 13: return bp_gelu_tanh(x);
+  default: return x;
+  }
+}
+#endif
 
 /* bp_binary_op_t's codes. */
 inline ACC bp_binary(int op, ACC a, ACC b) {

@@ -3,28 +3,9 @@
  * The op is a kernel argument, not a build option, so one program per dtype
  * serves every op (PoCL compiles slowly; fewer programs start faster).
  * Broadcasting is stride 0. Op codes are bp_unary_op_t / bp_binary_op_t;
- * bp_gelu_tanh and bp_binary are common.cl's (model.cl uses them too).
+ * bp_unary, bp_gelu_tanh and bp_binary are common.cl's (model.cl and
+ * gemm.cl's epilogue use them too).
  */
-inline ACC bp_unary(int op, ACC x) {
-  switch (op) {
-  case 0: return -x;
-  case 1: return fabs(x);
-  case 2: return exp(x);
-  case 3: return log(x);
-  case 4: return sqrt(x);
-  case 5: return rsqrt(x);
-  case 6: return x > (ACC)0 ? x : (isnan(x) ? x : (ACC)0);
-  case 7: return x * (ACC)0.5 * ((ACC)1 + erf(x * (ACC)M_SQRT1_2));
-  case 8: return x / ((ACC)1 + exp(-x));
-  case 9: return (ACC)1 / ((ACC)1 + exp(-x));
-  case 10: return tanh(x);
-  case 11: return sin(x);
-  case 12: return cos(x);
-  case 13: return bp_gelu_tanh(x);
-  default: return x;
-  }
-}
-
 __kernel void unary(__global const uchar *xb, ulong xo, __global uchar *yb,
                     ulong yo, int op, int rank, long n, long8 shape8,
                     long8 xs8, long8 ys8) {

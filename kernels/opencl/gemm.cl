@@ -13,15 +13,30 @@
  * Tunables: TM TN (work-group tile), TK, WM WN (per-item tile), VW (vector
  * width), UK (K unroll), USE_LOCAL. `gemm_direct` serves small problems with
  * no scratch at all.
+ *
+ * Every GEMM kernel ends in the epilogue C = act(alpha A B + beta C + bias)
+ * on the compute-type value before C is rounded (GEMM_EPI_ARGS: the bias
+ * buffer and offset, its strides over [batch, m, n] with s3 != 0 when there
+ * is one, and the bp_unary_op_t activation or -1), so a linear layer's
+ * bias, activation and residual add cost no extra pass over C.
  */
 #define CT ACC
+
+#define GEMM_EPI_ARGS __global const uchar *eb, ulong eo, long4 es, int act
+inline CT gemm_epi(CT v, __global const uchar *eb, ulong eo, long4 es, int act,
+                   long bi, long i, long j) {
+  if (es.s3)
+    v += (CT)LD(BP_PTR(const T, eb, eo), bi * es.s0 + i * es.s1 + j * es.s2);
+  return act >= 0 ? bp_unary(act, v) : v;
+}
 
 /* ---- direct: one C element per work-item, any strides ------------------- */
 __kernel void gemm_direct(__global const uchar *ab, ulong ao,
                           __global const uchar *bb, ulong bo,
                           __global uchar *cb, ulong co, long m, long n, long k,
                           long8 s, /* a: b m k, b: b k n (s0..s5) */
-                          long csb, long csm, long csn, CT alpha, CT beta) {
+                          long csb, long csm, long csn, CT alpha, CT beta,
+                          GEMM_EPI_ARGS) {
   long j = get_global_id(0), i = get_global_id(1), bi = get_global_id(2);
   if (i >= m || j >= n)
     return;
@@ -35,7 +50,7 @@ __kernel void gemm_direct(__global const uchar *ab, ulong ao,
   CT v = alpha * acc;
   if (beta != (CT)0)
     v = fma(beta, (CT)LD(c, oc), v);
-  ST(c, oc, v);
+  ST(c, oc, gemm_epi(v, eb, eo, es, act, bi, i, j));
 }
 
 /* ---- pack: src[b*sb + p*sp + x*sx] into panels of pw columns ------------
@@ -76,7 +91,7 @@ __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1))) void
 gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
            long kp, long sab, long sbb, __global uchar *cb, ulong co, long m,
            long n, long csb, long csm, long csn, CT alpha, CT beta, long nb1,
-           long csb1, long boff, int tri, long tri_off) {
+           long csb1, long boff, int tri, long tri_off, GEMM_EPI_ARGS) {
   int tx = get_local_id(0), ty = get_local_id(1);
   long bi = get_global_id(2);
   long i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
@@ -155,7 +170,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
       CT val = alpha * vals[q];
       if (beta != (CT)0)
         val = fma(beta, (CT)LD(c, oc), val);
-      ST(c, oc, val);
+      ST(c, oc, gemm_epi(val, eb, eo, es, act, cbi, i, j));
     }
   }
 }
@@ -185,7 +200,8 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
 #define SK_NV (MB == 1 ? 8 : MB <= 2 ? 4 : MB <= 4 ? 2 : 1)
 
 inline void sk_store(__global T *c, long csm, long csn, long m, long n,
-                     long j, SK_VT v, int r, CT alpha, CT beta) {
+                     long j, SK_VT v, int r, CT alpha, CT beta, long bi,
+                     GEMM_EPI_ARGS) {
   CT vals[SKV];
   vstore16(v, 0, vals);
   for (int q = 0; q < SKV && j + q < n; q++) {
@@ -193,7 +209,7 @@ inline void sk_store(__global T *c, long csm, long csn, long m, long n,
     CT x = alpha * vals[q];
     if (beta != (CT)0)
       x = fma(beta, (CT)LD(c, oc), x);
-    ST(c, oc, x);
+    ST(c, oc, gemm_epi(x, eb, eo, es, act, bi, r, j + q));
   }
 }
 
@@ -201,7 +217,8 @@ __kernel void gemm_skinny_n(__global const uchar *ab, ulong ao,
                             __global const uchar *bb, ulong bo,
                             __global uchar *cb, ulong co, long m, long n,
                             long k, long8 s, /* a: b m k, b: b k n */
-                            long csb, long csm, long csn, CT alpha, CT beta) {
+                            long csb, long csm, long csn, CT alpha, CT beta,
+                            GEMM_EPI_ARGS) {
   long j0 = get_global_id(0) * (SKV * SK_NV), bi = get_global_id(1);
   if (j0 >= n)
     return;
@@ -247,7 +264,7 @@ __kernel void gemm_skinny_n(__global const uchar *ab, ulong ao,
           t[q] = q + sh < SKV ? t[q + sh] : 0;
         x = vload16(0, t);
       }
-      sk_store(c, csm, csn, m, n, j, x, r, alpha, beta);
+      sk_store(c, csm, csn, m, n, j, x, r, alpha, beta, bi, eb, eo, es, act);
     }
   }
 }
@@ -256,7 +273,8 @@ __kernel void gemm_skinny_k(__global const uchar *ab, ulong ao,
                             __global const uchar *bb, ulong bo,
                             __global uchar *cb, ulong co, long m, long n,
                             long k, long8 s, /* a: b m k, b: b k n */
-                            long csb, long csm, long csn, CT alpha, CT beta) {
+                            long csb, long csm, long csn, CT alpha, CT beta,
+                            GEMM_EPI_ARGS) {
   long j = get_global_id(0), bi = get_global_id(1);
   if (j >= n)
     return;
@@ -286,7 +304,7 @@ __kernel void gemm_skinny_k(__global const uchar *ab, ulong ao,
     CT x = alpha * sum;
     if (beta != (CT)0)
       x = fma(beta, (CT)LD(c, r * csm), x);
-    ST(c, r * csm, x);
+    ST(c, r * csm, gemm_epi(x, eb, eo, es, act, bi, r, j));
   }
 }
 #endif /* MB */

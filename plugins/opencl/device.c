@@ -180,6 +180,11 @@ void ocl_device_describe(cl_platform_id plat, cl_device_id dev, bp_device_info_t
   ocl_op_dtypes(&c, info->op_dtypes);
   ocl_model_claims(&c, info->op_dtypes, info->op_features);
   ocl_quant_claims(&c, info->op_dtypes);
+  /* gemm.cl's kernels end in the epilogue (ops_blas.c). */
+  info->op_features[BP_OP_GEMM] = BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT;
+  /* attention.cl's kernels apply every mask (ops_dnn.c, ops_attention_gemm.c). */
+  info->op_features[BP_OP_ATTENTION] = BP_FEATURE_ATTENTION_KV_LENS | BP_FEATURE_ATTENTION_WINDOW |
+                                       BP_FEATURE_ATTENTION_BIAS | BP_FEATURE_ATTENTION_ALIBI;
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_OPENCL_C);
   snprintf(info->description, sizeof info->description,
            "%s on %s; local memory %llu KiB; fp16 %s, fp64 %s", c.version, c.platform,

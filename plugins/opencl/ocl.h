@@ -352,7 +352,16 @@ typedef struct ocl_tiled_run {
   int tri;
   int64_t tri_off;
   double alpha, beta;
+  /* The epilogue (gemm.cl): bias over [batch, m, n] by strides or NULL, and
+   * the activation when activate. */
+  const bp_plugin_tensor_t *bias;
+  bool activate;
+  int32_t activation;
 } ocl_tiled_run_t;
+/* Adds gemm.cl's GEMM_EPI_ARGS: bias (NULL: none; c's buffer stands in)
+ * and the activation when activate. */
+void ocl_arg_epilogue(ocl_args_t *a, const bp_plugin_tensor_t *c, const bp_plugin_tensor_t *bias,
+                      bool activate, int32_t activation);
 bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
                          const ocl_tiled_run_t *r);
 /* The k padding gemm_tiled needs with cfg. */
@@ -363,6 +372,8 @@ int64_t ocl_gemm_kstep(const ocl_gemm_cfg_t *cfg);
  * d->lock. */
 bp_status_t ocl_conv2d_gemm(ocl_device_t *d, cl_command_queue q, const bp_conv2d_args_t *args);
 bp_status_t ocl_attention_gemm(ocl_device_t *d, cl_command_queue q, const bp_attention_args_t *args);
+/* Adds attention.cl's ATT_MASK_ARGS for args' masks (ops_attention_gemm.c). */
+void ocl_arg_att_mask(ocl_args_t *a, const bp_attention_args_t *args);
 /* A scratch buffer of size bytes, released by the caller once enqueued (a
  * graph being recorded on q keeps it). */
 cl_mem ocl_scratch(ocl_device_t *d, cl_command_queue q, size_t size, bp_status_t *out_st);

@@ -5,8 +5,10 @@
  * kernels/opencl/attention.cl (att_pack, att_softmax). Heads go in chunks
  * whose S fits a bounded scratch. With a causal mask the first product
  * skips the tiles above the diagonal and the second stops each row tile's
- * k loop at its last visible key. Short query blocks (decode) keep the
- * fused kernel of ops_dnn.c, which stores nothing of size Sq x Skv.
+ * k loop at its last visible key (a sliding window is causal too). The
+ * masks of ABI 1.5 apply in att_softmax; keys past a sequence's length pack
+ * as zeros. Short query blocks (decode) keep the fused kernel of ops_dnn.c,
+ * which stores nothing of size Sq x Skv.
  */
 #include <math.h>
 
@@ -17,6 +19,44 @@
 #define ATT_GEMM_MIN_SKV 64
 /* Scratch (S, P and the packed Q, K, V) of one chunk of heads. */
 #define ATT_SCRATCH_BYTES (96ll << 20)
+
+/* The masks of ABI 1.5, as they travel in a bp_attention_args_t from a
+ * caller of that ABI or newer. */
+static bool has_masks(const bp_attention_args_t *a) {
+  return a->struct_size >= sizeof *a;
+}
+
+void ocl_arg_att_mask(ocl_args_t *a, const bp_attention_args_t *args) {
+  bool m = has_masks(args);
+  const bp_plugin_tensor_t *lens = m && args->kv_lens.rank ? &args->kv_lens : &args->q;
+  const bp_plugin_tensor_t *bias = m && args->bias.rank ? &args->bias : &args->q;
+  const bp_plugin_tensor_t *sl = m && args->alibi_slopes.rank ? &args->alibi_slopes : &args->q;
+  cl_int mf[8] = {m && args->kv_lens.rank > 0,
+                  m && args->window > 0 ? args->window : 0,
+                  m && args->bias.rank > 0,
+                  !m ? 0 : args->alibi_slopes.rank ? 1 : args->alibi_heads > 0 ? 2 : 0,
+                  m ? args->alibi_heads : 0,
+                  m ? args->alibi_head_offset : 0,
+                  0,
+                  0};
+  cl_long lst = lens == &args->kv_lens ? lens->strides[0] : 0;
+  cl_long bst[4] = {0, 0, 0, 0}, sst = sl == &args->alibi_slopes ? sl->strides[0] : 0;
+  if (bias == &args->bias)
+    for (int i = 0; i < 4; i++) bst[i] = bias->strides[i];
+  ocl_arg_buf(a, lens->ptr, lens->offset);
+  OCL_ARG(a, lst);
+  ocl_arg_buf(a, bias->ptr, bias->offset);
+  ocl_arg(a, sizeof(cl_long4), bst);
+  ocl_arg_buf(a, sl->ptr, sl->offset);
+  OCL_ARG(a, sst);
+  ocl_arg(a, sizeof(cl_int8), mf);
+}
+
+/* Causal, or a sliding window (causal by definition): the products may
+ * skip the tiles past each row's last key. */
+static int causal_like(const bp_attention_args_t *a) {
+  return a->causal != 0 || (has_masks(a) && a->window > 0);
+}
 
 typedef struct att_geom {
   int64_t bh, hq, grp, sq, sqp, skv, d, dv;
@@ -54,10 +94,12 @@ static cl_mem sub(cl_command_queue q, cl_mem m, const att_geom_t *g, const int64
 }
 
 /* t's (b, h, x, p) element at b * s0 + h * s1 + x * sx + p * sp. */
+/* lens: the key lengths (NULL: none) along x (lens_axis 1) or p (2). */
 static bp_status_t pack(ocl_device_t *d, cl_command_queue q, const char *opts,
                         const bp_plugin_tensor_t *t, int sx_axis, int sp_axis, int64_t grp,
                         const att_geom_t *g, int64_t bh0, int64_t nb, int64_t rows_p,
-                        int64_t cols_x, cl_mem dst, int64_t kp, int64_t xp, int64_t pwid) {
+                        int64_t cols_x, cl_mem dst, int64_t kp, int64_t xp, int64_t pwid,
+                        const bp_plugin_tensor_t *lens, int lens_axis) {
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_ATTENTION, opts, "att_pack", &a.k);
   if (st != BP_OK) return st;
@@ -71,24 +113,31 @@ static bp_status_t pack(ocl_device_t *d, cl_command_queue q, const char *opts,
   for (int i = 0; i < 3; i++) OCL_ARG(&a, lv[i]);
   OCL_ARG(&a, dst);
   for (int i = 3; i < 6; i++) OCL_ARG(&a, lv[i]);
+  cl_long lst = lens ? lens->strides[0] : 0;
+  cl_int axis = lens ? lens_axis : 0;
+  ocl_arg_buf(&a, lens ? lens->ptr : t->ptr, lens ? lens->offset : t->offset);
+  OCL_ARG(&a, lst);
+  OCL_ARG(&a, axis);
   size_t lws[2] = {64, 1};
   size_t gws[2] = {ocl_round_up((size_t)xp, 64), (size_t)nb};
   return ocl_enqueue(q, &a, 2, gws, lws);
 }
 
 static bp_status_t softmax_rows(ocl_device_t *d, cl_command_queue q, const char *opts,
-                                const att_geom_t *g, int64_t nb, int causal, cl_mem s, cl_mem p,
-                                int64_t pwid) {
+                                const bp_attention_args_t *args, const att_geom_t *g, int64_t bh0,
+                                int64_t nb, cl_mem s, cl_mem p, int64_t pwid) {
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_ATTENTION, opts, "att_softmax", &a.k);
   if (st != BP_OK) return st;
-  cl_long v[6] = {g->sq, g->sqp, g->skv, g->kps, g->mp, pwid};
-  cl_int c = causal;
+  cl_long v[7] = {g->sq, g->sqp, g->skv, g->kps, g->mp, pwid, bh0};
+  cl_int c = args->causal != 0, hq = (cl_int)g->hq;
   OCL_ARG(&a, s);
   for (int i = 0; i < 3; i++) OCL_ARG(&a, v[i]);
   OCL_ARG(&a, c);
   OCL_ARG(&a, p);
-  for (int i = 3; i < 6; i++) OCL_ARG(&a, v[i]);
+  for (int i = 3; i < 7; i++) OCL_ARG(&a, v[i]);
+  OCL_ARG(&a, hq);
+  ocl_arg_att_mask(&a, args);
   size_t lws[2] = {1, 1};
   size_t gws[2] = {(size_t)(g->sqp / 16), (size_t)nb};
   return ocl_enqueue(q, &a, 2, gws, lws);
@@ -121,16 +170,17 @@ static bp_status_t chunk(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
                          const char *opts, const bp_attention_args_t *args, const att_geom_t *g,
                          int64_t bh0, int64_t nb, cl_mem *part) {
   const bp_plugin_tensor_t *Q = &args->q, *K = &args->k, *V = &args->v, *O = &args->out;
-  int causal = args->causal != 0;
+  int causal = causal_like(args);
   int64_t tm = cfg->tile_m, tn = cfg->tile_n;
-  bp_status_t st =
-      pack(d, q, opts, Q, 2, 3, 1, g, bh0, nb, g->d, g->sq, part[SQ_Q], g->kpd, g->npq, tn);
+  const bp_plugin_tensor_t *lens = has_masks(args) && args->kv_lens.rank ? &args->kv_lens : NULL;
+  bp_status_t st = pack(d, q, opts, Q, 2, 3, 1, g, bh0, nb, g->d, g->sq, part[SQ_Q], g->kpd,
+                        g->npq, tn, NULL, 0);
   if (st == BP_OK)
-    st =
-        pack(d, q, opts, K, 2, 3, g->grp, g, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd, g->mpk, tm);
+    st = pack(d, q, opts, K, 2, 3, g->grp, g, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd, g->mpk,
+              tm, lens, 1);
   if (st == BP_OK)
     st = pack(d, q, opts, V, 3, 2, g->grp, g, bh0, nb, g->skv, g->dv, part[SQ_V], g->kps, g->npv,
-              tn);
+              tn, lens, 2);
   bp_dtype_t sdt = g->cs == 8 ? BP_F64 : BP_F32;
   bp_plugin_tensor_t s = {.ptr = (uint64_t)(uintptr_t)part[SQ_S], .dtype = sdt};
   double scale = args->scale != 0 ? args->scale : 1.0 / sqrt((double)g->d);
@@ -155,7 +205,7 @@ static bp_status_t chunk(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
                         .alpha = scale,
                         .beta = 0};
   if (st == BP_OK) st = ocl_gemm_run(d, q, cfg, &r1);
-  if (st == BP_OK) st = softmax_rows(d, q, opts, g, nb, causal, part[SQ_S], part[SQ_P], tm);
+  if (st == BP_OK) st = softmax_rows(d, q, opts, args, g, bh0, nb, part[SQ_S], part[SQ_P], tm);
   ocl_tiled_run_t r2 = {.pa = part[SQ_P],
                         .pb = part[SQ_V],
                         .mp = g->mp,

@@ -25,8 +25,35 @@ void ocl_gemm_cfg_options(const ocl_device_t *d, bp_dtype_t dt, const ocl_gemm_c
            c->use_local);
 }
 
+void ocl_arg_epilogue(ocl_args_t *a, const bp_plugin_tensor_t *c, const bp_plugin_tensor_t *bias,
+                      bool activate, int32_t activation) {
+  cl_long es[4] = {0, 0, 0, 0};
+  if (bias) {
+    for (int i = 0; i < 3; i++) es[i] = bias->strides[i];
+    es[3] = 1;
+  }
+  cl_int act = activate ? activation : -1;
+  ocl_arg_buf(a, bias ? bias->ptr : c->ptr, bias ? bias->offset : c->offset);
+  ocl_arg(a, sizeof(cl_long4), es);
+  OCL_ARG(a, act);
+}
+
+/* g's epilogue into r (none from a caller older than ABI 1.5). */
+static void tiled_epilogue(const bp_gemm_args_t *g, ocl_tiled_run_t *r) {
+  if (g->struct_size < sizeof *g) return; /* a caller from before ABI 1.5 */
+  r->bias = g->bias.rank > 0 ? &g->bias : NULL;
+  r->activate = (g->flags & BP_GEMM_FLAG_ACTIVATION) != 0;
+  r->activation = g->activation;
+}
+
+static void gemm_epilogue_args(ocl_args_t *a, const bp_gemm_args_t *g) {
+  ocl_tiled_run_t r = {0};
+  tiled_epilogue(g, &r);
+  ocl_arg_epilogue(a, &g->c, r.bias, r.activate, r.activation);
+}
+
 /* The arguments gemm_direct and the skinny kernels share (gemm.cl): a, b,
- * c, m, n, k, a's and b's strides, c's strides, alpha, beta. */
+ * c, m, n, k, a's and b's strides, c's strides, alpha, beta, epilogue. */
 static void gemm_plain_args(ocl_args_t *a, const bp_gemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b, *C = &g->c;
   cl_long m = C->shape[1], n = C->shape[2], k = A->shape[2];
@@ -48,6 +75,7 @@ static void gemm_plain_args(ocl_args_t *a, const bp_gemm_args_t *g) {
   for (int i = 0; i < 3; i++) OCL_ARG(a, C->strides[i]);
   ocl_arg_scalar(a, C->dtype, g->alpha);
   ocl_arg_scalar(a, C->dtype, g->beta);
+  gemm_epilogue_args(a, g);
 }
 
 static bp_status_t gemm_direct(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g) {
@@ -120,6 +148,7 @@ bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   for (int i = 10; i < 13; i++) OCL_ARG(&a, v[i]);
   OCL_ARG(&a, tri);
   OCL_ARG(&a, v[14]);
+  ocl_arg_epilogue(&a, r->c, r->bias, r->activate, r->activation);
   size_t lws[3] = {(size_t)(cfg->tile_n / cfg->wpt_n), (size_t)(cfg->tile_m / cfg->wpt_m), 1};
   size_t gws[3] = {(size_t)(r->np / cfg->tile_n) * lws[0], (size_t)(r->mp / cfg->tile_m) * lws[1],
                    (size_t)r->batch};
@@ -165,6 +194,7 @@ bp_status_t ocl_gemm_tiled(ocl_device_t *d, cl_command_queue q, const ocl_gemm_c
                        .nb1 = 1,
                        .alpha = g->alpha,
                        .beta = g->beta};
+  tiled_epilogue(g, &r);
   st = ocl_gemm_run(d, q, cfg, &r);
 out:
   /* OpenCL keeps the scratch alive until the queued kernels finish. */

@@ -51,6 +51,7 @@ bp_status_t ocl_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *str
     double scale = args->scale != 0 ? args->scale : 1.0 / sqrt((double)dd);
     ocl_arg_scalar(&a, q->dtype, scale);
     OCL_ARG(&a, causal);
+    ocl_arg_att_mask(&a, args);
     size_t lws = 64, gws = (size_t)rows * 64;
     st = ocl_enqueue(ocl_queue(d, stream), &a, 1, &gws, &lws);
   }
