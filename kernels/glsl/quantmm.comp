@@ -23,15 +23,18 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
 };
 layout(push_constant) uniform PC { Params p; };
 
-vec4 quad(T1Buf a, int o) {
-  return vec4(LOAD1(a, o), LOAD1(a, o + p.sak), LOAD1(a, o + 2 * p.sak), LOAD1(a, o + 3 * p.sak));
+vec4 quad(T1Buf a, int o, int sak) {
+  return vec4(LOAD1(a, o), LOAD1(a, o + sak), LOAD1(a, o + 2 * sak), LOAD1(a, o + 3 * sak));
 }
 
 void main() {
   int tid = int(gl_LocalInvocationID.x), tx = tid % WN, ty = tid / WN;
   int m0 = int(gl_WorkGroupID.y) * BM, n0 = int(gl_WorkGroupID.x) * BN;
   int batch = int(gl_WorkGroupID.z);
-  uint64_t bytes = p.qt == 0 ? 34u : 18u;
+  // Parameters read once: CPU implementations load a parameter per lane
+  // each time the loops read it.
+  const int sak = p.sak, nb = p.nb, qt = p.qt;
+  const uint64_t bytes = qt == 0 ? 34u : 18u;
   T1Buf a = T1Buf(p.a);
   // Rows and columns past the edge are clamped, not branched around.
   int ra[TM];
@@ -42,16 +45,16 @@ void main() {
     wr[j] = p.w + uint64_t(min(n0 + tx + j * WN, p.n - 1)) * uint64_t(p.swn) * bytes;
   vec4 acc[TM];
   [[unroll]] for (int i = 0; i < TM; i++) acc[i] = vec4(0.0);
-  for (int b = 0; b < p.nb; b++) {
+  for (int b = 0; b < nb; b++) {
     uint64_t blk[TN];
     [[unroll]] for (int j = 0; j < TN; j++) blk[j] = wr[j] + uint64_t(b) * bytes;
     vec4 part[TM];
     [[unroll]] for (int i = 0; i < TM; i++) part[i] = vec4(0.0);
-    int l0 = 32 * b * p.sak;
-    if (p.qt == 0) {
+    int l0 = 32 * b * sak;
+    if (qt == 0) {
       for (int q = 0; q < 8; q++) {
         mat4 w4 = mat4(q8_quad(blk[0], q), q8_quad(blk[1], q), q8_quad(blk[2], q), q8_quad(blk[3], q));
-        [[unroll]] for (int i = 0; i < TM; i++) part[i] += quad(a, ra[i] + l0 + 4 * q * p.sak) * w4;
+        [[unroll]] for (int i = 0; i < TM; i++) part[i] += quad(a, ra[i] + l0 + 4 * q * sak, sak) * w4;
       }
     } else {
       for (int q = 0; q < 4; q++) {
@@ -59,8 +62,8 @@ void main() {
         [[unroll]] for (int j = 0; j < TN; j++) q4_quads(blk[j], q, lo[j], hi[j]);
         mat4 wl = mat4(lo[0], lo[1], lo[2], lo[3]), wh = mat4(hi[0], hi[1], hi[2], hi[3]);
         [[unroll]] for (int i = 0; i < TM; i++) {
-          int o = ra[i] + l0 + 4 * q * p.sak;
-          part[i] += quad(a, o) * wl + quad(a, o + 16 * p.sak) * wh;
+          int o = ra[i] + l0 + 4 * q * sak;
+          part[i] += quad(a, o, sak) * wl + quad(a, o + 16 * sak, sak) * wh;
         }
       }
     }

@@ -25,29 +25,32 @@ layout(push_constant) uniform PC { Params p; };
 shared float red[ROWS * LANES];
 
 void main() {
-  int lane = int(gl_LocalInvocationID.x);
-  uint64_t bytes = p.qt == 0 ? 34u : 18u;
-  for (int r = int(gl_WorkGroupID.y); r < p.rows; r += int(gl_NumWorkGroups.y)) {
-    int bi = r / p.m, i = r % p.m;
-    T1Buf a = T1Buf(p.a);
-    int arow = bi * p.sab + i * p.sam;
-    for (int j0 = int(gl_WorkGroupID.x) * ROWS; j0 < p.n; j0 += int(gl_NumWorkGroups.x) * ROWS) {
+  // Parameters read once: CPU implementations load a parameter per lane
+  // each time the loops read it.
+  const int lane = int(gl_LocalInvocationID.x), n = p.n, nb = p.nb, qt = p.qt, m = p.m;
+  const int sak = p.sak, sab = p.sab, sam = p.sam, rows = p.rows;
+  const uint64_t wbase = p.w, bytes = qt == 0 ? 34u : 18u, wrow_bytes = uint64_t(p.swn) * bytes;
+  T1Buf a = T1Buf(p.a), y = T1Buf(p.y);
+  for (int r = int(gl_WorkGroupID.y); r < rows; r += int(gl_NumWorkGroups.y)) {
+    int bi = r / m, i = r % m;
+    int arow = bi * sab + i * sam;
+    for (int j0 = int(gl_WorkGroupID.x) * ROWS; j0 < n; j0 += int(gl_NumWorkGroups.x) * ROWS) {
       float part[ROWS];
       uint64_t wrow[ROWS];
       [[unroll]] for (int t = 0; t < ROWS; t++) {
         part[t] = 0.0;
-        wrow[t] = p.w + uint64_t(min(j0 + t, p.n - 1)) * uint64_t(p.swn) * bytes;
+        wrow[t] = wbase + uint64_t(min(j0 + t, n - 1)) * wrow_bytes;
       }
-      for (int b = lane; b < p.nb; b += LANES) {
+      for (int b = lane; b < nb; b += LANES) {
         vec4 x[8];
-        int l0 = arow + 32 * b * p.sak;
+        int l0 = arow + 32 * b * sak;
         [[unroll]] for (int q = 0; q < 8; q++)
-          x[q] = vec4(LOAD1(a, l0 + (4 * q) * p.sak), LOAD1(a, l0 + (4 * q + 1) * p.sak),
-                      LOAD1(a, l0 + (4 * q + 2) * p.sak), LOAD1(a, l0 + (4 * q + 3) * p.sak));
+          x[q] = vec4(LOAD1(a, l0 + (4 * q) * sak), LOAD1(a, l0 + (4 * q + 1) * sak),
+                      LOAD1(a, l0 + (4 * q + 2) * sak), LOAD1(a, l0 + (4 * q + 3) * sak));
         [[unroll]] for (int t = 0; t < ROWS; t++) {
           uint64_t blk = wrow[t] + uint64_t(b) * bytes;
           float s = 0.0;
-          if (p.qt == 0) {
+          if (qt == 0) {
             [[unroll]] for (int q = 0; q < 8; q++) s += dot(x[q], q8_quad(blk, q));
           } else {
             [[unroll]] for (int q = 0; q < 4; q++) {
@@ -66,10 +69,8 @@ void main() {
           [[unroll]] for (int t = 0; t < ROWS; t++) red[t * LANES + lane] += red[t * LANES + lane + h];
         barrier();
       }
-      if (lane < ROWS && j0 + lane < p.n) {
-        T1Buf y = T1Buf(p.y);
+      if (lane < ROWS && j0 + lane < n)
         STORE1(y, bi * p.syb + i * p.sym + (j0 + lane) * p.syn, red[lane * LANES]);
-      }
       barrier();
     }
   }
