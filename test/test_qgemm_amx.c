@@ -1,6 +1,6 @@
 /*
  * test_qgemm_amx.c — the int8 GEMM on AMX-INT8 tiles
- * (plugins/cpu/fast/quant/qgemm_amx.c), called directly so that a decline
+ * (plugins/cpu/fast/quant/qgemm_amx.c), its driver called directly so that a decline
  * cannot pass unseen, bit-exact against the plugin's scalar reference
  * (ref/ref_quant.c, cpu_ref_qgemm_range) with 1 and 2 threads. The cases
  * sit on the kernel's edges: m, n, k on either side of the tiles (16 rows,
@@ -9,9 +9,10 @@
  * a multiple of 4, the int32 wrap past k = 2^17; transposed and strided
  * views of a, b and c; rank-3 batches with b shared or batched; i32, f32
  * and requantized i8 outputs with per-tensor, per-row and per-column
- * scales. Then the run-time choice (cpu_fast_qgemm): AMX by default and
- * with BP_CPU_QGEMM_ISA=amx (it alone takes a batched b), and the VNNI and
- * AVX2 kernels it names, against the same reference.
+ * scales. The same cases run the driver with the AVX512-VNNI micro-kernel
+ * (qgemm_vnni.c). Then the run-time choice (cpu_qgemm_path,
+ * cpu_fast_qgemm): AMX by default, the paths BP_CPU_QGEMM_ISA names, AVX2
+ * under an AVX2 ceiling, each against the same reference.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,15 +153,21 @@ static bool amx_here(void) {
     if (!amx_here()) TEST_SKIP_CASE("no AMX-INT8 with AVX-512, or no tile permission");            \
   } while (0)
 
-/* One case on every device of the set, straight into the AMX kernel. */
+/* One case on every device of the set, straight into the blocked driver:
+ * on AMX tiles, and with the VNNI micro-kernel when the CPU has VNNI. */
 static void run_amx(dev_set_t *s, const qcase_t *q) {
   qbufs_t u;
   make_case(q, &u);
-  for (int d = 0; d < s->n; d++) {
-    memset(u.c, 0x5A, u.cbytes);
-    assert_int_equal(cpu_qgemm_amx(&s->dev[d], &u.args), BP_OK);
-    check(q, &u, s->dev[d].threads == 1 ? "amx, 1 thread" : "amx, 2 threads");
-  }
+  bool vnni = cpu_features_get()->avx512_vnni && cpu_features_get()->avx512dq;
+  for (int kern = 0; kern < (vnni ? 2 : 1); kern++)
+    for (int d = 0; d < s->n; d++) {
+      memset(u.c, 0x5A, u.cbytes);
+      assert_int_equal(cpu_qgemm_blocked(&s->dev[d], &u.args, kern == 0), BP_OK);
+      bool one = s->dev[d].threads == 1;
+      check(q, &u,
+            kern == 0 ? (one ? "amx, 1 thread" : "amx, 2 threads")
+                      : (one ? "vnni, 1 thread" : "vnni, 2 threads"));
+    }
   free_case(&u);
 }
 
@@ -275,8 +282,8 @@ static void run_chosen(cpu_device_t *dev, const char *path, const qcase_t *q, bp
   unsetenv("BP_CPU_QGEMM_ISA");
 }
 
-/* Only AMX takes a batched b, so BP_OK for one shows the AMX kernel ran;
- * VNNI and AVX2 stay reachable by name and exact; "ref" declines. */
+/* The default is AMX here; each named path is exact (the blocked driver
+ * takes a batched b, the AVX2 rows do not); "ref" declines. */
 static void test_chosen_path(void **state) {
   (void)state;
   AMX_OR_SKIP();
@@ -286,13 +293,33 @@ static void test_chosen_path(void **state) {
   qcase_t batched = {2, 37, 50, 130, B_BATCHED, S_ROW_COL, BP_F32, 0};
   qcase_t shared = {2, 37, 50, 130, B_T, S_ROW_COL, BP_I8, 0};
   for (int d = 0; d < s.n; d++) {
+    unsetenv("BP_CPU_QGEMM_ISA");
+    assert_int_equal(cpu_qgemm_path(&s.dev[d]), CPU_QGEMM_AMX);
     run_chosen(&s.dev[d], NULL, &batched, BP_OK);
     run_chosen(&s.dev[d], "amx", &batched, BP_OK);
-    run_chosen(&s.dev[d], "vnni", &batched, BP_ERR_UNIMPLEMENTED);
     run_chosen(&s.dev[d], "ref", &shared, BP_ERR_UNIMPLEMENTED);
-    if (f->avx512_vnni) run_chosen(&s.dev[d], "vnni", &shared, BP_OK);
-    if (f->avx2) run_chosen(&s.dev[d], "avx2", &shared, BP_OK);
+    if (f->avx512_vnni) {
+      setenv("BP_CPU_QGEMM_ISA", "vnni", 1);
+      assert_int_equal(cpu_qgemm_path(&s.dev[d]), CPU_QGEMM_VNNI);
+      run_chosen(&s.dev[d], "vnni", &batched, BP_OK);
+      run_chosen(&s.dev[d], "vnni", &shared, BP_OK);
+    }
+    if (f->avx2) {
+      run_chosen(&s.dev[d], "avx2", &batched, BP_ERR_UNIMPLEMENTED);
+      run_chosen(&s.dev[d], "avx2", &shared, BP_OK);
+    }
   }
+  devs_close(&s);
+}
+
+/* An ISA ceiling below AVX-512 leaves AVX2 (or the reference). */
+static void test_ceiling(void **state) {
+  (void)state;
+  dev_set_t s;
+  devs_open_levels(&s, BP_ISA_AVX2, BP_ISA_AVX2);
+  if (s.n == 0) TEST_SKIP_CASE("no AVX2 with FMA and F16C");
+  unsetenv("BP_CPU_QGEMM_ISA");
+  for (int d = 0; d < s.n; d++) assert_int_equal(cpu_qgemm_path(&s.dev[d]), CPU_QGEMM_AVX2);
   devs_close(&s);
 }
 
@@ -300,7 +327,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_amx_edges),   cmocka_unit_test(test_amx_views),
       cmocka_unit_test(test_amx_batches), cmocka_unit_test(test_amx_wrap),
-      cmocka_unit_test(test_chosen_path),
+      cmocka_unit_test(test_chosen_path), cmocka_unit_test(test_ceiling),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,9 @@
  *  - The micro-kernel keeps a 32 x 32 int32 block of C in four tiles for a
  *    whole k block; between k blocks it waits in a workspace of QA_MB x
  *    QA_NB micro-tiles, and after the last one the epilogue (scales,
- *    requantize) writes it to c.
+ *    requantize) writes it to c, or the tiles go straight to an int32 c.
+ * The same driver runs the AVX512-VNNI micro-kernel (qgemm_vnni.c) on CPUs
+ * without AMX, with a packed as u8 and a shorter k block.
  */
 #include <immintrin.h>
 #include <stdalign.h>
@@ -28,9 +30,12 @@
 #include "plugins/cpu/fast/quant/qgemm_amx.h"
 #include "plugins/cpu/tensor.h"
 
-#define QA_KB 1024 /* k bytes per block: the A sub-panel is 32 KiB */
-#define QA_MB 8    /* micro-panels of A per block */
-#define QA_NB 8    /* column pairs of B per block */
+/* k bytes per block: the A sub-panel is 32 KiB for the tiles; VNNI reads
+ * the B pair (32 x kb bytes) from L1 once per 8 rows, so it takes less */
+#define QA_KB_AMX 1024
+#define QA_KB_VNNI 256
+#define QA_MB 8 /* micro-panels of A per block */
+#define QA_NB 8 /* column pairs of B per block */
 #define QA_WS_LD (QA_NB * 32)
 #define QA_APACK_BYTES ((int64_t)4 << 20) /* A packed at a time per worker */
 
@@ -106,8 +111,8 @@ static int32_t *qa_direct(const cpu_qa_job_t *j, int64_t q, int64_t c0, int64_t 
 static void qa_block(const cpu_qa_job_t *j, const int8_t *apack, int64_t ni, int64_t q,
                      int64_t q_end, int64_t p0, int64_t p1, int32_t *ws) {
   int64_t kp = j->kp, bpanel = kp * 16;
-  for (int64_t k0 = 0; k0 < kp; k0 += QA_KB) {
-    int64_t kb = kp - k0 < QA_KB ? kp - k0 : QA_KB;
+  for (int64_t k0 = 0; k0 < kp; k0 += j->kb) {
+    int64_t kb = kp - k0 < j->kb ? kp - k0 : j->kb;
     bool first = k0 == 0, last = k0 + kb >= kp;
     for (int64_t i = 0; i < ni; i++) {
       int64_t r0 = q + i * 32, rows = q_end - r0 < 32 ? q_end - r0 : 32;
@@ -121,7 +126,7 @@ static void qa_block(const cpu_qa_job_t *j, const int8_t *apack, int64_t ni, int
           out = direct;
         else
           ldo = QA_WS_LD;
-        qa_ukr(kb / CPU_QA_KC, ap, b0, b0 + bpanel, w, QA_WS_LD, first, out, ldo);
+        j->ukr(kb / CPU_QA_KC, ap, b0, b0 + bpanel, w, QA_WS_LD, first, out, ldo);
         if (last && !direct) cpu_qa_store(j, w, QA_WS_LD, r0, rows, c0, cols);
       }
     }
@@ -141,7 +146,7 @@ static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  qa_configure();
+  if (j->tiles) qa_configure();
   for (int64_t ib = 0; ib < mpanels; ib += mblk) {
     int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
     for (int64_t i = ib; i < ie; i++) {
@@ -153,7 +158,7 @@ static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_
         qa_block(j, apack + (i0 - ib) * panel, (i0 + QA_MB < ie ? i0 + QA_MB : ie) - i0,
                  q + i0 * 32, q + cnt, pb, pb + QA_NB < p1 ? pb + QA_NB : p1, ws);
   }
-  _tile_release();
+  if (j->tiles) _tile_release();
 }
 
 /* Task t: row part t / nparts x pair part t % nparts. */
@@ -197,13 +202,17 @@ static void qa_run(cpu_device_t *dev, cpu_qa_job_t *j) {
     qa_task(j, 0, 1, 0);
 }
 
-bp_status_t cpu_qgemm_amx(cpu_device_t *dev, const bp_qgemm_args_t *a) {
+bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_t *a, bool amx) {
   const bp_plugin_tensor_t *A = &a->a, *B = &a->b, *C = &a->c, *S = &a->scale_b;
   int32_t r = A->rank, rb = B->rank;
   int64_t batch = r == 3 ? A->shape[0] : 1, m = A->shape[r - 2], k = A->shape[r - 1];
   int64_t n = C->shape[r - 1];
   if (batch == 0 || m == 0 || n == 0) return BP_OK;
-  cpu_qa_job_t j = {.args = a,
+  cpu_qa_job_t j = {.ukr = amx ? qa_ukr : cpu_qgemm_vnni_ukr,
+                    .tiles = amx,
+                    .flip_a = !amx,
+                    .kb = amx ? QA_KB_AMX : QA_KB_VNNI,
+                    .args = a,
                     .a = cpu_tensor_base(A),
                     .m = m,
                     .n = n,

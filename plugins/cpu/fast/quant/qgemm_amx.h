@@ -11,7 +11,7 @@
  *    panel count is even, so 32-column pairs never run out.
  *  - A: 32-row micro-panels, each kp / 64 chunks of 2 KiB: rows 0-15 of the
  *    chunk are one A tile, rows 16-31 the next; row r of chunk c holds
- *    a[r][64c .. 64c + 63].
+ *    a[r][64c .. 64c + 63] (XORed with 0x80 for the VNNI micro-kernel).
  * Rows are counted over the batch: row q is a's row q % m of batch q / m.
  */
 #ifndef BACKPLANE_CPU_FAST_QGEMM_AMX_H
@@ -22,7 +22,17 @@
 #define CPU_QA_KC 64             /* k bytes per tile row: one k chunk */
 #define CPU_QA_APANEL_CHUNK 2048 /* bytes of one 32-row chunk of a micro-panel */
 
+/* out[32][ldo] = (first ? 0 : w[32][ld]) + micro-panel ap x the column
+ * pair b0 / b1 (two panels) over `chunks` 64-deep chunks: the blocked
+ * driver's micro-kernel (AMX tiles, or AVX512-VNNI in qgemm_vnni.c). */
+typedef void (*cpu_qa_ukr_fn)(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,
+                              const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo);
+
 typedef struct cpu_qa_job {
+  cpu_qa_ukr_fn ukr;
+  bool tiles;  /* the micro-kernel uses AMX tiles: configure them */
+  bool flip_a; /* pack a ^ 0x80 (u8 a + 128, for vpdpbusd) */
+  int64_t kb;  /* k bytes per block, a multiple of 64 */
   const bp_qgemm_args_t *args;
   const int8_t *a, *b; /* a's base (all batches), b's base for this job */
   int64_t m, n, k, kp; /* per batch; kp: k padded (see above) */
@@ -35,6 +45,10 @@ typedef struct cpu_qa_job {
   int failed;             /* a worker lacked scratch memory */
 } cpu_qa_job_t;
 
+/* The micro-kernel on AVX512-VNNI (qgemm_vnni.c). */
+CPU_HIDDEN void cpu_qgemm_vnni_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0,
+                                   const int8_t *b1, const int32_t *w, int64_t ld, bool first,
+                                   int32_t *out, int64_t ldo);
 /* 16-column panels [p0, p1) of the job's b into j->bpack. */
 CPU_HIDDEN void cpu_qa_pack_b(const cpu_qa_job_t *j, int64_t p0, int64_t p1);
 /* Rows [q, q + rows) (rows <= 32) as one micro-panel at dst. */

@@ -101,6 +101,9 @@ static const int8_t *row_ptr(const cpu_qa_job_t *j, int64_t q) {
 
 void cpu_qa_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *dst) {
   int64_t chunks = j->kp / CPU_QA_KC, k = j->k;
+  /* u8 for vpdpbusd: a ^ 0x80 = a + 128, padding included (it meets b's
+   * zero padding or rows that are never stored) */
+  const __m512i flip = _mm512_set1_epi8(j->flip_a ? (char)0x80 : 0);
   if (j->sak == 1) {
     for (int64_t r = 0; r < 32; r++) {
       const int8_t *src = r < rows ? row_ptr(j, q + r) : NULL;
@@ -108,7 +111,8 @@ void cpu_qa_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *dst) 
         int64_t w = src ? k - c * CPU_QA_KC : 0;
         __mmask64 m = w >= CPU_QA_KC ? ~(__mmask64)0 : w > 0 ? ((__mmask64)1 << w) - 1 : 0;
         __m512i v = m ? _mm512_maskz_loadu_epi8(m, src + c * CPU_QA_KC) : _mm512_setzero_si512();
-        _mm512_storeu_si512(dst + c * CPU_QA_APANEL_CHUNK + r * CPU_QA_KC, v);
+        _mm512_storeu_si512(dst + c * CPU_QA_APANEL_CHUNK + r * CPU_QA_KC,
+                            _mm512_xor_si512(v, flip));
       }
     }
     return;
@@ -122,6 +126,8 @@ void cpu_qa_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *dst) 
     int8_t *d = dst + (l / CPU_QA_KC) * CPU_QA_APANEL_CHUNK + l % CPU_QA_KC;
     for (int64_t r = 0; r < rows; r++) d[r * CPU_QA_KC] = src[r][l * j->sak];
   }
+  for (int64_t o = 0; j->flip_a && o < chunks * CPU_QA_APANEL_CHUNK; o += 64)
+    _mm512_storeu_si512(dst + o, _mm512_xor_si512(_mm512_loadu_si512(dst + o), flip));
 }
 
 /* ---- epilogue ------------------------------------------------------------ */

@@ -1,46 +1,61 @@
 /*
- * fast/quant/qgemm_vnni.c — the int8 GEMM's inner kernel on AVX512-VNNI:
- * vpdpbusd multiplies u8 by s8 four at a time into int32 lanes, so A is fed
- * as a + 128 and the caller subtracts 128 * colsum(B); the sums are exact
- * modulo 2^32 like the reference. Up to 4 rows of A x 32 columns of B per
- * step: 8 accumulators, each B load feeding 4 rows.
+ * fast/quant/qgemm_vnni.c — the int8 GEMM's micro-kernel on AVX512-VNNI,
+ * for the cache-blocked driver of qgemm_amx.c (same packed A and B, same
+ * 32 x 32 blocks of int32 sums). vpdpbusd multiplies u8 by s8 four at a
+ * time into int32 lanes: a is packed as a ^ 0x80 = a + 128 (u8) and the
+ * block subtracts 128 * (its k range's column sums of b), which one
+ * vpdpbusd of 0x80 bytes against the same b vectors gives; the sums wrap
+ * modulo 2^32 like the reference's. Eight rows x 32 columns per pass (16
+ * accumulators, each b load feeding 8 rows), four passes per block, so the
+ * b pair of a k block is read from L1 four times.
  */
 #include <immintrin.h>
 #include <string.h>
 
-#include "plugins/cpu/fast/quant/quant.h"
+#include "plugins/cpu/fast/quant/qgemm_amx.h"
 
-/* One 16-column panel pair (or one panel when `two` is false). */
-static void panel(const cpu_qb_pack_t *p, const uint8_t *const *a, int rows, int64_t jp, bool two,
-                  __m512i acc[4][2]) {
-  const int8_t *b0 = p->b + jp * p->kp * 16, *b1 = b0 + p->kp * 16;
-  for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-  for (int64_t s = 0; s < p->kp / 4; s++) {
-    __m512i v0 = _mm512_loadu_si512(b0 + s * 64);
-    __m512i v1 = two ? _mm512_loadu_si512(b1 + s * 64) : _mm512_setzero_si512();
-    for (int r = 0; r < rows; r++) {
-      int32_t w;
-      memcpy(&w, a[r] + s * 4, 4);
-      __m512i x = _mm512_set1_epi32(w);
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x, v0);
-      if (two) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, v1);
+#define ROWS 8
+
+/* Rows [r0, r0 + 8) of the block; corr (the 128 * column sums) is summed on
+ * the first pass (fill) and reused by the others. */
+static void pass8(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,
+                  const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo, int r0,
+                  __m512i corr[2], bool fill) {
+  const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
+  __m512i acc[ROWS][2];
+  /* unrolled, so the 16 accumulators live in registers */
+#pragma GCC unroll 8
+  for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+      acc[r][h] = first ? _mm512_setzero_si512() : _mm512_loadu_si512(w + (r0 + r) * ld + 16 * h);
+  if (fill) corr[0] = corr[1] = _mm512_setzero_si512();
+  for (int64_t s = 0; s < chunks * 16; s++) {
+    __m512i v0 = _mm512_loadu_si512(b0 + s * 64), v1 = _mm512_loadu_si512(b1 + s * 64);
+    if (fill) {
+      corr[0] = _mm512_dpbusd_epi32(corr[0], flip, v0);
+      corr[1] = _mm512_dpbusd_epi32(corr[1], flip, v1);
+    }
+    const int8_t *a = ap + (s / 16) * CPU_QA_APANEL_CHUNK + r0 * CPU_QA_KC + (s % 16) * 4;
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS; r++) {
+      int32_t x;
+      memcpy(&x, a + r * CPU_QA_KC, 4);
+      __m512i u = _mm512_set1_epi32(x);
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], u, v0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], u, v1);
     }
   }
+#pragma GCC unroll 8
+  for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+      _mm512_storeu_si512(out + (r0 + r) * ldo + 16 * h, _mm512_sub_epi32(acc[r][h], corr[h]));
 }
 
-void cpu_qgemm_vnni_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows, int32_t *acc,
-                         int64_t ldacc) {
-  int64_t panels = (p->n + 15) / 16;
-  __m512i c[4][2];
-  for (int64_t jp = 0; jp < panels; jp += 2) {
-    bool two = jp + 1 < panels;
-    panel(p, arows, rows, jp, two, c);
-    for (int h = 0; h < (two ? 2 : 1); h++) {
-      int64_t j0 = (jp + h) * 16, left = p->n - j0;
-      __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-      __m512i corr = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, p->colsum + j0), 7);
-      for (int r = 0; r < rows; r++)
-        _mm512_mask_storeu_epi32(acc + r * ldacc + j0, m, _mm512_sub_epi32(c[r][h], corr));
-    }
-  }
+void cpu_qgemm_vnni_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,
+                        const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {
+  __m512i corr[2];
+  for (int r0 = 0; r0 < 32; r0 += ROWS)
+    pass8(chunks, ap, b0, b1, w, ld, first, out, ldo, r0, corr, r0 == 0);
 }

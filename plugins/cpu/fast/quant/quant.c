@@ -2,11 +2,11 @@
  * fast/quant/quant.c — the "cpu" device's entry points of the quantized
  * ops but qmatmul (qmatmul.c). quantize and dequantize are memory-bound
  * row loops: the reference's rows split over the pool
- * (BP_ERR_UNIMPLEMENTED here) already stream them. qgemm runs on
- * AMX-INT8 tiles when the CPU has them (qgemm_amx.c), else here on
- * AVX512-VNNI or AVX2: B packed once per call, rows of A in groups of 4 over
- * the pool, the int32 sums then scaled / requantized by the reference's
- * rules (plugins/cpu/quant_blocks.h).
+ * (BP_ERR_UNIMPLEMENTED here) already stream them. qgemm runs
+ * cache-blocked on AMX-INT8 tiles or AVX512-VNNI when the CPU has them
+ * (qgemm_amx.c), else here on AVX2: B packed once per call, rows of A in
+ * groups of 4 over the pool, the int32 sums then scaled / requantized by the
+ * reference's rules (plugins/cpu/quant_blocks.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,29 +113,24 @@ static void qgemm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) 
   free(abuf), free(acc);
 }
 
-/* The int8 GEMM's path: AMX > VNNI > AVX2 by CPUID and the device's ISA
- * ceiling. BP_CPU_QGEMM_ISA=amx|vnni|avx2|ref names one (tests, benches);
- * a named path this CPU lacks runs the reference. */
-typedef enum { QGEMM_REF, QGEMM_AVX2, QGEMM_VNNI, QGEMM_AMX } qgemm_path_t;
-
-static qgemm_path_t qgemm_path(const cpu_device_t *dev) {
+cpu_qgemm_path_t cpu_qgemm_path(const cpu_device_t *dev) {
   const cpu_features_t *f = cpu_features_get();
   const char *want = getenv("BP_CPU_QGEMM_ISA");
   bool any = !want || !*want;
-  bool a512 = (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX512) && f->avx512f &&
-              f->avx512bw && f->avx512vl;
-  if ((any || !strcmp(want, "amx")) && a512 && f->amx_int8 && cpu_amx_request()) return QGEMM_AMX;
-  if ((any || !strcmp(want, "vnni")) && a512 && f->avx512_vnni) return QGEMM_VNNI;
-  if ((any || !strcmp(want, "avx2")) && dev->isa != BP_ISA_SCALAR && f->avx2) return QGEMM_AVX2;
-  return QGEMM_REF;
+  bool a512 = (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX512) && f->avx512f && f->avx512bw &&
+              f->avx512vl && f->avx512dq;
+  if ((any || !strcmp(want, "amx")) && a512 && f->amx_int8 && cpu_amx_request())
+    return CPU_QGEMM_AMX;
+  if ((any || !strcmp(want, "vnni")) && a512 && f->avx512_vnni) return CPU_QGEMM_VNNI;
+  if ((any || !strcmp(want, "avx2")) && dev->isa != BP_ISA_SCALAR && f->avx2) return CPU_QGEMM_AVX2;
+  return CPU_QGEMM_REF;
 }
 
 bp_status_t cpu_fast_qgemm(cpu_device_t *dev, const bp_qgemm_args_t *a) {
-  qgemm_path_t path = qgemm_path(dev);
-  if (path == QGEMM_AMX) return cpu_qgemm_amx(dev, a);
-  qgemm_rows_fn kern = path == QGEMM_VNNI   ? cpu_qgemm_vnni_rows
-                       : path == QGEMM_AVX2 ? cpu_qgemm_avx2_rows
-                                            : NULL;
+  cpu_qgemm_path_t path = cpu_qgemm_path(dev);
+  if (path == CPU_QGEMM_AMX || path == CPU_QGEMM_VNNI)
+    return cpu_qgemm_blocked(dev, a, path == CPU_QGEMM_AMX);
+  qgemm_rows_fn kern = path == CPU_QGEMM_AVX2 ? cpu_qgemm_avx2_rows : NULL;
   /* a per-batch b would pack per batch: the reference runs it */
   if (!kern || a->b.rank != 2) return BP_ERR_UNIMPLEMENTED;
   cpu_qb_pack_t p = {0};

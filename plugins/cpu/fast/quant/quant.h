@@ -1,16 +1,16 @@
 /*
  * fast/quant/quant.h — the quantized ops' fast kernels
- * (plugins/cpu/fast/quant/): what the baseline dispatch (qgemm.c) shares
- * with the ISA files (qgemm_vnni.c), which are built with their own flags.
+ * (plugins/cpu/fast/quant/): what the baseline dispatch (quant.c) shares
+ * with the ISA files (qgemm_*.c), which are built with their own flags.
  */
 #ifndef BACKPLANE_CPU_FAST_QUANT_H
 #define BACKPLANE_CPU_FAST_QUANT_H
 
 #include "plugins/cpu/cpu.h"
 
-/* B of an int8 GEMM packed for vpdpbusd: 16-column panels, each k4 step
- * 16 columns x 4 consecutive k (64 bytes), zero-padded to whole panels and
- * k4 steps; colsum[j] = sum_l b[l, j] (the correction for a + 128). */
+/* B of an int8 GEMM packed for the AVX2 kernel: 16-column panels, each k4
+ * step 16 columns x 4 consecutive k (64 bytes), zero-padded to whole panels
+ * and k4 steps; colsum[j] = sum_l b[l, j] (the correction for a + 128). */
 typedef struct cpu_qb_pack {
   int64_t n, kp;  /* columns, k rounded up to 4 */
   int8_t *b;      /* ceil(n / 16) panels of kp * 16 bytes */
@@ -19,18 +19,29 @@ typedef struct cpu_qb_pack {
 
 /* acc[r][j] = sum_l a_r[l] * b[l, j] for `rows` (1..4) rows of A given as
  * u8 (a + 128, kp bytes each, zero-padded), all n columns, exact modulo
- * 2^32; acc rows have stride ldacc. */
-CPU_HIDDEN void cpu_qgemm_vnni_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
-                                    int32_t *acc, int64_t ldacc);
-/* The same on AVX2 without VNNI (qgemm_avx2.c). */
+ * 2^32, on AVX2 without VNNI (qgemm_avx2.c); acc rows have stride ldacc. */
 CPU_HIDDEN void cpu_qgemm_avx2_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
                                     int32_t *acc, int64_t ldacc);
 
-/* The whole of bp_qgemm on AMX-INT8 tiles (qgemm_amx.c): any strides, b
- * shared or batched, every c dtype, exact. Call only when CPUID has
- * AMX-INT8 and AVX-512 (F, BW, VL) and cpu_amx_request() granted tile
- * state. BP_ERR_UNIMPLEMENTED (nothing written) when scratch memory for B
+/* The whole of bp_qgemm, cache-blocked (qgemm_amx.c): any strides, b
+ * shared or batched, every c dtype, exact. amx: on AMX-INT8 tiles (call
+ * only when CPUID has AMX-INT8 and AVX-512 F, BW, VL, DQ and cpu_amx_request()
+ * granted tile state); else on AVX512-VNNI (CPUID has it and AVX-512 F, BW,
+ * VL, DQ). BP_ERR_UNIMPLEMENTED (nothing written) when scratch memory for B
  * cannot be had, BP_ERR_OUT_OF_MEMORY when a worker's could not. */
-CPU_HIDDEN bp_status_t cpu_qgemm_amx(cpu_device_t *dev, const bp_qgemm_args_t *a);
+CPU_HIDDEN bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_t *a, bool amx);
+
+/* The int8 GEMM's paths, best last. */
+typedef enum cpu_qgemm_path {
+  CPU_QGEMM_REF,
+  CPU_QGEMM_AVX2,
+  CPU_QGEMM_VNNI,
+  CPU_QGEMM_AMX
+} cpu_qgemm_path_t;
+
+/* The path bp_qgemm takes on dev (quant.c): AMX > VNNI > AVX2 by CPUID and
+ * the device's ISA ceiling, or the one BP_CPU_QGEMM_ISA=amx|vnni|avx2|ref
+ * names (the reference when this CPU lacks it). */
+CPU_HIDDEN cpu_qgemm_path_t cpu_qgemm_path(const cpu_device_t *dev);
 
 #endif /* BACKPLANE_CPU_FAST_QUANT_H */
