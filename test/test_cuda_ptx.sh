@@ -13,7 +13,7 @@ src=${1:-.}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 PTXAS=${PTXAS:-$(command -v ptxas || echo "$cuda/bin/ptxas")}
 NVCC=${NVCC:-$(command -v nvcc || echo "$cuda/bin/nvcc")}
-names="elementwise reduce norm gemm conv attention adam random model"
+names="elementwise reduce norm gemm conv attention adam random model quant"
 if [ ! -d "$src/kernels/cuda" ]; then
   echo "SKIP: no kernels/cuda under '$src' (run from the source tree)"
   exit 77

@@ -15,7 +15,7 @@
 
 #define MODULES(X)                                                             \
   X(elementwise) X(reduce) X(norm) X(gemm) X(conv) X(attention) X(adam)        \
-  X(random)
+  X(random) X(model) X(quant)
 
 int main(int argc, char **argv) {
   if (argc != 3) {

@@ -6,7 +6,7 @@
 # kernels/cuda/*.ptx, embedded as strings through the generated header
 # $(B)/gen/cuda_ptx.h. `make ptx` regenerates the PTX from the .cu sources
 # (needs nvcc); test/cuda.mk checks that the committed PTX matches them.
-CUDA_KERNEL_NAMES := elementwise reduce norm gemm conv attention adam random model
+CUDA_KERNEL_NAMES := elementwise reduce norm gemm conv attention adam random model quant
 CUDA_PTX := $(CUDA_KERNEL_NAMES:%=kernels/cuda/%.ptx)
 GPU_SHARED_SRCS := $(sort $(wildcard plugins/gpu/*.c))
 CUDA_SRCS := $(sort $(wildcard plugins/cuda/*.c))

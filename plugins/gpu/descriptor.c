@@ -54,6 +54,7 @@ void gpu_describe_common(bp_device_info_t *info, char *bus, const char *uuid, in
    * so `bp devices` shows it and says why. */
   if (!why[0]) bp_gpu_fill_capabilities(info);
   if (!why[0]) gpu_model_claims(info);
+  if (!why[0]) gpu_quant_claims(info);
 }
 
 static bp_status_t gpu_probe(bp_device_info_t *out_infos, uint32_t capacity, uint32_t *out_count) {
@@ -131,4 +132,8 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .binary_scalar = gpu_op_binary_scalar,
     .glu = gpu_op_glu,
     .rope = gpu_op_rope,
+    .quantize = gpu_op_quantize,
+    .dequantize = gpu_op_dequantize,
+    .qgemm = gpu_op_qgemm,
+    .qmatmul = gpu_op_qmatmul,
 };

@@ -47,7 +47,8 @@
   X(ATTENTION, attention)                                                                          \
   X(ADAM, adam)                                                                                    \
   X(RANDOM, random)                                                                                \
-  X(MODEL, model)
+  X(MODEL, model)                                                                                  \
+  X(QUANT, quant)
 
 typedef enum bp_gpu_module_id {
 #define BP_GPU__MOD_ENUM(id, file) BP_GPU_MOD_##id,
@@ -288,10 +289,21 @@ BP_OP_TABLE(GPU__DECLARE_OP)
 /* ops_model.c: the model ops of ABI 1.5 (gather, arange, binary_scalar,
  * glu, rope). */
 BP_OP_TABLE_MODEL(GPU__DECLARE_OP)
+/* ops_quant.c: the quantized ops of ABI 1.5 (quantize, dequantize, qgemm,
+ * qmatmul). */
+BP_OP_TABLE_QUANT(GPU__DECLARE_OP)
 #undef GPU__DECLARE_OP
 /* ops_model.c: the model ops' rows of a device's capability table, and the
  * op_features bits the kernels run (tanh-approximate GELU). */
 GPU_HIDDEN void gpu_model_claims(bp_device_info_t *info);
+/* ops_quant.c: the quantized ops' rows of a device's capability table, and
+ * i8 / fp8 added to fill, copy and cast. */
+GPU_HIDDEN void gpu_quant_claims(bp_device_info_t *info);
+/* ops_quant.c: whether a cast has an i8 or fp8 side, and its launch
+ * (quant.cu's bp_cast_q; ops_data.c's gpu_op_cast hands such casts over). */
+GPU_HIDDEN bool gpu_cast_is_quant(const bp_copy_args_t *a);
+GPU_HIDDEN bp_status_t gpu_cast_quant(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                      const bp_copy_args_t *a);
 
 /* ops_elementwise.c: launches a flat grid-stride kernel over n elements
  * (256 threads a block); n <= 0 is a no-op. */

@@ -26,6 +26,9 @@ static inline int bp_gpu_dtype_size(bp_dtype_t dt) {
   case BP_I64:
     return 8;
   case BP_U8:
+  case BP_I8:
+  case BP_FP8_E4M3:
+  case BP_FP8_E5M2:
     return 1;
   default:
     return 4;

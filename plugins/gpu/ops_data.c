@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/common/bp_half.h"
+#include "kernels/common/bp_qcodec.h"
 #include "plugins/gpu/gpu.h"
 
 /* The bit pattern of value in dtype dt, with the cast rules of the ABI
@@ -57,6 +58,7 @@ bp_status_t gpu_op_copy(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
 
 bp_status_t gpu_op_cast(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_copy_args_t *a) {
+  if (gpu_cast_is_quant(a)) return gpu_cast_quant(device, stream, a); /* ops_quant.c */
   return copy_like(device, stream, a, "bp_cast");
 }
 
@@ -111,6 +113,12 @@ static uint64_t fill_bits(double v, bp_dtype_t dt) {
     return (uint32_t)(int32_t)saturate(v, -2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX);
   case BP_U8:
     return (uint8_t)saturate(v, 0, 255, 0, 255);
+  case BP_I8:
+    return (uint8_t)(int8_t)saturate(v, -128, 127, -128, 127);
+  case BP_FP8_E4M3:
+    return bp_fp8_encode(v, 3);
+  case BP_FP8_E5M2:
+    return bp_fp8_encode(v, 2);
   default:
     return (uint64_t)saturate(v, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN,
                               INT64_MAX);

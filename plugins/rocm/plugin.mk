@@ -8,7 +8,7 @@
 # kernels/cuda through kernels/hip/bp_hip_compat.h), embedded as strings by
 # plugins/rocm/embed.sh into $(B)/gen/rocm/rocm_hip_src.h and compiled by
 # hiprtc for the GPU at run time.
-ROCM_KERNEL_NAMES := elementwise reduce norm gemm conv attention adam random model
+ROCM_KERNEL_NAMES := elementwise reduce norm gemm conv attention adam random model quant
 ROCM_KERNEL_DEPS := $(wildcard kernels/hip/*.hip kernels/hip/*.h \
   kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.h kernels/common/*.h)
 ROCM_SRCS := $(sort $(wildcard plugins/rocm/*.c))

@@ -15,6 +15,7 @@
 
 #include "kernels/common/bp_half.h"
 #include "kernels/common/bp_philox.h"
+#include "kernels/common/bp_qcodec.h"
 #include "test/shims/cuda/shim.h"
 
 static _Thread_local bool bad; /* an access failed during this launch */
@@ -23,7 +24,7 @@ static int dsize(int dt) {
   switch (dt) {
   case BPK_F16: case BPK_BF16: return 2;
   case BPK_F64: case BPK_I64: return 8;
-  case BPK_U8: return 1;
+  case BPK_U8: case 7: case 8: case 9: return 1; /* u8, i8, fp8 (bp_quant_args.h) */
   default: return 4;
   }
 }
@@ -60,6 +61,9 @@ static double ld(uint64_t base, int dt, int64_t off) {
   case BPK_I32: return *(int32_t *)p;
   case BPK_I64: return (double)*(int64_t *)p;
   case BPK_U8: return *(uint8_t *)p;
+  case 7: return *(int8_t *)p; /* i8, then fp8 e4m3 / e5m2 (bp_quant_args.h) */
+  case 8: return bp_fp8_decode(*(uint8_t *)p, 3);
+  case 9: return bp_fp8_decode(*(uint8_t *)p, 2);
   default: return *(float *)p;
   }
 }
@@ -294,6 +298,7 @@ static bool k_norm(const void *pp) {
 
 #include "test/shims/cuda/kernels_dnn.inc"
 #include "test/shims/cuda/kernels_model.inc"
+#include "test/shims/cuda/kernels_quant.inc"
 
 static const shim_kernel_t table[] = {
 #define K(name, type, fn) {#name, sizeof(type), fn, 0, NULL, NULL}
@@ -333,5 +338,6 @@ const shim_kernel_t *shim_kernel_find(const char *name) {
     if (strcmp(table[i].name, name) == 0)
       return &table[i];
   const shim_kernel_t *m = model_kernel_find(name);
+  if (!m) m = quant_kernel_find(name);
   return m ? m : shim_custom_find(name);
 }

@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/bp_cuda_args.h"
 #include "kernels/cuda/bp_model_args.h"
+#include "kernels/cuda/bp_quant_args.h"
 #include "test/shims/hip/shim.h"
 
 /* shim_kernel_find and its table: test/shims/cuda/kernels.c, linked in
@@ -34,7 +35,8 @@ static const struct {
     T(bpk_conv2d_args_t),  T(bpk_gemm_args_t),       T(bpk_gemv_args_t),
     T(bpk_attention_args_t), T(bpk_adam_args_t),     T(bpk_random_args_t),
     T(bpk_gather_args_t),  T(bpk_arange_args_t),     T(bpk_binary_scalar_args_t),
-    T(bpk_glu_args_t),     T(bpk_rope_args_t),
+    T(bpk_glu_args_t),     T(bpk_rope_args_t),       T(bpk_quant_args_t),
+    T(bpk_qgemm_args_t),   T(bpk_qmatmul_args_t),
 #undef T
 };
 

@@ -1,0 +1,362 @@
+// quant.cu — the quantized ops of ABI 1.5 (bp_quant_args.h): quantize and
+// dequantize (i8 with scales, q8_0 / q4_0 blocks), int8 GEMM with dp4a over
+// shared-memory tiles, GEMM / GEMV with block-quantized weights dequantized
+// on the fly, and the casts that involve i8 or fp8.
+//
+// Where docs/ops.md asks for the CPU's bits (quantize, dequantize, qgemm's
+// scaling, the casts), every float operation is an _rn intrinsic, which the
+// compiler never contracts into a fused multiply-add, and the f16 / fp8
+// codes come from integer code (kernels/common/bp_qcodec.h). qmatmul sums
+// in float with FMAs, within the tolerance docs/ops.md gives.
+#include "bp_cuda_common.cuh"
+#include "bp_quant_args.h"
+
+#include "../common/bp_qcodec.h"
+
+// saturate(rne(v)) to int8; NaN gives 0.
+__device__ __forceinline__ int q_sat_i8(float v) {
+  if (v != v) return 0;
+  v = rintf(v);
+  return v < -128.0f ? -128 : v > 127.0f ? 127 : (int)v;
+}
+
+__device__ __forceinline__ int q_block_bytes(int dt) {
+  return dt == BPK_Q8_0 ? BPK_Q8_0_BYTES : BPK_Q4_0_BYTES;
+}
+
+// The f32 value of a block's f16 scale (bytes 0-1, little-endian).
+__device__ __forceinline__ float q_block_scale(const uint8_t *blk) {
+  return bp_qcodec_f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+}
+
+// Quantized integer l of a block (q8_0: -128..127, q4_0: -8..7).
+__device__ __forceinline__ int q_block_int(const uint8_t *blk, int dt, int l) {
+  if (dt == BPK_Q8_0) return (int8_t)blk[2 + l];
+  return (l < 16 ? (blk[2 + l] & 15) : (blk[2 + l - 16] >> 4)) - 8;
+}
+
+// ---- quantize / dequantize -------------------------------------------------
+
+extern "C" __global__ void bp_quantize_i8(const bpk_quant_args_t p) {
+  BPK_FOR_EACH(i, p.n) {
+    const float x = bpk_ld<float>(p.f.ptr, p.f.dtype, bpk_offset(p.f, i));
+    const float s = ((const float *)p.scale.ptr)[bpk_offset(p.scale, i)];
+    ((int8_t *)p.q.ptr)[bpk_offset(p.q, i)] = (int8_t)q_sat_i8(__fdiv_rn(x, s));
+  }
+}
+
+extern "C" __global__ void bp_dequantize_i8(const bpk_quant_args_t p) {
+  BPK_FOR_EACH(i, p.n) {
+    const float q = (float)((const int8_t *)p.q.ptr)[bpk_offset(p.q, i)];
+    const float s = ((const float *)p.scale.ptr)[bpk_offset(p.scale, i)];
+    bpk_st(p.f.ptr, p.f.dtype, bpk_offset(p.f, i), __fmul_rn(q, s));
+  }
+}
+
+// Block b of row `row` of the block tensor, and f's element of its lane.
+__device__ __forceinline__ uint8_t *q_block_of(const bpk_quant_args_t &p, int64_t row, int64_t b) {
+  const int64_t blk = bpk_offset(p.q, row) / BPK_QBLOCK + b;
+  return (uint8_t *)p.q.ptr + blk * q_block_bytes(p.qdtype);
+}
+
+// ggml's quantize_row_q8_0_ref, lane l holding weight l: d = amax / 127,
+// q = roundf(x * (1 / d)) (half away from zero).
+__device__ __forceinline__ void q8_0_quantize(float x, int lane, uint8_t *blk) {
+  float amax = fmaxf(0.0f, fabsf(x)); // a NaN weight never wins, as in the reference
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = __fdiv_rn(amax, 127.0f);
+  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  if (lane == 0) {
+    const uint16_t h = bp_qcodec_f32_to_f16(d);
+    blk[0] = (uint8_t)h, blk[1] = (uint8_t)(h >> 8);
+  }
+  blk[2 + lane] = (uint8_t)(int8_t)(int)roundf(__fmul_rn(x, id));
+}
+
+// ggml's quantize_row_q4_0_ref: the scale maps the weight of largest
+// magnitude (the first on ties; only a positive magnitude counts) to -8;
+// lane l < 16 packs weights l (low nibble) and l + 16 (high).
+__device__ __forceinline__ void q4_0_quantize(float x, int lane, uint8_t *blk) {
+  float a = fabsf(x);
+  int at = lane;
+  if (!(a > 0.0f)) a = -1.0f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float a2 = __shfl_xor_sync(0xffffffffu, a, o);
+    const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
+    if (a2 > a || (a2 == a && at2 < at)) a = a2, at = at2;
+  }
+  const float xmax = __shfl_sync(0xffffffffu, x, at);
+  const float d = __fdiv_rn(a > 0.0f ? xmax : 0.0f, -8.0f);
+  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  const float hi = __shfl_sync(0xffffffffu, x, (lane + 16) & 31);
+  if (lane == 0) {
+    const uint16_t h = bp_qcodec_f32_to_f16(d);
+    blk[0] = (uint8_t)h, blk[1] = (uint8_t)(h >> 8);
+  }
+  if (lane < 16) {
+    const int v0 = (int8_t)(int)__fadd_rn(__fmul_rn(x, id), 8.5f);
+    const int v1 = (int8_t)(int)__fadd_rn(__fmul_rn(hi, id), 8.5f);
+    blk[2 + lane] = (uint8_t)((v0 < 15 ? v0 : 15) | ((v1 < 15 ? v1 : 15) << 4));
+  }
+}
+
+// One warp per block of 32 weights.
+extern "C" __global__ void bp_quantize_block(const bpk_quant_args_t p) {
+  const int lane = threadIdx.x % BPK_WARP;
+  BPK_FOR_EACH_ROW(i, p.n) {
+    const int64_t row = i / p.nb, b = i % p.nb;
+    const int64_t fo = bpk_offset(p.f, row) + (b * BPK_QBLOCK + lane) * p.f_step;
+    const float x = bpk_ld<float>(p.f.ptr, p.f.dtype, fo);
+    uint8_t *blk = q_block_of(p, row, b);
+    if (p.qdtype == BPK_Q8_0) q8_0_quantize(x, lane, blk);
+    else q4_0_quantize(x, lane, blk);
+  }
+}
+
+// y = q * d in f32 (ggml's dequantize_row_q{8,4}_0), rounded once to y.
+extern "C" __global__ void bp_dequantize_block(const bpk_quant_args_t p) {
+  const int lane = threadIdx.x % BPK_WARP;
+  BPK_FOR_EACH_ROW(i, p.n) {
+    const int64_t row = i / p.nb, b = i % p.nb;
+    const uint8_t *blk = q_block_of(p, row, b);
+    const float v = __fmul_rn((float)q_block_int(blk, p.qdtype, lane), q_block_scale(blk));
+    bpk_st(p.f.ptr, p.f.dtype, bpk_offset(p.f, row) + (b * BPK_QBLOCK + lane) * p.f_step, v);
+  }
+}
+
+// ---- int8 GEMM -----------------------------------------------------------------
+
+// c + the four byte products of a and b (signed), wrapping like int32.
+__device__ __forceinline__ int q_dp4a(int a, int b, int c) {
+#if defined(BPK_HIP)
+  // The sdot4 builtins differ between AMD architectures; plain products
+  // compile everywhere (and to v_dot4 where the compiler finds it).
+  unsigned s = (unsigned)c;
+#pragma unroll
+  for (int t = 0; t < 4; t++) s += (unsigned)((int)(int8_t)(a >> (8 * t)) * (int)(int8_t)(b >> (8 * t)));
+  return (int)s;
+#else
+  return __dp4a(a, b, c);
+#endif
+}
+
+// Four consecutive k (k .. k + 3) of row o of an operand whose element
+// (o, k) is at o * so + k * sk, packed little-endian; zeros past the edges.
+__device__ __forceinline__ int q_pack4(const int8_t *base, int64_t so, int64_t sk, int64_t o,
+                                       int64_t no, int64_t k, int64_t nk) {
+  unsigned w = 0;
+  if (o < no)
+#pragma unroll
+    for (int t = 0; t < 4; t++)
+      if (k + t < nk) w |= (unsigned)(uint8_t)base[o * so + (k + t) * sk] << (8 * t);
+  return (int)w;
+}
+
+// Stages a TILE (outer) x BK (k) slab as words of four k: S[k / 4][o].
+// Consecutive threads take consecutive words of a row when the operand is
+// contiguous along k, consecutive rows otherwise.
+__device__ __forceinline__ void q_stage(int (*S)[BPK_QGEMM_TILE], const int8_t *base, int64_t so,
+                                        int64_t sk, int64_t o0, int64_t no, int64_t k0,
+                                        int64_t nk) {
+  const int words = BPK_QGEMM_BK / 4;
+  for (int e = threadIdx.x; e < BPK_QGEMM_TILE * words; e += blockDim.x) {
+    int o, w;
+    if (sk == 1) o = e / words, w = e % words;
+    else w = e / BPK_QGEMM_TILE, o = e % BPK_QGEMM_TILE;
+    S[w][o] = q_pack4(base, so, sk, o0 + o, no, k0 + 4 * w, nk);
+  }
+}
+
+// acc in c's dtype by the rules of bp_qgemm_args_t: float products in
+// order, never fused.
+__device__ __forceinline__ void q_gemm_store(const bpk_qgemm_args_t &p, int64_t off, int acc,
+                                             int64_t i, int64_t j) {
+  if (p.c.dtype == BPK_I32) {
+    ((int32_t *)p.c.ptr)[off] = acc;
+    return;
+  }
+  const float sa = p.sa.ptr ? ((const float *)p.sa.ptr)[i * p.sa.stride] : 1.0f;
+  const float sb = p.sb.ptr ? ((const float *)p.sb.ptr)[j * p.sb.stride] : 1.0f;
+  const float v = __fmul_rn(__fmul_rn((float)acc, sa), sb);
+  if (p.c.dtype == BPK_F32) ((float *)p.c.ptr)[off] = v;
+  else ((int8_t *)p.c.ptr)[off] = (int8_t)q_sat_i8(__fdiv_rn(v, p.out_scale));
+}
+
+// 64 x 64 outputs per block of 256 threads, 4 x 4 each; k in steps of 32
+// through shared memory, four k per dp4a.
+extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) {
+  __shared__ int As[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE];
+  __shared__ int Bs[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE];
+  const int64_t M = p.c.shape[1], N = p.c.shape[2], K = p.a.shape[2];
+  const int64_t m0 = (int64_t)blockIdx.y * BPK_QGEMM_TILE, n0 = (int64_t)blockIdx.x * BPK_QGEMM_TILE;
+  const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;
+  for (int64_t z = blockIdx.z; z < p.c.shape[0]; z += gridDim.z) {
+    const int8_t *A = (const int8_t *)p.a.ptr + z * p.a.strides[0];
+    const int8_t *B = (const int8_t *)p.b.ptr + z * p.b.strides[0];
+    int acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) acc[i][j] = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += BPK_QGEMM_BK) {
+      q_stage(As, A, p.a.strides[1], p.a.strides[2], m0, M, k0, K);
+      q_stage(Bs, B, p.b.strides[2], p.b.strides[1], n0, N, k0, K);
+      __syncthreads();
+#pragma unroll
+      for (int w = 0; w < BPK_QGEMM_BK / 4; w++) {
+        int a[4], b[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) a[i] = As[w][tr + 16 * i], b[i] = Bs[w][tc + 16 * i];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++) acc[i][j] = q_dp4a(a[i], b[j], acc[i][j]);
+      }
+      __syncthreads();
+    }
+    for (int i = 0; i < 4; i++) {
+      const int64_t m = m0 + tr + 16 * i;
+      if (m >= M) break;
+      for (int j = 0; j < 4; j++) {
+        const int64_t n = n0 + tc + 16 * j;
+        if (n >= N) break;
+        const int64_t off = z * p.c.strides[0] + m * p.c.strides[1] + n * p.c.strides[2];
+        q_gemm_store(p, off, acc[i][j], m, n);
+      }
+    }
+  }
+}
+
+// ---- GEMM / GEMV with block-quantized weights ------------------------------------
+
+// Weight l of block b of w's row j, dequantized (q * d in f32).
+__device__ __forceinline__ float q_weight(const bpk_qmatmul_args_t &p, int64_t j, int64_t b,
+                                          int l) {
+  const int bytes = q_block_bytes(p.w_dtype);
+  const uint8_t *blk = (const uint8_t *)p.w_ptr + (j * p.w_row_blocks + b) * bytes;
+  return __fmul_rn((float)q_block_int(blk, p.w_dtype, l), q_block_scale(blk));
+}
+
+// One warp per output; lane l takes weight l of every block of the row, so
+// a warp reads each block whole, and the lanes' sums meet at the end.
+extern "C" __global__ void bp_qmatmul_gemv(const bpk_qmatmul_args_t p) {
+  const int lane = threadIdx.x % BPK_WARP;
+  const int64_t M = p.y.shape[1], outs = p.y.shape[0] * M * p.n, nb = p.k / BPK_QBLOCK;
+  BPK_FOR_EACH_ROW(o, outs) {
+    const int64_t j = o % p.n, r = o / p.n, z = r / M, i = r % M;
+    const int64_t ao = z * p.a.strides[0] + i * p.a.strides[1];
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+      const float x = bpk_ld<float>(p.a.ptr, p.a.dtype, ao + (b * BPK_QBLOCK + lane) * p.a.strides[2]);
+      acc = fmaf(x, q_weight(p, j, b, lane), acc);
+    }
+    acc = bpk_warp_sum(acc);
+    if (lane == 0)
+      bpk_st(p.y.ptr, p.y.dtype, z * p.y.strides[0] + i * p.y.strides[1] + j * p.y.strides[2], acc);
+  }
+}
+
+// 64 x 64 outputs per block of 256 threads, 4 x 4 each; one weight block
+// of k per step: 64 rows of a and 64 dequantized weight rows staged in
+// shared memory as float.
+extern "C" __global__ void bp_qmatmul_gemm(const bpk_qmatmul_args_t p) {
+  __shared__ float As[BPK_QBLOCK][BPK_QMM_TILE + 1];
+  __shared__ float Ws[BPK_QBLOCK][BPK_QMM_TILE + 1];
+  const int64_t M = p.y.shape[1], N = p.n, nb = p.k / BPK_QBLOCK;
+  const int64_t m0 = (int64_t)blockIdx.y * BPK_QMM_TILE, n0 = (int64_t)blockIdx.x * BPK_QMM_TILE;
+  const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;
+  for (int64_t z = blockIdx.z; z < p.y.shape[0]; z += gridDim.z) {
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) acc[i][j] = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+      for (int e = threadIdx.x; e < BPK_QMM_TILE * BPK_QBLOCK; e += blockDim.x) {
+        const int o = e / BPK_QBLOCK, l = e % BPK_QBLOCK; // consecutive threads along k
+        const int64_t m = m0 + o, n = n0 + o, kk = b * BPK_QBLOCK + l;
+        As[l][o] = m < M ? bpk_ld<float>(p.a.ptr, p.a.dtype,
+                                         z * p.a.strides[0] + m * p.a.strides[1] + kk * p.a.strides[2])
+                         : 0.0f;
+        Ws[l][o] = n < N ? q_weight(p, n, b, l) : 0.0f;
+      }
+      __syncthreads();
+#pragma unroll 8
+      for (int l = 0; l < BPK_QBLOCK; l++) {
+        float a[4], w[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) a[i] = As[l][tr + 16 * i], w[i] = Ws[l][tc + 16 * i];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++) acc[i][j] = fmaf(a[i], w[j], acc[i][j]);
+      }
+      __syncthreads();
+    }
+    for (int i = 0; i < 4; i++) {
+      const int64_t m = m0 + tr + 16 * i;
+      if (m >= M) break;
+      for (int j = 0; j < 4; j++) {
+        const int64_t n = n0 + tc + 16 * j;
+        if (n >= N) break;
+        bpk_st(p.y.ptr, p.y.dtype, z * p.y.strides[0] + m * p.y.strides[1] + n * p.y.strides[2],
+               acc[i][j]);
+      }
+    }
+  }
+}
+
+// ---- casts with an i8 or fp8 side ---------------------------------------------
+
+// The cast rules: NaN 0, halves to even, saturating at the bounds.
+__device__ __forceinline__ int64_t q_sat(double v, double lo, double hi, int64_t lo_i,
+                                         int64_t hi_i) {
+  if (v != v) return 0;
+  v = rint(v);
+  return v <= lo ? lo_i : v >= hi ? hi_i : (int64_t)v;
+}
+
+// Any non-block dtype but i64 (which the caller reads apart), exactly.
+__device__ __forceinline__ double q_load(uint64_t base, int dt, int64_t off) {
+  switch (dt) {
+  case BPK_I8: return (double)((const int8_t *)base)[off];
+  case BPK_FP8_E4M3: return (double)bp_fp8_decode(((const uint8_t *)base)[off], 3);
+  case BPK_FP8_E5M2: return (double)bp_fp8_decode(((const uint8_t *)base)[off], 2);
+  default: return bpk_ld<double>(base, dt, off);
+  }
+}
+
+// v into any non-block dtype, rounded once (integers by the cast rules).
+__device__ __forceinline__ void q_store(uint64_t base, int dt, int64_t off, double v) {
+  switch (dt) {
+  case BPK_I8: ((int8_t *)base)[off] = (int8_t)q_sat(v, -128.0, 127.0, -128, 127); break;
+  case BPK_U8: ((uint8_t *)base)[off] = (uint8_t)q_sat(v, 0.0, 255.0, 0, 255); break;
+  case BPK_I32:
+    ((int32_t *)base)[off] = (int32_t)q_sat(v, -2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX);
+    break;
+  case BPK_I64: // 2^63 is the first double out of range
+    ((int64_t *)base)[off] = q_sat(v, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX);
+    break;
+  case BPK_FP8_E4M3: ((uint8_t *)base)[off] = bp_fp8_encode(v, 3); break;
+  case BPK_FP8_E5M2: ((uint8_t *)base)[off] = bp_fp8_encode(v, 2); break;
+  default: bpk_st(base, dt, off, v); break; // floats: one rounding from the exact double
+  }
+}
+
+// bp_cast where x or y is i8 / fp8 (elementwise.cu's bp_cast does the rest).
+// An i64 source reaches the fp8 codes through the nearest double, as the
+// CPU reference converts it; to i8 it saturates exactly.
+extern "C" __global__ void bp_cast_q(const bpk_copy_args_t p) {
+  BPK_FOR_EACH(i, p.n) {
+    const int64_t xo = bpk_offset(p.x, i), yo = bpk_offset(p.y, i);
+    if (p.x.dtype == BPK_I64) {
+      const int64_t v = ((const int64_t *)p.x.ptr)[xo];
+      if (p.y.dtype == BPK_I8) ((int8_t *)p.y.ptr)[yo] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+      else q_store(p.y.ptr, p.y.dtype, yo, __ll2double_rn(v));
+      continue;
+    }
+    q_store(p.y.ptr, p.y.dtype, yo, q_load(p.x.ptr, p.x.dtype, xo));
+  }
+}
