@@ -284,6 +284,13 @@ typedef struct bp_device_info {
 /* BP_OP_UNARY: the device runs BP_UNARY_GELU_TANH (an older plugin's
  * unary kernels do not know the op). */
 #define BP_FEATURE_UNARY_GELU_TANH 0x1u
+/* BP_OP_CAST: bp_copy_args_t.cast_flags' BP_CAST_SATURATE (fp8 targets). */
+#define BP_FEATURE_CAST_SATURATE 0x1u
+
+/* Cast flags (bp_cast_ex, bp_copy_args_t.cast_flags; ABI 1.5). SATURATE:
+ * an fp8 target clamps values beyond its largest finite value, infinities
+ * included, to that value with their sign (NaN stays NaN). */
+#define BP_CAST_SATURATE 0x1u
 
 #define BP_DEVICE_FLAG_REFERENCE 0x1u /* a plain reference implementation */
 #define BP_DEVICE_FLAG_HOST_MEMORY 0x2u /* device pointers are host pointers */

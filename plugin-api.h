@@ -302,6 +302,13 @@ typedef struct bp_fill_args {
 typedef struct bp_copy_args {
   uint32_t struct_size;
   bp_plugin_tensor_t x, y;
+  /* fields below: ABI 1.5 */
+  /* cast only: BP_CAST_* bits (backplane_types.h). BP_CAST_SATURATE
+   * (an fp8 y; BP_FEATURE_CAST_SATURATE): values beyond y's largest finite
+   * value, infinities included, become that value with their sign, instead
+   * of the OCP non-saturating NaN (e4m3) or infinity (e5m2). */
+  uint32_t cast_flags;
+  uint32_t reserved;
 } bp_copy_args_t;
 
 /* Philox 4x32-10 random fill; see docs/ops.md for the exact stream, which

@@ -19,6 +19,18 @@
 extern "C" {
 #endif
 
+/* bp_cast with BP_CAST_* flags (backplane_types.h; 0: exactly bp_cast).
+ * BP_CAST_SATURATE: y is fp8 and values beyond its largest finite value
+ * (448 for e4m3, 57344 for e5m2), infinities included, become that value
+ * with their sign (NaN stays NaN) instead of the OCP non-saturating mode's
+ * NaN (e4m3) or infinity (e5m2). A flag the device
+ * does not run is refused like an unclaimed dtype (fallback may run the
+ * cast elsewhere, else BP_ERR_UNSUPPORTED); an unknown flag, or
+ * BP_CAST_SATURATE with a y that is not fp8, is BP_ERR_INVALID_ARGUMENT.
+ * Thread-safe like every op. */
+BP_API bp_status_t bp_cast_ex(bp_stream_t *stream, const bp_tensor_t *x, const bp_tensor_t *y,
+                              uint32_t flags);
+
 /* Bytes that `count` contiguous elements of dtype occupy (whole blocks for
  * a block dtype: count must then be a multiple of 32). 0 on bad input. */
 BP_API uint64_t bp_quant_bytes(bp_dtype_t dtype, uint64_t count);

@@ -25,6 +25,8 @@ uint32_t bp__op_features_used(bp_op_t op, const void *args) {
     return ((const bp_unary_args_t *)args)->op == BP_UNARY_GELU_TANH ? BP_FEATURE_UNARY_GELU_TANH : 0;
   case BP_OP_GEMM: return gemm_features(args);
   case BP_OP_ATTENTION: return attention_features(args);
+  case BP_OP_CAST:
+    return (((const bp_copy_args_t *)args)->cast_flags & BP_CAST_SATURATE) ? BP_FEATURE_CAST_SATURATE : 0;
   default: break;
   }
   return 0;
@@ -32,6 +34,7 @@ uint32_t bp__op_features_used(bp_op_t op, const void *args) {
 
 const char *bp__op_feature_name(bp_op_t op, uint32_t bit) {
   if (op == BP_OP_UNARY && bit == BP_FEATURE_UNARY_GELU_TANH) return "unary op gelu_tanh";
+  if (op == BP_OP_CAST && bit == BP_FEATURE_CAST_SATURATE) return "a saturating fp8 cast";
   if (op == BP_OP_GEMM) return bit == BP_FEATURE_GEMM_BIAS ? "a bias epilogue" : "an activation epilogue";
   if (op == BP_OP_ATTENTION) {
     switch (bit) {

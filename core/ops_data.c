@@ -26,9 +26,15 @@ bp_status_t bp_fill(bp_stream_t *sh, const bp_tensor_t *y, double value) {
 }
 
 static bp_status_t copy_common(bp__stream_t *s, bp_op_t opk, const char *op, const bp_tensor_t *x,
-                               const bp_tensor_t *y) {
+                               const bp_tensor_t *y, uint32_t cast_flags) {
   bp_status_t st = bp__check_tensors(s, op, 2, NT(x, y), NN("x", "y"));
   if (st != BP_OK) return st;
+  if (cast_flags & ~BP_CAST_SATURATE)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: flags 0x%x has unknown bits (BP_CAST_SATURATE is 0x%x)", op,
+                    cast_flags, BP_CAST_SATURATE);
+  if ((cast_flags & BP_CAST_SATURATE) && y->dtype != BP_FP8_E4M3 && y->dtype != BP_FP8_E5M2)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: BP_CAST_SATURATE needs an fp8 y (y is %s)", op,
+                    bp_dtype_name(y->dtype));
   if (opk == BP_OP_COPY && x->dtype != y->dtype)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: x is %s and y is %s; use bp_cast to convert", op,
                     bp_dtype_name(x->dtype), bp_dtype_name(y->dtype));
@@ -37,6 +43,7 @@ static bp_status_t copy_common(bp__stream_t *s, bp_op_t opk, const char *op, con
   a.struct_size = sizeof a;
   bp__tensor_to_plugin(x, &a.x);
   bp__tensor_to_plugin(y, &a.y);
+  a.cast_flags = cast_flags;
   if ((st = bp__broadcast_to(&a.x, y->rank, y->shape, op, "x")) ||
       (st = bp__check_output(op, y, "y", 1, NT(x), NN("x"), false)))
     return st;
@@ -51,13 +58,19 @@ static bp_status_t copy_common(bp__stream_t *s, bp_op_t opk, const char *op, con
 bp_status_t bp_copy(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *y) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_copy", "stream");
-  return copy_common(s, BP_OP_COPY, "bp_copy", x, y);
+  return copy_common(s, BP_OP_COPY, "bp_copy", x, y, 0);
 }
 
 bp_status_t bp_cast(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *y) {
   bp__clear_error();
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_cast", "stream");
-  return copy_common(s, BP_OP_CAST, "bp_cast", x, y);
+  return copy_common(s, BP_OP_CAST, "bp_cast", x, y, 0);
+}
+
+bp_status_t bp_cast_ex(bp_stream_t *sh, const bp_tensor_t *x, const bp_tensor_t *y, uint32_t flags) {
+  bp__clear_error();
+  BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_cast_ex", "stream");
+  return copy_common(s, BP_OP_CAST, "bp_cast_ex", x, y, flags);
 }
 
 bp_status_t bp_random(bp_stream_t *sh, bp_random_dist_t dist, uint64_t seed, uint64_t offset,

@@ -126,6 +126,7 @@ static void fill_common(bp_device_info_t *info) {
       BP_FEATURE_ATTENTION_KV_LENS | BP_FEATURE_ATTENTION_WINDOW |
       BP_FEATURE_ATTENTION_BIAS | BP_FEATURE_ATTENTION_ALIBI;
   info->op_features[BP_OP_UNARY] = BP_FEATURE_UNARY_GELU_TANH;
+  info->op_features[BP_OP_CAST] = BP_FEATURE_CAST_SATURATE;
   info->kernel_formats = BP_KERNEL_FORMAT_BIT(BP_KERNEL_C_SHARED_OBJECT);
 }
 

@@ -4,12 +4,16 @@
  * from double; out of range follows the OCP spec's non-saturating mode:
  * E4M3 (no infinities) gives NaN past 464 (the midpoint above its max 448),
  * E5M2 gives +-inf from 61440 (the tie above 57344 rounds to even, i.e. up).
- * NaN encodes as S.1111.111 (E4M3) or S.11111.10 (E5M2).
+ * NaN encodes as S.1111.111 (E4M3) or S.11111.10 (E5M2). The saturating
+ * mode (bp_cast_ex's BP_CAST_SATURATE) gives the largest finite value
+ * (448, 57344) with the sign wherever the non-saturating one overflows,
+ * infinities included; NaN stays NaN.
  */
 #ifndef BACKPLANE_CPU_FP8_H
 #define BACKPLANE_CPU_FP8_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* mbits: 3 (E4M3) or 2 (E5M2). */
@@ -37,6 +41,13 @@ static inline uint8_t cpu_fp8_encode(double v, int mbits) {
   double n = nearbyint(ldexp(a, mbits - E)); /* significand in quanta, exact before rounding */
   int code = (E - (1 - bias)) * (1 << mbits) + (int)n; /* a carry moves up an exponent */
   return (uint8_t)(sign | code);
+}
+
+/* The saturating mode: out of range (after rounding) gives +-max finite. */
+static inline uint8_t cpu_fp8_encode_sat(double v, int mbits) {
+  uint8_t code = cpu_fp8_encode(v, mbits), sign = code & 0x80;
+  bool overflow = mbits == 3 ? (code & 0x7F) == 0x7F && !isnan(v) : (code & 0x7C) == 0x7C && !isnan(v);
+  return overflow ? (uint8_t)(sign | (mbits == 3 ? 0x7E : 0x7B)) : code;
 }
 
 #endif /* BACKPLANE_CPU_FP8_H */

@@ -514,9 +514,14 @@ class Stream(StreamGraphMixin, StreamModelMixin, StreamQuantMixin):
         """y = x (any strides, same dtype and shape)."""
         _check(_lib.lib.bp_copy(self._h, _t(x), _t(y)))
 
-    def cast(self, x: Tensor, y: Tensor) -> None:
-        """y = x converted to y's dtype."""
-        _check(_lib.lib.bp_cast(self._h, _t(x), _t(y)))
+    def cast(self, x: Tensor, y: Tensor, saturate: bool = False) -> None:
+        """y = x converted to y's dtype. saturate (fp8 y only: bp_cast_ex with
+        BP_CAST_SATURATE): values beyond y's largest finite value, infinities
+        included, become that value instead of NaN (e4m3) or inf (e5m2)."""
+        if saturate:
+            _check(_lib.lib.bp_cast_ex(self._h, _t(x), _t(y), _lib.CAST_SATURATE))
+        else:
+            _check(_lib.lib.bp_cast(self._h, _t(x), _t(y)))
 
     def gemm(self, a: "Tensor", b: "Tensor", c: "Tensor", alpha: float = 1.0, beta: float = 0.0,
              trans_a: bool = False, trans_b: bool = False) -> None:

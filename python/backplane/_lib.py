@@ -15,6 +15,7 @@ DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "u8": 6,
 DTYPE_SIZES = {0: 4, 1: 2, 2: 2, 3: 8, 4: 4, 5: 8, 6: 1, 7: 1, 8: 1, 9: 1, 10: 34, 11: 18}
 # Block dtypes (docs/ops.md "Quantized types"): DTYPE_SIZES is one block's bytes.
 BLOCK_WEIGHTS = {10: 32, 11: 32}
+CAST_SATURATE = 0x1  # bp_cast_ex flag (backplane_types.h)
 OPS = ["gemm", "gemv", "conv2d", "pool2d", "batch_norm", "layer_norm", "rms_norm", "softmax",
        "attention", "adam", "unary", "binary", "reduce", "fill", "copy", "cast", "random",
        "gather", "arange", "binary_scalar", "glu", "rope",
@@ -209,6 +210,7 @@ _SIGNATURES = {
     "bp_fill": ([P, T, D], ctypes.c_int),
     "bp_copy": ([P, T, T], ctypes.c_int),
     "bp_cast": ([P, T, T], ctypes.c_int),
+    "bp_cast_ex": ([P, T, T, U32], ctypes.c_int),
     "bp_random": ([P, ctypes.c_int, U64, U64, D, D, T], ctypes.c_int),
     "bp_tensor_to_dlpack": ([T, ctypes.c_bool, PP], ctypes.c_int),
     "bp_tensor_from_dlpack": ([P, P, ctypes.c_bool, T, PP], ctypes.c_int),

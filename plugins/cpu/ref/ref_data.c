@@ -83,6 +83,27 @@ static int narrow_float(bp_dtype_t dt) {
   return dt == BP_F32 || dt == BP_F16 || dt == BP_BF16;
 }
 
+/* BP_CAST_SATURATE (ABI 1.5, read only when struct_size covers it). */
+static bool cast_saturates(const bp_copy_args_t *a) {
+  return a->struct_size >= offsetof(bp_copy_args_t, cast_flags) + sizeof a->cast_flags &&
+         (a->cast_flags & BP_CAST_SATURATE) &&
+         (a->y.dtype == BP_FP8_E4M3 || a->y.dtype == BP_FP8_E5M2);
+}
+
+static bp_status_t fp8_saturating(const bp_copy_args_t *a, int64_t begin, int64_t end) {
+  const bp_plugin_tensor_t *ts[2] = {&a->x, &a->y};
+  const void *px = cpu_tensor_base(&a->x);
+  uint8_t *py = cpu_tensor_base(&a->y);
+  int mbits = a->y.dtype == BP_FP8_E4M3 ? 3 : 2;
+  cpu_iter_t it;
+  cpu_iter_init(&it, a->y.rank, a->y.shape, 2, ts, begin);
+  for (int64_t i = begin; i < end; i++, cpu_iter_next(&it)) {
+    double v = a->x.dtype == BP_I64 ? (double)((const int64_t *)px)[it.off[0]] : cpu_load(px, a->x.dtype, it.off[0]);
+    py[it.off[1]] = cpu_fp8_encode_sat(v, mbits);
+  }
+  return BP_OK;
+}
+
 bp_status_t cpu_ref_cast_range(const bp_copy_args_t *a, int64_t begin,
                                int64_t end) {
   const bp_plugin_tensor_t *ts[2] = {&a->x, &a->y};
@@ -90,6 +111,8 @@ bp_status_t cpu_ref_cast_range(const bp_copy_args_t *a, int64_t begin,
   void *py = cpu_tensor_base(&a->y);
   bp_dtype_t xd = a->x.dtype, yd = a->y.dtype;
   int odd = xd == BP_I64 && narrow_float(yd);
+  if (cast_saturates(a))
+    return fp8_saturating(a, begin, end);
   cpu_iter_t it;
   cpu_iter_init(&it, a->y.rank, a->y.shape, 2, ts, begin);
   for (int64_t i = begin; i < end; i++, cpu_iter_next(&it)) {
