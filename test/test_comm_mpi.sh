@@ -121,6 +121,9 @@ else
   echo "FAILED: the CUDA driver shim is not built"; fail=1
 fi
 run dead 3 --enable-recovery "$rank" dead
+# ... and met by the ring itself (no call check before it): its requests
+# time out too, and their receives are cancelled.
+run dead 3 --enable-recovery -x BP_COMM_NO_CALL_CHECK=1 -x BACKPLANE_MPI_RING_BYTES=0 "$rank" dead
 BP_COMM_READY_FILE=$(mktemp -u "${TMPDIR:-/tmp}/bp-comm-async.XXXXXX")
 export BP_COMM_READY_FILE
 run async 4 -x BP_COMM_READY_FILE "$rank" async

@@ -197,7 +197,8 @@ static bp_status_t run_round(ring_t *g, double deadline_ms) {
     pthread_mutex_unlock(&mpi_lock);
     if (rc != MPI_SUCCESS) return mpi_failed(g->c, "MPI_Testsome", rc);
     if (count == MPI_UNDEFINED || count == 0) {
-      if (g->a->timeout_ms && mpi_now_ms() > deadline_ms) return mpi_timed_out(g->c, "ring all-reduce", g->a->timeout_ms);
+      if (g->a->timeout_ms && mpi_now_ms() > deadline_ms)
+        return mpi_timed_out(g->c, g->scatter ? "ring reduce-scatter" : "ring all-reduce", g->a->timeout_ms);
       mpi_backoff(&wait);
       continue;
     }
