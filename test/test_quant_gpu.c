@@ -133,8 +133,10 @@ static void expect_same(const pair_t *p, const char *what, bp_dtype_t dt, const 
     if (is_float(dt) && bytes % es == 0 && isnan(load(got, dt, i / es)) &&
         isnan(load(want, dt, i / es)))
       continue;
+    uint64_t b = i;
+    while (got[b] == want[b]) b++; /* the element's first differing byte */
     fail_msg("%s on %s: byte %llu differs from cpu-ref (0x%02x, want 0x%02x)", what, p->backend,
-             (unsigned long long)i, got[i], want[i]);
+             (unsigned long long)b, got[b], want[b]);
   }
 }
 
