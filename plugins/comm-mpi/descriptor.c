@@ -14,9 +14,10 @@
 #include "mpi_lib.h"
 
 /* Messages from this size take the ring; below, MPI's latency-optimal
- * non-blocking collectives are faster. */
+ * non-blocking collectives are faster. Segments are large because every
+ * message costs a handshake (rendezvous) that small ones do not repay. */
 #define RING_MIN_BYTES (64u << 10)
-#define RING_SEGMENT_BYTES (128u << 10)
+#define RING_SEGMENT_BYTES (1u << 20)
 
 static int init_count;
 

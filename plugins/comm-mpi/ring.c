@@ -40,7 +40,7 @@
 
 #include "mpi_lib.h"
 
-#define ROUND_SEGMENTS 8
+#define ROUND_SEGMENTS 4
 #define MAX_ROUNDS 64
 /* Tags: RING_TAG + t x ROUND_SEGMENTS + j for op (t, j), above the tag 0 of
  * bp_comm_send / recv, and at most MPI's smallest allowed upper bound. */
@@ -58,6 +58,8 @@ typedef struct ring {
   bool scatter, in_place;
   uint64_t base, rem;        /* all-reduce blocks: base elements, the first rem one more */
   uint64_t maxlen, seg;      /* longest block; elements per segment */
+  uint64_t slot_elems;       /* a scratch slot: a segment, or the block when shorter */
+  int slots;                 /* slots per step parity: segments per round, at most */
   uint64_t first;            /* the round's first element within each block */
   int nseg, nops;            /* segments this round; ops = steps x nseg per direction */
   int next_recv;             /* receives are posted in op order */
@@ -106,7 +108,7 @@ static char *recv_at(const ring_t *g, int b, uint64_t at) {
   return (char *)g->a->recv + ((g->scatter ? 0 : block_off(g, b)) + at) * g->es;
 }
 static char *slot(const ring_t *g, int t, int j) {
-  return g->c->ring_scratch + ((size_t)(t % 2) * ROUND_SEGMENTS + (size_t)j) * g->seg * g->es;
+  return g->c->ring_scratch + ((size_t)(t % 2) * (size_t)g->slots + (size_t)j) * g->slot_elems * g->es;
 }
 
 static int recv_op(const ring_t *g, int t, int j) { return t * g->nseg + j; }
@@ -214,7 +216,7 @@ static bp_status_t run_round(ring_t *g, double deadline_ms) {
   return st;
 }
 
-/* Scratch for 2 x ROUND_SEGMENTS slots, kept by the communicator. */
+/* Scratch for 2 x slots slots, kept by the communicator. */
 static bp_status_t reserve_scratch(mpi_comm_t *c, size_t bytes) {
   if (c->ring_scratch_size >= bytes) return BP_OK;
   char *p = malloc(bytes ? bytes : 1);
@@ -237,6 +239,9 @@ static void geometry(ring_t *g) {
   if (seg == 0) seg = 1;
   if (seg < (g->maxlen + cap - 1) / cap) seg = (g->maxlen + cap - 1) / cap; /* at most MAX_ROUNDS rounds */
   g->seg = seg;
+  g->slot_elems = g->maxlen < seg ? (g->maxlen ? g->maxlen : 1) : seg;
+  uint64_t segs = (g->maxlen + seg - 1) / seg;
+  g->slots = segs < ROUND_SEGMENTS ? (segs ? (int)segs : 1) : ROUND_SEGMENTS;
 }
 
 bool mpi_ring_wanted(const mpi_comm_t *c, const bp_comm_args_t *a, uint64_t elements) {
@@ -251,7 +256,7 @@ bp_status_t mpi_ring(mpi_comm_t *c, const bp_comm_args_t *a, MPI_Datatype type, 
   g.steps = scatter ? g.rs_steps : 2 * g.rs_steps;
   geometry(&g);
   size_t ops = (size_t)g.steps * ROUND_SEGMENTS;
-  bp_status_t st = reserve_scratch(c, 2 * ROUND_SEGMENTS * g.seg * g.es);
+  bp_status_t st = reserve_scratch(c, 2 * (size_t)g.slots * g.slot_elems * g.es);
   g.req = st == BP_OK ? malloc(2 * ops * sizeof *g.req) : NULL;
   g.state = g.req ? malloc(2 * ops) : NULL;
   g.done_idx = g.state ? malloc(2 * ops * sizeof *g.done_idx) : NULL;
