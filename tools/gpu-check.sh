@@ -77,6 +77,9 @@ step "op suites on the GPU" ops-gpu.txt env CUDA_OPS_REAL_DRIVER=1 \
 # The model ops (kernels/cuda/model.cu) eagerly and in a CUDA graph.
 step "model ops on the GPU" model-ops-gpu.txt env CUDA_OPS_REAL_DRIVER=1 \
   "$B/test/test_ops_model_gpu"
+# The quantized ops and i8 / fp8 casts (kernels/cuda/quant.cu) against cpu-ref.
+step "quantized ops on the GPU" quant-gpu.txt env CUDA_OPS_REAL_DRIVER=1 \
+  "$B/test/test_quant_gpu"
 step "test suite" test.txt make B="$B" test
 step "PTX checks" ptx.txt sh test/test_cuda_ptx.sh .
 
