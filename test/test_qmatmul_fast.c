@@ -4,7 +4,7 @@
  * "cpu-ref": GEMV and GEMM shapes, odd n and tails of every tile, batches,
  * strided a and y, a weight view with a wider row stride, f16 / bf16
  * activations, q8_0 and q4_0, the k split of narrow outputs, and each
- * kernel (VNNI, AVX2, the f32 path) forced by BP_CPU_QMATMUL_ISA.
+ * kernel (AMX-INT8, VNNI, AVX2, the f32 path) forced by BP_CPU_QMATMUL_ISA.
  *
  * Two checks per output: docs/ops.md's tolerance against the exact sum
  * (what a user may rely on), and a tight one against the int8 scheme the
@@ -299,6 +299,20 @@ static void test_avx2(void **st) {
   unsetenv("BP_CPU_QMATMUL_ISA");
 }
 
+/* The AMX-INT8 kernel (the default from 32 rows on), forced on every
+ * shape: tails of its 32 x 32 tiles, batches, strides, f16 / bf16 (where
+ * the CPU lacks AMX-INT8 the variable falls back to the other kernels). */
+static void test_amx(void **st) {
+  (void)st;
+  setenv("BP_CPU_QMATMUL_ISA", "amx", 1);
+  RUN_ALL(gemm_cases);
+  RUN_ALL(strided_cases);
+  RUN_ALL(lowp_cases);
+  check_case(&gemv_cases[1], 13);
+  check_case(&gemv_cases[4], 14);
+  unsetenv("BP_CPU_QMATMUL_ISA");
+}
+
 /* The f32 path, kept for BP_CPU_QMATMUL_ISA=f32: f32 activations
  * contiguous along k, the f32 bound. */
 static void test_f32_path(void **st) {
@@ -346,7 +360,7 @@ static void test_nan_row(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemv),    cmocka_unit_test(test_gemm),     cmocka_unit_test(test_strided),
-      cmocka_unit_test(test_f16_bf16), cmocka_unit_test(test_avx2),    cmocka_unit_test(test_f32_path),
+      cmocka_unit_test(test_f16_bf16), cmocka_unit_test(test_avx2),    cmocka_unit_test(test_amx), cmocka_unit_test(test_f32_path),
       cmocka_unit_test(test_nan_row),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

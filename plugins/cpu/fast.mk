@@ -33,6 +33,7 @@ $(CPU_FAST_DIR)/quant/qmatmul_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FA
 # qmatmul's int8-activation tiles: VNNI, and AVX2 without it (chosen by CPUID).
 $(CPU_FAST_DIR)/quant/qmatmul_vnni.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) -mavx512vnni
 $(CPU_FAST_DIR)/quant/qmatmul_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
+$(CPU_FAST_DIR)/quant/qmatmul_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) -mamx-tile -mamx-int8
 $(CPU_FAST_DIR)/quant/qgemm_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 # int8 GEMM on AMX-INT8 tiles, its packers and epilogue (AVX-512 only).
 $(CPU_FAST_DIR)/quant/qgemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \

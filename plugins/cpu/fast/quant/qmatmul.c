@@ -15,7 +15,10 @@
  * task sums a range of blocks into a partial row, added in a fixed order
  * at the end.
  *
- * BP_CPU_QMATMUL_ISA=vnni|avx2|f32|ref forces a path (tests, comparisons):
+ * At prompt shapes (CPU_QM8_AMX_ROWS rows or more) AMX-INT8 runs the
+ * same scheme with the int8 dots in tiles (qmatmul_amx.c).
+ *
+ * BP_CPU_QMATMUL_ISA=amx|vnni|avx2|f32|ref forces a path (tests, comparisons):
  * f32 is the older, more accurate path with f32 activations
  * (qmatmul_avx512.c), which needs f32 activations contiguous along k.
  */
@@ -52,7 +55,7 @@ static void load_block(const void *src, bp_dtype_t dt, int64_t stride, float *x)
  * rounds it to f16); rounding to nearest even as ggml's SIMD code does. A
  * block with a NaN or an infinity gets a NaN scale, so its outputs are NaN
  * rather than a silent wrong number. */
-static void quantize_block(const float *x, bool biased, uint8_t *q, float *d) {
+static float quantize_values(const float *x, bool biased, uint8_t *q) {
   float amax = 0.0f;
   bool finite = true;
   for (int j = 0; j < CPU_QB; j++) {
@@ -61,10 +64,22 @@ static void quantize_block(const float *x, bool biased, uint8_t *q, float *d) {
     amax = v > amax ? v : amax;
   }
   float scale = amax / 127.0f, inv = scale != 0.0f && finite ? 1.0f / scale : 0.0f;
-  *d = finite ? scale : __builtin_nanf("");
   for (int j = 0; j < CPU_QB; j++) {
     int v = (int)round_even(x[j] * inv);
     q[j] = (uint8_t)(biased ? v + 128 : v);
+  }
+  return finite ? scale : __builtin_nanf("");
+}
+
+/* Block b's part of its pair record (qmatmul.h): values, scale lanes and,
+ * with `corr`, -8 * each lane's sum (the values unbiased then). */
+static void put_block(uint8_t *rec, int half, const uint8_t *q, float d, bool corr) {
+  memcpy(rec + half * 32, q, CPU_QB);
+  for (int i = 0; i < 8; i++) {
+    memcpy(rec + 64 + half * 32 + 4 * i, &d, 4);
+    const int8_t *v = (const int8_t *)q + 4 * i;
+    int32_t c = corr ? -8 * (v[0] + v[1] + v[2] + v[3]) : 0;
+    memcpy(rec + 128 + half * 32 + 4 * i, &c, 4);
   }
 }
 
@@ -76,10 +91,8 @@ typedef struct qm8_job {
   int64_t m, rows, n, nb;
   int64_t row_blocks, col_chunks, ksplit, kblocks; /* kblocks: blocks per k part, even */
   float *partial;                                   /* ksplit x rows x n, when ksplit > 1 */
-  bool lanes;                                       /* fill act.ds (and act.corr for q4_0): VNNI */
-  uint8_t *q;                                       /* act's arrays, written by quantize_rows */
-  float *d, *ds;
-  int32_t *corr;
+  bool corr;                                        /* the records' corrections (VNNI, q4_0) */
+  uint8_t *records;                                 /* act.base, written by quantize_rows */
 } qm8_job_t;
 
 /* Element offset of row `row` (batch * m + i) of a rank 2 / 3 tensor. */
@@ -88,17 +101,13 @@ static int64_t row_offset(const bp_plugin_tensor_t *t, int64_t m, int64_t row) {
   return (r == 3 ? row / m * t->strides[0] : 0) + row % m * t->strides[r - 2];
 }
 
-/* Row `row`'s VNNI lanes (qmatmul.h): the pair scales spread, and for
- * unbiased values (q4_0) -8 * each lane's sum. */
-static void spread_lanes(qm8_job_t *job, int64_t row) {
-  const int8_t *q = (const int8_t *)job->q + row * job->act.q_row;
-  const float *d = job->d + row * job->act.d_row;
-  float *ds = job->ds + row * job->act.lane_row;
-  int32_t *corr = job->corr ? job->corr + row * job->act.lane_row : NULL;
-  for (int64_t i = 0; i < job->act.lane_row; i++) {
-    ds[i] = d[i / 8];
-    if (corr) corr[i] = -8 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
-  }
+float cpu_qm8_quantize_block(const bp_plugin_tensor_t *A, int64_t m, int64_t row, int64_t b, uint8_t *q) {
+  size_t es = cpu_dtype_size(A->dtype);
+  int64_t ks = A->strides[A->rank - 1];
+  float x[CPU_QB];
+  load_block((const char *)cpu_tensor_base(A) + (row_offset(A, m, row) + b * CPU_QB * ks) * (int64_t)es,
+             A->dtype, ks, x);
+  return quantize_values(x, false, q);
 }
 
 static void quantize_rows(void *vctx, int64_t begin, int64_t end, unsigned worker) {
@@ -108,25 +117,25 @@ static void quantize_rows(void *vctx, int64_t begin, int64_t end, unsigned worke
   size_t es = cpu_dtype_size(A->dtype);
   int64_t ks = A->strides[A->rank - 1];
   float x[CPU_QB];
+  uint8_t q[CPU_QB];
   for (int64_t row = begin; row < end; row++) {
     const char *src = (const char *)cpu_tensor_base(A) + row_offset(A, job->m, row) * (int64_t)es;
-    uint8_t *q = job->q + row * job->act.q_row;
-    float *d = job->d + row * job->act.d_row;
+    uint8_t *recs = job->records + row * job->act.row_bytes;
     for (int64_t b = 0; b < job->nb; b++) {
       load_block(src + b * CPU_QB * ks * (int64_t)es, A->dtype, ks, x);
-      quantize_block(x, job->act.biased, q + b * CPU_QB, d + b);
+      float d = quantize_values(x, job->act.biased, q);
+      put_block(recs + b / 2 * CPU_QM8_PAIR, (int)(b % 2), q, d, job->corr);
     }
     if (job->nb % 2) { /* the pad block of the last pair */
-      memset(q + job->nb * CPU_QB, job->act.biased ? 128 : 0, CPU_QB);
-      d[job->nb] = 0.0f;
+      memset(q, job->act.biased ? 128 : 0, CPU_QB);
+      put_block(recs + job->nb / 2 * CPU_QM8_PAIR, 1, q, 0.0f, false);
     }
-    if (job->lanes) spread_lanes(job, row);
   }
 }
 
 /* ---- the tiles over the pool ------------------------------------------------- */
 
-static void store_y(const bp_plugin_tensor_t *Y, int64_t m, int64_t row, int64_t j, float v) {
+void cpu_qm8_store_y(const bp_plugin_tensor_t *Y, int64_t m, int64_t row, int64_t j, float v) {
   int64_t off = row_offset(Y, m, row) + j * Y->strides[Y->rank - 1];
   if (Y->dtype == BP_F32) ((float *)cpu_tensor_base(Y))[off] = v;
   else cpu_store(cpu_tensor_base(Y), Y->dtype, off, v);
@@ -151,7 +160,7 @@ static void qm8_task(void *vctx, int64_t begin, int64_t end, unsigned worker) {
           for (int c = 0; c < p.cols; c++) {
             float v = out[r * CPU_QM8_C + c];
             if (job->ksplit > 1) job->partial[(ks * job->rows + r0 + r) * job->n + j0 + c] = v;
-            else store_y(&job->args->y, job->m, r0 + r, j0 + c, v);
+            else cpu_qm8_store_y(&job->args->y, job->m, r0 + r, j0 + c, v);
           }
       }
   }
@@ -165,8 +174,8 @@ static int64_t k_parts(int64_t rows, int64_t col_chunks, int64_t nb, unsigned wo
   return want < most ? want : most < 1 ? 1 : most;
 }
 
-/* vnni: the VNNI kernel's activations (lanes; + 128 for q8_0 weights),
- * else the AVX2 kernel's. */
+/* vnni: the VNNI kernel's records (+ 128 for q8_0 weights, the
+ * corrections for q4_0), else the AVX2 kernel's. */
 static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_qm8_kernel_fn kern, bool vnni) {
   const bp_plugin_tensor_t *A = &a->a, *W = &a->w;
   int32_t r = A->rank;
@@ -174,15 +183,11 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
   job.rows = job.m * (r == 3 ? A->shape[0] : 1);
   job.w = (cpu_qm8_w_t){W->dtype, cpu_qblock(W, 0), W->strides[0] / CPU_QB * (int64_t)cpu_qblock_bytes(W->dtype),
                         (int64_t)cpu_qblock_bytes(W->dtype)};
-  int64_t nbp = (job.nb + 1) / 2 * 2;
   bool q4 = W->dtype == BP_Q4_0;
-  job.act = (cpu_qm8_act_t){.q_row = nbp * CPU_QB, .d_row = nbp, .lane_row = nbp * 8, .biased = vnni && !q4};
-  job.lanes = vnni;
-  job.q = malloc((size_t)(job.rows * nbp * CPU_QB));
-  job.d = malloc((size_t)(job.rows * nbp) * sizeof(float));
-  if (vnni) job.ds = malloc((size_t)(job.rows * nbp * 8) * sizeof(float));
-  if (vnni && q4) job.corr = malloc((size_t)(job.rows * nbp * 8) * sizeof(int32_t));
-  job.act.q = job.q, job.act.d = job.d, job.act.ds = job.ds, job.act.corr = job.corr;
+  job.act = (cpu_qm8_act_t){.row_bytes = (job.nb + 1) / 2 * CPU_QM8_PAIR, .biased = vnni && !q4};
+  job.corr = vnni && q4;
+  job.records = malloc((size_t)(job.rows * job.act.row_bytes));
+  job.act.base = job.records;
   job.row_blocks = (job.rows + QM8_ROWS - 1) / QM8_ROWS;
   job.col_chunks = (job.n + QM8_COLS - 1) / QM8_COLS;
   unsigned workers = cpu_pool_size(dev->pool);
@@ -192,7 +197,7 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
   job.ksplit = (job.nb + job.kblocks - 1) / job.kblocks;
   if (job.ksplit > 1) job.partial = malloc((size_t)(job.ksplit * job.rows * job.n) * sizeof(float));
   bp_status_t st = BP_OK;
-  if (!job.q || !job.d || (vnni && !job.ds) || (vnni && q4 && !job.corr) || (job.ksplit > 1 && !job.partial)) {
+  if (!job.records || (job.ksplit > 1 && !job.partial)) {
     cpu_set_error("cpu: qmatmul: out of host memory for the quantized activations");
     st = BP_ERR_OUT_OF_MEMORY;
     goto out;
@@ -204,10 +209,10 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
     for (int64_t j = 0; j < job.n; j++) {
       float s = 0.0f;
       for (int64_t ks = 0; ks < job.ksplit; ks++) s += job.partial[(ks * job.rows + row) * job.n + j];
-      store_y(&a->y, job.m, row, j, s);
+      cpu_qm8_store_y(&a->y, job.m, row, j, s);
     }
 out:
-  free(job.q), free(job.d), free(job.ds), free(job.corr), free(job.partial);
+  free(job.records), free(job.partial);
   return st;
 }
 
@@ -262,6 +267,13 @@ bp_status_t cpu_fast_qmatmul(cpu_device_t *dev, const bp_qmatmul_args_t *a) {
     if (!avx512 || a->a.dtype != BP_F32 || a->a.strides[a->a.rank - 1] != 1 || a->y.dtype != BP_F32)
       return BP_ERR_UNIMPLEMENTED;
     return run_f32(dev, a);
+  }
+  int64_t rows = a->a.shape[a->a.rank - 2] * (a->a.rank == 3 ? a->a.shape[0] : 1);
+  bool amx = avx512 && f->amx_int8 && (isa ? !strcmp(isa, "amx") : rows >= CPU_QM8_AMX_ROWS);
+  if (amx && cpu_amx_request()) {
+    bp_status_t st = cpu_qm8_amx(dev, a);
+    if (st == BP_ERR_OUT_OF_MEMORY) cpu_set_error("cpu: qmatmul: out of host memory for the AMX tiles' scratch");
+    return st;
   }
   if (avx512 && f->avx512_vnni && !(isa && !strcmp(isa, "avx2"))) return run_int8(dev, a, cpu_qm8_vnni, true);
   if (cap >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return run_int8(dev, a, cpu_qm8_avx2, false);

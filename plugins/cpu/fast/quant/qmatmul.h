@@ -22,22 +22,22 @@
 #define CPU_QM8_R 4
 #define CPU_QM8_C 4
 
-/* The activations, quantized: row r's block b has its 32 int8 values at
- * q + r * q_row + b * 32 and its scale at d[r * d_row + b]. Rows are padded
- * to an even number of blocks with zero values and scales, so a kernel may
- * read blocks in pairs. For the VNNI kernel (lanes: 16 floats / int32 per
- * pair of blocks, lane i covering bytes 4i..4i+3 of the pair):
- *   biased   the values are stored + 128 (u8), for q8_0 weights, whose
- *            correction comes from the weights;
- *   ds       the pair's two scales, each spread over its block's 8 lanes;
- *   corr     (q4_0 weights, unbiased values) -8 * the sum of each lane's 4
- *            values: the nibbles' offset of 8, taken out in the int32 start
- *            value of the dot product. */
+/* The activations, quantized: each row is a run of records of
+ * CPU_QM8_PAIR bytes, one per pair of blocks (rows are padded to an even
+ * number of blocks with zero values and scales), so that a tile reads one
+ * pointer per row. Lane i of a pair covers its values 4i..4i+3.
+ *   bytes   0-63   the pair's 64 int8 values, + 128 (as u8) when `biased`
+ *                  (VNNI with q8_0 weights, whose correction comes from the
+ *                  weights);
+ *   bytes  64-127  the two f32 scales, each repeated over its block's 8
+ *                  lanes (block 2p in floats 0-7, block 2p + 1 in 8-15);
+ *   bytes 128-191  VNNI with q4_0 weights: -8 * each lane's sum of 4
+ *                  values, the nibbles' offset of 8, taken out through the
+ *                  int32 start value of the dot product. */
+#define CPU_QM8_PAIR 192
 typedef struct cpu_qm8_act {
-  int64_t q_row, d_row, lane_row;
-  const uint8_t *q;
-  const float *d, *ds;
-  const int32_t *corr;
+  int64_t row_bytes;
+  const uint8_t *base;
   bool biased;
 } cpu_qm8_act_t;
 
@@ -61,12 +61,26 @@ typedef struct cpu_qm8_part {
 typedef void (*cpu_qm8_kernel_fn)(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a, const cpu_qm8_part_t *p,
                                   float *out);
 
-/* AVX512-VNNI (qmatmul_vnni.c): ds, and biased (q8_0) or corr (q4_0). */
+/* AVX512-VNNI (qmatmul_vnni.c): biased for q8_0, the corrections for q4_0. */
 CPU_HIDDEN void cpu_qm8_vnni(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a, const cpu_qm8_part_t *p,
                              float *out);
-/* AVX2 without VNNI (qmatmul_avx2.c): unbiased values and d only. */
+/* AVX2 without VNNI (qmatmul_avx2.c): unbiased values. */
 CPU_HIDDEN void cpu_qm8_avx2(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a, const cpu_qm8_part_t *p,
                              float *out);
+
+/* AMX-INT8 (qmatmul_amx.c), for prompt shapes: the whole op (a with at
+ * least CPU_QM8_AMX_ROWS rows). Call only when CPUID has AMX-INT8 and
+ * AVX-512 and cpu_amx_request() granted the tiles. BP_ERR_OUT_OF_MEMORY
+ * when scratch memory cannot be had. */
+#define CPU_QM8_AMX_ROWS 32
+CPU_HIDDEN bp_status_t cpu_qm8_amx(cpu_device_t *dev, const bp_qmatmul_args_t *a);
+
+/* Shared by the paths (qmatmul.c): block b of row `row` (batch * m + i)
+ * of a quantized (unbiased int8 into q[32]; returns the block's scale), and
+ * one output stored in y's dtype. */
+CPU_HIDDEN float cpu_qm8_quantize_block(const bp_plugin_tensor_t *A, int64_t m, int64_t row, int64_t b,
+                                        uint8_t *q);
+CPU_HIDDEN void cpu_qm8_store_y(const bp_plugin_tensor_t *Y, int64_t m, int64_t row, int64_t j, float v);
 
 /* ---- the f32 path ----------------------------------------------------------- */
 

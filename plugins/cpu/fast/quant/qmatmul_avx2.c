@@ -48,8 +48,10 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-      __m256i x = _mm256_loadu_si256((const __m256i *)(a->q + (p->r0 + r) * a->q_row + b * 32));
-      float da = a->d[(p->r0 + r) * a->d_row + b];
+      const uint8_t *rec = a->base + (p->r0 + r) * a->row_bytes + b / 2 * CPU_QM8_PAIR + b % 2 * 32;
+      __m256i x = _mm256_loadu_si256((const __m256i *)rec);
+      float da;
+      memcpy(&da, rec + 64, 4);
 #pragma GCC unroll 2
       for (int c = 0; c < C; c++) {
         __m256i pairs = _mm256_maddubs_epi16(mag[c], _mm256_sign_epi8(x, q[c]));

@@ -6,7 +6,8 @@
  *  q4_0: the nibbles (0..15) are the unsigned side and the activations the
  *        signed one; the nibbles' offset of 8 comes out through the
  *        accumulator's start value, -8 * the activations' lane sums, made
- *        once per row when the activations are quantized (qmatmul.h).
+ *        once per row when the activations are quantized (qmatmul.h's
+ *        records, one per pair and row).
  *  q8_0: the activations, stored + 128, are the unsigned side; the bias
  *        comes out through -128 * the weights' lane sums, made once per
  *        weight pair and shared by every activation row of the tile.
@@ -78,12 +79,8 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
   __m512 acc[CPU_QM8_R][CPU_QM8_C];
   const uint8_t *wrow[CPU_QM8_C];
   const uint8_t *arow[CPU_QM8_R];
-  const float *drow[CPU_QM8_R];
-  const int32_t *crow[CPU_QM8_R];
   for (int r = 0; r < R; r++) {
-    arow[r] = a->q + (p->r0 + r) * a->q_row;
-    drow[r] = a->ds + (p->r0 + r) * a->lane_row;
-    crow[r] = q4 ? a->corr + (p->r0 + r) * a->lane_row : NULL;
+    arow[r] = a->base + (p->r0 + r) * a->row_bytes;
     for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
   }
   for (int c = 0; c < C; c++) wrow[c] = w->base + (p->j0 + c) * w->row_bytes;
@@ -99,11 +96,12 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-      __m512i x = _mm512_loadu_si512(arow[r] + b * 32);
-      __m512 da = _mm512_loadu_ps(drow[r] + b * 8);
+      const uint8_t *rec = arow[r] + b / 2 * CPU_QM8_PAIR;
+      __m512i x = _mm512_loadu_si512(rec);
+      __m512 da = _mm512_loadu_ps(rec + 64);
 #pragma GCC unroll 4
       for (int c = 0; c < C; c++) {
-        __m512i t = q4 ? _mm512_dpbusd_epi32(_mm512_loadu_si512(crow[r] + b * 8), wp[c].q, x)
+        __m512i t = q4 ? _mm512_dpbusd_epi32(_mm512_loadu_si512(rec + 128), wp[c].q, x)
                        : _mm512_dpbusd_epi32(wp[c].corr, x, wp[c].q);
         acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wp[c].d, da), acc[r][c]);
       }
