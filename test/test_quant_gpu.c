@@ -67,10 +67,17 @@ typedef bp_status_t (*issue_fn)(bp_stream_t *s, const bp_tensor_t *const *t, con
 
 static size_t esize(bp_dtype_t dt) {
   switch (dt) {
-  case BP_F64: case BP_I64: return 8;
-  case BP_F32: case BP_I32: return 4;
-  case BP_F16: case BP_BF16: return 2;
-  default: return 1;
+  case BP_F64:
+  case BP_I64:
+    return 8;
+  case BP_F32:
+  case BP_I32:
+    return 4;
+  case BP_F16:
+  case BP_BF16:
+    return 2;
+  default:
+    return 1;
   }
 }
 
@@ -90,8 +97,10 @@ static uint8_t *run_side(side_t *sd, const arg_t *args, int n, int out, issue_fn
     if (!a->bytes) continue;
     assert_int_equal(bp_buffer_alloc(sd->dev, a->bytes, &bufs[i]), BP_OK);
     uint8_t *fill = malloc(a->bytes);
-    if (a->init) memcpy(fill, a->init, a->bytes);
-    else memset(fill, 0xAB, a->bytes);
+    if (a->init)
+      memcpy(fill, a->init, a->bytes);
+    else
+      memset(fill, 0xAB, a->bytes);
     assert_int_equal(bp_buffer_write(bufs[i], 0, fill, a->bytes), BP_OK);
     free(fill);
     bool dense = !a->strides[0] && !a->strides[1] && !a->strides[2];
@@ -115,11 +124,28 @@ static bool is_float(bp_dtype_t dt) {
 
 static double load(const uint8_t *p, bp_dtype_t dt, size_t i) {
   switch (dt) {
-  case BP_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-  case BP_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-  case BP_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return bp_f16_to_f32(h); }
-  case BP_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return bp_bf16_to_f32(h); }
-  default: return 0;
+  case BP_F32: {
+    float v;
+    memcpy(&v, p + 4 * i, 4);
+    return v;
+  }
+  case BP_F64: {
+    double v;
+    memcpy(&v, p + 8 * i, 8);
+    return v;
+  }
+  case BP_F16: {
+    uint16_t h;
+    memcpy(&h, p + 2 * i, 2);
+    return bp_f16_to_f32(h);
+  }
+  case BP_BF16: {
+    uint16_t h;
+    memcpy(&h, p + 2 * i, 2);
+    return bp_bf16_to_f32(h);
+  }
+  default:
+    return 0;
   }
 }
 
@@ -160,8 +186,10 @@ static void *rand_float(bp_dtype_t dt, int64_t n, uint64_t seed, float lo, float
   for (int64_t i = 0; i < n; i++) {
     float f = lo + (hi - lo) * (float)((rng(&seed) & 0xFFFFFF) / 16777216.0);
     uint16_t h = dt == BP_F16 ? bp_f32_to_f16(f) : bp_f32_to_bf16(f);
-    if (dt == BP_F32) memcpy(v + 4 * i, &f, 4);
-    else memcpy(v + 2 * i, &h, 2);
+    if (dt == BP_F32)
+      memcpy(v + 4 * i, &f, 4);
+    else
+      memcpy(v + 2 * i, &h, 2);
   }
   return v;
 }
@@ -202,11 +230,13 @@ static void block_case(pair_t *p, bp_dtype_t qt, bp_dtype_t ft) {
   const size_t fe = esize(ft);
   void *x = rand_float(ft, B * R * K, 11 + qt + 3 * ft, -2, 2);
   ((uint8_t *)x)[fe * 7] = 0; /* a zero among them */
-  int64_t shape[3] = {B, R, K}, xstr[3] = {R * K, 1, R}, qstr[3] = {R * row_blocks * 32, row_blocks * 32, 1};
+  int64_t shape[3] = {B, R, K}, xstr[3] = {R * K, 1, R},
+          qstr[3] = {R * row_blocks * 32, row_blocks * 32, 1};
   uint64_t qbytes = (uint64_t)(1 + B * R * row_blocks) * bs;
   arg_t q[3] = {ten(ft, 3, shape, xstr, 0, B * R * K * fe, x), absent,
                 ten(qt, 3, shape, qstr, bs, qbytes, NULL)};
-  if (!claims(p->gpu.dev, BP_OP_QUANTIZE, qt)) fail_msg("%s does not claim quantize %s", p->backend, bp_dtype_name(qt));
+  if (!claims(p->gpu.dev, BP_OP_QUANTIZE, qt))
+    fail_msg("%s does not claim quantize %s", p->backend, bp_dtype_name(qt));
   char what[64];
   snprintf(what, sizeof what, "quantize %s from %s", bp_dtype_name(qt), bp_dtype_name(ft));
   run_exact(p, what, q, 3, 2, do_quantize, NULL);
@@ -227,26 +257,31 @@ static void blocks_on(pair_t *p) {
  * ties, saturating values and NaN; x transposed. */
 static void i8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
   enum { R = 3, C = 8 };
-  float xv[R * C] = {0.5f, 1.5f, 2.5f, -2.5f, 1000.0f, -1000.0f, NAN, 0.26f,
-                     -0.5f, 3.5f, 127.4f, -128.6f, INFINITY, -INFINITY, 0.0f, -0.0f,
-                     7.0f, 9.25f, -9.75f, 63.5f, 64.5f, -63.5f, 1e-3f, 200.0f};
+  float xv[R * C] = {0.5f,  1.5f,  2.5f,   -2.5f,   1000.0f,  -1000.0f,  NAN,   0.26f,
+                     -0.5f, 3.5f,  127.4f, -128.6f, INFINITY, -INFINITY, 0.0f,  -0.0f,
+                     7.0f,  9.25f, -9.75f, 63.5f,   64.5f,    -63.5f,    1e-3f, 200.0f};
   uint8_t x[R * C * 4];
   for (int i = 0; i < R * C; i++) { /* stored transposed: [C, R] */
     int r = i / C, c = i % C;
     uint16_t h = ft == BP_F16 ? bp_f32_to_f16(xv[i]) : bp_f32_to_bf16(xv[i]);
-    if (ft == BP_F32) memcpy(x + 4 * (c * R + r), &xv[i], 4);
-    else memcpy(x + 2 * (c * R + r), &h, 2);
+    if (ft == BP_F32)
+      memcpy(x + 4 * (c * R + r), &xv[i], 4);
+    else
+      memcpy(x + 2 * (c * R + r), &h, 2);
   }
   float sc[R] = {1.0f, 0.5f, 3.0f};
   int8_t qv[R * C];
   for (int i = 0; i < R * C; i++) qv[i] = (int8_t)(i * 37 - 300);
   int64_t shape[2] = {R, C}, xstr[2] = {1, R}, sshape[2] = {per_row ? R : 1, 1};
   const size_t fe = esize(ft);
-  arg_t q[3] = {ten(ft, 2, shape, xstr, 0, R * C * fe, x), ten(BP_F32, 2, sshape, NULL, 0, 4 * sshape[0], sc),
+  arg_t q[3] = {ten(ft, 2, shape, xstr, 0, R * C * fe, x),
+                ten(BP_F32, 2, sshape, NULL, 0, 4 * sshape[0], sc),
                 ten(BP_I8, 2, shape, NULL, 0, R * C, NULL)};
-  if (!claims(p->gpu.dev, BP_OP_QUANTIZE, BP_I8)) fail_msg("%s does not claim quantize i8", p->backend);
+  if (!claims(p->gpu.dev, BP_OP_QUANTIZE, BP_I8))
+    fail_msg("%s does not claim quantize i8", p->backend);
   run_exact(p, "quantize i8", q, 3, 2, do_quantize, NULL);
-  arg_t d[3] = {ten(BP_I8, 2, shape, NULL, 0, R * C, qv), q[1], ten(ft, 2, shape, xstr, 0, R * C * fe, NULL)};
+  arg_t d[3] = {ten(BP_I8, 2, shape, NULL, 0, R * C, qv), q[1],
+                ten(ft, 2, shape, xstr, 0, R * C * fe, NULL)};
   run_exact(p, "dequantize i8", d, 3, 2, do_dequantize, NULL);
 }
 

@@ -91,8 +91,7 @@ BP_QCODEC_FN float bp_fp8_decode(uint8_t b, int mbits) {
   uint32_t m = b & ((1u << mbits) - 1);
   const uint32_t sign = (uint32_t)(b & 0x80) << 24;
   if (mbits == 3 && e == 15 && m == 7) return bp_qcodec_f32_from_bits(0x7fc00000u);
-  if (mbits == 2 && e == 31)
-    return bp_qcodec_f32_from_bits(m ? 0x7fc00000u : (sign | 0x7f800000u));
+  if (mbits == 2 && e == 31) return bp_qcodec_f32_from_bits(m ? 0x7fc00000u : (sign | 0x7f800000u));
   int exp = e - bias; /* of the leading bit */
   if (e == 0) {
     if (m == 0) return bp_qcodec_f32_from_bits(sign);
