@@ -28,6 +28,23 @@ static int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
 }
 
+/* Records gemmtex into an f32 C (from element c_off of t on) through an
+ * r32f view of it where one fits (use_view: vectorised stores on lavapipe,
+ * where stores through its address are per-lane loops), else through the
+ * address p->c. views[2] is replaced by the view; views[0..1] are A, B. */
+static bp_status_t gemm_into(vkb_stream_t *s, const char *name, vkb_texel_params_t *p,
+                             VkBufferView *views, const bp_plugin_tensor_t *t, int64_t c_off,
+                             uint32_t gx, uint32_t gy, uint32_t gz) {
+  VkBufferView cv = VK_NULL_HANDLE;
+  p->use_view = vkb_texel_src_view(s, t, c_off, &cv, &p->vshift) == BP_OK;
+  /* binding 2 must hold a view even where the kernel does not touch it */
+  VkBufferView bound[3] = {views[0], views[1], p->use_view ? cv : views[0]};
+  bp_status_t st = vkb_dispatch_views(s, name, NULL, 0, p, sizeof *p, bound, 3, gx, gy, gz);
+  if (cv) /* after recording: see vkb_texel_release */
+    vkb_stream_release_view(s, cv);
+  return st;
+}
+
 /* ---- attention -------------------------------------------------------------*/
 
 #define ATTN_SCRATCH (64ull << 20) /* bytes of scores per chunk */
@@ -160,10 +177,9 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .causal = a->causal != 0 || window > 0,
                                 .amod = (int32_t)nh,
                                 .kshift = (int32_t)(Skv - Sq)};
-        /* binding 2 (C's view, unused: use_view is 0) needs a view */
-        VkBufferView v2[3] = {vw[2], vw[3], vw[2]};
-        st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, v2, 3, (uint32_t)(np2 / bn),
-                                (uint32_t)(mp / bm), (uint32_t)nh);
+        VkBufferView v2[2] = {vw[2], vw[3]};
+        st = gemm_into(s, gemm, &p, v2, O, bi * O->strides[0] + h0 * O->strides[1],
+                       (uint32_t)(np2 / bn), (uint32_t)(mp / bm), (uint32_t)nh);
       }
     }
   vkb_texel_release(s, sc, vw, 4);
@@ -178,8 +194,27 @@ typedef struct convpack_params {
   int32_t cg, H, W, R, S, P, Q;
   int32_t sh, sw, ph, pw, dh, dw;
   int32_t sc, sy, sx;
-  int32_t kp, xp, bw;
+  int32_t kp, xp, bw, shift;
 } convpack_params_t;
+
+/* Records convpack.comp for image n into view: x read through an r32f
+ * texel view where one fits (convpack_f32_tex), else through its
+ * address. */
+static bp_status_t convpack(vkb_stream_t *s, VkBufferView view, const bp_plugin_tensor_t *X,
+                            int64_t n, convpack_params_t *cp, int64_t groups) {
+  VkBufferView v[2] = {view, VK_NULL_HANDLE};
+  bool tex = vkb_kernel_present("convpack_f32_tex") &&
+             vkb_texel_src_view(s, X, n * X->strides[0], &v[1], &cp->shift) == BP_OK;
+  char name[32];
+  snprintf(name, sizeof name, "convpack_%s%s", vkb_dtype_tag(X->dtype), tex ? "_tex" : "");
+  int64_t groups_x = ((int64_t)cp->kp * cp->xp / 4 + 63) / 64;
+  bp_status_t st = vkb_dispatch_views(s, name, NULL, 0, cp, sizeof *cp, v, tex ? 2 : 1,
+                                      groups_x > 4096 ? 4096u : (uint32_t)groups_x, 1,
+                                      (uint32_t)groups);
+  if (v[1]) /* after recording: see vkb_texel_release */
+    vkb_stream_release_view(s, v[1]);
+  return st;
+}
 
 bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
   vkb_device_t *d = s->d;
@@ -207,9 +242,8 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
     return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: conv2d: grid beyond the device's limits");
   const char *dt = vkb_dtype_tag(X->dtype);
   uint64_t es = vkb_dtype_size(X->dtype);
-  char gemm[40], packx[32];
+  char gemm[40];
   snprintf(gemm, sizeof gemm, "gemmtex_%s_%s", dt, t->name);
-  snprintf(packx, sizeof packx, "convpack_%s", dt);
   vkb_alloc_t *sc[2] = {NULL, NULL};
   VkBufferView vw[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
   bp_status_t st = vkb_texel_scratch(d, bytes[0], &sc[0], &vw[0]);
@@ -238,9 +272,7 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .kp = (int32_t)crs,
                             .xp = (int32_t)np,
                             .bw = (int32_t)bn};
-    int64_t groups_x = (crs * np / 4 + 63) / 64;
-    st = vkb_dispatch_views(s, packx, NULL, 0, &cp, sizeof cp, &vw[1], 1,
-                            groups_x > 4096 ? 4096u : (uint32_t)groups_x, 1, (uint32_t)groups);
+    st = convpack(s, vw[1], X, n, &cp, groups);
     if (st != BP_OK) break;
     vkb_texel_params_t p = {.c = vkb_tensor_addr(Y) + (uint64_t)(n * Y->strides[0]) * es,
                             .m = (int32_t)kg,
@@ -259,10 +291,8 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0,
                             .sbb = a->bias.rank > 0 ? (int32_t)(kg * a->bias.strides[0]) : 0,
                             .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0};
-    /* binding 2 (C's view, unused: use_view is 0) needs a view */
-    VkBufferView v3[3] = {vw[0], vw[1], vw[0]};
-    st = vkb_dispatch_views(s, gemm, NULL, 0, &p, sizeof p, v3, 3, (uint32_t)(np / bn),
-                            (uint32_t)(mp / bm), (uint32_t)groups);
+    st = gemm_into(s, gemm, &p, vw, Y, n * Y->strides[0], (uint32_t)(np / bn),
+                   (uint32_t)(mp / bm), (uint32_t)groups);
   }
   vkb_texel_release(s, sc, vw, 2);
   return st;

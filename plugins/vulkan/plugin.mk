@@ -12,7 +12,7 @@ GLSLC ?= $(shell command -v glslc 2>/dev/null)
 GLSLC_FLAGS := --target-env=vulkan1.2 -O -Werror -Ikernels/glsl
 
 VK_FLOATS := f32 f16 bf16
-VK_CAST_TYPES := f32 f16 bf16 i32 u8
+VK_CAST_TYPES := f32 f16 bf16 i32 u8 i8 e4m3 e5m2
 # Register tiles of gemmtex.comp (t<TM><TN><WX><WY>), the autotuner's candidates.
 VK_GEMMTEX_TILES := t8844 t4888 t8888 t8448 t81644 t8844u4 t4888u4 t8448u4 t81644u4 t8888u4
 VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
@@ -21,7 +21,7 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
     adam_$(t) random_$(t)) random_f64 \
   $(foreach t,$(VK_FLOATS),gemmpack_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g))) \
   $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_score_$(g)) attnsoftmax_f32 \
-  $(foreach t,$(VK_FLOATS),convpack_$(t)) eltwise_f32_tex gemmpack_f32_tex \
+  $(foreach t,$(VK_FLOATS),convpack_$(t)) convpack_f32_tex eltwise_f32_tex gemmpack_f32_tex \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
 # The model ops of ABI 1.5 (plugins/vulkan/ops_model.c).
 VK_VARIANTS += gather_b8 gather_b16 gather_b32 gather_b64 \
@@ -30,7 +30,7 @@ VK_VARIANTS += gather_b8 gather_b16 gather_b32 gather_b64 \
 # The quantized ops of ABI 1.5 (plugins/vulkan/ops_quant.c): _s8 with 8-bit
 # storage, _w through words; quantgemm _dot with the integer dot product.
 VK_VARIANTS += quantpack_s8 quantpack_w \
-  $(foreach d,dot wide,$(foreach s,s8 w,quantgemm_$(d)_$(s))) \
+  $(foreach d,dot wide dottex widetex,$(foreach s,s8 w,quantgemm_$(d)_$(s))) \
   $(foreach t,$(VK_FLOATS),quantize_$(t)_s8 quantize_$(t)_w quantdeq_$(t)_s8 quantdeq_$(t)_w \
     quantmv_$(t) quantmm_$(t))
 # Only families whose source exists are built (kernels land one at a time).
