@@ -111,6 +111,23 @@ static void scale_block(const int32_t *ct, const float *dw, const uint8_t *g0, c
   }
 }
 
+/* acc (transposed) into y: rows of groups g, g + 1, the panel's columns. */
+static void store_tile(const amx_job_t *j, int64_t panel, int64_t g, const float *acc) {
+  const bp_plugin_tensor_t *Y = &j->args->y;
+  int64_t cs = Y->strides[Y->rank - 1], j0 = panel * PANEL;
+  int cols = (int)(j->n - j0 < PANEL ? j->n - j0 : PANEL);
+  for (int r = 0; r < 2 * GROUP && g * GROUP + r < j->rows; r++) {
+    int64_t row = g * GROUP + r, off = (Y->rank == 3 ? row / j->m * Y->strides[0] : 0) +
+                                      row % j->m * Y->strides[Y->rank - 2] + j0 * cs;
+    if (Y->dtype == BP_F32) {
+      float *y = (float *)cpu_tensor_base(Y) + off;
+      for (int c = 0; c < cols; c++) y[c * cs] = acc[c * 32 + r];
+    } else {
+      for (int c = 0; c < cols; c++) cpu_store(cpu_tensor_base(Y), Y->dtype, off + c * cs, acc[c * 32 + r]);
+    }
+  }
+}
+
 /* 32 weight rows of the panel x activation groups g, g + 1. */
 static void tile_pair(const amx_job_t *j, const int8_t *wp, const float *dw, int64_t panel, int64_t g,
                       int32_t *ct, float *acc) {
@@ -135,10 +152,7 @@ static void tile_pair(const amx_job_t *j, const int8_t *wp, const float *dw, int
     _tile_stored(3, ct + 768, 64);
     scale_block(ct, dw + b * PANEL, g0, g1, acc);
   }
-  const bp_plugin_tensor_t *Y = &j->args->y;
-  for (int c = 0; c < PANEL && panel * PANEL + c < j->n; c++)
-    for (int r = 0; r < 2 * GROUP && g * GROUP + r < j->rows; r++)
-      cpu_qm8_store_y(Y, j->m, g * GROUP + r, panel * PANEL + c, acc[c * 32 + r]);
+  store_tile(j, panel, g, acc);
 }
 
 /* Tasks: panel-major (panel, block of TASK_ROWS rows), so a worker's
