@@ -4,17 +4,19 @@
  * Vulkan device claims: quantize / dequantize of q8_0, q4_0 and i8 from and
  * to f32, f16 and bf16 (bytes and values exact), the int8 GEMM exact in its
  * three output dtypes, GEMM / GEMV with block weights within docs/ops.md's
- * tolerance, i8 / fp8 copies, and qgemm + qmatmul in a captured graph. Odd sizes, transposed and
- * strided views, offsets and batches throughout. Each case runs on every
- * kernel path the device can take: 8-bit storage or bytes through words
+ * tolerance, i8 / fp8 copies and casts (every code, every pair), and qgemm + qmatmul in a captured
+ * graph. Odd sizes, transposed and strided views, offsets and batches throughout. Each case runs on
+ * every kernel path the device can take: 8-bit storage or bytes through words
  * (BACKPLANE_VK_QUANT_BYTES=words), the integer dot product or the
- * widening multiply (BACKPLANE_VK_QUANT_DOT=0).
+ * widening multiply (BACKPLANE_VK_QUANT_DOT=0), and for qgemm its texel
+ * variants or the direct ones (BACKPLANE_VK_GEMM_TEXEL=0).
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +127,11 @@ static void set_path(int p) {
     setenv("BACKPLANE_VK_QUANT_DOT", "0", 1);
   else
     unsetenv("BACKPLANE_VK_QUANT_DOT");
+  /* qgemm reads its panels through texel views on CPU implementations */
+  if (p & 4)
+    setenv("BACKPLANE_VK_GEMM_TEXEL", "0", 1);
+  else
+    unsetenv("BACKPLANE_VK_GEMM_TEXEL");
 }
 
 #define EACH_PATH(p) for (int p = (set_path(0), 0); p < 4; p++, set_path(p & 3))
@@ -278,7 +285,7 @@ static void test_qgemm(void **st) {
       {1, 40, 3, 41, 1, 1, 0, BP_F32, 1},   {2, 9, 64, 17, 0, 0, 1, BP_F32, 2},
       {1, 13, 77, 29, 0, 1, 0, BP_I8, 1},   {2, 6, 20, 7, 1, 0, 0, BP_I8, 2},
   };
-  EACH_PATH(p) {
+  for (int p = (set_path(0), 0); p < 8; p++, set_path(p & 7)) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) qgemm_case(&cases[i]);
   }
 }
@@ -389,6 +396,68 @@ static void test_bytes_copy(void **st) {
   }
 }
 
+/* ---- casts from and to i8 and fp8 ---- */
+
+static size_t esize(bp_dtype_t dt) {
+  return dt == BP_F32 || dt == BP_I32 ? 4 : dt == BP_F16 || dt == BP_BF16 ? 2 : 1;
+}
+
+/* 256 source elements of dt: every code of a byte dtype; for floats the
+ * fp8 edges (ties, overflow bounds, subnormals, NaN, inf, -0) and values
+ * over fp8's range; for i32 small and saturating integers. */
+static void *cast_source(bp_dtype_t dt) {
+  static const float edges[] = {0.0f,     -0.0f,    NAN,      INFINITY, -INFINITY, 448.0f, 464.0f,
+                                465.0f,   -480.0f,  57344.0f, 61440.0f, 61439.0f,  1e9f,   0x1p-9f,
+                                0x1p-10f, 0x3p-11f, 0x1p-16f, 0x1p-17f, 0x3p-18f,  2.5f,   -3.5f,
+                                127.5f,   -128.5f,  255.5f,   0.1f};
+  uint8_t *v = calloc(256, esize(dt));
+  for (int i = 0; i < 256; i++) {
+    if (esize(dt) == 1) {
+      v[i] = (uint8_t)i;
+      continue;
+    }
+    if (dt == BP_I32) {
+      int32_t x = i < 250 ? (int32_t)(rnd() % 601) - 300 : (int32_t)(rnd() | 0x10000u);
+      memcpy(v + 4 * i, &x, 4);
+      continue;
+    }
+    float f =
+        i < 25 ? edges[i] : ldexpf((float)(rnd() % 2048) / 1024.0f - 1.0f, (int)(rnd() % 40) - 20);
+    store_float(dt, v, i, f);
+  }
+  return v;
+}
+
+static void cast_case(bp_dtype_t from, bp_dtype_t to) {
+  void *src = cast_source(from);
+  int64_t shape[2] = {16, 16}, tr[2] = {1, 16};
+  uint64_t ybytes = 256 * esize(to) + 4;
+  bp_buffer_t *keep[2];
+  for (int d = 0; d < 2; d++) {
+    env_t *e = &g_env[d];
+    bp_buffer_t *bx = buf(e, 256 * esize(from), src), *by = buf(e, ybytes, NULL);
+    bp_tensor_t tx = view(bx, 0, from, 2, shape, tr), ty = view(by, 4, to, 2, shape, NULL);
+    assert_int_equal(bp_cast(e->s, &tx, &ty), BP_OK);
+    assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
+    bp_buffer_free(bx);
+    keep[d] = by;
+  }
+  char what[64];
+  snprintf(what, sizeof what, "cast %s to %s", bp_dtype_name(from), bp_dtype_name(to));
+  same_bytes(keep[0], keep[1], ybytes, what);
+  bp_buffer_free(keep[0]), bp_buffer_free(keep[1]);
+  free(src);
+}
+
+static void test_casts(void **st) {
+  (void)st;
+  static const bp_dtype_t all[] = {BP_F32, BP_F16, BP_BF16,     BP_I32,
+                                   BP_U8,  BP_I8,  BP_FP8_E4M3, BP_FP8_E5M2};
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 8; j++)
+      if (i >= 5 || j >= 5) cast_case(all[i], all[j]);
+}
+
 /* ---- a captured graph (native on Vulkan: the packed panels of qgemm
  * live as long as the graph) ---- */
 
@@ -483,6 +552,7 @@ static void test_claims(void **st) {
     assert_int_equal(claims(BP_OP_QGEMM, q[i]), q[i] == BP_I8);
     assert_int_equal(claims(BP_OP_QMATMUL, q[i]), q[i] == BP_Q8_0 || q[i] == BP_Q4_0);
     assert_int_equal(claims(BP_OP_COPY, q[i]), q[i] == BP_I8 || q[i] == BP_FP8_E4M3);
+    assert_int_equal(claims(BP_OP_CAST, q[i]), q[i] == BP_I8 || q[i] == BP_FP8_E4M3);
     assert_false(claims(BP_OP_FILL, q[i])); /* as cpu-ref: no i8 / fp8 fill */
   }
 }
@@ -507,7 +577,7 @@ int main(void) {
       cmocka_unit_test(test_claims),  cmocka_unit_test(test_blocks),
       cmocka_unit_test(test_i8),      cmocka_unit_test(test_qgemm),
       cmocka_unit_test(test_qmatmul), cmocka_unit_test(test_bytes_copy),
-      cmocka_unit_test(test_graph),
+      cmocka_unit_test(test_casts),   cmocka_unit_test(test_graph),
   };
   int fails = cmocka_run_group_tests(tests, NULL, NULL);
   for (int d = 1; d >= 0; d--) {

@@ -1,8 +1,73 @@
 #version 460
 // cast.comp — y = x converted from T1 to T2 over strided tensors.
-// Variants: cast_<src>_<dst> for f32, f16, bf16, i32, u8. Floats convert
-// through f32 (exact for these sources); integer to integer stays integer.
+// Variants: cast_<src>_<dst> for f32, f16, bf16, i32, u8, i8, e4m3, e5m2
+// (the OCP fp8 dtypes). Floats convert through f32 (exact for these
+// sources); integer to integer stays integer.
 #include "common.glsl"
+
+// i8 and fp8 (ABI 1.5) as bytes, defined here rather than in common.glsl
+// since only casts convert them. fp8: docs/ops.md's rules, as
+// plugins/cpu/fp8.h: round to nearest even straight from the value (an f32
+// holds every source exactly), E4M3 NaN past 464, E5M2 inf from 61440,
+// NaN as S.1111.111 / S.11111.10.
+uint bp_f2fp8(float v, int mbits) {
+  int ebits = 7 - mbits, bias = (1 << (ebits - 1)) - 1;
+  uint sign = (floatBitsToUint(v) >> 24) & 0x80u, nan = mbits == 3 ? 0x7Fu : 0x7Eu;
+  if (isnan(v)) return sign | nan;
+  float a = abs(v);
+  if (mbits == 3 ? a > 464.0 : a >= 61440.0) return sign | (mbits == 3 ? nan : 0x7Cu);
+  int x;
+  frexp(a, x); // a = f * 2^x, f in [0.5, 1)
+  int e = x - 1;
+  if (a == 0.0 || e < 1 - bias) e = 1 - bias; // subnormal: a count of quanta
+  int n = int(roundEven(ldexp(a, mbits - e))); // exact before the rounding
+  return sign | uint((e - (1 - bias)) * (1 << mbits) + n); // a carry moves up
+}
+float bp_fp82f(uint b, int mbits) {
+  int ebits = 7 - mbits, bias = (1 << (ebits - 1)) - 1;
+  int e = int(b >> mbits) & ((1 << ebits) - 1), m = int(b) & ((1 << mbits) - 1);
+  float s = (b & 0x80u) != 0u ? -1.0 : 1.0;
+  if (mbits == 3 && e == 15 && m == 7) return BP_NAN;
+  if (mbits == 2 && e == 31) return m != 0 ? BP_NAN : s * BP_INF;
+  if (e == 0) return s * ldexp(float(m), 1 - bias - mbits);
+  return s * ldexp(float((1 << mbits) + m), e - bias - mbits);
+}
+// float -> int8: NaN 0, halves to even, saturating (the ABI's cast rule).
+uint bp_f2i8(float x) {
+  if (isnan(x)) return 0u;
+  return uint(int(roundEven(clamp(x, -128.0, 127.0)))) & 0xffu;
+}
+int bp_i8(uint b) { return int(b << 24) >> 24; }
+
+#if defined(T1_i8) || defined(T1_e4m3) || defined(T1_e5m2) || defined(T2_i8) || \
+    defined(T2_e4m3) || defined(T2_e5m2)
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#endif
+#if defined(T1_i8) || defined(T1_e4m3) || defined(T1_e5m2)
+BP_DT_u8(1)
+#endif
+#if defined(T2_i8) || defined(T2_e4m3) || defined(T2_e5m2)
+BP_DT_u8(2)
+#endif
+#if defined(T1_i8)
+#define T1_IS_INT 1
+#define LOAD1(b, i) float(bp_i8(uint(b.v[i])))
+#define LOADI1(b, i) bp_i8(uint(b.v[i]))
+#elif defined(T1_e4m3)
+#define LOAD1(b, i) bp_fp82f(uint(b.v[i]), 3)
+#elif defined(T1_e5m2)
+#define LOAD1(b, i) bp_fp82f(uint(b.v[i]), 2)
+#endif
+#if defined(T2_i8)
+#define T2_IS_INT 1
+#define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2i8(x))
+#define STOREI2(b, i, x) b.v[i] = uint8_t(uint(clamp((x), -128, 127)) & 0xffu)
+#elif defined(T2_e4m3)
+#define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2fp8((x), 3))
+#elif defined(T2_e5m2)
+#define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2fp8((x), 2))
+#endif
 
 layout(local_size_x = 256) in;
 

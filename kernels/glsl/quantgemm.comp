@@ -8,6 +8,11 @@
 // Variants quantgemm_<dot|wide>_<s8|w>: dot uses OpSDot on packed 4x8-bit
 // words (VK_KHR_shader_integer_dot_product), wide extracts the four signed
 // bytes and multiplies; s8 / w say how an i8 c is stored (quant.inc).
+// quantgemm_<dottex|widetex>_<s8|w> read the panels, packed k-major in
+// 16-byte texels (quantpack.comp's kmajor), through rgba32ui texel views at
+// bindings 0 (a) and 1 (b): CPU implementations turn every storage-buffer
+// load into a per-lane loop but fetch texels vectorised, and neighbouring
+// invocations read neighbouring texels.
 //
 // Each workgroup computes a BM x BN tile of c, each invocation a TM x TN
 // register tile strided by the thread grid; the operands are read straight
@@ -17,7 +22,12 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
 
-#ifdef T1_dot
+#if defined(T1_dottex) || defined(T1_widetex)
+#define TEX 1
+layout(set = 0, binding = 0, rgba32ui) uniform readonly uimageBuffer pa;
+layout(set = 0, binding = 1, rgba32ui) uniform readonly uimageBuffer pb;
+#endif
+#if defined(T1_dot) || defined(T1_dottex)
 #extension GL_EXT_spirv_intrinsics : require
 // OpSDot (4450) with the PackedVectorFormat4x8Bit operand (0): the signed
 // dot product of the four bytes of a and b.
@@ -79,6 +89,26 @@ void main() {
   [[unroll]] for (int j = 0; j < TN; j++) cb[j] = min(n0 + tx + j * WN, p.n - 1) * kw;
   ivec4 acc[TM];
   [[unroll]] for (int i = 0; i < TM; i++) acc[i] = ivec4(0);
+#ifdef TEX
+  // Texel t of a row: (batch * kw / 4 + t) * rows + row; strides sab, sbb
+  // count texels here.
+  const int m = p.m, n = p.n, kt = kw >> 2;
+  int ta[TM], tb[TN];
+  [[unroll]] for (int i = 0; i < TM; i++) ta[i] = batch * p.sab + ra[i] / kw;
+  [[unroll]] for (int j = 0; j < TN; j++) tb[j] = batch * p.sbb + cb[j] / kw;
+  for (int t = 0; t < kt; t++) {
+    uvec4 bv[TN];
+    [[unroll]] for (int j = 0; j < TN; j++) bv[j] = imageLoad(pb, tb[j] + t * n).xyzw;
+    [[unroll]] for (int i = 0; i < TM; i++) {
+      uvec4 av = imageLoad(pa, ta[i] + t * m);
+      ivec4 s = ivec4(0);
+      [[unroll]] for (int q = 0; q < 4; q++)
+        s += ivec4(dot4(av[q], bv[0][q]), dot4(av[q], bv[1][q]), dot4(av[q], bv[2][q]),
+                   dot4(av[q], bv[3][q]));
+      acc[i] += s;
+    }
+  }
+#else
   for (int w = 0; w < kw; w++) {
     uint bw[TN];
     [[unroll]] for (int j = 0; j < TN; j++) bw[j] = b.v[cb[j] + w];
@@ -87,6 +117,7 @@ void main() {
       acc[i] += ivec4(dot4(aw, bw[0]), dot4(aw, bw[1]), dot4(aw, bw[2]), dot4(aw, bw[3]));
     }
   }
+#endif
   int cbase = batch * p.scb;
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + ty + i * WM;

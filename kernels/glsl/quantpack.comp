@@ -3,7 +3,11 @@
 // included) into k-contiguous uint words for quantgemm.comp: word w of row
 // r of batch b holds elements 4w .. 4w + 3 along k (byte j = element
 // 4w + j, little-endian), zero past k. Variants: quantpack_s8 (uint8_t
-// loads), quantpack_w (bytes widened from their aligned words).
+// loads), quantpack_w (bytes widened from their aligned words). With
+// kmajor set (kw a multiple of 4), rows are interleaved by 16-byte texels
+// instead: texel (b, w / 4, r) at ((b * kw / 4 + w / 4) * rows + r), so
+// that neighbouring rows' texels, which neighbouring invocations of
+// quantgemm.comp's texel variants read together, are adjacent.
 #include "common.glsl"
 #include "quant.inc"
 
@@ -13,7 +17,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Wo
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
   uint64_t src, dst;
   int n, rows, k, kw; // n = batches * rows * kw words
-  int sb, sr, sl, pad_; // element (byte) strides of batch, row, k
+  int sb, sr, sl, kmajor; // element (byte) strides of batch, row, k
 };
 layout(push_constant) uniform PC { Params p; };
 
@@ -29,6 +33,7 @@ void main() {
       int l = 4 * w + j;
       if (l < p.k) word |= q_ld8(p.src + uint64_t(base + int64_t(l) * p.sl)) << (8 * j);
     }
-    dst.v[i] = word;
+    int o = p.kmajor != 0 ? ((b * (p.kw >> 2) + (w >> 2)) * p.rows + r) * 4 + (w & 3) : i;
+    dst.v[o] = word;
   }
 }

@@ -93,6 +93,12 @@ const char *vkb_dtype_tag(bp_dtype_t dt) {
     return "i64";
   case BP_U8:
     return "u8";
+  case BP_I8:
+    return "i8";
+  case BP_FP8_E4M3:
+    return "e4m3";
+  case BP_FP8_E5M2:
+    return "e5m2";
   default:
     return NULL;
   }

@@ -40,8 +40,27 @@ static bool floats_present(const char *family, const char *t2) {
          kernel_of(family, "bf16", t2);
 }
 
+/* Adds i8 and the fp8 dtypes to cast where the device stores bytes and
+ * cast.comp has a kernel each way between them and every dtype claimed. */
+static void byte_casts(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE]) {
+  static const bp_dtype_t bytes[] = {BP_I8, BP_FP8_E4M3, BP_FP8_E5M2};
+  if (!c->storage8) return;
+  uint32_t all = t[BP_OP_CAST];
+  for (int i = 0; i < 3; i++) all |= BP_DTYPE_BIT(bytes[i]);
+  for (int i = 0; i < 3; i++) {
+    bool ok = true;
+    for (int d = 0; d < BP_DTYPE_COUNT && ok; d++)
+      if (all & BP_DTYPE_BIT(d))
+        ok = kernel_of("cast", vkb_dtype_tag(bytes[i]), vkb_dtype_tag((bp_dtype_t)d)) &&
+             kernel_of("cast", vkb_dtype_tag((bp_dtype_t)d), vkb_dtype_tag(bytes[i]));
+    if (ok) t[BP_OP_CAST] |= BP_DTYPE_BIT(bytes[i]);
+  }
+}
+
 void vkb_quant_claims(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE]) {
-  if (!c->usable || !c->storage16) return;
+  if (!c->usable) return;
+  byte_casts(c, t);
+  if (!c->storage16) return;
   const char *bt = c->storage8 ? "s8" : "w";
   const uint32_t q = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);
   if (floats_present("quantdeq", bt)) t[BP_OP_DEQUANTIZE] = q;
@@ -125,7 +144,7 @@ bp_status_t vkb_op_dequantize(bp_plugin_device_t *dev, bp_plugin_stream_t *strea
 typedef struct pack_params {
   uint64_t src, dst;
   int32_t n, rows, k, kw;
-  int32_t sb, sr, sl, pad_;
+  int32_t sb, sr, sl, kmajor;
 } pack_params_t;
 
 /* Matches quantgemm.comp's parameter block. */
@@ -141,10 +160,11 @@ typedef struct qgemm_params {
 enum { QGEMM_TILE = 32 }; /* quantgemm.comp's BM and BN */
 
 /* Records quantpack.comp: batches x rows of k int8 from t (element
- * strides sb, sr, sl) into kw words per row at dst. */
+ * strides sb, sr, sl) into kw words per row at dst, or k-major 16-byte
+ * texels (kmajor). */
 static bp_status_t pack_record(vkb_stream_t *s, const bp_plugin_tensor_t *t, uint64_t dst,
-                               int64_t batches, int64_t rows, int64_t k, int64_t kw, int64_t sb,
-                               int64_t sr, int64_t sl) {
+                               bool kmajor, int64_t batches, int64_t rows, int64_t k, int64_t kw,
+                               int64_t sb, int64_t sr, int64_t sl) {
   pack_params_t p = {.src = vkb_tensor_addr(t),
                      .dst = dst,
                      .n = (int32_t)(batches * rows * kw),
@@ -153,7 +173,8 @@ static bp_status_t pack_record(vkb_stream_t *s, const bp_plugin_tensor_t *t, uin
                      .kw = (int32_t)kw,
                      .sb = (int32_t)sb,
                      .sr = (int32_t)sr,
-                     .sl = (int32_t)sl};
+                     .sl = (int32_t)sl,
+                     .kmajor = kmajor};
   if (p.n == 0) return BP_OK;
   char name[24];
   snprintf(name, sizeof name, "quantpack_%s", byte_tag(s->d));
@@ -184,41 +205,81 @@ static void qgemm_fill(qgemm_params_t *p, const bp_qgemm_args_t *g) {
   p->out_scale = g->out_scale;
 }
 
+/* An rgba32ui view of bytes of panels from byte offset off, for the texel
+ * variants; VK_NULL_HANDLE when the device cannot make it. */
+static VkBufferView panel_view(vkb_device_t *d, vkb_alloc_t *panels, uint64_t off, uint64_t bytes) {
+  VkBufferView v = VK_NULL_HANDLE;
+  VkBufferViewCreateInfo vi = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                               .buffer = panels->block->buf,
+                               .format = VK_FORMAT_R32G32B32A32_UINT,
+                               .offset = panels->offset + off,
+                               .range = bytes};
+  if (bytes / 16 > d->caps.max_texels ||
+      d->fn.vkCreateBufferView(d->dev, &vi, NULL, &v) != VK_SUCCESS)
+    return VK_NULL_HANDLE;
+  return v;
+}
+
+/* The texel variants run where the texel GEMM does (CPU implementations
+ * with push descriptors), BACKPLANE_VK_GEMM_TEXEL deciding as for it. */
+static bool qgemm_texel(vkb_device_t *d, const char *dot) {
+  char name[32];
+  snprintf(name, sizeof name, "quantgemm_%stex_%s", dot, byte_tag(d));
+  return vkb_texel_wanted(d) && vkb_kernel_present(name);
+}
+
 static bp_status_t qgemm_record(vkb_stream_t *s, const bp_qgemm_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *B = &g->b;
+  vkb_device_t *d = s->d;
   int ra = A->rank, rb = B->rank;
   int64_t batch = ra == 3 ? A->shape[0] : 1, m = A->shape[ra - 2], k = A->shape[ra - 1];
+  const char *dot = d->caps.int_dot && !env_is("BACKPLANE_VK_QUANT_DOT", "0") ? "dot" : "wide";
+  bool tex = qgemm_texel(d, dot);
   int64_t n = B->shape[rb - 1], kw = (k + 3) / 4, bb = rb == 3 ? batch : 1;
-  if (!qgemm_fits(s->d, g, batch, m, n, kw))
+  if (tex) kw = (kw + 3) / 4 * 4; /* whole 16-byte texels */
+  if (!qgemm_fits(d, g, batch, m, n, kw))
     return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: qgemm: sizes beyond int32 offsets or the "
                                         "device's workgroup counts are not supported");
   uint64_t abytes = (uint64_t)(batch * m * kw) * 4, bbytes = (uint64_t)(bb * n * kw) * 4;
+  uint64_t boff = (abytes + 255) / 256 * 256;
   vkb_alloc_t *panels;
-  bp_status_t st = vkb_alloc(s->d, false, abytes + bbytes + 256, &panels);
+  bp_status_t st = vkb_alloc(d, false, boff + bbytes + 256, &panels);
   if (st != BP_OK) return st;
-  uint64_t pa = panels->addr, pb = panels->addr + (abytes + 255) / 256 * 256;
-  st = pack_record(s, A, pa, batch, m, k, kw, ra == 3 ? A->strides[0] : 0, A->strides[ra - 2],
+  VkBufferView views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  if (tex && kw > 0) {
+    views[0] = panel_view(d, panels, 0, abytes);
+    views[1] = panel_view(d, panels, boff, bbytes);
+    tex = views[0] && views[1];
+  }
+  uint64_t pa = panels->addr, pb = panels->addr + boff;
+  st = pack_record(s, A, pa, tex, batch, m, k, kw, ra == 3 ? A->strides[0] : 0, A->strides[ra - 2],
                    A->strides[ra - 1]);
   /* b is packed transposed: one row of words per column of b. */
   if (st == BP_OK)
-    st = pack_record(s, B, pb, bb, n, k, kw, rb == 3 ? B->strides[0] : 0, B->strides[rb - 1],
+    st = pack_record(s, B, pb, tex, bb, n, k, kw, rb == 3 ? B->strides[0] : 0, B->strides[rb - 1],
                      B->strides[rb - 2]);
+  /* Batch strides of the panels: words, or texels for the texel variants. */
+  int64_t per = tex ? kw / 4 : kw;
   qgemm_params_t p = {.a = pa,
                       .b = pb,
                       .c = vkb_tensor_addr(&g->c),
                       .m = (int32_t)m,
                       .n = (int32_t)n,
                       .kw = (int32_t)kw,
-                      .sab = (int32_t)(m * kw),
-                      .sbb = rb == 3 ? (int32_t)(n * kw) : 0};
+                      .sab = (int32_t)(m * per),
+                      .sbb = rb == 3 ? (int32_t)(n * per) : 0};
   qgemm_fill(&p, g);
   char name[32];
-  bool dot = s->d->caps.int_dot && !env_is("BACKPLANE_VK_QUANT_DOT", "0");
-  snprintf(name, sizeof name, "quantgemm_%s_%s", dot ? "dot" : "wide", byte_tag(s->d));
-  if (st == BP_OK)
-    st = vkb_dispatch(s, name, NULL, 0, &p, sizeof p, (uint32_t)((n + QGEMM_TILE - 1) / QGEMM_TILE),
-                      (uint32_t)((m + QGEMM_TILE - 1) / QGEMM_TILE), (uint32_t)batch);
+  snprintf(name, sizeof name, "quantgemm_%s%s_%s", dot, tex ? "tex" : "", byte_tag(d));
+  uint32_t gx = (uint32_t)((n + QGEMM_TILE - 1) / QGEMM_TILE);
+  uint32_t gy = (uint32_t)((m + QGEMM_TILE - 1) / QGEMM_TILE);
+  if (st == BP_OK && tex)
+    st = vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, views, 2, gx, gy, (uint32_t)batch);
+  else if (st == BP_OK)
+    st = vkb_dispatch(s, name, NULL, 0, &p, sizeof p, gx, gy, (uint32_t)batch);
   /* Freed once what is recorded completes (or with a captured graph). */
+  for (int i = 0; i < 2; i++)
+    if (views[i]) vkb_stream_release_view(s, views[i]);
   bp_status_t rst = vkb_stream_release(s, panels);
   return st != BP_OK ? st : rst;
 }

@@ -20,7 +20,8 @@ BP_OP_TABLE_QUANT(VKB__DECLARE_QUANT_OP)
  * block scales); quantize and qgemm also shaderFloat64 (their divisions
  * are rounded in double to the correctly rounded f32 quotient). Also adds
  * i8 and the fp8 dtypes to copy, which moves them as bytes, where u8
- * copies. */
+ * copies, and to cast where the device has 8-bit storage and cast.comp's
+ * kernels for every pair. */
 VKB_HIDDEN void vkb_quant_claims(const vkb_caps_t *caps, uint32_t op_dtypes[BP_OP_TABLE_SIZE]);
 
 #endif /* BACKPLANE_VKB_QUANT_H */
