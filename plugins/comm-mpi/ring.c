@@ -271,7 +271,11 @@ bp_status_t mpi_ring(mpi_comm_t *c, const bp_comm_args_t *a, MPI_Datatype type, 
     g.nseg = len ? (int)((len + g.seg - 1) / g.seg) : 1;
     g.nops = g.steps * g.nseg;
     st = run_round(&g, deadline);
-    if (st != BP_OK) abandon(&g);
+    if (st != BP_OK) {
+      abandon(&g);
+      c->broken = true; /* the ranks' messages no longer pair up (already so after a timeout) */
+      mpi_lib_note_broken();
+    }
     g.first += round;
   }
   free(g.done_idx);
