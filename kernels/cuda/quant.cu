@@ -1,6 +1,6 @@
 // quant.cu — the quantized ops of ABI 1.5 (bp_quant_args.h): quantize and
-// dequantize (i8 with scales, q8_0 / q4_0 blocks), int8 GEMM with dp4a over
-// shared-memory tiles, GEMM / GEMV with block-quantized weights dequantized
+// dequantize (i8 with scales, q8_0 / q4_0 blocks), int8 GEMM over
+// shared-memory tiles (dp4a, and mma.sync int8 tensor cores on CUDA), GEMM / GEMV with block-quantized weights dequantized
 // on the fly, and the casts that involve i8 or fp8.
 //
 // Where docs/ops.md asks for the CPU's bits (quantize, dequantize, qgemm's
@@ -154,12 +154,12 @@ __device__ __forceinline__ int q_pack4(const int8_t *base, int64_t so, int64_t s
   return (int)w;
 }
 
-// Stages a TILE (outer) x BK (k) slab as words of four k: S[k / 4][o].
-// Consecutive threads take consecutive words of a row when the operand is
-// contiguous along k, consecutive rows otherwise.
-__device__ __forceinline__ void q_stage(int (*S)[BPK_QGEMM_TILE], const int8_t *base, int64_t so,
-                                        int64_t sk, int64_t o0, int64_t no, int64_t k0,
-                                        int64_t nk) {
+// Stages a TILE (outer) x BK (k) slab as words of four k: S[k / 4][o]
+// (rows of LD words). Consecutive threads take consecutive words of a row
+// when the operand is contiguous along k, consecutive rows otherwise.
+template <int LD>
+__device__ __forceinline__ void q_stage(int (*S)[LD], const int8_t *base, int64_t so, int64_t sk,
+                                        int64_t o0, int64_t no, int64_t k0, int64_t nk) {
   const int words = BPK_QGEMM_BK / 4;
   for (int e = threadIdx.x; e < BPK_QGEMM_TILE * words; e += blockDim.x) {
     int o, w;
@@ -228,6 +228,63 @@ extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) {
     }
   }
 }
+
+#if !defined(BPK_HIP)
+// d += a . b on the tensor cores: one m16n8k32 s8 x s8 -> s32 product
+// (wrapping sums, like dp4a). Fragments as the PTX ISA lays them out: lane
+// (g = lane / 4, t = lane % 4) holds a's rows g and g + 8 at k 4t..4t+3 and
+// 16+4t..16+4t+3, b's column g at the same k, and d's rows g, g + 8 at
+// columns 2t, 2t + 1.
+__device__ __forceinline__ void q_mma(int (&d)[4], const int (&a)[4], const int (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// bp_qgemm on int8 tensor cores (sm_80+, every device the PTX runs on):
+// the same 64 x 64 tiles and shared-memory words, where word w of row o
+// holds k 4w..4w+3, so a fragment register is one word. Eight warps of 16
+// x 32 outputs (four m16n8 products per k step); rows padded by four words
+// so that the fragment loads hit 32 banks.
+extern "C" __global__ void bp_qgemm_mma(const bpk_qgemm_args_t p) {
+  __shared__ int As[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE + 4];
+  __shared__ int Bs[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE + 4];
+  const int64_t M = p.c.shape[1], N = p.c.shape[2], K = p.a.shape[2];
+  const int64_t m0 = (int64_t)blockIdx.y * BPK_QGEMM_TILE, n0 = (int64_t)blockIdx.x * BPK_QGEMM_TILE;
+  const int warp = threadIdx.x / BPK_WARP, g = (threadIdx.x % BPK_WARP) / 4, t = threadIdx.x % 4;
+  const int wm = (warp % 4) * 16, wn = (warp / 4) * 32;
+  for (int64_t z = blockIdx.z; z < p.c.shape[0]; z += gridDim.z) {
+    const int8_t *A = (const int8_t *)p.a.ptr + z * p.a.strides[0];
+    const int8_t *B = (const int8_t *)p.b.ptr + z * p.b.strides[0];
+    int acc[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int r = 0; r < 4; r++) acc[j][r] = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += BPK_QGEMM_BK) {
+      q_stage(As, A, p.a.strides[1], p.a.strides[2], m0, M, k0, K);
+      q_stage(Bs, B, p.b.strides[2], p.b.strides[1], n0, N, k0, K);
+      __syncthreads();
+      const int a[4] = {As[t][wm + g], As[t][wm + g + 8], As[4 + t][wm + g], As[4 + t][wm + g + 8]};
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int b[2] = {Bs[t][wn + 8 * j + g], Bs[4 + t][wn + 8 * j + g]};
+        q_mma(acc[j], a, b);
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int r = 0; r < 4; r++) {
+        const int64_t m = m0 + wm + g + (r >= 2 ? 8 : 0), n = n0 + wn + 8 * j + 2 * t + (r & 1);
+        if (m < M && n < N)
+          q_gemm_store(p, z * p.c.strides[0] + m * p.c.strides[1] + n * p.c.strides[2], acc[j][r], m, n);
+      }
+  }
+}
+#endif
 
 // ---- GEMM / GEMV with block-quantized weights ------------------------------------
 

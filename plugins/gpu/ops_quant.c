@@ -104,6 +104,17 @@ static bp_status_t tile_grid(const char *op, int64_t batch, int64_t rows, int64_
   return BP_OK;
 }
 
+/* CUDA runs the int8 tensor-core kernel (every device the sm_80 PTX runs
+ * on has them); BACKPLANE_CUDA_QGEMM=dp4a picks the dp4a kernel, which is
+ * what HIP runs (test_quant_gpu checks both). */
+static const char *qgemm_kernel(void) {
+#if defined(BP_GPU_CUDA)
+  const char *v = gpu_env("BACKPLANE_CUDA_QGEMM");
+  if (!v || strcmp(v, "dp4a") != 0) return "bp_qgemm_mma";
+#endif
+  return "bp_qgemm";
+}
+
 bp_status_t gpu_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                          const bp_qgemm_args_t *a) {
   bpk_qgemm_args_t p;
@@ -118,7 +129,7 @@ bp_status_t gpu_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   bp_status_t st =
       tile_grid("qgemm", p.c.shape[0], p.c.shape[1], p.c.shape[2], BPK_QGEMM_TILE, grid);
   if (st != BP_OK) return st;
-  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_QUANT, "bp_qgemm", grid, block, 0, &p);
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_QUANT, qgemm_kernel(), grid, block, 0, &p);
 }
 
 bp_status_t gpu_op_qmatmul(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
