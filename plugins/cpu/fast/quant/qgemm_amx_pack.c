@@ -99,6 +99,33 @@ static const int8_t *row_ptr(const cpu_qa_job_t *j, int64_t q) {
   return j->a + (q / j->m) * j->sab + (q % j->m) * j->sam;
 }
 
+/* 32 rows adjacent in memory (a column-major a), k strided: four k at a
+ * time, the 32 bytes of each interleaved so that every row's four bytes
+ * form one dword, scattered to the rows of the micro-panel. The unpacks
+ * work per 128-bit lane, so v[x] holds rows 4x .. 4x + 3 and 16 + 4x ..
+ * 16 + 4x + 3. Returns the k done (a multiple of 4). */
+static int64_t cols_by_4(const int8_t *src, int64_t sak, int64_t k, int8_t *dst) {
+  const __m256i rows = _mm256_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19);
+  int64_t l = 0;
+  for (; l + 3 < k; l += 4) {
+    const int8_t *p = src + l * sak;
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)p);
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(p + sak));
+    __m256i x2 = _mm256_loadu_si256((const __m256i *)(p + 2 * sak));
+    __m256i x3 = _mm256_loadu_si256((const __m256i *)(p + 3 * sak));
+    __m256i t0 = _mm256_unpacklo_epi8(x0, x1), t1 = _mm256_unpackhi_epi8(x0, x1);
+    __m256i t2 = _mm256_unpacklo_epi8(x2, x3), t3 = _mm256_unpackhi_epi8(x2, x3);
+    __m256i v[4] = {_mm256_unpacklo_epi16(t0, t2), _mm256_unpackhi_epi16(t0, t2),
+                    _mm256_unpacklo_epi16(t1, t3), _mm256_unpackhi_epi16(t1, t3)};
+    int8_t *d = dst + (l / CPU_QA_KC) * CPU_QA_APANEL_CHUNK + l % CPU_QA_KC;
+    for (int x = 0; x < 4; x++) {
+      __m256i off = _mm256_slli_epi32(_mm256_add_epi32(rows, _mm256_set1_epi32(4 * x)), 6);
+      _mm256_i32scatter_epi32(d, off, v[x], 1);
+    }
+  }
+  return l;
+}
+
 void cpu_qa_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *dst) {
   int64_t chunks = j->kp / CPU_QA_KC, k = j->k;
   /* u8 for vpdpbusd: a ^ 0x80 = a + 128, padding included (it meets b's
@@ -122,7 +149,9 @@ void cpu_qa_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *dst) 
   memset(dst, 0, (size_t)(chunks * CPU_QA_APANEL_CHUNK));
   const int8_t *src[32];
   for (int64_t r = 0; r < rows; r++) src[r] = row_ptr(j, q + r);
-  for (int64_t l = 0; l < k; l++) {
+  int64_t l = 0;
+  if (j->sam == 1 && rows == 32 && q % j->m + 32 <= j->m) l = cols_by_4(src[0], j->sak, k, dst);
+  for (; l < k; l++) {
     int8_t *d = dst + (l / CPU_QA_KC) * CPU_QA_APANEL_CHUNK + l % CPU_QA_KC;
     for (int64_t r = 0; r < rows; r++) d[r * CPU_QA_KC] = src[r][l * j->sak];
   }
