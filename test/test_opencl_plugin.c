@@ -201,8 +201,8 @@ static void test_copy_transpose(void **state) {
   uint64_t px = dalloc(sizeof(float) * M * N), py = dalloc(sizeof(float) * M * N);
   dwrite(px, x, sizeof(float) * M * N);
   /* y[N][M] = x[M][N]^T: read x with swapped strides. */
-  bp_copy_args_t a = {sizeof a, tensor2(px, 0, BP_F32, N, M, 1, N),
-                      tensor2(py, 0, BP_F32, N, M, M, 1)};
+  bp_copy_args_t a = {.struct_size = sizeof a, .x = tensor2(px, 0, BP_F32, N, M, 1, N),
+                      .y = tensor2(py, 0, BP_F32, N, M, M, 1)};
   assert_int_equal(P->copy(dev, stream, &a), BP_OK);
   dread(y, py, sizeof(float) * M * N);
   for (int i = 0; i < M; i++)
@@ -222,8 +222,8 @@ static void test_cast(void **state) {
   uint8_t want_u8[8] = {2, 2, 0, 0, 255, 0, 255, 0};
   uint64_t px = dalloc(sizeof x), py = dalloc(64);
   dwrite(px, x, sizeof x);
-  bp_copy_args_t a = {sizeof a, tensor1(px, 0, BP_F32, 8, 1),
-                      tensor1(py, 0, BP_I32, 8, 1)};
+  bp_copy_args_t a = {.struct_size = sizeof a, .x = tensor1(px, 0, BP_F32, 8, 1),
+                      .y = tensor1(py, 0, BP_I32, 8, 1)};
   assert_int_equal(P->cast(dev, stream, &a), BP_OK);
   int32_t yi[8];
   dread(yi, py, sizeof yi);
