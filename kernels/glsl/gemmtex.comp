@@ -183,7 +183,9 @@ void main() {
   if (p.causal != 0) {
 #ifdef T1_score
     int last = mb * BM + BM - 1 + (p.n - p.m); // last row's last visible key
-    if (nb * BN > last) kend = 0;
+    // nothing reads a tile past every row's keys (attnsoftmax.comp stops
+    // at each row's last key, P·V at the tile's): not even -inf is stored
+    if (nb * BN > last) return;
 #else
     int last = mb * BM + BM - 1 + p.kshift;
     kend = min(kp, max(last + 1, 0));

@@ -51,7 +51,7 @@ static bp_status_t gemm_into(vkb_stream_t *s, const char *name, vkb_texel_params
 
 /* Matches attnsoftmax.comp's parameter block. */
 typedef struct smx_params {
-  int32_t quads, bm4, kp;
+  int32_t quads, bm4, kp, causal, shift, pph;
 } smx_params_t;
 
 /* The masks of ABI 1.5 for batch bi, heads h0.. of the score product
@@ -151,8 +151,12 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 (uint32_t)(mp / bm), (uint32_t)nh);
       }
       if (st == BP_OK) {
-        smx_params_t p = {
-            .quads = (int32_t)(nh * mp / 4), .bm4 = (int32_t)(bm / 4), .kp = (int32_t)np1};
+        smx_params_t p = {.quads = (int32_t)(nh * mp / 4),
+                          .bm4 = (int32_t)(bm / 4),
+                          .kp = (int32_t)np1,
+                          .causal = a->causal != 0 || window > 0,
+                          .shift = (int32_t)(Skv - Sq),
+                          .pph = (int32_t)(mp / bm)};
         int64_t groups = (p.quads + 63) / 64;
         st = vkb_dispatch_views(s, "attnsoftmax_f32", NULL, 0, &p, sizeof p, &vw[2], 1,
                                 groups > 4096 ? 4096u : (uint32_t)groups, 1, 1);
