@@ -305,6 +305,7 @@ extern "C" __global__ void bp_qmatmul_gemv(const bpk_qmatmul_args_t p) {
     const int64_t j = o % p.n, r = o / p.n, z = r / M, i = r % M;
     const int64_t ao = z * p.a.strides[0] + i * p.a.strides[1];
     float acc = 0.0f;
+#pragma unroll 4 // several blocks' loads in flight per lane
     for (int64_t b = 0; b < nb; b++) {
       const float x = bpk_ld<float>(p.a.ptr, p.a.dtype, ao + (b * BPK_QBLOCK + lane) * p.a.strides[2]);
       acc = fmaf(x, q_weight(p, j, b, lane), acc);
