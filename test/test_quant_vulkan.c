@@ -362,14 +362,18 @@ static void qmatmul_case(bp_dtype_t wdt, bp_dtype_t adt, int64_t B, int64_t m, i
 static void test_qmatmul(void **st) {
   (void)st;
   static const bp_dtype_t fl[] = {BP_F32, BP_F16, BP_BF16};
-  for (int f = 0; f < 3; f++)
-    for (int q = 0; q < 2; q++) {
-      bp_dtype_t w = q ? BP_Q4_0 : BP_Q8_0;
-      qmatmul_case(w, fl[f], 1, 1, 96, 11, 0);  /* GEMV */
-      qmatmul_case(w, fl[f], 3, 1, 320, 9, 1);  /* batched GEMV, a by stride */
-      qmatmul_case(w, fl[f], 1, 7, 128, 70, 0); /* GEMM, partial tiles */
-      qmatmul_case(w, fl[f], 2, 37, 64, 33, 1); /* batched, transposed a */
-    }
+  for (int p = 0; p < 8; p += 4) { /* texel GEMV (CPU implementations), direct */
+    set_path(p);
+    for (int f = 0; f < 3; f++)
+      for (int q = 0; q < 2; q++) {
+        bp_dtype_t w = q ? BP_Q4_0 : BP_Q8_0;
+        qmatmul_case(w, fl[f], 1, 1, 96, 11, 0);  /* GEMV */
+        qmatmul_case(w, fl[f], 3, 1, 320, 9, 1);  /* batched GEMV, a by stride */
+        qmatmul_case(w, fl[f], 1, 7, 128, 70, 0); /* GEMM, partial tiles */
+        qmatmul_case(w, fl[f], 2, 37, 64, 33, 1); /* batched, transposed a */
+      }
+  }
+  set_path(0);
 }
 
 /* ---- i8 / fp8 copies ---- */

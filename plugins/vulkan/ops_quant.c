@@ -306,6 +306,46 @@ static uint32_t capped(int64_t groups, uint32_t max) {
   return groups < (int64_t)max ? (uint32_t)groups : max;
 }
 
+/* An r32ui view of w's allocation from the 16-byte boundary at or below
+ * its first block; *out_off is that block's byte offset in it. */
+static VkBufferView weight_view(vkb_device_t *d, const bp_plugin_tensor_t *w, uint64_t *out_off) {
+  vkb_alloc_t *al = vkb_ptr(w->ptr);
+  uint64_t byte = al->offset + w->offset, base = byte & ~(uint64_t)15, end = al->offset + al->size;
+  VkBufferView v = VK_NULL_HANDLE;
+  VkBufferViewCreateInfo vi = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                               .buffer = al->block->buf,
+                               .format = VK_FORMAT_R32_UINT,
+                               .offset = base,
+                               .range = (end - base) & ~(uint64_t)3};
+  *out_off = byte - base;
+  if ((end - base) / 4 > d->caps.max_texels ||
+      d->fn.vkCreateBufferView(d->dev, &vi, NULL, &v) != VK_SUCCESS)
+    return VK_NULL_HANDLE;
+  return v;
+}
+
+/* quantmv's texel variant on CPU implementations: views[0] of the weights,
+ * views[1] of f32 activations; p's w and a become offsets in them. False,
+ * with nothing left to release, where it does not apply. */
+static bool qmv_texel(vkb_stream_t *s, const bp_qmatmul_args_t *g, qmm_params_t *p,
+                      VkBufferView views[2]) {
+  char name[24];
+  snprintf(name, sizeof name, "quantmv_%s_tex", vkb_dtype_tag(g->a.dtype));
+  if (!vkb_texel_wanted(s->d) || !vkb_kernel_present(name)) return false;
+  uint64_t woff;
+  int32_t shift = 0;
+  views[0] = weight_view(s->d, &g->w, &woff);
+  if (views[0] && g->a.dtype == BP_F32 &&
+      vkb_texel_src_view(s, &g->a, 0, &views[1], &shift) != BP_OK) {
+    s->d->fn.vkDestroyBufferView(s->d->dev, views[0], NULL);
+    views[0] = VK_NULL_HANDLE;
+  }
+  if (!views[0]) return false;
+  p->w = woff;
+  if (g->a.dtype == BP_F32) p->a = (uint64_t)shift;
+  return true;
+}
+
 static bp_status_t qmatmul_record(vkb_stream_t *s, const bp_qmatmul_args_t *g) {
   const bp_plugin_tensor_t *A = &g->a, *W = &g->w, *Y = &g->y;
   int r = A->rank;
@@ -335,9 +375,17 @@ static bp_status_t qmatmul_record(vkb_stream_t *s, const bp_qmatmul_args_t *g) {
                     .rows = (int32_t)(batch * m)};
   char name[24];
   snprintf(name, sizeof name, "%s_%s", mv ? "quantmv" : "quantmm", vkb_dtype_tag(A->dtype));
-  if (mv)
-    return vkb_dispatch(s, name, NULL, 0, &p, sizeof p,
-                        capped((n + QMV_ROWS - 1) / QMV_ROWS, mg[0]), capped(batch * m, mg[1]), 1);
+  if (mv) {
+    uint32_t gx = capped((n + QMV_ROWS - 1) / QMV_ROWS, mg[0]), gy = capped(batch * m, mg[1]);
+    VkBufferView views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+    if (!qmv_texel(s, g, &p, views)) return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, gx, gy, 1);
+    strcat(name, "_tex");
+    bp_status_t st =
+        vkb_dispatch_views(s, name, NULL, 0, &p, sizeof p, views, views[1] ? 2 : 1, gx, gy, 1);
+    for (int i = 0; i < 2; i++)
+      if (views[i]) vkb_stream_release_view(s, views[i]);
+    return st;
+  }
   return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, (uint32_t)((n + QMM_TILE - 1) / QMM_TILE),
                       (uint32_t)((m + QMM_TILE - 1) / QMM_TILE), (uint32_t)batch);
 }

@@ -32,7 +32,7 @@ VK_VARIANTS += gather_b8 gather_b16 gather_b32 gather_b64 \
 VK_VARIANTS += quantpack_s8 quantpack_w \
   $(foreach d,dot wide dottex widetex,$(foreach s,s8 w,quantgemm_$(d)_$(s))) \
   $(foreach t,$(VK_FLOATS),quantize_$(t)_s8 quantize_$(t)_w quantdeq_$(t)_s8 quantdeq_$(t)_w \
-    quantmv_$(t) quantmm_$(t))
+    quantmv_$(t) quantmv_$(t)_tex quantmm_$(t))
 # Only families whose source exists are built (kernels land one at a time).
 VK_VARIANTS := $(foreach v,$(VK_VARIANTS),$(if $(wildcard \
   kernels/glsl/$(word 1,$(subst _, ,$(v))).comp),$(v)))
