@@ -18,6 +18,8 @@
  *  - cast between every dtype and i8 / e4m3 / e5m2 both ways (all 256
  *    codes, overflow midpoints, ties, NaN, inf, subnormals), fill and a
  *    strided copy: bit-exact against cpu-ref (NaN matches any NaN).
+ *  - qgemm, quantize and qmatmul captured into a graph: native, launched
+ *    twice over overwritten outputs, the eager bytes each time.
  *  - the kernels' integer f16 / fp8 code (kernels/common/bp_qcodec.h)
  *    against the CPU's (plugins/cpu/fp8.h, bp_half.h) on the host.
  */
