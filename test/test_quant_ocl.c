@@ -58,7 +58,7 @@ typedef struct tdesc {
   bool dense;                   /* contiguous strides */
 } tdesc_t;
 
-typedef enum qop { Q_QUANT, Q_DEQUANT, Q_GEMM, Q_MATMUL, Q_CAST, Q_COPY } qop_t;
+typedef enum qop { Q_QUANT, Q_DEQUANT, Q_GEMM, Q_MATMUL, Q_CAST, Q_COPY, Q_CAST_SAT } qop_t;
 
 /* Runs op on sd over tensors t (NULL slots absent) and returns the bytes of
  * output tensor t[out]'s buffer. */
@@ -87,6 +87,7 @@ static uint8_t *run_op(side_t *sd, qop_t op, tdesc_t *const *t, int nt, int out,
   case Q_MATMUL: st = bp_qmatmul(sd->s, p[0], p[1], p[2]); break;
   case Q_CAST: st = bp_cast(sd->s, p[0], p[1]); break;
   case Q_COPY: st = bp_copy(sd->s, p[0], p[1]); break;
+  case Q_CAST_SAT: st = bp_cast_ex(sd->s, p[0], p[1], BP_CAST_SATURATE); break;
   }
   if (st != BP_OK) fail_msg("op %d on %s: %s", (int)op, sd == &ocl ? "opencl" : "cpu-ref", bp_last_error());
   uint8_t *got = malloc(t[out]->bytes);
@@ -418,6 +419,10 @@ static void test_casts(void **st) {
       tdesc_t ty = {NULL, (uint64_t)(n * dsize(y)), y, 2, {16, 16}, {0}, true};
       tdesc_t *t[2] = {&tx, &ty};
       same_bytes(Q_CAST, t, 2, 1, 0);
+      if (y == BP_FP8_E4M3 || y == BP_FP8_E5M2) {
+        strncat(what, " saturating", sizeof what - strlen(what) - 1);
+        same_bytes(Q_CAST_SAT, t, 2, 1, 0);
+      }
       free(src);
       ran++;
     }

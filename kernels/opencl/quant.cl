@@ -410,6 +410,14 @@ inline uchar bp_fp8_encode(double v, int mbits) {
   int code = (E - (1 - bias)) * (1 << mbits) + (int)q;
   return (uchar)(sign | code);
 }
+
+/* BP_CAST_SATURATE: what overflows (infinities included) gives the
+ * largest finite value with its sign; NaN stays NaN. */
+inline uchar bp_fp8_encode_sat(double v, int mbits) {
+  uchar code = bp_fp8_encode(v, mbits);
+  bool over = !isnan(v) && (mbits == 3 ? (code & 0x7F) == 0x7F : (code & 0x7C) == 0x7C);
+  return over ? (uchar)((code & 0x80) | (mbits == 3 ? 0x7E : 0x7B)) : code;
+}
 #endif
 
 #define T_7 char
@@ -431,7 +439,7 @@ inline uchar bp_fp8_encode(double v, int mbits) {
 #define SRC_INT (SRC == 4 || SRC == 5 || SRC == 6 || SRC == 7)
 
 __kernel void qcast(__global const uchar *xb, ulong xo, __global uchar *yb, ulong yo, int rank,
-                    long n, long8 shape8, long8 xs8, long8 ys8) {
+                    long n, long8 shape8, long8 xs8, long8 ys8, int sat) {
   long shape[8], xs[8], ys[8];
   BP_UNPACK8(shape8, shape);
   BP_UNPACK8(xs8, xs);
@@ -444,7 +452,8 @@ __kernel void qcast(__global const uchar *xb, ulong xo, __global uchar *yb, ulon
     /* Sources 7-9 hold values every other type represents exactly in float
      * (or int); targets 8-9 round once from the exact double value. */
 #if DST == 8 || DST == 9
-    y[oy] = bp_fp8_encode((double)BP_CAT(LD_, SRC)(x, ox), DST == 8 ? 3 : 2);
+    double v = (double)BP_CAT(LD_, SRC)(x, ox);
+    y[oy] = sat ? bp_fp8_encode_sat(v, DST == 8 ? 3 : 2) : bp_fp8_encode(v, DST == 8 ? 3 : 2);
 #elif DST == 7 && SRC_INT
     y[oy] = convert_char_sat(BP_CAT(LD_, SRC)(x, ox));
 #elif DST == 7

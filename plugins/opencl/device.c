@@ -179,7 +179,7 @@ void ocl_device_describe(cl_platform_id plat, cl_device_id dev, bp_device_info_t
   info->compute_units = c.compute_units;
   ocl_op_dtypes(&c, info->op_dtypes);
   ocl_model_claims(&c, info->op_dtypes, info->op_features);
-  ocl_quant_claims(&c, info->op_dtypes);
+  ocl_quant_claims(&c, info->op_dtypes, info->op_features);
   /* gemm.cl's kernels end in the epilogue (ops_blas.c). */
   info->op_features[BP_OP_GEMM] = BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT;
   /* attention.cl's kernels apply every mask (ops_dnn.c, ops_attention_gemm.c). */

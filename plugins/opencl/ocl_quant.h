@@ -16,9 +16,9 @@ BP_OP_TABLE_QUANT(OCL__DECL_QUANT)
 
 /* Fills the quantized ops' rows of the capability table and adds i8 and
  * fp8 to copy and cast (fp8 casts where the device has fp64, which their
- * one rounding from the source value needs) for a device whose other rows
- * ocl_op_dtypes filled. */
-void ocl_quant_claims(const ocl_caps_t *caps, uint32_t *op_dtypes);
+ * one rounding from the source value needs) and the saturating fp8 cast to
+ * op_features, for a device whose other rows ocl_op_dtypes filled. */
+void ocl_quant_claims(const ocl_caps_t *caps, uint32_t *op_dtypes, uint32_t *op_features);
 
 /* Takes quant.cl's kernel `name` built for float dtype dt (DT) with the
  * extra defines defs; caller holds d->lock. */

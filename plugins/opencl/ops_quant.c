@@ -10,7 +10,7 @@
 
 #include "ocl_quant.h"
 
-void ocl_quant_claims(const ocl_caps_t *caps, uint32_t *t) {
+void ocl_quant_claims(const ocl_caps_t *caps, uint32_t *t, uint32_t *features) {
   t[BP_OP_QUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
   t[BP_OP_DEQUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
   t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8);
@@ -19,6 +19,7 @@ void ocl_quant_claims(const ocl_caps_t *caps, uint32_t *t) {
    * value, so they need the device's doubles */
   t[BP_OP_COPY] |= BP_DTYPE_BIT(BP_I8) | BP_DTYPES_FP8;
   t[BP_OP_CAST] |= BP_DTYPE_BIT(BP_I8) | (caps->fp64 ? BP_DTYPES_FP8 : 0);
+  features[BP_OP_CAST] |= BP_FEATURE_CAST_SATURATE; /* qcast's sat */
 }
 
 bp_status_t ocl_quant_kernel(ocl_device_t *d, bp_dtype_t dt, const char *defs, const char *name,
@@ -133,6 +134,8 @@ bp_status_t ocl_quant_cast(ocl_device_t *d, bp_plugin_stream_t *stream,
     ocl_arg(&a, sizeof(cl_long8), l.shape);
     ocl_arg(&a, sizeof(cl_long8), l.strides[0]);
     ocl_arg(&a, sizeof(cl_long8), l.strides[1]);
+    cl_int sat = (args->cast_flags & BP_CAST_SATURATE) != 0;
+    OCL_ARG(&a, sat);
     st = ocl_launch_flat(d, stream, &a, l.numel);
   }
   pthread_mutex_unlock(&d->lock);
