@@ -66,7 +66,7 @@ extern "C" {
 
 #define BP_COMM_MAGIC 0x4250434du /* "BPCM" */
 #define BP_COMM_ABI_MAJOR 1
-#define BP_COMM_ABI_MINOR 0
+#define BP_COMM_ABI_MINOR 1
 #define BP_COMM_DESCRIPTOR_SYMBOL "bp_comm_descriptor"
 
 /* Where the pointers a collective receives live. */
@@ -131,7 +131,18 @@ typedef struct bp_comm_args {
   int32_t peer;           /* root for broadcast and reduce, peer for p2p */
   uint32_t timeout_ms;    /* 0: no limit */
   void *stream;           /* native stream for device memory, else NULL */
+  /* fields below: ABI 1.1 */
+  uint32_t flags;         /* BP_COMM_ENQUEUE */
 } bp_comm_args_t;
+
+/* flags (ABI 1.1), given only to a plugin whose descriptor has complete:
+ * BP_COMM_ENQUEUE: stream is the backend's own stream of the buffers'
+ * device (its CUstream / hipStream_t), with the work queued before the call
+ * still pending on it. Enqueue the call on that stream after that work and
+ * return once it is queued, without waiting for it; the core lets the
+ * application queue its later work on the stream, then calls complete
+ * before it makes any other call on the communicator. */
+#define BP_COMM_ENQUEUE 0x1u
 
 typedef bp_status_t (*bp_comm_call_fn)(bp_plugin_comm_t *comm,
                                        const bp_comm_args_t *args);
@@ -176,6 +187,14 @@ typedef struct bp_comm_descriptor {
   /* (required) Returns once every rank has entered it (args: timeout_ms,
    * stream; the rest is zero). */
   bp_comm_call_fn barrier;
+
+  /* fields below: ABI 1.1 */
+  /* (optional) Waits until the last call made with BP_COMM_ENQUEUE has
+   * completed on its stream, and returns its status: BP_ERR_TIMEOUT once timeout_ms (0: no limit) passed, the
+   * collective then aborted so that the stream's later work can run and
+   * the communicator broken (rule 6), or the library's asynchronous error.
+   * Present: the core may pass BP_COMM_ENQUEUE. */
+  bp_status_t (*complete)(bp_plugin_comm_t *comm, uint32_t timeout_ms);
 } bp_comm_descriptor_t;
 
 /* The smallest descriptor the loader accepts: everything of ABI 1.0. */

@@ -532,6 +532,13 @@ typedef struct bp_plugin_descriptor {
                       const args_t *);
   BP_OP_TABLE_1_5(BP__OP_SLOT)
 #undef BP__OP_SLOT
+  /* (optional) The vendor runtime's own handle behind stream (ABI 1.5): a
+   * CUstream for a CUDA device, a hipStream_t for a ROCm one, valid until
+   * the stream is destroyed. Another library that enqueues work on it (a
+   * comm plugin's NCCL collective, docs/scale-out.md) is ordered with the
+   * backend's work on the stream. BP_ERR_UNSUPPORTED (or NULL): none. */
+  bp_status_t (*stream_native)(bp_plugin_device_t *device,
+                               bp_plugin_stream_t *stream, void **out_native);
 } bp_plugin_descriptor_t;
 
 /* mem_map flags (ABI 1.4). */

@@ -99,8 +99,10 @@ static bp_status_t join(bp__comm_t *c, const bp_comm_options_t *o, bp__device_t 
   if (native == BP_COMM_MEMORY_HOST)
     snprintf(c->path, sizeof c->path, "direct: the device's memory is host memory");
   else if (c->memory == native)
-    snprintf(c->path, sizeof c->path, "direct: %s device pointers handed to comm plugin '%s'",
-             memory_name(native), c->plugin->report.name);
+    snprintf(c->path, sizeof c->path, "direct: %s device pointers handed to comm plugin '%s'%s",
+             memory_name(native), c->plugin->report.name,
+             bp__comm_can_enqueue(c) && bp__plugin_has_stream_native(d)
+                 ? ", the calls enqueued on the backend's own streams" : "");
   else if (why[0])
     snprintf(c->path, sizeof c->path, "staged through host memory: %s", why);
   else

@@ -87,3 +87,11 @@ bp_status_t bp__comm_call(bp__comm_t *c, bp__comm_kind_t kind, const bp_comm_arg
   bp_status_t st = entry(&c->plugin->desc, kind)(c->handle, args);
   return st == BP_OK ? st : failed(st, c->plugin->report.name, fn, bp__comm_kind_name(kind));
 }
+
+bool bp__comm_can_enqueue(const bp__comm_t *c) { return c->plugin->desc.complete != NULL; }
+
+bp_status_t bp__comm_call_complete(bp__comm_t *c, const char *fn) {
+  bp__plugin_error_reset();
+  bp_status_t st = c->plugin->desc.complete(c->handle, c->timeout_ms);
+  return st == BP_OK ? st : failed(st, c->plugin->report.name, fn, "complete");
+}

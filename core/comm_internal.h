@@ -111,6 +111,10 @@ static inline bool bp__comm_direct(const bp__comm_t *c) { return c->memory != BP
 bp_status_t bp__comm_call(bp__comm_t *c, bp__comm_kind_t kind, const bp_comm_args_t *args,
                           const char *fn);
 const char *bp__comm_kind_name(bp__comm_kind_t kind);
+/* Whether c's plugin takes BP_COMM_ENQUEUE (comm ABI 1.1's complete), and
+ * the wait for the oldest call enqueued that way. */
+bool bp__comm_can_enqueue(const bp__comm_t *c);
+bp_status_t bp__comm_call_complete(bp__comm_t *c, const char *fn);
 
 /* ---- comm_run.c, comm_queue.c, comm_stage.c -------------------------------- */
 /* Validates call on comm and stream and queues it on both; a call this
@@ -139,6 +143,9 @@ void bp__comm_progress_stop(bp__comm_t *c);
 /* Queues job on c, and on its stream (whose lock the caller holds) unless
  * the job was rejected. */
 void bp__comm_enqueue(bp__comm_t *c, bp__comm_job_t *job);
+/* job's collective is on its stream's native queue, not yet done: the work
+ * the application queues after it on the stream may go (comm_queue.c). */
+void bp__comm_placed(bp__comm_job_t *job);
 
 /* Host views of a call's operands, staged or converted where needed
  * (comm_stage.c). */
@@ -152,6 +159,9 @@ typedef struct bp__comm_stage {
 /* Elements the send and the receive side of a call cover on this rank. */
 void bp__comm_extent(const bp__comm_t *c, const bp__comm_call_t *call, uint64_t *out_send,
                      uint64_t *out_recv);
+/* Whether stage_in hands the plugin the device's own pointers (no copies,
+ * no widening). */
+bool bp__comm_stage_is_direct(const bp__comm_t *c, const bp__comm_call_t *call);
 /* Fills st with host pointers for the operands (copied out of device
  * memory, widened to f32 where the plugin does not reduce the dtype). */
 bp_status_t bp__comm_stage_in(bp__comm_t *c, bp__device_t *d, const bp__comm_call_t *call,

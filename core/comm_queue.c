@@ -11,9 +11,15 @@
  * after the collective waits for it: every path that queues work on a
  * stream, or waits for one, takes the stream's lock through
  * bp__stream_lock, which first waits until the stream's collectives are
- * done. The plugin ABI has no way to make a backend's queue wait for the
- * host, so that wait happens on the host, in the call that queues the
- * later work. A device-wide synchronous call (bp_buffer_read,
+ * placed. A collective is placed when it is done, except one a comm plugin
+ * enqueues on the backend's own stream (NCCL on the CUstream behind the
+ * bp stream: comm ABI 1.1's BP_COMM_ENQUEUE, plugin ABI 1.5's
+ * stream_native), which is placed once enqueued: the device orders the
+ * later work after it, and the host waits no longer. Otherwise the backend
+ * cannot be made to wait for the host, so the wait happens on the host, in
+ * the call that queues the later work. Failures are known when the call is
+ * done: a synchronize, an event record and a stream's destruction wait for
+ * that. A device-wide synchronous call (bp_buffer_read,
  * bp_device_synchronize, bp_buffer_free) waits for every collective queued
  * on the device's streams.
  *
@@ -38,20 +44,27 @@ static pthread_cond_t work_done = PTHREAD_COND_INITIALIZER;
  * must not wait for the call they are part of. */
 static _Thread_local bool on_progress_thread;
 
-static bool stream_idle(bp__stream_t *s) {
-  return __atomic_load_n(&s->host_done, __ATOMIC_ACQUIRE) ==
+/* Every collective queued on s is on the device's queue (placed), or done. */
+static bool stream_placed(bp__stream_t *s) {
+  return __atomic_load_n(&s->host_placed, __ATOMIC_ACQUIRE) ==
          __atomic_load_n(&s->host_tickets, __ATOMIC_ACQUIRE);
 }
 
 void bp__stream_lock(bp__stream_t *s) {
   pthread_mutex_lock(&s->lock);
-  while (!stream_idle(s)) {
+  while (!stream_placed(s)) {
     pthread_mutex_unlock(&s->lock);
     pthread_mutex_lock(&work_lock);
-    while (s->host_done != s->host_tickets) pthread_cond_wait(&work_done, &work_lock);
+    while (s->host_placed != s->host_tickets) pthread_cond_wait(&work_done, &work_lock);
     pthread_mutex_unlock(&work_lock);
     pthread_mutex_lock(&s->lock); /* another thread may have queued one meanwhile: check again */
   }
+}
+
+void bp__stream_wait_host_done(bp__stream_t *s) {
+  pthread_mutex_lock(&work_lock);
+  while (s->host_done != s->host_tickets) pthread_cond_wait(&work_done, &work_lock);
+  pthread_mutex_unlock(&work_lock);
 }
 
 void bp__device_wait_host_work(bp__device_t *d) {
@@ -63,6 +76,8 @@ void bp__device_wait_host_work(bp__device_t *d) {
 
 bp_status_t bp__stream_take_host_error(bp__stream_t *s) {
   pthread_mutex_lock(&work_lock);
+  /* a collective placed on the native queue reports when it is done */
+  while (s->host_done != s->host_tickets) pthread_cond_wait(&work_done, &work_lock);
   bp_status_t st = s->host_status;
   char why[sizeof s->host_why];
   memcpy(why, s->host_why, sizeof why);
@@ -74,6 +89,9 @@ bp_status_t bp__stream_take_host_error(bp__stream_t *s) {
 
 void bp__event_note_host_error(bp__event_t *e, bp__stream_t *s) {
   pthread_mutex_lock(&work_lock);
+  /* The event carries the failures of the collectives before it, so it
+   * waits for those placed on the native queue to be done. */
+  while (s->host_done != s->host_tickets) pthread_cond_wait(&work_done, &work_lock);
   e->host_status = s->host_status;
   memcpy(e->host_why, s->host_why, sizeof e->host_why);
   pthread_mutex_unlock(&work_lock);
@@ -113,7 +131,17 @@ static void finish(bp__comm_job_t *job, bp_status_t st) {
     snprintf(s->host_why, sizeof s->host_why, "%s", bp_last_error());
   }
   if (s) __atomic_store_n(&s->host_done, s->host_done + 1, __ATOMIC_RELEASE);
+  if (s && s->host_placed < s->host_done) __atomic_store_n(&s->host_placed, s->host_done, __ATOMIC_RELEASE);
   if (job->device) __atomic_sub_fetch(&job->device->host_pending, 1, __ATOMIC_ACQ_REL);
+  pthread_cond_broadcast(&work_done);
+  pthread_mutex_unlock(&work_lock);
+}
+
+void bp__comm_placed(bp__comm_job_t *job) {
+  pthread_mutex_lock(&work_lock);
+  /* the calls before it on the stream are done (wait_turn), so placed
+   * counts them and this one */
+  __atomic_store_n(&job->stream->host_placed, job->ticket + 1, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&work_done);
   pthread_mutex_unlock(&work_lock);
 }

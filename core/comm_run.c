@@ -212,25 +212,57 @@ static bp_status_t check_call(bp__comm_t *c, bp__device_t *d, const bp__comm_cal
   return exchange_collective(c, d, call, &mine);
 }
 
-/* Waits for the work queued on the stream before the call, then moves the
- * data. The stream's lock keeps the plugin from seeing the synchronize race
- * an op; nothing queued after the call can reach the stream meanwhile
- * (bp__stream_lock waits for the call). */
-static bp_status_t execute(bp__comm_t *c, bp__stream_t *s, const bp__comm_call_t *call, bp__buffer_t *send,
-                           bp__buffer_t *recv) {
+/* The call on the backend's own stream (comm ABI 1.1's BP_COMM_ENQUEUE):
+ * enqueued after the stream's earlier work, placed so that the work queued
+ * after it goes, then waited for (its failure is known only then). Under
+ * the stream's lock, so no other work reaches the stream in between. */
+static bp_status_t enqueue_native(bp__comm_t *c, bp__comm_job_t *job, void *native, bp_comm_args_t *a) {
+  a->stream = native;
+  a->flags = BP_COMM_ENQUEUE;
+  bp_status_t st = bp__comm_call(c, job->call.kind, a, job->call.fn);
+  bp__comm_placed(job); /* failed or not, nothing more is queued for it */
+  pthread_mutex_unlock(&job->stream->lock);
+  return st == BP_OK ? bp__comm_call_complete(c, job->call.fn) : st;
+}
+
+static void args_for(const bp__comm_t *c, const bp__comm_call_t *call, const bp__comm_stage_t *stage,
+                     bp_comm_args_t *out) {
+  *out = (bp_comm_args_t){.struct_size = sizeof *out, .memory = stage->memory, .send = stage->send,
+                          .recv = stage->recv, .count = call->count, .dtype = stage->dtype, .op = call->op,
+                          .peer = call->peer, .timeout_ms = c->timeout_ms};
+}
+
+/* Moves the data: on the backend's own stream when plugin and backend can
+ * (device memory handed as it is), else after waiting on the host for the
+ * work queued on the stream before the call. The stream's lock keeps the
+ * plugin from seeing the synchronize race an op; nothing queued after the
+ * call reaches the stream meanwhile (bp__stream_lock waits until the call
+ * is placed). */
+static bp_status_t execute(bp__comm_t *c, bp__comm_job_t *job) {
+  bp__stream_t *s = job->stream;
+  const bp__comm_call_t *call = &job->call;
   bp__device_t *d = s->device;
+  bp__comm_stage_t stage;
+  bp_comm_args_t a;
+  bool exchanged = call->kind == BP__COMM_BARRIER && c->check_calls; /* the exchange was the barrier */
+  if (!exchanged && bp__comm_can_enqueue(c) && bp__comm_stage_is_direct(c, call)) {
+    bp_status_t st = bp__comm_stage_in(c, d, call, job->send, job->recv, &stage); /* pointers only */
+    if (st != BP_OK) return st;
+    args_for(c, call, &stage, &a);
+    bp__comm_stage_free(&stage);
+    pthread_mutex_lock(&s->lock);
+    void *native = bp__call_stream_native(d, s->handle);
+    if (native) return enqueue_native(c, job, native, &a);
+    pthread_mutex_unlock(&s->lock);
+  }
   pthread_mutex_lock(&s->lock);
   bp_status_t st = bp__call_stream_sync(d, s->handle);
   pthread_mutex_unlock(&s->lock);
-  if (st != BP_OK) return st;
-  if (call->kind == BP__COMM_BARRIER && c->check_calls) return BP_OK; /* the exchange was the barrier */
-  bp__comm_stage_t stage;
-  st = bp__comm_stage_in(c, d, call, send, recv, &stage);
-  bp_comm_args_t a = {.struct_size = sizeof a, .memory = stage.memory, .send = stage.send, .recv = stage.recv,
-                      .count = call->count, .dtype = stage.dtype, .op = call->op, .peer = call->peer,
-                      .timeout_ms = c->timeout_ms};
+  if (st != BP_OK || exchanged) return st;
+  st = bp__comm_stage_in(c, d, call, job->send, job->recv, &stage);
+  args_for(c, call, &stage, &a);
   if (st == BP_OK) st = bp__comm_call(c, call->kind, &a, call->fn);
-  if (st == BP_OK) st = bp__comm_stage_out(c, d, call, recv, &stage);
+  if (st == BP_OK) st = bp__comm_stage_out(c, d, call, job->recv, &stage);
   bp__comm_stage_free(&stage);
   return st;
 }
@@ -260,7 +292,7 @@ bp_status_t bp__comm_run_job(bp__comm_t *c, bp__comm_job_t *job) {
   if (c->check_calls) st = check_call(c, job->device, &job->call, job->rejected);
   mark_broken(c, st);
   if (st != BP_OK || job->rejected) return st; /* a rejected call's caller has its own error */
-  st = execute(c, job->stream, &job->call, job->send, job->recv);
+  st = execute(c, job);
   mark_broken(c, st);
   return st;
 }

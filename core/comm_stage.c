@@ -103,17 +103,21 @@ static bp_status_t stage_direct(bp__comm_t *c, const bp__comm_call_t *call, bp__
   return BP_OK;
 }
 
+bool bp__comm_stage_is_direct(const bp__comm_t *c, const bp__comm_call_t *call) {
+  bool host_ok = c->plugin->info.memory_kinds & BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST);
+  return bp__comm_direct(c) && !(widened(c, call) && host_ok);
+}
+
 bp_status_t bp__comm_stage_in(bp__comm_t *c, bp__device_t *d, const bp__comm_call_t *call, bp__buffer_t *send,
                               bp__buffer_t *recv, bp__comm_stage_t *st) {
   memset(st, 0, sizeof *st);
   uint64_t ns, nr;
   bp__comm_extent(c, call, &ns, &nr);
   bool wide = widened(c, call);
+  st->memory = c->memory;
   /* A plugin handed device memory that does not reduce f16 / bf16 (a
    * CUDA-aware MPI) gets those calls staged and widened on the host. */
-  bool host_ok = c->plugin->info.memory_kinds & BP_COMM_MEMORY_BIT(BP_COMM_MEMORY_HOST);
-  st->memory = c->memory;
-  if (bp__comm_direct(c) && !(wide && host_ok)) return stage_direct(c, call, send, recv, ns, nr, st);
+  if (bp__comm_stage_is_direct(c, call)) return stage_direct(c, call, send, recv, ns, nr, st);
   st->memory = BP_COMM_MEMORY_HOST;
   st->dtype = wide ? BP_F32 : call->dtype;
   size_t pes = bp_dtype_size(st->dtype);

@@ -208,10 +208,12 @@ struct bp__stream {
   bp_plugin_stream_t *handle;
   pthread_mutex_t lock; /* serialises the work queued on this stream */
   bp__graph_t *capture;  /* non-NULL while capturing (under lock) */
-  /* Collectives queued on the stream (comm_queue.c): tickets handed out and
-   * calls done; work queued after them waits until done == tickets. The
-   * first failure among them, reported by the next synchronize. */
-  uint64_t host_tickets, host_done;
+  /* Collectives queued on the stream (comm_queue.c): tickets handed out,
+   * calls placed on the device's own stream (a native-stream collective is
+   * placed before it is done; others when done), and calls done; work
+   * queued after them waits until placed == tickets. The first failure
+   * among them, reported by the next synchronize. */
+  uint64_t host_tickets, host_placed, host_done;
   bp_status_t host_status;
   char host_why[256];
   bp__stream_t *next, *prev;
@@ -365,11 +367,18 @@ bp_status_t bp__call_device_sync(bp__device_t *d);
 bp_status_t bp__call_stream_create(bp__device_t *d, bp_plugin_stream_t **out);
 void bp__call_stream_destroy(bp__device_t *d, bp_plugin_stream_t *s);
 bp_status_t bp__call_stream_sync(bp__device_t *d, bp_plugin_stream_t *s);
+/* The vendor runtime's handle behind s (a CUstream, a hipStream_t: ABI
+ * 1.5's stream_native), NULL when the backend has none. */
+void *bp__call_stream_native(bp__device_t *d, bp_plugin_stream_t *s);
+bool bp__plugin_has_stream_native(const bp__device_t *d);
 
 /* Collectives queued on streams (comm_queue.c, docs/scale-out.md). Takes
- * s->lock once the collectives queued on s have completed: every path that
- * queues work on a stream, or waits for it, locks the stream this way. */
+ * s->lock once the collectives queued on s are placed (done, or enqueued on
+ * the backend's own stream): every path that queues work on a stream, or
+ * waits for it, locks the stream this way. */
 void bp__stream_lock(bp__stream_t *s);
+/* Waits until every collective queued on s is done, placed or not. */
+void bp__stream_wait_host_done(bp__stream_t *s);
 /* Waits for the collectives queued on any of d's streams (a device-wide
  * synchronous call); returns at once on a communicator's own thread. */
 void bp__device_wait_host_work(bp__device_t *d);

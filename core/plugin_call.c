@@ -343,6 +343,19 @@ bp_status_t bp__call_stream_sync(bp__device_t *d, bp_plugin_stream_t *s) {
   return plugin_failed(d->desc->stream_synchronize(d->handle, s), d, "bp_stream_synchronize");
 }
 
+bool bp__plugin_has_stream_native(const bp__device_t *d) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  return x->struct_size >= offsetof(bp_plugin_descriptor_t, stream_native) + sizeof(void *) && x->stream_native;
+}
+
+void *bp__call_stream_native(bp__device_t *d, bp_plugin_stream_t *s) {
+  const bp_plugin_descriptor_t *x = d->desc;
+  void *native = NULL;
+  if (!bp__plugin_has_stream_native(d) || !s) return NULL;
+  bp__plugin_error_reset();
+  return x->stream_native(d->handle, s, &native) == BP_OK ? native : NULL;
+}
+
 /* ---- the plugin itself (loader.c, registry.c) ------------------------------ */
 
 bp_status_t bp__call_plugin_init(const bp_plugin_descriptor_t *x) {

@@ -40,7 +40,8 @@ bp_status_t bp_stream_create(bp_device_t *dh, bp_stream_t **out_stream) {
 
 static void stream_release(bp__stream_t *s) {
   bp__device_t *d = s->device;
-  bp__stream_lock(s); /* the collectives still queued on it finish first */
+  bp__stream_wait_host_done(s); /* the collectives still queued on it finish first */
+  bp__stream_lock(s);
   pthread_mutex_unlock(&s->lock);
   if (s->capture) bp__graph_free(s->capture); /* capture never ended */
   bp__call_stream_sync(d, s->handle);

@@ -14,6 +14,8 @@
  *             within the timeout, then calls fail with BP_ERR_UNAVAILABLE
  *   linkcut   all-reduces until one fails, after rank 0 wrote
  *             $BP_COMM_READY_FILE (test_comm_netns.sh then cuts a link)
+ *   ordered   (NCCL) a collective on the backend's own stream, an add
+ *             queued after it before the peer joined sees its result
  *   async     calls queued on streams: rank 0's returns before rank 1
  *             joins ($BP_COMM_READY_FILE), one between a gemm and an add
  *             with no synchronize, two streams in call order (run_async)
@@ -372,6 +374,47 @@ static int run_path(env_t *e) {
   return run_grid(e, false);
 }
 
+/* A collective on the backend's own stream (NCCL, docs/scale-out.md): the
+ * data path says so ($BP_COMM_EXPECT_PATH), and an add queued after it on
+ * the stream while the peer has not made its call yet (rank 1 waits for
+ * the file rank 0 writes once its call returned, then a while longer) is
+ * ordered after it: it sees the sum. */
+static int run_ordered(env_t *e) {
+  enum { N = 64 };
+  const char *path = bp_comm_data_path(e->comm), *want = getenv("BP_COMM_EXPECT_PATH");
+  const char *ready = getenv("BP_COMM_READY_FILE");
+  CHECK(want && strstr(path, want), "data path '%s' does not say '%s'", path, want ? want : "(unset)");
+  CHECK(ready != NULL, "BP_COMM_READY_FILE is set");
+  bp_buffer_t *c = alloc_with(e, BP_F32, N, NULL), *y = alloc_with(e, BP_F32, N, NULL);
+  bp_tensor_t tc, ty;
+  int64_t n = N;
+  CHECK(ready && c && y && bp_tensor_init(c, 0, BP_F32, 1, &n, NULL, &tc) == BP_OK &&
+            bp_tensor_init(y, 0, BP_F32, 1, &n, NULL, &ty) == BP_OK && bp_fill(e->s, &tc, rank_ + 1) == BP_OK,
+        "buffers");
+  if (failures) return failures;
+  if (rank_ == 1) {
+    double t0 = now_ms();
+    while (access(ready, F_OK) != 0 && now_ms() - t0 < 30000) usleep(10000);
+    usleep(300000); /* rank 0 queues its add meanwhile */
+  }
+  CHECK(bp_comm_all_reduce(e->comm, e->s, c, 0, c, 0, N, BP_F32, BP_COMM_SUM) == BP_OK, "all_reduce");
+  if (rank_ == 0) {
+    FILE *f = fopen(ready, "w");
+    if (f) fclose(f);
+  }
+  CHECK(bp_binary(e->s, BP_BINARY_ADD, &tc, &tc, &ty) == BP_OK, "add after the all_reduce");
+  float out[N];
+  CHECK(bp_buffer_read_async(e->s, y, 0, out, sizeof out) == BP_OK, "read_async");
+  CHECK(bp_stream_synchronize(e->s) == BP_OK, "synchronize");
+  float sum = 0;
+  for (int r = 0; r < size_; r++) sum += (float)(r + 1);
+  for (int i = 0; i < N; i++) CHECK(out[i] == 2 * sum, "y[%d] = %g, want %g: the add ran before the all_reduce", i,
+                                    out[i], 2 * sum);
+  bp_buffer_free(c);
+  bp_buffer_free(y);
+  return failures;
+}
+
 static int run_async(env_t *e) {
   async_returns_first(e);
   async_between_ops(e);
@@ -403,6 +446,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "linkcut")) run_linkcut(&e, timeout_ms);
   else if (!strcmp(mode, "async")) run_async(&e);
   else if (!strcmp(mode, "path")) run_path(&e);
+  else if (!strcmp(mode, "ordered")) run_ordered(&e);
   else CHECK(false, "unknown mode %s", mode);
   if (!failures) printf("rank %d: %s: ok (%d ranks, plugin %s)\n", rank_, mode, size_, bp_comm_plugin_name(e.comm));
   fflush(stdout);

@@ -10,6 +10,8 @@
 #   mismatch  mismatched calls fail on both ranks, the communicator survives
 #   dead      rank 1 is killed: rank 0 gets an error (the shim gives up on a
 #             missing peer after BP_NCCL_SHIM_TIMEOUT_MS)
+#   ordered   the calls go on the backend's own stream, and an add queued
+#             after one before the peer joined sees its result
 # This checks the plugins' host logic, not NCCL's kernels; on a machine
 # with a GPU the same script runs against the real libraries when
 # BP_NCCL_REAL=1 (nccl only, with the system's libcuda and libnccl).
@@ -57,6 +59,12 @@ for v in nccl rccl; do
   run $v $dev grid 2
   run $v $dev mismatch 2
   run $v $dev dead 1
+  # the collectives go on the backend's own stream (plugin ABI 1.5's
+  # stream_native, comm ABI 1.1's BP_COMM_ENQUEUE): work queued after one
+  # is ordered after it by the stream, not by a host wait for its end
+  export BP_COMM_READY_FILE=$tmp/ready-$v BP_COMM_EXPECT_PATH="enqueued on the backend's own streams"
+  run $v $dev ordered 2
+  unset BP_COMM_READY_FILE BP_COMM_EXPECT_PATH
   # bp conformance joins on the device whose memory the plugin takes
   out=$(BACKPLANE_COMM= "$b/bin/bp" conformance "$b/plugins/comm-$v.so" 2>&1)
   if [ $? -eq 0 ] && printf '%s\n' "$out" | grep -q "PASS *all_reduce" && printf '%s\n' "$out" | grep -q "result: PASS"; then

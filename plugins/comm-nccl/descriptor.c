@@ -179,4 +179,5 @@ BP_PLUGIN_EXPORT const bp_comm_descriptor_t bp_comm_descriptor = {
     .send = nccl_send,
     .recv = nccl_recv,
     .barrier = nccl_barrier,
+    .complete = nccl_complete,
 };

@@ -36,6 +36,7 @@ typedef struct gpu_side {
   void *ctx;        /* CUDA's primary context; unused under HIP */
   void *stream;     /* CUstream / hipStream_t of the plugin's own */
   uint64_t scratch; /* one float on the device: the barrier's all-reduce */
+  void *done;       /* an event: the end of a call enqueued on another stream */
 } gpu_side_t;
 
 /* Opens the driver or runtime (BACKPLANE_CUDA_DRIVER / BACKPLANE_HIP_RUNTIME
@@ -53,5 +54,9 @@ void gpu_detach(gpu_side_t *g);
 /* 1 while work queued on g's stream is pending, 0 when it has run, a
  * negative runtime error otherwise. With g entered. */
 int gpu_query(const gpu_side_t *g);
+/* Records g's event on stream (a CUstream / hipStream_t of g's device),
+ * and tells whether it has been reached: as gpu_query. With g entered. */
+int gpu_event_record(const gpu_side_t *g, void *stream);
+int gpu_event_query(const gpu_side_t *g);
 
 #endif /* BP_COMM_NCCL_GPU_H */

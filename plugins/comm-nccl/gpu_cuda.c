@@ -14,10 +14,12 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef void *CUcontext;
 typedef void *CUstream;
+typedef void *CUevent;
 typedef unsigned long long CUdeviceptr;
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NOT_READY 600
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_EVENT_DISABLE_TIMING 2
 
 /* (field, exported symbol, parameters): the symbols the CUDA backend uses
  * too (plugins/cuda/cuda_driver.h), _v2 where the driver has one. */
@@ -33,7 +35,11 @@ typedef unsigned long long CUdeviceptr;
   X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream s))                                          \
   X(cuStreamQuery, "cuStreamQuery", (CUstream s))                                                 \
   X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr * p, size_t size))                                  \
-  X(cuMemFree, "cuMemFree_v2", (CUdeviceptr p))
+  X(cuMemFree, "cuMemFree_v2", (CUdeviceptr p))                                                   \
+  X(cuEventCreate, "cuEventCreate", (CUevent * e, unsigned flags))                                \
+  X(cuEventRecord, "cuEventRecord", (CUevent e, CUstream s))                                      \
+  X(cuEventQuery, "cuEventQuery", (CUevent e))                                                    \
+  X(cuEventDestroy, "cuEventDestroy_v2", (CUevent e))
 
 static struct {
 #define CUDA_FN_FIELD(field, symbol, params) CUresult(*field) params;
@@ -84,10 +90,11 @@ bp_status_t gpu_attach(gpu_side_t *g, int ordinal) {
   gpu_enter(g);
   CUdeviceptr p = 0;
   bool ok = cu.cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS &&
-            cu.cuMemAlloc(&p, sizeof(float)) == CUDA_SUCCESS;
+            cu.cuMemAlloc(&p, sizeof(float)) == CUDA_SUCCESS &&
+            cu.cuEventCreate(&g->done, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS;
   g->scratch = p;
   gpu_leave(g);
-  if (!ok) nccl_host->set_error("cannot create a stream or a scratch word on CUDA device %d", ordinal);
+  if (!ok) nccl_host->set_error("cannot create a stream, an event or a scratch word on CUDA device %d", ordinal);
   return ok ? BP_OK : BP_ERR_UNAVAILABLE;
 }
 
@@ -96,6 +103,7 @@ void gpu_detach(gpu_side_t *g) {
   gpu_enter(g);
   if (g->scratch) cu.cuMemFree(g->scratch);
   if (g->stream) cu.cuStreamDestroy(g->stream);
+  if (g->done) cu.cuEventDestroy(g->done);
   gpu_leave(g);
   CUdevice dev;
   if (cu.cuDeviceGet(&dev, g->ordinal) == CUDA_SUCCESS) cu.cuDevicePrimaryCtxRelease(dev);
@@ -104,6 +112,15 @@ void gpu_detach(gpu_side_t *g) {
 
 int gpu_query(const gpu_side_t *g) {
   CUresult r = cu.cuStreamQuery(g->stream);
+  return r == CUDA_SUCCESS ? 0 : r == CUDA_ERROR_NOT_READY ? 1 : -r;
+}
+int gpu_event_record(const gpu_side_t *g, void *stream) {
+  CUresult r = cu.cuEventRecord(g->done, stream);
+  return r == CUDA_SUCCESS ? 0 : -r;
+}
+
+int gpu_event_query(const gpu_side_t *g) {
+  CUresult r = cu.cuEventQuery(g->done);
   return r == CUDA_SUCCESS ? 0 : r == CUDA_ERROR_NOT_READY ? 1 : -r;
 }
 #endif /* !BP_COMM_RCCL */

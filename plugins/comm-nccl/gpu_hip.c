@@ -14,6 +14,7 @@
 
 typedef int hipError_t;
 typedef void *hipStream_t;
+typedef void *hipEvent_t;
 #define hipSuccess 0
 #define hipErrorNotReady 600
 #define hipStreamNonBlocking 1
@@ -26,7 +27,11 @@ typedef void *hipStream_t;
   X(hipStreamDestroy, (hipStream_t s))                                                            \
   X(hipStreamQuery, (hipStream_t s))                                                              \
   X(hipMalloc, (void **p, size_t size))                                                           \
-  X(hipFree, (void *p))
+  X(hipFree, (void *p))                                                                           \
+  X(hipEventCreate, (hipEvent_t * e))                                                             \
+  X(hipEventRecord, (hipEvent_t e, hipStream_t s))                                                \
+  X(hipEventQuery, (hipEvent_t e))                                                                \
+  X(hipEventDestroy, (hipEvent_t e))
 
 static struct {
 #define HIP_FN_FIELD(name, params) hipError_t(*name) params;
@@ -76,9 +81,9 @@ bp_status_t gpu_attach(gpu_side_t *g, int ordinal) {
   void *p = NULL;
   bool ok = (hip.hipStreamCreateWithFlags ? hip.hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking)
                                           : hip_stream_create(&g->stream)) == hipSuccess &&
-            hip.hipMalloc(&p, sizeof(float)) == hipSuccess;
+            hip.hipMalloc(&p, sizeof(float)) == hipSuccess && hip.hipEventCreate(&g->done) == hipSuccess;
   g->scratch = (uint64_t)(uintptr_t)p;
-  if (!ok) nccl_host->set_error("cannot create a stream or a scratch word on ROCm device %d", ordinal);
+  if (!ok) nccl_host->set_error("cannot create a stream, an event or a scratch word on ROCm device %d", ordinal);
   return ok ? BP_OK : BP_ERR_UNAVAILABLE;
 }
 
@@ -87,11 +92,21 @@ void gpu_detach(gpu_side_t *g) {
   gpu_enter(g);
   if (g->scratch) hip.hipFree((void *)(uintptr_t)g->scratch);
   if (g->stream) hip.hipStreamDestroy(g->stream);
+  if (g->done) hip.hipEventDestroy(g->done);
   g->ctx = NULL;
 }
 
 int gpu_query(const gpu_side_t *g) {
   hipError_t r = hip.hipStreamQuery(g->stream);
+  return r == hipSuccess ? 0 : r == hipErrorNotReady ? 1 : -r;
+}
+int gpu_event_record(const gpu_side_t *g, void *stream) {
+  hipError_t r = hip.hipEventRecord(g->done, stream);
+  return r == hipSuccess ? 0 : -r;
+}
+
+int gpu_event_query(const gpu_side_t *g) {
+  hipError_t r = hip.hipEventQuery(g->done);
   return r == hipSuccess ? 0 : r == hipErrorNotReady ? 1 : -r;
 }
 #endif /* BP_COMM_RCCL */

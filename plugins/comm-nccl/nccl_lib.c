@@ -66,10 +66,14 @@ bp_status_t nccl_failed(nccl_comm_t *c, const char *fn, ncclResult_t r) {
   return r == ncclInvalidArgument || r == ncclInvalidUsage ? BP_ERR_INVALID_ARGUMENT : BP_ERR_UNAVAILABLE;
 }
 
-bp_status_t nccl_wait(nccl_comm_t *c, uint32_t timeout_ms, const char *fn) {
+/* Polls query (the plugin's stream, or the event after a call enqueued on
+ * the backend's stream) and NCCL's asynchronous error until the work is
+ * done, NCCL failed, or the deadline passed (then aborts NCCL, which ends
+ * its kernels, so the stream's later work can run). */
+static bp_status_t wait_for(nccl_comm_t *c, uint32_t timeout_ms, const char *fn, int (*query)(const gpu_side_t *)) {
   double deadline = now_ms() + timeout_ms;
   for (long sleep_ns = 1000;; ) {
-    int q = gpu_query(&c->gpu);
+    int q = query(&c->gpu);
     if (q == 0) return BP_OK;
     if (q < 0) {
       nccl_host->set_error("%s: querying the stream failed (%s error %d); the communicator is broken", fn,
@@ -91,4 +95,20 @@ bp_status_t nccl_wait(nccl_comm_t *c, uint32_t timeout_ms, const char *fn) {
     nanosleep(&ts, NULL);
     if (sleep_ns < 1000000L) sleep_ns *= 2;
   }
+}
+
+bp_status_t nccl_wait(nccl_comm_t *c, uint32_t timeout_ms, const char *fn) {
+  return wait_for(c, timeout_ms, fn, gpu_query);
+}
+
+bp_status_t nccl_complete(bp_plugin_comm_t *c, uint32_t timeout_ms) {
+  if (!c->pending) {
+    nccl_host->set_error("complete: no call was enqueued on a stream of the backend's");
+    return BP_ERR_INVALID_ARGUMENT;
+  }
+  c->pending = false;
+  gpu_enter(&c->gpu);
+  bp_status_t st = wait_for(c, timeout_ms, c->pending_fn, gpu_event_query);
+  gpu_leave(&c->gpu);
+  return st;
 }

@@ -33,6 +33,10 @@ typedef struct bp_plugin_comm {
   gpu_side_t gpu;
   int rank, size;
   bool broken, aborted;
+  /* A call enqueued on the backend's stream (BP_COMM_ENQUEUE) that
+   * complete has not reported yet; gpu.done marks its end. */
+  bool pending;
+  const char *pending_fn;
 } nccl_comm_t;
 
 /* Turns an NCCL failure of fn into a status and message; marks c broken. */
@@ -40,6 +44,9 @@ bp_status_t nccl_failed(nccl_comm_t *c, const char *fn, ncclResult_t r);
 /* Waits until c's stream has run what was queued, the deadline passes
  * (aborts c: BP_ERR_TIMEOUT) or NCCL reports an error. */
 bp_status_t nccl_wait(nccl_comm_t *c, uint32_t timeout_ms, const char *fn);
+/* comm-api.h's complete: waits for the call enqueued on the backend's
+ * stream, as nccl_wait does for the plugin's own. */
+bp_status_t nccl_complete(bp_plugin_comm_t *c, uint32_t timeout_ms);
 
 /* The calls (nccl_ops.c). */
 bp_status_t nccl_all_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a);

@@ -1,9 +1,13 @@
 /*
- * nccl_ops.c — the collectives: each queued on the communicator's stream
- * with the device current (gpu_enter), then waited for against the deadline
- * (nccl_wait). The core hands device pointers of the same device and has
- * already synchronised the backend's stream, so the work is ordered.
+ * nccl_ops.c — the collectives: each queued with the device current
+ * (gpu_enter), either on the backend's own stream when the core hands it
+ * (BP_COMM_ENQUEUE: the stream orders it after the earlier work, and
+ * complete waits for it later), or on the communicator's own stream after
+ * the core synchronised the backend's, then waited for against the
+ * deadline (nccl_wait).
  */
+#include <stddef.h>
+
 #include "nccl_lib.h"
 
 static ncclDataType_t nccl_type(bp_dtype_t dt) {
@@ -34,6 +38,11 @@ static ncclRedOp_t nccl_op(bp_comm_reduce_op_t op) {
   return ncclSum;
 }
 
+static bool enqueued(const bp_comm_args_t *a) {
+  return a->struct_size >= offsetof(bp_comm_args_t, flags) + sizeof a->flags && (a->flags & BP_COMM_ENQUEUE) &&
+         a->stream;
+}
+
 static bp_status_t usable(nccl_comm_t *c, const bp_comm_args_t *a) {
   if (c->broken) {
     nccl_host->set_error("the communicator is broken by an earlier failure");
@@ -46,10 +55,29 @@ static bp_status_t usable(nccl_comm_t *c, const bp_comm_args_t *a) {
   return BP_OK;
 }
 
+/* The stream a call runs on: the backend's own when the core asks for it
+ * (comm ABI 1.1's BP_COMM_ENQUEUE), else the plugin's. */
+static void *stream_for(const nccl_comm_t *c, const bp_comm_args_t *a) {
+  return enqueued(a) ? a->stream : c->gpu.stream;
+}
+
 /* The queued call's result r, then the wait, with the context still
- * current (the driver's stream calls need it). */
+ * current (the driver's stream calls need it). A call on the backend's
+ * stream is not waited for: its end is marked with the event that
+ * complete (nccl_lib.c) polls. */
 static bp_status_t finish(nccl_comm_t *c, ncclResult_t r, const bp_comm_args_t *a, const char *fn) {
-  bp_status_t st = r != ncclSuccess && r != ncclInProgress ? nccl_failed(c, fn, r) : nccl_wait(c, a->timeout_ms, fn);
+  bp_status_t st;
+  if (r != ncclSuccess && r != ncclInProgress) {
+    st = nccl_failed(c, fn, r);
+  } else if (enqueued(a)) {
+    int e = gpu_event_record(&c->gpu, a->stream);
+    c->pending = e == 0;
+    c->pending_fn = fn;
+    st = e == 0 ? BP_OK : BP_ERR_DEVICE_LOST;
+    if (e) nccl_host->set_error("%s: recording its end on the stream failed (%s error %d)", fn, VENDOR_DEVICE, -e);
+  } else {
+    st = nccl_wait(c, a->timeout_ms, fn);
+  }
   gpu_leave(&c->gpu);
   return st;
 }
@@ -64,35 +92,37 @@ static bp_status_t finish(nccl_comm_t *c, ncclResult_t r, const bp_comm_args_t *
 
 bp_status_t nccl_all_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclAllReduce", nccl.ncclAllReduce(a->send, a->recv, a->count, nccl_type(a->dtype),
-                                                    nccl_op(a->op), c->comm, c->gpu.stream));
+                                                    nccl_op(a->op), c->comm, stream_for(c, a)));
 }
 
 bp_status_t nccl_all_gather(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclAllGather",
-          nccl.ncclAllGather(a->send, a->recv, a->count, nccl_type(a->dtype), c->comm, c->gpu.stream));
+          nccl.ncclAllGather(a->send, a->recv, a->count, nccl_type(a->dtype), c->comm, stream_for(c, a)));
 }
 
 bp_status_t nccl_reduce_scatter(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclReduceScatter", nccl.ncclReduceScatter(a->send, a->recv, a->count, nccl_type(a->dtype),
-                                                            nccl_op(a->op), c->comm, c->gpu.stream));
+                                                            nccl_op(a->op), c->comm, stream_for(c, a)));
 }
 
 bp_status_t nccl_broadcast(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclBroadcast", nccl.ncclBroadcast(a->send, a->recv, a->count, nccl_type(a->dtype), a->peer,
-                                                    c->comm, c->gpu.stream));
+                                                    c->comm, stream_for(c, a)));
 }
 
 bp_status_t nccl_reduce(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   ENQUEUE(c, a, "ncclReduce", nccl.ncclReduce(a->send, a->recv, a->count, nccl_type(a->dtype), nccl_op(a->op),
-                                              a->peer, c->comm, c->gpu.stream));
+                                              a->peer, c->comm, stream_for(c, a)));
 }
 
 bp_status_t nccl_send(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
-  ENQUEUE(c, a, "ncclSend", nccl.ncclSend(a->send, a->count, nccl_type(a->dtype), a->peer, c->comm, c->gpu.stream));
+  ENQUEUE(c, a, "ncclSend",
+          nccl.ncclSend(a->send, a->count, nccl_type(a->dtype), a->peer, c->comm, stream_for(c, a)));
 }
 
 bp_status_t nccl_recv(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
-  ENQUEUE(c, a, "ncclRecv", nccl.ncclRecv(a->recv, a->count, nccl_type(a->dtype), a->peer, c->comm, c->gpu.stream));
+  ENQUEUE(c, a, "ncclRecv",
+          nccl.ncclRecv(a->recv, a->count, nccl_type(a->dtype), a->peer, c->comm, stream_for(c, a)));
 }
 
 /* NCCL has no barrier: an all-reduce of one float in the scratch word
@@ -102,5 +132,5 @@ bp_status_t nccl_barrier(bp_plugin_comm_t *c, const bp_comm_args_t *a) {
   b.memory = VENDOR_MEMORY;
   ENQUEUE(c, &b, "ncclAllReduce (barrier)", nccl.ncclAllReduce((void *)(uintptr_t)c->gpu.scratch,
                                                                 (void *)(uintptr_t)c->gpu.scratch, 1, ncclFloat32,
-                                                                ncclSum, c->comm, c->gpu.stream));
+                                                                ncclSum, c->comm, stream_for(c, a)));
 }

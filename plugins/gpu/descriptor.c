@@ -136,4 +136,5 @@ BP_PLUGIN_EXPORT const bp_plugin_descriptor_t bp_plugin_descriptor = {
     .dequantize = gpu_op_dequantize,
     .qgemm = gpu_op_qgemm,
     .qmatmul = gpu_op_qmatmul,
+    .stream_native = gpu_stream_native,
 };

@@ -204,6 +204,9 @@ GPU_HIDDEN bp_status_t gpu_stream_create(bp_plugin_device_t *device,
 GPU_HIDDEN void gpu_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream);
 GPU_HIDDEN bp_status_t gpu_stream_synchronize(bp_plugin_device_t *device,
                                               bp_plugin_stream_t *stream);
+/* The CUstream / hipStream_t behind stream (ABI 1.5); none for NULL. */
+GPU_HIDDEN bp_status_t gpu_stream_native(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                         void **out_native);
 GPU_HIDDEN bp_status_t gpu_event_create(bp_plugin_device_t *device, bp_plugin_event_t **out_event);
 GPU_HIDDEN void gpu_event_destroy(bp_plugin_device_t *device, bp_plugin_event_t *event);
 GPU_HIDDEN bp_status_t gpu_event_record(bp_plugin_device_t *device, bp_plugin_event_t *event,

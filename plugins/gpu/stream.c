@@ -69,6 +69,12 @@ bp_status_t gpu_stream_synchronize(bp_plugin_device_t *device, bp_plugin_stream_
   return st;
 }
 
+bp_status_t gpu_stream_native(bp_plugin_device_t *device, bp_plugin_stream_t *stream, void **out_native) {
+  (void)device;
+  *out_native = stream ? (void *)gpu_stream_of(stream) : NULL;
+  return stream ? BP_OK : BP_ERR_UNSUPPORTED; /* the legacy stream is not handed out */
+}
+
 /* ---- events ------------------------------------------------------------- */
 
 bp_status_t gpu_event_create(bp_plugin_device_t *device, bp_plugin_event_t **out_event) {
