@@ -112,15 +112,3 @@ __kernel void conv_packw(__global const uchar *wb, ulong wo, long4 ws, int r_k,
   for (long e = eend; e < kp; e++)
     out[e * pwid] = 0;
 }
-
-/* y[n][k][pix] = bias[k] before the GEMM adds into it (beta 1). */
-__kernel void conv_bias(__global uchar *yb, ulong yo, long4 ys, int q_out,
-                        long npix, __global const uchar *bb, ulong bo,
-                        long bst) {
-  long x = get_global_id(0), k = get_global_id(1), n = get_global_id(2);
-  if (x >= npix)
-    return;
-  ST(BP_PTR(T, yb, yo),
-     n * ys.s0 + k * ys.s1 + (x / q_out) * ys.s2 + (x % q_out) * ys.s3,
-     LD(BP_PTR(const T, bb, bo), k * bst));
-}

@@ -1,8 +1,9 @@
 /*
  * ops_conv_gemm.c — conv2d as im2col + the device's tuned tiled GEMM
- * (kernels/opencl/conv.cl: conv_packw, conv_im2col, conv_bias; gemm.cl:
- * gemm_tiled). The im2col panels of a few images at a time live in one
- * scratch buffer; the filters of one group are packed once per call. Small
+ * (kernels/opencl/conv.cl: conv_packw, conv_im2col; gemm.cl: gemm_tiled,
+ * whose epilogue adds the bias). The im2col panels of a few images at a
+ * time live in one scratch buffer; the filters of one group are packed
+ * once per call. Small
  * or depthwise-like convolutions (a handful of filters per group) keep the
  * direct kernel (ops_dnn.c), where a GEMM tile would be mostly padding.
  */
@@ -72,25 +73,6 @@ static bp_status_t im2col(ocl_device_t *d, cl_command_queue q, const char *opts,
   return ocl_enqueue(q, &a, 2, gws, lws);
 }
 
-static bp_status_t bias_fill(ocl_device_t *d, cl_command_queue q, const char *opts,
-                             const bp_conv2d_args_t *args, const conv_geom_t *g) {
-  const bp_plugin_tensor_t *y = &args->y, *b = &args->bias;
-  ocl_args_t a = {0};
-  bp_status_t st = ocl_kernel_get(d, OCL_FAM_CONV, opts, "conv_bias", &a.k);
-  if (st != BP_OK) return st;
-  cl_int q_out = (cl_int)g->q_out;
-  cl_long npix = g->npix, bst = b->strides[0];
-  ocl_arg_buf(&a, y->ptr, y->offset);
-  ocl_arg_strides4(&a, y);
-  OCL_ARG(&a, q_out);
-  OCL_ARG(&a, npix);
-  ocl_arg_buf(&a, b->ptr, b->offset);
-  OCL_ARG(&a, bst);
-  size_t lws[3] = {64, 1, 1};
-  size_t gws[3] = {ocl_round_up((size_t)npix, 64), (size_t)y->shape[1], (size_t)y->shape[0]};
-  return ocl_enqueue(q, &a, 3, gws, lws);
-}
-
 /* The multiply of one group over images [n0, n0 + nb): C = y's rows of the
  * group's filters, columns = pixels (y's pixel axes collapse to one). */
 static bp_status_t group_gemm(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
@@ -114,7 +96,15 @@ static bp_status_t group_gemm(ocl_device_t *d, cl_command_queue q, const ocl_gem
                        .csn = y->strides[3],
                        .nb1 = 1,
                        .alpha = 1.0,
-                       .beta = args->bias.rank > 0 ? 1.0 : 0.0};
+                       .beta = 0.0};
+  /* the bias, one value per filter (a row of C), added in the store */
+  bp_plugin_tensor_t bias = args->bias;
+  if (bias.rank > 0) {
+    int64_t bst = args->bias.strides[0];
+    bias.offset += (uint64_t)(group * g->kpg * bst) * ocl_dtype_size(bias.dtype);
+    bias.strides[0] = 0, bias.strides[1] = bst, bias.strides[2] = 0;
+    r.bias = &bias;
+  }
   return ocl_gemm_run(d, q, cfg, &r);
 }
 
@@ -149,7 +139,6 @@ bp_status_t ocl_conv2d_gemm(ocl_device_t *d, cl_command_queue q, const bp_conv2d
   ocl_dtype_options(d, args->x.dtype, opts, sizeof opts);
   cl_mem pa = ocl_scratch(d, q, (size_t)(g.kp * g.mp) * cs, &st);
   cl_mem pb = pa ? ocl_scratch(d, q, (size_t)(chunk * per_image), &st) : NULL;
-  if (st == BP_OK && args->bias.rank > 0) st = bias_fill(d, q, opts, args, &g);
   for (int64_t grp = 0; grp < g.groups && st == BP_OK; grp++) {
     st = pack_filters(d, q, opts, args, &g, grp, pa, cfg->tile_m);
     for (int64_t n0 = 0; n0 < g.n && st == BP_OK; n0 += chunk) {
