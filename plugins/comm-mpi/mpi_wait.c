@@ -48,8 +48,10 @@ bp_status_t mpi_failed(mpi_comm_t *c, const char *fn, int rc) {
 }
 
 bp_status_t mpi_timed_out(mpi_comm_t *c, const char *what, uint32_t timeout_ms) {
-  mpi_host->set_error("%s: not every rank took part within %u ms (a rank died, hangs, is unreachable, or "
-                      "made another call); the communicator is broken", what, timeout_ms);
+  mpi_host->set_error(
+      "%s: not every rank took part within %u ms (a rank died, hangs, is unreachable, or "
+      "made another call); the communicator is broken",
+      what, timeout_ms);
   broken(c);
   return BP_ERR_TIMEOUT;
 }

@@ -56,14 +56,14 @@ typedef struct ring {
   size_t es;
   int p, r, rs_steps, steps;
   bool scatter, in_place;
-  uint64_t base, rem;        /* all-reduce blocks: base elements, the first rem one more */
-  uint64_t maxlen, seg;      /* longest block; elements per segment */
-  uint64_t slot_elems;       /* a scratch slot: a segment, or the block when shorter */
-  int slots;                 /* slots per step parity: segments per round, at most */
-  uint64_t first;            /* the round's first element within each block */
-  int nseg, nops;            /* segments this round; ops = steps x nseg per direction */
-  int next_recv;             /* receives are posted in op order */
-  MPI_Request *req;          /* nops receives, then nops sends */
+  uint64_t base, rem;   /* all-reduce blocks: base elements, the first rem one more */
+  uint64_t maxlen, seg; /* longest block; elements per segment */
+  uint64_t slot_elems;  /* a scratch slot: a segment, or the block when shorter */
+  int slots;            /* slots per step parity: segments per round, at most */
+  uint64_t first;       /* the round's first element within each block */
+  int nseg, nops;       /* segments this round; ops = steps x nseg per direction */
+  int next_recv;        /* receives are posted in op order */
+  MPI_Request *req;     /* nops receives, then nops sends */
   uint8_t *state;
   int *done_idx;
 } ring_t;
@@ -73,7 +73,9 @@ static size_t elem_size(bp_dtype_t dt) {
   return dt == BP_F64 || dt == BP_I64 ? 8 : dt == BP_F32 || dt == BP_I32 ? 4 : 1;
 }
 
-static int mod(int x, int p) { return ((x % p) + p) % p; }
+static int mod(int x, int p) {
+  return ((x % p) + p) % p;
+}
 
 /* The blocks step t sends and receives (reduce-scatter first, so that rank
  * r ends it holding block r; then the all-gather passes block r on). */
@@ -85,7 +87,8 @@ static int recv_block(const ring_t *g, int t) {
 }
 
 static uint64_t block_off(const ring_t *g, int b) {
-  return g->scatter ? (uint64_t)b * g->a->count : (uint64_t)b * g->base + ((uint64_t)b < g->rem ? (uint64_t)b : g->rem);
+  return g->scatter ? (uint64_t)b * g->a->count
+                    : (uint64_t)b * g->base + ((uint64_t)b < g->rem ? (uint64_t)b : g->rem);
 }
 static uint64_t block_len(const ring_t *g, int b) {
   return g->scatter ? g->a->count : g->base + ((uint64_t)b < g->rem);
@@ -108,13 +111,19 @@ static char *recv_at(const ring_t *g, int b, uint64_t at) {
   return (char *)g->a->recv + ((g->scatter ? 0 : block_off(g, b)) + at) * g->es;
 }
 static char *slot(const ring_t *g, int t, int j) {
-  return g->c->ring_scratch + ((size_t)(t % 2) * (size_t)g->slots + (size_t)j) * g->slot_elems * g->es;
+  return g->c->ring_scratch +
+         ((size_t)(t % 2) * (size_t)g->slots + (size_t)j) * g->slot_elems * g->es;
 }
 
-static int recv_op(const ring_t *g, int t, int j) { return t * g->nseg + j; }
-static int send_op(const ring_t *g, int t, int j) { return g->nops + t * g->nseg + j; }
+static int recv_op(const ring_t *g, int t, int j) {
+  return t * g->nseg + j;
+}
+static int send_op(const ring_t *g, int t, int j) {
+  return g->nops + t * g->nseg + j;
+}
 
-static bp_status_t post(ring_t *g, int op, bool sending, void *buf, uint64_t n, int peer, int t, int j) {
+static bp_status_t post(ring_t *g, int op, bool sending, void *buf, uint64_t n, int peer, int t,
+                        int j) {
   int tag = RING_TAG + t * ROUND_SEGMENTS + j;
   pthread_mutex_lock(&mpi_lock);
   int rc = sending ? mpi.MPI_Isend(buf, (int)n, g->type, peer, tag, g->c->comm, &g->req[op])
@@ -138,7 +147,8 @@ static bool recv_ready(const ring_t *g, int t, int j) {
   if (t < g->rs_steps) return t < 2 || g->state[send_op(g, t - 1, j)] == OP_DONE;
   if (!g->in_place) return true;
   int ag = t - g->rs_steps;
-  return ag == 0 ? g->state[send_op(g, 0, j)] == OP_DONE : g->state[recv_op(g, ag - 1, j)] == OP_DONE;
+  return ag == 0 ? g->state[send_op(g, 0, j)] == OP_DONE
+                 : g->state[recv_op(g, ag - 1, j)] == OP_DONE;
 }
 
 static bp_status_t post_recvs(ring_t *g) {
@@ -162,7 +172,7 @@ static bp_status_t received(ring_t *g, int t, int j) {
     bool last = t == g->rs_steps - 1;
     char *dst = last ? recv_at(g, b, at) : slot(g, t, j);
     const char *mine = send_at(g, b, at);
-    bool ok = !last ? mpi_reduce_local(dst, mine, NULL, n, a->dtype, a->op)
+    bool ok = !last         ? mpi_reduce_local(dst, mine, NULL, n, a->dtype, a->op)
               : g->in_place ? mpi_reduce_local(dst, slot(g, t, j), NULL, n, a->dtype, a->op)
                             : mpi_reduce_local(dst, mine, slot(g, t, j), n, a->dtype, a->op);
     if (!ok) {
@@ -200,7 +210,8 @@ static bp_status_t run_round(ring_t *g, double deadline_ms) {
     if (rc != MPI_SUCCESS) return mpi_failed(g->c, "MPI_Testsome", rc);
     if (count == MPI_UNDEFINED || count == 0) {
       if (g->a->timeout_ms && mpi_now_ms() > deadline_ms)
-        return mpi_timed_out(g->c, g->scatter ? "ring reduce-scatter" : "ring all-reduce", g->a->timeout_ms);
+        return mpi_timed_out(g->c, g->scatter ? "ring reduce-scatter" : "ring all-reduce",
+                             g->a->timeout_ms);
       mpi_backoff(&wait);
       continue;
     }
@@ -237,7 +248,8 @@ static void geometry(ring_t *g) {
   g->maxlen = g->base + (g->rem > 0);
   uint64_t seg = g->c->ring_segment_bytes / g->es, cap = ROUND_SEGMENTS * MAX_ROUNDS;
   if (seg == 0) seg = 1;
-  if (seg < (g->maxlen + cap - 1) / cap) seg = (g->maxlen + cap - 1) / cap; /* at most MAX_ROUNDS rounds */
+  if (seg < (g->maxlen + cap - 1) / cap)
+    seg = (g->maxlen + cap - 1) / cap; /* at most MAX_ROUNDS rounds */
   g->seg = seg;
   g->slot_elems = g->maxlen < seg ? (g->maxlen ? g->maxlen : 1) : seg;
   uint64_t segs = (g->maxlen + seg - 1) / seg;
@@ -246,13 +258,20 @@ static void geometry(ring_t *g) {
 
 bool mpi_ring_wanted(const mpi_comm_t *c, const bp_comm_args_t *a, uint64_t elements) {
   bool tags_fit = RING_TAG + 2 * (c->size - 1) * ROUND_SEGMENTS <= RING_TAG_MAX;
-  return c->size > 1 && tags_fit && a->memory == BP_COMM_MEMORY_HOST && c->ring_min_bytes != UINT64_MAX &&
-         elements * elem_size(a->dtype) >= c->ring_min_bytes;
+  return c->size > 1 && tags_fit && a->memory == BP_COMM_MEMORY_HOST &&
+         c->ring_min_bytes != UINT64_MAX && elements * elem_size(a->dtype) >= c->ring_min_bytes;
 }
 
 bp_status_t mpi_ring(mpi_comm_t *c, const bp_comm_args_t *a, MPI_Datatype type, bool scatter) {
-  ring_t g = {.c = c, .a = a, .type = type, .es = elem_size(a->dtype), .p = c->size, .r = c->rank,
-              .rs_steps = c->size - 1, .scatter = scatter, .in_place = a->send == a->recv};
+  ring_t g = {.c = c,
+              .a = a,
+              .type = type,
+              .es = elem_size(a->dtype),
+              .p = c->size,
+              .r = c->rank,
+              .rs_steps = c->size - 1,
+              .scatter = scatter,
+              .in_place = a->send == a->recv};
   g.steps = scatter ? g.rs_steps : 2 * g.rs_steps;
   geometry(&g);
   size_t ops = (size_t)g.steps * ROUND_SEGMENTS;
