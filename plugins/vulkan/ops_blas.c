@@ -101,8 +101,8 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
   /* Loads walk the contiguous axis so neighbouring invocations read
    * neighbouring addresses. */
   uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) | (B->strides[2] == 1 ? 2u : 0u);
-  uint32_t spec[8] = {(t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk, t->tm, t->tn, layout,
-                      ep.act};
+  uint32_t spec[8] = {
+      (t->bm / t->tm) * (t->bn / t->tn), t->bm, t->bn, t->bk, t->tm, t->tn, layout, ep.act};
   /* CPU implementations run barriers as coroutine switches; reading
    * through the caches without shared-memory staging is faster there. */
   char name[32];

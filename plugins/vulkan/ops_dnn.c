@@ -65,8 +65,8 @@ static void attention_masks(const bp_attention_args_t *a, attn_params_t *p) {
 
 static bp_status_t attention_record(vkb_stream_t *s, const bp_attention_args_t *a) {
   bool masks = vkb_attention_has_masks(a);
-  const bp_plugin_tensor_t *ts[7] = {&a->q, &a->k, &a->v, &a->out, &a->bias, &a->kv_lens,
-                                     &a->alibi_slopes};
+  const bp_plugin_tensor_t *ts[7] = {&a->q,    &a->k,       &a->v,           &a->out,
+                                     &a->bias, &a->kv_lens, &a->alibi_slopes};
   if (!all_fit(ts, masks ? 7 : 4)) return too_big("attention");
   /* CPU implementations: the texel-buffer kernels (ops_dnn_texel.c). */
   bp_status_t tst = vkb_attention_texel(s, a);

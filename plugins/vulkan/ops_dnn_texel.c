@@ -212,9 +212,9 @@ static bp_status_t convpack(vkb_stream_t *s, VkBufferView view, const bp_plugin_
   char name[32];
   snprintf(name, sizeof name, "convpack_%s%s", vkb_dtype_tag(X->dtype), tex ? "_tex" : "");
   int64_t groups_x = ((int64_t)cp->kp * cp->xp / 4 + 63) / 64;
-  bp_status_t st = vkb_dispatch_views(s, name, NULL, 0, cp, sizeof *cp, v, tex ? 2 : 1,
-                                      groups_x > 4096 ? 4096u : (uint32_t)groups_x, 1,
-                                      (uint32_t)groups);
+  bp_status_t st =
+      vkb_dispatch_views(s, name, NULL, 0, cp, sizeof *cp, v, tex ? 2 : 1,
+                         groups_x > 4096 ? 4096u : (uint32_t)groups_x, 1, (uint32_t)groups);
   if (v[1]) /* after recording: see vkb_texel_release */
     vkb_stream_release_view(s, v[1]);
   return st;
@@ -295,8 +295,8 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
                             .sbias = a->bias.rank > 0 ? (int32_t)a->bias.strides[0] : 0,
                             .sbb = a->bias.rank > 0 ? (int32_t)(kg * a->bias.strides[0]) : 0,
                             .bias = a->bias.rank > 0 ? vkb_tensor_addr(&a->bias) : 0};
-    st = gemm_into(s, gemm, &p, vw, Y, n * Y->strides[0], (uint32_t)(np / bn),
-                   (uint32_t)(mp / bm), (uint32_t)groups);
+    st = gemm_into(s, gemm, &p, vw, Y, n * Y->strides[0], (uint32_t)(np / bn), (uint32_t)(mp / bm),
+                   (uint32_t)groups);
   }
   vkb_texel_release(s, sc, vw, 2);
   return st;

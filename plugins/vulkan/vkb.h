@@ -505,7 +505,7 @@ typedef struct vkb_texel_params {
   int32_t amod, has_bias, sbias, kshift;
   uint64_t bias;
   int32_t use_view, vshift; /* C through an r32f view at binding 2 */
-  int32_t sbb, sbn;          /* bias[b * sbb + i * sbias + j * sbn] */
+  int32_t sbb, sbn;         /* bias[b * sbb + i * sbias + j * sbn] */
   /* gemmtex_score only: the attention masks (gemmtex.comp) */
   uint64_t kv_len, slopes;
   int32_t slope_stride, alibi_heads, alibi_head0, window;
