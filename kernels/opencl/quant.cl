@@ -51,20 +51,6 @@ inline int q_int(__global const uchar *blk, int j) {
 #endif
 }
 
-/* The 32 integers of a block as floats (exact). */
-inline void q_ints(__global const uchar *blk, float *q) {
-#if QDT == 10
-  float16 lo = convert_float16(as_char16(vload16(0, blk + 2)));
-  float16 hi = convert_float16(as_char16(vload16(0, blk + 18)));
-  vstore16(lo, 0, q);
-  vstore16(hi, 0, q + 16);
-#else
-  uchar16 b = vload16(0, blk + 2);
-  vstore16(convert_float16(convert_int16(b & (uchar)15) - 8), 0, q);
-  vstore16(convert_float16(convert_int16(b >> (uchar)4) - 8), 0, q + 16);
-#endif
-}
-
 /* ggml's quantize_row_q8_0_ref / q4_0_ref for one block of v. */
 inline void q_encode(const float *v, __global uchar *blk) {
 #if QDT == 10
@@ -128,9 +114,54 @@ __kernel void dequantize_block(__global const uchar *xb, ulong xo, __global ucha
  * blocks, row stride wrs blocks. Each block's 32 products are summed on
  * their own, times the block's scale, then added: the running sum sees one
  * addition per block. */
-#define QMV_WG 64
-#define QMV_ROWS 4
+#define QMV_WG 32
+#define QMV_ROWS 8
 
+/* A block's 32 integers as two float16 (exact). */
+inline void q_ints16(__global const uchar *blk, float16 *lo, float16 *hi) {
+#if QDT == 10
+  *lo = convert_float16(as_char16(vload16(0, blk + 2)));
+  *hi = convert_float16(as_char16(vload16(0, blk + 18)));
+#else
+  uchar16 b = vload16(0, blk + 2);
+  *lo = convert_float16(convert_int16(b & (uchar)15) - 8);
+  *hi = convert_float16(convert_int16(b >> (uchar)4) - 8);
+#endif
+}
+
+/* 32 activations from element off, step st, as two float16: one vector
+ * load each where k is contiguous. */
+inline void a_load32(__global const T *a, long off, long st, float16 *lo, float16 *hi) {
+  if (st == 1) {
+#if DT == 0
+    *lo = vload16(0, a + off);
+    *hi = vload16(0, a + off + 16);
+#elif DT == 1
+    *lo = vload_half16(0, a + off);
+    *hi = vload_half16(0, a + off + 16);
+#else
+    *lo = as_float16(convert_uint16(vload16(0, a + off)) << 16);
+    *hi = as_float16(convert_uint16(vload16(0, a + off + 16)) << 16);
+#endif
+    return;
+  }
+  float v[QB];
+  for (int l = 0; l < QB; l++)
+    v[l] = (float)LD(a, off + l * st);
+  *lo = vload16(0, v);
+  *hi = vload16(0, v + 16);
+}
+
+inline float hsum16(float16 v) {
+  float8 a = v.lo + v.hi;
+  float4 b = a.lo + a.hi;
+  float2 c = b.lo + b.hi;
+  return c.x + c.y;
+}
+
+/* The GEMV: a work-group per QMV_ROWS columns of y; its items split k's
+ * blocks, each item reading its activations once for every row, then one
+ * barrier and a sum of the items' partials per row. */
 __kernel __attribute__((reqd_work_group_size(QMV_WG, 1, 1))) void
 qmv(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo, __global uchar *yb,
     ulong yo, long m, long n, long nb, long wrs, long4 as, long4 ys) {
@@ -145,32 +176,25 @@ qmv(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo, __gl
     jr[r] = min(j0 + r, n - 1) * wrs; /* rows past n read row n - 1, unused */
     acc[r] = 0.0f;
   }
-  float av[QB], q[QB];
   for (long b = t; b < nb; b += QMV_WG) {
-    for (int l = 0; l < QB; l++)
-      av[l] = (float)LD(a, (b * QB + l) * as.s2);
+    float16 alo, ahi, qlo, qhi;
+    a_load32(a, b * QB * as.s2, as.s2, &alo, &ahi);
     for (int r = 0; r < QMV_ROWS; r++) {
       __global const uchar *blk = w + (jr[r] + b) * QBYTES;
-      q_ints(blk, q);
-      float s = 0.0f;
-      for (int l = 0; l < QB; l++)
-        s = fma(av[l], q[l], s);
-      acc[r] += s * q_scale(blk);
+      q_ints16(blk, &qlo, &qhi);
+      acc[r] += hsum16(fma(alo, qlo, ahi * qhi)) * q_scale(blk);
     }
   }
   __local float red[QMV_ROWS][QMV_WG];
   for (int r = 0; r < QMV_ROWS; r++)
     red[r][t] = acc[r];
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int h = QMV_WG / 2; h > 0; h >>= 1) {
-    if (t < h)
-      for (int r = 0; r < QMV_ROWS; r++)
-        red[r][t] += red[r][t + h];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
   if (t < QMV_ROWS && j0 + t < n) {
+    float s = 0.0f;
+    for (int e = 0; e < QMV_WG; e++)
+      s += red[t][e];
     __global T *y = BP_PTR(T, yb, yo);
-    ST(y, bi * ys.s0 + i * ys.s1 + (j0 + t) * ys.s2, red[t][0]);
+    ST(y, bi * ys.s0 + i * ys.s1 + (j0 + t) * ys.s2, s);
   }
 }
 

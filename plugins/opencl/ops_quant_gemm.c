@@ -23,8 +23,8 @@
 #define QG_ITEMS 8
 #define QG_W 4
 #define QG_K 16
-#define QMV_WG 64
-#define QMV_ROWS 4
+#define QMV_WG 32
+#define QMV_ROWS 8
 #define QMM_ITEMS 8
 #define QMM_TILE 32
 
