@@ -26,7 +26,6 @@
 #include <string.h>
 
 #include "plugins/cpu/fast/quant/qmatmul.h"
-#include "plugins/cpu/plugin.h"
 #include "plugins/cpu/quant_blocks.h"
 
 #define QM8_COLS 16 /* output columns per task: 4 register tiles */
@@ -198,7 +197,6 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
   if (job.ksplit > 1) job.partial = malloc((size_t)(job.ksplit * job.rows * job.n) * sizeof(float));
   bp_status_t st = BP_OK;
   if (!job.records || (job.ksplit > 1 && !job.partial)) {
-    cpu_set_error("cpu: qmatmul: out of host memory for the quantized activations");
     st = BP_ERR_OUT_OF_MEMORY;
     goto out;
   }
@@ -270,11 +268,7 @@ bp_status_t cpu_fast_qmatmul(cpu_device_t *dev, const bp_qmatmul_args_t *a) {
   }
   int64_t rows = a->a.shape[a->a.rank - 2] * (a->a.rank == 3 ? a->a.shape[0] : 1);
   bool amx = avx512 && f->amx_int8 && (isa ? !strcmp(isa, "amx") : rows >= CPU_QM8_AMX_ROWS);
-  if (amx && cpu_amx_request()) {
-    bp_status_t st = cpu_qm8_amx(dev, a);
-    if (st == BP_ERR_OUT_OF_MEMORY) cpu_set_error("cpu: qmatmul: out of host memory for the AMX tiles' scratch");
-    return st;
-  }
+  if (amx && cpu_amx_request()) return cpu_qm8_amx(dev, a);
   if (avx512 && f->avx512_vnni && !(isa && !strcmp(isa, "avx2"))) return run_int8(dev, a, cpu_qm8_vnni, true);
   if (cap >= BP_ISA_AVX2 && f->avx2 && f->fma && f->f16c) return run_int8(dev, a, cpu_qm8_avx2, false);
   return BP_ERR_UNIMPLEMENTED;
