@@ -6,7 +6,8 @@
  * docs/ops.md says so (quantize, dequantize, the int8 GEMM in its three
  * outputs, the casts); qmatmul within its tolerance. Odd sizes, strided and
  * transposed views, batches (shared and per-batch b), the int32 wrap past
- * k = 2^17, the GEMV (m = 1) and tiled (m > 1) paths.
+ * k = 2^17, the GEMV (m = 1) and tiled (m > 1) paths. f16's cast pairs
+ * run where the device claims f16 (BACKPLANE_OPENCL_F16=1 on PoCL).
  */
 #include <math.h>
 #include <setjmp.h>

@@ -494,6 +494,14 @@ __kernel void qcast(__global const uchar *xb, ulong xo, __global uchar *yb, ulon
       y[oy] = BP_CAT(QC_SATR_, DST)(isnan(v) ? 0.0f : v);
     }
 #endif
+#elif DST == 1
+    { /* exact, but NaN as the CPU's f16 NaN: vstore_half may keep payload */
+      float v = (float)BP_CAT(LD_, SRC)(x, ox);
+      if (isnan(v))
+        ((__global ushort *)y)[oy] = (ushort)0x7e00;
+      else
+        ST_1(y, oy, v);
+    }
 #else
     BP_CAT(ST_, DST)(y, oy, (float)BP_CAT(LD_, SRC)(x, ox)); /* exact */
 #endif
