@@ -2,7 +2,10 @@
 // glu.comp — gated linear units: y = act(gate) * up, computed in f32.
 // kind (bp_glu_kind_t) is specialization constant 0: SwiGLU (silu),
 // GeGLU (exact gelu), GeGLU with tanh gelu, ReGLU (relu). Variants:
-// glu_<dtype>.
+// glu_<dtype>; glu_f32_tex (CPU drivers, lavapipe): rank 1 or 2 (a packed
+// gate / up pair is rank 2), the tensors through r32f storage texel views
+// (vectorised there, where buffer loads are per-lane loops); hy, hg, hu:
+// each tensor's element 0 in its view.
 #include "common.glsl"
 #include "mathfn.glsl"
 
@@ -11,6 +14,7 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   uint64_t y, g, u;
   int n, rank, kind, pad_;
   int shape[BP_MAX_RANK], sy[BP_MAX_RANK], sg[BP_MAX_RANK], su[BP_MAX_RANK];
+  int hy, hg, hu;
 };
 layout(push_constant) uniform PC { Params p; };
 layout(constant_id = 0) const int KIND_SPEC = -1; // -1: p.kind
@@ -39,6 +43,25 @@ float glu_act(int kind, float x) {
   }
 }
 
+#ifdef T2_tex
+layout(set = 0, binding = 0, r32f) uniform writeonly imageBuffer ty;
+layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer tg;
+layout(set = 0, binding = 2, r32f) uniform readonly imageBuffer tu;
+
+void main() {
+  const int n = p.n, kind = KIND_SPEC >= 0 ? KIND_SPEC : p.kind;
+  const bool two = p.rank == 2;
+  const int cols = two ? p.shape[1] : n, sy0 = p.sy[0], sg0 = p.sg[0], su0 = p.su[0];
+  const int sy1 = two ? p.sy[1] : sy0, sg1 = two ? p.sg[1] : sg0, su1 = two ? p.su[1] : su0;
+  const int hy = p.hy, hg = p.hg, hu = p.hu;
+  int stride = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  for (int i = int(gl_GlobalInvocationID.x); i < n; i += stride) {
+    int r = i / cols, c = i - r * cols;
+    float gv = imageLoad(tg, hg + r * sg0 + c * sg1).x, uv = imageLoad(tu, hu + r * su0 + c * su1).x;
+    imageStore(ty, hy + r * sy0 + c * sy1, vec4(glu_act(kind, gv) * uv));
+  }
+}
+#else
 void main() {
   T1Buf y = T1Buf(p.y), g = T1Buf(p.g), u = T1Buf(p.u);
   const int n = p.n, rank = p.rank, kind = KIND_SPEC >= 0 ? KIND_SPEC : p.kind;
@@ -50,3 +73,4 @@ void main() {
     STORE1(y, oy, glu_act(kind, LOAD1(g, og)) * LOAD1(u, ou));
   }
 }
+#endif

@@ -3,6 +3,9 @@
 // (first != 0), computed in f32 (mathfn.glsl's bp_binary). The host rounds
 // s to a's dtype first. Variants: scalar_<dtype>; the op is
 // specialization constant 0, as eltwise.comp's (it says why).
+// scalar_f32_tex (CPU drivers, lavapipe): rank 1 or 2, y and a through
+// r32f storage texel views (vectorised there, where buffer loads are
+// per-lane loops); hy, ha: each tensor's element 0 in its view.
 #include "common.glsl"
 #include "mathfn.glsl"
 
@@ -13,9 +16,29 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   float s;
   int pad_;
   int shape[BP_MAX_RANK], sy[BP_MAX_RANK], sa[BP_MAX_RANK];
+  int hy, ha;
 };
 layout(push_constant) uniform PC { Params p; };
 layout(constant_id = 0) const int OP_SPEC = -1; // -1: p.op
+
+#ifdef T2_tex
+layout(set = 0, binding = 0, r32f) uniform writeonly imageBuffer ty;
+layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer ta;
+
+void main() {
+  const int n = p.n, op = OP_SPEC >= 0 ? OP_SPEC : p.op, cols = p.rank == 2 ? p.shape[1] : n;
+  const bool first = p.first != 0;
+  const float s = p.s;
+  const int sy0 = p.sy[0], sa0 = p.sa[0], sy1 = p.rank == 2 ? p.sy[1] : sy0;
+  const int sa1 = p.rank == 2 ? p.sa[1] : sa0, hy = p.hy, ha = p.ha;
+  int stride = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  for (int i = int(gl_GlobalInvocationID.x); i < n; i += stride) {
+    int r = i / cols, c = i - r * cols;
+    float v = imageLoad(ta, ha + r * sa0 + c * sa1).x;
+    imageStore(ty, hy + r * sy0 + c * sy1, vec4(first ? bp_binary(op, s, v) : bp_binary(op, v, s)));
+  }
+}
+#else
 
 void main() {
   T1Buf y = T1Buf(p.y), a = T1Buf(p.a);
@@ -34,3 +57,4 @@ void main() {
     STORE1(y, oy, first ? bp_binary(op, s, v) : bp_binary(op, v, s));
   }
 }
+#endif

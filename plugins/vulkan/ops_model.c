@@ -129,6 +129,39 @@ bp_status_t vkb_op_arange(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,
   VKB_ON_STREAM(dev, stream, s, arange_record(s, a))
 }
 
+/* ---- texel views for lavapipe ---------------------------------------------*/
+
+/* Whether kernel_tex (scalar_f32_tex, glu_f32_tex) takes this call: f32 of
+ * rank 1 or 2 on CPU implementations (lavapipe), where loads through an
+ * address are per-lane loops, from 1024 elements (below that, creating the
+ * views costs more than it saves). */
+static bool model_texel_wanted(vkb_stream_t *s, const char *kernel_tex, const vkb_nd_t *nd,
+                               bp_dtype_t dt) {
+  return dt == BP_F32 && nd->rank <= 2 && nd->n >= 1024 && vkb_texel_wanted(s->d) &&
+         vkb_kernel_present(kernel_tex);
+}
+
+/* r32f views of t[0..n)'s buffers, each tensor's element 0 at shift[i];
+ * false (none left) when one does not fit. */
+static bool model_views(vkb_stream_t *s, const bp_plugin_tensor_t *const *t, int n, VkBufferView *v,
+                        int32_t *shift) {
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    v[i] = VK_NULL_HANDLE;
+    if (ok) ok = vkb_texel_src_view(s, t[i], 0, &v[i], &shift[i]) == BP_OK;
+  }
+  if (!ok)
+    for (int i = 0; i < n; i++)
+      if (v[i]) s->d->fn.vkDestroyBufferView(s->d->dev, v[i], NULL), v[i] = VK_NULL_HANDLE;
+  return ok;
+}
+
+/* After recording (see vkb_texel_release). */
+static void model_views_release(vkb_stream_t *s, VkBufferView *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (v[i]) vkb_stream_release_view(s, v[i]);
+}
+
 /* ---- binary with a scalar --------------------------------------------------*/
 
 /* Matches scalar.comp's parameter block. */
@@ -138,6 +171,7 @@ typedef struct scalar_params {
   float s;
   int32_t pad_;
   int32_t shape[BP_MAX_RANK], sy[BP_MAX_RANK], sa[BP_MAX_RANK];
+  int32_t hy, ha; /* scalar_f32_tex: element 0 in each view */
 } scalar_params_t;
 
 /* The scalar as a one-element tensor of dt would hold it (f32, f16 and
@@ -166,6 +200,15 @@ static bp_status_t scalar_record(vkb_stream_t *s, const bp_binary_scalar_args_t 
   char name[16];
   snprintf(name, sizeof name, "scalar_%s", vkb_dtype_tag(a->y.dtype));
   uint32_t spec[1] = {(uint32_t)a->op};
+  VkBufferView v[2];
+  int32_t h[2];
+  if (model_texel_wanted(s, "scalar_f32_tex", &nd, a->y.dtype) && model_views(s, tl, 2, v, h)) {
+    p.hy = h[0], p.ha = h[1];
+    st = vkb_dispatch_views(s, "scalar_f32_tex", spec, 1, &p, sizeof p, v, 2,
+                            vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+    model_views_release(s, v, 2);
+    return st;
+  }
   return vkb_dispatch(s, name, spec, 1, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
@@ -181,6 +224,7 @@ typedef struct glu_params {
   uint64_t y, g, u;
   int32_t n, rank, kind, pad_;
   int32_t shape[BP_MAX_RANK], sy[BP_MAX_RANK], sg[BP_MAX_RANK], su[BP_MAX_RANK];
+  int32_t hy, hg, hu; /* glu_f32_tex: element 0 in each view */
 } glu_params_t;
 
 static bp_status_t glu_record(vkb_stream_t *s, const bp_glu_args_t *a) {
@@ -201,6 +245,15 @@ static bp_status_t glu_record(vkb_stream_t *s, const bp_glu_args_t *a) {
   char name[16];
   snprintf(name, sizeof name, "glu_%s", vkb_dtype_tag(a->y.dtype));
   uint32_t spec[1] = {(uint32_t)a->kind};
+  VkBufferView v[3];
+  int32_t h[3];
+  if (model_texel_wanted(s, "glu_f32_tex", &nd, a->y.dtype) && model_views(s, tl, 3, v, h)) {
+    p.hy = h[0], p.hg = h[1], p.hu = h[2];
+    st = vkb_dispatch_views(s, "glu_f32_tex", spec, 1, &p, sizeof p, v, 3,
+                            vkb_groups_1d(s->d, nd.n, 256), 1, 1);
+    model_views_release(s, v, 3);
+    return st;
+  }
   return vkb_dispatch(s, name, spec, 1, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
 }
 
