@@ -432,7 +432,7 @@ static void *cast_source(bp_dtype_t dt) {
   return v;
 }
 
-static void cast_case(bp_dtype_t from, bp_dtype_t to) {
+static void cast_case(bp_dtype_t from, bp_dtype_t to, uint32_t flags) {
   void *src = cast_source(from);
   int64_t shape[2] = {16, 16}, tr[2] = {1, 16};
   uint64_t ybytes = 256 * esize(to) + 4;
@@ -441,13 +441,14 @@ static void cast_case(bp_dtype_t from, bp_dtype_t to) {
     env_t *e = &g_env[d];
     bp_buffer_t *bx = buf(e, 256 * esize(from), src), *by = buf(e, ybytes, NULL);
     bp_tensor_t tx = view(bx, 0, from, 2, shape, tr), ty = view(by, 4, to, 2, shape, NULL);
-    assert_int_equal(bp_cast(e->s, &tx, &ty), BP_OK);
+    assert_int_equal(bp_cast_ex(e->s, &tx, &ty, flags), BP_OK);
     assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
     bp_buffer_free(bx);
     keep[d] = by;
   }
   char what[64];
-  snprintf(what, sizeof what, "cast %s to %s", bp_dtype_name(from), bp_dtype_name(to));
+  snprintf(what, sizeof what, "cast %s to %s%s", bp_dtype_name(from), bp_dtype_name(to),
+           flags ? ", saturating" : "");
   same_bytes(keep[0], keep[1], ybytes, what);
   bp_buffer_free(keep[0]), bp_buffer_free(keep[1]);
   free(src);
@@ -459,7 +460,10 @@ static void test_casts(void **st) {
                                    BP_U8,  BP_I8,  BP_FP8_E4M3, BP_FP8_E5M2};
   for (int i = 0; i < 8; i++)
     for (int j = 0; j < 8; j++)
-      if (i >= 5 || j >= 5) cast_case(all[i], all[j]);
+      if (i >= 5 || j >= 5) {
+        cast_case(all[i], all[j], 0);
+        if (j >= 6) cast_case(all[i], all[j], BP_CAST_SATURATE);
+      }
 }
 
 /* ---- a captured graph (native on Vulkan: the packed panels of qgemm

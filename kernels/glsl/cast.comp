@@ -23,6 +23,14 @@ uint bp_f2fp8(float v, int mbits) {
   int n = int(roundEven(ldexp(a, mbits - e))); // exact before the rounding
   return sign | uint((e - (1 - bias)) * (1 << mbits) + n); // a carry moves up
 }
+// The saturating mode (p.op != 0: BP_CAST_SATURATE): where the above
+// overflows, infinities included, the largest finite value with its sign;
+// NaN stays NaN.
+uint bp_f2fp8s(float v, int mbits, int sat) {
+  uint code = bp_f2fp8(v, mbits);
+  bool over = !isnan(v) && (mbits == 3 ? (code & 0x7Fu) == 0x7Fu : (code & 0x7Cu) == 0x7Cu);
+  return sat != 0 && over ? (code & 0x80u) | (mbits == 3 ? 0x7Eu : 0x7Bu) : code;
+}
 float bp_fp82f(uint b, int mbits) {
   int ebits = 7 - mbits, bias = (1 << (ebits - 1)) - 1;
   int e = int(b >> mbits) & ((1 << ebits) - 1), m = int(b) & ((1 << mbits) - 1);
@@ -64,9 +72,9 @@ BP_DT_u8(2)
 #define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2i8(x))
 #define STOREI2(b, i, x) b.v[i] = uint8_t(uint(clamp((x), -128, 127)) & 0xffu)
 #elif defined(T2_e4m3)
-#define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2fp8((x), 3))
+#define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2fp8s((x), 3, p.op))
 #elif defined(T2_e5m2)
-#define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2fp8((x), 2))
+#define STORE2(b, i, x) b.v[i] = uint8_t(bp_f2fp8s((x), 2, p.op))
 #endif
 
 layout(local_size_x = 256) in;

@@ -249,7 +249,7 @@ static void fill_info(vkb_global_t *g, VkPhysicalDevice pd, bp_device_info_t *in
                          "semaphores / int64: no ops");
   vkb_claims(&caps, info->op_dtypes);
   vkb_model_claims(&caps, info->op_dtypes, info->op_features);
-  vkb_quant_claims(&caps, info->op_dtypes);
+  vkb_quant_claims(&caps, info->op_dtypes, info->op_features);
   /* every GEMM and attention kernel runs the epilogue and the masks */
   if (info->op_dtypes[BP_OP_GEMM])
     info->op_features[BP_OP_GEMM] = BP_FEATURE_GEMM_BIAS | BP_FEATURE_GEMM_ACT;

@@ -53,7 +53,9 @@ bp_status_t
 static bp_status_t cast_record(vkb_stream_t *s, const bp_copy_args_t *a) {
   char name[32];
   snprintf(name, sizeof name, "cast_%s_%s", vkb_dtype_tag(a->x.dtype), vkb_dtype_tag(a->y.dtype));
-  return vkb_eltwise_record(s, name, 0, &a->y, &a->x, NULL);
+  /* cast.comp reads BP_CAST_SATURATE (fp8 targets) as its op */
+  int sat = (a->cast_flags & BP_CAST_SATURATE) != 0;
+  return vkb_eltwise_record(s, name, sat, &a->y, &a->x, NULL);
 }
 
 bp_status_t vkb_op_cast(bp_plugin_device_t *dev, bp_plugin_stream_t *stream,

@@ -42,7 +42,8 @@ static bool floats_present(const char *family, const char *t2) {
 
 /* Adds i8 and the fp8 dtypes to cast where the device stores bytes and
  * cast.comp has a kernel each way between them and every dtype claimed. */
-static void byte_casts(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE]) {
+static void byte_casts(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE],
+                       uint32_t features[BP_OP_TABLE_SIZE]) {
   static const bp_dtype_t bytes[] = {BP_I8, BP_FP8_E4M3, BP_FP8_E5M2};
   if (!c->storage8) return;
   uint32_t all = t[BP_OP_CAST];
@@ -55,11 +56,15 @@ static void byte_casts(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE]) {
              kernel_of("cast", vkb_dtype_tag((bp_dtype_t)d), vkb_dtype_tag(bytes[i]));
     if (ok) t[BP_OP_CAST] |= BP_DTYPE_BIT(bytes[i]);
   }
+  /* the saturating fp8 mode is cast.comp's op */
+  if (t[BP_OP_CAST] & (BP_DTYPE_BIT(BP_FP8_E4M3) | BP_DTYPE_BIT(BP_FP8_E5M2)))
+    features[BP_OP_CAST] |= BP_FEATURE_CAST_SATURATE;
 }
 
-void vkb_quant_claims(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE]) {
+void vkb_quant_claims(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE],
+                      uint32_t features[BP_OP_TABLE_SIZE]) {
   if (!c->usable) return;
-  byte_casts(c, t);
+  byte_casts(c, t, features);
   if (!c->storage16) return;
   const char *bt = c->storage8 ? "s8" : "w";
   const uint32_t q = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);

@@ -21,7 +21,9 @@ BP_OP_TABLE_QUANT(VKB__DECLARE_QUANT_OP)
  * are rounded in double to the correctly rounded f32 quotient). Also adds
  * i8 and the fp8 dtypes to copy, which moves them as bytes, where u8
  * copies, and to cast where the device has 8-bit storage and cast.comp's
- * kernels for every pair. */
-VKB_HIDDEN void vkb_quant_claims(const vkb_caps_t *caps, uint32_t op_dtypes[BP_OP_TABLE_SIZE]);
+ * kernels for every pair, with the saturating fp8 mode
+ * (BP_FEATURE_CAST_SATURATE). */
+VKB_HIDDEN void vkb_quant_claims(const vkb_caps_t *caps, uint32_t op_dtypes[BP_OP_TABLE_SIZE],
+                                 uint32_t op_features[BP_OP_TABLE_SIZE]);
 
 #endif /* BACKPLANE_VKB_QUANT_H */
