@@ -33,13 +33,13 @@ static const gemm_tile_t k_tiles[] = {
 
 /* Picks the tile: small problems use the small tile so that every core
  * gets a workgroup; BACKPLANE_VK_GEMM_TILE=i forces one (for tuning). */
-static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch, bool software) {
+static const gemm_tile_t *pick_tile(int64_t m, int64_t n, int64_t batch, bool direct) {
   const char *env =
       vkb_host && vkb_host->getenv ? vkb_host->getenv("BACKPLANE_VK_GEMM_TILE") : NULL;
   if (env && env[0] >= '0' && env[0] < '0' + (int)(sizeof k_tiles / sizeof *k_tiles))
     return &k_tiles[env[0] - '0'];
   int64_t big_groups = ((m + 63) / 64) * ((n + 63) / 64) * batch;
-  if (software) return &k_tiles[3];
+  if (direct) return &k_tiles[3];
   return big_groups < 16 ? &k_tiles[1] : &k_tiles[0];
 }
 
@@ -97,7 +97,12 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
   if (tst != BP_ERR_UNSUPPORTED) return tst;
   tst = vkb_gemm_texel(s, g);
   if (tst != BP_ERR_UNSUPPORTED) return tst;
-  const gemm_tile_t *t = pick_tile(m, n, batch, s->d->software);
+  /* CPU implementations take the direct variant (below); =0 forces the
+   * shared-memory one GPUs run, so that it can be tested there. */
+  const char *direct_env =
+      vkb_host && vkb_host->getenv ? vkb_host->getenv("BACKPLANE_VK_GEMM_DIRECT") : NULL;
+  bool direct = s->d->software && !(direct_env && strcmp(direct_env, "0") == 0);
+  const gemm_tile_t *t = pick_tile(m, n, batch, direct);
   /* Loads walk the contiguous axis so neighbouring invocations read
    * neighbouring addresses. */
   uint32_t layout = (A->strides[2] == 1 ? 1u : 0u) | (B->strides[2] == 1 ? 2u : 0u);
@@ -106,8 +111,7 @@ static bp_status_t gemm_record(vkb_stream_t *s, const bp_gemm_args_t *g) {
   /* CPU implementations run barriers as coroutine switches; reading
    * through the caches without shared-memory staging is faster there. */
   char name[32];
-  snprintf(name, sizeof name, "gemm_%s%s", vkb_dtype_tag(C->dtype),
-           s->d->software ? "_direct" : "");
+  snprintf(name, sizeof name, "gemm_%s%s", vkb_dtype_tag(C->dtype), direct ? "_direct" : "");
   return vkb_dispatch(s, name, spec, 8, &p, sizeof p, (uint32_t)((n + t->bn - 1) / t->bn),
                       (uint32_t)((m + t->bm - 1) / t->bm), (uint32_t)batch);
 }
