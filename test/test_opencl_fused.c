@@ -101,8 +101,8 @@ static void test_epilogue_paths(void **state) {
       double *y = lin_run(&cl, dts[t], c, (const double *const *)v);
       double *r = lin_run(&ref, dts[t], c, (const double *const *)v);
       if (y && r)
-        tc_expect_close(&cl, dts[t], y, r, c->batch * c->m * c->n, (double)c->k, "%s %s",
-                        c->path, bp_dtype_name(dts[t]));
+        tc_expect_close(&cl, dts[t], y, r, c->batch * c->m * c->n, (double)c->k, "%s %s", c->path,
+                        bp_dtype_name(dts[t]));
       free(y), free(r);
       for (int j = 0; j < 4; j++) free(v[j]);
     }
@@ -206,8 +206,8 @@ static double *att_run(tc_env_t *e, bp_dtype_t dt, const att_case_t *c, const at
   att_make(e, dt, c, w, &d);
   bp_attention_options_t o = att_options(c, &d);
   bp_status_t st = bp_attention_ex(e->s, &d.q.t, &d.k.t, &d.v.t, &o, &d.out.t);
-  double *y = tc_expect_status(e, st, BP_OK, "%s attention_ex", c->path) ? tc_download(&d.out)
-                                                                          : NULL;
+  double *y =
+      tc_expect_status(e, st, BP_OK, "%s attention_ex", c->path) ? tc_download(&d.out) : NULL;
   att_free(&d);
   return y;
 }

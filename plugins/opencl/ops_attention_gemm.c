@@ -26,6 +26,12 @@ static bool has_masks(const bp_attention_args_t *a) {
   return a->struct_size >= sizeof *a;
 }
 
+/* attention.cl's ALiBi code: 1 the slopes tensor, 2 the standard slopes. */
+static cl_int alibi_kind(const bp_attention_args_t *a) {
+  if (a->alibi_slopes.rank) return 1;
+  return a->alibi_heads > 0 ? 2 : 0;
+}
+
 void ocl_arg_att_mask(ocl_args_t *a, const bp_attention_args_t *args) {
   bool m = has_masks(args);
   const bp_plugin_tensor_t *lens = m && args->kv_lens.rank ? &args->kv_lens : &args->q;
@@ -34,7 +40,7 @@ void ocl_arg_att_mask(ocl_args_t *a, const bp_attention_args_t *args) {
   cl_int mf[8] = {m && args->kv_lens.rank > 0,
                   m && args->window > 0 ? args->window : 0,
                   m && args->bias.rank > 0,
-                  !m ? 0 : args->alibi_slopes.rank ? 1 : args->alibi_heads > 0 ? 2 : 0,
+                  m ? alibi_kind(args) : 0,
                   m ? args->alibi_heads : 0,
                   m ? args->alibi_head_offset : 0,
                   0,
@@ -173,11 +179,11 @@ static bp_status_t chunk(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   int causal = causal_like(args);
   int64_t tm = cfg->tile_m, tn = cfg->tile_n;
   const bp_plugin_tensor_t *lens = has_masks(args) && args->kv_lens.rank ? &args->kv_lens : NULL;
-  bp_status_t st = pack(d, q, opts, Q, 2, 3, 1, g, bh0, nb, g->d, g->sq, part[SQ_Q], g->kpd,
-                        g->npq, tn, NULL, 0);
+  bp_status_t st = pack(d, q, opts, Q, 2, 3, 1, g, bh0, nb, g->d, g->sq, part[SQ_Q], g->kpd, g->npq,
+                        tn, NULL, 0);
   if (st == BP_OK)
-    st = pack(d, q, opts, K, 2, 3, g->grp, g, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd, g->mpk,
-              tm, lens, 1);
+    st = pack(d, q, opts, K, 2, 3, g->grp, g, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd, g->mpk, tm,
+              lens, 1);
   if (st == BP_OK)
     st = pack(d, q, opts, V, 3, 2, g->grp, g, bh0, nb, g->skv, g->dv, part[SQ_V], g->kps, g->npv,
               tn, lens, 2);
