@@ -71,8 +71,10 @@ static uint8_t *run_op(side_t *sd, qop_t op, tdesc_t *const *t, int nt, int out,
     if (!t[i]) continue;
     assert_int_equal(bp_buffer_alloc(sd->dev, t[i]->bytes, &b[i]), BP_OK);
     uint8_t *fill = malloc(t[i]->bytes);
-    if (t[i]->host) memcpy(fill, t[i]->host, t[i]->bytes);
-    else memset(fill, 0xAB, t[i]->bytes);
+    if (t[i]->host)
+      memcpy(fill, t[i]->host, t[i]->bytes);
+    else
+      memset(fill, 0xAB, t[i]->bytes);
     assert_int_equal(bp_buffer_write(b[i], 0, fill, t[i]->bytes), BP_OK);
     free(fill);
     assert_int_equal(bp_tensor_init(b[i], 0, t[i]->dt, t[i]->rank, t[i]->shape,
@@ -82,15 +84,30 @@ static uint8_t *run_op(side_t *sd, qop_t op, tdesc_t *const *t, int nt, int out,
   }
   bp_status_t st = BP_ERR_INTERNAL;
   switch (op) {
-  case Q_QUANT: st = bp_quantize(sd->s, p[0], p[1], p[2]); break;
-  case Q_DEQUANT: st = bp_dequantize(sd->s, p[0], p[1], p[2]); break;
-  case Q_GEMM: st = bp_qgemm(sd->s, p[0], p[1], p[2], p[3], out_scale, p[4]); break;
-  case Q_MATMUL: st = bp_qmatmul(sd->s, p[0], p[1], p[2]); break;
-  case Q_CAST: st = bp_cast(sd->s, p[0], p[1]); break;
-  case Q_COPY: st = bp_copy(sd->s, p[0], p[1]); break;
-  case Q_CAST_SAT: st = bp_cast_ex(sd->s, p[0], p[1], BP_CAST_SATURATE); break;
+  case Q_QUANT:
+    st = bp_quantize(sd->s, p[0], p[1], p[2]);
+    break;
+  case Q_DEQUANT:
+    st = bp_dequantize(sd->s, p[0], p[1], p[2]);
+    break;
+  case Q_GEMM:
+    st = bp_qgemm(sd->s, p[0], p[1], p[2], p[3], out_scale, p[4]);
+    break;
+  case Q_MATMUL:
+    st = bp_qmatmul(sd->s, p[0], p[1], p[2]);
+    break;
+  case Q_CAST:
+    st = bp_cast(sd->s, p[0], p[1]);
+    break;
+  case Q_COPY:
+    st = bp_copy(sd->s, p[0], p[1]);
+    break;
+  case Q_CAST_SAT:
+    st = bp_cast_ex(sd->s, p[0], p[1], BP_CAST_SATURATE);
+    break;
   }
-  if (st != BP_OK) fail_msg("op %d on %s: %s", (int)op, sd == &ocl ? "opencl" : "cpu-ref", bp_last_error());
+  if (st != BP_OK)
+    fail_msg("op %d on %s: %s", (int)op, sd == &ocl ? "opencl" : "cpu-ref", bp_last_error());
   uint8_t *got = malloc(t[out]->bytes);
   assert_int_equal(bp_buffer_read(b[out], 0, got, t[out]->bytes), BP_OK);
   for (int i = 0; i < nt; i++) bp_buffer_free(b[i]);
@@ -102,10 +119,12 @@ static char what[128];
 
 /* Runs op on both devices and compares t[out]'s bytes exactly. */
 static void same_bytes(qop_t op, tdesc_t *const *t, int nt, int out, float out_scale) {
-  uint8_t *g = run_op(&ocl, op, t, nt, out, out_scale), *w = run_op(&ref, op, t, nt, out, out_scale);
+  uint8_t *g = run_op(&ocl, op, t, nt, out, out_scale),
+          *w = run_op(&ref, op, t, nt, out, out_scale);
   for (uint64_t i = 0; i < t[out]->bytes; i++)
-    if (g[i] != w[i]) fail_msg("%s: byte %llu is 0x%02x on opencl, 0x%02x on cpu-ref", what,
-                               (unsigned long long)i, g[i], w[i]);
+    if (g[i] != w[i])
+      fail_msg("%s: byte %llu is 0x%02x on opencl, 0x%02x on cpu-ref", what, (unsigned long long)i,
+               g[i], w[i]);
   free(g), free(w);
 }
 
@@ -116,16 +135,21 @@ static uint32_t next_u32(void) {
   rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
   return (uint32_t)(rng >> 32);
 }
-static float next_f(float lo, float hi) { return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f; }
+static float next_f(float lo, float hi) {
+  return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f;
+}
 
 /* n values of dt (f32, f16, bf16) in [lo, hi). */
 static void *rand_float(bp_dtype_t dt, int64_t n, float lo, float hi) {
   void *v = malloc((size_t)n * 4);
   for (int64_t i = 0; i < n; i++) {
     float f = next_f(lo, hi);
-    if (dt == BP_F32) ((float *)v)[i] = f;
-    else if (dt == BP_F16) ((uint16_t *)v)[i] = bp_f32_to_f16(f);
-    else ((uint16_t *)v)[i] = bp_f32_to_bf16(f);
+    if (dt == BP_F32)
+      ((float *)v)[i] = f;
+    else if (dt == BP_F16)
+      ((uint16_t *)v)[i] = bp_f32_to_f16(f);
+    else
+      ((uint16_t *)v)[i] = bp_f32_to_bf16(f);
   }
   return v;
 }
@@ -136,7 +160,12 @@ static float load_float(bp_dtype_t dt, const void *p, int64_t i) {
   return bp_bf16_to_f32(((const uint16_t *)p)[i]);
 }
 
-static int64_t dsize(bp_dtype_t dt) { return dt == BP_F32 || dt == BP_I32 ? 4 : dt == BP_F16 || dt == BP_BF16 ? 2 : dt == BP_F64 || dt == BP_I64 ? 8 : 1; }
+static int64_t dsize(bp_dtype_t dt) {
+  return dt == BP_F32 || dt == BP_I32    ? 4
+         : dt == BP_F16 || dt == BP_BF16 ? 2
+         : dt == BP_F64 || dt == BP_I64  ? 8
+                                         : 1;
+}
 
 /* Random blocks: a scale in [2^-8, 2^-4) of either sign, random quants. */
 static uint8_t *rand_blocks(bp_dtype_t dt, int64_t nblocks) {
@@ -172,13 +201,17 @@ static void block_case(bp_dtype_t f, bp_dtype_t q, int64_t rows, int64_t k, bool
            (long long)rows, (long long)k, transposed ? " transposed" : "");
   void *x = rand_float(f, rows * k, -3, 3);
   if (f == BP_F32) ((float *)x)[3] = 0, ((float *)x)[7] = 40.0f; /* lone large value */
-  tdesc_t tx = {x, (uint64_t)(rows * k * fs), f, 2, {rows, k}, {transposed ? 1 : k, transposed ? rows : 1}, false};
+  tdesc_t tx = {
+      x,    (uint64_t)(rows * k * fs), f, 2, {rows, k}, {transposed ? 1 : k, transposed ? rows : 1},
+      false};
   tdesc_t tq = {NULL, (uint64_t)(nb * bs), q, 2, {rows, k}, {0}, true};
   tdesc_t *tqs[3] = {&tx, NULL, &tq};
   same_bytes(Q_QUANT, tqs, 3, 2, 0);
   uint8_t *w = rand_blocks(q, nb);
   tdesc_t tw = {w, (uint64_t)(nb * bs), q, 2, {rows, k}, {0}, true};
-  tdesc_t ty = {NULL, (uint64_t)(rows * k * fs), f, 2, {rows, k}, {transposed ? 1 : k, transposed ? rows : 1}, false};
+  tdesc_t ty = {
+      NULL, (uint64_t)(rows * k * fs), f, 2, {rows, k}, {transposed ? 1 : k, transposed ? rows : 1},
+      false};
   tdesc_t *tds[3] = {&tw, NULL, &ty};
   same_bytes(Q_DEQUANT, tds, 3, 2, 0);
   free(x), free(w);
@@ -202,7 +235,8 @@ static void test_quantize_blocks_padded(void **st) {
     snprintf(what, sizeof what, "f32 -> %s padded rows", bp_dtype_name(blocks[q]));
     float *x = rand_float(BP_F32, 2 * 3 * 80, -2, 2);
     tdesc_t tx = {x, 2 * 3 * 80 * 4, BP_F32, 3, {2, 3, 64}, {240, 80, 1}, false};
-    tdesc_t tq = {NULL, (uint64_t)(2 * 3 * 96 / 32 * bs), blocks[q], 3, {2, 3, 64}, {288, 96, 1}, false};
+    tdesc_t tq = {NULL, (uint64_t)(2 * 3 * 96 / 32 * bs), blocks[q], 3, {2, 3, 64}, {288, 96, 1},
+                  false};
     tdesc_t *t[3] = {&tx, NULL, &tq};
     same_bytes(Q_QUANT, t, 3, 2, 0);
     free(x);
@@ -220,9 +254,12 @@ static void test_quantize_i8(void **st) {
     xf[0] = 2.5f, xf[1] = -2.5f, xf[2] = 1.5f, xf[3] = NAN, xf[4] = 1e6f, xf[5] = -1e6f;
     uint8_t *x = malloc((size_t)(rows * cols * fs));
     for (int64_t i = 0; i < rows * cols; i++) {
-      if (f == BP_F32) ((float *)x)[i] = xf[i];
-      else if (f == BP_F16) ((uint16_t *)x)[i] = bp_f32_to_f16(xf[i]);
-      else ((uint16_t *)x)[i] = bp_f32_to_bf16(xf[i]);
+      if (f == BP_F32)
+        ((float *)x)[i] = xf[i];
+      else if (f == BP_F16)
+        ((uint16_t *)x)[i] = bp_f32_to_f16(xf[i]);
+      else
+        ((uint16_t *)x)[i] = bp_f32_to_bf16(xf[i]);
     }
     float sc[7] = {1.0f, 0.5f, 3.0f, 0.7f, 2.0f, 1.25f, 0.1f};
     for (int per_col = 0; per_col < 2; per_col++) {
@@ -259,7 +296,8 @@ static int8_t *rand_i8(int64_t n) {
 
 /* Fills a rank 2/3 descriptor of a [.., r, c] matrix, stored transposed
  * ([.., c, r]) when t. */
-static void mat(tdesc_t *d, const void *h, bp_dtype_t dt, int64_t batch, int64_t r, int64_t c, bool t) {
+static void mat(tdesc_t *d, const void *h, bp_dtype_t dt, int64_t batch, int64_t r, int64_t c,
+                bool t) {
   memset(d, 0, sizeof *d);
   d->host = h, d->dt = dt, d->bytes = (uint64_t)((batch ? batch : 1) * r * c * dsize(dt));
   int o = batch ? 1 : 0;
@@ -296,10 +334,10 @@ static void qgemm_case(const qg_case_t *g) {
 static void test_qgemm_shapes(void **st) {
   (void)st;
   static const qg_case_t cases[] = {
-      {0, 1, 67, 9, false, false, false},  {0, 5, 67, 9, false, true, false},
+      {0, 1, 67, 9, false, false, false},    {0, 5, 67, 9, false, true, false},
       {0, 37, 130, 50, false, false, false}, {0, 33, 31, 65, true, false, false},
-      {0, 32, 64, 32, true, true, false},  {2, 13, 33, 17, false, false, false},
-      {3, 9, 20, 40, true, false, true},   {2, 1, 100, 3, false, true, false},
+      {0, 32, 64, 32, true, true, false},    {2, 13, 33, 17, false, false, false},
+      {3, 9, 20, 40, true, false, true},     {2, 1, 100, 3, false, true, false},
       {0, 4, 1, 4, false, false, false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) qgemm_case(&cases[i]);
@@ -378,20 +416,37 @@ static void test_qmatmul_tiled(void **st) {
 /* The source values: every byte for the 1-byte types; else random values
  * around fp8's range and the edges of its rounding and overflow. */
 static void *cast_source(bp_dtype_t dt, int64_t n) {
-  static const double edge[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 448, 464, 464.5, 480, 57344,
-                                61440, 61439, 1e-9, 0.0009765625, 0.5, -2.5, 127.5, -128.5, 300,
-                                -1e12, 1.5, 0.001953125, 0.0029296875};
+  static const double edge[] = {0.0,  -0.0,         NAN, INFINITY,    -INFINITY,   448,
+                                464,  464.5,        480, 57344,       61440,       61439,
+                                1e-9, 0.0009765625, 0.5, -2.5,        127.5,       -128.5,
+                                300,  -1e12,        1.5, 0.001953125, 0.0029296875};
   uint8_t *v = malloc((size_t)(n * 8));
   for (int64_t i = 0; i < n; i++) {
-    double x = i < (int64_t)(sizeof edge / sizeof edge[0]) ? edge[i] : ldexp(next_f(-1, 1), (int)(next_u32() % 40) - 20);
+    double x = i < (int64_t)(sizeof edge / sizeof edge[0])
+                   ? edge[i]
+                   : ldexp(next_f(-1, 1), (int)(next_u32() % 40) - 20);
     switch (dt) {
-    case BP_F32: ((float *)v)[i] = (float)x; break;
-    case BP_F16: ((uint16_t *)v)[i] = bp_f64_to_f16(x); break;
-    case BP_BF16: ((uint16_t *)v)[i] = bp_f64_to_bf16(x); break;
-    case BP_F64: ((double *)v)[i] = x; break;
-    case BP_I32: ((int32_t *)v)[i] = isfinite(x) ? (int32_t)fmax(fmin(x * 100, 2e9), -2e9) : 7; break;
-    case BP_I64: ((int64_t *)v)[i] = isfinite(x) ? (int64_t)(x * 1e6) : -7; break;
-    default: v[i] = (uint8_t)i; break;
+    case BP_F32:
+      ((float *)v)[i] = (float)x;
+      break;
+    case BP_F16:
+      ((uint16_t *)v)[i] = bp_f64_to_f16(x);
+      break;
+    case BP_BF16:
+      ((uint16_t *)v)[i] = bp_f64_to_bf16(x);
+      break;
+    case BP_F64:
+      ((double *)v)[i] = x;
+      break;
+    case BP_I32:
+      ((int32_t *)v)[i] = isfinite(x) ? (int32_t)fmax(fmin(x * 100, 2e9), -2e9) : 7;
+      break;
+    case BP_I64:
+      ((int64_t *)v)[i] = isfinite(x) ? (int64_t)(x * 1e6) : -7;
+      break;
+    default:
+      v[i] = (uint8_t)i;
+      break;
     }
   }
   return v;
@@ -404,8 +459,8 @@ static bool claims(bp_op_t op, bp_dtype_t dt) {
 
 static void test_casts(void **st) {
   (void)st;
-  static const bp_dtype_t all[] = {BP_F32, BP_F16, BP_BF16, BP_F64, BP_I32, BP_I64,
-                                   BP_U8,  BP_I8,  BP_FP8_E4M3, BP_FP8_E5M2};
+  static const bp_dtype_t all[] = {BP_F32, BP_F16, BP_BF16, BP_F64,      BP_I32,
+                                   BP_I64, BP_U8,  BP_I8,   BP_FP8_E4M3, BP_FP8_E5M2};
   int ran = 0;
   for (int s = 0; s < 10; s++)
     for (int d = 0; d < 10; d++) {
@@ -445,7 +500,10 @@ static void test_casts(void **st) {
 /* The claims this file covers, so a new one without a test fails here. */
 static void test_claims(void **st) {
   (void)st;
-  static const struct { bp_op_t op; bp_dtype_t dt; } want[] = {
+  static const struct {
+    bp_op_t op;
+    bp_dtype_t dt;
+  } want[] = {
       {BP_OP_QUANTIZE, BP_I8},   {BP_OP_QUANTIZE, BP_Q8_0},   {BP_OP_QUANTIZE, BP_Q4_0},
       {BP_OP_DEQUANTIZE, BP_I8}, {BP_OP_DEQUANTIZE, BP_Q8_0}, {BP_OP_DEQUANTIZE, BP_Q4_0},
       {BP_OP_QGEMM, BP_I8},      {BP_OP_QMATMUL, BP_Q8_0},    {BP_OP_QMATMUL, BP_Q4_0},
@@ -453,7 +511,8 @@ static void test_claims(void **st) {
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     if (!claims(want[i].op, want[i].dt))
-      fail_msg("opencl does not claim %s for %s", bp_op_name(want[i].op), bp_dtype_name(want[i].dt));
+      fail_msg("opencl does not claim %s for %s", bp_op_name(want[i].op),
+               bp_dtype_name(want[i].dt));
   assert_false(claims(BP_OP_QGEMM, BP_F32));
   assert_false(claims(BP_OP_QMATMUL, BP_I8));
 }

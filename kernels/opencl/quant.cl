@@ -27,7 +27,9 @@
 #define QB 32 /* weights per block */
 
 /* saturate(rne(v)) to int8; NaN gives 0. */
-inline char bp_sat_i8(float v) { return isnan(v) ? (char)0 : convert_char_sat_rte(v); }
+inline char bp_sat_i8(float v) {
+  return isnan(v) ? (char)0 : convert_char_sat_rte(v);
+}
 
 /* ---- the block formats ---------------------------------------------------- */
 #ifdef QDT
@@ -55,13 +57,11 @@ inline int q_int(__global const uchar *blk, int j) {
 inline void q_encode(const float *v, __global uchar *blk) {
 #if QDT == 10
   float amax = 0.0f;
-  for (int j = 0; j < QB; j++)
-    amax = fmax(amax, fabs(v[j]));
+  for (int j = 0; j < QB; j++) amax = fmax(amax, fabs(v[j]));
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   vstore_half_rte(d, 0, (__global half *)blk);
-  for (int j = 0; j < QB; j++)
-    blk[2 + j] = (uchar)(char)round(v[j] * id);
+  for (int j = 0; j < QB; j++) blk[2 + j] = (uchar)(char)round(v[j] * id);
 #else
   float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < QB; j++)
@@ -86,27 +86,23 @@ inline void q_encode(const float *v, __global uchar *blk) {
 __kernel void quantize_block(__global const uchar *xb, ulong xo, __global uchar *yb, ulong yo,
                              BP_ROW_ARGS) {
   long b = get_global_id(0), r = get_global_id(1);
-  if (b * QB >= len || r >= nrows)
-    return;
+  if (b * QB >= len || r >= nrows) return;
   BP_ROW_SETUP(r, ox, oy);
   __global const T *x = BP_PTR(const T, xb, xo);
   float v[QB];
-  for (int j = 0; j < QB; j++)
-    v[j] = (float)LD(x, ox + (b * QB + j) * sxl);
+  for (int j = 0; j < QB; j++) v[j] = (float)LD(x, ox + (b * QB + j) * sxl);
   q_encode(v, yb + yo + ((oy + b * QB) / QB) * QBYTES);
 }
 
 __kernel void dequantize_block(__global const uchar *xb, ulong xo, __global uchar *yb, ulong yo,
                                BP_ROW_ARGS) {
   long b = get_global_id(0), r = get_global_id(1);
-  if (b * QB >= len || r >= nrows)
-    return;
+  if (b * QB >= len || r >= nrows) return;
   BP_ROW_SETUP(r, ox, oy);
   __global const uchar *blk = xb + xo + ((ox + b * QB) / QB) * QBYTES;
   __global T *y = BP_PTR(T, yb, yo);
   const float d = q_scale(blk);
-  for (int j = 0; j < QB; j++)
-    ST(y, oy + (b * QB + j) * syl, (float)q_int(blk, j) * d);
+  for (int j = 0; j < QB; j++) ST(y, oy + (b * QB + j) * syl, (float)q_int(blk, j) * d);
 }
 
 /* ---- qmatmul: y[i, j] = sum_l a[i, l] * w[j, l] ---------------------------
@@ -146,8 +142,7 @@ inline void a_load32(__global const T *a, long off, long st, float16 *lo, float1
     return;
   }
   float v[QB];
-  for (int l = 0; l < QB; l++)
-    v[l] = (float)LD(a, off + l * st);
+  for (int l = 0; l < QB; l++) v[l] = (float)LD(a, off + l * st);
   *lo = vload16(0, v);
   *hi = vload16(0, v + 16);
 }
@@ -186,13 +181,11 @@ qmv(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo, __gl
     }
   }
   __local float red[QMV_ROWS][QMV_WG];
-  for (int r = 0; r < QMV_ROWS; r++)
-    red[r][t] = acc[r];
+  for (int r = 0; r < QMV_ROWS; r++) red[r][t] = acc[r];
   barrier(CLK_LOCAL_MEM_FENCE);
   if (t < QMV_ROWS && j0 + t < n) {
     float s = 0.0f;
-    for (int e = 0; e < QMV_WG; e++)
-      s += red[t][e];
+    for (int e = 0; e < QMV_WG; e++) s += red[t][e];
     __global T *y = BP_PTR(T, yb, yo);
     ST(y, bi * ys.s0 + i * ys.s1 + (j0 + t) * ys.s2, s);
   }
@@ -215,8 +208,7 @@ qmm_tiled(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo
   __local float at[QMM_TILE][QB + 1], wt[QMM_TILE][QB + 1];
   float acc[QMM_W][QMM_W];
   for (int r = 0; r < QMM_W; r++)
-    for (int c = 0; c < QMM_W; c++)
-      acc[r][c] = 0.0f;
+    for (int c = 0; c < QMM_W; c++) acc[r][c] = 0.0f;
   for (long b = 0; b < nb; b++) {
     /* a's tile: QMM_TILE rows x 32, rows past m read as zeros */
     for (int e = lid; e < QMM_TILE * QB; e += QMM_T * QMM_T) {
@@ -229,27 +221,21 @@ qmm_tiled(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo
       int r = e / 2, h = (e % 2) * (QB / 2);
       __global const uchar *blk = w + (min(j0 + r, n - 1) * wrs + b) * QBYTES;
       float d = q_scale(blk);
-      for (int l = h; l < h + QB / 2; l++)
-        wt[r][l] = (float)q_int(blk, l) * d;
+      for (int l = h; l < h + QB / 2; l++) wt[r][l] = (float)q_int(blk, l) * d;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     float part[QMM_W][QMM_W];
     for (int r = 0; r < QMM_W; r++)
-      for (int c = 0; c < QMM_W; c++)
-        part[r][c] = 0.0f;
+      for (int c = 0; c < QMM_W; c++) part[r][c] = 0.0f;
     for (int l = 0; l < QB; l++) {
       float av[QMM_W], wv[QMM_W];
+      for (int r = 0; r < QMM_W; r++) av[r] = at[ty * QMM_W + r][l];
+      for (int c = 0; c < QMM_W; c++) wv[c] = wt[tx * QMM_W + c][l];
       for (int r = 0; r < QMM_W; r++)
-        av[r] = at[ty * QMM_W + r][l];
-      for (int c = 0; c < QMM_W; c++)
-        wv[c] = wt[tx * QMM_W + c][l];
-      for (int r = 0; r < QMM_W; r++)
-        for (int c = 0; c < QMM_W; c++)
-          part[r][c] = fma(av[r], wv[c], part[r][c]);
+        for (int c = 0; c < QMM_W; c++) part[r][c] = fma(av[r], wv[c], part[r][c]);
     }
     for (int r = 0; r < QMM_W; r++)
-      for (int c = 0; c < QMM_W; c++)
-        acc[r][c] += part[r][c];
+      for (int c = 0; c < QMM_W; c++) acc[r][c] += part[r][c];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   __global T *y = BP_PTR(T, yb, yo) + bi * ys.s0;
@@ -257,8 +243,7 @@ qmm_tiled(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo
     long i = i0 + ty * QMM_W + r;
     for (int c = 0; c < QMM_W; c++) {
       long j = j0 + tx * QMM_W + c;
-      if (i < m && j < n)
-        ST(y, i * ys.s1 + j * ys.s2, acc[r][c]);
+      if (i < m && j < n) ST(y, i * ys.s1 + j * ys.s2, acc[r][c]);
     }
   }
 }
@@ -267,8 +252,8 @@ qmm_tiled(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo
 /* ---- i8 with f32 scales: y = saturate(rne(x / scale)) and q * scale ------ */
 #ifdef I8Q
 __kernel void quantize_i8(__global const uchar *xb, ulong xo, __global const uchar *sb, ulong so,
-                          __global uchar *yb, ulong yo, int rank, long n, long8 shape8,
-                          long8 xs8, long8 ss8, long8 ys8) {
+                          __global uchar *yb, ulong yo, int rank, long n, long8 shape8, long8 xs8,
+                          long8 ss8, long8 ys8) {
   long shape[8], xs[8], ss[8], ys[8];
   BP_UNPACK8(shape8, shape);
   BP_UNPACK8(xs8, xs);
@@ -285,8 +270,8 @@ __kernel void quantize_i8(__global const uchar *xb, ulong xo, __global const uch
 }
 
 __kernel void dequantize_i8(__global const uchar *xb, ulong xo, __global const uchar *sb, ulong so,
-                            __global uchar *yb, ulong yo, int rank, long n, long8 shape8,
-                            long8 xs8, long8 ss8, long8 ys8) {
+                            __global uchar *yb, ulong yo, int rank, long n, long8 shape8, long8 xs8,
+                            long8 ss8, long8 ys8) {
   long shape[8], xs[8], ss[8], ys[8];
   BP_UNPACK8(shape8, shape);
   BP_UNPACK8(xs8, xs);
@@ -314,8 +299,7 @@ __kernel void dequantize_i8(__global const uchar *xb, ulong xo, __global const u
 __kernel void qpack(__global const uchar *sbuf, ulong so, long rows, long k, long sb, long sr,
                     long sp, __global char *dst, long rp, long kp) {
   long p = get_global_id(0), r = get_global_id(1), bi = get_global_id(2);
-  if (p >= kp || r >= rp)
-    return;
+  if (p >= kp || r >= rp) return;
   __global const char *src = BP_PTR(const char, sbuf, so);
   dst[(bi * rp + r) * kp + p] = (r < rows && p < k) ? src[bi * sb + r * sr + p * sp] : (char)0;
 }
@@ -364,14 +348,11 @@ qgemm_tiled(__global const char *pa, __global const char *pb, long kp, long sab,
   __global const char *b = pb + bi * sbb + j0 * kp;
   uint4 acc[QG_W][QG_W];
   for (int r = 0; r < QG_W; r++)
-    for (int c = 0; c < QG_W; c++)
-      acc[r][c] = 0;
+    for (int c = 0; c < QG_W; c++) acc[r][c] = 0;
   for (long p = 0; p < kp; p += QG_K) {
     char16 av[QG_W], bv[QG_W];
-    for (int r = 0; r < QG_W; r++)
-      av[r] = vload16(0, a + r * kp + p);
-    for (int c = 0; c < QG_W; c++)
-      bv[c] = vload16(0, b + c * kp + p);
+    for (int r = 0; r < QG_W; r++) av[r] = vload16(0, a + r * kp + p);
+    for (int c = 0; c < QG_W; c++) bv[c] = vload16(0, b + c * kp + p);
     for (int r = 0; r < QG_W; r++)
       for (int c = 0; c < QG_W; c++)
         acc[r][c] += as_uint4(dot16(av[r], bv[c])); /* uint: wraps modulo 2^32 */
@@ -381,13 +362,11 @@ qgemm_tiled(__global const char *pa, __global const char *pb, long kp, long sab,
   __global uchar *c = cb + co;
   for (int r = 0; r < QG_W; r++) {
     long i = i0 + r;
-    if (i >= m)
-      break;
+    if (i >= m) break;
     float si = has.x ? sa[i * sas] : 1.0f;
     for (int q = 0; q < QG_W; q++) {
       long j = j0 + q;
-      if (j >= n)
-        break;
+      if (j >= n) break;
       uint4 v = acc[r][q];
       float sj = has.y ? sbp[j * sbs] : 1.0f;
       qg_store(c, bi * csb + i * csm + j * csn, v.x + v.y + v.z + v.w, si, sj, out_scale);
@@ -404,12 +383,9 @@ inline float bp_fp8_decode(uchar b, int mbits) {
   int e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
   float s = (b & 0x80) ? -1.0f : 1.0f;
   const float qnan = as_float(0x7fc00000u); /* the CPU's NAN: OpenCL's may differ */
-  if (mbits == 3 && e == 15 && m == 7)
-    return qnan;
-  if (mbits == 2 && e == 31)
-    return m ? qnan : s * INFINITY;
-  if (e == 0)
-    return s * ldexp((float)m, 1 - bias - mbits);
+  if (mbits == 3 && e == 15 && m == 7) return qnan;
+  if (mbits == 2 && e == 31) return m ? qnan : s * INFINITY;
+  if (e == 0) return s * ldexp((float)m, 1 - bias - mbits);
   return s * ldexp((float)((1 << mbits) + m), e - bias - mbits);
 }
 
@@ -420,16 +396,13 @@ inline uchar bp_fp8_encode(double v, int mbits) {
   int ebits = 7 - mbits, bias = (1 << (ebits - 1)) - 1;
   uchar sign = signbit(v) ? 0x80 : 0;
   uchar nan = mbits == 3 ? 0x7F : 0x7E, inf = 0x7C;
-  if (isnan(v))
-    return sign | nan;
+  if (isnan(v)) return sign | nan;
   double a = fabs(v);
-  if (mbits == 3 ? a > 464.0 : a >= 61440.0)
-    return sign | (mbits == 3 ? nan : inf);
+  if (mbits == 3 ? a > 464.0 : a >= 61440.0) return sign | (mbits == 3 ? nan : inf);
   int x;
   frexp(a, &x);
   int E = x - 1;
-  if (a == 0.0 || E < 1 - bias)
-    E = 1 - bias;
+  if (a == 0.0 || E < 1 - bias) E = 1 - bias;
   double q = rint(ldexp(a, mbits - E));
   int code = (E - (1 - bias)) * (1 << mbits) + (int)q;
   return (uchar)(sign | code);

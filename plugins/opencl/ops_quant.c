@@ -50,8 +50,8 @@ static bp_status_t block_rows(ocl_device_t *d, bp_plugin_stream_t *stream,
   snprintf(defs, sizeof defs, "-DQDT=%d", (int)q->dtype);
   ocl_args_t a;
   pthread_mutex_lock(&d->lock);
-  bp_status_t st = ocl_quant_kernel(d, f->dtype, defs,
-                                    to_block ? "quantize_block" : "dequantize_block", &a);
+  bp_status_t st =
+      ocl_quant_kernel(d, f->dtype, defs, to_block ? "quantize_block" : "dequantize_block", &a);
   if (st == BP_OK) {
     ocl_arg_buf(&a, x->ptr, x->offset);
     ocl_arg_buf(&a, y->ptr, y->offset);
