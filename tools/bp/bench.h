@@ -54,6 +54,9 @@ void bench_machine_measure(bench_machine_t *m, bool quick);
 /* The streaming read+write bandwidth now, in GB/s (best of a cached-store
  * and a non-temporal-store loop), for memory-bound cases to be held to. */
 double bench_stream_gbs(int threads, bool quick);
+/* The bytes of each of the streaming loop's buffers (twice the last-level
+ * cache, 64 MiB to 1 GiB): a working set this large comes from memory. */
+size_t bench_dram_bytes(void);
 /* The same loop over a working set of that many bytes (read + write), to
  * hold a memory-bound case to the level of the memory hierarchy its own
  * working set lives in. */

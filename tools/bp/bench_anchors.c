@@ -293,14 +293,14 @@ static double llc_bytes(void) {
 
 /* Buffers of twice the last-level cache each (64 MiB to 1 GiB): the loop
  * then streams from memory, whatever part of the cache is free. */
-static size_t dram_buffer_bytes(void) {
+size_t bench_dram_bytes(void) {
   double b = 2 * llc_bytes(), lo = 64.0 * (1 << 20), hi = 1024.0 * (1 << 20);
   b = b < lo ? lo : b > hi ? hi : b;
   return (size_t)b & ~(size_t)((2u << 20) - 1);
 }
 
 double bench_stream_gbs(int threads, bool quick) {
-  return measure_stream(threads, dram_buffer_bytes(), quick ? 2 : 4);
+  return measure_stream(threads, bench_dram_bytes(), quick ? 2 : 4);
 }
 
 double bench_stream_gbs_at(int threads, double working_set) {
