@@ -54,6 +54,28 @@ def test_q8_0_roundtrip_and_qmatmul(dev):
     assert dev.supports("qmatmul", "q4_0") and dev.supports("qgemm", "i8")
 
 
+def test_quantized_a_through_views(dev):
+    """C = Aq @ B with the quantized operand on the left (docs/ops.md): qmatmul
+    of a = B^T and w = Aq into y = C^T, both transposed views, no copy."""
+    s = dev.stream()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 7)).astype(np.float32)
+    aq, ad, c = dev.empty((5, 64), "q8_0"), dev.empty((5, 64)), dev.empty((5, 7))
+    s.quantize(dev.tensor(a), aq)
+    s.dequantize(aq, ad)
+    bt = dev.tensor(b)
+    s.qmatmul(bt.transpose(), aq, c.transpose())
+    s.synchronize()
+    want = ad.numpy().astype(np.float64) @ b.astype(np.float64)
+    # the bound of docs/ops.md with B's columns as the activation rows
+    bcols = b.T.astype(np.float64)
+    amax = np.abs(bcols).reshape(7, -1, 32).max(axis=2)
+    wabs = np.abs(ad.numpy().astype(np.float64)).reshape(5, -1, 32).sum(axis=2)
+    tol = (1 + 2**-10) * wabs @ (amax / 254).T + 2**-12 * np.abs(ad.numpy()) @ np.abs(b).astype(np.float64)
+    assert (np.abs(c.numpy() - want) <= tol).all()
+
+
 def test_bad_block_shape_rejected(dev):
     s = dev.stream()
     with pytest.raises(bp.BackplaneError, match="INVALID_ARGUMENT"):
