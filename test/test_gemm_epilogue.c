@@ -98,6 +98,12 @@ static const ep_case_t ep_cases[] = {
     {3, 5, 17, 9, 3, BP_UNARY_TANH, 0.5}, {2, 33, 29, 19, 4, BP_UNARY_SIGMOID, 0},
     {1, 70, 67, 64, 1, BP_UNARY_GELU, 1}, {2, 64, 96, 80, 1, BP_UNARY_RELU, 0},
     {1, 40, 36, 33, 3, NO_ACT, 1},        {2, 6, 5, 4, 4, BP_UNARY_GELU, 0},
+    /* bf16 / f16 of these take the epilogue in the AMX merge: a bias of
+     * one value per row (stride 0 along n), odd tails, beta with act */
+    {1, 48, 40, 24, 2, BP_UNARY_SILU, 0.5}, {2, 35, 33, 40, 0, BP_UNARY_TANH, 0},
+    {1, 33, 47, 70, 1, BP_UNARY_GELU, 0.5},
+    /* one row of C: PoCL's matrix-vector kernels, k split in slices */
+    {2, 1, 301, 403, 4, BP_UNARY_GELU, 0.5}, {1, 1, 517, 300, 1, BP_UNARY_SILU, 1},
 };
 
 /* Runs one case with matmul_ex (b [k, n] shared when the case index is

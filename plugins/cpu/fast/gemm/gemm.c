@@ -336,8 +336,12 @@ static void store_scalar(char *dst, bool f64, double v) {
 }
 
 bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
-  if (cpu_gemm_has_epilogue(a)) return cpu_fast_gemm_epilogue(dev, a);
   bp_dtype_t dt = a->a.dtype;
+  /* bf16 / f16 on AMX take the epilogue in the merge (below); the rest
+   * run the GEMM, then the epilogue over C */
+  bool lowp = dt == BP_BF16 || dt == BP_F16;
+  if (cpu_gemm_has_epilogue(a) && !(lowp && cpu_fast_gemm_amx_epilogue_ok(a)))
+    return cpu_fast_gemm_epilogue(dev, a);
   if (a->b.dtype != dt || a->c.dtype != dt || a->a.rank != 3 ||
       a->b.rank != 3 || a->c.rank != 3)
     return BP_ERR_UNIMPLEMENTED;
@@ -361,6 +365,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
     bp_status_t st = cpu_fast_gemm_lowp(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
+  if (cpu_gemm_has_epilogue(a)) return cpu_fast_gemm_epilogue(dev, a);
 
   bool f64 = dt == BP_F64;
   gemm_job_t j;

@@ -145,6 +145,9 @@ CPU_HIDDEN bp_status_t cpu_fast_gemm_skinny_lowp(cpu_device_t *dev, const bp_gem
  * checked the CPU features (AMX-BF16, AVX-512 BW / VL) and
  * cpu_amx_request(). */
 CPU_HIDDEN bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *a);
+/* Whether cpu_fast_gemm_amx applies a's epilogue (bias in C's dtype, a
+ * known activation) in its merge, rounding each value of C once. */
+CPU_HIDDEN bool cpu_fast_gemm_amx_epilogue_ok(const bp_gemm_args_t *a);
 
 /* f16 on the bf16 tiles, each value split into two bf16 values so every
  * product is exact (fast/gemm/gemm_amx_f16.c). The packers write the

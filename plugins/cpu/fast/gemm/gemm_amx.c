@@ -22,7 +22,14 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "gemm_epilogue.h"
 #include "plugins/cpu/dtype.h"
+
+/* the f32 vector math of the elementwise kernels, for the epilogue's
+ * activation while the merged values are still in registers */
+#define CPU_FAST_VEC_512 1
+#include "plugins/cpu/fast/vec_isa.h"
+#include "plugins/cpu/fast/vec_math.h"
 
 #define AMX_KC 32       /* bf16 per tile row: one k chunk */
 #define AMX_PANEL 1024  /* bf16 per 32 x 32 panel chunk (two 1 KiB tiles) */
@@ -151,20 +158,71 @@ static __m512 bf16_widen16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* C = half(alpha * acc + beta * C) for C in bf16 or f16 (f16: AVX-512F's
- * vcvtph2ps / vcvtps2ph, nearest even as the bf16 rounding). */
+/* The epilogue of ABI 1.5, applied in the merge to the f32 value before
+ * its one rounding: bias (C's dtype; bias[i * sbm + j * sbn] for C[i][j],
+ * NULL: none), then act (BP_UNARY_*, -1: none). */
+typedef struct amx_epi {
+  const uint16_t *bias;
+  int64_t sbm, sbn;
+  int act;
+} amx_epi_t;
+
+static inline __m512 half_widen16(__m256i h, bool f16) {
+  return f16 ? _mm512_cvtph_ps(h) : bf16_widen16(h);
+}
+
+static inline float half_to_float(uint16_t h, bool f16) {
+  return f16 ? cpu_f16_to_float(h) : cpu_bf16_to_float(h);
+}
+
+/* 16 (m: the first lanes) bias values from b, sbn apart, widened. */
+static inline __m512 amx_bias16(const uint16_t *b, int64_t sbn, __mmask16 m, bool f16) {
+  if (sbn == 1) return half_widen16(_mm256_maskz_loadu_epi16(m, b), f16);
+  if (sbn == 0) return _mm512_set1_ps(half_to_float(*b, f16));
+  alignas(64) float v[16] = {0};
+  for (int j = 0; j < 16 && (m >> j & 1); j++) v[j] = half_to_float(b[j * sbn], f16);
+  return _mm512_load_ps(v);
+}
+
+/* act(v) with the elementwise kernels' vector forms (cpu_fast_gemm_act_known
+ * lists the ones that reach here). */
+static inline __m512 amx_act16(__m512 v, int act) {
+  switch (act) {
+  case BP_UNARY_RELU: { /* x > 0 ? x : (NaN ? x : 0) */
+    M keep = mor(VCMP(v, vset1(0.0f), _CMP_GT_OQ), VCMP(v, v, _CMP_UNORD_Q));
+    return vsel(keep, vset1(0.0f), v);
+  }
+  case BP_UNARY_GELU: return vgelu(v);
+  case BP_UNARY_SILU: return vsilu(v);
+  case BP_UNARY_SIGMOID: return vsigmoid(v);
+  case BP_UNARY_TANH: return vtanh(v);
+  default: return v;
+  }
+}
+
+/* Any C strides: element by element, in double as the reference. */
+static void amx_merge_strided(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
+                              int64_t rows, int64_t cols, float alpha, float beta,
+                              const amx_epi_t *e, const uint16_t *bias, bool f16) {
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) {
+      uint16_t *cij = c + i * scm + j * scn;
+      double v = (double)(alpha * t[i * ld + j]);
+      if (beta != 0) v += (double)(beta * half_to_float(*cij, f16));
+      if (bias) v = (double)(float)v + half_to_float(bias[i * e->sbm + j * e->sbn], f16);
+      if (e->act >= 0) v = cpu_fast_gemm_act_value(e->act, (double)(float)v);
+      *cij = f16 ? cpu_f16_from_double((double)(float)v) : cpu_bf16_from_double((double)(float)v);
+    }
+}
+
+/* C = half(act(alpha * acc + beta * C + bias)) for C in bf16 or f16 (f16:
+ * AVX-512F's vcvtph2ps / vcvtps2ph, nearest even as the bf16 rounding);
+ * bias is e's at this block's first element. */
 static inline void amx_merge_half(const float *t, int64_t ld, uint16_t *c, int64_t scm,
                                   int64_t scn, int64_t rows, int64_t cols, float alpha,
-                                  float beta, bool f16) {
+                                  float beta, const amx_epi_t *e, const uint16_t *bias, bool f16) {
   if (scn != 1) {
-    for (int64_t i = 0; i < rows; i++)
-      for (int64_t j = 0; j < cols; j++) {
-        uint16_t *cij = c + i * scm + j * scn;
-        double v = (double)(alpha * t[i * ld + j]);
-        if (beta != 0)
-          v += (double)(beta * (f16 ? cpu_f16_to_float(*cij) : cpu_bf16_to_float(*cij)));
-        *cij = f16 ? cpu_f16_from_double((double)(float)v) : cpu_bf16_from_double((double)(float)v);
-      }
+    amx_merge_strided(t, ld, c, scm, scn, rows, cols, alpha, beta, e, bias, f16);
     return;
   }
   __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
@@ -173,10 +231,9 @@ static inline void amx_merge_half(const float *t, int64_t ld, uint16_t *c, int64
       __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
       uint16_t *cij = c + i * scm + j;
       __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * ld + j));
-      if (beta != 0) {
-        __m256i h = _mm256_maskz_loadu_epi16(m, cij);
-        v = _mm512_fmadd_ps(vb, f16 ? _mm512_cvtph_ps(h) : bf16_widen16(h), v);
-      }
+      if (beta != 0) v = _mm512_fmadd_ps(vb, half_widen16(_mm256_maskz_loadu_epi16(m, cij), f16), v);
+      if (bias) v = _mm512_add_ps(v, amx_bias16(bias + i * e->sbm + j * e->sbn, e->sbn, m, f16));
+      if (e->act >= 0) v = amx_act16(v, e->act);
       _mm256_mask_storeu_epi16(
           cij, m,
           f16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : bf16_round16(v));
@@ -184,13 +241,15 @@ static inline void amx_merge_half(const float *t, int64_t ld, uint16_t *c, int64
 }
 
 static void amx_merge_bf16(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
-                           int64_t rows, int64_t cols, float alpha, float beta) {
-  amx_merge_half(t, ld, c, scm, scn, rows, cols, alpha, beta, false);
+                           int64_t rows, int64_t cols, float alpha, float beta,
+                           const amx_epi_t *e, const uint16_t *bias) {
+  amx_merge_half(t, ld, c, scm, scn, rows, cols, alpha, beta, e, bias, false);
 }
 
 static void amx_merge_f16(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
-                          int64_t rows, int64_t cols, float alpha, float beta) {
-  amx_merge_half(t, ld, c, scm, scn, rows, cols, alpha, beta, true);
+                          int64_t rows, int64_t cols, float alpha, float beta,
+                          const amx_epi_t *e, const uint16_t *bias) {
+  amx_merge_half(t, ld, c, scm, scn, rows, cols, alpha, beta, e, bias, true);
 }
 
 /* ---- driver --------------------------------------------------------------- */
@@ -200,8 +259,8 @@ static void amx_merge_f16(const float *t, int64_t ld, uint16_t *c, int64_t scm, 
 typedef void (*amx_pack_fn)(const uint16_t *src, int64_t s_outer, int64_t s_inner,
                             int64_t cnt, int64_t k, int64_t kp, uint16_t *dst);
 typedef void (*amx_merge_fn)(const float *t, int64_t ld, uint16_t *c, int64_t scm,
-                             int64_t scn, int64_t rows, int64_t cols, float alpha,
-                             float beta);
+                              int64_t scn, int64_t rows, int64_t cols, float alpha,
+                             float beta, const amx_epi_t *e, const uint16_t *bias);
 typedef struct amx_ops {
   amx_pack_fn pack_a, pack_b;
   amx_merge_fn merge;
@@ -218,6 +277,7 @@ typedef struct amx_job {
   int64_t mparts;
   int failed;
   const amx_ops_t *ops;
+  amx_epi_t epi;
 } amx_job_t;
 
 static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge_bf16, 1};
@@ -260,8 +320,9 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
                 j->bpack + p * panel + k0 * 32, w, AMX_WS_LD, first);
         if (!last) continue;
         int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
+        const uint16_t *bias = j->epi.bias ? j->epi.bias + r0 * j->epi.sbm + c0 * j->epi.sbn : NULL;
         j->ops->merge(w, AMX_WS_LD, j->c + r0 * j->scm + c0 * j->scn, j->scm,
-                      j->scn, rows, cols, j->alpha, j->beta);
+                      j->scn, rows, cols, j->alpha, j->beta, &j->epi, bias);
       }
     }
   }
@@ -337,6 +398,23 @@ static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   return true;
 }
 
+/* The epilogue of g's batch entry b (cpu_fast_gemm_amx_epilogue_ok holds). */
+static amx_epi_t amx_epi_of(const bp_gemm_args_t *g, int64_t b) {
+  amx_epi_t e = {NULL, 0, 0, (g->flags & BP_GEMM_FLAG_ACTIVATION) ? (int)g->activation : -1};
+  if (g->bias.rank) {
+    const int64_t *s = g->bias.strides;
+    e.bias = (const uint16_t *)((const char *)(uintptr_t)g->bias.ptr + g->bias.offset) + b * s[0];
+    e.sbm = s[1], e.sbn = s[2];
+  }
+  return e;
+}
+
+bool cpu_fast_gemm_amx_epilogue_ok(const bp_gemm_args_t *g) {
+  if ((g->flags & BP_GEMM_FLAG_ACTIVATION) && !cpu_fast_gemm_act_known(g->activation))
+    return false;
+  return !g->bias.rank || (g->bias.rank == 3 && g->bias.dtype == g->c.dtype);
+}
+
 bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *g) {
   const amx_ops_t *ops = g->a.dtype == BP_F16 ? &amx_f16_ops : &amx_bf16_ops;
   int64_t batch = g->c.shape[0], m = g->c.shape[1], n = g->c.shape[2];
@@ -351,13 +429,14 @@ bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *g) {
                    (uint16_t *)(pc + 2 * b * sc[0]),
                    m, n, k, (k * ops->kmul + AMX_KC - 1) / AMX_KC * AMX_KC,
                    sa[1], sa[2], sb[1], sb[2], sc[1], sc[2],
-                   (float)g->alpha, (float)g->beta, NULL, 1, 0, ops};
+                   (float)g->alpha, (float)g->beta, NULL, 1, 0, ops, amx_epi_of(g, b)};
     /* Column-major C: compute C^T = B^T A^T so the merge runs along rows. */
     if (j.scn != 1 && j.scm == 1) {
       amx_job_t t = j;
       j.a = t.b, j.b = t.a, j.m = t.n, j.n = t.m;
       j.sam = t.sbn, j.sak = t.sbk, j.sbk = t.sak, j.sbn = t.sam;
       j.scm = t.scn, j.scn = t.scm;
+      j.epi.sbm = t.epi.sbn, j.epi.sbn = t.epi.sbm;
     }
     if (!amx_one(dev, &j)) return b == 0 ? BP_ERR_UNIMPLEMENTED : BP_ERR_OUT_OF_MEMORY;
     if (j.failed) return BP_ERR_OUT_OF_MEMORY;
