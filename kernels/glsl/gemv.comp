@@ -10,7 +10,7 @@
 // 16-byte aligned (VEC: one load per four columns), else as r32f (four
 // loads, any strides). C is written through its buffer address.
 // Variants gemv_<dt> (C's dtype); specialization constants: 0 MB (m
-// rounded up to a multiple of 4), 1 VEC, 2 ACT (the epilogue's activation,
+// rounded up to a multiple of 4; 1 for m = 1), 1 VEC, 2 ACT (the epilogue's activation,
 // a bp_unary_op_t code, -1: none).
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require

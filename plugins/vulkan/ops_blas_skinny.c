@@ -47,7 +47,9 @@ bp_status_t vkb_gemm_skinny(vkb_stream_t *s, const bp_gemm_args_t *g) {
       !vkb_kernel_present(name) || batch > s->d->caps.max_groups[2] ||
       (n + 255) / 256 > s->d->caps.max_groups[0])
     return BP_ERR_UNSUPPORTED;
-  int64_t mb = (m + 3) / 4 * 4, kpad = (k + 3) / 4 * 4;
+  /* One row (the matrix-vector product) gets a one-row variant: padding it
+   * to four would quadruple the kernel's arithmetic and A loads. */
+  int64_t mb = m == 1 ? 1 : (m + 3) / 4 * 4, kpad = (k + 3) / 4 * 4;
   int64_t na = A->strides[0] == 0 ? 1 : batch;
   uint64_t abytes = (uint64_t)(na * kpad * mb) * 4;
   if (abytes / 16 > s->d->caps.max_texels) return BP_ERR_UNSUPPORTED;
