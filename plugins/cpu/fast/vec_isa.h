@@ -1,7 +1,8 @@
 /*
  * fast/vec_isa.h — the few vector operations fast/vec_kern.h is written in,
  * for AVX-512 (CPU_FAST_VEC_512) or AVX2 + FMA + F16C. Included only by
- * fast/vec_avx512.c / fast/vec_avx2.c, which carry the matching -m flags.
+ * fast/vec_avx512.c / fast/vec_avx2.c and (AVX-512, for the GEMM epilogue's
+ * activation) fast/gemm/gemm_amx.c, which carry the matching -m flags.
  * V is a float vector of VL lanes, M a lane mask, VI an int32 vector.
  */
 #include <immintrin.h>

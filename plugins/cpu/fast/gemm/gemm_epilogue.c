@@ -6,7 +6,8 @@
  * and a strided loop where they do not. The plugin claims
  * BP_FEATURE_GEMM_BIAS / _ACT, so the core sends one call instead of three.
  * Activations other than the usual ones are declined before any work, and
- * the reference runs the whole op.
+ * the reference runs the whole op. bf16 / f16 GEMMs on AMX do not come
+ * here: their merge applies the epilogue (fast/gemm/gemm_amx.c).
  */
 #include <math.h>
 
