@@ -108,7 +108,8 @@ static const ep_case_t ep_cases[] = {
 
 /* Runs one case with matmul_ex (b [k, n] shared when the case index is
  * even) and checks it; true when it ran. */
-static void ep_one(tc_env_t *e, bp_dtype_t dt, const ep_case_t *c, bool shared_b, tc_rng_t *rng) {
+static void ep_one(tc_env_t *e, bp_dtype_t dt, const ep_case_t *c, bool shared_b, tc_rng_t *rng,
+                   int c_layout) {
   int64_t as[3] = {c->batch, c->m, c->k}, bsh[3] = {c->batch, c->k, c->n},
           cs[3] = {c->batch, c->m, c->n};
   int64_t bias_s[3];
@@ -125,7 +126,7 @@ static void ep_one(tc_env_t *e, bp_dtype_t dt, const ep_case_t *c, bool shared_b
   tc_rng_fill(rng, dt, -1, 1, bias, nbias);
   tc_tensor_t A = tc_tensor(e, dt, 3, as, TC_STRIDED, a);
   tc_tensor_t B = tc_tensor(e, dt, shared_b ? 2 : 3, shared_b ? bsh + 1 : bsh, TC_PERMUTED, b);
-  tc_tensor_t C = tc_tensor(e, dt, 3, cs, TC_STRIDED, c0);
+  tc_tensor_t C = tc_tensor(e, dt, 3, cs, c_layout, c0);
   tc_tensor_t Bias = tc_tensor(e, dt, br ? br : 1, br ? bias_s : &nbias, TC_CONTIG, bias);
   bp_gemm_epilogue_t ep = {sizeof ep, br ? &Bias.t : NULL, c->act != NO_ACT,
                            c->act != NO_ACT ? (bp_unary_op_t)c->act : BP_UNARY_NEG};
@@ -152,7 +153,9 @@ static void ep_device(tc_env_t *e, tc_rng_t *rng, int *ran) {
     bp_dtype_t dt = tc_float_dtypes[t];
     if (!tc_supports(e, BP_OP_GEMM, dt)) continue;
     for (size_t i = 0; i < sizeof ep_cases / sizeof *ep_cases; i++) {
-      ep_one(e, dt, &ep_cases[i], i % 2 == 0, rng);
+      ep_one(e, dt, &ep_cases[i], i % 2 == 0, rng, TC_STRIDED);
+      /* row-major C too: the vector merge of the bf16 / f16 AMX kernel */
+      if (dt == BP_BF16 || dt == BP_F16) ep_one(e, dt, &ep_cases[i], i % 2 == 0, rng, TC_CONTIG);
       (*ran)++;
     }
   }
@@ -271,7 +274,7 @@ static void test_epilogue_group(void **state) {
   const ep_case_t cases[] = {{4, 9, 11, 6, 4, BP_UNARY_SILU, 1},  /* over the batch */
                              {1, 40, 7, 5, 3, BP_UNARY_GELU, 0},  /* over M */
                              {1, 5, 40, 7, 1, BP_UNARY_RELU, 1}}; /* over N */
-  for (size_t i = 0; i < 3; i++) ep_one(&g, BP_F32, &cases[i], false, &rng);
+  for (size_t i = 0; i < 3; i++) ep_one(&g, BP_F32, &cases[i], false, &rng, TC_STRIDED);
   nn_group_close(&g, dir);
   TC_END();
 }
@@ -355,7 +358,7 @@ static void test_epilogue_composed(void **state) {
   tc_rng_seed(&rng, 2802);
   int before[3] = {calls[0], calls[1], calls[2]};
   const ep_case_t c = {2, 9, 11, 6, 1, BP_UNARY_GELU, 1};
-  ep_one(&e, BP_F32, &c, true, &rng);
+  ep_one(&e, BP_F32, &c, true, &rng, TC_STRIDED);
   /* one GEMM, one add, one unary */
   assert_int_equal(calls[0] - before[0], 1);
   assert_int_equal(calls[1] - before[1], 1);

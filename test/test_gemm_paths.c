@@ -122,6 +122,8 @@ static void test_skinny_gemm(void **state) {
     gemm_case(dts[d], BP_TRANS, BP_NO_TRANS, 6, 260, 333, 2, -1.0);
     gemm_case(dts[d], BP_NO_TRANS, BP_NO_TRANS, 16, 512, 256, 3, 0.0); /* whole vectors */
     gemm_case(dts[d], BP_NO_TRANS, BP_TRANS, 1, 1024, 129, 2, 0.0);
+    /* matrix-vector: k slices with a short last one, n off the vectors */
+    gemm_case(dts[d], BP_NO_TRANS, BP_NO_TRANS, 1, 133, 2100, 3, 0.5);
   }
   TC_END();
 }

@@ -186,7 +186,6 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
  * SK_NV blocks of 16 columns down k. gemm_skinny_k: B's columns and A's
  * rows are contiguous along k (x Wt, the usual linear layer); an item
  * takes one column and reduces it against the m rows 16 at a time. */
-#ifdef MB
 #define SKV 16
 #if DT == 1
 #define SK_LD(p, i) vload_half16(0, (p) + (i))
@@ -196,6 +195,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
 #define SK_LD(p, i) vload16(0, (p) + (i))
 #endif
 #define SK_VT BP_CAT(CT, 16)
+#ifdef MB
 /* Column blocks per item: fewer rows leave registers for more columns. */
 #define SK_NV (MB == 1 ? 8 : MB <= 2 ? 4 : MB <= 4 ? 2 : 1)
 
@@ -337,4 +337,116 @@ gemv(__global const uchar *ab, ulong ao, __global const uchar *xb, ulong xo,
       v = fma(beta, (CT)LD(y, i * sy), v);
     ST(y, i * sy, v);
   }
+}
+
+/* ---- matrix-vector product at the memory's streaming rate --------------
+ * y = alpha W x + beta y (+ the epilogue), for the 1 x k x n GEMM and gemv.
+ * A CPU driver runs each work-item as a plain loop, so speed comes from
+ * long contiguous whole-vector reads and from enough items for every core,
+ * not from work-group cooperation (barriers and local memory cost there).
+ *
+ * mv_cols_part + mv_cols_sum: W is [k][n] with contiguous rows (x^T B, a
+ * decode step's x W). Item s of batch bi takes rows [s kc, s kc + kc) and
+ * walks across all n columns MV_NV vectors at a time, so each of its kc
+ * rows is read front to back (kc concurrent sequential streams the
+ * prefetcher follows) instead of one narrow column block down all k rows;
+ * it leaves one partial row part[bi][s][:]. mv_cols_sum adds the nsplit
+ * partials of each column, then alpha, beta and the epilogue.
+ * mv_rows: W's rows are contiguous along k (A x, x Wt): an item per output
+ * reads its row front to back. */
+#define MV_NV 8
+
+/* Partial sums of one column block starting at j (moved back to n - SKV
+ * when it would pass n: those columns are then stored from j on only). */
+inline void mv_part_store(__global CT *out, long n, long j, long jb, SK_VT v) {
+  if (jb == j) {
+    vstore16(v, 0, out + j);
+    return;
+  }
+  CT t[SKV];
+  vstore16(v, 0, t);
+  for (long q = j; q < n; q++)
+    out[q] = t[q - jb];
+}
+
+__kernel void mv_cols_part(__global const uchar *xb, ulong xo, long sx,
+                           long sxb, __global const uchar *wb, ulong wo,
+                           long swk, long swb, __global CT *part, long n,
+                           long k, long kc, long nsplit) {
+  long s = get_global_id(0), bi = get_global_id(1);
+  if (s >= nsplit)
+    return;
+  long p0 = s * kc, p1 = min(k, p0 + kc);
+  __global const T *x = BP_PTR(const T, xb, xo) + bi * sxb;
+  __global const T *w = BP_PTR(const T, wb, wo) + bi * swb;
+  __global CT *out = part + (bi * nsplit + s) * n;
+  for (long j0 = 0; j0 < n; j0 += SKV * MV_NV) {
+    long jb[MV_NV];
+    SK_VT acc[MV_NV];
+#pragma unroll
+    for (int v = 0; v < MV_NV; v++) {
+      jb[v] = min(j0 + v * SKV, n - SKV);
+      acc[v] = 0;
+    }
+    for (long p = p0; p < p1; p++) {
+      SK_VT xv = (SK_VT)((CT)LD(x, p * sx));
+      __global const T *row = w + p * swk;
+#pragma unroll
+      for (int v = 0; v < MV_NV; v++)
+        acc[v] = fma(xv, SK_LD(row, jb[v]), acc[v]);
+    }
+    for (int v = 0; v < MV_NV && j0 + v * SKV < n; v++)
+      mv_part_store(out, n, j0 + v * SKV, jb[v], acc[v]);
+  }
+}
+
+__kernel void mv_cols_sum(__global const CT *part, long nsplit,
+                          __global uchar *cb, ulong co, long n, long csb,
+                          long csn, CT alpha, CT beta, GEMM_EPI_ARGS) {
+  long j = get_global_id(0), bi = get_global_id(1);
+  if (j >= n)
+    return;
+  __global const CT *p = part + bi * nsplit * n + j;
+  CT sum = 0;
+  for (long s = 0; s < nsplit; s++)
+    sum += p[s * n];
+  __global T *c = BP_PTR(T, cb, co);
+  long oc = bi * csb + j * csn;
+  CT v = alpha * sum;
+  if (beta != (CT)0)
+    v = fma(beta, (CT)LD(c, oc), v);
+  ST(c, oc, gemm_epi(v, eb, eo, es, act, bi, 0, j));
+}
+
+/* x must be contiguous (whole-vector loads of both). */
+__kernel void mv_rows(__global const uchar *wb, ulong wo, long swr, long swb,
+                      __global const uchar *xb, ulong xo, long sxb,
+                      __global uchar *cb, ulong co, long n, long k, long csb,
+                      long csn, CT alpha, CT beta, GEMM_EPI_ARGS) {
+  long j = get_global_id(0), bi = get_global_id(1);
+  if (j >= n)
+    return;
+  __global const T *w = BP_PTR(const T, wb, wo) + bi * swb + j * swr;
+  __global const T *x = BP_PTR(const T, xb, xo) + bi * sxb;
+  /* four independent sums: the loads, not the add latency, set the pace */
+  SK_VT a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  long kv = k / (4 * SKV) * (4 * SKV), p = 0;
+  for (; p < kv; p += 4 * SKV) {
+    a0 = fma(SK_LD(w, p), SK_LD(x, p), a0);
+    a1 = fma(SK_LD(w, p + SKV), SK_LD(x, p + SKV), a1);
+    a2 = fma(SK_LD(w, p + 2 * SKV), SK_LD(x, p + 2 * SKV), a2);
+    a3 = fma(SK_LD(w, p + 3 * SKV), SK_LD(x, p + 3 * SKV), a3);
+  }
+  CT t[SKV], sum = 0;
+  vstore16((a0 + a1) + (a2 + a3), 0, t);
+  for (int q = 0; q < SKV; q++)
+    sum += t[q];
+  for (; p < k; p++)
+    sum = fma((CT)LD(w, p), (CT)LD(x, p), sum);
+  __global T *c = BP_PTR(T, cb, co);
+  long oc = bi * csb + j * csn;
+  CT v = alpha * sum;
+  if (beta != (CT)0)
+    v = fma(beta, (CT)LD(c, oc), v);
+  ST(c, oc, gemm_epi(v, eb, eo, es, act, bi, 0, j));
 }

@@ -366,6 +366,11 @@ bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
                          const ocl_tiled_run_t *r);
 /* The k padding gemm_tiled needs with cfg. */
 int64_t ocl_gemm_kstep(const ocl_gemm_cfg_t *cfg);
+/* The matrix-vector product (ops_blas_mv.c): a GEMM with one row of C, a
+ * gemv; BP_ERR_UNSUPPORTED when the layout does not suit its kernels.
+ * Caller holds d->lock. */
+bp_status_t ocl_gemm_mv(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g);
+bp_status_t ocl_gemv_mv(ocl_device_t *d, cl_command_queue q, const bp_gemv_args_t *g);
 /* conv2d through im2col + gemm_tiled (ops_conv_gemm.c), and attention as
  * Q Kt, softmax, P V through it (ops_attention_gemm.c); BP_ERR_UNSUPPORTED
  * when the shape is better served by the direct kernels. Caller holds

@@ -253,7 +253,11 @@ bp_status_t ocl_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   bp_status_t st;
   pthread_mutex_lock(&d->lock);
   const char *skinny = skinny_kernel(args);
-  if (skinny) {
+  /* one row of C: the matrix-vector kernels, when the layout suits them */
+  st = m == 1 && skinny ? ocl_gemm_mv(d, q, args) : BP_ERR_UNSUPPORTED;
+  if (st != BP_ERR_UNSUPPORTED) {
+    /* ran (or failed) on the matrix-vector path */
+  } else if (skinny) {
     st = gemm_skinny(d, q, args, skinny);
   } else if (m * n * k <= GEMM_DIRECT_MAX_FLOPS || m < 8 || n < 8) {
     st = gemm_direct(d, q, args);
@@ -275,8 +279,10 @@ bp_status_t ocl_op_gemv(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   ocl_dtype_options(d, y->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
-  bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemv", &a.k);
-  if (st == BP_OK) {
+  bp_status_t st = ocl_gemv_mv(d, ocl_queue(d, stream), g);
+  if (st == BP_ERR_UNSUPPORTED) st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemv", &a.k);
+  else a.k = NULL; /* ran (or failed) on the matrix-vector path */
+  if (st == BP_OK && a.k) {
     cl_long v[6] = {A->shape[0],   A->shape[1],   A->strides[0],
                     A->strides[1], x->strides[0], y->strides[0]};
     ocl_arg_buf(&a, A->ptr, A->offset);
