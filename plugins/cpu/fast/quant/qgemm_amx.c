@@ -7,11 +7,15 @@
  * Compiled with -mamx-tile -mamx-int8 and AVX-512 (fast.mk); called only
  * when CPUID reports AMX-INT8 and Linux granted tile state (quant.c).
  * Layouts in qgemm_amx.h. Blocking, as the bf16 kernel's (gemm_amx.c):
- *  - B is packed once per call (per batch when b is batched), panels split
- *    over the pool.
- *  - The rows (over the whole batch when b is shared) and, for short
- *    problems, the column pairs are split over the pool; each worker packs
- *    its rows of A into 32-row micro-panels and sweeps them against blocks
+ *  - One pool run per call (per batch when b is batched), in two phases:
+ *    the workers pack B in pieces of panels claimed from a shared counter
+ *    and wait until all are packed; then they claim tasks (a few
+ *    micro-panels of rows, and for short problems a part of the column
+ *    pairs) from a second counter. Claiming, not a fixed split, keeps a
+ *    call steady on a shared machine: a preempted worker takes fewer tasks
+ *    instead of holding up the call.
+ *  - Each task packs its rows of A into 32-row micro-panels (per-worker
+ *    scratch, kept across calls) and sweeps them against blocks
  *    of QA_NB column pairs, QA_KB deep: a 32 x QA_KB A sub-panel stays in
  *    L1 across the block, the block (QA_NB x 32 x QA_KB bytes) in L2 across
  *    QA_MB micro-panels.
@@ -23,6 +27,7 @@
  * without AMX, with a packed as u8 and a shorter k block.
  */
 #include <immintrin.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -38,6 +43,8 @@
 #define QA_NB 8 /* column pairs of B per block */
 #define QA_WS_LD (QA_NB * 32)
 #define QA_APACK_BYTES ((int64_t)4 << 20) /* A packed at a time per worker */
+#define QA_PACK_PIECE 4       /* B panels per claim: pack_4panels' unit */
+#define QA_TASKS_PER_WORKER 4 /* tasks per worker, for the dynamic split */
 
 typedef struct qa_tilecfg {
   uint8_t palette, start_row, reserved[14];
@@ -134,7 +141,8 @@ static void qa_block(const cpu_qa_job_t *j, const int8_t *apack, int64_t ni, int
 }
 
 /* Rows [q, q + cnt) against column pairs [p0, p1): A packed up to
- * QA_APACK_BYTES at a time, each part swept over the pairs block by block. */
+ * QA_APACK_BYTES at a time, each part swept over the pairs block by block.
+ * The tiles are configured by the caller (qa_worker). */
 static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_t p1) {
   int64_t panel = 32 * j->kp, mpanels = (cnt + 31) / 32;
   int64_t mblk = QA_APACK_BYTES / panel;
@@ -146,7 +154,6 @@ static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  if (j->tiles) qa_configure();
   for (int64_t ib = 0; ib < mpanels; ib += mblk) {
     int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
     for (int64_t i = ib; i < ie; i++) {
@@ -158,48 +165,84 @@ static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_
         qa_block(j, apack + (i0 - ib) * panel, (i0 + QA_MB < ie ? i0 + QA_MB : ie) - i0,
                  q + i0 * 32, q + cnt, pb, pb + QA_NB < p1 ? pb + QA_NB : p1, ws);
   }
-  if (j->tiles) _tile_release();
 }
 
-/* Task t: row part t / nparts x pair part t % nparts. */
-static void qa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
-  cpu_qa_job_t *j = ctx;
-  (void)worker;
-  int64_t pairs = j->panels / 2;
-  int64_t per = ((j->rows + j->mparts - 1) / j->mparts + 31) / 32 * 32;
-  int64_t pper = (pairs + j->nparts - 1) / j->nparts;
-  for (int64_t t = begin; t < end; t++) {
-    int64_t r0 = (t / j->nparts) * per, p0 = (t % j->nparts) * pper;
-    if (r0 >= j->rows || p0 >= pairs) continue;
-    qa_range(j, j->q0 + r0, j->rows - r0 < per ? j->rows - r0 : per, p0,
-             p0 + pper < pairs ? p0 + pper : pairs);
+/* Phase 1: pieces of B claimed from the shared counter and packed, then a
+ * wait until every piece is in (the only wait of the call: a worker that
+ * was preempted holds up the others by at most one piece). */
+static void qa_pack_b_phase(cpu_qa_job_t *j) {
+  for (;;) {
+    int64_t x = __atomic_fetch_add(&j->next_piece, 1, __ATOMIC_RELAXED);
+    if (x >= j->pieces) break;
+    int64_t p0 = x * QA_PACK_PIECE, p1 = p0 + QA_PACK_PIECE;
+    cpu_qa_pack_b(j, p0, p1 < j->panels ? p1 : j->panels);
+    __atomic_add_fetch(&j->pieces_done, 1, __ATOMIC_RELEASE);
+  }
+  /* spin, but yield now and then: on a loaded machine the worker we wait
+   * for may need this CPU */
+  for (unsigned spin = 1; __atomic_load_n(&j->pieces_done, __ATOMIC_ACQUIRE) < j->pieces; spin++) {
+    if (spin % 256 == 0)
+      sched_yield();
+    else
+      _mm_pause();
   }
 }
 
-static void qa_pack_b_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)worker;
-  cpu_qa_pack_b(ctx, begin, end);
+/* Phase 2: tasks (row part t / ncg x pair part t % ncg) claimed from the
+ * shared counter until none is left, so a worker that runs slower (shared
+ * CPU, preemption) simply takes fewer. */
+static void qa_compute_phase(cpu_qa_job_t *j) {
+  int64_t pairs = j->panels / 2, rows = j->rtask * 32;
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&j->next_task, 1, __ATOMIC_RELAXED);
+    if (t >= j->ntasks) break;
+    int64_t r0 = (t / j->ncg) * rows, p0 = (t % j->ncg) * j->ptask;
+    if (r0 >= j->rows || p0 >= pairs) continue;
+    qa_range(j, j->q0 + r0, j->rows - r0 < rows ? j->rows - r0 : rows, p0,
+             p0 + j->ptask < pairs ? p0 + j->ptask : pairs);
+  }
 }
 
-/* One b (shared by all rows of the job): pack it, then the rows. */
+/* Every worker of the one pool run of a job: both phases, the tiles
+ * configured once. */
+static void qa_worker(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  cpu_qa_job_t *j = ctx;
+  (void)begin, (void)end, (void)worker;
+  qa_pack_b_phase(j);
+  if (j->tiles) qa_configure();
+  qa_compute_phase(j);
+  if (j->tiles) _tile_release();
+}
+
+/* The task grid for `workers`: row tasks of up to QA_MB micro-panels, small
+ * enough for about QA_TASKS_PER_WORKER per worker; too few rows for that:
+ * the column pairs split too. */
+static void qa_split(cpu_qa_job_t *j, int64_t workers) {
+  int64_t mpanels = (j->rows + 31) / 32, pairs = j->panels / 2;
+  int64_t want = workers * QA_TASKS_PER_WORKER;
+  j->pieces = (j->panels + QA_PACK_PIECE - 1) / QA_PACK_PIECE;
+  j->rtask = (mpanels + want - 1) / want;
+  if (j->rtask > QA_MB) j->rtask = QA_MB;
+  int64_t rtasks = (mpanels + j->rtask - 1) / j->rtask;
+  j->ncg = workers > 1 && rtasks < want ? (want + rtasks - 1) / rtasks : 1;
+  if (j->ncg > pairs) j->ncg = pairs;
+  j->ptask = (pairs + j->ncg - 1) / j->ncg;
+  j->ncg = (pairs + j->ptask - 1) / j->ptask;
+  j->ntasks = rtasks * j->ncg;
+  j->next_piece = j->pieces_done = j->next_task = 0;
+}
+
+/* One b (shared by all rows of the job): one pool run packs it and then
+ * computes the rows. */
 static void qa_run(cpu_device_t *dev, cpu_qa_job_t *j) {
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double ops = 2.0 * (double)j->rows * (double)(j->panels * 16) * (double)j->kp;
   bool par = threads > 1 && ops >= 4e6;
+  qa_split(j, par ? threads : 1);
   if (par)
-    cpu_pool_run(dev->pool, j->panels, 4, qa_pack_b_task, j);
+    cpu_pool_run(dev->pool, threads, 1, qa_worker, j);
   else
-    cpu_qa_pack_b(j, 0, j->panels);
-  int64_t mpanels = (j->rows + 31) / 32, pairs = j->panels / 2;
-  /* rows first (each worker packs only its own A); too few rows for every
-   * worker: split the columns too */
-  j->mparts = par ? (mpanels < threads ? mpanels : threads) : 1;
-  j->nparts = par ? (threads + j->mparts - 1) / j->mparts : 1;
-  if (j->nparts > pairs) j->nparts = pairs;
-  if (j->mparts * j->nparts > 1)
-    cpu_pool_run(dev->pool, j->mparts * j->nparts, 1, qa_task, j);
-  else
-    qa_task(j, 0, 1, 0);
+    qa_worker(j, 0, 1, 0);
 }
 
 bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_t *a, bool amx) {

@@ -41,8 +41,12 @@ typedef struct cpu_qa_job {
   int64_t panels;         /* 16-column B panels, even */
   int8_t *bpack;          /* panels * kp * 16 bytes */
   const float *sb;        /* panels * 16 column scales (1 when absent) */
-  int64_t mparts, nparts; /* the thread split: row parts x pair parts */
-  int failed;             /* a worker lacked scratch memory */
+  /* The split of one pool run (qgemm_amx.c): B in pieces of panels, then
+   * tasks of rtask micro-panels x ptask column pairs, each claimed from a
+   * shared counter by whichever worker is free. */
+  int64_t pieces, rtask, ptask, ncg, ntasks;
+  int64_t next_piece, pieces_done, next_task; /* atomics, zero per run */
+  int failed;                                 /* a worker lacked scratch memory */
 } cpu_qa_job_t;
 
 /* The micro-kernel on AVX512-VNNI (qgemm_vnni.c). */
