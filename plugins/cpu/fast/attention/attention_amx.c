@@ -40,6 +40,7 @@
 #include "attention.h"
 #include "attention_exp512.h"
 #include "attention_mask.h"
+#include "plugins/cpu/fast/amx_tiles.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 
 #define AX_BQ 32    /* queries per block: two 16-row tiles */
@@ -75,25 +76,6 @@ typedef struct ax_ws {
   float slope;             /* the query head's ALiBi slope */
   int64_t kb, kg, kpacked; /* whose keys and values kt, vt hold, how many */
 } ax_ws_t;
-
-typedef struct ax_tilecfg {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} ax_tilecfg_t;
-
-/* Every tile 16 rows x 64 bytes: 0-3 f32 accumulators (a 32 x 32 block),
- * 4-5 the A operand's two 16-row halves, 6-7 the B operand's two halves. */
-static void ax_configure(void) {
-  alignas(64) ax_tilecfg_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; t++) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
 
 static inline int64_t ax_min(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -506,7 +488,7 @@ static void ax_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   w.s = ax_align(w.p + AX_BQ * AX_BK);
   w.o = w.s + AX_BQ * AX_BK;
   w.kb = w.kg = -1, w.kpacked = 0;
-  ax_configure();
+  cpu_amx_configure_full();
   int64_t b, h, blocks[2];
   int nb;
   while ((nb = cpu_fast_attention_next_task(&j->next, j->ntasks, j->per, j->Hq, j->nqb, j->causal,

@@ -28,29 +28,13 @@
 /* the f32 vector math of the elementwise kernels, for the epilogue's
  * activation while the merged values are still in registers */
 #define CPU_FAST_VEC_512 1
+#include "plugins/cpu/fast/amx_tiles.h"
 #include "plugins/cpu/fast/vec_isa.h"
 #include "plugins/cpu/fast/vec_math.h"
 
 #define AMX_KC 32       /* bf16 per tile row: one k chunk */
 #define AMX_PANEL 1024  /* bf16 per 32 x 32 panel chunk (two 1 KiB tiles) */
 
-typedef struct amx_tilecfg {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} amx_tilecfg_t;
-
-/* Every tile is 16 rows x 64 bytes: C0..C3 f32, A0/A1 bf16, B0/B1 VNNI. */
-static void amx_configure(void) {
-  alignas(64) amx_tilecfg_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; t++) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
 
 /* w[32][ld] (+)= A panel (32 rows) x B panel (32 cols) over kchunks k
  * chunks; first == true starts from zero instead of loading w. */
@@ -343,7 +327,7 @@ static void amx_rows(amx_job_t *j, int64_t m0, int64_t mcnt) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  amx_configure();
+  cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
   for (int64_t ib = 0; ib < mpanels; ib += mblk) {
     int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
     for (int64_t i = ib; i < ie; i++) {

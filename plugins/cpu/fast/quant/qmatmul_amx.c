@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/cpu/fast/amx_tiles.h"
 #include "plugins/cpu/fast/quant/qmatmul.h"
 #include "plugins/cpu/quant_blocks.h"
 
@@ -33,23 +34,12 @@ typedef struct amx_job {
   int failed;
 } amx_job_t;
 
-typedef struct tilecfg {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} tilecfg_t;
-
 /* C 0-3: 16 x 16 int32; A 4-5: 16 weight rows x 32 bytes; B 6-7: 8 k steps
  * x 16 activation rows x 4 bytes. */
 static void configure(void) {
-  alignas(64) tilecfg_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; t++) {
-    cfg.rows[t] = t >= 6 ? 8 : 16;
-    cfg.colsb[t] = t == 4 || t == 5 ? 32 : 64;
-  }
-  _tile_loadconfig(&cfg);
+  static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 8, 8};
+  static const uint16_t colsb[8] = {64, 64, 64, 64, 32, 32, 64, 64};
+  cpu_amx_configure(rows, colsb);
 }
 
 static void quantize_rows(void *vctx, int64_t begin, int64_t end, unsigned worker) {

@@ -1,0 +1,45 @@
+/*
+ * fast/amx_tiles.h — the AMX tile configuration the fast kernels share
+ * (gemm/gemm_amx.c, attention/attention_amx.c, quant/qgemm_amx.c,
+ * quant/qmatmul_amx.c). Header-only (static inline) because each kernel is
+ * compiled with its own -mamx-* flags; callers have checked the CPU and
+ * cpu_amx_request() first.
+ */
+#ifndef BACKPLANE_CPU_FAST_AMX_TILES_H
+#define BACKPLANE_CPU_FAST_AMX_TILES_H
+
+#include <immintrin.h>
+#include <stdalign.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The 64-byte operand of LDTILECFG, palette 1. */
+typedef struct cpu_amx_tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} cpu_amx_tilecfg_t;
+
+/* Configures tiles 0-7 on this thread: tile t holds rows[t] rows of
+ * colsb[t] bytes; tiles 8-15 unused. */
+static inline void cpu_amx_configure(const uint8_t rows[8], const uint16_t colsb[8]) {
+  alignas(64) cpu_amx_tilecfg_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.rows[t] = rows[t];
+    cfg.colsb[t] = colsb[t];
+  }
+  _tile_loadconfig(&cfg);
+}
+
+/* Tiles 0-7 each 16 rows x 64 bytes, the whole tile: what the GEMM,
+ * attention and int8 GEMM kernels use (0-3 accumulators of a 32 x 32
+ * block, 4-5 the A operand's two 16-row halves, 6-7 B's). */
+static inline void cpu_amx_configure_full(void) {
+  static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+  static const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
+  cpu_amx_configure(rows, colsb);
+}
+
+#endif /* BACKPLANE_CPU_FAST_AMX_TILES_H */
