@@ -8,9 +8,10 @@
  * run on AVX512-VNNI or AVX2 (qmatmul.h), chosen by CPUID.
  *
  * Threads split the output columns; a task is a chunk of QM8_COLS columns
- * by a block of QM8_ROWS rows, column-major, so each worker streams its
- * own contiguous run of weight rows and a chunk's weights (a few tens of
- * KB) stay in cache while the row blocks pass over them. When the output
+ * by a block of QM8_ROWS rows, column-major, so the weight rows stream in
+ * order and a chunk's weights (a few tens of KB) stay in cache while the
+ * row blocks pass over them. The workers take tasks from a shared counter
+ * (qm8_worker), not a fixed share each. When the output
  * has too few columns to give every worker its share, k splits too: each
  * task sums a range of blocks into a partial row, added in a fixed order
  * at the end.
@@ -30,6 +31,7 @@
 
 #define QM8_COLS 16 /* output columns per task: 4 register tiles */
 #define QM8_ROWS 64 /* activation rows per task: their int8 rows fit in L2 */
+#define QM8_TAKE 2  /* tasks a worker takes from the counter at a time */
 
 /* ---- activation rows to int8 blocks ------------------------------------------ */
 
@@ -92,6 +94,7 @@ typedef struct qm8_job {
   float *partial;                                   /* ksplit x rows x n, when ksplit > 1 */
   bool corr;                                        /* the records' corrections (VNNI, q4_0) */
   uint8_t *records;                                 /* act.base, written by quantize_rows */
+  int64_t ntasks, next;                             /* qm8_worker's counter */
 } qm8_job_t;
 
 /* Element offset of row `row` (batch * m + i) of a rank 2 / 3 tensor. */
@@ -140,9 +143,7 @@ void cpu_qm8_store_y(const bp_plugin_tensor_t *Y, int64_t m, int64_t row, int64_
   else cpu_store(cpu_tensor_base(Y), Y->dtype, off, v);
 }
 
-static void qm8_task(void *vctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)worker;
-  const qm8_job_t *job = vctx;
+static void qm8_tasks(const qm8_job_t *job, int64_t begin, int64_t end) {
   float out[CPU_QM8_R * CPU_QM8_C];
   for (int64_t t = begin; t < end; t++) {
     int64_t ks = t % job->ksplit, rest = t / job->ksplit;
@@ -162,6 +163,20 @@ static void qm8_task(void *vctx, int64_t begin, int64_t end, unsigned worker) {
             else cpu_qm8_store_y(&job->args->y, job->m, r0 + r, j0 + c, v);
           }
       }
+  }
+}
+
+/* One pool task per worker, each taking QM8_TAKE tasks at a time from the
+ * job's counter until none is left: a worker slowed by another process on
+ * its core (the machine is shared) then does less of the call instead of
+ * holding everyone up at the end of a static half. */
+static void qm8_worker(void *vctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)begin, (void)end, (void)worker;
+  qm8_job_t *job = vctx;
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&job->next, QM8_TAKE, __ATOMIC_RELAXED);
+    if (t >= job->ntasks) return;
+    qm8_tasks(job, t, t + QM8_TAKE < job->ntasks ? t + QM8_TAKE : job->ntasks);
   }
 }
 
@@ -202,7 +217,8 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
   }
   /* rows of a few thousand elements each: a few rows per task */
   cpu_pool_run(dev->pool, job.rows, 1 + (1 << 14) / (job.nb * CPU_QB), quantize_rows, &job);
-  cpu_pool_run(dev->pool, job.col_chunks * job.row_blocks * job.ksplit, 1, qm8_task, &job);
+  job.ntasks = job.col_chunks * job.row_blocks * job.ksplit;
+  cpu_pool_run(dev->pool, workers, 1, qm8_worker, &job);
   for (int64_t row = 0; job.ksplit > 1 && row < job.rows; row++)
     for (int64_t j = 0; j < job.n; j++) {
       float s = 0.0f;

@@ -37,10 +37,12 @@ static inline __m512 pair_scales(const uint8_t *blk0, const uint8_t *blk1) {
 
 /* q4_0: the 16 nibble bytes of each block into [lo0 hi0 lo1 hi1], 0..15. */
 static inline __m512i q4_pair(const uint8_t *blk0, const uint8_t *blk1) {
+  /* [q0 q0 q1 q1] from two broadcast loads, the second merged under a
+   * mask: one shuffle-port uop where an insert and a lane shuffle took two */
   __m128i q0 = _mm_loadu_si128((const __m128i *)(blk0 + 2));
-  __m128i q1 = blk1 ? _mm_loadu_si128((const __m128i *)(blk1 + 2)) : _mm_setzero_si128();
-  __m512i x = _mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1));
-  x = _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(1, 1, 0, 0)); /* [q0 q0 q1 q1] */
+  __m512i x = blk1 ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(q0), 0xFF00,
+                                                 _mm_loadu_si128((const __m128i *)(blk1 + 2)))
+                   : _mm512_maskz_broadcast_i32x4(0x00FF, q0);
   const long long s4 = 0x0004000400040004ll; /* 16-bit lanes shifted by 4: the high halves */
   const __m512i shift = _mm512_set_epi64(s4, s4, 0, 0, s4, s4, 0, 0);
   return _mm512_and_si512(_mm512_srlv_epi16(x, shift), _mm512_set1_epi8(0x0F));
@@ -68,7 +70,12 @@ static inline wpair_t decode(bool q4, const uint8_t *blk0, const uint8_t *blk1) 
   return p;
 }
 
-/* Weights stream from memory: fetch this far ahead along each weight row. */
+/* Weights stream from memory: fetch this far ahead along each weight row
+ * into L1, and the next tile's rows (the same offset C rows on) into L2.
+ * The four rows of a tile interleave four streams, which the hardware
+ * prefetcher follows only a short way ahead; the L2 fetch keeps a whole
+ * tile's worth of lines in flight, what one core needs to reach the
+ * memory's bandwidth. */
 #define PREFETCH_BYTES 640
 
 /* The tile with its shape fixed at compile time (R rows, C columns) and
@@ -84,7 +91,7 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
     for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
   }
   for (int c = 0; c < C; c++) wrow[c] = w->base + (p->j0 + c) * w->row_bytes;
-  const int64_t bb = w->block_bytes;
+  const int64_t bb = w->block_bytes, next_tile = C * w->row_bytes;
   for (int64_t b = p->b0; b < p->b1; b += 2) {
     bool two = b + 1 < p->b1;
     wpair_t wp[CPU_QM8_C];
@@ -92,6 +99,7 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
     for (int c = 0; c < C; c++) {
       const uint8_t *blk = wrow[c] + b * bb;
       _mm_prefetch((const char *)blk + PREFETCH_BYTES, _MM_HINT_T0);
+      _mm_prefetch((const char *)blk + next_tile, _MM_HINT_T1);
       wp[c] = decode(q4, blk, two ? blk + bb : NULL);
     }
 #pragma GCC unroll 4
