@@ -28,9 +28,9 @@
  */
 #include <immintrin.h>
 #include <sched.h>
-#include <stdalign.h>
 #include <string.h>
 
+#include "plugins/cpu/fast/amx_tiles.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/fast/quant/qgemm_amx.h"
 #include "plugins/cpu/tensor.h"
@@ -45,24 +45,6 @@
 #define QA_APACK_BYTES ((int64_t)4 << 20) /* A packed at a time per worker */
 #define QA_PACK_PIECE 4       /* B panels per claim: pack_4panels' unit */
 #define QA_TASKS_PER_WORKER 4 /* tasks per worker, for the dynamic split */
-
-typedef struct qa_tilecfg {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} qa_tilecfg_t;
-
-/* Every tile is 16 rows x 64 bytes: C0..C3 int32, A0/A1 and B0/B1 int8. */
-static void qa_configure(void) {
-  alignas(64) qa_tilecfg_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; t++) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
 
 /* out[32][ldo] = (first ? 0 : w[32][ld]) + micro-panel ap x the panel
  * pair b0 / b1 over `chunks` 64-deep chunks. */
@@ -209,7 +191,7 @@ static void qa_worker(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   cpu_qa_job_t *j = ctx;
   (void)begin, (void)end, (void)worker;
   qa_pack_b_phase(j);
-  if (j->tiles) qa_configure();
+  if (j->tiles) cpu_amx_configure_full(); /* tiles 0-3 C, 4-5 A, 6-7 B */
   qa_compute_phase(j);
   if (j->tiles) _tile_release();
 }
