@@ -10,6 +10,8 @@
 
 #include <immintrin.h>
 #include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -40,6 +42,36 @@ static inline void cpu_amx_configure_full(void) {
   static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
   static const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
   cpu_amx_configure(rows, colsb);
+}
+
+/* Tiles 0-3 (as cpu_amx_configure_full sets them) become the 32 x 32 block
+ * of 4-byte accumulators (f32 or int32) at w, rows ld elements apart; or
+ * zeros when zero. */
+static inline void cpu_amx_acc_start(const void *w, int64_t ld, bool zero) {
+  if (zero) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    return;
+  }
+  const char *p = (const char *)w;
+  size_t st = (size_t)ld * 4;
+  _tile_loadd(0, p, st);
+  _tile_loadd(1, p + 64, st);
+  _tile_loadd(2, p + 16 * st, st);
+  _tile_loadd(3, p + 16 * st + 64, st);
+}
+
+/* Stores tiles 0-3 as the 32 x 32 block of 4-byte accumulators at out,
+ * rows ld elements apart. */
+static inline void cpu_amx_acc_store(void *out, int64_t ld) {
+  char *p = (char *)out;
+  size_t st = (size_t)ld * 4;
+  _tile_stored(0, p, st);
+  _tile_stored(1, p + 64, st);
+  _tile_stored(2, p + 16 * st, st);
+  _tile_stored(3, p + 16 * st + 64, st);
 }
 
 #endif /* BACKPLANE_CPU_FAST_AMX_TILES_H */

@@ -40,18 +40,7 @@
  * chunks; first == true starts from zero instead of loading w. */
 static void amx_ukr(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
                     float *w, int64_t ld, bool first) {
-  size_t st = (size_t)ld * sizeof(float);
-  if (first) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-  } else {
-    _tile_loadd(0, w, st);
-    _tile_loadd(1, w + 16, st);
-    _tile_loadd(2, w + 16 * ld, st);
-    _tile_loadd(3, w + 16 * ld + 16, st);
-  }
+  cpu_amx_acc_start(w, ld, first);
   for (int64_t c = 0; c < kchunks; c++) {
     /* B streams from L2 and tile loads do not wake the prefetchers: ask for
      * the next chunk now (the A panel is already in L1). */
@@ -68,10 +57,7 @@ static void amx_ukr(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
     ap += AMX_PANEL;
     bp += AMX_PANEL;
   }
-  _tile_stored(0, w, st);
-  _tile_stored(1, w + 16, st);
-  _tile_stored(2, w + 16 * ld, st);
-  _tile_stored(3, w + 16 * ld + 16, st);
+  cpu_amx_acc_store(w, ld);
 }
 
 /* ---- packing ------------------------------------------------------------ */

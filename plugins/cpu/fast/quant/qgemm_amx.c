@@ -50,18 +50,7 @@
  * pair b0 / b1 over `chunks` 64-deep chunks. */
 static void qa_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,
                    const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {
-  size_t st = (size_t)ld * sizeof(int32_t), sto = (size_t)ldo * sizeof(int32_t);
-  if (first) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-  } else {
-    _tile_loadd(0, w, st);
-    _tile_loadd(1, w + 16, st);
-    _tile_loadd(2, w + 16 * ld, st);
-    _tile_loadd(3, w + 16 * ld + 16, st);
-  }
+  cpu_amx_acc_start(w, ld, first);
   for (int64_t c = 0; c < chunks; c++) {
     _tile_loadd(4, ap, CPU_QA_KC);
     _tile_loadd(5, ap + 1024, CPU_QA_KC);
@@ -75,10 +64,7 @@ static void qa_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int
     b0 += 1024;
     b1 += 1024;
   }
-  _tile_stored(0, out, sto);
-  _tile_stored(1, out + 16, sto);
-  _tile_stored(2, out + 16 * ldo, sto);
-  _tile_stored(3, out + 16 * ldo + 16, sto);
+  cpu_amx_acc_store(out, ldo);
 }
 
 /* Where the last k block of the 32 x 32 block at row q, column c0 may go
