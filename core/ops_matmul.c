@@ -215,9 +215,13 @@ bp_status_t bp_matmul_ex(bp_stream_t *sh, double alpha, const bp_tensor_t *a, co
   if (bp__tensors_overlap(c, a) || bp__tensors_overlap(c, b))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: c overlaps a or b", op);
   if ((st = bp__check_output(op, &v.t[C_], "c", 0, NULL, NULL, false)) != BP_OK) return st;
+  /* An empty c is done: its outer batch count may still be huge (a zero
+   * in its rows, columns or last batch dimension), and a loop of empty
+   * GEMMs over it would run for ever. */
+  for (int i = 0; i < v.t[C_].rank; i++)
+    if (v.t[C_].shape[i] == 0) return BP_OK;
   int64_t outer = 1;
   for (int i = 0; i + 1 < v.nb; i++) outer *= v.t[C_].shape[i];
-  if (v.nb > 1 && outer == 0) return BP_OK;
   for (int64_t o = 0; o < outer && st == BP_OK; o++) {
     bp_tensor_t t3[NT_];
     for (int t = 0; t < (v.has_bias ? NT_ : BIAS_); t++) slice3(&v.t[t], v.nb, o, &t3[t]);

@@ -203,11 +203,39 @@ static void test_matmul_nd_errors(void **state) {
   TC_END();
 }
 
+/* An empty c whose batch dimensions do not merge (a and b broadcast on
+ * different axes) and count 2^42 outer slices: done at once. (It once
+ * ran a loop of empty GEMMs over them, which the fuzzer found as a hang.) */
+static void test_matmul_nd_empty_huge_batch(void **state) {
+  tc_suite_t *su = *state;
+  TC_BEGIN();
+  for (int d = 0; d < su->count; d++) {
+    tc_env_t *e = &su->env[d];
+    int64_t big = (int64_t)1 << 30;
+    int64_t as[5] = {big, 1, 4096, 0, 5}, bs[5] = {1, 4096, 1, 5, 6}, cs[5] = {big, 4096, 4096, 0, 6};
+    bp_buffer_t *buf = NULL;
+    bp_tensor_t a, b, c;
+    assert_int_equal(bp_buffer_alloc(e->dev, (uint64_t)1 << 20, &buf), BP_OK);
+    assert_int_equal(bp_tensor_init(buf, 0, BP_F32, 5, as, NULL, &a), BP_OK);
+    assert_int_equal(bp_tensor_init(buf, 0, BP_F32, 5, bs, NULL, &b), BP_OK);
+    assert_int_equal(bp_tensor_init(buf, 0, BP_F32, 5, cs, NULL, &c), BP_OK);
+    bp_status_t st = bp_matmul(e->s, 1, &a, &b, 0, &c);
+    tc_checks++;
+    if (st != BP_OK || bp_stream_synchronize(e->s) != BP_OK)
+      print_error("FAIL %s: empty c over 2^42 batch slices: %s (%s)\n", e->name, bp_status_name(st),
+                  bp_last_error()),
+          tc_failures++;
+    bp_buffer_free(buf);
+  }
+  TC_END();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_nd),
       cmocka_unit_test(test_matmul_nd_epilogue),
       cmocka_unit_test(test_matmul_nd_errors),
+      cmocka_unit_test(test_matmul_nd_empty_huge_batch),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);
 }
