@@ -221,11 +221,11 @@ static void ew_piece_half(const ew_job_t *j, const char *a, int64_t sa,
   const size_t zy = cpu_dtype_size(j->dt[2]);
   for (int64_t c0 = 0; c0 < n; c0 += EW_CHUNK) {
     int64_t c = n - c0 < EW_CHUNK ? n - c0 : EW_CHUNK;
-    const float *pa = cpu_fast_widen(j->vk, j->dt[0], a + (size_t)(c0 * sa) * za,
+    const float *pa = cpu_fast_widen(j->vk, j->dt[0], a + (ptrdiff_t)(c0 * sa) * (ptrdiff_t)za,
                                      sa ? c : 1, buf[0]);
     const float *pb = NULL;
     if (j->nin == 2)
-      pb = cpu_fast_widen(j->vk, j->dt[1], b + (size_t)(c0 * sb) * zb,
+      pb = cpu_fast_widen(j->vk, j->dt[1], b + (ptrdiff_t)(c0 * sb) * (ptrdiff_t)zb,
                           sb ? c : 1, buf[1]);
     char *yc = y + (size_t)c0 * zy;
     float *py = j->dt[2] == BP_F32 ? (float *)(void *)yc : buf[2];
@@ -238,14 +238,14 @@ static void ew_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const ew_job_t *j = ctx;
   int last = j->r.rank - 1;
   const size_t za = cpu_dtype_size(j->dt[0]), zy = cpu_dtype_size(j->dt[2]);
-  char *y = j->y + (size_t)(cpu_fast_rows_offset(&j->r, j->nin, row) + c0) * zy;
+  char *y = j->y + (ptrdiff_t)(cpu_fast_rows_offset(&j->r, j->nin, row) + c0) * (ptrdiff_t)zy;
   int64_t s0 = j->r.strides[0][last], s1 = 0;
-  const char *a = j->in[0] + (size_t)(cpu_fast_rows_offset(&j->r, 0, row) + c0 * s0) * za;
+  const char *a = j->in[0] + (ptrdiff_t)(cpu_fast_rows_offset(&j->r, 0, row) + c0 * s0) * (ptrdiff_t)za;
   const char *b = NULL;
   if (j->nin == 2) {
     s1 = j->r.strides[1][last];
-    b = j->in[1] + (size_t)(cpu_fast_rows_offset(&j->r, 1, row) + c0 * s1) *
-                       cpu_dtype_size(j->dt[1]);
+    b = j->in[1] + (ptrdiff_t)(cpu_fast_rows_offset(&j->r, 1, row) + c0 * s1) *
+                       (ptrdiff_t)cpu_dtype_size(j->dt[1]);
   }
   if (!j->f32) {
     ew_piece_half(j, a, s0, b, s1, y, n);
