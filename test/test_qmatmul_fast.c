@@ -26,25 +26,7 @@
 #include "kernels/common/bp_half.h"
 #include "test/skip.h"
 
-typedef struct env {
-  bp_context_t *ctx;
-  bp_device_t *dev;
-  bp_stream_t *s;
-} env_t;
-
-static env_t open_env(const char *name) {
-  env_t e = {0};
-  assert_int_equal(bp_context_create(NULL, &e.ctx), BP_OK);
-  assert_int_equal(bp_device_open(e.ctx, name, NULL, &e.dev), BP_OK);
-  assert_int_equal(bp_stream_create(e.dev, &e.s), BP_OK);
-  return e;
-}
-
-static void close_env(env_t *e) {
-  bp_stream_destroy(e->s);
-  bp_device_close(e->dev);
-  bp_context_destroy(e->ctx);
-}
+#include "test/common/test_env.h"
 
 static uint64_t rng(uint64_t *s) {
   *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;

@@ -19,25 +19,7 @@
 #include "core/backplane.h"
 #include "kernels/common/bp_half.h"
 
-typedef struct env {
-  bp_context_t *ctx;
-  bp_device_t *dev;
-  bp_stream_t *s;
-} env_t;
-
-static env_t open_env(const char *name) {
-  env_t e = {0};
-  assert_int_equal(bp_context_create(NULL, &e.ctx), BP_OK);
-  assert_int_equal(bp_device_open(e.ctx, name, NULL, &e.dev), BP_OK);
-  assert_int_equal(bp_stream_create(e.dev, &e.s), BP_OK);
-  return e;
-}
-
-static void close_env(env_t *e) {
-  bp_stream_destroy(e->s);
-  bp_device_close(e->dev);
-  bp_context_destroy(e->ctx);
-}
+#include "test/common/test_env.h"
 
 /* A buffer of `bytes` holding src (or 0xAB filler) and a tensor on it. */
 static bp_buffer_t *buf(env_t *e, uint64_t bytes, const void *src) {
