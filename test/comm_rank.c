@@ -432,6 +432,9 @@ int main(int argc, char **argv) {
    * by the collective itself (the MPI plugin's ring, say) */
   const char *nocheck = getenv("BP_COMM_NO_CALL_CHECK");
   o.no_call_check = nocheck && !strcmp(nocheck, "1");
+  /* BP_COMM_PLUGIN=name: that plugin or an error saying why not (the
+   * default picks the best loaded one, silently passing over a refusal) */
+  o.plugin = getenv("BP_COMM_PLUGIN");
   if (bp_context_create(NULL, &e.ctx) != BP_OK ||
       bp_device_open(e.ctx, argc > 2 ? argv[2] : "cpu", NULL, &e.dev) != BP_OK ||
       bp_stream_create(e.dev, &e.s) != BP_OK || bp_comm_create(e.dev, &o, &e.comm) != BP_OK) {

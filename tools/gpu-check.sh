@@ -22,14 +22,15 @@ export B
 
 # --nccl-one-rank DIR (a step of this script, with its environment): the
 # real NCCL on one rank: bp conformance comm-nccl.so, then comm_rank's
-# collective grid and its stream-ordering check.
+# collective grid.
 if [ "${1:-}" = --nccl-one-rank ]; then
   BACKPLANE_NCCL_ID_FILE="$2/nccl-id-conf" "$B/bin/bp" conformance "$B/plugins/comm-nccl.so" || exit 1
-  for mode in grid ordered; do
-    echo "--- comm_rank $mode, 1 rank, nccl on cuda"
-    RANK=0 WORLD_SIZE=1 BACKPLANE_COMM=nccl BACKPLANE_NCCL_ID_FILE="$2/nccl-id-$mode" \
-      "$B/test/comm_rank" "$mode" cuda || exit 1
-  done
+  # One rank: the grid (every collective x dtype x count on device
+  # pointers). The ordering and mismatch checks need two ranks, and NCCL
+  # takes one rank per GPU.
+  echo "--- comm_rank grid, 1 rank, nccl on cuda"
+  RANK=0 WORLD_SIZE=1 BP_COMM_PLUGIN=nccl BACKPLANE_NCCL_ID_FILE="$2/nccl-id-grid" \
+    BACKPLANE_DEBUG=${BACKPLANE_DEBUG:-warn,loader} "$B/test/comm_rank" grid cuda || exit 1
   exit 0
 fi
 out=${1:-${OUT:-gpu-check}}
