@@ -15,7 +15,10 @@ then {"id": ID, "ms": BEST_MS} per case. Weights are torch's random normals
 (only the time is compared). When torch cannot be imported the header says
 {"available": false, "reason": ...}.
 
-usage: tools/bench_torch_model.py [--quick] [--threads N] < cases
+With --device cuda the model runs on the GPU (bp bench's device is a CUDA
+or ROCm one), each timed call ending in torch.cuda.synchronize().
+
+usage: tools/bench_torch_model.py [--quick] [--threads N] [--device cpu|cuda] < cases
 """
 import json
 import math
@@ -24,14 +27,19 @@ import sys
 import time
 
 
+SYNC = [lambda: None]
+
+
 def best_ms(fn, quick):
     fn()
     fn()
     best, total, reps = None, 0.0, 0
     min_reps, min_s, max_reps = (3, 0.1, 10) if quick else (5, 0.5, 40)
     while reps < max_reps and (reps < min_reps or total < min_s):
+        SYNC[0]()
         t0 = time.perf_counter()
         fn()
+        SYNC[0]()
         dt = time.perf_counter() - t0
         best = dt if best is None else min(best, dt)
         total, reps = total + dt, reps + 1
@@ -166,9 +174,18 @@ def main(argv):
         emit({"available": False, "reason": "cannot import torch: %s" % e,
               "install": "apt-get install python3-torch"})
         return 0
+    device = argv[argv.index("--device") + 1] if "--device" in argv else "cpu"
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    emit({"available": True, "version": torch.__version__, "threads": torch.get_num_threads()})
+    if device != "cpu":
+        try:
+            torch.set_default_device(device)
+            SYNC[0] = torch.cuda.synchronize
+        except Exception as e:  # no GPU build of torch, or no GPU
+            emit({"available": False, "reason": "torch cannot use %s: %s" % (device, e)})
+            return 0
+    emit({"available": True, "version": torch.__version__ + ("" if device == "cpu" else " on " + device),
+          "threads": torch.get_num_threads()})
     with torch.inference_mode():
         for line in sys.stdin:
             parts = line.split()

@@ -250,7 +250,9 @@ int bench_model_main(int argc, char **argv) {
   bpt_progress_done();
   compare_dtypes(cases, n);
   char version[64] = "", why[256] = "";
-  bench_model_torch(cases, n, o.quick, version, sizeof version, why, sizeof why);
+  /* PyTorch runs where the device is: its "cuda" is also ROCm's */
+  bool gpu = e.info.dlpack_device_type == 2 || e.info.dlpack_device_type == 10;
+  bench_model_torch(cases, n, o.quick, gpu ? "cuda" : "cpu", version, sizeof version, why, sizeof why);
   bool to_stdout = o.json && !strcmp(o.json, "-");
   if (!to_stdout) print_report(e.info.name, version, why, stream_gbs, cases, n);
   rc = BPT_EXIT_OK;

@@ -35,11 +35,12 @@ typedef struct bench_model_case {
   int fallbacks;      /* fallback records the device gained over the case */
 } bench_model_case_t;
 
-/* PyTorch over the cases (bench_model_torch.c): sets torch_ms of each case
- * it measured; returns false (why filled) when torch is absent. version
+/* PyTorch over the cases (bench_model_torch.c) on torch_device ("cpu", or
+ * "cuda" beside a CUDA or ROCm device): sets torch_ms of each case it
+ * measured; returns false (why filled) when torch is absent. version
  * receives torch's version. */
-bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, char *version, size_t vsize,
-                       char *why, size_t wsize);
+bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, const char *torch_device, char *version,
+                       size_t vsize, char *why, size_t wsize);
 /* Writes --json (bench_model_torch.c). */
 bool bench_model_json(const char *path, const char *device, const char *torch, double stream_gbs,
                       const bench_model_case_t *c, int n);

@@ -79,8 +79,8 @@ static bool read_results(FILE *p, bench_model_case_t *c, int n, char *version, s
   return true;
 }
 
-bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, char *version, size_t vsize,
-                       char *why, size_t wsize) {
+bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, const char *torch_device, char *version,
+                       size_t vsize, char *why, size_t wsize) {
   char script[PATH_MAX], tmp[64], cmd[3 * PATH_MAX];
   version[0] = 0;
   if (!find_script(script, sizeof script)) {
@@ -96,8 +96,8 @@ bool bench_model_torch(bench_model_case_t *cases, int n, bool quick, char *versi
   const char *pythons[] = {"python3", "/usr/bin/python3"};
   bool ok = false;
   for (size_t i = 0; i < 2 && !ok; i++) {
-    snprintf(cmd, sizeof cmd, "%s '%s' --threads 2%s < '%s' 2>/dev/null", pythons[i], script,
-             quick ? " --quick" : "", tmp);
+    snprintf(cmd, sizeof cmd, "%s '%s' --threads 2 --device %s%s < '%s' 2>/dev/null", pythons[i], script,
+             torch_device, quick ? " --quick" : "", tmp);
     bpt_progress(0, n, "PyTorch (starting python)");
     FILE *p = popen(cmd, "r");
     if (!p) continue;
