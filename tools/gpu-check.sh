@@ -12,8 +12,8 @@
 #   B=dir      the build (default build; gpu-pack.sh makes gpu-pack/)
 #   BUILD=1    build here first (needs the Debian build deps)
 #   QUICK=1    small bench sizes and `bp conformance --quick`
-#   STEPS=...  only these steps (devices bench ops model quant conformance
-#              nccl), space-separated
+#   STEPS=...  only these steps (devices bench modelbench ops model quant
+#              conformance nccl), space-separated
 # Exit status: 0 when every step that ran passed.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -34,7 +34,7 @@ if [ "${1:-}" = --nccl-one-rank ]; then
   exit 0
 fi
 out=${1:-${OUT:-gpu-check}}
-STEPS=${STEPS:-devices bench ops model quant conformance nccl}
+STEPS=${STEPS:-devices bench modelbench ops model quant conformance nccl}
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 report="$out/report.md"
@@ -100,6 +100,11 @@ quick=""
 want devices && step devices devices.txt 45 "$bp" devices --verbose
 if want bench; then
   step "bench (ours beside PyTorch)" bench.txt 150 python3 tools/gpu_bench.py $quick --json "$out/bench.json"
+fi
+
+if want modelbench; then
+  step "bp bench --op model (PyTorch on the GPU)" model-bench.txt 120 "$bp" bench --op model --device cuda \
+    --quick --json "$out/model-bench.json"
 fi
 
 # The correctness steps side by side: 16 CPU cores, and cpu-ref is the slow side.
