@@ -68,6 +68,7 @@
   X(clSetKernelArg)                                                                                \
   X(clEnqueueNDRangeKernel)                                                                        \
   X(clGetKernelWorkGroupInfo)                                                                      \
+  X(clGetKernelInfo)                                                                               \
   X(clEnqueueMarkerWithWaitList)                                                                   \
   X(clEnqueueBarrierWithWaitList)                                                                  \
   X(clWaitForEvents)                                                                               \

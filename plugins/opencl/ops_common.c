@@ -21,6 +21,34 @@ void ocl_arg_buf(ocl_args_t *a, uint64_t ptr, uint64_t offset) {
   OCL_ARG(a, off);
 }
 
+/* BACKPLANE_OPENCL_PROFILE=1: every launch waits for its kernel and logs
+ * its name, grid and device time (BACKPLANE_DEBUG=info), to see what an op
+ * really launches and where its time goes. Slows everything down. */
+static bool profile_on(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = ocl_host && ocl_host->getenv ? ocl_host->getenv("BACKPLANE_OPENCL_PROFILE") : NULL;
+    on = e && e[0] == '1';
+  }
+  return on == 1;
+}
+
+static void profile_log(cl_kernel k, cl_event ev, cl_uint dims, const size_t *gws,
+                        const size_t *lws) {
+  char name[64] = "?";
+  cl_ulong t0 = 0, t1 = 0;
+  ocl_api.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+  if (ocl_api.clWaitForEvents(1, &ev) == CL_SUCCESS) {
+    ocl_api.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    ocl_api.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+  }
+  ocl_api.clReleaseEvent(ev);
+  size_t g[3] = {1, 1, 1}, l[3] = {0, 0, 0};
+  for (cl_uint i = 0; i < dims && i < 3; i++) g[i] = gws[i], l[i] = lws ? lws[i] : 0;
+  OCL_LOG(BP_LOG_INFO, "profile %s grid %zux%zux%zu group %zux%zux%zu: %.3f ms", name, g[0], g[1],
+          g[2], l[0], l[1], l[2], (double)(t1 - t0) * 1e-6);
+}
+
 bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims, const size_t *gws,
                         const size_t *lws) {
   if (a->err != CL_SUCCESS) return ocl_fail(a->err, "clSetKernelArg");
@@ -31,8 +59,12 @@ bp_status_t ocl_enqueue(cl_command_queue q, ocl_args_t *a, cl_uint dims, const s
     cl_int err = ocl_graph_record_kernel(g, a->k, dims, gws, lws);
     return err == CL_SUCCESS ? BP_OK : ocl_fail(err, "clCommandNDRangeKernelKHR");
   }
-  cl_int err = ocl_api.clEnqueueNDRangeKernel(q, a->k, dims, NULL, gws, lws, 0, NULL, NULL);
+  cl_event ev = NULL;
+  bool prof = profile_on();
+  cl_int err =
+      ocl_api.clEnqueueNDRangeKernel(q, a->k, dims, NULL, gws, lws, 0, NULL, prof ? &ev : NULL);
   if (err != CL_SUCCESS) return ocl_fail(err, "clEnqueueNDRangeKernel");
+  if (ev) profile_log(a->k, ev, dims, gws, lws);
   /* Some drivers (PoCL among them) start work only on flush; without it an
    * in-order queue on another thread could sit idle until synchronize. */
   ocl_api.clFlush(q);
