@@ -19,7 +19,9 @@ usage: PYTHONPATH=python BACKPLANE_LIBRARY=build/lib/libbackplane.so \
        python3 tools/gpu_bench.py [--quick] [--json FILE] [--only NAME,...]
 """
 import argparse
+import ctypes
 import json
+import os
 import math
 import sys
 import time
@@ -297,6 +299,50 @@ def case_graph(dev, s, nops):
            note=f"native={g.is_native}; eager per op: ours {eager * 1e3:.1f} us, torch {teager * 1e3:.1f} us; "
                 "times here in us")
 
+class KernelArg(ctypes.Structure):
+    """bp_kernel_arg_t (core/backplane_kernel.h)."""
+    _fields_ = [("kind", ctypes.c_int), ("buffer", ctypes.c_void_p), ("offset", ctypes.c_uint64),
+                ("value", ctypes.c_uint64)]
+
+
+def case_custom_ptx(dev, s):
+    """A custom PTX kernel (test/fixtures/cuda_custom.ptx's saxpy) through
+    bp_kernel_create / bp_kernel_launch, checked against NumPy."""
+    from backplane import _lib
+    lib = _lib.lib
+    ptx = open(os.path.join(os.path.dirname(__file__), "..", "test", "fixtures", "cuda_custom.ptx"), "rb").read()
+    sig = (ctypes.c_int * 4)(0, 0, 5, 1)  # buffer y, buffer x, f32 a, i32 n
+    k = ctypes.c_void_p()
+    lib.bp_kernel_create.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint64,
+                                     ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32,
+                                     ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_void_p)]
+    lib.bp_kernel_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32),
+                                     ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32, ctypes.c_uint32,
+                                     ctypes.POINTER(KernelArg)]
+    lib.bp_kernel_destroy.argtypes = [ctypes.c_void_p]
+    st = lib.bp_kernel_create(dev._h, 3, ptx, len(ptx), b"bp_test_saxpy", None, 4, sig, ctypes.byref(k))
+    if st != 0:
+        raise RuntimeError(f"bp_kernel_create: status {st}: {lib.bp_last_error().decode() if lib.bp_last_error() else ''}")
+    n = 1 << 24
+    xh, yh = host((n,)), host((n,))
+    x, y = dev.tensor(xh), dev.tensor(yh)
+    args = (KernelArg * 4)()
+    args[0].kind, args[0].buffer = 0, y._buffer.value
+    args[1].kind, args[1].buffer = 0, x._buffer.value
+    args[2].kind, args[2].value = 5, ctypes.c_uint32.from_buffer_copy(ctypes.c_float(2.5)).value
+    args[3].kind, args[3].value = 1, n
+    grid, block = (ctypes.c_uint32 * 3)((n + 255) // 256, 1, 1), (ctypes.c_uint32 * 3)(256, 1, 1)
+    st = lib.bp_kernel_launch(s._h, k, grid, block, 0, 4, args)
+    if st != 0:
+        raise RuntimeError(f"bp_kernel_launch: status {st}")
+    s.synchronize()
+    got = y.numpy()
+    err = float(np.abs(got - (2.5 * xh + yh)).max())
+    ms = time_ours(s, lambda: lib.bp_kernel_launch(s._h, k, grid, block, 0, 4, args))
+    lib.bp_kernel_destroy(k)
+    record("custom PTX kernel (saxpy)", f"{n}", "f32", ms, None, None, nbytes=12.0 * n, err=err, tol=1e-6,
+           note="bp_kernel_create(BP_KERNEL_PTX) + bp_kernel_launch; error is the max abs difference")
+
 
 def main():
     only = set(x for x in ARGS.only.split(",") if x)
@@ -333,6 +379,8 @@ def main():
                   ("q4 gemv 11008", lambda: case_q4_gemv(dev, s, 11008, 4096, copy[0] or 1.0))]
     if want("graph"):
         cases.append(("graph", lambda: case_graph(dev, s, 64)))
+    if want("custom") and ARGS.device == "cuda":
+        cases.append(("custom PTX kernel", lambda: case_custom_ptx(dev, s)))
     failed = 0
     for name, fn in cases:
         t0 = time.time()
