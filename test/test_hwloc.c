@@ -3,7 +3,8 @@
  * hwloc finds when libhwloc.so.15 loads, the sysconf fallback, and that the
  * "cpu" device's description carries the summary. topology.c is linked in
  * directly so its discovery can be compared with what the plugin reports,
- * and threadpool.c to check that workers are pinned to their cores.
+ * and threadpool.c to check that workers are pinned to their cores and
+ * leave the caller's core to it.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -167,6 +168,49 @@ static void test_pool_workers_pinned(void **state) {
   cpu_pool_destroy(p);
 }
 
+/* Where each worker of a run ran (sched_getcpu at its chunk). */
+static void record_cpu(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)begin, (void)end;
+  ((int *)ctx)[worker] = sched_getcpu();
+}
+
+/* A caller that runs on a pinned worker's core does not share it with that
+ * worker: the run moves the worker to the core left for the caller (the
+ * caller's own affinity stays as the application set it). */
+static void test_pool_worker_leaves_caller_core(void **state) {
+  (void)state;
+  const cpu_set_t *sets;
+  unsigned n = cpu_core_sets(&sets);
+  if (n < 2) TEST_SKIP_CASE("fewer than two cores allowed: no worker to move");
+  cpu_set_t before, got;
+  assert_int_equal(sched_getaffinity(0, sizeof before, &before), 0);
+  cpu_pool_t *p = cpu_pool_create(n);
+  assert_non_null(p);
+  assert_int_equal(cpu_pool_pin(p, sets, n), n - 1);
+  /* the application puts its thread on worker 1's core */
+  assert_int_equal(sched_setaffinity(0, sizeof sets[1], &sets[1]), 0);
+  int where[64];
+  for (unsigned i = 0; i < n && i < 64; i++) where[i] = -1;
+  cpu_pool_run(p, n, 1, record_cpu, where);
+  assert_true(cpu_pool_worker_affinity(p, 1, &got));
+  assert_true(CPU_EQUAL(&got, &sets[0]));
+  assert_true(where[1] >= 0 && CPU_ISSET((unsigned)where[1], &sets[0]));
+  for (unsigned i = 2; i < n; i++) { /* the other workers stay */
+    assert_true(cpu_pool_worker_affinity(p, i, &got));
+    assert_true(CPU_EQUAL(&got, &sets[i]));
+  }
+  assert_int_equal(sched_getaffinity(0, sizeof got, &got), 0);
+  assert_true(CPU_EQUAL(&got, &sets[1]));
+  /* back on core 0, the caller finds worker 1 there now: it moves to 1 */
+  assert_int_equal(sched_setaffinity(0, sizeof sets[0], &sets[0]), 0);
+  cpu_pool_run(p, n, 1, record_cpu, where);
+  assert_true(cpu_pool_worker_affinity(p, 1, &got));
+  assert_true(CPU_EQUAL(&got, &sets[1]));
+  assert_true(where[1] >= 0 && CPU_ISSET((unsigned)where[1], &sets[1]));
+  assert_int_equal(sched_setaffinity(0, sizeof before, &before), 0);
+  cpu_pool_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hwloc_values_sane),
@@ -175,6 +219,7 @@ int main(void) {
       cmocka_unit_test(test_description_mentions_topology),
       cmocka_unit_test(test_core_sets_partition_affinity),
       cmocka_unit_test(test_pool_workers_pinned),
+      cmocka_unit_test(test_pool_worker_leaves_caller_core),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,7 +79,9 @@ CPU_HIDDEN void cpu_pool_destroy(cpu_pool_t *pool);
 /* Pins started worker i (1 .. n - 1) to the logical CPUs of core i of the
  * nsets in sets (wrapping around when there are more workers than cores).
  * The calling thread, worker 0, belongs to the application and is never
- * pinned: core 0 is left for it. Returns how many workers were pinned. */
+ * pinned: core 0 is left for it, and a run that finds the caller on a
+ * worker's core moves that worker to the core no worker holds. Returns how
+ * many workers were pinned. */
 CPU_HIDDEN unsigned cpu_pool_pin(cpu_pool_t *pool, const cpu_set_t *sets,
                                  unsigned nsets);
 /* Worker i's CPU affinity (i >= 1) into *out; false for worker 0 or when

@@ -22,7 +22,14 @@
  * never spin (a spinning worker would hold a CPU a working one needs).
  *
  * Workers may be pinned, one per core (cpu_pool_pin, from the device's
- * topology): a GEMM block sized for one core's L2 then stays with it.
+ * topology): a GEMM block sized for one core's L2 then stays with it. The
+ * calling thread belongs to the application and is never pinned, so the
+ * scheduler may well run it on a pinned worker's core (it has no reason to
+ * move it when the other cores are busy, and a pinned worker cannot be
+ * moved): the two then take turns on one CPU for the whole call while the
+ * core left for the caller runs something else. So each run first looks
+ * where the caller is (sched_getcpu, no system call) and, when it sits on
+ * a worker's core, moves that worker to the core no worker holds.
  *
  * Calls from several threads are serialised by run_lock. A call made from
  * inside a task (of any pool) runs inline on the calling worker, which both
@@ -32,6 +39,7 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cpu.h"
@@ -53,6 +61,12 @@ struct cpu_pool {
   void *ctx;
   int64_t ntasks;
   unsigned nchunks;
+  /* Pinning (cpu_pool_pin): the core sets, and which one each started
+   * worker holds (held[i - 1] for worker i); read and changed by runs
+   * only, under run_lock. */
+  cpu_set_t *sets;
+  unsigned nsets;
+  unsigned *held;
 };
 
 typedef struct worker_arg {
@@ -178,14 +192,67 @@ fail:
   return NULL;
 }
 
+/* Keeps a copy of the core sets and which one each worker holds, so that
+ * runs can move a worker off the caller's core (leave_caller_core). */
+static void remember_sets(cpu_pool_t *p, const cpu_set_t *sets, unsigned nsets) {
+  free(p->sets);
+  free(p->held);
+  p->sets = malloc(nsets * sizeof *p->sets);
+  p->held = p->started ? malloc(p->started * sizeof *p->held) : NULL;
+  if (!p->sets || (p->started && !p->held)) {
+    free(p->sets), free(p->held);
+    p->sets = NULL, p->held = NULL, p->nsets = 0;
+    return;
+  }
+  memcpy(p->sets, sets, nsets * sizeof *sets);
+  p->nsets = nsets;
+  for (unsigned i = 1; i <= p->started; i++) p->held[i - 1] = i % nsets;
+}
+
 unsigned cpu_pool_pin(cpu_pool_t *p, const cpu_set_t *sets, unsigned nsets) {
   unsigned pinned = 0;
   if (!p || !sets || !nsets) return 0;
+  pthread_mutex_lock(&p->run_lock);
   for (unsigned i = 1; i <= p->started; i++)
     if (pthread_setaffinity_np(p->threads[i - 1], sizeof(cpu_set_t),
                                &sets[i % nsets]) == 0)
       pinned++;
+  if (pinned == p->started) remember_sets(p, sets, nsets);
+  pthread_mutex_unlock(&p->run_lock);
   return pinned;
+}
+
+/* The core set that contains cpu and is held by no worker, else the first
+ * set held by none that does not contain it; nsets when there is none. */
+static unsigned free_set(const cpu_pool_t *p, int cpu) {
+  unsigned found = p->nsets;
+  for (unsigned s = 0; s < p->nsets; s++) {
+    bool taken = false;
+    for (unsigned i = 0; i < p->started && !taken; i++) taken = p->held[i] == s;
+    if (taken) continue;
+    if (CPU_ISSET((unsigned)cpu, &p->sets[s])) return s;
+    if (found == p->nsets) found = s;
+  }
+  return found;
+}
+
+/* When the calling thread runs on the core of a pinned worker, moves that
+ * worker to a core no worker holds (the one the caller left), so that the
+ * caller and the worker do not take turns on one CPU for the whole run.
+ * Costs nothing when the caller is where it should be. Under run_lock. */
+static void leave_caller_core(cpu_pool_t *p) {
+  if (!p->nsets) return;
+  int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+  unsigned mine = free_set(p, cpu);
+  if (mine < p->nsets && CPU_ISSET((unsigned)cpu, &p->sets[mine])) return;
+  for (unsigned i = 0; i < p->started; i++) {
+    if (!CPU_ISSET((unsigned)cpu, &p->sets[p->held[i]])) continue;
+    if (mine < p->nsets &&
+        pthread_setaffinity_np(p->threads[i], sizeof(cpu_set_t), &p->sets[mine]) == 0)
+      p->held[i] = mine;
+    return;
+  }
 }
 
 bool cpu_pool_worker_affinity(cpu_pool_t *p, unsigned i, cpu_set_t *out) {
@@ -203,6 +270,8 @@ void cpu_pool_destroy(cpu_pool_t *p) {
   for (unsigned i = 0; i < p->started; i++)
     pthread_join(p->threads[i], NULL);
   free(p->threads);
+  free(p->sets);
+  free(p->held);
   pthread_cond_destroy(&p->done);
   pthread_cond_destroy(&p->wake);
   pthread_mutex_destroy(&p->lock);
@@ -228,6 +297,7 @@ void cpu_pool_run(cpu_pool_t *p, int64_t ntasks, int64_t grain, cpu_pool_fn fn,
     return;
   }
   pthread_mutex_lock(&p->run_lock);
+  leave_caller_core(p);
   pthread_mutex_lock(&p->lock);
   p->fn = fn;
   p->ctx = ctx;
