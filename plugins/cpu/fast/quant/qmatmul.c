@@ -72,15 +72,24 @@ static float quantize_values(const float *x, bool biased, uint8_t *q) {
   return finite ? scale : __builtin_nanf("");
 }
 
-/* Block b's part of its pair record (qmatmul.h): values, scale lanes and,
- * with `corr`, -8 * each lane's sum (the values unbiased then). */
-static void put_block(uint8_t *rec, int half, const uint8_t *q, float d, bool corr) {
+/* Block b's part of its pair record (qmatmul.h): values and scale lanes. */
+static void put_pair_block(uint8_t *rec, int half, const uint8_t *q, float d) {
   memcpy(rec + half * 32, q, CPU_QB);
-  for (int i = 0; i < 8; i++) {
-    memcpy(rec + 64 + half * 32 + 4 * i, &d, 4);
-    const int8_t *v = (const int8_t *)q + 4 * i;
-    int32_t c = corr ? -8 * (v[0] + v[1] + v[2] + v[3]) : 0;
-    memcpy(rec + 128 + half * 32 + 4 * i, &c, 4);
+  for (int i = 0; i < 8; i++) memcpy(rec + 64 + half * 32 + 4 * i, &d, 4);
+}
+
+/* Block i (0-3) of its quad record (qmatmul.h): the two halves, and per
+ * lane the nibbles' correction and the scale. */
+static void put_quad_block(uint8_t *rec, int i, const uint8_t *q, float d) {
+  memcpy(rec + 16 * i, q, 16);
+  memcpy(rec + 64 + 16 * i, q + 16, 16);
+  const int8_t *v = (const int8_t *)q;
+  for (int l = 0; l < 4; l++) {
+    int32_t c = 0;
+    for (int e = 0; e < 4; e++) c += v[4 * l + e] + v[16 + 4 * l + e];
+    c *= -8;
+    memcpy(rec + 128 + 16 * i + 4 * l, &c, 4);
+    memcpy(rec + 192 + 16 * i + 4 * l, &d, 4);
   }
 }
 
@@ -90,9 +99,9 @@ typedef struct qm8_job {
   cpu_qm8_w_t w;
   cpu_qm8_act_t act;
   int64_t m, rows, n, nb;
-  int64_t row_blocks, col_chunks, ksplit, kblocks; /* kblocks: blocks per k part, even */
+  int64_t row_blocks, col_chunks, ksplit, kblocks; /* kblocks: blocks per k part, a multiple of 4 */
   float *partial;                                   /* ksplit x rows x n, when ksplit > 1 */
-  bool corr;                                        /* the records' corrections (VNNI, q4_0) */
+  bool quad;                                        /* quad records (VNNI, q4_0), else pairs */
   uint8_t *records;                                 /* act.base, written by quantize_rows */
   int64_t ntasks, next;                             /* qm8_worker's counter */
 } qm8_job_t;
@@ -123,15 +132,22 @@ static void quantize_rows(void *vctx, int64_t begin, int64_t end, unsigned worke
   for (int64_t row = begin; row < end; row++) {
     const char *src = (const char *)cpu_tensor_base(A) + row_offset(A, job->m, row) * (int64_t)es;
     uint8_t *recs = job->records + row * job->act.row_bytes;
+    if (job->quad && A->dtype == BP_F32 && ks == 1) { /* the GEMV's case, vectorised */
+      cpu_qm8_vnni_quad_row((const float *)src, job->nb, recs);
+      continue;
+    }
     for (int64_t b = 0; b < job->nb; b++) {
       load_block(src + b * CPU_QB * ks * (int64_t)es, A->dtype, ks, x);
       float d = quantize_values(x, job->act.biased, q);
-      put_block(recs + b / 2 * CPU_QM8_PAIR, (int)(b % 2), q, d, job->corr);
+      if (job->quad) put_quad_block(recs + b / 4 * CPU_QM8_QUAD, (int)(b % 4), q, d);
+      else put_pair_block(recs + b / 2 * CPU_QM8_PAIR, (int)(b % 2), q, d);
     }
-    if (job->nb % 2) { /* the pad block of the last pair */
-      memset(q, job->act.biased ? 128 : 0, CPU_QB);
-      put_block(recs + job->nb / 2 * CPU_QM8_PAIR, 1, q, 0.0f, false);
-    }
+    /* the pad blocks of the last record: zero values (+ 128 when biased)
+     * and scales, so they add nothing */
+    memset(q, job->act.biased ? 128 : 0, CPU_QB);
+    for (int64_t b = job->nb; b % (job->quad ? 4 : 2); b++)
+      if (job->quad) put_quad_block(recs + b / 4 * CPU_QM8_QUAD, (int)(b % 4), q, 0.0f);
+      else put_pair_block(recs + b / 2 * CPU_QM8_PAIR, (int)(b % 2), q, 0.0f);
   }
 }
 
@@ -188,8 +204,8 @@ static int64_t k_parts(int64_t rows, int64_t col_chunks, int64_t nb, unsigned wo
   return want < most ? want : most < 1 ? 1 : most;
 }
 
-/* vnni: the VNNI kernel's records (+ 128 for q8_0 weights, the
- * corrections for q4_0), else the AVX2 kernel's. */
+/* vnni: the VNNI kernel's records (pairs + 128 for q8_0 weights, quads
+ * for q4_0), else the AVX2 kernel's (pairs). */
 static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_qm8_kernel_fn kern, bool vnni) {
   const bp_plugin_tensor_t *A = &a->a, *W = &a->w;
   int32_t r = A->rank;
@@ -198,8 +214,9 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
   job.w = (cpu_qm8_w_t){W->dtype, cpu_qblock(W, 0), W->strides[0] / CPU_QB * (int64_t)cpu_qblock_bytes(W->dtype),
                         (int64_t)cpu_qblock_bytes(W->dtype)};
   bool q4 = W->dtype == BP_Q4_0;
-  job.act = (cpu_qm8_act_t){.row_bytes = (job.nb + 1) / 2 * CPU_QM8_PAIR, .biased = vnni && !q4};
-  job.corr = vnni && q4;
+  job.quad = vnni && q4;
+  job.act = (cpu_qm8_act_t){.row_bytes = job.quad ? (job.nb + 3) / 4 * CPU_QM8_QUAD : (job.nb + 1) / 2 * CPU_QM8_PAIR,
+                            .biased = vnni && !q4};
   job.records = malloc((size_t)(job.rows * job.act.row_bytes));
   job.act.base = job.records;
   job.row_blocks = (job.rows + QM8_ROWS - 1) / QM8_ROWS;
@@ -207,7 +224,7 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
   unsigned workers = cpu_pool_size(dev->pool);
   job.ksplit = k_parts(job.rows, job.col_chunks, job.nb, workers);
   job.kblocks = (job.nb + job.ksplit - 1) / job.ksplit;
-  job.kblocks += job.kblocks % 2;
+  job.kblocks = (job.kblocks + 3) / 4 * 4; /* whole records of either kind */
   job.ksplit = (job.nb + job.kblocks - 1) / job.kblocks;
   if (job.ksplit > 1) job.partial = malloc((size_t)(job.ksplit * job.rows * job.n) * sizeof(float));
   bp_status_t st = BP_OK;

@@ -30,11 +30,18 @@
  *                  (VNNI with q8_0 weights, whose correction comes from the
  *                  weights);
  *   bytes  64-127  the two f32 scales, each repeated over its block's 8
- *                  lanes (block 2p in floats 0-7, block 2p + 1 in 8-15);
- *   bytes 128-191  VNNI with q4_0 weights: -8 * each lane's sum of 4
- *                  values, the nibbles' offset of 8, taken out through the
- *                  int32 start value of the dot product. */
-#define CPU_QM8_PAIR 192
+ *                  lanes (block 2p in floats 0-7, block 2p + 1 in 8-15). */
+#define CPU_QM8_PAIR 128
+/* VNNI with q4_0 weights reads records of CPU_QM8_QUAD bytes instead, one
+ * per group of 4 blocks (rows padded to whole groups with zero values and
+ * scales), laid out as the kernel decodes a group of 4 weight blocks: the
+ * low nibbles of block i meet values 0-15 and the high ones values 16-31.
+ *   bytes   0-63   values 0-15 of block i at 16i..16i+15;
+ *   bytes  64-127  values 16-31 of block i at 64+16i..;
+ *   bytes 128-191  int32 lane l: -8 * the sum of the 8 values lane l covers
+ *                  in the two halves (the nibbles' offset of 8);
+ *   bytes 192-255  f32 lane l: the scale of block l / 4. */
+#define CPU_QM8_QUAD 256
 typedef struct cpu_qm8_act {
   int64_t row_bytes;
   const uint8_t *base;
@@ -50,8 +57,8 @@ typedef struct cpu_qm8_w {
 } cpu_qm8_w_t;
 
 /* One register tile: activation rows [r0, r0 + rows) against weight rows
- * [j0, j0 + cols) over blocks [b0, b1) (b0 even; b1 may be odd only where
- * the row ends), rows <= CPU_QM8_R, cols <= CPU_QM8_C:
+ * [j0, j0 + cols) over blocks [b0, b1) (b0 a multiple of 4; b1 too but
+ * where the row ends), rows <= CPU_QM8_R, cols <= CPU_QM8_C:
  * out[r * CPU_QM8_C + c] = sum_b d_a * d_w * dot(q_a, q_w) in f32. */
 typedef struct cpu_qm8_part {
   int64_t r0, j0, b0, b1;
@@ -61,9 +68,13 @@ typedef struct cpu_qm8_part {
 typedef void (*cpu_qm8_kernel_fn)(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a, const cpu_qm8_part_t *p,
                                   float *out);
 
-/* AVX512-VNNI (qmatmul_vnni.c): biased for q8_0, the corrections for q4_0. */
+/* AVX512-VNNI (qmatmul_vnni.c): pair records, biased, for q8_0; quad
+ * records for q4_0. */
 CPU_HIDDEN void cpu_qm8_vnni(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a, const cpu_qm8_part_t *p,
                              float *out);
+/* One row of f32 activations contiguous along k quantized into its quad
+ * records, nb blocks and the pad to a whole record (qmatmul_vnni.c). */
+CPU_HIDDEN void cpu_qm8_vnni_quad_row(const float *x, int64_t nb, uint8_t *recs);
 /* AVX2 without VNNI (qmatmul_avx2.c): unbiased values. */
 CPU_HIDDEN void cpu_qm8_avx2(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a, const cpu_qm8_part_t *p,
                              float *out);

@@ -1,25 +1,150 @@
 /*
  * fast/quant/qmatmul_vnni.c — the int8-activation qmatmul tile on
- * AVX512-VNNI. Blocks go in pairs: one zmm holds two weight blocks (q4_0:
- * the nibbles, low halves then high halves, so weight j of a block meets
- * activation j), and vpdpbusd multiplies 4 u8 by 4 s8 per int32 lane.
- *  q4_0: the nibbles (0..15) are the unsigned side and the activations the
- *        signed one; the nibbles' offset of 8 comes out through the
- *        accumulator's start value, -8 * the activations' lane sums, made
- *        once per row when the activations are quantized (qmatmul.h's
- *        records, one per pair and row).
- *  q8_0: the activations, stored + 128, are the unsigned side; the bias
- *        comes out through -128 * the weights' lane sums, made once per
- *        weight pair and shared by every activation row of the tile.
- * Each lane's int32 sum then scales by d_w * d_a of its block in f32.
+ * AVX512-VNNI: vpdpbusd multiplies 4 u8 by 4 s8 per int32 lane, and each
+ * lane's int32 sum then scales by d_w * d_a of its block in f32.
+ *  q4_0: blocks go in groups of 4 (72 bytes of a weight row, the
+ *        activations' quad records, qmatmul.h). Two loads fetch a group;
+ *        one word permute packs its 64 nibble bytes (the 18-byte blocks
+ *        keep them word-aligned) and another spreads its 4 f16 scales over
+ *        their blocks' 4 lanes, converted in one vcvtph2ps; a mask and a
+ *        shift split the nibbles into the low and high halves (0..15, the
+ *        unsigned side), two vpdpbusd add their dot products with the
+ *        activations (the signed side) to the nibbles' offset of 8, -8 *
+ *        the activations' lane sums made once per row, and one conversion,
+ *        one product and one FMA per output scale a group.
+ *  q8_0: blocks go in pairs, one zmm per weight pair; the activations,
+ *        stored + 128, are the unsigned side; the bias comes out through
+ *        -128 * the weights' lane sums, made once per weight pair and
+ *        shared by every activation row of the tile.
  */
 #include <immintrin.h>
 #include <string.h>
 
 #include "plugins/cpu/fast/quant/qmatmul.h"
 
-/* A weight pair, decoded: the weights, q8_0's bias correction, and the
- * weight scales spread over the 8 lanes of each block. */
+/* Weights stream from memory: fetch this far ahead along each weight row
+ * into L1, and the next tile's rows (the same offset C rows on) into L2.
+ * The rows of a tile interleave C streams, which the hardware prefetcher
+ * follows only a short way ahead; the L2 fetch keeps a whole tile's worth
+ * of lines in flight, what one core needs to reach the memory's
+ * bandwidth. */
+#define PREFETCH_BYTES 640
+
+/* ---- q4_0: groups of 4 blocks ------------------------------------------------- */
+
+/* A weight group, decoded: the low and high nibbles, 16 bytes per block in
+ * block order, and the block scales over their 4 lanes each. */
+typedef struct wquad {
+  __m512i lo, hi;
+  __m512 d;
+} wquad_t;
+
+/* blocks (1-4) blocks from blk: a group short of 4 (the row's end) loads
+ * only its own bytes, so the missing blocks decode as zero weights and
+ * zero scales, against the activations' zero pad blocks. */
+static inline wquad_t q4_quad(const uint8_t *blk, int64_t blocks) {
+  __m512i x, y;
+  if (blocks >= 4) {
+    x = _mm512_loadu_si512(blk);
+    y = _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(blk + 64)));
+  } else {
+    x = _mm512_maskz_loadu_epi8(((__mmask64)1 << (18 * blocks)) - 1, blk);
+    y = _mm512_setzero_si512();
+  }
+  /* word 9i holds block i's scale, words 9i+1..9i+8 its nibbles (from y
+   * past word 31) */
+  const __m512i nib_idx = _mm512_set_epi16(35, 34, 33, 32, 31, 30, 29, 28, 26, 25, 24, 23, 22, 21, 20, 19, 17, 16,
+                                           15, 14, 13, 12, 11, 10, 8, 7, 6, 5, 4, 3, 2, 1);
+  const __m512i scale_idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 27, 27, 27, 27, 18,
+                                             18, 18, 18, 9, 9, 9, 9, 0, 0, 0, 0);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512i nib = _mm512_permutex2var_epi16(x, nib_idx, y);
+  wquad_t q;
+  q.lo = _mm512_and_si512(nib, m4);
+  q.hi = _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4);
+  q.d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(scale_idx, x)));
+  return q;
+}
+
+/* One group of the tile's columns against its rows: acc[r][c] += the
+ * group's sum per lane, scaled. */
+static inline __attribute__((always_inline)) void group_q4(__m512 acc[CPU_QM8_R][CPU_QM8_C],
+                                                           const uint8_t *const *wrow, const uint8_t *const *rec,
+                                                           int64_t blocks, int64_t next_tile, const int R,
+                                                           const int C) {
+#pragma GCC unroll 4
+  for (int c = 0; c < C; c++) {
+    _mm_prefetch((const char *)wrow[c] + PREFETCH_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)wrow[c] + next_tile, _MM_HINT_T1);
+    wquad_t q = q4_quad(wrow[c], blocks);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+      __m512i t = _mm512_loadu_si512(rec[r] + 128);
+      t = _mm512_dpbusd_epi32(t, q.lo, _mm512_loadu_si512(rec[r]));
+      t = _mm512_dpbusd_epi32(t, q.hi, _mm512_loadu_si512(rec[r] + 64));
+      __m512 da = _mm512_loadu_ps(rec[r] + 192);
+      acc[r][c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), da), q.d, acc[r][c]);
+    }
+  }
+}
+
+/* The q4_0 tile with its shape fixed at compile time (R rows, C columns)
+ * and its loops unrolled, so the accumulators stay in registers; whole
+ * groups in the loop, a short last one after it. */
+static inline __attribute__((always_inline)) void tile_q4(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a,
+                                                          const cpu_qm8_part_t *p, float *out, const int R,
+                                                          const int C) {
+  __m512 acc[CPU_QM8_R][CPU_QM8_C];
+  const uint8_t *wrow[CPU_QM8_C];
+  const uint8_t *rec[CPU_QM8_R];
+  for (int r = 0; r < R; r++) {
+    rec[r] = a->base + (p->r0 + r) * a->row_bytes + p->b0 / 4 * CPU_QM8_QUAD;
+    for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
+  }
+  for (int c = 0; c < C; c++) wrow[c] = w->base + (p->j0 + c) * w->row_bytes + p->b0 * 18;
+  const int64_t next_tile = C * w->row_bytes;
+  int64_t b = p->b0;
+  for (; b + 4 <= p->b1; b += 4) {
+    group_q4(acc, wrow, rec, 4, next_tile, R, C);
+    for (int c = 0; c < C; c++) wrow[c] += 72;
+    for (int r = 0; r < R; r++) rec[r] += CPU_QM8_QUAD;
+  }
+  if (b < p->b1) group_q4(acc, wrow, rec, p->b1 - b, next_tile, R, C);
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) out[r * CPU_QM8_C + c] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+/* One activation row of f32, contiguous along k, into quad records: the
+ * scalar quantizer's arithmetic (qmatmul.c) 16 values at a time. The
+ * conversion rounds to nearest even as the scalar code does, and a block
+ * holding a NaN or an infinity gets a NaN scale. */
+void cpu_qm8_vnni_quad_row(const float *x, int64_t nb, uint8_t *recs) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m128i ones = _mm_set1_epi8(1);
+  for (int64_t b = 0; b < nb; b++) {
+    __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
+    bool finite = !(_mm512_fpclass_ps_mask(v0, 0x99) | _mm512_fpclass_ps_mask(v1, 0x99));
+    float d = amax / 127.0f, inv = d != 0.0f && finite ? 1.0f / d : 0.0f;
+    __m128i q0 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(inv))));
+    __m128i q1 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(inv))));
+    uint8_t *rec = recs + b / 4 * CPU_QM8_QUAD + b % 4 * 16;
+    _mm_storeu_si128((__m128i *)rec, q0);
+    _mm_storeu_si128((__m128i *)(rec + 64), q1);
+    __m128i sums = _mm_dpbusd_epi32(_mm_dpbusd_epi32(_mm_setzero_si128(), ones, q0), ones, q1);
+    _mm_storeu_si128((__m128i *)(rec + 128), _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(sums, 3)));
+    _mm_storeu_ps((float *)(rec + 192), _mm_set1_ps(finite ? d : __builtin_nanf("")));
+  }
+  for (int64_t b = nb; b % 4; b++) { /* the pad blocks: zero values, sums and scales */
+    uint8_t *rec = recs + b / 4 * CPU_QM8_QUAD + b % 4 * 16;
+    for (int part = 0; part < 4; part++) memset(rec + 64 * part, 0, 16);
+  }
+}
+
+/* ---- q8_0: pairs of blocks ---------------------------------------------------- */
+
+/* A weight pair, decoded: the weights, the bias correction, and the weight
+ * scales spread over the 8 lanes of each block. */
 typedef struct wpair {
   __m512i q, corr;
   __m512 d;
@@ -35,54 +160,23 @@ static inline __m512 pair_scales(const uint8_t *blk0, const uint8_t *blk1) {
   return _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(s));
 }
 
-/* q4_0: the 16 nibble bytes of each block into [lo0 hi0 lo1 hi1], 0..15. */
-static inline __m512i q4_pair(const uint8_t *blk0, const uint8_t *blk1) {
-  /* [q0 q0 q1 q1] from two broadcast loads, the second merged under a
-   * mask: one shuffle-port uop where an insert and a lane shuffle took two */
-  __m128i q0 = _mm_loadu_si128((const __m128i *)(blk0 + 2));
-  __m512i x = blk1 ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(q0), 0xFF00,
-                                                 _mm_loadu_si128((const __m128i *)(blk1 + 2)))
-                   : _mm512_maskz_broadcast_i32x4(0x00FF, q0);
-  const long long s4 = 0x0004000400040004ll; /* 16-bit lanes shifted by 4: the high halves */
-  const __m512i shift = _mm512_set_epi64(s4, s4, 0, 0, s4, s4, 0, 0);
-  return _mm512_and_si512(_mm512_srlv_epi16(x, shift), _mm512_set1_epi8(0x0F));
-}
-
-static inline __m512i q8_pair(const uint8_t *blk0, const uint8_t *blk1) {
-  __m256i q0 = _mm256_loadu_si256((const __m256i *)(blk0 + 2));
-  __m256i q1 = blk1 ? _mm256_loadu_si256((const __m256i *)(blk1 + 2)) : _mm256_setzero_si256();
-  return _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-}
-
 /* A lone last block (blk1 NULL) leaves the second half's weights and scale
  * zero, so the pad block of the activations adds nothing. */
-static inline wpair_t decode(bool q4, const uint8_t *blk0, const uint8_t *blk1) {
+static inline wpair_t q8_pair(const uint8_t *blk0, const uint8_t *blk1) {
   wpair_t p;
   p.d = pair_scales(blk0, blk1);
-  if (q4) {
-    p.q = q4_pair(blk0, blk1);
-    p.corr = _mm512_setzero_si512(); /* the rows carry it */
-    return p;
-  }
-  p.q = q8_pair(blk0, blk1);
+  __m256i q0 = _mm256_loadu_si256((const __m256i *)(blk0 + 2));
+  __m256i q1 = blk1 ? _mm256_loadu_si256((const __m256i *)(blk1 + 2)) : _mm256_setzero_si256();
+  p.q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
   __m512i biased = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), p.q);
   p.corr = _mm512_sub_epi32(_mm512_setzero_si512(), biased);
   return p;
 }
 
-/* Weights stream from memory: fetch this far ahead along each weight row
- * into L1, and the next tile's rows (the same offset C rows on) into L2.
- * The four rows of a tile interleave four streams, which the hardware
- * prefetcher follows only a short way ahead; the L2 fetch keeps a whole
- * tile's worth of lines in flight, what one core needs to reach the
- * memory's bandwidth. */
-#define PREFETCH_BYTES 640
-
-/* The tile with its shape fixed at compile time (R rows, C columns) and
- * its loops unrolled, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a,
-                                                       const cpu_qm8_part_t *p, float *out, const bool q4,
-                                                       const int R, const int C) {
+/* The q8_0 tile, R x C fixed at compile time as tile_q4. */
+static inline __attribute__((always_inline)) void tile_q8(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a,
+                                                          const cpu_qm8_part_t *p, float *out, const int R,
+                                                          const int C) {
   __m512 acc[CPU_QM8_R][CPU_QM8_C];
   const uint8_t *wrow[CPU_QM8_C];
   const uint8_t *arow[CPU_QM8_R];
@@ -100,7 +194,7 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
       const uint8_t *blk = wrow[c] + b * bb;
       _mm_prefetch((const char *)blk + PREFETCH_BYTES, _MM_HINT_T0);
       _mm_prefetch((const char *)blk + next_tile, _MM_HINT_T1);
-      wp[c] = decode(q4, blk, two ? blk + bb : NULL);
+      wp[c] = q8_pair(blk, two ? blk + bb : NULL);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
@@ -109,8 +203,7 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
       __m512 da = _mm512_loadu_ps(rec + 64);
 #pragma GCC unroll 4
       for (int c = 0; c < C; c++) {
-        __m512i t = q4 ? _mm512_dpbusd_epi32(_mm512_loadu_si512(rec + 128), wp[c].q, x)
-                       : _mm512_dpbusd_epi32(wp[c].corr, x, wp[c].q);
+        __m512i t = _mm512_dpbusd_epi32(wp[c].corr, x, wp[c].q);
         acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wp[c].d, da), acc[r][c]);
       }
     }
@@ -121,8 +214,8 @@ static inline __attribute__((always_inline)) void tile(const cpu_qm8_w_t *w, con
 
 #define TILE_CASE(R, C)                                                                                \
   case (R - 1) * CPU_QM8_C + C - 1:                                                                    \
-    if (q4) tile(w, a, p, out, true, R, C);                                                            \
-    else tile(w, a, p, out, false, R, C);                                                              \
+    if (q4) tile_q4(w, a, p, out, R, C);                                                               \
+    else tile_q8(w, a, p, out, R, C);                                                                  \
     break;
 
 void cpu_qm8_vnni(const cpu_qm8_w_t *w, const cpu_qm8_act_t *a, const cpu_qm8_part_t *p, float *out) {
