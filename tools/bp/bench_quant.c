@@ -4,7 +4,9 @@
  * beside MKL's cblas_gemm_s8u8s32 (dlopen'ed from the build's bench-venv,
  * absent is said) and our bf16 GEMM at the same shape; the q4_0 GEMV of
  * token generation (1x4096x4096, 1x11008x4096) as weight bytes per second
- * against the streaming loop's bandwidth (bench_stream_gbs), each call on
+ * against a loop that only reads as many bytes (read_gbs: the GEMV's own
+ * yardstick) and the streaming loop's read+write bandwidth
+ * (bench_stream_gbs), each call on
  * the next of as many weight copies as the loop's working set holds, so the
  * weights come from memory as in a model too large for the cache (one
  * matrix reused call after call would sit in the last-level cache); the
@@ -12,6 +14,7 @@
  * at a prompt shape (512x4096x4096) beside our f32 and bf16 GEMM.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +22,12 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_anchor.h"
 #include "bench_quant.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 bool bench_quant_wanted(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
@@ -126,6 +134,89 @@ static double time_gemv_cold(bp_device_t *dev, bp_stream_t *s, bp_dtype_t wt, in
   return ok ? best : -1;
 }
 
+/* ---- the weight-read loop: the GEMV's yardstick ------------------------------ */
+
+/* The GEMV reads its weights and writes almost nothing, while the streaming
+ * loop (bench_stream_gbs) reads one buffer and writes another, so on a
+ * memory system whose reads and writes do not add up alike the two differ.
+ * This loop reads what the GEMV reads: `copies` buffers of `bytes` each in
+ * turn, every one split between the threads as the GEMV splits its rows,
+ * summed with the widest loads (a sum, so nothing is skipped). */
+typedef struct read_job {
+  uint8_t **bufs;
+  int copies, part, parts;
+  size_t bytes;
+  uint64_t sum;
+  pthread_barrier_t *start;
+} read_job_t;
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint8_t *p, size_t n) {
+  __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+  for (size_t i = 0; i + 256 <= n; i += 256) {
+    a = _mm512_add_epi64(a, _mm512_loadu_si512(p + i));
+    b = _mm512_add_epi64(b, _mm512_loadu_si512(p + i + 64));
+    c = _mm512_add_epi64(c, _mm512_loadu_si512(p + i + 128));
+    d = _mm512_add_epi64(d, _mm512_loadu_si512(p + i + 192));
+  }
+  return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, d)));
+}
+#endif
+
+static uint64_t sum_bytes(const uint8_t *p, size_t n) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return sum_avx512(p, n);
+#endif
+  uint64_t s = 0;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    uint64_t v;
+    memcpy(&v, p + i, 8);
+    s += v;
+  }
+  return s;
+}
+
+static void *read_thread(void *arg) {
+  read_job_t *j = arg;
+  size_t per = j->bytes / (size_t)j->parts & ~(size_t)255, lo = per * (size_t)j->part;
+  size_t len = j->part + 1 == j->parts ? j->bytes - lo : per;
+  pthread_barrier_wait(j->start);
+  for (int i = 0; i < j->copies; i++) j->sum += sum_bytes(j->bufs[i] + lo, len);
+  return NULL;
+}
+
+/* GB/s of reading `copies` buffers of `bytes` with `threads` threads: the
+ * best of `reps` passes, each timed from the threads' common start to the
+ * last one's end (as a GEMV call is). 0 when the buffers cannot be had. */
+static double read_gbs(size_t bytes, int copies, int threads, int reps) {
+  uint8_t **bufs = calloc((size_t)copies, sizeof *bufs);
+  bool ok = bufs != NULL;
+  for (int i = 0; ok && i < copies; i++) {
+    bufs[i] = bench_huge_buffer(bytes);
+    if ((ok = bufs[i] != NULL)) memset(bufs[i], 0x11, bytes);
+  }
+  double best = 0;
+  pthread_barrier_t start;
+  for (int r = 0; ok && r <= reps; r++) { /* pass 0 warms up */
+    pthread_t tid[8];
+    read_job_t job[8];
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    for (int t = 0; t < threads; t++) {
+      job[t] = (read_job_t){bufs, copies, t, threads, bytes, 0, &start};
+      if (pthread_create(&tid[t], NULL, read_thread, &job[t]) != 0) abort();
+    }
+    pthread_barrier_wait(&start);
+    double t0 = now_s();
+    for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+    double gbs = (double)bytes * copies / (now_s() - t0) * 1e-9;
+    pthread_barrier_destroy(&start);
+    if (r && gbs > best) best = gbs;
+  }
+  for (int i = 0; bufs && i < copies; i++) free(bufs[i]);
+  free(bufs);
+  return best;
+}
+
 /* ---- MKL's cblas_gemm_s8u8s32 ------------------------------------------------ */
 
 typedef void (*s8u8_fn)(int, int, int, int, int, int, int, float, const void *, int, int8_t,
@@ -202,14 +293,16 @@ int bench_quant_main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     int copies = 0;
     double t = time_gemv_cold(dev, s, BP_Q4_0, gemv_n[i], 4096, quick ? 1 : 3, &copies);
-    double wb = (double)bp_quant_bytes(BP_Q4_0, (uint64_t)gemv_n[i] * 4096);
+    uint64_t wb = bp_quant_bytes(BP_Q4_0, (uint64_t)gemv_n[i] * 4096);
     if (t <= 0) {
       printf("q4_0 gemv 1x%lldx4096: failed (%s)\n", (long long)gemv_n[i], bp_last_error());
       continue;
     }
-    printf("q4_0 gemv 1x%lldx4096 %9.3f ms  weights %.1f GB/s = %.0f %% of the streaming loop's %.1f GB/s"
-           " (%d weight copies in turn)\n",
-           (long long)gemv_n[i], t * 1e3, wb / t * 1e-9, 100 * wb / t * 1e-9 / gbs, gbs, copies);
+    /* the read loop right after the GEMV, over as many copies of its size */
+    double rd = read_gbs(wb, copies, 2, quick ? 1 : 3), w = (double)wb / t * 1e-9;
+    printf("q4_0 gemv 1x%lldx4096 %9.3f ms  weights %.1f GB/s = %.0f %% of the weight-read loop's %.1f GB/s,"
+           " %.0f %% of the streaming loop's %.1f GB/s (%d weight copies in turn)\n",
+           (long long)gemv_n[i], t * 1e3, w, rd > 0 ? 100 * w / rd : 0.0, rd, 100 * w / gbs, gbs, copies);
   }
   int64_t pm = quick ? 64 : 512;
   double tq = time_gemm(dev, s, BP_F32, BP_Q4_0, BP_F32, pm, 4096, 4096, quick ? 1 : 2);
