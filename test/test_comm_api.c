@@ -5,7 +5,8 @@
  * (a rejected call changes nothing), results on a one-rank communicator in
  * every dtype, a timed-out call breaking the communicator (reported at
  * the stream's synchronize), and calls queued on streams: ordered between
- * the ops around them, returning before the peer arrives. Collectives
+ * the ops around them, returning before the peer arrives, a stream
+ * synchronised while another one's call still waits. Collectives
  * between processes are test_comm_mpi.sh's.
  */
 #include "test_loader_util.h"
@@ -423,6 +424,47 @@ static void test_async_returns_before_the_peer(void **state) {
   close_fx(&f);
 }
 
+/* A stream whose collectives are done is synchronised while another
+ * communicator's call on another stream of the same device still waits for
+ * its peer: the first synchronize returns (the peer arrives only after it),
+ * and the waiting call then completes within its timeout. */
+static void test_async_sync_while_another_stream_waits(void **state) {
+  (void)state;
+  fx_t f;
+  open_fx(&f, "good");
+  bp_comm_options_t o = {.struct_size = sizeof o, .plugin = "good", .timeout_ms = 4000, .no_call_check = true};
+  bp_comm_t *quick, *waiting;
+  bp_stream_t *s2;
+  assert_int_equal(bp_comm_create(f.dev, &o, &quick), BP_OK);
+  assert_int_equal(bp_comm_create(f.dev, &o, &waiting), BP_OK);
+  assert_int_equal(bp_stream_create(f.dev, &s2), BP_OK);
+  char peer[PATH_MAX];
+  snprintf(peer, sizeof peer, "%s/peer-late", dir);
+  unlink(peer);
+  setenv("BP_COMM_FIXTURE_WAIT_FILE", peer, 1); /* the fixture's all-reduce waits for it; its barrier not */
+  float v[4] = {1, 2, 3, 4}, back[4];
+  bp_buffer_t *b;
+  assert_int_equal(bp_buffer_alloc(f.dev, sizeof v, &b), BP_OK);
+  assert_int_equal(bp_buffer_write(b, 0, v, sizeof v), BP_OK);
+  assert_int_equal(bp_comm_all_reduce(waiting, s2, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM), BP_OK);
+  assert_int_equal(bp_comm_barrier(quick, f.s), BP_OK);
+  assert_int_equal(bp_stream_synchronize(f.s), BP_OK);
+  FILE *arrived = fopen(peer, "w"); /* only now does the peer arrive */
+  assert_non_null(arrived);
+  fclose(arrived);
+  bp_status_t st = bp_stream_synchronize(s2);
+  if (st != BP_OK) fail_msg("the waiting all-reduce: %s", bp_last_error());
+  assert_int_equal(bp_buffer_read(b, 0, back, sizeof back), BP_OK);
+  assert_memory_equal(back, v, sizeof v);
+  unsetenv("BP_COMM_FIXTURE_WAIT_FILE");
+  unlink(peer);
+  bp_buffer_free(b);
+  bp_stream_destroy(s2);
+  bp_comm_destroy(waiting);
+  bp_comm_destroy(quick);
+  close_fx(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_discovery_and_refusals),
@@ -433,6 +475,7 @@ int main(void) {
       cmocka_unit_test(test_timeout_breaks_the_communicator),
       cmocka_unit_test(test_async_stream_order),
       cmocka_unit_test(test_async_returns_before_the_peer),
+      cmocka_unit_test(test_async_sync_while_another_stream_waits),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,16 +9,21 @@
  */
 #include "mpi_lib.h"
 
+/* Each loop is built for AVX-512, AVX2 and the baseline, the one the CPU
+ * runs picked at load time (an ifunc): the plugin is built for the
+ * baseline, and these loops are where the ring spends its own time. */
+#define WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+
 /* NAME: d = x op y, over three distinct ranges; NAME_acc: d = d op x. */
 #define ARITH(T, U, NAME, EXPR)                                                                    \
-  static void NAME(T *restrict d, const T *restrict x, const T *restrict y, uint64_t n) {          \
+  WIDE static void NAME(T *restrict d, const T *restrict x, const T *restrict y, uint64_t n) {     \
     for (uint64_t i = 0; i < n; i++) {                                                             \
       T u = x[i], v = y[i];                                                                        \
       d[i] = (EXPR);                                                                               \
     }                                                                                              \
   }                                                                                                \
-  static void NAME##_acc(T *restrict d, const T *restrict x, const T *restrict unused,             \
-                         uint64_t n) {                                                             \
+  WIDE static void NAME##_acc(T *restrict d, const T *restrict x, const T *restrict unused,        \
+                              uint64_t n) {                                                        \
     (void)unused;                                                                                  \
     for (uint64_t i = 0; i < n; i++) {                                                             \
       T u = d[i], v = x[i];                                                                        \

@@ -195,12 +195,31 @@ static void abandon(ring_t *g) {
   pthread_mutex_unlock(&mpi_lock);
 }
 
+/* The count ops Testsome found done. Finished sends free their slots and
+ * blocks first, so that the receives waiting on them are posted before the
+ * reductions, and the peer's next segments need not wait for those; a
+ * receive counts as done only once reduced, since an in-place all-gather
+ * receive may overwrite what its reduction reads. */
+static bp_status_t settle(ring_t *g, int count) {
+  for (int i = 0; i < count; i++)
+    if (g->done_idx[i] >= g->nops) g->state[g->done_idx[i]] = OP_DONE;
+  bp_status_t st = post_recvs(g);
+  for (int i = 0; i < count && st == BP_OK; i++) {
+    int op = g->done_idx[i];
+    if (op >= g->nops) continue;
+    g->state[op] = OP_DONE;
+    st = received(g, op / g->nseg, op % g->nseg);
+  }
+  return st == BP_OK ? post_recvs(g) : st;
+}
+
 static bp_status_t run_round(ring_t *g, double deadline_ms) {
   for (int op = 0; op < 2 * g->nops; op++) g->req[op] = mpi.request_null, g->state[op] = OP_IDLE;
   g->next_recv = 0;
-  bp_status_t st = BP_OK;
+  /* Receives first: a message that finds its receive posted lands in
+   * place, where one that arrives first waits, part of it buffered. */
+  bp_status_t st = post_recvs(g);
   for (int j = 0; j < g->nseg && st == BP_OK; j++) st = post_send(g, 0, j);
-  if (st == BP_OK) st = post_recvs(g);
   mpi_backoff_t wait = {0};
   for (int left = 2 * g->nops; st == BP_OK && left > 0;) {
     int count = 0;
@@ -216,13 +235,8 @@ static bp_status_t run_round(ring_t *g, double deadline_ms) {
       continue;
     }
     wait = (mpi_backoff_t){0}; /* moving: poll at full rate again */
-    for (int i = 0; i < count && st == BP_OK; i++) {
-      int op = g->done_idx[i];
-      g->state[op] = OP_DONE;
-      left--;
-      if (op < g->nops) st = received(g, op / g->nseg, op % g->nseg);
-    }
-    if (st == BP_OK) st = post_recvs(g);
+    left -= count;
+    st = settle(g, count);
   }
   return st;
 }
