@@ -181,7 +181,8 @@ void vt_test_attention(void **state) {
 
 static void conv_case(bp_dtype_t dt, int64_t N, int64_t C, int64_t H,
                       int64_t W, int64_t K, int64_t R, int64_t S, int sh,
-                      int pad, int dil, int groups, bool bias) {
+                      int pad, int dil, int groups, bool bias,
+                      tc_layout_t xl, tc_layout_t yl) {
   bp_conv2d_params_t cp = {.struct_size = sizeof cp, .stride_h = sh,
                            .stride_w = 1, .pad_h = pad, .pad_w = pad,
                            .dilation_h = dil, .dilation_w = 1,
@@ -190,10 +191,10 @@ static void conv_case(bp_dtype_t dt, int64_t N, int64_t C, int64_t H,
   int64_t Q = (W + 2 * pad - (S - 1) - 1) / 1 + 1;
   int64_t xs[4] = {N, C, H, W}, ws[4] = {K, C / groups, R, S}, bs[1] = {K},
           ys[4] = {N, K, P, Q};
-  vt_pair_t x = vt_rand(81, dt, 4, xs, TC_STRIDED, -1, 1);
+  vt_pair_t x = vt_rand(81, dt, 4, xs, xl, -1, 1);
   vt_pair_t w = vt_rand(82, dt, 4, ws, TC_CONTIG, -1, 1);
   vt_pair_t b = vt_rand(83, dt, 1, bs, TC_CONTIG, -1, 1);
-  vt_pair_t y = vt_mk(dt, 4, ys, TC_STRIDED, NULL);
+  vt_pair_t y = vt_mk(dt, 4, ys, yl, NULL);
   VT_BOTH(bp_conv2d(E->s, &cp, &x.t[I].t, &w.t[I].t, bias ? &b.t[I].t : NULL,
                     &y.t[I].t));
   char what[96];
@@ -214,11 +215,23 @@ void vt_test_dnn(void **state) {
   int ndt = vt_float_dtypes(BP_OP_CONV2D, dts);
   assert_true(ndt > 0);
   for (int d = 0; d < ndt; d++) {
-    conv_case(dts[d], 2, 3, 11, 9, 20, 3, 3, 1, 1, 1, 1, true);
-    conv_case(dts[d], 1, 8, 10, 10, 6, 3, 2, 2, 2, 2, 2, false);
-    conv_case(dts[d], 1, 4, 5, 5, 4, 1, 1, 1, 0, 1, 4, true);
-    /* groups, stride, dilation on the texel path of software devices */
-    conv_case(dts[d], 2, 8, 12, 10, 16, 3, 3, 2, 1, 2, 2, true);
+    conv_case(dts[d], 2, 3, 11, 9, 20, 3, 3, 1, 1, 1, 1, true, TC_STRIDED, TC_STRIDED);
+    conv_case(dts[d], 1, 8, 10, 10, 6, 3, 2, 2, 2, 2, 2, false, TC_STRIDED, TC_STRIDED);
+    conv_case(dts[d], 1, 4, 5, 5, 4, 1, 1, 1, 0, 1, 4, true, TC_STRIDED, TC_STRIDED);
+    /* the texel path of software devices (y contiguous across P, Q):
+     * groups, stride, dilation, padding (the implicit GEMM's padded
+     * copy), no padding (x read in place when f32: 1x1 and a strided,
+     * dilated, grouped 3x3), a product past one register tile; the same
+     * with BACKPLANE_VK_CONV_IMPLICIT=0 runs the im2col panels */
+    for (int im2col = 0; im2col < 2; im2col++) {
+      if (im2col)
+        setenv("BACKPLANE_VK_CONV_IMPLICIT", "0", 1);
+      conv_case(dts[d], 2, 8, 12, 10, 16, 3, 3, 2, 1, 2, 2, true, TC_STRIDED, TC_CONTIG);
+      conv_case(dts[d], 2, 16, 7, 9, 12, 1, 1, 1, 0, 1, 1, true, TC_STRIDED, TC_CONTIG);
+      conv_case(dts[d], 2, 8, 13, 11, 16, 3, 3, 2, 0, 2, 2, false, TC_CONTIG, TC_CONTIG);
+      conv_case(dts[d], 1, 20, 17, 19, 40, 3, 3, 1, 1, 1, 1, true, TC_PERMUTED, TC_CONTIG);
+      unsetenv("BACKPLANE_VK_CONV_IMPLICIT");
+    }
   }
   ndt = vt_float_dtypes(BP_OP_BATCH_NORM, dts);
   assert_true(ndt > 0);

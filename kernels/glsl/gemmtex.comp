@@ -26,6 +26,15 @@
 // the masked keys (causal, sliding window, key lengths, padding) set to
 // -inf, written as the A panels of the second product ([b][m / BM][kp2]
 // [BM]) through a third texel buffer instead of to C.
+//
+// gemmtex_<C dtype>_<tile>_conv is conv2d's implicit GEMM
+// (plugins/vulkan/ops_dnn_conv.c): B is not packed but read in place from
+// an image through an r32f view (binding 1), B(k, n) = x[koff(k) +
+// noff(n)] with k = (c, r, s) and n = (p, q); the image is the input
+// itself when it has no padding, else a zero-padded copy of it, so the
+// loop has no bounds checks. koff advances by the filter's steps, with
+// selects instead of branches (a branch is a lane-mask change on
+// llvmpipe), and noff is computed once per column of the tile.
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
@@ -96,7 +105,11 @@ const int TM4 = TM / 4, TN4 = TN / 4, BM = TM * WY, BN = TN * WX;
 layout(local_size_x = WX_ * WY_) in;
 
 layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer pa;
+#ifdef T3_conv
+layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer pbx;
+#else
 layout(set = 0, binding = 1, rgba32f) uniform readonly imageBuffer pb;
+#endif
 #ifdef T1_score
 layout(set = 0, binding = 2, rgba32f) uniform writeonly imageBuffer ps;
 #else
@@ -128,6 +141,10 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   uint64_t kv_len, slopes;
   int slope_stride, alibi_heads, alibi_head0, window;
   int bias_dt, bias_shift;
+  // _conv: B(k, n) = x[koff + noff] at texel xshift + b / bg * pbb on:
+  // the filter is cs wide and cr high, koff steps by cdx along s, cdy
+  // along r and csc along c; noff = (n / cq) * shy + (n % cq) * swx.
+  int cq, cs, cr, cdx, cdy, csc, shy, swx, xshift;
 };
 layout(push_constant) uniform PC { Params p; };
 layout(constant_id = 0) const int ACT = -1;
@@ -172,7 +189,39 @@ void main() {
   int mb = int(gl_WorkGroupID.y), nb = int(gl_WorkGroupID.x);
   int b = int(gl_WorkGroupID.z);
   int a0 = (b % p.amod) * p.pab + mb * kp * (BM / 4) + ty * TM4;
+#ifdef T3_conv
+  // This invocation's TN columns of B (a column past n reads column 0: its
+  // sums are never stored), and the filter position (c, kr, ks) of k.
+  const int CS = p.cs, CR = p.cr, CDX = p.cdx;
+  const int CJR = p.cdy - CS * CDX, CJC = p.csc - CR * p.cdy;
+  int noff[TN];
+  {
+    const int CQ = p.cq, SHY = p.shy, SWX = p.swx, x0 = p.xshift + (b / p.bg) * p.pbb;
+    [[unroll]] for (int j = 0; j < TN; j++) {
+      int gn = nb * BN + tx * TN + j;
+      noff[j] = x0 + (gn < N ? (gn / CQ) * SHY + (gn % CQ) * SWX : 0);
+    }
+  }
+  int koff = 0, ks = 0, kr = 0;
+  // B's row k into bv, then k + 1's position
+#define B_ROW(kk, bv)                                                                  \
+  [[unroll]] for (int j = 0; j < TN4; j++) bv[j] =                                     \
+      vec4(imageLoad(pbx, koff + noff[4 * j]).x, imageLoad(pbx, koff + noff[4 * j + 1]).x, \
+           imageLoad(pbx, koff + noff[4 * j + 2]).x, imageLoad(pbx, koff + noff[4 * j + 3]).x); \
+  {                                                                                    \
+    ks++;                                                                              \
+    bool ws = ks == CS;                                                                \
+    ks = ws ? 0 : ks;                                                                  \
+    kr += ws ? 1 : 0;                                                                  \
+    bool wr = kr == CR;                                                                \
+    kr = wr ? 0 : kr;                                                                  \
+    koff += CDX + (ws ? CJR : 0) + (wr ? CJC : 0);                                     \
+  }
+#else
   int b0 = (b / p.bg) * p.pbb + nb * kp * (BN / 4) + tx * TN4;
+#define B_ROW(kk, bv) \
+  [[unroll]] for (int j = 0; j < TN4; j++) bv[j] = imageLoad(pb, b0 + (kk) * (BN / 4) + j)
+#endif
   vec4 acc[TM][TN4];
   [[unroll]] for (int i = 0; i < TM; i++)
     [[unroll]] for (int j = 0; j < TN4; j++) acc[i][j] = vec4(0.0);
@@ -199,7 +248,7 @@ void main() {
     [[unroll]] for (int u = 0; u < KU; u++) {
       vec4 av[TM4], bv[TN4];
       [[unroll]] for (int i = 0; i < TM4; i++) av[i] = imageLoad(pa, a0 + (k + u) * (BM / 4) + i);
-      [[unroll]] for (int j = 0; j < TN4; j++) bv[j] = imageLoad(pb, b0 + (k + u) * (BN / 4) + j);
+      B_ROW(k + u, bv);
       [[unroll]] for (int i = 0; i < TM; i++)
         [[unroll]] for (int j = 0; j < TN4; j++)
           t[i][j] = fma(vec4(av[i / 4][i % 4]), bv[j], t[i][j]);
@@ -210,7 +259,7 @@ void main() {
   for (; k < kend; k++) {
     vec4 av[TM4], bv[TN4];
     [[unroll]] for (int i = 0; i < TM4; i++) av[i] = imageLoad(pa, a0 + k * (BM / 4) + i);
-    [[unroll]] for (int j = 0; j < TN4; j++) bv[j] = imageLoad(pb, b0 + k * (BN / 4) + j);
+    B_ROW(k, bv);
     [[unroll]] for (int i = 0; i < TM; i++)
       [[unroll]] for (int j = 0; j < TN4; j++)
         acc[i][j] = fma(vec4(av[i / 4][i % 4]), bv[j], acc[i][j]);

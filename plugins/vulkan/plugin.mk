@@ -2,8 +2,8 @@
 # link-time dependency); its GLSL kernels under kernels/glsl/ are compiled by
 # glslc into SPIR-V and embedded through a generated header.
 #
-# A kernel variant is named <family>_<t1>[_<t2>]: it is kernels/glsl/<family>.comp
-# compiled with -DT1_<t1> [-DT2_<t2>]. Without glslc the plugin still builds,
+# A kernel variant is named <family>_<t1>[_<t2>[_<t3>]]: it is
+# kernels/glsl/<family>.comp compiled with -DT1_<t1> [-DT2_<t2> [-DT3_<t3>]]. Without glslc the plugin still builds,
 # with no kernels, and claims no ops.
 VK_SRCS := $(sort $(wildcard plugins/vulkan/*.c))
 VK_OBJS := $(VK_SRCS:%.c=$(B)/obj/%.o)
@@ -21,6 +21,8 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
     adam_$(t) random_$(t)) random_f64 \
   $(foreach t,$(VK_FLOATS),gemmpack_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g))) \
   $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_score_$(g)) attnsoftmax_f32 \
+  $(foreach t,$(VK_FLOATS),convpad_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g)_conv)) \
+  convpad_f32_tex \
   $(foreach t,$(VK_FLOATS),convpack_$(t)) convpack_f32_tex eltwise_f32_tex gemmpack_f32_tex \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
 # The model ops of ABI 1.5 (plugins/vulkan/ops_model.c).
@@ -46,6 +48,7 @@ $(VK_GEN)/$(1).inc: kernels/glsl/$(word 1,$(subst _, ,$(1))).comp $(wildcard ker
 	@mkdir -p $$(dir $$@)
 	$(GLSLC) $(GLSLC_FLAGS) -DT1_$(word 2,$(subst _, ,$(1))) \
 	  $(if $(word 3,$(subst _, ,$(1))),-DT2_$(word 3,$(subst _, ,$(1)))) \
+	  $(if $(word 4,$(subst _, ,$(1))),-DT3_$(word 4,$(subst _, ,$(1)))) \
 	  -mfmt=num -o $$@ $$<
 endef
 $(foreach v,$(VK_VARIANTS),$(eval $(call VK_VARIANT_RULE,$(v))))

@@ -510,6 +510,8 @@ typedef struct vkb_texel_params {
   uint64_t kv_len, slopes;
   int32_t slope_stride, alibi_heads, alibi_head0, window;
   int32_t bias_dt, bias_shift;
+  /* gemmtex_<dt>_<tile>_conv only: B read in place (gemmtex.comp) */
+  int32_t cq, cs, cr, cdx, cdy, csc, shy, swx, xshift;
 } vkb_texel_params_t;
 
 /* New device scratch of size bytes with an rgba32f view of it. */
@@ -540,10 +542,21 @@ VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBuffe
 VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a);
 /* Whether a's struct holds the masks of ABI 1.5 (ops_dnn.c). */
 VKB_HIDDEN bool vkb_attention_has_masks(const bp_attention_args_t *a);
-/* conv2d as an implicit GEMM through the texel kernels (ops_dnn_texel.c):
- * per image, convpack.comp writes im2col panels, gemmtex multiplies the
- * packed weights by them (groups as the batch) and adds the bias.
- * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
+/* Records gemmtex into an f32 C (from element c_off of t on) through an
+ * r32f view of it where one fits (use_view: vectorised stores on lavapipe,
+ * where stores through its address are per-lane loops), else through the
+ * address p->c. views[2] is replaced by the view; views[0..1] are A, B
+ * (ops_dnn_texel.c). */
+VKB_HIDDEN bp_status_t vkb_texel_gemm_into(vkb_stream_t *s, const char *name,
+                                           vkb_texel_params_t *p, VkBufferView *views,
+                                           const bp_plugin_tensor_t *t, int64_t c_off, uint32_t gx,
+                                           uint32_t gy, uint32_t gz);
+/* conv2d as an implicit GEMM through the texel kernels (ops_dnn_conv.c):
+ * the weights packed once as A panels, then per image gemmtex's _conv
+ * variant reads B in place from the image (or its zero-padded copy), or
+ * (BACKPLANE_VK_CONV_IMPLICIT=0, other dtypes' kernels missing) from the
+ * im2col panels convpack.comp writes; groups as the batch, the bias in the
+ * epilogue. BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
 VKB_HIDDEN bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a);
 
 /* Device address of element 0 of a tensor. */
