@@ -233,3 +233,136 @@ __kernel void att_softmax(__global ACC *st, long sq, long sqp, long skv,
   for (long j = kend; j < kp; j++)
     vstore16((AV)0, 0, out + j * pwid);
 }
+
+/* ---- flash attention for CPU drivers (ops_attention_flash.c) --------------
+ * A work-item owns FL_Q = 32 query rows of one (batch, head) as two 16-wide
+ * vectors (queries along the lanes: no horizontal reductions) and walks its
+ * visible keys FL_KB at a time: the scores of the block (2 x FL_KB vectors
+ * in registers) from Qt (packed [d][sqp], query-contiguous) against FL_KB
+ * broadcast key rows, the online softmax update, then o[c] = o[c] * corr +
+ * sum p_u v[j + u][c] into o (the item's [dv][FL_Q] accumulators in a
+ * scratch that stays in L1). Keys past the block union of the rows' ranges
+ * (att_range) are never read, so a causal call skips the masked half;
+ * nothing of size Sq x Skv exists. CPU drivers run a work-item's loops as
+ * written, so the explicit vectors are what reach the SIMD units; GPUs keep
+ * the GEMM-based path.
+ * Key and value rows are read at b * s0 + ((bh % hq) / grp) * s1 + j * s2 +
+ * c of ACC elements, bh = bh0 + bi - base: the caller's f32 / f64 tensors
+ * directly (base 0), or panels it packed (base bh0, hq = grp = 1). */
+#define FL_Q 32
+#define FL_KB 8
+
+inline __global const ACC *fl_row(__global const uchar *b, ulong o, long bh,
+                                  int hq, int grp, long4 s) {
+  return BP_PTR(const ACC, b, o) + (bh / hq) * s.s0 + ((bh % hq) / grp) * s.s1;
+}
+
+__kernel void att_flash(__global const ACC *qt, long sqp, long d, long dv,
+                        long sq, long skv, ACC scale, int causal, long bh0,
+                        int hq, __global const uchar *kb, ulong ko, long kbase,
+                        int khq, int kgrp, long4 ks, __global const uchar *vb,
+                        ulong vo, long vbase, int vhq, int vgrp, long4 vs,
+                        __global uchar *ob, ulong oo, long4 os,
+                        __global AV *oacc, ATT_MASK_ARGS) {
+  long nblk = (sq + FL_Q - 1) / FL_Q;
+  /* the longest rows (causal: the last) first, so the short ones fill in */
+  long blk = nblk - 1 - get_global_id(0), bi = get_global_id(1);
+  if (blk < 0)
+    return;
+  long i0 = blk * FL_Q, bh = bh0 + bi, b = bh / hq, h = bh % hq;
+  qt += bi * d * sqp + i0;
+  __global AV *o = oacc + (bi * nblk + blk) * dv * 2;
+  __global const ACC *k = fl_row(kb, ko, bh - kbase, khq, kgrp, ks);
+  __global const ACC *v = fl_row(vb, vo, bh - vbase, vhq, vgrp, vs);
+  const AV lane = (AV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  long at0 = i0 + skv - sq, ilast = min(i0 + FL_Q - 1, sq - 1), lo0, hi0, lo1, hi1;
+  att_range(at0, skv, causal, mf, lb, lo_, lst, b, &lo0, &hi0);
+  att_range(ilast + skv - sq, skv, causal, mf, lb, lo_, lst, b, &lo1, &hi1);
+  long kbeg = lo0, kend = max(hi1, lo0);
+  AV at[2], lo[2], hi[2], m[2], l[2];
+  for (int w = 0; w < 2; w++) {
+    at[w] = (AV)(at0 + 16 * w) + lane;
+    lo[w] = (AV)(0), hi[w] = (AV)(skv);
+    if (causal || mf.s1 > 0)
+      hi[w] = fmin(hi[w], at[w] + 1);
+    if (mf.s1 > 0)
+      lo[w] = fmax(lo[w], at[w] - mf.s1 + 1);
+    if (mf.s0)
+      hi[w] = fmin(hi[w], (AV)(BP_PTR(const int, lb, lo_)[b * lst]));
+    m[w] = (AV)(-INFINITY), l[w] = 0;
+  }
+  for (long c = 0; c < 2 * dv; c++)
+    o[c] = 0;
+  ACC slope = att_slope(mf, sb, so, sst, h);
+  __global const T *bias = BP_PTR(const T, bb, bo) + b * bst.s0 + h * bst.s1;
+  for (long j0 = kbeg; j0 < kend; j0 += FL_KB) {
+    __global const ACC *kr[FL_KB], *vr[FL_KB];
+    AV s[2][FL_KB];
+#pragma unroll
+    for (int u = 0; u < FL_KB; u++) {
+      long j = min(j0 + u, kend - 1); /* a row past kend is never read */
+      kr[u] = k + j * ks.s2, vr[u] = v + j * vs.s2;
+      s[0][u] = 0, s[1][u] = 0;
+    }
+    for (long c = 0; c < d; c++) {
+      AV q0 = vload16(0, qt + c * sqp), q1 = vload16(0, qt + c * sqp + 16);
+#pragma unroll
+      for (int u = 0; u < FL_KB; u++) {
+        AV kv = (AV)(kr[u][c]);
+        s[0][u] = fma(q0, kv, s[0][u]);
+        s[1][u] = fma(q1, kv, s[1][u]);
+      }
+    }
+    AV p[2][FL_KB], corr[2];
+    for (int w = 0; w < 2; w++) {
+      AV bm = (AV)(-INFINITY);
+#pragma unroll
+      for (int u = 0; u < FL_KB; u++) {
+        AV x = s[w][u] * scale, jv = (AV)(j0 + u);
+        if (mf.s3)
+          x -= slope * fabs(at[w] - jv);
+        if (mf.s2) {
+          ACC bv[16];
+          for (int r = 0; r < 16; r++)
+            bv[r] = LD(bias, min(i0 + 16 * w + r, sq - 1) * bst.s2 +
+                                 min(j0 + u, kend - 1) * bst.s3);
+          x += vload16(0, bv);
+        }
+        x = select((AV)(-INFINITY), x, jv >= lo[w] && jv < hi[w]);
+        s[w][u] = x;
+        bm = fmax(bm, x);
+      }
+      AV mnew = fmax(m[w], bm);
+      /* -inf scores weigh nothing, also while every score so far is -inf */
+      corr[w] = select((AV)1, exp(m[w] - mnew), mnew > (AV)(-INFINITY));
+      AV sum = 0;
+#pragma unroll
+      for (int u = 0; u < FL_KB; u++) {
+        p[w][u] = select((AV)0, exp(s[w][u] - mnew), s[w][u] > (AV)(-INFINITY));
+        sum += p[w][u];
+      }
+      l[w] = l[w] * corr[w] + sum;
+      m[w] = mnew;
+    }
+    for (long c = 0; c < dv; c++) {
+      AV a0 = o[2 * c] * corr[0], a1 = o[2 * c + 1] * corr[1];
+#pragma unroll
+      for (int u = 0; u < FL_KB; u++) {
+        AV vv = (AV)(vr[u][c]);
+        a0 = fma(p[0][u], vv, a0);
+        a1 = fma(p[1][u], vv, a1);
+      }
+      o[2 * c] = a0, o[2 * c + 1] = a1;
+    }
+  }
+  __global T *out = BP_PTR(T, ob, oo) + b * os.s0 + h * os.s1;
+  for (int w = 0; w < 2; w++) {
+    AV inv = select((AV)0, (AV)1 / l[w], l[w] > (AV)0);
+    for (long c = 0; c < dv; c++) {
+      ACC t[16];
+      vstore16(o[2 * c + w] * inv, 0, t);
+      for (int r = 0; r < 16 && i0 + 16 * w + r < sq; r++)
+        ST(out, (i0 + 16 * w + r) * os.s2 + c * os.s3, t[r]);
+    }
+  }
+}

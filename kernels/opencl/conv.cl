@@ -66,32 +66,46 @@ conv2d(__global const uchar *xb, ulong xo, long4 xs, __global const uchar *wb,
  * gemm_tiled (tuned per device) does the multiply-adds. Reduction index
  * e = (c * R + r) * S + s, pixel x = p * Q + q. */
 
-/* im2col(x) as B panels: dst[b][(x / pw) * kp + e][x % pw]. An item fills
- * one pixel's column for every e: few work-groups, which CPU drivers start
- * slowly, and neighbouring items write neighbouring addresses. */
+/* im2col(x) as B panels: dst[b][(x / pwid) * kp + e][x % pwid]. An item
+ * writes one panel row (reduction index e, the panel's pwid pixels) front
+ * to back, walking the output pixel (op, oq) along, so its stores are
+ * contiguous and, at stride 1, so are its loads along a row of x. */
 __kernel void conv_im2col(__global const uchar *xb, ulong xo, long4 xs,
                           int h, int w, int r_k, int s_k, int q_out,
                           long npix, long red, int sh, int sw, int ph,
                           int pw, int dh, int dw, __global ACC *dst, long kp,
                           long xp, long pwid) {
-  long x = get_global_id(0), bi = get_global_id(1);
-  if (x >= xp)
+  long e = get_global_id(0), pan = get_global_id(1), bi = get_global_id(2);
+  if (e >= kp)
     return;
-  __global const T *src = BP_PTR(const T, xb, xo) + bi * xs.s0;
-  __global ACC *out = dst + bi * kp * xp + (x / pwid) * kp * pwid + x % pwid;
-  long eend = x < npix ? red : 0;
-  int op = (int)(x / q_out), oq = (int)(x % q_out);
-  int rs = r_k * s_k;
-  for (long e = 0; e < eend; e++) {
-    int c = (int)(e / rs), r = (int)(e % rs);
-    int ih = op * sh - ph + (r / s_k) * dh, iw = oq * sw - pw + (r % s_k) * dw;
+  long x0 = pan * pwid;
+  __global ACC *out = dst + bi * kp * xp + pan * kp * pwid + e * pwid;
+  long nvalid = e < red ? clamp(npix - x0, 0L, pwid) : 0;
+  int rs = r_k * s_k, c = (int)(e / rs), r = (int)(e % rs) / s_k, s = (int)(e % rs) % s_k;
+  __global const T *src = BP_PTR(const T, xb, xo) + bi * xs.s0 + c * xs.s1;
+  int op = (int)(x0 / q_out), oq = (int)(x0 % q_out);
+  for (long t = 0; t < nvalid; t++) {
+    int ih = op * sh - ph + r * dh, iw = oq * sw - pw + s * dw;
+#if DT == 0 || DT == 3
+    /* 16 pixels of one output row inside x at stride 1: one vector */
+    if (sw == 1 && xs.s3 == 1 && t + 16 <= nvalid && oq + 16 <= q_out &&
+        ih >= 0 && ih < h && iw >= 0 && iw + 16 <= w) {
+      vstore16(vload16(0, src + ih * xs.s2 + iw), 0, out + t);
+      t += 15, oq += 15;
+      if (++oq == q_out)
+        oq = 0, op++;
+      continue;
+    }
+#endif
     ACC v = 0;
     if (ih >= 0 && ih < h && iw >= 0 && iw < w)
-      v = LD(src, c * xs.s1 + ih * xs.s2 + iw * xs.s3);
-    out[e * pwid] = v;
+      v = LD(src, ih * xs.s2 + iw * xs.s3);
+    out[t] = v;
+    if (++oq == q_out)
+      oq = 0, op++;
   }
-  for (long e = eend; e < kp; e++)
-    out[e * pwid] = 0;
+  for (long t = nvalid; t < pwid; t++)
+    out[t] = 0;
 }
 
 /* W (one group's K/g filters) as A panels: dst[(k / pw) * kp + e][k % pw]. */

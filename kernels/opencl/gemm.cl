@@ -91,10 +91,16 @@ __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1))) void
 gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
            long kp, long sab, long sbb, __global uchar *cb, ulong co, long m,
            long n, long csb, long csm, long csn, CT alpha, CT beta, long nb1,
-           long csb1, long boff, int tri, long tri_off, GEMM_EPI_ARGS) {
+           long csb1, long boff, int tri, long tri_off, long ldb, long bofs,
+           GEMM_EPI_ARGS) {
   int tx = get_local_id(0), ty = get_local_id(1);
   long bi = get_global_id(2);
   long i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
+  /* ldb 0: B is packed panels [np / TN][kp][TN]. Otherwise B is read where
+   * it is (a 1x1 conv2d's x): rows of ldb elements from bofs, n >= TN, kp
+   * rows; the last tile moves back to end at column n (jb) and stores only
+   * its columns from j0 on, so no read passes the matrix. */
+  long jb = ldb && j0 + TN > n ? n - TN : j0, bstep = ldb ? ldb : TN;
   /* Causal attention (ops_attention.c): tri 1 skips the tiles of S = Q Kt
    * whose every column is masked (j > i + tri_off for each row i of the
    * tile), tri 3 the same tiles of its transpose St = K Qt; tri 2 stops P V's k loop where the tile's last row stops seeing
@@ -109,7 +115,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
     kend = clamp((i0 + TM + tri_off + kstep - 1) / kstep * kstep, 0L, kp);
   }
   ap += bi * sab + get_group_id(1) * kp * TM; /* this group's panels */
-  bp += bi * sbb + get_group_id(0) * kp * TN;
+  bp += ldb ? bofs + bi * sbb + jb : bi * sbb + get_group_id(0) * kp * TN;
   VT acc[WM][NV];
   for (int r = 0; r < WM; r++)
     for (int v = 0; v < NV; v++)
@@ -121,7 +127,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
     for (int e = tid; e < TK * TM; e += nthreads)
       as[e] = ap[p0 * TM + e];
     for (int e = tid; e < TK * TN; e += nthreads)
-      bs[e] = bp[p0 * TN + e];
+      bs[e] = bp[(p0 + e / TN) * bstep + e % TN];
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll UK
     for (int p = 0; p < TK; p++)
@@ -139,7 +145,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
     for (int p1 = 0; p1 < TK; p1 += UK) {
 #pragma unroll
       for (int p = 0; p < UK; p++)
-        MICRO_STEP(a + (p0 + p1 + p) * TM, b + (p0 + p1 + p) * TN);
+        MICRO_STEP(a + (p0 + p1 + p) * TM, b + (p0 + p1 + p) * bstep);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
@@ -149,7 +155,7 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
   for (long p0 = 0; p0 < kend; p0 += UK) {
 #pragma unroll
     for (int p = 0; p < UK; p++)
-      MICRO_STEP(a + (p0 + p) * TM, b + (p0 + p) * TN);
+      MICRO_STEP(a + (p0 + p) * TM, b + (p0 + p) * bstep);
   }
 #endif
   /* C's batch index splits in two (attention's batch and head). */
@@ -163,9 +169,11 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
     for (int v = 0; v < NV; v++)
       BP_CAT(vstore, VW)(acc[r][v], 0, vals + v * VW);
     for (int q = 0; q < WN; q++) {
-      long j = j0 + tx * WN + q;
+      long j = jb + tx * WN + q;
       if (j >= n)
         break;
+      if (j < j0) /* computed by the tile before */
+        continue;
       long oc = i * csm + j * csn;
       CT val = alpha * vals[q];
       if (beta != (CT)0)

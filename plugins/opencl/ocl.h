@@ -352,6 +352,9 @@ typedef struct ocl_tiled_run {
   int64_t csb, csm, csn, nb1, csb1, boff;
   int tri;
   int64_t tri_off;
+  /* ldb 0: pb holds packed panels. Otherwise pb is B itself, rows of ldb
+   * elements from element bofs (n >= tile_n, kp rows exactly; gemm.cl). */
+  int64_t ldb, bofs;
   double alpha, beta;
   /* The epilogue (gemm.cl): bias over [batch, m, n] by strides or NULL, and
    * the activation when activate. */
@@ -372,12 +375,28 @@ int64_t ocl_gemm_kstep(const ocl_gemm_cfg_t *cfg);
  * Caller holds d->lock. */
 bp_status_t ocl_gemm_mv(ocl_device_t *d, cl_command_queue q, const bp_gemm_args_t *g);
 bp_status_t ocl_gemv_mv(ocl_device_t *d, cl_command_queue q, const bp_gemv_args_t *g);
-/* conv2d through im2col + gemm_tiled (ops_conv_gemm.c), and attention as
+/* conv2d through gemm_tiled, x read in place (1x1) or as im2col panels
+ * (ops_conv_gemm.c), and attention as
  * Q Kt, softmax, P V through it (ops_attention_gemm.c); BP_ERR_UNSUPPORTED
  * when the shape is better served by the direct kernels. Caller holds
  * d->lock. */
 bp_status_t ocl_conv2d_gemm(ocl_device_t *d, cl_command_queue q, const bp_conv2d_args_t *args);
 bp_status_t ocl_attention_gemm(ocl_device_t *d, cl_command_queue q, const bp_attention_args_t *args);
+/* Flash attention for CPU drivers (ops_attention_flash.c): one kernel over
+ * the visible keys, no score matrix; BP_ERR_UNSUPPORTED on other devices
+ * or shapes. Caller holds d->lock. */
+bp_status_t ocl_attention_flash(ocl_device_t *d, cl_command_queue q,
+                                const bp_attention_args_t *args);
+/* attention.cl's att_pack (ops_attention_gemm.c): t's (b, h, x, p) elements
+ * of heads bh0 .. bh0 + nb - 1 (query head h reads head h / grp of t) into
+ * dst[bi][(x / pwid) * kp + p][x % pwid], x along axis sx_axis of t and p
+ * along sp_axis, zero padded to kp x xp; keys at or past lens (NULL: none)
+ * along x (lens_axis 1) or p (2) pack as zeros. */
+bp_status_t ocl_att_pack(ocl_device_t *d, cl_command_queue q, const char *opts,
+                         const bp_plugin_tensor_t *t, int sx_axis, int sp_axis, int64_t grp,
+                         int64_t hq, int64_t bh0, int64_t nb, int64_t rows_p, int64_t cols_x,
+                         cl_mem dst, int64_t kp, int64_t xp, int64_t pwid,
+                         const bp_plugin_tensor_t *lens, int lens_axis);
 /* Adds attention.cl's ATT_MASK_ARGS for args' masks (ops_attention_gemm.c). */
 void ocl_arg_att_mask(ocl_args_t *a, const bp_attention_args_t *args);
 /* A scratch buffer of size bytes, released by the caller once enqueued (a

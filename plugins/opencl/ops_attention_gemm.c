@@ -8,7 +8,8 @@
  * k loop at its last visible key (a sliding window is causal too). The
  * masks of ABI 1.5 apply in att_softmax; keys past a sequence's length pack
  * as zeros. Short query blocks (decode) keep the fused kernel of ops_dnn.c,
- * which stores nothing of size Sq x Skv.
+ * which stores nothing of size Sq x Skv. CPU drivers take the flash kernel
+ * of ops_attention_flash.c first; this is the GPU path.
  */
 #include <math.h>
 
@@ -101,20 +102,20 @@ static cl_mem sub(cl_command_queue q, cl_mem m, const att_geom_t *g, const int64
 
 /* t's (b, h, x, p) element at b * s0 + h * s1 + x * sx + p * sp. */
 /* lens: the key lengths (NULL: none) along x (lens_axis 1) or p (2). */
-static bp_status_t pack(ocl_device_t *d, cl_command_queue q, const char *opts,
-                        const bp_plugin_tensor_t *t, int sx_axis, int sp_axis, int64_t grp,
-                        const att_geom_t *g, int64_t bh0, int64_t nb, int64_t rows_p,
-                        int64_t cols_x, cl_mem dst, int64_t kp, int64_t xp, int64_t pwid,
-                        const bp_plugin_tensor_t *lens, int lens_axis) {
+bp_status_t ocl_att_pack(ocl_device_t *d, cl_command_queue q, const char *opts,
+                         const bp_plugin_tensor_t *t, int sx_axis, int sp_axis, int64_t grp,
+                         int64_t hq, int64_t bh0, int64_t nb, int64_t rows_p, int64_t cols_x,
+                         cl_mem dst, int64_t kp, int64_t xp, int64_t pwid,
+                         const bp_plugin_tensor_t *lens, int lens_axis) {
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_ATTENTION, opts, "att_pack", &a.k);
   if (st != BP_OK) return st;
   cl_long v[4] = {t->strides[0], t->strides[1], t->strides[sx_axis], t->strides[sp_axis]};
-  cl_int hq = (cl_int)g->hq, gr = (cl_int)grp;
+  cl_int hqi = (cl_int)hq, gr = (cl_int)grp;
   cl_long lv[6] = {bh0, rows_p, cols_x, kp, xp, pwid};
   ocl_arg_buf(&a, t->ptr, t->offset);
   for (int i = 0; i < 4; i++) OCL_ARG(&a, v[i]);
-  OCL_ARG(&a, hq);
+  OCL_ARG(&a, hqi);
   OCL_ARG(&a, gr);
   for (int i = 0; i < 3; i++) OCL_ARG(&a, lv[i]);
   OCL_ARG(&a, dst);
@@ -179,14 +180,14 @@ static bp_status_t chunk(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   int causal = causal_like(args);
   int64_t tm = cfg->tile_m, tn = cfg->tile_n;
   const bp_plugin_tensor_t *lens = has_masks(args) && args->kv_lens.rank ? &args->kv_lens : NULL;
-  bp_status_t st = pack(d, q, opts, Q, 2, 3, 1, g, bh0, nb, g->d, g->sq, part[SQ_Q], g->kpd, g->npq,
-                        tn, NULL, 0);
+  bp_status_t st = ocl_att_pack(d, q, opts, Q, 2, 3, 1, g->hq, bh0, nb, g->d, g->sq, part[SQ_Q],
+                                g->kpd, g->npq, tn, NULL, 0);
   if (st == BP_OK)
-    st = pack(d, q, opts, K, 2, 3, g->grp, g, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd, g->mpk, tm,
-              lens, 1);
+    st = ocl_att_pack(d, q, opts, K, 2, 3, g->grp, g->hq, bh0, nb, g->d, g->skv, part[SQ_K], g->kpd,
+                      g->mpk, tm, lens, 1);
   if (st == BP_OK)
-    st = pack(d, q, opts, V, 3, 2, g->grp, g, bh0, nb, g->skv, g->dv, part[SQ_V], g->kps, g->npv,
-              tn, lens, 2);
+    st = ocl_att_pack(d, q, opts, V, 3, 2, g->grp, g->hq, bh0, nb, g->skv, g->dv, part[SQ_V],
+                      g->kps, g->npv, tn, lens, 2);
   bp_dtype_t sdt = g->cs == 8 ? BP_F64 : BP_F32;
   bp_plugin_tensor_t s = {.ptr = (uint64_t)(uintptr_t)part[SQ_S], .dtype = sdt};
   double scale = args->scale != 0 ? args->scale : 1.0 / sqrt((double)g->d);

@@ -135,8 +135,8 @@ bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_tiled", &a.k);
   if (st != BP_OK) return st;
-  cl_long v[18] = {r->mp,  r->np,  r->kp,   r->sab,  r->sbb, r->m,       r->n, r->csb, r->csm,
-                   r->csn, r->nb1, r->csb1, r->boff, r->tri, r->tri_off, 0,    0,      0};
+  cl_long v[18] = {r->mp,  r->np,  r->kp,   r->sab,  r->sbb, r->m,       r->n,   r->csb,  r->csm,
+                   r->csn, r->nb1, r->csb1, r->boff, r->tri, r->tri_off, r->ldb, r->bofs, 0};
   cl_int tri = r->tri;
   OCL_ARG(&a, r->pa);
   OCL_ARG(&a, r->pb);
@@ -147,7 +147,7 @@ bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
   ocl_arg_scalar(&a, r->c->dtype, r->beta);
   for (int i = 10; i < 13; i++) OCL_ARG(&a, v[i]);
   OCL_ARG(&a, tri);
-  OCL_ARG(&a, v[14]);
+  for (int i = 14; i < 17; i++) OCL_ARG(&a, v[i]);
   ocl_arg_epilogue(&a, r->c, r->bias, r->activate, r->activation);
   size_t lws[3] = {(size_t)(cfg->tile_n / cfg->wpt_n), (size_t)(cfg->tile_m / cfg->wpt_m), 1};
   size_t gws[3] = {(size_t)(r->np / cfg->tile_n) * lws[0], (size_t)(r->mp / cfg->tile_m) * lws[1],

@@ -27,7 +27,8 @@ void ocl_arg_buf(ocl_args_t *a, uint64_t ptr, uint64_t offset) {
 static bool profile_on(void) {
   static int on = -1;
   if (on < 0) {
-    const char *e = ocl_host && ocl_host->getenv ? ocl_host->getenv("BACKPLANE_OPENCL_PROFILE") : NULL;
+    const char *e =
+        ocl_host && ocl_host->getenv ? ocl_host->getenv("BACKPLANE_OPENCL_PROFILE") : NULL;
     on = e && e[0] == '1';
   }
   return on == 1;

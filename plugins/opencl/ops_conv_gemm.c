@@ -1,11 +1,12 @@
 /*
- * ops_conv_gemm.c — conv2d as im2col + the device's tuned tiled GEMM
+ * ops_conv_gemm.c — conv2d on the device's tuned tiled GEMM
  * (kernels/opencl/conv.cl: conv_packw, conv_im2col; gemm.cl: gemm_tiled,
- * whose epilogue adds the bias). The im2col panels of a few images at a
- * time live in one scratch buffer; the filters of one group are packed
- * once per call. Small
- * or depthwise-like convolutions (a handful of filters per group) keep the
- * direct kernel (ops_dnn.c), where a GEMM tile would be mostly padding.
+ * whose epilogue adds the bias). The filters of one group are packed once
+ * per call. A 1x1 stride-1 layer is a plain GEMM whose B is x where it
+ * lies (conv_direct); other layers go through im2col panels of a few
+ * images at a time in one scratch buffer. Small or depthwise-like
+ * convolutions (a handful of filters per group) keep the direct kernel
+ * (ops_dnn.c), where a GEMM tile would be mostly padding.
  */
 #include "ocl.h"
 
@@ -68,9 +69,10 @@ static bp_status_t im2col(ocl_device_t *d, cl_command_queue q, const char *opts,
   for (int i = 5; i < 11; i++) OCL_ARG(&a, iv[i]);
   OCL_ARG(&a, dst);
   for (int i = 2; i < 5; i++) OCL_ARG(&a, lv[i]);
-  size_t lws[2] = {64, 1};
-  size_t gws[2] = {ocl_round_up((size_t)g->np, 64), (size_t)nb};
-  return ocl_enqueue(q, &a, 2, gws, lws);
+  /* an item per panel row (conv.cl) */
+  size_t lws[3] = {64, 1, 1};
+  size_t gws[3] = {ocl_round_up((size_t)g->kp, 64), (size_t)(g->np / pwid), (size_t)nb};
+  return ocl_enqueue(q, &a, 3, gws, lws);
 }
 
 /* The multiply of one group over images [n0, n0 + nb): C = y's rows of the
@@ -78,7 +80,7 @@ static bp_status_t im2col(ocl_device_t *d, cl_command_queue q, const char *opts,
 static bp_status_t group_gemm(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg_t *cfg,
                               const bp_conv2d_args_t *args, const conv_geom_t *g, int64_t group,
                               int64_t n0, int64_t nb, cl_mem pa, cl_mem pb) {
-  const bp_plugin_tensor_t *y = &args->y;
+  const bp_plugin_tensor_t *y = &args->y, *x = &args->x;
   ocl_tiled_run_t r = {.pa = pa,
                        .pb = pb,
                        .mp = g->mp,
@@ -97,6 +99,13 @@ static bp_status_t group_gemm(ocl_device_t *d, cl_command_queue q, const ocl_gem
                        .nb1 = 1,
                        .alpha = 1.0,
                        .beta = 0.0};
+  if (!pb) { /* x is B where it lies (conv_direct) */
+    r.pb = ocl_mem(x->ptr);
+    r.ldb = x->strides[1];
+    r.sbb = x->strides[0];
+    r.bofs = (int64_t)(x->offset / ocl_dtype_size(x->dtype)) + n0 * x->strides[0] +
+             group * g->cg * x->strides[1];
+  }
   /* the bias, one value per filter (a row of C), added in the store */
   bp_plugin_tensor_t bias = args->bias;
   if (bias.rank > 0) {
@@ -122,6 +131,21 @@ static bool conv_geom(const bp_conv2d_args_t *args, conv_geom_t *g) {
   return flat && g->kpg >= CONV_GEMM_MIN_FILTERS && g->kpg * g->npix * g->red >= CONV_GEMM_MIN_MACS;
 }
 
+/* A 1x1, stride-1, unpadded convolution is the plain GEMM W [K/g x C/g] x
+ * x[n] [C/g x H W]: with f32 / f64 rows of contiguous pixels, gemm_tiled
+ * reads x as its B where it lies (no im2col, no packing), given at least a
+ * tile of pixels and a reduction that needs no k padding. */
+static bool conv_direct(const bp_conv2d_args_t *args, const conv_geom_t *g,
+                        const ocl_gemm_cfg_t *cfg) {
+  const bp_plugin_tensor_t *x = &args->x, *w = &args->w;
+  bool one = w->shape[2] == 1 && w->shape[3] == 1 && args->stride_h == 1 && args->stride_w == 1 &&
+             args->pad_h == 0 && args->pad_w == 0;
+  bool rows = x->strides[3] == 1 && (x->shape[2] == 1 || x->strides[2] == x->shape[3]);
+  return one && rows && (x->dtype == BP_F32 || x->dtype == BP_F64) &&
+         x->offset % ocl_dtype_size(x->dtype) == 0 && g->npix >= cfg->tile_n &&
+         g->red % ocl_gemm_kstep(cfg) == 0;
+}
+
 bp_status_t ocl_conv2d_gemm(ocl_device_t *d, cl_command_queue q, const bp_conv2d_args_t *args) {
   conv_geom_t g;
   if (!conv_geom(args, &g)) return BP_ERR_UNSUPPORTED;
@@ -133,17 +157,18 @@ bp_status_t ocl_conv2d_gemm(ocl_device_t *d, cl_command_queue q, const bp_conv2d
   g.kp = round_up64(g.red, ocl_gemm_kstep(cfg));
   size_t cs = args->y.dtype == BP_F64 ? 8 : 4;
   int64_t per_image = g.kp * g.np * (int64_t)cs;
-  int64_t chunk = CONV_SCRATCH_BYTES / per_image;
+  bool direct = conv_direct(args, &g, cfg);
+  int64_t chunk = direct ? g.n : CONV_SCRATCH_BYTES / per_image;
   chunk = chunk < 1 ? 1 : chunk > g.n ? g.n : chunk;
   char opts[64];
   ocl_dtype_options(d, args->x.dtype, opts, sizeof opts);
   cl_mem pa = ocl_scratch(d, q, (size_t)(g.kp * g.mp) * cs, &st);
-  cl_mem pb = pa ? ocl_scratch(d, q, (size_t)(chunk * per_image), &st) : NULL;
+  cl_mem pb = pa && !direct ? ocl_scratch(d, q, (size_t)(chunk * per_image), &st) : NULL;
   for (int64_t grp = 0; grp < g.groups && st == BP_OK; grp++) {
     st = pack_filters(d, q, opts, args, &g, grp, pa, cfg->tile_m);
     for (int64_t n0 = 0; n0 < g.n && st == BP_OK; n0 += chunk) {
       int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
-      st = im2col(d, q, opts, args, &g, n0, nb, grp, pb, cfg->tile_n);
+      if (!direct) st = im2col(d, q, opts, args, &g, n0, nb, grp, pb, cfg->tile_n);
       if (st == BP_OK) st = group_gemm(d, q, cfg, args, &g, grp, n0, nb, pa, pb);
     }
   }

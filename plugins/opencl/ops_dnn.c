@@ -29,7 +29,9 @@ bp_status_t ocl_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *str
   ocl_dtype_options(d, q->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
-  bp_status_t st = ocl_attention_gemm(d, ocl_queue(d, stream), args);
+  /* CPU drivers: the flash kernel; GPUs: the GEMM path; decode: fused */
+  bp_status_t st = ocl_attention_flash(d, ocl_queue(d, stream), args);
+  if (st == BP_ERR_UNSUPPORTED) st = ocl_attention_gemm(d, ocl_queue(d, stream), args);
   if (st == BP_ERR_UNSUPPORTED) st = ocl_kernel_get(d, OCL_FAM_ATTENTION, opts, "attention", &a.k);
   if (st == BP_OK && a.k) {
     const bp_plugin_tensor_t *ts[4] = {q, k, v, o};
