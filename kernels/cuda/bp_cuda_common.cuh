@@ -13,9 +13,13 @@
 
 #define BPK_WARP 32
 
-// Element offset of linear index i (row-major over t's shape).
+// Element offset of linear index i (row-major over t's shape). Rank 1,
+// what the host's folding leaves of every contiguous operand, needs no
+// division: a 64-bit division per axis costs more than the element's
+// memory traffic.
 __device__ __forceinline__ int64_t bpk_offset(const bpk_tensor_t &t,
                                               int64_t i) {
+  if (t.rank == 1) return i * t.strides[0];
   int64_t off = 0;
 #pragma unroll
   for (int d = BPK_MAX_RANK - 1; d >= 0; --d) {

@@ -20,7 +20,53 @@ template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b) {
   }
 }
 
+// A flat f32 view whose storage float4 loads can read: the host folds
+// contiguous operands to rank 1 with stride 1; views with an offset that
+// breaks 16-byte alignment take the scalar path.
+__device__ __forceinline__ bool vec4_view(const bpk_tensor_t &t) {
+  return t.rank == 1 && t.dtype == BPK_F32 && t.strides[0] == 1 && (t.ptr & 15) == 0;
+}
+
+__device__ __forceinline__ float4 unary4(int op, float4 x) {
+  return make_float4(bpk_unary_op<float>(op, x.x), bpk_unary_op<float>(op, x.y),
+                     bpk_unary_op<float>(op, x.z), bpk_unary_op<float>(op, x.w));
+}
+
+__device__ __forceinline__ float4 binary4(int op, float4 a, float4 b) {
+  return make_float4(binary_op<float>(op, a.x, b.x), binary_op<float>(op, a.y, b.y),
+                     binary_op<float>(op, a.z, b.z), binary_op<float>(op, a.w, b.w));
+}
+
+// The contiguous f32 case: four elements per load and store, the tail
+// (n not a multiple of 4) element by element. Returns false when a view
+// does not allow it.
+__device__ bool unary_vec4(const bpk_unary_args_t &p) {
+  if (!vec4_view(p.x) || !vec4_view(p.y)) return false;
+  const float4 *x = (const float4 *)p.x.ptr;
+  float4 *y = (float4 *)p.y.ptr;
+  BPK_FOR_EACH(i, p.n / 4) y[i] = unary4(p.op, x[i]);
+  BPK_FOR_EACH(i, p.n % 4) {
+    const int64_t k = p.n / 4 * 4 + i;
+    ((float *)p.y.ptr)[k] = bpk_unary_op<float>(p.op, ((const float *)p.x.ptr)[k]);
+  }
+  return true;
+}
+
+__device__ bool binary_vec4(const bpk_binary_args_t &p) {
+  if (!vec4_view(p.a) || !vec4_view(p.b) || !vec4_view(p.y)) return false;
+  const float4 *a = (const float4 *)p.a.ptr, *b = (const float4 *)p.b.ptr;
+  float4 *y = (float4 *)p.y.ptr;
+  BPK_FOR_EACH(i, p.n / 4) y[i] = binary4(p.op, a[i], b[i]);
+  BPK_FOR_EACH(i, p.n % 4) {
+    const int64_t k = p.n / 4 * 4 + i;
+    ((float *)p.y.ptr)[k] =
+        binary_op<float>(p.op, ((const float *)p.a.ptr)[k], ((const float *)p.b.ptr)[k]);
+  }
+  return true;
+}
+
 template <typename T> __device__ void unary(const bpk_unary_args_t &p) {
+  if (sizeof(T) == 4 && unary_vec4(p)) return;
   BPK_FOR_EACH(i, p.n) {
     T x = bpk_ld<T>(p.x.ptr, p.x.dtype, bpk_offset(p.x, i));
     bpk_st(p.y.ptr, p.y.dtype, bpk_offset(p.y, i), bpk_unary_op<T>(p.op, x));
@@ -28,6 +74,7 @@ template <typename T> __device__ void unary(const bpk_unary_args_t &p) {
 }
 
 template <typename T> __device__ void binary(const bpk_binary_args_t &p) {
+  if (sizeof(T) == 4 && binary_vec4(p)) return;
   BPK_FOR_EACH(i, p.n) {
     T a = bpk_ld<T>(p.a.ptr, p.a.dtype, bpk_offset(p.a, i));
     T b = bpk_ld<T>(p.b.ptr, p.b.dtype, bpk_offset(p.b, i));

@@ -18,6 +18,19 @@ bp_status_t gpu_launch_flat(bp_plugin_device_t *device, bp_plugin_stream_t *stre
   return gpu_launch(gpu_dev(device), stream, m, name, grid, block, 0, params);
 }
 
+/* Whether the kernel's float4 path takes this view (elementwise.cu's
+ * vec4_view): then a quarter of the threads cover it. The kernels
+ * grid-stride, so the launch size is a matter of speed, not of results. */
+static bool vec4_view(const bpk_tensor_t *t) {
+  return t->rank == 1 && t->dtype == BPK_F32 && t->strides[0] == 1 && (t->ptr & 15) == 0;
+}
+
+static int64_t flat_threads(const bpk_tensor_t *ts, int count, int64_t n) {
+  for (int k = 0; k < count; k++)
+    if (!vec4_view(&ts[k])) return n;
+  return (n + 3) / 4;
+}
+
 bp_status_t gpu_op_unary(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                          const bp_unary_args_t *a) {
   bpk_unary_args_t p;
@@ -31,7 +44,8 @@ bp_status_t gpu_op_unary(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   p.n = bp_gpu_numel(&p.y);
   p.op = (int32_t)a->op;
   return gpu_launch_flat(device, stream, BP_GPU_MOD_ELEMENTWISE,
-                         a->y.dtype == BP_F64 ? "bp_unary_d" : "bp_unary_f", p.n, &p);
+                         a->y.dtype == BP_F64 ? "bp_unary_d" : "bp_unary_f",
+                         flat_threads(ts, 2, p.n), &p);
 }
 
 bp_status_t gpu_op_binary(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
@@ -49,5 +63,6 @@ bp_status_t gpu_op_binary(bp_plugin_device_t *device, bp_plugin_stream_t *stream
   p.n = bp_gpu_numel(&p.y);
   p.op = (int32_t)a->op;
   return gpu_launch_flat(device, stream, BP_GPU_MOD_ELEMENTWISE,
-                         a->y.dtype == BP_F64 ? "bp_binary_d" : "bp_binary_f", p.n, &p);
+                         a->y.dtype == BP_F64 ? "bp_binary_d" : "bp_binary_f",
+                         flat_threads(ts, 3, p.n), &p);
 }
