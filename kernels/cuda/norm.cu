@@ -1,6 +1,7 @@
 // norm.cu — layer norm and RMS norm (one warp per row), inference batch
 // norm and 2-D pooling (one thread per output element).
 #include "bp_cuda_common.cuh"
+#include "bp_rows.cuh"
 
 // Layer / RMS norm scale the row by 2^-e first, 2^e the power of two of its
 // largest magnitude (clamped so 2^-e and 2^e are normal in T; the scaling is
@@ -9,7 +10,59 @@
 // and variance of x' = x 2^-e. When eps 2^-2e overflows, v is nothing
 // beside it and y = (x' - m) 2^e / sqrt(eps).
 
+// The scale exponent e of a row from its largest magnitude (above).
+template <typename T> __device__ __forceinline__ int norm_exponent(T amax) {
+  // 0, inf and NaN rows unscaled: their answer (NaN) stays
+  const int emax = sizeof(T) == 4 ? 126 : 1022;
+  return amax > 0 && isfinite(amax) ? max(-emax, min(emax, ilogb(amax))) : 0;
+}
+
+// The same with the row staged in shared memory (bp_rows.cuh): one read
+// and one write of global memory; the passes after the first read shared
+// memory.
+template <typename T> __device__ void norm_block(const bpk_norm_args_t &p) {
+  __shared__ T sh[32];
+  T *buf = (T *)bpk_row_smem;
+  const bpk_rows_t &r = p.r;
+  const int len = (int)r.len; // at most BPK_ROW_SMEM / sizeof(T)
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    const int64_t xb = bpk_offset(r.x, row), yb = bpk_offset(r.y, row);
+    T amax = 0;
+#pragma unroll 8 // loads in flight
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+      const T x = bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step);
+      buf[j] = x;
+      amax = bpk_max(amax, (T)fabs(x));
+    }
+    const int e = norm_exponent<T>(bpk_block_max(amax, (T)0, sh));
+    const T sc = ldexp((T)1, -e);
+    T mean = 0;
+    if (!p.rms) {
+      T s = 0;
+      for (int j = threadIdx.x; j < len; j += blockDim.x) s += buf[j] * sc;
+      mean = bpk_block_sum(s, sh) / (T)len;
+    }
+    // Around the mean (zero for RMS norm): no cancellation.
+    T sq = 0;
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+      const T d = buf[j] * sc - mean;
+      sq += d * d;
+    }
+    const T eps = (T)p.eps, e2 = eps * sc * sc, var = bpk_block_sum(sq, sh) / (T)len;
+    const T inv = isinf(e2) ? ldexp((T)1 / sqrt(eps), e) : (T)1 / sqrt(var + e2);
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+      const T v = (buf[j] * sc - mean) * inv;
+      bpk_st(r.y.ptr, r.y.dtype, yb + j * r.y_step,
+             v * bpk_ldv<T>(p.gamma, j, (T)1) + bpk_ldv<T>(p.beta, j, (T)0));
+    }
+  }
+}
+
 template <typename T> __device__ void norm(const bpk_norm_args_t &p) {
+  if (bpk_row_in_block<T>(p.r.len)) {
+    norm_block<T>(p);
+    return;
+  }
   const int lane = threadIdx.x & 31;
   const bpk_rows_t &r = p.r;
   BPK_FOR_EACH_ROW(row, r.rows) {
@@ -17,10 +70,7 @@ template <typename T> __device__ void norm(const bpk_norm_args_t &p) {
     T amax = 0;
     for (int64_t j = lane; j < r.len; j += 32)
       amax = bpk_max(amax, (T)fabs(bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step)));
-    amax = bpk_warp_max(amax);
-    // 0, inf and NaN rows unscaled: their answer (NaN) stays
-    const int emax = sizeof(T) == 4 ? 126 : 1022;
-    const int e = amax > 0 && isfinite(amax) ? max(-emax, min(emax, ilogb(amax))) : 0;
+    const int e = norm_exponent<T>(bpk_warp_max(amax));
     const T sc = ldexp((T)1, -e);
     T mean = 0;
     if (!p.rms) {

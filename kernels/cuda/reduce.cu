@@ -5,6 +5,7 @@
 // the row and combine by shuffles, which also sums more accurately than a
 // sequential loop.
 #include "bp_cuda_common.cuh"
+#include "bp_rows.cuh"
 
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_VAR, R_ARGMAX };
 
@@ -87,7 +88,41 @@ template <typename T> __device__ void reduce(const bpk_reduce_args_t &p) {
   }
 }
 
+// Softmax of a row staged in shared memory (bp_rows.cuh): one read and
+// one write of global memory, each exp computed once.
+template <typename T> __device__ void softmax_block(const bpk_softmax_args_t &p) {
+  __shared__ T sh[32];
+  T *buf = (T *)bpk_row_smem;
+  const bpk_rows_t &r = p.r;
+  const int len = (int)r.len; // at most BPK_ROW_SMEM / sizeof(T)
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    const int64_t xb = bpk_offset(r.x, row), yb = bpk_offset(r.y, row);
+    T m = (T)-INFINITY;
+#pragma unroll 8 // loads in flight
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+      const T x = bpk_ld<T>(r.x.ptr, r.x.dtype, xb + j * r.x_step);
+      buf[j] = x;
+      m = bpk_max(m, x);
+    }
+    m = bpk_block_max(m, (T)-INFINITY, sh);
+    T s = 0;
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+      const T d = buf[j] - m, e = exp(d);
+      s += e;
+      buf[j] = p.log ? d : e;
+    }
+    s = bpk_block_sum(s, sh);
+    const T ls = log(s), inv = (T)1 / s;
+    for (int j = threadIdx.x; j < len; j += blockDim.x)
+      bpk_st(r.y.ptr, r.y.dtype, yb + j * r.y_step, p.log ? buf[j] - ls : buf[j] * inv);
+  }
+}
+
 template <typename T> __device__ void softmax(const bpk_softmax_args_t &p) {
+  if (bpk_row_in_block<T>(p.r.len)) {
+    softmax_block<T>(p);
+    return;
+  }
   const int lane = threadIdx.x & 31;
   const bpk_rows_t &r = p.r;
   BPK_FOR_EACH_ROW(row, r.rows) {
