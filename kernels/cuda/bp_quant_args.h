@@ -55,9 +55,10 @@ typedef struct bpk_qgemm_args {
 /* bp_qmatmul_gemv / bp_qmatmul_gemm: y[z, i, j] = sum_l a[z, i, l] *
  * w[j, l] with w [n, k] q8_0 / q4_0 (w_dtype), row j's first block at byte
  * w_ptr + j * w_row_blocks * block bytes; a, y rank 3 [batch, m, k],
- * [batch, m, n]. GEMV: one warp per output (grid-stride), lane l takes
- * weight l of each block. GEMM: TILE x TILE outputs per block of threads,
- * one weight block of k per step. */
+ * [batch, m, n]. GEMV: one warp per GEMV_OUTS outputs of a row (consecutive
+ * j; grid-stride), lane l takes blocks l, l + 32, ... GEMM: TILE x TILE
+ * outputs per block of threads, one weight block of k per step. */
+#define BPK_QMM_GEMV_OUTS 4
 #define BPK_QMM_TILE 64
 #define BPK_QMM_THREADS 256
 typedef struct bpk_qmatmul_args {

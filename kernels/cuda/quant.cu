@@ -296,23 +296,127 @@ __device__ __forceinline__ float q_weight(const bpk_qmatmul_args_t &p, int64_t j
   return __fmul_rn((float)q_block_int(blk, p.w_dtype, l), q_block_scale(blk));
 }
 
-// One warp per output; lane l takes weight l of every block of the row, so
-// a warp reads each block whole, and the lanes' sums meet at the end.
+// ---- the GEMV ----------------------------------------------------------------
+//
+// One warp per BPK_QMM_GEMV_OUTS outputs of one row of a (consecutive j), lane l
+// taking blocks l, l + 32, ... of those weight rows: consecutive lanes read
+// consecutive blocks (the warp a contiguous span of each row), each lane a
+// whole block, whose 32 activations it reuses for every output. A block
+// is read as 16-bit words (blocks are 2-byte aligned when w_ptr is) and its
+// integers turned into floats by the exponent trick; the block's sum is
+// scaled once, y = sum_b d_b * (sum_l x_l q_l).
+
+// The float value c - bias of a byte c of a word: 2^23 + c as float bits,
+// less 2^23 + bias (both exact).
+__device__ __forceinline__ float q_byte_float(uint32_t word, int t, float bias) {
+  return __int_as_float((int)__byte_perm(word, 0x4B000000u, 0x7440u + (uint32_t)t)) -
+         (8388608.0f + bias);
+}
+
+// Block b's f16 scale and its integer bytes as 32-bit words (q4_0: 4 words
+// of packed nibbles, q8_0: 8 words of signed bytes).
+__device__ __forceinline__ float q_load_block(const uint8_t *blk, bool even, int words,
+                                              uint32_t (&q)[8]) {
+  uint16_t d;
+  if (even) {
+    const uint16_t *h = (const uint16_t *)blk;
+    d = h[0];
+#pragma unroll
+    for (int w = 0; w < 8; w++)
+      if (w < words) q[w] = (uint32_t)h[1 + 2 * w] | ((uint32_t)h[2 + 2 * w] << 16);
+  } else { // an odd w_ptr: bytes
+    d = (uint16_t)(blk[0] | (blk[1] << 8));
+#pragma unroll
+    for (int w = 0; w < 8; w++)
+      if (w < words)
+        q[w] = (uint32_t)blk[2 + 4 * w] | ((uint32_t)blk[3 + 4 * w] << 8) |
+               ((uint32_t)blk[4 + 4 * w] << 16) | ((uint32_t)blk[5 + 4 * w] << 24);
+  }
+#if defined(BPK_HIP)
+  return bp_qcodec_f16_to_f32(d);
+#else
+  return __half2float(__ushort_as_half(d)); // exact, as the codec's
+#endif
+}
+
+// sum_l x_l q_l over one block; x in weight order.
+__device__ __forceinline__ float q_block_dot(const float (&x)[BPK_QBLOCK], const uint32_t (&q)[8],
+                                             int dt) {
+  float s = 0.0f;
+  if (dt == BPK_Q8_0) {
+#pragma unroll
+    for (int w = 0; w < 8; w++) {
+      const uint32_t u = q[w] ^ 0x80808080u; // two's complement byte + 128
+#pragma unroll
+      for (int t = 0; t < 4; t++) s = fmaf(x[4 * w + t], q_byte_float(u, t, 128.0f), s);
+    }
+  } else { // q4_0: weight l < 16 the low nibble of byte l, l >= 16 the high one of l - 16
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+      const uint32_t lo = q[w] & 0x0F0F0F0Fu, hi = (q[w] >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+      for (int t = 0; t < 4; t++) {
+        s = fmaf(x[4 * w + t], q_byte_float(lo, t, 8.0f), s);
+        s = fmaf(x[16 + 4 * w + t], q_byte_float(hi, t, 8.0f), s);
+      }
+    }
+  }
+  return s;
+}
+
+// The 32 activations of block b of a's row (offset ao): float4 loads where
+// the row is contiguous f32 and 16-byte aligned (vec), else one by one.
+__device__ __forceinline__ void q_load_x(const bpk_qmatmul_args_t &p, int64_t ao, int64_t b,
+                                         bool vec, float (&x)[BPK_QBLOCK]) {
+  if (vec) {
+    const float4 *v = (const float4 *)((const float *)p.a.ptr + ao) + b * (BPK_QBLOCK / 4);
+#pragma unroll
+    for (int t = 0; t < BPK_QBLOCK / 4; t++) {
+      const float4 f = v[t];
+      x[4 * t] = f.x;
+      x[4 * t + 1] = f.y;
+      x[4 * t + 2] = f.z;
+      x[4 * t + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int l = 0; l < BPK_QBLOCK; l++)
+      x[l] = bpk_ld<float>(p.a.ptr, p.a.dtype, ao + (b * BPK_QBLOCK + l) * p.a.strides[2]);
+  }
+}
+
 extern "C" __global__ void bp_qmatmul_gemv(const bpk_qmatmul_args_t p) {
   const int lane = threadIdx.x % BPK_WARP;
-  const int64_t M = p.y.shape[1], outs = p.y.shape[0] * M * p.n, nb = p.k / BPK_QBLOCK;
+  const int64_t M = p.y.shape[1], nb = p.k / BPK_QBLOCK;
+  const int64_t groups = (p.n + BPK_QMM_GEMV_OUTS - 1) / BPK_QMM_GEMV_OUTS, outs = p.y.shape[0] * M * groups;
+  const int bytes = q_block_bytes(p.w_dtype), words = p.w_dtype == BPK_Q8_0 ? 8 : 4;
+  const bool even = (p.w_ptr & 1) == 0;
   BPK_FOR_EACH_ROW(o, outs) {
-    const int64_t j = o % p.n, r = o / p.n, z = r / M, i = r % M;
+    const int64_t j0 = (o % groups) * BPK_QMM_GEMV_OUTS, r = o / groups, z = r / M, i = r % M;
     const int64_t ao = z * p.a.strides[0] + i * p.a.strides[1];
-    float acc = 0.0f;
-#pragma unroll 4 // several blocks' loads in flight per lane
-    for (int64_t b = 0; b < nb; b++) {
-      const float x = bpk_ld<float>(p.a.ptr, p.a.dtype, ao + (b * BPK_QBLOCK + lane) * p.a.strides[2]);
-      acc = fmaf(x, q_weight(p, j, b, lane), acc);
+    const bool vec = p.a.dtype == BPK_F32 && p.a.strides[2] == 1 &&
+                     ((p.a.ptr + (uint64_t)ao * 4) & 15) == 0;
+    float acc[BPK_QMM_GEMV_OUTS];
+#pragma unroll
+    for (int u = 0; u < BPK_QMM_GEMV_OUTS; u++) acc[u] = 0.0f;
+    for (int64_t b = lane; b < nb; b += BPK_WARP) {
+      float x[BPK_QBLOCK];
+      q_load_x(p, ao, b, vec, x);
+#pragma unroll
+      for (int u = 0; u < BPK_QMM_GEMV_OUTS; u++) {
+        if (j0 + u >= p.n) break;
+        const uint8_t *blk = (const uint8_t *)p.w_ptr + ((j0 + u) * p.w_row_blocks + b) * bytes;
+        uint32_t q[8];
+        const float d = q_load_block(blk, even, words, q);
+        acc[u] = fmaf(d, q_block_dot(x, q, p.w_dtype), acc[u]);
+      }
     }
-    acc = bpk_warp_sum(acc);
-    if (lane == 0)
-      bpk_st(p.y.ptr, p.y.dtype, z * p.y.strides[0] + i * p.y.strides[1] + j * p.y.strides[2], acc);
+#pragma unroll
+    for (int u = 0; u < BPK_QMM_GEMV_OUTS; u++) {
+      const float v = bpk_warp_sum(acc[u]);
+      if (lane == 0 && j0 + u < p.n)
+        bpk_st(p.y.ptr, p.y.dtype, z * p.y.strides[0] + i * p.y.strides[1] + (j0 + u) * p.y.strides[2], v);
+    }
   }
 }
 

@@ -18,7 +18,8 @@ _Static_assert((int)BPK_I8 == (int)BP_I8 && (int)BPK_FP8_E4M3 == (int)BP_FP8_E4M
                "kernel dtype codes follow bp_dtype_t");
 
 /* Up to this many rows of activations (batch x m), qmatmul runs the GEMV
- * kernel (a warp per output, each weight block read whole by one warp);
+ * kernel (a warp per BPK_QMM_GEMV_OUTS outputs, each lane reading whole
+ * blocks);
  * past it the tiled GEMM, which reads a weight block once per 64 rows. */
 #define QMATMUL_GEMV_ROWS 4
 #define GRID_YZ_MAX 65535
@@ -145,7 +146,8 @@ bp_status_t gpu_op_qmatmul(bp_plugin_device_t *device, bp_plugin_stream_t *strea
   p.w_dtype = (int32_t)a->w.dtype;
   const int64_t rows = p.y.shape[0] * p.y.shape[1];
   if (rows <= QMATMUL_GEMV_ROWS)
-    return gpu_launch_rows(device, stream, BP_GPU_MOD_QUANT, "bp_qmatmul_gemv", rows * p.n, &p);
+    return gpu_launch_rows(device, stream, BP_GPU_MOD_QUANT, "bp_qmatmul_gemv",
+                           rows * ((p.n + BPK_QMM_GEMV_OUTS - 1) / BPK_QMM_GEMV_OUTS), &p);
   unsigned grid[3], block[3] = {BPK_QMM_THREADS, 1, 1};
   bp_status_t st = tile_grid("qmatmul", p.y.shape[0], p.y.shape[1], p.n, BPK_QMM_TILE, grid);
   if (st != BP_OK) return st;
