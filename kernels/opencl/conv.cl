@@ -108,21 +108,24 @@ __kernel void conv_im2col(__global const uchar *xb, ulong xo, long4 xs,
     out[t] = 0;
 }
 
-/* W (one group's K/g filters) as A panels: dst[(k / pw) * kp + e][k % pw]. */
+/* W (one group's K/g filters) as A panels: dst[(k / pwid) * kp + e][k %
+ * pwid]. As im2col: an item writes one panel row (reduction index e, the
+ * panel's pwid filters) front to back; the items of a group read
+ * neighbouring e of the same filters. */
 __kernel void conv_packw(__global const uchar *wb, ulong wo, long4 ws, int r_k,
                          int s_k, long kpg, long red, __global ACC *dst,
                          long kp, long xp, long pwid) {
-  long k = get_global_id(0);
-  if (k >= xp)
+  long e = get_global_id(0), pan = get_global_id(1);
+  if (e >= kp)
     return;
-  __global const T *src = BP_PTR(const T, wb, wo) + k * ws.s0;
-  __global ACC *out = dst + (k / pwid) * kp * pwid + k % pwid;
-  long eend = k < kpg ? red : 0;
-  int rs = r_k * s_k;
-  for (long e = 0; e < eend; e++) {
-    int c = (int)(e / rs), r = (int)(e % rs);
-    out[e * pwid] = LD(src, c * ws.s1 + (r / s_k) * ws.s2 + (r % s_k) * ws.s3);
-  }
-  for (long e = eend; e < kp; e++)
-    out[e * pwid] = 0;
+  long k0 = pan * pwid;
+  __global ACC *out = dst + pan * kp * pwid + e * pwid;
+  long nvalid = e < red ? clamp(kpg - k0, 0L, pwid) : 0;
+  int rs = r_k * s_k, c = (int)(e / rs), r = (int)(e % rs);
+  __global const T *src = BP_PTR(const T, wb, wo) + k0 * ws.s0 + c * ws.s1 +
+                          (r / s_k) * ws.s2 + (r % s_k) * ws.s3;
+  for (long t = 0; t < nvalid; t++)
+    out[t] = LD(src, t * ws.s0);
+  for (long t = nvalid; t < pwid; t++)
+    out[t] = 0;
 }

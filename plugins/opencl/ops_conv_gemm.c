@@ -44,8 +44,10 @@ static bp_status_t pack_filters(ocl_device_t *d, cl_command_queue q, const char 
   OCL_ARG(&a, v[1]);
   OCL_ARG(&a, dst);
   for (int i = 2; i < 5; i++) OCL_ARG(&a, v[i]);
-  size_t lws = 64, gws = ocl_round_up((size_t)g->mp, 64);
-  return ocl_enqueue(q, &a, 1, &gws, &lws);
+  /* an item per panel row (conv.cl) */
+  size_t lws[2] = {64, 1};
+  size_t gws[2] = {ocl_round_up((size_t)g->kp, 64), (size_t)(g->mp / pwid)};
+  return ocl_enqueue(q, &a, 2, gws, lws);
 }
 
 static bp_status_t im2col(ocl_device_t *d, cl_command_queue q, const char *opts,
