@@ -58,7 +58,16 @@ static void attn_one(tc_env_t *e, bp_dtype_t dt, const attn_case_t *c, bool caus
   tc_rng_fill(rng, dt, -c->range, c->range, k, nk);
   tc_rng_fill(rng, dt, -1, 1, v, nv);
   tc_tensor_t Q, K, V, O;
-  if (variant % 2) { /* [B,S,H,D] storage, as transformer code keeps it */
+  if (variant < 0) { /* unpadded, offset 0: [B,H,S,D] (-1) or [B,S,H,D] (-2) */
+    int64_t st[4];
+    const int64_t *shapes[4] = {qs, ks, vs, os};
+    tc_tensor_t *views[4] = {&Q, &K, &V, &O};
+    const double *vals[4] = {q, k, v, NULL};
+    for (int x = 0; x < 4; x++) {
+      if (variant == -1) *views[x] = tc_tensor(e, dt, 4, shapes[x], TC_CONTIG, vals[x]);
+      else bshd_strides(shapes[x], st), *views[x] = tc_tensor_strided(e, dt, 4, shapes[x], st, 0, vals[x]);
+    }
+  } else if (variant % 2) { /* [B,S,H,D] storage, as transformer code keeps it */
     int64_t st[4];
     bshd_strides(qs, st);
     Q = tc_tensor_strided(e, dt, 4, qs, st, 1, q);
@@ -123,6 +132,31 @@ static void test_attention(void **state) {
 
 /* With one key, causal attention copies v for the rows that see it. With
  * Sq = Skv + 2, the first two rows see nothing and must be exactly 0. */
+/* Head dims 64 and 128 in f16 / bf16 with unpadded views: what CUDA's
+ * tensor-core kernel takes (tiles of 128 query rows and 32 / 64 keys, so
+ * the sizes here end mid-tile; GQA, Sq != Skv, rows that see no key). */
+static const attn_case_t mma_cases[] = {
+    {2, 4, 2, 100, 130, 64, 64, 0, 1}, {1, 2, 2, 130, 100, 128, 128, 0.3, 1},
+    {1, 4, 1, 1, 77, 64, 64, 0, 1},    {1, 2, 1, 129, 300, 128, 128, 0, 2},
+};
+
+static void test_attention_16bit_unpadded(void **state) {
+  tc_suite_t *su = *state;
+  TC_BEGIN();
+  tc_rng_t rng;
+  tc_rng_seed(&rng, 73);
+  const bp_dtype_t dts[2] = {BP_F16, BP_BF16};
+  for (int d = 0; d < su->count; d++)
+    for (int t = 0; t < 2; t++) {
+      if (!tc_supports(&su->env[d], BP_OP_ATTENTION, dts[t]))
+        continue;
+      for (size_t c = 0; c < sizeof mma_cases / sizeof *mma_cases; c++)
+        for (int causal = 0; causal < 2; causal++)
+          attn_one(&su->env[d], dts[t], &mma_cases[c], causal, -1 - (int)((c + causal) % 2), &rng);
+    }
+  TC_END();
+}
+
 static void test_attention_masked_rows(void **state) {
   tc_suite_t *su = *state;
   TC_BEGIN();
@@ -151,6 +185,7 @@ static void test_attention_masked_rows(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_attention_16bit_unpadded),
       cmocka_unit_test(test_attention_masked_rows),
   };
   return cmocka_run_group_tests(tests, tc_suite_setup, tc_suite_teardown);

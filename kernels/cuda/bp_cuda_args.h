@@ -198,6 +198,16 @@ typedef struct bpk_attention_args {
 #define BPK_ATTN_SMEM(d, dv)                                                   \
   (4u * (unsigned)(BPK_ATTN_ROWS * (d) + BPK_ATTN_KEYS * ((d) + 1) +           \
                    BPK_ATTN_KEYS * (dv)))
+/* bp_attention_mma_{h,bf}{64,128} (CUDA only): f16 / bf16 on the tensor
+ * cores, BPK_ATTN_MMA_ROWS query rows per block of BPK_ATTN_MMA_THREADS (32
+ * per warp), keys BPK_ATTN_MMA_KEYS(d) at a time (fewer at d = 128, so the
+ * scores fit in registers beside the output), dynamic shared memory for the
+ * Q, K and V tiles, rows of head dim d padded by 8 elements. */
+#define BPK_ATTN_MMA_ROWS 128
+#define BPK_ATTN_MMA_KEYS(d) ((d) > 64 ? 32 : 64)
+#define BPK_ATTN_MMA_THREADS 128
+#define BPK_ATTN_MMA_SMEM(d)                                                   \
+  (2u * (unsigned)(BPK_ATTN_MMA_ROWS + 2 * BPK_ATTN_MMA_KEYS(d)) * ((unsigned)(d) + 8u))
 
 /* bp_adam_{f,d}: one parameter tensor; bias corrections precomputed. */
 typedef struct bpk_adam_args {

@@ -81,6 +81,39 @@ bp_status_t gpu_op_batch_norm(bp_plugin_device_t *device, bp_plugin_stream_t *st
                          a->y.dtype == BP_F64 ? "bp_batch_norm_d" : "bp_batch_norm_f", p.n, &p);
 }
 
+#if defined(BP_GPU_CUDA)
+/* The tensor-core kernel's layout: the last dim contiguous and every row
+ * 16-byte aligned (its cp.async loads and 4-byte stores). */
+static bool mma_layout(const bpk_tensor_t *t) {
+  return t->strides[3] == 1 && t->ptr % 16 == 0 && t->strides[0] % 8 == 0 &&
+         t->strides[1] % 8 == 0 && t->strides[2] % 8 == 0;
+}
+#endif
+
+/* bp_attention_mma_{h,bf}{64,128} (CUDA): f16 or bf16 everywhere, D = Dv =
+ * 64 or 128, none of the masks of ABI 1.5, views in mma_layout. Everything
+ * else, HIP, and BACKPLANE_CUDA_ATTENTION=fma run bp_attention_f. */
+static const char *attention_mma_kernel(const bpk_attention_args_t *p) {
+#if defined(BP_GPU_CUDA)
+  const char *env = gpu_env("BACKPLANE_CUDA_ATTENTION");
+  if (env && strcmp(env, "fma") == 0) return NULL;
+  const int32_t dt = p->q.dtype;
+  if (dt != BPK_F16 && dt != BPK_BF16) return NULL;
+  if (p->k.dtype != dt || p->v.dtype != dt || p->out.dtype != dt) return NULL;
+  const int64_t D = p->q.shape[3];
+  if ((D != 64 && D != 128) || p->k.shape[3] != D || p->v.shape[3] != D) return NULL;
+  if (p->bias.ptr || p->kv_lens.ptr || p->alibi_slopes.ptr || p->window || p->alibi_heads)
+    return NULL;
+  if (!mma_layout(&p->q) || !mma_layout(&p->k) || !mma_layout(&p->v) || !mma_layout(&p->out))
+    return NULL;
+  if (dt == BPK_F16) return D == 64 ? "bp_attention_mma_h64" : "bp_attention_mma_h128";
+  return D == 64 ? "bp_attention_mma_bf64" : "bp_attention_mma_bf128";
+#else
+  (void)p;
+  return NULL;
+#endif
+}
+
 bp_status_t gpu_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                              const bp_attention_args_t *a) {
   bpk_attention_args_t p;
@@ -108,6 +141,14 @@ bp_status_t gpu_op_attention(bp_plugin_device_t *device, bp_plugin_stream_t *str
     return BP_ERR_UNSUPPORTED;
   }
   if (B * Hq > GRID_YZ_MAX) return too_big("attention", "batch * heads", B * Hq);
+  const char *mma = attention_mma_kernel(&p);
+  if (mma) {
+    unsigned grid[3] = {(unsigned)((Sq + BPK_ATTN_MMA_ROWS - 1) / BPK_ATTN_MMA_ROWS),
+                        (unsigned)(B * Hq), 1};
+    unsigned block[3] = {BPK_ATTN_MMA_THREADS, 1, 1};
+    return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_ATTENTION, mma, grid, block,
+                      BPK_ATTN_MMA_SMEM((unsigned)D), &p);
+  }
   unsigned grid[3] = {(unsigned)((Sq + BPK_ATTN_ROWS - 1) / BPK_ATTN_ROWS), (unsigned)(B * Hq), 1};
   unsigned block[3] = {BPK_ATTN_THREADS, 1, 1};
   return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_ATTENTION, "bp_attention_f", grid, block,
