@@ -37,12 +37,9 @@
 #include "comm_internal.h"
 
 /* Guards every stream's host_tickets / host_done / host_status and every
- * device's host_pending; work_done is broadcast when a call finishes and
- * leaves a state someone may wait for (finish says which). turn_waiters
- * counts the progress threads in wait_turn. */
+ * device's host_pending; work_done is broadcast when a call finishes. */
 static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_done = PTHREAD_COND_INITIALIZER;
-static int turn_waiters;
 /* Set on progress threads: their own device-synchronous calls (staging)
  * must not wait for the call they are part of. */
 static _Thread_local bool on_progress_thread;
@@ -122,9 +119,7 @@ void bp__comm_enqueue(bp__comm_t *c, bp__comm_job_t *job) {
  * communicator) are done. */
 static void wait_turn(const bp__comm_job_t *job) {
   pthread_mutex_lock(&work_lock);
-  turn_waiters++;
   while (job->stream->host_done != job->ticket) pthread_cond_wait(&work_done, &work_lock);
-  turn_waiters--;
   pthread_mutex_unlock(&work_lock);
 }
 
@@ -138,14 +133,7 @@ static void finish(bp__comm_job_t *job, bp_status_t st) {
   if (s) __atomic_store_n(&s->host_done, s->host_done + 1, __ATOMIC_RELEASE);
   if (s && s->host_placed < s->host_done) __atomic_store_n(&s->host_placed, s->host_done, __ATOMIC_RELEASE);
   if (job->device) __atomic_sub_fetch(&job->device->host_pending, 1, __ATOMIC_ACQ_REL);
-  /* Besides wait_turn, every waiter waits for a stream or a device with
-   * nothing left (a stream's placed reaches its tickets either in
-   * bp__comm_placed, which wakes them, or here with done). Waking them
-   * only then keeps calls queued back to back from waking a synchronising
-   * caller once per call, which on a busy machine preempts this thread. */
-  bool stream_idle = s && s->host_done == s->host_tickets;
-  bool device_idle = job->device && job->device->host_pending == 0;
-  if (stream_idle || device_idle || turn_waiters > 0) pthread_cond_broadcast(&work_done);
+  pthread_cond_broadcast(&work_done);
   pthread_mutex_unlock(&work_lock);
 }
 
