@@ -5,6 +5,7 @@
  * local memory. Work-group CT x CT items, each one output (channel, pixel).
  */
 #define CT 16
+#define AV16 BP_CAT(ACC, 16)
 
 __kernel __attribute__((reqd_work_group_size(CT, CT, 1))) void
 conv2d(__global const uchar *xb, ulong xo, long4 xs, __global const uchar *wb,
@@ -87,10 +88,14 @@ __kernel void conv_im2col(__global const uchar *xb, ulong xo, long4 xs,
   for (long t = 0; t < nvalid; t++) {
     int ih = op * sh - ph + r * dh, iw = oq * sw - pw + s * dw;
 #if DT == 0 || DT == 3
-    /* 16 pixels of one output row inside x at stride 1: one vector */
-    if (sw == 1 && xs.s3 == 1 && t + 16 <= nvalid && oq + 16 <= q_out &&
-        ih >= 0 && ih < h && iw >= 0 && iw + 16 <= w) {
-      vstore16(vload16(0, src + ih * xs.s2 + iw), 0, out + t);
+    /* 16 pixels of one output row inside x at stride 1 or 2: one vector
+     * (at stride 2 the even lanes of two) */
+    if (sw <= 2 && xs.s3 == 1 && t + 16 <= nvalid && oq + 16 <= q_out &&
+        ih >= 0 && ih < h && iw >= 0 && iw + 16 * sw <= w) {
+      __global const T *row = src + ih * xs.s2 + iw;
+      AV16 v = sw == 1 ? vload16(0, row)
+                       : (AV16)(vload16(0, row).even, vload16(0, row + 16).even);
+      vstore16(v, 0, out + t);
       t += 15, oq += 15;
       if (++oq == q_out)
         oq = 0, op++;
