@@ -20,12 +20,17 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int bm4;   // BM / 4
   int kp;    // keys per row (padded)
   int causal, shift, pph; // row i sees keys <= i + shift; pph: panels per head
+  // non-zero: the rows' 1 / sum go here (quad q's at q) and the scores
+  // stay unnormalised: the P·V product scales its rows (gemmtex rscale)
+  uint64_t inv_sums;
 };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer V4Buf { vec4 v[]; };
 layout(push_constant) uniform PC { Params p; };
 
 void main() {
   const int quads = p.quads, bm4 = p.bm4, kp = p.kp, shift = p.shift, pph = p.pph;
-  const bool causal = p.causal != 0;
+  const bool causal = p.causal != 0, defer = p.inv_sums != 0ul;
+  V4Buf inv_sums = V4Buf(p.inv_sums);
   for (int q = int(gl_GlobalInvocationID.x); q < quads;
        q += int(gl_NumWorkGroups.x) * 64) {
     int base = (q / bm4) * kp * bm4 + q % bm4;
@@ -45,6 +50,10 @@ void main() {
       sum += e;
     }
     vec4 inv = mix(vec4(0.0), 1.0 / sum, greaterThan(sum, vec4(0.0)));
+    if (defer) {
+      inv_sums.v[q] = inv;
+      continue;
+    }
     for (int k = 0; k < kq; k++)
       imageStore(ps, base + k * bm4, imageLoad(ps, base + k * bm4) * inv);
   }

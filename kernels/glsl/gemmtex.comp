@@ -145,12 +145,17 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   // the filter is cs wide and cr high, koff steps by cdx along s, cdy
   // along r and csc along c; noff = (n / cq) * shy + (n % cq) * swx.
   int cq, cs, cr, cdx, cdy, csc, shy, swx, xshift;
+  // P·V of attention: row gm of batch b is scaled by rscale[b * rs_b +
+  // gm] (the softmax's 1 / sum, so it need not rewrite the scores); 0: none
+  uint64_t rscale;
+  int rs_b;
 };
 layout(push_constant) uniform PC { Params p; };
 layout(constant_id = 0) const int ACT = -1;
 
 #include "mathfn.glsl"
 
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer F32Buf { float v[]; };
 #ifdef T1_score
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer U32Buf { uint v[]; };
 
@@ -300,14 +305,19 @@ void main() {
   T1Buf bias = T1Buf(p.bias);
   const bool use_view = p.use_view != 0;
   const int VS = p.vshift;
+  const bool row_scale = p.rscale != 0ul;
+  F32Buf rscale = F32Buf(p.rscale);
+  const int rs0 = b * p.rs_b;
   [[unroll]] for (int i = 0; i < TM; i++) {
     int gm = m0 + i;
     float bi = row_bias && gm < M ? LOAD1(bias, bias0 + gm * SBIAS) : 0.0;
+    // read once per row, as the bias above
+    float rs = row_scale && gm < M ? alpha * rscale.v[rs0 + gm] : alpha;
     [[unroll]] for (int j = 0; j < TN; j++) {
       int gn = n0 + j;
       if (gm < M && gn < N) {
         int oc = b * SCB + gm * SCM + gn * SCN;
-        float r = alpha * acc[i][j / 4][j % 4] + bi;
+        float r = rs * acc[i][j / 4][j % 4] + bi;
         if (has_bias && !row_bias) r += LOAD1(bias, bias0 + gm * SBIAS + gn * SBN);
         if (use_view) {
           if (!beta_zero) r += beta * imageLoad(cv, VS + oc).x;

@@ -44,6 +44,7 @@ bp_status_t vkb_texel_gemm_into(vkb_stream_t *s, const char *name, vkb_texel_par
 /* Matches attnsoftmax.comp's parameter block. */
 typedef struct smx_params {
   int32_t quads, bm4, kp, causal, shift, pph;
+  uint64_t inv_sums;
 } smx_params_t;
 
 /* The masks of ABI 1.5 for batch bi, heads h0.. of the score product
@@ -93,8 +94,9 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
   if (hc < G) hc = G;
   if (hc > Hq) hc = Hq;
   int64_t hkc = hc / G;
-  uint64_t bytes[4] = {(uint64_t)(hc * mp * D * 4), (uint64_t)(hkc * np1 * D * 4),
-                       (uint64_t)(hc * per_head), (uint64_t)(hkc * np2 * np1 * 4)};
+  uint64_t bytes5[5] = {(uint64_t)(hc * mp * D * 4), (uint64_t)(hkc * np1 * D * 4),
+                        (uint64_t)(hc * per_head), (uint64_t)(hkc * np2 * np1 * 4)},
+           *bytes = bytes5;
   for (int i = 0; i < 4; i++)
     if (bytes[i] / 16 > d->caps.max_texels || bytes[i] / 4 > INT32_MAX)
       return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: attention: too large for texel buffers");
@@ -107,11 +109,15 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
   char gemm[40], score[40];
   snprintf(gemm, sizeof gemm, "gemmtex_%s_%s", dt, t->name);
   snprintf(score, sizeof score, "gemmtex_score_%s", t->name);
-  /* qa: Q panels, kb: K panels, ps: scores / probabilities, vb: V panels */
-  vkb_alloc_t *sc[4] = {NULL, NULL, NULL, NULL};
-  VkBufferView vw[4] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE};
+  /* qa: Q panels, kb: K panels, ps: scores / probabilities, vb: V panels,
+   * rs: each row's 1 / sum, which the P·V product applies (the softmax
+   * then leaves the scores unnormalised: one pass over them less) */
+  vkb_alloc_t *sc[5] = {NULL, NULL, NULL, NULL, NULL};
+  VkBufferView vw[5] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE,
+                        VK_NULL_HANDLE};
+  bytes5[4] = (uint64_t)(hc * mp * 4);
   bp_status_t st = BP_OK;
-  for (int i = 0; i < 4 && st == BP_OK; i++) st = vkb_texel_scratch(d, bytes[i], &sc[i], &vw[i]);
+  for (int i = 0; i < 5 && st == BP_OK; i++) st = vkb_texel_scratch(d, bytes5[i], &sc[i], &vw[i]);
   for (int64_t bi = 0; bi < B && st == BP_OK; bi++)
     for (int64_t h0 = 0; h0 < Hq && st == BP_OK; h0 += hc) {
       int64_t nh = Hq - h0 < hc ? Hq - h0 : hc, nkv = nh / G;
@@ -148,7 +154,8 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                           .kp = (int32_t)np1,
                           .causal = a->causal != 0 || window > 0,
                           .shift = (int32_t)(Skv - Sq),
-                          .pph = (int32_t)(mp / bm)};
+                          .pph = (int32_t)(mp / bm),
+                          .inv_sums = sc[4]->addr};
         int64_t groups = (p.quads + 63) / 64;
         st = vkb_dispatch_views(s, "attnsoftmax_f32", NULL, 0, &p, sizeof p, &vw[2], 1,
                                 groups > 4096 ? 4096u : (uint32_t)groups, 1, 1);
@@ -172,12 +179,14 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 /* past the window's end too, the weights are 0 */
                                 .causal = a->causal != 0 || window > 0,
                                 .amod = (int32_t)nh,
-                                .kshift = (int32_t)(Skv - Sq)};
+                                .kshift = (int32_t)(Skv - Sq),
+                                .rscale = sc[4]->addr,
+                                .rs_b = (int32_t)mp};
         VkBufferView v2[2] = {vw[2], vw[3]};
         st = vkb_texel_gemm_into(s, gemm, &p, v2, O, bi * O->strides[0] + h0 * O->strides[1],
                        (uint32_t)(np2 / bn), (uint32_t)(mp / bm), (uint32_t)nh);
       }
     }
-  vkb_texel_release(s, sc, vw, 4);
+  vkb_texel_release(s, sc, vw, 5);
   return st;
 }

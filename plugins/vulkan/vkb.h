@@ -512,6 +512,9 @@ typedef struct vkb_texel_params {
   int32_t bias_dt, bias_shift;
   /* gemmtex_<dt>_<tile>_conv only: B read in place (gemmtex.comp) */
   int32_t cq, cs, cr, cdx, cdy, csc, shy, swx, xshift;
+  /* row gm of batch b scaled by f32 rscale[b * rs_b + gm] (0: none) */
+  uint64_t rscale;
+  int32_t rs_b;
 } vkb_texel_params_t;
 
 /* New device scratch of size bytes with an rgba32f view of it. */
