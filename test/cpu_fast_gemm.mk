@@ -3,7 +3,7 @@
 # plugin's objects (test/cpu_fast.mk) against references of their own.
 #   test_cpu_fast_gemm_f16   f16 on the AMX-BF16 tiles through exact bf16 splits
 #   test_cpu_fast_gemv_axpy  y = x B (a GEMM whose C is one row), baseline and AVX-512
-#   test_cpu_fast_gemm_skinny_lowp  bf16 / f16 with m <= 16, B read once in place
+#   test_cpu_fast_gemm_skinny_lowp  bf16 / f16 with m <= 16 and f32 with m <= 7, B read once in place
 # (after test/cpu_fast.mk in the Makefile's sorted include, for CPU_FAST_TEST_OBJS)
 $(B)/test/test_cpu_fast_gemm_f16: $(B)/obj/test/test_cpu_fast_gemm_f16.o $(CPU_FAST_TEST_OBJS)
 	@mkdir -p $(dir $@)

@@ -1,14 +1,15 @@
 /*
- * test_cpu_fast_gemm_skinny_lowp.c — the bf16 / f16 GEMM kernel for a few
- * rows of C (plugins/cpu/fast/gemm/gemm_skinny_lowp.c), which one-token
- * decode's projections take, against a double-precision reference at the
- * dtype's rounding: m = 1..16, odd n and k (column tails, k not a multiple
+ * test_cpu_fast_gemm_skinny_lowp.c — the GEMM kernel for a few rows of C
+ * (plugins/cpu/fast/gemm/gemm_skinny_lowp.c), which one-token decode's
+ * projections take, bf16 / f16 (m <= 16) and f32 (m <= 7), against a
+ * double-precision reference at the dtype's rounding: odd n and k (column tails, k not a multiple
  * of the four rows a pass sums), A and C transposed by strides, B's rows
  * padded, batch 2 with a shared B, alpha / beta, beta == 0 over a NaN C,
  * 1 and 2 threads (W split by columns and by rows), and the ABI 1.5
- * epilogue (bias broadcast over rows, GELU / SiLU) applied before the one
- * rounding, through cpu_fast_gemm as the plugin calls it. Shapes the
- * kernel does not take (m = 17, B's columns contiguous) are declined.
+ * epilogue (bias broadcast over rows, GELU / SiLU, beta 1 for a residual
+ * add) applied before the one rounding, through cpu_fast_gemm as the
+ * plugin calls it. Shapes the kernel does not take (m = 17, f32 m = 8,
+ * B's columns contiguous) are declined.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -58,8 +59,9 @@ static double act_ref(int op, double x) {
 static void run_case(cpu_device_t *dev, const skcase_t *s) {
   int64_t m = s->m, n = s->n, k = s->k, nb = s->batch;
   int64_t ldb = n + 3;
-  uint16_t *a = malloc(2 * (size_t)(nb * m * k)), *b = malloc(2 * (size_t)(k * ldb));
-  uint16_t *c = malloc(2 * (size_t)(nb * m * n)), *bias = malloc(2 * (size_t)n);
+  size_t es = s->dt == BP_F32 ? 4 : 2;
+  void *a = malloc(es * (size_t)(nb * m * k)), *b = malloc(es * (size_t)(k * ldb));
+  void *c = malloc(es * (size_t)(nb * m * n)), *bias = malloc(es * (size_t)n);
   double *want = malloc(sizeof(double) * (size_t)(nb * m * n));
   for (int64_t e = 0; e < nb * m * k; e++) cpu_store(a, s->dt, e, rnd());
   for (int64_t e = 0; e < k * ldb; e++) cpu_store(b, s->dt, e, rnd());
@@ -68,7 +70,7 @@ static void run_case(cpu_device_t *dev, const skcase_t *s) {
   /* A [m, k]: row-major, or column-major (k x m stored) */
   int64_t sam = s->a_cols ? 1 : k, sak = s->a_cols ? m : 1;
   int64_t scm = s->c_cols ? 1 : n, scn = s->c_cols ? m : 1;
-  double eps = s->dt == BP_BF16 ? 1.0 / 256 : 1.0 / 2048;
+  double eps = s->dt == BP_BF16 ? 1.0 / 256 : s->dt == BP_F16 ? 1.0 / 2048 : 1e-6;
   double *mag = malloc(sizeof(double) * (size_t)(nb * m * n));
   for (int64_t bt = 0; bt < nb; bt++)
     for (int64_t i = 0; i < m; i++)
@@ -91,8 +93,11 @@ static void run_case(cpu_device_t *dev, const skcase_t *s) {
   g.c = t3(c, s->dt, nb, m, n, m * n, scm, scn);
   if (s->bias) g.bias = t3(bias, s->dt, nb, m, n, 0, 0, 1);
   if (s->act >= 0) g.flags |= BP_GEMM_FLAG_ACTIVATION, g.activation = s->act;
-  assert_true(cpu_fast_gemm_skinny_lowp_ok(dev, &g));
-  bp_status_t st = s->via_gemm ? cpu_fast_gemm(dev, &g) : cpu_fast_gemm_skinny_lowp(dev, &g);
+  bool f32 = s->dt == BP_F32;
+  assert_true(f32 ? cpu_fast_gemm_skinny_f32_ok(dev, &g) : cpu_fast_gemm_skinny_lowp_ok(dev, &g));
+  bp_status_t st = s->via_gemm ? cpu_fast_gemm(dev, &g)
+                   : f32       ? cpu_fast_gemm_skinny_f32(dev, &g)
+                               : cpu_fast_gemm_skinny_lowp(dev, &g);
   assert_int_equal(st, BP_OK);
   checks++;
   for (int64_t e = 0; e < nb * m * n; e++) {
@@ -102,7 +107,7 @@ static void run_case(cpu_device_t *dev, const skcase_t *s) {
     if (!(fabs(got - want[e]) <= tol)) {
       printf("MISMATCH %s thr%u b%ld m%ld n%ld k%ld acol%d ccol%d alpha %g beta %g bias %d "
              "act %d gemm %d at %ld: %.6g vs %.6g\n",
-             s->dt == BP_BF16 ? "bf16" : "f16", dev->threads, (long)nb, (long)m, (long)n, (long)k,
+             s->dt == BP_BF16 ? "bf16" : s->dt == BP_F16 ? "f16" : "f32", dev->threads, (long)nb, (long)m, (long)n, (long)k,
              s->a_cols, s->c_cols, s->alpha, s->beta, s->bias, s->act, s->via_gemm, (long)e, got,
              want[e]);
       fails++;
@@ -147,6 +152,33 @@ static void test_skinny_grid(void **state) {
   assert_true(checks > 0); /* a suite that compared nothing must not pass */
 }
 
+/* f32 with m = 1..7: the same grid, and the epilogue of a decode step's
+ * projections (bias + GELU, bias + the residual add as beta 1). */
+static void test_skinny_f32(void **state) {
+  (void)state;
+  if (!have_avx512()) TEST_SKIP_CASE("no AVX-512 F/BW/VL on this CPU");
+  srand(9);
+  fails = checks = 0;
+  for (unsigned thr = 1; thr <= 2; thr++) {
+    cpu_device_t dev = {.isa = BP_ISA_BEST, .threads = thr, .pool = cpu_pool_create(thr)};
+    for (int64_t m = 1; m <= CPU_FAST_SKINNY_F32_MAX_M; m++) {
+      run_case(&dev, &(skcase_t){BP_F32, 1, m, 37 + 2 * m, 19 + m, m % 2, m % 3 == 0, 1, 0, false,
+                                 -1, false});
+      run_case(&dev, &(skcase_t){BP_F32, 1, m, 4111, 131, false, false, -1.5, 0.5, false, -1, false});
+      run_case(&dev, &(skcase_t){BP_F32, 1, m, 1001, 1027, false, false, 0.5, 0, false, -1, false});
+      run_case(&dev, &(skcase_t){BP_F32, 1, m, 1537, 257, false, false, 1, 0, true, BP_UNARY_GELU,
+                                 true});
+      run_case(&dev, &(skcase_t){BP_F32, 1, m, 300, 613, false, m == 3, 1, 1, true, -1, true});
+      run_case(&dev, &(skcase_t){BP_F32, 2, m, 45, 9, true, false, 1, -1, false, BP_UNARY_SILU,
+                                 true});
+    }
+    cpu_pool_destroy(dev.pool);
+  }
+  printf("skinny f32: %d cases, %d failures\n", checks, fails);
+  assert_int_equal(fails, 0);
+  assert_true(checks > 0);
+}
+
 static void test_skinny_epilogue(void **state) {
   (void)state;
   if (!have_avx512()) TEST_SKIP_CASE("no AVX-512 F/BW/VL on this CPU");
@@ -186,6 +218,10 @@ static void test_skinny_declines(void **state) {
   g.b.strides[1] = 2, g.b.strides[2] = 1;
   g.a.dtype = g.b.dtype = g.c.dtype = BP_F32;
   assert_false(cpu_fast_gemm_skinny_lowp_ok(&dev, &g));
+  if (have_avx512()) assert_true(cpu_fast_gemm_skinny_f32_ok(&dev, &g));
+  g.a.shape[1] = g.c.shape[1] = CPU_FAST_SKINNY_F32_MAX_M + 1;
+  assert_false(cpu_fast_gemm_skinny_f32_ok(&dev, &g)); /* f32: m = 8 */
+  g.a.shape[1] = g.c.shape[1] = 2;
   g.a.dtype = g.b.dtype = g.c.dtype = BP_BF16;
   dev.isa = BP_ISA_AVX2;
   assert_false(cpu_fast_gemm_skinny_lowp_ok(&dev, &g));
@@ -193,6 +229,7 @@ static void test_skinny_declines(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_skinny_grid),
+                                     cmocka_unit_test(test_skinny_f32),
                                      cmocka_unit_test(test_skinny_epilogue),
                                      cmocka_unit_test(test_skinny_declines)};
   return cmocka_run_group_tests(tests, NULL, NULL);

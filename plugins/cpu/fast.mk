@@ -16,6 +16,7 @@ $(CPU_FAST_DIR)/gemm/gemm_skinny_lowp.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_F
 # f16 split into bf16 pairs for the AMX tiles (F16C + AVX-512 only, no tiles)
 $(CPU_FAST_DIR)/gemm/gemm_amx_f16.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/attention/attention_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+$(CPU_FAST_DIR)/attention/attention_decode.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/attention/attention_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/attention/attention_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
   -mavx512bf16 -mamx-tile -mamx-bf16

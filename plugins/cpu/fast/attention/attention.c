@@ -1,8 +1,8 @@
 /*
  * fast/attention/attention.c — picks the fused attention kernel for the CPU and the
- * device's ISA ceiling: AMX (bf16, when the CPU has AMX-BF16 and Linux
- * grants tile state) first, then AVX-512 (f32), then AVX2 + FMA + F16C (f32,
- * f16, bf16); BP_ERR_UNIMPLEMENTED elsewhere, and the threaded reference
+ * device's ISA ceiling: a few queries per head (decode, f32 or bf16, AVX-512)
+ * first, then AMX (bf16, when the CPU has AMX-BF16 and Linux grants tile
+ * state), then AVX-512 (f32), then AVX2 + FMA + F16C (f32, f16, bf16); BP_ERR_UNIMPLEMENTED elsewhere, and the threaded reference
  * runs.
  */
 #include "attention.h"
@@ -12,6 +12,11 @@ bp_status_t cpu_fast_attention(cpu_device_t *dev, const bp_attention_args_t *a) 
   const cpu_features_t *f = cpu_features_get();
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
   bool avx512 = f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq;
+  if (isa >= BP_ISA_AVX512 && avx512 && f->fma) {
+    /* a few queries per head (decode): read K and V once, in place */
+    bp_status_t st = cpu_fast_attention_decode(dev, a);
+    if (st != BP_ERR_UNIMPLEMENTED) return st;
+  }
   if (isa >= BP_ISA_AVX512 && avx512 && a->q.dtype == BP_BF16 && f->amx_bf16 &&
       f->avx512_bf16 && cpu_amx_request()) {
     bp_status_t st = cpu_fast_attention_amx(dev, a);

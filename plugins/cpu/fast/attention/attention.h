@@ -57,6 +57,15 @@ static inline void cpu_fast_attention_run(cpu_device_t *dev, int64_t ntasks, dou
  * dev->pool. */
 CPU_HIDDEN bp_status_t cpu_fast_attention_avx2(cpu_device_t *dev, const bp_attention_args_t *a);
 
+/* Attention for at most CPU_FAST_ATTENTION_DECODE_MAX_SQ queries per head
+ * (fast/attention/attention_decode.c): q, k, v and out all f32 or all
+ * bf16, keys and values with contiguous rows, no additive terms; each
+ * query row reads its keys and values once, in place. Returns
+ * BP_ERR_UNIMPLEMENTED for what it does not cover. The caller has checked
+ * AVX-512 (F, BW, VL, DQ) and FMA. Thread-safe; runs on dev->pool. */
+#define CPU_FAST_ATTENTION_DECODE_MAX_SQ 4
+CPU_HIDDEN bp_status_t cpu_fast_attention_decode(cpu_device_t *dev, const bp_attention_args_t *a);
+
 /* Fused attention for bf16 q, k, v and out on AMX tiles
  * (fast/attention/attention_amx.c), f32 softmax and accumulation. Returns
  * BP_ERR_UNIMPLEMENTED for what it does not cover (other dtypes, causal

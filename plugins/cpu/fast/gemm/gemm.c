@@ -360,6 +360,10 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   const int64_t *sc = a->c.strides;
   if (!distinct_2d(m, sc[1], n, sc[2]) || (batch > 1 && sc[0] == 0))
     return BP_ERR_UNIMPLEMENTED;
+  /* a few rows of f32 (one-token decode): W read once, front to back */
+  if (dt == BP_F32 && cpu_fast_gemm_skinny_f32_ok(dev, a) &&
+      cpu_fast_gemm_skinny_f32(dev, a) == BP_OK)
+    return BP_OK;
   if (dt == BP_BF16 || dt == BP_F16) {
     /* A native kernel (AMX) first; widening to f32 while packing else. */
     bp_status_t st = cpu_fast_gemm_lowp(dev, a);

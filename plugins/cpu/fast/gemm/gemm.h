@@ -140,6 +140,14 @@ CPU_HIDDEN bp_status_t cpu_fast_gemm_lowp(cpu_device_t *dev,
 #define CPU_FAST_SKINNY_LOWP_MAX_M 16
 CPU_HIDDEN bool cpu_fast_gemm_skinny_lowp_ok(const cpu_device_t *dev, const bp_gemm_args_t *a);
 CPU_HIDDEN bp_status_t cpu_fast_gemm_skinny_lowp(cpu_device_t *dev, const bp_gemm_args_t *a);
+/* The same kernel for f32 with at most CPU_FAST_SKINNY_F32_MAX_M rows of
+ * C, the epilogue applied before C is written (once). Past it the f32
+ * micro-kernel's MR rows (all computed whatever m is) are used well enough,
+ * and it reads each element of A from L1 instead of the sums' loads and
+ * stores (docs/performance.md). */
+#define CPU_FAST_SKINNY_F32_MAX_M 7
+CPU_HIDDEN bool cpu_fast_gemm_skinny_f32_ok(const cpu_device_t *dev, const bp_gemm_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_gemm_skinny_f32(cpu_device_t *dev, const bp_gemm_args_t *a);
 
 /* bf16 or f16 GEMM on AMX-BF16 tiles (fast/gemm/gemm_amx.c); the caller has
  * checked the CPU features (AMX-BF16, AVX-512 BW / VL) and

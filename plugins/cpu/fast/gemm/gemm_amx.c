@@ -25,12 +25,10 @@
 #include "gemm_epilogue.h"
 #include "plugins/cpu/dtype.h"
 
-/* the f32 vector math of the elementwise kernels, for the epilogue's
- * activation while the merged values are still in registers */
-#define CPU_FAST_VEC_512 1
+/* the epilogue's vector pieces (the activation while the merged values
+ * are still in registers, the rounding to bf16) */
+#include "gemm_epi512.h"
 #include "plugins/cpu/fast/amx_tiles.h"
-#include "plugins/cpu/fast/vec_isa.h"
-#include "plugins/cpu/fast/vec_math.h"
 
 #define AMX_KC 32       /* bf16 per tile row: one k chunk */
 #define AMX_PANEL 1024  /* bf16 per 32 x 32 panel chunk (two 1 KiB tiles) */
@@ -112,22 +110,6 @@ static void amx_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn,
 
 /* ---- merge: C = bf16 / f16(alpha * acc + beta * C) ----------------------- */
 
-/* Round 16 floats to bf16, nearest even; NaN stays NaN (quieted). */
-static __m256i bf16_round16(__m512 v) {
-  __m512i u = _mm512_castps_si512(v);
-  __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-  __mmask16 nan = _mm512_cmpgt_epu32_mask(
-      _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-      _mm512_set1_epi32(0x7f800000));
-  r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
-  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
-}
-
-static __m512 bf16_widen16(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 /* The epilogue of ABI 1.5, applied in the merge to the f32 value before
  * its one rounding: bias (C's dtype; bias[i * sbm + j * sbn] for C[i][j],
  * NULL: none), then act (BP_UNARY_*, -1: none). */
@@ -137,39 +119,6 @@ typedef struct amx_epi {
   int act;
 } amx_epi_t;
 
-static inline __m512 half_widen16(__m256i h, bool f16) {
-  return f16 ? _mm512_cvtph_ps(h) : bf16_widen16(h);
-}
-
-static inline float half_to_float(uint16_t h, bool f16) {
-  return f16 ? cpu_f16_to_float(h) : cpu_bf16_to_float(h);
-}
-
-/* 16 (m: the first lanes) bias values from b, sbn apart, widened. */
-static inline __m512 amx_bias16(const uint16_t *b, int64_t sbn, __mmask16 m, bool f16) {
-  if (sbn == 1) return half_widen16(_mm256_maskz_loadu_epi16(m, b), f16);
-  if (sbn == 0) return _mm512_set1_ps(half_to_float(*b, f16));
-  alignas(64) float v[16] = {0};
-  for (int j = 0; j < 16 && (m >> j & 1); j++) v[j] = half_to_float(b[j * sbn], f16);
-  return _mm512_load_ps(v);
-}
-
-/* act(v) with the elementwise kernels' vector forms (cpu_fast_gemm_act_known
- * lists the ones that reach here). */
-static inline __m512 amx_act16(__m512 v, int act) {
-  switch (act) {
-  case BP_UNARY_RELU: { /* x > 0 ? x : (NaN ? x : 0) */
-    M keep = mor(VCMP(v, vset1(0.0f), _CMP_GT_OQ), VCMP(v, v, _CMP_UNORD_Q));
-    return vsel(keep, vset1(0.0f), v);
-  }
-  case BP_UNARY_GELU: return vgelu(v);
-  case BP_UNARY_SILU: return vsilu(v);
-  case BP_UNARY_SIGMOID: return vsigmoid(v);
-  case BP_UNARY_TANH: return vtanh(v);
-  default: return v;
-  }
-}
-
 /* Any C strides: element by element, in double as the reference. */
 static void amx_merge_strided(const float *t, int64_t ld, uint16_t *c, int64_t scm, int64_t scn,
                               int64_t rows, int64_t cols, float alpha, float beta,
@@ -178,8 +127,8 @@ static void amx_merge_strided(const float *t, int64_t ld, uint16_t *c, int64_t s
     for (int64_t j = 0; j < cols; j++) {
       uint16_t *cij = c + i * scm + j * scn;
       double v = (double)(alpha * t[i * ld + j]);
-      if (beta != 0) v += (double)(beta * half_to_float(*cij, f16));
-      if (bias) v = (double)(float)v + half_to_float(bias[i * e->sbm + j * e->sbn], f16);
+      if (beta != 0) v += (double)(beta * epi_half_to_float(*cij, f16));
+      if (bias) v = (double)(float)v + epi_half_to_float(bias[i * e->sbm + j * e->sbn], f16);
       if (e->act >= 0) v = cpu_fast_gemm_act_value(e->act, (double)(float)v);
       *cij = f16 ? cpu_f16_from_double((double)(float)v) : cpu_bf16_from_double((double)(float)v);
     }
@@ -201,12 +150,12 @@ static inline void amx_merge_half(const float *t, int64_t ld, uint16_t *c, int64
       __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
       uint16_t *cij = c + i * scm + j;
       __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(t + i * ld + j));
-      if (beta != 0) v = _mm512_fmadd_ps(vb, half_widen16(_mm256_maskz_loadu_epi16(m, cij), f16), v);
-      if (bias) v = _mm512_add_ps(v, amx_bias16(bias + i * e->sbm + j * e->sbn, e->sbn, m, f16));
-      if (e->act >= 0) v = amx_act16(v, e->act);
-      _mm256_mask_storeu_epi16(
-          cij, m,
-          f16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : bf16_round16(v));
+      if (beta != 0)
+        v = _mm512_fmadd_ps(vb, epi_half_widen16(_mm256_maskz_loadu_epi16(m, cij), f16), v);
+      if (bias)
+        v = _mm512_add_ps(v, epi_half_bias16(bias + i * e->sbm + j * e->sbn, e->sbn, m, f16));
+      if (e->act >= 0) v = epi_act16(v, e->act);
+      _mm256_mask_storeu_epi16(cij, m, epi_half_narrow16(v, f16));
     }
 }
 

@@ -88,10 +88,12 @@ static bp_status_t apply_epilogue(cpu_device_t *dev, const bp_gemm_args_t *a) {
 bp_status_t cpu_fast_gemm_epilogue(cpu_device_t *dev, const bp_gemm_args_t *a) {
   if ((a->flags & BP_GEMM_FLAG_ACTIVATION) && !cpu_fast_gemm_act_known(a->activation))
     return BP_ERR_UNIMPLEMENTED;
-  /* a few rows of bf16 / f16: the skinny kernel applies the epilogue to
-   * each value before rounding it (fast/gemm/gemm_skinny_lowp.c) */
+  /* a few rows: the skinny kernel applies the epilogue to each value
+   * before writing it, once (fast/gemm/gemm_skinny_lowp.c) */
   if (a->alpha != 0 && cpu_fast_gemm_skinny_lowp_ok(dev, a))
     return cpu_fast_gemm_skinny_lowp(dev, a);
+  if (a->alpha != 0 && cpu_fast_gemm_skinny_f32_ok(dev, a))
+    return cpu_fast_gemm_skinny_f32(dev, a);
   if (a->bias.rank && a->bias.rank != 3) return BP_ERR_UNIMPLEMENTED;
   bp_gemm_args_t plain = *a;
   plain.flags &= ~BP_GEMM_FLAG_ACTIVATION;
