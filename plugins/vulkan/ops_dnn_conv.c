@@ -6,12 +6,12 @@
  * and the bias is added in its epilogue.
  *
  * B, the image side, is read in place by gemmtex's _conv variant: from the
- * image itself through an r32f view when there is no padding, else from a
- * zero-padded copy of it (convpad.comp, the image plus its border), so the
- * kernel has no bounds checks. im2col panels (convpack.comp, every input
- * pixel written R·S times, then packed again by nothing: gemmtex reads
- * them) are the other path, kept for BACKPLANE_VK_CONV_IMPLICIT=0 and for
- * builds without the _conv kernels.
+ * image itself through an r32f view when it is f32 and unpadded, else from
+ * a zero-padded f32 copy of it (convpad.comp: the image plus its border,
+ * converted from f16 / bf16), so the kernel has no bounds checks.
+ * im2col panels (convpack.comp: every input pixel written R·S times, then
+ * read by gemmtex as packed B panels) are the other path, kept for
+ * BACKPLANE_VK_CONV_IMPLICIT=0 and for builds without the _conv kernels.
  */
 #include <stdio.h>
 #include <string.h>
@@ -85,8 +85,8 @@ static uint32_t grid_x(int64_t texels) {
 static bp_status_t convpack(vkb_stream_t *s, VkBufferView view, const bp_conv2d_args_t *a,
                             const conv_shape_t *c, int64_t n, int64_t np, int64_t bn) {
   const bp_plugin_tensor_t *X = &a->x;
-  convpack_params_t cp = {.x = vkb_tensor_addr(X) + (uint64_t)(n * X->strides[0]) *
-                                                        vkb_dtype_size(X->dtype),
+  convpack_params_t cp = {.x = vkb_tensor_addr(X) +
+                               (uint64_t)(n * X->strides[0]) * vkb_dtype_size(X->dtype),
                           .cg = (int32_t)c->cg,
                           .H = (int32_t)c->H,
                           .W = (int32_t)c->W,
@@ -106,8 +106,8 @@ static bp_status_t convpack(vkb_stream_t *s, VkBufferView view, const bp_conv2d_
                           .kp = (int32_t)c->crs,
                           .xp = (int32_t)np,
                           .bw = (int32_t)bn};
-  return dispatch_src(s, "convpack", X, n, &cp, sizeof cp, &cp.shift, view,
-                      grid_x(c->crs * np / 4), (uint32_t)c->groups);
+  return dispatch_src(s, "convpack", X, n, &cp, sizeof cp, &cp.shift, view, grid_x(c->crs * np / 4),
+                      (uint32_t)c->groups);
 }
 
 /* The gemmtex parameters every image shares: C = y of image n. */
@@ -115,23 +115,23 @@ static vkb_texel_params_t gemm_params(const bp_conv2d_args_t *a, const conv_shap
                                       int64_t mp) {
   const bp_plugin_tensor_t *Y = &a->y;
   bool bias = a->bias.rank > 0;
-  return (vkb_texel_params_t){
-      .c = vkb_tensor_addr(Y) + (uint64_t)(n * Y->strides[0]) * vkb_dtype_size(Y->dtype),
-      .m = (int32_t)c->kg,
-      .n = (int32_t)c->pq,
-      .kp = (int32_t)c->crs,
-      .beta_zero = 1,
-      .scb = (int32_t)(c->kg * Y->strides[1]),
-      .scm = (int32_t)Y->strides[1],
-      .scn = (int32_t)Y->strides[3],
-      .pab = (int32_t)(mp * c->crs / 4),
-      .alpha = 1.0f,
-      .bg = 1,
-      .amod = (int32_t)c->groups,
-      .has_bias = bias,
-      .sbias = bias ? (int32_t)a->bias.strides[0] : 0,
-      .sbb = bias ? (int32_t)(c->kg * a->bias.strides[0]) : 0,
-      .bias = bias ? vkb_tensor_addr(&a->bias) : 0};
+  return (vkb_texel_params_t){.c = vkb_tensor_addr(Y) +
+                                   (uint64_t)(n * Y->strides[0]) * vkb_dtype_size(Y->dtype),
+                              .m = (int32_t)c->kg,
+                              .n = (int32_t)c->pq,
+                              .kp = (int32_t)c->crs,
+                              .beta_zero = 1,
+                              .scb = (int32_t)(c->kg * Y->strides[1]),
+                              .scm = (int32_t)Y->strides[1],
+                              .scn = (int32_t)Y->strides[3],
+                              .pab = (int32_t)(mp * c->crs / 4),
+                              .alpha = 1.0f,
+                              .bg = 1,
+                              .amod = (int32_t)c->groups,
+                              .has_bias = bias,
+                              .sbias = bias ? (int32_t)a->bias.strides[0] : 0,
+                              .sbb = bias ? (int32_t)(c->kg * a->bias.strides[0]) : 0,
+                              .bias = bias ? vkb_tensor_addr(&a->bias) : 0};
 }
 
 /* ---- B in place ------------------------------------------------------------*/
@@ -166,19 +166,19 @@ static bp_status_t conv_source(vkb_stream_t *s, const bp_conv2d_args_t *a, const
     return vkb_texel_src_view(s, X, n * X->strides[0], &out->view, &out->shift);
   }
   int64_t Wp = c->W + 2 * a->pad_w;
-  convpad_params_t p = {
-      .x = vkb_tensor_addr(X) + (uint64_t)(n * X->strides[0]) * vkb_dtype_size(X->dtype),
-      .C = (int32_t)c->C,
-      .H = (int32_t)c->H,
-      .W = (int32_t)c->W,
-      .ph = a->pad_h,
-      .pw = a->pad_w,
-      .sc = (int32_t)X->strides[1],
-      .sy = (int32_t)X->strides[2],
-      .sx = (int32_t)X->strides[3],
-      .texels = (int32_t)(pad_elems(a, c) / 4)};
-  bp_status_t st = dispatch_src(s, "convpad", X, n, &p, sizeof p, &p.shift, pad_view,
-                                grid_x(p.texels), 1);
+  convpad_params_t p = {.x = vkb_tensor_addr(X) +
+                             (uint64_t)(n * X->strides[0]) * vkb_dtype_size(X->dtype),
+                        .C = (int32_t)c->C,
+                        .H = (int32_t)c->H,
+                        .W = (int32_t)c->W,
+                        .ph = a->pad_h,
+                        .pw = a->pad_w,
+                        .sc = (int32_t)X->strides[1],
+                        .sy = (int32_t)X->strides[2],
+                        .sx = (int32_t)X->strides[3],
+                        .texels = (int32_t)(pad_elems(a, c) / 4)};
+  bp_status_t st =
+      dispatch_src(s, "convpad", X, n, &p, sizeof p, &p.shift, pad_view, grid_x(p.texels), 1);
   bp_plugin_tensor_t t = {.ptr = (uint64_t)(uintptr_t)pad_alloc, .dtype = BP_F32};
   if (st == BP_OK) st = vkb_texel_src_view(s, &t, 0, &out->view, &out->shift);
   out->sc = (int32_t)((c->H + 2 * a->pad_h) * Wp), out->sy = (int32_t)Wp, out->sx = 1;
@@ -191,8 +191,8 @@ static bp_status_t conv_source(vkb_stream_t *s, const bp_conv2d_args_t *a, const
 static bool implicit_wanted(vkb_stream_t *s, const bp_conv2d_args_t *a, const conv_shape_t *c,
                             const char *gemm) {
   const bp_plugin_tensor_t *X = &a->x;
-  const char *on = vkb_host && vkb_host->getenv ? vkb_host->getenv("BACKPLANE_VK_CONV_IMPLICIT")
-                                                : NULL;
+  const char *on =
+      vkb_host && vkb_host->getenv ? vkb_host->getenv("BACKPLANE_VK_CONV_IMPLICIT") : NULL;
   if ((on && strcmp(on, "0") == 0) || !vkb_kernel_present(gemm)) return false;
   for (int i = 0; i < 4; i++)
     if (X->strides[i] < 0) return false;
@@ -285,8 +285,9 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
   if (!implicit) snprintf(gemm, sizeof gemm, "gemmtex_%s_%s", dt, t->name);
   vkb_log(BP_LOG_DEBUG, "conv2d %lldx%lld K%lld %lldx%lld g%lld: %s", (long long)c.C,
           (long long)c.H, (long long)c.K, (long long)c.R, (long long)c.S, (long long)c.groups,
-          !implicit ? "im2col panels" : needs_copy(a) ? "implicit GEMM on a padded copy"
-                                                  : "implicit GEMM on x in place");
+          !implicit       ? "im2col panels"
+          : needs_copy(a) ? "implicit GEMM on a padded copy"
+                          : "implicit GEMM on x in place");
   vkb_alloc_t *wsc = NULL;
   VkBufferView wview = VK_NULL_HANDLE;
   bp_status_t st = vkb_texel_scratch(d, wbytes, &wsc, &wview);

@@ -184,7 +184,7 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
                                 .rs_b = (int32_t)mp};
         VkBufferView v2[2] = {vw[2], vw[3]};
         st = vkb_texel_gemm_into(s, gemm, &p, v2, O, bi * O->strides[0] + h0 * O->strides[1],
-                       (uint32_t)(np2 / bn), (uint32_t)(mp / bm), (uint32_t)nh);
+                                 (uint32_t)(np2 / bn), (uint32_t)(mp / bm), (uint32_t)nh);
       }
     }
   vkb_texel_release(s, sc, vw, 5);
