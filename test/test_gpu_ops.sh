@@ -43,7 +43,7 @@ export TC_DEVICES="${TC_DEVICES:-$backend,cpu-ref}"
 # minute with a cold cache, so only this backend and the CPU are shown.
 export BACKPLANE_BACKENDS="${BACKPLANE_BACKENDS:-$backend,cpu,-$other,-opencl,-vulkan}"
 failed=0; ran=0
-for t in test_ops_blas test_ops_dnn test_ops_attention test_ops_elementwise \
+for t in test_ops_blas test_ops_dnn test_ops_norm test_ops_attention test_ops_elementwise \
          test_ops_reduce test_ops_data test_parity; do
   if [ ! -x "$here/$t" ]; then
     echo "SKIP: $t not built"

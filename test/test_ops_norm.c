@@ -79,7 +79,7 @@ static void norm_one(tc_env_t *e, bp_dtype_t dt, bool rms, int r, const int64_t 
                      bool nan_row, tc_rng_t *rng) {
   int64_t n = tc_numel(r, s), last = s[r - 1], rows = last ? n / last : 0;
   double *x = malloc(sizeof(double) * (size_t)(n + 1)), *ref = malloc(sizeof(double) * (size_t)(n + 1));
-  double g[128], b[128];
+  double *g = malloc(sizeof(double) * (size_t)(last + 1)), *b = malloc(sizeof(double) * (size_t)(last + 1));
   tc_rng_fill(rng, dt, -2, 2, x, n);
   tc_rng_fill(rng, dt, 0.5, 1.5, g, last);
   tc_rng_fill(rng, dt, -1, 1, b, last);
@@ -110,7 +110,7 @@ static void norm_one(tc_env_t *e, bp_dtype_t dt, bool rms, int r, const int64_t 
   tc_tensor_free(&X), tc_tensor_free(&G), tc_tensor_free(&B);
   if (!inplace)
     tc_tensor_free(&Y);
-  free(x), free(ref);
+  free(x), free(ref), free(g), free(b);
 }
 
 static void test_layer_rms_norm(void **state) {
@@ -118,12 +118,17 @@ static void test_layer_rms_norm(void **state) {
   TC_BEGIN();
   tc_rng_t rng;
   tc_rng_seed(&rng, 62);
+  /* Wide rows too: the GPU kernels go one block per row from 512
+   * elements up to 32 KiB of the compute type (f32 8192, f64 4096), one
+   * warp per row past it. */
   static const int64_t s2[2] = {7, 13}, s3[3] = {3, 5, 31}, s1[2] = {5, 1},
-                       s127[1] = {127}, s0[2] = {0, 7};
+                       s127[1] = {127}, s0[2] = {0, 7}, w600[2] = {3, 600},
+                       w4100[2] = {2, 4100}, w8192[1] = {8192}, w8200[2] = {2, 8200};
   const struct {
     int r;
     const int64_t *s;
-  } shapes[] = {{2, s2}, {3, s3}, {2, s1}, {1, s127}, {2, s0}};
+  } shapes[] = {{2, s2},    {3, s3},    {2, s1},     {1, s127},
+                {2, s0},    {2, w600},  {2, w4100}, {1, w8192}, {2, w8200}};
   for (int d = 0; d < su->count; d++)
     for (int t = 0; t < 4; t++) {
       bp_dtype_t dt = tc_float_dtypes[t];
@@ -134,7 +139,7 @@ static void test_layer_rms_norm(void **state) {
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
           for (int opt = 0; opt < 4; opt++, v++)
             norm_one(&su->env[d], dt, rms, shapes[k].r, shapes[k].s, opt & 1,
-                     !rms && (opt & 2), opt == 3, v, k == 0 && opt == 1, &rng);
+                     !rms && (opt & 2), opt == 3, v, (k == 0 || k == 5) && opt == 1, &rng);
       }
     }
   TC_END();
@@ -174,12 +179,16 @@ static void test_softmax(void **state) {
   TC_BEGIN();
   tc_rng_t rng;
   tc_rng_seed(&rng, 63);
+  /* Wide rows as for the norms, along the last axis and along the first
+   * (rows whose elements are apart in memory). */
   static const int64_t s2[2] = {7, 13}, s3[3] = {3, 5, 31}, s1[1] = {1}, s4[3] = {2, 1, 7},
-                       s127[1] = {127};
+                       s127[1] = {127}, w600[2] = {3, 600}, w600t[2] = {600, 2},
+                       w4100[2] = {2, 4100}, w8200[2] = {2, 8200};
   const struct {
     int r;
     const int64_t *s;
-  } shapes[] = {{2, s2}, {3, s3}, {1, s1}, {3, s4}, {1, s127}};
+  } shapes[] = {{2, s2},   {3, s3},    {1, s1},     {3, s4},    {1, s127},
+                {2, w600}, {2, w600t}, {2, w4100}, {2, w8200}};
   for (int d = 0; d < su->count; d++)
     for (int t = 0; t < 4; t++) {
       bp_dtype_t dt = tc_float_dtypes[t];
