@@ -157,7 +157,8 @@ static void att_values(const att_case_t *c, bp_dtype_t dt, tc_rng_t *rng, att_va
   w->lens[1] = c->lens == 1 ? (double)(c->Skv / 2 + 3) : (double)(c->Skv - 9);
   int64_t full[4] = {c->B, c->Hq, c->Sq, c->Skv};
   w->bias_rank = c->bias == 1 ? 2 : 4;
-  memcpy(w->bias_shape, c->bias == 1 ? full + 2 : full, sizeof(int64_t) * 4);
+  /* a [Sq, Skv] bias is the last two of the full shape's four */
+  memcpy(w->bias_shape, c->bias == 1 ? full + 2 : full, sizeof(int64_t) * (size_t)w->bias_rank);
   int64_t nb = tc_numel(w->bias_rank, w->bias_shape);
   w->bias = malloc(sizeof(double) * (size_t)nb);
   tc_rng_fill(rng, dt, -2, 2, w->bias, nb);
