@@ -167,20 +167,13 @@ static void test_attention_paths(void **state) {
 }
 
 int main(void) {
-  if (bp_context_create(NULL, &ctx) != BP_OK) return test_skip_suite("no context");
-  if (!tc_env_open(&cl, ctx, "opencl")) {
-    char why[512];
-    int rc = test_no_device("opencl", tc_plugin_reason(ctx, "opencl", why, sizeof why));
-    bp_context_destroy(ctx);
-    return rc;
-  }
-  if (!tc_env_open(&ref, ctx, "cpu-ref")) return 1;
+  int rc = tc_open_with_ref(&ctx, "opencl", &cl, &ref);
+  if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_paths),
       cmocka_unit_test(test_attention_paths),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  tc_env_close(&cl), tc_env_close(&ref);
-  bp_context_destroy(ctx);
+  rc = cmocka_run_group_tests(tests, NULL, NULL);
+  tc_close_with_ref(ctx, &cl, &ref);
   return rc;
 }

@@ -58,6 +58,12 @@ bool tc_env_open(tc_env_t *e, bp_context_t *ctx, const char *selector);
  * "SKIP: " or "FAIL: " line); out is returned. */
 const char *tc_plugin_reason(bp_context_t *ctx, const char *name, char *out, size_t size);
 void tc_env_close(tc_env_t *e);
+/* A suite of one backend checked against cpu-ref: opens the context, the
+ * backend's device and cpu-ref. Returns -1 when all are open, else the
+ * suite's exit code (a skip, or a failure where the device must exist;
+ * test/skip.h) with nothing left open. tc_close_with_ref closes them. */
+int tc_open_with_ref(bp_context_t **ctx, const char *backend, tc_env_t *dev, tc_env_t *ref);
+void tc_close_with_ref(bp_context_t *ctx, tc_env_t *dev, tc_env_t *ref);
 
 /* The devices the op suites run on: "cpu" and "cpu-ref" (or the
  * comma-separated list in $TC_DEVICES). Opened by tc_suite_setup, a cmocka
