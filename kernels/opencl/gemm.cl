@@ -30,6 +30,16 @@ inline CT gemm_epi(CT v, __global const uchar *eb, ulong eo, long4 es, int act,
   return act >= 0 ? bp_unary(act, v) : v;
 }
 
+/* One element of C, (bi, i, j) at offset oc: epilogue(alpha * sum + beta * c). */
+inline void gemm_store1(__global uchar *cb, ulong co, long oc, CT sum, CT alpha,
+                        CT beta, GEMM_EPI_ARGS, long bi, long i, long j) {
+  __global T *c = BP_PTR(T, cb, co);
+  CT v = alpha * sum;
+  if (beta != (CT)0)
+    v = fma(beta, (CT)LD(c, oc), v);
+  ST(c, oc, gemm_epi(v, eb, eo, es, act, bi, i, j));
+}
+
 /* ---- direct: one C element per work-item, any strides ------------------- */
 __kernel void gemm_direct(__global const uchar *ab, ulong ao,
                           __global const uchar *bb, ulong bo,
@@ -45,12 +55,8 @@ __kernel void gemm_direct(__global const uchar *ab, ulong ao,
   CT acc = 0;
   for (long p = 0; p < k; p++)
     acc = fma((CT)LD(a, p * s.s2), (CT)LD(b, p * s.s4), acc);
-  __global T *c = BP_PTR(T, cb, co);
-  long oc = bi * csb + i * csm + j * csn;
-  CT v = alpha * acc;
-  if (beta != (CT)0)
-    v = fma(beta, (CT)LD(c, oc), v);
-  ST(c, oc, gemm_epi(v, eb, eo, es, act, bi, i, j));
+  gemm_store1(cb, co, bi * csb + i * csm + j * csn, acc, alpha, beta, eb, eo, es,
+              act, bi, i, j);
 }
 
 /* ---- pack: src[b*sb + p*sp + x*sx] into panels of pw columns ------------
@@ -418,12 +424,8 @@ __kernel void mv_cols_sum(__global const CT *part, long nsplit,
   CT sum = 0;
   for (long s = 0; s < nsplit; s++)
     sum += p[s * n];
-  __global T *c = BP_PTR(T, cb, co);
-  long oc = bi * csb + j * csn;
-  CT v = alpha * sum;
-  if (beta != (CT)0)
-    v = fma(beta, (CT)LD(c, oc), v);
-  ST(c, oc, gemm_epi(v, eb, eo, es, act, bi, 0, j));
+  gemm_store1(cb, co, bi * csb + j * csn, sum, alpha, beta, eb, eo, es, act, bi,
+              0, j);
 }
 
 /* x must be contiguous (whole-vector loads of both). */
@@ -451,10 +453,6 @@ __kernel void mv_rows(__global const uchar *wb, ulong wo, long swr, long swb,
     sum += t[q];
   for (; p < k; p++)
     sum = fma((CT)LD(w, p), (CT)LD(x, p), sum);
-  __global T *c = BP_PTR(T, cb, co);
-  long oc = bi * csb + j * csn;
-  CT v = alpha * sum;
-  if (beta != (CT)0)
-    v = fma(beta, (CT)LD(c, oc), v);
-  ST(c, oc, gemm_epi(v, eb, eo, es, act, bi, 0, j));
+  gemm_store1(cb, co, bi * csb + j * csn, sum, alpha, beta, eb, eo, es, act, bi,
+              0, j);
 }
