@@ -78,11 +78,12 @@ typedef struct bp_rope_args {
 
 /* quantize: x (f32/f16/bf16) -> y of the same shape. y BP_Q8_0 / BP_Q4_0:
  * each block's scale from its own weights (ggml's reference rounding);
- * scale is rank 0. y BP_I8: y = saturate(rne(x / scale)), scale f32
- * broadcast to y's shape (one per tensor, row, ...).
- * dequantize: x quantized (BP_Q8_0 / BP_Q4_0 / BP_I8 with scale as above)
- * -> y (f32/f16/bf16) = q * scale. The op's dtype (op_dtypes) is the
- * quantized side's. */
+ * scale is rank 0. y BP_I8 / BP_U8: y = saturate(rne(x / scale)) to
+ * [-128, 127] / [0, 255], scale f32 broadcast to y's shape (one per
+ * tensor, row, ...).
+ * dequantize: x quantized (BP_Q8_0 / BP_Q4_0 / BP_I8 / BP_U8 with scale as
+ * above) -> y (f32/f16/bf16) = q * scale. The op's dtype (op_dtypes) is the
+ * quantized side's: a device gets u8 only if it claims BP_U8. */
 typedef struct bp_quantize_args {
   uint32_t struct_size;
   uint32_t reserved;
@@ -90,7 +91,10 @@ typedef struct bp_quantize_args {
 } bp_quantize_args_t;
 
 /* int8 GEMM: acc[i, j] = sum_l a[i, l] * b[l, j] in int32 (exact; wraps
- * modulo 2^32 past k = 2^17), a [m, k] and b [k, n] i8 with any strides,
+ * modulo 2^32 past k = 2^17), a [m, k] and b [k, n] each BP_I8 or BP_U8
+ * (ABI 1.5: read a.dtype and b.dtype; the op's claim is BP_I8, and a call
+ * with a u8 operand reaches only a device that also claims BP_U8 for
+ * BP_OP_QGEMM, which then takes any of the four pairs) with any strides,
  * c [m, n]; rank 3 batches by the first dim (b may be rank 2: shared).
  * c BP_I32: c = acc, scales rank 0. c BP_F32: c = (float)acc * sa_i * sb_j.
  * c BP_I8: c = saturate(rne((float)acc * sa_i * sb_j / out_scale)). sa is

@@ -37,19 +37,26 @@ BP_API uint64_t bp_quant_bytes(bp_dtype_t dtype, uint64_t count);
 
 /* x (f32/f16/bf16) into y of x's shape. y q8_0 / q4_0: one f16 scale per
  * block from its own weights (ggml's reference rounding); scale NULL.
- * y i8: y = saturate(rne(x / scale)), scale f32 broadcastable to y's shape
- * (a single value, one per row, ...); NaN gives 0. */
+ * y i8 / u8: y = saturate(rne(x / scale)) to [-128, 127] / [0, 255], scale
+ * f32 broadcastable to y's shape (a single value, one per row, ...); NaN
+ * gives 0. u8 runs on a device that claims u8 for BP_OP_QUANTIZE. */
 BP_API bp_status_t bp_quantize(bp_stream_t *stream, const bp_tensor_t *x,
                                const bp_tensor_t *scale, const bp_tensor_t *y);
 
-/* x (q8_0 / q4_0, scale NULL; or i8 with scale as for bp_quantize) into y
- * (f32/f16/bf16) of x's shape: y = q * scale, rounded once to y's dtype. */
+/* x (q8_0 / q4_0, scale NULL; or i8 / u8 with scale as for bp_quantize) into y
+ * (f32/f16/bf16) of x's shape: y = q * scale, rounded once to y's dtype.
+ * x u8 likewise (q in [0, 255]), on a device that claims u8 for
+ * BP_OP_DEQUANTIZE. */
 BP_API bp_status_t bp_dequantize(bp_stream_t *stream, const bp_tensor_t *x,
                                  const bp_tensor_t *scale, const bp_tensor_t *y);
 
-/* int8 GEMM: acc = a x b in int32 (exact), a [m, k] and b [k, n] i8 of any
- * strides (transposes are views), c [m, n]; rank 3 a and c batch by the
- * first dim (b rank 2 is shared, or rank 3 of the same batch).
+/* int8 GEMM: acc = a x b in int32 (exact, wrapping modulo 2^32), a [m, k]
+ * and b [k, n] each i8 or u8 (all four pairs; u8 x i8 is oneDNN's
+ * u8s8s32, MKL's s8u8s32 called row-major) of any strides (transposes are
+ * views), c [m, n]; rank 3 a and c batch by the first dim (b rank 2 is
+ * shared, or rank 3 of the same batch). A u8 operand needs a device that
+ * claims u8 for BP_OP_QGEMM besides i8 (else fallback runs it elsewhere or
+ * BP_ERR_UNSUPPORTED says so); any other dtype is BP_ERR_INVALID_ARGUMENT.
  *   c i32: c = acc; scale_a, scale_b NULL, out_scale ignored.
  *   c f32: c = (float)acc * sa[i] * sb[j].
  *   c i8:  c = saturate(rne((float)acc * sa[i] * sb[j] / out_scale)).

@@ -1,6 +1,6 @@
 /*
  * ops_quant.c — the quantized ops of ABI 1.5 (backplane_quant.h):
- * quantize, dequantize, int8 GEMM and GEMM/GEMV with block-quantized
+ * quantize, dequantize, int8 / uint8 GEMM and GEMM/GEMV with block-quantized
  * weights. Each validates every argument before anything runs, so a
  * rejected call writes nothing.
  */
@@ -37,7 +37,7 @@ static bp_status_t scale_arg(const char *op, const bp_tensor_t *scale, const cha
 
 /* ---- quantize / dequantize ------------------------------------------------- */
 
-/* q is the quantized side (i8 or a block dtype), f the float side. */
+/* q is the quantized side (i8, u8 or a block dtype), f the float side. */
 static bp_status_t quant_common(bp_stream_t *sh, const char *op, bp_op_t opk, const bp_tensor_t *x,
                                 const bp_tensor_t *scale, const bp_tensor_t *y, const bp_tensor_t *q,
                                 const bp_tensor_t *f) {
@@ -49,12 +49,14 @@ static bp_status_t quant_common(bp_stream_t *sh, const char *op, bp_op_t opk, co
   if (!act_dtype(f->dtype))
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s; expected f32, f16 or bf16", op,
                     fn, bp_dtype_name(f->dtype));
-  if (q->dtype != BP_I8 && !BP_DTYPE_IS_BLOCK(q->dtype))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s; expected i8, q8_0 or q4_0", op,
-                    qn, bp_dtype_name(q->dtype));
-  if (q->dtype == BP_I8 && !scale)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: an i8 %s needs a scale", op, qn);
-  if (q->dtype != BP_I8 && scale)
+  bool int8 = q->dtype == BP_I8 || q->dtype == BP_U8;
+  if (!int8 && !BP_DTYPE_IS_BLOCK(q->dtype))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s; expected i8, u8, q8_0 or q4_0",
+                    op, qn, bp_dtype_name(q->dtype));
+  if (int8 && !scale)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: an %s %s needs a scale", op,
+                    bp_dtype_name(q->dtype), qn);
+  if (!int8 && scale)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
                     "%s: %s's blocks carry their own scales: scale must be NULL", op, qn);
   if ((st = bp__same_shape(x, y, op, "x", "y"))) return st;
@@ -112,12 +114,15 @@ static bp_status_t gemm_shapes(const char *op, const bp_tensor_t *a, const bp_te
 
 /* ---- int8 GEMM --------------------------------------------------------------- */
 
+static bool int8_dtype(bp_dtype_t dt) { return dt == BP_I8 || dt == BP_U8; }
+
 static bp_status_t qgemm_dtypes(const char *op, const bp_tensor_t *a, const bp_tensor_t *b,
                                 const bp_tensor_t *sa, const bp_tensor_t *sb, float out_scale,
                                 const bp_tensor_t *c) {
-  if (a->dtype != BP_I8 || b->dtype != BP_I8)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: a and b must be i8 (got %s, %s)", op,
-                    bp_dtype_name(a->dtype), bp_dtype_name(b->dtype));
+  if (!int8_dtype(a->dtype) || !int8_dtype(b->dtype))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s; expected i8 or u8", op,
+                    int8_dtype(a->dtype) ? "b" : "a",
+                    bp_dtype_name(int8_dtype(a->dtype) ? b->dtype : a->dtype));
   if (c->dtype != BP_I32 && c->dtype != BP_F32 && c->dtype != BP_I8)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: c has dtype %s; expected i32, f32 or i8", op,
                     bp_dtype_name(c->dtype));
@@ -154,6 +159,11 @@ bp_status_t bp_qgemm(bp_stream_t *sh, const bp_tensor_t *a, const bp_tensor_t *b
       (st = bp__check_output(op, c, "c", 4, NT(a, b, scale_a, scale_b),
                              NN("a", "b", "scale_a", "scale_b"), false)) ||
       (st = bp__require_op(s->device, BP_OP_QGEMM, BP_I8, op)))
+    return st;
+  /* a u8 operand is an ABI 1.5 addition an older plugin's kernels would
+   * read as i8: only a device that claims u8 for qgemm gets one */
+  if ((a->dtype == BP_U8 || b->dtype == BP_U8) &&
+      (st = bp__require_op(s->device, BP_OP_QGEMM, BP_U8, op)))
     return st;
   if (bp_tensor_numel(c) == 0) return BP_OK;
   return bp__call_op(s, BP_OP_QGEMM, &q);
