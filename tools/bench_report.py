@@ -195,6 +195,10 @@ def region_machine(runs, opts):
     return out + library_lines(runs.first)
 
 
+def ms_text(r):
+    return f"{r['ms']:.2f}" if r.get("ran") else "–"
+
+
 def pct_text(r):
     if r.get("pct_peak") is not None:
         return f"{r['pct_peak']:.0f} %"
@@ -268,19 +272,42 @@ def attention_pairs(results):
 
 
 def region_attention(runs, opts):
+    """One row per shape: the causal case, then the unmasked one."""
     results = runs.cases(["attention"])
+    pairs = attention_pairs(results)
+    base = []
+    for r, _ in pairs:
+        b = r["shape"].replace(" causal", "")
+        if b not in base:
+            base.append(b)
+    by = {r["shape"]: (r, b) for r, b in pairs}
+
+    def both(b, cell):
+        return " / ".join(cell(*by[s]) if s in by else "–" for s in (b + " causal", b))
+
+    def ratio_of(name):
+        return (lambda r, b: f"{rfmt(anchor(r, name)['ratio'])}×"
+                if anchor(r, name) and anchor(r, name).get("ms") else "–")
+
+    def bf16_ms(r, b):
+        return f"{b['ms']:.2f}" if b and b.get("ran") else "–"
+
+    def speedup(r, b):
+        return f"{rfmt(r['ms'] / b['ms'])}×" if b and b.get("ran") and r.get("ran") else "–"
+
     rows = ["| shape | f32 fused ms | GFLOP/s | % peak | unfused / fused | PyTorch / fused | "
             "bf16 (AMX) ms | f32 / bf16 |",
             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r, b in attention_pairs(results):
-        unf, tor = anchor(r, "unfused"), anchor(r, "torch")
-        cell = (lambda a: f"**{rfmt(a['ratio'])}×**" if a and a.get("ms") else "not run")
-        tcell = (lambda a: f"{rfmt(a['ratio'])}×" if a and a.get("ms") else "–")
-        bms = f"{b['ms']:.2f}" if b and b.get("ran") else "–"
-        sp = f"{rfmt(r['ms'] / b['ms'])}×" if b and b.get("ran") and r.get("ran") else "–"
-        rows.append(f"| {r['shape']} | {r['ms']:.2f} | {fmt(r.get('gflops'))} | {pct_text(r)} | "
-                    f"{cell(unf)} | {tcell(tor)} | {bms} | {sp} |")
-    return [runs_note(results), ""] + rows
+    for b in base:
+        rows.append(f"| {b} | {both(b, lambda r, x: ms_text(r))} | "
+                    f"{both(b, lambda r, x: fmt(r.get('gflops')))} | "
+                    f"{both(b, lambda r, x: pct_text(r))} | {bold(both(b, ratio_of('unfused')))} | "
+                    f"{both(b, ratio_of('torch'))} | {both(b, bf16_ms)} | {both(b, speedup)} |")
+    return [runs_note(results) + " Each cell: the causal case / the unmasked one.", ""] + rows
+
+
+def bold(text):
+    return "not run" if text == "– / –" else f"**{text}**"
 
 
 def met(value, target):
@@ -424,10 +451,12 @@ def draw_ratios(results, path, title):
     # every other bar: clip the axis at 1/64 and write the value
     lo = 1 / 64
     shown = [max(v, lo) for v in values]
-    ax.barh(range(len(values)), shown, color=colors)
+    # bars grow from parity (1), left for a loss and right for a win: on a
+    # log axis a bar from 0 has no start
+    ax.barh(range(len(values)), [v - 1 for v in shown], left=1, color=colors)
     for i, v in enumerate(values):
-        ax.text(shown[i], i, f" {rfmt(v)}", va="center", fontsize=6)
-    ax.set_xlim(lo / 1.2 if min(values) < lo else None, max(values + [1]) * 2.5)
+        ax.text(max(shown[i], 1), i, f" {rfmt(v)}", va="center", fontsize=6)
+    ax.set_xlim(min(shown + [1]) / 1.5, max(values + [1]) * 2.5)
     ax.set_yticks(range(len(values)))
     ax.set_yticklabels(names, fontsize=7)
     ax.axvline(1.0, color="black", linewidth=0.8)
