@@ -28,8 +28,9 @@ docs/perf/ and running the script again. The kinds:
             roofline (docs/perf/ratios-NAME.svg, roofline-NAME.svg)
 
 Everything outside the markers is left as it is. --check rewrites nothing:
-it exits 1 when a region's text differs from what its files give, or a
-chart it names is missing (it draws nothing, so it needs no matplotlib).
+it exits 1 when a region's text differs from what its files give, a chart
+it names is missing, or a JSON file beside the charts backs no region (it
+draws nothing, so it needs no matplotlib).
 
 Needs Python 3; drawing needs matplotlib (Debian: python3-matplotlib, which
 tools/deps.sh bench installs).
@@ -72,10 +73,6 @@ def span(values, suffix="×", form=None):
         return "–"
     lo, hi = form(min(values)), form(max(values))
     return f"{lo}{suffix}" if lo == hi else f"{lo}–{hi}{suffix}"
-
-
-def pct0(v):
-    return f"{v:.0f}"
 
 
 def figure_of(r):
@@ -360,7 +357,7 @@ def summary_model_rows(run):
     d = [r["pct_stream"] for r in res if r["phase"] == "decode" and r.get("pct_stream")]
     if d:
         rows.append(f"| model decode, weights read | f32, bf16 | {len(d)} | streaming loop "
-                    f"({run.get('stream_gbs', 0):.1f} GB/s) | {span(d, ' %', pct0)} | – | ≥ 70 % | "
+                    f"({run.get('stream_gbs', 0):.1f} GB/s) | {span(d, ' %', '{:.0f}'.format)} | – | ≥ 70 % | "
                     f"{met(min(d), 70)} (met in {sum(x >= 70 for x in d)} of {len(d)}) |")
     return rows
 
@@ -545,6 +542,7 @@ def parse_spec(spec, doc_dir):
 def render(doc, ctx):
     def one(m):
         kind, opts, paths = parse_spec(m.group("spec"), ctx["doc_dir"])
+        ctx["used"].update(os.path.abspath(p) for p in paths)
         runs = Runs(paths)
         body = region_charts(runs, opts, ctx) if kind == "charts" else KINDS[kind](runs, opts)
         return f"{BEGIN} {m.group('spec')} -->\n\n" + "\n".join(body) + "\n\n" + END
@@ -559,9 +557,14 @@ def main():
     args = ap.parse_args()
     doc_dir = os.path.dirname(os.path.abspath(args.doc))
     ctx = {"doc_dir": doc_dir, "figures": os.path.abspath(args.figures or os.path.join(doc_dir, "perf")),
-           "draw": not args.check, "problems": []}
+           "draw": not args.check, "problems": [], "used": set()}
     if ctx["draw"]:
-        import matplotlib
+        try:
+            import matplotlib
+        except ImportError:
+            print("bench_report.py: drawing the charts needs matplotlib (Debian: python3-matplotlib, "
+                  "for /usr/bin/python3); --check needs none", file=sys.stderr)
+            return 1
         matplotlib.use("Agg")
         matplotlib.rcParams["svg.hashsalt"] = "backplane"  # stable ids: small diffs
         matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, not paths
@@ -571,6 +574,9 @@ def main():
         print(f"bench_report.py: {args.doc} has no generated region", file=sys.stderr)
         return 1
     new = render(doc, ctx)
+    for path in sorted(glob.glob(os.path.join(ctx["figures"], "*.json"))):
+        if os.path.abspath(path) not in ctx["used"]:
+            ctx["problems"].append(f"{path}: no generated region names it (delete it, or name it)")
     if args.check:
         if new != doc:
             ctx["problems"].append(f"{args.doc}: a generated region differs from its JSON files "
@@ -580,6 +586,8 @@ def main():
         return 1 if ctx["problems"] else 0
     with open(args.doc, "w") as f:
         f.write(new)
+    for p in ctx["problems"]:
+        print(f"bench_report.py: warning: {p}", file=sys.stderr)
     return 0
 
 
