@@ -53,9 +53,10 @@ static void fill_op_dtypes(uint32_t *t) {
   t[BP_OP_GLU] = fl;
   t[BP_OP_ROPE] = fl;
   /* quantized ops: the claim names the quantized side's dtype */
-  t[BP_OP_QUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
-  t[BP_OP_DEQUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
-  t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8);
+  t[BP_OP_QUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPES_BLOCK;
+  t[BP_OP_DEQUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPES_BLOCK;
+  /* u8 beside i8: a and b may each be either (docs/plugin-abi.md) */
+  t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8);
   t[BP_OP_QMATMUL] = BP_DTYPES_BLOCK;
 }
 

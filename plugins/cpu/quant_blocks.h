@@ -108,4 +108,11 @@ static inline int8_t cpu_sat_i8(float v) {
   return (int8_t)(r < -128.0f ? -128 : r > 127.0f ? 127 : r);
 }
 
+/* saturate(rne(v)) to uint8; NaN gives 0. */
+static inline uint8_t cpu_sat_u8(float v) {
+  if (v != v) return 0;
+  float r = nearbyintf(v);
+  return (uint8_t)(r < 0.0f ? 0 : r > 255.0f ? 255 : r);
+}
+
 #endif /* BACKPLANE_CPU_QUANT_BLOCKS_H */

@@ -1,7 +1,8 @@
 /*
  * ref/ref_quant.c — scalar reference of the quantized ops (ABI 1.5):
- * quantize / dequantize (block formats and i8 with scales), int8 GEMM with
- * exact int32 sums, and GEMM / GEMV with block-quantized weights.
+ * quantize / dequantize (block formats and i8 / u8 with scales), int8 /
+ * uint8 GEMM (any mix of i8 and u8 operands) with exact int32 sums, and
+ * GEMM / GEMV with block-quantized weights.
  *
  * quantize, dequantize: one task per row (all dims but the last). qgemm,
  * qmatmul: one task per row of c (batch x m), each writing its n outputs;
@@ -17,6 +18,7 @@
 #include "plugins/cpu/tensor.h"
 
 static int act_dtype(bp_dtype_t dt) { return dt == BP_F32 || dt == BP_F16 || dt == BP_BF16; }
+static int int8_dtype(bp_dtype_t dt) { return dt == BP_I8 || dt == BP_U8; }
 
 static int64_t rows_of(const bp_plugin_tensor_t *t) {
   int64_t n = 1;
@@ -32,7 +34,7 @@ static int64_t row_len(const bp_plugin_tensor_t *t) { return t->rank ? t->shape[
 static int64_t quant_tasks(const bp_quantize_args_t *a, const bp_plugin_tensor_t *f,
                            const bp_plugin_tensor_t *q) {
   if (!act_dtype(f->dtype) || a->x.rank != a->y.rank) return BP_ERR_INVALID_ARGUMENT;
-  if (q->dtype == BP_I8) {
+  if (int8_dtype(q->dtype)) {
     if (a->scale.rank != a->y.rank || a->scale.dtype != BP_F32) return BP_ERR_INVALID_ARGUMENT;
   } else if (!BP_DTYPE_IS_BLOCK(q->dtype) || q->rank < 1 || row_len(q) % CPU_QB ||
              q->strides[q->rank - 1] != 1) {
@@ -46,8 +48,8 @@ int64_t cpu_ref_dequantize_tasks(const bp_quantize_args_t *a) { return quant_tas
 int64_t cpu_ref_quantize_grain(const bp_quantize_args_t *a) { return cpu_ref_grain_for(row_len(&a->y) * 4); }
 int64_t cpu_ref_dequantize_grain(const bp_quantize_args_t *a) { return cpu_ref_grain_for(row_len(&a->y) * 4); }
 
-/* Row r of an i8 <-> float pair with per-element scales. */
-static void i8_row(const bp_quantize_args_t *a, int64_t r, int to_i8) {
+/* Row r of an i8 / u8 <-> float pair with per-element scales. */
+static void int8_row(const bp_quantize_args_t *a, int64_t r, int to_int8) {
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y, *s = &a->scale;
   int32_t rk = y->rank, last = rk - 1;
   int64_t n = row_len(y);
@@ -57,11 +59,13 @@ static void i8_row(const bp_quantize_args_t *a, int64_t r, int to_i8) {
   const float *sc = cpu_tensor_base(s);
   for (int64_t i = 0; i < n; i++) {
     float scale = sc[so + i * ss];
-    if (to_i8) {
-      float v = (float)cpu_load(cpu_tensor_base(x), x->dtype, xo + i * xs);
-      ((int8_t *)cpu_tensor_base(y))[yo + i * ys] = cpu_sat_i8(v / scale);
+    if (to_int8) {
+      float v = (float)cpu_load(cpu_tensor_base(x), x->dtype, xo + i * xs) / scale;
+      if (y->dtype == BP_U8) ((uint8_t *)cpu_tensor_base(y))[yo + i * ys] = cpu_sat_u8(v);
+      else ((int8_t *)cpu_tensor_base(y))[yo + i * ys] = cpu_sat_i8(v);
     } else {
-      float q = ((const int8_t *)cpu_tensor_base(x))[xo + i * xs];
+      float q = x->dtype == BP_U8 ? ((const uint8_t *)cpu_tensor_base(x))[xo + i * xs]
+                                  : ((const int8_t *)cpu_tensor_base(x))[xo + i * xs];
       cpu_store(cpu_tensor_base(y), y->dtype, yo + i * ys, q * scale);
     }
   }
@@ -90,7 +94,7 @@ static void block_row(const bp_quantize_args_t *a, int64_t r, int to_block) {
 
 bp_status_t cpu_ref_quantize_range(const bp_quantize_args_t *a, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; r++) {
-    if (a->y.dtype == BP_I8) i8_row(a, r, 1);
+    if (int8_dtype(a->y.dtype)) int8_row(a, r, 1);
     else block_row(a, r, 1);
   }
   return BP_OK;
@@ -98,17 +102,17 @@ bp_status_t cpu_ref_quantize_range(const bp_quantize_args_t *a, int64_t begin, i
 
 bp_status_t cpu_ref_dequantize_range(const bp_quantize_args_t *a, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; r++) {
-    if (a->x.dtype == BP_I8) i8_row(a, r, 0);
+    if (int8_dtype(a->x.dtype)) int8_row(a, r, 0);
     else block_row(a, r, 0);
   }
   return BP_OK;
 }
 
-/* ---- int8 GEMM ---------------------------------------------------------------- */
+/* ---- int8 / uint8 GEMM ---------------------------------------------------------- */
 
 int64_t cpu_ref_qgemm_tasks(const bp_qgemm_args_t *a) {
   const bp_plugin_tensor_t *c = &a->c;
-  if (a->a.dtype != BP_I8 || a->b.dtype != BP_I8 || a->a.rank < 2 || a->a.rank > 3 ||
+  if (!int8_dtype(a->a.dtype) || !int8_dtype(a->b.dtype) || a->a.rank < 2 || a->a.rank > 3 ||
       c->rank != a->a.rank || (c->dtype != BP_I32 && c->dtype != BP_F32 && c->dtype != BP_I8))
     return BP_ERR_INVALID_ARGUMENT;
   return rows_of(c);
@@ -135,21 +139,27 @@ static void qgemm_store(const bp_qgemm_args_t *a, int64_t off, int32_t acc, int6
   else ((int8_t *)c)[off] = cpu_sat_i8(v / a->out_scale);
 }
 
+/* Byte i of an i8 or u8 operand as its integer value. */
+static inline int32_t int8_at(const uint8_t *p, int64_t i, int is_u8) {
+  return is_u8 ? (int32_t)p[i] : (int32_t)(int8_t)p[i];
+}
+
 bp_status_t cpu_ref_qgemm_range(const bp_qgemm_args_t *a, int64_t begin, int64_t end) {
   const bp_plugin_tensor_t *A = &a->a, *B = &a->b, *C = &a->c;
   int32_t r = A->rank, rb = B->rank;
   int64_t m = A->shape[r - 2], k = A->shape[r - 1], n = C->shape[r - 1];
-  const int8_t *pa = cpu_tensor_base(A), *pb = cpu_tensor_base(B);
+  const uint8_t *pa = cpu_tensor_base(A), *pb = cpu_tensor_base(B);
+  int au8 = A->dtype == BP_U8, bu8 = B->dtype == BP_U8;
   for (int64_t row = begin; row < end; row++) {
     int64_t bi = row / m, i = row % m;
-    const int8_t *ar = pa + (r == 3 ? bi * A->strides[0] : 0) + i * A->strides[r - 2];
-    const int8_t *bm = pb + (rb == 3 ? bi * B->strides[0] : 0);
+    const uint8_t *ar = pa + (r == 3 ? bi * A->strides[0] : 0) + i * A->strides[r - 2];
+    const uint8_t *bm = pb + (rb == 3 ? bi * B->strides[0] : 0);
     int64_t co = (r == 3 ? bi * C->strides[0] : 0) + i * C->strides[r - 2];
     for (int64_t j = 0; j < n; j++) {
       uint32_t acc = 0; /* wraps modulo 2^32 like the fast paths */
       for (int64_t l = 0; l < k; l++)
-        acc += (uint32_t)((int32_t)ar[l * A->strides[r - 1]] *
-                          (int32_t)bm[l * B->strides[rb - 2] + j * B->strides[rb - 1]]);
+        acc += (uint32_t)(int8_at(ar, l * A->strides[r - 1], au8) *
+                          int8_at(bm, l * B->strides[rb - 2] + j * B->strides[rb - 1], bu8));
       qgemm_store(a, co + j * C->strides[r - 1], (int32_t)acc, i, j);
     }
   }

@@ -1,8 +1,9 @@
 /*
- * fast/quant/qgemm_amx.c — int8 GEMM on AMX-INT8 tiles: TDPBSSD multiplies
- * s8 by s8 sixty-four deep into int32 lanes that wrap like the reference,
- * so a and b go in as they are (no a + 128 and column-sum correction as on
- * VNNI) and the sums are exact.
+ * fast/quant/qgemm_amx.c — int8 / uint8 GEMM on AMX-INT8 tiles: TDPBSSD
+ * multiplies s8 by s8 sixty-four deep into int32 lanes that wrap like the
+ * reference (TDPBSUD, TDPBUSD, TDPBUUD the other signedness pairs of a and
+ * b), so a and b go in as they are (no a + 128 and column-sum correction
+ * as on VNNI) and the sums are exact.
  *
  * Compiled with -mamx-tile -mamx-int8 and AVX-512 (fast.mk); called only
  * when CPUID reports AMX-INT8 and Linux granted tile state (quant.c).
@@ -24,7 +25,8 @@
  *    QA_NB micro-tiles, and after the last one the epilogue (scales,
  *    requantize) writes it to c, or the tiles go straight to an int32 c.
  * The same driver runs the AVX512-VNNI micro-kernel (qgemm_vnni.c) on CPUs
- * without AMX, with a packed as u8 and a shorter k block.
+ * without AMX, with a flipped by 0x80 when a and b have the same
+ * signedness (qgemm_vnni.c says why) and a shorter k block.
  */
 #include <immintrin.h>
 #include <sched.h>
@@ -47,24 +49,36 @@
 #define QA_TASKS_PER_WORKER 4 /* tasks per worker, for the dynamic split */
 
 /* out[32][ldo] = (first ? 0 : w[32][ld]) + micro-panel ap x the panel
- * pair b0 / b1 over `chunks` 64-deep chunks. */
-static void qa_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,
-                   const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {
-  cpu_amx_acc_start(w, ld, first);
-  for (int64_t c = 0; c < chunks; c++) {
-    _tile_loadd(4, ap, CPU_QA_KC);
-    _tile_loadd(5, ap + 1024, CPU_QA_KC);
-    _tile_loadd(6, b0, CPU_QA_KC);
-    _tile_loadd(7, b1, CPU_QA_KC);
-    _tile_dpbssd(0, 4, 6);
-    _tile_dpbssd(1, 4, 7);
-    _tile_dpbssd(2, 5, 6);
-    _tile_dpbssd(3, 5, 7);
-    ap += CPU_QA_APANEL_CHUNK;
-    b0 += 1024;
-    b1 += 1024;
+ * pair b0 / b1 over `chunks` 64-deep chunks, with the tile instruction DP
+ * of the operands' signedness (TDPB<a><b>D, S signed, U unsigned). */
+#define QA_UKR(name, DP)                                                                           \
+  static void name(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,         \
+                   const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {        \
+    cpu_amx_acc_start(w, ld, first);                                                               \
+    for (int64_t c = 0; c < chunks; c++) {                                                         \
+      _tile_loadd(4, ap, CPU_QA_KC);                                                               \
+      _tile_loadd(5, ap + 1024, CPU_QA_KC);                                                        \
+      _tile_loadd(6, b0, CPU_QA_KC);                                                               \
+      _tile_loadd(7, b1, CPU_QA_KC);                                                               \
+      DP(0, 4, 6);                                                                                 \
+      DP(1, 4, 7);                                                                                 \
+      DP(2, 5, 6);                                                                                 \
+      DP(3, 5, 7);                                                                                 \
+      ap += CPU_QA_APANEL_CHUNK;                                                                   \
+      b0 += 1024;                                                                                  \
+      b1 += 1024;                                                                                  \
+    }                                                                                              \
+    cpu_amx_acc_store(out, ldo);                                                                   \
   }
-  cpu_amx_acc_store(out, ldo);
+
+QA_UKR(qa_ukr_ss, _tile_dpbssd)
+QA_UKR(qa_ukr_su, _tile_dpbsud)
+QA_UKR(qa_ukr_us, _tile_dpbusd)
+QA_UKR(qa_ukr_uu, _tile_dpbuud)
+
+/* The tile micro-kernel for a's and b's dtypes (i8 or u8). */
+static cpu_qa_ukr_fn qa_ukr_for(bool a_u8, bool b_u8) {
+  return a_u8 ? (b_u8 ? qa_ukr_uu : qa_ukr_us) : (b_u8 ? qa_ukr_su : qa_ukr_ss);
 }
 
 /* Where the last k block of the 32 x 32 block at row q, column c0 may go
@@ -219,9 +233,10 @@ bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_t *a, bool 
   int64_t batch = r == 3 ? A->shape[0] : 1, m = A->shape[r - 2], k = A->shape[r - 1];
   int64_t n = C->shape[r - 1];
   if (batch == 0 || m == 0 || n == 0) return BP_OK;
-  cpu_qa_job_t j = {.ukr = amx ? qa_ukr : cpu_qgemm_vnni_ukr,
+  bool a_u8 = A->dtype == BP_U8, b_u8 = B->dtype == BP_U8;
+  cpu_qa_job_t j = {.ukr = amx ? qa_ukr_for(a_u8, b_u8) : cpu_qgemm_vnni_ukr_for(a_u8, b_u8),
                     .tiles = amx,
-                    .flip_a = !amx,
+                    .flip_a = !amx && a_u8 == b_u8,
                     .kb = amx ? QA_KB_AMX : QA_KB_VNNI,
                     .args = a,
                     .a = cpu_tensor_base(A),

@@ -1,7 +1,7 @@
 /*
  * fast/quant/qgemm_amx.h — what the AMX-INT8 GEMM's driver (qgemm_amx.c,
- * built with the tile flags) shares with its packers and its epilogue
- * (qgemm_amx_pack.c, AVX-512 only).
+ * built with the tile flags; a and b each i8 or u8) shares with its
+ * packers and its epilogue (qgemm_amx_pack.c, AVX-512 only).
  *
  * Layouts (k padded to kp, a multiple of 64 and at least 64, with zeros):
  *  - B: 16-column panels, each kp / 4 steps of 64 bytes: step s holds, for
@@ -11,7 +11,8 @@
  *    panel count is even, so 32-column pairs never run out.
  *  - A: 32-row micro-panels, each kp / 64 chunks of 2 KiB: rows 0-15 of the
  *    chunk are one A tile, rows 16-31 the next; row r of chunk c holds
- *    a[r][64c .. 64c + 63] (XORed with 0x80 for the VNNI micro-kernel).
+ *    a[r][64c .. 64c + 63] (XORed with 0x80 for the VNNI micro-kernel when
+ *    a and b have the same signedness).
  * Rows are counted over the batch: row q is a's row q % m of batch q / m.
  */
 #ifndef BACKPLANE_CPU_FAST_QGEMM_AMX_H
@@ -31,7 +32,7 @@ typedef void (*cpu_qa_ukr_fn)(int64_t chunks, const int8_t *ap, const int8_t *b0
 typedef struct cpu_qa_job {
   cpu_qa_ukr_fn ukr;
   bool tiles;  /* the micro-kernel uses AMX tiles: configure them */
-  bool flip_a; /* pack a ^ 0x80 (u8 a + 128, for vpdpbusd) */
+  bool flip_a; /* pack a ^ 0x80 (a + 128 or a - 128, for vpdpbusd) */
   int64_t kb;  /* k bytes per block, a multiple of 64 */
   const bp_qgemm_args_t *args;
   const int8_t *a, *b; /* a's base (all batches), b's base for this job */
@@ -49,10 +50,9 @@ typedef struct cpu_qa_job {
   int failed;                                 /* a worker lacked scratch memory */
 } cpu_qa_job_t;
 
-/* The micro-kernel on AVX512-VNNI (qgemm_vnni.c). */
-CPU_HIDDEN void cpu_qgemm_vnni_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0,
-                                   const int8_t *b1, const int32_t *w, int64_t ld, bool first,
-                                   int32_t *out, int64_t ldo);
+/* The micro-kernel on AVX512-VNNI (qgemm_vnni.c) for a's and b's dtypes
+ * (u8 or i8); a is packed flipped (flip_a) exactly when a_u8 == b_u8. */
+CPU_HIDDEN cpu_qa_ukr_fn cpu_qgemm_vnni_ukr_for(bool a_u8, bool b_u8);
 /* 16-column panels [p0, p1) of the job's b into j->bpack. */
 CPU_HIDDEN void cpu_qa_pack_b(const cpu_qa_job_t *j, int64_t p0, int64_t p1);
 /* Rows [q, q + rows) (rows <= 32) as one micro-panel at dst. */

@@ -1,9 +1,10 @@
 /*
- * fast/quant/qgemm_avx2.c — the int8 GEMM's inner kernel for CPUs without
- * VNNI (AVX2): the same packed B and a + 128 rows as qgemm_vnni.c, widened
- * to int16 and multiplied with vpmaddwd, whose int32 pair sums cannot
- * saturate (unlike vpmaddubsw, which ggml's path uses), so the sums stay
- * exact modulo 2^32.
+ * fast/quant/qgemm_avx2.c — the int8 / uint8 GEMM's inner kernel for CPUs
+ * without VNNI (AVX2): the same packed B as qgemm_vnni.c and rows of a as
+ * u8 (an i8 a + 128), both widened to int16 by their signedness and
+ * multiplied with vpmaddwd, whose int32 pair sums cannot saturate (unlike
+ * vpmaddubsw, which ggml's path uses; u8 x u8 products reach 65025), so the
+ * sums stay exact modulo 2^32.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -22,7 +23,8 @@ static void panel_row(const cpu_qb_pack_t *p, const uint8_t *a, int64_t jp, int3
     __m128i a4 = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)w));
     __m256i av = _mm256_broadcastq_epi64(a4);
     for (int c = 0; c < 4; c++) {
-      __m256i bv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + s * 64 + c * 16)));
+      __m128i b16 = _mm_loadu_si128((const __m128i *)(b + s * 64 + c * 16));
+      __m256i bv = p->b_u8 ? _mm256_cvtepu8_epi16(b16) : _mm256_cvtepi8_epi16(b16);
       acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(av, bv));
     }
   }
@@ -40,6 +42,7 @@ void cpu_qgemm_avx2_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, in
     for (int r = 0; r < rows; r++) {
       panel_row(p, arows[r], jp, out);
       for (int q = 0; q < 16 && jp * 16 + q < p->n; q++)
-        acc[r * ldacc + jp * 16 + q] = (int32_t)((uint32_t)out[q] - ((uint32_t)p->colsum[jp * 16 + q] << 7));
+        acc[r * ldacc + jp * 16 + q] =
+            (int32_t)((uint32_t)out[q] - (p->a_flip ? (uint32_t)p->colsum[jp * 16 + q] << 7 : 0));
     }
 }

@@ -6,7 +6,8 @@
  * cache-blocked on AMX-INT8 tiles or AVX512-VNNI when the CPU has them
  * (qgemm_amx.c), else here on AVX2: B packed once per call, rows of A in
  * groups of 4 over the pool, the int32 sums then scaled / requantized by the
- * reference's rules (plugins/cpu/quant_blocks.h).
+ * reference's rules (plugins/cpu/quant_blocks.h). a and b may each be i8
+ * or u8 on every path.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,11 @@ bp_status_t cpu_fast_dequantize(cpu_device_t *dev, const bp_quantize_args_t *a) 
 
 /* ---- int8 GEMM ------------------------------------------------------------- */
 
-static bool pack_b(const bp_plugin_tensor_t *b, cpu_qb_pack_t *p) {
+static bool pack_b(const bp_plugin_tensor_t *b, bool a_u8, cpu_qb_pack_t *p) {
   int64_t k = b->shape[0], n = b->shape[1], panels = (n + 15) / 16;
   p->n = n;
+  p->b_u8 = b->dtype == BP_U8;
+  p->a_flip = !a_u8;
   p->kp = (k + 3) / 4 * 4;
   p->b = calloc((size_t)(panels * p->kp * 16 + 64), 1);
   p->colsum = calloc((size_t)(panels * 16), sizeof(int32_t));
@@ -42,7 +45,7 @@ static bool pack_b(const bp_plugin_tensor_t *b, cpu_qb_pack_t *p) {
     for (int64_t l = 0; l < k; l++) {
       int8_t v = src[l * b->strides[0] + j * b->strides[1]];
       dst[(l / 4) * 64 + l % 4] = v;
-      s += v;
+      s += p->b_u8 ? (int32_t)(uint8_t)v : v;
     }
     p->colsum[j] = s;
   }
@@ -98,13 +101,15 @@ static void qgemm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) 
     return;
   }
   const int8_t *pa = cpu_tensor_base(A);
+  /* an i8 a goes in as a + 128 (u8), a u8 one as it is */
+  uint8_t shift = job->p->a_flip ? 128 : 0;
   for (int64_t t = begin; t < end; t++) {
     int nr = (int)(rows - 4 * t < 4 ? rows - 4 * t : 4);
     const uint8_t *arows[4];
     for (int q = 0; q < nr; q++) {
       int64_t row = 4 * t + q, bi = row / m, i = row % m;
       const int8_t *src = pa + (r == 3 ? bi * A->strides[0] : 0) + i * A->strides[r - 2];
-      for (int64_t l = 0; l < k; l++) abuf[q * kp + l] = (uint8_t)(src[l * A->strides[r - 1]] + 128);
+      for (int64_t l = 0; l < k; l++) abuf[q * kp + l] = (uint8_t)((uint8_t)src[l * A->strides[r - 1]] + shift);
       arows[q] = abuf + q * kp;
     }
     job->rows(job->p, arows, nr, acc, (n + 15) / 16 * 16);
@@ -135,7 +140,7 @@ bp_status_t cpu_fast_qgemm(cpu_device_t *dev, const bp_qgemm_args_t *a) {
   if (!kern || a->b.rank != 2) return BP_ERR_UNIMPLEMENTED;
   cpu_qb_pack_t p = {0};
   bp_status_t st = BP_OK;
-  if (!pack_b(&a->b, &p)) {
+  if (!pack_b(&a->b, a->a.dtype == BP_U8, &p)) {
     st = BP_ERR_OUT_OF_MEMORY;
   } else {
     const bp_plugin_tensor_t *A = &a->a;

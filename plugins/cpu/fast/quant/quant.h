@@ -8,18 +8,22 @@
 
 #include "plugins/cpu/cpu.h"
 
-/* B of an int8 GEMM packed for the AVX2 kernel: 16-column panels, each k4
- * step 16 columns x 4 consecutive k (64 bytes), zero-padded to whole panels
- * and k4 steps; colsum[j] = sum_l b[l, j] (the correction for a + 128). */
+/* B of an int8 / uint8 GEMM packed for the AVX2 kernel: 16-column panels,
+ * each k4 step 16 columns x 4 consecutive k (64 bytes), zero-padded to whole
+ * panels and k4 steps; colsum[j] = sum_l b[l, j] (the correction for
+ * a + 128). */
 typedef struct cpu_qb_pack {
   int64_t n, kp;  /* columns, k rounded up to 4 */
   int8_t *b;      /* ceil(n / 16) panels of kp * 16 bytes */
   int32_t *colsum;
+  bool b_u8;   /* b's bytes are u8 (else i8) */
+  bool a_flip; /* the rows are an i8 a + 128: subtract 128 * colsum */
 } cpu_qb_pack_t;
 
 /* acc[r][j] = sum_l a_r[l] * b[l, j] for `rows` (1..4) rows of A given as
- * u8 (a + 128, kp bytes each, zero-padded), all n columns, exact modulo
- * 2^32, on AVX2 without VNNI (qgemm_avx2.c); acc rows have stride ldacc. */
+ * u8 (a + 128 for an i8 a, a itself for a u8 one; kp bytes each,
+ * zero-padded), all n columns, exact modulo 2^32, on AVX2 without VNNI
+ * (qgemm_avx2.c); acc rows have stride ldacc. */
 CPU_HIDDEN void cpu_qgemm_avx2_rows(const cpu_qb_pack_t *p, const uint8_t *const *arows, int rows,
                                     int32_t *acc, int64_t ldacc);
 
