@@ -54,8 +54,8 @@ static bp_status_t quant_common(bp_stream_t *sh, const char *op, bp_op_t opk, co
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s; expected i8, u8, q8_0 or q4_0",
                     op, qn, bp_dtype_name(q->dtype));
   if (int8 && !scale)
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: an %s %s needs a scale", op,
-                    bp_dtype_name(q->dtype), qn);
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s (%s) needs a scale", op, qn,
+                    bp_dtype_name(q->dtype));
   if (!int8 && scale)
     return bp__fail(BP_ERR_INVALID_ARGUMENT,
                     "%s: %s's blocks carry their own scales: scale must be NULL", op, qn);
