@@ -82,7 +82,10 @@ void cf_stage_probe(cf_child_t *c) {
      * arange writes values by the cast rules, of any dtype */
     bool any_dtype = op == BP_OP_FILL || op == BP_OP_COPY || op == BP_OP_CAST || op == BP_OP_GATHER ||
                      op == BP_OP_ARANGE;
-    if (!any_dtype && (i->op_dtypes[op] & BP_DTYPES_INT)) consistent = false;
+    /* u8 is a quantized dtype of quantize, dequantize and qgemm (ABI 1.5) */
+    bool u8_quant = op == BP_OP_QUANTIZE || op == BP_OP_DEQUANTIZE || op == BP_OP_QGEMM;
+    uint32_t ints = BP_DTYPES_INT & ~(u8_quant ? BP_DTYPE_BIT(BP_U8) : 0u);
+    if (!any_dtype && (i->op_dtypes[op] & ints)) consistent = false;
   }
   for (int op = BP_OP_COUNT; op < BP_OP_TABLE_SIZE; op++)
     if (i->op_dtypes[op]) consistent = false;

@@ -291,7 +291,7 @@ static bp_status_t run_rope(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_t
 /* ---- quantized ops (ABI 1.5) -----------------------------------------------*/
 
 /* p: rows cols (a multiple of 32); dt: the quantized dtype. Quantize an f32
- * [rows, cols] (i8: by a per-row scale) and dequantize it back to f32, so
+ * [rows, cols] (i8 / u8: by a per-row scale) and dequantize it back to f32, so
  * the output compares as numbers; the quantize and dequantize cases share
  * it, each claimed by its own op. */
 static bp_status_t run_quant_roundtrip(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
@@ -300,22 +300,25 @@ static bp_status_t run_quant_roundtrip(cf_run_t *r, const cf_case_t *k, bp_dtype
   bp_tensor_t sc = cf_tensor(r, f, 2, (const int64_t[]){k->p[0], 1}, CF_CONTIGUOUS, CF_FILL_POSITIVE, 2);
   *out = cf_tensor(r, f, 2, k->p, CF_CONTIGUOUS, CF_FILL_NAN, 3);
   if (r->failed) return BP_ERR_INTERNAL;
-  const bp_tensor_t *s = dt == BP_I8 ? &sc : NULL;
+  const bp_tensor_t *s = dt == BP_I8 || dt == BP_U8 ? &sc : NULL;
   bp_status_t st = bp_quantize(r->s, &x, s, &q);
   return st != BP_OK ? st : bp_dequantize(r->s, &q, s, out);
 }
 
-/* p: m n k batch; variant: 0 i32 c, 1 f32 c with per-row / per-column
- * scales, 2 requantized i8 c. b is transposed (strides). */
+/* p: m n k batch; variant & 3: 0 i32 c, 1 f32 c with per-row / per-column
+ * scales, 2 requantized i8 c; + 4: a u8, + 8: b u8 (a u8 dt with neither
+ * runs a u8 a, so a probe of u8 runs u8). b is transposed (strides). */
 static bp_status_t run_qgemm(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
   int64_t m = k->p[0], n = k->p[1], kk = k->p[2], bt = k->p[3];
-  bp_dtype_t cd = k->variant == 0 ? BP_I32 : k->variant == 1 ? BP_F32 : BP_I8;
-  bp_tensor_t a = T(3, bt, m, kk), b = cf_tensor(r, dt, 2, (const int64_t[]){kk, n}, CF_TRANSPOSED, k->fill, 4);
+  bp_dtype_t cd = (k->variant & 3) == 0 ? BP_I32 : (k->variant & 3) == 1 ? BP_F32 : BP_I8;
+  bool u8 = dt == BP_U8, b_u8 = u8 && (k->variant & 8), a_u8 = u8 && ((k->variant & 4) || !b_u8);
+  bp_tensor_t a = cf_tensor(r, a_u8 ? BP_U8 : BP_I8, 3, (const int64_t[]){bt, m, kk}, CF_CONTIGUOUS, k->fill, 3);
+  bp_tensor_t b = cf_tensor(r, b_u8 ? BP_U8 : BP_I8, 2, (const int64_t[]){kk, n}, CF_TRANSPOSED, k->fill, 4);
   bp_tensor_t sa = cf_tensor(r, BP_F32, 1, &m, CF_CONTIGUOUS, CF_FILL_POSITIVE, 5);
   bp_tensor_t sb = cf_tensor(r, BP_F32, 1, &n, CF_CONTIGUOUS, CF_FILL_POSITIVE, 6);
   *out = cf_tensor(r, cd, 3, (const int64_t[]){bt, m, n}, CF_CONTIGUOUS, CF_FILL_SMALL_INT, 7);
   if (r->failed) return BP_ERR_INTERNAL;
-  bool scaled = k->variant != 0;
+  bool scaled = (k->variant & 3) != 0;
   return bp_qgemm(r->s, &a, &b, scaled ? &sa : NULL, scaled ? &sb : NULL, 2.5f, out);
 }
 
@@ -353,17 +356,25 @@ static bool every_dtype_op(bp_op_t op) {
   return op == BP_OP_FILL || op == BP_OP_COPY || op == BP_OP_CAST || op == BP_OP_GATHER || op == BP_OP_ARANGE;
 }
 
-/* The dtypes a quantized op's grid runs (its quantized operand's). */
-static const bp_dtype_t quant_types[] = {BP_I8, BP_Q8_0, BP_Q4_0};
+/* The dtypes a quantized op's grid runs (its quantized operand's; qgemm's
+ * u8 cases are those with a u8 a or b). */
+static const bp_dtype_t quant_types[] = {BP_I8, BP_U8, BP_Q8_0, BP_Q4_0};
 
 static bool quant_op(bp_op_t op) {
   return op == BP_OP_QUANTIZE || op == BP_OP_DEQUANTIZE || op == BP_OP_QGEMM || op == BP_OP_QMATMUL;
 }
 
 static bool quant_type_of(bp_op_t op, bp_dtype_t dt) {
-  if (op == BP_OP_QGEMM) return dt == BP_I8;
+  if (op == BP_OP_QGEMM) return dt == BP_I8 || dt == BP_U8;
   if (op == BP_OP_QMATMUL) return BP_DTYPE_IS_BLOCK(dt);
-  return dt == BP_I8 || BP_DTYPE_IS_BLOCK(dt);
+  return dt == BP_I8 || dt == BP_U8 || BP_DTYPE_IS_BLOCK(dt);
+}
+
+/* Whether case k runs with quantized dtype dt: a qgemm case by its
+ * operands' bits (i8 x i8 is i8's, any u8 operand u8's). */
+static bool quant_case_type(const cf_case_t *k, bp_dtype_t dt) {
+  if (k->op == BP_OP_QGEMM) return dt == ((k->variant & 12) ? BP_U8 : BP_I8);
+  return quant_type_of(k->op, dt);
 }
 
 static bool exact_op(const cf_case_t *k) {
@@ -477,7 +488,7 @@ void cf_stage_ops(cf_child_t *c) {
     }
     if (quant_op(k->op)) {
       for (size_t d = 0; d < sizeof quant_types / sizeof quant_types[0]; d++)
-        if (quant_type_of(k->op, quant_types[d])) run_case(c, k, quant_types[d]);
+        if (quant_case_type(k, quant_types[d])) run_case(c, k, quant_types[d]);
       continue;
     }
     for (size_t d = 0; d < sizeof float_types / sizeof float_types[0]; d++)
