@@ -5,7 +5,8 @@
  * are and are not a tile multiple, groups, a batch, an x with an offset and
  * padded image stride, and the bf16 and k-padded cases that take im2col
  * instead), 3x3 / strided convolutions through the panel-row im2col (its
- * 16-pixel vector rows at stride 1 and 2, and its borders), and attention on the flash
+ * 16-pixel vector rows at stride 1 and 2, and its borders), depthwise layers
+ * on conv2d_dw (a row tail, a channel multiplier, stride 2, 5x5), and attention on the flash
  * kernel (PoCL) and on the GEMM path (BACKPLANE_OPENCL_ATTENTION=gemm), causal
  * and not, GQA, f32 and bf16. Each runs on OpenCL and cpu-ref with the same
  * inputs and must agree.
@@ -43,6 +44,9 @@ static const conv_case_t conv_cases[] = {
     {1, 16, 20, 37, 16, 3, 1, 1, 1, true, false, "3x3 s1 p1 im2col rows"},
     {2, 8, 23, 23, 16, 3, 2, 1, 1, false, true, "3x3 s2 im2col, offset x"},
     {1, 3, 20, 70, 16, 7, 2, 3, 1, true, false, "7x7 s2 p3 im2col rows"},
+    {2, 24, 19, 37, 24, 3, 1, 1, 24, true, true, "depthwise 3x3 s1 p1 (row tail), offset x"},
+    {1, 16, 40, 41, 32, 3, 2, 1, 16, false, false, "depthwise multiplier 2, 3x3 s2"},
+    {1, 8, 9, 50, 8, 5, 1, 2, 8, true, false, "depthwise 5x5 s1 p2"},
 };
 
 static int64_t out_extent(int64_t in, int64_t r, int64_t pad, int64_t stride) {

@@ -134,3 +134,64 @@ __kernel void conv_packw(__global const uchar *wb, ulong wo, long4 ws, int r_k,
   for (long t = nvalid; t < pwid; t++)
     out[t] = 0;
 }
+
+/* ---- depthwise conv2d (ops_conv_dw.c) ---------------------------------------
+ * One input channel per group (k_out a multiple of c_in): an item computes
+ * DW_TILE neighbouring output pixels of one output row, one channel and one
+ * image as a vector, one filter tap at a time, so the vector lanes run
+ * along the row instead of over a GEMM tile that would be mostly padding. */
+#define DW_TILE 16
+
+/* The DW_TILE inputs under tap column s for output pixels q0.. of a row:
+ * one vector load where they are contiguous or every second element,
+ * else lane by lane with zeros outside the row (padding, past q_out). */
+static AV16 dw_inputs(__global const T *row, long xs3, int w, int iw0, int sw, int nq) {
+#if DT == 0 || DT == 3
+  if (xs3 == 1 && nq == DW_TILE && iw0 >= 0) {
+    if (sw == 1 && iw0 + DW_TILE <= w)
+      return vload16(0, row + iw0);
+    if (sw == 2 && iw0 + 2 * DW_TILE <= w)
+      return (AV16)(vload16(0, row + iw0).even, vload16(0, row + iw0 + DW_TILE).even);
+  }
+#endif
+  ACC t[DW_TILE];
+  for (int i = 0; i < DW_TILE; i++) {
+    int iw = iw0 + i * sw;
+    t[i] = i < nq && iw >= 0 && iw < w ? (ACC)LD(row, iw * xs3) : (ACC)0;
+  }
+  return vload16(0, t);
+}
+
+__kernel void conv2d_dw(__global const uchar *xb, ulong xo, long4 xs, __global const uchar *wb,
+                        ulong wo, long4 ws, __global const uchar *bb, ulong bo, long bst,
+                        int has_bias, __global uchar *yb, ulong yo, long4 ys, int c_in, int h,
+                        int w, int k_out, int r_k, int s_k, int q_out, int sh, int sw, int ph,
+                        int pw, int dh, int dw) {
+  int q0 = (int)get_global_id(0) * DW_TILE, op = (int)get_global_id(1);
+  long nk = get_global_id(2);
+  int kk = (int)(nk % k_out);
+  long n = nk / k_out;
+  if (q0 >= q_out)
+    return;
+  int nq = min(DW_TILE, q_out - q0), c = kk / (k_out / c_in);
+  __global const T *x = BP_PTR(const T, xb, xo) + n * xs.s0 + c * xs.s1;
+  __global const T *wp = BP_PTR(const T, wb, wo) + kk * ws.s0;
+  AV16 acc = 0;
+  for (int r = 0; r < r_k; r++) {
+    int ih = op * sh - ph + r * dh;
+    if (ih < 0 || ih >= h)
+      continue;
+    __global const T *row = x + ih * xs.s2;
+    for (int s = 0; s < s_k; s++) {
+      ACC wv = LD(wp, r * ws.s2 + s * ws.s3);
+      acc = fma((AV16)wv, dw_inputs(row, xs.s3, w, q0 * sw - pw + s * dw, sw, nq), acc);
+    }
+  }
+  if (has_bias)
+    acc += (AV16)LD(BP_PTR(const T, bb, bo), kk * bst);
+  ACC out[DW_TILE];
+  vstore16(acc, 0, out);
+  __global T *y = BP_PTR(T, yb, yo) + n * ys.s0 + kk * ys.s1 + op * ys.s2;
+  for (int i = 0; i < nq; i++)
+    ST(y, (q0 + i) * ys.s3, out[i]);
+}

@@ -381,6 +381,10 @@ bp_status_t ocl_gemv_mv(ocl_device_t *d, cl_command_queue q, const bp_gemv_args_
  * when the shape is better served by the direct kernels. Caller holds
  * d->lock. */
 bp_status_t ocl_conv2d_gemm(ocl_device_t *d, cl_command_queue q, const bp_conv2d_args_t *args);
+/* Depthwise conv2d (one input channel per group) on conv2d_dw
+ * (ops_conv_dw.c); BP_ERR_UNSUPPORTED for any other layer. */
+bp_status_t ocl_conv2d_depthwise(ocl_device_t *d, cl_command_queue q,
+                                 const bp_conv2d_args_t *args);
 bp_status_t ocl_attention_gemm(ocl_device_t *d, cl_command_queue q, const bp_attention_args_t *args);
 /* Flash attention for CPU drivers (ops_attention_flash.c): one kernel over
  * the visible keys, no score matrix; BP_ERR_UNSUPPORTED on other devices

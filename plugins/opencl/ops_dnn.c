@@ -73,7 +73,8 @@ bp_status_t ocl_op_conv2d(bp_plugin_device_t *device, bp_plugin_stream_t *stream
   ocl_dtype_options(d, x->dtype, opts, sizeof opts);
   pthread_mutex_lock(&d->lock);
   ocl_args_t a = {0};
-  bp_status_t st = ocl_conv2d_gemm(d, ocl_queue(d, stream), args);
+  bp_status_t st = ocl_conv2d_depthwise(d, ocl_queue(d, stream), args);
+  if (st == BP_ERR_UNSUPPORTED) st = ocl_conv2d_gemm(d, ocl_queue(d, stream), args);
   if (st == BP_ERR_UNSUPPORTED) st = ocl_kernel_get(d, OCL_FAM_CONV, opts, "conv2d", &a.k);
   if (st == BP_OK && a.k) {
     cl_int has_bias = args->bias.rank > 0;
