@@ -1,5 +1,6 @@
 """The quantized ops of ABI 1.5 (core/backplane_quant.h) as Stream methods:
-quantize / dequantize (q8_0, q4_0 blocks; i8 with scales), the int8 GEMM and
+quantize / dequantize (q8_0, q4_0 blocks; i8 or u8 with scales), the int8 /
+uint8 GEMM and
 GEMM / GEMV with block-quantized weights. Layouts and rounding in docs/ops.md
 ("Quantized types and ops")."""
 from __future__ import annotations
@@ -29,15 +30,18 @@ class StreamQuantMixin:
 
     def quantize(self, x, y, scale=None) -> None:
         """x (f32/f16/bf16) into y: q8_0 / q4_0 blocks (ggml's rounding; scale None),
-        or i8 = saturate(rne(x / scale)) with an f32 scale broadcast to y."""
+        or i8 / u8 = saturate(rne(x / scale)) to [-128, 127] / [0, 255] with an
+        f32 scale broadcast to y."""
         _check(_lib.lib.bp_quantize(self._h, _t(x), _t(scale), _t(y)))
 
     def dequantize(self, x, y, scale=None) -> None:
-        """x (q8_0 / q4_0, or i8 with scale) into y (f32/f16/bf16) = q * scale."""
+        """x (q8_0 / q4_0, or i8 / u8 with scale) into y (f32/f16/bf16) = q * scale."""
         _check(_lib.lib.bp_dequantize(self._h, _t(x), _t(scale), _t(y)))
 
     def qgemm(self, a, b, c, scale_a=None, scale_b=None, out_scale: float = 1.0) -> None:
-        """int8 GEMM: c = a @ b summed in int32; c i32 (exact), f32 (times the
+        """int8 GEMM: c = a @ b summed in int32, a and b each i8 or u8 (tensors of
+        int8 / uint8 NumPy arrays; a u8 operand needs a device that claims u8 for
+        qgemm: dev.supports("qgemm", "u8")); c i32 (exact), f32 (times the
         per-row / per-column scales) or i8 (requantized by out_scale)."""
         _check(_lib.lib.bp_qgemm(self._h, _t(a), _t(b), _t(scale_a), _t(scale_b), out_scale, _t(c)))
 
