@@ -1,8 +1,9 @@
 /*
  * bench_quant.c — bp bench --op qgemm: the quantized ops side by side in one
- * run on one device ("cpu" unless --device): the int8 GEMM (bp_qgemm, i32 c)
- * beside MKL's cblas_gemm_s8u8s32 (dlopen'ed from the build's bench-venv,
- * absent is said) and our bf16 GEMM at the same shape; the q4_0 GEMV of
+ * run on one device ("cpu" unless --device): the int8 GEMM (bp_qgemm, i32 c;
+ * i8 x i8 and u8 x i8) beside MKL's cblas_gemm_s8u8s32 (row-major: a u8, b
+ * s8, offsets 0; dlopen'ed from the build's bench-venv, absent is said) and
+ * our bf16 GEMM at the same shape; the q4_0 GEMV of
  * token generation (1x4096x4096, 1x11008x4096) as weight bytes per second
  * against a loop that only reads as many bytes (read_gbs: the GEMV's own
  * yardstick) and the streaming loop's read+write bandwidth
@@ -68,7 +69,7 @@ typedef struct job {
 static bp_status_t run_job(void *v) {
   job_t *j = v;
   if (!j->quant) return bp_matmul(j->s, 1.0, &j->a, &j->b, 0.0, &j->c);
-  if (j->a.dtype == BP_I8) return bp_qgemm(j->s, &j->a, &j->b, NULL, NULL, 0, &j->c);
+  if (j->a.dtype == BP_I8 || j->a.dtype == BP_U8) return bp_qgemm(j->s, &j->a, &j->b, NULL, NULL, 0, &j->c);
   return bp_qmatmul(j->s, &j->a, &j->b, &j->c);
 }
 
@@ -289,13 +290,17 @@ int bench_quant_main(int argc, char **argv) {
   int64_t g = quick ? 512 : 1024;
   printf("bp bench --op qgemm on %s (best of %d; ratios: the bracketed reference's time / ours)\n", sel, reps);
   double ti8 = time_gemm(dev, s, BP_I8, BP_I8, BP_I32, g, g, g, reps);
+  double tu8 = time_gemm(dev, s, BP_U8, BP_I8, BP_I32, g, g, g, reps);
   double tbf = time_gemm(dev, s, BP_BF16, BP_BF16, BP_BF16, g, g, g, reps);
   double tmkl = time_mkl(exe, g, g, g, reps, why, sizeof why);
   gemm_row("int8 gemm (bp_qgemm, i32 c)", g, g, g, ti8, -1);
+  /* MKL's row-major call takes a u8 a and an s8 b: the same operation */
+  gemm_row("u8 x i8 gemm (bp_qgemm, i32 c)", g, g, g, tu8, -1);
   if (tmkl > 0) gemm_row("  MKL cblas_gemm_s8u8s32", g, g, g, tmkl, -1);
   else printf("  MKL cblas_gemm_s8u8s32: %s\n", why);
   gemm_row("  bf16 gemm (bp_matmul)", g, g, g, tbf, -1);
-  printf("  int8 vs MKL: %.2fx   int8 vs our bf16: %.2fx\n", tmkl > 0 ? tmkl / ti8 : 0.0, tbf / ti8);
+  printf("  int8 vs MKL: %.2fx   u8 x i8 vs MKL: %.2fx   int8 vs our bf16: %.2fx\n",
+         tmkl > 0 ? tmkl / ti8 : 0.0, tmkl > 0 ? tmkl / tu8 : 0.0, tbf / ti8);
   double gbs = bench_stream_gbs(2, quick);
   static const int64_t gemv_n[2] = {4096, 11008};
   for (int i = 0; i < 2; i++) {
