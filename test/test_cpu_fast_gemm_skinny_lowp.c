@@ -9,7 +9,9 @@
  * epilogue (bias broadcast over rows, GELU / SiLU, beta 1 for a residual
  * add) applied before the one rounding, through cpu_fast_gemm as the
  * plugin calls it. Shapes the kernel does not take (m = 17, f32 m = 8,
- * B's columns contiguous) are declined.
+ * B's columns contiguous) are declined. bf16 runs twice: on the AMX
+ * kernel (gemm_skinny_amx.c: whole and ragged 64-column blocks and 32-row
+ * chunks) and on the AVX-512 one, and which calls take AMX is checked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/fast/gemm/gemm_skinny.h"
 #include "test/skip.h"
 
 static int fails, checks;
@@ -122,11 +125,12 @@ static bool have_avx512(void) {
   return f->avx512f && f->avx512bw && f->avx512vl && f->fma;
 }
 
-static void test_skinny_grid(void **state) {
-  (void)state;
-  if (!have_avx512()) TEST_SKIP_CASE("no AVX-512 F/BW/VL on this CPU");
+/* The bf16 / f16 grid on one kernel: bf16 on AMX tiles (amx, where the
+ * CPU has them) or on the AVX-512 kernel. */
+static void skinny_grid(bool amx) {
   srand(5);
   fails = checks = 0;
+  cpu_fast_skinny_amx_enabled = amx;
   bp_dtype_t dts[2] = {BP_BF16, BP_F16};
   for (unsigned thr = 1; thr <= 2; thr++) {
     cpu_device_t dev = {.isa = BP_ISA_BEST, .threads = thr, .pool = cpu_pool_create(thr)};
@@ -144,12 +148,58 @@ static void test_skinny_grid(void **state) {
       /* batch 2 over one shared B, one column of C */
       run_case(&dev, &(skcase_t){dts[d], 2, 3, 1, 77, false, true, 2, 0, false, -1, false});
       run_case(&dev, &(skcase_t){dts[d], 2, 5, 45, 9, true, false, 1, -1, false, -1, false});
+      /* the AMX kernel's edges: whole 64-column blocks and 32-row chunks,
+       * a last block of 32 or fewer columns, k one past a chunk, decode's
+       * shapes with the epilogue */
+      run_case(&dev, &(skcase_t){dts[d], 1, 2, 256, 256, false, false, 1, 0, false, -1, false});
+      run_case(&dev, &(skcase_t){dts[d], 1, 4, 96, 33, false, false, 1, 0, false, -1, false});
+      run_case(&dev, &(skcase_t){dts[d], 1, 2, 1024, 256, false, false, 1, 0, true,
+                                 BP_UNARY_GELU, true});
+      run_case(&dev, &(skcase_t){dts[d], 1, 2, 256, 1024, false, false, 1, 1, true, -1, true});
     }
     cpu_pool_destroy(dev.pool);
   }
-  printf("skinny lowp: %d cases, %d failures\n", checks, fails);
+  cpu_fast_skinny_amx_enabled = -1;
+  printf("skinny lowp (bf16 on %s): %d cases, %d failures\n", amx ? "AMX" : "AVX-512", checks,
+         fails);
   assert_int_equal(fails, 0);
   assert_true(checks > 0); /* a suite that compared nothing must not pass */
+}
+
+static void test_skinny_grid(void **state) {
+  (void)state;
+  if (!have_avx512()) TEST_SKIP_CASE("no AVX-512 F/BW/VL on this CPU");
+  skinny_grid(false);
+}
+
+static void test_skinny_grid_amx(void **state) {
+  (void)state;
+  if (!have_avx512()) TEST_SKIP_CASE("no AVX-512 F/BW/VL on this CPU");
+  const cpu_features_t *f = cpu_features_get();
+  if (!f->amx_bf16 || !cpu_amx_request()) TEST_SKIP_CASE("no AMX-BF16 tiles on this CPU");
+  skinny_grid(true);
+}
+
+/* Which bf16 calls the AMX kernel takes: m <= 16 and W up to the size the
+ * caches hold; the switch turns it off. */
+static void test_skinny_amx_choice(void **state) {
+  (void)state;
+  const cpu_features_t *f = cpu_features_get();
+  if (!have_avx512() || !f->amx_bf16 || !cpu_amx_request())
+    TEST_SKIP_CASE("no AMX-BF16 tiles on this CPU");
+  skinny_job_t j = {.kind = SKINNY_BF16, .m = 2, .k = 1024, .n = 1024};
+  cpu_fast_skinny_amx_enabled = 1;
+  assert_true(cpu_fast_skinny_amx_ok(&j));
+  j.n = 4096; /* 8 MiB of W: streamed from memory by the AVX-512 kernel */
+  assert_false(cpu_fast_skinny_amx_ok(&j));
+  j.n = 1024, j.kind = SKINNY_F16;
+  assert_false(cpu_fast_skinny_amx_ok(&j));
+  j.kind = SKINNY_BF16, j.m = 17;
+  assert_false(cpu_fast_skinny_amx_ok(&j));
+  j.m = 2;
+  cpu_fast_skinny_amx_enabled = 0;
+  assert_false(cpu_fast_skinny_amx_ok(&j));
+  cpu_fast_skinny_amx_enabled = -1;
 }
 
 /* f32 with m = 1..7: the same grid, and the epilogue of a decode step's
@@ -229,6 +279,8 @@ static void test_skinny_declines(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_skinny_grid),
+                                     cmocka_unit_test(test_skinny_grid_amx),
+                                     cmocka_unit_test(test_skinny_amx_choice),
                                      cmocka_unit_test(test_skinny_f32),
                                      cmocka_unit_test(test_skinny_epilogue),
                                      cmocka_unit_test(test_skinny_declines)};

@@ -13,6 +13,9 @@ $(CPU_FAST_DIR)/gemm/gemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX5
   -mamx-tile -mamx-bf16
 # bf16 / f16 with a few rows of C, B widened in registers (F16C + AVX-512)
 $(CPU_FAST_DIR)/gemm/gemm_skinny_lowp.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+# bf16 with a few rows of C on AMX tiles, W interleaved into VNNI tiles in L1
+$(CPU_FAST_DIR)/gemm/gemm_skinny_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
+  -mamx-tile -mamx-bf16
 # f16 split into bf16 pairs for the AMX tiles (F16C + AVX-512 only, no tiles)
 $(CPU_FAST_DIR)/gemm/gemm_amx_f16.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/attention/attention_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)

@@ -29,6 +29,7 @@
 #include "gemm.h"
 #include "gemm_epi512.h"
 #include "gemm_epilogue.h"
+#include "gemm_skinny.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/tensor.h"
 
@@ -39,25 +40,6 @@
 /* Least rows of W per part when the rows are split (below it the parts'
  * sums cost more than the rows they read). */
 #define SKINNY_KPART_MIN_ROWS 256
-
-typedef enum skinny_kind { SKINNY_BF16, SKINNY_F16, SKINNY_F32 } skinny_kind_t;
-
-typedef struct skinny_job {
-  skinny_kind_t kind;
-  int64_t m, k, n;
-  const float *a; /* m x k, row-major, widened */
-  const void *b;  /* k rows of n, ldb elements apart */
-  int64_t ldb;
-  void *c; /* m x n at strides scm, scn */
-  int64_t scm, scn;
-  float alpha, beta;
-  const void *bias; /* NULL: none; else at strides sbm, sbn */
-  int64_t sbm, sbn;
-  int act;        /* bp_unary_op_t, or -1: none */
-  int64_t cols;   /* columns per task */
-  int64_t kparts; /* row ranges of W per column block */
-  float *partial; /* kparts > 1: kparts x m x n sums */
-} skinny_job_t;
 
 /* 16 (mk: the first lanes) elements of p from element off, as f32. */
 static inline __attribute__((always_inline)) __m512 load16(const void *p, int64_t off,
@@ -129,8 +111,8 @@ static void skinny_store_strided(const skinny_job_t *j, const float *sums, int64
 /* C[i][c0 + c] = round(act(alpha * s + beta * C + bias)), s the sum at
  * sums[i * ld + c]: the epilogue on the f32 value, rounded once. C is not
  * read when beta == 0, so a NaN there does not propagate. */
-static void skinny_store(const skinny_job_t *j, const float *sums, int64_t ld, int64_t c0,
-                         int64_t w) {
+void cpu_fast_skinny_store(const skinny_job_t *j, const float *sums, int64_t ld, int64_t c0,
+                           int64_t w) {
   if (j->scn != 1) {
     skinny_store_strided(j, sums, ld, c0, w);
     return;
@@ -166,7 +148,7 @@ static inline __attribute__((always_inline)) void skinny_task(const skinny_job_t
   int64_t pend = p + per < j->k ? p + per : j->k;
   skinny_sum(j, c0, w, p, pend, acc, kind);
   if (j->kparts == 1) {
-    skinny_store(j, acc, w, c0, w);
+    cpu_fast_skinny_store(j, acc, w, c0, w);
     return;
   }
   for (int64_t i = 0; i < j->m; i++)
@@ -190,7 +172,7 @@ static void skinny_reduce(const skinny_job_t *j) {
     const float *src = j->partial + q * len;
     for (int64_t e = 0; e < len; e++) j->partial[e] += src[e];
   }
-  skinny_store(j, j->partial, j->n, 0, j->n);
+  cpu_fast_skinny_store(j, j->partial, j->n, 0, j->n);
 }
 
 /* Splits W between the pool's workers (gemv.c's axpy split) and runs. */
@@ -297,7 +279,7 @@ static bp_status_t skinny_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
                       .sbm = a->bias.strides[1],
                       .sbn = a->bias.strides[2],
                       .act = act};
-    skinny_run(dev, &j);
+    if (!cpu_fast_skinny_amx_ok(&j) || !cpu_fast_skinny_amx_run(dev, &j)) skinny_run(dev, &j);
   }
   return BP_OK;
 }
