@@ -45,29 +45,91 @@ typedef struct dec_job {
   int64_t ntasks, next; /* next: the next task to take (atomic) */
 } dec_job_t;
 
-/* 16 (m: the first lanes) elements from element off of base, as f32. */
-static inline __m512 dec_load16(const dec_job_t *j, const char *base, int64_t off, __mmask16 m) {
-  if (!j->bf16) return _mm512_maskz_loadu_ps(m, (const float *)base + off);
-  return epi_bf16_widen16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)base + off));
-}
-
 static inline float dec_load1(const dec_job_t *j, const char *base, int64_t off) {
   return j->bf16 ? cpu_bf16_to_float(((const uint16_t *)base)[off]) : ((const float *)base)[off];
 }
 
-/* s[x] = scale * q . k_(lo + x) for the keys [lo, hi) of kv head (b, g). */
-static void dec_scores(const dec_job_t *j, const float *q, int64_t b, int64_t g, int64_t lo,
-                       int64_t hi, float *s) {
-  int64_t D = j->D, base = b * j->sk[0] + g * j->sk[1];
-  for (int64_t key = lo; key < hi; key++) {
-    int64_t ko = base + key * j->sk[2];
-    __m512 acc = _mm512_setzero_ps();
+/* The sums of 16 vectors: lane x of the result is the sum of v[x]'s
+ * lanes. A shuffle tree (pairs of vectors, then 64-bit halves, then
+ * 128-bit lanes) costs about three operations a vector where a reduction
+ * of each vector by itself costs eight, and key after key they would be
+ * most of a decode score's work for a head of 32 or 64. */
+static inline __m512 dec_sum16(__m512 *v) {
+  __m512 p[8], h[4];
+  for (int i = 0; i < 8; i++)
+    p[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                         _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; i++) {
+    __m512d a = _mm512_castps_pd(p[2 * i]), b = _mm512_castps_pd(p[2 * i + 1]);
+    h[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  /* h[i]'s 128-bit lane L: the lane-L sums of v[4i .. 4i + 3] */
+  __m512 r0 = _mm512_add_ps(_mm512_shuffle_f32x4(h[0], h[1], 0x88),
+                            _mm512_shuffle_f32x4(h[0], h[1], 0xdd));
+  __m512 r1 = _mm512_add_ps(_mm512_shuffle_f32x4(h[2], h[3], 0x88),
+                            _mm512_shuffle_f32x4(h[2], h[3], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(r0, r1, 0x88), _mm512_shuffle_f32x4(r0, r1, 0xdd));
+}
+
+/* The 16 lanes of the products q . k for the key at element ko of K.
+ * bf16: each 32 elements of the key are one load, split into its even
+ * (shifted up) and odd (masked) halves as f32 with no shuffle; q is held
+ * split the same way (dec_row), so the products are exact and the sums
+ * f32 as in the f32 path. */
+static inline __attribute__((always_inline)) __m512 dec_dot(const dec_job_t *j, const float *q,
+                                                           int64_t ko, int64_t D) {
+  __m512 acc = _mm512_setzero_ps();
+  if (!j->bf16) {
     for (int64_t d = 0; d < D; d += 16) {
       __mmask16 m = fa_lanes(D - d);
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), dec_load16(j, j->k, ko + d, m), acc);
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d),
+                            _mm512_maskz_loadu_ps(m, (const float *)j->k + ko + d), acc);
     }
-    s[key - lo] = j->scale * _mm512_reduce_add_ps(acc);
+    return acc;
   }
+  const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+  for (int64_t d = 0; d < D; d += 32) {
+    int64_t left = D - d;
+    __mmask32 m = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1);
+    __m512i x = _mm512_maskz_loadu_epi16(m, (const uint16_t *)j->k + ko + d);
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),
+                          acc);
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d + 16),
+                          _mm512_castsi512_ps(_mm512_and_si512(x, hi)), acc);
+  }
+  return acc;
+}
+
+/* s[x] = scale * q . k_(lo + x) for the keys [lo, hi) of kv head (b, g),
+ * 16 keys at a time; D is the head's size (a constant where inlined). */
+static inline __attribute__((always_inline)) void dec_scores_d(const dec_job_t *j, const float *q,
+                                                               int64_t b, int64_t g, int64_t lo,
+                                                               int64_t hi, float *s, int64_t D) {
+  int64_t base = b * j->sk[0] + g * j->sk[1], ld = j->sk[2];
+  __m512 vs = _mm512_set1_ps(j->scale);
+  for (int64_t k0 = lo; k0 < hi; k0 += 16) {
+    int64_t n = hi - k0 < 16 ? hi - k0 : 16;
+    __m512 v[16];
+    if (n == 16)
+      for (int64_t x = 0; x < 16; x++) v[x] = dec_dot(j, q, base + (k0 + x) * ld, D);
+    else
+      for (int64_t x = 0; x < 16; x++)
+        v[x] = x < n ? dec_dot(j, q, base + (k0 + x) * ld, D) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(s + (k0 - lo), fa_lanes(n), _mm512_mul_ps(vs, dec_sum16(v)));
+  }
+}
+
+/* The usual head sizes get their own copies (loops unrolled, masks
+ * known). */
+static void dec_scores(const dec_job_t *j, const float *q, int64_t b, int64_t g, int64_t lo,
+                       int64_t hi, float *s) {
+  if (j->D == 32)
+    dec_scores_d(j, q, b, g, lo, hi, s, 32);
+  else if (j->D == 64)
+    dec_scores_d(j, q, b, g, lo, hi, s, 64);
+  else
+    dec_scores_d(j, q, b, g, lo, hi, s, j->D);
 }
 
 /* Scores s[0, n) become weights e^(s - max); returns their sum, 0 when
@@ -95,20 +157,74 @@ static float dec_softmax(float *s, int64_t n) {
   return _mm512_reduce_add_ps(sum);
 }
 
+/* Two keys' weights times 32 elements of their value rows (f32: two
+ * vectors of 16; bf16: one load's even and odd halves, as dec_dot) added
+ * into x0, x1 (the first key) and y0, y1 (the second): two chains, so
+ * that the FMAs of consecutive keys do not wait on each other. */
+#define DEC_V2(j, p, o0, o1, mk, mh)                                                               \
+  do {                                                                                             \
+    __m512 w0 = _mm512_set1_ps((p)[0]), w1 = _mm512_set1_ps((p)[1]);                              \
+    if (!(j)->bf16) {                                                                              \
+      const float *v = (const float *)(j)->v;                                                      \
+      x0 = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(mk, v + o0), x0);                             \
+      x1 = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(mh, v + o0 + 16), x1);                        \
+      y0 = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(mk, v + o1), y0);                             \
+      y1 = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(mh, v + o1 + 16), y1);                        \
+    } else {                                                                                       \
+      const uint16_t *v = (const uint16_t *)(j)->v;                                                \
+      __m512i a = _mm512_maskz_loadu_epi16(m32, v + o0), b = _mm512_maskz_loadu_epi16(m32, v + o1); \
+      x0 = _mm512_fmadd_ps(w0, _mm512_castsi512_ps(_mm512_slli_epi32(a, 16)), x0);                 \
+      x1 = _mm512_fmadd_ps(w0, _mm512_castsi512_ps(_mm512_and_si512(a, hi16)), x1);                \
+      y0 = _mm512_fmadd_ps(w1, _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), y0);                 \
+      y1 = _mm512_fmadd_ps(w1, _mm512_castsi512_ps(_mm512_and_si512(b, hi16)), y1);                \
+    }                                                                                              \
+  } while (0)
+
+/* acc[e0, e0 + 32) (at most Dv) = sum over the keys [lo, hi) of p[key -
+ * lo] * v_key, the sums in registers; bf16's even and odd halves are put
+ * back in order at the end. */
+static void dec_values32(const dec_job_t *j, const float *p, int64_t vbase, int64_t lo,
+                         int64_t hi, int64_t e0, float *acc) {
+  __m512 x0 = _mm512_setzero_ps(), x1 = x0, y0 = x0, y1 = x0;
+  int64_t left = j->Dv - e0;
+  __mmask16 mk = fa_lanes(left), mh = fa_lanes(left - 16);
+  __mmask32 m32 = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1);
+  const __m512i hi16 = _mm512_set1_epi32((int)0xffff0000u);
+  int64_t key = lo;
+  for (; key + 2 <= hi; key += 2) {
+    int64_t o0 = vbase + key * j->sv[2] + e0;
+    DEC_V2(j, p + (key - lo), o0, o0 + j->sv[2], mk, mh);
+  }
+  if (key < hi) { /* the odd key alone (a zero weight times an inf is NaN) */
+    __m512 w = _mm512_set1_ps(p[key - lo]);
+    int64_t o = vbase + key * j->sv[2] + e0;
+    if (!j->bf16) {
+      x0 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(mk, (const float *)j->v + o), x0);
+      x1 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(mh, (const float *)j->v + o + 16), x1);
+    } else {
+      __m512i a = _mm512_maskz_loadu_epi16(m32, (const uint16_t *)j->v + o);
+      x0 = _mm512_fmadd_ps(w, _mm512_castsi512_ps(_mm512_slli_epi32(a, 16)), x0);
+      x1 = _mm512_fmadd_ps(w, _mm512_castsi512_ps(_mm512_and_si512(a, hi16)), x1);
+    }
+  }
+  x0 = _mm512_add_ps(x0, y0), x1 = _mm512_add_ps(x1, y1);
+  if (j->bf16) {
+    const __m512i first =
+        _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    __m512 e = _mm512_permutex2var_ps(x0, first, x1), o = _mm512_permutex2var_ps(x0, second, x1);
+    x0 = e, x1 = o;
+  }
+  _mm512_mask_storeu_ps(acc + e0, mk, x0);
+  _mm512_mask_storeu_ps(acc + e0 + 16, mh, x1);
+}
+
 /* acc[0, Dv) = sum over the keys [lo, hi) of p[key - lo] * v_key. */
 static void dec_values(const dec_job_t *j, const float *p, int64_t b, int64_t g, int64_t lo,
                        int64_t hi, float *acc) {
-  int64_t Dv = j->Dv, base = b * j->sv[0] + g * j->sv[1];
-  memset(acc, 0, (size_t)Dv * sizeof *acc);
-  for (int64_t key = lo; key < hi; key++) {
-    __m512 w = _mm512_set1_ps(p[key - lo]);
-    int64_t vo = base + key * j->sv[2];
-    for (int64_t e = 0; e < Dv; e += 16) {
-      __mmask16 m = fa_lanes(Dv - e);
-      __m512 x = _mm512_fmadd_ps(w, dec_load16(j, j->v, vo + e, m), _mm512_maskz_loadu_ps(m, acc + e));
-      _mm512_mask_storeu_ps(acc + e, m, x);
-    }
-  }
+  int64_t base = b * j->sv[0] + g * j->sv[1];
+  for (int64_t e0 = 0; e0 < j->Dv; e0 += 32) dec_values32(j, p, base, lo, hi, e0, acc);
 }
 
 /* Output row (b, h, i) = acc / sum: zeros for sum == 0, NaN for a NaN sum. */
@@ -116,6 +232,17 @@ static void dec_store(const dec_job_t *j, int64_t b, int64_t h, int64_t i, const
                       float sum) {
   int64_t oo = b * j->so[0] + h * j->so[1] + i * j->so[2], Dv = j->Dv;
   float inv = sum > 0 ? 1.0f / sum : 0.0f;
+  if (j->so[3] == 1 && sum > 0) { /* the usual row: 16 at a time, rounded once */
+    for (int64_t e = 0; e < Dv; e += 16) {
+      __mmask16 m = fa_lanes(Dv - e);
+      __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + e), _mm512_set1_ps(inv));
+      if (j->bf16)
+        _mm256_mask_storeu_epi16((uint16_t *)j->o + oo + e, m, epi_bf16_round16(x));
+      else
+        _mm512_mask_storeu_ps((float *)j->o + oo + e, m, x);
+    }
+    return;
+  }
   for (int64_t e = 0; e < Dv; e++) {
     /* acc holds nothing when sum is 0 or NaN: it is not read then */
     float x = sum != sum ? NAN : sum == 0 ? 0.0f : acc[e] * inv;
@@ -127,12 +254,34 @@ static void dec_store(const dec_job_t *j, int64_t b, int64_t h, int64_t i, const
   }
 }
 
+/* The query row at element qo as f32 in q (D rounded up to 32, zeros
+ * past D): in order for f32; for bf16 each 32 elements as their 16 even
+ * then 16 odd ones, the halves dec_dot takes from a key's load. */
+static void dec_load_q(const dec_job_t *j, int64_t qo, float *q) {
+  int64_t D = j->D, dp = (D + 31) / 32 * 32;
+  if (j->bf16 && j->sq[3] == 1) { /* one load per 32, split as dec_dot splits a key */
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (int64_t d = 0; d < dp; d += 32) {
+      int64_t left = D - d;
+      __mmask32 m = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1);
+      __m512i x = _mm512_maskz_loadu_epi16(m, (const uint16_t *)j->q + qo + d);
+      _mm512_storeu_ps(q + d, _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)));
+      _mm512_storeu_ps(q + d + 16, _mm512_castsi512_ps(_mm512_and_si512(x, hi)));
+    }
+    return;
+  }
+  for (int64_t d = 0; d < dp; d++) {
+    int64_t src = j->bf16 ? d / 32 * 32 + (d % 32 < 16 ? 2 * (d % 32) : 2 * (d % 32 - 16) + 1) : d;
+    q[d] = src < D ? dec_load1(j, j->q, qo + src * j->sq[3]) : 0.0f;
+  }
+}
+
 /* Query row (b, h, i): its scores, softmax, values and output. */
 static void dec_row(const dec_job_t *j, float *ws, int64_t b, int64_t h, int64_t i) {
   int64_t D = j->D, g = h / j->grp, lo, hi;
-  float *q = ws, *acc = q + (D + 15) / 16 * 16, *s = acc + (j->Dv + 15) / 16 * 16;
+  float *q = ws, *acc = q + (D + 31) / 32 * 32, *s = acc + (j->Dv + 15) / 16 * 16;
   int64_t qo = b * j->sq[0] + h * j->sq[1] + i * j->sq[2];
-  for (int64_t d = 0; d < D; d++) q[d] = dec_load1(j, j->q, qo + d * j->sq[3]);
+  dec_load_q(j, qo, q);
   att_mask_keys(&j->mk, b, i, &lo, &hi);
   dec_scores(j, q, b, g, lo, hi, s);
   float sum = dec_softmax(s, hi - lo);
@@ -142,7 +291,7 @@ static void dec_row(const dec_job_t *j, float *ws, int64_t b, int64_t h, int64_t
 }
 
 static size_t dec_ws_floats(const dec_job_t *j) {
-  return (size_t)((j->D + 15) / 16 * 16 + (j->Dv + 15) / 16 * 16 + j->mk.Skv + 16);
+  return (size_t)((j->D + 31) / 32 * 32 + (j->Dv + 15) / 16 * 16 + j->mk.Skv + 16);
 }
 
 /* Task t: query head t % Hq of batch t / Hq, all its Sq rows. */
