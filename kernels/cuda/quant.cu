@@ -1,7 +1,8 @@
 // quant.cu — the quantized ops of ABI 1.5 (bp_quant_args.h): quantize and
-// dequantize (i8 with scales, q8_0 / q4_0 blocks), int8 GEMM over
-// shared-memory tiles (dp4a, and mma.sync int8 tensor cores on CUDA), GEMM / GEMV with block-quantized weights dequantized
-// on the fly, and the casts that involve i8 or fp8.
+// dequantize (i8 / u8 with scales, q8_0 / q4_0 blocks), the 8-bit GEMM
+// (each operand i8 or u8) over shared-memory tiles (dp4a, and mma.sync
+// int8 tensor cores on CUDA), GEMM / GEMV with block-quantized weights
+// dequantized on the fly, and the casts that involve i8 or fp8.
 //
 // Where docs/ops.md asks for the CPU's bits (quantize, dequantize, qgemm's
 // scaling, the casts), every float operation is an _rn intrinsic, which the
@@ -18,6 +19,13 @@ __device__ __forceinline__ int q_sat_i8(float v) {
   if (v != v) return 0;
   v = rintf(v);
   return v < -128.0f ? -128 : v > 127.0f ? 127 : (int)v;
+}
+
+// saturate(rne(v)) to uint8 (0..255); NaN gives 0.
+__device__ __forceinline__ int q_sat_u8(float v) {
+  if (v != v) return 0;
+  v = rintf(v);
+  return v < 0.0f ? 0 : v > 255.0f ? 255 : (int)v;
 }
 
 __device__ __forceinline__ int q_block_bytes(int dt) {
@@ -37,21 +45,34 @@ __device__ __forceinline__ int q_block_int(const uint8_t *blk, int dt, int l) {
 
 // ---- quantize / dequantize -------------------------------------------------
 
-extern "C" __global__ void bp_quantize_i8(const bpk_quant_args_t p) {
+__device__ __forceinline__ int q_sat(float v, int8_t) { return q_sat_i8(v); }
+__device__ __forceinline__ int q_sat(float v, uint8_t) { return q_sat_u8(v); }
+
+// The element kernels of i8 and u8 (Q the quantized type): q =
+// saturate(rne(f / scale)) to Q's range, f = q * scale.
+template <typename Q>
+__device__ __forceinline__ void q_quantize_elems(const bpk_quant_args_t &p) {
   BPK_FOR_EACH(i, p.n) {
     const float x = bpk_ld<float>(p.f.ptr, p.f.dtype, bpk_offset(p.f, i));
     const float s = ((const float *)p.scale.ptr)[bpk_offset(p.scale, i)];
-    ((int8_t *)p.q.ptr)[bpk_offset(p.q, i)] = (int8_t)q_sat_i8(__fdiv_rn(x, s));
+    const float v = __fdiv_rn(x, s);
+    ((Q *)p.q.ptr)[bpk_offset(p.q, i)] = (Q)q_sat(v, Q());
   }
 }
 
-extern "C" __global__ void bp_dequantize_i8(const bpk_quant_args_t p) {
+template <typename Q>
+__device__ __forceinline__ void q_dequantize_elems(const bpk_quant_args_t &p) {
   BPK_FOR_EACH(i, p.n) {
-    const float q = (float)((const int8_t *)p.q.ptr)[bpk_offset(p.q, i)];
+    const float q = (float)((const Q *)p.q.ptr)[bpk_offset(p.q, i)];
     const float s = ((const float *)p.scale.ptr)[bpk_offset(p.scale, i)];
     bpk_st(p.f.ptr, p.f.dtype, bpk_offset(p.f, i), __fmul_rn(q, s));
   }
 }
+
+extern "C" __global__ void bp_quantize_i8(const bpk_quant_args_t p) { q_quantize_elems<int8_t>(p); }
+extern "C" __global__ void bp_dequantize_i8(const bpk_quant_args_t p) { q_dequantize_elems<int8_t>(p); }
+extern "C" __global__ void bp_quantize_u8(const bpk_quant_args_t p) { q_quantize_elems<uint8_t>(p); }
+extern "C" __global__ void bp_dequantize_u8(const bpk_quant_args_t p) { q_dequantize_elems<uint8_t>(p); }
 
 // Block b of row `row` of the block tensor, and f's element of its lane.
 __device__ __forceinline__ uint8_t *q_block_of(const bpk_quant_args_t &p, int64_t row, int64_t b) {
@@ -128,17 +149,29 @@ extern "C" __global__ void bp_dequantize_block(const bpk_quant_args_t p) {
 
 // ---- int8 GEMM -----------------------------------------------------------------
 
-// c + the four byte products of a and b (signed), wrapping like int32.
-__device__ __forceinline__ int q_dp4a(int a, int b, int c) {
+// Byte t of word w, as an int: signed (i8) or unsigned (u8, U).
+template <bool U> __device__ __forceinline__ int q_byte(int w, int t) {
+  return U ? (int)(uint8_t)(w >> (8 * t)) : (int)(int8_t)(w >> (8 * t));
+}
+
+// c + the four byte products of a and b, each operand's bytes signed (i8)
+// or unsigned (u8: AU, BU), wrapping like int32. CUDA's dp4a has the four
+// signedness forms.
+template <bool AU, bool BU> __device__ __forceinline__ int q_dp4a(int a, int b, int c) {
 #if defined(BPK_HIP)
   // The sdot4 builtins differ between AMD architectures; plain products
   // compile everywhere (and to v_dot4 where the compiler finds it).
   unsigned s = (unsigned)c;
 #pragma unroll
-  for (int t = 0; t < 4; t++) s += (unsigned)((int)(int8_t)(a >> (8 * t)) * (int)(int8_t)(b >> (8 * t)));
+  for (int t = 0; t < 4; t++) s += (unsigned)(q_byte<AU>(a, t) * q_byte<BU>(b, t));
   return (int)s;
 #else
-  return __dp4a(a, b, c);
+  int d;
+  if (!AU && !BU) return __dp4a(a, b, c);
+  if (AU && BU) return (int)__dp4a((unsigned)a, (unsigned)b, (unsigned)c);
+  if (AU) asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  else asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
 #endif
 }
 
@@ -185,8 +218,9 @@ __device__ __forceinline__ void q_gemm_store(const bpk_qgemm_args_t &p, int64_t 
 }
 
 // 64 x 64 outputs per block of 256 threads, 4 x 4 each; k in steps of 32
-// through shared memory, four k per dp4a.
-extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) {
+// through shared memory, four k per dp4a. The bytes are staged as they
+// are; only the dot product knows a u8 operand (AU, BU).
+template <bool AU, bool BU> __device__ __forceinline__ void q_gemm_dp4a(const bpk_qgemm_args_t &p) {
   __shared__ int As[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE];
   __shared__ int Bs[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE];
   const int64_t M = p.c.shape[1], N = p.c.shape[2], K = p.a.shape[2];
@@ -212,7 +246,7 @@ extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) {
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
-          for (int j = 0; j < 4; j++) acc[i][j] = q_dp4a(a[i], b[j], acc[i][j]);
+          for (int j = 0; j < 4; j++) acc[i][j] = q_dp4a<AU, BU>(a[i], b[j], acc[i][j]);
       }
       __syncthreads();
     }
@@ -229,17 +263,30 @@ extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) {
   }
 }
 
+// bp_qgemm_<a><b>: the operands' dtypes (bp_qgemm is i8 x i8).
+extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) { q_gemm_dp4a<false, false>(p); }
+extern "C" __global__ void bp_qgemm_u8i8(const bpk_qgemm_args_t p) { q_gemm_dp4a<true, false>(p); }
+extern "C" __global__ void bp_qgemm_i8u8(const bpk_qgemm_args_t p) { q_gemm_dp4a<false, true>(p); }
+extern "C" __global__ void bp_qgemm_u8u8(const bpk_qgemm_args_t p) { q_gemm_dp4a<true, true>(p); }
+
 #if !defined(BPK_HIP)
-// d += a . b on the tensor cores: one m16n8k32 s8 x s8 -> s32 product
-// (wrapping sums, like dp4a). Fragments as the PTX ISA lays them out: lane
+// d += a . b on the tensor cores: one m16n8k32 product of s8 or u8
+// operands (AU, BU) into s32 (wrapping sums, like dp4a). Fragments as the PTX ISA lays them out: lane
 // (g = lane / 4, t = lane % 4) holds a's rows g and g + 8 at k 4t..4t+3 and
 // 16+4t..16+4t+3, b's column g at the same k, and d's rows g, g + 8 at
 // columns 2t, 2t + 1.
+template <bool AU, bool BU>
 __device__ __forceinline__ void q_mma(int (&d)[4], const int (&a)[4], const int (&b)[2]) {
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#define Q_MMA(AT, BT)                                                                              \
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." AT "." BT ".s32 "                        \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                \
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])                                   \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+  if (!AU && !BU) Q_MMA("s8", "s8");
+  else if (AU && !BU) Q_MMA("u8", "s8");
+  else if (!AU) Q_MMA("s8", "u8");
+  else Q_MMA("u8", "u8");
+#undef Q_MMA
 }
 
 // bp_qgemm on int8 tensor cores (sm_80+, every device the PTX runs on):
@@ -247,7 +294,7 @@ __device__ __forceinline__ void q_mma(int (&d)[4], const int (&a)[4], const int 
 // holds k 4w..4w+3, so a fragment register is one word. Eight warps of 16
 // x 32 outputs (four m16n8 products per k step); rows padded by four words
 // so that the fragment loads hit 32 banks.
-extern "C" __global__ void bp_qgemm_mma(const bpk_qgemm_args_t p) {
+template <bool AU, bool BU> __device__ __forceinline__ void q_gemm_mma(const bpk_qgemm_args_t &p) {
   __shared__ int As[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE + 4];
   __shared__ int Bs[BPK_QGEMM_BK / 4][BPK_QGEMM_TILE + 4];
   const int64_t M = p.c.shape[1], N = p.c.shape[2], K = p.a.shape[2];
@@ -270,7 +317,7 @@ extern "C" __global__ void bp_qgemm_mma(const bpk_qgemm_args_t p) {
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         const int b[2] = {Bs[t][wn + 8 * j + g], Bs[4 + t][wn + 8 * j + g]};
-        q_mma(acc[j], a, b);
+        q_mma<AU, BU>(acc[j], a, b);
       }
       __syncthreads();
     }
@@ -284,6 +331,11 @@ extern "C" __global__ void bp_qgemm_mma(const bpk_qgemm_args_t p) {
       }
   }
 }
+
+extern "C" __global__ void bp_qgemm_mma(const bpk_qgemm_args_t p) { q_gemm_mma<false, false>(p); }
+extern "C" __global__ void bp_qgemm_mma_u8i8(const bpk_qgemm_args_t p) { q_gemm_mma<true, false>(p); }
+extern "C" __global__ void bp_qgemm_mma_i8u8(const bpk_qgemm_args_t p) { q_gemm_mma<false, true>(p); }
+extern "C" __global__ void bp_qgemm_mma_u8u8(const bpk_qgemm_args_t p) { q_gemm_mma<true, true>(p); }
 #endif
 
 // ---- GEMM / GEMV with block-quantized weights ------------------------------------

@@ -1,5 +1,5 @@
 #version 460
-// quantdeq.comp — q8_0 / q4_0 (one invocation per block) or i8 with f32
+// quantdeq.comp — q8_0 / q4_0 (one invocation per block) or i8 / u8 with f32
 // scales (one per element) to f32/f16/bf16: the f32 product q * scale,
 // rounded once to the output's dtype. Variants quantdeq_<dt>_<s8|w> (dt:
 // the float side; s8 / w: how i8 bytes are read, quant.inc).
@@ -29,7 +29,9 @@ void main() {
     if (p.mode < 2) {
       block(y, of, q_block_addr(oq));
     } else {
-      precise float v = float(int(q_ld8(p.q + uint64_t(oq))) << 24 >> 24) * QScale(p.s).v[os];
+      int q = int(q_ld8(p.q + uint64_t(oq)));
+      if (p.mode == 2) q = q << 24 >> 24; // i8; u8 (mode 3) as read
+      precise float v = float(q) * QScale(p.s).v[os];
       STORE1(y, of, v);
     }
   }

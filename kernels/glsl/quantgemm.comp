@@ -5,9 +5,13 @@
 // f32 (float)acc * sa[i] * sb[j]; i8 saturate(rne(that / out_scale)), the
 // division in double so that its f32 rounding is the correctly rounded
 // one the CPU gives (docs/ops.md: the same bits on every device).
-// Variants quantgemm_<dot|wide>_<s8|w>: dot uses OpSDot on packed 4x8-bit
-// words (VK_KHR_shader_integer_dot_product), wide extracts the four signed
-// bytes and multiplies; s8 / w say how an i8 c is stored (quant.inc).
+// Variants quantgemm_<dot|wide>_<s8|w>[_<u8i8|i8u8|u8u8>]: dot uses
+// OpSDot on packed 4x8-bit words (VK_KHR_shader_integer_dot_product;
+// OpUDot, or OpSUDot with the signed operand first, where a or b is u8),
+// wide extracts the four bytes, signed or unsigned by their operand's
+// dtype, and multiplies; s8 / w say how an i8 c is stored (quant.inc); the
+// third part names the dtypes of a and b when either is u8 (i8 x i8
+// without it). The panels hold the bytes as they are.
 // quantgemm_<dottex|widetex>_<s8|w> read the panels, packed k-major in
 // 16-byte texels (quantpack.comp's kmajor), through rgba32ui texel views at
 // bindings 0 (a) and 1 (b): CPU implementations turn every storage-buffer
@@ -27,17 +31,47 @@
 layout(set = 0, binding = 0, rgba32ui) uniform readonly uimageBuffer pa;
 layout(set = 0, binding = 1, rgba32ui) uniform readonly uimageBuffer pb;
 #endif
+#if defined(T3_u8i8) || defined(T3_u8u8)
+#define A_U8 1
+#endif
+#if defined(T3_i8u8) || defined(T3_u8u8)
+#define B_U8 1
+#endif
+
 #if defined(T1_dot) || defined(T1_dottex)
 #extension GL_EXT_spirv_intrinsics : require
-// OpSDot (4450) with the PackedVectorFormat4x8Bit operand (0): the signed
+// OpSDot (4450), OpUDot (4451), OpSUDot (4452, its first operand signed,
+// the second unsigned), with the PackedVectorFormat4x8Bit operand (0): the
 // dot product of the four bytes of a and b.
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
                   id = 4450) int q_sdot(uint a, uint b, spirv_literal int fmt);
-int dot4(uint a, uint b) { return q_sdot(a, b, 0); }
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4451) uint q_udot(uint a, uint b, spirv_literal int fmt);
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4452) int q_sudot(uint a, uint b, spirv_literal int fmt);
+#if defined(A_U8) && defined(B_U8)
+int dot4(uint a, uint b) { return int(q_udot(a, b, 0)); }
+#elif defined(A_U8)
+int dot4(uint a, uint b) { return q_sudot(b, a, 0); }
+#elif defined(B_U8)
+int dot4(uint a, uint b) { return q_sudot(a, b, 0); }
 #else
+int dot4(uint a, uint b) { return q_sdot(a, b, 0); }
+#endif
+#else
+#ifdef A_U8
+#define A_BYTE q_ubyte
+#else
+#define A_BYTE q_byte
+#endif
+#ifdef B_U8
+#define B_BYTE q_ubyte
+#else
+#define B_BYTE q_byte
+#endif
 int dot4(uint a, uint b) {
-  return q_byte(a, 0) * q_byte(b, 0) + q_byte(a, 1) * q_byte(b, 1) + q_byte(a, 2) * q_byte(b, 2) +
-         q_byte(a, 3) * q_byte(b, 3);
+  return A_BYTE(a, 0) * B_BYTE(b, 0) + A_BYTE(a, 1) * B_BYTE(b, 1) + A_BYTE(a, 2) * B_BYTE(b, 2) +
+         A_BYTE(a, 3) * B_BYTE(b, 3);
 }
 #endif
 

@@ -1,7 +1,8 @@
 #version 460
 // quantize.comp — f32/f16/bf16 to q8_0 / q4_0 (one invocation per block,
 // ggml's quantize_row_q{8,4}_0_ref rounding, so the bytes equal the CPU's)
-// or to i8 with f32 scales (one per element: saturate(rne(x / scale))).
+// or to i8 / u8 with f32 scales (one per element: saturate(rne(x /
+// scale)) to the dtype's range).
 // Divisions are done in double and rounded once to f32, which is the
 // correctly rounded f32 quotient the CPU computes. Variants
 // quantize_<dt>_<s8|w> (dt: the float side; s8 / w: how i8 bytes are
@@ -77,6 +78,9 @@ void main() {
     Q_ND_OFFSET3(of, oq, os, i, p.rank, p.shape, p.sf, p.sq, p.ss);
     if (p.mode == 0) q8_0_block(x, of, q_block_addr(oq));
     else if (p.mode == 1) q4_0_block(x, of, q_block_addr(oq));
-    else q_st8(p.q + uint64_t(oq), q_sat_i8(fdiv(LOAD1(x, of), QScale(p.s).v[os])));
+    else {
+      float v = fdiv(LOAD1(x, of), QScale(p.s).v[os]);
+      q_st8(p.q + uint64_t(oq), p.mode == 3 ? q_sat_u8(v) : q_sat_i8(v));
+    }
   }
 }

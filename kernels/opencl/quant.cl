@@ -9,12 +9,14 @@
  *   per QMV_ROWS output columns reducing over k; qmm_tiled, the GEMM, a
  *   work-group per 32 x 32 tile of y with each k block of a and w staged in
  *   local memory.
- *  -DI8Q -DDT=<float dtype>: i8 quantize / dequantize with f32 scales.
- *  -DQG -DCDT=<c dtype>: the int8 GEMM: qpack copies a and b (any strides)
- *   into zero-padded row panels, k contiguous; qgemm_tiled sums int8
- *   products into uint32 (wrapping, as the spec says) with the device's
- *   integer dot product (-DBP_IDOT, cl_khr_integer_dot_product) or widened
- *   int arithmetic.
+ *  -DI8Q [-DQU8] -DDT=<float dtype>: i8 (u8 with QU8) quantize /
+ *   dequantize with f32 scales.
+ *  -DQG -DCDT=<c dtype> [-DAU] [-DBU]: the 8-bit GEMM: qpack copies a and
+ *   b (any strides) into zero-padded row panels, k contiguous; qgemm_tiled
+ *   sums the byte products into uint32 (wrapping, as the spec says) with
+ *   the device's integer dot product (-DBP_IDOT,
+ *   cl_khr_integer_dot_product, which has every signedness pair) or
+ *   widened int arithmetic; AU / BU read a / b as u8, else i8.
  *  -DQCAST -DSRC=a -DDST=b: casts to or from i8 and the fp8 dtypes.
  *
  * The scaled epilogues are f32 in the order the spec writes them, and the
@@ -249,8 +251,15 @@ qmm_tiled(__global const uchar *ab, ulong ao, __global const uchar *wb, ulong wo
 }
 #endif /* QDT */
 
-/* ---- i8 with f32 scales: y = saturate(rne(x / scale)) and q * scale ------ */
+/* ---- i8 / u8 with f32 scales: y = saturate(rne(x / scale)), q * scale -- */
 #ifdef I8Q
+#ifdef QU8
+#define QT uchar
+#define QSAT(v) (isnan(v) ? (uchar)0 : convert_uchar_sat_rte(v))
+#else
+#define QT char
+#define QSAT(v) bp_sat_i8(v)
+#endif
 __kernel void quantize_i8(__global const uchar *xb, ulong xo, __global const uchar *sb, ulong so,
                           __global uchar *yb, ulong yo, int rank, long n, long8 shape8, long8 xs8,
                           long8 ss8, long8 ys8) {
@@ -261,11 +270,12 @@ __kernel void quantize_i8(__global const uchar *xb, ulong xo, __global const uch
   BP_UNPACK8(ys8, ys);
   __global const T *x = BP_PTR(const T, xb, xo);
   __global const float *s = BP_PTR(const float, sb, so);
-  __global char *y = BP_PTR(char, yb, yo);
+  __global QT *y = BP_PTR(QT, yb, yo);
   for (long e = get_global_id(0); e < n; e += get_global_size(0)) {
     long ox, os, oy;
     bp_offsets3(e, rank, shape, xs, ss, ys, &ox, &os, &oy);
-    y[oy] = bp_sat_i8((float)LD(x, ox) / s[os]);
+    float v = (float)LD(x, ox) / s[os];
+    y[oy] = QSAT(v);
   }
 }
 
@@ -277,7 +287,7 @@ __kernel void dequantize_i8(__global const uchar *xb, ulong xo, __global const u
   BP_UNPACK8(xs8, xs);
   BP_UNPACK8(ss8, ss);
   BP_UNPACK8(ys8, ys);
-  __global const char *x = BP_PTR(const char, xb, xo);
+  __global const QT *x = BP_PTR(const QT, xb, xo);
   __global const float *s = BP_PTR(const float, sb, so);
   __global T *y = BP_PTR(T, yb, yo);
   for (long e = get_global_id(0); e < n; e += get_global_size(0)) {
@@ -304,11 +314,28 @@ __kernel void qpack(__global const uchar *sbuf, ulong so, long rows, long k, lon
   dst[(bi * rp + r) * kp + p] = (r < rows && p < k) ? src[bi * sb + r * sr + p * sp] : (char)0;
 }
 
-/* The 16 products of a and b summed into four lanes. */
-inline int4 dot16(char16 a, char16 b) {
+/* The operands' bytes as the kernel reads them: u8 (AU, BU) or i8. */
+#ifdef AU
+#define AT16 uchar16
+#define AS_AT16 as_uchar16
+#else
+#define AT16 char16
+#define AS_AT16 as_char16
+#endif
+#ifdef BU
+#define BT16 uchar16
+#define AS_BT16 as_uchar16
+#else
+#define BT16 char16
+#define AS_BT16 as_char16
+#endif
+
+/* The 16 products of a and b summed into four lanes (the dot of two
+ * uchar4 is a uint: as_int keeps its bits, the sums wrap alike). */
+inline int4 dot16(AT16 a, BT16 b) {
 #ifdef BP_IDOT
-  return (int4)(dot(a.s0123, b.s0123), dot(a.s4567, b.s4567), dot(a.s89ab, b.s89ab),
-                dot(a.scdef, b.scdef));
+  return (int4)(as_int(dot(a.s0123, b.s0123)), as_int(dot(a.s4567, b.s4567)),
+                as_int(dot(a.s89ab, b.s89ab)), as_int(dot(a.scdef, b.scdef)));
 #else
   int16 p = convert_int16(a) * convert_int16(b);
   return p.s0123 + p.s4567 + p.s89ab + p.scdef;
@@ -350,9 +377,10 @@ qgemm_tiled(__global const char *pa, __global const char *pb, long kp, long sab,
   for (int r = 0; r < QG_W; r++)
     for (int c = 0; c < QG_W; c++) acc[r][c] = 0;
   for (long p = 0; p < kp; p += QG_K) {
-    char16 av[QG_W], bv[QG_W];
-    for (int r = 0; r < QG_W; r++) av[r] = vload16(0, a + r * kp + p);
-    for (int c = 0; c < QG_W; c++) bv[c] = vload16(0, b + c * kp + p);
+    AT16 av[QG_W];
+    BT16 bv[QG_W];
+    for (int r = 0; r < QG_W; r++) av[r] = AS_AT16(vload16(0, a + r * kp + p));
+    for (int c = 0; c < QG_W; c++) bv[c] = AS_BT16(vload16(0, b + c * kp + p));
     for (int r = 0; r < QG_W; r++)
       for (int c = 0; c < QG_W; c++)
         acc[r][c] += as_uint4(dot16(av[r], bv[c])); /* uint: wraps modulo 2^32 */

@@ -1,11 +1,11 @@
 /*
  * plugins/gpu/ops_quant.c — the quantized ops of ABI 1.5 for the CUDA and
  * ROCm backends: marshalling into kernels/cuda/quant.cu (kernels/hip/
- * quant.hip compiles the same source). quantize and dequantize (i8 with
- * scales elementwise; q8_0 / q4_0 one warp per block), the int8 GEMM
- * (dp4a tiles), GEMM / GEMV with block-quantized weights, and the casts
- * with an i8 or fp8 side; what a device claims of them is
- * gpu_quant_claims.
+ * quant.hip compiles the same source). quantize and dequantize (i8 / u8
+ * with scales elementwise; q8_0 / q4_0 one warp per block), the 8-bit GEMM
+ * (dp4a or tensor-core tiles, a and b each i8 or u8), GEMM / GEMV with
+ * block-quantized weights, and the casts with an i8 or fp8 side; what a
+ * device claims of them is gpu_quant_claims.
  */
 #include <string.h>
 
@@ -30,9 +30,10 @@ void gpu_quant_claims(bp_device_info_t *info) {
   t[BP_OP_FILL] |= bytes;
   t[BP_OP_COPY] |= bytes;
   t[BP_OP_CAST] |= bytes;
-  t[BP_OP_QUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
-  t[BP_OP_DEQUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
-  t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8);
+  const uint32_t eight = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8);
+  t[BP_OP_QUANTIZE] = eight | BP_DTYPES_BLOCK;
+  t[BP_OP_DEQUANTIZE] = eight | BP_DTYPES_BLOCK;
+  t[BP_OP_QGEMM] = eight; /* a and b each i8 or u8 */
   t[BP_OP_QMATMUL] = BP_DTYPES_BLOCK;
 }
 
@@ -45,7 +46,9 @@ static bp_status_t quant_run(bp_plugin_device_t *device, bp_plugin_stream_t *str
   bpk_quant_args_t p;
   memset(&p, 0, sizeof p);
   p.qdtype = (int32_t)q->dtype;
-  if (q->dtype == BP_I8) {
+  if (q->dtype == BP_I8 || q->dtype == BP_U8) {
+    static const char *const names[2][2] = {{"bp_dequantize_i8", "bp_quantize_i8"},
+                                            {"bp_dequantize_u8", "bp_quantize_u8"}};
     bpk_tensor_t ts[3];
     bp_gpu_tensor(q, &ts[0]);
     bp_gpu_tensor(f, &ts[1]);
@@ -53,8 +56,8 @@ static bp_status_t quant_run(bp_plugin_device_t *device, bp_plugin_stream_t *str
     bp_gpu_coalesce(ts, 3);
     p.q = ts[0], p.f = ts[1], p.scale = ts[2];
     p.n = bp_gpu_numel(&p.q);
-    return gpu_launch_flat(device, stream, BP_GPU_MOD_QUANT,
-                           to_q ? "bp_quantize_i8" : "bp_dequantize_i8", p.n, &p);
+    return gpu_launch_flat(device, stream, BP_GPU_MOD_QUANT, names[q->dtype == BP_U8][to_q], p.n,
+                           &p);
   }
   const int last = q->rank - 1;
   int64_t q_step;
@@ -107,13 +110,19 @@ static bp_status_t tile_grid(const char *op, int64_t batch, int64_t rows, int64_
 
 /* CUDA runs the int8 tensor-core kernel (every device the sm_80 PTX runs
  * on has them); BACKPLANE_CUDA_QGEMM=dp4a picks the dp4a kernel, which is
- * what HIP runs (test_quant_gpu checks both). */
-static const char *qgemm_kernel(void) {
+ * what HIP runs (test_quant_gpu checks both). A u8 operand picks the
+ * kernel of its signedness pair, bp_qgemm[_mma]_<a><b> (quant.cu). */
+static const char *qgemm_kernel(bp_dtype_t a, bp_dtype_t b) {
+  static const char *const dp4a[2][2] = {{"bp_qgemm", "bp_qgemm_i8u8"},
+                                         {"bp_qgemm_u8i8", "bp_qgemm_u8u8"}};
+  const int au = a == BP_U8, bu = b == BP_U8;
 #if defined(BP_GPU_CUDA)
+  static const char *const mma[2][2] = {{"bp_qgemm_mma", "bp_qgemm_mma_i8u8"},
+                                        {"bp_qgemm_mma_u8i8", "bp_qgemm_mma_u8u8"}};
   const char *v = gpu_env("BACKPLANE_CUDA_QGEMM");
-  if (!v || strcmp(v, "dp4a") != 0) return "bp_qgemm_mma";
+  if (!v || strcmp(v, "dp4a") != 0) return mma[au][bu];
 #endif
-  return "bp_qgemm";
+  return dp4a[au][bu];
 }
 
 bp_status_t gpu_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
@@ -130,7 +139,8 @@ bp_status_t gpu_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   bp_status_t st =
       tile_grid("qgemm", p.c.shape[0], p.c.shape[1], p.c.shape[2], BPK_QGEMM_TILE, grid);
   if (st != BP_OK) return st;
-  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_QUANT, qgemm_kernel(), grid, block, 0, &p);
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_QUANT,
+                    qgemm_kernel(a->a.dtype, a->b.dtype), grid, block, 0, &p);
 }
 
 bp_status_t gpu_op_qmatmul(bp_plugin_device_t *device, bp_plugin_stream_t *stream,

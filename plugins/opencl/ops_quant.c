@@ -1,7 +1,7 @@
 /*
  * ops_quant.c — the quantized ops of ABI 1.5 that move and convert
  * (kernels/opencl/quant.cl): quantize and dequantize (q8_0 / q4_0 a block
- * per work-item, i8 with f32 scales elementwise), the casts to and from i8
+ * per work-item, i8 / u8 with f32 scales elementwise), the casts to and from i8
  * and fp8, and the device's claims. The two GEMMs are in
  * ops_quant_gemm.c.
  */
@@ -11,9 +11,10 @@
 #include "ocl_quant.h"
 
 void ocl_quant_claims(const ocl_caps_t *caps, uint32_t *t, uint32_t *features) {
-  t[BP_OP_QUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
-  t[BP_OP_DEQUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPES_BLOCK;
-  t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8);
+  const uint32_t eight = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8);
+  t[BP_OP_QUANTIZE] = eight | BP_DTYPES_BLOCK;
+  t[BP_OP_DEQUANTIZE] = eight | BP_DTYPES_BLOCK;
+  t[BP_OP_QGEMM] = eight; /* a and b each i8 or u8 (quant.cl's AU, BU) */
   t[BP_OP_QMATMUL] = BP_DTYPES_BLOCK;
   /* copy moves bytes; casts to fp8 round once from the source's double
    * value, so they need the device's doubles */
@@ -62,7 +63,7 @@ static bp_status_t block_rows(ocl_device_t *d, bp_plugin_stream_t *stream,
   return st;
 }
 
-/* ---- i8 with scales ------------------------------------------------------ */
+/* ---- i8 / u8 with scales ------------------------------------------------- */
 
 static bp_status_t i8_elements(ocl_device_t *d, bp_plugin_stream_t *stream,
                                const bp_quantize_args_t *args, bool to_i8) {
@@ -73,7 +74,8 @@ static bp_status_t i8_elements(ocl_device_t *d, bp_plugin_stream_t *stream,
   if (l.numel == 0) return BP_OK;
   ocl_args_t a;
   pthread_mutex_lock(&d->lock);
-  bp_status_t st = ocl_quant_kernel(d, to_i8 ? x->dtype : y->dtype, "-DI8Q",
+  const bool u8 = (to_i8 ? y : x)->dtype == BP_U8;
+  bp_status_t st = ocl_quant_kernel(d, to_i8 ? x->dtype : y->dtype, u8 ? "-DI8Q -DQU8" : "-DI8Q",
                                     to_i8 ? "quantize_i8" : "dequantize_i8", &a);
   if (st == BP_OK) {
     cl_int rank = l.rank;
@@ -94,14 +96,14 @@ static bp_status_t i8_elements(ocl_device_t *d, bp_plugin_stream_t *stream,
 bp_status_t ocl_op_quantize(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                             const bp_quantize_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
-  if (args->y.dtype == BP_I8) return i8_elements(d, stream, args, true);
+  if (args->y.dtype == BP_I8 || args->y.dtype == BP_U8) return i8_elements(d, stream, args, true);
   return block_rows(d, stream, args, true);
 }
 
 bp_status_t ocl_op_dequantize(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                               const bp_quantize_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
-  if (args->x.dtype == BP_I8) return i8_elements(d, stream, args, false);
+  if (args->x.dtype == BP_I8 || args->x.dtype == BP_U8) return i8_elements(d, stream, args, false);
   return block_rows(d, stream, args, false);
 }
 

@@ -2,11 +2,14 @@
  * ops_quant_gemm.c — the two GEMMs of ABI 1.5's quantized ops
  * (kernels/opencl/quant.cl).
  *
- * qgemm (int8 x int8): like the f32 GEMM's tiled path (ops_blas.c), qpack
- * first copies a's rows and b's columns, whatever their strides, into
- * zero-padded panels with k contiguous, so qgemm_tiled reads 16 bytes of k
- * at a time for each of its 4 x 4 outputs and needs no edge cases inside
- * its loop; the scale and requantize epilogue runs as the sums are stored.
+ * qgemm (a and b each i8 or u8): like the f32 GEMM's tiled path
+ * (ops_blas.c), qpack first copies a's rows and b's columns, whatever
+ * their strides, into zero-padded panels with k contiguous, so qgemm_tiled
+ * reads 16 bytes of k at a time for each of its 4 x 4 outputs and needs no
+ * edge cases inside its loop; the scale and requantize epilogue runs as
+ * the sums are stored.
+ * The panels hold the bytes as they are; only qgemm_tiled's products know
+ * a u8 operand (-DAU / -DBU, one program per signedness pair).
  * qmatmul (block weights): m = 1 is the GEMV of token generation, qmv,
  * bound by the weights' bytes: a work-group of QMV_WG items per QMV_ROWS
  * output columns splits k between its items and reduces in local memory;
@@ -96,6 +99,14 @@ static bp_status_t qg_tiled(ocl_device_t *d, cl_command_queue q, const char *def
   return ocl_enqueue(q, &a, 3, gws, lws);
 }
 
+/* The device's integer dot product, unless BACKPLANE_OPENCL_QUANT_DOT=0
+ * asks for the widened products (tests run both on one device). */
+static bool qg_int_dot(const ocl_device_t *d) {
+  const char *v =
+      ocl_host && ocl_host->getenv ? ocl_host->getenv("BACKPLANE_OPENCL_QUANT_DOT") : NULL;
+  return d->caps.int_dot && !(v && strcmp(v, "0") == 0);
+}
+
 bp_status_t ocl_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                          const bp_qgemm_args_t *args) {
   ocl_device_t *d = (ocl_device_t *)device;
@@ -113,8 +124,9 @@ bp_status_t ocl_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   g.ba = sab ? g.batch : 1;
   g.bb = sbb ? g.batch : 1;
   char defs[64];
-  snprintf(defs, sizeof defs, "-DQG -DCDT=%d%s", (int)args->c.dtype,
-           d->caps.int_dot ? " -DBP_IDOT" : "");
+  snprintf(defs, sizeof defs, "-DQG -DCDT=%d%s%s%s", (int)args->c.dtype,
+           qg_int_dot(d) ? " -DBP_IDOT" : "", A->dtype == BP_U8 ? " -DAU" : "",
+           B->dtype == BP_U8 ? " -DBU" : "");
   cl_command_queue q = ocl_queue(d, stream);
   bp_status_t st = BP_OK;
   cl_mem pa = ocl_scratch(d, q, (size_t)(g.ba * g.mp * g.kp), &st);

@@ -1,9 +1,10 @@
 /*
  * ops_quant.c — the quantized ops of ABI 1.5 (docs/ops.md, "Quantized
  * types"): quantize (quantize.comp) and dequantize (quantdeq.comp) of
- * q8_0 / q4_0 blocks and of i8 with scales; the int8 GEMM (quantpack.comp
- * packs a and b k-contiguous into words, quantgemm.comp multiplies them
- * with the integer dot product where the device has it); GEMM / GEMV with
+ * q8_0 / q4_0 blocks and of i8 / u8 with scales; the 8-bit GEMM, a and b
+ * each i8 or u8 (quantpack.comp packs a and b k-contiguous into words,
+ * quantgemm.comp multiplies them with the integer dot product where the
+ * device has it, one variant per signedness pair); GEMM / GEMV with
  * block weights (quantmv.comp for one activation row, quantmm.comp tiled
  * for more), dequantized in registers.
  *
@@ -61,18 +62,32 @@ static void byte_casts(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE],
     features[BP_OP_CAST] |= BP_FEATURE_CAST_SATURATE;
 }
 
+/* Whether quantgemm's variants for byte access bt and signedness pair sg
+ * (NULL: i8 x i8) are built in: the widening one, and the dot one where
+ * the device has the integer dot product (the texel twins are optional:
+ * qgemm_texel). */
+static bool qgemm_present(const vkb_caps_t *c, const char *bt, const char *sg) {
+  char t2[16];
+  snprintf(t2, sizeof t2, "%s%s%s", bt, sg ? "_" : "", sg ? sg : "");
+  return kernel_of("quantgemm", "wide", t2) && (!c->int_dot || kernel_of("quantgemm", "dot", t2));
+}
+
 void vkb_quant_claims(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE],
                       uint32_t features[BP_OP_TABLE_SIZE]) {
   if (!c->usable) return;
   byte_casts(c, t, features);
   if (!c->storage16) return;
   const char *bt = c->storage8 ? "s8" : "w";
-  const uint32_t q = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);
+  const uint32_t q = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPE_BIT(BP_Q8_0) |
+                     BP_DTYPE_BIT(BP_Q4_0);
   if (floats_present("quantdeq", bt)) t[BP_OP_DEQUANTIZE] = q;
   if (c->float64 && floats_present("quantize", bt)) t[BP_OP_QUANTIZE] = q;
-  if (c->float64 && kernel_of("quantpack", bt, NULL) && kernel_of("quantgemm", "wide", bt) &&
-      (!c->int_dot || kernel_of("quantgemm", "dot", bt)))
+  if (c->float64 && kernel_of("quantpack", bt, NULL) && qgemm_present(c, bt, NULL)) {
     t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8);
+    if (qgemm_present(c, bt, "u8i8") && qgemm_present(c, bt, "i8u8") &&
+        qgemm_present(c, bt, "u8u8"))
+      t[BP_OP_QGEMM] |= BP_DTYPE_BIT(BP_U8);
+  }
   if (floats_present("quantmv", NULL) && floats_present("quantmm", NULL))
     t[BP_OP_QMATMUL] = BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);
   /* i8 and fp8 copy as single bytes (copy.comp's b8), where u8 does. */
@@ -122,7 +137,8 @@ static bp_status_t conv_record(vkb_stream_t *s, const bp_plugin_tensor_t *f,
                      .rank = nd.rank,
                      .mode = q->dtype == BP_Q8_0   ? 0
                              : q->dtype == BP_Q4_0 ? 1
-                                                   : 2,
+                             : q->dtype == BP_I8   ? 2
+                                                   : 3,
                      .fs = block ? (int32_t)f->strides[last] : 0};
   memcpy(p.shape, nd.shape, sizeof p.shape);
   memcpy(p.sf, nd.strides[0], sizeof p.sf);
@@ -225,11 +241,18 @@ static VkBufferView panel_view(vkb_device_t *d, vkb_alloc_t *panels, uint64_t of
   return v;
 }
 
+/* quantgemm's variant suffix for the dtypes of a and b: none for i8 x i8,
+ * else _<a><b>. */
+static const char *signs_tag(bp_dtype_t a, bp_dtype_t b) {
+  static const char *const tags[2][2] = {{"", "_i8u8"}, {"_u8i8", "_u8u8"}};
+  return tags[a == BP_U8][b == BP_U8];
+}
+
 /* The texel variants run where the texel GEMM does (CPU implementations
  * with push descriptors), BACKPLANE_VK_GEMM_TEXEL deciding as for it. */
-static bool qgemm_texel(vkb_device_t *d, const char *dot) {
-  char name[32];
-  snprintf(name, sizeof name, "quantgemm_%stex_%s", dot, byte_tag(d));
+static bool qgemm_texel(vkb_device_t *d, const char *dot, const char *signs) {
+  char name[40];
+  snprintf(name, sizeof name, "quantgemm_%stex_%s%s", dot, byte_tag(d), signs);
   return vkb_texel_wanted(d) && vkb_kernel_present(name);
 }
 
@@ -239,7 +262,7 @@ static bp_status_t qgemm_record(vkb_stream_t *s, const bp_qgemm_args_t *g) {
   int ra = A->rank, rb = B->rank;
   int64_t batch = ra == 3 ? A->shape[0] : 1, m = A->shape[ra - 2], k = A->shape[ra - 1];
   const char *dot = d->caps.int_dot && !env_is("BACKPLANE_VK_QUANT_DOT", "0") ? "dot" : "wide";
-  bool tex = qgemm_texel(d, dot);
+  bool tex = qgemm_texel(d, dot, signs_tag(A->dtype, B->dtype));
   int64_t n = B->shape[rb - 1], kw = (k + 3) / 4, bb = rb == 3 ? batch : 1;
   if (tex) kw = (kw + 3) / 4 * 4; /* whole 16-byte texels */
   if (!qgemm_fits(d, g, batch, m, n, kw))
@@ -274,8 +297,9 @@ static bp_status_t qgemm_record(vkb_stream_t *s, const bp_qgemm_args_t *g) {
                       .sab = (int32_t)(m * per),
                       .sbb = rb == 3 ? (int32_t)(n * per) : 0};
   qgemm_fill(&p, g);
-  char name[32];
-  snprintf(name, sizeof name, "quantgemm_%s%s_%s", dot, tex ? "tex" : "", byte_tag(d));
+  char name[40];
+  snprintf(name, sizeof name, "quantgemm_%s%s_%s%s", dot, tex ? "tex" : "", byte_tag(d),
+           signs_tag(A->dtype, B->dtype));
   uint32_t gx = (uint32_t)((n + QGEMM_TILE - 1) / QGEMM_TILE);
   uint32_t gy = (uint32_t)((m + QGEMM_TILE - 1) / QGEMM_TILE);
   if (st == BP_OK && tex)
