@@ -74,10 +74,10 @@ static void ska_pack_a(const skinny_job_t *j, int64_t kchunks, uint16_t *dst) {
     for (int64_t i = 0; i < j->m; i++, dst += 32) {
       int64_t k0 = c * 32, w = j->k - k0 < 32 ? j->k - k0 : 32;
       const float *s = j->a + i * j->k + k0;
-      for (int64_t kk = 0; kk < 32; kk++) {
-        uint32_t u = 0;
-        if (kk < w) memcpy(&u, &s[kk], 4);
-        dst[kk] = (uint16_t)(u >> 16);
+      for (int h = 0; h < 2; h++) { /* the top halves of the f32 bits: exact */
+        __m512i u = _mm512_maskz_loadu_epi32(epi_lanes(w - 16 * h), s + 16 * h);
+        _mm256_storeu_si256((__m256i *)(dst + 16 * h),
+                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
       }
     }
 }

@@ -247,8 +247,18 @@ static void widen_a(const bp_gemm_args_t *a, int64_t bt, float *af) {
     return;
   }
   const uint16_t *ab = (const uint16_t *)base + bt * sa[0];
-  for (int64_t i = 0; i < m; i++)
+  bool f16 = dt == BP_F16;
+  for (int64_t i = 0; i < m; i++) {
+    if (sa[2] == 1) { /* a row of the decode step's activations: 16 at a time */
+      for (int64_t p = 0; p < k; p += 16) {
+        __mmask16 mk = epi_lanes(k - p);
+        _mm512_mask_storeu_ps(af + i * k + p, mk,
+                              epi_half_widen16(_mm256_maskz_loadu_epi16(mk, ab + i * sa[1] + p), f16));
+      }
+      continue;
+    }
     for (int64_t p = 0; p < k; p++) af[i * k + p] = (float)cpu_load(ab, dt, i * sa[1] + p * sa[2]);
+  }
 }
 
 static bp_status_t skinny_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
