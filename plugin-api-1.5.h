@@ -100,7 +100,13 @@ typedef struct bp_quantize_args {
  * c BP_I8: c = saturate(rne((float)acc * sa_i * sb_j / out_scale)). sa is
  * f32 broadcast to [m] (per tensor or per row), sb f32 broadcast to [n] (per
  * tensor or per column); a rank-0 scale is 1. float arithmetic in that
- * order, without fused multiply-adds. */
+ * order, without fused multiply-adds.
+ * fp8 (ABI 1.5): a and b both BP_FP8_E4M3 / BP_FP8_E5M2 (any mix, never
+ * with i8 / u8), acc in f32 (each fp8 product is exact in f32; any
+ * summation order), c BP_F32 / BP_F16 / BP_BF16 = (float)acc * sa_i * sb_j
+ * in f32, rounded once to c's dtype; out_scale is 1 (ignored). Such a call
+ * reaches only a device that claims a's and b's fp8 dtypes for
+ * BP_OP_QGEMM (not i8); the tolerance is docs/ops.md's. */
 typedef struct bp_qgemm_args {
   uint32_t struct_size;
   float out_scale;

@@ -50,7 +50,7 @@ BP_API bp_status_t bp_quantize(bp_stream_t *stream, const bp_tensor_t *x,
 BP_API bp_status_t bp_dequantize(bp_stream_t *stream, const bp_tensor_t *x,
                                  const bp_tensor_t *scale, const bp_tensor_t *y);
 
-/* int8 GEMM: acc = a x b in int32 (exact, wrapping modulo 2^32), a [m, k]
+/* int8 / fp8 GEMM. int8: acc = a x b in int32 (exact, wrapping modulo 2^32), a [m, k]
  * and b [k, n] each i8 or u8 (all four pairs; u8 x i8 is oneDNN's
  * u8s8s32, MKL's s8u8s32 called row-major) of any strides (transposes are
  * views), c [m, n]; rank 3 a and c batch by the first dim (b rank 2 is
@@ -61,7 +61,13 @@ BP_API bp_status_t bp_dequantize(bp_stream_t *stream, const bp_tensor_t *x,
  *   c f32: c = (float)acc * sa[i] * sb[j].
  *   c i8:  c = saturate(rne((float)acc * sa[i] * sb[j] / out_scale)).
  * scale_a: f32 [m] or one value (NULL = 1); scale_b: f32 [n] or one value
- * (NULL = 1). out_scale must be finite and > 0 for an i8 c. */
+ * (NULL = 1). out_scale must be finite and > 0 for an i8 c.
+ * fp8 GEMM: a and b both fp8 (e4m3 or e5m2, any mix; never with i8 / u8),
+ * acc = a x b accumulated in f32 (each product exact, the summation order
+ * the device's; NaN / inf propagate as IEEE arithmetic gives), c f32, f16
+ * or bf16: c = (float)acc * sa[i] * sb[j] in f32, rounded once to c's
+ * dtype; out_scale ignored. Needs a device that claims a's and b's fp8
+ * dtypes for BP_OP_QGEMM. Tolerance in docs/ops.md. */
 BP_API bp_status_t bp_qgemm(bp_stream_t *stream, const bp_tensor_t *a, const bp_tensor_t *b,
                             const bp_tensor_t *scale_a, const bp_tensor_t *scale_b,
                             float out_scale, const bp_tensor_t *c);

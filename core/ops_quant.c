@@ -1,6 +1,6 @@
 /*
  * ops_quant.c — the quantized ops of ABI 1.5 (backplane_quant.h):
- * quantize, dequantize, int8 / uint8 GEMM and GEMM/GEMV with block-quantized
+ * quantize, dequantize, int8 / uint8 / fp8 GEMM and GEMM/GEMV with block-quantized
  * weights. Each validates every argument before anything runs, so a
  * rejected call writes nothing.
  */
@@ -112,17 +112,35 @@ static bp_status_t gemm_shapes(const char *op, const bp_tensor_t *a, const bp_te
   return BP_OK;
 }
 
-/* ---- int8 GEMM --------------------------------------------------------------- */
+/* ---- int8 / fp8 GEMM ---------------------------------------------------------- */
 
 static bool int8_dtype(bp_dtype_t dt) { return dt == BP_I8 || dt == BP_U8; }
+static bool fp8_dtype(bp_dtype_t dt) { return dt == BP_FP8_E4M3 || dt == BP_FP8_E5M2; }
+
+/* fp8 a and b (any mix of e4m3 / e5m2): f32 accumulation, a float c. */
+static bp_status_t qgemm_fp8_dtypes(const char *op, const bp_tensor_t *a, const bp_tensor_t *b,
+                                    const bp_tensor_t *c) {
+  if (!fp8_dtype(a->dtype) || !fp8_dtype(b->dtype))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: a (%s) and b (%s): fp8 operands do not mix with i8 or u8", op,
+                    bp_dtype_name(a->dtype), bp_dtype_name(b->dtype));
+  if (!act_dtype(c->dtype))
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: c has dtype %s; expected f32, f16 or bf16 with fp8 a and b", op,
+                    bp_dtype_name(c->dtype));
+  return BP_OK;
+}
 
 static bp_status_t qgemm_dtypes(const char *op, const bp_tensor_t *a, const bp_tensor_t *b,
                                 const bp_tensor_t *sa, const bp_tensor_t *sb, float out_scale,
                                 const bp_tensor_t *c) {
-  if (!int8_dtype(a->dtype) || !int8_dtype(b->dtype))
-    return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %s has dtype %s; expected i8 or u8", op,
-                    int8_dtype(a->dtype) ? "b" : "a",
-                    bp_dtype_name(int8_dtype(a->dtype) ? b->dtype : a->dtype));
+  bool ok_a = int8_dtype(a->dtype) || fp8_dtype(a->dtype);
+  bool ok_b = int8_dtype(b->dtype) || fp8_dtype(b->dtype);
+  if (!ok_a || !ok_b)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                    "%s: %s has dtype %s; expected i8 or u8 (or both fp8)", op,
+                    ok_a ? "b" : "a", bp_dtype_name(ok_a ? b->dtype : a->dtype));
+  if (fp8_dtype(a->dtype) || fp8_dtype(b->dtype)) return qgemm_fp8_dtypes(op, a, b, c);
   if (c->dtype != BP_I32 && c->dtype != BP_F32 && c->dtype != BP_I8)
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: c has dtype %s; expected i32, f32 or i8", op,
                     bp_dtype_name(c->dtype));
@@ -132,6 +150,19 @@ static bp_status_t qgemm_dtypes(const char *op, const bp_tensor_t *a, const bp_t
     return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out_scale %g must be finite and > 0 for an i8 c", op,
                     (double)out_scale);
   return BP_OK;
+}
+
+/* The claims a qgemm needs: i8 (the op's), plus u8 for a u8 operand; fp8
+ * operands need their own dtypes' claims instead (an older plugin's kernels
+ * would read u8 or fp8 bytes as i8). */
+static bp_status_t qgemm_claims(const bp__device_t *d, const char *op, bp_dtype_t a, bp_dtype_t b) {
+  bp_status_t st;
+  if (fp8_dtype(a)) {
+    if ((st = bp__require_op(d, BP_OP_QGEMM, a, op))) return st;
+    return b == a ? BP_OK : bp__require_op(d, BP_OP_QGEMM, b, op);
+  }
+  if ((st = bp__require_op(d, BP_OP_QGEMM, BP_I8, op))) return st;
+  return a == BP_U8 || b == BP_U8 ? bp__require_op(d, BP_OP_QGEMM, BP_U8, op) : BP_OK;
 }
 
 bp_status_t bp_qgemm(bp_stream_t *sh, const bp_tensor_t *a, const bp_tensor_t *b,
@@ -158,12 +189,7 @@ bp_status_t bp_qgemm(bp_stream_t *sh, const bp_tensor_t *a, const bp_tensor_t *b
       (st = scale_arg(op, scale_b, "scale_b", 1, &n, &q.scale_b)) ||
       (st = bp__check_output(op, c, "c", 4, NT(a, b, scale_a, scale_b),
                              NN("a", "b", "scale_a", "scale_b"), false)) ||
-      (st = bp__require_op(s->device, BP_OP_QGEMM, BP_I8, op)))
-    return st;
-  /* a u8 operand is an ABI 1.5 addition an older plugin's kernels would
-   * read as i8: only a device that claims u8 for qgemm gets one */
-  if ((a->dtype == BP_U8 || b->dtype == BP_U8) &&
-      (st = bp__require_op(s->device, BP_OP_QGEMM, BP_U8, op)))
+      (st = qgemm_claims(s->device, op, a->dtype, b->dtype)))
     return st;
   if (bp_tensor_numel(c) == 0) return BP_OK;
   return bp__call_op(s, BP_OP_QGEMM, &q);

@@ -122,13 +122,17 @@ static int claim_tensor(bp_op_t op) {
   return op == BP_OP_QUANTIZE ? 2 : op == BP_OP_QMATMUL ? 1 : 0;
 }
 
-/* A qgemm with a u8 operand (a or b, ABI 1.5) needs the u8 claim beside
- * the op's i8 one: an older plugin's kernels would read u8 as i8. */
-static bool qgemm_u8_unclaimed(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
-                               const char *backend, const bp_qgemm_args_t *q, bp__refusal_t *out_why,
-                               bool format) {
-  if (q->a.dtype != BP_U8 && q->b.dtype != BP_U8) return false;
+/* A qgemm's operands (ABI 1.5): u8 (a or b) needs the u8 claim beside the
+ * op's i8 one, and fp8 the claims of a's and b's fp8 dtypes: an older
+ * plugin's kernels would read either as i8. */
+static bool qgemm_operands_unclaimed(const bp_plugin_descriptor_t *x, const bp_device_info_t *info,
+                                     const char *backend, const bp_qgemm_args_t *q,
+                                     bp__refusal_t *out_why, bool format) {
   const char *name = bp_op_name(BP_OP_QGEMM);
+  if (q->a.dtype == BP_FP8_E4M3 || q->a.dtype == BP_FP8_E5M2)
+    return unclaimed(x, info, backend, BP_OP_QGEMM, q->a.dtype, name, out_why, format) ||
+           unclaimed(x, info, backend, BP_OP_QGEMM, q->b.dtype, name, out_why, format);
+  if (q->a.dtype != BP_U8 && q->b.dtype != BP_U8) return false;
   return unclaimed(x, info, backend, BP_OP_QGEMM, BP_I8, name, out_why, format) ||
          unclaimed(x, info, backend, BP_OP_QGEMM, BP_U8, name, out_why, format);
 }
@@ -136,7 +140,7 @@ static bool qgemm_u8_unclaimed(const bp_plugin_descriptor_t *x, const bp_device_
 /* The dtypes the public entries ask a device to claim for op: the first
  * tensor's (every other float operand shares it; claim_tensor for the
  * quantized ops), a cast's target's too, each parameter's for Adam, and
- * u8 for a qgemm that has a u8 operand. */
+ * u8 or both fp8 dtypes for a qgemm that has such operands. */
 static bool claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t *info, const char *backend,
                         bp_op_t op, const void *args, bp__refusal_t *out_why, bool format) {
   if (op == BP_OP_ADAM) {
@@ -145,7 +149,8 @@ static bool claims_args(const bp_plugin_descriptor_t *x, const bp_device_info_t 
       if (unclaimed(x, info, backend, op, a->params[i].dtype, bp_op_name(op), out_why, format)) return false;
     return true;
   }
-  if (op == BP_OP_QGEMM && qgemm_u8_unclaimed(x, info, backend, args, out_why, format)) return false;
+  if (op == BP_OP_QGEMM && qgemm_operands_unclaimed(x, info, backend, args, out_why, format))
+    return false;
   size_t off[BP__OP_MAX_TENSORS];
   int k = bp__op_tensor_offsets(op, off);
   if (k == 0) return !unclaimed(x, info, backend, op, BP_F32, bp_op_name(op), out_why, format);
