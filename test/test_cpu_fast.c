@@ -123,6 +123,11 @@ static void test_gemm(void **state) {
         if (thr == 2) {
           run(&dev, dts[d], 1, 200, 700, 500, 0, 0, 0, 0, 1, 0);
           run(&dev, dts[d], 2, 257, 129, 800, 1, 1, 0, 0, 0.5, 2);
+          /* more batch entries than workers: claimed as workers come
+           * free; packed, with ragged row and column panels (edge tiles
+           * in place for f32) */
+          run(&dev, dts[d], 5, 250, 263, 64, 0, 0, 0, 0, 1, 0.5);
+          run(&dev, dts[d], 3, 231, 300, 70, 1, 0, 0, 1, -1.5, 0);
         }
         run(&dev, dts[d], 1, 130, 100, 45, 0, 1, 1, 0, 1, 1);
         /* f16 / bf16 past one k block in several f32 bands of C (the

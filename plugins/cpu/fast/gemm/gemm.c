@@ -227,6 +227,8 @@ typedef struct gemm_job {
   int64_t sab, sbb, scb; /* batch strides in elements */
   int64_t pm, pn;        /* parts per batch entry along m and n */
   int64_t band_floats;   /* f32 C per band of a narrow C (gemm_narrow_bands) */
+  int64_t ntasks;        /* batch * pm * pn parts, claimed by gemm_claim */
+  alignas(64) int64_t next; /* the next part not yet claimed */
   alignas(8) char alpha[8], beta[8], one[8], zero[8];
 } gemm_job_t;
 
@@ -262,6 +264,17 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
                            j->band_floats))
       j->t->naive(&v, j->alpha, j->beta);
   }
+}
+
+/* One pool task per worker, each claiming parts until none are left: a
+ * worker the host holds back takes fewer parts instead of holding up the
+ * call with a fixed share. A part is computed the same way whichever
+ * worker claims it, so C does not depend on the claiming. */
+static void gemm_claim(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  gemm_job_t *j = ctx;
+  (void)begin, (void)end;
+  for (int64_t i; (i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->ntasks;)
+    gemm_task(j, i, i + 1, worker);
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
@@ -447,7 +460,12 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
       cpu_fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
     return BP_OK;
   int64_t ntasks = batch * j.pm * j.pn;
-  if (mt && ntasks > 1)
+  j.ntasks = ntasks;
+  /* more parts than workers (batch entries): claimed as workers come
+   * free; as many as workers: one each */
+  if (mt && ntasks > (int64_t)threads)
+    cpu_pool_run(dev->pool, threads, 1, gemm_claim, &j);
+  else if (mt && ntasks > 1)
     cpu_pool_run(dev->pool, ntasks, 1, gemm_task, &j);
   else
     gemm_task(&j, 0, ntasks, 0);

@@ -64,6 +64,11 @@ void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
   int mr = kr->mr, nr = kr->nr;
   alignas(64) char tile[TILE_BYTES];
   bool direct = mk->scn == 1 && ct->wide_c;
+  /* f32 edge tiles in place: the unpacked kernel reads the packed panels
+   * (A's MR values of a k step side by side, B's rows NR apart) and masks
+   * the rows and columns past C's edge, instead of a full tile and the
+   * scalar merge */
+  bool edges = direct && kr->ukr_cols && ct->esize == sizeof(float);
   /* f16 / bf16 C: the tile is rounded back by vector code when it can be */
   bool wmerge = !ct->wide_c && ct->esize == sizeof(float) && cpu_fast_gemm_wpack_ok(kr);
   for (int64_t ir = 0; ir < mb; ir += mr) {
@@ -75,6 +80,12 @@ void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
       char *cc = mk->c + (ir * mk->scm + jr * mk->scn) * cs;
       if (direct && rows == mr && cols == nr) {
         kr->ukr(kb, apan, bpan, cc, mk->scm, mk->alpha, mk->beta);
+        continue;
+      }
+      if (edges) {
+        kr->ukr_cols(kb, (const float *)apan, mr, (const float *)bpan, nr,
+                     (float *)cc, mk->scm, (int)rows, (int)cols,
+                     *(const float *)mk->alpha, *(const float *)mk->beta);
         continue;
       }
       kr->ukr(kb, apan, bpan, tile, nr, mk->one, mk->zero);
