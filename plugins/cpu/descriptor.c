@@ -55,8 +55,9 @@ static void fill_op_dtypes(uint32_t *t) {
   /* quantized ops: the claim names the quantized side's dtype */
   t[BP_OP_QUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPES_BLOCK;
   t[BP_OP_DEQUANTIZE] = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPES_BLOCK;
-  /* u8 beside i8: a and b may each be either (docs/plugin-abi.md) */
-  t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8);
+  /* u8 beside i8: a and b may each be either; fp8 a and b (e4m3 / e5m2,
+   * any mix) with f32 sums (docs/plugin-abi.md) */
+  t[BP_OP_QGEMM] = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPES_FP8;
   t[BP_OP_QMATMUL] = BP_DTYPES_BLOCK;
 }
 

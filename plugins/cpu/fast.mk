@@ -43,3 +43,6 @@ $(CPU_FAST_DIR)/quant/qgemm_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_A
 $(CPU_FAST_DIR)/quant/qgemm_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
   -mamx-tile -mamx-int8
 $(CPU_FAST_DIR)/quant/qgemm_amx_pack.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+# fp8 GEMM: fp8 widened to bf16 into the same driver's tiles (AMX-BF16).
+$(CPU_FAST_DIR)/quant/qgemm_fp8.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
+  -mamx-tile -mamx-bf16

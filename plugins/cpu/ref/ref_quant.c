@@ -1,8 +1,9 @@
 /*
  * ref/ref_quant.c — scalar reference of the quantized ops (ABI 1.5):
  * quantize / dequantize (block formats and i8 / u8 with scales), int8 /
- * uint8 GEMM (any mix of i8 and u8 operands) with exact int32 sums, and
- * GEMM / GEMV with block-quantized weights.
+ * uint8 GEMM (any mix of i8 and u8 operands) with exact int32 sums, fp8
+ * GEMM (any mix of e4m3 and e5m2) summed in double, and GEMM / GEMV with
+ * block-quantized weights.
  *
  * quantize, dequantize: one task per row (all dims but the last). qgemm,
  * qmatmul: one task per row of c (batch x m), each writing its n outputs;
@@ -14,11 +15,13 @@
 
 #include "ref.h"
 #include "plugins/cpu/dtype.h"
+#include "plugins/cpu/fp8.h"
 #include "plugins/cpu/quant_blocks.h"
 #include "plugins/cpu/tensor.h"
 
 static int act_dtype(bp_dtype_t dt) { return dt == BP_F32 || dt == BP_F16 || dt == BP_BF16; }
 static int int8_dtype(bp_dtype_t dt) { return dt == BP_I8 || dt == BP_U8; }
+static int fp8_dtype(bp_dtype_t dt) { return dt == BP_FP8_E4M3 || dt == BP_FP8_E5M2; }
 
 static int64_t rows_of(const bp_plugin_tensor_t *t) {
   int64_t n = 1;
@@ -112,8 +115,11 @@ bp_status_t cpu_ref_dequantize_range(const bp_quantize_args_t *a, int64_t begin,
 
 int64_t cpu_ref_qgemm_tasks(const bp_qgemm_args_t *a) {
   const bp_plugin_tensor_t *c = &a->c;
-  if (!int8_dtype(a->a.dtype) || !int8_dtype(a->b.dtype) || a->a.rank < 2 || a->a.rank > 3 ||
-      c->rank != a->a.rank || (c->dtype != BP_I32 && c->dtype != BP_F32 && c->dtype != BP_I8))
+  int fp8 = fp8_dtype(a->a.dtype) && fp8_dtype(a->b.dtype);
+  int int8 = int8_dtype(a->a.dtype) && int8_dtype(a->b.dtype);
+  if (a->a.rank < 2 || a->a.rank > 3 || c->rank != a->a.rank ||
+      !(int8 ? c->dtype == BP_I32 || c->dtype == BP_F32 || c->dtype == BP_I8
+             : fp8 && act_dtype(c->dtype)))
     return BP_ERR_INVALID_ARGUMENT;
   return rows_of(c);
 }
@@ -144,7 +150,39 @@ static inline int32_t int8_at(const uint8_t *p, int64_t i, int is_u8) {
   return is_u8 ? (int32_t)p[i] : (int32_t)(int8_t)p[i];
 }
 
+/* fp8 rows: the decoded products summed in double (exact products; the
+ * sum well inside the f32 tolerance), then (float)acc * sa * sb in f32,
+ * rounded once to c's dtype. */
+static void qgemm_fp8_range(const bp_qgemm_args_t *a, int64_t begin, int64_t end) {
+  const bp_plugin_tensor_t *A = &a->a, *B = &a->b, *C = &a->c;
+  int32_t r = A->rank, rb = B->rank;
+  int64_t m = A->shape[r - 2], k = A->shape[r - 1], n = C->shape[r - 1];
+  const uint8_t *pa = cpu_tensor_base(A), *pb = cpu_tensor_base(B);
+  double da[256], db[256];
+  for (int v = 0; v < 256; v++) {
+    da[v] = cpu_fp8_decode((uint8_t)v, A->dtype == BP_FP8_E4M3 ? 3 : 2);
+    db[v] = cpu_fp8_decode((uint8_t)v, B->dtype == BP_FP8_E4M3 ? 3 : 2);
+  }
+  for (int64_t row = begin; row < end; row++) {
+    int64_t bi = row / m, i = row % m;
+    const uint8_t *ar = pa + (r == 3 ? bi * A->strides[0] : 0) + i * A->strides[r - 2];
+    const uint8_t *bm = pb + (rb == 3 ? bi * B->strides[0] : 0);
+    int64_t co = (r == 3 ? bi * C->strides[0] : 0) + i * C->strides[r - 2];
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0;
+      for (int64_t l = 0; l < k; l++)
+        acc += da[ar[l * A->strides[r - 1]]] * db[bm[l * B->strides[rb - 2] + j * B->strides[rb - 1]]];
+      float v = (float)acc * scale_at(&a->scale_a, i) * scale_at(&a->scale_b, j);
+      cpu_store(cpu_tensor_base(C), C->dtype, co + j * C->strides[r - 1], v);
+    }
+  }
+}
+
 bp_status_t cpu_ref_qgemm_range(const bp_qgemm_args_t *a, int64_t begin, int64_t end) {
+  if (fp8_dtype(a->a.dtype)) {
+    qgemm_fp8_range(a, begin, end);
+    return BP_OK;
+  }
   const bp_plugin_tensor_t *A = &a->a, *B = &a->b, *C = &a->c;
   int32_t r = A->rank, rb = B->rank;
   int64_t m = A->shape[r - 2], k = A->shape[r - 1], n = C->shape[r - 1];

@@ -116,7 +116,7 @@ static void qa_block(const cpu_qa_job_t *j, const int8_t *apack, int64_t ni, int
         else
           ldo = QA_WS_LD;
         j->ukr(kb / CPU_QA_KC, ap, b0, b0 + bpanel, w, QA_WS_LD, first, out, ldo);
-        if (last && !direct) cpu_qa_store(j, w, QA_WS_LD, r0, rows, c0, cols);
+        if (last && !direct) j->store(j, w, QA_WS_LD, r0, rows, c0, cols);
       }
     }
   }
@@ -140,7 +140,7 @@ static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_
     int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
     for (int64_t i = ib; i < ie; i++) {
       int64_t r0 = q + i * 32, rows = q + cnt - r0 < 32 ? q + cnt - r0 : 32;
-      cpu_qa_pack_a(j, r0, rows, apack + (i - ib) * panel);
+      j->pack_a(j, r0, rows, apack + (i - ib) * panel);
     }
     for (int64_t i0 = ib; i0 < ie; i0 += QA_MB)
       for (int64_t pb = p0; pb < p1; pb += QA_NB)
@@ -157,7 +157,7 @@ static void qa_pack_b_phase(cpu_qa_job_t *j) {
     int64_t x = __atomic_fetch_add(&j->next_piece, 1, __ATOMIC_RELAXED);
     if (x >= j->pieces) break;
     int64_t p0 = x * QA_PACK_PIECE, p1 = p0 + QA_PACK_PIECE;
-    cpu_qa_pack_b(j, p0, p1 < j->panels ? p1 : j->panels);
+    j->pack_b(j, p0, p1 < j->panels ? p1 : j->panels);
     __atomic_add_fetch(&j->pieces_done, 1, __ATOMIC_RELEASE);
   }
   /* spin, but yield now and then: on a loaded machine the worker we wait
@@ -228,13 +228,16 @@ static void qa_run(cpu_device_t *dev, cpu_qa_job_t *j) {
 }
 
 bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_t *a, bool amx) {
-  const bp_plugin_tensor_t *A = &a->a, *B = &a->b, *C = &a->c, *S = &a->scale_b;
+  const bp_plugin_tensor_t *A = &a->a, *B = &a->b, *C = &a->c;
   int32_t r = A->rank, rb = B->rank;
   int64_t batch = r == 3 ? A->shape[0] : 1, m = A->shape[r - 2], k = A->shape[r - 1];
   int64_t n = C->shape[r - 1];
   if (batch == 0 || m == 0 || n == 0) return BP_OK;
   bool a_u8 = A->dtype == BP_U8, b_u8 = B->dtype == BP_U8;
   cpu_qa_job_t j = {.ukr = amx ? qa_ukr_for(a_u8, b_u8) : cpu_qgemm_vnni_ukr_for(a_u8, b_u8),
+                    .pack_b = cpu_qa_pack_b,
+                    .pack_a = cpu_qa_pack_a,
+                    .store = cpu_qa_store,
                     .tiles = amx,
                     .flip_a = !amx && a_u8 == b_u8,
                     .kb = amx ? QA_KB_AMX : QA_KB_VNNI,
@@ -250,22 +253,29 @@ bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_t *a, bool 
                     .sbk = B->strides[rb - 2],
                     .sbn = B->strides[rb - 1],
                     .panels = (n + 31) / 32 * 2};
-  size_t bbytes = (size_t)(j.panels * j.kp * 16);
-  int8_t *mem = cpu_fast_scratch(2, bbytes + (size_t)j.panels * 16 * sizeof(float));
+  return cpu_qa_run_job(dev, &j);
+}
+
+bp_status_t cpu_qa_run_job(cpu_device_t *dev, cpu_qa_job_t *j) {
+  const bp_plugin_tensor_t *A = &j->args->a, *B = &j->args->b, *S = &j->args->scale_b;
+  int32_t r = A->rank, rb = B->rank;
+  int64_t batch = r == 3 ? A->shape[0] : 1, m = j->m, n = j->n;
+  size_t bbytes = (size_t)(j->panels * j->kp * 16);
+  int8_t *mem = cpu_fast_scratch(2, bbytes + (size_t)j->panels * 16 * sizeof(float));
   if (!mem) return BP_ERR_UNIMPLEMENTED; /* nothing written: the reference runs */
   float *sb = (float *)(mem + bbytes);
-  for (int64_t c = 0; c < j.panels * 16; c++)
+  for (int64_t c = 0; c < j->panels * 16; c++)
     sb[c] = S->rank && c < n ? ((const float *)cpu_tensor_base(S))[c * S->strides[0]] : 1.0f;
-  j.bpack = mem;
-  j.sb = sb;
+  j->bpack = mem;
+  j->sb = sb;
   bool shared = rb == 2;
   const int8_t *pb = cpu_tensor_base(B);
   for (int64_t bi = 0; bi < (shared ? 1 : batch); bi++) {
-    j.b = pb + (shared ? 0 : bi * B->strides[0]);
-    j.q0 = shared ? 0 : bi * m;
-    j.rows = shared ? batch * m : m;
-    qa_run(dev, &j);
-    if (j.failed) return BP_ERR_OUT_OF_MEMORY;
+    j->b = pb + (shared ? 0 : bi * B->strides[0]);
+    j->q0 = shared ? 0 : bi * m;
+    j->rows = shared ? batch * m : m;
+    qa_run(dev, j);
+    if (j->failed) return BP_ERR_OUT_OF_MEMORY;
   }
   return BP_OK;
 }

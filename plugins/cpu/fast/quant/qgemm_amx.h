@@ -29,8 +29,20 @@
 typedef void (*cpu_qa_ukr_fn)(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,
                               const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo);
 
-typedef struct cpu_qa_job {
+typedef struct cpu_qa_job cpu_qa_job_t;
+
+/* The packers and the epilogue a job runs (below: the int8 ones; the fp8
+ * GEMM's in qgemm_fp8.c, on the same layouts in bytes). */
+typedef void (*cpu_qa_pack_b_fn)(const cpu_qa_job_t *j, int64_t p0, int64_t p1);
+typedef void (*cpu_qa_pack_a_fn)(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *dst);
+typedef void (*cpu_qa_store_fn)(const cpu_qa_job_t *j, const int32_t *w, int64_t ld, int64_t q,
+                                int64_t rows, int64_t c0, int64_t cols);
+
+struct cpu_qa_job {
   cpu_qa_ukr_fn ukr;
+  cpu_qa_pack_b_fn pack_b;
+  cpu_qa_pack_a_fn pack_a;
+  cpu_qa_store_fn store;
   bool tiles;  /* the micro-kernel uses AMX tiles: configure them */
   bool flip_a; /* pack a ^ 0x80 (a + 128 or a - 128, for vpdpbusd) */
   int64_t kb;  /* k bytes per block, a multiple of 64 */
@@ -48,7 +60,7 @@ typedef struct cpu_qa_job {
   int64_t pieces, rtask, ptask, ncg, ntasks;
   int64_t next_piece, pieces_done, next_task; /* atomics, zero per run */
   int failed;                                 /* a worker lacked scratch memory */
-} cpu_qa_job_t;
+};
 
 /* The micro-kernel on AVX512-VNNI (qgemm_vnni.c) for a's and b's dtypes
  * (u8 or i8); a is packed flipped (flip_a) exactly when a_u8 == b_u8. */
@@ -62,5 +74,10 @@ CPU_HIDDEN void cpu_qa_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, in
  * reference's order of float operations, so the bits match). */
 CPU_HIDDEN void cpu_qa_store(const cpu_qa_job_t *j, const int32_t *w, int64_t ld, int64_t q,
                              int64_t rows, int64_t c0, int64_t cols);
+/* Runs a job set up but for bpack, sb, b, q0 and rows (qgemm_amx.c): B's
+ * scratch, the column scales, then each b (shared, or per batch).
+ * BP_ERR_UNIMPLEMENTED (nothing written) without scratch for B,
+ * BP_ERR_OUT_OF_MEMORY when a worker lacked its own. */
+CPU_HIDDEN bp_status_t cpu_qa_run_job(cpu_device_t *dev, cpu_qa_job_t *j);
 
 #endif /* BACKPLANE_CPU_FAST_QGEMM_AMX_H */

@@ -7,7 +7,8 @@
  * (qgemm_amx.c), else here on AVX2: B packed once per call, rows of A in
  * groups of 4 over the pool, the int32 sums then scaled / requantized by the
  * reference's rules (plugins/cpu/quant_blocks.h). a and b may each be i8
- * or u8 on every path.
+ * or u8 on every path. fp8 a and b run on AMX-BF16 tiles (qgemm_fp8.c)
+ * where the CPU has them, else on the reference.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +119,17 @@ static void qgemm_task(void *vctx, int64_t begin, int64_t end, unsigned worker) 
   free(abuf), free(acc);
 }
 
+/* AVX-512 F, BW, VL and DQ on the CPU and within the device's ceiling. */
+static bool avx512_ok(const cpu_device_t *dev, const cpu_features_t *f) {
+  return (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX512) && f->avx512f && f->avx512bw &&
+         f->avx512vl && f->avx512dq;
+}
+
 cpu_qgemm_path_t cpu_qgemm_path(const cpu_device_t *dev) {
   const cpu_features_t *f = cpu_features_get();
   const char *want = getenv("BP_CPU_QGEMM_ISA");
   bool any = !want || !*want;
-  bool a512 = (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX512) && f->avx512f && f->avx512bw &&
-              f->avx512vl && f->avx512dq;
+  bool a512 = avx512_ok(dev, f);
   if ((any || !strcmp(want, "amx")) && a512 && f->amx_int8 && cpu_amx_request())
     return CPU_QGEMM_AMX;
   if ((any || !strcmp(want, "vnni")) && a512 && f->avx512_vnni) return CPU_QGEMM_VNNI;
@@ -131,7 +137,19 @@ cpu_qgemm_path_t cpu_qgemm_path(const cpu_device_t *dev) {
   return CPU_QGEMM_REF;
 }
 
+/* fp8 a and b: AMX-BF16 tiles (or BP_CPU_QGEMM_ISA=amx), else the
+ * reference runs it. */
+static bp_status_t qgemm_fp8(cpu_device_t *dev, const bp_qgemm_args_t *a) {
+  const cpu_features_t *f = cpu_features_get();
+  const char *want = getenv("BP_CPU_QGEMM_ISA");
+  if ((!want || !*want || !strcmp(want, "amx")) && avx512_ok(dev, f) && f->amx_bf16 &&
+      cpu_amx_request())
+    return cpu_qgemm_fp8_amx(dev, a);
+  return BP_ERR_UNIMPLEMENTED;
+}
+
 bp_status_t cpu_fast_qgemm(cpu_device_t *dev, const bp_qgemm_args_t *a) {
+  if (a->a.dtype == BP_FP8_E4M3 || a->a.dtype == BP_FP8_E5M2) return qgemm_fp8(dev, a);
   cpu_qgemm_path_t path = cpu_qgemm_path(dev);
   if (path == CPU_QGEMM_AMX || path == CPU_QGEMM_VNNI)
     return cpu_qgemm_blocked(dev, a, path == CPU_QGEMM_AMX);

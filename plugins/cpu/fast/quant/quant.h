@@ -35,6 +35,11 @@ CPU_HIDDEN void cpu_qgemm_avx2_rows(const cpu_qb_pack_t *p, const uint8_t *const
  * cannot be had, BP_ERR_OUT_OF_MEMORY when a worker's could not. */
 CPU_HIDDEN bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_t *a, bool amx);
 
+/* The fp8 GEMM (a and b e4m3 / e5m2) on AMX-BF16 tiles (qgemm_fp8.c), with
+ * cpu_qgemm_blocked's contract; call only when CPUID has AMX-BF16 and
+ * AVX-512 F, BW, VL, DQ and cpu_amx_request() granted tile state. */
+CPU_HIDDEN bp_status_t cpu_qgemm_fp8_amx(cpu_device_t *dev, const bp_qgemm_args_t *a);
+
 /* The int8 GEMM's paths, best last. */
 typedef enum cpu_qgemm_path {
   CPU_QGEMM_REF,
