@@ -9,6 +9,7 @@
 
 #include "conformance.h"
 #include "kernels/common/bp_half.h"
+#include "kernels/common/bp_qcodec.h"
 
 /* ---- host conversions: kernels/common/bp_half.h (no plugin's code) ------*/
 
@@ -22,6 +23,8 @@ static void store(void *p, bp_dtype_t dt, double v) {
   case BP_I64: { int64_t i = isnan(v) ? 0 : (int64_t)v; memcpy(p, &i, 8); break; }
   case BP_U8: { uint8_t i = isnan(v) || v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; memcpy(p, &i, 1); break; }
   case BP_I8: { int8_t i = isnan(v) ? 0 : v < -128 ? -128 : v > 127 ? 127 : (int8_t)v; memcpy(p, &i, 1); break; }
+  case BP_FP8_E4M3: *(uint8_t *)p = bp_fp8_encode(v, 3); break;
+  case BP_FP8_E5M2: *(uint8_t *)p = bp_fp8_encode(v, 2); break;
   default: break;
   }
 }
@@ -36,6 +39,8 @@ static double load(const void *p, bp_dtype_t dt) {
   case BP_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
   case BP_U8: return *(const uint8_t *)p;
   case BP_I8: return *(const int8_t *)p;
+  case BP_FP8_E4M3: return bp_fp8_decode(*(const uint8_t *)p, 3);
+  case BP_FP8_E5M2: return bp_fp8_decode(*(const uint8_t *)p, 2);
   default: return 0;
   }
 }

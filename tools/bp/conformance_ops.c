@@ -305,10 +305,29 @@ static bp_status_t run_quant_roundtrip(cf_run_t *r, const cf_case_t *k, bp_dtype
   return st != BP_OK ? st : bp_dequantize(r->s, &q, s, out);
 }
 
+/* fp8 (variant + 16): variant & 3: 0 f32 c unscaled, 1 f32, 2 f16, 3 bf16
+ * c with per-row / per-column scales; + 4: a e5m2 (else e4m3), + 8: b e5m2
+ * (the case runs as a's format; the device claims both). b transposed. */
+static bp_status_t run_qgemm_fp8(cf_run_t *r, const cf_case_t *k, bp_tensor_t *out) {
+  int64_t m = k->p[0], n = k->p[1], kk = k->p[2], bt = k->p[3];
+  int v = k->variant & 3;
+  bp_dtype_t cd = v <= 1 ? BP_F32 : v == 2 ? BP_F16 : BP_BF16;
+  bp_dtype_t ad = (k->variant & 4) ? BP_FP8_E5M2 : BP_FP8_E4M3, bd = (k->variant & 8) ? BP_FP8_E5M2 : BP_FP8_E4M3;
+  bp_tensor_t a = cf_tensor(r, ad, 3, (const int64_t[]){bt, m, kk}, CF_CONTIGUOUS, k->fill, 3);
+  bp_tensor_t b = cf_tensor(r, bd, 2, (const int64_t[]){kk, n}, CF_TRANSPOSED, k->fill, 4);
+  bp_tensor_t sa = cf_tensor(r, BP_F32, 1, &m, CF_CONTIGUOUS, CF_FILL_POSITIVE, 5);
+  bp_tensor_t sb = cf_tensor(r, BP_F32, 1, &n, CF_CONTIGUOUS, CF_FILL_POSITIVE, 6);
+  *out = cf_tensor(r, cd, 3, (const int64_t[]){bt, m, n}, CF_CONTIGUOUS, CF_FILL_NAN, 7);
+  if (r->failed) return BP_ERR_INTERNAL;
+  return bp_qgemm(r->s, &a, &b, v ? &sa : NULL, v ? &sb : NULL, 1.0f, out);
+}
+
 /* p: m n k batch; variant & 3: 0 i32 c, 1 f32 c with per-row / per-column
  * scales, 2 requantized i8 c; + 4: a u8, + 8: b u8 (a u8 dt with neither
- * runs a u8 a, so a probe of u8 runs u8). b is transposed (strides). */
+ * runs a u8 a, so a probe of u8 runs u8). b is transposed (strides).
+ * + 16: fp8 (run_qgemm_fp8). */
 static bp_status_t run_qgemm(cf_run_t *r, const cf_case_t *k, bp_dtype_t dt, bp_tensor_t *out) {
+  if (k->variant & 16) return run_qgemm_fp8(r, k, out);
   int64_t m = k->p[0], n = k->p[1], kk = k->p[2], bt = k->p[3];
   bp_dtype_t cd = (k->variant & 3) == 0 ? BP_I32 : (k->variant & 3) == 1 ? BP_F32 : BP_I8;
   bool u8 = dt == BP_U8, b_u8 = u8 && (k->variant & 8), a_u8 = u8 && ((k->variant & 4) || !b_u8);
@@ -358,27 +377,34 @@ static bool every_dtype_op(bp_op_t op) {
 
 /* The dtypes a quantized op's grid runs (its quantized operand's; qgemm's
  * u8 cases are those with a u8 a or b). */
-static const bp_dtype_t quant_types[] = {BP_I8, BP_U8, BP_Q8_0, BP_Q4_0};
+static const bp_dtype_t quant_types[] = {BP_I8, BP_U8, BP_FP8_E4M3, BP_FP8_E5M2, BP_Q8_0, BP_Q4_0};
 
 static bool quant_op(bp_op_t op) {
   return op == BP_OP_QUANTIZE || op == BP_OP_DEQUANTIZE || op == BP_OP_QGEMM || op == BP_OP_QMATMUL;
 }
 
 static bool quant_type_of(bp_op_t op, bp_dtype_t dt) {
-  if (op == BP_OP_QGEMM) return dt == BP_I8 || dt == BP_U8;
+  if (op == BP_OP_QGEMM) return dt == BP_I8 || dt == BP_U8 || dt == BP_FP8_E4M3 || dt == BP_FP8_E5M2;
   if (op == BP_OP_QMATMUL) return BP_DTYPE_IS_BLOCK(dt);
   return dt == BP_I8 || dt == BP_U8 || BP_DTYPE_IS_BLOCK(dt);
+}
+
+/* An fp8 qgemm case's a format (run_qgemm_fp8). */
+static bp_dtype_t fp8_case_type(const cf_case_t *k) {
+  return (k->variant & 4) ? BP_FP8_E5M2 : BP_FP8_E4M3;
 }
 
 /* Whether case k runs with quantized dtype dt: a qgemm case by its
  * operands' bits (i8 x i8 is i8's, any u8 operand u8's). */
 static bool quant_case_type(const cf_case_t *k, bp_dtype_t dt) {
+  if (k->op == BP_OP_QGEMM && (k->variant & 16)) return dt == fp8_case_type(k);
   if (k->op == BP_OP_QGEMM) return dt == ((k->variant & 12) ? BP_U8 : BP_I8);
   return quant_type_of(k->op, dt);
 }
 
 static bool exact_op(const cf_case_t *k) {
-  if (quant_op(k->op)) return k->op != BP_OP_QMATMUL; /* one rounding rule everywhere */
+  /* one rounding rule everywhere but qmatmul's and fp8 qgemm's f32 sums */
+  if (quant_op(k->op)) return k->op != BP_OP_QMATMUL && !(k->op == BP_OP_QGEMM && (k->variant & 16));
   return k->op == BP_OP_FILL || k->op == BP_OP_COPY || k->op == BP_OP_CAST || k->op == BP_OP_RANDOM ||
          k->op == BP_OP_GATHER || k->op == BP_OP_ARANGE ||
          (k->op == BP_OP_REDUCE && k->variant == BP_REDUCE_ARGMAX);
@@ -387,6 +413,8 @@ static bool exact_op(const cf_case_t *k) {
 /* Elementwise transcendental functions are allowed a few ulp of their own. */
 static double case_tolerance(const cf_case_t *k, bp_dtype_t dt) {
   if (exact_op(k)) return 0;
+  /* an fp8 qgemm rounds to its c's dtype */
+  if (k->op == BP_OP_QGEMM) dt = (k->variant & 3) == 2 ? BP_F16 : (k->variant & 3) == 3 ? BP_BF16 : BP_F32;
   double tol = cf_tolerance(dt, k->reduction);
   if (k->op == BP_OP_UNARY || k->op == BP_OP_BINARY || k->op == BP_OP_SOFTMAX || k->op == BP_OP_ATTENTION ||
       k->op == BP_OP_LAYER_NORM || k->op == BP_OP_RMS_NORM || k->op == BP_OP_ADAM || k->op == BP_OP_GLU ||
@@ -420,6 +448,9 @@ static void run_case(cf_child_t *c, const cf_case_t *k, bp_dtype_t dt) {
   cf_begin(c, "ops", name);
   bool supported = false;
   bp_device_supports(c->dev, k->op, dt, &supported);
+  /* an fp8 qgemm needs b's format claimed too */
+  if (k->op == BP_OP_QGEMM && (k->variant & 16) && supported)
+    bp_device_supports(c->dev, k->op, (k->variant & 8) ? BP_FP8_E5M2 : BP_FP8_E4M3, &supported);
   if (k->op == BP_OP_CAST && supported) bp_device_supports(c->dev, k->op, (bp_dtype_t)k->variant, &supported);
   /* gelu_tanh (ABI 1.5) is claimed by a feature bit of its own */
   if (k->op == BP_OP_UNARY && k->variant == BP_UNARY_GELU_TANH &&
