@@ -69,7 +69,7 @@ typedef struct job {
 static bp_status_t run_job(void *v) {
   job_t *j = v;
   if (!j->quant) return bp_matmul(j->s, 1.0, &j->a, &j->b, 0.0, &j->c);
-  if (j->a.dtype == BP_I8 || j->a.dtype == BP_U8) return bp_qgemm(j->s, &j->a, &j->b, NULL, NULL, 0, &j->c);
+  if (!BP_DTYPE_IS_BLOCK(j->b.dtype)) return bp_qgemm(j->s, &j->a, &j->b, NULL, NULL, 0, &j->c);
   return bp_qmatmul(j->s, &j->a, &j->b, &j->c);
 }
 
@@ -98,7 +98,8 @@ static void drop(job_t *j) {
 /* y = a [m, k] x w: w [k, n] for bp_matmul / qgemm, [n, k] for qmatmul. */
 static double time_gemm(bp_device_t *dev, bp_stream_t *s, bp_dtype_t at, bp_dtype_t wt, bp_dtype_t ct,
                         int64_t m, int64_t n, int64_t k, int reps) {
-  job_t j = {s, make(dev, at, m, k), {0}, make(dev, ct, m, n), wt != at || at == BP_I8};
+  bool fp8 = at == BP_FP8_E4M3 || at == BP_FP8_E5M2;
+  job_t j = {s, make(dev, at, m, k), {0}, make(dev, ct, m, n), wt != at || at == BP_I8 || fp8};
   j.b = BP_DTYPE_IS_BLOCK(wt) ? make(dev, wt, n, k) : make(dev, wt, k, n);
   double t = j.a.buffer && j.b.buffer && j.c.buffer ? best_time(s, run_job, &j, reps) : -1;
   drop(&j);
@@ -292,6 +293,7 @@ int bench_quant_main(int argc, char **argv) {
   double ti8 = time_gemm(dev, s, BP_I8, BP_I8, BP_I32, g, g, g, reps);
   double tu8 = time_gemm(dev, s, BP_U8, BP_I8, BP_I32, g, g, g, reps);
   double tbf = time_gemm(dev, s, BP_BF16, BP_BF16, BP_BF16, g, g, g, reps);
+  double tf8 = time_gemm(dev, s, BP_FP8_E4M3, BP_FP8_E4M3, BP_F32, g, g, g, reps);
   double tmkl = time_mkl(exe, g, g, g, reps, why, sizeof why);
   gemm_row("int8 gemm (bp_qgemm, i32 c)", g, g, g, ti8, -1);
   /* MKL's row-major call takes a u8 a and an s8 b: the same operation */
@@ -299,6 +301,8 @@ int bench_quant_main(int argc, char **argv) {
   if (tmkl > 0) gemm_row("  MKL cblas_gemm_s8u8s32", g, g, g, tmkl, -1);
   else printf("  MKL cblas_gemm_s8u8s32: %s\n", why);
   gemm_row("  bf16 gemm (bp_matmul)", g, g, g, tbf, -1);
+  gemm_row("fp8 e4m3 gemm (bp_qgemm, f32 c)", g, g, g, tf8, -1);
+  printf("  fp8 e4m3 vs our bf16: %.2fx\n", tf8 > 0 ? tbf / tf8 : 0.0);
   printf("  int8 vs MKL: %.2fx   u8 x i8 vs MKL: %.2fx   int8 vs our bf16: %.2fx\n",
          tmkl > 0 ? tmkl / ti8 : 0.0, tmkl > 0 ? tmkl / tu8 : 0.0, tbf / ti8);
   double gbs = bench_stream_gbs(2, quick);
