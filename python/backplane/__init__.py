@@ -294,7 +294,9 @@ class Tensor(ViewMixin, TensorModelMixin):
         """Copies a NumPy array of the tensor's shape into it (bf16 given as float32)."""
         if not self.is_contiguous():
             raise ValueError("upload needs a contiguous tensor")
-        a = np.ascontiguousarray(array, dtype=_NP_DTYPES.get(self.dtype, np.float32))
+        # fp8 tensors take and give their codes as uint8 (convert with cast)
+        store = np.uint8 if self.dtype in ("fp8_e4m3", "fp8_e5m2") else _NP_DTYPES.get(self.dtype, np.float32)
+        a = np.ascontiguousarray(array, dtype=store)
         if self.dtype == "bf16":  # round to nearest even from float32
             u = a.astype(np.float32).view(np.uint32)
             a = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
@@ -313,7 +315,8 @@ class Tensor(ViewMixin, TensorModelMixin):
 
     def numpy(self) -> np.ndarray:
         """A copy as a NumPy array (waits for the device's work); bf16 comes back as float32."""
-        store = np.uint16 if self.dtype == "bf16" else _NP_DTYPES[self.dtype]
+        store = np.uint16 if self.dtype == "bf16" else \
+            np.uint8 if self.dtype in ("fp8_e4m3", "fp8_e5m2") else _NP_DTYPES[self.dtype]
         out = np.empty(self.shape, dtype=store)
         if self.is_contiguous():
             _check(_lib.lib.bp_buffer_read(self._buffer, self._desc.offset, out.ctypes.data, out.nbytes))

@@ -1,6 +1,6 @@
 """The quantized ops of ABI 1.5 (core/backplane_quant.h) as Stream methods:
 quantize / dequantize (q8_0, q4_0 blocks; i8 or u8 with scales), the int8 /
-uint8 GEMM and
+uint8 and fp8 GEMM and
 GEMM / GEMV with block-quantized weights. Layouts and rounding in docs/ops.md
 ("Quantized types and ops")."""
 from __future__ import annotations
@@ -42,7 +42,11 @@ class StreamQuantMixin:
         """int8 GEMM: c = a @ b summed in int32, a and b each i8 or u8 (tensors of
         int8 / uint8 NumPy arrays; a u8 operand needs a device that claims u8 for
         qgemm: dev.supports("qgemm", "u8")); c i32 (exact), f32 (times the
-        per-row / per-column scales) or i8 (requantized by out_scale)."""
+        per-row / per-column scales) or i8 (requantized by out_scale).
+        fp8 GEMM: a and b both fp8_e4m3 / fp8_e5m2 tensors (dev.tensor(codes,
+        "fp8_e4m3") with the codes as uint8, or a bp cast), summed in f32, c
+        f32 / f16 / bf16 = sum * scale_a[i] * scale_b[j]; out_scale ignored
+        (dev.supports("qgemm", "fp8_e4m3"))."""
         _check(_lib.lib.bp_qgemm(self._h, _t(a), _t(b), _t(scale_a), _t(scale_b), out_scale, _t(c)))
 
     def qmatmul(self, a, w, y) -> None:
