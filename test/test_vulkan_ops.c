@@ -170,11 +170,23 @@ void vt_test_attention(void **state) {
   bp_dtype_t dts[3];
   int ndt = vt_float_dtypes(BP_OP_ATTENTION, dts);
   assert_true(ndt > 0);
-  for (int d = 0; d < ndt; d++) {
-    attn_case(dts[d], 2, 4, 2, 9, 70, 16, 24, false);
-    attn_case(dts[d], 1, 4, 1, 70, 70, 32, 32, true);
-    attn_case(dts[d], 1, 2, 2, 5, 3, 8, 8, true); /* Sq > Skv: empty rows */
-    attn_case(dts[d], 1, 1, 1, 1, 130, 64, 80, true);
+  /* On software devices: the one-pass kernel (attnflash, every DV variant:
+   * Dv 24, 32, 80, 128; several row blocks and key steps, GQA, causal with
+   * Sq < Skv and Sq > Skv), then the three-kernel path it replaces
+   * (BACKPLANE_VK_ATTN_FLASH=0), which also runs Dv past the kernel's
+   * tiles (136) in either pass. */
+  for (int flash = 1; flash >= 0; flash--) {
+    if (!flash)
+      setenv("BACKPLANE_VK_ATTN_FLASH", "0", 1);
+    for (int d = 0; d < ndt; d++) {
+      attn_case(dts[d], 2, 4, 2, 9, 70, 16, 24, false);
+      attn_case(dts[d], 1, 4, 1, 70, 70, 32, 32, true);
+      attn_case(dts[d], 1, 2, 2, 5, 3, 8, 8, true); /* Sq > Skv: empty rows */
+      attn_case(dts[d], 1, 1, 1, 1, 130, 64, 80, true);
+      attn_case(dts[d], 1, 3, 1, 150, 161, 40, 128, true);
+      attn_case(dts[d], 2, 2, 2, 67, 19, 8, 136, false);
+    }
+    unsetenv("BACKPLANE_VK_ATTN_FLASH");
   }
   TC_END();
 }

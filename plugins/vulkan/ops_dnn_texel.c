@@ -85,6 +85,8 @@ bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a) {
   if (!vkb_texel_wanted(d) || !vkb_kernel_present("attnsoftmax_f32") || Skv == 0 || D == 0 ||
       Hkv == 0 || Hq % Hkv != 0)
     return BP_ERR_UNSUPPORTED;
+  bp_status_t fst = vkb_attention_flash(s, a);
+  if (fst != BP_ERR_UNSUPPORTED) return fst;
   if (B == 0 || Hq == 0 || Sq == 0 || Dv == 0) return BP_OK;
   const vkb_texel_tile_t *t = vkb_texel_tile(d);
   int64_t G = Hq / Hkv, bm = t->tm * t->wy, bn = t->tn * t->wx;

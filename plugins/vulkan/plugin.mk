@@ -21,6 +21,7 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
     adam_$(t) random_$(t)) random_f64 \
   $(foreach t,$(VK_FLOATS),gemmpack_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g))) \
   $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_score_$(g)) attnsoftmax_f32 \
+  $(foreach t,$(VK_FLOATS),$(foreach g,d32 d64 d128,attnflash_$(t)_$(g))) \
   $(foreach t,$(VK_FLOATS),convpad_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g)_conv)) \
   convpad_f32_tex \
   $(foreach t,$(VK_FLOATS),convpack_$(t)) convpack_f32_tex eltwise_f32_tex gemmpack_f32_tex \

@@ -357,7 +357,7 @@ VKB_HIDDEN void vkb_graph_destroy(bp_plugin_device_t *device, bp_plugin_graph_t 
 
 /* ---- built-in kernels (kernels_pipeline.c) ------------------------------ */
 #define VKB_MAX_SPEC 8
-#define VKB_MAX_VIEWS 3
+#define VKB_MAX_VIEWS 4
 VKB_HIDDEN bp_status_t vkb_pipelines_init(vkb_device_t *d);
 VKB_HIDDEN void vkb_pipelines_destroy(vkb_device_t *d);
 /* True when the kernel variant is embedded in this build. */
@@ -543,6 +543,10 @@ VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBuffe
  * products and attnsoftmax.comp over scores kept in scratch panels.
  * BP_ERR_UNSUPPORTED, nothing recorded, when it does not apply. */
 VKB_HIDDEN bp_status_t vkb_attention_texel(vkb_stream_t *s, const bp_attention_args_t *a);
+/* Attention in one kernel over packed Q, K, V (ops_dnn_flash.c), tried
+ * first by vkb_attention_texel; BP_ERR_UNSUPPORTED, nothing recorded, when
+ * it does not apply (Dv past its tiles, panels past the texel limits). */
+VKB_HIDDEN bp_status_t vkb_attention_flash(vkb_stream_t *s, const bp_attention_args_t *a);
 /* Whether a's struct holds the masks of ABI 1.5 (ops_dnn.c). */
 VKB_HIDDEN bool vkb_attention_has_masks(const bp_attention_args_t *a);
 /* Records gemmtex into an f32 C (from element c_off of t on) through an
