@@ -10,8 +10,8 @@
  * Threads split the output columns; a task is a chunk of QM8_COLS columns
  * by a block of QM8_ROWS rows, column-major, so the weight rows stream in
  * order and a chunk's weights (a few tens of KB) stay in cache while the
- * row blocks pass over them. The workers take tasks from a shared counter
- * (qm8_worker), not a fixed share each. When the output
+ * row blocks pass over them. Each worker takes tasks from a contiguous
+ * run of its own, then helps the others with theirs (qm8_worker). When the output
  * has too few columns to give every worker its share, k splits too: each
  * task sums a range of blocks into a partial row, added in a fixed order
  * at the end.
@@ -93,6 +93,11 @@ static void put_quad_block(uint8_t *rec, int i, const uint8_t *q, float d) {
   }
 }
 
+/* A worker's own run of tasks [next, end), on a cache line of its own. */
+typedef struct qm8_share {
+  _Alignas(64) int64_t next, end;
+} qm8_share_t;
+
 typedef struct qm8_job {
   const bp_qmatmul_args_t *args;
   cpu_qm8_kernel_fn kern;
@@ -103,7 +108,9 @@ typedef struct qm8_job {
   float *partial;                                   /* ksplit x rows x n, when ksplit > 1 */
   bool quad;                                        /* quad records (VNNI, q4_0), else pairs */
   uint8_t *records;                                 /* act.base, written by quantize_rows */
-  int64_t ntasks, next;                             /* qm8_worker's counter */
+  int64_t ntasks;
+  unsigned workers;
+  qm8_share_t *shares; /* qm8_worker's counters, one per worker */
 } qm8_job_t;
 
 /* Element offset of row `row` (batch * m + i) of a rank 2 / 3 tensor. */
@@ -182,17 +189,28 @@ static void qm8_tasks(const qm8_job_t *job, int64_t begin, int64_t end) {
   }
 }
 
-/* One pool task per worker, each taking QM8_TAKE tasks at a time from the
- * job's counter until none is left: a worker slowed by another process on
- * its core (the machine is shared) then does less of the call instead of
- * holding everyone up at the end of a static half. */
+/* One pool task per worker. Worker w owns a contiguous run of the tasks
+ * (1 / workers of them, in order: for a GEMV, one contiguous stretch of
+ * weight rows, a single stream whose next tile the kernel fetches ahead)
+ * and takes them QM8_TAKE at a time from its own counter; when its run is
+ * done it takes from the others' counters, so a worker slowed by another
+ * process on its core (the machine is shared) does less of the call
+ * instead of holding everyone up at the end of a static share. */
+static bool qm8_take(qm8_job_t *job, qm8_share_t *sh) {
+  if (__atomic_load_n(&sh->next, __ATOMIC_RELAXED) >= sh->end) return false;
+  int64_t t = __atomic_fetch_add(&sh->next, QM8_TAKE, __ATOMIC_RELAXED);
+  if (t >= sh->end) return false;
+  qm8_tasks(job, t, t + QM8_TAKE < sh->end ? t + QM8_TAKE : sh->end);
+  return true;
+}
+
 static void qm8_worker(void *vctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)begin, (void)end, (void)worker;
+  (void)end, (void)worker;
   qm8_job_t *job = vctx;
-  for (;;) {
-    int64_t t = __atomic_fetch_add(&job->next, QM8_TAKE, __ATOMIC_RELAXED);
-    if (t >= job->ntasks) return;
-    qm8_tasks(job, t, t + QM8_TAKE < job->ntasks ? t + QM8_TAKE : job->ntasks);
+  for (unsigned i = 0; i < job->workers; i++) {
+    qm8_share_t *sh = &job->shares[((unsigned)begin + i) % job->workers];
+    while (qm8_take(job, sh)) {
+    }
   }
 }
 
@@ -227,14 +245,18 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
   job.kblocks = (job.kblocks + 3) / 4 * 4; /* whole records of either kind */
   job.ksplit = (job.nb + job.kblocks - 1) / job.kblocks;
   if (job.ksplit > 1) job.partial = malloc((size_t)(job.ksplit * job.rows * job.n) * sizeof(float));
+  job.shares = aligned_alloc(64, workers * sizeof *job.shares);
   bp_status_t st = BP_OK;
-  if (!job.records || (job.ksplit > 1 && !job.partial)) {
+  if (!job.records || !job.shares || (job.ksplit > 1 && !job.partial)) {
     st = BP_ERR_OUT_OF_MEMORY;
     goto out;
   }
   /* rows of a few thousand elements each: a few rows per task */
   cpu_pool_run(dev->pool, job.rows, 1 + (1 << 14) / (job.nb * CPU_QB), quantize_rows, &job);
   job.ntasks = job.col_chunks * job.row_blocks * job.ksplit;
+  job.workers = workers;
+  for (unsigned i = 0; i < workers; i++)
+    job.shares[i] = (qm8_share_t){job.ntasks * i / workers, job.ntasks * (i + 1) / workers};
   cpu_pool_run(dev->pool, workers, 1, qm8_worker, &job);
   for (int64_t row = 0; job.ksplit > 1 && row < job.rows; row++)
     for (int64_t j = 0; j < job.n; j++) {
@@ -243,7 +265,7 @@ static bp_status_t run_int8(cpu_device_t *dev, const bp_qmatmul_args_t *a, cpu_q
       cpu_qm8_store_y(&a->y, job.m, row, j, s);
     }
 out:
-  free(job.records), free(job.partial);
+  free(job.records), free(job.partial), free(job.shares);
   return st;
 }
 
