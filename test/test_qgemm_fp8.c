@@ -6,7 +6,8 @@
  * of a, b and c, batches with b shared and batched, all 256 codes of each
  * format in a and in b (NaN and infinities propagate as the double sum
  * here gives them); each result within docs/ops.md's tolerance of this
- * file's own double sums, and cpu within twice that of cpu-ref. The
+ * file's own double sums, and cpu within twice that of cpu-ref; again
+ * through the f32 GEMM (BP_CPU_QGEMM_ISA=avx2, a CPU without AMX). The
  * errors (fp8 with i8, a c of i32 / i8) name the operands and write
  * nothing; device "i8only" (test/fixtures/i8only_plugin.c, no fp8 claim)
  * refuses fp8 with the reason, or falls back to cpu.
@@ -279,6 +280,15 @@ static void test_all_codes(void **state) {
 }
 
 /* The call fails with st and a message holding text; c keeps its filler. */
+/* The same grid and codes through the f32 GEMM, the path of a CPU
+ * without AMX-BF16. */
+static void test_f32_path(void **state) {
+  setenv("BP_CPU_QGEMM_ISA", "avx2", 1);
+  test_pairs(state);
+  test_all_codes(state);
+  unsetenv("BP_CPU_QGEMM_ISA");
+}
+
 static void expect_fail(bp_status_t got, bp_status_t st, const char *text, bp_buffer_t *c,
                         uint64_t bytes) {
   assert_int_equal(got, st);
@@ -374,6 +384,8 @@ int main(void) {
       cmocka_unit_test(test_all_codes),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_i8only_refuses_fp8),
+      /* last: a failure leaves BP_CPU_QGEMM_ISA set */
+      cmocka_unit_test(test_f32_path),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

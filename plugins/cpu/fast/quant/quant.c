@@ -8,7 +8,7 @@
  * groups of 4 over the pool, the int32 sums then scaled / requantized by the
  * reference's rules (plugins/cpu/quant_blocks.h). a and b may each be i8
  * or u8 on every path. fp8 a and b run on AMX-BF16 tiles (qgemm_fp8.c)
- * where the CPU has them, else on the reference.
+ * where the CPU has them, else through the f32 GEMM (qgemm_fp8_f32.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -137,14 +137,17 @@ cpu_qgemm_path_t cpu_qgemm_path(const cpu_device_t *dev) {
   return CPU_QGEMM_REF;
 }
 
-/* fp8 a and b: AMX-BF16 tiles (or BP_CPU_QGEMM_ISA=amx), else the
- * reference runs it. */
+/* fp8 a and b: AMX-BF16 tiles, else decoded to f32 for the f32 GEMM on
+ * AVX-512 / AVX2 (BP_CPU_QGEMM_ISA=amx names the first, vnni or avx2 the
+ * second, ref the reference, which also runs what neither takes). */
 static bp_status_t qgemm_fp8(cpu_device_t *dev, const bp_qgemm_args_t *a) {
   const cpu_features_t *f = cpu_features_get();
   const char *want = getenv("BP_CPU_QGEMM_ISA");
-  if ((!want || !*want || !strcmp(want, "amx")) && avx512_ok(dev, f) && f->amx_bf16 &&
-      cpu_amx_request())
+  bool any = !want || !*want;
+  if ((any || !strcmp(want, "amx")) && avx512_ok(dev, f) && f->amx_bf16 && cpu_amx_request())
     return cpu_qgemm_fp8_amx(dev, a);
+  if ((any || !strcmp(want, "vnni") || !strcmp(want, "avx2")) && dev->isa != BP_ISA_SCALAR && f->avx2)
+    return cpu_qgemm_fp8_f32(dev, a);
   return BP_ERR_UNIMPLEMENTED;
 }
 

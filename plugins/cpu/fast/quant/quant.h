@@ -39,6 +39,10 @@ CPU_HIDDEN bp_status_t cpu_qgemm_blocked(cpu_device_t *dev, const bp_qgemm_args_
  * cpu_qgemm_blocked's contract; call only when CPUID has AMX-BF16 and
  * AVX-512 F, BW, VL, DQ and cpu_amx_request() granted tile state. */
 CPU_HIDDEN bp_status_t cpu_qgemm_fp8_amx(cpu_device_t *dev, const bp_qgemm_args_t *a);
+/* The same from f32 copies through the f32 GEMM, any CPU the fast GEMM
+ * runs on (qgemm_fp8_f32.c); BP_ERR_UNIMPLEMENTED, nothing written, when
+ * the copies cannot be had or the GEMM declines. */
+CPU_HIDDEN bp_status_t cpu_qgemm_fp8_f32(cpu_device_t *dev, const bp_qgemm_args_t *a);
 
 /* The int8 GEMM's paths, best last. */
 typedef enum cpu_qgemm_path {
