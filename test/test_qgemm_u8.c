@@ -98,7 +98,8 @@ static void make_case(const qcase_t *q, qbufs_t *u) {
   memset(g, 0, sizeof *g);
   g->struct_size = sizeof *g;
   g->out_scale = 5.0f;
-  g->a = tensor(u->a, (uint64_t)off, q->a_u8 ? BP_U8 : BP_I8, rank, ash + (1 - lead), ast + (1 - lead));
+  g->a = tensor(u->a, (uint64_t)off, q->a_u8 ? BP_U8 : BP_I8, rank, ash + (1 - lead),
+                ast + (1 - lead));
   g->b = tensor(u->b, (uint64_t)off, q->b_u8 ? BP_U8 : BP_I8, brank, bsh + (3 - brank),
                 bst + (3 - brank));
   g->c = tensor(u->c, (uint64_t)off * es, q->cdt, rank, csh + (1 - lead), cst + (1 - lead));
@@ -121,10 +122,11 @@ static void check(const qcase_t *q, const qbufs_t *u, const char *who) {
   if (memcmp(u->c, u->c_ref, u->cbytes) == 0) return;
   size_t at = 0;
   while (u->c[at] == u->c_ref[at]) at++;
-  print_error("%s: %s x %s batch %lld m %lld n %lld k %lld layout %d fill %d c dtype %d: byte %zu differs\n",
+  print_error("%s: %s x %s batch %lld m %lld n %lld k %lld layout %d fill %d c dtype %d: byte %zu "
+              "differs\n",
               who, q->a_u8 ? "u8" : "i8", q->b_u8 ? "u8" : "i8", (long long)q->batch,
-              (long long)q->m, (long long)q->n, (long long)q->k, q->layout, q->fill,
-              (int)q->cdt, at);
+              (long long)q->m, (long long)q->n, (long long)q->k, q->layout, q->fill, (int)q->cdt,
+              at);
   fail();
 }
 
@@ -185,15 +187,16 @@ static void test_pairs_edges(void **state) {
   (void)state;
   dev_set_t s;
   open_all(&s);
-  static const int64_t mnk[][3] = {{1, 1, 1},     {3, 5, 7},       {16, 16, 64},   {17, 33, 65},
-                                   {33, 31, 257}, {64, 64, 1025},  {40, 300, 300}, {257, 40, 1100},
-                                   {5, 17, 0}};
+  static const int64_t mnk[][3] = {{1, 1, 1},      {3, 5, 7},       {16, 16, 64},
+                                   {17, 33, 65},   {33, 31, 257},   {64, 64, 1025},
+                                   {40, 300, 300}, {257, 40, 1100}, {5, 17, 0}};
   static const bp_dtype_t cdt[3] = {BP_I32, BP_F32, BP_I8};
   int ran = 0;
   for (int pair = 0; pair < 4; pair++)
     for (size_t x = 0; x < sizeof mnk / sizeof mnk[0]; x++)
       for (int c = 0; c < 3; c++) {
-        qcase_t q = {1, mnk[x][0], mnk[x][1], mnk[x][2], pair & 1, pair >> 1, 0, FILL_RANDOM, cdt[c]};
+        qcase_t q = {1,         mnk[x][0], mnk[x][1],   mnk[x][2], pair & 1,
+                     pair >> 1, 0,         FILL_RANDOM, cdt[c]};
         ran += run_case(&s, &q);
       }
   assert_true(ran > 0);
@@ -209,8 +212,17 @@ static void test_pairs_views(void **state) {
   static const int layouts[] = {A_T, B_T, C_T, A_T | B_T | C_T, B_BATCHED, B_BATCHED | A_T};
   for (int pair = 0; pair < 4; pair++)
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
-      qcase_t q = {layouts[l] & B_BATCHED ? 3 : 2, 37, 50, 130, pair & 1, pair >> 1, layouts[l],
-                   FILL_RANDOM, l % 3 == 0 ? BP_I32 : l % 3 == 1 ? BP_F32 : BP_I8};
+      qcase_t q = {layouts[l] & B_BATCHED ? 3 : 2,
+                   37,
+                   50,
+                   130,
+                   pair & 1,
+                   pair >> 1,
+                   layouts[l],
+                   FILL_RANDOM,
+                   l % 3 == 0   ? BP_I32
+                   : l % 3 == 1 ? BP_F32
+                                : BP_I8};
       run_case(&s, &q);
     }
   devs_close(&s);
@@ -277,8 +289,8 @@ static void test_ref_sums(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ref_sums),       cmocka_unit_test(test_pairs_edges),
-      cmocka_unit_test(test_pairs_views),    cmocka_unit_test(test_pairs_extremes),
+      cmocka_unit_test(test_ref_sums),    cmocka_unit_test(test_pairs_edges),
+      cmocka_unit_test(test_pairs_views), cmocka_unit_test(test_pairs_extremes),
       cmocka_unit_test(test_u8u8_wrap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,8 +49,10 @@ static bp_buffer_t *buf(bp_device_t *d, const void *src, uint64_t bytes) {
   bp_buffer_t *b;
   assert_int_equal(bp_buffer_alloc(d, bytes, &b), BP_OK);
   void *fill = malloc(bytes);
-  if (src) memcpy(fill, src, bytes);
-  else memset(fill, 0xAB, bytes);
+  if (src)
+    memcpy(fill, src, bytes);
+  else
+    memset(fill, 0xAB, bytes);
   assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
   free(fill);
   return b;
@@ -74,7 +76,9 @@ static uint8_t rand_byte(void) {
   return (uint8_t)(rng >> 56);
 }
 
-static int32_t val(uint8_t x, bool u8) { return u8 ? x : (int8_t)x; }
+static int32_t val(uint8_t x, bool u8) {
+  return u8 ? x : (int8_t)x;
+}
 
 /* ---- qgemm through the public API ---------------------------------------- */
 
@@ -105,8 +109,8 @@ static void qgemm_pair(dev_t_ v, bool a_u8, bool b_u8, bp_dtype_t cdt, bool b_ba
   bp_tensor_t tc = ten(bc, cdt, 3, csh, cst);
   bp_tensor_t tsa = ten(bsa, BP_F32, 1, &m, &one), tsb = ten(bsb, BP_F32, 1, &n, &one);
   bool scaled = cdt != BP_I32;
-  assert_int_equal(bp_qgemm(v.s, &ta, &tb, scaled ? &tsa : NULL, scaled ? &tsb : NULL, out_scale, &tc),
-                   BP_OK);
+  assert_int_equal(
+      bp_qgemm(v.s, &ta, &tb, scaled ? &tsa : NULL, scaled ? &tsb : NULL, out_scale, &tc), BP_OK);
   assert_int_equal(bp_stream_synchronize(v.s), BP_OK);
   char *c = malloc(cbytes);
   read_into(bc, c, cbytes);
@@ -129,7 +133,8 @@ static void qgemm_pair(dev_t_ v, bool a_u8, bool b_u8, bp_dtype_t cdt, bool b_ba
         }
       }
   free(c);
-  bp_buffer_free(ba), bp_buffer_free(bb), bp_buffer_free(bsa), bp_buffer_free(bsb), bp_buffer_free(bc);
+  bp_buffer_free(ba), bp_buffer_free(bb), bp_buffer_free(bsa), bp_buffer_free(bsb),
+      bp_buffer_free(bc);
 }
 
 static void test_qgemm_pairs(void **state) {
@@ -153,9 +158,10 @@ static void test_quantize_u8(void **state) {
   (void)state;
   /* row 0 scale 1: ties to even, negatives and NaN to 0, past 255 to 255;
    * row 1 scale 0.5: x / 0.5 */
-  const float x[QROWS * QCOLS] = {0.5f, 1.5f, 2.5f, -3.0f, 254.5f, 255.5f, 1e6f, NAN,
-                                  0.25f, 0.75f, 10.0f, 127.6f, -0.2f, 100.0f, 127.25f, 200.0f};
-  const uint8_t want[QROWS * QCOLS] = {0, 2, 2, 0, 254, 255, 255, 0, 0, 2, 20, 255, 0, 200, 254, 255};
+  const float x[QROWS * QCOLS] = {0.5f,  1.5f,  2.5f,  -3.0f,  254.5f, 255.5f, 1e6f,    NAN,
+                                  0.25f, 0.75f, 10.0f, 127.6f, -0.2f,  100.0f, 127.25f, 200.0f};
+  const uint8_t want[QROWS * QCOLS] = {0, 2, 2,  0,   254, 255, 255, 0,
+                                       0, 2, 20, 255, 0,   200, 254, 255};
   const float scale[QROWS] = {1.0f, 0.5f};
   static const char *const devs[] = {"cpu", "cpu-ref"};
   for (int d = 0; d < 2; d++) {

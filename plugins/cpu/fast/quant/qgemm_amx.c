@@ -52,8 +52,8 @@
  * pair b0 / b1 over `chunks` 64-deep chunks, with the tile instruction DP
  * of the operands' signedness (TDPB<a><b>D, S signed, U unsigned). */
 #define QA_UKR(name, DP)                                                                           \
-  static void name(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,         \
-                   const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {        \
+  static void name(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,           \
+                   const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {          \
     cpu_amx_acc_start(w, ld, first);                                                               \
     for (int64_t c = 0; c < chunks; c++) {                                                         \
       _tile_loadd(4, ap, CPU_QA_KC);                                                               \

@@ -26,18 +26,17 @@
 
 /* x += the products of u8 and s8 bytes in the order the pair needs:
  * b_first puts b's vector in the unsigned slot. */
-#define DP(x, bv, av) ((x) = b_first ? _mm512_dpbusd_epi32((x), (bv), (av)) : _mm512_dpbusd_epi32((x), (av), (bv)))
+#define DP(x, bv, av)                                                                              \
+  ((x) = b_first ? _mm512_dpbusd_epi32((x), (bv), (av)) : _mm512_dpbusd_epi32((x), (av), (bv)))
 
 /* Rows [r0, r0 + 8) of the block; corr (the correction from b's column
  * sums, when `flipped`) is summed on the first pass (fill) and reused by the
  * others. Inlined into each of the four kernels with constant b_first and
  * flipped. */
-static inline __attribute__((always_inline)) void pass8(int64_t chunks, const int8_t *ap,
-                                                        const int8_t *b0, const int8_t *b1,
-                                                        const int32_t *w, int64_t ld, bool first,
-                                                        int32_t *out, int64_t ldo, int r0,
-                                                        __m512i corr[2], bool fill, bool b_first,
-                                                        bool flipped) {
+static inline __attribute__((always_inline)) void
+pass8(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1, const int32_t *w,
+      int64_t ld, bool first, int32_t *out, int64_t ldo, int r0, __m512i corr[2], bool fill,
+      bool b_first, bool flipped) {
   const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
   __m512i acc[ROWS][2];
   /* unrolled, so the 16 accumulators live in registers */
@@ -72,11 +71,11 @@ static inline __attribute__((always_inline)) void pass8(int64_t chunks, const in
 }
 
 #define VNNI_UKR(name, b_first, flipped)                                                           \
-  static void name(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,         \
-                   const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {        \
+  static void name(int64_t chunks, const int8_t *ap, const int8_t *b0, const int8_t *b1,           \
+                   const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {          \
     __m512i corr[2];                                                                               \
     for (int r0 = 0; r0 < 32; r0 += ROWS)                                                          \
-      pass8(chunks, ap, b0, b1, w, ld, first, out, ldo, r0, corr, r0 == 0, b_first, flipped);     \
+      pass8(chunks, ap, b0, b1, w, ld, first, out, ldo, r0, corr, r0 == 0, b_first, flipped);      \
   }
 
 VNNI_UKR(vnni_ukr_ss, false, true)
