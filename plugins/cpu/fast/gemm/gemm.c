@@ -373,8 +373,11 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   const int64_t *sc = a->c.strides;
   if (!distinct_2d(m, sc[1], n, sc[2]) || (batch > 1 && sc[0] == 0))
     return BP_ERR_UNIMPLEMENTED;
-  /* a few rows of f32 (one-token decode): W read once, front to back */
-  if (dt == BP_F32 && cpu_fast_gemm_skinny_f32_ok(dev, a) &&
+  /* a few rows of f32 (one-token decode): W read once, front to back;
+   * one row of C with B's rows contiguous is the axpy matrix-vector
+   * product below (eight rows of B a pass, no epilogue to apply) */
+  bool axpy_row = batch == 1 && m == 1 && a->b.strides[2] == 1 && sc[2] == 1;
+  if (dt == BP_F32 && !axpy_row && cpu_fast_gemm_skinny_f32_ok(dev, a) &&
       cpu_fast_gemm_skinny_f32(dev, a) == BP_OK)
     return BP_OK;
   if (dt == BP_BF16 || dt == BP_F16) {
