@@ -173,6 +173,9 @@ static void test_amx_chosen_for_bf16(void **state) {
     att_buf_t k = att_buf_make(BP_BF16, 1, 2, 150, 64, LAYOUT_DENSE, -2, 2);
     att_buf_t o1 = att_buf_make(BP_BF16, 1, 4, 150, 64, LAYOUT_DENSE, 0, 0);
     att_buf_t o2 = att_buf_make(BP_BF16, 1, 4, 150, 64, LAYOUT_DENSE, 0, 0);
+    /* different starting values: two outputs left unwritten differ */
+    for (int64_t x = 0; x < o1.n; x++)
+      cpu_store(o1.p, BP_BF16, x, NAN), cpu_store(o2.p, BP_BF16, x, 7.0);
     bp_attention_args_t a = att_args(&q, &k, &k, &o1, 1, 0.125);
     assert_int_equal(cpu_fast_attention_amx(&s.dev[i], &a), BP_OK);
     a.out = o2.t;

@@ -23,6 +23,8 @@ $(CPU_FAST_DIR)/attention/attention_decode.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(
 $(CPU_FAST_DIR)/attention/attention_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/attention/attention_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
   -mavx512bf16 -mamx-tile -mamx-bf16
+$(CPU_FAST_DIR)/attention/attention_amx_f32.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
+  -mavx512bf16 -mamx-tile -mamx-bf16
 # Row kernels of the memory-bound ops and depthwise conv (fast/vec_kern.h).
 $(CPU_FAST_DIR)/vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)

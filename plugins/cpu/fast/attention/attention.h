@@ -75,4 +75,14 @@ CPU_HIDDEN bp_status_t cpu_fast_attention_decode(cpu_device_t *dev, const bp_att
  * on dev->pool. */
 CPU_HIDDEN bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attention_args_t *a);
 
+/* Fused attention for f32 q, k, v and out on the bf16 AMX tiles at f32
+ * accuracy, each f32 value split into three bf16 parts
+ * (fast/attention/attention_amx_f32.c). Returns BP_ERR_UNIMPLEMENTED for
+ * what it does not cover (other dtypes, masks beyond causal, values that
+ * are not finite or reach 2^127), BP_OK otherwise unless per-thread scratch
+ * could not be allocated. The caller has checked what
+ * cpu_fast_attention_amx needs. Thread-safe; runs on dev->pool. */
+CPU_HIDDEN bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev,
+                                                  const bp_attention_args_t *a);
+
 #endif /* BACKPLANE_CPU_FAST_ATTENTION_H */
