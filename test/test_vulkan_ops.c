@@ -230,6 +230,11 @@ void vt_test_dnn(void **state) {
     conv_case(dts[d], 2, 3, 11, 9, 20, 3, 3, 1, 1, 1, 1, true, TC_STRIDED, TC_STRIDED);
     conv_case(dts[d], 1, 8, 10, 10, 6, 3, 2, 2, 2, 2, 2, false, TC_STRIDED, TC_STRIDED);
     conv_case(dts[d], 1, 4, 5, 5, 4, 1, 1, 1, 0, 1, 4, true, TC_STRIDED, TC_STRIDED);
+    /* depthwise (convdw.comp; f32 through texel views on software
+     * devices): a channel multiplier, dilation, more pixels than its grid
+     * (the stride loop), and a strided 5x5 */
+    conv_case(dts[d], 1, 3, 70, 71, 6, 3, 3, 1, 1, 2, 3, true, TC_CONTIG, TC_CONTIG);
+    conv_case(dts[d], 2, 6, 9, 20, 6, 5, 5, 2, 2, 1, 6, false, TC_STRIDED, TC_STRIDED);
     /* the texel path of software devices (y contiguous across P, Q):
      * groups, stride, dilation, padding (the implicit GEMM's padded
      * copy), no padding (x read in place when f32: 1x1 and a strided,

@@ -106,6 +106,24 @@ bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view, const bp_plugin_t
   return st;
 }
 
+bool vkb_texel_src_views(vkb_stream_t *s, const bp_plugin_tensor_t *const *t, int n,
+                         VkBufferView *v, int32_t *shift) {
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    v[i] = VK_NULL_HANDLE;
+    if (ok) ok = vkb_texel_src_view(s, t[i], 0, &v[i], &shift[i]) == BP_OK;
+  }
+  if (!ok)
+    for (int i = 0; i < n; i++)
+      if (v[i]) s->d->fn.vkDestroyBufferView(s->d->dev, v[i], NULL), v[i] = VK_NULL_HANDLE;
+  return ok;
+}
+
+void vkb_texel_views_release(vkb_stream_t *s, VkBufferView *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (v[i]) vkb_stream_release_view(s, v[i]);
+}
+
 void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBufferView *views, int count) {
   /* Only now: work recorded above may have gone out in an earlier batch
    * and must still find its scratch. */

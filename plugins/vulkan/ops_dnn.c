@@ -114,7 +114,30 @@ typedef struct conv_params {
   int32_t N, C, H, W, K, R, S, P, Q;
   int32_t sh, sw, ph, pw, dh, dw, groups, sbias;
   int32_t sx[4], sww[4], sy[4];
+  int32_t hx, hw, hy; /* convdw_f32_tex: element 0 in each view */
 } conv_params_t;
+
+/* Depthwise conv2d on convdw.comp: an invocation per output pixel; on CPU
+ * implementations f32 goes through texel views (convdw_f32_tex). */
+static bp_status_t conv_dw_record(vkb_stream_t *s, conv_params_t *p, const bp_conv2d_args_t *a) {
+  int64_t pq_groups = ((int64_t)p->P * p->Q + 63) / 64;
+  /* convdw.comp strides over the rest of the row's pixels */
+  uint32_t gx = (uint32_t)(pq_groups < 64 ? pq_groups : 64), gy = (uint32_t)p->K,
+           gz = (uint32_t)p->N;
+  const bp_plugin_tensor_t *tl[3] = {&a->y, &a->x, &a->w};
+  VkBufferView v[3];
+  int32_t h[3];
+  if (a->x.dtype == BP_F32 && vkb_texel_wanted(s->d) && vkb_kernel_present("convdw_f32_tex") &&
+      vkb_texel_src_views(s, tl, 3, v, h)) {
+    p->hy = h[0], p->hx = h[1], p->hw = h[2];
+    bp_status_t st = vkb_dispatch_views(s, "convdw_f32_tex", NULL, 0, p, sizeof *p, v, 3, gx, gy, gz);
+    vkb_texel_views_release(s, v, 3);
+    return st;
+  }
+  char name[32];
+  kernel_name(name, sizeof name, "convdw", a->x.dtype);
+  return vkb_dispatch(s, name, NULL, 0, p, sizeof *p, gx, gy, gz);
+}
 
 static bp_status_t conv_record(vkb_stream_t *s, const bp_conv2d_args_t *a) {
   const bp_plugin_tensor_t *ts[4] = {&a->x, &a->w, &a->bias, &a->y};
@@ -150,6 +173,9 @@ static bp_status_t conv_record(vkb_stream_t *s, const bp_conv2d_args_t *a) {
   }
   int64_t npix = (int64_t)p.N * p.P * p.Q, kg = p.K / p.groups;
   if (npix == 0 || kg == 0) return BP_OK;
+  if (p.groups > 1 && p.groups == p.C && (uint32_t)p.K <= s->d->caps.max_groups[1] &&
+      (uint32_t)p.N <= s->d->caps.max_groups[2])
+    return conv_dw_record(s, &p, a);
   char name[32];
   kernel_name(name, sizeof name, "conv", a->x.dtype);
   return vkb_dispatch(s, name, NULL, 0, &p, sizeof p, (uint32_t)((npix + 63) / 64),

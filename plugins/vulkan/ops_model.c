@@ -141,27 +141,6 @@ static bool model_texel_wanted(vkb_stream_t *s, const char *kernel_tex, const vk
          vkb_kernel_present(kernel_tex);
 }
 
-/* r32f views of t[0..n)'s buffers, each tensor's element 0 at shift[i];
- * false (none left) when one does not fit. */
-static bool model_views(vkb_stream_t *s, const bp_plugin_tensor_t *const *t, int n, VkBufferView *v,
-                        int32_t *shift) {
-  bool ok = true;
-  for (int i = 0; i < n; i++) {
-    v[i] = VK_NULL_HANDLE;
-    if (ok) ok = vkb_texel_src_view(s, t[i], 0, &v[i], &shift[i]) == BP_OK;
-  }
-  if (!ok)
-    for (int i = 0; i < n; i++)
-      if (v[i]) s->d->fn.vkDestroyBufferView(s->d->dev, v[i], NULL), v[i] = VK_NULL_HANDLE;
-  return ok;
-}
-
-/* After recording (see vkb_texel_release). */
-static void model_views_release(vkb_stream_t *s, VkBufferView *v, int n) {
-  for (int i = 0; i < n; i++)
-    if (v[i]) vkb_stream_release_view(s, v[i]);
-}
-
 /* ---- binary with a scalar --------------------------------------------------*/
 
 /* Matches scalar.comp's parameter block. */
@@ -202,11 +181,11 @@ static bp_status_t scalar_record(vkb_stream_t *s, const bp_binary_scalar_args_t 
   uint32_t spec[1] = {(uint32_t)a->op};
   VkBufferView v[2];
   int32_t h[2];
-  if (model_texel_wanted(s, "scalar_f32_tex", &nd, a->y.dtype) && model_views(s, tl, 2, v, h)) {
+  if (model_texel_wanted(s, "scalar_f32_tex", &nd, a->y.dtype) && vkb_texel_src_views(s, tl, 2, v, h)) {
     p.hy = h[0], p.ha = h[1];
     st = vkb_dispatch_views(s, "scalar_f32_tex", spec, 1, &p, sizeof p, v, 2,
                             vkb_groups_1d(s->d, nd.n, 256), 1, 1);
-    model_views_release(s, v, 2);
+    vkb_texel_views_release(s, v, 2);
     return st;
   }
   return vkb_dispatch(s, name, spec, 1, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);
@@ -247,11 +226,11 @@ static bp_status_t glu_record(vkb_stream_t *s, const bp_glu_args_t *a) {
   uint32_t spec[1] = {(uint32_t)a->kind};
   VkBufferView v[3];
   int32_t h[3];
-  if (model_texel_wanted(s, "glu_f32_tex", &nd, a->y.dtype) && model_views(s, tl, 3, v, h)) {
+  if (model_texel_wanted(s, "glu_f32_tex", &nd, a->y.dtype) && vkb_texel_src_views(s, tl, 3, v, h)) {
     p.hy = h[0], p.hg = h[1], p.hu = h[2];
     st = vkb_dispatch_views(s, "glu_f32_tex", spec, 1, &p, sizeof p, v, 3,
                             vkb_groups_1d(s->d, nd.n, 256), 1, 1);
-    model_views_release(s, v, 3);
+    vkb_texel_views_release(s, v, 3);
     return st;
   }
   return vkb_dispatch(s, name, spec, 1, &p, sizeof p, vkb_groups_1d(s->d, nd.n, 256), 1, 1);

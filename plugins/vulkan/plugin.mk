@@ -30,6 +30,8 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
 VK_VARIANTS += gather_b8 gather_b16 gather_b32 gather_b64 \
   $(foreach t,f32 f16 bf16 f64 i32 i64 u8,arange_$(t)) \
   $(foreach t,$(VK_FLOATS),scalar_$(t) glu_$(t) rope_$(t)) scalar_f32_tex glu_f32_tex
+# Depthwise conv2d (plugins/vulkan/ops_dnn.c).
+VK_VARIANTS += $(foreach t,$(VK_FLOATS),convdw_$(t)) convdw_f32_tex
 # The quantized ops of ABI 1.5 (plugins/vulkan/ops_quant.c): _s8 with 8-bit
 # storage, _w through words; quantgemm _dot with the integer dot product,
 # and a third part u8i8 / i8u8 / u8u8 where a or b is u8.

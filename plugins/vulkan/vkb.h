@@ -535,6 +535,13 @@ VKB_HIDDEN bp_status_t vkb_texel_pack(vkb_stream_t *s, VkBufferView view,
 VKB_HIDDEN bp_status_t vkb_texel_src_view(vkb_stream_t *s, const bp_plugin_tensor_t *t,
                                           int64_t elem_off, VkBufferView *out_view,
                                           int32_t *out_shift);
+/* r32f views (vkb_texel_src_view) of t[0..n)'s buffers, each tensor's
+ * element 0 at shift[i]; all or none: false, no view left, when one does
+ * not fit. */
+VKB_HIDDEN bool vkb_texel_src_views(vkb_stream_t *s, const bp_plugin_tensor_t *const *t, int n,
+                                    VkBufferView *v, int32_t *shift);
+/* Releases views of vkb_texel_src_views once what is recorded completes. */
+VKB_HIDDEN void vkb_texel_views_release(vkb_stream_t *s, VkBufferView *v, int n);
 /* Releases scratch and views once what is recorded so far completes. */
 VKB_HIDDEN void vkb_texel_release(vkb_stream_t *s, vkb_alloc_t **allocs, VkBufferView *views,
                                   int count);
