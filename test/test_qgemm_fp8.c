@@ -51,8 +51,10 @@ static bp_buffer_t *buf(bp_device_t *d, const void *src, uint64_t bytes) {
   bp_buffer_t *b;
   assert_int_equal(bp_buffer_alloc(d, bytes, &b), BP_OK);
   void *fill = malloc(bytes);
-  if (src) memcpy(fill, src, bytes);
-  else memset(fill, 0xAB, bytes);
+  if (src)
+    memcpy(fill, src, bytes);
+  else
+    memset(fill, 0xAB, bytes);
   assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
   free(fill);
   return b;
@@ -84,7 +86,9 @@ static double fp8_value(uint8_t b, bp_dtype_t dt) {
   return s * (e ? ldexp(1.0 + f, e - bias) : ldexp(f, 1 - bias));
 }
 
-static bool fp8_finite(uint8_t b, bp_dtype_t dt) { return isfinite(fp8_value(b, dt)); }
+static bool fp8_finite(uint8_t b, bp_dtype_t dt) {
+  return isfinite(fp8_value(b, dt));
+}
 
 /* A random finite code. */
 static uint8_t rand_code(bp_dtype_t dt) {
@@ -164,22 +168,29 @@ static char *run(dev_t_ v, const gcase_t *g, const gdata_t *d, bp_dtype_t adt, b
   bp_buffer_t *ba = buf(v.d, d->a, (uint64_t)asz), *bb = buf(v.d, d->b, (uint64_t)bsz);
   bp_buffer_t *bsa = buf(v.d, d->sa, sizeof d->sa), *bsb = buf(v.d, d->sb, sizeof d->sb);
   bp_buffer_t *bc = buf(v.d, NULL, cbytes);
-  int64_t ash[3] = {g->batch, g->m, g->k}, ast[3] = {g->m * g->k, g->at ? 1 : g->k, g->at ? g->m : 1};
-  int64_t bsh[3] = {g->batch, g->k, g->n}, bst[3] = {g->k * g->n, g->bt ? 1 : g->n, g->bt ? g->k : 1};
-  int64_t csh[3] = {g->batch, g->m, g->n}, cst[3] = {g->m * g->n, g->ct ? 1 : g->n, g->ct ? g->m : 1};
+  int64_t ash[3] = {g->batch, g->m, g->k},
+          ast[3] = {g->m * g->k, g->at ? 1 : g->k, g->at ? g->m : 1};
+  int64_t bsh[3] = {g->batch, g->k, g->n},
+          bst[3] = {g->k * g->n, g->bt ? 1 : g->n, g->bt ? g->k : 1};
+  int64_t csh[3] = {g->batch, g->m, g->n},
+          cst[3] = {g->m * g->n, g->ct ? 1 : g->n, g->ct ? g->m : 1};
   bp_tensor_t ta = ten(ba, adt, 3, ash, ast), tc = ten(bc, cdt, 3, csh, cst);
   bp_tensor_t tb = g->b_batched ? ten(bb, bdt, 3, bsh, bst) : ten(bb, bdt, 2, bsh + 1, bst + 1);
   int64_t one = 1, zero = 0;
-  bp_tensor_t tsa = g->scales == 2 ? ten(bsa, BP_F32, 1, &g->m, &one) : ten(bsa, BP_F32, 0, NULL, NULL);
-  bp_tensor_t tsb = g->scales == 2 ? ten(bsb, BP_F32, 1, &g->n, &one) : ten(bsb, BP_F32, 0, NULL, NULL);
+  bp_tensor_t tsa =
+      g->scales == 2 ? ten(bsa, BP_F32, 1, &g->m, &one) : ten(bsa, BP_F32, 0, NULL, NULL);
+  bp_tensor_t tsb =
+      g->scales == 2 ? ten(bsb, BP_F32, 1, &g->n, &one) : ten(bsb, BP_F32, 0, NULL, NULL);
   (void)zero;
-  bp_status_t st = bp_qgemm(v.s, &ta, &tb, g->scales ? &tsa : NULL, g->scales ? &tsb : NULL, 0.0f, &tc);
+  bp_status_t st =
+      bp_qgemm(v.s, &ta, &tb, g->scales ? &tsa : NULL, g->scales ? &tsb : NULL, 0.0f, &tc);
   if (st != BP_OK) print_error("bp_qgemm: %s\n", bp_last_error());
   assert_int_equal(st, BP_OK);
   assert_int_equal(bp_stream_synchronize(v.s), BP_OK);
   char *c = malloc(cbytes);
   assert_int_equal(bp_buffer_read(bc, 0, c, cbytes), BP_OK);
-  bp_buffer_free(ba), bp_buffer_free(bb), bp_buffer_free(bsa), bp_buffer_free(bsb), bp_buffer_free(bc);
+  bp_buffer_free(ba), bp_buffer_free(bb), bp_buffer_free(bsa), bp_buffer_free(bsb),
+      bp_buffer_free(bc);
   return c;
 }
 
@@ -193,7 +204,8 @@ static void check_case(dev_t_ cpu, dev_t_ ref, const gcase_t *g, const gdata_t *
       for (int64_t j = 0; j < g->n; j++) {
         double s = 0, t = 0;
         for (int64_t l = 0; l < g->k; l++) {
-          double p = fp8_value(d->a[a_off(g, bi, i, l)], adt) * fp8_value(d->b[b_off(g, bi, l, j)], bdt);
+          double p =
+              fp8_value(d->a[a_off(g, bi, i, l)], adt) * fp8_value(d->b[b_off(g, bi, l, j)], bdt);
           s += p;
           t += fabs(p);
         }
@@ -205,10 +217,11 @@ static void check_case(dev_t_ cpu, dev_t_ ref, const gcase_t *g, const gdata_t *
         bool ok = within(gc, x, tt, g->k, cdt, 1) && within(gr, x, tt, g->k, cdt, 1) &&
                   (isnan(x) || isinf(x) || within(gc, gr, tt, g->k, cdt, 2));
         if (!ok)
-          print_error("%s x %s -> %s [%lld,%lld,%lld] %lldx%lldx%lld: cpu %.9g ref %.9g want %.9g\n",
-                      bp_dtype_name(adt), bp_dtype_name(bdt), bp_dtype_name(cdt), (long long)bi,
-                      (long long)i, (long long)j, (long long)g->m, (long long)g->n, (long long)g->k,
-                      gc, gr, x);
+          print_error(
+              "%s x %s -> %s [%lld,%lld,%lld] %lldx%lldx%lld: cpu %.9g ref %.9g want %.9g\n",
+              bp_dtype_name(adt), bp_dtype_name(bdt), bp_dtype_name(cdt), (long long)bi,
+              (long long)i, (long long)j, (long long)g->m, (long long)g->n, (long long)g->k, gc, gr,
+              x);
         assert_true(ok);
       }
   free(c), free(r);
@@ -269,10 +282,13 @@ static void test_all_codes(void **state) {
       /* row (column of b) r, element l: code 16 l + (r + l) % 16, so e5m2's
        * +inf (124) is alone in row 5 without a NaN code, -inf (252) in 13 */
       for (int r = 0; r < 16; r++)
-        for (int l = 0; l < 16; l++) (side == 0 ? d.a : d.b)[r * 16 + l] = (uint8_t)(l * 16 + (r + l) % 16);
+        for (int l = 0; l < 16; l++)
+          (side == 0 ? d.a : d.b)[r * 16 + l] = (uint8_t)(l * 16 + (r + l) % 16);
       /* and a zero meets the infinity once: inf x 0 gives NaN */
-      if (side == 0) d.b[7 * 16 + 5] = 0;
-      else d.a[5 * 16 + 7] = 0;
+      if (side == 0)
+        d.b[7 * 16 + 5] = 0;
+      else
+        d.a[5 * 16 + 7] = 0;
       for (int cd = 0; cd < 3; cd++) check_case(cpu, ref, &g, &d, adt, bdt, cdts[cd]);
       free(d.a), free(d.b);
     }
@@ -327,7 +343,8 @@ static void test_i8only_refuses_fp8(void **state) {
   (void)state;
   for (int fb = 0; fb <= 1; fb++) {
     dev_t_ v = open_dev("i8only", !fb);
-    uint8_t a[6] = {0x38, 0x40, 0xB8, 0x30, 0x00, 0x44}, bm[6] = {0x3C, 0x40, 0x44, 0xBC, 0x38, 0x00};
+    uint8_t a[6] = {0x38, 0x40, 0xB8, 0x30, 0x00, 0x44},
+            bm[6] = {0x3C, 0x40, 0x44, 0xBC, 0x38, 0x00};
     bp_buffer_t *ba = buf(v.d, a, 6), *bb = buf(v.d, bm, 6), *bc = buf(v.d, NULL, 16);
     int64_t ash[2] = {2, 3}, ast[2] = {3, 1}, bsh[2] = {3, 2}, bst[2] = {2, 1};
     int64_t csh[2] = {2, 2}, cst[2] = {2, 1};
@@ -348,7 +365,8 @@ static void test_i8only_refuses_fp8(void **state) {
       for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
           double want = 0;
-          for (int l = 0; l < 3; l++) want += fp8_value(a[i * 3 + l], adt) * fp8_value(bm[l * 2 + j], bdt);
+          for (int l = 0; l < 3; l++)
+            want += fp8_value(a[i * 3 + l], adt) * fp8_value(bm[l * 2 + j], bdt);
           assert_true(c[i * 2 + j] == (float)want);
         }
     }

@@ -83,7 +83,8 @@ static void f8_pack_panel(const cpu_qa_job_t *j, int64_t p, uint16_t *dst) {
     for (int64_t c = 0; c < 16; c++)
       for (int64_t e = 0; e < 2; e++) {
         int64_t l = 2 * s + e;
-        dst[s * 32 + c * 2 + e] = c < cols && l < j->k ? fp8_to_bf16(src[l * j->sbk + c * j->sbn], e4m3) : 0;
+        dst[s * 32 + c * 2 + e] =
+            c < cols && l < j->k ? fp8_to_bf16(src[l * j->sbk + c * j->sbn], e4m3) : 0;
       }
 }
 
@@ -113,8 +114,7 @@ static void f8_pack_a(const cpu_qa_job_t *j, int64_t q, int64_t rows, int8_t *ds
         _mm256_storeu_si256((__m256i *)(d + 16), _mm512_cvtepi32_epi16(hi));
         continue;
       }
-      for (int64_t l = 0; l < 32; l++)
-        d[l] = l < w ? fp8_to_bf16(src[(l0 + l) * j->sak], e4m3) : 0;
+      for (int64_t l = 0; l < 32; l++) d[l] = l < w ? fp8_to_bf16(src[(l0 + l) * j->sak], e4m3) : 0;
     }
   }
 }
@@ -148,9 +148,11 @@ static void f8_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int
 static inline __m256i f32_to_bf16x16(__m512 v) {
   __m512i u = _mm512_castps_si512(v);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
   __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+  r = _mm512_mask_mov_epi32(r, nan,
+                            _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
   return _mm512_cvtepi32_epi16(r);
 }
 
@@ -188,7 +190,8 @@ static void f8_store(const cpu_qa_job_t *j, const int32_t *wi, int64_t ld, int64
       continue;
     }
     for (int64_t x = 0; x < cols; x++)
-      cpu_store(cpu_tensor_base(C), C->dtype, off + (c0 + x) * scn, w[r * ld + x] * sa * j->sb[c0 + x]);
+      cpu_store(cpu_tensor_base(C), C->dtype, off + (c0 + x) * scn,
+                w[r * ld + x] * sa * j->sb[c0 + x]);
   }
 }
 

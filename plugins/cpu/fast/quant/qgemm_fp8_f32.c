@@ -24,7 +24,8 @@ static bp_plugin_tensor_t f32_tensor(float *p, int64_t d0, int64_t d1, int64_t d
 }
 
 static void decode_table(bp_dtype_t dt, float *lut) {
-  for (int v = 0; v < 256; v++) lut[v] = (float)cpu_fp8_decode((uint8_t)v, dt == BP_FP8_E4M3 ? 3 : 2);
+  for (int v = 0; v < 256; v++)
+    lut[v] = (float)cpu_fp8_decode((uint8_t)v, dt == BP_FP8_E4M3 ? 3 : 2);
 }
 
 /* rows x cols of the fp8 matrix at p (strides sr, sc) into dst, row-major. */
@@ -39,7 +40,8 @@ static float scale_at(const bp_plugin_tensor_t *s, int64_t i) {
 }
 
 /* c = round((float)acc * sa * sb) from the f32 sums w [batch, m, n]. */
-static void epilogue(const bp_qgemm_args_t *q, const float *w, int64_t batch, int64_t m, int64_t n) {
+static void epilogue(const bp_qgemm_args_t *q, const float *w, int64_t batch, int64_t m,
+                     int64_t n) {
   const bp_plugin_tensor_t *C = &q->c;
   int32_t r = C->rank;
   for (int64_t bi = 0; bi < batch; bi++)
@@ -71,8 +73,8 @@ bp_status_t cpu_qgemm_fp8_f32(cpu_device_t *dev, const bp_qgemm_args_t *q) {
       decode(pa + (r == 3 ? bi * A->strides[0] : 0), A->strides[r - 2], A->strides[r - 1], m, k, la,
              fa + bi * m * k);
     for (int64_t bi = 0; bi < bb; bi++)
-      decode(pb + (rb == 3 ? bi * B->strides[0] : 0), B->strides[rb - 2], B->strides[rb - 1], k, n, lb,
-             fb + bi * k * n);
+      decode(pb + (rb == 3 ? bi * B->strides[0] : 0), B->strides[rb - 2], B->strides[rb - 1], k, n,
+             lb, fb + bi * k * n);
     bp_gemm_args_t g = {.struct_size = sizeof g, .alpha = 1.0, .beta = 0.0};
     g.a = f32_tensor(fa, batch, m, k, m * k);
     g.b = f32_tensor(fb, batch, k, n, rb == 3 ? k * n : 0);
