@@ -177,8 +177,8 @@ static void ska_tasks(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   const ska_ctx_t *x = ctx;
   const skinny_job_t *j = x->j;
   (void)worker;
-  uint8_t rows[8] = {(uint8_t)j->m, (uint8_t)j->m, (uint8_t)j->m, (uint8_t)j->m,
-                     (uint8_t)j->m, 16, 16, 16};
+  uint8_t rows[8] = {
+      (uint8_t)j->m, (uint8_t)j->m, (uint8_t)j->m, (uint8_t)j->m, (uint8_t)j->m, 16, 16, 16};
   uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
   cpu_amx_configure(rows, colsb);
   for (int64_t t = begin; t < end; t++) {
