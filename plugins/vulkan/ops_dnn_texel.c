@@ -4,8 +4,9 @@
  * one-kernel paths (attention.comp, conv.comp) read their operands with
  * per-lane loads, which llvmpipe runs as scalar loops.
  *
- * Attention runs as the texel GEMM's pieces, with the scores never leaving
- * the panel layout:
+ * Attention first tries the one-pass kernel of ops_dnn_flash.c; where that
+ * does not apply (Dv past its tiles, BACKPLANE_VK_ATTN_FLASH=0) it runs as
+ * the texel GEMM's pieces, with the scores never leaving the panel layout:
  *   pack Q, K (gemmpack) → S = scale·Q·Kᵀ + bias - ALiBi, masked (causal,
  *   window, key lengths), written as the A panels
  *   of the second product (gemmtex_score) → row softmax in place
