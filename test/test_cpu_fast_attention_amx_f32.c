@@ -164,7 +164,8 @@ static void test_amxf_declines(void **state) {
 
 /* cpu_fast_attention runs this kernel for f32 inputs (its output is the
  * kernel's, bit for bit, which the AVX-512 FMA kernel's is not), and the
- * FMA kernel for values the split cannot take (the NaN row matches). */
+ * FMA kernel for short causal attention and for values the split cannot
+ * take (the NaN row matches). */
 static void test_amxf_chosen_for_f32(void **state) {
   (void)state;
   dev_set_t s;
@@ -178,13 +179,26 @@ static void test_amxf_chosen_for_f32(void **state) {
     att_buf_t o2 = att_buf_make(BP_F32, 1, 4, 150, 64, LAYOUT_DENSE, 0, 0);
     /* different starting values: two outputs left unwritten differ */
     for (int64_t x = 0; x < o1.n; x++) ((float *)o1.p)[x] = NAN, ((float *)o2.p)[x] = 7.0f;
-    bp_attention_args_t a = att_args(&q, &k, &k, &o1, 1, 0.125);
+    bp_attention_args_t a = att_args(&q, &k, &k, &o1, 0, 0.125);
     assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[i], &a), BP_OK);
     a.out = o2.t;
     assert_int_equal(cpu_fast_attention(&s.dev[i], &a), BP_OK);
     H.checks++;
     if (memcmp(o1.p, o2.p, sizeof(float) * (size_t)o1.n) != 0) {
       printf("cpu_fast_attention's f32 output is not the AMX kernel's (thr%u)\n", s.dev[i].threads);
+      H.fails++;
+    }
+    /* causal over at most CPU_FAST_ATTENTION_AMX_F32_MIN_CAUSAL keys: the
+     * FMA kernel's output, bit for bit */
+    for (int64_t x = 0; x < o1.n; x++) ((float *)o1.p)[x] = NAN, ((float *)o2.p)[x] = 7.0f;
+    a.causal = 1, a.out = o1.t;
+    assert_int_equal(cpu_fast_attention_avx512(&s.dev[i], &a), BP_OK);
+    a.out = o2.t;
+    assert_int_equal(cpu_fast_attention(&s.dev[i], &a), BP_OK);
+    H.checks++;
+    if (memcmp(o1.p, o2.p, sizeof(float) * (size_t)o1.n) != 0) {
+      printf("cpu_fast_attention's short causal f32 output is not the FMA kernel's (thr%u)\n",
+             s.dev[i].threads);
       H.fails++;
     }
     free(q.p), free(k.p), free(o1.p), free(o2.p);

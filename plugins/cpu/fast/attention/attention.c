@@ -2,8 +2,8 @@
  * fast/attention/attention.c — picks the fused attention kernel for the CPU and the
  * device's ISA ceiling: a few queries per head (decode, f32 or bf16, AVX-512)
  * first, then AMX (bf16, and f32 split into three bf16 parts, when the CPU
- * has AMX-BF16 and Linux grants tile state), then AVX-512 (f32), then AVX2 + FMA + F16C (f32, f16, bf16); BP_ERR_UNIMPLEMENTED elsewhere, and the threaded reference
- * runs.
+ * has AMX-BF16 and Linux grants tile state), then AVX-512 (f32), then AVX2 + FMA + F16C (f32, f16,
+ * bf16); BP_ERR_UNIMPLEMENTED elsewhere, and the threaded reference runs.
  */
 #include "attention.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
@@ -22,8 +22,12 @@ bp_status_t cpu_fast_attention(cpu_device_t *dev, const bp_attention_args_t *a) 
     bp_status_t st = cpu_fast_attention_amx(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
-  /* f32 on the bf16 tiles, three parts a value: faster than the FMAs */
-  if (amx && a->q.dtype == BP_F32 && cpu_amx_request()) {
+  /* f32 on the bf16 tiles, three parts a value: faster than the FMAs,
+   * except causal over few keys, where the diagonal blocks' hidden
+   * products are a large share of the tiles' work and the FMA kernel
+   * stops each 12-row tile at its last key (docs/backend-cpu.md) */
+  bool few = a->causal && a->k.rank == 4 && a->k.shape[2] <= CPU_FAST_ATTENTION_AMX_F32_MIN_CAUSAL;
+  if (amx && a->q.dtype == BP_F32 && !few && cpu_amx_request()) {
     bp_status_t st = cpu_fast_attention_amx_f32(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
