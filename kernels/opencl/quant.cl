@@ -17,6 +17,9 @@
  *   the device's integer dot product (-DBP_IDOT,
  *   cl_khr_integer_dot_product, which has every signedness pair) or
  *   widened int arithmetic; AU / BU read a / b as u8, else i8.
+ *  -DQG -DCDT=<c dtype> -DFA=3|2 -DFB=3|2: the fp8 GEMM (mantissa bits:
+ *   3 e4m3, 2 e5m2) on the same panels: qgemm_fp8 decodes each code to
+ *   f32 (exact) and sums the products in f32 (each exact).
  *  -DQCAST -DSRC=a -DDST=b: casts to or from i8 and the fp8 dtypes.
  *
  * The scaled epilogues are f32 in the order the spec writes them, and the
@@ -32,6 +35,19 @@
 inline char bp_sat_i8(float v) {
   return isnan(v) ? (char)0 : convert_char_sat_rte(v);
 }
+
+/* OCP fp8 (mbits 3: E4M3, 2: E5M2) to float, exactly (plugins/cpu/fp8.h). */
+inline float bp_fp8_decode(uchar b, int mbits) {
+  int ebits = 7 - mbits, bias = (1 << (ebits - 1)) - 1;
+  int e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+  float s = (b & 0x80) ? -1.0f : 1.0f;
+  const float qnan = as_float(0x7fc00000u); /* the CPU's NAN: OpenCL's may differ */
+  if (mbits == 3 && e == 15 && m == 7) return qnan;
+  if (mbits == 2 && e == 31) return m ? qnan : s * INFINITY;
+  if (e == 0) return s * ldexp((float)m, 1 - bias - mbits);
+  return s * ldexp((float)((1 << mbits) + m), e - bias - mbits);
+}
+
 
 /* ---- the block formats ---------------------------------------------------- */
 #ifdef QDT
@@ -401,22 +417,63 @@ qgemm_tiled(__global const char *pa, __global const char *pb, long kp, long sab,
     }
   }
 }
+#ifdef FA
+/* 16 fp8 codes of one panel row as f32 (mbits 3: e4m3, 2: e5m2); the
+ * panels' zero padding decodes to +0. */
+inline float16 fp8x16(uchar16 q, int mbits) {
+  float v[16];
+  uchar b[16];
+  vstore16(q, 0, b);
+  for (int l = 0; l < 16; l++) v[l] = bp_fp8_decode(b[l], mbits);
+  return vload16(0, v);
+}
+
+/* The fp8 GEMM on qpack's panels: c = (float)acc * sa * sb rounded once
+ * to c's dtype (f32, f16, bf16), acc the f32 sum of the products. */
+__kernel __attribute__((reqd_work_group_size(QG_T, QG_T, 1))) void
+qgemm_fp8(__global const uchar *pa, __global const uchar *pb, long kp, long sab, long sbb,
+          __global uchar *cb, ulong co, long m, long n, long csb, long csm, long csn,
+          __global const uchar *sab_buf, ulong sao, long sas, __global const uchar *sbb_buf,
+          ulong sbo, long sbs, int2 has, float out_scale) {
+  long j0 = get_global_id(0) * QG_W, i0 = get_global_id(1) * QG_W, bi = get_global_id(2);
+  __global const uchar *a = pa + bi * sab + i0 * kp;
+  __global const uchar *b = pb + bi * sbb + j0 * kp;
+  float16 acc[QG_W][QG_W];
+  for (int r = 0; r < QG_W; r++)
+    for (int c = 0; c < QG_W; c++) acc[r][c] = 0.0f;
+  for (long p = 0; p < kp; p += QG_K) {
+    float16 av[QG_W], bv[QG_W];
+    for (int r = 0; r < QG_W; r++) av[r] = fp8x16(vload16(0, a + r * kp + p), FA);
+    for (int c = 0; c < QG_W; c++) bv[c] = fp8x16(vload16(0, b + c * kp + p), FB);
+    for (int r = 0; r < QG_W; r++)
+      for (int c = 0; c < QG_W; c++) acc[r][c] = fma(av[r], bv[c], acc[r][c]); /* exact products */
+  }
+  (void)out_scale; /* ignored for fp8 (bp_qgemm_args_t) */
+  __global const float *sa = BP_PTR(const float, sab_buf, sao);
+  __global const float *sbp = BP_PTR(const float, sbb_buf, sbo);
+  __global BP_CAT(T_, CDT) *c = BP_PTR(BP_CAT(T_, CDT), cb, co);
+  for (int r = 0; r < QG_W; r++) {
+    long i = i0 + r;
+    if (i >= m) break;
+    float si = has.x ? sa[i * sas] : 1.0f;
+    for (int q = 0; q < QG_W; q++) {
+      long j = j0 + q;
+      if (j >= n) break;
+      float sj = has.y ? sbp[j * sbs] : 1.0f;
+      float16 t = acc[r][q];
+      float8 h8 = t.lo + t.hi;
+      float4 h4 = h8.lo + h8.hi;
+      float v = (h4.x + h4.y + h4.z + h4.w) * si;
+      v = v * sj;
+      BP_CAT(ST_, CDT)(c, bi * csb + i * csm + j * csn, v);
+    }
+  }
+}
+#endif /* FA */
 #endif /* QG */
 
 /* ---- casts to and from i8 and fp8 ---------------------------------------- */
 #ifdef QCAST
-/* OCP fp8 (mbits 3: E4M3, 2: E5M2) to float, exactly (plugins/cpu/fp8.h). */
-inline float bp_fp8_decode(uchar b, int mbits) {
-  int ebits = 7 - mbits, bias = (1 << (ebits - 1)) - 1;
-  int e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
-  float s = (b & 0x80) ? -1.0f : 1.0f;
-  const float qnan = as_float(0x7fc00000u); /* the CPU's NAN: OpenCL's may differ */
-  if (mbits == 3 && e == 15 && m == 7) return qnan;
-  if (mbits == 2 && e == 31) return m ? qnan : s * INFINITY;
-  if (e == 0) return s * ldexp((float)m, 1 - bias - mbits);
-  return s * ldexp((float)((1 << mbits) + m), e - bias - mbits);
-}
-
 #ifdef BP_HAS_F64
 /* To fp8 with one rounding to nearest even from the double value, the
  * OCP non-saturating overflow rules (plugins/cpu/fp8.h). */

@@ -14,7 +14,8 @@ void ocl_quant_claims(const ocl_caps_t *caps, uint32_t *t, uint32_t *features) {
   const uint32_t eight = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8);
   t[BP_OP_QUANTIZE] = eight | BP_DTYPES_BLOCK;
   t[BP_OP_DEQUANTIZE] = eight | BP_DTYPES_BLOCK;
-  t[BP_OP_QGEMM] = eight; /* a and b each i8 or u8 (quant.cl's AU, BU) */
+  /* a and b each i8 or u8 (quant.cl's AU, BU), or both fp8 (FA, FB) */
+  t[BP_OP_QGEMM] = eight | BP_DTYPES_FP8;
   t[BP_OP_QMATMUL] = BP_DTYPES_BLOCK;
   /* copy moves bytes; casts to fp8 round once from the source's double
    * value, so they need the device's doubles */

@@ -9,7 +9,10 @@
  * edge cases inside its loop; the scale and requantize epilogue runs as
  * the sums are stored.
  * The panels hold the bytes as they are; only qgemm_tiled's products know
- * a u8 operand (-DAU / -DBU, one program per signedness pair).
+ * a u8 operand (-DAU / -DBU, one program per signedness pair). fp8 a and b
+ * (-DFA / -DFB, one program per format pair) go through the same panels
+ * into qgemm_fp8, which decodes each code to f32 (exact) and sums the
+ * products in f32, then scales and rounds once to c's dtype.
  * qmatmul (block weights): m = 1 is the GEMV of token generation, qmv,
  * bound by the weights' bytes: a work-group of QMV_WG items per QMV_ROWS
  * output columns splits k between its items and reduces in local memory;
@@ -31,7 +34,12 @@
 #define QMM_ITEMS 8
 #define QMM_TILE 32
 
-/* ---- int8 GEMM ------------------------------------------------------------ */
+/* ---- int8 and fp8 GEMM ---------------------------------------------------- */
+
+/* quant.cl's FA / FB: an fp8 operand's mantissa bits; 0 for i8 / u8. */
+static int fp8_mbits(bp_dtype_t dt) {
+  return dt == BP_FP8_E4M3 ? 3 : dt == BP_FP8_E5M2 ? 2 : 0;
+}
 
 typedef struct qg_shape {
   int64_t batch, m, n, k, mp, np, kp;
@@ -73,7 +81,8 @@ static bp_status_t qg_tiled(ocl_device_t *d, cl_command_queue q, const char *def
   const bp_plugin_tensor_t *C = &args->c;
   int r = C->rank;
   ocl_args_t a;
-  bp_status_t st = ocl_quant_kernel(d, BP_F32, defs, "qgemm_tiled", &a);
+  const char *name = fp8_mbits(args->a.dtype) ? "qgemm_fp8" : "qgemm_tiled";
+  bp_status_t st = ocl_quant_kernel(d, BP_F32, defs, name, &a);
   if (st != BP_OK) return st;
   cl_long v[8] = {g->kp,
                   g->ba == 1 ? 0 : g->mp * g->kp,
@@ -124,9 +133,13 @@ bp_status_t ocl_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   g.ba = sab ? g.batch : 1;
   g.bb = sbb ? g.batch : 1;
   char defs[64];
-  snprintf(defs, sizeof defs, "-DQG -DCDT=%d%s%s%s", (int)args->c.dtype,
-           qg_int_dot(d) ? " -DBP_IDOT" : "", A->dtype == BP_U8 ? " -DAU" : "",
-           B->dtype == BP_U8 ? " -DBU" : "");
+  if (fp8_mbits(A->dtype))
+    snprintf(defs, sizeof defs, "-DQG -DCDT=%d -DFA=%d -DFB=%d", (int)args->c.dtype,
+             fp8_mbits(A->dtype), fp8_mbits(B->dtype));
+  else
+    snprintf(defs, sizeof defs, "-DQG -DCDT=%d%s%s%s", (int)args->c.dtype,
+             qg_int_dot(d) ? " -DBP_IDOT" : "", A->dtype == BP_U8 ? " -DAU" : "",
+             B->dtype == BP_U8 ? " -DBU" : "");
   cl_command_queue q = ocl_queue(d, stream);
   bp_status_t st = BP_OK;
   cl_mem pa = ocl_scratch(d, q, (size_t)(g.ba * g.mp * g.kp), &st);

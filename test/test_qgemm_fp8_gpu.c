@@ -1,0 +1,401 @@
+/*
+ * test_qgemm_fp8_gpu.c — bp_qgemm with fp8 a and b (e4m3 / e5m2, any mix;
+ * f32 sums; c f32 / f16 / bf16) on the GPU backends (OpenCL, Vulkan, CUDA
+ * and ROCm; the last two over their CPU shims here), fallback off. Every
+ * format pair x c dtype, scales per row / per tensor / none, odd sizes
+ * over several tiles, transposed views of a, b and c, batches with b
+ * shared and batched, and all 256 codes of each format in a and in b
+ * (NaN and infinities propagate as the double sum here gives them); each
+ * result within docs/ops.md's tolerance of this file's own double sums,
+ * and within twice that of cpu-ref's in the same context. Every GPU
+ * device must claim both fp8 dtypes for qgemm.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/backplane.h"
+#include "test/skip.h"
+
+typedef struct side {
+  bp_device_t *d;
+  bp_stream_t *s;
+} side_t;
+
+typedef struct pair {
+  side_t gpu, ref;
+  const char *backend, *path;
+} pair_t;
+
+static bp_buffer_t *buf(bp_device_t *d, const void *src, uint64_t bytes) {
+  bp_buffer_t *b;
+  assert_int_equal(bp_buffer_alloc(d, bytes, &b), BP_OK);
+  void *fill = malloc(bytes);
+  if (src)
+    memcpy(fill, src, bytes);
+  else
+    memset(fill, 0xAB, bytes);
+  assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
+  free(fill);
+  return b;
+}
+
+static bp_tensor_t ten(bp_buffer_t *b, bp_dtype_t dt, int rank, const int64_t *shape,
+                       const int64_t *strides) {
+  bp_tensor_t t;
+  assert_int_equal(bp_tensor_init(b, 0, dt, rank, shape, strides, &t), BP_OK);
+  return t;
+}
+
+static bool claims(bp_device_t *d, bp_dtype_t dt) {
+  bool yes = false;
+  return bp_device_supports(d, BP_OP_QGEMM, dt, &yes) == BP_OK && yes;
+}
+
+static uint64_t rng = 7;
+
+static uint8_t rand_byte(void) {
+  rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (uint8_t)(rng >> 56);
+}
+
+/* ---- this file's own decoding ----------------------------------------------- */
+
+static double fp8_value(uint8_t b, bp_dtype_t dt) {
+  bool e4 = dt == BP_FP8_E4M3;
+  int mb = e4 ? 3 : 2, bias = e4 ? 7 : 15, e = (b & 0x7F) >> mb, m = b & ((1 << mb) - 1);
+  double s = (b & 0x80) ? -1.0 : 1.0;
+  if (e4 && (b & 0x7F) == 0x7F) return NAN;
+  if (!e4 && e == 31) return m ? NAN : s * INFINITY;
+  double f = (double)m / (1 << mb);
+  return s * (e ? ldexp(1.0 + f, e - bias) : ldexp(f, 1 - bias));
+}
+
+static bool fp8_finite(uint8_t b, bp_dtype_t dt) {
+  return isfinite(fp8_value(b, dt));
+}
+
+/* A random finite code. */
+static uint8_t rand_code(bp_dtype_t dt) {
+  for (;;) {
+    uint8_t b = rand_byte();
+    if (fp8_finite(b, dt)) return b;
+  }
+}
+
+static double half_value(uint16_t h, bool f16) {
+  if (!f16) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  int e = (h >> 10) & 31, m = h & 1023;
+  double s = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == 31) return m ? NAN : s * INFINITY;
+  return s * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+}
+
+static double c_value(const char *c, bp_dtype_t dt, int64_t e) {
+  if (dt == BP_F32) return ((const float *)c)[e];
+  return half_value(((const uint16_t *)c)[e], dt == BP_F16);
+}
+
+/* Half an ulp of c's dtype at x (0 for f32: inside the (k + 2) term). */
+static double half_ulp(double x, bp_dtype_t dt) {
+  if (dt == BP_F32 || x == 0 || !isfinite(x)) return 0;
+  int e;
+  frexp(x, &e);
+  if (dt == BP_F16) return e < -13 ? ldexp(1, -25) : ldexp(1, e - 12);
+  return ldexp(1, e - 9);
+}
+
+/* got against the exact value x with sum |a b| * |sa sb| = t over k terms:
+ * docs/ops.md's bound; NaN and infinities exactly; an f16 overflow is an
+ * infinity of x's sign. */
+static bool within(double got, double x, double t, int64_t k, bp_dtype_t dt, double slack) {
+  if (isnan(x)) return isnan(got);
+  if (isinf(x)) return got == x;
+  double bound = slack * ((double)(k + 2) * ldexp(t, -24) + half_ulp(fabs(x) + fabs(got), dt));
+  if (isinf(got)) return dt == BP_F16 && fabs(x) + bound >= 65504.0 && (got > 0) == (x > 0);
+  return fabs(got - x) <= bound;
+}
+
+typedef struct gcase {
+  int64_t batch, m, n, k;
+  bool b_batched, at, bt, ct; /* a, b, c as transposed views */
+  int scales;                 /* 0 none, 1 per tensor, 2 per row / column */
+} gcase_t;
+
+typedef struct gdata {
+  uint8_t *a, *b; /* logical a[batch][m][k], b[(batch)][k][n] */
+  float sa[512], sb[512];
+} gdata_t;
+
+/* Logical element offsets into the stored (maybe transposed) layouts. */
+static int64_t a_off(const gcase_t *g, int64_t bi, int64_t i, int64_t l) {
+  return bi * g->m * g->k + (g->at ? l * g->m + i : i * g->k + l);
+}
+static int64_t b_off(const gcase_t *g, int64_t bi, int64_t l, int64_t j) {
+  return (g->b_batched ? bi * g->k * g->n : 0) + (g->bt ? j * g->k + l : l * g->n + j);
+}
+static int64_t c_off(const gcase_t *g, int64_t bi, int64_t i, int64_t j) {
+  return bi * g->m * g->n + (g->ct ? j * g->m + i : i * g->n + j);
+}
+
+/* Runs the case on v; returns c (stored layout) as read back. */
+static char *run(side_t v, const gcase_t *g, const gdata_t *d, bp_dtype_t adt, bp_dtype_t bdt,
+                 bp_dtype_t cdt) {
+  int64_t asz = g->batch * g->m * g->k, bsz = (g->b_batched ? g->batch : 1) * g->k * g->n;
+  size_t es = cdt == BP_F32 ? 4 : 2, cbytes = (size_t)(g->batch * g->m * g->n) * es;
+  bp_buffer_t *ba = buf(v.d, d->a, (uint64_t)asz), *bb = buf(v.d, d->b, (uint64_t)bsz);
+  bp_buffer_t *bsa = buf(v.d, d->sa, sizeof d->sa), *bsb = buf(v.d, d->sb, sizeof d->sb);
+  bp_buffer_t *bc = buf(v.d, NULL, cbytes);
+  int64_t ash[3] = {g->batch, g->m, g->k},
+          ast[3] = {g->m * g->k, g->at ? 1 : g->k, g->at ? g->m : 1};
+  int64_t bsh[3] = {g->batch, g->k, g->n},
+          bst[3] = {g->k * g->n, g->bt ? 1 : g->n, g->bt ? g->k : 1};
+  int64_t csh[3] = {g->batch, g->m, g->n},
+          cst[3] = {g->m * g->n, g->ct ? 1 : g->n, g->ct ? g->m : 1};
+  const int r = g->batch > 1 ? 3 : 2; /* rank 2 when one batch */
+  bp_tensor_t ta = ten(ba, adt, r, ash + 3 - r, ast + 3 - r);
+  bp_tensor_t tc = ten(bc, cdt, r, csh + 3 - r, cst + 3 - r);
+  bp_tensor_t tb = g->b_batched ? ten(bb, bdt, 3, bsh, bst) : ten(bb, bdt, 2, bsh + 1, bst + 1);
+  int64_t one = 1;
+  bp_tensor_t tsa =
+      g->scales == 2 ? ten(bsa, BP_F32, 1, &g->m, &one) : ten(bsa, BP_F32, 0, NULL, NULL);
+  bp_tensor_t tsb =
+      g->scales == 2 ? ten(bsb, BP_F32, 1, &g->n, &one) : ten(bsb, BP_F32, 0, NULL, NULL);
+  bp_status_t st =
+      bp_qgemm(v.s, &ta, &tb, g->scales ? &tsa : NULL, g->scales ? &tsb : NULL, 0.0f, &tc);
+  if (st != BP_OK) fail_msg("bp_qgemm: %s", bp_last_error());
+  assert_int_equal(bp_stream_synchronize(v.s), BP_OK);
+  char *c = malloc(cbytes);
+  assert_int_equal(bp_buffer_read(bc, 0, c, cbytes), BP_OK);
+  bp_buffer_free(ba), bp_buffer_free(bb), bp_buffer_free(bsa), bp_buffer_free(bsb),
+      bp_buffer_free(bc);
+  return c;
+}
+
+/* The case on the GPU device and cpu-ref, the device against the sums
+ * here and against cpu-ref. */
+static void check_case(pair_t *p, const gcase_t *g, const gdata_t *d, bp_dtype_t adt,
+                       bp_dtype_t bdt, bp_dtype_t cdt) {
+  char *c = run(p->gpu, g, d, adt, bdt, cdt), *r = run(p->ref, g, d, adt, bdt, cdt);
+  for (int64_t bi = 0; bi < g->batch; bi++)
+    for (int64_t i = 0; i < g->m; i++)
+      for (int64_t j = 0; j < g->n; j++) {
+        double s = 0, t = 0;
+        for (int64_t l = 0; l < g->k; l++) {
+          double pr =
+              fp8_value(d->a[a_off(g, bi, i, l)], adt) * fp8_value(d->b[b_off(g, bi, l, j)], bdt);
+          s += pr;
+          t += fabs(pr);
+        }
+        double sa = g->scales == 2 ? d->sa[i] : g->scales ? d->sa[0] : 1;
+        double sb = g->scales == 2 ? d->sb[j] : g->scales ? d->sb[0] : 1;
+        double x = s * sa * sb, tt = t * fabs(sa * sb);
+        int64_t e = c_off(g, bi, i, j);
+        double gc = c_value(c, cdt, e), gr = c_value(r, cdt, e);
+        bool ok = within(gc, x, tt, g->k, cdt, 1) &&
+                  (isnan(x) || isinf(x) || within(gc, gr, tt, g->k, cdt, 2));
+        if (!ok)
+          fail_msg("%s (%s): %s x %s -> %s [%lld,%lld,%lld] %lldx%lldx%lld: got %.9g ref %.9g "
+                   "want %.9g",
+                   p->backend, p->path, bp_dtype_name(adt), bp_dtype_name(bdt),
+                   bp_dtype_name(cdt), (long long)bi, (long long)i, (long long)j,
+                   (long long)g->m, (long long)g->n, (long long)g->k, gc, gr, x);
+      }
+  free(c), free(r);
+}
+
+static const bp_dtype_t fmts[2] = {BP_FP8_E4M3, BP_FP8_E5M2};
+static const bp_dtype_t cdts[3] = {BP_F32, BP_F16, BP_BF16};
+
+static void fill(gdata_t *d, const gcase_t *g, bp_dtype_t adt, bp_dtype_t bdt) {
+  int64_t asz = g->batch * g->m * g->k, bsz = (g->b_batched ? g->batch : 1) * g->k * g->n;
+  d->a = malloc((size_t)asz), d->b = malloc((size_t)bsz);
+  for (int64_t i = 0; i < asz; i++) d->a[i] = rand_code(adt);
+  for (int64_t i = 0; i < bsz; i++) d->b[i] = rand_code(bdt);
+  /* e5m2 x e5m2 sums reach 1e12: small scales keep an f16 c mostly finite */
+  float base = adt == BP_FP8_E5M2 && bdt == BP_FP8_E5M2 ? 1.0f / 65536 : 0.125f;
+  for (int i = 0; i < 512; i++) {
+    d->sa[i] = base * (0.5f + 0.125f * (float)(i % 7));
+    d->sb[i] = 0.25f + 0.0625f * (float)(i % 5);
+  }
+}
+
+/* ---- the cases ---------------------------------------------------------------- */
+
+static bool claims_fp8(const pair_t *p) {
+  bool e4 = claims(p->gpu.d, BP_FP8_E4M3), e5 = claims(p->gpu.d, BP_FP8_E5M2);
+  if (!e4 || !e5) fail_msg("%s does not claim fp8_e4m3 and fp8_e5m2 for qgemm", p->backend);
+  return true;
+}
+
+static void pairs_on(pair_t *p) {
+  if (!claims_fp8(p)) return;
+  static const gcase_t cases[] = {
+      {2, 37, 45, 70, true, false, false, false, 2},
+      {2, 33, 40, 100, false, false, false, false, 1},
+      {1, 70, 66, 150, false, true, true, false, 2},
+      {3, 5, 3, 1, true, false, true, true, 0},
+      {1, 1, 1, 1, false, false, false, false, 0},
+      {1, 40, 36, 33, false, true, false, true, 2},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+    for (int f = 0; f < 4; f++)
+      for (int cd = 0; cd < 3; cd++) {
+        gdata_t d;
+        fill(&d, &cases[ci], fmts[f & 1], fmts[f >> 1]);
+        check_case(p, &cases[ci], &d, fmts[f & 1], fmts[f >> 1], cdts[cd]);
+        free(d.a), free(d.b);
+      }
+}
+
+/* All 256 codes in a [16, 16], then in b (stored transposed): NaN codes
+ * give NaN, infinities infinities (or NaN against a zero), the rest within
+ * the bound. */
+static void codes_on(pair_t *p) {
+  if (!claims_fp8(p)) return;
+  for (int side = 0; side < 2; side++)
+    for (int f = 0; f < 4; f++) {
+      bp_dtype_t adt = fmts[f & 1], bdt = fmts[f >> 1];
+      gcase_t g = {1, 16, 16, 16, false, false, side == 1, false, 2};
+      gdata_t d;
+      fill(&d, &g, adt, bdt);
+      for (int r = 0; r < 16; r++)
+        for (int l = 0; l < 16; l++)
+          (side == 0 ? d.a : d.b)[r * 16 + l] = (uint8_t)(l * 16 + (r + l) % 16);
+      if (side == 0)
+        d.b[7 * 16 + 5] = 0;
+      else
+        d.a[5 * 16 + 7] = 0;
+      for (int cd = 0; cd < 3; cd++) check_case(p, &g, &d, adt, bdt, cdts[cd]);
+      free(d.a), free(d.b);
+    }
+}
+
+/* ---- the devices and their kernel paths --------------------------------------------- */
+
+/* A kernel path: the environment that selects it (NULL-terminated
+ * NAME=VALUE list; the knobs not named are unset). */
+typedef struct path {
+  const char *name;
+  const char *env[4];
+} path_t;
+
+static const char *const knobs[] = {"BACKPLANE_OPENCL_QUANT_DOT", "BACKPLANE_VK_QUANT_BYTES",
+                                    "BACKPLANE_VK_QUANT_DOT", "BACKPLANE_VK_GEMM_TEXEL",
+                                    "BACKPLANE_CUDA_QGEMM"};
+
+static const path_t one_path[] = {{"default", {NULL}}};
+
+static void path_set(const path_t *pa) {
+  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) unsetenv(knobs[i]);
+  for (int i = 0; pa && pa->env[i]; i++) {
+    char kv[64];
+    snprintf(kv, sizeof kv, "%s", pa->env[i]);
+    char *eq = strchr(kv, '=');
+    *eq = 0;
+    setenv(kv, eq + 1, 1);
+  }
+}
+
+/* The kernel paths of a GPU backend; 0 for any other backend. */
+static size_t paths_of(const char *backend, const path_t **out) {
+#define PATHS(b, list)                                                                             \
+  if (!strcmp(backend, b)) return *out = list, sizeof list / sizeof list[0]
+  PATHS("opencl", one_path);
+#undef PATHS
+  return 0;
+}
+
+typedef void (*pair_fn)(pair_t *p);
+
+static int shims_set; /* the CUDA / HIP drivers pointed at the shims */
+
+/* Runs fn on every path of every GPU device (fallback off), beside cpu-ref. */
+static void on_devices(pair_fn fn) {
+  bp_context_t *ctx;
+  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
+  uint32_t count = 0, ran = 0, shim_ran = 0;
+  assert_int_equal(bp_context_device_count(ctx, &count), BP_OK);
+  bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = true};
+  for (uint32_t r = 0; r < count; r++) {
+    bp_device_entry_t e;
+    assert_int_equal(bp_context_device_entry(ctx, r, &e), BP_OK);
+    const path_t *paths;
+    size_t np = paths_of(e.backend, &paths);
+    if (!np) continue;
+    char sel[16];
+    snprintf(sel, sizeof sel, "%u", e.rank);
+    pair_t p = {.backend = e.backend};
+    assert_int_equal(bp_device_open(ctx, sel, &cfg, &p.gpu.d), BP_OK);
+    if (bp_device_open(ctx, "cpu-ref", &cfg, &p.ref.d) != BP_OK)
+      fail_msg("cpu-ref: %s", bp_last_error());
+    assert_int_equal(bp_stream_create(p.gpu.d, &p.gpu.s), BP_OK);
+    assert_int_equal(bp_stream_create(p.ref.d, &p.ref.s), BP_OK);
+    for (size_t i = 0; i < np; i++) {
+      path_set(&paths[i]);
+      p.path = paths[i].name;
+      fn(&p);
+      printf("  %-6s %s (%s): ok\n", e.backend, e.info.name, p.path);
+    }
+    path_set(NULL);
+    bp_stream_destroy(p.gpu.s), bp_stream_destroy(p.ref.s);
+    bp_device_close(p.gpu.d), bp_device_close(p.ref.d);
+    ran++;
+    shim_ran += !strcmp(e.backend, "cuda") || !strcmp(e.backend, "rocm");
+  }
+  bp_context_destroy(ctx);
+  /* the shims beside the test always give a CUDA and a ROCm device: none
+   * means a plugin was refused, which must not pass as a skip */
+  (void)shim_ran;
+  if (!ran) TEST_SKIP_CASE("no OpenCL, Vulkan, CUDA or ROCm device (and no shims beside the test)");
+}
+
+static void test_qgemm_fp8_pairs(void **st) { (void)st, on_devices(pairs_on); }
+static void test_qgemm_fp8_codes(void **st) { (void)st, on_devices(codes_on); }
+
+/* Points the CUDA and ROCm plugins at the CPU shims built beside the test,
+ * as test_quant_gpu does (unless the caller chose drivers, asks for the
+ * real ones, or runs under a sanitizer). */
+static void use_shims(void) {
+  char dir[PATH_MAX], path[PATH_MAX + 64];
+  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+  if (n <= 0 || getenv("BP_UNDER_SANITIZER")) return;
+  dir[n] = 0;
+  *strrchr(dir, '/') = 0;
+  const char *env[][2] = {{"BACKPLANE_CUDA_DRIVER", "shims/cuda/libcuda.so.1"},
+                          {"BACKPLANE_HIP_RUNTIME", "shims/hip/libamdhip64.so"},
+                          {"BACKPLANE_HIPRTC", "shims/hip/libhiprtc.so"}};
+  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"),
+             real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
+  for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, env[i][1]);
+    if ((i < 1 ? real_cuda : real_rocm) || getenv(env[i][0]) || access(path, R_OK) != 0) continue;
+    setenv(env[i][0], path, 1);
+    shims_set++;
+    if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) fprintf(stderr, "shims: %s\n", dlerror());
+  }
+}
+
+int main(void) {
+  use_shims();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_qgemm_fp8_pairs),
+      cmocka_unit_test(test_qgemm_fp8_codes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
