@@ -180,19 +180,19 @@ static void test_skinny_grid_amx(void **state) {
   skinny_grid(true);
 }
 
-/* Which bf16 calls the AMX kernel takes: m <= 16 and W up to the size the
- * caches hold; the switch turns it off. */
+/* Which bf16 calls the AMX kernel takes: m <= 16 and W up to a small
+ * model's layer (768 KiB); the switch turns it off. */
 static void test_skinny_amx_choice(void **state) {
   (void)state;
   const cpu_features_t *f = cpu_features_get();
   if (!have_avx512() || !f->amx_bf16 || !cpu_amx_request())
     TEST_SKIP_CASE("no AMX-BF16 tiles on this CPU");
-  skinny_job_t j = {.kind = SKINNY_BF16, .m = 2, .k = 1024, .n = 1024};
+  skinny_job_t j = {.kind = SKINNY_BF16, .m = 2, .k = 256, .n = 1408};
   cpu_fast_skinny_amx_enabled = 1;
-  assert_true(cpu_fast_skinny_amx_ok(&j));
-  j.n = 4096; /* 8 MiB of W: streamed from memory by the AVX-512 kernel */
+  assert_true(cpu_fast_skinny_amx_ok(&j)); /* 704 KiB: a small model's W */
+  j.k = 1024, j.n = 512; /* 1 MiB of W: streamed from memory by the AVX-512 kernel */
   assert_false(cpu_fast_skinny_amx_ok(&j));
-  j.n = 1024, j.kind = SKINNY_F16;
+  j.k = 256, j.n = 1408, j.kind = SKINNY_F16;
   assert_false(cpu_fast_skinny_amx_ok(&j));
   j.kind = SKINNY_BF16, j.m = 17;
   assert_false(cpu_fast_skinny_amx_ok(&j));

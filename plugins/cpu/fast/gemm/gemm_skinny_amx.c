@@ -39,9 +39,12 @@
 /* bf16 per B tile (16 rows of 32) and per chunk (four tiles). */
 #define SKA_TILE 512
 #define SKA_CHUNK (4 * SKA_TILE)
-/* Largest W (bytes) taken: the AVX-512 kernel's front-to-back walk reads
- * W from memory better than this kernel's column panels. */
-#define SKA_MAX_W_BYTES (4.0 * 1024 * 1024)
+/* Largest W (bytes) taken: the weights of a small model's layer (up to
+ * 720 KiB at d_model 256), which a decode loop finds in the caches. From
+ * a W of 1 MiB (d_model 1024) the model no longer fits them and W comes
+ * from memory, where the AVX-512 kernel's front-to-back walk beat this
+ * kernel's column panels in a decode step even with the rows prefetched. */
+#define SKA_MAX_W_BYTES (768.0 * 1024)
 /* Below this many elements of W one thread does the call: the pool's
  * hand-off costs about what a second core saves. */
 #define SKA_MT_ELEMS 131072.0
@@ -110,6 +113,18 @@ static inline void ska_pack_b(const skinny_job_t *j, int64_t kc, int64_t c0, con
     }
 }
 
+/* Asks for chunk kc's 128 bytes of each of its 32 rows of W: the panel
+ * walk touches a short run of many rows, which the hardware prefetchers
+ * do not follow when W comes from memory. */
+static inline void ska_prefetch(const skinny_job_t *j, int64_t kc, int64_t c0) {
+  const char *w = (const char *)((const uint16_t *)j->b + kc * 32 * j->ldb + c0);
+  int64_t rows = j->k - kc * 32 < 32 ? j->k - kc * 32 : 32, ld = j->ldb * 2;
+  for (int64_t r = 0; r < rows; r++, w += ld) {
+    _mm_prefetch(w, _MM_HINT_T0);
+    _mm_prefetch(w + 64, _MM_HINT_T0);
+  }
+}
+
 /* The C tiles (lane order, m rows of 64 bytes at t) into sums[m][64] in
  * column order: per half, columns 0-15 are lanes 0-3 of the lo tile, 0-3
  * of the hi tile, 4-7 of lo, 4-7 of hi; 16-31 the same from lanes 8-15. */
@@ -147,6 +162,7 @@ static void ska_block(const skinny_job_t *j, const uint16_t *apk, int64_t c0, in
   ska_pack_b(j, 0, c0, mk, bb[0]);
   for (int64_t kc = 0; kc < kchunks; kc++) {
     const uint16_t *b = bb[kc & 1];
+    if (kc + 2 < kchunks) ska_prefetch(j, kc + 2, c0);
     if (kc + 1 < kchunks) ska_pack_b(j, kc + 1, c0, mk, bb[(kc + 1) & 1]);
     _tile_loadd(4, apk + kc * m * 32, 64);
     _tile_loadd(5, b, 64);
