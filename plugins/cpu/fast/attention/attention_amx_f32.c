@@ -408,7 +408,7 @@ static void xf_query_block(const xf_job_t *j, xf_ws_t *w, int64_t b, int64_t h, 
 static size_t xf_ws_bytes(const xf_job_t *j) {
   size_t halves = (size_t)(XF_PARTS * (j->Skp * (j->Dp + j->Dvp) + XF_BQ * j->Dp + 32 * XF_BK));
   size_t floats = (size_t)(32 * XF_BK + XF_BQ * j->Dvp);
-  return 2 * halves + 4 * floats + 4 * 64;
+  return 2 * halves + 4 * floats + 5 * 64; /* five arrays start on 64 bytes */
 }
 
 static void *xf_align(void *p) {
