@@ -141,8 +141,6 @@ static uint8_t *rand_bytes(int64_t n, uint64_t seed) {
   return v;
 }
 
-static const char *dt_name(bp_dtype_t dt) { return bp_dtype_name(dt); }
-
 /* ---- qgemm ------------------------------------------------------------------------ */
 
 typedef struct qgemm_ctx {
@@ -186,10 +184,10 @@ static void qgemm_case(pair_t *p, const qshape_t *q, bp_dtype_t adt, bp_dtype_t 
     arg_t args[5] = {A, Bm, v == 0 ? absent : v == 3 ? S1 : SA, v == 0 ? absent : SB, C};
     qgemm_ctx_t ctx = {v == 3 ? 0.5f : 40.0f};
     char what[128];
-    snprintf(what, sizeof what, "qgemm %s x %s -> %s %lldx(%lldx%lldx%lld)%s%s%s%s", dt_name(adt),
-             dt_name(bdt), dt_name(ct), (long long)B, (long long)M, (long long)N, (long long)K,
-             q->at ? " a^T" : "", q->bt ? " b^T" : "", q->b3 ? " b batched" : "",
-             v == 3 ? " per-tensor" : "");
+    snprintf(what, sizeof what, "qgemm %s x %s -> %s %lldx(%lldx%lldx%lld)%s%s%s%s",
+             bp_dtype_name(adt), bp_dtype_name(bdt), bp_dtype_name(ct), (long long)B, (long long)M,
+             (long long)N, (long long)K, q->at ? " a^T" : "", q->bt ? " b^T" : "",
+             q->b3 ? " b batched" : "", v == 3 ? " per-tensor" : "");
     run_exact(p, what, args, 5, 4, do_qgemm, &ctx);
   }
   free(a), free(b), free(sa), free(sb);
@@ -199,7 +197,7 @@ static void qgemm_on(pair_t *p) {
   if (!claims_u8(p, BP_OP_QGEMM, "qgemm")) return;
   static const qshape_t shapes[] = {
       {1, 5, 9, 67, false, true, false},
-      {1, 70, 130, 37, true, false, false}, /* several tiles, k % 4 != 0 */
+      {1, 70, 130, 37, true, false, false},  /* several tiles, k % 4 != 0 */
       {2, 37, 50, 130, false, false, false}, /* b shared by the batch */
       {3, 65, 17, 33, true, true, true},     /* b per batch */
       {1, 1, 1, 1, false, false, false},
@@ -228,10 +226,12 @@ static bp_status_t do_dequantize(bp_stream_t *s, const bp_tensor_t *const *t, co
 /* x [R, C] of ft stored transposed; scales per row or per tensor. */
 static void u8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
   enum { R = 3, C = 12 };
+  /* [R, C] row-major */
   static const float xv[R * C] = {
-      0.5f,  1.5f,   2.5f,   -2.5f,   1000.0f,  -1000.0f,  NAN,    0.26f,  254.5f, 255.5f, 253.5f, 127.5f,
-      -0.5f, 3.5f,   127.4f, -128.6f, INFINITY, -INFINITY, 0.0f,   -0.0f,  128.5f, 300.0f, -0.49f, 64.5f,
-      7.0f,  9.25f,  -9.75f, 63.5f,   64.5f,    -63.5f,    1e-3f,  200.0f, 85.25f, 85.5f,  86.5f,  -1.0f};
+      0.5f,   1.5f,   2.5f,   -2.5f,  1000.0f, -1000.0f, NAN,     0.26f,    254.5f,
+      255.5f, 253.5f, 127.5f, -0.5f,  3.5f,    127.4f,   -128.6f, INFINITY, -INFINITY,
+      0.0f,   -0.0f,  128.5f, 300.0f, -0.49f,  64.5f,    7.0f,    9.25f,    -9.75f,
+      63.5f,  64.5f,  -63.5f, 1e-3f,  200.0f,  85.25f,   85.5f,   86.5f,    -1.0f};
   uint8_t x[R * C * 4];
   for (int i = 0; i < R * C; i++) {
     int r = i / C, c = i % C;
@@ -248,7 +248,8 @@ static void u8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
                 ten(BP_F32, 2, sshape, NULL, 4 * (uint64_t)sshape[0], sc),
                 ten(BP_U8, 2, shape, NULL, R * C, NULL)};
   char what[64];
-  snprintf(what, sizeof what, "quantize u8 from %s%s", dt_name(ft), per_row ? " per row" : "");
+  snprintf(what, sizeof what, "quantize u8 from %s%s", bp_dtype_name(ft),
+           per_row ? " per row" : "");
   if (claims_u8(p, BP_OP_QUANTIZE, "quantize")) run_exact(p, what, q, 3, 2, do_quantize, NULL);
   /* every byte value, dequantized into a transposed y */
   enum { DR = 4, DC = 64 };
@@ -259,8 +260,10 @@ static void u8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
   arg_t d[3] = {ten(BP_U8, 2, dshape, NULL, DR * DC, qv),
                 ten(BP_F32, 2, dsshape, NULL, 4 * (uint64_t)dsshape[0], dsc),
                 ten(ft, 2, dshape, ystr, DR * DC * fe, NULL)};
-  snprintf(what, sizeof what, "dequantize u8 to %s%s", dt_name(ft), per_row ? " per row" : "");
-  if (claims_u8(p, BP_OP_DEQUANTIZE, "dequantize")) run_exact(p, what, d, 3, 2, do_dequantize, NULL);
+  snprintf(what, sizeof what, "dequantize u8 to %s%s", bp_dtype_name(ft),
+           per_row ? " per row" : "");
+  if (claims_u8(p, BP_OP_DEQUANTIZE, "dequantize"))
+    run_exact(p, what, d, 3, 2, do_dequantize, NULL);
 }
 
 static void quant_on(pair_t *p) {
@@ -364,8 +367,12 @@ static void on_devices(pair_fn fn) {
   if (!ran) TEST_SKIP_CASE("no OpenCL, Vulkan, CUDA or ROCm device (and no shims beside the test)");
 }
 
-static void test_qgemm_u8(void **st) { (void)st, on_devices(qgemm_on); }
-static void test_quantize_u8(void **st) { (void)st, on_devices(quant_on); }
+static void test_qgemm_u8(void **st) {
+  (void)st, on_devices(qgemm_on);
+}
+static void test_quantize_u8(void **st) {
+  (void)st, on_devices(quant_on);
+}
 
 /* Points the CUDA and ROCm plugins at the CPU shims built beside the test,
  * as test_quant_gpu does (unless the caller chose drivers, asks for the
@@ -379,7 +386,8 @@ static void use_shims(void) {
   const char *env[][2] = {{"BACKPLANE_CUDA_DRIVER", "shims/cuda/libcuda.so.1"},
                           {"BACKPLANE_HIP_RUNTIME", "shims/hip/libamdhip64.so"},
                           {"BACKPLANE_HIPRTC", "shims/hip/libhiprtc.so"}};
-  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"), real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
+  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"),
+             real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, env[i][1]);
     if ((i < 1 ? real_cuda : real_rocm) || getenv(env[i][0]) || access(path, R_OK) != 0) continue;

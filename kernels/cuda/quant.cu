@@ -69,10 +69,18 @@ __device__ __forceinline__ void q_dequantize_elems(const bpk_quant_args_t &p) {
   }
 }
 
-extern "C" __global__ void bp_quantize_i8(const bpk_quant_args_t p) { q_quantize_elems<int8_t>(p); }
-extern "C" __global__ void bp_dequantize_i8(const bpk_quant_args_t p) { q_dequantize_elems<int8_t>(p); }
-extern "C" __global__ void bp_quantize_u8(const bpk_quant_args_t p) { q_quantize_elems<uint8_t>(p); }
-extern "C" __global__ void bp_dequantize_u8(const bpk_quant_args_t p) { q_dequantize_elems<uint8_t>(p); }
+extern "C" __global__ void bp_quantize_i8(const bpk_quant_args_t p) {
+  q_quantize_elems<int8_t>(p);
+}
+extern "C" __global__ void bp_dequantize_i8(const bpk_quant_args_t p) {
+  q_dequantize_elems<int8_t>(p);
+}
+extern "C" __global__ void bp_quantize_u8(const bpk_quant_args_t p) {
+  q_quantize_elems<uint8_t>(p);
+}
+extern "C" __global__ void bp_dequantize_u8(const bpk_quant_args_t p) {
+  q_dequantize_elems<uint8_t>(p);
+}
 
 // Block b of row `row` of the block tensor, and f's element of its lane.
 __device__ __forceinline__ uint8_t *q_block_of(const bpk_quant_args_t &p, int64_t row, int64_t b) {
@@ -264,17 +272,25 @@ template <bool AU, bool BU> __device__ __forceinline__ void q_gemm_dp4a(const bp
 }
 
 // bp_qgemm_<a><b>: the operands' dtypes (bp_qgemm is i8 x i8).
-extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) { q_gemm_dp4a<false, false>(p); }
-extern "C" __global__ void bp_qgemm_u8i8(const bpk_qgemm_args_t p) { q_gemm_dp4a<true, false>(p); }
-extern "C" __global__ void bp_qgemm_i8u8(const bpk_qgemm_args_t p) { q_gemm_dp4a<false, true>(p); }
-extern "C" __global__ void bp_qgemm_u8u8(const bpk_qgemm_args_t p) { q_gemm_dp4a<true, true>(p); }
+extern "C" __global__ void bp_qgemm(const bpk_qgemm_args_t p) {
+  q_gemm_dp4a<false, false>(p);
+}
+extern "C" __global__ void bp_qgemm_u8i8(const bpk_qgemm_args_t p) {
+  q_gemm_dp4a<true, false>(p);
+}
+extern "C" __global__ void bp_qgemm_i8u8(const bpk_qgemm_args_t p) {
+  q_gemm_dp4a<false, true>(p);
+}
+extern "C" __global__ void bp_qgemm_u8u8(const bpk_qgemm_args_t p) {
+  q_gemm_dp4a<true, true>(p);
+}
 
 #if !defined(BPK_HIP)
 // d += a . b on the tensor cores: one m16n8k32 product of s8 or u8
-// operands (AU, BU) into s32 (wrapping sums, like dp4a). Fragments as the PTX ISA lays them out: lane
-// (g = lane / 4, t = lane % 4) holds a's rows g and g + 8 at k 4t..4t+3 and
-// 16+4t..16+4t+3, b's column g at the same k, and d's rows g, g + 8 at
-// columns 2t, 2t + 1.
+// operands (AU, BU) into s32 (wrapping sums, like dp4a). Fragments as the
+// PTX ISA lays them out: lane (g = lane / 4, t = lane % 4) holds a's rows
+// g and g + 8 at k 4t..4t+3 and 16+4t..16+4t+3, b's column g at the same
+// k, and d's rows g, g + 8 at columns 2t, 2t + 1.
 template <bool AU, bool BU>
 __device__ __forceinline__ void q_mma(int (&d)[4], const int (&a)[4], const int (&b)[2]) {
 #define Q_MMA(AT, BT)                                                                              \
@@ -332,10 +348,18 @@ template <bool AU, bool BU> __device__ __forceinline__ void q_gemm_mma(const bpk
   }
 }
 
-extern "C" __global__ void bp_qgemm_mma(const bpk_qgemm_args_t p) { q_gemm_mma<false, false>(p); }
-extern "C" __global__ void bp_qgemm_mma_u8i8(const bpk_qgemm_args_t p) { q_gemm_mma<true, false>(p); }
-extern "C" __global__ void bp_qgemm_mma_i8u8(const bpk_qgemm_args_t p) { q_gemm_mma<false, true>(p); }
-extern "C" __global__ void bp_qgemm_mma_u8u8(const bpk_qgemm_args_t p) { q_gemm_mma<true, true>(p); }
+extern "C" __global__ void bp_qgemm_mma(const bpk_qgemm_args_t p) {
+  q_gemm_mma<false, false>(p);
+}
+extern "C" __global__ void bp_qgemm_mma_u8i8(const bpk_qgemm_args_t p) {
+  q_gemm_mma<true, false>(p);
+}
+extern "C" __global__ void bp_qgemm_mma_i8u8(const bpk_qgemm_args_t p) {
+  q_gemm_mma<false, true>(p);
+}
+extern "C" __global__ void bp_qgemm_mma_u8u8(const bpk_qgemm_args_t p) {
+  q_gemm_mma<true, true>(p);
+}
 #endif
 
 // ---- GEMM / GEMV with block-quantized weights ------------------------------------

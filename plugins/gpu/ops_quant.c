@@ -139,8 +139,8 @@ bp_status_t gpu_op_qgemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
   bp_status_t st =
       tile_grid("qgemm", p.c.shape[0], p.c.shape[1], p.c.shape[2], BPK_QGEMM_TILE, grid);
   if (st != BP_OK) return st;
-  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_QUANT,
-                    qgemm_kernel(a->a.dtype, a->b.dtype), grid, block, 0, &p);
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_QUANT, qgemm_kernel(a->a.dtype, a->b.dtype),
+                    grid, block, 0, &p);
 }
 
 bp_status_t gpu_op_qmatmul(bp_plugin_device_t *device, bp_plugin_stream_t *stream,

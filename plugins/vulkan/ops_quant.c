@@ -78,8 +78,8 @@ void vkb_quant_claims(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE],
   byte_casts(c, t, features);
   if (!c->storage16) return;
   const char *bt = c->storage8 ? "s8" : "w";
-  const uint32_t q = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPE_BIT(BP_Q8_0) |
-                     BP_DTYPE_BIT(BP_Q4_0);
+  const uint32_t q =
+      BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8) | BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);
   if (floats_present("quantdeq", bt)) t[BP_OP_DEQUANTIZE] = q;
   if (c->float64 && floats_present("quantize", bt)) t[BP_OP_QUANTIZE] = q;
   if (c->float64 && kernel_of("quantpack", bt, NULL) && qgemm_present(c, bt, NULL)) {
@@ -88,6 +88,9 @@ void vkb_quant_claims(const vkb_caps_t *c, uint32_t t[BP_OP_TABLE_SIZE],
         qgemm_present(c, bt, "u8u8"))
       t[BP_OP_QGEMM] |= BP_DTYPE_BIT(BP_U8);
   }
+  /* fp8 a and b: f32 sums and epilogue, no doubles (qgemmfp8.comp) */
+  if (kernel_of("quantpack", bt, NULL) && kernel_of("qgemmfp8", "buf", NULL))
+    t[BP_OP_QGEMM] |= BP_DTYPE_BIT(BP_FP8_E4M3) | BP_DTYPE_BIT(BP_FP8_E5M2);
   if (floats_present("quantmv", NULL) && floats_present("quantmm", NULL))
     t[BP_OP_QMATMUL] = BP_DTYPE_BIT(BP_Q8_0) | BP_DTYPE_BIT(BP_Q4_0);
   /* i8 and fp8 copy as single bytes (copy.comp's b8), where u8 does. */
@@ -175,7 +178,7 @@ typedef struct qgemm_params {
   int32_t sab, sbb, scb, scm, scn;
   int32_t ssa, ssb, has_sa, has_sb;
   float out_scale;
-  int32_t pad_;
+  int32_t fp8; /* qgemmfp8.comp: a's mantissa bits + 8 * b's (quantgemm: padding) */
 } qgemm_params_t;
 
 enum { QGEMM_TILE = 32 }; /* quantgemm.comp's BM and BN */
@@ -241,6 +244,11 @@ static VkBufferView panel_view(vkb_device_t *d, vkb_alloc_t *panels, uint64_t of
   return v;
 }
 
+/* qgemmfp8.comp's formats: an fp8 operand's mantissa bits; 0 for i8 / u8. */
+static int fp8_mbits(bp_dtype_t dt) {
+  return dt == BP_FP8_E4M3 ? 3 : dt == BP_FP8_E5M2 ? 2 : 0;
+}
+
 /* quantgemm's variant suffix for the dtypes of a and b: none for i8 x i8,
  * else _<a><b>. */
 static const char *signs_tag(bp_dtype_t a, bp_dtype_t b) {
@@ -262,7 +270,9 @@ static bp_status_t qgemm_record(vkb_stream_t *s, const bp_qgemm_args_t *g) {
   int ra = A->rank, rb = B->rank;
   int64_t batch = ra == 3 ? A->shape[0] : 1, m = A->shape[ra - 2], k = A->shape[ra - 1];
   const char *dot = d->caps.int_dot && !env_is("BACKPLANE_VK_QUANT_DOT", "0") ? "dot" : "wide";
-  bool tex = qgemm_texel(d, dot, signs_tag(A->dtype, B->dtype));
+  const int fa = fp8_mbits(A->dtype), fb = fp8_mbits(B->dtype);
+  bool tex = fa ? vkb_texel_wanted(d) && vkb_kernel_present("qgemmfp8_tex")
+                : qgemm_texel(d, dot, signs_tag(A->dtype, B->dtype));
   int64_t n = B->shape[rb - 1], kw = (k + 3) / 4, bb = rb == 3 ? batch : 1;
   if (tex) kw = (kw + 3) / 4 * 4; /* whole 16-byte texels */
   if (!qgemm_fits(d, g, batch, m, n, kw))
@@ -300,6 +310,11 @@ static bp_status_t qgemm_record(vkb_stream_t *s, const bp_qgemm_args_t *g) {
   char name[40];
   snprintf(name, sizeof name, "quantgemm_%s%s_%s%s", dot, tex ? "tex" : "", byte_tag(d),
            signs_tag(A->dtype, B->dtype));
+  if (fa) { /* c f32 / f16 / bf16 */
+    p.cdt = g->c.dtype == BP_F32 ? 1 : g->c.dtype == BP_F16 ? 3 : 4;
+    p.fp8 = fa + 8 * fb;
+    snprintf(name, sizeof name, "qgemmfp8_%s", tex ? "tex" : "buf");
+  }
   uint32_t gx = (uint32_t)((n + QGEMM_TILE - 1) / QGEMM_TILE);
   uint32_t gy = (uint32_t)((m + QGEMM_TILE - 1) / QGEMM_TILE);
   if (st == BP_OK && tex)
