@@ -300,6 +300,8 @@ static const char *const knobs[] = {"BACKPLANE_OPENCL_QUANT_DOT", "BACKPLANE_VK_
                                     "BACKPLANE_CUDA_QGEMM"};
 
 static const path_t one_path[] = {{"default", {NULL}}};
+static const path_t vk_paths[] = {{"default", {NULL}},
+                                  {"buffers", {"BACKPLANE_VK_GEMM_TEXEL=0", NULL}}};
 
 static void path_set(const path_t *pa) {
   for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) unsetenv(knobs[i]);
@@ -317,6 +319,7 @@ static size_t paths_of(const char *backend, const path_t **out) {
 #define PATHS(b, list)                                                                             \
   if (!strcmp(backend, b)) return *out = list, sizeof list / sizeof list[0]
   PATHS("opencl", one_path);
+  PATHS("vulkan", vk_paths);
 #undef PATHS
   return 0;
 }

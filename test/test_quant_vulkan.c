@@ -557,7 +557,7 @@ static void test_claims(void **st) {
     bool want = i < 3; /* lavapipe has 16-bit storage and shaderFloat64 */
     assert_int_equal(claims(BP_OP_QUANTIZE, q[i]), want);
     assert_int_equal(claims(BP_OP_DEQUANTIZE, q[i]), want);
-    assert_int_equal(claims(BP_OP_QGEMM, q[i]), q[i] == BP_I8);
+    assert_int_equal(claims(BP_OP_QGEMM, q[i]), q[i] == BP_I8 || q[i] == BP_FP8_E4M3);
     assert_int_equal(claims(BP_OP_QMATMUL, q[i]), q[i] == BP_Q8_0 || q[i] == BP_Q4_0);
     assert_int_equal(claims(BP_OP_COPY, q[i]), q[i] == BP_I8 || q[i] == BP_FP8_E4M3);
     assert_int_equal(claims(BP_OP_CAST, q[i]), q[i] == BP_I8 || q[i] == BP_FP8_E4M3);

@@ -34,10 +34,12 @@ VK_VARIANTS += gather_b8 gather_b16 gather_b32 gather_b64 \
 VK_VARIANTS += $(foreach t,$(VK_FLOATS),convdw_$(t)) convdw_f32_tex
 # The quantized ops of ABI 1.5 (plugins/vulkan/ops_quant.c): _s8 with 8-bit
 # storage, _w through words; quantgemm _dot with the integer dot product,
-# and a third part u8i8 / i8u8 / u8u8 where a or b is u8.
+# and a third part u8i8 / i8u8 / u8u8 where a or b is u8; qgemmfp8 the fp8
+# GEMM on the same panels (buffers or texel views).
 VK_VARIANTS += quantpack_s8 quantpack_w \
   $(foreach d,dot wide dottex widetex,$(foreach s,s8 w,quantgemm_$(d)_$(s) \
     $(foreach g,u8i8 i8u8 u8u8,quantgemm_$(d)_$(s)_$(g)))) \
+  qgemmfp8_buf qgemmfp8_tex \
   $(foreach t,$(VK_FLOATS),quantize_$(t)_s8 quantize_$(t)_w quantdeq_$(t)_s8 quantdeq_$(t)_w \
     quantmv_$(t) quantmv_$(t)_tex quantmm_$(t))
 # Only families whose source exists are built (kernels land one at a time).
