@@ -88,6 +88,78 @@ static inline __attribute__((always_inline)) void group_q4(__m512 acc[CPU_QM8_R]
   }
 }
 
+/* One group's int32 lane sums against its quad record: the nibble offset
+ * of 8 as the start value, then the low and the high halves. */
+static inline __m512i group_sums_q4(const uint8_t *blk, const uint8_t *rec, __m512i *raw) {
+  const __m512i nib_idx = _mm512_set_epi16(35, 34, 33, 32, 31, 30, 29, 28, 26, 25, 24, 23, 22, 21, 20, 19, 17, 16,
+                                           15, 14, 13, 12, 11, 10, 8, 7, 6, 5, 4, 3, 2, 1);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  *raw = _mm512_loadu_si512(blk);
+  __m512i y = _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(blk + 64)));
+  __m512i nib = _mm512_permutex2var_epi16(*raw, nib_idx, y);
+  __m512i t = _mm512_dpbusd_epi32(_mm512_loadu_si512(rec + 128), _mm512_and_si512(nib, m4), _mm512_loadu_si512(rec));
+  return _mm512_dpbusd_epi32(t, _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4), _mm512_loadu_si512(rec + 64));
+}
+
+/* Lane 4i + g of the result: lanes 4i..4i+3 of a (g = 0), b, c, d (g = 3)
+ * summed, i.e. block i of each of 4 groups, one lane per block. */
+static inline __m512i block_sums4(__m512i a, __m512i b, __m512i c, __m512i d) {
+  __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  __m512i v = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(u, v), _mm512_unpackhi_epi64(u, v));
+}
+
+/* The activation scales of 4 quad records in block_sums4's order (lane
+ * 4i + g: block i of record g). */
+static inline __m512 act_scales16(const uint8_t *rec) {
+  __m512i d0 = _mm512_loadu_si512(rec + 192), d1 = _mm512_loadu_si512(rec + CPU_QM8_QUAD + 192);
+  __m512i d2 = _mm512_loadu_si512(rec + 2 * CPU_QM8_QUAD + 192), d3 = _mm512_loadu_si512(rec + 3 * CPU_QM8_QUAD + 192);
+  return _mm512_castsi512_ps(
+      _mm512_unpacklo_epi64(_mm512_unpacklo_epi32(d0, d1), _mm512_unpacklo_epi32(d2, d3)));
+}
+
+/* The GEMV's tile (one activation row, C weight rows) over 16 blocks (4
+ * whole groups) per step. A group's lanes hold 4 lanes per block, and
+ * scaling them lane by lane (group_q4) costs a conversion, a product and
+ * an FMA per group and spreads each group's 4 scales with a word permute;
+ * here one horizontal step first sums the 4 groups' lanes to one lane per
+ * block, so one conversion, product and FMA serve 16 blocks, and 16 weight
+ * scales come from the 4 groups' loads with two word permutes and a blend
+ * into one vcvtph2ps. Fewer vector uops per block on ports 0 and 5 leave
+ * more of each core's time to wait on the weights' lines. Returns the
+ * first block not done (the rest go by groups). */
+static inline __attribute__((always_inline)) int64_t gemv16_q4(__m512 acc[CPU_QM8_R][CPU_QM8_C],
+                                                               const uint8_t **wrow, const uint8_t **rec,
+                                                               int64_t b, int64_t b1, int64_t next_tile,
+                                                               const int C) {
+  /* lane 4i + g: word 9i (block i's scale) of group g's first 64 bytes,
+   * from (g0, g1) for g = 0, 1 and from (g2, g3) for g = 2, 3 */
+  const __m512i scale_idx =
+      _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 59, 27, 59, 27, 50, 18, 50, 18, 41, 9, 41, 9,
+                       32, 0, 32, 0);
+  for (; b + 16 <= b1; b += 16) {
+    __m512 da = act_scales16(rec[0]);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++) {
+      for (int l = 0; l < 5; l++) {
+        _mm_prefetch((const char *)wrow[c] + PREFETCH_BYTES + 64 * l, _MM_HINT_T0);
+        _mm_prefetch((const char *)wrow[c] + next_tile + 64 * l, _MM_HINT_T1);
+      }
+      __m512i x0, x1, x2, x3;
+      __m512i t0 = group_sums_q4(wrow[c], rec[0], &x0);
+      __m512i t1 = group_sums_q4(wrow[c] + 72, rec[0] + CPU_QM8_QUAD, &x1);
+      __m512i t2 = group_sums_q4(wrow[c] + 144, rec[0] + 2 * CPU_QM8_QUAD, &x2);
+      __m512i t3 = group_sums_q4(wrow[c] + 216, rec[0] + 3 * CPU_QM8_QUAD, &x3);
+      __m512i h01 = _mm512_permutex2var_epi16(x0, scale_idx, x1), h23 = _mm512_permutex2var_epi16(x2, scale_idx, x3);
+      __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_mask_blend_epi16(0xCCCC, h01, h23)));
+      acc[0][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sums4(t0, t1, t2, t3)), _mm512_mul_ps(dw, da), acc[0][c]);
+      wrow[c] += 4 * 72;
+    }
+    rec[0] += 4 * CPU_QM8_QUAD;
+  }
+  return b;
+}
+
 /* The q4_0 tile with its shape fixed at compile time (R rows, C columns)
  * and its loops unrolled, so the accumulators stay in registers; whole
  * groups in the loop, a short last one after it. */
@@ -104,6 +176,7 @@ static inline __attribute__((always_inline)) void tile_q4(const cpu_qm8_w_t *w, 
   for (int c = 0; c < C; c++) wrow[c] = w->base + (p->j0 + c) * w->row_bytes + p->b0 * 18;
   const int64_t next_tile = C * w->row_bytes;
   int64_t b = p->b0;
+  if (R == 1) b = gemv16_q4(acc, wrow, rec, b, p->b1, next_tile, C);
   for (; b + 4 <= p->b1; b += 4) {
     group_q4(acc, wrow, rec, 4, next_tile, R, C);
     for (int c = 0; c < C; c++) wrow[c] += 72;
