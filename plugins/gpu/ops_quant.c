@@ -33,7 +33,7 @@ void gpu_quant_claims(bp_device_info_t *info) {
   const uint32_t eight = BP_DTYPE_BIT(BP_I8) | BP_DTYPE_BIT(BP_U8);
   t[BP_OP_QUANTIZE] = eight | BP_DTYPES_BLOCK;
   t[BP_OP_DEQUANTIZE] = eight | BP_DTYPES_BLOCK;
-  t[BP_OP_QGEMM] = eight; /* a and b each i8 or u8 */
+  t[BP_OP_QGEMM] = eight | BP_DTYPES_FP8; /* a and b each i8 or u8, or both fp8 */
   t[BP_OP_QMATMUL] = BP_DTYPES_BLOCK;
 }
 
@@ -111,8 +111,10 @@ static bp_status_t tile_grid(const char *op, int64_t batch, int64_t rows, int64_
 /* CUDA runs the int8 tensor-core kernel (every device the sm_80 PTX runs
  * on has them); BACKPLANE_CUDA_QGEMM=dp4a picks the dp4a kernel, which is
  * what HIP runs (test_quant_gpu checks both). A u8 operand picks the
- * kernel of its signedness pair, bp_qgemm[_mma]_<a><b> (quant.cu). */
+ * kernel of its signedness pair, bp_qgemm[_mma]_<a><b> (quant.cu). fp8 a
+ * and b run bp_qgemm_fp8 (codes decoded to f32, f32 sums) on both. */
 static const char *qgemm_kernel(bp_dtype_t a, bp_dtype_t b) {
+  if (a == BP_FP8_E4M3 || a == BP_FP8_E5M2) return "bp_qgemm_fp8"; /* formats from p.a, p.b */
   static const char *const dp4a[2][2] = {{"bp_qgemm", "bp_qgemm_i8u8"},
                                          {"bp_qgemm_u8i8", "bp_qgemm_u8u8"}};
   const int au = a == BP_U8, bu = b == BP_U8;
