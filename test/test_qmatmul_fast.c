@@ -223,6 +223,10 @@ static const qcase_t gemv_cases[] = {
     {BP_Q4_0, BP_F32, 1, 1, 5, 8192, false, 0, 0}, /* narrow: k splits over the workers */
     {BP_Q8_0, BP_F32, 1, 3, 7, 4096, false, 0, 0}, /* a few rows, k split */
     {BP_Q4_0, BP_F32, 1, 1, 33, 96, false, 0, 0},  /* an odd block count: the lone last block */
+    /* the GEMV's 16-block steps, then a whole group of 4 and a short one */
+    {BP_Q4_0, BP_F32, 1, 1, 19, 672, false, 0, 0},
+    /* k split in parts of 36 blocks: steps of 16 from a part's start, a group at its end */
+    {BP_Q4_0, BP_F32, 1, 1, 5, 4224, false, 0, 0},
 };
 
 static const qcase_t gemm_cases[] = {
