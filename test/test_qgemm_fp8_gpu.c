@@ -212,9 +212,9 @@ static void check_case(pair_t *p, const gcase_t *g, const gdata_t *d, bp_dtype_t
         if (!ok)
           fail_msg("%s (%s): %s x %s -> %s [%lld,%lld,%lld] %lldx%lldx%lld: got %.9g ref %.9g "
                    "want %.9g",
-                   p->backend, p->path, bp_dtype_name(adt), bp_dtype_name(bdt),
-                   bp_dtype_name(cdt), (long long)bi, (long long)i, (long long)j,
-                   (long long)g->m, (long long)g->n, (long long)g->k, gc, gr, x);
+                   p->backend, p->path, bp_dtype_name(adt), bp_dtype_name(bdt), bp_dtype_name(cdt),
+                   (long long)bi, (long long)i, (long long)j, (long long)g->m, (long long)g->n,
+                   (long long)g->k, gc, gr, x);
       }
   free(c), free(r);
 }
@@ -370,8 +370,12 @@ static void on_devices(pair_fn fn) {
   if (!ran) TEST_SKIP_CASE("no OpenCL, Vulkan, CUDA or ROCm device (and no shims beside the test)");
 }
 
-static void test_qgemm_fp8_pairs(void **st) { (void)st, on_devices(pairs_on); }
-static void test_qgemm_fp8_codes(void **st) { (void)st, on_devices(codes_on); }
+static void test_qgemm_fp8_pairs(void **st) {
+  (void)st, on_devices(pairs_on);
+}
+static void test_qgemm_fp8_codes(void **st) {
+  (void)st, on_devices(codes_on);
+}
 
 /* Points the CUDA and ROCm plugins at the CPU shims built beside the test,
  * as test_quant_gpu does (unless the caller chose drivers, asks for the
