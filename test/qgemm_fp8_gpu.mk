@@ -5,9 +5,10 @@
 #                      over their CPU shims here), within docs/ops.md's
 #                      tolerance of the test's own sums and of cpu-ref;
 #                      skips with no such device
-$(B)/test/test_qgemm_fp8_gpu: $(B)/obj/test/test_qgemm_fp8_gpu.o $(LIB) $(PLUGINS) $(MANIFESTS) \
+$(B)/test/test_qgemm_fp8_gpu: $(B)/obj/test/test_qgemm_fp8_gpu.o \
+  $(B)/obj/test/gpu_paths.o $(LIB) $(PLUGINS) $(MANIFESTS) \
   $(CUDA_SHIM) $(HIP_SHIM) $(HIPRTC_SHIM)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_BASE) -o $@ $< -L$(B)/lib -lbackplane \
+	$(CC) $(LDFLAGS_BASE) -o $@ $< $(B)/obj/test/gpu_paths.o -L$(B)/lib -lbackplane \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread -ldl
 TESTS += $(B)/test/test_qgemm_fp8_gpu

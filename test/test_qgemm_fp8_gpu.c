@@ -10,8 +10,6 @@
  * and within twice that of cpu-ref's in the same context. Every GPU
  * device must claim both fp8 dtypes for qgemm.
  */
-#include <dlfcn.h>
-#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,22 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/backplane.h"
-#include "test/skip.h"
-
-typedef struct side {
-  bp_device_t *d;
-  bp_stream_t *s;
-} side_t;
-
-typedef struct pair {
-  side_t gpu, ref;
-  const char *backend, *path;
-} pair_t;
+#include "test/gpu_paths.h"
 
 static bp_buffer_t *buf(bp_device_t *d, const void *src, uint64_t bytes) {
   bp_buffer_t *b;
@@ -65,13 +52,13 @@ static bool claims(bp_device_t *d, bp_dtype_t dt) {
 #include "qgemm_fp8_ref.h"
 
 /* Runs the case on v; returns c (stored layout) as read back. */
-static char *run(side_t v, const gcase_t *g, const gdata_t *d, bp_dtype_t adt, bp_dtype_t bdt,
+static char *run(gp_side_t v, const gcase_t *g, const gdata_t *d, bp_dtype_t adt, bp_dtype_t bdt,
                  bp_dtype_t cdt) {
   int64_t asz = g->batch * g->m * g->k, bsz = (g->b_batched ? g->batch : 1) * g->k * g->n;
   size_t es = cdt == BP_F32 ? 4 : 2, cbytes = (size_t)(g->batch * g->m * g->n) * es;
-  bp_buffer_t *ba = buf(v.d, d->a, (uint64_t)asz), *bb = buf(v.d, d->b, (uint64_t)bsz);
-  bp_buffer_t *bsa = buf(v.d, d->sa, sizeof d->sa), *bsb = buf(v.d, d->sb, sizeof d->sb);
-  bp_buffer_t *bc = buf(v.d, NULL, cbytes);
+  bp_buffer_t *ba = buf(v.dev, d->a, (uint64_t)asz), *bb = buf(v.dev, d->b, (uint64_t)bsz);
+  bp_buffer_t *bsa = buf(v.dev, d->sa, sizeof d->sa), *bsb = buf(v.dev, d->sb, sizeof d->sb);
+  bp_buffer_t *bc = buf(v.dev, NULL, cbytes);
   int64_t ash[3] = {g->batch, g->m, g->k},
           ast[3] = {g->m * g->k, g->at ? 1 : g->k, g->at ? g->m : 1};
   int64_t bsh[3] = {g->batch, g->k, g->n},
@@ -100,7 +87,7 @@ static char *run(side_t v, const gcase_t *g, const gdata_t *d, bp_dtype_t adt, b
 
 /* The case on the GPU device and cpu-ref, the device against the sums
  * here and against cpu-ref. */
-static void check_case(pair_t *p, const gcase_t *g, const gdata_t *d, bp_dtype_t adt,
+static void check_case(gp_pair_t *p, const gcase_t *g, const gdata_t *d, bp_dtype_t adt,
                        bp_dtype_t bdt, bp_dtype_t cdt) {
   char *c = run(p->gpu, g, d, adt, bdt, cdt), *r = run(p->ref, g, d, adt, bdt, cdt);
   for (int64_t bi = 0; bi < g->batch; bi++)
@@ -148,13 +135,13 @@ static void fill(gdata_t *d, const gcase_t *g, bp_dtype_t adt, bp_dtype_t bdt) {
 
 /* ---- the cases ---------------------------------------------------------------- */
 
-static bool claims_fp8(const pair_t *p) {
-  bool e4 = claims(p->gpu.d, BP_FP8_E4M3), e5 = claims(p->gpu.d, BP_FP8_E5M2);
+static bool claims_fp8(const gp_pair_t *p) {
+  bool e4 = claims(p->gpu.dev, BP_FP8_E4M3), e5 = claims(p->gpu.dev, BP_FP8_E5M2);
   if (!e4 || !e5) fail_msg("%s does not claim fp8_e4m3 and fp8_e5m2 for qgemm", p->backend);
   return true;
 }
 
-static void pairs_on(pair_t *p) {
+static void pairs_on(gp_pair_t *p) {
   if (!claims_fp8(p)) return;
   static const gcase_t cases[] = {
       {2, 37, 45, 70, true, false, false, false, 2},
@@ -177,7 +164,7 @@ static void pairs_on(pair_t *p) {
 /* All 256 codes in a [16, 16], then in b (stored transposed): NaN codes
  * give NaN, infinities infinities (or NaN against a zero), the rest within
  * the bound. */
-static void codes_on(pair_t *p) {
+static void codes_on(gp_pair_t *p) {
   if (!claims_fp8(p)) return;
   for (int side = 0; side < 2; side++)
     for (int f = 0; f < 4; f++) {
@@ -199,120 +186,22 @@ static void codes_on(pair_t *p) {
 
 /* ---- the devices and their kernel paths --------------------------------------------- */
 
-/* A kernel path: the environment that selects it (NULL-terminated
- * NAME=VALUE list; the knobs not named are unset). */
-typedef struct path {
-  const char *name;
-  const char *env[4];
-} path_t;
-
-static const char *const knobs[] = {"BACKPLANE_OPENCL_QUANT_DOT", "BACKPLANE_VK_QUANT_BYTES",
-                                    "BACKPLANE_VK_QUANT_DOT", "BACKPLANE_VK_GEMM_TEXEL",
-                                    "BACKPLANE_CUDA_QGEMM"};
-
-static const path_t one_path[] = {{"default", {NULL}}};
-static const path_t vk_paths[] = {{"default", {NULL}},
-                                  {"buffers", {"BACKPLANE_VK_GEMM_TEXEL=0", NULL}}};
-
-static void path_set(const path_t *pa) {
-  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) unsetenv(knobs[i]);
-  for (int i = 0; pa && pa->env[i]; i++) {
-    char kv[64];
-    snprintf(kv, sizeof kv, "%s", pa->env[i]);
-    char *eq = strchr(kv, '=');
-    *eq = 0;
-    setenv(kv, eq + 1, 1);
-  }
-}
-
-/* The kernel paths of a GPU backend; 0 for any other backend. */
-static size_t paths_of(const char *backend, const path_t **out) {
-#define PATHS(b, list)                                                                             \
-  if (!strcmp(backend, b)) return *out = list, sizeof list / sizeof list[0]
-  PATHS("opencl", one_path);
-  PATHS("vulkan", vk_paths);
-  PATHS("cuda", one_path);
-  PATHS("rocm", one_path);
-#undef PATHS
-  return 0;
-}
-
-typedef void (*pair_fn)(pair_t *p);
-
-static int shims_set; /* the CUDA / HIP drivers pointed at the shims */
-
-/* Runs fn on every path of every GPU device (fallback off), beside cpu-ref. */
-static void on_devices(pair_fn fn) {
-  bp_context_t *ctx;
-  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
-  uint32_t count = 0, ran = 0, shim_ran = 0;
-  assert_int_equal(bp_context_device_count(ctx, &count), BP_OK);
-  bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = true};
-  for (uint32_t r = 0; r < count; r++) {
-    bp_device_entry_t e;
-    assert_int_equal(bp_context_device_entry(ctx, r, &e), BP_OK);
-    const path_t *paths;
-    size_t np = paths_of(e.backend, &paths);
-    if (!np) continue;
-    char sel[16];
-    snprintf(sel, sizeof sel, "%u", e.rank);
-    pair_t p = {.backend = e.backend};
-    assert_int_equal(bp_device_open(ctx, sel, &cfg, &p.gpu.d), BP_OK);
-    if (bp_device_open(ctx, "cpu-ref", &cfg, &p.ref.d) != BP_OK)
-      fail_msg("cpu-ref: %s", bp_last_error());
-    assert_int_equal(bp_stream_create(p.gpu.d, &p.gpu.s), BP_OK);
-    assert_int_equal(bp_stream_create(p.ref.d, &p.ref.s), BP_OK);
-    for (size_t i = 0; i < np; i++) {
-      path_set(&paths[i]);
-      p.path = paths[i].name;
-      fn(&p);
-      printf("  %-6s %s (%s): ok\n", e.backend, e.info.name, p.path);
-    }
-    path_set(NULL);
-    bp_stream_destroy(p.gpu.s), bp_stream_destroy(p.ref.s);
-    bp_device_close(p.gpu.d), bp_device_close(p.ref.d);
-    ran++;
-    shim_ran += !strcmp(e.backend, "cuda") || !strcmp(e.backend, "rocm");
-  }
-  bp_context_destroy(ctx);
-  /* the shims beside the test always give a CUDA and a ROCm device: none
-   * means a plugin was refused, which must not pass as a skip */
-  if (!shim_ran && shims_set) fail_msg("the CUDA / HIP shims are set, yet no such device came up");
-  if (!ran) TEST_SKIP_CASE("no OpenCL, Vulkan, CUDA or ROCm device (and no shims beside the test)");
-}
+static const gp_path_t vk_paths[] = {{"default", {NULL}},
+                                     {"buffers", {"BACKPLANE_VK_GEMM_TEXEL=0", NULL}}};
+static const gp_backend_t backends[] = {
+    GP_BACKEND("opencl", gp_default_path), GP_BACKEND("vulkan", vk_paths),
+    GP_BACKEND("cuda", gp_default_path), GP_BACKEND("rocm", gp_default_path)};
+static const gp_plan_t plan = {backends, sizeof backends / sizeof backends[0], gp_quant_knobs};
 
 static void test_qgemm_fp8_pairs(void **st) {
-  (void)st, on_devices(pairs_on);
+  (void)st, gp_on_devices(&plan, pairs_on);
 }
 static void test_qgemm_fp8_codes(void **st) {
-  (void)st, on_devices(codes_on);
-}
-
-/* Points the CUDA and ROCm plugins at the CPU shims built beside the test,
- * as test_quant_gpu does (unless the caller chose drivers, asks for the
- * real ones, or runs under a sanitizer). */
-static void use_shims(void) {
-  char dir[PATH_MAX], path[PATH_MAX + 64];
-  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  if (n <= 0 || getenv("BP_UNDER_SANITIZER")) return;
-  dir[n] = 0;
-  *strrchr(dir, '/') = 0;
-  const char *env[][2] = {{"BACKPLANE_CUDA_DRIVER", "shims/cuda/libcuda.so.1"},
-                          {"BACKPLANE_HIP_RUNTIME", "shims/hip/libamdhip64.so"},
-                          {"BACKPLANE_HIPRTC", "shims/hip/libhiprtc.so"}};
-  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"),
-             real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
-  for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, env[i][1]);
-    if ((i < 1 ? real_cuda : real_rocm) || getenv(env[i][0]) || access(path, R_OK) != 0) continue;
-    setenv(env[i][0], path, 1);
-    shims_set++;
-    if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) fprintf(stderr, "shims: %s\n", dlerror());
-  }
+  (void)st, gp_on_devices(&plan, codes_on);
 }
 
 int main(void) {
-  use_shims();
+  gp_use_shims();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qgemm_fp8_pairs),
       cmocka_unit_test(test_qgemm_fp8_codes),

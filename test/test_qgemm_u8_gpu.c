@@ -22,8 +22,6 @@
  * product or widening, texel panels or buffers; CUDA's tensor-core and
  * dp4a kernels (BACKPLANE_CUDA_QGEMM=dp4a).
  */
-#include <dlfcn.h>
-#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,23 +29,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/backplane.h"
 #include "kernels/common/bp_half.h"
-#include "test/skip.h"
-
-typedef struct side {
-  bp_device_t *dev;
-  bp_stream_t *s;
-} side_t;
-
-typedef struct pair {
-  side_t gpu, ref;
-  const char *backend, *path;
-} pair_t;
+#include "test/gpu_paths.h"
 
 /* One tensor argument: rank 0 with no bytes is absent (NULL); strides all
  * 0: contiguous; init NULL: 0xAB filler. */
@@ -73,7 +60,7 @@ static bool claims(bp_device_t *d, bp_op_t op, bp_dtype_t dt) {
 
 /* Fails when the device claims i8 for op but not u8; false (skip the
  * case) when it claims neither. */
-static bool claims_u8(const pair_t *p, bp_op_t op, const char *name) {
+static bool claims_u8(const gp_pair_t *p, bp_op_t op, const char *name) {
   bool i8 = claims(p->gpu.dev, op, BP_I8), u8 = claims(p->gpu.dev, op, BP_U8);
   if (i8 && !u8) fail_msg("%s claims %s for i8 but not u8", p->backend, name);
   return u8;
@@ -89,7 +76,7 @@ static arg_t ten(bp_dtype_t dt, int rank, const int64_t *shape, const int64_t *s
 static const arg_t absent = {0};
 
 /* Runs fn over args on one side; returns the output argument's bytes. */
-static uint8_t *run_side(side_t *sd, const arg_t *args, int n, int out, issue_fn fn,
+static uint8_t *run_side(gp_side_t *sd, const arg_t *args, int n, int out, issue_fn fn,
                          const void *ctx) {
   bp_buffer_t *bufs[MAXA] = {0};
   bp_tensor_t ts[MAXA];
@@ -121,8 +108,8 @@ static uint8_t *run_side(side_t *sd, const arg_t *args, int n, int out, issue_fn
 
 /* Runs one case on both sides; the output buffers' bytes must be equal
  * (the outputs here are integers, or f32 products without NaN). */
-static void run_exact(pair_t *p, const char *what, const arg_t *args, int n, int out, issue_fn fn,
-                      const void *ctx) {
+static void run_exact(gp_pair_t *p, const char *what, const arg_t *args, int n, int out,
+                      issue_fn fn, const void *ctx) {
   uint8_t *got = run_side(&p->gpu, args, n, out, fn, ctx);
   uint8_t *want = run_side(&p->ref, args, n, out, fn, ctx);
   for (uint64_t b = 0; b < args[out].bytes; b++)
@@ -157,7 +144,7 @@ typedef struct qshape {
 } qshape_t;
 
 /* c = a . b for one shape and one dtype pair, with each c dtype. */
-static void qgemm_case(pair_t *p, const qshape_t *q, bp_dtype_t adt, bp_dtype_t bdt) {
+static void qgemm_case(gp_pair_t *p, const qshape_t *q, bp_dtype_t adt, bp_dtype_t bdt) {
   const int64_t B = q->B, M = q->M, N = q->N, K = q->K, nb = q->b3 ? B : 1;
   uint8_t *a = rand_bytes(B * M * K, 100 + M), *b = rand_bytes(nb * K * N, 200 + N);
   /* row 0 of a and column 0 of b at their dtype's extreme */
@@ -193,7 +180,7 @@ static void qgemm_case(pair_t *p, const qshape_t *q, bp_dtype_t adt, bp_dtype_t 
   free(a), free(b), free(sa), free(sb);
 }
 
-static void qgemm_on(pair_t *p) {
+static void qgemm_on(gp_pair_t *p) {
   if (!claims_u8(p, BP_OP_QGEMM, "qgemm")) return;
   static const qshape_t shapes[] = {
       {1, 5, 9, 67, false, true, false},
@@ -224,7 +211,7 @@ static bp_status_t do_dequantize(bp_stream_t *s, const bp_tensor_t *const *t, co
 }
 
 /* x [R, C] of ft stored transposed; scales per row or per tensor. */
-static void u8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
+static void u8_case(gp_pair_t *p, bp_dtype_t ft, bool per_row) {
   enum { R = 3, C = 12 };
   /* [R, C] row-major */
   static const float xv[R * C] = {
@@ -266,27 +253,16 @@ static void u8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
     run_exact(p, what, d, 3, 2, do_dequantize, NULL);
 }
 
-static void quant_on(pair_t *p) {
+static void quant_on(gp_pair_t *p) {
   static const bp_dtype_t fts[] = {BP_F32, BP_F16, BP_BF16};
   for (int i = 0; i < 3; i++) u8_case(p, fts[i], true), u8_case(p, fts[i], false);
 }
 
 /* ---- the devices and their kernel paths --------------------------------------------- */
 
-/* A kernel path: the environment that selects it (NULL-terminated
- * NAME=VALUE list; the knobs not named are unset). */
-typedef struct path {
-  const char *name;
-  const char *env[4];
-} path_t;
-
-static const char *const knobs[] = {"BACKPLANE_OPENCL_QUANT_DOT", "BACKPLANE_VK_QUANT_BYTES",
-                                    "BACKPLANE_VK_QUANT_DOT", "BACKPLANE_VK_GEMM_TEXEL",
-                                    "BACKPLANE_CUDA_QGEMM"};
-
-static const path_t ocl_paths[] = {{"default", {NULL}},
-                                   {"widened", {"BACKPLANE_OPENCL_QUANT_DOT=0", NULL}}};
-static const path_t vk_paths[] = {
+static const gp_path_t ocl_paths[] = {{"default", {NULL}},
+                                      {"widened", {"BACKPLANE_OPENCL_QUANT_DOT=0", NULL}}};
+static const gp_path_t vk_paths[] = {
     {"default", {NULL}},
     {"widening", {"BACKPLANE_VK_QUANT_DOT=0", NULL}},
     {"buffers", {"BACKPLANE_VK_GEMM_TEXEL=0", NULL}},
@@ -296,109 +272,22 @@ static const path_t vk_paths[] = {
      {"BACKPLANE_VK_QUANT_BYTES=words", "BACKPLANE_VK_QUANT_DOT=0", "BACKPLANE_VK_GEMM_TEXEL=0",
       NULL}},
 };
-static const path_t cuda_paths[] = {{"default", {NULL}},
-                                    {"dp4a", {"BACKPLANE_CUDA_QGEMM=dp4a", NULL}}};
-static const path_t one_path[] = {{"default", {NULL}}};
-
-static void path_set(const path_t *pa) {
-  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) unsetenv(knobs[i]);
-  for (int i = 0; pa && pa->env[i]; i++) {
-    char kv[64];
-    snprintf(kv, sizeof kv, "%s", pa->env[i]);
-    char *eq = strchr(kv, '=');
-    *eq = 0;
-    setenv(kv, eq + 1, 1);
-  }
-}
-
-/* The kernel paths of a GPU backend; 0 for any other backend. */
-static size_t paths_of(const char *backend, const path_t **out) {
-#define PATHS(b, list)                                                                             \
-  if (!strcmp(backend, b)) return *out = list, sizeof list / sizeof list[0]
-  PATHS("opencl", ocl_paths);
-  PATHS("vulkan", vk_paths);
-  PATHS("cuda", cuda_paths);
-  PATHS("rocm", one_path);
-#undef PATHS
-  return 0;
-}
-
-typedef void (*pair_fn)(pair_t *p);
-
-static int shims_set; /* the CUDA / HIP drivers pointed at the shims */
-
-/* Runs fn on every path of every GPU device (fallback off), beside cpu-ref. */
-static void on_devices(pair_fn fn) {
-  bp_context_t *ctx;
-  assert_int_equal(bp_context_create(NULL, &ctx), BP_OK);
-  uint32_t count = 0, ran = 0, shim_ran = 0;
-  assert_int_equal(bp_context_device_count(ctx, &count), BP_OK);
-  bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = true};
-  for (uint32_t r = 0; r < count; r++) {
-    bp_device_entry_t e;
-    assert_int_equal(bp_context_device_entry(ctx, r, &e), BP_OK);
-    const path_t *paths;
-    size_t np = paths_of(e.backend, &paths);
-    if (!np) continue;
-    char sel[16];
-    snprintf(sel, sizeof sel, "%u", e.rank);
-    pair_t p = {.backend = e.backend};
-    assert_int_equal(bp_device_open(ctx, sel, &cfg, &p.gpu.dev), BP_OK);
-    if (bp_device_open(ctx, "cpu-ref", &cfg, &p.ref.dev) != BP_OK)
-      fail_msg("cpu-ref: %s", bp_last_error());
-    assert_int_equal(bp_stream_create(p.gpu.dev, &p.gpu.s), BP_OK);
-    assert_int_equal(bp_stream_create(p.ref.dev, &p.ref.s), BP_OK);
-    for (size_t i = 0; i < np; i++) {
-      path_set(&paths[i]);
-      p.path = paths[i].name;
-      fn(&p);
-      printf("  %-6s %s (%s): ok\n", e.backend, e.info.name, p.path);
-    }
-    path_set(NULL);
-    bp_stream_destroy(p.gpu.s), bp_stream_destroy(p.ref.s);
-    bp_device_close(p.gpu.dev), bp_device_close(p.ref.dev);
-    ran++;
-    shim_ran += !strcmp(e.backend, "cuda") || !strcmp(e.backend, "rocm");
-  }
-  bp_context_destroy(ctx);
-  /* the shims beside the test always give a CUDA and a ROCm device: none
-   * means a plugin was refused, which must not pass as a skip */
-  if (!shim_ran && shims_set) fail_msg("the CUDA / HIP shims are set, yet no such device came up");
-  if (!ran) TEST_SKIP_CASE("no OpenCL, Vulkan, CUDA or ROCm device (and no shims beside the test)");
-}
+static const gp_path_t cuda_paths[] = {{"default", {NULL}},
+                                       {"dp4a", {"BACKPLANE_CUDA_QGEMM=dp4a", NULL}}};
+static const gp_backend_t backends[] = {
+    GP_BACKEND("opencl", ocl_paths), GP_BACKEND("vulkan", vk_paths), GP_BACKEND("cuda", cuda_paths),
+    GP_BACKEND("rocm", gp_default_path)};
+static const gp_plan_t plan = {backends, sizeof backends / sizeof backends[0], gp_quant_knobs};
 
 static void test_qgemm_u8(void **st) {
-  (void)st, on_devices(qgemm_on);
+  (void)st, gp_on_devices(&plan, qgemm_on);
 }
 static void test_quantize_u8(void **st) {
-  (void)st, on_devices(quant_on);
-}
-
-/* Points the CUDA and ROCm plugins at the CPU shims built beside the test,
- * as test_quant_gpu does (unless the caller chose drivers, asks for the
- * real ones, or runs under a sanitizer). */
-static void use_shims(void) {
-  char dir[PATH_MAX], path[PATH_MAX + 64];
-  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  if (n <= 0 || getenv("BP_UNDER_SANITIZER")) return;
-  dir[n] = 0;
-  *strrchr(dir, '/') = 0;
-  const char *env[][2] = {{"BACKPLANE_CUDA_DRIVER", "shims/cuda/libcuda.so.1"},
-                          {"BACKPLANE_HIP_RUNTIME", "shims/hip/libamdhip64.so"},
-                          {"BACKPLANE_HIPRTC", "shims/hip/libhiprtc.so"}};
-  const bool real_cuda = getenv("CUDA_OPS_REAL_DRIVER"),
-             real_rocm = getenv("ROCM_OPS_REAL_RUNTIME");
-  for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, env[i][1]);
-    if ((i < 1 ? real_cuda : real_rocm) || getenv(env[i][0]) || access(path, R_OK) != 0) continue;
-    setenv(env[i][0], path, 1);
-    shims_set++;
-    if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) fprintf(stderr, "shims: %s\n", dlerror());
-  }
+  (void)st, gp_on_devices(&plan, quant_on);
 }
 
 int main(void) {
-  use_shims();
+  gp_use_shims();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qgemm_u8),
       cmocka_unit_test(test_quantize_u8),

@@ -23,8 +23,6 @@
  *  - the kernels' integer f16 / fp8 code (kernels/common/bp_qcodec.h)
  *    against the CPU's (plugins/cpu/fp8.h, bp_half.h) on the host.
  */
-#include <dlfcn.h>
-#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -40,19 +37,7 @@
 #include "kernels/common/bp_half.h"
 #include "kernels/common/bp_qcodec.h"
 #include "plugins/cpu/fp8.h"
-#include "test/skip.h"
-
-/* ---- the two sides ---------------------------------------------------------- */
-
-typedef struct side {
-  bp_device_t *dev;
-  bp_stream_t *s;
-} side_t;
-
-typedef struct pair {
-  side_t gpu, ref;
-  const char *backend;
-} pair_t;
+#include "test/gpu_paths.h"
 
 /* One tensor argument: rank 0 with no bytes is absent (NULL). strides all
  * 0: contiguous. init NULL: 0xAB filler. */
@@ -89,7 +74,7 @@ static bool claims(bp_device_t *d, bp_op_t op, bp_dtype_t dt) {
 }
 
 /* Runs fn over args on one side; returns the output argument's buffer. */
-static uint8_t *run_side(side_t *sd, const arg_t *args, int n, int out, issue_fn fn,
+static uint8_t *run_side(gp_side_t *sd, const arg_t *args, int n, int out, issue_fn fn,
                          const void *ctx) {
   bp_buffer_t *bufs[MAXA] = {0};
   bp_tensor_t ts[MAXA];
@@ -153,7 +138,7 @@ static double load(const uint8_t *p, bp_dtype_t dt, size_t i) {
 
 /* The output bytes of both sides equal; in a float output any NaN matches
  * any NaN (drivers differ in the NaN they write). */
-static void expect_same(const pair_t *p, const char *what, bp_dtype_t dt, const uint8_t *got,
+static void expect_same(const gp_pair_t *p, const char *what, bp_dtype_t dt, const uint8_t *got,
                         const uint8_t *want, uint64_t bytes) {
   const size_t es = esize(dt);
   for (uint64_t i = 0; i < bytes; i += es) {
@@ -169,8 +154,8 @@ static void expect_same(const pair_t *p, const char *what, bp_dtype_t dt, const 
 }
 
 /* Runs one case on both sides and compares the output bit for bit. */
-static void run_exact(pair_t *p, const char *what, const arg_t *args, int n, int out, issue_fn fn,
-                      const void *ctx) {
+static void run_exact(gp_pair_t *p, const char *what, const arg_t *args, int n, int out,
+                      issue_fn fn, const void *ctx) {
   uint8_t *got = run_side(&p->gpu, args, n, out, fn, ctx);
   uint8_t *want = run_side(&p->ref, args, n, out, fn, ctx);
   expect_same(p, what, args[out].dt, got, want, args[out].bytes);
@@ -227,7 +212,7 @@ static const bp_dtype_t acts[] = {BP_F32, BP_F16, BP_BF16};
 /* Blocks: x [2, 5, 96] viewed transposed from [2, 96, 5] storage (f32,
  * f16, bf16), q with rows padded by a block and a one-block offset; then
  * dequantize those blocks into a transposed y. */
-static void block_case(pair_t *p, bp_dtype_t qt, bp_dtype_t ft) {
+static void block_case(gp_pair_t *p, bp_dtype_t qt, bp_dtype_t ft) {
   const int64_t B = 2, R = 5, K = 96, bs = qt == BP_Q8_0 ? 34 : 18, row_blocks = K / 32 + 1;
   const size_t fe = esize(ft);
   void *x = rand_float(ft, B * R * K, 11 + qt + 3 * ft, -2, 2);
@@ -251,13 +236,13 @@ static void block_case(pair_t *p, bp_dtype_t qt, bp_dtype_t ft) {
   free(x), free(blocks);
 }
 
-static void blocks_on(pair_t *p) {
+static void blocks_on(gp_pair_t *p) {
   for (size_t i = 0; i < 3; i++) block_case(p, BP_Q8_0, acts[i]), block_case(p, BP_Q4_0, acts[i]);
 }
 
 /* i8 with a per-row scale [R, 1] and a per-tensor one [1, 1]; x holds
  * ties, saturating values and NaN; x transposed. */
-static void i8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
+static void i8_case(gp_pair_t *p, bp_dtype_t ft, bool per_row) {
   enum { R = 3, C = 8 };
   float xv[R * C] = {0.5f,  1.5f,  2.5f,   -2.5f,   1000.0f,  -1000.0f,  NAN,   0.26f,
                      -0.5f, 3.5f,  127.4f, -128.6f, INFINITY, -INFINITY, 0.0f,  -0.0f,
@@ -287,7 +272,7 @@ static void i8_case(pair_t *p, bp_dtype_t ft, bool per_row) {
   run_exact(p, "dequantize i8", d, 3, 2, do_dequantize, NULL);
 }
 
-static void i8_on(pair_t *p) {
+static void i8_on(gp_pair_t *p) {
   for (size_t i = 0; i < 3; i++) i8_case(p, acts[i], true), i8_case(p, acts[i], false);
 }
 
