@@ -3,7 +3,10 @@
 # skinny and batched tiled GEMMs, attention on the tuned GEMM and the
 # decode kernel, each against cpu-ref, and their native graph replay.
 $(B)/obj/test/test_opencl_fused.o: CFLAGS_EXTRA := -Itest/common -Itest
-$(B)/test/test_opencl_fused: $(B)/obj/test/test_opencl_fused.o $(OPS_TEST_COMMON) $(LIB) $(PLUGINS)
+# test/ops.mk, which sets OPS_TEST_COMMON, is read after this file: its
+# objects are named here for the prerequisites (the recipe sees the list).
+$(B)/test/test_opencl_fused: $(B)/obj/test/test_opencl_fused.o \
+  $(addprefix $(B)/obj/test/common/,tc.o tc_ref.o ref.o) $(LIB) $(PLUGINS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(OPS_TEST_COMMON) -L$(B)/lib -lbackplane \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -lcmocka -lm -lpthread

@@ -9,7 +9,7 @@
 OPS_TEST_NAMES := test_ops_blas test_ops_dnn test_ops_norm test_ops_attention \
   test_ops_elementwise test_ops_reduce test_ops_data test_parity \
   test_api_validation test_api_params test_api_handles test_threads
-OPS_TEST_COMMON := $(B)/obj/test/common/tc.o $(B)/obj/test/common/ref.o
+OPS_TEST_COMMON := $(addprefix $(B)/obj/test/common/,tc.o tc_ref.o ref.o)
 OPS_TEST_BINS := $(OPS_TEST_NAMES:%=$(B)/test/%)
 OPS_TEST_OBJS := $(OPS_TEST_NAMES:%=$(B)/obj/test/%.o) $(OPS_TEST_COMMON)
 

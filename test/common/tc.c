@@ -19,7 +19,6 @@
 #include <cmocka.h>
 
 #include "kernels/common/bp_half.h"
-#include "../skip.h"
 #include "tc.h"
 
 const bp_dtype_t tc_float_dtypes[4] = {BP_F32, BP_F16, BP_BF16, BP_F64};
@@ -78,27 +77,6 @@ void tc_env_close(tc_env_t *e) {
   bp_device_close(e->dev);
   e->s = NULL;
   e->dev = NULL;
-}
-
-int tc_open_with_ref(bp_context_t **ctx, const char *backend, tc_env_t *dev, tc_env_t *ref) {
-  if (bp_context_create(NULL, ctx) != BP_OK) return test_skip_suite("no context");
-  if (!tc_env_open(dev, *ctx, backend)) {
-    char why[512];
-    int rc = test_no_device(backend, tc_plugin_reason(*ctx, backend, why, sizeof why));
-    bp_context_destroy(*ctx);
-    return rc;
-  }
-  if (!tc_env_open(ref, *ctx, "cpu-ref")) {
-    tc_env_close(dev);
-    bp_context_destroy(*ctx);
-    return 1;
-  }
-  return -1;
-}
-
-void tc_close_with_ref(bp_context_t *ctx, tc_env_t *dev, tc_env_t *ref) {
-  tc_env_close(dev), tc_env_close(ref);
-  bp_context_destroy(ctx);
 }
 
 int tc_suite_setup(void **state) {

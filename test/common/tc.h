@@ -61,7 +61,8 @@ void tc_env_close(tc_env_t *e);
 /* A suite of one backend checked against cpu-ref: opens the context, the
  * backend's device and cpu-ref. Returns -1 when all are open, else the
  * suite's exit code (a skip, or a failure where the device must exist;
- * test/skip.h) with nothing left open. tc_close_with_ref closes them. */
+ * test/skip.h) with nothing left open. tc_close_with_ref closes them. Both
+ * in tc_ref.c, which a suite using them links beside tc.c. */
 int tc_open_with_ref(bp_context_t **ctx, const char *backend, tc_env_t *dev, tc_env_t *ref);
 void tc_close_with_ref(bp_context_t *ctx, tc_env_t *dev, tc_env_t *ref);
 
