@@ -114,6 +114,14 @@ static const bcase_t cases[] = {
     {1, 256, 14, 14, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0}, /* k past a k block */
     {1, 20, 12, 11, 24, 3, 3, 2, 1, 1, 2, 1, 1, 1, 1, 0},  /* stride 2 on rows only */
     {1, 12, 9, 10, 16, 3, 5, 1, 1, 2, 1, 2, 1, 1, 2, 3},   /* unit-stride rows, wider x */
+    /* the implicit GEMM of conv2d_amx.c (stride 1): filter rows read in
+     * place (crs and the group's channels multiples of 32) or copied */
+    {1, 64, 57, 57, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0},   /* 1x1 in place, a short last block */
+    {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2, 0}, /* the bench's 3x3, channel parts */
+    {1, 32, 9, 11, 32, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, 0},    /* unpadded 3x3: x in place */
+    {2, 64, 10, 10, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2, 1, 0},   /* groups of 32, filter in place */
+    {3, 48, 5, 6, 40, 3, 3, 1, 1, 2, 1, 1, 2, 1, 1, 2},     /* Q < pitch, wide-grid gaps */
+    {1, 37, 3, 40, 33, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 0},    /* one output row, k tail */
 };
 
 static void test_conv_bf16(void **state) {

@@ -103,4 +103,12 @@ CPU_HIDDEN bool cpu_fast_conv_amx_ok(const cpu_device_t *dev);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_bf16(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                             const float *bias);
 
+/* bf16 conv2d as an implicit GEMM on AMX tiles, filter read in place and
+ * the input gathered straight into VNNI blocks (fast/conv/conv2d_amx.c):
+ * the layers cpu_fast_conv_amx_direct_ok() accepts (stride 1); same
+ * contract as cpu_fast_conv2d_bf16. */
+CPU_HIDDEN bool cpu_fast_conv_amx_direct_ok(const bp_conv2d_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_amx(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                           const float *bias);
+
 #endif /* BACKPLANE_CPU_FAST_CONV2D_H */

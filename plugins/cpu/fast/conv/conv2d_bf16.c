@@ -210,6 +210,7 @@ static bp_status_t gemm_groups(cpu_device_t *dev, const bconv_t *j, const uint16
 }
 
 bp_status_t cpu_fast_conv2d_bf16(cpu_device_t *dev, const bp_conv2d_args_t *a, const float *bias) {
+  if (cpu_fast_conv_amx_direct_ok(a)) return cpu_fast_conv2d_amx(dev, a, bias);
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   bconv_t j = {a,           cpu_tensor_base(x), NULL,        cpu_tensor_base(y), bias,
                x->shape[1], x->shape[2],        x->shape[3], y->shape[1],        y->shape[2],

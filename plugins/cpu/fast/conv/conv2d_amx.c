@@ -1,0 +1,339 @@
+/*
+ * fast/conv/conv2d_amx.c — bf16 conv2d (NCHW, stride 1) as an implicit GEMM
+ * on the AMX-BF16 tiles: Y[k][pixel] = W[k][(c, r, s)] · im2col(X), with
+ * im2col never built and the filter read where it lies.
+ *
+ *  - A is the filter: a tile of 16 output channels x 32 k values is loaded
+ *    straight from W's rows (k = (c, r, s) dense, a multiple of 32, whole
+ *    32-channel blocks); other filters are copied once per call into
+ *    zero-padded rows of that shape.
+ *  - B is built per block of 32 output pixels, all of k, into the VNNI
+ *    pairs the tiles want: with stride 1 every k row (c, r, s) of a block
+ *    is 32 consecutive values of the (padded) input plane, at a fixed tap
+ *    offset, once the output is computed on a "wide" grid as wide as the
+ *    padded rows: the pixels (oh, ow) with ow past Q are computed and
+ *    dropped. So a pair of k rows is two vector loads and two permutes.
+ *    1x1 and unpadded layers over dense planes read x in place; padded ones
+ *    read a zero-padded copy of x made once per call (every image and
+ *    channel, in parallel).
+ *  - Each task takes one pixel block of one image and group and a range of
+ *    32-channel panels; a 32 x 32 block of Y stays in four f32 tiles for
+ *    all of k and is rounded once to bf16 (bias added in f32 first) as it
+ *    is stored, the wide grid's extra columns skipped.
+ * Compiled with AVX-512 (and its BF16 rounding) and -mamx-tile -mamx-bf16 (fast.mk); called by
+ * fast/conv/conv2d_bf16.c only after cpu_fast_conv_amx_ok().
+ */
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv2d.h"
+#include "plugins/cpu/fast/amx_tiles.h"
+#include "plugins/cpu/fast/gemm/gemm_epi512.h"
+#include "plugins/cpu/tensor.h"
+
+#define AC_NB 32    /* output pixels per block: two B tiles */
+#define AC_KC 32    /* k values per tile row */
+#define AC_CHUNK 1024 /* bf16 per k chunk of a B block (two 1 KiB tiles) */
+
+typedef struct aconv {
+  const uint16_t *src; /* B's planes: x, or its zero-padded copy */
+  int64_t ssn, ssc;    /* their image and channel strides */
+  int64_t wp;          /* row pitch of the planes = width of the wide grid */
+  int64_t nv;          /* wide-grid pixels that hold outputs: (P-1)*wp + Q */
+  const int64_t *koff; /* per k row (c, r, s): its tap's offset in the planes */
+  const uint16_t *a;   /* filter rows, lda apart, kp readable per row */
+  int64_t lda;
+  uint16_t *y;
+  int64_t syn, syk, P, Q;
+  const float *bias;
+  int64_t G, cg, kg, crs, kp, mpanels;
+  int64_t nblk, mparts, per; /* pixel blocks per image, channel parts */
+  int64_t ntasks;
+  _Atomic int64_t *next; /* the next task no worker has claimed */
+} aconv_t;
+
+/* ---- B: the VNNI block of im2col(X) ------------------------------------- */
+
+/* k rows [0, kp) of the wide-grid pixels [v0, v0 + 32) of plane set xs,
+ * in k chunks of two tiles: row r of a chunk holds the pairs (k = 32c +
+ * 2r, 32c + 2r + 1) of 32 pixels, in vpunpck{l,h}wd's order: tile 0 the
+ * pixels 0-3, 8-11, 16-19, 24-27, tile 1 the others (store_block puts
+ * them back in order). Lanes past the grid's end and rows past crs are
+ * zero. */
+static void pack_block(const aconv_t *j, const uint16_t *xs, int64_t v0, uint16_t *dst) {
+  int64_t left = j->nv - v0;
+  __mmask32 m = left >= 32 ? 0xffffffffu : (__mmask32)((1u << left) - 1);
+  const uint16_t *s = xs + v0;
+  const int64_t *ko = j->koff;
+  int64_t pairs = j->crs / 2;
+  for (int64_t i = 0; i < pairs; i++) {
+    /* the next block's line of each row: the rows are a plane apart, too
+     * many streams for the hardware prefetchers */
+    _mm_prefetch((const char *)(s + ko[2 * i] + AC_NB), _MM_HINT_T0);
+    _mm_prefetch((const char *)(s + ko[2 * i + 1] + AC_NB), _MM_HINT_T0);
+    __m512i a = _mm512_maskz_loadu_epi16(m, s + ko[2 * i]);
+    __m512i b = _mm512_maskz_loadu_epi16(m, s + ko[2 * i + 1]);
+    uint16_t *d = dst + (i >> 4) * AC_CHUNK + (i & 15) * 32;
+    _mm512_store_si512(d, _mm512_unpacklo_epi16(a, b));
+    _mm512_store_si512(d + 512, _mm512_unpackhi_epi16(a, b));
+  }
+  for (int64_t i = pairs; i < j->kp / 2; i++) {
+    __m512i a = _mm512_setzero_si512(), b = a;
+    if (2 * i < j->crs) a = _mm512_maskz_loadu_epi16(m, s + ko[2 * i]);
+    uint16_t *d = dst + (i >> 4) * AC_CHUNK + (i & 15) * 32;
+    _mm512_store_si512(d, _mm512_unpacklo_epi16(a, b));
+    _mm512_store_si512(d + 512, _mm512_unpackhi_epi16(a, b));
+  }
+}
+
+/* ---- the tiles ------------------------------------------------------------ */
+
+/* t[32][32] = A rows [0, 32) (lda apart) x the B block, all kp of k. */
+static void tile_block(const aconv_t *j, const uint16_t *a, const uint16_t *b, float *t) {
+  size_t st = (size_t)j->lda * 2;
+  int64_t chunks = j->kp / AC_KC;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t c = 0; c < chunks; c++, a += AC_KC, b += AC_CHUNK) {
+    _tile_loadd(4, a, st);
+    _tile_loadd(5, a + 16 * j->lda, st);
+    _tile_loadd(6, b, 64);
+    _tile_loadd(7, b + 512, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  cpu_amx_acc_store(t, 32);
+}
+
+/* ---- the store: wide grid to y's planes ----------------------------------- */
+
+/* A run of lanes [lane, lane + len) of a block that lands on y's plane at
+ * pixel dst (one output row, ow < Q): idx gathers its values from a row
+ * of rounded results (in pack_block's order) to the front, m masks them. */
+typedef struct seg {
+  __m512i idx;
+  __mmask32 m;
+  int64_t dst;
+} seg_t;
+
+/* Where pixel p of a block lies in a row of rounded results: C tile 0's
+ * 16 columns (pixels 0-3, 8-11, ...) then tile 1's; past 32: unused. */
+static const uint16_t unpack_pos[64] = {
+    0,  1,  2,  3,  16, 17, 18, 19, 4,  5,  6,  7,  20, 21, 22, 23, 8,  9,  10, 11, 24, 25,
+    26, 27, 12, 13, 14, 15, 28, 29, 30, 31, 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0};
+
+/* The runs of the block at wide-grid pixel v0; returns how many. */
+static int block_segs(const aconv_t *j, int64_t v0, seg_t *sg) {
+  int n = 0;
+  int64_t end = v0 + AC_NB < j->nv ? v0 + AC_NB : j->nv;
+  for (int64_t v = v0; v < end;) {
+    int64_t oh = v / j->wp, ow = v % j->wp;
+    if (ow >= j->Q) {
+      v += j->wp - ow;
+      continue;
+    }
+    int64_t e = v + (j->Q - ow) < end ? v + (j->Q - ow) : end;
+    int len = (int)(e - v);
+    sg[n].idx = _mm512_loadu_si512(unpack_pos + (v - v0));
+    sg[n].m = len >= 32 ? 0xffffffffu : (__mmask32)((1u << len) - 1);
+    sg[n++].dst = oh * j->Q + ow;
+    v = e;
+  }
+  return n;
+}
+
+/* Rows [0, rows) of t (+ bias from channel k0) rounded to bf16 (nearest
+ * even, VCVTNE2PS2BF16) into y's planes yk (channel k0's), along the runs
+ * sg. */
+static void store_block(const aconv_t *j, const float *t, int rows, int64_t k0, uint16_t *yk,
+                        const seg_t *sg, int nseg) {
+  for (int i = 0; i < rows; i++, t += 32, yk += j->syk) {
+    __m512 v0 = _mm512_load_ps(t), v1 = _mm512_load_ps(t + 16);
+    if (j->bias) {
+      __m512 b = _mm512_set1_ps(j->bias[k0 + i]);
+      v0 = _mm512_add_ps(v0, b);
+      v1 = _mm512_add_ps(v1, b);
+    }
+    __m512i h = (__m512i)_mm512_cvtne2ps_pbh(v1, v0);
+    for (int s = 0; s < nseg; s++)
+      _mm512_mask_storeu_epi16(yk + sg[s].dst, sg[s].m, _mm512_permutexvar_epi16(sg[s].idx, h));
+  }
+}
+
+/* ---- tasks ------------------------------------------------------------------ */
+
+/* Task t: channel part t % mparts of pixel block (t / mparts) % nblk of
+ * image and group t / (mparts * nblk). */
+static void run_task(const aconv_t *j, int64_t t, uint16_t *bblk, float *tb) {
+  int64_t mp = t % j->mparts, rest = t / j->mparts;
+  int64_t blk = rest % j->nblk, ng = rest / j->nblk;
+  int64_t n = ng / j->G, g = ng % j->G, v0 = blk * AC_NB;
+  int64_t p0 = mp * j->per, p1 = p0 + j->per < j->mpanels ? p0 + j->per : j->mpanels;
+  if (p0 >= p1) return;
+  pack_block(j, j->src + n * j->ssn + g * j->cg * j->ssc, v0, bblk);
+  seg_t sg[AC_NB];
+  int nseg = block_segs(j, v0, sg);
+  uint16_t *yg = j->y + n * j->syn + g * j->kg * j->syk;
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t k0 = p * 32, rows = j->kg - k0 < 32 ? j->kg - k0 : 32;
+    tile_block(j, j->a + (g * j->mpanels * 32 + k0) * j->lda, bblk, tb);
+    store_block(j, tb, (int)rows, g * j->kg + k0, yg + k0 * j->syk, sg, nseg);
+  }
+}
+
+static void conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)begin, (void)end, (void)worker;
+  aconv_t *j = ctx;
+  size_t bbytes = (size_t)(j->kp / AC_KC * AC_CHUNK) * 2;
+  char *s = cpu_fast_scratch(3, bbytes + 32 * 32 * sizeof(float));
+  if (!s) return; /* the other workers take its tasks */
+  cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
+  for (int64_t t; (t = atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed)) < j->ntasks;)
+    run_task(j, t, (uint16_t *)s, (float *)(s + bbytes));
+  _tile_release();
+}
+
+/* ---- setup: the planes B reads, the filter rows ------------------------- */
+
+typedef struct padcopy {
+  const bp_conv2d_args_t *a;
+  uint16_t *dst;
+  int64_t C, Hp, Wp;
+} padcopy_t;
+
+/* Planes t = (image, channel) of x copied into Hp x Wp zero-padded planes. */
+static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  (void)worker;
+  const padcopy_t *p = ctx;
+  const bp_plugin_tensor_t *x = &p->a->x;
+  const int64_t *xs = x->strides;
+  const uint16_t *px = cpu_tensor_base(x);
+  int64_t H = x->shape[2], W = x->shape[3], ph = p->a->pad_h, pw = p->a->pad_w;
+  for (int64_t t = begin; t < end; t++) {
+    const uint16_t *xc = px + (t / p->C) * xs[0] + (t % p->C) * xs[1];
+    uint16_t *d = p->dst + t * p->Hp * p->Wp;
+    for (int64_t h = 0; h < p->Hp; h++, d += p->Wp) {
+      int64_t ih = h - ph, w1 = W + pw < p->Wp ? W + pw : p->Wp;
+      if (ih < 0 || ih >= H) {
+        memset(d, 0, (size_t)p->Wp * 2);
+        continue;
+      }
+      const uint16_t *r = xc + ih * xs[2];
+      memset(d, 0, (size_t)pw * 2);
+      if (xs[3] == 1)
+        memcpy(d + pw, r, (size_t)(w1 - pw) * 2);
+      else
+        for (int64_t w = pw; w < w1; w++) d[w] = r[(w - pw) * xs[3]];
+      memset(d + w1, 0, (size_t)(p->Wp - w1) * 2);
+    }
+  }
+}
+
+/* B's planes: x in place when it needs no padding and its planes are
+ * dense rows, else a zero-padded copy (scratch slot 1 of this thread).
+ * False when the copy's memory cannot be had. */
+static bool source_planes(cpu_device_t *dev, const bp_conv2d_args_t *a, aconv_t *j) {
+  const bp_plugin_tensor_t *x = &a->x;
+  const int64_t *xs = x->strides;
+  int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+  if (a->pad_h == 0 && a->pad_w == 0 && xs[3] == 1 && (H == 1 || xs[2] == W)) {
+    j->src = cpu_tensor_base(x), j->ssn = xs[0], j->ssc = xs[1], j->wp = W;
+    return true;
+  }
+  /* stride 1: the padded plane is exactly what the taps reach */
+  int64_t Hp = j->P + (a->w.shape[2] - 1) * a->dilation_h;
+  int64_t Wp = j->Q + (a->w.shape[3] - 1) * a->dilation_w;
+  padcopy_t p = {a, cpu_fast_scratch(1, (size_t)(N * C * Hp * Wp) * 2), C, Hp, Wp};
+  if (!p.dst) return false;
+  int64_t plane = Hp * Wp;
+  cpu_pool_run(dev->pool, N * C, plane >= 8192 ? 1 : 8192 / plane + 1, pad_task, &p);
+  j->src = p.dst, j->ssn = C * plane, j->ssc = plane, j->wp = Wp;
+  return true;
+}
+
+/* The filter rows: W itself when (c, r, s) are dense, crs a multiple of
+ * 32 and the groups whole 32-channel panels; else a zero-padded copy
+ * (scratch slot 2), G x mpanels*32 rows of kp. */
+static bool filter_rows(const bp_conv2d_args_t *a, aconv_t *j) {
+  const bp_plugin_tensor_t *w = &a->w;
+  const int64_t *ws = w->strides;
+  int64_t R = w->shape[2], S = w->shape[3];
+  const uint16_t *pw = cpu_tensor_base(w);
+  bool dense = (S == 1 || ws[3] == 1) && (R == 1 || ws[2] == S) && (j->cg == 1 || ws[1] == R * S);
+  if (dense && j->crs % 32 == 0 && j->kg % 32 == 0 && ws[0] >= j->crs) {
+    j->a = pw, j->lda = ws[0];
+    return true;
+  }
+  int64_t rows = j->G * j->mpanels * 32;
+  uint16_t *d = cpu_fast_scratch(2, (size_t)(rows * j->kp) * 2);
+  if (!d) return false;
+  memset(d, 0, (size_t)(rows * j->kp) * 2);
+  for (int64_t g = 0; g < j->G; g++)
+    for (int64_t k = 0; k < j->kg; k++) {
+      uint16_t *row = d + (g * j->mpanels * 32 + k) * j->kp;
+      const uint16_t *src = pw + (g * j->kg + k) * ws[0];
+      for (int64_t c = 0; c < j->cg; c++)
+        for (int64_t r = 0; r < R; r++)
+          for (int64_t s = 0; s < S; s++) *row++ = src[c * ws[1] + r * ws[2] + s * ws[3]];
+    }
+  j->a = d, j->lda = j->kp;
+  return true;
+}
+
+bool cpu_fast_conv_amx_direct_ok(const bp_conv2d_args_t *a) {
+  if (!cpu_features_get()->avx512_bf16) return false; /* the rounding */
+  int64_t kg = a->y.shape[1] / a->groups, cg = a->w.shape[1];
+  /* stride 1 only (the wide grid); channel panels at least half full */
+  return a->stride_h == 1 && a->stride_w == 1 && kg >= 16 &&
+         cg * a->w.shape[2] * a->w.shape[3] >= 16;
+}
+
+bp_status_t cpu_fast_conv2d_amx(cpu_device_t *dev, const bp_conv2d_args_t *a, const float *bias) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  aconv_t j;
+  memset(&j, 0, sizeof j);
+  int64_t N = x->shape[0], R = w->shape[2], S = w->shape[3];
+  j.G = a->groups, j.cg = w->shape[1], j.kg = y->shape[1] / j.G;
+  j.crs = j.cg * R * S, j.kp = (j.crs + AC_KC - 1) / AC_KC * AC_KC;
+  j.mpanels = (j.kg + 31) / 32;
+  j.P = y->shape[2], j.Q = y->shape[3];
+  j.y = cpu_tensor_base(y), j.syn = y->strides[0], j.syk = y->strides[1];
+  j.bias = bias;
+  if (!filter_rows(a, &j) || !source_planes(dev, a, &j)) return BP_ERR_UNIMPLEMENTED;
+  j.nv = (j.P - 1) * j.wp + j.Q;
+  int64_t *koff = malloc((size_t)j.crs * sizeof *koff);
+  if (!koff) return BP_ERR_UNIMPLEMENTED;
+  for (int64_t c = 0, k = 0; c < j.cg; c++)
+    for (int64_t r = 0; r < R; r++)
+      for (int64_t s = 0; s < S; s++)
+        koff[k++] = c * j.ssc + r * a->dilation_h * j.wp + s * a->dilation_w;
+  j.koff = koff;
+  /* tasks: pixel blocks, and channel parts while there are too few of
+   * them for the threads to share evenly */
+  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  j.nblk = (j.nv + AC_NB - 1) / AC_NB;
+  j.mparts = 1;
+  while (threads > 1 && N * j.G * j.nblk * j.mparts < 4 * (int64_t)threads &&
+         2 * j.mparts <= j.mpanels)
+    j.mparts *= 2;
+  j.per = (j.mpanels + j.mparts - 1) / j.mparts;
+  j.ntasks = N * j.G * j.nblk * j.mparts;
+  _Atomic int64_t next = 0;
+  j.next = &next;
+  double flops = 2.0 * (double)(j.kg * j.G) * (double)j.crs * (double)(j.P * j.Q * N);
+  if (threads > 1 && j.ntasks > 1 && flops >= 4e6)
+    cpu_pool_run(dev->pool, threads, 1, conv_task, &j);
+  else
+    conv_task(&j, 0, 1, 0);
+  free(koff);
+  /* a worker that got its scratch ran until no task was left, so tasks
+   * left over mean none did, and y is untouched */
+  return atomic_load(&next) >= j.ntasks ? BP_OK : BP_ERR_UNIMPLEMENTED;
+}
