@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bench_anchor.h"
+#include "kernels/common/bp_half.h"
 
 typedef int64_t dnnl_dims_t[12];
 typedef void *dnnl_handle_t; /* engine, stream, memory, primitive, pd, md */
@@ -217,8 +218,22 @@ static void dnnl_release(bench_lib_case_t *lc) {
   lc->state = NULL;
 }
 
-/* A memory of md filled with uniform numbers (f32) or zeros; NULL on error. */
-static dnnl_handle_t new_memory(dnnl_case_t *s, const void *md, bool f32_fill) {
+/* n 16-bit values (bf16 or f16) from uniform f32 numbers. */
+static void fill_half(uint16_t *p, size_t n, bool bf16) {
+  float tmp[256];
+  for (size_t i = 0; i < n; i += 256) {
+    size_t len = n - i < 256 ? n - i : 256;
+    bench_fill_uniform(tmp, len, false);
+    for (size_t j = 0; j < len; j++)
+      p[i + j] = bf16 ? bp_f32_to_bf16(tmp[j]) : bp_f32_to_f16(tmp[j]);
+  }
+}
+
+/* A memory of md filled with uniform numbers of the oneDNN type fill, or
+ * zeros (fill 0); NULL on error. Inputs get numbers in every type: the AMX
+ * and AVX-512 units run faster on zeros than on data, and our side of
+ * each case runs on random inputs. */
+static dnnl_handle_t new_memory(dnnl_case_t *s, const void *md, int fill) {
   dnnl_handle_t m = NULL;
   if (s->nmem == 8 || s->api->memory_create(&m, md, s->api->engine, DNNL_MEMORY_ALLOCATE))
     return NULL;
@@ -226,8 +241,10 @@ static dnnl_handle_t new_memory(dnnl_case_t *s, const void *md, bool f32_fill) {
   void *p = NULL;
   size_t bytes = s->api->md_size(md);
   if (s->api->memory_handle(m, &p) == 0 && p) {
-    if (f32_fill)
+    if (fill == DNNL_F32)
       bench_fill_uniform(p, bytes / 4, false);
+    else if (fill == DNNL_BF16 || fill == DNNL_F16)
+      fill_half(p, bytes / 2, fill == DNNL_BF16);
     else
       memset(p, 0, bytes);
   }
@@ -317,8 +334,8 @@ static bool build_matmul(dnnl_case_t *s, const bpt_case_t *c, bench_lib_case_t *
   dnnl_handle_t pd = NULL, ma, mb, mc;
   bool ok = md[0] && md[1] && md[2] &&
             s->api->matmul_pd(&pd, s->api->engine, md[0], md[1], NULL, md[2], NULL) == 0;
-  ok = ok && (ma = new_memory(s, md[0], type == DNNL_F32)) &&
-       (mb = new_memory(s, md[1], type == DNNL_F32)) && (mc = new_memory(s, md[2], false));
+  ok = ok && (ma = new_memory(s, md[0], type)) &&
+       (mb = new_memory(s, md[1], type)) && (mc = new_memory(s, md[2], 0));
   if (ok) {
     dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
     ok = add_step(s, pd, args, 3, lc);
@@ -373,13 +390,13 @@ static bool build_conv(dnnl_case_t *s, const bpt_case_t *c, bool nchw, bench_lib
   const void *dst_md = ok ? api->query_md(pd, DNNL_QUERY_DST_MD, 0) : NULL;
   dnnl_handle_t src = NULL, wei = NULL, dst = NULL, src_plain = NULL, wei_plain = NULL,
                 dst_plain = NULL;
-  ok = ok && src_md && wei_md && dst_md && (src = new_memory(s, src_md, type == DNNL_F32)) &&
-       (wei = new_memory(s, wei_md, false)) && (dst = new_memory(s, dst_md, false)) &&
-       (wei_plain = new_memory(s, md[4], type == DNNL_F32)) &&
+  ok = ok && src_md && wei_md && dst_md && (src = new_memory(s, src_md, type)) &&
+       (wei = new_memory(s, wei_md, 0)) && (dst = new_memory(s, dst_md, 0)) &&
+       (wei_plain = new_memory(s, md[4], type)) &&
        reorder_once(s, wei_plain, md[4], wei, wei_md);
   if (ok && nchw) {
-    ok = (src_plain = new_memory(s, md[3], type == DNNL_F32)) &&
-         (dst_plain = new_memory(s, md[5], false)) &&
+    ok = (src_plain = new_memory(s, md[3], type)) &&
+         (dst_plain = new_memory(s, md[5], 0)) &&
          (api->md_equal(md[3], src_md) || add_reorder(s, src_plain, md[3], src, src_md));
   }
   if (ok) {
