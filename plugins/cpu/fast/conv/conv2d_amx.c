@@ -36,6 +36,7 @@
 #define AC_NB 32    /* output pixels per block: two B tiles */
 #define AC_KC 32    /* k values per tile row */
 #define AC_CHUNK 1024 /* bf16 per k chunk of a B block (two 1 KiB tiles) */
+#define AC_RUN_MAX 16 /* pixel blocks per task, at most */
 
 typedef struct aconv {
   const uint16_t *src; /* B's planes: x, or its zero-padded copy */
@@ -43,70 +44,92 @@ typedef struct aconv {
   int64_t wp;          /* row pitch of the planes = width of the wide grid */
   int64_t nv;          /* wide-grid pixels that hold outputs: (P-1)*wp + Q */
   const int64_t *koff; /* per k row (c, r, s): its tap's offset in the planes */
-  const uint16_t *a;   /* filter rows, lda apart, kp readable per row */
-  int64_t lda;
+  /* the filter: panel p (32 output channels, all groups' in turn) at
+   * a + p * apanel; its k chunk c at c * astep, rows ast apart */
+  const uint16_t *a;
+  int64_t apanel, astep, ast;
   uint16_t *y;
   int64_t syn, syk, P, Q;
   const float *bias;
   int64_t G, cg, kg, crs, kp, mpanels;
   int64_t nblk, mparts, per; /* pixel blocks per image, channel parts */
+  int64_t bpt, nruns;        /* blocks per task, runs of them per image */
   int64_t ntasks;
   _Atomic int64_t *next; /* the next task no worker has claimed */
 } aconv_t;
 
 /* ---- B: the VNNI block of im2col(X) ------------------------------------- */
 
-/* k rows [0, kp) of the wide-grid pixels [v0, v0 + 32) of plane set xs,
- * in k chunks of two tiles: row r of a chunk holds the pairs (k = 32c +
- * 2r, 32c + 2r + 1) of 32 pixels, in vpunpck{l,h}wd's order: tile 0 the
- * pixels 0-3, 8-11, 16-19, 24-27, tile 1 the others (store_block puts
+/* The B block of the wide-grid pixels [v0, v0 + 32) of plane set xs, k
+ * rows [0, kp), built a few pairs of rows at a time (pack_some) so that
+ * the next block's gathers run between the tile instructions of this
+ * one's. In k chunks of two tiles: row r of a chunk holds the pairs (k =
+ * 32c + 2r, 32c + 2r + 1) of 32 pixels, in vpunpck{l,h}wd's order: tile 0
+ * the pixels 0-3, 8-11, 16-19, 24-27, tile 1 the others (store_block puts
  * them back in order). Lanes past the grid's end and rows past crs are
  * zero. */
-static void pack_block(const aconv_t *j, const uint16_t *xs, int64_t v0, uint16_t *dst) {
+typedef struct bpack {
+  const uint16_t *s; /* the planes at pixel v0 */
+  uint16_t *dst;
+  __mmask32 m;      /* lanes inside the grid */
+  int64_t i, pairs; /* next pair of rows, how many */
+} bpack_t;
+
+static void pack_start(const aconv_t *j, bpack_t *b, const uint16_t *xs, int64_t v0,
+                       uint16_t *dst) {
   int64_t left = j->nv - v0;
-  __mmask32 m = left >= 32 ? 0xffffffffu : (__mmask32)((1u << left) - 1);
-  const uint16_t *s = xs + v0;
+  b->s = xs + v0;
+  b->dst = dst;
+  b->m = left >= 32 ? 0xffffffffu : (__mmask32)((1u << left) - 1);
+  b->i = 0;
+  b->pairs = j->kp / 2;
+}
+
+/* Pairs of rows [b->i, b->i + n) (at most to the end). */
+static inline void pack_some(const aconv_t *j, bpack_t *b, int64_t n) {
   const int64_t *ko = j->koff;
-  int64_t pairs = j->crs / 2;
-  for (int64_t i = 0; i < pairs; i++) {
-    /* the next block's line of each row: the rows are a plane apart, too
-     * many streams for the hardware prefetchers */
-    _mm_prefetch((const char *)(s + ko[2 * i] + AC_NB), _MM_HINT_T0);
-    _mm_prefetch((const char *)(s + ko[2 * i + 1] + AC_NB), _MM_HINT_T0);
-    __m512i a = _mm512_maskz_loadu_epi16(m, s + ko[2 * i]);
-    __m512i b = _mm512_maskz_loadu_epi16(m, s + ko[2 * i + 1]);
-    uint16_t *d = dst + (i >> 4) * AC_CHUNK + (i & 15) * 32;
-    _mm512_store_si512(d, _mm512_unpacklo_epi16(a, b));
-    _mm512_store_si512(d + 512, _mm512_unpackhi_epi16(a, b));
+  int64_t e = b->i + n < b->pairs ? b->i + n : b->pairs, full = j->crs / 2;
+  for (int64_t i = b->i; i < e; i++) {
+    __m512i x0 = _mm512_setzero_si512(), x1 = x0;
+    if (i < full) {
+      /* the next block's line of each row: the rows are a plane apart,
+       * too many streams for the hardware prefetchers */
+      _mm_prefetch((const char *)(b->s + ko[2 * i] + AC_NB), _MM_HINT_T0);
+      _mm_prefetch((const char *)(b->s + ko[2 * i + 1] + AC_NB), _MM_HINT_T0);
+      x0 = _mm512_maskz_loadu_epi16(b->m, b->s + ko[2 * i]);
+      x1 = _mm512_maskz_loadu_epi16(b->m, b->s + ko[2 * i + 1]);
+    } else if (2 * i < j->crs) {
+      x0 = _mm512_maskz_loadu_epi16(b->m, b->s + ko[2 * i]);
+    }
+    uint16_t *d = b->dst + (i >> 4) * AC_CHUNK + (i & 15) * 32;
+    _mm512_store_si512(d, _mm512_unpacklo_epi16(x0, x1));
+    _mm512_store_si512(d + 512, _mm512_unpackhi_epi16(x0, x1));
   }
-  for (int64_t i = pairs; i < j->kp / 2; i++) {
-    __m512i a = _mm512_setzero_si512(), b = a;
-    if (2 * i < j->crs) a = _mm512_maskz_loadu_epi16(m, s + ko[2 * i]);
-    uint16_t *d = dst + (i >> 4) * AC_CHUNK + (i & 15) * 32;
-    _mm512_store_si512(d, _mm512_unpacklo_epi16(a, b));
-    _mm512_store_si512(d + 512, _mm512_unpackhi_epi16(a, b));
-  }
+  b->i = e;
 }
 
 /* ---- the tiles ------------------------------------------------------------ */
 
-/* t[32][32] = A rows [0, 32) (lda apart) x the B block, all kp of k. */
-static void tile_block(const aconv_t *j, const uint16_t *a, const uint16_t *b, float *t) {
-  size_t st = (size_t)j->lda * 2;
+/* t[32][32] = the A panel a (32 filter rows) x the B block b, all kp of
+ * k; meanwhile nb->pairs of the next block, per pairs a k chunk. */
+static void tile_block(const aconv_t *j, const uint16_t *a, const uint16_t *b, float *t,
+                       bpack_t *nb, int64_t per) {
+  size_t st = (size_t)j->ast * 2;
   int64_t chunks = j->kp / AC_KC;
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  for (int64_t c = 0; c < chunks; c++, a += AC_KC, b += AC_CHUNK) {
+  for (int64_t c = 0; c < chunks; c++, a += j->astep, b += AC_CHUNK) {
     _tile_loadd(4, a, st);
-    _tile_loadd(5, a + 16 * j->lda, st);
+    _tile_loadd(5, a + 16 * j->ast, st);
     _tile_loadd(6, b, 64);
     _tile_loadd(7, b + 512, 64);
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
+    if (nb) pack_some(j, nb, per);
   }
   cpu_amx_acc_store(t, 32);
 }
@@ -169,22 +192,35 @@ static void store_block(const aconv_t *j, const float *t, int rows, int64_t k0, 
 
 /* ---- tasks ------------------------------------------------------------------ */
 
-/* Task t: channel part t % mparts of pixel block (t / mparts) % nblk of
- * image and group t / (mparts * nblk). */
-static void run_task(const aconv_t *j, int64_t t, uint16_t *bblk, float *tb) {
+/* Task t: channel part t % mparts of the run of blocks (t / mparts) %
+ * nruns of image and group t / (mparts * nruns). Each block's B is built
+ * while the previous one's tiles run (two buffers, bb[0] and bb[1]). */
+static void run_task(const aconv_t *j, int64_t t, uint16_t *bb[2], float *tb) {
   int64_t mp = t % j->mparts, rest = t / j->mparts;
-  int64_t blk = rest % j->nblk, ng = rest / j->nblk;
-  int64_t n = ng / j->G, g = ng % j->G, v0 = blk * AC_NB;
+  int64_t run = rest % j->nruns, ng = rest / j->nruns;
+  int64_t n = ng / j->G, g = ng % j->G;
   int64_t p0 = mp * j->per, p1 = p0 + j->per < j->mpanels ? p0 + j->per : j->mpanels;
+  int64_t b0 = run * j->bpt, b1 = b0 + j->bpt < j->nblk ? b0 + j->bpt : j->nblk;
   if (p0 >= p1) return;
-  pack_block(j, j->src + n * j->ssn + g * j->cg * j->ssc, v0, bblk);
-  seg_t sg[AC_NB];
-  int nseg = block_segs(j, v0, sg);
+  const uint16_t *xs = j->src + n * j->ssn + g * j->cg * j->ssc;
   uint16_t *yg = j->y + n * j->syn + g * j->kg * j->syk;
-  for (int64_t p = p0; p < p1; p++) {
-    int64_t k0 = p * 32, rows = j->kg - k0 < 32 ? j->kg - k0 : 32;
-    tile_block(j, j->a + (g * j->mpanels * 32 + k0) * j->lda, bblk, tb);
-    store_block(j, tb, (int)rows, g * j->kg + k0, yg + k0 * j->syk, sg, nseg);
+  /* the next block's pairs of k rows per k chunk of this one */
+  int64_t per = (j->kp / 2 + (p1 - p0) * (j->kp / AC_KC) - 1) / ((p1 - p0) * (j->kp / AC_KC));
+  bpack_t nb;
+  pack_start(j, &nb, xs, b0 * AC_NB, bb[0]);
+  pack_some(j, &nb, nb.pairs);
+  for (int64_t blk = b0; blk < b1; blk++) {
+    const uint16_t *cur = bb[(blk - b0) & 1];
+    bool more = blk + 1 < b1;
+    if (more) pack_start(j, &nb, xs, (blk + 1) * AC_NB, bb[(blk + 1 - b0) & 1]);
+    seg_t sg[AC_NB];
+    int nseg = block_segs(j, blk * AC_NB, sg);
+    for (int64_t p = p0; p < p1; p++) {
+      int64_t k0 = p * 32, rows = j->kg - k0 < 32 ? j->kg - k0 : 32;
+      tile_block(j, j->a + (g * j->mpanels + p) * j->apanel, cur, tb, more ? &nb : NULL, per);
+      store_block(j, tb, (int)rows, g * j->kg + k0, yg + k0 * j->syk, sg, nseg);
+    }
+    if (more) pack_some(j, &nb, nb.pairs); /* what the chunks left */
   }
 }
 
@@ -192,11 +228,12 @@ static void conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)begin, (void)end, (void)worker;
   aconv_t *j = ctx;
   size_t bbytes = (size_t)(j->kp / AC_KC * AC_CHUNK) * 2;
-  char *s = cpu_fast_scratch(3, bbytes + 32 * 32 * sizeof(float));
+  char *s = cpu_fast_scratch(3, 2 * bbytes + 32 * 32 * sizeof(float));
   if (!s) return; /* the other workers take its tasks */
+  uint16_t *bb[2] = {(uint16_t *)s, (uint16_t *)(s + bbytes)};
   cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
   for (int64_t t; (t = atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed)) < j->ntasks;)
-    run_task(j, t, (uint16_t *)s, (float *)(s + bbytes));
+    run_task(j, t, bb, (float *)(s + 2 * bbytes));
   _tile_release();
 }
 
@@ -258,32 +295,36 @@ static bool source_planes(cpu_device_t *dev, const bp_conv2d_args_t *a, aconv_t 
   return true;
 }
 
-/* The filter rows: W itself when (c, r, s) are dense, crs a multiple of
- * 32 and the groups whole 32-channel panels; else a zero-padded copy
- * (scratch slot 2), G x mpanels*32 rows of kp. */
-static bool filter_rows(const bp_conv2d_args_t *a, aconv_t *j) {
+/* The filter's A panels: W itself when (c, r, s) are dense, crs a
+ * multiple of 32 and the groups whole 32-channel panels (copying even a
+ * small W into tile order cost more than the strided tile loads save);
+ * else copied (scratch slot 2) into panels of 32 rows whose k chunks are
+ * whole tiles one after the other, zero-padded. */
+static bool filter_panels(const bp_conv2d_args_t *a, aconv_t *j) {
   const bp_plugin_tensor_t *w = &a->w;
   const int64_t *ws = w->strides;
   int64_t R = w->shape[2], S = w->shape[3];
   const uint16_t *pw = cpu_tensor_base(w);
   bool dense = (S == 1 || ws[3] == 1) && (R == 1 || ws[2] == S) && (j->cg == 1 || ws[1] == R * S);
+  int64_t bytes = j->G * j->mpanels * 32 * j->kp * 2;
   if (dense && j->crs % 32 == 0 && j->kg % 32 == 0 && ws[0] >= j->crs) {
-    j->a = pw, j->lda = ws[0];
+    j->a = pw, j->apanel = 32 * ws[0], j->astep = AC_KC, j->ast = ws[0];
     return true;
   }
-  int64_t rows = j->G * j->mpanels * 32;
-  uint16_t *d = cpu_fast_scratch(2, (size_t)(rows * j->kp) * 2);
+  uint16_t *d = cpu_fast_scratch(2, (size_t)bytes);
   if (!d) return false;
-  memset(d, 0, (size_t)(rows * j->kp) * 2);
+  memset(d, 0, (size_t)bytes);
   for (int64_t g = 0; g < j->G; g++)
     for (int64_t k = 0; k < j->kg; k++) {
-      uint16_t *row = d + (g * j->mpanels * 32 + k) * j->kp;
+      uint16_t *panel = d + (g * j->mpanels + k / 32) * 32 * j->kp + (k % 32) * AC_KC;
       const uint16_t *src = pw + (g * j->kg + k) * ws[0];
+      int64_t e = 0;
       for (int64_t c = 0; c < j->cg; c++)
         for (int64_t r = 0; r < R; r++)
-          for (int64_t s = 0; s < S; s++) *row++ = src[c * ws[1] + r * ws[2] + s * ws[3]];
+          for (int64_t s = 0; s < S; s++, e++)
+            panel[e / AC_KC * 32 * AC_KC + e % AC_KC] = src[c * ws[1] + r * ws[2] + s * ws[3]];
     }
-  j->a = d, j->lda = j->kp;
+  j->a = d, j->apanel = 32 * j->kp, j->astep = 32 * AC_KC, j->ast = AC_KC;
   return true;
 }
 
@@ -306,7 +347,7 @@ bp_status_t cpu_fast_conv2d_amx(cpu_device_t *dev, const bp_conv2d_args_t *a, co
   j.P = y->shape[2], j.Q = y->shape[3];
   j.y = cpu_tensor_base(y), j.syn = y->strides[0], j.syk = y->strides[1];
   j.bias = bias;
-  if (!filter_rows(a, &j) || !source_planes(dev, a, &j)) return BP_ERR_UNIMPLEMENTED;
+  if (!filter_panels(a, &j) || !source_planes(dev, a, &j)) return BP_ERR_UNIMPLEMENTED;
   j.nv = (j.P - 1) * j.wp + j.Q;
   int64_t *koff = malloc((size_t)j.crs * sizeof *koff);
   if (!koff) return BP_ERR_UNIMPLEMENTED;
@@ -315,16 +356,19 @@ bp_status_t cpu_fast_conv2d_amx(cpu_device_t *dev, const bp_conv2d_args_t *a, co
       for (int64_t s = 0; s < S; s++)
         koff[k++] = c * j.ssc + r * a->dilation_h * j.wp + s * a->dilation_w;
   j.koff = koff;
-  /* tasks: pixel blocks, and channel parts while there are too few of
-   * them for the threads to share evenly */
+  /* tasks: runs of pixel blocks (a thread streams along its part of the
+   * planes), and channel parts while there are too few blocks for the
+   * threads to share evenly */
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  int64_t T = threads;
   j.nblk = (j.nv + AC_NB - 1) / AC_NB;
   j.mparts = 1;
-  while (threads > 1 && N * j.G * j.nblk * j.mparts < 4 * (int64_t)threads &&
-         2 * j.mparts <= j.mpanels)
-    j.mparts *= 2;
+  while (T > 1 && N * j.G * j.nblk * j.mparts < 4 * T && 2 * j.mparts <= j.mpanels) j.mparts *= 2;
   j.per = (j.mpanels + j.mparts - 1) / j.mparts;
-  j.ntasks = N * j.G * j.nblk * j.mparts;
+  j.bpt = N * j.G * j.nblk * j.mparts / (8 * T);
+  j.bpt = j.bpt < 1 ? 1 : j.bpt > AC_RUN_MAX ? AC_RUN_MAX : j.bpt;
+  j.nruns = (j.nblk + j.bpt - 1) / j.bpt;
+  j.ntasks = N * j.G * j.nruns * j.mparts;
   _Atomic int64_t next = 0;
   j.next = &next;
   double flops = 2.0 * (double)(j.kg * j.G) * (double)j.crs * (double)(j.P * j.Q * N);
