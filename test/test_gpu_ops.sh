@@ -60,6 +60,26 @@ for mode in 1 0; do
   ran=$((ran + 1))
   env "$blas_mode=$mode" "$here/test_ops_blas" || failed=$((failed + 1))
 done
+# The conv2d suite once more on each route: as GEMMs wherever the layout
+# allows (with scratch for three images' patches at most, so the image
+# chunks run too; the plugin's debug log must show the route taken), and
+# the direct kernel only.
+conv_mode=$(echo "$blas_mode" | sed 's/_BLAS$/_CONV/')
+for mode in 1 0; do
+  [ -x "$here/test_ops_dnn" ] || break
+  echo "--- test_ops_dnn ($conv_mode=$mode)"
+  ran=$((ran + 1))
+  log="$cache/conv-$mode.log"
+  env "$conv_mode=$mode" "${conv_mode}_SCRATCH=20000" BACKPLANE_DEBUG=debug,plugin \
+    "$here/test_ops_dnn" 2>"$log" || failed=$((failed + 1))
+  grep -v 'backplane debug' "$log" >&2
+  routed=$(grep -c 'conv2d as GEMMs' "$log")
+  if [ "$mode" = 1 ] && [ "$routed" -eq 0 ]; then
+    echo "FAIL: $conv_mode=1 and no conv2d ran as GEMMs"; failed=$((failed + 1))
+  elif [ "$mode" = 0 ] && [ "$routed" -ne 0 ]; then
+    echo "FAIL: $conv_mode=0 and $routed conv2d call(s) ran as GEMMs"; failed=$((failed + 1))
+  fi
+done
 echo "$name: $ran suites run, $failed failed"
 if [ "$ran" -eq 0 ]; then echo "SKIP: no op suite built"; exit 77; fi
 [ "$failed" -eq 0 ]

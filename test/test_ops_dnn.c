@@ -36,6 +36,12 @@ static const conv_case_t conv_cases[] = {
     {{1, 2, 13, 13, 3, 3, 3, 1, 2, 2, 3, 3, 2, 1}, true, false},  /* dilation */
     {{0, 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1}, true, false},    /* N = 0 */
     {{1, 2, 6, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1}, false, true},    /* NaN */
+    /* Wide enough for the GPU plugins' GEMM route (ops_conv_gemm.c). */
+    {{2, 5, 9, 11, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1}, true, false},  /* patches */
+    {{3, 20, 6, 7, 18, 1, 1, 1, 1, 0, 0, 1, 1, 1}, true, false},  /* x is the patches */
+    {{2, 8, 10, 9, 32, 3, 3, 2, 2, 1, 1, 1, 1, 2}, false, false}, /* groups 2, stride 2 */
+    {{3, 24, 7, 7, 16, 1, 1, 2, 2, 0, 0, 1, 1, 1}, true, false},  /* 1x1 stride 2 */
+    {{2, 4, 11, 11, 20, 3, 3, 1, 1, 2, 2, 2, 2, 1}, false, true}, /* dilation, NaN */
 };
 
 static void conv_one(tc_env_t *e, bp_dtype_t dt, const conv_case_t *cc,
@@ -55,10 +61,15 @@ static void conv_one(tc_env_t *e, bp_dtype_t dt, const conv_case_t *cc,
   tc_rng_fill(rng, dt, -1, 1, b, bs);
   if (cc->nan)
     x[2 * p->W + 3] = NAN;
-  tc_tensor_t X = tc_tensor(e, dt, 4, xs, (tc_layout_t)(variant % TC_LAYOUT_COUNT), x);
-  tc_tensor_t Wt = tc_tensor(e, dt, 4, ws, (tc_layout_t)((variant + 1) % TC_LAYOUT_COUNT), w);
-  tc_tensor_t Bt = tc_tensor(e, dt, 1, &bs, TC_STRIDED, b);
-  tc_tensor_t Y = tc_tensor(e, dt, 4, ys, (tc_layout_t)((variant + 2) % TC_LAYOUT_COUNT), NULL);
+  /* variant < 0: every tensor dense (the layout real layers use, and the
+   * one the GPU plugins' GEMM route needs beyond 1x1); else the layouts
+   * rotate over the operands. */
+#define CONV_LAYOUT(i) (variant < 0 ? TC_CONTIG : (tc_layout_t)((variant + (i)) % TC_LAYOUT_COUNT))
+  tc_tensor_t X = tc_tensor(e, dt, 4, xs, CONV_LAYOUT(0), x);
+  tc_tensor_t Wt = tc_tensor(e, dt, 4, ws, CONV_LAYOUT(1), w);
+  tc_tensor_t Bt = tc_tensor(e, dt, 1, &bs, variant < 0 ? TC_CONTIG : TC_STRIDED, b);
+  tc_tensor_t Y = tc_tensor(e, dt, 4, ys, CONV_LAYOUT(2), NULL);
+#undef CONV_LAYOUT
   bp_conv2d_params_t prm = {.struct_size = sizeof prm, .stride_h = (int32_t)p->sh,
                             .stride_w = (int32_t)p->sw, .pad_h = (int32_t)p->ph,
                             .pad_w = (int32_t)p->pw, .dilation_h = (int32_t)p->dh,
@@ -97,8 +108,8 @@ static void test_conv2d(void **state) {
       if (!tc_supports(&su->env[d], BP_OP_CONV2D, dt))
         continue;
       for (size_t c = 0; c < sizeof conv_cases / sizeof *conv_cases; c++)
-        for (int v = 0; v < 2; v++)
-          conv_one(&su->env[d], dt, &conv_cases[c], v + (int)c, &rng);
+        for (int v = 0; v < 3; v++)
+          conv_one(&su->env[d], dt, &conv_cases[c], v < 2 ? v + (int)c : -1, &rng);
     }
   TC_END();
 }

@@ -146,6 +146,20 @@ typedef struct bpk_conv2d_args {
   int32_t pad_;
 } bpk_conv2d_args_t;
 
+/* conv2d as GEMMs (plugins/gpu/ops_conv_gemm.c). bp_conv2d_im2col writes
+ * the patches of images n0 .. n0 + nb - 1, group g, as col [nb, Cg*R*S,
+ * P*Q] (dense, x's dtype; zero where the window leaves the image): grid x
+ * covers P*Q, grid y the (image, BPK_IM2COL_ROWS-row) jobs.
+ * bp_conv2d_bias_fill sets y[n, k, p, q] = bias[k] (conv.y, conv.bias; the
+ * bias in y's dtype), so that the GEMMs add onto it with beta = 1. */
+#define BPK_IM2COL_ROWS 32
+#define BPK_IM2COL_THREADS 256
+typedef struct bpk_conv2d_im2col_args {
+  bpk_conv2d_args_t conv;
+  uint64_t col;
+  int64_t n0, nb, g;
+} bpk_conv2d_im2col_args_t;
+
 /* bp_gemm_*: c[b] = alpha * a[b] . b[b] + beta * c[b]; rank-3 views
  * [batch, m, k], [batch, k, n], [batch, m, n]. beta == 0 never reads c. */
 /* GEMM launch geometry: TILE x TILE outputs per block of 256 threads. */

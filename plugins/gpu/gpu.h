@@ -87,6 +87,10 @@ typedef struct gpu_device {
 typedef struct gpu_stream {
   gpuStream_t s;
   bool capturing; /* between graph_begin and graph_end */
+  /* Scratch device memory of the ops queued on this stream (conv2d's
+   * patch matrices): the core's stream lock orders its users, the stream
+   * orders their kernels. Freed with the stream. */
+  uint64_t work, work_size;
 } gpu_stream_t;
 
 typedef struct gpu_event {
@@ -279,6 +283,22 @@ GPU_HIDDEN bp_status_t gpu_kernel_create(bp_plugin_device_t *device,
 GPU_HIDDEN void gpu_kernel_destroy(bp_plugin_device_t *device, bp_plugin_kernel_t *kernel);
 GPU_HIDDEN bp_status_t gpu_kernel_launch(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                                          bp_plugin_kernel_t *kernel, const bp_launch_args_t *args);
+
+/* ---- stream.c: the stream's scratch memory ------------------------------ */
+/* At least bytes of s's scratch memory in *out: the buffer it has, or a
+ * larger one after the stream's queued work (which may still read the old
+ * one) has finished. Fails (message set) during a capture, on the NULL
+ * stream and when the memory is not there. */
+GPU_HIDDEN bp_status_t gpu_stream_workspace(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                            uint64_t bytes, uint64_t *out);
+
+/* ---- ops_conv_gemm.c: conv2d on the GEMM --------------------------------- */
+/* Runs a as GEMMs on gpu_op_gemm (the vendor BLAS or the tensor-core
+ * tiles) when its layout and the stream allow: *taken says whether it did
+ * (then the status is the op's); otherwise the caller runs the direct
+ * kernel. */
+GPU_HIDDEN bp_status_t gpu_conv2d_as_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                          const bp_conv2d_args_t *a, bool *taken);
 
 /* ---- ops_*.c: one entry point per row of BP_OP_TABLE -------------------- */
 /* gpu_op_<name>: ops_blas.c (gemm, gemv), ops_dnn.c (conv2d, pool2d,

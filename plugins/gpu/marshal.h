@@ -168,4 +168,20 @@ static inline void bp_gpu_vec(const bp_plugin_tensor_t *t, bpk_vec_t *out) {
   out->dtype = (int32_t)t->dtype;
 }
 
+/* A conv2d's kernel arguments (kernels/cuda/conv.cu). */
+static inline void bp_gpu_conv2d_args(const bp_conv2d_args_t *a, bpk_conv2d_args_t *p) {
+  memset(p, 0, sizeof *p);
+  bp_gpu_tensor(&a->x, &p->x);
+  bp_gpu_tensor(&a->w, &p->w);
+  bp_gpu_tensor(&a->y, &p->y);
+  bp_gpu_vec(&a->bias, &p->bias);
+  p->stride_h = a->stride_h;
+  p->stride_w = a->stride_w;
+  p->pad_h = a->pad_h;
+  p->pad_w = a->pad_w;
+  p->dilation_h = a->dilation_h;
+  p->dilation_w = a->dilation_w;
+  p->groups = a->groups > 0 ? a->groups : 1;
+}
+
 #endif /* BACKPLANE_GPU_MARSHAL_H */

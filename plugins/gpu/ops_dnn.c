@@ -17,19 +17,11 @@ static bp_status_t too_big(const char *op, const char *what, int64_t v) {
 
 bp_status_t gpu_op_conv2d(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                           const bp_conv2d_args_t *a) {
+  bool taken = false;
+  bp_status_t st = gpu_conv2d_as_gemm(device, stream, a, &taken);
+  if (taken) return st;
   bpk_conv2d_args_t p;
-  memset(&p, 0, sizeof p);
-  bp_gpu_tensor(&a->x, &p.x);
-  bp_gpu_tensor(&a->w, &p.w);
-  bp_gpu_tensor(&a->y, &p.y);
-  bp_gpu_vec(&a->bias, &p.bias);
-  p.stride_h = a->stride_h;
-  p.stride_w = a->stride_w;
-  p.pad_h = a->pad_h;
-  p.pad_w = a->pad_w;
-  p.dilation_h = a->dilation_h;
-  p.dilation_w = a->dilation_w;
-  p.groups = a->groups > 0 ? a->groups : 1;
+  bp_gpu_conv2d_args(a, &p);
   const int64_t pixels = p.y.shape[0] * p.y.shape[2] * p.y.shape[3];
   const int64_t kg = p.y.shape[1] / p.groups;
   if (pixels == 0 || kg == 0) return BP_OK;

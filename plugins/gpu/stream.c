@@ -45,7 +45,40 @@ void gpu_stream_destroy(bp_plugin_device_t *device, bp_plugin_stream_t *stream) 
     gpuStreamDestroy(s->s);
     gpu_device_leave();
   }
+  gpu_mem_free(device, s->work);
   free(s);
+}
+
+bp_status_t gpu_stream_workspace(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                 uint64_t bytes, uint64_t *out) {
+  gpu_stream_t *s = (gpu_stream_t *)(void *)stream;
+  *out = 0;
+  /* A captured graph would keep reading a buffer that a later, larger
+   * request frees. */
+  if (!s || s->capturing || gpu_capturing_here()) {
+    gpu_host->set_error(GPU_PLUGIN_NAME ": no stream scratch memory on the NULL stream or "
+                                        "during a graph capture");
+    return BP_ERR_UNSUPPORTED;
+  }
+  if (s->work_size >= bytes) {
+    *out = s->work;
+    return BP_OK;
+  }
+  if (s->work) {
+    bp_status_t st = gpu_device_enter(gpu_dev(device));
+    if (st != BP_OK) return st;
+    st = gpu_check(gpuStreamSynchronize(s->s), GPU_API "StreamSynchronize");
+    gpu_device_leave();
+    if (st != BP_OK) return st;
+    gpu_mem_free(device, s->work);
+    s->work = s->work_size = 0;
+  }
+  const uint64_t mib = (uint64_t)1 << 20, size = (bytes + mib - 1) / mib * mib;
+  bp_status_t st = gpu_mem_alloc(device, size, &s->work);
+  if (st != BP_OK) return st;
+  s->work_size = size;
+  *out = s->work;
+  return BP_OK;
 }
 
 /* Enters d, and for NULL-stream work also waits out any capture. */

@@ -135,6 +135,10 @@ typedef cublasHandle_t gpublasHandle_t;
 #define GPUBLAS_OP_T CUBLAS_OP_T
 #define GPU_BLAS_NAME "cuBLAS"
 #define GPU_BLAS_CHOICE_ENV "BACKPLANE_CUDA_BLAS" /* 0 own, 1 vendor */
+/* conv2d: 0 the direct kernel, 1 GEMMs wherever the layout allows, unset by size */
+#define GPU_CONV_CHOICE_ENV "BACKPLANE_CUDA_CONV"
+/* conv2d: the most scratch memory (bytes) its patch matrices take per stream */
+#define GPU_CONV_SCRATCH_ENV "BACKPLANE_CUDA_CONV_SCRATCH"
 #define GPU_BLAS_LIBRARY_ENV "BACKPLANE_CUBLAS"   /* the file to open */
 #define GPU_BLAS_LIBRARY_NAMES                                                                     \
   { "libcublas.so.13", "libcublas.so.12", "libcublas.so.11" }

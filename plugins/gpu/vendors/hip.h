@@ -142,6 +142,10 @@ typedef rocblas_handle gpublasHandle_t;
 #define GPUBLAS_OP_T rocblas_operation_transpose
 #define GPU_BLAS_NAME "rocBLAS"
 #define GPU_BLAS_CHOICE_ENV "BACKPLANE_ROCM_BLAS" /* 0 own, 1 vendor */
+/* conv2d: 0 the direct kernel, 1 GEMMs wherever the layout allows, unset by size */
+#define GPU_CONV_CHOICE_ENV "BACKPLANE_ROCM_CONV"
+/* conv2d: the most scratch memory (bytes) its patch matrices take per stream */
+#define GPU_CONV_SCRATCH_ENV "BACKPLANE_ROCM_CONV_SCRATCH"
 #define GPU_BLAS_LIBRARY_ENV "BACKPLANE_ROCBLAS"  /* the file to open */
 #define GPU_BLAS_LIBRARY_NAMES                                                                     \
   { "librocblas.so.4", "librocblas.so.3", "librocblas.so.0" }

@@ -320,6 +320,8 @@ static const shim_kernel_t table[] = {
     K(bp_pool2d_f, bpk_pool2d_args_t, k_pool2d),
     K(bp_pool2d_d, bpk_pool2d_args_t, k_pool2d),
     K(bp_conv2d_f, bpk_conv2d_args_t, k_conv2d),
+    K(bp_conv2d_im2col, bpk_conv2d_im2col_args_t, k_conv2d_im2col),
+    K(bp_conv2d_bias_fill, bpk_conv2d_args_t, k_conv2d_bias_fill),
     K(bp_gemm_f32, bpk_gemm_args_t, k_gemm),
     K(bp_gemm_f64, bpk_gemm_args_t, k_gemm),
     K(bp_gemm_f16, bpk_gemm_args_t, k_gemm),

@@ -36,7 +36,7 @@ static const struct {
     T(bpk_attention_args_t), T(bpk_adam_args_t),     T(bpk_random_args_t),
     T(bpk_gather_args_t),  T(bpk_arange_args_t),     T(bpk_binary_scalar_args_t),
     T(bpk_glu_args_t),     T(bpk_rope_args_t),       T(bpk_quant_args_t),
-    T(bpk_qgemm_args_t),   T(bpk_qmatmul_args_t),
+    T(bpk_qgemm_args_t),   T(bpk_qmatmul_args_t),    T(bpk_conv2d_im2col_args_t),
 #undef T
 };
 
