@@ -124,6 +124,8 @@ if want quant; then
     BACKPLANE_BACKENDS=$cuda_only "$B/test/test_quant_gpu" &
   step "quantized ops, u8 operands" quant-u8.txt 150 env CUDA_OPS_REAL_DRIVER=1 \
     BACKPLANE_BACKENDS=$cuda_only "$B/test/test_qgemm_u8_gpu" &
+  step "quantized ops, fp8 GEMM" quant-fp8.txt 150 env CUDA_OPS_REAL_DRIVER=1 \
+    BACKPLANE_BACKENDS=$cuda_only "$B/test/test_qgemm_fp8_gpu" &
 fi
 if want conformance; then
   step "bp conformance backend-cuda.so" conformance.txt 150 "$bp" conformance $quick \

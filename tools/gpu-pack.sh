@@ -20,7 +20,7 @@ for f in backend-cpu backend-cuda backend-rocm comm-nccl comm-mpi; do
 done
 for t in test_cuda_ops test_ops_blas test_ops_dnn test_ops_attention test_ops_elementwise \
          test_ops_reduce test_ops_norm test_ops_data test_parity test_ops_model_gpu test_model test_quant_gpu \
-         test_qgemm_u8_gpu comm_rank; do
+         test_qgemm_u8_gpu test_qgemm_fp8_gpu comm_rank; do
   cp "$b/test/$t" "$p/test/"
 done
 # The system libraries the programs link (found through their $ORIGIN/../lib rpath).

@@ -369,7 +369,10 @@ def main():
     if want("conv2d"):
         cases += [("conv2d f32 3x3", lambda: case_conv(dev, s, 32, 128, 56, 128, 3, 1, "f32", 1e-4)),
                   ("conv2d f16 3x3", lambda: case_conv(dev, s, 32, 128, 56, 128, 3, 1, "f16", 5e-3)),
-                  ("conv2d f32 1x1", lambda: case_conv(dev, s, 32, 256, 56, 64, 1, 0, "f32", 1e-4))]
+                  ("conv2d bf16 3x3", lambda: case_conv(dev, s, 32, 128, 56, 128, 3, 1, "bf16", 2e-2)),
+                  ("conv2d f32 1x1", lambda: case_conv(dev, s, 32, 256, 56, 64, 1, 0, "f32", 1e-4)),
+                  ("conv2d f16 1x1", lambda: case_conv(dev, s, 32, 256, 56, 64, 1, 0, "f16", 5e-3)),
+                  ("conv2d f16 3x3 C256 28^2", lambda: case_conv(dev, s, 32, 256, 28, 256, 3, 1, "f16", 5e-3))]
     copy = [0.0]
     if want("memory") or want("quant"):
         cases.append(("memory", lambda: copy.__setitem__(0, case_memory(dev, s, 1 << 26))))
