@@ -12,6 +12,7 @@
 #   B=dir      the build (default build; gpu-pack.sh makes gpu-pack/)
 #   BUILD=1    build here first (needs the Debian build deps)
 #   QUICK=1    small bench sizes and `bp conformance --quick`
+#   BENCH_ONLY=a,b  only these tools/gpu_bench.py cases (its --only)
 #   STEPS=...  only these steps (devices bench modelbench ops model quant
 #              conformance nccl), space-separated
 # Exit status: 0 when every step that ran passed.
@@ -99,7 +100,8 @@ quick=""
 
 want devices && step devices devices.txt 45 "$bp" devices --verbose
 if want bench; then
-  step "bench (ours beside PyTorch)" bench.txt 150 python3 tools/gpu_bench.py $quick --json "$out/bench.json"
+  step "bench (ours beside PyTorch)" bench.txt 150 python3 tools/gpu_bench.py $quick \
+    ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$out/bench.json"
 fi
 
 if want modelbench; then
