@@ -67,6 +67,7 @@ static int compare(const char *what, bp_dtype_t dt, const void *got,
 
 #include "test_cpu_fast_ops_conv.inc"
 #include "test_cpu_fast_ops_ew.inc"
+#include "test_cpu_fast_ops_short.inc"
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -81,6 +82,7 @@ int main(void) {
       cmocka_unit_test(test_reduce),
       cmocka_unit_test(test_half_reduce),
       cmocka_unit_test(test_cast),
+      cmocka_unit_test(test_short_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

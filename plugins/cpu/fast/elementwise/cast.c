@@ -39,6 +39,40 @@ static void cast_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
     memcpy(y, x, (size_t)n * j->es);
 }
 
+/* Rows of at most this many elements are handed out as ranges of whole
+ * rows (move_range) rather than as pieces, each of which finds its row's
+ * offsets by a division per dim. */
+#define CAST_SHORT_ROW 1024
+
+/* Rows [row0, row1) whole: the offsets of x and y stepped from row to row
+ * like an odometer. A KV-cache append is thousands of rows of one head
+ * (32 to 128 elements), where the per-row divisions cost more than
+ * moving the row. */
+static void move_range(void *ctx, int64_t row0, int64_t row1) {
+  const move_job_t *j = ctx;
+  const cpu_fast_rows_t *r = &j->r;
+  int32_t outer = r->rank - 1; /* dims [0, outer) number the rows */
+  int64_t len = r->shape[outer], idx[BP_MAX_RANK], rest = row0;
+  for (int32_t d = outer - 1; d >= 0; d--) {
+    idx[d] = rest % r->shape[d];
+    rest /= r->shape[d];
+  }
+  int64_t ox = cpu_fast_rows_offset(r, 0, row0), oy = cpu_fast_rows_offset(r, 1, row0);
+  int64_t ei = (int64_t)cpu_dtype_size(j->from), eo = (int64_t)j->es;
+  for (int64_t row = row0; row < row1; row++) {
+    if (j->vk)
+      j->vk->cvt(j->from, j->to, j->x + ox * ei, j->y + oy * eo, len);
+    else
+      memcpy(j->y + oy * eo, j->x + ox * ei, (size_t)(len * eo));
+    for (int32_t d = outer - 1; d >= 0; d--) { /* the next row's index */
+      ox += r->strides[0][d], oy += r->strides[1][d];
+      if (++idx[d] < r->shape[d]) break;
+      ox -= r->strides[0][d] * r->shape[d], oy -= r->strides[1][d] * r->shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 static void fill_piece(void *ctx, int64_t row, int64_t c0, int64_t n) {
   const move_job_t *j = ctx;
   char *y = j->y + (cpu_fast_rows_offset(&j->r, 0, row) + c0) * (int64_t)j->es;
@@ -79,8 +113,11 @@ static bp_status_t move(cpu_device_t *dev, const bp_copy_args_t *a, bool cast) {
   j.x = cpu_tensor_base(&a->x);
   j.y = cpu_tensor_base(&a->y);
   if (cpu_numel(&a->y) == 0) return BP_OK;
-  int64_t len = j.r.shape[j.r.rank - 1];
-  cpu_fast_rows_run(dev, cpu_fast_rows_count(&j.r), len, CAST_PIECE, cast_piece, &j);
+  int64_t len = j.r.shape[j.r.rank - 1], rows = cpu_fast_rows_count(&j.r);
+  if (rows > 1 && len <= CAST_SHORT_ROW)
+    cpu_fast_row_ranges_run(dev, rows, len, move_range, &j);
+  else
+    cpu_fast_rows_run(dev, rows, len, CAST_PIECE, cast_piece, &j);
   return BP_OK;
 }
 
