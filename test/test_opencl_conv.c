@@ -1,15 +1,16 @@
 /*
  * test_opencl_conv.c — the OpenCL conv2d and attention paths of issue 28's
  * speed work that the shared suites' small cases never reach: a 1x1
- * stride-1 conv2d read by the tiled GEMM where x lies (pixel counts that
- * are and are not a tile multiple, groups, a batch, an x with an offset and
- * padded image stride, and the bf16 and k-padded cases that take im2col
- * instead), 3x3 / strided convolutions through the panel-row im2col (its
- * 16-pixel vector rows at stride 1 and 2, and its borders), depthwise layers
- * on conv2d_dw (a row tail, a channel multiplier, stride 2, 5x5), and attention on the flash
- * kernel (PoCL) and on the GEMM path (BACKPLANE_OPENCL_ATTENTION=gemm), causal
- * and not, GQA, f32 and bf16. Each runs on OpenCL and cpu-ref with the same
- * inputs and must agree.
+ * stride-1 conv2d read by the tiled GEMM where x lies, f32 and bf16 (pixel
+ * counts that are and are not a tile multiple, groups, a batch, an x with
+ * an offset and padded image stride; each tiled-kernel variant forced in
+ * turn; and the k-padded case that takes im2col instead), 3x3 / strided
+ * convolutions through the panel-row im2col (its 16-pixel vector rows at
+ * stride 1 and 2, and its borders), depthwise layers on conv2d_dw (a row
+ * tail, a channel multiplier, stride 2, 5x5), and attention on the flash
+ * kernel (PoCL) and on the GEMM path (BACKPLANE_OPENCL_ATTENTION=gemm),
+ * causal and not, GQA, f32 and bf16. Each runs on OpenCL and cpu-ref with
+ * the same inputs and must agree.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -40,6 +41,7 @@ static const conv_case_t conv_cases[] = {
     {1, 32, 16, 16, 24, 1, 1, 0, 1, true, false, "1x1 direct, 2 tiles"},
     {2, 16, 13, 11, 16, 1, 1, 0, 1, false, true, "1x1 direct, last tile moved back, offset x"},
     {1, 32, 12, 12, 32, 1, 1, 0, 2, true, false, "1x1 direct, groups 2"},
+    {1, 64, 9, 15, 16, 1, 1, 0, 1, true, false, "1x1 direct, 64 channels (k blocks of 64)"},
     {1, 18, 12, 12, 16, 1, 1, 0, 1, true, false, "1x1 im2col (k padded)"},
     {1, 16, 20, 37, 16, 3, 1, 1, 1, true, false, "3x3 s1 p1 im2col rows"},
     {2, 8, 23, 23, 16, 3, 2, 1, 1, false, true, "3x3 s2 im2col, offset x"},
@@ -81,6 +83,23 @@ static double *conv_run(tc_env_t *e, bp_dtype_t dt, const conv_case_t *c, const 
   return y;
 }
 
+/* Case c in dt on OpenCL against cpu-ref, random inputs from rng. */
+static void conv_check(tc_rng_t *rng, bp_dtype_t dt, const conv_case_t *c, const char *variant) {
+  int64_t nx = c->n * c->c * c->h * c->w, nw = c->k * (c->c / c->groups) * c->r * c->r;
+  int64_t ny = c->n * c->k * out_extent(c->h, c->r, c->pad, c->stride) *
+               out_extent(c->w, c->r, c->pad, c->stride);
+  double *xv = malloc(sizeof(double) * (size_t)nx), *wv = malloc(sizeof(double) * (size_t)nw);
+  double bv[64];
+  tc_rng_fill(rng, dt, -1, 1, xv, nx);
+  tc_rng_fill(rng, dt, -1, 1, wv, nw);
+  tc_rng_fill(rng, dt, -1, 1, bv, c->k);
+  double *y = conv_run(&cl, dt, c, xv, wv, bv), *r = conv_run(&ref, dt, c, xv, wv, bv);
+  if (y && r)
+    tc_expect_close(&cl, dt, y, r, ny, (double)(c->c / c->groups * c->r * c->r), "%s %s%s", c->path,
+                    bp_dtype_name(dt), variant);
+  free(y), free(r), free(xv), free(wv);
+}
+
 static void test_conv_paths(void **state) {
   (void)state;
   TC_BEGIN();
@@ -88,22 +107,41 @@ static void test_conv_paths(void **state) {
   tc_rng_seed(&rng, 2830);
   const bp_dtype_t dts[2] = {BP_F32, BP_BF16};
   for (int t = 0; t < 2; t++)
-    for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++) {
-      const conv_case_t *c = &conv_cases[i];
-      int64_t nx = c->n * c->c * c->h * c->w, nw = c->k * (c->c / c->groups) * c->r * c->r;
-      int64_t ny = c->n * c->k * out_extent(c->h, c->r, c->pad, c->stride) *
-                   out_extent(c->w, c->r, c->pad, c->stride);
-      double *xv = malloc(sizeof(double) * (size_t)nx), *wv = malloc(sizeof(double) * (size_t)nw);
-      double bv[64];
-      tc_rng_fill(&rng, dts[t], -1, 1, xv, nx);
-      tc_rng_fill(&rng, dts[t], -1, 1, wv, nw);
-      tc_rng_fill(&rng, dts[t], -1, 1, bv, c->k);
-      double *y = conv_run(&cl, dts[t], c, xv, wv, bv), *r = conv_run(&ref, dts[t], c, xv, wv, bv);
-      if (y && r)
-        tc_expect_close(&cl, dts[t], y, r, ny, (double)(c->c / c->groups * c->r * c->r), "%s %s",
-                        c->path, bp_dtype_name(dts[t]));
-      free(y), free(r), free(xv), free(wv);
-    }
+    for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++)
+      conv_check(&rng, dts[t], &conv_cases[i], "");
+  TC_END();
+}
+
+/* The 1x1 layers gemm_tiled reads in place (f32 as it lies, bf16 widened
+ * as loaded) under each of its variants, forced through
+ * BACKPLANE_OPENCL_GEMM (read when the device opens): registers only with
+ * 8-wide vectors (LOCAL 0), local-memory tiles (1, the GPU shapes, whose B
+ * loads are single elements) and barrier-separated k blocks (2). */
+static void test_conv_direct_variants(void **state) {
+  (void)state;
+  static const char *const cfgs[] = {"32,32,16,4,16,8,4,0", "64,64,16,4,4,4,4,1",
+                                     "64,64,64,8,32,16,4,2"};
+  const bp_dtype_t dts[2] = {BP_F32, BP_BF16};
+  tc_rng_t rng;
+  tc_rng_seed(&rng, 2832);
+  TC_BEGIN();
+  for (size_t v = 0; v <= sizeof cfgs / sizeof *cfgs; v++) {
+    /* the last round reopens with the tuned configuration again */
+    bool forced = v < sizeof cfgs / sizeof *cfgs;
+    if (forced)
+      setenv("BACKPLANE_OPENCL_GEMM", cfgs[v], 1);
+    else
+      unsetenv("BACKPLANE_OPENCL_GEMM");
+    tc_close_with_ref(ctx, &cl, &ref);
+    assert_int_equal(tc_open_with_ref(&ctx, "opencl", &cl, &ref), -1);
+    if (!forced) break;
+    char variant[48];
+    snprintf(variant, sizeof variant, " (BACKPLANE_OPENCL_GEMM=%s)", cfgs[v]);
+    for (int t = 0; t < 2; t++)
+      for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++)
+        if (!strncmp(conv_cases[i].path, "1x1 direct", 10))
+          conv_check(&rng, dts[t], &conv_cases[i], variant);
+  }
   TC_END();
 }
 
@@ -175,6 +213,7 @@ int main(void) {
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_paths),
+      cmocka_unit_test(test_conv_direct_variants),
       cmocka_unit_test(test_attention_paths),
   };
   rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,12 +80,30 @@ __kernel void pack(__global const uchar *sbuf, ulong so, long rows_k,
 #define VLOAD BP_CAT(vload, VW)
 #define NV (WN / VW)
 
-/* Register-blocked micro-kernel over one k step: acc += a[r] * b[v]. */
-#define MICRO_STEP(apt, bpt)                                                   \
+/* B's element type and loads. Packed panels hold the compute type; a
+ * program built with -DBX (bf16 only) reads B in place as bf16 instead (a
+ * 1x1 conv2d's x, ldb != 0 only), widening each vector as it is loaded
+ * (the bits shifted into f32's upper half), so no pass converts x first. */
+#if defined(BX) && DT == 2
+#define BT ushort
+#define BVLOAD(p) BP_CAT(as_, VT)(BP_CAT(convert_uint, VW)(VLOAD(0, p)) << 16)
+#define BLD1(p, i) bp_bf2f((p)[i])
+#else
+#define BT CT
+#define BVLOAD(p) VLOAD(0, p)
+#define BLD1(p, i) ((p)[i])
+#endif
+
+/* A vector of the compute type (packed panels, local-memory tiles). */
+#define CVLOAD(p) VLOAD(0, p)
+
+/* Register-blocked micro-kernel over one k step: acc += a[r] * b[v], B's
+ * vectors loaded by bload (BVLOAD from B, CVLOAD from a local tile). */
+#define MICRO_STEP(apt, bpt, bload)                                            \
   do {                                                                         \
     VT bv[NV];                                                                 \
     _Pragma("unroll") for (int v = 0; v < NV; v++)                             \
-      bv[v] = VLOAD(0, (bpt) + v * VW);                                        \
+      bv[v] = bload((bpt) + v * VW);                                           \
     _Pragma("unroll") for (int r = 0; r < WM; r++) {                           \
       VT av = (VT)((apt)[r]);                                                  \
       _Pragma("unroll") for (int v = 0; v < NV; v++)                           \
@@ -94,7 +112,7 @@ __kernel void pack(__global const uchar *sbuf, ulong so, long rows_k,
   } while (0)
 
 __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1))) void
-gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
+gemm_tiled(__global const CT *ap, __global const BT *bp, long mp, long np,
            long kp, long sab, long sbb, __global uchar *cb, ulong co, long m,
            long n, long csb, long csm, long csn, CT alpha, CT beta, long nb1,
            long csb1, long boff, int tri, long tri_off, long ldb, long bofs,
@@ -103,9 +121,10 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
   long bi = get_global_id(2);
   long i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
   /* ldb 0: B is packed panels [np / TN][kp][TN]. Otherwise B is read where
-   * it is (a 1x1 conv2d's x): rows of ldb elements from bofs, n >= TN, kp
-   * rows; the last tile moves back to end at column n (jb) and stores only
-   * its columns from j0 on, so no read passes the matrix. */
+   * it is (a 1x1 conv2d's x; bf16 with -DBX): rows of ldb elements from
+   * bofs, n >= TN, kp rows; the last tile moves back to end at column n
+   * (jb) and stores only its columns from j0 on, so no read passes the
+   * matrix. */
   long jb = ldb && j0 + TN > n ? n - TN : j0, bstep = ldb ? ldb : TN;
   /* Causal attention (ops_attention.c): tri 1 skips the tiles of S = Q Kt
    * whose every column is masked (j > i + tri_off for each row i of the
@@ -133,11 +152,11 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
     for (int e = tid; e < TK * TM; e += nthreads)
       as[e] = ap[p0 * TM + e];
     for (int e = tid; e < TK * TN; e += nthreads)
-      bs[e] = bp[(p0 + e / TN) * bstep + e % TN];
+      bs[e] = BLD1(bp, (p0 + e / TN) * bstep + e % TN);
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll UK
     for (int p = 0; p < TK; p++)
-      MICRO_STEP(as + p * TM + ty * WM, bs + p * TN + tx * WN);
+      MICRO_STEP(as + p * TM + ty * WM, bs + p * TN + tx * WN, CVLOAD);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 #elif USE_LOCAL == 2
@@ -146,22 +165,22 @@ gemm_tiled(__global const CT *ap, __global const CT *bp, long mp, long np,
    * any starts block k + 1, so the group's TK-deep slices of both panels
    * stay in L1 while all its items use them. */
   __global const CT *a = ap + ty * WM;
-  __global const CT *b = bp + tx * WN;
+  __global const BT *b = bp + tx * WN;
   for (long p0 = 0; p0 < kend; p0 += TK) {
     for (int p1 = 0; p1 < TK; p1 += UK) {
 #pragma unroll
       for (int p = 0; p < UK; p++)
-        MICRO_STEP(a + (p0 + p1 + p) * TM, b + (p0 + p1 + p) * bstep);
+        MICRO_STEP(a + (p0 + p1 + p) * TM, b + (p0 + p1 + p) * bstep, BVLOAD);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
 #else
   __global const CT *a = ap + ty * WM;
-  __global const CT *b = bp + tx * WN;
+  __global const BT *b = bp + tx * WN;
   for (long p0 = 0; p0 < kend; p0 += UK) {
 #pragma unroll
     for (int p = 0; p < UK; p++)
-      MICRO_STEP(a + (p0 + p) * TM, b + (p0 + p) * bstep);
+      MICRO_STEP(a + (p0 + p) * TM, b + (p0 + p) * bstep, BVLOAD);
   }
 #endif
   /* C's batch index splits in two (attention's batch and head). */

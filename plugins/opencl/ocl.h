@@ -353,7 +353,8 @@ typedef struct ocl_tiled_run {
   int tri;
   int64_t tri_off;
   /* ldb 0: pb holds packed panels. Otherwise pb is B itself, rows of ldb
-   * elements from element bofs (n >= tile_n, kp rows exactly; gemm.cl). */
+   * elements from element bofs (n >= tile_n, kp rows exactly; gemm.cl),
+   * in c's dtype (f32, f64, or bf16 widened as loaded). */
   int64_t ldb, bofs;
   double alpha, beta;
   /* The epilogue (gemm.cl): bias over [batch, m, n] by strides or NULL, and

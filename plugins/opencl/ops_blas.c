@@ -7,6 +7,7 @@
  * one launch of each kernel.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "ocl.h"
 
@@ -132,6 +133,8 @@ bp_status_t ocl_gemm_run(ocl_device_t *d, cl_command_queue q, const ocl_gemm_cfg
                          const ocl_tiled_run_t *r) {
   char opts[256];
   ocl_gemm_cfg_options(d, r->c->dtype, cfg, opts, sizeof opts);
+  /* bf16 B read in place: the program whose B loads widen (gemm.cl) */
+  if (r->ldb && r->c->dtype == BP_BF16) strncat(opts, " -DBX", sizeof opts - strlen(opts) - 1);
   ocl_args_t a = {0};
   bp_status_t st = ocl_kernel_get(d, OCL_FAM_GEMM, opts, "gemm_tiled", &a.k);
   if (st != BP_OK) return st;

@@ -134,16 +134,18 @@ static bool conv_geom(const bp_conv2d_args_t *args, conv_geom_t *g) {
 }
 
 /* A 1x1, stride-1, unpadded convolution is the plain GEMM W [K/g x C/g] x
- * x[n] [C/g x H W]: with f32 / f64 rows of contiguous pixels, gemm_tiled
- * reads x as its B where it lies (no im2col, no packing), given at least a
- * tile of pixels and a reduction that needs no k padding. */
+ * x[n] [C/g x H W]: with rows of contiguous pixels, gemm_tiled reads x as
+ * its B where it lies (no im2col, no packing; bf16 widened to f32 as each
+ * vector is loaded), given at least a tile of pixels and a reduction
+ * that needs no k padding. */
 static bool conv_direct(const bp_conv2d_args_t *args, const conv_geom_t *g,
                         const ocl_gemm_cfg_t *cfg) {
   const bp_plugin_tensor_t *x = &args->x, *w = &args->w;
   bool one = w->shape[2] == 1 && w->shape[3] == 1 && args->stride_h == 1 && args->stride_w == 1 &&
              args->pad_h == 0 && args->pad_w == 0;
   bool rows = x->strides[3] == 1 && (x->shape[2] == 1 || x->strides[2] == x->shape[3]);
-  return one && rows && (x->dtype == BP_F32 || x->dtype == BP_F64) &&
+  bool dt = x->dtype == BP_F32 || x->dtype == BP_F64 || x->dtype == BP_BF16;
+  return one && rows && dt && x->dtype == args->y.dtype &&
          x->offset % ocl_dtype_size(x->dtype) == 0 && g->npix >= cfg->tile_n &&
          g->red % ocl_gemm_kstep(cfg) == 0;
 }
