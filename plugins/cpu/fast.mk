@@ -29,6 +29,7 @@ $(CPU_FAST_DIR)/attention/attention_amx_f32.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $
 $(CPU_FAST_DIR)/vec_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/conv/conv2d_dw_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
+$(CPU_FAST_DIR)/conv/conv2d_dw_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 # bf16 conv2d as an implicit GEMM on AMX tiles (stride 1).
 $(CPU_FAST_DIR)/conv/conv2d_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \

@@ -88,6 +88,11 @@ CPU_HIDDEN void cpu_fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, un
  * aligned vectors with non-temporal stores (the caller fences). */
 CPU_HIDDEN void cpu_fast_conv_dw_plane_avx2(const cpu_fast_dw_geom_t *g, const float *x, const float *w,
                                         float bias, float *y, float *buf, int nt);
+/* The same stencil with 16 lanes (fast/conv/conv2d_dw_avx512.c): g->Wp a
+ * multiple of 16. */
+CPU_HIDDEN void cpu_fast_conv_dw_plane_avx512(const cpu_fast_dw_geom_t *g, const float *x,
+                                              const float *w, float bias, float *y, float *buf,
+                                              int nt);
 
 /* cpu_fast_sgemm_avx2's in-place and channels-along-the-vector kernels with 4
  * rows instead of 6, for a last panel of at most 4 output channels or
