@@ -30,7 +30,7 @@
 
 #include "plugins/gpu/gpu.h"
 
-#define CONV_WORKSPACE_CAP ((uint64_t)128 << 20)
+#define CONV_WORKSPACE_CAP ((uint64_t)512 << 20)
 #define CONV_WORKSPACE_IMAGE_MAX ((uint64_t)1 << 30)
 #define CONV_GEMM_MIN 16
 
