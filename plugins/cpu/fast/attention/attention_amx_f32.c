@@ -26,7 +26,7 @@
  *   S = Q K^T        six part products, K^T's parts packed into VNNI
  *                    tiles of 16 keys once per kv head and worker
  *   online softmax   f32 with AVX-512, e^x to f32 precision (2^f by a
- *                    degree-6 polynomial, VSCALEFPS); the running max moves
+ *                    degree-5 polynomial, VSCALEFPS); the running max moves
  *                    only when a block passes it by XF_LAZY_MAX, so most
  *                    blocks need no rescale; the weights split into parts
  *   O += P V         three part products, V's parts packed like K^T
@@ -260,30 +260,41 @@ static void xf_pv(const xf_job_t *j, xf_ws_t *w, int64_t x, int64_t k0, int64_t 
 
 /* ---- online softmax ----------------------------------------------------- */
 
-/* 2^t for t <= 0 to f32 precision: t = n + f with |f| <= 1/2, 2^f by its
- * degree-6 Taylor polynomial (relative error under 2e-7), times 2^n by
- * VSCALEFPS. -inf (and below -160) gives 0, NaN gives NaN (max returns its
- * second operand when either is NaN). */
+/* 2^t for t <= 0 to f32 precision: t = n + f with |f| <= 1/2, 2^f by a
+ * degree-5 polynomial fitted to its relative error (under 1.9e-7 evaluated
+ * in f32, as the degree-6 Taylor polynomial; the weights keep 16 bits), times
+ * 2^n by VSCALEFPS. -inf (and below -160) gives 0, NaN gives NaN (max
+ * returns its second operand when either is NaN). */
 static inline __m512 xf_exp2(__m512 t) {
   t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
   __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(1.5403530e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504109e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022651e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718e-1f));
+  __m512 p = _mm512_set1_ps(1.32646691e-3f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.67149530e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.55073358e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40222424e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.93147004e-1f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
 }
 
-/* Weights e (16 of row r at column c) split into the three weight parts. */
-static inline void xf_store_weights(xf_ws_t *w, int64_t r, int64_t c, __m512 e) {
-  __m256i h[XF_PARTS];
-  xf_split(e, h);
-  for (int t = 0; t < XF_PV_PARTS; t++)
-    _mm256_storeu_si256((__m256i *)(w->p + t * 32 * XF_BK + r * XF_BK + c), h[t]);
+/* Weights ea (columns c .. c + 15 of sub-block row r) and eb (c + 16 ..
+ * c + 31) split into the two weight parts, as xf_split splits them: both
+ * rounded by one VCVTNE2PS2BF16 and the first part widened back by one
+ * word permute each, so a 64-byte store takes 32 weights of a part (one
+ * conversion and two 32-byte stores a vector cost more than the
+ * exponential's polynomial). */
+static inline void xf_store_weights(xf_ws_t *w, int64_t r, int64_t c, __m512 ea, __m512 eb) {
+  const __m512i ia = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6,
+                                      0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+  const __m512i ib = _mm512_add_epi16(ia, _mm512_set1_epi16(16));
+  __m512i h0 = (__m512i)_mm512_cvtne2ps_pbh(eb, ea);
+  __m512 a0 = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xaaaaaaaau, ia, h0));
+  __m512 b0 = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xaaaaaaaau, ib, h0));
+  __m512i h1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(eb, b0), _mm512_sub_ps(ea, a0));
+  uint16_t *p = w->p + r * XF_BK + c;
+  _mm512_storeu_si512(p, h0);
+  _mm512_storeu_si512(p + 32 * XF_BK, h1);
 }
 
 /* Row R of the block (row r of the sub-block) after a block whose
@@ -308,25 +319,32 @@ static float xf_softmax_row(const xf_job_t *j, xf_ws_t *w, int64_t r, int64_t R,
                             int64_t ncols) {
   const float *s = w->s + r * XF_BK;
   if (n <= 0) {
-    for (int64_t c = 0; c < ncols; c += 16) xf_store_weights(w, r, c, _mm512_setzero_ps());
+    for (int64_t c = 0; c < ncols; c += 32)
+      xf_store_weights(w, r, c, _mm512_setzero_ps(), _mm512_setzero_ps());
     return 1.0f;
   }
+  int64_t nf = n / 16 * 16; /* whole vectors: no mask, no scalar work */
   __m512 mx = _mm512_set1_ps(-INFINITY);
-  for (int64_t c = 0; c < n; c += 16)
-    mx = _mm512_mask_max_ps(mx, fa_lanes(n - c), mx, _mm512_loadu_ps(s + c));
+  for (int64_t c = 0; c < nf; c += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + c));
+  if (nf < n) mx = _mm512_mask_max_ps(mx, fa_lanes(n - nf), mx, _mm512_loadu_ps(s + nf));
   float bm = j->scale * _mm512_reduce_max_ps(mx), mold = w->m[R];
   float mnew = bm > mold + XF_LAZY_MAX ? bm : mold;
   const float log2e = 1.44269504f;
   /* only -inf so far: subtracting 0 gives weights 0 and m stays -inf */
   __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew * log2e);
-  __m512 vs = _mm512_set1_ps(j->scale * log2e), sum = _mm512_setzero_ps();
-  for (int64_t c = 0; c < ncols; c += 16) {
-    __m512 x = _mm512_fmsub_ps(vs, _mm512_loadu_ps(s + c), vm);
-    __m512 e = _mm512_maskz_mov_ps(fa_lanes(n - c), xf_exp2(x));
-    xf_store_weights(w, r, c, e);
-    sum = _mm512_add_ps(sum, e);
+  __m512 vs = _mm512_set1_ps(j->scale * log2e), sa = _mm512_setzero_ps(), sb = sa;
+  for (int64_t c = 0; c < ncols; c += 32) {
+    __m512 ea = xf_exp2(_mm512_fmsub_ps(vs, _mm512_loadu_ps(s + c), vm));
+    __m512 eb = xf_exp2(_mm512_fmsub_ps(vs, _mm512_loadu_ps(s + c + 16), vm));
+    if (c + 32 > n) {
+      ea = _mm512_maskz_mov_ps(fa_lanes(n - c), ea);
+      eb = _mm512_maskz_mov_ps(fa_lanes(n - c - 16), eb);
+    }
+    xf_store_weights(w, r, c, ea, eb);
+    sa = _mm512_add_ps(sa, ea);
+    sb = _mm512_add_ps(sb, eb);
   }
-  return xf_update(w, R, mnew, sum);
+  return xf_update(w, R, mnew, _mm512_add_ps(sa, sb));
 }
 
 /* o[R] *= corr[R] for the sub-block's rows whose running max moved. */
