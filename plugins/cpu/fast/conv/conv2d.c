@@ -5,7 +5,8 @@
  *
  * Routes, picked per call:
  *  - depthwise (one input and one output channel per group): a direct
- *    stencil over each plane (fast/vec_avx2.c, fast/vec_avx512.c), vectorised along output rows;
+ *    stencil over each plane, vectorised along output rows (stride-1 rows:
+ *    fast/conv/conv2d_dw_avx2.c, conv2d_dw_avx512.c; else the row table's);
  *  - in place: Y = W · im2col(X) with both read where they are. The weights
  *    are rows of C/G*R*S floats already; strips of NR output pixels whose
  *    halves each lie on one output row read the image through a table of
@@ -22,7 +23,7 @@
  * Ragged edges are masked in the micro-kernels (fast/gemm/gemm_ukr_rows.h), so
  * every tile is written in place. Bias is added to each output block while
  * it is in cache. bf16 (x, w and y) runs on AMX tiles where the CPU has
- * them (fast/conv/conv2d_bf16.c). Any other dtype, a y without dense
+ * them (fast/conv/conv2d_bf16.c, fast/conv/conv2d_amx.c). Any other dtype, a y without dense
  * planes, or a CPU without AVX2 (AMX for bf16) returns BP_ERR_UNIMPLEMENTED
  * and the reference runs.
  */

@@ -33,8 +33,8 @@
 #include "plugins/cpu/fast/gemm/gemm_epi512.h"
 #include "plugins/cpu/tensor.h"
 
-#define AC_NB 32    /* output pixels per block: two B tiles */
-#define AC_KC 32    /* k values per tile row */
+#define AC_NB 32      /* output pixels per block: two B tiles */
+#define AC_KC 32      /* k values per tile row */
 #define AC_CHUNK 1024 /* bf16 per k chunk of a B block (two 1 KiB tiles) */
 #define AC_RUN_MAX 16 /* pixel blocks per task, at most */
 
@@ -148,9 +148,9 @@ typedef struct seg {
 /* Where pixel p of a block lies in a row of rounded results: C tile 0's
  * 16 columns (pixels 0-3, 8-11, ...) then tile 1's; past 32: unused. */
 static const uint16_t unpack_pos[64] = {
-    0,  1,  2,  3,  16, 17, 18, 19, 4,  5,  6,  7,  20, 21, 22, 23, 8,  9,  10, 11, 24, 25,
-    26, 27, 12, 13, 14, 15, 28, 29, 30, 31, 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
-    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0};
+    0,  1,  2,  3,  16, 17, 18, 19, 4,  5,  6, 7, 20, 21, 22, 23, 8, 9, 10, 11, 24, 25,
+    26, 27, 12, 13, 14, 15, 28, 29, 30, 31, 0, 0, 0,  0,  0,  0,  0, 0, 0,  0,  0,  0,
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, 0, 0,  0,  0,  0,  0, 0, 0,  0};
 
 /* The runs of the block at wide-grid pixel v0; returns how many. */
 static int block_segs(const aconv_t *j, int64_t v0, seg_t *sg) {

@@ -2,6 +2,9 @@
  * fast/conv/conv2d_bf16.c — bf16 conv2d (NCHW) on the AMX-BF16 tiles, f32
  * accumulation, one rounding to bf16 per output.
  *
+ * Stride-1 layers (cpu_fast_conv_amx_direct_ok) go to the implicit GEMM of
+ * fast/conv/conv2d_amx.c; the others (strides, depthwise, groups of fewer
+ * than 16 output channels) run here:
  * Y[n][group] = W[group] · im2col(X[n][group]) as one bf16 GEMM per group,
  * batched over the images, run by fast/gemm's AMX driver (cpu_fast_gemm:
  * it packs the filter into VNNI pairs and the image columns into tiles,
