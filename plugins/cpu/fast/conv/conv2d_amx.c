@@ -33,10 +33,11 @@
 #include "plugins/cpu/fast/gemm/gemm_epi512.h"
 #include "plugins/cpu/tensor.h"
 
-#define AC_NB 32      /* output pixels per block: two B tiles */
-#define AC_KC 32      /* k values per tile row */
-#define AC_CHUNK 1024 /* bf16 per k chunk of a B block (two 1 KiB tiles) */
-#define AC_RUN_MAX 16 /* pixel blocks per task, at most */
+#define AC_NB 32                /* output pixels per block: two B tiles */
+#define AC_KC 32                /* k values per tile row */
+#define AC_CHUNK 1024           /* bf16 per k chunk of a B block (two 1 KiB tiles) */
+#define AC_RUN_MAX 16           /* pixel blocks per task, at most */
+#define AC_COPY_MAX (256 << 10) /* filters up to this size go into tile panels */
 
 typedef struct aconv {
   const uint16_t *src; /* B's planes: x, or its zero-padded copy */
@@ -296,10 +297,12 @@ static bool source_planes(cpu_device_t *dev, const bp_conv2d_args_t *a, aconv_t 
 }
 
 /* The filter's A panels: W itself when (c, r, s) are dense, crs a
- * multiple of 32 and the groups whole 32-channel panels (copying even a
- * small W into tile order cost more than the strided tile loads save);
- * else copied (scratch slot 2) into panels of 32 rows whose k chunks are
- * whole tiles one after the other, zero-padded. */
+ * multiple of 32, the groups whole 32-channel panels and W larger than
+ * AC_COPY_MAX; else copied (scratch slot 2) into panels of 32 rows whose k
+ * chunks are whole tiles one after the other, zero-padded. A small W
+ * copies in a fraction of the call, and then each A tile is 1 KiB in one
+ * piece instead of 16 rows from all over W; a large one (3x3 x 256
+ * channels: 1.2 MiB) costs about what it saves. */
 static bool filter_panels(const bp_conv2d_args_t *a, aconv_t *j) {
   const bp_plugin_tensor_t *w = &a->w;
   const int64_t *ws = w->strides;
@@ -307,12 +310,22 @@ static bool filter_panels(const bp_conv2d_args_t *a, aconv_t *j) {
   const uint16_t *pw = cpu_tensor_base(w);
   bool dense = (S == 1 || ws[3] == 1) && (R == 1 || ws[2] == S) && (j->cg == 1 || ws[1] == R * S);
   int64_t bytes = j->G * j->mpanels * 32 * j->kp * 2;
-  if (dense && j->crs % 32 == 0 && j->kg % 32 == 0 && ws[0] >= j->crs) {
+  if (dense && j->crs % 32 == 0 && j->kg % 32 == 0 && ws[0] >= j->crs && bytes > AC_COPY_MAX) {
     j->a = pw, j->apanel = 32 * ws[0], j->astep = AC_KC, j->ast = ws[0];
     return true;
   }
   uint16_t *d = cpu_fast_scratch(2, (size_t)bytes);
   if (!d) return false;
+  j->a = d, j->apanel = 32 * j->kp, j->astep = 32 * AC_KC, j->ast = AC_KC;
+  if (dense && j->crs % 32 == 0 && j->kg % 32 == 0) {
+    /* whole tile rows: one 64-byte copy each */
+    for (int64_t k = 0; k < j->G * j->kg; k++) {
+      uint16_t *panel = d + (k / 32) * 32 * j->kp + (k % 32) * AC_KC;
+      for (int64_t c = 0; c < j->kp / AC_KC; c++)
+        memcpy(panel + c * 32 * AC_KC, pw + k * ws[0] + c * AC_KC, 64);
+    }
+    return true;
+  }
   memset(d, 0, (size_t)bytes);
   for (int64_t g = 0; g < j->G; g++)
     for (int64_t k = 0; k < j->kg; k++) {
@@ -324,7 +337,6 @@ static bool filter_panels(const bp_conv2d_args_t *a, aconv_t *j) {
           for (int64_t s = 0; s < S; s++, e++)
             panel[e / AC_KC * 32 * AC_KC + e % AC_KC] = src[c * ws[1] + r * ws[2] + s * ws[3]];
     }
-  j->a = d, j->apanel = 32 * j->kp, j->astep = 32 * AC_KC, j->ast = AC_KC;
   return true;
 }
 
