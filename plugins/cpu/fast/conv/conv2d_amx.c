@@ -37,6 +37,7 @@
 #define AC_KC 32                /* k values per tile row */
 #define AC_CHUNK 1024           /* bf16 per k chunk of a B block (two 1 KiB tiles) */
 #define AC_RUN_MAX 16           /* pixel blocks per task, at most */
+#define AC_RANGES_MAX 64        /* task ranges, one per worker */
 #define AC_COPY_MAX (256 << 10) /* filters up to this size go into tile panels */
 
 typedef struct aconv {
@@ -55,8 +56,10 @@ typedef struct aconv {
   int64_t G, cg, kg, crs, kp, mpanels;
   int64_t nblk, mparts, per; /* pixel blocks per image, channel parts */
   int64_t bpt, nruns;        /* blocks per task, runs of them per image */
-  int64_t ntasks;
-  _Atomic int64_t *next; /* the next task no worker has claimed */
+  /* tasks [0, ntasks) in nranges equal ranges, one per worker: claim[r]
+   * counts the tasks of range r taken so far */
+  int64_t ntasks, nranges;
+  _Atomic int64_t *claim;
 } aconv_t;
 
 /* ---- B: the VNNI block of im2col(X) ------------------------------------- */
@@ -193,11 +196,14 @@ static void store_block(const aconv_t *j, const float *t, int rows, int64_t k0, 
 
 /* ---- tasks ------------------------------------------------------------------ */
 
-/* Task t: channel part t % mparts of the run of blocks (t / mparts) %
- * nruns of image and group t / (mparts * nruns). Each block's B is built
- * while the previous one's tiles run (two buffers, bb[0] and bb[1]). */
+/* Task t: channel part t / (nruns * N * G) of the run of blocks t % nruns
+ * of image and group (t / nruns) % (N * G), so that a worker's range of
+ * tasks is one part of the filter over consecutive pixels. Each block's B
+ * is built while the previous one's tiles run (two buffers, bb[0] and
+ * bb[1]). */
 static void run_task(const aconv_t *j, int64_t t, uint16_t *bb[2], float *tb) {
-  int64_t mp = t % j->mparts, rest = t / j->mparts;
+  int64_t per_part = j->ntasks / j->mparts;
+  int64_t mp = t / per_part, rest = t % per_part;
   int64_t run = rest % j->nruns, ng = rest / j->nruns;
   int64_t n = ng / j->G, g = ng % j->G;
   int64_t p0 = mp * j->per, p1 = p0 + j->per < j->mpanels ? p0 + j->per : j->mpanels;
@@ -225,16 +231,31 @@ static void run_task(const aconv_t *j, int64_t t, uint16_t *bb[2], float *tb) {
   }
 }
 
+/* The next task for the worker whose range is home: its own range's in
+ * order, then (when that is done: the worker came late or was slowed)
+ * those of the others; -1 when none is left. A worker keeps the same
+ * range of the planes and of the filter from call to call, in its own
+ * L2. */
+static int64_t claim_task(const aconv_t *j, int64_t home) {
+  for (int64_t i = 0; i < j->nranges; i++) {
+    int64_t r = (home + i) % j->nranges;
+    int64_t r0 = r * j->ntasks / j->nranges, r1 = (r + 1) * j->ntasks / j->nranges;
+    if (atomic_load_explicit(&j->claim[r], memory_order_relaxed) >= r1 - r0) continue;
+    int64_t t = r0 + atomic_fetch_add_explicit(&j->claim[r], 1, memory_order_relaxed);
+    if (t < r1) return t;
+  }
+  return -1;
+}
+
 static void conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)begin, (void)end, (void)worker;
+  (void)end, (void)worker;
   aconv_t *j = ctx;
   size_t bbytes = (size_t)(j->kp / AC_KC * AC_CHUNK) * 2;
   char *s = cpu_fast_scratch(3, 2 * bbytes + 32 * 32 * sizeof(float));
   if (!s) return; /* the other workers take its tasks */
   uint16_t *bb[2] = {(uint16_t *)s, (uint16_t *)(s + bbytes)};
   cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
-  for (int64_t t; (t = atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed)) < j->ntasks;)
-    run_task(j, t, bb, (float *)(s + 2 * bbytes));
+  for (int64_t t; (t = claim_task(j, begin)) >= 0;) run_task(j, t, bb, (float *)(s + 2 * bbytes));
   _tile_release();
 }
 
@@ -381,15 +402,23 @@ bp_status_t cpu_fast_conv2d_amx(cpu_device_t *dev, const bp_conv2d_args_t *a, co
   j.bpt = j.bpt < 1 ? 1 : j.bpt > AC_RUN_MAX ? AC_RUN_MAX : j.bpt;
   j.nruns = (j.nblk + j.bpt - 1) / j.bpt;
   j.ntasks = N * j.G * j.nruns * j.mparts;
-  _Atomic int64_t next = 0;
-  j.next = &next;
   double flops = 2.0 * (double)(j.kg * j.G) * (double)j.crs * (double)(j.P * j.Q * N);
-  if (threads > 1 && j.ntasks > 1 && flops >= 4e6)
-    cpu_pool_run(dev->pool, threads, 1, conv_task, &j);
+  bool par = threads > 1 && j.ntasks > 1 && flops >= 4e6;
+  _Atomic int64_t claim[AC_RANGES_MAX];
+  j.nranges = par ? (T < AC_RANGES_MAX ? T : AC_RANGES_MAX) : 1;
+  j.nranges = j.nranges < j.ntasks ? j.nranges : j.ntasks;
+  for (int64_t r = 0; r < j.nranges; r++) atomic_init(&claim[r], 0);
+  j.claim = claim;
+  if (par)
+    cpu_pool_run(dev->pool, j.nranges, 1, conv_task, &j);
   else
     conv_task(&j, 0, 1, 0);
   free(koff);
-  /* a worker that got its scratch ran until no task was left, so tasks
-   * left over mean none did, and y is untouched */
-  return atomic_load(&next) >= j.ntasks ? BP_OK : BP_ERR_UNIMPLEMENTED;
+  /* a worker that got its scratch ran until no task was left, so a task
+   * left over means none did, and y is untouched */
+  bool done = true;
+  for (int64_t r = 0; r < j.nranges; r++)
+    done =
+        done && atomic_load(&claim[r]) >= (r + 1) * j.ntasks / j.nranges - r * j.ntasks / j.nranges;
+  return done ? BP_OK : BP_ERR_UNIMPLEMENTED;
 }
