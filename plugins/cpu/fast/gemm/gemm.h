@@ -72,6 +72,13 @@ typedef void (*cpu_fast_ukr_pix_fn)(int64_t k, const float *const *xp,
                                 const int64_t *off, const float *wp, float *y,
                                 int64_t ldy, int rows, float beta);
 
+/* The packed kernel for the first `rows` (< MR) rows of an MR-row panel
+ * (C's last rows): c gets at least those rows, at most MR of them, and
+ * only the FMAs of a kernel about that tall are spent (fast/gemm/gemm_ukr.h,
+ * CPU_FAST_DEFINE_UKR_AS). */
+typedef void (*cpu_fast_ukr_part_fn)(int64_t k, const void *ap, const void *bp, void *c,
+                                     int64_t ldc, const void *alpha, const void *beta, int rows);
+
 /* A micro-kernel with its register tile and the cache blocking it wants. */
 typedef struct cpu_fast_gemm_kernel {
   cpu_fast_ukr_fn ukr;
@@ -88,6 +95,7 @@ typedef struct cpu_fast_gemm_kernel {
   /* the L1d and L2 (KiB) of the machine kc and nc were tuned on; 0: keep
    * them on every machine (cpu_fast_gemm_block_for) */
   unsigned tuned_l1_kib, tuned_l2_kib;
+  cpu_fast_ukr_part_fn ukr_part; /* optional: C's last rows, see the type */
 } cpu_fast_gemm_kernel_t;
 
 /* Scales kr's kc and nc from the caches it was tuned for to l1d / l2

@@ -47,6 +47,6 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             sgemm_ukr_rows_6x16,
                                             sgemm_ukr_offs_6x16,
                                             sgemm_ukr_pix_6x16,
-                                            sgemm_ukr_cols_6x16, 32, 1024};
+                                            sgemm_ukr_cols_6x16, 32, 1024, NULL};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
-                                            256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024};
+                                            256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024, NULL};

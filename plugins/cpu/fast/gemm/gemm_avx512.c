@@ -32,6 +32,34 @@ CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
 CPU_FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_12x32, 12)
 CPU_FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_12x32, 12)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
+/* Shorter tiles for C's last rows: the 12-row kernel spends the FMAs of
+ * all 12 rows on a panel of 4 (256 = 21 x 12 + 4, 16 = 12 + 4). */
+CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_4x32, 4)
+CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_8x32, 8)
+CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x32, 4)
+CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_8x32, 8)
+
+/* The kernels as the driver sees them: a tile of `rows` takes the
+ * shortest kernel that holds it. */
+static void sgemm_ukr_rows(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                           float *c, int64_t ldc, int rows, int cols, float alpha, float beta) {
+  if (rows <= 4)
+    sgemm_ukr_rows_4x32(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else if (rows <= 8)
+    sgemm_ukr_rows_8x32(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else
+    sgemm_ukr_rows_12x32(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+}
+
+static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                           float *c, int64_t ldc, int rows, int cols, float alpha, float beta) {
+  if (rows <= 4)
+    sgemm_ukr_cols_4x32(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else if (rows <= 8)
+    sgemm_ukr_cols_8x32(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else
+    sgemm_ukr_cols_12x32(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+}
 #undef MASK_T
 #undef MASK
 #undef MLOAD
@@ -59,15 +87,33 @@ CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_12x32, 12)
  * the 32 zmm registers; two more FMAs per B load than 12 rows give, and
  * MC a multiple of 14 so only C's last rows make an edge tile. */
 CPU_FAST_DEFINE_UKR(dgemm_ukr_14x16, 14)
+/* C's last rows (1024 = 73 x 14 + 2, 2048 = 146 x 14 + 4) from the same
+ * 14-row panels, with the FMAs of 2, 4 or 8 rows instead of 14. */
+CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_2x16, 2, 14)
+CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_4x16, 4, 14)
+CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_8x16, 8, 14)
+
+static void dgemm_ukr_part(int64_t k, const void *ap, const void *bp, void *c, int64_t ldc,
+                           const void *alpha, const void *beta, int rows) {
+  if (rows <= 2)
+    dgemm_ukr_2x16(k, ap, bp, c, ldc, alpha, beta);
+  else if (rows <= 4)
+    dgemm_ukr_4x16(k, ap, bp, c, ldc, alpha, beta);
+  else if (rows <= 8)
+    dgemm_ukr_8x16(k, ap, bp, c, ldc, alpha, beta);
+  else
+    dgemm_ukr_14x16(k, ap, bp, c, ldc, alpha, beta);
+}
 
 const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               384, 640, 3072,
                                               cpu_fast_spack_avx512,
-                                              sgemm_ukr_rows_12x32,
+                                              sgemm_ukr_rows,
                                               sgemm_ukr_offs_12x32,
                                               sgemm_ukr_pix_12x32,
-                                              sgemm_ukr_cols_12x32, 48, 2048};
+                                              sgemm_ukr_cols, 48, 2048, NULL};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx512 = {dgemm_ukr_14x16, 14, 16,
                                               256, 480, 3066,
                                               cpu_fast_dpack_avx512,
-                                              NULL, NULL, NULL, NULL, 48, 2048};
+                                              NULL, NULL, NULL, NULL, 48, 2048,
+                                              dgemm_ukr_part};

@@ -88,7 +88,10 @@ void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
                      *(const float *)mk->alpha, *(const float *)mk->beta);
         continue;
       }
-      kr->ukr(kb, apan, bpan, tile, nr, mk->one, mk->zero);
+      if (rows < mr && kr->ukr_part)
+        kr->ukr_part(kb, apan, bpan, tile, nr, mk->one, mk->zero, (int)rows);
+      else
+        kr->ukr(kb, apan, bpan, tile, nr, mk->one, mk->zero);
       if (!wmerge || !cpu_fast_wmerge_avx2(ct->dtype, (const float *)tile, nr, cc,
                                        mk->scm, mk->scn, rows, cols,
                                        *(const float *)mk->alpha,

@@ -188,7 +188,23 @@ static inline __attribute__((always_inline)) void dpack_t(
       int64_t left = cnt - i0 - c, rows = left < bw ? left : bw;
       __mmask8 sm = lanes8(bw);
       const double *s = src + (i0 + c) * si;
-      for (int64_t p = 0; p < kb; p += 8) {
+      int64_t p = 0;
+      if (rows == bw) /* whole blocks of 8 k steps: unmasked loads, the
+                       * store mask and counts constant */
+        for (; p + 8 <= kb; p += 8) {
+          __m512d r[8];
+          _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) r[i] =
+              i < bw ? _mm512_loadu_pd(s + i * si + p) : _mm512_setzero_pd();
+          tr8d(r);
+          double *d = dst + p * w + c;
+          _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+            if (bw == 8)
+              _mm512_storeu_pd(d + j * w, r[j]);
+            else
+              _mm512_mask_storeu_pd(d + j * w, sm, r[j]);
+          }
+        }
+      for (; p < kb; p += 8) {
         __mmask8 km = lanes8(kb - p);
         __m512d r[8];
         _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) r[i] =
@@ -227,8 +243,10 @@ bool cpu_fast_dpack_avx512(const void *src_, int64_t si, int64_t sk, int64_t cnt
   double *dst = dst_;
   if (w > 16) return false;
   if (sk == 1) {
-    if (w == 12)
-      dpack_t(src, si, cnt, kb, 12, dst);
+    /* the AVX-512 kernel's MR: a constant width folds the masks and
+     * unrolls the transposes */
+    if (w == 14)
+      dpack_t(src, si, cnt, kb, 14, dst);
     else
       dpack_t(src, si, cnt, kb, w, dst);
     return true;

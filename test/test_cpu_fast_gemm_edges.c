@@ -1,0 +1,176 @@
+/*
+ * test_cpu_fast_gemm_edges.c — C's last rows on the CPU fast path's
+ * AVX-512 GEMM (plugins/cpu/fast/gemm/), where a panel shorter than the
+ * kernel's MR takes a shorter kernel: f32 rows of 1-4, 5-8 and 9-11 (4,
+ * 8 or 12 rows of FMAs; the packed path's edge tiles, the unpacked path
+ * with A row- and column-major, a few rows of C), f64 rows of 1-2, 3-4,
+ * 5-8 and 9-13 (2, 4, 8 or 14 rows read from the 14-row panels). Every
+ * remainder of m against MR, k past one k block, beta 0 over NaN and
+ * beta != 0, C row- and column-major (the latter computes Cᵀ = Bᵀ Aᵀ, so
+ * the remainder falls on n), against a double-precision reference.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/fast/gemm/gemm.h"
+#include "test/skip.h"
+
+static int fails, checks;
+
+static double getv(const void *p, bool f64, int64_t i) {
+  return f64 ? ((const double *)p)[i] : ((const float *)p)[i];
+}
+
+static void setv(void *p, bool f64, int64_t i, double v) {
+  if (f64)
+    ((double *)p)[i] = v;
+  else
+    ((float *)p)[i] = (float)v;
+}
+
+static bp_plugin_tensor_t t3(void *p, bool f64, int64_t d1, int64_t d2, int64_t s1, int64_t s2) {
+  bp_plugin_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.ptr = (uint64_t)(uintptr_t)p;
+  t.dtype = f64 ? BP_F64 : BP_F32;
+  t.rank = 3;
+  t.shape[0] = 1;
+  t.shape[1] = d1;
+  t.shape[2] = d2;
+  t.strides[0] = d1 * d2 + 64;
+  t.strides[1] = s1;
+  t.strides[2] = s2;
+  return t;
+}
+
+/* C (m x n) = alpha A B + beta C; ta: A column-major, tc: C column-major. */
+static void run_case(cpu_device_t *dev, bool f64, int64_t m, int64_t n, int64_t k, bool ta, bool tc,
+                     double alpha, double beta) {
+  size_t es = f64 ? 8 : 4;
+  int64_t lda = (ta ? m : k) + 3, ldb = n + 5, ldc = (tc ? m : n) + 2;
+  int64_t na = (ta ? k : m) * lda, nb = k * ldb, nc = (tc ? n : m) * ldc;
+  void *a = malloc(es * (size_t)na), *b = malloc(es * (size_t)nb), *c = malloc(es * (size_t)nc);
+  double *want = malloc(sizeof(double) * (size_t)(m * n));
+  for (int64_t i = 0; i < na; i++) setv(a, f64, i, (rand() % 2001 - 1000) / 1000.0);
+  for (int64_t i = 0; i < nb; i++) setv(b, f64, i, (rand() % 2001 - 1000) / 1000.0);
+  for (int64_t i = 0; i < nc; i++)
+    setv(c, f64, i, beta == 0 ? NAN : (rand() % 2001 - 1000) / 1000.0);
+  int64_t sam = ta ? 1 : lda, sak = ta ? lda : 1, scm = tc ? 1 : ldc, scn = tc ? ldc : 1;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t p = 0; p < k; p++)
+        s += getv(a, f64, i * sam + p * sak) * getv(b, f64, p * ldb + j);
+      want[i * n + j] = alpha * s + (beta == 0 ? 0 : beta * getv(c, f64, i * scm + j * scn));
+    }
+  bp_gemm_args_t g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  g.alpha = alpha;
+  g.beta = beta;
+  g.a = t3(a, f64, m, k, sam, sak);
+  g.b = t3(b, f64, k, n, ldb, 1);
+  g.c = t3(c, f64, m, n, scm, scn);
+  checks++;
+  bp_status_t st = cpu_fast_gemm(dev, &g);
+  double tol = f64 ? 1e-12 : 1e-5;
+  if (st != BP_OK) {
+    printf("status %d for %s m%ld n%ld k%ld\n", st, f64 ? "f64" : "f32", (long)m, (long)n, (long)k);
+    fails++;
+  } else
+    for (int64_t i = 0; i < m * n; i++) {
+      double got = getv(c, f64, (i / n) * scm + (i % n) * scn), r = want[i];
+      if (!(fabs(got - r) <= tol * (sqrt((double)k) + 1) * 2 + tol * fabs(r))) {
+        printf("MISMATCH %s thr%u m%ld n%ld k%ld ta%d tc%d beta %g at %ld,%ld: %g vs %g\n",
+               f64 ? "f64" : "f32", dev->threads, (long)m, (long)n, (long)k, ta, tc, beta,
+               (long)(i / n), (long)(i % n), got, r);
+        fails++;
+        break;
+      }
+    }
+  free(a);
+  free(b);
+  free(c);
+  free(want);
+}
+
+/* Every remainder of m against the kernel's MR (12 for f32, 14 for f64),
+ * m past GEMM_DIRECT_MAX (224) so f32 packs; k past one k block. */
+static void test_packed_edges(void **state) {
+  (void)state;
+  if (!cpu_features_get()->avx512f || !cpu_features_get()->avx512vl) {
+    TEST_SKIP_CASE("no AVX-512F / VL on this CPU");
+    return;
+  }
+  srand(22);
+  fails = checks = 0;
+  for (int thr = 1; thr <= 2; thr++) {
+    cpu_device_t dev;
+    memset(&dev, 0, sizeof dev);
+    dev.isa = BP_ISA_AVX512;
+    dev.threads = (unsigned)thr;
+    dev.pool = cpu_pool_create((unsigned)thr);
+    for (int f = 0; f < 2; f++) {
+      bool f64 = f == 1;
+      int mr = f64 ? 14 : 12;
+      int64_t k = f64 ? 300 : 400; /* KC 256 / 384: two k blocks */
+      for (int r = 1; r < mr; r++) {
+        int64_t m = 20 * mr + r;
+        run_case(&dev, f64, m, 40, k, r % 2, false, 1.5, r % 3 ? 0.5 : 0);
+        run_case(&dev, f64, m, 33, k, r % 2 == 0, false, 1, r % 3 ? 0 : 1);
+        /* C column-major: the remainder of m lands on the columns */
+        run_case(&dev, f64, 40, m, 50, false, true, -1, 0.5);
+      }
+      /* a few rows of C (the transformer's m = 16 is 12 + 4), packed */
+      run_case(&dev, f64, 16, 300, 500, false, false, 1, 0);
+      run_case(&dev, f64, 16 + mr, 260, 300, true, false, 0.5, 1);
+    }
+    cpu_pool_destroy(dev.pool);
+  }
+  printf("gemm edges (packed): %d cases, %d failures\n", checks, fails);
+  assert_int_equal(fails, 0);
+  assert_true(checks > 0);
+}
+
+/* f32 run unpacked (m, n <= 224): the row-major A kernel and the
+ * column-major A kernel on every remainder of m against 12. */
+static void test_unpacked_edges(void **state) {
+  (void)state;
+  if (!cpu_features_get()->avx512f || !cpu_features_get()->avx512vl) {
+    TEST_SKIP_CASE("no AVX-512F / VL on this CPU");
+    return;
+  }
+  srand(23);
+  fails = checks = 0;
+  cpu_device_t dev;
+  memset(&dev, 0, sizeof dev);
+  dev.isa = BP_ISA_AVX512;
+  dev.threads = 1;
+  dev.pool = cpu_pool_create(1);
+  for (int r = 1; r <= 12; r++) {
+    int64_t m = 24 + r;
+    run_case(&dev, false, m, 70, 100, false, false, 1, r % 2 ? 0 : 0.5);
+    run_case(&dev, false, m, 70, 500, true, false, -0.5, r % 2 ? 1 : 0);
+    /* a few rows (at most two panels of 12): the skinny unpacked path */
+    run_case(&dev, false, r + 12, 300, 300, false, false, 1, 0);
+  }
+  cpu_pool_destroy(dev.pool);
+  printf("gemm edges (unpacked): %d cases, %d failures\n", checks, fails);
+  assert_int_equal(fails, 0);
+  assert_true(checks > 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_packed_edges),
+      cmocka_unit_test(test_unpacked_edges),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
