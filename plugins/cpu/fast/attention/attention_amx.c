@@ -286,29 +286,33 @@ static float ax_update(ax_ws_t *w, int64_t r, float mnew, __m512 sum) {
   return corr;
 }
 
+/* The largest scaled score of row r's first nv vectors (nv even, scale >
+ * 0: the max is taken before scaling). */
+static float ax_row_max(const ax_ws_t *w, int64_t r, int nv, float scale) {
+  const float *s = w->s + r * AX_BK;
+  __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+  for (int c = 0; c < nv; c += 2) {
+    m0 = _mm512_max_ps(m0, _mm512_loadu_ps(s + 16 * c));
+    m1 = _mm512_max_ps(m1, _mm512_loadu_ps(s + 16 * c + 16));
+  }
+  return scale * _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
 /* Row r's step over the first nv vectors of scores (nv even), every key
- * visible and scale > 0: the scores stay in registers, the max is taken
- * before scaling, and the weights are rounded two vectors at a time. */
-static float ax_softmax_full(ax_ws_t *w, int64_t r, int nv, float scale) {
+ * visible, scale > 0 and bm the row's largest scaled score (ax_row_max,
+ * taken for every row of the block first, so no row's exponentials wait
+ * for its own reduction); the weights are rounded two vectors at a
+ * time. */
+static float ax_softmax_full(ax_ws_t *w, int64_t r, int nv, float scale, float bm) {
   const float *s = w->s + r * AX_BK;
   uint16_t *p = w->p + r * AX_BK;
-  enum { NV = AX_BK / 16 };
-  __m512 x[NV], t[NV / 2];
-  _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) x[c] =
-      c < nv ? _mm512_loadu_ps(s + 16 * c) : _mm512_set1_ps(-INFINITY);
-  /* a tree, not a chain: the row's max is on the critical path */
-  _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) t[c] =
-      _mm512_max_ps(x[2 * c], x[2 * c + 1]);
-  _Pragma("GCC unroll 8") for (int h = NV / 4; h >= 1; h /= 2)
-      _Pragma("GCC unroll 8") for (int c = 0; c < h; c++) t[c] = _mm512_max_ps(t[c], t[c + h]);
-  float mnew = ax_new_max(scale * _mm512_reduce_max_ps(t[0]), w->m[r]);
+  float mnew = ax_new_max(bm, w->m[r]);
   const float log2e = 1.44269504f;
   __m512 vm = _mm512_set1_ps(mnew == -INFINITY ? 0.0f : mnew * log2e);
   __m512 vs = _mm512_set1_ps(scale * log2e), sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  _Pragma("GCC unroll 8") for (int c = 0; c < NV; c += 2) {
-    if (c >= nv) break;
-    __m512 e0 = ax_exp2(_mm512_fmsub_ps(x[c], vs, vm));
-    __m512 e1 = ax_exp2(_mm512_fmsub_ps(x[c + 1], vs, vm));
+  for (int c = 0; c < nv; c += 2) {
+    __m512 e0 = ax_exp2(_mm512_fmsub_ps(_mm512_loadu_ps(s + 16 * c), vs, vm));
+    __m512 e1 = ax_exp2(_mm512_fmsub_ps(_mm512_loadu_ps(s + 16 * c + 16), vs, vm));
     sum[0] = _mm512_add_ps(sum[0], e0);
     sum[1] = _mm512_add_ps(sum[1], e1);
     _mm512_storeu_si512(p + 16 * c, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
@@ -320,7 +324,6 @@ static float ax_softmax_full(ax_ws_t *w, int64_t r, int nv, float scale) {
  * ncols, a multiple of 32): weights in p, zero from n to ncols; returns the
  * factor for the row's output so far. */
 static float ax_softmax_row(ax_ws_t *w, int64_t r, int64_t n, int64_t ncols, float scale) {
-  if (n == ncols && scale > 0) return ax_softmax_full(w, r, (int)(ncols / 16), scale);
   const float *s = w->s + r * AX_BK;
   uint16_t *p = w->p + r * AX_BK;
   if (n <= 0) {
@@ -391,15 +394,19 @@ static void ax_mask_row(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int
 /* One key block [k0, k0 + nk) for the query block's nq rows from i0. */
 static void ax_key_block(const ax_job_t *j, ax_ws_t *w, int64_t b, int64_t h, int64_t i0,
                          int64_t nq, int64_t k0, int64_t nk) {
-  int64_t nsub = (nk + AX_KC - 1) / AX_KC;
+  int64_t nsub = (nk + AX_KC - 1) / AX_KC, ncols = nsub * AX_KC, n[AX_BQ];
+  float sc = j->prescale ? 1.0f : j->scale, bm[AX_BQ];
   ax_scores(j, w, k0, nsub);
   for (int64_t r = 0; r < AX_BQ; r++) {
     int64_t lo = 0, hi = 0;
     if (r < nq) ax_block_keys(j, b, i0 + r, k0, nk, &lo, &hi);
-    if (j->prescale && hi > lo) ax_mask_row(j, w, b, h, i0 + r, r, k0, lo, hi, nsub * AX_KC);
-    w->corr[r] =
-        ax_softmax_row(w, r, hi > lo ? hi : 0, nsub * AX_KC, j->prescale ? 1.0f : j->scale);
+    if (j->prescale && hi > lo) ax_mask_row(j, w, b, h, i0 + r, r, k0, lo, hi, ncols);
+    n[r] = hi > lo ? hi : 0;
+    if (n[r] == ncols && sc > 0) bm[r] = ax_row_max(w, r, (int)(ncols / 16), sc);
   }
+  for (int64_t r = 0; r < AX_BQ; r++)
+    w->corr[r] = n[r] == ncols && sc > 0 ? ax_softmax_full(w, r, (int)(ncols / 16), sc, bm[r])
+                                         : ax_softmax_row(w, r, n[r], ncols, sc);
   ax_rescale(w, j->Dvp);
   ax_pv(j, w, k0, nsub);
 }
