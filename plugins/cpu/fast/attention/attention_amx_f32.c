@@ -311,23 +311,38 @@ static float xf_update(xf_ws_t *w, int64_t R, float mnew, __m512 sum) {
   return corr;
 }
 
+/* The largest scaled score of sub-block row r over keys [0, n), n > 0:
+ * two max chains, whole vectors without masks (the loop's scalar work
+ * would take the vector ports' slots). The max is taken before scaling
+ * (scale > 0). */
+static float xf_row_max(const xf_job_t *j, const xf_ws_t *w, int64_t r, int64_t n) {
+  const float *s = w->s + r * XF_BK;
+  int64_t nf = n / 16 * 16, c = 0;
+  __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+  for (; c + 32 <= nf; c += 32) {
+    m0 = _mm512_max_ps(m0, _mm512_loadu_ps(s + c));
+    m1 = _mm512_max_ps(m1, _mm512_loadu_ps(s + c + 16));
+  }
+  if (c < nf) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(s + c));
+  if (nf < n) m1 = _mm512_mask_max_ps(m1, fa_lanes(n - nf), m1, _mm512_loadu_ps(s + nf));
+  return j->scale * _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
 /* Row r of the sub-block (row R of the block) over keys [0, n) of the
- * block, scores computed up to ncols (a multiple of 32): weights in the
- * parts of p, zero from n to ncols; returns the factor for the row's
- * output so far. The max is taken before scaling (scale > 0). */
+ * block, scores computed up to ncols (a multiple of 32) and bm their
+ * largest (xf_row_max, taken for every row of the sub-block first, so no
+ * row's exponentials wait on its own reduction): weights in the parts of
+ * p, zero from n to ncols; returns the factor for the row's output so
+ * far. */
 static float xf_softmax_row(const xf_job_t *j, xf_ws_t *w, int64_t r, int64_t R, int64_t n,
-                            int64_t ncols) {
+                            int64_t ncols, float bm) {
   const float *s = w->s + r * XF_BK;
   if (n <= 0) {
     for (int64_t c = 0; c < ncols; c += 32)
       xf_store_weights(w, r, c, _mm512_setzero_ps(), _mm512_setzero_ps());
     return 1.0f;
   }
-  int64_t nf = n / 16 * 16; /* whole vectors: no mask, no scalar work */
-  __m512 mx = _mm512_set1_ps(-INFINITY);
-  for (int64_t c = 0; c < nf; c += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + c));
-  if (nf < n) mx = _mm512_mask_max_ps(mx, fa_lanes(n - nf), mx, _mm512_loadu_ps(s + nf));
-  float bm = j->scale * _mm512_reduce_max_ps(mx), mold = w->m[R];
+  float mold = w->m[R];
   float mnew = bm > mold + XF_LAZY_MAX ? bm : mold;
   const float log2e = 1.44269504f;
   /* only -inf so far: subtracting 0 gives weights 0 and m stays -inf */
@@ -364,13 +379,17 @@ static void xf_key_block(const xf_job_t *j, xf_ws_t *w, int64_t b, int64_t i0, i
                          int64_t k0, int64_t nk) {
   int64_t nsub = (nk + XF_KC - 1) / XF_KC;
   for (int64_t x = 0; x < XF_SUB && 32 * x < nq; x++) {
+    int64_t n[32];
+    float bm[32];
     xf_scores(j, w, x, k0, nsub);
     for (int64_t r = 0; r < 32; r++) {
       int64_t R = 32 * x + r, lo = 0, hi = 0;
       if (R < nq) att_mask_keys(&j->mk, b, i0 + R, &lo, &hi);
-      hi = hi - k0 < 0 ? 0 : xf_min(nk, hi - k0);
-      w->corr[R] = xf_softmax_row(j, w, r, R, hi, nsub * XF_KC);
+      n[r] = hi - k0 < 0 ? 0 : xf_min(nk, hi - k0);
+      bm[r] = n[r] > 0 ? xf_row_max(j, w, r, n[r]) : -INFINITY;
     }
+    for (int64_t r = 0; r < 32; r++)
+      w->corr[32 * x + r] = xf_softmax_row(j, w, r, 32 * x + r, n[r], nsub * XF_KC, bm[r]);
     xf_rescale(w, 32 * x, j->Dvp);
     xf_pv(j, w, x, k0, nsub);
   }
