@@ -60,6 +60,14 @@ for mode in 1 0; do
   ran=$((ran + 1))
   env "$blas_mode=$mode" "$here/test_ops_blas" || failed=$((failed + 1))
 done
+# The GEMM epilogues on each path too: the vendor call then the epilogue
+# pass (f32, f64), and the own kernels that fuse it.
+for mode in 1 0; do
+  [ -x "$here/test_gemm_epilogue" ] || break
+  echo "--- test_gemm_epilogue ($blas_mode=$mode)"
+  ran=$((ran + 1))
+  env "$blas_mode=$mode" "$here/test_gemm_epilogue" || failed=$((failed + 1))
+done
 # The conv2d suite once more on each route: as GEMMs wherever the layout
 # allows (with scratch for three images' patches at most, so the image
 # chunks run too; the plugin's debug log must show the route taken), and

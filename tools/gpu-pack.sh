@@ -20,9 +20,11 @@ for f in backend-cpu backend-cuda backend-rocm comm-nccl comm-mpi; do
 done
 for t in test_cuda_ops test_ops_blas test_ops_dnn test_ops_attention test_ops_elementwise \
          test_ops_reduce test_ops_norm test_ops_data test_parity test_ops_model_gpu test_model test_quant_gpu \
-         test_qgemm_u8_gpu test_qgemm_fp8_gpu comm_rank; do
+         test_qgemm_u8_gpu test_qgemm_fp8_gpu test_gemm_epilogue comm_rank; do
   cp "$b/test/$t" "$p/test/"
 done
+# test_gemm_epilogue's composition case loads this fixture plugin.
+cp -r "$b/test/plain-gemm-plugin" "$p/test/"
 # The system libraries the programs link (found through their $ORIGIN/../lib rpath).
 for lib in $(ldd "$p"/bin/bp "$p"/lib/libbackplane.so "$p"/plugins/*.so "$p"/test/test_* "$p"/test/comm_rank 2>/dev/null |
              awk '/=> \// {print $3}' | grep -E 'cmocka|json-c|libffi|hwloc' | sort -u); do

@@ -265,24 +265,5 @@ extern "C" __global__ void __launch_bounds__(256) bp_gemm_bf16(const bpk_gemm_ar
   gemm_mma<true>(p);
 }
 
-// ---- gemv -----------------------------------------------------------------
-
-template <typename T> __device__ void gemv(const bpk_gemv_args_t &p) {
-  const int lane = threadIdx.x & 31;
-  BPK_FOR_EACH_ROW(i, p.m) {
-    T s = 0;
-    for (int64_t j = lane; j < p.n; j += 32) {
-      const int64_t ao = i * p.a.strides[0] + j * p.a.strides[1];
-      s += bpk_ld<T>(p.a.ptr, p.a.dtype, ao) * bpk_ld<T>(p.x.ptr, p.x.dtype, j * p.x.stride);
-    }
-    s = bpk_warp_sum(s);
-    if (lane == 0) {
-      T v = (T)p.alpha * s;
-      if (p.beta != 0) v += (T)p.beta * bpk_ld<T>(p.y.ptr, p.y.dtype, i * p.y.stride);
-      bpk_st(p.y.ptr, p.y.dtype, i * p.y.stride, v);
-    }
-  }
-}
-
-extern "C" __global__ void bp_gemv_f(const bpk_gemv_args_t p) { gemv<float>(p); }
-extern "C" __global__ void bp_gemv_d(const bpk_gemv_args_t p) { gemv<double>(p); }
+// ---- the GEMV and the epilogue pass (shared with kernels/hip/gemm.hip) ----
+#include "gemm_passes.cuh"

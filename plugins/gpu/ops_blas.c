@@ -48,17 +48,21 @@ static const char *gemm_kernel(bp_dtype_t dt) {
 
 /* The plugin's own gemm kernels; gpu_op_gemm (below) chooses between
  * them and the vendor BLAS. */
+static void gemm_params(const bp_gemm_args_t *a, bpk_gemm_args_t *p) {
+  memset(p, 0, sizeof *p);
+  bp_gpu_tensor(&a->a, &p->a);
+  bp_gpu_tensor(&a->b, &p->b);
+  bp_gpu_tensor(&a->c, &p->c);
+  p->alpha = a->alpha;
+  p->beta = a->beta;
+  if (a->bias.rank) bp_gpu_tensor(&a->bias, &p->bias);
+  p->act = (a->flags & BP_GEMM_FLAG_ACTIVATION) ? a->activation : BPK_GEMM_NO_ACT;
+}
+
 static bp_status_t gemm_own(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                             const bp_gemm_args_t *a) {
   bpk_gemm_args_t p;
-  memset(&p, 0, sizeof p);
-  bp_gpu_tensor(&a->a, &p.a);
-  bp_gpu_tensor(&a->b, &p.b);
-  bp_gpu_tensor(&a->c, &p.c);
-  p.alpha = a->alpha;
-  p.beta = a->beta;
-  if (a->bias.rank) bp_gpu_tensor(&a->bias, &p.bias);
-  p.act = (a->flags & BP_GEMM_FLAG_ACTIVATION) ? a->activation : BPK_GEMM_NO_ACT;
+  gemm_params(a, &p);
   const int64_t batch = p.c.shape[0], m = p.c.shape[1], n = p.c.shape[2];
   if (batch == 0 || m == 0 || n == 0) return BP_OK;
   const int64_t tiles_m = (m + BPK_GEMM_TILE - 1) / BPK_GEMM_TILE;
@@ -75,6 +79,20 @@ static bp_status_t gemm_own(bp_plugin_device_t *device, bp_plugin_stream_t *stre
                       (unsigned)(batch < GRID_YZ_MAX ? batch : GRID_YZ_MAX)};
   unsigned block[3] = {BPK_GEMM_THREADS, 1, 1};
   return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_GEMM, gemm_kernel(a->c.dtype), grid, block,
+                    0, &p);
+}
+
+/* C = act(C + bias) in place after a vendor call into an f32 / f64 C. */
+static bp_status_t gemm_epilogue_pass(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                      const bp_gemm_args_t *a) {
+  bpk_gemm_args_t p;
+  gemm_params(a, &p);
+  const int64_t rows = p.c.shape[0] * p.c.shape[1], n = p.c.shape[2];
+  unsigned grid[3] = {gpu_blocks_for(n, 256), (unsigned)(rows < GRID_YZ_MAX ? rows : GRID_YZ_MAX),
+                      1};
+  unsigned block[3] = {256, 1, 1};
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_GEMM,
+                    a->c.dtype == BP_F64 ? "bp_gemm_epilogue_d" : "bp_gemm_epilogue_f", grid, block,
                     0, &p);
 }
 
@@ -221,15 +239,19 @@ bp_status_t gpu_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
                         const bp_gemm_args_t *a) {
   const int64_t batch = a->c.shape[0], m = a->c.shape[1], n = a->c.shape[2];
   bp_gpu_blas_call_t call;
-  /* The vendor BLAS has no epilogue: a call with one runs the own kernel,
-   * which fuses it (a BLAS call and a second pass would read C twice). */
+  /* The vendor BLAS has no epilogue. Into an f32 / f64 C, which holds the
+   * compute type, a second pass applies it with the fused kernels'
+   * arithmetic (one more read and write of C, far less than what the own
+   * kernels lose to the vendor's); into f16 / bf16 a pass would round C
+   * twice, so the own kernel, which fuses it, runs those. */
   const bool epilogue = a->bias.rank || (a->flags & BP_GEMM_FLAG_ACTIVATION);
-  if (epilogue || batch == 0 || m == 0 || n == 0 || a->a.shape[2] == 0 ||
+  const bool pass = epilogue && (a->c.dtype == BP_F32 || a->c.dtype == BP_F64);
+  if ((epilogue && !pass) || batch == 0 || m == 0 || n == 0 || a->a.shape[2] == 0 ||
       !bp_gpu_blas_map(a, &call) || !blas_choose(device, stream, a))
     return gemm_own(device, stream, a);
   gpu_device_t *d = gpu_dev(device);
   bp_status_t st = gpu_blas_run(d, stream, &call);
-  if (st == BP_OK) return BP_OK;
+  if (st == BP_OK) return pass ? gemm_epilogue_pass(device, stream, a) : BP_OK;
   pthread_mutex_lock(&d->lock);
   bool first = !d->blas.broken;
   d->blas.broken = true;
