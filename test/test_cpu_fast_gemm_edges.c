@@ -1,10 +1,11 @@
 /*
  * test_cpu_fast_gemm_edges.c — C's last rows on the CPU fast path's
- * AVX-512 GEMM (plugins/cpu/fast/gemm/), where a panel shorter than the
- * kernel's MR takes a shorter kernel: f32 rows of 1-4, 5-8 and 9-11 (4,
- * 8 or 12 rows of FMAs; the packed path's edge tiles, the unpacked path
- * with A row- and column-major, a few rows of C), f64 rows of 1-2, 3-4,
- * 5-8 and 9-13 (2, 4, 8 or 14 rows read from the 14-row panels). Every
+ * AVX-512 and AVX2 GEMM (plugins/cpu/fast/gemm/), where a panel shorter
+ * than the kernel's MR takes a shorter kernel. AVX-512: f32 rows of 1-4,
+ * 5-8 and 9-11 (4, 8 or 12 rows of FMAs; the packed path's edge tiles,
+ * the unpacked path with A row- and column-major, a few rows of C), f64
+ * rows of 1-2, 3-4, 5-8 and 9-13 (2, 4, 8 or 14 rows read from the 14-row
+ * panels); AVX2: rows of 1-2, 3-4 and 5 (2, 4 or 6 rows, f32 and f64). Every
  * remainder of m against MR, k past one k block, beta 0 over NaN and
  * beta != 0, C row- and column-major (the latter computes Cᵀ = Bᵀ Aᵀ, so
  * the remainder falls on n), against a double-precision reference.
@@ -101,67 +102,89 @@ static void run_case(cpu_device_t *dev, bool f64, int64_t m, int64_t n, int64_t 
   free(want);
 }
 
-/* Every remainder of m against the kernel's MR (12 for f32, 14 for f64),
- * m past GEMM_DIRECT_MAX (224) so f32 packs; k past one k block. */
+/* The ISA levels with kernels of their own this CPU runs, each with its
+ * f32 and f64 MR. */
+typedef struct isa_case {
+  bp_isa_level_t isa;
+  int mr32, mr64;
+  bool ok;
+} isa_case_t;
+
+static int isa_cases(isa_case_t out[2]) {
+  const cpu_features_t *f = cpu_features_get();
+  out[0] = (isa_case_t){BP_ISA_AVX2, 6, 6, f->avx2 && f->fma};
+  out[1] = (isa_case_t){BP_ISA_AVX512, 12, 14, f->avx512f && f->avx512vl};
+  return out[0].ok + out[1].ok;
+}
+
+/* Every remainder of m against the kernel's MR, m past GEMM_DIRECT_MAX
+ * (224) so f32 packs; k past one k block (KC 256 / 384). */
+static void packed_grid(cpu_device_t *dev, bool f64, int mr) {
+  for (int r = 1; r < mr; r++) {
+    int64_t m = (mr > 6 ? 20 : 40) * mr + r;
+    run_case(dev, f64, m, 40, 400, r % 2, false, 1.5, r % 3 ? 0.5 : 0);
+    run_case(dev, f64, m, 33, 400, r % 2 == 0, false, 1, r % 3 ? 0 : 1);
+    /* C column-major: the remainder of m lands on the columns */
+    run_case(dev, f64, 40, m, 50, false, true, -1, 0.5);
+  }
+  /* a few rows of C (the transformer's m = 16 is 12 + 4), packed */
+  run_case(dev, f64, 16, 300, 500, false, false, 1, 0);
+  run_case(dev, f64, 16 + mr, 260, 300, true, false, 0.5, 1);
+}
+
 static void test_packed_edges(void **state) {
   (void)state;
-  if (!cpu_features_get()->avx512f || !cpu_features_get()->avx512vl) {
-    TEST_SKIP_CASE("no AVX-512F / VL on this CPU");
+  isa_case_t isas[2];
+  if (!isa_cases(isas)) {
+    TEST_SKIP_CASE("no AVX2 + FMA on this CPU");
     return;
   }
   srand(22);
   fails = checks = 0;
-  for (int thr = 1; thr <= 2; thr++) {
-    cpu_device_t dev;
-    memset(&dev, 0, sizeof dev);
-    dev.isa = BP_ISA_AVX512;
-    dev.threads = (unsigned)thr;
-    dev.pool = cpu_pool_create((unsigned)thr);
-    for (int f = 0; f < 2; f++) {
-      bool f64 = f == 1;
-      int mr = f64 ? 14 : 12;
-      int64_t k = f64 ? 300 : 400; /* KC 256 / 384: two k blocks */
-      for (int r = 1; r < mr; r++) {
-        int64_t m = 20 * mr + r;
-        run_case(&dev, f64, m, 40, k, r % 2, false, 1.5, r % 3 ? 0.5 : 0);
-        run_case(&dev, f64, m, 33, k, r % 2 == 0, false, 1, r % 3 ? 0 : 1);
-        /* C column-major: the remainder of m lands on the columns */
-        run_case(&dev, f64, 40, m, 50, false, true, -1, 0.5);
-      }
-      /* a few rows of C (the transformer's m = 16 is 12 + 4), packed */
-      run_case(&dev, f64, 16, 300, 500, false, false, 1, 0);
-      run_case(&dev, f64, 16 + mr, 260, 300, true, false, 0.5, 1);
+  for (int i = 0; i < 2; i++)
+    for (int thr = 1; thr <= 2 && isas[i].ok; thr++) {
+      cpu_device_t dev;
+      memset(&dev, 0, sizeof dev);
+      dev.isa = isas[i].isa;
+      dev.threads = (unsigned)thr;
+      dev.pool = cpu_pool_create((unsigned)thr);
+      packed_grid(&dev, false, isas[i].mr32);
+      packed_grid(&dev, true, isas[i].mr64);
+      cpu_pool_destroy(dev.pool);
     }
-    cpu_pool_destroy(dev.pool);
-  }
   printf("gemm edges (packed): %d cases, %d failures\n", checks, fails);
   assert_int_equal(fails, 0);
   assert_true(checks > 0);
 }
 
 /* f32 run unpacked (m, n <= 224): the row-major A kernel and the
- * column-major A kernel on every remainder of m against 12. */
+ * column-major A kernel on every remainder of m against MR. */
 static void test_unpacked_edges(void **state) {
   (void)state;
-  if (!cpu_features_get()->avx512f || !cpu_features_get()->avx512vl) {
-    TEST_SKIP_CASE("no AVX-512F / VL on this CPU");
+  isa_case_t isas[2];
+  if (!isa_cases(isas)) {
+    TEST_SKIP_CASE("no AVX2 + FMA on this CPU");
     return;
   }
   srand(23);
   fails = checks = 0;
-  cpu_device_t dev;
-  memset(&dev, 0, sizeof dev);
-  dev.isa = BP_ISA_AVX512;
-  dev.threads = 1;
-  dev.pool = cpu_pool_create(1);
-  for (int r = 1; r <= 12; r++) {
-    int64_t m = 24 + r;
-    run_case(&dev, false, m, 70, 100, false, false, 1, r % 2 ? 0 : 0.5);
-    run_case(&dev, false, m, 70, 500, true, false, -0.5, r % 2 ? 1 : 0);
-    /* a few rows (at most two panels of 12): the skinny unpacked path */
-    run_case(&dev, false, r + 12, 300, 300, false, false, 1, 0);
+  for (int i = 0; i < 2; i++) {
+    if (!isas[i].ok) continue;
+    cpu_device_t dev;
+    memset(&dev, 0, sizeof dev);
+    dev.isa = isas[i].isa;
+    dev.threads = 1;
+    dev.pool = cpu_pool_create(1);
+    int mr = isas[i].mr32;
+    for (int r = 1; r <= mr; r++) {
+      int64_t m = 2 * mr + r;
+      run_case(&dev, false, m, 70, 100, false, false, 1, r % 2 ? 0 : 0.5);
+      run_case(&dev, false, m, 70, 500, true, false, -0.5, r % 2 ? 1 : 0);
+      /* a few rows (at most two panels): the skinny unpacked path */
+      run_case(&dev, false, r + mr, 300, 300, false, false, 1, 0);
+    }
+    cpu_pool_destroy(dev.pool);
   }
-  cpu_pool_destroy(dev.pool);
   printf("gemm edges (unpacked): %d cases, %d failures\n", checks, fails);
   assert_int_equal(fails, 0);
   assert_true(checks > 0);

@@ -16,6 +16,34 @@ CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_6x16, 6)
 CPU_FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_6x16, 6)
 CPU_FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_6x16, 6)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
+/* Shorter tiles for C's last rows, as on AVX-512 (gemm_avx512.c): 256 =
+ * 42 x 6 + 4, 16 = 2 x 6 + 4. */
+CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_2x16, 2)
+CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_4x16, 4)
+CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_2x16, 2)
+CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x16, 4)
+
+/* The kernels as the driver sees them: a tile of `rows` takes the
+ * shortest kernel that holds it. */
+static void sgemm_ukr_rows(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                           float *c, int64_t ldc, int rows, int cols, float alpha, float beta) {
+  if (rows <= 2)
+    sgemm_ukr_rows_2x16(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else if (rows <= 4)
+    sgemm_ukr_rows_4x16(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else
+    sgemm_ukr_rows_6x16(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+}
+
+static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                           float *c, int64_t ldc, int rows, int cols, float alpha, float beta) {
+  if (rows <= 2)
+    sgemm_ukr_cols_2x16(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else if (rows <= 4)
+    sgemm_ukr_cols_4x16(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+  else
+    sgemm_ukr_cols_6x16(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
+}
 #undef MASK_T
 #undef MASK
 #undef MLOAD
@@ -40,13 +68,27 @@ CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_6x16, 6)
 #define MUL _mm256_mul_pd
 #define ZERO _mm256_setzero_pd
 CPU_FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
+/* C's last rows from the same 6-row panels (1024 = 170 x 6 + 4). */
+CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_2x8, 2, 6)
+CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_4x8, 4, 6)
+
+static void dgemm_ukr_part(int64_t k, const void *ap, const void *bp, void *c, int64_t ldc,
+                           const void *alpha, const void *beta, int rows) {
+  if (rows <= 2)
+    dgemm_ukr_2x8(k, ap, bp, c, ldc, alpha, beta);
+  else if (rows <= 4)
+    dgemm_ukr_4x8(k, ap, bp, c, ldc, alpha, beta);
+  else
+    dgemm_ukr_6x8(k, ap, bp, c, ldc, alpha, beta);
+}
 
 const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             256, 1024, 1536,
                                             cpu_fast_spack_avx2,
-                                            sgemm_ukr_rows_6x16,
+                                            sgemm_ukr_rows,
                                             sgemm_ukr_offs_6x16,
                                             sgemm_ukr_pix_6x16,
-                                            sgemm_ukr_cols_6x16, 32, 1024, NULL};
+                                            sgemm_ukr_cols, 32, 1024, NULL};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
-                                            256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024, NULL};
+                                            256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024,
+                                            dgemm_ukr_part};
