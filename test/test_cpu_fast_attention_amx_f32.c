@@ -124,8 +124,9 @@ static void test_amxf_large_and_masked_rows(void **state) {
 }
 
 /* What the kernel does not cover goes to the next kernel: bf16 and mixed
- * dtypes, Hq not a multiple of Hkv, NaN, inf or 2^127 in q, k or v, an
- * additive bias, a window, kv_lens. */
+ * dtypes, Hq not a multiple of Hkv, NaN, inf or 2^127 in q, k or v (found
+ * while the tasks run), an additive bias, a window, kv_lens, out over q
+ * or k. */
 static void test_amxf_declines(void **state) {
   (void)state;
   dev_set_t s;
@@ -146,19 +147,30 @@ static void test_amxf_declines(void **state) {
   a.bias = q.t;
   assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_ERR_UNIMPLEMENTED);
   a.bias.rank = 0;
+  att_buf_t v = att_buf_make(BP_F32, 1, 2, 8, 16, LAYOUT_DENSE, -1, 1);
+  a.v = v.t; /* each of q, k and v checked on its own */
   static const float bad[] = {NAN, INFINITY, -INFINITY, 1.7014118e38f, -3e38f};
   for (size_t x = 0; x < sizeof bad / sizeof bad[0]; x++) {
-    float *cell = (float *)k.p + att_at4(&k.t, 0, 1, 7, 3), keep = *cell;
-    *cell = bad[x];
-    assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_ERR_UNIMPLEMENTED);
-    *cell = keep;
-    cell = (float *)q.p + att_at4(&q.t, 0, 3, 0, 15), keep = *cell;
-    *cell = bad[x];
-    assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_ERR_UNIMPLEMENTED);
-    *cell = keep;
+    float *cells[3] = {(float *)k.p + att_at4(&k.t, 0, 1, 7, 3),
+                       (float *)q.p + att_at4(&q.t, 0, 3, 0, 15),
+                       (float *)v.p + att_at4(&v.t, 0, 0, 5, 9)};
+    for (int c = 0; c < 3; c++) {
+      float keep = *cells[c];
+      *cells[c] = bad[x];
+      assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_ERR_UNIMPLEMENTED);
+      *cells[c] = keep;
+    }
   }
   assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_OK);
-  free(q.p), free(k.p), free(o.p);
+  /* out over an input: values found unsplittable only while the tasks run
+   * could not be redone by the FMA kernel, so such calls go there at once */
+  a.out = q.t;
+  assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_ERR_UNIMPLEMENTED);
+  a.out = o.t, a.out.ptr = k.t.ptr, a.out.offset = k.t.offset + 4 * 7;
+  assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_ERR_UNIMPLEMENTED);
+  a.out = o.t;
+  assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[0], &a), BP_OK);
+  free(q.p), free(k.p), free(v.p), free(o.p);
   devs_close(&s);
 }
 

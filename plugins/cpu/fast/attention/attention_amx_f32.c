@@ -39,8 +39,10 @@
  * Entry conditions (anything else returns BP_ERR_UNIMPLEMENTED, and the
  * AVX-512 FMA kernel runs): q, k, v and out f32 of rank 4; Hq a multiple
  * of Hkv; D >= 1; no mask of ABI 1.5 beyond causal; every value of q, k and
- * v finite and below 2^127 in magnitude (the split of inf is NaN, and bf16
- * rounding could overflow above it); the workspace under 256 MB. Any
+ * v the tasks load finite and below 2^127 in magnitude (the split of inf is
+ * NaN, and bf16 rounding could overflow above it; checked as they are
+ * packed, and the call declined once the tasks ran); out not overlapping
+ * q, k or v; the workspace under 256 MB. Any
  * strides. The caller (cpu_fast_attention) has checked AMX-BF16, AVX-512
  * with AVX512-BF16 and the permission to use tile state. Compiled with
  * AVX-512, AVX512-BF16 and AMX flags (fast.mk).
@@ -77,6 +79,7 @@ typedef struct xf_job {
   float scale;
   int causal;
   att_mask_t mk;
+  int *bad; /* set when a value packed or loaded cannot be split */
 } xf_job_t;
 
 /* Per-worker workspace; each uint16_t array holds XF_PARTS parts, one
@@ -130,12 +133,27 @@ static inline __m512 xf_load(const float *src, int64_t st, int64_t n) {
 
 /* ---- packing ------------------------------------------------------------ */
 
+/* mag raised to the magnitudes' bit patterns of x's lanes. */
+static inline __m512i xf_mag(__m512i mag, __m512 x) {
+  return _mm512_max_epu32(mag,
+                          _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+
+/* Flags the job when a magnitude in mag is not below 2^127 (NaN and inf
+ * lie above it, as unsigned bit patterns): the split of inf is NaN, and
+ * rounding to bf16 could overflow there. The call then declines and the
+ * FMA kernel redoes it (cpu_fast_attention_amx_f32). */
+static inline void xf_check(const xf_job_t *j, __m512i mag) {
+  if (_mm512_reduce_max_epu32(mag) >= 0x7f000000u) __atomic_store_n(j->bad, 1, __ATOMIC_RELAXED);
+}
+
 /* K^T tiles (panel of 16 keys, chunk c of 32 dims) of keys [key0, key1):
  * row r holds the pairs (K[key][32c + 2r], K[key][32c + 2r + 1]) of the 16
  * keys, one such tile array per part. Zero past Skv and D. */
 static void xf_pack_keys(const xf_job_t *j, const float *k, int64_t key0, int64_t key1,
                          uint16_t *kt) {
   int64_t nc = j->Dp / XF_KC, sd = j->sk[3], ld = j->sk[2], pst = j->Skp * j->Dp;
+  __m512i mag = _mm512_setzero_si512();
   for (int64_t p0 = key0; p0 < key1; p0 += 16) {
     int64_t live = xf_min(16, j->Skv - p0);
     for (int64_t d = 0; d < j->Dp; d += 2) {
@@ -144,6 +162,7 @@ static void xf_pack_keys(const xf_job_t *j, const float *k, int64_t key0, int64_
       __m512 x1 =
           d + 1 < j->D ? xf_load(k + p0 * ld + (d + 1) * sd, ld, live) : _mm512_setzero_ps();
       __m256i a[XF_PARTS], b[XF_PARTS];
+      mag = xf_mag(xf_mag(mag, x0), x1);
       xf_split(x0, a);
       xf_split(x1, b);
       int64_t at = (p0 / 16) * nc * XF_TILE + (d / XF_KC) * XF_TILE + (d % XF_KC) / 2 * 32;
@@ -151,6 +170,7 @@ static void xf_pack_keys(const xf_job_t *j, const float *k, int64_t key0, int64_
         _mm512_storeu_si512(kt + t * pst + at, xf_pairs(a[t], b[t]));
     }
   }
+  xf_check(j, mag);
 }
 
 /* V tiles (chunk c of 32 keys, columns 16t .. 16t + 15) of keys [key0,
@@ -159,6 +179,7 @@ static void xf_pack_keys(const xf_job_t *j, const float *k, int64_t key0, int64_
 static void xf_pack_values(const xf_job_t *j, const float *v, int64_t key0, int64_t key1,
                            uint16_t *vt) {
   int64_t nt = j->Dvp / 16, se = j->sv[3], ld = j->sv[2], pst = j->Skp * j->Dvp;
+  __m512i mag = _mm512_setzero_si512();
   for (int64_t key = key0; key < key1; key += 2) {
     int64_t at0 = (key / XF_KC) * nt * XF_TILE + (key % XF_KC) / 2 * 32;
     for (int64_t e = 0; e < j->Dvp; e += 16) {
@@ -167,6 +188,7 @@ static void xf_pack_values(const xf_job_t *j, const float *v, int64_t key0, int6
       __m512 x1 =
           key + 1 < j->Skv ? xf_load(v + (key + 1) * ld + e * se, se, n) : _mm512_setzero_ps();
       __m256i a[XF_PARTS], b[XF_PARTS];
+      mag = xf_mag(xf_mag(mag, x0), x1);
       xf_split(x0, a);
       xf_split(x1, b);
       int64_t at = at0 + (e / 16) * XF_TILE;
@@ -174,6 +196,7 @@ static void xf_pack_values(const xf_job_t *j, const float *v, int64_t key0, int6
         _mm512_storeu_si512(vt + t * pst + at, xf_pairs(a[t], b[t]));
     }
   }
+  xf_check(j, mag);
 }
 
 /* kt and vt hold the first `need` keys (rounded up to 32) of kv head
@@ -191,15 +214,18 @@ static void xf_pack_head(const xf_job_t *j, xf_ws_t *w, int64_t b, int64_t g, in
  * past nq and D. */
 static void xf_load_queries(const xf_job_t *j, xf_ws_t *w, const float *qp, int64_t nq) {
   int64_t pst = XF_BQ * j->Dp;
+  __m512i mag = _mm512_setzero_si512();
   for (int64_t r = 0; r < XF_BQ; r++)
     for (int64_t d = 0; d < j->Dp; d += 16) {
       __m512 x = r < nq ? xf_load(qp + r * j->sq[2] + d * j->sq[3], j->sq[3], j->D - d)
                         : _mm512_setzero_ps();
       __m256i h[XF_PARTS];
+      mag = xf_mag(mag, x);
       xf_split(x, h);
       for (int t = 0; t < XF_PARTS; t++)
         _mm256_storeu_si256((__m256i *)(w->qb + t * pst + r * j->Dp + d), h[t]);
     }
+  xf_check(j, mag);
 }
 
 /* ---- the tiles ---------------------------------------------------------- */
@@ -482,42 +508,6 @@ static void xf_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   _tile_release();
 }
 
-/* acc's lanes raised to the magnitudes' bit patterns (sign cleared) of
- * the n floats at p, unit stride: one max per 16, no branch. */
-static inline __m512i xf_absmax_run(const float *p, int64_t n, __m512i acc) {
-  const __m512i mag = _mm512_set1_epi32(0x7fffffff);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    acc = _mm512_max_epu32(acc, _mm512_and_si512(_mm512_loadu_si512(p + i), mag));
-  __m512i x = _mm512_maskz_loadu_epi32(fa_lanes(n - i), p + i);
-  return _mm512_max_epu32(acc, _mm512_and_si512(x, mag));
-}
-
-/* true when every element of the [d0, d1, d2, d3] view t at p is finite
- * and below 2^127 in magnitude: as unsigned bit patterns, the largest
- * magnitude is under 2^127's (NaN and inf lie above it). A dense view is
- * one run, rows of unit stride one run each. */
-static bool xf_splittable(const bp_plugin_tensor_t *t, const float *p) {
-  const int64_t *n = t->shape, *st = t->strides;
-  __m512i acc = _mm512_setzero_si512();
-  bool dense = st[3] == 1 && st[2] == n[3] && st[1] == n[2] * n[3] && st[0] == n[1] * n[2] * n[3];
-  if (dense) acc = xf_absmax_run(p, n[0] * n[1] * n[2] * n[3], acc);
-  for (int64_t a = 0; !dense && a < n[0]; a++)
-    for (int64_t b = 0; b < n[1]; b++)
-      for (int64_t c = 0; c < n[2]; c++) {
-        const float *row = p + a * st[0] + b * st[1] + c * st[2];
-        if (st[3] == 1) {
-          acc = xf_absmax_run(row, n[3], acc);
-          continue;
-        }
-        for (int64_t e = 0; e < n[3]; e += 16) {
-          __m512i x = _mm512_castps_si512(xf_load(row + e * st[3], st[3], n[3] - e));
-          acc = _mm512_max_epu32(acc, _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)));
-        }
-      }
-  return _mm512_reduce_max_epu32(acc) < 0x7f000000u;
-}
-
 static bool xf_covered(const bp_attention_args_t *a) {
   const bp_plugin_tensor_t *t[4] = {&a->q, &a->k, &a->v, &a->out};
   for (int x = 0; x < 4; x++)
@@ -528,6 +518,23 @@ static bool xf_covered(const bp_attention_args_t *a) {
 
 static const void *xf_base(const bp_plugin_tensor_t *t) {
   return (const char *)(uintptr_t)t->ptr + t->offset;
+}
+
+/* true when views a and b (f32, rank 4) may share bytes: their address
+ * ranges meet, or a stride is negative. */
+static bool xf_overlaps(const bp_plugin_tensor_t *a, const bp_plugin_tensor_t *b) {
+  const bp_plugin_tensor_t *t[2] = {a, b};
+  uintptr_t lo[2], hi[2];
+  for (int x = 0; x < 2; x++) {
+    int64_t last = 0;
+    for (int d = 0; d < 4; d++) {
+      if (t[x]->shape[d] == 0) return false;
+      if (t[x]->strides[d] < 0) return true;
+      last += (t[x]->shape[d] - 1) * t[x]->strides[d];
+    }
+    lo[x] = (uintptr_t)xf_base(t[x]), hi[x] = lo[x] + 4 * (uintptr_t)(last + 1);
+  }
+  return lo[0] < hi[1] && lo[1] < hi[0];
 }
 
 bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev, const bp_attention_args_t *a) {
@@ -548,8 +555,14 @@ bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev, const bp_attention_arg
   if ((double)xf_ws_bytes(&j) > 256e6) return BP_ERR_UNIMPLEMENTED;
   if (!att_mask_init(&j.mk, a) || att_mask_additive(&j.mk) || att_mask_ranged(&j.mk))
     return BP_ERR_UNIMPLEMENTED;
-  if (!xf_splittable(q, j.q) || !xf_splittable(k, j.k) || !xf_splittable(v, j.v))
-    return BP_ERR_UNIMPLEMENTED;
+  /* values the split cannot take are found as the tasks pack them (a pass
+   * of its own would read q, k and v from memory once more) and the call
+   * is declined after the fact: the FMA kernel then rewrites every
+   * output. Where out overlaps an input that would change the input
+   * first, so such calls go to the FMA kernel from the start. */
+  int bad = 0;
+  j.bad = &bad;
+  if (xf_overlaps(o, q) || xf_overlaps(o, k) || xf_overlaps(o, v)) return BP_ERR_UNIMPLEMENTED;
   j.scale = (float)a->scale;
   j.causal = a->causal;
   j.nqb = (j.Sq + XF_BQ - 1) / XF_BQ;
@@ -557,6 +570,7 @@ bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev, const bp_attention_arg
   j.ntasks = B * j.Hq * j.per;
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
   cpu_fast_attention_run(dev, j.ntasks, work, 4e6, xf_task, &j);
+  if (bad) return BP_ERR_UNIMPLEMENTED;
   /* tasks left over: no worker could get its scratch memory */
   return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }
