@@ -44,6 +44,7 @@ static const conv_case_t conv_cases[] = {
     {1, 64, 9, 15, 16, 1, 1, 0, 1, true, false, "1x1 direct, 64 channels (k blocks of 64)"},
     {1, 18, 12, 12, 16, 1, 1, 0, 1, true, false, "1x1 im2col (k padded)"},
     {1, 16, 20, 37, 16, 3, 1, 1, 1, true, false, "3x3 s1 p1 im2col rows"},
+    {1, 16, 14, 14, 16, 3, 1, 1, 1, false, true, "3x3 s1 p1 14-wide im2col rows, offset x"},
     {2, 8, 23, 23, 16, 3, 2, 1, 1, false, true, "3x3 s2 im2col, offset x"},
     {1, 3, 20, 70, 16, 7, 2, 3, 1, true, false, "7x7 s2 p3 im2col rows"},
     {2, 24, 19, 37, 24, 3, 1, 1, 24, true, true, "depthwise 3x3 s1 p1 (row tail), offset x"},
