@@ -238,15 +238,23 @@ void vt_test_dnn(void **state) {
     /* the texel path of software devices (y contiguous across P, Q):
      * groups, stride, dilation, padding (the implicit GEMM's padded
      * copy), no padding (x read in place when f32: 1x1 and a strided,
-     * dilated, grouped 3x3), a product past one register tile; the same
-     * with BACKPLANE_VK_CONV_IMPLICIT=0 runs the im2col panels */
-    for (int im2col = 0; im2col < 2; im2col++) {
-      if (im2col)
+     * dilated, grouped 3x3; bf16 too, through an r16ui view), a product
+     * past one register tile; the same with BACKPLANE_VK_CONV_BX=0 sends
+     * unpadded bf16 through the padded copy, with
+     * BACKPLANE_VK_CONV_IMPLICIT=0 through the im2col panels */
+    for (int mode = 0; mode < 3; mode++) {
+      if (mode == 1)
+        setenv("BACKPLANE_VK_CONV_BX", "0", 1);
+      if (mode == 2)
         setenv("BACKPLANE_VK_CONV_IMPLICIT", "0", 1);
       conv_case(dts[d], 2, 8, 12, 10, 16, 3, 3, 2, 1, 2, 2, true, TC_STRIDED, TC_CONTIG);
       conv_case(dts[d], 2, 16, 7, 9, 12, 1, 1, 1, 0, 1, 1, true, TC_STRIDED, TC_CONTIG);
       conv_case(dts[d], 2, 8, 13, 11, 16, 3, 3, 2, 0, 2, 2, false, TC_CONTIG, TC_CONTIG);
       conv_case(dts[d], 1, 20, 17, 19, 40, 3, 3, 1, 1, 1, 1, true, TC_PERMUTED, TC_CONTIG);
+      /* contiguous 1x1 (bp bench's layer, smaller): image 1 starts at an
+       * odd element, half-way into a 32-bit word of x */
+      conv_case(dts[d], 2, 33, 7, 9, 20, 1, 1, 1, 0, 1, 1, true, TC_CONTIG, TC_CONTIG);
+      unsetenv("BACKPLANE_VK_CONV_BX");
       unsetenv("BACKPLANE_VK_CONV_IMPLICIT");
     }
   }

@@ -35,6 +35,11 @@
 // loop has no bounds checks. koff advances by the filter's steps, with
 // selects instead of branches (a branch is a lane-mask change on
 // llvmpipe), and noff is computed once per column of the tile.
+//
+// gemmtex_bf16_<tile>_convx is the _conv variant for a bf16 image without
+// padding: B is x itself through an r16ui view, each value widened to f32
+// as it is loaded (bf16 is f32's upper half), so no convpad copy converts
+// it first.
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
@@ -105,8 +110,15 @@ const int TM4 = TM / 4, TN4 = TN / 4, BM = TM * WY, BN = TN * WX;
 layout(local_size_x = WX_ * WY_) in;
 
 layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer pa;
-#ifdef T3_conv
+#if defined(T3_conv) || defined(T3_convx)
+#define CONV_
+#endif
+#ifdef T3_convx
+layout(set = 0, binding = 1, r16ui) uniform readonly uimageBuffer pbx;
+#define BX(i) uintBitsToFloat(imageLoad(pbx, i).x << 16)
+#elif defined(T3_conv)
 layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer pbx;
+#define BX(i) imageLoad(pbx, i).x
 #else
 layout(set = 0, binding = 1, rgba32f) uniform readonly imageBuffer pb;
 #endif
@@ -194,7 +206,7 @@ void main() {
   int mb = int(gl_WorkGroupID.y), nb = int(gl_WorkGroupID.x);
   int b = int(gl_WorkGroupID.z);
   int a0 = (b % p.amod) * p.pab + mb * kp * (BM / 4) + ty * TM4;
-#ifdef T3_conv
+#ifdef CONV_
   // This invocation's TN columns of B (a column past n reads column 0: its
   // sums are never stored), and the filter position (c, kr, ks) of k.
   const int CS = p.cs, CR = p.cr, CDX = p.cdx;
@@ -211,8 +223,8 @@ void main() {
   // B's row k into bv, then k + 1's position
 #define B_ROW(kk, bv)                                                                  \
   [[unroll]] for (int j = 0; j < TN4; j++) bv[j] =                                     \
-      vec4(imageLoad(pbx, koff + noff[4 * j]).x, imageLoad(pbx, koff + noff[4 * j + 1]).x, \
-           imageLoad(pbx, koff + noff[4 * j + 2]).x, imageLoad(pbx, koff + noff[4 * j + 3]).x); \
+      vec4(BX(koff + noff[4 * j]), BX(koff + noff[4 * j + 1]),                        \
+           BX(koff + noff[4 * j + 2]), BX(koff + noff[4 * j + 3]));                    \
   {                                                                                    \
     ks++;                                                                              \
     bool ws = ks == CS;                                                                \

@@ -19,7 +19,7 @@ typedef struct phys_query {
   VkPhysicalDeviceVulkan11Features f11;
   VkPhysicalDeviceVulkan12Features f12;
   VkPhysicalDeviceShaderIntegerDotProductFeatures fdot;
-  bool has_pci, has_coop, has_push, texel_format, has_dot;
+  bool has_pci, has_coop, has_push, texel_format, texel_r16, has_dot;
 } phys_query_t;
 
 static bool has_extension(vkb_global_t *g, VkPhysicalDevice pd, const char *name) {
@@ -47,6 +47,8 @@ static void query_phys(vkb_global_t *g, VkPhysicalDevice pd, phys_query_t *q) {
   VkFormatProperties fp;
   g->fn.vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R32G32B32A32_SFLOAT, &fp);
   q->texel_format = (fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0;
+  g->fn.vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R16_UINT, &fp);
+  q->texel_r16 = (fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0;
   q->p11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
   q->p12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES;
   q->p11.pNext = &q->p12;
@@ -74,6 +76,7 @@ static void caps_from_query(const phys_query_t *q, vkb_caps_t *c) {
   c->float64 = q->f.features.shaderFloat64;
   c->int_dot = q->has_dot && q->fdot.shaderIntegerDotProduct;
   c->texel = q->has_push && q->texel_format;
+  c->texel_r16 = c->texel && q->texel_r16;
   c->max_texels = q->props.limits.maxTexelBufferElements;
   c->subgroup_size = q->p11.subgroupSize;
   c->shared_bytes = q->props.limits.maxComputeSharedMemorySize;

@@ -6,9 +6,12 @@
  * and the bias is added in its epilogue.
  *
  * B, the image side, is read in place by gemmtex's _conv variant: from the
- * image itself through an r32f view when it is f32 and unpadded, else from
- * a zero-padded f32 copy of it (convpad.comp: the image plus its border,
- * converted from f16 / bf16), so the kernel has no bounds checks.
+ * image itself through an r32f view when it is f32 and unpadded (bf16 and
+ * unpadded: through an r16ui view by the _convx variant, which widens each
+ * value as it loads it), else from a zero-padded f32 copy of it
+ * (convpad.comp: the image plus its border, converted from f16 / bf16), so
+ * the kernel has no bounds checks. BACKPLANE_VK_CONV_BX=0 sends bf16
+ * through the copy.
  * im2col panels (convpack.comp: every input pixel written R·S times, then
  * read by gemmtex as packed B panels) are the other path, kept for
  * BACKPLANE_VK_CONV_IMPLICIT=0 and for builds without the _conv kernels.
@@ -41,6 +44,7 @@ typedef struct convpad_params {
 /* The shape of one call, shared by both ways of building B. */
 typedef struct conv_shape {
   int64_t N, C, H, W, K, R, S, P, Q, groups, cg, kg, crs, pq;
+  bool bx; /* bf16 x read in place by the _convx variant */
 } conv_shape_t;
 
 static conv_shape_t shape_of(const bp_conv2d_args_t *a) {
@@ -145,9 +149,50 @@ typedef struct conv_src {
 } conv_src_t;
 
 /* Whether B is read from a padded f32 copy of the image: padding, or an
- * x that is not f32 (the copy converts it). */
-static bool needs_copy(const bp_conv2d_args_t *a) {
-  return a->pad_h != 0 || a->pad_w != 0 || a->x.dtype != BP_F32;
+ * x that is not f32 (the copy converts it) and not read as bf16 in place. */
+static bool needs_copy(const bp_conv2d_args_t *a, const conv_shape_t *c) {
+  return a->pad_h != 0 || a->pad_w != 0 || (a->x.dtype != BP_F32 && !c->bx);
+}
+
+/* x's bytes from element elem_off of a bf16 tensor to the end of its
+ * allocation, from a 16-byte aligned base (the view's offset): the base
+ * and elem_off's index in an r16ui view of them. */
+static bool bf16_span(vkb_stream_t *s, const bp_plugin_tensor_t *t, int64_t elem_off,
+                      uint64_t *base, uint64_t *range, int32_t *shift) {
+  vkb_alloc_t *al = vkb_ptr(t->ptr);
+  uint64_t byte = al->offset + t->offset + (uint64_t)elem_off * 2, end = al->offset + al->size;
+  *base = byte & ~(uint64_t)15;
+  *range = (end - *base) & ~(uint64_t)1;
+  *shift = (int32_t)((byte - *base) / 2);
+  return byte < end && *range / 2 <= s->d->caps.max_texels;
+}
+
+/* An r16ui view of bf16 x from element elem_off on (the _convx variant's
+ * binding 1), and that element's index in it. */
+static bp_status_t bf16_view(vkb_stream_t *s, const bp_plugin_tensor_t *t, int64_t elem_off,
+                             VkBufferView *out_view, int32_t *out_shift) {
+  uint64_t base, range;
+  *out_view = VK_NULL_HANDLE;
+  if (!bf16_span(s, t, elem_off, &base, &range, out_shift)) return BP_ERR_UNSUPPORTED;
+  VkBufferViewCreateInfo vi = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                               .buffer = vkb_ptr(t->ptr)->block->buf,
+                               .format = VK_FORMAT_R16_UINT,
+                               .offset = base,
+                               .range = range};
+  return vkb_check(s->d->fn.vkCreateBufferView(s->d->dev, &vi, NULL, out_view),
+                   "vkCreateBufferView");
+}
+
+/* Whether the _convx variant reads bf16 x in place: no padding (the copy
+ * adds the border), r16ui texel buffers, its kernel (gemm, the _conv name
+ * plus "x") built, not turned off, and the whole tensor fits one view. */
+static bool bf16_in_place(vkb_stream_t *s, const bp_conv2d_args_t *a, const char *gemm) {
+  const char *on = vkb_host && vkb_host->getenv ? vkb_host->getenv("BACKPLANE_VK_CONV_BX") : NULL;
+  uint64_t base, range;
+  int32_t shift;
+  return a->x.dtype == BP_BF16 && a->pad_h == 0 && a->pad_w == 0 && s->d->caps.texel_r16 &&
+         !(on && strcmp(on, "0") == 0) && vkb_kernel_present(gemm) &&
+         bf16_span(s, &a->x, 0, &base, &range, &shift);
 }
 
 /* The padded copy's elements, rounded up to whole texels. */
@@ -163,7 +208,8 @@ static bp_status_t conv_source(vkb_stream_t *s, const bp_conv2d_args_t *a, const
   if (!pad_alloc) { /* no padding: x itself */
     out->sc = (int32_t)X->strides[1], out->sy = (int32_t)X->strides[2];
     out->sx = (int32_t)X->strides[3];
-    return vkb_texel_src_view(s, X, n * X->strides[0], &out->view, &out->shift);
+    return c->bx ? bf16_view(s, X, n * X->strides[0], &out->view, &out->shift)
+                 : vkb_texel_src_view(s, X, n * X->strides[0], &out->view, &out->shift);
   }
   int64_t Wp = c->W + 2 * a->pad_w;
   convpad_params_t p = {.x = vkb_tensor_addr(X) +
@@ -196,7 +242,7 @@ static bool implicit_wanted(vkb_stream_t *s, const bp_conv2d_args_t *a, const co
   if ((on && strcmp(on, "0") == 0) || !vkb_kernel_present(gemm)) return false;
   for (int i = 0; i < 4; i++)
     if (X->strides[i] < 0) return false;
-  if (!needs_copy(a)) return true;
+  if (!needs_copy(a, c)) return true;
   char pad[32];
   snprintf(pad, sizeof pad, "convpad_%s", vkb_dtype_tag(X->dtype));
   return vkb_kernel_present(pad) && (uint64_t)pad_elems(a, c) / 4 <= s->d->caps.max_texels &&
@@ -209,7 +255,7 @@ static bp_status_t conv_implicit(vkb_stream_t *s, const bp_conv2d_args_t *a, con
   vkb_alloc_t *pad_alloc = NULL;
   VkBufferView pad_view = VK_NULL_HANDLE;
   bp_status_t st = BP_OK;
-  if (needs_copy(a)) /* one copy, reused by every image (the stream orders it) */
+  if (needs_copy(a, c)) /* one copy, reused by every image (the stream orders it) */
     st = vkb_texel_scratch(s->d, (uint64_t)pad_elems(a, c) * 4, &pad_alloc, &pad_view);
   int64_t np = round_up(c->pq, bn);
   for (int64_t n = 0; n < c->N && st == BP_OK; n++) {
@@ -280,14 +326,17 @@ bp_status_t vkb_conv2d_texel(vkb_stream_t *s, const bp_conv2d_args_t *a) {
     return vkb_fail(BP_ERR_UNSUPPORTED, "vulkan: conv2d: grid beyond the device's limits");
   const char *dt = vkb_dtype_tag(a->x.dtype);
   char gemm[48];
-  snprintf(gemm, sizeof gemm, "gemmtex_%s_%s_conv", dt, t->name);
+  snprintf(gemm, sizeof gemm, "gemmtex_%s_%s_convx", dt, t->name);
+  c.bx = bf16_in_place(s, a, gemm);
+  if (!c.bx) gemm[strlen(gemm) - 1] = '\0'; /* the _conv variant */
   bool implicit = implicit_wanted(s, a, &c, gemm);
   if (!implicit) snprintf(gemm, sizeof gemm, "gemmtex_%s_%s", dt, t->name);
   vkb_log(BP_LOG_DEBUG, "conv2d %lldx%lld K%lld %lldx%lld g%lld: %s", (long long)c.C,
           (long long)c.H, (long long)c.K, (long long)c.R, (long long)c.S, (long long)c.groups,
-          !implicit       ? "im2col panels"
-          : needs_copy(a) ? "implicit GEMM on a padded copy"
-                          : "implicit GEMM on x in place");
+          !implicit           ? "im2col panels"
+          : needs_copy(a, &c) ? "implicit GEMM on a padded copy"
+          : c.bx              ? "implicit GEMM on bf16 x in place"
+                              : "implicit GEMM on x in place");
   vkb_alloc_t *wsc = NULL;
   VkBufferView wview = VK_NULL_HANDLE;
   bp_status_t st = vkb_texel_scratch(d, wbytes, &wsc, &wview);

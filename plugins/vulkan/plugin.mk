@@ -23,7 +23,7 @@ VK_VARIANTS := copy_b8 copy_b16 copy_b32 copy_b64 \
   $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_score_$(g)) attnsoftmax_f32 \
   $(foreach t,$(VK_FLOATS),$(foreach g,d32 d64 d128,attnflash_$(t)_$(g))) \
   $(foreach t,$(VK_FLOATS),convpad_$(t) $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_$(t)_$(g)_conv)) \
-  convpad_f32_tex \
+  convpad_f32_tex $(foreach g,$(VK_GEMMTEX_TILES),gemmtex_bf16_$(g)_convx) \
   $(foreach t,$(VK_FLOATS),convpack_$(t)) convpack_f32_tex eltwise_f32_tex gemmpack_f32_tex \
   $(foreach s,$(VK_CAST_TYPES),$(foreach d,$(VK_CAST_TYPES),cast_$(s)_$(d)))
 # The model ops of ABI 1.5 (plugins/vulkan/ops_model.c).

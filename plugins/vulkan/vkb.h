@@ -135,6 +135,8 @@ typedef struct vkb_caps {
   /* VK_KHR_push_descriptor and rgba32f storage texel buffers: the texel
    * GEMM path (gemmtex.comp) for CPU implementations */
   bool texel;
+  /* r16ui storage texel buffers: bf16 conv2d reads x in place (_convx) */
+  bool texel_r16;
   uint32_t max_texels; /* maxTexelBufferElements */
   uint32_t subgroup_size, shared_bytes, max_invocations;
   uint32_t max_groups[3];
