@@ -53,20 +53,16 @@ for t in test_ops_blas test_ops_dnn test_ops_norm test_ops_attention test_ops_el
   ran=$((ran + 1))
   "$here/$t" || failed=$((failed + 1))
 done
-# The gemm suite once more on each path: vendor BLAS forced, own kernels.
+# The gemm suite and the GEMM epilogues once more on each path: the vendor
+# BLAS forced (for epilogues: the call, then the epilogue pass on f32 /
+# f64), and the own kernels (which fuse the epilogue).
 for mode in 1 0; do
-  [ -x "$here/test_ops_blas" ] || break
-  echo "--- test_ops_blas ($blas_mode=$mode)"
-  ran=$((ran + 1))
-  env "$blas_mode=$mode" "$here/test_ops_blas" || failed=$((failed + 1))
-done
-# The GEMM epilogues on each path too: the vendor call then the epilogue
-# pass (f32, f64), and the own kernels that fuse it.
-for mode in 1 0; do
-  [ -x "$here/test_gemm_epilogue" ] || break
-  echo "--- test_gemm_epilogue ($blas_mode=$mode)"
-  ran=$((ran + 1))
-  env "$blas_mode=$mode" "$here/test_gemm_epilogue" || failed=$((failed + 1))
+  for t in test_ops_blas test_gemm_epilogue; do
+    [ -x "$here/$t" ] || continue
+    echo "--- $t ($blas_mode=$mode)"
+    ran=$((ran + 1))
+    env "$blas_mode=$mode" "$here/$t" || failed=$((failed + 1))
+  done
 done
 # The conv2d suite once more on each route: as GEMMs wherever the layout
 # allows (with scratch for three images' patches at most, so the image
