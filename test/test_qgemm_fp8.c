@@ -26,46 +26,9 @@
 #include <cmocka.h>
 
 #include "core/backplane.h"
+#include "test/quant_test_util.h"
 
 static bp_context_t *ctx;
-
-typedef struct dev {
-  bp_device_t *d;
-  bp_stream_t *s;
-} dev_t_;
-
-static dev_t_ open_dev(const char *name, bool no_fallback) {
-  dev_t_ v = {0};
-  bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = no_fallback};
-  assert_int_equal(bp_device_open(ctx, name, &cfg, &v.d), BP_OK);
-  assert_int_equal(bp_stream_create(v.d, &v.s), BP_OK);
-  return v;
-}
-
-static void close_dev(dev_t_ v) {
-  bp_stream_destroy(v.s);
-  bp_device_close(v.d);
-}
-
-static bp_buffer_t *buf(bp_device_t *d, const void *src, uint64_t bytes) {
-  bp_buffer_t *b;
-  assert_int_equal(bp_buffer_alloc(d, bytes, &b), BP_OK);
-  void *fill = malloc(bytes);
-  if (src)
-    memcpy(fill, src, bytes);
-  else
-    memset(fill, 0xAB, bytes);
-  assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
-  free(fill);
-  return b;
-}
-
-static bp_tensor_t ten(bp_buffer_t *b, bp_dtype_t dt, int rank, const int64_t *shape,
-                       const int64_t *strides) {
-  bp_tensor_t t;
-  assert_int_equal(bp_tensor_init(b, 0, dt, rank, shape, strides, &t), BP_OK);
-  return t;
-}
 
 #include "qgemm_fp8_ref.h"
 
@@ -165,7 +128,7 @@ static void test_pairs(void **state) {
       {3, 5, 3, 1, true, false, true, true, 0},
       {1, 64, 96, 33, false, true, false, true, 2},
   };
-  dev_t_ cpu = open_dev("cpu", true), ref = open_dev("cpu-ref", true);
+  dev_t_ cpu = open_dev(ctx, "cpu", true), ref = open_dev(ctx, "cpu-ref", true);
   for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
     for (int p = 0; p < 4; p++)
       for (int cd = 0; cd < 3; cd++) {
@@ -183,7 +146,7 @@ static void test_pairs(void **state) {
  * the bound. */
 static void test_all_codes(void **state) {
   (void)state;
-  dev_t_ cpu = open_dev("cpu", true), ref = open_dev("cpu-ref", true);
+  dev_t_ cpu = open_dev(ctx, "cpu", true), ref = open_dev(ctx, "cpu-ref", true);
   for (int side = 0; side < 2; side++)
     for (int p = 0; p < 4; p++) {
       bp_dtype_t adt = fmts[p & 1], bdt = fmts[p >> 1];
@@ -229,7 +192,7 @@ static void expect_fail(bp_status_t got, bp_status_t st, const char *text, bp_bu
 
 static void test_errors(void **state) {
   (void)state;
-  dev_t_ v = open_dev("cpu", true);
+  dev_t_ v = open_dev(ctx, "cpu", true);
   bp_buffer_t *b = buf(v.d, NULL, 4096), *bc = buf(v.d, NULL, 128);
   int64_t sh[2] = {4, 4}, st[2] = {4, 1};
   bp_tensor_t e4 = ten(b, BP_FP8_E4M3, 2, sh, st), e5 = ten(b, BP_FP8_E5M2, 2, sh, st);
@@ -253,7 +216,7 @@ static void test_errors(void **state) {
 static void test_i8only_refuses_fp8(void **state) {
   (void)state;
   for (int fb = 0; fb <= 1; fb++) {
-    dev_t_ v = open_dev("i8only", !fb);
+    dev_t_ v = open_dev(ctx, "i8only", !fb);
     uint8_t a[6] = {0x38, 0x40, 0xB8, 0x30, 0x00, 0x44},
             bm[6] = {0x3C, 0x40, 0x44, 0xBC, 0x38, 0x00};
     bp_buffer_t *ba = buf(v.d, a, 6), *bb = buf(v.d, bm, 6), *bc = buf(v.d, NULL, 16);

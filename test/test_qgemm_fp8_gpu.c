@@ -22,27 +22,8 @@
 #include <cmocka.h>
 
 #include "core/backplane.h"
+#include "test/quant_test_util.h"
 #include "test/gpu_paths.h"
-
-static bp_buffer_t *buf(bp_device_t *d, const void *src, uint64_t bytes) {
-  bp_buffer_t *b;
-  assert_int_equal(bp_buffer_alloc(d, bytes, &b), BP_OK);
-  void *fill = malloc(bytes);
-  if (src)
-    memcpy(fill, src, bytes);
-  else
-    memset(fill, 0xAB, bytes);
-  assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
-  free(fill);
-  return b;
-}
-
-static bp_tensor_t ten(bp_buffer_t *b, bp_dtype_t dt, int rank, const int64_t *shape,
-                       const int64_t *strides) {
-  bp_tensor_t t;
-  assert_int_equal(bp_tensor_init(b, 0, dt, rank, shape, strides, &t), BP_OK);
-  return t;
-}
 
 static bool claims(bp_device_t *d, bp_dtype_t dt) {
   bool yes = false;

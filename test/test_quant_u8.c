@@ -24,50 +24,9 @@
 #include <cmocka.h>
 
 #include "core/backplane.h"
+#include "test/quant_test_util.h"
 
 static bp_context_t *ctx;
-
-typedef struct dev {
-  bp_device_t *d;
-  bp_stream_t *s;
-} dev_t_;
-
-static dev_t_ open_dev(const char *name, bool no_fallback) {
-  dev_t_ v = {0};
-  bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = no_fallback};
-  assert_int_equal(bp_device_open(ctx, name, &cfg, &v.d), BP_OK);
-  assert_int_equal(bp_stream_create(v.d, &v.s), BP_OK);
-  return v;
-}
-
-static void close_dev(dev_t_ v) {
-  bp_stream_destroy(v.s);
-  bp_device_close(v.d);
-}
-
-static bp_buffer_t *buf(bp_device_t *d, const void *src, uint64_t bytes) {
-  bp_buffer_t *b;
-  assert_int_equal(bp_buffer_alloc(d, bytes, &b), BP_OK);
-  void *fill = malloc(bytes);
-  if (src)
-    memcpy(fill, src, bytes);
-  else
-    memset(fill, 0xAB, bytes);
-  assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
-  free(fill);
-  return b;
-}
-
-static bp_tensor_t ten(bp_buffer_t *b, bp_dtype_t dt, int rank, const int64_t *shape,
-                       const int64_t *strides) {
-  bp_tensor_t t;
-  assert_int_equal(bp_tensor_init(b, 0, dt, rank, shape, strides, &t), BP_OK);
-  return t;
-}
-
-static void read_into(bp_buffer_t *b, void *dst, uint64_t bytes) {
-  assert_int_equal(bp_buffer_read(b, 0, dst, bytes), BP_OK);
-}
 
 static uint64_t rng = 11;
 
@@ -142,7 +101,7 @@ static void test_qgemm_pairs(void **state) {
   static const char *const devs[] = {"cpu", "cpu-ref"};
   static const bp_dtype_t cdt[3] = {BP_I32, BP_F32, BP_I8};
   for (int d = 0; d < 2; d++) {
-    dev_t_ v = open_dev(devs[d], true);
+    dev_t_ v = open_dev(ctx, devs[d], true);
     for (int pair = 0; pair < 4; pair++)
       for (int c = 0; c < 3; c++) qgemm_pair(v, pair & 1, pair >> 1, cdt[c], (pair + c) % 2);
     close_dev(v);
@@ -165,7 +124,7 @@ static void test_quantize_u8(void **state) {
   const float scale[QROWS] = {1.0f, 0.5f};
   static const char *const devs[] = {"cpu", "cpu-ref"};
   for (int d = 0; d < 2; d++) {
-    dev_t_ v = open_dev(devs[d], true);
+    dev_t_ v = open_dev(ctx, devs[d], true);
     bp_buffer_t *bx = buf(v.d, x, sizeof x), *bs = buf(v.d, scale, sizeof scale);
     bp_buffer_t *bq = buf(v.d, NULL, sizeof want), *by = buf(v.d, NULL, sizeof x);
     int64_t sh[2] = {QROWS, QCOLS}, st[2] = {QCOLS, 1}, sst[2] = {1, 0};
@@ -206,7 +165,7 @@ static void expect_fail(bp_status_t got, bp_status_t st, const char *text, bp_bu
 
 static void test_errors(void **state) {
   (void)state;
-  dev_t_ v = open_dev("cpu", true);
+  dev_t_ v = open_dev(ctx, "cpu", true);
   bp_buffer_t *b = buf(v.d, NULL, 4096), *bc = buf(v.d, NULL, 128);
   int64_t sh[2] = {4, 4}, st[2] = {4, 1};
   bp_tensor_t u8 = ten(b, BP_U8, 2, sh, st), f32 = ten(b, BP_F32, 2, sh, st);
@@ -231,7 +190,7 @@ static void test_errors(void **state) {
 static void test_i8only_refuses_u8(void **state) {
   (void)state;
   for (int fb = 0; fb <= 1; fb++) {
-    dev_t_ v = open_dev("i8only", !fb);
+    dev_t_ v = open_dev(ctx, "i8only", !fb);
     uint8_t a[6] = {255, 1, 2, 200, 0, 7}, bm[6] = {3, 250, 4, 5, 255, 6};
     bp_buffer_t *ba = buf(v.d, a, 6), *bb = buf(v.d, bm, 6), *bc = buf(v.d, NULL, 16);
     int64_t ash[2] = {2, 3}, ast[2] = {3, 1}, bsh[2] = {3, 2}, bst[2] = {2, 1};
