@@ -18,6 +18,7 @@
  *    happen in the vectorised merge.
  */
 #include <immintrin.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -193,34 +194,35 @@ typedef struct amx_job {
   int64_t sam, sak, sbk, sbn, scm, scn;
   float alpha, beta;
   uint16_t *bpack; /* all 32-column panels of B, kp deep */
-  int64_t mparts;
-  int failed;
   const amx_ops_t *ops;
   amx_epi_t epi;
+  /* The split of the one pool run: B in pieces of AMX_PACK_PIECE panels,
+   * then tasks of rtask micro-panels x ptask B panels, each claimed from a
+   * shared counter by whichever worker is free. */
+  int64_t npanels, pieces, rtask, ptask, ncg, ntasks;
+  int64_t next_piece, pieces_done, next_task; /* atomics, zero per run */
+  int failed; /* a worker lacked scratch memory */
 } amx_job_t;
 
 static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge_bf16, 1};
 static const amx_ops_t amx_f16_ops = {cpu_fast_amx_f16_pack_a, cpu_fast_amx_f16_pack_b,
                                       amx_merge_f16, 4};
 
-static void amx_pack_b_task(void *ctx, int64_t begin, int64_t end,
-                            unsigned worker) {
-  amx_job_t *j = ctx;
-  (void)worker;
-  for (int64_t p = begin; p < end; p++) {
-    int64_t j0 = p * 32, cols = j->n - j0 < 32 ? j->n - j0 : 32;
-    j->ops->pack_b(j->b + j0 * j->sbn, j->sbk, j->sbn, cols, j->k, j->kp,
-                   j->bpack + p * 32 * j->kp);
-  }
-}
-
 /* Blocking: a 32 x AMX_KB A sub-panel (16 KiB) stays in L1 while B
  * sub-panels stream from L2; C accumulates in f32 in a workspace of
  * AMX_MB x AMX_NB micro-tiles (256 KiB) between k blocks. */
+#ifndef AMX_KB
 #define AMX_KB 256
+#endif
+#ifndef AMX_MB
 #define AMX_MB 8
+#endif
+#ifndef AMX_NB
 #define AMX_NB 8
+#endif
 #define AMX_WS_LD (AMX_NB * 32)
+#define AMX_PACK_PIECE 4       /* B panels per claim */
+#define AMX_TASKS_PER_WORKER 4 /* tasks per worker, for the dynamic split */
 
 /* Micro-panels [0, ni) of apack (rows r00 + 32 i) against B panels
  * [p0, p1), all of k, finishing in C. */
@@ -247,54 +249,98 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
   }
 }
 
-/* Rows [m0, m0 + mcnt): A packed in chunks of up to 8 MiB, each swept over
- * all of B block by block. */
-static void amx_rows(amx_job_t *j, int64_t m0, int64_t mcnt) {
-  int64_t kp = j->kp, npanels = (j->n + 31) / 32;
-  int64_t panel = 32 * kp; /* bf16 per packed panel */
-  int64_t mblk = ((int64_t)8 << 20) / (panel * 2);
-  mblk = mblk < AMX_MB ? AMX_MB : mblk / AMX_MB * AMX_MB;
+/* Rows [m0, m0 + mcnt) (at most AMX_MB micro-panels) against B panels
+ * [p0, p1): A packed once, then swept block by block. The tiles are
+ * configured by the caller (amx_worker). */
+static void amx_range(amx_job_t *j, int64_t m0, int64_t mcnt, int64_t p0, int64_t p1) {
+  int64_t kp = j->kp, panel = 32 * kp; /* bf16 per packed panel */
   int64_t mpanels = (mcnt + 31) / 32;
-  int64_t cap = mpanels < mblk ? mpanels : mblk;
-  uint16_t *apack = cpu_fast_scratch(0, (size_t)(cap * panel) * 2);
+  uint16_t *apack = cpu_fast_scratch(0, (size_t)(mpanels * panel) * 2);
   float *ws = cpu_fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
   if (!apack || !ws) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
-  for (int64_t ib = 0; ib < mpanels; ib += mblk) {
-    int64_t ie = ib + mblk < mpanels ? ib + mblk : mpanels;
-    for (int64_t i = ib; i < ie; i++) {
-      int64_t r0 = m0 + i * 32, rows = m0 + mcnt - r0 < 32 ? m0 + mcnt - r0 : 32;
-      j->ops->pack_a(j->a + r0 * j->sam, j->sam, j->sak, rows, j->k, kp,
-                     apack + (i - ib) * panel);
-    }
-    for (int64_t i0 = ib; i0 < ie; i0 += AMX_MB)
-      for (int64_t p0 = 0; p0 < npanels; p0 += AMX_NB)
-        amx_block(j, apack + (i0 - ib) * panel,
-                  (i0 + AMX_MB < ie ? i0 + AMX_MB : ie) - i0, m0 + i0 * 32,
-                  m0 + mcnt, p0, p0 + AMX_NB < npanels ? p0 + AMX_NB : npanels,
-                  ws);
+  for (int64_t i = 0; i < mpanels; i++) {
+    int64_t r0 = m0 + i * 32, rows = m0 + mcnt - r0 < 32 ? m0 + mcnt - r0 : 32;
+    j->ops->pack_a(j->a + r0 * j->sam, j->sam, j->sak, rows, j->k, kp, apack + i * panel);
   }
+  for (int64_t pb = p0; pb < p1; pb += AMX_NB)
+    amx_block(j, apack, mpanels, m0, m0 + mcnt, pb, pb + AMX_NB < p1 ? pb + AMX_NB : p1, ws);
+}
+
+/* Phase 1: pieces of B claimed from the shared counter and packed, then a
+ * wait until every piece is in (the only wait of the call: a worker that
+ * was preempted holds up the others by at most one piece). */
+static void amx_pack_b_phase(amx_job_t *j) {
+  for (;;) {
+    int64_t x = __atomic_fetch_add(&j->next_piece, 1, __ATOMIC_RELAXED);
+    if (x >= j->pieces) break;
+    int64_t p1 = (x + 1) * AMX_PACK_PIECE < j->npanels ? (x + 1) * AMX_PACK_PIECE : j->npanels;
+    for (int64_t p = x * AMX_PACK_PIECE; p < p1; p++) {
+      int64_t j0 = p * 32, cols = j->n - j0 < 32 ? j->n - j0 : 32;
+      j->ops->pack_b(j->b + j0 * j->sbn, j->sbk, j->sbn, cols, j->k, j->kp,
+                     j->bpack + p * 32 * j->kp);
+    }
+    __atomic_add_fetch(&j->pieces_done, 1, __ATOMIC_RELEASE);
+  }
+  /* spin, but yield now and then: on a loaded machine the worker we wait
+   * for may need this CPU */
+  for (unsigned spin = 1; __atomic_load_n(&j->pieces_done, __ATOMIC_ACQUIRE) < j->pieces; spin++) {
+    if (spin % 256 == 0)
+      sched_yield();
+    else
+      _mm_pause();
+  }
+}
+
+/* Phase 2: tasks (row part t / ncg x panel part t % ncg) claimed from the
+ * shared counter until none is left, so a worker that runs slower (shared
+ * CPU, preemption) simply takes fewer. */
+static void amx_compute_phase(amx_job_t *j) {
+  int64_t rows = j->rtask * 32;
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&j->next_task, 1, __ATOMIC_RELAXED);
+    if (t >= j->ntasks) break;
+    int64_t r0 = (t / j->ncg) * rows, p0 = (t % j->ncg) * j->ptask;
+    if (r0 >= j->m || p0 >= j->npanels) continue;
+    amx_range(j, r0, j->m - r0 < rows ? j->m - r0 : rows, p0,
+              p0 + j->ptask < j->npanels ? p0 + j->ptask : j->npanels);
+  }
+}
+
+/* Every worker of the one pool run of a job: both phases, the tiles
+ * configured once. */
+static void amx_worker(void *ctx, int64_t begin, int64_t end, unsigned worker) {
+  amx_job_t *j = ctx;
+  (void)begin, (void)end, (void)worker;
+  amx_pack_b_phase(j);
+  cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
+  amx_compute_phase(j);
   _tile_release();
 }
 
-static void amx_rows_task(void *ctx, int64_t begin, int64_t end,
-                          unsigned worker) {
-  amx_job_t *j = ctx;
-  (void)worker;
-  int64_t per = ((j->m + j->mparts - 1) / j->mparts + 31) / 32 * 32;
-  for (int64_t t = begin; t < end; t++) {
-    int64_t m0 = t * per;
-    if (m0 >= j->m) continue;
-    amx_rows(j, m0, j->m - m0 < per ? j->m - m0 : per);
-  }
+/* The task grid for `workers`: row tasks of up to AMX_MB micro-panels,
+ * small enough for about AMX_TASKS_PER_WORKER per worker; too few rows
+ * for that: the B panels split too. */
+static void amx_split(amx_job_t *j, int64_t workers) {
+  int64_t mpanels = (j->m + 31) / 32, want = workers * AMX_TASKS_PER_WORKER;
+  j->npanels = (j->n + 31) / 32;
+  j->pieces = (j->npanels + AMX_PACK_PIECE - 1) / AMX_PACK_PIECE;
+  j->rtask = (mpanels + want - 1) / want;
+  if (j->rtask > AMX_MB) j->rtask = AMX_MB;
+  int64_t rtasks = (mpanels + j->rtask - 1) / j->rtask;
+  j->ncg = workers > 1 && rtasks < want ? (want + rtasks - 1) / rtasks : 1;
+  if (j->ncg > j->npanels) j->ncg = j->npanels;
+  j->ptask = (j->npanels + j->ncg - 1) / j->ncg;
+  j->ncg = (j->npanels + j->ptask - 1) / j->ptask;
+  j->ntasks = rtasks * j->ncg;
+  j->next_piece = j->pieces_done = j->next_task = 0;
 }
 
-/* One batch entry, C row-major (scn == 1) or any strides (scalar merge).
- * Returns false when scratch memory could not be had before C was
- * touched. */
+/* One batch entry, C row-major (scn == 1) or any strides (scalar merge):
+ * one pool run packs B and then computes the rows. Returns false when
+ * scratch memory for B could not be had (nothing written). */
 static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   int64_t npanels = (j->n + 31) / 32;
   j->bpack = cpu_fast_scratch(2, (size_t)(npanels * 32 * j->kp) * 2);
@@ -302,18 +348,11 @@ static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)j->m * (double)j->n * (double)(j->k * j->ops->kmul);
   bool par = threads > 1 && flops >= 8e6;
+  amx_split(j, par ? threads : 1);
   if (par)
-    cpu_pool_run(dev->pool, npanels, 1, amx_pack_b_task, j);
+    cpu_pool_run(dev->pool, threads, 1, amx_worker, j);
   else
-    amx_pack_b_task(j, 0, npanels, 0);
-  /* Threads split the rows; a worker that cannot get scratch memory marks
-   * the job failed, which the caller reports as out of memory. */
-  int64_t mpanels = (j->m + 31) / 32;
-  j->mparts = par ? (mpanels < threads ? mpanels : threads) : 1;
-  if (j->mparts > 1)
-    cpu_pool_run(dev->pool, j->mparts, 1, amx_rows_task, j);
-  else
-    amx_rows(j, 0, j->m);
+    amx_worker(j, 0, 1, 0);
   return true;
 }
 
@@ -343,12 +382,15 @@ bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *g) {
   char *pc = (char *)(uintptr_t)g->c.ptr + g->c.offset;
   const int64_t *sa = g->a.strides, *sb = g->b.strides, *sc = g->c.strides;
   for (int64_t b = 0; b < batch; b++) {
-    amx_job_t j = {(const uint16_t *)(pa + 2 * b * sa[0]),
-                   (const uint16_t *)(pb + 2 * b * sb[0]),
-                   (uint16_t *)(pc + 2 * b * sc[0]),
-                   m, n, k, (k * ops->kmul + AMX_KC - 1) / AMX_KC * AMX_KC,
-                   sa[1], sa[2], sb[1], sb[2], sc[1], sc[2],
-                   (float)g->alpha, (float)g->beta, NULL, 1, 0, ops, amx_epi_of(g, b)};
+    amx_job_t j = {.a = (const uint16_t *)(pa + 2 * b * sa[0]),
+                   .b = (const uint16_t *)(pb + 2 * b * sb[0]),
+                   .c = (uint16_t *)(pc + 2 * b * sc[0]),
+                   .m = m, .n = n, .k = k,
+                   .kp = (k * ops->kmul + AMX_KC - 1) / AMX_KC * AMX_KC,
+                   .sam = sa[1], .sak = sa[2], .sbk = sb[1], .sbn = sb[2],
+                   .scm = sc[1], .scn = sc[2],
+                   .alpha = (float)g->alpha, .beta = (float)g->beta,
+                   .ops = ops, .epi = amx_epi_of(g, b)};
     /* Column-major C: compute C^T = B^T A^T so the merge runs along rows. */
     if (j.scn != 1 && j.scm == 1) {
       amx_job_t t = j;
