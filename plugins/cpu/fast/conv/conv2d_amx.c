@@ -267,6 +267,27 @@ typedef struct padcopy {
   int64_t C, Hp, Wp;
 } padcopy_t;
 
+/* Lanes [lo, hi) of a 32-lane mask, clipped to [0, 32). */
+static inline __mmask32 lane_range(int64_t lo, int64_t hi) {
+  lo = lo < 0 ? 0 : lo, hi = hi > 32 ? 32 : hi;
+  if (hi <= lo) return 0;
+  uint32_t up = hi == 32 ? 0xffffffffu : (1u << hi) - 1;
+  return (__mmask32)(up & ~((1u << lo) - 1));
+}
+
+/* Padded row d (Wp values) from the unit-stride row r of W values, pw
+ * zeros before: 32 lanes at a time, the row read with a mask (lanes off
+ * it are not read, so reading "before" r cannot fault), the zeros coming
+ * from the masked-off lanes. A short row is one masked load and store,
+ * not three library calls. */
+static inline void pad_row_unit(uint16_t *d, const uint16_t *r, int64_t W, int64_t pw,
+                                int64_t Wp) {
+  for (int64_t q = 0; q < Wp; q += 32) {
+    __m512i v = _mm512_maskz_loadu_epi16(lane_range(pw - q, pw + W - q), r + q - pw);
+    _mm512_mask_storeu_epi16(d + q, lane_range(0, Wp - q), v);
+  }
+}
+
 /* Planes t = (image, channel) of x copied into Hp x Wp zero-padded planes. */
 static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
@@ -275,22 +296,24 @@ static void pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   const int64_t *xs = x->strides;
   const uint16_t *px = cpu_tensor_base(x);
   int64_t H = x->shape[2], W = x->shape[3], ph = p->a->pad_h, pw = p->a->pad_w;
+  /* rows [h0, h1) of a padded plane hold x's rows; W + pw > Wp only when
+   * the taps never reach x's last columns */
+  int64_t h0 = ph < p->Hp ? ph : p->Hp, h1 = H + ph < p->Hp ? H + ph : p->Hp;
+  int64_t w1 = W + pw < p->Wp ? W + pw : p->Wp;
   for (int64_t t = begin; t < end; t++) {
     const uint16_t *xc = px + (t / p->C) * xs[0] + (t % p->C) * xs[1];
     uint16_t *d = p->dst + t * p->Hp * p->Wp;
-    for (int64_t h = 0; h < p->Hp; h++, d += p->Wp) {
-      int64_t ih = h - ph, w1 = W + pw < p->Wp ? W + pw : p->Wp;
-      if (ih < 0 || ih >= H) {
-        memset(d, 0, (size_t)p->Wp * 2);
+    memset(d, 0, (size_t)(h0 * p->Wp) * 2);
+    memset(d + h1 * p->Wp, 0, (size_t)((p->Hp - h1) * p->Wp) * 2);
+    for (int64_t h = h0; h < h1; h++) {
+      const uint16_t *r = xc + (h - ph) * xs[2];
+      uint16_t *row = d + h * p->Wp;
+      if (xs[3] == 1) {
+        pad_row_unit(row, r, w1 - pw, pw, p->Wp);
         continue;
       }
-      const uint16_t *r = xc + ih * xs[2];
-      memset(d, 0, (size_t)pw * 2);
-      if (xs[3] == 1)
-        memcpy(d + pw, r, (size_t)(w1 - pw) * 2);
-      else
-        for (int64_t w = pw; w < w1; w++) d[w] = r[(w - pw) * xs[3]];
-      memset(d + w1, 0, (size_t)(p->Wp - w1) * 2);
+      memset(row, 0, (size_t)p->Wp * 2);
+      for (int64_t w = pw; w < w1; w++) row[w] = r[(w - pw) * xs[3]];
     }
   }
 }
