@@ -31,8 +31,12 @@ $(CPU_FAST_DIR)/vec_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/conv/conv2d_dw_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 $(CPU_FAST_DIR)/conv/conv2d_dw_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
+# f32 conv2d's direct route: output channels along the vector (AVX-512).
+$(CPU_FAST_DIR)/conv/conv2d_direct_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 # bf16 conv2d as an implicit GEMM on AMX tiles (stride 1).
 $(CPU_FAST_DIR)/conv/conv2d_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
+  -mavx512bf16 -mamx-tile -mamx-bf16
+$(CPU_FAST_DIR)/conv/conv2d_amx_pairs.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
   -mavx512bf16 -mamx-tile -mamx-bf16
 # Vectorised f32 panel packing (fast/gemm/gemm_pack_*.c).
 $(CPU_FAST_DIR)/gemm/gemm_pack_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)

@@ -445,6 +445,12 @@ static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
     return conv_depthwise(dev, a, kr, vk, bias);
   bool unit = w->shape[2] == 1 && w->shape[3] == 1 && a->stride_h == 1 && a->stride_w == 1 &&
               a->pad_h == 0 && a->pad_w == 0;
+  /* AVX-512: the direct route (fast/conv/conv2d_direct.c) where it takes
+   * the layer */
+  if (kr == &cpu_fast_sgemm_avx512) {
+    bp_status_t st = cpu_fast_conv2d_direct(dev, a, bias);
+    if (st != BP_ERR_UNIMPLEMENTED) return st;
+  }
   /* 1x1 over dense planes is read in place by conv_implicit's direct path
    * where the kernel has one; a batched GEMM otherwise */
   if (unit && G == 1 && x->strides[3] == 1 && !kr->ukr_offs &&

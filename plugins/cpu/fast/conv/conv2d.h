@@ -101,6 +101,33 @@ CPU_HIDDEN extern const cpu_fast_ukr_offs_fn cpu_fast_conv_ukr_offs4_avx2;
 CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix4_avx2;
 CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix6_avx2;
 
+/* ---- the direct route (f32, AVX-512): fast/conv/conv2d_direct.c ---- */
+
+#define DC_NP 14 /* pixels per tile of the direct kernel (2 x 14 accumulators) */
+
+/* One segment of an output row for up to 32 output channels: npix pixels,
+ * pixel p's input at x + p * sw (tap (0, 0) of channel 0), tap t at
+ * + off[t], channel c at + c * sxc; w the channels' packed weights,
+ * w[(c * rs + t) * 32 + k] (64-byte aligned, zero past nk); y the first
+ * channel's first pixel, channel k at + k * syk; bias nk floats or NULL;
+ * pf the next segment's input (its lines are prefetched; never NULL). */
+typedef struct dconv_seg {
+  const float *x, *w, *bias, *pf;
+  float *y;
+  const int64_t *off;
+  int64_t cg, rs, sxc, syk, sw, npix;
+  int nk;
+} dconv_seg_t;
+
+/* The segment on AVX-512 (fast/conv/conv2d_direct_avx512.c). */
+CPU_HIDDEN void cpu_fast_conv_dseg_avx512(const dconv_seg_t *s);
+
+/* f32 conv2d on the direct route (AVX-512 CPUs): BP_ERR_UNIMPLEMENTED,
+ * having written nothing, for layers it does not take (depthwise, fewer
+ * than 16 output channels per group, scratch not to be had). */
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                              const float *bias);
+
 /* bf16 conv2d on AMX tiles (fast/conv/conv2d_bf16.c): x, w, y bf16 with
  * dense output planes, bias widened to K floats or NULL. Call only when
  * cpu_fast_conv_amx_ok(dev). */
@@ -115,5 +142,13 @@ CPU_HIDDEN bp_status_t cpu_fast_conv2d_bf16(cpu_device_t *dev, const bp_conv2d_a
 CPU_HIDDEN bool cpu_fast_conv_amx_direct_ok(const bp_conv2d_args_t *a);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_amx(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                            const float *bias);
+
+/* The same layers with the input transposed once per run of pixel blocks
+ * into channel pairs that the tiles read in place, for every tap
+ * (fast/conv/conv2d_amx_pairs.c): those of cpu_fast_conv_amx_direct_ok()
+ * that cpu_fast_conv_amx_pairs_ok() also accepts; same contract. */
+CPU_HIDDEN bool cpu_fast_conv_amx_pairs_ok(const bp_conv2d_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_amx_pairs(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                                 const float *bias);
 
 #endif /* BACKPLANE_CPU_FAST_CONV2D_H */

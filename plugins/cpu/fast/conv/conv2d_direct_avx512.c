@@ -1,0 +1,156 @@
+/*
+ * fast/conv/conv2d_direct_avx512.c — the direct route's micro-kernel (AVX-512,
+ * fast.mk): one segment of an output row for 32 output channels (or 16),
+ * output channels along the vector. Each tile is 2 x 16 channels by up to
+ * DC_NP pixels of one row, 28 zmm accumulators; per (c, r, s) step it loads
+ * the 32 packed weights (two vectors) and broadcasts each pixel's input
+ * value from the image row, so nothing is gathered into a patch matrix and
+ * any stride reads in place. The tile is transposed (16 x 16 in registers)
+ * on its single store into y's NCHW rows. Called by fast/conv/conv2d_direct.c
+ * only after the CPUID check.
+ */
+#include <immintrin.h>
+
+#include "conv2d.h"
+
+/* Transposes 16 rows of 16 floats in place: r[i] lane j -> r[j] lane i. */
+static inline __attribute__((always_inline)) void tr16(__m512 r[16]) {
+  __m512 t[16];
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  /* r[4q + s]: per 128-bit lane L, column 4L + s of rows 4q..4q+3 */
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 4) {
+    __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 2]);
+    __m512d c = _mm512_castps_pd(t[i + 1]), d = _mm512_castps_pd(t[i + 3]);
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+  }
+  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
+  }
+}
+
+#define DC_PF_STEPS 64 /* (c, r, s) steps of input prefetched ahead */
+
+static inline __mmask16 lanes(int64_t n) {
+  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+
+/* NP accumulators (pixels) of 16 channels, transposed and stored: channel
+ * ch's NP pixels at y + ch * syk, for the first nk channels. */
+static inline __attribute__((always_inline)) void store_t(const __m512 *acc, const int NP,
+                                                          float *y, int64_t syk, int nk) {
+  __m512 r[16];
+  _Pragma("GCC unroll 16") for (int p = 0; p < 16; p++) r[p] =
+      p < NP ? acc[p] : _mm512_setzero_ps();
+  tr16(r);
+  __mmask16 m = lanes(NP);
+  if (nk >= 16) {
+    _Pragma("GCC unroll 16") for (int ch = 0; ch < 16; ch++)
+        _mm512_mask_storeu_ps(y + ch * syk, m, r[ch]);
+  } else
+    for (int ch = 0; ch < nk; ch++) _mm512_mask_storeu_ps(y + ch * syk, m, r[ch]);
+}
+
+/* One tile: NP pixels from x (pixel p's input at x + p * sw, per tap
+ * x + off[t], per channel + sxc) times KB x 16 channels of packed weights
+ * (32 floats per (c, r, s) step), all of C·R·S, then stored at y. pf is the
+ * next tile's input: its lines are fetched while this one computes (1x1
+ * layers read the image from memory, a plane apart per channel, more
+ * streams than the prefetchers follow). */
+static inline __attribute__((always_inline)) void tile(const dconv_seg_t *s, const float *x,
+                                                       const float *pf, float *y, const int NP,
+                                                       const int64_t SW, const int KB) {
+  __m512 a0[DC_NP], a1[DC_NP];
+  __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+  if (s->bias) {
+    b0 = _mm512_maskz_loadu_ps(lanes(s->nk), s->bias);
+    if (KB == 2) b1 = _mm512_maskz_loadu_ps(lanes(s->nk - 16), s->bias + 16);
+  }
+  _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) a0[p] = b0, a1[p] = b1;
+  const float *wp = s->w;
+  const int64_t *off = s->off;
+  int64_t rs = s->rs, sxc = s->sxc, last = (NP - 1) * SW;
+  /* the input is fetched ahead channels at least DC_PF_STEPS steps ahead:
+   * its lines lie a plane apart (more streams than the prefetchers follow)
+   * and a 1x1 layer reads them from memory; past the last channel, the
+   * next tile's */
+  int64_t ahead = (DC_PF_STEPS + rs - 1) / rs, cg = s->cg;
+  for (int64_t c = 0; c < cg; c++) {
+    const float *xc = x + c * sxc;
+    const float *pc = c + ahead < cg ? xc + ahead * sxc : pf + (c + ahead - cg) * sxc;
+    for (int64_t t = 0; t < rs; t++) {
+      const float *xo = xc + off[t];
+      __m512 w0 = _mm512_load_ps(wp), w1 = _mm512_setzero_ps();
+      if (KB == 2) w1 = _mm512_load_ps(wp + 16);
+      _mm_prefetch((const char *)(wp + 8 * 32), _MM_HINT_T0);
+      _mm_prefetch((const char *)(wp + 8 * 32 + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(pc + off[t]), _MM_HINT_T0);
+      _mm_prefetch((const char *)(pc + off[t] + last), _MM_HINT_T0);
+      wp += 32;
+      _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) {
+        __m512 v = _mm512_set1_ps(xo[p * SW]);
+        a0[p] = _mm512_fmadd_ps(w0, v, a0[p]);
+        if (KB == 2) a1[p] = _mm512_fmadd_ps(w1, v, a1[p]);
+      }
+    }
+  }
+  store_t(a0, NP, y, s->syk, s->nk < 16 ? s->nk : 16);
+  if (KB == 2) store_t(a1, NP, y + 16 * s->syk, s->syk, s->nk - 16);
+}
+
+/* The segment cut into tiles as even as DC_NP allows (30 pixels: 10 + 10 +
+ * 10, not 14 + 14 + 2: a narrow tile spends its loads on few FMAs). */
+static inline __attribute__((always_inline)) void seg(const dconv_seg_t *s, const int64_t SW,
+                                                      const int KB) {
+  int64_t n = s->npix, tiles = (n + DC_NP - 1) / DC_NP, base = n / tiles, wide = n % tiles;
+  const float *x = s->x;
+  float *y = s->y;
+  for (int64_t i = 0; i < tiles; i++) {
+    int np = (int)(base + (i < wide));
+    const float *pf = i + 1 < tiles ? x + np * SW : s->pf;
+    switch (np) {
+#define DC_CASE(N)                   \
+  case N:                            \
+    tile(s, x, pf, y, N, SW, KB);    \
+    break;
+      DC_CASE(1) DC_CASE(2) DC_CASE(3) DC_CASE(4) DC_CASE(5) DC_CASE(6) DC_CASE(7)
+      DC_CASE(8) DC_CASE(9) DC_CASE(10) DC_CASE(11) DC_CASE(12) DC_CASE(13) DC_CASE(14)
+#undef DC_CASE
+      default:
+        break;
+    }
+    x += np * SW;
+    y += np;
+  }
+}
+
+static void seg_s1k2(const dconv_seg_t *s) { seg(s, 1, 2); }
+static void seg_s1k1(const dconv_seg_t *s) { seg(s, 1, 1); }
+static void seg_s2k2(const dconv_seg_t *s) { seg(s, 2, 2); }
+static void seg_s2k1(const dconv_seg_t *s) { seg(s, 2, 1); }
+static void seg_snk2(const dconv_seg_t *s) { seg(s, s->sw, 2); }
+static void seg_snk1(const dconv_seg_t *s) { seg(s, s->sw, 1); }
+
+void cpu_fast_conv_dseg_avx512(const dconv_seg_t *s) {
+  bool two = s->nk > 16;
+  if (s->sw == 1)
+    two ? seg_s1k2(s) : seg_s1k1(s);
+  else if (s->sw == 2)
+    two ? seg_s2k2(s) : seg_s2k1(s);
+  else
+    two ? seg_snk2(s) : seg_snk1(s);
+}
