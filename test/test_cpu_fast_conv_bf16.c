@@ -4,7 +4,8 @@
  * (ref_dnn.c, double accumulation, one rounding), both linked straight from
  * the plugin's objects so thread counts can be forced. Shapes: strides,
  * padding, dilation, groups, odd channel counts, bias (f32 and bf16),
- * 1x1 read in place, a strided x. Tolerance: the bf16 rounding of the
+ * 1x1 read in place, a strided x; the stride-1 implicit GEMMs of
+ * conv2d_amx.c and (1x1) conv2d_amx_pairs.c. Tolerance: the bf16 rounding of the
  * result (2^-8 relative) and of the bias (prefilled as bf16), as the
  * products of bf16 values are exact in the f32 accumulators.
  */
@@ -122,6 +123,11 @@ static const bcase_t cases[] = {
     {2, 64, 10, 10, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2, 1, 0},   /* groups of 32, filter in place */
     {3, 48, 5, 6, 40, 3, 3, 1, 1, 2, 1, 1, 2, 1, 1, 2},     /* Q < pitch, wide-grid gaps */
     {1, 37, 3, 40, 33, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 0},    /* one output row, k tail */
+    /* 1x1 through the row blocks of conv2d_amx_pairs.c */
+    {1, 256, 20, 20, 640, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0}, /* filter in place (> 256 KiB) */
+    {3, 40, 9, 12, 36, 1, 1, 1, 1, 1, 2, 1, 1, 1, 2, 0},    /* padded: zero rows and columns */
+    {2, 66, 7, 9, 48, 1, 1, 1, 1, 0, 0, 1, 1, 2, 1, 4},     /* groups of 33: a zero pair, wide rows */
+    {1, 96, 33, 33, 70, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0},   /* runs of blocks, a short last one */
 };
 
 static void test_conv_bf16(void **state) {

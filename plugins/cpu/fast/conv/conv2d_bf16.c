@@ -2,9 +2,10 @@
  * fast/conv/conv2d_bf16.c — bf16 conv2d (NCHW) on the AMX-BF16 tiles, f32
  * accumulation, one rounding to bf16 per output.
  *
- * Stride-1 layers (cpu_fast_conv_amx_direct_ok) go to the implicit GEMM of
- * fast/conv/conv2d_amx.c; the others (strides, depthwise, groups of fewer
- * than 16 output channels) run here:
+ * Stride-1 layers (cpu_fast_conv_amx_direct_ok) go to an implicit GEMM:
+ * 1x1 to fast/conv/conv2d_amx_pairs.c (cpu_fast_conv_amx_pairs_ok), the
+ * others to fast/conv/conv2d_amx.c; the rest (strides, depthwise, groups
+ * of fewer than 16 output channels) run here:
  * Y[n][group] = W[group] · im2col(X[n][group]) as one bf16 GEMM per group,
  * batched over the images, run by fast/gemm's AMX driver (cpu_fast_gemm:
  * it packs the filter into VNNI pairs and the image columns into tiles,
@@ -213,7 +214,9 @@ static bp_status_t gemm_groups(cpu_device_t *dev, const bconv_t *j, const uint16
 }
 
 bp_status_t cpu_fast_conv2d_bf16(cpu_device_t *dev, const bp_conv2d_args_t *a, const float *bias) {
-  if (cpu_fast_conv_amx_direct_ok(a)) return cpu_fast_conv2d_amx(dev, a, bias);
+  if (cpu_fast_conv_amx_direct_ok(a))
+    return cpu_fast_conv_amx_pairs_ok(a) ? cpu_fast_conv2d_amx_pairs(dev, a, bias)
+                                         : cpu_fast_conv2d_amx(dev, a, bias);
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   bconv_t j = {a,           cpu_tensor_base(x), NULL,        cpu_tensor_base(y), bias,
                x->shape[1], x->shape[2],        x->shape[3], y->shape[1],        y->shape[2],
