@@ -161,6 +161,10 @@ CPU_HIDDEN bp_status_t cpu_fast_gemm_skinny_f32(cpu_device_t *dev, const bp_gemm
  * checked the CPU features (AMX-BF16, AVX-512 BW / VL) and
  * cpu_amx_request(). */
 CPU_HIDDEN bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *a);
+/* Bytes of packed A per row group of cpu_fast_gemm_amx (whole groups of
+ * its row tasks; 0: the default, 32 MiB); tests set it to reach several
+ * groups with small problems. */
+CPU_HIDDEN extern int64_t cpu_fast_gemm_amx_group_bytes;
 /* Whether cpu_fast_gemm_amx applies a's epilogue (bias in C's dtype, a
  * known activation) in its merge, rounding each value of C once. */
 CPU_HIDDEN bool cpu_fast_gemm_amx_epilogue_ok(const bp_gemm_args_t *a);

@@ -36,15 +36,15 @@
 
 
 /* w[32][ld] (+)= A panel (32 rows) x B panel (32 cols) over kchunks k
- * chunks; first == true starts from zero instead of loading w. */
+ * chunks; first == true starts from zero instead of loading w. pfl lines
+ * from pf on are prefetched into L2 per chunk: tile loads do not wake the
+ * hardware prefetchers, and a B sub-panel met first from L3 would stall
+ * the tiles on every line. */
 static void amx_ukr(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
-                    float *w, int64_t ld, bool first) {
+                    float *w, int64_t ld, bool first, const char *pf, int64_t pfl) {
   cpu_amx_acc_start(w, ld, first);
   for (int64_t c = 0; c < kchunks; c++) {
-    /* B streams from L2 and tile loads do not wake the prefetchers: ask for
-     * the next chunk now (the A panel is already in L1). */
-    const char *next = (const char *)(bp + AMX_PANEL);
-    for (int l = 0; l < 2 * AMX_PANEL; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
+    for (int64_t l = 0; l < pfl; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
     _tile_loadd(4, ap, 64);
     _tile_loadd(5, ap + 512, 64);
     _tile_loadd(6, bp, 64);
@@ -193,13 +193,15 @@ typedef struct amx_job {
   int64_t m, n, k, kp;
   int64_t sam, sak, sbk, sbn, scm, scn;
   float alpha, beta;
-  uint16_t *bpack; /* all 32-column panels of B, kp deep */
   const amx_ops_t *ops;
   amx_epi_t epi;
-  /* The split of the one pool run: B in pieces of AMX_PACK_PIECE panels,
-   * then tasks of rtask micro-panels x ptask B panels, each claimed from a
-   * shared counter by whichever worker is free. */
-  int64_t npanels, pieces, rtask, ptask, ncg, ntasks;
+  uint16_t *bpack; /* all 32-column panels of B, kp deep */
+  uint16_t *apack; /* the row group's 32-row micro-panels of A, kp deep */
+  /* One pool run per row group [g0, g0 + gcnt): the workers pack pieces of
+   * AMX_PACK_PIECE panels (B's, in the first group only, then the group's
+   * A) claimed from a shared counter, wait for all, then claim tasks of
+   * rtask micro-panels x ptask B panels from a second counter. */
+  int64_t g0, gcnt, npanels, bpieces, pieces, rtask, ptask, ncg, ntasks;
   int64_t next_piece, pieces_done, next_task; /* atomics, zero per run */
   int failed; /* a worker lacked scratch memory */
 } amx_job_t;
@@ -210,16 +212,12 @@ static const amx_ops_t amx_f16_ops = {cpu_fast_amx_f16_pack_a, cpu_fast_amx_f16_
 
 /* Blocking: a 32 x AMX_KB A sub-panel (16 KiB) stays in L1 while B
  * sub-panels stream from L2; C accumulates in f32 in a workspace of
- * AMX_MB x AMX_NB micro-tiles (256 KiB) between k blocks. */
-#ifndef AMX_KB
+ * AMX_MB x AMX_NB micro-tiles (256 KiB) between k blocks. A task's A
+ * (AMX_MB micro-panels, all of k) is read from L2 for every block of B
+ * panels, so each B panel is read from memory once per AMX_MB * 32 rows. */
 #define AMX_KB 256
-#endif
-#ifndef AMX_MB
 #define AMX_MB 8
-#endif
-#ifndef AMX_NB
 #define AMX_NB 8
-#endif
 #define AMX_WS_LD (AMX_NB * 32)
 #define AMX_PACK_PIECE 4       /* B panels per claim */
 #define AMX_TASKS_PER_WORKER 4 /* tasks per worker, for the dynamic split */
@@ -237,8 +235,17 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
       int64_t r0 = r00 + i * 32, rows = m_end - r0 < 32 ? m_end - r0 : 32;
       for (int64_t p = p0; p < p1; p++) {
         float *w = ws + i * 32 * AMX_WS_LD + (p - p0) * 32;
-        amx_ukr(kb / AMX_KC, apack + i * panel + k0 * 32,
-                j->bpack + p * panel + k0 * 32, w, AMX_WS_LD, first);
+        /* the B sub-panel that takes this one's place next (the next k
+         * block, or after the last one the next block of panels), a slice
+         * per row panel */
+        const uint16_t *nb = !last ? j->bpack + p * panel + (k0 + kb) * 32
+                             : p + (p1 - p0) < j->npanels ? j->bpack + (p + p1 - p0) * panel
+                                                           : NULL;
+        int64_t nk = last ? kp : kp - k0 - kb, nkb = nk < AMX_KB ? nk : AMX_KB;
+        int64_t bytes = nkb * 64 / ni, chunks = kb / AMX_KC;
+        int64_t pfl = nb ? (bytes / 64 + chunks - 1) / chunks : 0;
+        amx_ukr(chunks, apack + i * panel + k0 * 32, j->bpack + p * panel + k0 * 32, w,
+                AMX_WS_LD, first, nb ? (const char *)nb + i * bytes : NULL, pfl);
         if (!last) continue;
         int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
         const uint16_t *bias = j->epi.bias ? j->epi.bias + r0 * j->epi.sbm + c0 * j->epi.sbn : NULL;
@@ -249,39 +256,47 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
   }
 }
 
-/* Rows [m0, m0 + mcnt) (at most AMX_MB micro-panels) against B panels
- * [p0, p1): A packed once, then swept block by block. The tiles are
- * configured by the caller (amx_worker). */
-static void amx_range(amx_job_t *j, int64_t m0, int64_t mcnt, int64_t p0, int64_t p1) {
-  int64_t kp = j->kp, panel = 32 * kp; /* bf16 per packed panel */
-  int64_t mpanels = (mcnt + 31) / 32;
-  uint16_t *apack = cpu_fast_scratch(0, (size_t)(mpanels * panel) * 2);
+/* Micro-panels [i0, i0 + ni) of the row group (at most AMX_MB) against
+ * B panels [p0, p1), block by block. The tiles are configured by the
+ * caller (amx_worker). */
+static void amx_range(amx_job_t *j, int64_t i0, int64_t ni, int64_t p0, int64_t p1) {
   float *ws = cpu_fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
-  if (!apack || !ws) {
+  if (!ws) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  for (int64_t i = 0; i < mpanels; i++) {
-    int64_t r0 = m0 + i * 32, rows = m0 + mcnt - r0 < 32 ? m0 + mcnt - r0 : 32;
-    j->ops->pack_a(j->a + r0 * j->sam, j->sam, j->sak, rows, j->k, kp, apack + i * panel);
-  }
+  const uint16_t *ap = j->apack + i0 * 32 * j->kp;
   for (int64_t pb = p0; pb < p1; pb += AMX_NB)
-    amx_block(j, apack, mpanels, m0, m0 + mcnt, pb, pb + AMX_NB < p1 ? pb + AMX_NB : p1, ws);
+    amx_block(j, ap, ni, j->g0 + i0 * 32, j->g0 + j->gcnt, pb,
+              pb + AMX_NB < p1 ? pb + AMX_NB : p1, ws);
 }
 
-/* Phase 1: pieces of B claimed from the shared counter and packed, then a
- * wait until every piece is in (the only wait of the call: a worker that
- * was preempted holds up the others by at most one piece). */
-static void amx_pack_b_phase(amx_job_t *j) {
+/* Piece x of phase 1: AMX_PACK_PIECE panels of B (the first bpieces) or
+ * of the row group's A. */
+static void amx_pack_piece(amx_job_t *j, int64_t x) {
+  bool isb = x < j->bpieces;
+  int64_t p0 = (isb ? x : x - j->bpieces) * AMX_PACK_PIECE;
+  int64_t cnt = isb ? j->n : j->gcnt, end = (cnt + 31) / 32;
+  if (p0 + AMX_PACK_PIECE < end) end = p0 + AMX_PACK_PIECE;
+  for (int64_t p = p0; p < end; p++) {
+    int64_t e0 = p * 32, w = cnt - e0 < 32 ? cnt - e0 : 32;
+    if (isb)
+      j->ops->pack_b(j->b + e0 * j->sbn, j->sbk, j->sbn, w, j->k, j->kp,
+                     j->bpack + p * 32 * j->kp);
+    else
+      j->ops->pack_a(j->a + (j->g0 + e0) * j->sam, j->sam, j->sak, w, j->k, j->kp,
+                     j->apack + p * 32 * j->kp);
+  }
+}
+
+/* Phase 1: pieces claimed from the shared counter and packed, then a wait
+ * until every piece is in (the only wait of the run: a worker that was
+ * preempted holds up the others by at most one piece). */
+static void amx_pack_phase(amx_job_t *j) {
   for (;;) {
     int64_t x = __atomic_fetch_add(&j->next_piece, 1, __ATOMIC_RELAXED);
     if (x >= j->pieces) break;
-    int64_t p1 = (x + 1) * AMX_PACK_PIECE < j->npanels ? (x + 1) * AMX_PACK_PIECE : j->npanels;
-    for (int64_t p = x * AMX_PACK_PIECE; p < p1; p++) {
-      int64_t j0 = p * 32, cols = j->n - j0 < 32 ? j->n - j0 : 32;
-      j->ops->pack_b(j->b + j0 * j->sbn, j->sbk, j->sbn, cols, j->k, j->kp,
-                     j->bpack + p * 32 * j->kp);
-    }
+    amx_pack_piece(j, x);
     __atomic_add_fetch(&j->pieces_done, 1, __ATOMIC_RELEASE);
   }
   /* spin, but yield now and then: on a loaded machine the worker we wait
@@ -298,38 +313,39 @@ static void amx_pack_b_phase(amx_job_t *j) {
  * shared counter until none is left, so a worker that runs slower (shared
  * CPU, preemption) simply takes fewer. */
 static void amx_compute_phase(amx_job_t *j) {
-  int64_t rows = j->rtask * 32;
+  int64_t gpanels = (j->gcnt + 31) / 32;
   for (;;) {
     int64_t t = __atomic_fetch_add(&j->next_task, 1, __ATOMIC_RELAXED);
     if (t >= j->ntasks) break;
-    int64_t r0 = (t / j->ncg) * rows, p0 = (t % j->ncg) * j->ptask;
-    if (r0 >= j->m || p0 >= j->npanels) continue;
-    amx_range(j, r0, j->m - r0 < rows ? j->m - r0 : rows, p0,
+    int64_t i0 = (t / j->ncg) * j->rtask, p0 = (t % j->ncg) * j->ptask;
+    if (i0 >= gpanels || p0 >= j->npanels) continue;
+    amx_range(j, i0, gpanels - i0 < j->rtask ? gpanels - i0 : j->rtask, p0,
               p0 + j->ptask < j->npanels ? p0 + j->ptask : j->npanels);
   }
 }
 
-/* Every worker of the one pool run of a job: both phases, the tiles
+/* Every worker of a row group's pool run: both phases, the tiles
  * configured once. */
 static void amx_worker(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   amx_job_t *j = ctx;
   (void)begin, (void)end, (void)worker;
-  amx_pack_b_phase(j);
+  amx_pack_phase(j);
   cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
   amx_compute_phase(j);
   _tile_release();
 }
 
-/* The task grid for `workers`: row tasks of up to AMX_MB micro-panels,
- * small enough for about AMX_TASKS_PER_WORKER per worker; too few rows
- * for that: the B panels split too. */
-static void amx_split(amx_job_t *j, int64_t workers) {
-  int64_t mpanels = (j->m + 31) / 32, want = workers * AMX_TASKS_PER_WORKER;
+/* The pieces and the task grid of the row group for `workers`: row tasks
+ * of up to AMX_MB micro-panels, so a task's A stays in L2 while B streams
+ * past it (B is read once per row task); the B panels split too when that
+ * leaves fewer than AMX_TASKS_PER_WORKER tasks per worker. */
+static void amx_split(amx_job_t *j, int64_t workers, bool pack_b) {
+  int64_t gpanels = (j->gcnt + 31) / 32, want = workers * AMX_TASKS_PER_WORKER;
   j->npanels = (j->n + 31) / 32;
-  j->pieces = (j->npanels + AMX_PACK_PIECE - 1) / AMX_PACK_PIECE;
-  j->rtask = (mpanels + want - 1) / want;
-  if (j->rtask > AMX_MB) j->rtask = AMX_MB;
-  int64_t rtasks = (mpanels + j->rtask - 1) / j->rtask;
+  j->bpieces = pack_b ? (j->npanels + AMX_PACK_PIECE - 1) / AMX_PACK_PIECE : 0;
+  j->pieces = j->bpieces + (gpanels + AMX_PACK_PIECE - 1) / AMX_PACK_PIECE;
+  j->rtask = gpanels < AMX_MB ? gpanels : AMX_MB;
+  int64_t rtasks = (gpanels + j->rtask - 1) / j->rtask;
   j->ncg = workers > 1 && rtasks < want ? (want + rtasks - 1) / rtasks : 1;
   if (j->ncg > j->npanels) j->ncg = j->npanels;
   j->ptask = (j->npanels + j->ncg - 1) / j->ncg;
@@ -338,21 +354,35 @@ static void amx_split(amx_job_t *j, int64_t workers) {
   j->next_piece = j->pieces_done = j->next_task = 0;
 }
 
+/* Packed A per row group (bytes): groups of whole micro-panels. */
+#define AMX_GROUP_BYTES ((int64_t)32 << 20)
+int64_t cpu_fast_gemm_amx_group_bytes;
+
 /* One batch entry, C row-major (scn == 1) or any strides (scalar merge):
- * one pool run packs B and then computes the rows. Returns false when
- * scratch memory for B could not be had (nothing written). */
+ * per row group one pool run packs (B with the first group) and computes.
+ * Returns false when scratch memory could not be had before C was
+ * touched. */
 static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
-  int64_t npanels = (j->n + 31) / 32;
-  j->bpack = cpu_fast_scratch(2, (size_t)(npanels * 32 * j->kp) * 2);
-  if (!j->bpack) return false;
+  int64_t npanels = (j->n + 31) / 32, panel_bytes = 64 * j->kp;
+  int64_t gbytes = cpu_fast_gemm_amx_group_bytes > 0 ? cpu_fast_gemm_amx_group_bytes
+                                                     : AMX_GROUP_BYTES;
+  int64_t gpanels = gbytes / panel_bytes, mpanels = (j->m + 31) / 32;
+  gpanels = gpanels < AMX_MB ? AMX_MB : gpanels / AMX_MB * AMX_MB;
+  if (gpanels > mpanels) gpanels = mpanels;
+  j->bpack = cpu_fast_scratch(2, (size_t)(npanels * panel_bytes));
+  j->apack = cpu_fast_scratch(0, (size_t)(gpanels * panel_bytes));
+  if (!j->bpack || !j->apack) return false;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)j->m * (double)j->n * (double)(j->k * j->ops->kmul);
   bool par = threads > 1 && flops >= 8e6;
-  amx_split(j, par ? threads : 1);
-  if (par)
-    cpu_pool_run(dev->pool, threads, 1, amx_worker, j);
-  else
-    amx_worker(j, 0, 1, 0);
+  for (j->g0 = 0; j->g0 < j->m && !j->failed; j->g0 += gpanels * 32) {
+    j->gcnt = j->m - j->g0 < gpanels * 32 ? j->m - j->g0 : gpanels * 32;
+    amx_split(j, par ? threads : 1, j->g0 == 0);
+    if (par)
+      cpu_pool_run(dev->pool, threads, 1, amx_worker, j);
+    else
+      amx_worker(j, 0, 1, 0);
+  }
   return true;
 }
 

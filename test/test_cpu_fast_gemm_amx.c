@@ -1,0 +1,204 @@
+/*
+ * test_cpu_fast_gemm_amx.c — the bf16 GEMM driver on AMX-BF16 tiles
+ * (plugins/cpu/fast/gemm/gemm_amx.c), called directly (cpu_fast_gemm_amx)
+ * so that no other path can stand in for it, one and two threads, against
+ * a double-precision reference with a tolerance of bf16 output rounding
+ * plus f32 accumulation. Its pieces each have cases here:
+ *  - m, n, k not multiples of the 32 x 32 tiles or the 32-deep k chunks
+ *    (the packers' zero padding, the merge's ragged rows and columns);
+ *  - k past one and several k blocks (the f32 workspace between them), n
+ *    past one block of B panels (the L2 prefetch of the next block), m
+ *    past one row task (the task grid, columns split for few rows) and
+ *    past one row group (cpu_fast_gemm_amx_group_bytes shrunk);
+ *  - transposed A and B, padded leading dimensions, column-major C and C
+ *    with both strides apart from 1 (the strided merge), batches;
+ *  - alpha / beta, beta == 0 over a C full of NaN;
+ *  - the epilogue in the merge: a bias broadcast along rows or columns and
+ *    relu, rounded once.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/cpu.h"
+#include "plugins/cpu/dtype.h"
+#include "plugins/cpu/fast/gemm/gemm.h"
+#include "test/skip.h"
+
+static bool amx_here(void) {
+  const cpu_features_t *f = cpu_features_get();
+  return f->amx_bf16 && f->avx512bw && f->avx512vl && cpu_amx_request();
+}
+
+static double bf2d(uint16_t h) { return cpu_bf16_to_float(h); }
+
+static bp_plugin_tensor_t t3(void *p, int64_t d0, int64_t d1, int64_t d2, int64_t s0, int64_t s1,
+                             int64_t s2) {
+  bp_plugin_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.ptr = (uint64_t)(uintptr_t)p;
+  t.dtype = BP_BF16;
+  t.rank = 3;
+  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
+  t.strides[0] = s0, t.strides[1] = s1, t.strides[2] = s2;
+  return t;
+}
+
+/* A random bf16 with a full 8-bit mantissa (most of them), in (-2, 2). */
+static uint16_t rnd_bf(void) { return cpu_bf16_from_double((rand() % 20001 - 10000) / 5003.0); }
+
+typedef struct shape {
+  int64_t batch, m, n, k;
+  int ta, tb, tc; /* A, B transposed; C column-major (2: both C strides > 1) */
+  double alpha, beta;
+  int bias;       /* 0 none, 1 per column (broadcast over rows), 2 per row */
+  bool relu;
+} shape_t;
+
+static int fails, checks;
+
+/* Reference of one element of C before the rounding to bf16, and its
+ * tolerance (bf16 rounding of the result, f32 rounding of the terms, f32
+ * accumulation of k exact products). */
+static void ref_elem(const shape_t *s, const uint16_t *arow, int64_t ak, const uint16_t *bcol,
+                     int64_t bk, double c0, double bias, double *out, double *tol) {
+  double acc = 0, mag = 0;
+  for (int64_t p = 0; p < s->k; p++) {
+    double x = bf2d(arow[p * ak]) * bf2d(bcol[p * bk]);
+    acc += x;
+    mag += fabs(x);
+  }
+  double r = s->alpha * acc + s->beta * c0 + bias;
+  double t = ldexp(fabs(r), -8) + ldexp(fabs(s->beta * c0) + fabs(bias), -22) +
+             (double)(s->k + 4) * ldexp(mag * fabs(s->alpha), -23) + ldexp(1, -24);
+  if (s->relu && r < 0) r = 0;
+  *out = r;
+  *tol = t;
+}
+
+/* One case through cpu_fast_gemm_amx on dev; counts a mismatch. */
+static void run_case(cpu_device_t *dev, const shape_t *s) {
+  int64_t m = s->m, n = s->n, k = s->k, nb = s->batch;
+  int64_t lda = (s->ta ? m : k) + 3, ldb = (s->tb ? k : n) + 5;
+  int64_t ldc = (s->tc == 1 ? m : n) + 2;
+  int64_t sa = (s->ta ? k : m) * lda, sb = (s->tb ? n : k) * ldb;
+  int64_t cm = s->tc == 1 ? 1 : s->tc == 2 ? 2 * n + 1 : ldc;
+  int64_t cn = s->tc == 1 ? ldc : s->tc == 2 ? 2 : 1;
+  int64_t sc = s->tc == 1 ? n * ldc : s->tc == 2 ? m * cm : m * ldc;
+  uint16_t *A = malloc(2 * (size_t)(nb * sa)), *B = malloc(2 * (size_t)(nb * sb));
+  uint16_t *C = malloc(2 * (size_t)(nb * sc)), *bias = malloc(2 * (size_t)(m > n ? m : n));
+  for (int64_t i = 0; i < nb * sa; i++) A[i] = rnd_bf();
+  for (int64_t i = 0; i < nb * sb; i++) B[i] = rnd_bf();
+  for (int64_t i = 0; i < nb * sc; i++) C[i] = s->beta == 0 ? 0x7fc0 : rnd_bf();
+  for (int64_t i = 0; i < (m > n ? m : n); i++) bias[i] = rnd_bf();
+  int64_t am = s->ta ? 1 : lda, ak = s->ta ? lda : 1, bk = s->tb ? 1 : ldb, bn = s->tb ? ldb : 1;
+  double *R = malloc(sizeof(double) * (size_t)(nb * m * n));
+  double *T = malloc(sizeof(double) * (size_t)(nb * m * n));
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double c0 = s->beta == 0 ? 0 : bf2d(C[b * sc + i * cm + j * cn]);
+        double bv = s->bias == 1 ? bf2d(bias[j]) : s->bias == 2 ? bf2d(bias[i]) : 0;
+        int64_t x = (b * m + i) * n + j;
+        ref_elem(s, A + b * sa + i * am, ak, B + b * sb + j * bn, bk, c0, bv, &R[x], &T[x]);
+      }
+  bp_gemm_args_t g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  g.alpha = s->alpha;
+  g.beta = s->beta;
+  g.a = t3(A, nb, m, k, sa, am, ak);
+  g.b = t3(B, nb, k, n, sb, bk, bn);
+  g.c = t3(C, nb, m, n, sc, cm, cn);
+  if (s->bias) g.bias = t3(bias, nb, m, n, 0, s->bias == 2, s->bias == 1);
+  if (s->relu) g.flags |= BP_GEMM_FLAG_ACTIVATION, g.activation = BP_UNARY_RELU;
+  checks++;
+  bp_status_t st = cpu_fast_gemm_amx_epilogue_ok(&g) ? cpu_fast_gemm_amx(dev, &g) : -1;
+  if (st != BP_OK) {
+    printf("status %d for %ldx%ldx%ldx%ld\n", st, (long)nb, (long)m, (long)n, (long)k);
+    fails++;
+    goto out;
+  }
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        int64_t x = (b * m + i) * n + j;
+        double got = bf2d(C[b * sc + i * cm + j * cn]);
+        if (!(fabs(got - R[x]) <= T[x])) {
+          printf("MISMATCH thr%u %ldx%ldx%ldx%ld ta%d tb%d tc%d a%g b%g bias%d relu%d at "
+                 "%ld,%ld,%ld: %.8g vs %.8g\n",
+                 dev->threads, (long)nb, (long)m, (long)n, (long)k, s->ta, s->tb, s->tc, s->alpha,
+                 s->beta, s->bias, s->relu, (long)b, (long)i, (long)j, got, R[x]);
+          fails++;
+          goto out;
+        }
+      }
+out:
+  free(A), free(B), free(C), free(bias), free(R), free(T);
+}
+
+static const shape_t shapes[] = {
+    /* ragged tiles and k chunks */
+    {1, 1, 1, 1, 0, 0, 0, 1, 0, 0, false},
+    {1, 17, 31, 33, 0, 0, 0, 1, 0, 0, false},
+    {1, 33, 65, 47, 1, 0, 0, -1.5, 0.5, 0, false},
+    {2, 45, 37, 61, 0, 1, 0, 1, 1, 0, false},
+    {1, 63, 95, 31, 1, 1, 0, 0.5, 0, 0, false},
+    /* several k blocks (workspace between them), a last block a chunk
+     * long and one that is ragged */
+    {1, 70, 90, 800, 0, 0, 0, 1, 0, 0, false},
+    {1, 40, 50, 288, 1, 1, 0, 1, 1, 0, false},
+    {1, 35, 41, 555, 0, 1, 1, 1, 0.5, 0, false},
+    /* n past one block of B panels (8 x 32 columns), m past one row task
+     * (8 x 32 rows): the task grid and its column split */
+    {1, 300, 600, 100, 0, 0, 0, 1, 0, 0, false},
+    {1, 530, 290, 300, 0, 0, 0, 1, 0.5, 0, false},
+    {1, 64, 1000, 64, 1, 0, 0, 1, 0, 0, false},
+    {3, 257, 129, 70, 0, 0, 0, -1, 0, 0, false},
+    /* C column-major and with both strides apart from 1 */
+    {1, 100, 70, 90, 0, 0, 1, 1, 1, 0, false},
+    {2, 50, 45, 40, 1, 0, 2, 1, 0.5, 0, false},
+    /* the epilogue: bias per column or per row, relu, C either way */
+    {1, 77, 66, 300, 0, 0, 0, 1, 0, 1, true},
+    {1, 40, 90, 50, 0, 1, 0, 0.5, 1, 2, false},
+    {1, 33, 35, 40, 0, 0, 1, 1, 0.5, 1, true},
+    {2, 20, 300, 40, 1, 0, 2, 1, 0, 2, true},
+};
+
+static void test_bf16_amx_shapes(void **state) {
+  (void)state;
+  if (!amx_here()) {
+    TEST_SKIP_CASE("no AMX-BF16 with AVX-512 BW / VL here, or no tile state");
+    return;
+  }
+  srand(3);
+  fails = checks = 0;
+  for (unsigned thr = 1; thr <= 2; thr++) {
+    cpu_device_t dev;
+    memset(&dev, 0, sizeof dev);
+    dev.isa = BP_ISA_BEST;
+    dev.threads = thr;
+    dev.pool = thr > 1 ? cpu_pool_create(thr) : NULL;
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) run_case(&dev, &shapes[c]);
+    /* row groups of one row task (8 x 32 rows of A at kp = 96): B packed
+     * with the first only, later groups' A in the same buffer */
+    cpu_fast_gemm_amx_group_bytes = 8 * 64 * 96;
+    run_case(&dev, &(shape_t){1, 600, 70, 90, 0, 0, 0, 1, 0.5, 0, false});
+    run_case(&dev, &(shape_t){2, 520, 300, 70, 1, 1, 0, 1, 0, 1, true});
+    cpu_fast_gemm_amx_group_bytes = 0;
+    if (dev.pool) cpu_pool_destroy(dev.pool);
+  }
+  printf("bf16 amx: %d cases, %d failures\n", checks, fails);
+  assert_int_equal(fails, 0);
+  assert_true(checks > 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bf16_amx_shapes)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
