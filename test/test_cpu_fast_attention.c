@@ -8,7 +8,8 @@
  * mask (including rows that see no key), grouped-query heads (stacked into
  * one block's lanes when Sq is short), head dims 1 to 128 (D != Dv),
  * permuted and strided layouts, f32, f16 and bf16, NaN rows and large
- * scores (no spurious NaN).
+ * scores (no spurious NaN); and the fused kernels' task ranges
+ * (cpu_fast_att_sched_t).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include <time.h>
 
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/fast/attention/attention.h"
 #include "test/attention_harness.h"
 #include "test/cpu_fast_devs.h"
 #include "test/skip.h"
@@ -148,6 +150,50 @@ static void test_attention_dispatch(void **state) {
   att_finish(&h, "dispatch");
 }
 
+/* The fused kernels' task ranges (attention.h): workers taking turns,
+ * some stopping early (as one without scratch memory does), take every
+ * task exactly once; a worker takes its own range in order from the
+ * front, then the others' from their backs; task t decodes to head t /
+ * per and block t % per, paired with nqb - 1 - c when causal. */
+static void test_attention_task_ranges(void **state) {
+  (void)state;
+  for (unsigned n = 1; n <= 5; n++)
+    for (int64_t ntasks = 0; ntasks <= 40; ntasks += 3) {
+      cpu_fast_att_sched_t s;
+      int64_t per = 4, nqb = 7;
+      cpu_fast_att_sched_init(&s, ntasks, per, 3, nqb, 1);
+      s.nranges = n;
+      int seen[64] = {0};
+      int64_t last[5] = {-1, -1, -1, -1, -1};
+      bool done[5] = {false}, any = true;
+      while (any) {
+        any = false;
+        for (unsigned w = 0; w < n; w++) {
+          if (done[w] || (w == 1 && n > 2)) continue; /* worker 1 never starts */
+          int64_t b, h, blocks[2];
+          int nb = cpu_fast_att_sched_next(&s, w, &b, &h, blocks);
+          if (!nb) {
+            done[w] = true;
+            continue;
+          }
+          any = true;
+          int64_t t = (b * 3 + h) * per + blocks[0];
+          assert_true(t >= 0 && t < ntasks);
+          seen[t]++;
+          assert_int_equal(nb, blocks[1] != blocks[0] ? 2 : 1);
+          assert_int_equal(blocks[1], nqb - 1 - blocks[0]);
+          int64_t lo = cpu_fast_att_range_start(&s, w), hi = cpu_fast_att_range_start(&s, w + 1);
+          if (t >= lo && t < hi) { /* its own range: in order */
+            assert_true(last[w] < t);
+            last[w] = t;
+          }
+        }
+      }
+      for (int64_t t = 0; t < ntasks; t++) assert_int_equal(seen[t], 1);
+      assert_true(cpu_fast_att_sched_done(&s));
+    }
+}
+
 /* Not a test: BP_FAST_BENCH=1 (one thread, CPU time) or 2 (two threads,
  * wall clock) prints the AVX2 kernel's causal timings (best of 5) for
  * B1 H8 D64. */
@@ -184,7 +230,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attention_avx2_shapes),  cmocka_unit_test(test_attention_avx2_random),
       cmocka_unit_test(test_attention_avx2_special), cmocka_unit_test(test_attention_dispatch),
-      cmocka_unit_test(bench_attention_avx2),
+      cmocka_unit_test(test_attention_task_ranges),  cmocka_unit_test(bench_attention_avx2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,8 +54,8 @@ typedef struct ax_job {
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t Dp, Dvp, Skp;                 /* D, Dv, Skv rounded up to 32 */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb, per;     /* query blocks per head, tasks per head */
-  int64_t ntasks, next; /* next: the next task to take (atomic) */
+  int64_t nqb;          /* query blocks per head */
+  cpu_fast_att_sched_t tasks;
   float scale;
   int causal;
   bool prescale; /* masks of ABI 1.5: scores scaled before the softmax */
@@ -91,20 +91,19 @@ static inline __m256i ax_round16(__m512 v) {
  * f32 and exact in bf16's exponent, and most blocks need no rescale. */
 #define AX_LAZY_MAX 8.0f
 
-/* 2^t to bf16 precision, for the weights: t = n + f with |f| <= 1/2, 2^f
- * by its degree-4 Taylor polynomial (relative error under 5e-5, bf16
- * rounds at 2^-9), times 2^n by VSCALEFPS. -inf gives 0, NaN gives NaN
- * (max returns its second operand when either is NaN). */
+/* 2^t to bf16 precision, for the weights: f = t - floor(t) in [0, 1) by
+ * one VREDUCEPS, 2^f by a degree-3 polynomial fitted to its relative
+ * error (under 7.5e-5; bf16 rounds at 2^-9), times 2^floor(t) by VSCALEFPS,
+ * which floors t itself: four operations where rounding, subtracting,
+ * clamping and a degree-4 polynomial took seven. -inf gives 0 (VREDUCEPS
+ * gives 0 for it, VSCALEFPS by -inf gives 0), NaN gives NaN. */
 static inline __m512 ax_exp2(__m512 t) {
-  t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
-  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(9.618129e-3f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550411e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402265e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+  __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 p = _mm512_set1_ps(7.80244917e-2f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.26067200e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.95833504e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.99925196e-1f));
+  return _mm512_scalef_ps(p, t);
 }
 
 /* Keys [lo, hi) query i of batch b sees, relative to the key block at k0
@@ -480,11 +479,12 @@ static void *ax_align(void *p) {
 
 /* Task t: head t / per (batch-major), query block t % per; causal heads
  * pair block c with block nqb - 1 - c so that every task does about the
- * same work. Workers take the next task from a shared counter; every task
- * writes only its own rows, so results do not depend on who runs what. */
+ * same work. Workers take tasks from j->tasks (their own range first,
+ * then the others', cpu_fast_att_sched_t); every task writes only its own
+ * rows, so results do not depend on who runs what. */
 static void ax_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   ax_job_t *j = ctx;
-  (void)worker, (void)begin, (void)end;
+  (void)worker, (void)end;
   char *buf = cpu_fast_scratch(0, ax_ws_bytes(j));
   if (!buf) return; /* the other workers take the tasks */
   ax_ws_t w;
@@ -498,8 +498,7 @@ static void ax_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   cpu_amx_configure_full();
   int64_t b, h, blocks[2];
   int nb;
-  while ((nb = cpu_fast_attention_next_task(&j->next, j->ntasks, j->per, j->Hq, j->nqb, j->causal,
-                                            &b, &h, blocks)) > 0) {
+  while ((nb = cpu_fast_att_sched_next(&j->tasks, (unsigned)begin, &b, &h, blocks)) > 0) {
     for (int x = 0; x < nb; x++) {
       int64_t i0 = blocks[x] * AX_BQ;
       ax_query_block(j, &w, b, h, i0, ax_min(AX_BQ, j->Sq - i0));
@@ -566,10 +565,10 @@ bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attention_args_t 
   j.scale = (float)a->scale;
   j.causal = a->causal;
   j.nqb = (j.Sq + AX_BQ - 1) / AX_BQ;
-  j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
-  j.ntasks = B * j.Hq * j.per;
+  int64_t per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
+  cpu_fast_att_sched_init(&j.tasks, B * j.Hq * per, per, j.Hq, j.nqb, j.causal);
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
-  cpu_fast_attention_run(dev, j.ntasks, work, 4e6, ax_task, &j);
+  cpu_fast_attention_run_sched(dev, &j.tasks, work, 4e6, ax_task, &j);
   /* tasks left over: no worker could get its scratch memory */
-  return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+  return cpu_fast_att_sched_done(&j.tasks) ? BP_OK : BP_ERR_OUT_OF_MEMORY;
 }

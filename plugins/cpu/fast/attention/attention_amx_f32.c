@@ -74,8 +74,8 @@ typedef struct xf_job {
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t Dp, Dvp, Skp;                 /* D, Dv, Skv rounded up to 32 */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb, per;     /* query blocks per head, tasks per head */
-  int64_t ntasks, next; /* next: the next task to take (atomic) */
+  int64_t nqb;          /* query blocks per head */
+  cpu_fast_att_sched_t tasks;
   float scale;
   int causal;
   att_mask_t mk;
@@ -133,6 +133,14 @@ static inline __m512 xf_load(const float *src, int64_t st, int64_t n) {
 
 /* ---- packing ------------------------------------------------------------ */
 
+/* 16 floats from src with stride st (lanes past n are zero), by one
+ * gather at the offsets idx when gather (the scalar loop's stores and
+ * reload cost several times the gather). */
+static inline __m512 xf_column(const float *src, int64_t st, int64_t n, bool gather, __m512i idx) {
+  if (!gather) return xf_load(src, st, n);
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), fa_lanes(n), idx, src, 4);
+}
+
 /* mag raised to the magnitudes' bit patterns of x's lanes. */
 static inline __m512i xf_mag(__m512i mag, __m512 x) {
   return _mm512_max_epu32(mag,
@@ -154,13 +162,19 @@ static void xf_pack_keys(const xf_job_t *j, const float *k, int64_t key0, int64_
                          uint16_t *kt) {
   int64_t nc = j->Dp / XF_KC, sd = j->sk[3], ld = j->sk[2], pst = j->Skp * j->Dp;
   __m512i mag = _mm512_setzero_si512();
+  /* a column of K (stride ld) in one gather where the offsets fit */
+  bool gather = ld > 0 && 16 * ld < INT32_MAX / 4;
+  __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
+                                                    1, 0),
+                                   _mm512_set1_epi32((int)(gather ? ld : 0)));
   for (int64_t p0 = key0; p0 < key1; p0 += 16) {
     int64_t live = xf_min(16, j->Skv - p0);
     for (int64_t d = 0; d < j->Dp; d += 2) {
       /* 16 keys of dims d and d + 1: a column of K, stride ld */
-      __m512 x0 = d < j->D ? xf_load(k + p0 * ld + d * sd, ld, live) : _mm512_setzero_ps();
-      __m512 x1 =
-          d + 1 < j->D ? xf_load(k + p0 * ld + (d + 1) * sd, ld, live) : _mm512_setzero_ps();
+      __m512 x0 = d < j->D ? xf_column(k + p0 * ld + d * sd, ld, live, gather, idx)
+                           : _mm512_setzero_ps();
+      __m512 x1 = d + 1 < j->D ? xf_column(k + p0 * ld + (d + 1) * sd, ld, live, gather, idx)
+                               : _mm512_setzero_ps();
       __m256i a[XF_PARTS], b[XF_PARTS];
       mag = xf_mag(xf_mag(mag, x0), x1);
       xf_split(x0, a);
@@ -286,22 +300,21 @@ static void xf_pv(const xf_job_t *j, xf_ws_t *w, int64_t x, int64_t k0, int64_t 
 
 /* ---- online softmax ----------------------------------------------------- */
 
-/* 2^t for t <= 0 to f32 precision: t = n + f with |f| <= 1/2, 2^f by a
- * degree-5 polynomial fitted to its relative error (under 1.9e-7 evaluated
- * in f32, as the degree-6 Taylor polynomial; the weights keep 16 bits), times
- * 2^n by VSCALEFPS. -inf (and below -160) gives 0, NaN gives NaN (max
- * returns its second operand when either is NaN). */
+/* 2^t for t <= 0 to f32 precision: f = t - floor(t) in [0, 1) by one
+ * VREDUCEPS, 2^f by a degree-5 polynomial fitted to its relative error
+ * (under 1.6e-7 evaluated in f32; the weights keep 16 bits), times
+ * 2^floor(t) by VSCALEFPS, which floors t itself (no rounding, subtraction
+ * or clamp of its own). -inf gives 0 (VREDUCEPS gives 0 for it, VSCALEFPS
+ * by -inf gives 0), NaN gives NaN. */
 static inline __m512 xf_exp2(__m512 t) {
-  t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
-  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(1.32646691e-3f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.67149530e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.55073358e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40222424e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.93147004e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+  __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 p = _mm512_set1_ps(1.87757658e-3f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.98934063e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.58263175e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40153611e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.93153083e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.99999940e-1f));
+  return _mm512_scalef_ps(p, t);
 }
 
 /* Weights ea (columns c .. c + 15 of sub-block row r) and eb (c + 16 ..
@@ -480,11 +493,12 @@ static void *xf_align(void *p) {
 
 /* Task t: head t / per (batch-major), query block t % per; causal heads
  * pair block c with block nqb - 1 - c so that every task does about the
- * same work. Workers take the next task from a shared counter; every task
- * writes only its own rows, so results do not depend on who runs what. */
+ * same work. Workers take tasks from j->tasks (their own range first,
+ * then the others', cpu_fast_att_sched_t); every task writes only its own
+ * rows, so results do not depend on who runs what. */
 static void xf_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   xf_job_t *j = ctx;
-  (void)worker, (void)begin, (void)end;
+  (void)worker, (void)end;
   char *buf = cpu_fast_scratch(0, xf_ws_bytes(j));
   if (!buf) return; /* the other workers take the tasks */
   xf_ws_t w;
@@ -498,8 +512,7 @@ static void xf_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   cpu_amx_configure_full();
   int64_t b, h, blocks[2];
   int nb;
-  while ((nb = cpu_fast_attention_next_task(&j->next, j->ntasks, j->per, j->Hq, j->nqb, j->causal,
-                                            &b, &h, blocks)) > 0) {
+  while ((nb = cpu_fast_att_sched_next(&j->tasks, (unsigned)begin, &b, &h, blocks)) > 0) {
     for (int x = 0; x < nb; x++) {
       int64_t i0 = blocks[x] * XF_BQ;
       xf_query_block(j, &w, b, h, i0, xf_min(XF_BQ, j->Sq - i0));
@@ -566,11 +579,11 @@ bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev, const bp_attention_arg
   j.scale = (float)a->scale;
   j.causal = a->causal;
   j.nqb = (j.Sq + XF_BQ - 1) / XF_BQ;
-  j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
-  j.ntasks = B * j.Hq * j.per;
+  int64_t per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
+  cpu_fast_att_sched_init(&j.tasks, B * j.Hq * per, per, j.Hq, j.nqb, j.causal);
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
-  cpu_fast_attention_run(dev, j.ntasks, work, 4e6, xf_task, &j);
+  cpu_fast_attention_run_sched(dev, &j.tasks, work, 4e6, xf_task, &j);
   if (bad) return BP_ERR_UNIMPLEMENTED;
   /* tasks left over: no worker could get its scratch memory */
-  return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+  return cpu_fast_att_sched_done(&j.tasks) ? BP_OK : BP_ERR_OUT_OF_MEMORY;
 }

@@ -53,8 +53,8 @@ typedef struct fa_job {
   float *o;
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb, per;      /* query blocks per head, tasks per head */
-  int64_t ntasks, next;  /* next: the next task to take (atomic) */
+  int64_t nqb;           /* query blocks per head */
+  cpu_fast_att_sched_t tasks;
   int64_t ldkt;          /* floats of packed K^T per kv head */
   bool qdirect, vdirect; /* rows with unit stride: read in place */
   float scale;
@@ -369,12 +369,13 @@ static size_t fa_ws_floats(const fa_job_t *j) {
 
 /* Task t: head t / per (batch-major), query block t % per; causal heads
  * pair block c with block nqb - 1 - c so that every task does about the
- * same work. Workers take the next task from a shared counter, so a core
- * slowed down by other processes does less of the work; every task writes
- * only its own rows, so results do not depend on who runs what. */
+ * same work. Workers take tasks from j->tasks (their own range first,
+ * then the others', cpu_fast_att_sched_t), so a core slowed down by other
+ * processes does less of the work; every task writes only its own rows,
+ * so results do not depend on who runs what. */
 static void fa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   fa_job_t *j = ctx;
-  (void)worker, (void)begin, (void)end;
+  (void)worker, (void)end;
   float *buf = cpu_fast_scratch(0, fa_ws_floats(j) * sizeof(float));
   if (!buf) return; /* the other workers take the tasks */
   fa_ws_t w;
@@ -386,8 +387,7 @@ static void fa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   w.kb = w.kg = -1, w.kpacked = 0;
   int64_t b, h, blocks[2];
   int nb;
-  while ((nb = cpu_fast_attention_next_task(&j->next, j->ntasks, j->per, j->Hq, j->nqb, j->causal,
-                                            &b, &h, blocks)) > 0) {
+  while ((nb = cpu_fast_att_sched_next(&j->tasks, (unsigned)begin, &b, &h, blocks)) > 0) {
     for (int x = 0; x < nb; x++) {
       int64_t i0 = blocks[x] * FA_BQ;
       fa_query_block(j, &w, b, h, i0, fa_min(FA_BQ, j->Sq - i0));
@@ -430,10 +430,10 @@ bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev, const bp_attention_args
   j.causal = a->causal;
   j.additive = att_mask_additive(&j.mk);
   j.nqb = (j.Sq + FA_BQ - 1) / FA_BQ;
-  j.per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
-  j.ntasks = B * j.Hq * j.per;
+  int64_t per = j.causal ? (j.nqb + 1) / 2 : j.nqb;
+  cpu_fast_att_sched_init(&j.tasks, B * j.Hq * per, per, j.Hq, j.nqb, j.causal);
   double work = (double)B * (double)j.Hq * (double)j.Sq * (double)j.Skv * (double)(j.D + j.Dv);
-  cpu_fast_attention_run(dev, j.ntasks, work, 1e6, fa_task, &j);
+  cpu_fast_attention_run_sched(dev, &j.tasks, work, 1e6, fa_task, &j);
   /* tasks left over: no worker could get its scratch memory */
-  return j.next < j.ntasks ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+  return cpu_fast_att_sched_done(&j.tasks) ? BP_OK : BP_ERR_OUT_OF_MEMORY;
 }
