@@ -9,6 +9,9 @@
  * remainder of m against MR, k past one k block, beta 0 over NaN and
  * beta != 0, C row- and column-major (the latter computes Cᵀ = Bᵀ Aᵀ, so
  * the remainder falls on n), against a double-precision reference.
+ * Also the blocking and the split over threads: k, m and n past one
+ * block (cut into even blocks, cpu_fast_gemm_even_block) and C no taller
+ * than wide split by columns on two threads.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +24,7 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/fast/gemm/gemm_driver.h"
 #include "test/skip.h"
 
 static int fails, checks;
@@ -190,10 +194,75 @@ static void test_unpacked_edges(void **state) {
   assert_true(checks > 0);
 }
 
+/* Every length against the blocks of the kernels: as few blocks as max
+ * allows, each a multiple of align but the last, none empty, and the last
+ * short of the others by less than an align per block. */
+static void test_even_block(void **state) {
+  (void)state;
+  static const int64_t maxes[] = {256, 384, 480, 512, 640, 1024, 1536, 3066, 3072};
+  static const int64_t aligns[] = {1, 6, 8, 12, 14, 16, 32};
+  int bad = 0;
+  for (size_t mi = 0; mi < sizeof maxes / sizeof *maxes; mi++)
+    for (size_t ai = 0; ai < sizeof aligns / sizeof *aligns; ai++) {
+      int64_t max = maxes[mi], align = aligns[ai];
+      if (max % align) continue; /* the kernels' blocks are whole tiles */
+      for (int64_t len = 1; len <= 4 * max + 3; len += len < 2 * max ? 1 : 7) {
+        int64_t b = cpu_fast_gemm_even_block(len, max, align);
+        int64_t want = (len + max - 1) / max, blocks = b > 0 ? (len + b - 1) / b : 0;
+        int64_t last = len - (blocks - 1) * b;
+        bool ok = b > 0 && b <= max && blocks == want && last > 0 &&
+                  (len <= max ? b == len : b % align == 0 && b - last < blocks * align);
+        if (!ok && bad++ < 5)
+          printf("even_block(%ld, %ld, %ld) = %ld\n", (long)len, (long)max, (long)align, (long)b);
+      }
+    }
+  assert_int_equal(bad, 0);
+}
+
+/* k, n and m past one block of each kernel (even blocks), and C no taller
+ * than wide on two threads (split by columns when that evens out the
+ * parts: 256 and 512 in rows of MR = 12 do not), on both ISA levels. */
+static void block_grid(cpu_device_t *dev, bool f64) {
+  run_case(dev, f64, 256, 256, 300, false, false, 1, 0);
+  run_case(dev, f64, 512, 512, 90, true, false, -0.5, 1);
+  run_case(dev, f64, 300, 320, 200, false, true, 1, 0.5);
+  run_case(dev, f64, 250, 40, 769, true, false, 1, 0);
+  run_case(dev, f64, 250, 40, 1040, false, false, 2, 0.5);
+  run_case(dev, f64, 250, 1100, 60, false, false, 1, 0);
+  run_case(dev, f64, 3100, 40, 60, false, false, 1, 1);
+}
+
+static void test_blocks_and_splits(void **state) {
+  (void)state;
+  isa_case_t isas[2];
+  if (!isa_cases(isas)) {
+    TEST_SKIP_CASE("no AVX2 + FMA on this CPU");
+    return;
+  }
+  srand(24);
+  fails = checks = 0;
+  for (int i = 0; i < 2; i++)
+    for (int thr = 1; thr <= 2 && isas[i].ok; thr++) {
+      cpu_device_t dev;
+      memset(&dev, 0, sizeof dev);
+      dev.isa = isas[i].isa;
+      dev.threads = (unsigned)thr;
+      dev.pool = cpu_pool_create((unsigned)thr);
+      block_grid(&dev, false);
+      block_grid(&dev, true);
+      cpu_pool_destroy(dev.pool);
+    }
+  printf("gemm blocks and splits: %d cases, %d failures\n", checks, fails);
+  assert_int_equal(fails, 0);
+  assert_true(checks > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_packed_edges),
       cmocka_unit_test(test_unpacked_edges),
+      cmocka_unit_test(test_even_block),
+      cmocka_unit_test(test_blocks_and_splits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

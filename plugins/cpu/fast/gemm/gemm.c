@@ -131,9 +131,11 @@ static bool gemm_loops(const gemm_type_t *t, const gemm_type_t *ct,
                        const void *zero, int64_t KC, int64_t MC, int64_t NC) {
   int64_t es = (int64_t)t->esize, cs = (int64_t)ct->in_size;
   int mr = kr->mr, nr = kr->nr;
-  if (v->k < KC) KC = v->k;
-  int64_t mcap = v->m < MC ? (v->m + mr - 1) / mr * mr : MC;
-  int64_t ncap = v->n < NC ? (v->n + nr - 1) / nr * nr : NC;
+  KC = cpu_fast_gemm_even_block(v->k, KC, 8);
+  MC = cpu_fast_gemm_even_block(v->m, MC, mr);
+  NC = cpu_fast_gemm_even_block(v->n, NC, nr);
+  int64_t mcap = ((v->m < MC ? v->m : MC) + mr - 1) / mr * mr;
+  int64_t ncap = ((v->n < NC ? v->n : NC) + nr - 1) / nr * nr;
   char *ap = cpu_fast_scratch(0, (size_t)(mcap * KC * es));
   char *bp = cpu_fast_scratch(1, (size_t)(ncap * KC * es));
   if (!ap || !bp) return false;
@@ -275,6 +277,22 @@ static void gemm_claim(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)begin, (void)end;
   for (int64_t i; (i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->ntasks;)
     gemm_task(j, i, i + 1, worker);
+}
+
+/* The largest of `parts` parts of len cut as split_range cuts it, in
+ * parts of the whole (1: even). */
+static double split_share(int64_t len, int64_t parts, int64_t align) {
+  int64_t chunk = ((len + parts - 1) / parts + align - 1) / align * align;
+  return (double)(chunk < len ? chunk : len) / (double)len;
+}
+
+/* Whether a C no wider than tall (in tiles) splits more evenly by columns:
+ * 512 rows cut into two parts of whole MR = 12 panels give 264 and 248
+ * rows, and the call waits for the larger, while 512 columns make two
+ * parts of eight NR = 32 panels. Each part then packs all of A instead of
+ * all of B, which is no more when C is no taller than wide. */
+static bool cols_even_out(int64_t m, int64_t n, int64_t parts, int mr, int nr) {
+  return m <= n && split_share(n, parts, nr) < split_share(m, parts, mr);
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
@@ -450,15 +468,17 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   int64_t row_split = dev->tune.gemm_row_split_panels > 0
                           ? dev->tune.gemm_row_split_panels
                           : CPU_FAST_GEMM_ROW_SPLIT_PANELS;
+  /* One long problem split by rows: the workers share its B panels (and
+   * claim rows in chunks, which evens out the parts) */
+  bool team = flops * (f64 ? 2 : 1) >= GEMM_TEAM_MIN_FLOPS ||
+              dev->tune.gemm_row_split_panels > 0;
   j.pm = j.pn = 1;
   if (j.v.m >= parts * kr.mr * row_split ||
-      j.v.m / kr.mr >= j.v.n / kr.nr)
+      (j.v.m / kr.mr >= j.v.n / kr.nr &&
+       (team || !cols_even_out(j.v.m, j.v.n, parts, kr.mr, kr.nr))))
     j.pm = parts;
   else
     j.pn = parts;
-  /* One long problem split by rows: the workers share its B panels */
-  bool team = flops * (f64 ? 2 : 1) >= GEMM_TEAM_MIN_FLOPS ||
-              dev->tune.gemm_row_split_panels > 0;
   if (mt && team && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
       cpu_fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
     return BP_OK;

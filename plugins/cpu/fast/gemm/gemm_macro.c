@@ -16,6 +16,13 @@ bool cpu_fast_gemm_wpack_ok(const cpu_fast_gemm_kernel_t *kr) {
   return kr->pack && f->avx2 && f->fma && f->f16c;
 }
 
+int64_t cpu_fast_gemm_even_block(int64_t len, int64_t max, int64_t align) {
+  if (len <= max) return len;
+  int64_t blocks = (len + max - 1) / max;
+  int64_t b = ((len + blocks - 1) / blocks + align - 1) / align * align;
+  return b < max ? b : max;
+}
+
 /* Packs panels with vector code when there is some for the layout: the
  * ISA's own for its dtype, the AVX2 widening packer for f16 / bf16 into
  * the f32 kernels' panels (on any CPU with AVX2, FMA and F16C). False:

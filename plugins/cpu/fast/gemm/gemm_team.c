@@ -169,8 +169,8 @@ static size_t round64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 static size_t team_plan(gemm_team_job_t *j, unsigned workers) {
   const gemm_view_t *v = j->v;
   int64_t mr = j->kr->mr, nr = j->kr->nr, es = (int64_t)j->t->esize;
-  j->kc = v->k < j->kr->kc ? v->k : j->kr->kc;
-  j->nc = v->n < j->kr->nc ? (v->n + nr - 1) / nr * nr : j->kr->nc;
+  j->kc = cpu_fast_gemm_even_block(v->k, j->kr->kc, 8);
+  j->nc = (cpu_fast_gemm_even_block(v->n, j->kr->nc, nr) + nr - 1) / nr * nr;
   j->nn = (v->n + j->nc - 1) / j->nc;
   j->nblocks = (v->k + j->kc - 1) / j->kc * j->nn;
   /* a block's B split evenly between the workers: the packer reads each
