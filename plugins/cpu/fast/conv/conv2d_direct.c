@@ -34,7 +34,7 @@ typedef struct dconv_job {
   const cpu_fast_gemm_kernel_t *kr; /* its panel packer */
   const float *x, *w, *bias;
   float *y;
-  int64_t G, cg, kg, crs, rs, P, Q;
+  int64_t G, cg, kg, crs, rs, P, Q, rlast; /* rlast: (R - 1) * dilation_h */
   int64_t sxn, sxc, sxh, sh, sw, syn, syk, lda;
   const int64_t *off;
   int64_t kpn, kc, nkc; /* panels per group, per chunk; chunks */
@@ -42,15 +42,20 @@ typedef struct dconv_job {
   int64_t ntasks;
   bool dyn; /* one pool chunk per worker, tasks claimed from *next */
   _Atomic int64_t *next;
+  /* slab: each task reads a zero-padded copy of the input rows its span
+   * needs (every channel of its group), made in its worker's scratch */
+  bool slab;
+  pad_job_t pad;
+  int64_t slab_rows;
 } dconv_job_t;
 
 /* ---- the tasks -------------------------------------------------------------*/
 
 /* Output pixels [j0, j1) of image n, group g, against the nq panels packed
- * in buf (the first one is panel q0 of the group). */
-static void dconv_span(const dconv_job_t *j, int64_t n, int64_t g, int64_t q0, int64_t nq,
-                       const float *buf, int64_t j0, int64_t j1) {
-  const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
+ * in buf (the first one is panel q0 of the group); xg is the group's
+ * input, its first row input row row0. */
+static void dconv_span(const dconv_job_t *j, const float *xg, int64_t row0, int64_t n, int64_t g,
+                       int64_t q0, int64_t nq, const float *buf, int64_t j0, int64_t j1) {
   float *yg = j->y + n * j->syn + g * j->kg * j->syk;
   dconv_seg_t s;
   memset(&s, 0, sizeof s);
@@ -59,9 +64,9 @@ static void dconv_span(const dconv_job_t *j, int64_t n, int64_t g, int64_t q0, i
     int64_t oh = jj / j->Q, ow = jj % j->Q;
     int64_t end = j->Q - ow < j1 - jj ? j->Q - ow : j1 - jj;
     s.npix = end < DC_SEG_PIX ? end : DC_SEG_PIX;
-    const float *xs = xg + oh * j->sh * j->sxh + ow * j->sw;
+    const float *xs = xg + (oh * j->sh - row0) * j->sxh + ow * j->sw;
     int64_t nj = jj + s.npix; /* the next segment's input, for the prefetch */
-    s.pf = nj < j1 ? xg + nj / j->Q * j->sh * j->sxh + nj % j->Q * j->sw : xs;
+    s.pf = nj < j1 ? xg + (nj / j->Q * j->sh - row0) * j->sxh + nj % j->Q * j->sw : xs;
     for (int64_t q = 0; q < nq; q++) {
       int64_t k0 = (q0 + q) * 32, nk = j->kg - k0 < 32 ? j->kg - k0 : 32;
       s.x = xs;
@@ -81,8 +86,10 @@ static void dconv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   /* checked on the calling thread; a worker without it claims nothing and
    * the others take every task */
   float *buf = cpu_fast_scratch(2, bytes);
-  if (!buf) return;
-  int64_t have = -1, pq = j->P * j->Q;
+  int64_t plane = j->slab_rows * j->pad.Wp;
+  float *slab = j->slab ? cpu_fast_scratch(1, (size_t)(j->cg * plane) * sizeof(float)) : NULL;
+  if (!buf || (j->slab && !slab)) return;
+  int64_t have = -1, rows = -1, pq = j->P * j->Q;
   if (j->dyn) begin = atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed), end = j->ntasks;
   while (begin < end) {
     int64_t t = begin, sp = t % j->nsp, rest = t / j->nsp;
@@ -96,7 +103,23 @@ static void dconv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     }
     int64_t per = j->P > 1 ? j->span * j->Q : j->span;
     int64_t j0 = sp * per, j1 = j0 + per < pq ? j0 + per : pq;
-    if (j0 < j1) dconv_span(j, n, g, q0, nq, buf, j0, j1);
+    const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
+    int64_t row0 = 0;
+    if (j->slab && j0 < j1) {
+      /* the padded input rows of the span's output rows (kept for the
+       * worker's next task when that is the same span of another chunk) */
+      const pad_job_t *p = &j->pad;
+      int64_t h0 = j0 / j->Q * j->sh, h1 = (j1 - 1) / j->Q * j->sh + j->rlast + 1;
+      if (rows != (ng * j->nsp + sp)) {
+        const float *xc = p->x + n * p->sxn + g * j->cg * p->sxc;
+        for (int64_t c = 0; c < j->cg; c++)
+          cpu_fast_conv_pad_rows(p, xc + c * p->sxc, h0, h1, slab + c * plane,
+                                 c + CONV_PAD_AHEAD < j->cg ? xc + (c + CONV_PAD_AHEAD) * p->sxc : NULL);
+        rows = ng * j->nsp + sp;
+      }
+      xg = slab, row0 = h0;
+    }
+    if (j0 < j1) dconv_span(j, xg, row0, n, g, q0, nq, buf, j0, j1);
     begin = j->dyn ? atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed) : begin + 1;
   }
 }
@@ -125,32 +148,23 @@ static void dconv_plan(dconv_job_t *j, int64_t N, unsigned threads) {
 
 /* ---- padding and weights ---------------------------------------------------*/
 
-static void dconv_pad_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
-  (void)worker;
-  const pad_job_t *p = ctx;
-  for (int64_t t = begin; t < end; t++)
-    cpu_fast_conv_pad_rows(p, p->x + (t / p->C) * p->sxn + (t % p->C) * p->sxc, 0, p->Hp,
-                           p->xp + t * p->Hp * p->Wp, NULL);
-}
-
-/* Points j at a zero-padded copy of x (planes cut to what the taps reach)
- * unless x can be read in place; false when its memory cannot be had. */
-static bool dconv_pad(cpu_device_t *dev, dconv_job_t *j, const bp_conv2d_args_t *a,
-                      int64_t R, int64_t S) {
+/* Points j at x in place when it can be read there (no padding,
+ * unit-strided rows); else sets up the per-task slabs of padded rows
+ * (after dconv_plan: their height follows the spans). False when a slab's
+ * memory cannot be had. */
+static bool dconv_pad(dconv_job_t *j, const bp_conv2d_args_t *a, int64_t S) {
   const bp_plugin_tensor_t *x = &a->x;
   if (a->pad_h == 0 && a->pad_w == 0 && x->strides[3] == 1) return true;
-  int64_t N = x->shape[0], C = x->shape[1];
-  int64_t Hp = (j->P - 1) * j->sh + (R - 1) * a->dilation_h + 1;
   int64_t Wp = (j->Q - 1) * j->sw + (S - 1) * a->dilation_w + 1;
-  pad_job_t p = {j->x,          NULL,          C,          x->shape[2], x->shape[3],
-                 Hp,            Wp,            a->pad_h,   a->pad_w,    x->strides[0],
-                 x->strides[1], x->strides[2], x->strides[3], 1,         Wp};
-  p.xp = cpu_fast_scratch(1, (size_t)(N * C * Hp * Wp) * sizeof(float));
-  if (!p.xp) return false;
-  int64_t plane = Hp * Wp;
-  cpu_pool_run(dev->pool, N * C, plane >= 16384 ? 1 : 16384 / plane + 1, dconv_pad_task, &p);
-  j->x = p.xp;
-  j->sxn = C * plane, j->sxc = plane, j->sxh = Wp;
+  int64_t orows = j->P > 1 ? j->span : 1;
+  pad_job_t p = {j->x,          NULL,          x->shape[1],   x->shape[2], x->shape[3],
+                 0,             Wp,            a->pad_h,      a->pad_w,    x->strides[0],
+                 x->strides[1], x->strides[2], x->strides[3], 1,           Wp};
+  j->slab = true;
+  j->pad = p;
+  j->slab_rows = (orows - 1) * j->sh + j->rlast + 1;
+  if (!cpu_fast_scratch(1, (size_t)(j->cg * j->slab_rows * Wp) * sizeof(float))) return false;
+  j->sxc = j->slab_rows * Wp, j->sxh = Wp, j->sxn = 0;
   return true;
 }
 
@@ -196,14 +210,16 @@ bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
   j.sxn = x->strides[0], j.sxc = x->strides[1], j.sxh = x->strides[2];
   j.sh = a->stride_h, j.sw = a->stride_w;
   j.syn = y->strides[0], j.syk = y->strides[1];
-  if (!dconv_pad(dev, &j, a, R, S)) return BP_ERR_UNIMPLEMENTED;
-  if (j.rs == 1 && j.sh == 1 && j.sw == 1 && j.P > 1 && j.sxh == j.Q) {
+  j.rlast = (R - 1) * a->dilation_h;
+  bool inplace = a->pad_h == 0 && a->pad_w == 0 && x->strides[3] == 1;
+  if (inplace && j.rs == 1 && j.sh == 1 && j.sw == 1 && j.P > 1 && j.sxh == j.Q) {
     /* 1x1 over dense rows: one long row, segments run across rows */
     j.Q *= j.P;
     j.P = 1;
   }
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   dconv_plan(&j, N, threads);
+  if (!dconv_pad(&j, a, S)) return BP_ERR_UNIMPLEMENTED;
   if (!cpu_fast_scratch(2, (size_t)(j.kc * 32 * j.crs) * sizeof(float)))
     return BP_ERR_UNIMPLEMENTED;
   j.w = dconv_weights(&j, w);
