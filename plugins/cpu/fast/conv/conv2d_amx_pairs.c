@@ -35,7 +35,8 @@
 #include "plugins/cpu/tensor.h"
 
 #define PC_NB 32                      /* output pixels per block: two B tiles */
-#define PC_RUN_MAX 16                 /* pixel blocks per task, at most */
+#define PC_RUN_MIN 8                  /* pixel blocks per task, at least (when there are) */
+#define PC_RUN_MAX 16                 /* and at most */
 #define PC_RANGES_MAX 64              /* task ranges, one per worker */
 #define PC_INPLACE_MIN (256 << 10)    /* dense 1x1 filters above this are read in place */
 #define PC_ROWS_MAX ((size_t)1 << 20) /* a worker's row block, at most (L2) */
@@ -328,8 +329,9 @@ bp_status_t cpu_fast_conv2d_amx_pairs(cpu_device_t *dev, const bp_conv2d_args_t 
     for (int64_t s = 0; s < S; s++) tp[t++] = r * a->dilation_h * j.wp + s * a->dilation_w;
   j.toff = tp;
   /* tasks as in conv2d_amx.c: runs of pixel blocks, and channel parts
-   * while there are too few blocks for the threads to share evenly; a run
-   * short enough that its row block stays in L2 */
+   * while there are too few blocks for the threads to share evenly; runs
+   * of at least PC_RUN_MIN blocks (x read at least 8 lines of a plane at
+   * a time), short enough that the row block stays in L2 */
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   int64_t T = threads;
   j.nblk = (j.nv + PC_NB - 1) / PC_NB;
@@ -337,7 +339,8 @@ bp_status_t cpu_fast_conv2d_amx_pairs(cpu_device_t *dev, const bp_conv2d_args_t 
   while (T > 1 && N * j.G * j.nblk * j.mparts < 4 * T && 2 * j.mparts <= j.mpanels) j.mparts *= 2;
   j.per = (j.mpanels + j.mparts - 1) / j.mparts;
   j.bpt = N * j.G * j.nblk * j.mparts / (8 * T);
-  j.bpt = j.bpt < 1 ? 1 : j.bpt > PC_RUN_MAX ? PC_RUN_MAX : j.bpt;
+  j.bpt = j.bpt < PC_RUN_MIN ? PC_RUN_MIN : j.bpt > PC_RUN_MAX ? PC_RUN_MAX : j.bpt;
+  j.bpt = j.bpt < j.nblk ? j.bpt : j.nblk;
   while (j.bpt > 1 && (size_t)(j.cpairs * (j.bpt * PC_NB + j.halo)) * 4 > PC_ROWS_MAX) j.bpt /= 2;
   j.nruns = (j.nblk + j.bpt - 1) / j.bpt;
   j.ntasks = N * j.G * j.nruns * j.mparts;
