@@ -102,6 +102,9 @@ static const ep_case_t ep_cases[] = {
      * one value per row (stride 0 along n), odd tails, beta with act */
     {1, 48, 40, 24, 2, BP_UNARY_SILU, 0.5}, {2, 35, 33, 40, 0, BP_UNARY_TANH, 0},
     {1, 33, 47, 70, 1, BP_UNARY_GELU, 0.5},
+    /* a bias alone into beta 0: CUDA / ROCm write it into an f16 / bf16 C
+     * before the vendor call (each broadcast) */
+    {2, 9, 11, 6, 2, NO_ACT, 0}, {3, 5, 17, 9, 3, NO_ACT, 0}, {2, 33, 29, 19, 4, NO_ACT, 0},
     /* one row of C: PoCL's matrix-vector kernels, k split in slices */
     {2, 1, 301, 403, 4, BP_UNARY_GELU, 0.5}, {1, 1, 517, 300, 1, BP_UNARY_SILU, 1},
 };
@@ -124,7 +127,8 @@ static void ep_one(tc_env_t *e, bp_dtype_t dt, const ep_case_t *c, bool shared_b
   tc_rng_fill(rng, dt, -1, 1, b, nb);
   tc_rng_fill(rng, dt, -1, 1, c0, nc);
   tc_rng_fill(rng, dt, -1, 1, bias, nbias);
-  tc_tensor_t A = tc_tensor(e, dt, 3, as, TC_STRIDED, a);
+  /* a dense A with a dense C: a vendor BLAS can take the call */
+  tc_tensor_t A = tc_tensor(e, dt, 3, as, c_layout == TC_CONTIG ? TC_CONTIG : TC_STRIDED, a);
   tc_tensor_t B = tc_tensor(e, dt, shared_b ? 2 : 3, shared_b ? bsh + 1 : bsh, TC_PERMUTED, b);
   tc_tensor_t C = tc_tensor(e, dt, 3, cs, c_layout, c0);
   tc_tensor_t Bias = tc_tensor(e, dt, br ? br : 1, br ? bias_s : &nbias, TC_CONTIG, bias);

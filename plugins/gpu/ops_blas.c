@@ -11,7 +11,9 @@
  * struct has `bp_gpu_blas_state_t blas` under its `lock`.
  *
  * Choices:
- *  - a GEMM epilogue (bias, activation; fused in the own kernel), not
+ *  - a GEMM epilogue the vendor call cannot take (an activation into an
+ *    f16 / bf16 C, or a bias there with beta != 0: fused in the own
+ *    kernel; f32 / f64 take theirs in a pass after the call), not
  *    mappable onto a BLAS call (blas.h), vendor library absent or
  *    broken, or BLAS=0: own kernel;
  *  - a bucket first met while this thread captures a graph cannot be
@@ -82,18 +84,62 @@ static bp_status_t gemm_own(bp_plugin_device_t *device, bp_plugin_stream_t *stre
                     0, &p);
 }
 
-/* C = act(C + bias) in place after a vendor call into an f32 / f64 C. */
-static bp_status_t gemm_epilogue_pass(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
-                                      const bp_gemm_args_t *a) {
+/* One pass of gemm_passes.cuh over C (grid x over n, y over the rows). */
+static bp_status_t gemm_c_pass(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                               const bp_gemm_args_t *a, const char *kernel) {
   bpk_gemm_args_t p;
   gemm_params(a, &p);
   const int64_t rows = p.c.shape[0] * p.c.shape[1], n = p.c.shape[2];
   unsigned grid[3] = {gpu_blocks_for(n, 256), (unsigned)(rows < GRID_YZ_MAX ? rows : GRID_YZ_MAX),
                       1};
   unsigned block[3] = {256, 1, 1};
-  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_GEMM,
-                    a->c.dtype == BP_F64 ? "bp_gemm_epilogue_d" : "bp_gemm_epilogue_f", grid, block,
-                    0, &p);
+  return gpu_launch(gpu_dev(device), stream, BP_GPU_MOD_GEMM, kernel, grid, block, 0, &p);
+}
+
+/* C = act(C + bias) in place after a vendor call into an f32 / f64 C. */
+static bp_status_t gemm_epilogue_pass(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
+                                      const bp_gemm_args_t *a) {
+  return gemm_c_pass(device, stream, a,
+                     a->c.dtype == BP_F64 ? "bp_gemm_epilogue_d" : "bp_gemm_epilogue_f");
+}
+
+/* The bytes [*lo, *hi) of its buffer a view of 2-byte elements spans. */
+static void view_span_h(const bp_plugin_tensor_t *t, uint64_t *lo, uint64_t *hi) {
+  int64_t below = 0, above = 0;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] == 0) {
+      *lo = *hi = t->offset;
+      return;
+    }
+    const int64_t d = (t->shape[i] - 1) * t->strides[i];
+    if (d < 0)
+      below += d;
+    else
+      above += d;
+  }
+  *lo = t->offset + (uint64_t)(below * 2);
+  *hi = t->offset + (uint64_t)((above + 1) * 2);
+}
+
+static bool views_apart_h(const bp_plugin_tensor_t *x, const bp_plugin_tensor_t *y) {
+  if (x->ptr != y->ptr) return true;
+  uint64_t xl, xh, yl, yh;
+  view_span_h(x, &xl, &xh);
+  view_span_h(y, &yl, &yh);
+  return xh <= yl || yh <= xl;
+}
+
+/* Whether an f16 / bf16 call's epilogue is a bias alone that the vendor
+ * call can add: with beta 0 and the bias (c's dtype, so exact) written into
+ * C first, beta 1 makes the vendor add alpha·A·B in its f32 compute type
+ * and round once, the fused kernels' arithmetic. An activation after it
+ * would round C twice. The core refuses a C that overlaps A or B; the
+ * plugin checks again, since the bias would overwrite an input. */
+static bool gemm_bias_before(const bp_gemm_args_t *a) {
+  return a->bias.rank && !(a->flags & BP_GEMM_FLAG_ACTIVATION) && a->beta == 0.0 &&
+         (a->c.dtype == BP_F16 || a->c.dtype == BP_BF16) && a->bias.dtype == a->c.dtype &&
+         a->a.dtype == a->c.dtype && a->b.dtype == a->c.dtype && views_apart_h(&a->c, &a->a) &&
+         views_apart_h(&a->c, &a->b);
 }
 
 /* ---- own kernel or vendor BLAS ------------------------------------------ */
@@ -243,14 +289,20 @@ bp_status_t gpu_op_gemm(bp_plugin_device_t *device, bp_plugin_stream_t *stream,
    * compute type, a second pass applies it with the fused kernels'
    * arithmetic (one more read and write of C, far less than what the own
    * kernels lose to the vendor's); into f16 / bf16 a pass would round C
-   * twice, so the own kernel, which fuses it, runs those. */
+   * twice, so there only a bias alone goes in first (gemm_bias_before) and
+   * the own kernel, which fuses it, runs the other epilogues. */
   const bool epilogue = a->bias.rank || (a->flags & BP_GEMM_FLAG_ACTIVATION);
   const bool pass = epilogue && (a->c.dtype == BP_F32 || a->c.dtype == BP_F64);
-  if ((epilogue && !pass) || batch == 0 || m == 0 || n == 0 || a->a.shape[2] == 0 ||
-      !bp_gpu_blas_map(a, &call) || !blas_choose(device, stream, a))
+  const bool before = epilogue && !pass && gemm_bias_before(a);
+  bp_gemm_args_t v = *a;
+  if (before) v.beta = 1.0;
+  if ((epilogue && !pass && !before) || batch == 0 || m == 0 || n == 0 ||
+      a->a.shape[2] == 0 || !bp_gpu_blas_map(&v, &call) || !blas_choose(device, stream, a))
     return gemm_own(device, stream, a);
   gpu_device_t *d = gpu_dev(device);
-  bp_status_t st = gpu_blas_run(d, stream, &call);
+  bp_status_t st = before ? gemm_c_pass(device, stream, a, "bp_gemm_bias_fill_h") : BP_OK;
+  if (st != BP_OK) return st; /* the plugin's own launch failed, not the vendor */
+  st = gpu_blas_run(d, stream, &call);
   if (st == BP_OK) return pass ? gemm_epilogue_pass(device, stream, a) : BP_OK;
   pthread_mutex_lock(&d->lock);
   bool first = !d->blas.broken;

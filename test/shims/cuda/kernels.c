@@ -328,6 +328,7 @@ static const shim_kernel_t table[] = {
     K(bp_gemm_bf16, bpk_gemm_args_t, k_gemm),
     K(bp_gemm_epilogue_f, bpk_gemm_args_t, k_gemm_epilogue),
     K(bp_gemm_epilogue_d, bpk_gemm_args_t, k_gemm_epilogue),
+    K(bp_gemm_bias_fill_h, bpk_gemm_args_t, k_gemm_bias_fill),
     K(bp_gemv_f, bpk_gemv_args_t, k_gemv),
     K(bp_gemv_d, bpk_gemv_args_t, k_gemv),
     K(bp_attention_f, bpk_attention_args_t, k_attention),
