@@ -43,7 +43,7 @@ static inline __attribute__((always_inline)) void tr16(__m512 r[16]) {
   }
 }
 
-#define DC_PF_STEPS 64 /* (c, r, s) steps of input prefetched ahead */
+#define DC_PF_STEPS 32 /* (c, r, s) steps of input prefetched ahead */
 
 static inline __mmask16 lanes(int64_t n) {
   return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
