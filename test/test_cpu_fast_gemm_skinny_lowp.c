@@ -156,6 +156,8 @@ static void skinny_grid(bool amx) {
       run_case(&dev, &(skcase_t){dts[d], 1, 2, 1024, 256, false, false, 1, 0, true,
                                  BP_UNARY_GELU, true});
       run_case(&dev, &(skcase_t){dts[d], 1, 2, 256, 1024, false, false, 1, 1, true, -1, true});
+      /* W past 768 KiB with 8 rows and more (AMX), ragged last block */
+      run_case(&dev, &(skcase_t){dts[d], 1, 12, 600, 1030, false, true, 1, 0.5, false, -1, false});
     }
     cpu_pool_destroy(dev.pool);
   }
@@ -181,7 +183,8 @@ static void test_skinny_grid_amx(void **state) {
 }
 
 /* Which bf16 calls the AMX kernel takes: m <= 16 and W up to a small
- * model's layer (768 KiB); the switch turns it off. */
+ * model's layer (768 KiB), any W from 8 rows on; the switch turns it
+ * off. */
 static void test_skinny_amx_choice(void **state) {
   (void)state;
   const cpu_features_t *f = cpu_features_get();
@@ -192,6 +195,11 @@ static void test_skinny_amx_choice(void **state) {
   assert_true(cpu_fast_skinny_amx_ok(&j)); /* 704 KiB: a small model's W */
   j.k = 1024, j.n = 512; /* 1 MiB of W: streamed from memory by the AVX-512 kernel */
   assert_false(cpu_fast_skinny_amx_ok(&j));
+  j.m = 8; /* unless C has 8 rows or more: the FMAs, not W, bound that kernel */
+  assert_true(cpu_fast_skinny_amx_ok(&j));
+  j.m = 7;
+  assert_false(cpu_fast_skinny_amx_ok(&j));
+  j.m = 2;
   j.k = 256, j.n = 1408, j.kind = SKINNY_F16;
   assert_false(cpu_fast_skinny_amx_ok(&j));
   j.kind = SKINNY_BF16, j.m = 17;

@@ -20,7 +20,9 @@
  * hands the f32 sums to the skinny kernel's store (the epilogue, one
  * rounding). W is walked a column panel at a time (SKA_NB * 2 bytes of
  * each row), which reads well from the caches only: large W keeps the
- * AVX-512 kernel, which streams W front to back (cpu_fast_skinny_amx_ok).
+ * AVX-512 kernel, which streams W front to back, for fewer than 8 rows of
+ * C; from 8 rows that kernel is bound by its FMAs and this one is faster
+ * with any W (cpu_fast_skinny_amx_ok).
  *
  * Compiled with -mamx-tile -mamx-bf16 and AVX-512 (fast.mk); called only
  * after cpu_fast_skinny_amx_ok.
@@ -45,6 +47,12 @@
  * from memory, where the AVX-512 kernel's front-to-back walk beat this
  * kernel's column panels in a decode step even with the rows prefetched. */
 #define SKA_MAX_W_BYTES (768.0 * 1024)
+/* From this many rows of C a larger W is taken too: the AVX-512 kernel's
+ * FMAs grow with m (one per row and element of W) while this kernel's
+ * work per element of W does not, so at 8 rows and more it is bound by
+ * its instructions even when W comes from memory, and the tiles run the
+ * call faster however W is walked. */
+#define SKA_BIG_W_MIN_M 8
 /* Below this many elements of W one thread does the call: the pool's
  * hand-off costs about what a second core saves. */
 #define SKA_MT_ELEMS 131072.0
@@ -65,7 +73,7 @@ static bool ska_enabled(void) {
 
 bool cpu_fast_skinny_amx_ok(const skinny_job_t *j) {
   if (j->kind != SKINNY_BF16 || j->m > 16 || !ska_enabled()) return false;
-  if ((double)j->k * (double)j->n * 2.0 > SKA_MAX_W_BYTES) return false;
+  if ((double)j->k * (double)j->n * 2.0 > SKA_MAX_W_BYTES && j->m < SKA_BIG_W_MIN_M) return false;
   const cpu_features_t *f = cpu_features_get();
   return f->amx_bf16 && f->avx512bw && f->avx512vl && cpu_amx_request();
 }
