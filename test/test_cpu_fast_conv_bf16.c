@@ -128,6 +128,11 @@ static const bcase_t cases[] = {
     {3, 40, 9, 12, 36, 1, 1, 1, 1, 1, 2, 1, 1, 1, 2, 0},    /* padded: zero rows and columns */
     {2, 66, 7, 9, 48, 1, 1, 1, 1, 0, 0, 1, 1, 2, 1, 4},     /* groups of 33: a zero pair, wide rows */
     {1, 96, 33, 33, 70, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0},   /* runs of blocks, a short last one */
+    /* more stride-1 layers of conv2d_amx.c */
+    {2, 32, 11, 13, 40, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 0},   /* dilation 2 */
+    {1, 64, 6, 30, 48, 1, 3, 1, 1, 0, 1, 1, 1, 1, 2, 3},    /* 1x3, strided rows */
+    {1, 62, 9, 9, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0},     /* 62 channels: a zero pair */
+    {1, 32, 12, 12, 32, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 0},   /* 5x5: 13 windows per span */
 };
 
 static void test_conv_bf16(void **state) {
