@@ -73,7 +73,8 @@ static inline __attribute__((always_inline)) void store_t(const __m512 *acc, con
  * streams than the prefetchers follow). */
 static inline __attribute__((always_inline)) void tile(const dconv_seg_t *s, const float *x,
                                                        const float *pf, float *y, const int NP,
-                                                       const int64_t SW, const int KB) {
+                                                       const int64_t SW, const int KB,
+                                                       const bool ONE) {
   __m512 a0[DC_NP], a1[DC_NP];
   __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
   if (s->bias) {
@@ -83,7 +84,7 @@ static inline __attribute__((always_inline)) void tile(const dconv_seg_t *s, con
   _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) a0[p] = b0, a1[p] = b1;
   const float *wp = s->w;
   const int64_t *off = s->off;
-  int64_t rs = s->rs, sxc = s->sxc, last = (NP - 1) * SW;
+  int64_t rs = ONE ? 1 : s->rs, sxc = s->sxc, last = (NP - 1) * SW;
   /* the input is fetched ahead channels at least DC_PF_STEPS steps ahead:
    * its lines lie a plane apart (more streams than the prefetchers follow)
    * and a 1x1 layer reads them from memory; past the last channel, the
@@ -93,13 +94,14 @@ static inline __attribute__((always_inline)) void tile(const dconv_seg_t *s, con
     const float *xc = x + c * sxc;
     const float *pc = c + ahead < cg ? xc + ahead * sxc : pf + (c + ahead - cg) * sxc;
     for (int64_t t = 0; t < rs; t++) {
-      const float *xo = xc + off[t];
+      int64_t o = ONE ? 0 : off[t];
+      const float *xo = xc + o;
       __m512 w0 = _mm512_load_ps(wp), w1 = _mm512_setzero_ps();
       if (KB == 2) w1 = _mm512_load_ps(wp + 16);
       _mm_prefetch((const char *)(wp + 8 * 32), _MM_HINT_T0);
       _mm_prefetch((const char *)(wp + 8 * 32 + 16), _MM_HINT_T0);
-      _mm_prefetch((const char *)(pc + off[t]), _MM_HINT_T0);
-      _mm_prefetch((const char *)(pc + off[t] + last), _MM_HINT_T0);
+      _mm_prefetch((const char *)(pc + o), _MM_HINT_T0);
+      _mm_prefetch((const char *)(pc + o + last), _MM_HINT_T0);
       wp += 32;
       _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) {
         __m512 v = _mm512_set1_ps(xo[p * SW]);
@@ -115,7 +117,7 @@ static inline __attribute__((always_inline)) void tile(const dconv_seg_t *s, con
 /* The segment cut into tiles as even as DC_NP allows (30 pixels: 10 + 10 +
  * 10, not 14 + 14 + 2: a narrow tile spends its loads on few FMAs). */
 static inline __attribute__((always_inline)) void seg(const dconv_seg_t *s, const int64_t SW,
-                                                      const int KB) {
+                                                      const int KB, const bool ONE) {
   int64_t n = s->npix, tiles = (n + DC_NP - 1) / DC_NP, base = n / tiles, wide = n % tiles;
   const float *x = s->x;
   float *y = s->y;
@@ -125,7 +127,7 @@ static inline __attribute__((always_inline)) void seg(const dconv_seg_t *s, cons
     switch (np) {
 #define DC_CASE(N)                   \
   case N:                            \
-    tile(s, x, pf, y, N, SW, KB);    \
+    tile(s, x, pf, y, N, SW, KB, ONE); \
     break;
       DC_CASE(1) DC_CASE(2) DC_CASE(3) DC_CASE(4) DC_CASE(5) DC_CASE(6) DC_CASE(7)
       DC_CASE(8) DC_CASE(9) DC_CASE(10) DC_CASE(11) DC_CASE(12) DC_CASE(13) DC_CASE(14)
@@ -138,16 +140,22 @@ static inline __attribute__((always_inline)) void seg(const dconv_seg_t *s, cons
   }
 }
 
-static void seg_s1k2(const dconv_seg_t *s) { seg(s, 1, 2); }
-static void seg_s1k1(const dconv_seg_t *s) { seg(s, 1, 1); }
-static void seg_s2k2(const dconv_seg_t *s) { seg(s, 2, 2); }
-static void seg_s2k1(const dconv_seg_t *s) { seg(s, 2, 1); }
-static void seg_snk2(const dconv_seg_t *s) { seg(s, s->sw, 2); }
-static void seg_snk1(const dconv_seg_t *s) { seg(s, s->sw, 1); }
+/* 1x1 stride 1 (one tap at offset 0): the tap loop and its offset load
+ * go, which the FMAs of a single tap do not hide */
+static void seg_1x1k2(const dconv_seg_t *s) { seg(s, 1, 2, true); }
+static void seg_1x1k1(const dconv_seg_t *s) { seg(s, 1, 1, true); }
+static void seg_s1k2(const dconv_seg_t *s) { seg(s, 1, 2, false); }
+static void seg_s1k1(const dconv_seg_t *s) { seg(s, 1, 1, false); }
+static void seg_s2k2(const dconv_seg_t *s) { seg(s, 2, 2, false); }
+static void seg_s2k1(const dconv_seg_t *s) { seg(s, 2, 1, false); }
+static void seg_snk2(const dconv_seg_t *s) { seg(s, s->sw, 2, false); }
+static void seg_snk1(const dconv_seg_t *s) { seg(s, s->sw, 1, false); }
 
 void cpu_fast_conv_dseg_avx512(const dconv_seg_t *s) {
   bool two = s->nk > 16;
-  if (s->sw == 1)
+  if (s->rs == 1 && s->off[0] == 0 && s->sw == 1)
+    two ? seg_1x1k2(s) : seg_1x1k1(s);
+  else if (s->sw == 1)
     two ? seg_s1k2(s) : seg_s1k1(s);
   else if (s->sw == 2)
     two ? seg_s2k2(s) : seg_s2k1(s);
