@@ -160,6 +160,11 @@ static const shape_t shapes[] = {
     {1, 530, 290, 300, 0, 0, 0, 1, 0.5, 0, false},
     {1, 64, 1000, 64, 1, 0, 0, 1, 0, 0, false},
     {3, 257, 129, 70, 0, 0, 0, -1, 0, 0, false},
+    /* transposed A and B with whole panels and k a multiple of 32 (the
+     * vector transposing packers), and ragged beside them */
+    {1, 96, 100, 320, 1, 1, 0, 1, 0, 0, false},
+    {2, 70, 64, 64, 1, 0, 0, 1, 0.5, 0, false},
+    {1, 64, 70, 96, 0, 1, 0, -1, 0, 0, false},
     /* C column-major and with both strides apart from 1 */
     {1, 100, 70, 90, 0, 0, 1, 1, 1, 0, false},
     {2, 50, 45, 40, 1, 0, 2, 1, 0.5, 0, false},
