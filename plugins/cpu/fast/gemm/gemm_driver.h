@@ -53,11 +53,10 @@ CPU_HIDDEN bool cpu_fast_gemm_wpack_ok(const cpu_fast_gemm_kernel_t *kr);
 /* The block size that cuts len into as few blocks of at most max as
  * possible, all about equal: a multiple of align, the last block shorter
  * by less than an align per block. The count, and so the passes over C,
- * stay what max gives, but no block is longer than it has to be: k = 512
- * runs as 2 x 256 instead of 384 + 128, and a 256-step f32 tile's A and B
- * micro-panels ((12 + 32) x 256 floats, 44 KiB) fit the 48 KiB L1 where
- * 384 steps' (66 KiB) do not. Both drivers block alike with it, so they
- * agree bit for bit. */
+ * stay what max gives, but no block is a short leftover: k = 512 runs as
+ * 2 x 256 instead of 384 + 128, n = 2048 as 4 x 512 instead of 3 x 640 +
+ * 128 (a B block of four panels, each A panel fetched for four tiles).
+ * Both drivers block alike with it, so they agree bit for bit. */
 CPU_HIDDEN int64_t cpu_fast_gemm_even_block(int64_t len, int64_t max, int64_t align);
 
 /* Packs rows [i0, i0 + mb) x k [p0, p0 + kb) of v's A into MR-row panels
