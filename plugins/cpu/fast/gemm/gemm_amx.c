@@ -8,14 +8,29 @@
  * Compiled with -mamx-tile -mamx-bf16 and AVX-512 (fast.mk); called only
  * when CPUID reports AMX-BF16 and the kernel granted tile state
  * (cpu_amx_request). Layout:
- *  - B is packed once per call (in parallel) into VNNI tiles: per 32-deep k
- *    chunk and 32-column panel, two 16 x 64-byte tiles whose row r holds the
- *    pairs (B[2r][j], B[2r+1][j]).
- *  - Each task packs its rows of A into 32-row panels (two 16 x 64-byte
- *    tiles per k chunk) and sweeps them against L2-sized blocks of B.
- *  - The micro-kernel keeps a 32 x 32 f32 block of C in four tiles for all
- *    of k, so C is written once: alpha, beta and the RNE rounding to bf16
- *    happen in the vectorised merge.
+ *  - B is packed into VNNI tiles: per 32-deep k chunk and 32-column panel,
+ *    two 16 x 64-byte tiles whose row r holds the pairs (B[2r][j],
+ *    B[2r+1][j]). A into 32-row micro-panels: two 16 x 64-byte tiles per k
+ *    chunk. Transposed operands with whole panels go through a 16 x 16
+ *    transpose of 32-bit pairs, the rest element by element.
+ *  - One pool run per row group (32 MiB of packed A; one group for any
+ *    model shape), in two phases: the workers pack B (with the first group
+ *    only) and the group's A in pieces claimed from a shared counter, so
+ *    each is packed once per call whatever the split, and wait for the
+ *    last piece; then they configure the tiles and claim tasks from a
+ *    second counter: AMX_MB micro-panels (256 rows) x a range of B panels
+ *    (all of them unless there are too few row tasks for the workers).
+ *    Claiming, not a fixed split, keeps a call steady on a shared machine.
+ *  - A task sweeps its rows against blocks of AMX_NB B panels, AMX_KB deep:
+ *    a 32 x AMX_KB A sub-panel stays in L1 while the block's B sub-panels
+ *    come from L2, the task's A stays in L2 across the blocks, and B is
+ *    read from memory once per task. The micro-kernel keeps a 32 x 32 f32
+ *    block of C in four tiles (2 x 2: two A and two B tiles per k chunk)
+ *    for a k block; between k blocks it waits in an f32 workspace, after
+ *    the last one the vectorised merge writes C once (alpha, beta, the
+ *    epilogue, RNE rounding). While a block's tiles work, the B sub-panel
+ *    that comes next is prefetched into L2 in slices: tile loads do not
+ *    wake the hardware prefetchers.
  */
 #include <immintrin.h>
 #include <sched.h>
