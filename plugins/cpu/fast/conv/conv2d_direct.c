@@ -8,9 +8,10 @@
  * dilations read in place and every output row width fills the tiles.
  *
  * The image is read where it lies when the layer has no padding and x's
- * rows are unit-strided; otherwise one zero-padded copy of every plane,
- * cut to the rows and columns the taps reach, is made first (in parallel).
- * 1x1 stride-1 layers over dense planes are one long output row.
+ * rows are unit-strided; otherwise each task copies the zero-padded input
+ * rows its span needs (cut to the columns the taps reach) into its
+ * worker's scratch, so each core pads what it reads. 1x1 stride-1 layers
+ * over dense planes are one long output row.
  *
  * Work is split into tasks (image, group, chunk of 32-channel panels,
  * span of output rows or pixels); a chunk's packed panels stay in the
@@ -79,6 +80,25 @@ static void dconv_span(const dconv_job_t *j, const float *xg, int64_t row0, int6
   }
 }
 
+/* The zero-padded input rows of output pixels [j0, j1) of image n, group
+ * g (every channel), in slab; *row0 is their first row. Kept when *have
+ * is already key (the worker's last task was the same span of another
+ * chunk). */
+static const float *dconv_slab(const dconv_job_t *j, float *slab, int64_t *have, int64_t key,
+                               int64_t n, int64_t g, int64_t j0, int64_t j1, int64_t *row0) {
+  const pad_job_t *p = &j->pad;
+  int64_t plane = j->slab_rows * p->Wp;
+  int64_t h0 = j0 / j->Q * j->sh, h1 = (j1 - 1) / j->Q * j->sh + j->rlast + 1;
+  *row0 = h0;
+  if (*have == key) return slab;
+  const float *xc = p->x + n * p->sxn + g * j->cg * p->sxc;
+  for (int64_t c = 0; c < j->cg; c++)
+    cpu_fast_conv_pad_rows(p, xc + c * p->sxc, h0, h1, slab + c * plane,
+                           c + CONV_PAD_AHEAD < j->cg ? xc + (c + CONV_PAD_AHEAD) * p->sxc : NULL);
+  *have = key;
+  return slab;
+}
+
 static void dconv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)worker;
   const dconv_job_t *j = ctx;
@@ -103,22 +123,9 @@ static void dconv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     }
     int64_t per = j->P > 1 ? j->span * j->Q : j->span;
     int64_t j0 = sp * per, j1 = j0 + per < pq ? j0 + per : pq;
-    const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
     int64_t row0 = 0;
-    if (j->slab && j0 < j1) {
-      /* the padded input rows of the span's output rows (kept for the
-       * worker's next task when that is the same span of another chunk) */
-      const pad_job_t *p = &j->pad;
-      int64_t h0 = j0 / j->Q * j->sh, h1 = (j1 - 1) / j->Q * j->sh + j->rlast + 1;
-      if (rows != (ng * j->nsp + sp)) {
-        const float *xc = p->x + n * p->sxn + g * j->cg * p->sxc;
-        for (int64_t c = 0; c < j->cg; c++)
-          cpu_fast_conv_pad_rows(p, xc + c * p->sxc, h0, h1, slab + c * plane,
-                                 c + CONV_PAD_AHEAD < j->cg ? xc + (c + CONV_PAD_AHEAD) * p->sxc : NULL);
-        rows = ng * j->nsp + sp;
-      }
-      xg = slab, row0 = h0;
-    }
+    const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
+    if (j->slab && j0 < j1) xg = dconv_slab(j, slab, &rows, ng * j->nsp + sp, n, g, j0, j1, &row0);
     if (j0 < j1) dconv_span(j, xg, row0, n, g, q0, nq, buf, j0, j1);
     begin = j->dyn ? atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed) : begin + 1;
   }
