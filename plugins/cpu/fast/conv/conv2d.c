@@ -7,6 +7,10 @@
  *  - depthwise (one input and one output channel per group): a direct
  *    stencil over each plane, vectorised along output rows (stride-1 rows:
  *    fast/conv/conv2d_dw_avx2.c, conv2d_dw_avx512.c; else the row table's);
+ *  - direct, on AVX-512 CPUs (fast/conv/conv2d_direct.c): output channels
+ *    along the vector, input values broadcast from the image rows, for
+ *    every layer with at least 16 output channels per group; the routes
+ *    below serve AVX2 CPUs and the layers it declines;
  *  - in place: Y = W · im2col(X) with both read where they are. The weights
  *    are rows of C/G*R*S floats already; strips of NR output pixels whose
  *    halves each lie on one output row read the image through a table of
