@@ -7,3 +7,5 @@ $(B)/test/test_cpu_fast_gemm_amx: $(B)/obj/test/test_cpu_fast_gemm_amx.o $(CPU_F
 	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread -ldl
 
 TESTS += $(B)/test/test_cpu_fast_gemm_amx
+# the two-phase pool run (claimed pieces, then claimed tasks)
+TSAN_TESTS += $(B)/test/test_cpu_fast_gemm_amx
