@@ -63,8 +63,7 @@ static inline int64_t cpu_fast_att_take(cpu_fast_att_sched_t *s, unsigned r, boo
     int64_t f = (int64_t)(v & 0xffffffffu), b = (int64_t)(v >> 32);
     if (f + b >= len) return -1;
     uint64_t nv = v + (front ? 1u : (uint64_t)1 << 32);
-    if (__atomic_compare_exchange_n(&s->taken[r], &v, nv, true, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED))
+    if (__atomic_compare_exchange_n(&s->taken[r], &v, nv, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
       return front ? lo + f : lo + len - 1 - b;
   }
 }
@@ -162,7 +161,6 @@ CPU_HIDDEN bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attent
  * are not finite or reach 2^127), BP_OK otherwise unless per-thread scratch
  * could not be allocated. The caller has checked what
  * cpu_fast_attention_amx needs. Thread-safe; runs on dev->pool. */
-CPU_HIDDEN bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev,
-                                                  const bp_attention_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev, const bp_attention_args_t *a);
 
 #endif /* BACKPLANE_CPU_FAST_ATTENTION_H */

@@ -54,7 +54,7 @@ typedef struct ax_job {
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t Dp, Dvp, Skp;                 /* D, Dv, Skv rounded up to 32 */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb;          /* query blocks per head */
+  int64_t nqb; /* query blocks per head */
   cpu_fast_att_sched_t tasks;
   float scale;
   int causal;

@@ -74,7 +74,7 @@ typedef struct xf_job {
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t Dp, Dvp, Skp;                 /* D, Dv, Skv rounded up to 32 */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb;          /* query blocks per head */
+  int64_t nqb; /* query blocks per head */
   cpu_fast_att_sched_t tasks;
   float scale;
   int causal;
@@ -164,15 +164,15 @@ static void xf_pack_keys(const xf_job_t *j, const float *k, int64_t key0, int64_
   __m512i mag = _mm512_setzero_si512();
   /* a column of K (stride ld) in one gather where the offsets fit */
   bool gather = ld > 0 && 16 * ld < INT32_MAX / 4;
-  __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
-                                                    1, 0),
-                                   _mm512_set1_epi32((int)(gather ? ld : 0)));
+  __m512i idx =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32((int)(gather ? ld : 0)));
   for (int64_t p0 = key0; p0 < key1; p0 += 16) {
     int64_t live = xf_min(16, j->Skv - p0);
     for (int64_t d = 0; d < j->Dp; d += 2) {
       /* 16 keys of dims d and d + 1: a column of K, stride ld */
-      __m512 x0 = d < j->D ? xf_column(k + p0 * ld + d * sd, ld, live, gather, idx)
-                           : _mm512_setzero_ps();
+      __m512 x0 =
+          d < j->D ? xf_column(k + p0 * ld + d * sd, ld, live, gather, idx) : _mm512_setzero_ps();
       __m512 x1 = d + 1 < j->D ? xf_column(k + p0 * ld + (d + 1) * sd, ld, live, gather, idx)
                                : _mm512_setzero_ps();
       __m256i a[XF_PARTS], b[XF_PARTS];

@@ -53,7 +53,7 @@ typedef struct fa_job {
   float *o;
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t sq[4], sk[4], sv[4], so[4];
-  int64_t nqb;           /* query blocks per head */
+  int64_t nqb; /* query blocks per head */
   cpu_fast_att_sched_t tasks;
   int64_t ldkt;          /* floats of packed K^T per kv head */
   bool qdirect, vdirect; /* rows with unit stride: read in place */
