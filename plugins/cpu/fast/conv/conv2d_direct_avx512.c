@@ -12,42 +12,9 @@
 #include <immintrin.h>
 
 #include "conv2d.h"
-
-/* Transposes 16 rows of 16 floats in place: r[i] lane j -> r[j] lane i. */
-static inline __attribute__((always_inline)) void tr16(__m512 r[16]) {
-  __m512 t[16];
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  /* r[4q + s]: per 128-bit lane L, column 4L + s of rows 4q..4q+3 */
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 4) {
-    __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 2]);
-    __m512d c = _mm512_castps_pd(t[i + 1]), d = _mm512_castps_pd(t[i + 3]);
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
-    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
-  }
-  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
-    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
-  }
-}
+#include "plugins/cpu/fast/tile16_avx512.h"
 
 #define DC_PF_STEPS 32 /* (c, r, s) steps of input prefetched ahead */
-
-static inline __mmask16 lanes(int64_t n) {
-  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
 
 /* NP accumulators (pixels) of 16 channels, transposed and stored: channel
  * ch's NP pixels at y + ch * syk, for the first nk channels. */
@@ -56,8 +23,8 @@ static inline __attribute__((always_inline)) void store_t(const __m512 *acc, con
   __m512 r[16];
   _Pragma("GCC unroll 16") for (int p = 0; p < 16; p++) r[p] =
       p < NP ? acc[p] : _mm512_setzero_ps();
-  tr16(r);
-  __mmask16 m = lanes(NP);
+  cpu_fast_transpose16x16(r);
+  __mmask16 m = cpu_fast_first_lanes16(NP);
   if (nk >= 16) {
     _Pragma("GCC unroll 16") for (int ch = 0; ch < 16; ch++)
         _mm512_mask_storeu_ps(y + ch * syk, m, r[ch]);
@@ -78,8 +45,8 @@ static inline __attribute__((always_inline)) void tile(const dconv_seg_t *s, con
   __m512 a0[DC_NP], a1[DC_NP];
   __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
   if (s->bias) {
-    b0 = _mm512_maskz_loadu_ps(lanes(s->nk), s->bias);
-    if (KB == 2) b1 = _mm512_maskz_loadu_ps(lanes(s->nk - 16), s->bias + 16);
+    b0 = _mm512_maskz_loadu_ps(cpu_fast_first_lanes16(s->nk), s->bias);
+    if (KB == 2) b1 = _mm512_maskz_loadu_ps(cpu_fast_first_lanes16(s->nk - 16), s->bias + 16);
   }
   _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) a0[p] = b0, a1[p] = b1;
   const float *wp = s->w;

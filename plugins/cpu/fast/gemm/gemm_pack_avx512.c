@@ -7,41 +7,7 @@
 #include <immintrin.h>
 
 #include "gemm.h"
-
-/* Transposes 16 rows of 16 floats in place: r[i] lane j -> r[j] lane i. */
-static inline __attribute__((always_inline)) void tr16(__m512 r[16]) {
-  __m512 t[16];
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 4) {
-    __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 2]);
-    __m512d c = _mm512_castps_pd(t[i + 1]), d = _mm512_castps_pd(t[i + 3]);
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
-    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
-  }
-  /* r[4q + s] now holds, per 128-bit lane L, element s of rows 4q..4q+3
-   * at column 4L + s' ... combine the 128-bit lanes across groups. */
-  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);      /* lanes 0,2 */
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);  /* lanes 1,3 */
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
-    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
-  }
-}
-
-static inline __mmask16 lanes(int64_t n) {
-  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
+#include "plugins/cpu/fast/tile16_avx512.h"
 
 /* The packing for one panel width: inlined with constant w so that masks
  * and row counts fold in the common case (whole panels, whole 16-k
@@ -55,7 +21,7 @@ static inline __attribute__((always_inline)) void pack_t(
     for (int c = 0; c < w; c += 16) {
       int bw = w - c < 16 ? w - c : 16; /* panel rows in this block */
       int64_t rows = whole ? bw : cnt - i0 - c;
-      __mmask16 sm = lanes(bw);
+      __mmask16 sm = cpu_fast_first_lanes16(bw);
       const float *s = src + (i0 + c) * si;
       int64_t p = 0;
       for (; p + 16 <= kb; p += 16) {
@@ -67,7 +33,7 @@ static inline __attribute__((always_inline)) void pack_t(
           _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) r[i] =
               i < rows ? _mm512_loadu_ps(s + i * si + p) : _mm512_setzero_ps();
         }
-        tr16(r);
+        cpu_fast_transpose16x16(r);
         float *d = dst + p * w + c;
         _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {
           if (bw == 16)
@@ -77,12 +43,12 @@ static inline __attribute__((always_inline)) void pack_t(
         }
       }
       if (p < kb) {
-        __mmask16 km = lanes(kb - p);
+        __mmask16 km = cpu_fast_first_lanes16(kb - p);
         __m512 r[16];
         _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) r[i] =
             i < rows ? _mm512_maskz_loadu_ps(km, s + i * si + p)
                      : _mm512_setzero_ps();
-        tr16(r);
+        cpu_fast_transpose16x16(r);
         float *d = dst + p * w + c;
         for (int j = 0; j < kb - p; j++)
           _mm512_mask_storeu_ps(d + j * w, sm, r[j]);
@@ -107,8 +73,8 @@ static inline __attribute__((always_inline)) void pack_c(
           if (w - c >= 16)
             _mm512_storeu_ps(d + c, _mm512_loadu_ps(s + c));
           else
-            _mm512_mask_storeu_ps(d + c, lanes(w - c),
-                                  _mm512_maskz_loadu_ps(lanes(w - c), s + c));
+            _mm512_mask_storeu_ps(d + c, cpu_fast_first_lanes16(w - c),
+                                  _mm512_maskz_loadu_ps(cpu_fast_first_lanes16(w - c), s + c));
         }
     }
     if (rem) {
@@ -116,8 +82,8 @@ static inline __attribute__((always_inline)) void pack_c(
       float *d = dst + full * w * kb + p0 * w;
       for (int64_t p = p0; p < p1; p++, s += sk, d += w)
         for (int c = 0; c < w; c += 16)
-          _mm512_mask_storeu_ps(d + c, lanes(w - c),
-                                _mm512_maskz_loadu_ps(lanes(rem - c), s + c));
+          _mm512_mask_storeu_ps(d + c, cpu_fast_first_lanes16(w - c),
+                                _mm512_maskz_loadu_ps(cpu_fast_first_lanes16(rem - c), s + c));
     }
   }
 }
