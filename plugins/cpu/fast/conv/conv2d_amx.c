@@ -24,11 +24,11 @@
  * fast/conv/conv2d_bf16.c only after cpu_fast_conv_amx_ok().
  */
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv2d.h"
+#include "conv2d_amx_grid.h"
 #include "plugins/cpu/fast/amx_tiles.h"
 #include "plugins/cpu/fast/gemm/gemm_epi512.h"
 #include "plugins/cpu/tensor.h"
@@ -37,7 +37,6 @@
 #define AC_KC 32                /* k values per tile row */
 #define AC_CHUNK 1024           /* bf16 per k chunk of a B block (two 1 KiB tiles) */
 #define AC_RUN_MAX 16           /* pixel blocks per task, at most */
-#define AC_RANGES_MAX 64        /* task ranges, one per worker */
 #define AC_COPY_MAX (256 << 10) /* filters up to this size go into tile panels */
 
 typedef struct aconv {
@@ -54,12 +53,7 @@ typedef struct aconv {
   int64_t syn, syk, P, Q;
   const float *bias;
   int64_t G, cg, kg, crs, kp, mpanels;
-  int64_t nblk, mparts, per; /* pixel blocks per image, channel parts */
-  int64_t bpt, nruns;        /* blocks per task, runs of them per image */
-  /* tasks [0, ntasks) in nranges equal ranges, one per worker: claim[r]
-   * counts the tasks of range r taken so far */
-  int64_t ntasks, nranges;
-  _Atomic int64_t *claim;
+  conv_amx_grid_t grid; /* the tasks */
 } aconv_t;
 
 /* ---- B: the VNNI block of im2col(X) ------------------------------------- */
@@ -182,13 +176,7 @@ static int block_segs(const aconv_t *j, int64_t v0, seg_t *sg) {
 static void store_block(const aconv_t *j, const float *t, int rows, int64_t k0, uint16_t *yk,
                         const seg_t *sg, int nseg) {
   for (int i = 0; i < rows; i++, t += 32, yk += j->syk) {
-    __m512 v0 = _mm512_load_ps(t), v1 = _mm512_load_ps(t + 16);
-    if (j->bias) {
-      __m512 b = _mm512_set1_ps(j->bias[k0 + i]);
-      v0 = _mm512_add_ps(v0, b);
-      v1 = _mm512_add_ps(v1, b);
-    }
-    __m512i h = (__m512i)_mm512_cvtne2ps_pbh(v1, v0);
+    __m512i h = conv_amx_round_row(t, j->bias ? j->bias + k0 + i : NULL);
     for (int s = 0; s < nseg; s++)
       _mm512_mask_storeu_epi16(yk + sg[s].dst, sg[s].m, _mm512_permutexvar_epi16(sg[s].idx, h));
   }
@@ -196,18 +184,11 @@ static void store_block(const aconv_t *j, const float *t, int rows, int64_t k0, 
 
 /* ---- tasks ------------------------------------------------------------------ */
 
-/* Task t: channel part t / (nruns * N * G) of the run of blocks t % nruns
- * of image and group (t / nruns) % (N * G), so that a worker's range of
- * tasks is one part of the filter over consecutive pixels. Each block's B
- * is built while the previous one's tiles run (two buffers, bb[0] and
- * bb[1]). */
+/* Task t of the grid (conv2d_amx_grid.h). Each block's B is built while
+ * the previous one's tiles run (two buffers, bb[0] and bb[1]). */
 static void run_task(const aconv_t *j, int64_t t, uint16_t *bb[2], float *tb) {
-  int64_t per_part = j->ntasks / j->mparts;
-  int64_t mp = t / per_part, rest = t % per_part;
-  int64_t run = rest % j->nruns, ng = rest / j->nruns;
-  int64_t n = ng / j->G, g = ng % j->G;
-  int64_t p0 = mp * j->per, p1 = p0 + j->per < j->mpanels ? p0 + j->per : j->mpanels;
-  int64_t b0 = run * j->bpt, b1 = b0 + j->bpt < j->nblk ? b0 + j->bpt : j->nblk;
+  conv_amx_task_t k = conv_amx_grid_task(&j->grid, t, j->G, j->mpanels);
+  int64_t n = k.n, g = k.g, p0 = k.p0, p1 = k.p1, b0 = k.b0, b1 = k.b1;
   if (p0 >= p1) return;
   const uint16_t *xs = j->src + n * j->ssn + g * j->cg * j->ssc;
   uint16_t *yg = j->y + n * j->syn + g * j->kg * j->syk;
@@ -231,22 +212,6 @@ static void run_task(const aconv_t *j, int64_t t, uint16_t *bb[2], float *tb) {
   }
 }
 
-/* The next task for the worker whose range is home: its own range's in
- * order, then (when that is done: the worker came late or was slowed)
- * those of the others; -1 when none is left. A worker keeps the same
- * range of the planes and of the filter from call to call, in its own
- * L2. */
-static int64_t claim_task(const aconv_t *j, int64_t home) {
-  for (int64_t i = 0; i < j->nranges; i++) {
-    int64_t r = (home + i) % j->nranges;
-    int64_t r0 = r * j->ntasks / j->nranges, r1 = (r + 1) * j->ntasks / j->nranges;
-    if (atomic_load_explicit(&j->claim[r], memory_order_relaxed) >= r1 - r0) continue;
-    int64_t t = r0 + atomic_fetch_add_explicit(&j->claim[r], 1, memory_order_relaxed);
-    if (t < r1) return t;
-  }
-  return -1;
-}
-
 static void conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)end, (void)worker;
   aconv_t *j = ctx;
@@ -255,7 +220,7 @@ static void conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   if (!s) return; /* the other workers take its tasks */
   uint16_t *bb[2] = {(uint16_t *)s, (uint16_t *)(s + bbytes)};
   cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
-  for (int64_t t; (t = claim_task(j, begin)) >= 0;) run_task(j, t, bb, (float *)(s + 2 * bbytes));
+  for (int64_t t; (t = conv_amx_grid_claim(&j->grid, begin)) >= 0;) run_task(j, t, bb, (float *)(s + 2 * bbytes));
   _tile_release();
 }
 
@@ -267,14 +232,6 @@ typedef struct padcopy {
   int64_t C, Hp, Wp;
 } padcopy_t;
 
-/* Lanes [lo, hi) of a 32-lane mask, clipped to [0, 32). */
-static inline __mmask32 lane_range(int64_t lo, int64_t hi) {
-  lo = lo < 0 ? 0 : lo, hi = hi > 32 ? 32 : hi;
-  if (hi <= lo) return 0;
-  uint32_t up = hi == 32 ? 0xffffffffu : (1u << hi) - 1;
-  return (__mmask32)(up & ~((1u << lo) - 1));
-}
-
 /* Padded row d (Wp values) from the unit-stride row r of W values, pw
  * zeros before: 32 lanes at a time, the row read with a mask (lanes off
  * it are not read, so reading "before" r cannot fault), the zeros coming
@@ -283,8 +240,8 @@ static inline __mmask32 lane_range(int64_t lo, int64_t hi) {
 static inline void pad_row_unit(uint16_t *d, const uint16_t *r, int64_t W, int64_t pw,
                                 int64_t Wp) {
   for (int64_t q = 0; q < Wp; q += 32) {
-    __m512i v = _mm512_maskz_loadu_epi16(lane_range(pw - q, pw + W - q), r + q - pw);
-    _mm512_mask_storeu_epi16(d + q, lane_range(0, Wp - q), v);
+    __m512i v = _mm512_maskz_loadu_epi16(conv_amx_lanes(pw - q, pw + W - q), r + q - pw);
+    _mm512_mask_storeu_epi16(d + q, conv_amx_lanes(0, Wp - q), v);
   }
 }
 
@@ -415,33 +372,10 @@ bp_status_t cpu_fast_conv2d_amx(cpu_device_t *dev, const bp_conv2d_args_t *a, co
   /* tasks: runs of pixel blocks (a thread streams along its part of the
    * planes), and channel parts while there are too few blocks for the
    * threads to share evenly */
-  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
-  int64_t T = threads;
-  j.nblk = (j.nv + AC_NB - 1) / AC_NB;
-  j.mparts = 1;
-  while (T > 1 && N * j.G * j.nblk * j.mparts < 4 * T && 2 * j.mparts <= j.mpanels) j.mparts *= 2;
-  j.per = (j.mpanels + j.mparts - 1) / j.mparts;
-  j.bpt = N * j.G * j.nblk * j.mparts / (8 * T);
-  j.bpt = j.bpt < 1 ? 1 : j.bpt > AC_RUN_MAX ? AC_RUN_MAX : j.bpt;
-  j.nruns = (j.nblk + j.bpt - 1) / j.bpt;
-  j.ntasks = N * j.G * j.nruns * j.mparts;
+  int64_t T = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  conv_amx_grid_plan(&j.grid, N * j.G, (j.nv + AC_NB - 1) / AC_NB, j.mpanels, T, 1, AC_RUN_MAX);
   double flops = 2.0 * (double)(j.kg * j.G) * (double)j.crs * (double)(j.P * j.Q * N);
-  bool par = threads > 1 && j.ntasks > 1 && flops >= 4e6;
-  _Atomic int64_t claim[AC_RANGES_MAX];
-  j.nranges = par ? (T < AC_RANGES_MAX ? T : AC_RANGES_MAX) : 1;
-  j.nranges = j.nranges < j.ntasks ? j.nranges : j.ntasks;
-  for (int64_t r = 0; r < j.nranges; r++) atomic_init(&claim[r], 0);
-  j.claim = claim;
-  if (par)
-    cpu_pool_run(dev->pool, j.nranges, 1, conv_task, &j);
-  else
-    conv_task(&j, 0, 1, 0);
+  bool done = conv_amx_grid_run(dev, &j.grid, flops, conv_task, &j);
   free(koff);
-  /* a worker that got its scratch ran until no task was left, so a task
-   * left over means none did, and y is untouched */
-  bool done = true;
-  for (int64_t r = 0; r < j.nranges; r++)
-    done =
-        done && atomic_load(&claim[r]) >= (r + 1) * j.ntasks / j.nranges - r * j.ntasks / j.nranges;
   return done ? BP_OK : BP_ERR_UNIMPLEMENTED;
 }

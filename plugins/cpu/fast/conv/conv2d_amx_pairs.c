@@ -26,18 +26,17 @@
  * (fast.mk); called by fast/conv/conv2d_bf16.c after cpu_fast_conv_amx_ok().
  */
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv2d.h"
+#include "conv2d_amx_grid.h"
 #include "plugins/cpu/fast/amx_tiles.h"
 #include "plugins/cpu/tensor.h"
 
 #define PC_NB 32                      /* output pixels per block: two B tiles */
 #define PC_RUN_MIN 8                  /* pixel blocks per task, at least (when there are) */
 #define PC_RUN_MAX 16                 /* and at most */
-#define PC_RANGES_MAX 64              /* task ranges, one per worker */
 #define PC_INPLACE_MIN (256 << 10)    /* dense 1x1 filters above this are read in place */
 #define PC_ROWS_MAX ((size_t)1 << 20) /* a worker's row block, at most (L2) */
 
@@ -58,20 +57,9 @@ typedef struct pconv {
   int64_t syn, syk, P, Q;
   const float *bias;
   int64_t G, cg, kg, mpanels;
-  int64_t nblk, mparts, per, bpt, nruns, pitch;
-  /* tasks [0, ntasks) in nranges equal ranges, one per worker: claim[r]
-   * counts the tasks of range r taken so far */
-  int64_t ntasks, nranges;
-  _Atomic int64_t *claim;
+  int64_t pitch;        /* 32-bit pairs between two channel pairs' rows */
+  conv_amx_grid_t grid; /* the tasks */
 } pconv_t;
-
-/* Lanes [lo, hi) of a 32-lane mask, clipped to [0, 32). */
-static inline __mmask32 lanes(int64_t lo, int64_t hi) {
-  lo = lo < 0 ? 0 : lo, hi = hi > 32 ? 32 : hi;
-  if (hi <= lo) return 0;
-  uint32_t up = hi == 32 ? 0xffffffffu : (1u << hi) - 1;
-  return (__mmask32)(up & ~((1u << lo) - 1));
-}
 
 /* ---- the row block: channel pairs in VNNI order --------------------------- */
 
@@ -88,13 +76,13 @@ static inline void pair_run(const uint16_t *s0, const uint16_t *s1, int64_t n, i
                             int64_t hi, uint32_t *d) {
   const __m512i ilo = _mm512_loadu_si512(pair_idx), ihi = _mm512_loadu_si512(pair_idx + 32);
   for (int64_t i = 0; i < n; i += 32) {
-    __mmask32 m = lanes(lo - i, hi - i);
+    __mmask32 m = conv_amx_lanes(lo - i, hi - i);
     __m512i a = _mm512_maskz_loadu_epi16(m, s0 + i);
     __m512i b = s1 ? _mm512_maskz_loadu_epi16(m, s1 + i) : _mm512_setzero_si512();
     int64_t left = n - i;
-    _mm512_mask_storeu_epi32(d + i, (__mmask16)lanes(0, left), _mm512_permutex2var_epi16(a, ilo, b));
+    _mm512_mask_storeu_epi32(d + i, (__mmask16)conv_amx_lanes(0, left), _mm512_permutex2var_epi16(a, ilo, b));
     if (left > 16)
-      _mm512_mask_storeu_epi32(d + i + 16, (__mmask16)lanes(0, left - 16),
+      _mm512_mask_storeu_epi32(d + i + 16, (__mmask16)conv_amx_lanes(0, left - 16),
                                _mm512_permutex2var_epi16(a, ihi, b));
   }
 }
@@ -175,7 +163,7 @@ static int block_segs(const pconv_t *j, int64_t v0, seg_t *sg) {
       continue;
     }
     int64_t e = v + (j->Q - ow) < end ? v + (j->Q - ow) : end;
-    sg[n].m = lanes(v - v0, e - v0);
+    sg[n].m = conv_amx_lanes(v - v0, e - v0);
     sg[n++].dst = oh * j->Q + ow - (v - v0);
     v = e;
   }
@@ -187,29 +175,18 @@ static int block_segs(const pconv_t *j, int64_t v0, seg_t *sg) {
 static void store_block(const pconv_t *j, const float *t, int rows, int64_t k0, uint16_t *yk,
                         const seg_t *sg, int nseg) {
   for (int i = 0; i < rows; i++, t += 32, yk += j->syk) {
-    __m512 v0 = _mm512_load_ps(t), v1 = _mm512_load_ps(t + 16);
-    if (j->bias) {
-      __m512 b = _mm512_set1_ps(j->bias[k0 + i]);
-      v0 = _mm512_add_ps(v0, b);
-      v1 = _mm512_add_ps(v1, b);
-    }
-    __m512i h = (__m512i)_mm512_cvtne2ps_pbh(v1, v0);
+    __m512i h = conv_amx_round_row(t, j->bias ? j->bias + k0 + i : NULL);
     for (int s = 0; s < nseg; s++) _mm512_mask_storeu_epi16(yk + sg[s].dst, sg[s].m, h);
   }
 }
 
 /* ---- tasks ------------------------------------------------------------------ */
 
-/* Task t: channel part t / (nruns * N * G) of the run of blocks t % nruns
- * of image and group (t / nruns) % (N * G). The run's row block is built
+/* Task t of the grid (conv2d_amx_grid.h). The run's row block is built
  * once, then each block x each panel of the part. */
 static void run_task(const pconv_t *j, int64_t t, uint32_t *rows, float *tb) {
-  int64_t per_part = j->ntasks / j->mparts;
-  int64_t mp = t / per_part, rest = t % per_part;
-  int64_t run = rest % j->nruns, ng = rest / j->nruns;
-  int64_t n = ng / j->G, g = ng % j->G;
-  int64_t p0 = mp * j->per, p1 = p0 + j->per < j->mpanels ? p0 + j->per : j->mpanels;
-  int64_t b0 = run * j->bpt, b1 = b0 + j->bpt < j->nblk ? b0 + j->bpt : j->nblk;
+  conv_amx_task_t k = conv_amx_grid_task(&j->grid, t, j->G, j->mpanels);
+  int64_t n = k.n, g = k.g, p0 = k.p0, p1 = k.p1, b0 = k.b0, b1 = k.b1;
   if (p0 >= p1) return;
   const uint16_t *xs = j->x + n * j->sxn + g * j->cg * j->sxc;
   uint16_t *yg = j->y + n * j->syn + g * j->kg * j->syk;
@@ -225,19 +202,6 @@ static void run_task(const pconv_t *j, int64_t t, uint32_t *rows, float *tb) {
   }
 }
 
-/* The next task for the worker whose range is home: its own range's in
- * order, then those of the others; -1 when none is left. */
-static int64_t claim_task(const pconv_t *j, int64_t home) {
-  for (int64_t i = 0; i < j->nranges; i++) {
-    int64_t r = (home + i) % j->nranges;
-    int64_t r0 = r * j->ntasks / j->nranges, r1 = (r + 1) * j->ntasks / j->nranges;
-    if (atomic_load_explicit(&j->claim[r], memory_order_relaxed) >= r1 - r0) continue;
-    int64_t t = r0 + atomic_fetch_add_explicit(&j->claim[r], 1, memory_order_relaxed);
-    if (t < r1) return t;
-  }
-  return -1;
-}
-
 static void conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   (void)end, (void)worker;
   pconv_t *j = ctx;
@@ -245,7 +209,7 @@ static void conv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   char *s = cpu_fast_scratch(3, rbytes + 32 * 32 * sizeof(float));
   if (!s) return; /* the other workers take its tasks */
   cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
-  for (int64_t t; (t = claim_task(j, begin)) >= 0;) run_task(j, t, (uint32_t *)s, (float *)(s + rbytes));
+  for (int64_t t; (t = conv_amx_grid_claim(&j->grid, begin)) >= 0;) run_task(j, t, (uint32_t *)s, (float *)(s + rbytes));
   _tile_release();
 }
 
@@ -332,39 +296,18 @@ bp_status_t cpu_fast_conv2d_amx_pairs(cpu_device_t *dev, const bp_conv2d_args_t 
    * while there are too few blocks for the threads to share evenly; runs
    * of at least PC_RUN_MIN blocks (x read at least 8 lines of a plane at
    * a time), short enough that the row block stays in L2 */
-  unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
-  int64_t T = threads;
-  j.nblk = (j.nv + PC_NB - 1) / PC_NB;
-  j.mparts = 1;
-  while (T > 1 && N * j.G * j.nblk * j.mparts < 4 * T && 2 * j.mparts <= j.mpanels) j.mparts *= 2;
-  j.per = (j.mpanels + j.mparts - 1) / j.mparts;
-  j.bpt = N * j.G * j.nblk * j.mparts / (8 * T);
-  j.bpt = j.bpt < PC_RUN_MIN ? PC_RUN_MIN : j.bpt > PC_RUN_MAX ? PC_RUN_MAX : j.bpt;
-  j.bpt = j.bpt < j.nblk ? j.bpt : j.nblk;
-  while (j.bpt > 1 && (size_t)(j.cpairs * (j.bpt * PC_NB + j.halo)) * 4 > PC_ROWS_MAX) j.bpt /= 2;
-  j.nruns = (j.nblk + j.bpt - 1) / j.bpt;
-  j.ntasks = N * j.G * j.nruns * j.mparts;
+  int64_t T = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  conv_amx_grid_t *gr = &j.grid;
+  conv_amx_grid_plan(gr, N * j.G, (j.nv + PC_NB - 1) / PC_NB, j.mpanels, T, PC_RUN_MIN,
+                     PC_RUN_MAX);
+  while (gr->bpt > 1 && (size_t)(j.cpairs * (gr->bpt * PC_NB + j.halo)) * 4 > PC_ROWS_MAX)
+    gr->bpt /= 2;
   /* an odd number of 64-byte lines between two pairs' rows, so a tile's 16
    * rows do not fall into a few cache sets */
-  j.pitch = (j.bpt * PC_NB + j.halo + 15) / 16 * 16;
+  j.pitch = (gr->bpt * PC_NB + j.halo + 15) / 16 * 16;
   if ((j.pitch / 16) % 2 == 0) j.pitch += 16;
   double flops = 2.0 * (double)(j.kg * j.G) * (double)(j.cg * R * S) * (double)(j.P * j.Q * N);
-  bool par = threads > 1 && j.ntasks > 1 && flops >= 4e6;
-  _Atomic int64_t claim[PC_RANGES_MAX];
-  j.nranges = par ? (T < PC_RANGES_MAX ? T : PC_RANGES_MAX) : 1;
-  j.nranges = j.nranges < j.ntasks ? j.nranges : j.ntasks;
-  for (int64_t r = 0; r < j.nranges; r++) atomic_init(&claim[r], 0);
-  j.claim = claim;
-  if (par)
-    cpu_pool_run(dev->pool, j.nranges, 1, conv_task, &j);
-  else
-    conv_task(&j, 0, 1, 0);
+  bool done = conv_amx_grid_run(dev, gr, flops, conv_task, &j);
   if (tp != toff) free(tp);
-  /* a worker that got its scratch ran until no task was left, so a task
-   * left over means none did, and y is untouched */
-  bool done = true;
-  for (int64_t r = 0; r < j.nranges; r++)
-    done =
-        done && atomic_load(&claim[r]) >= (r + 1) * j.ntasks / j.nranges - r * j.ntasks / j.nranges;
   return done ? BP_OK : BP_ERR_UNIMPLEMENTED;
 }
