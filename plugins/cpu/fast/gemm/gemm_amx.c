@@ -33,7 +33,6 @@
  *    wake the hardware prefetchers.
  */
 #include <immintrin.h>
-#include <sched.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -45,6 +44,7 @@
  * are still in registers, the rounding to bf16) */
 #include "gemm_epi512.h"
 #include "plugins/cpu/fast/amx_tiles.h"
+#include "plugins/cpu/fast/shared_pieces.h"
 
 #define AMX_KC 32       /* bf16 per tile row: one k chunk */
 #define AMX_PANEL 1024  /* bf16 per 32 x 32 panel chunk (two 1 KiB tiles) */
@@ -364,7 +364,8 @@ static void amx_range(amx_job_t *j, int64_t i0, int64_t ni, int64_t p0, int64_t 
 
 /* Piece x of phase 1: AMX_PACK_PIECE panels of B (the first bpieces) or
  * of the row group's A. */
-static void amx_pack_piece(amx_job_t *j, int64_t x) {
+static void amx_pack_piece(void *ctx, int64_t x) {
+  amx_job_t *j = ctx;
   bool isb = x < j->bpieces;
   int64_t p0 = (isb ? x : x - j->bpieces) * AMX_PACK_PIECE;
   int64_t cnt = isb ? j->n : j->gcnt, end = (cnt + 31) / 32;
@@ -381,23 +382,9 @@ static void amx_pack_piece(amx_job_t *j, int64_t x) {
 }
 
 /* Phase 1: pieces claimed from the shared counter and packed, then a wait
- * until every piece is in (the only wait of the run: a worker that was
- * preempted holds up the others by at most one piece). */
+ * until every piece is in (fast/shared_pieces.h). */
 static void amx_pack_phase(amx_job_t *j) {
-  for (;;) {
-    int64_t x = __atomic_fetch_add(&j->next_piece, 1, __ATOMIC_RELAXED);
-    if (x >= j->pieces) break;
-    amx_pack_piece(j, x);
-    __atomic_add_fetch(&j->pieces_done, 1, __ATOMIC_RELEASE);
-  }
-  /* spin, but yield now and then: on a loaded machine the worker we wait
-   * for may need this CPU */
-  for (unsigned spin = 1; __atomic_load_n(&j->pieces_done, __ATOMIC_ACQUIRE) < j->pieces; spin++) {
-    if (spin % 256 == 0)
-      sched_yield();
-    else
-      _mm_pause();
-  }
+  cpu_fast_share_pieces(&j->next_piece, &j->pieces_done, j->pieces, amx_pack_piece, j);
 }
 
 /* Phase 2: tasks (row part t / ncg x panel part t % ncg) claimed from the

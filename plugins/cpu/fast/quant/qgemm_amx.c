@@ -29,11 +29,11 @@
  * signedness (qgemm_vnni.c says why) and a shorter k block.
  */
 #include <immintrin.h>
-#include <sched.h>
 #include <string.h>
 
 #include "plugins/cpu/fast/amx_tiles.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/fast/shared_pieces.h"
 #include "plugins/cpu/fast/quant/qgemm_amx.h"
 #include "plugins/cpu/tensor.h"
 
@@ -149,25 +149,17 @@ static void qa_range(cpu_qa_job_t *j, int64_t q, int64_t cnt, int64_t p0, int64_
   }
 }
 
+/* Piece x of phase 1: QA_PACK_PIECE panels of B. */
+static void qa_pack_b_piece(void *ctx, int64_t x) {
+  cpu_qa_job_t *j = ctx;
+  int64_t p0 = x * QA_PACK_PIECE, p1 = p0 + QA_PACK_PIECE;
+  j->pack_b(j, p0, p1 < j->panels ? p1 : j->panels);
+}
+
 /* Phase 1: pieces of B claimed from the shared counter and packed, then a
- * wait until every piece is in (the only wait of the call: a worker that
- * was preempted holds up the others by at most one piece). */
+ * wait until every piece is in (fast/shared_pieces.h). */
 static void qa_pack_b_phase(cpu_qa_job_t *j) {
-  for (;;) {
-    int64_t x = __atomic_fetch_add(&j->next_piece, 1, __ATOMIC_RELAXED);
-    if (x >= j->pieces) break;
-    int64_t p0 = x * QA_PACK_PIECE, p1 = p0 + QA_PACK_PIECE;
-    j->pack_b(j, p0, p1 < j->panels ? p1 : j->panels);
-    __atomic_add_fetch(&j->pieces_done, 1, __ATOMIC_RELEASE);
-  }
-  /* spin, but yield now and then: on a loaded machine the worker we wait
-   * for may need this CPU */
-  for (unsigned spin = 1; __atomic_load_n(&j->pieces_done, __ATOMIC_ACQUIRE) < j->pieces; spin++) {
-    if (spin % 256 == 0)
-      sched_yield();
-    else
-      _mm_pause();
-  }
+  cpu_fast_share_pieces(&j->next_piece, &j->pieces_done, j->pieces, qa_pack_b_piece, j);
 }
 
 /* Phase 2: tasks (row part t / ncg x pair part t % ncg) claimed from the
