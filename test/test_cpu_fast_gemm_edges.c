@@ -121,6 +121,36 @@ static int isa_cases(isa_case_t out[2]) {
   return out[0].ok + out[1].ok;
 }
 
+/* A grid of cases on one device, for one ISA level. */
+typedef void (*grid_fn)(cpu_device_t *dev, const isa_case_t *isa);
+
+/* grid on every ISA level this CPU runs, on devices of 1 to max_threads
+ * threads (a pool of their own), after srand(seed); then what found
+ * counts, and the test fails on any failure or when nothing ran. Skips
+ * the case without AVX2 + FMA. */
+static void on_each_isa(const char *what, unsigned seed, unsigned max_threads, grid_fn grid) {
+  isa_case_t isas[2];
+  if (!isa_cases(isas)) {
+    TEST_SKIP_CASE("no AVX2 + FMA on this CPU");
+    return;
+  }
+  srand(seed);
+  fails = checks = 0;
+  for (int i = 0; i < 2; i++)
+    for (unsigned thr = 1; thr <= max_threads && isas[i].ok; thr++) {
+      cpu_device_t dev;
+      memset(&dev, 0, sizeof dev);
+      dev.isa = isas[i].isa;
+      dev.threads = thr;
+      dev.pool = cpu_pool_create(thr);
+      grid(&dev, &isas[i]);
+      cpu_pool_destroy(dev.pool);
+    }
+  printf("%s: %d cases, %d failures\n", what, checks, fails);
+  assert_int_equal(fails, 0);
+  assert_true(checks > 0);
+}
+
 /* Every remainder of m against the kernel's MR, m past GEMM_DIRECT_MAX
  * (224) so f32 packs; k past one k block (KC 256 / 384). */
 static void packed_grid(cpu_device_t *dev, bool f64, int mr) {
@@ -136,62 +166,32 @@ static void packed_grid(cpu_device_t *dev, bool f64, int mr) {
   run_case(dev, f64, 16 + mr, 260, 300, true, false, 0.5, 1);
 }
 
+static void packed_grids(cpu_device_t *dev, const isa_case_t *isa) {
+  packed_grid(dev, false, isa->mr32);
+  packed_grid(dev, true, isa->mr64);
+}
+
 static void test_packed_edges(void **state) {
   (void)state;
-  isa_case_t isas[2];
-  if (!isa_cases(isas)) {
-    TEST_SKIP_CASE("no AVX2 + FMA on this CPU");
-    return;
-  }
-  srand(22);
-  fails = checks = 0;
-  for (int i = 0; i < 2; i++)
-    for (int thr = 1; thr <= 2 && isas[i].ok; thr++) {
-      cpu_device_t dev;
-      memset(&dev, 0, sizeof dev);
-      dev.isa = isas[i].isa;
-      dev.threads = (unsigned)thr;
-      dev.pool = cpu_pool_create((unsigned)thr);
-      packed_grid(&dev, false, isas[i].mr32);
-      packed_grid(&dev, true, isas[i].mr64);
-      cpu_pool_destroy(dev.pool);
-    }
-  printf("gemm edges (packed): %d cases, %d failures\n", checks, fails);
-  assert_int_equal(fails, 0);
-  assert_true(checks > 0);
+  on_each_isa("gemm edges (packed)", 22, 2, packed_grids);
 }
 
 /* f32 run unpacked (m, n <= 224): the row-major A kernel and the
  * column-major A kernel on every remainder of m against MR. */
+static void unpacked_grid(cpu_device_t *dev, const isa_case_t *isa) {
+  int mr = isa->mr32;
+  for (int r = 1; r <= mr; r++) {
+    int64_t m = 2 * mr + r;
+    run_case(dev, false, m, 70, 100, false, false, 1, r % 2 ? 0 : 0.5);
+    run_case(dev, false, m, 70, 500, true, false, -0.5, r % 2 ? 1 : 0);
+    /* a few rows (at most two panels): the skinny unpacked path */
+    run_case(dev, false, r + mr, 300, 300, false, false, 1, 0);
+  }
+}
+
 static void test_unpacked_edges(void **state) {
   (void)state;
-  isa_case_t isas[2];
-  if (!isa_cases(isas)) {
-    TEST_SKIP_CASE("no AVX2 + FMA on this CPU");
-    return;
-  }
-  srand(23);
-  fails = checks = 0;
-  for (int i = 0; i < 2; i++) {
-    if (!isas[i].ok) continue;
-    cpu_device_t dev;
-    memset(&dev, 0, sizeof dev);
-    dev.isa = isas[i].isa;
-    dev.threads = 1;
-    dev.pool = cpu_pool_create(1);
-    int mr = isas[i].mr32;
-    for (int r = 1; r <= mr; r++) {
-      int64_t m = 2 * mr + r;
-      run_case(&dev, false, m, 70, 100, false, false, 1, r % 2 ? 0 : 0.5);
-      run_case(&dev, false, m, 70, 500, true, false, -0.5, r % 2 ? 1 : 0);
-      /* a few rows (at most two panels): the skinny unpacked path */
-      run_case(&dev, false, r + mr, 300, 300, false, false, 1, 0);
-    }
-    cpu_pool_destroy(dev.pool);
-  }
-  printf("gemm edges (unpacked): %d cases, %d failures\n", checks, fails);
-  assert_int_equal(fails, 0);
-  assert_true(checks > 0);
+  on_each_isa("gemm edges (unpacked)", 23, 1, unpacked_grid);
 }
 
 /* Every length against the blocks of the kernels: as few blocks as max
@@ -232,29 +232,15 @@ static void block_grid(cpu_device_t *dev, bool f64) {
   run_case(dev, f64, 3100, 40, 60, false, false, 1, 1);
 }
 
+static void block_grids(cpu_device_t *dev, const isa_case_t *isa) {
+  (void)isa;
+  block_grid(dev, false);
+  block_grid(dev, true);
+}
+
 static void test_blocks_and_splits(void **state) {
   (void)state;
-  isa_case_t isas[2];
-  if (!isa_cases(isas)) {
-    TEST_SKIP_CASE("no AVX2 + FMA on this CPU");
-    return;
-  }
-  srand(24);
-  fails = checks = 0;
-  for (int i = 0; i < 2; i++)
-    for (int thr = 1; thr <= 2 && isas[i].ok; thr++) {
-      cpu_device_t dev;
-      memset(&dev, 0, sizeof dev);
-      dev.isa = isas[i].isa;
-      dev.threads = (unsigned)thr;
-      dev.pool = cpu_pool_create((unsigned)thr);
-      block_grid(&dev, false);
-      block_grid(&dev, true);
-      cpu_pool_destroy(dev.pool);
-    }
-  printf("gemm blocks and splits: %d cases, %d failures\n", checks, fails);
-  assert_int_equal(fails, 0);
-  assert_true(checks > 0);
+  on_each_isa("gemm blocks and splits", 24, 2, block_grids);
 }
 
 int main(void) {
