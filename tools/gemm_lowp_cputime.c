@@ -21,40 +21,16 @@
  * [nomkl | onlyours]. Operands row-major; TA=1 / TB=1 in the environment
  * read A / B transposed (column-major) on both sides.
  */
-#include <dlfcn.h>
 #include <immintrin.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include "plugins/cpu/cpu.h"
-#include "plugins/cpu/fast/gemm/gemm.h"
+
+#include "tools/gemm_bench.h"
 
 typedef void (*g16_t)(int, int, int, int, int, int, float, const uint16_t *, int, const uint16_t *,
                       int, float, float *, int);
-
-static double ts(clockid_t c) {
-  struct timespec t;
-  clock_gettime(c, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static bp_plugin_tensor_t T3(void *p, int dt, int64_t d0, int64_t d1, int64_t d2, int64_t s0,
-                             int64_t s1, int64_t s2) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = dt;
-  t.rank = 3;
-  t.shape[0] = d0;
-  t.shape[1] = d1;
-  t.shape[2] = d2;
-  t.strides[0] = s0;
-  t.strides[1] = s1;
-  t.strides[2] = s2;
-  return t;
-}
 
 /* Uniform in [-1, 1) as bf16 (top half of the f32) or f16 (F16C). */
 static void fill(uint16_t *p, int64_t cnt, int f16, unsigned seed) {
@@ -73,59 +49,59 @@ static void fill(uint16_t *p, int64_t cnt, int f16, unsigned seed) {
 
 static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
+/* The operands and both sides' entry points. */
+typedef struct job {
+  int64_t B, m, n, k;
+  int ta, tb;
+  uint16_t *A, *Bm;
+  float *Cm;
+  cpu_device_t dev;
+  bp_gemm_args_t g;
+  g16_t g16;
+} job_t;
+
+static bool call_side(void *ctx, int side) {
+  job_t *j = ctx;
+  int64_t m = j->m, n = j->n, k = j->k;
+  if (side == 0) return cpu_fast_gemm(&j->dev, &j->g) == BP_OK;
+  for (int64_t b = 0; b < j->B; b++)
+    j->g16(101, j->ta ? 112 : 111, j->tb ? 112 : 111, m, n, k, 1.0f, j->A + b * m * k,
+           j->ta ? m : k, j->Bm + b * k * n, j->tb ? k : n, 0.0f, j->Cm + b * m * n, n);
+  return true;
+}
+
 int main(int argc, char **argv) {
   if (argc < 8) return 2;
+  job_t j;
+  memset(&j, 0, sizeof j);
   int f16 = !strcmp(argv[1], "f16");
-  int64_t B = atoll(argv[2]), m = atoll(argv[3]), n = atoll(argv[4]), k = atoll(argv[5]);
+  int64_t B = j.B = atoll(argv[2]), m = j.m = atoll(argv[3]), n = j.n = atoll(argv[4]),
+          k = j.k = atoll(argv[5]);
   unsigned thr = atoi(argv[6]);
   int reps = atoi(argv[7]);
   int skipmkl = argc > 8 && (!strcmp(argv[8], "nomkl") || !strcmp(argv[8], "onlyours"));
-  int ta = getenv("TA") && atoi(getenv("TA")), tb = getenv("TB") && atoi(getenv("TB"));
-  uint16_t *A = alloc64(2 * B * m * k), *Bm = alloc64(2 * B * k * n), *C = alloc64(2 * B * m * n);
-  float *Cm = alloc64(4 * B * m * n);
+  int ta = j.ta = getenv("TA") && atoi(getenv("TA")), tb = j.tb = getenv("TB") && atoi(getenv("TB"));
+  uint16_t *A = j.A = alloc64(2 * B * m * k), *Bm = j.Bm = alloc64(2 * B * k * n),
+           *C = alloc64(2 * B * m * n);
+  float *Cm = j.Cm = alloc64(4 * B * m * n);
   fill(A, B * m * k, f16, 1);
   fill(Bm, B * k * n, f16, 2);
   memset(C, 0, 2 * B * m * n);
-  void *h =
-      skipmkl ? NULL
-              : dlopen(getenv("MKL_RT") ? getenv("MKL_RT") : "build/bench-venv/lib/libmkl_rt.so.3",
-                       RTLD_NOW | RTLD_LOCAL);
-  g16_t g16 = h ? (g16_t)dlsym(h, f16 ? "cblas_gemm_f16f16f32" : "cblas_gemm_bf16bf16f32") : NULL;
-  void (*setn)(int) = h ? (void (*)(int))dlsym(h, "MKL_Set_Num_Threads") : NULL;
-  if (setn) setn((int)thr);
-  cpu_device_t dev;
-  memset(&dev, 0, sizeof dev);
-  dev.isa = BP_ISA_BEST;
-  dev.threads = thr;
-  dev.pool = thr > 1 ? cpu_pool_create(thr) : NULL;
+  void *h = bench_open_mkl(skipmkl, thr);
+  g16_t g16 = j.g16 =
+      h ? (g16_t)dlsym(h, f16 ? "cblas_gemm_f16f16f32" : "cblas_gemm_bf16bf16f32") : NULL;
+  j.dev = bench_cpu_device(thr);
   int dt = f16 ? BP_F16 : BP_BF16;
-  bp_gemm_args_t g;
-  memset(&g, 0, sizeof g);
-  g.struct_size = sizeof g;
-  g.alpha = 1;
-  g.beta = 0;
-  g.a = ta ? T3(A, dt, B, m, k, m * k, 1, m) : T3(A, dt, B, m, k, m * k, k, 1);
-  g.b = tb ? T3(Bm, dt, B, k, n, k * n, 1, k) : T3(Bm, dt, B, k, n, k * n, n, 1);
-  g.c = T3(C, dt, B, m, n, m * n, n, 1);
-  double bw[2] = {1e9, 1e9}, bc[2] = {1e9, 1e9};
-  for (int r = 0; r < reps + 1; r++)
-    for (int s = 0; s < 2; s++) {
-      if (s == 1 && !g16) continue;
-      double w0 = ts(CLOCK_MONOTONIC), c0 = ts(CLOCK_THREAD_CPUTIME_ID);
-      if (s == 0) {
-        if (cpu_fast_gemm(&dev, &g) != BP_OK) {
-          printf("fail\n");
-          return 1;
-        }
-      } else
-        for (int64_t b = 0; b < B; b++)
-          g16(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, 1.0f, A + b * m * k, ta ? m : k,
-              Bm + b * k * n, tb ? k : n, 0.0f, Cm + b * m * n, n);
-      double w = ts(CLOCK_MONOTONIC) - w0, c = ts(CLOCK_THREAD_CPUTIME_ID) - c0;
-      if (r == 0) continue;
-      if (w < bw[s]) bw[s] = w;
-      if (c < bc[s]) bc[s] = c;
-    }
+  j.g = bench_gemm_args(ta ? bench_tensor3(A, dt, B, m, k, m * k, 1, m)
+                           : bench_tensor3(A, dt, B, m, k, m * k, k, 1),
+                        tb ? bench_tensor3(Bm, dt, B, k, n, k * n, 1, k)
+                           : bench_tensor3(Bm, dt, B, k, n, k * n, n, 1),
+                        bench_tensor3(C, dt, B, m, n, m * n, n, 1));
+  double bw[2], bc[2];
+  if (!bench_best(reps, g16 != NULL, call_side, &j, bw, bc)) {
+    printf("fail\n");
+    return 1;
+  }
   /* both sides computed the same product: their largest difference
    * (relative to the largest |C|) says the call was the GEMM */
   double maxd = 0, maxc = 0;
