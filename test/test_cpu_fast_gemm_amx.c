@@ -28,6 +28,7 @@
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/tensor.h"
 #include "test/skip.h"
 
 static bool amx_here(void) {
@@ -36,18 +37,6 @@ static bool amx_here(void) {
 }
 
 static double bf2d(uint16_t h) { return cpu_bf16_to_float(h); }
-
-static bp_plugin_tensor_t t3(void *p, int64_t d0, int64_t d1, int64_t d2, int64_t s0, int64_t s1,
-                             int64_t s2) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = BP_BF16;
-  t.rank = 3;
-  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
-  t.strides[0] = s0, t.strides[1] = s1, t.strides[2] = s2;
-  return t;
-}
 
 /* A random bf16 with a full 8-bit mantissa (most of them), in (-2, 2). */
 static uint16_t rnd_bf(void) { return cpu_bf16_from_double((rand() % 20001 - 10000) / 5003.0); }
@@ -112,10 +101,10 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
   g.struct_size = sizeof g;
   g.alpha = s->alpha;
   g.beta = s->beta;
-  g.a = t3(A, nb, m, k, sa, am, ak);
-  g.b = t3(B, nb, k, n, sb, bk, bn);
-  g.c = t3(C, nb, m, n, sc, cm, cn);
-  if (s->bias) g.bias = t3(bias, nb, m, n, 0, s->bias == 2, s->bias == 1);
+  g.a = cpu_tensor_view3(A, BP_BF16, nb, m, k, sa, am, ak);
+  g.b = cpu_tensor_view3(B, BP_BF16, nb, k, n, sb, bk, bn);
+  g.c = cpu_tensor_view3(C, BP_BF16, nb, m, n, sc, cm, cn);
+  if (s->bias) g.bias = cpu_tensor_view3(bias, BP_BF16, nb, m, n, 0, s->bias == 2, s->bias == 1);
   if (s->relu) g.flags |= BP_GEMM_FLAG_ACTIVATION, g.activation = BP_UNARY_RELU;
   checks++;
   bp_status_t st = cpu_fast_gemm_amx_epilogue_ok(&g) ? cpu_fast_gemm_amx(dev, &g) : -1;

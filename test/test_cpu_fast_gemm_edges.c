@@ -25,6 +25,7 @@
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/fast/gemm/gemm_driver.h"
+#include "plugins/cpu/tensor.h"
 #include "test/skip.h"
 
 static int fails, checks;
@@ -40,19 +41,9 @@ static void setv(void *p, bool f64, int64_t i, double v) {
     ((float *)p)[i] = (float)v;
 }
 
+/* One d1 x d2 matrix as a batch of one (its batch stride past its end). */
 static bp_plugin_tensor_t t3(void *p, bool f64, int64_t d1, int64_t d2, int64_t s1, int64_t s2) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = f64 ? BP_F64 : BP_F32;
-  t.rank = 3;
-  t.shape[0] = 1;
-  t.shape[1] = d1;
-  t.shape[2] = d2;
-  t.strides[0] = d1 * d2 + 64;
-  t.strides[1] = s1;
-  t.strides[2] = s2;
-  return t;
+  return cpu_tensor_view3(p, f64 ? BP_F64 : BP_F32, 1, d1, d2, d1 * d2 + 64, s1, s2);
 }
 
 /* C (m x n) = alpha A B + beta C; ta: A column-major, tc: C column-major. */

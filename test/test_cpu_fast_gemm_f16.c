@@ -23,6 +23,7 @@
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/tensor.h"
 #include "test/skip.h"
 
 static bool amx_here(void) {
@@ -35,18 +36,6 @@ static uint16_t f2h(double v) {
 }
 static double h2d(uint16_t h) {
   return cpu_f16_to_float(h);
-}
-
-static bp_plugin_tensor_t t3(void *p, int64_t d0, int64_t d1, int64_t d2, int64_t s0, int64_t s1,
-                             int64_t s2) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = BP_F16;
-  t.rank = 3;
-  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
-  t.strides[0] = s0, t.strides[1] = s1, t.strides[2] = s2;
-  return t;
 }
 
 /* A random f16 with a full 11-bit mantissa (most of them), in (-2, 2). */
@@ -99,9 +88,9 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
   g.struct_size = sizeof g;
   g.alpha = s->alpha;
   g.beta = s->beta;
-  g.a = t3(A, nb, m, k, sa, am, ak);
-  g.b = t3(B, nb, k, n, sb, bk, bn);
-  g.c = t3(C, nb, m, n, sc, cm, cn);
+  g.a = cpu_tensor_view3(A, BP_F16, nb, m, k, sa, am, ak);
+  g.b = cpu_tensor_view3(B, BP_F16, nb, k, n, sb, bk, bn);
+  g.c = cpu_tensor_view3(C, BP_F16, nb, m, n, sc, cm, cn);
   checks++;
   bp_status_t st = cpu_fast_gemm_lowp(dev, &g);
   if (st != BP_OK) {
@@ -177,9 +166,9 @@ static void test_f16_amx_special(void **state) {
   g.struct_size = sizeof g;
   g.alpha = 1;
   g.beta = 0;
-  g.a = t3(A, 1, 3, 2, 6, 2, 1);
-  g.b = t3(B, 1, 2, 3, 6, 3, 1);
-  g.c = t3(C, 1, 3, 3, 9, 3, 1);
+  g.a = cpu_tensor_view3(A, BP_F16, 1, 3, 2, 6, 2, 1);
+  g.b = cpu_tensor_view3(B, BP_F16, 1, 2, 3, 6, 3, 1);
+  g.c = cpu_tensor_view3(C, BP_F16, 1, 3, 3, 9, 3, 1);
   assert_int_equal(cpu_fast_gemm_lowp(&dev, &g), BP_OK);
   double want[6] = {1 + 2 * e, 1.5 + e, INFINITY, INFINITY, INFINITY, INFINITY};
   for (int i = 0; i < 6; i++) {

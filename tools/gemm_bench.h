@@ -1,9 +1,10 @@
 /*
  * tools/gemm_bench.h — what the GEMM timing tools (tools/gemm_cputime.c,
- * tools/gemm_lowp_cputime.c) share: the clocks, rank-3 operand views, a
- * cpu device over the fast path's objects, MKL opened with dlopen, and the
- * alternating best-of loop that times ours against MKL. Header-only (the
- * tools are single files built by the lines in their headers).
+ * tools/gemm_lowp_cputime.c) share: the clocks, a cpu device over the
+ * fast path's objects, MKL opened with dlopen, the GEMM's arguments over
+ * rank-3 views (cpu_tensor_view3) and the alternating best-of loop that
+ * times ours against MKL. Header-only (the tools are single files built
+ * by the lines in their headers).
  */
 #ifndef BACKPLANE_TOOLS_GEMM_BENCH_H
 #define BACKPLANE_TOOLS_GEMM_BENCH_H
@@ -16,25 +17,13 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/tensor.h"
 
 /* Seconds on clock c. */
 static inline double bench_seconds(clockid_t c) {
   struct timespec t;
   clock_gettime(c, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-/* A rank-3 view of p: shape (d0, d1, d2), element strides (s0, s1, s2). */
-static inline bp_plugin_tensor_t bench_tensor3(void *p, int dt, int64_t d0, int64_t d1, int64_t d2,
-                                               int64_t s0, int64_t s1, int64_t s2) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = dt;
-  t.rank = 3;
-  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
-  t.strides[0] = s0, t.strides[1] = s1, t.strides[2] = s2;
-  return t;
 }
 
 /* MKL's runtime ($MKL_RT, else the bench venv's under build/), told to use

@@ -89,10 +89,10 @@ int main(int argc, char **argv) {
   j.sg = h ? (sg_t)dlsym(h, "cblas_sgemm") : NULL;
   j.dg = h ? (dg_t)dlsym(h, "cblas_dgemm") : NULL;
   j.dev = bench_cpu_device(thr);
-  int dt = f64 ? BP_F64 : BP_F32;
-  j.g = bench_gemm_args(bench_tensor3(A, dt, B, m, k, m * k, k, 1),
-                        bench_tensor3(Bm, dt, B, k, n, k * n, n, 1),
-                        bench_tensor3(C, dt, B, m, n, m * n, n, 1));
+  bp_dtype_t dt = f64 ? BP_F64 : BP_F32;
+  j.g = bench_gemm_args(cpu_tensor_view3(A, dt, B, m, k, m * k, k, 1),
+                        cpu_tensor_view3(Bm, dt, B, k, n, k * n, n, 1),
+                        cpu_tensor_view3(C, dt, B, m, n, m * n, n, 1));
   double bw[2], bc[2];
   if (!bench_best(reps, h != NULL, call_side, &j, bw, bc)) {
     printf("fail\n");

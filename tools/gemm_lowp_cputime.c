@@ -91,12 +91,12 @@ int main(int argc, char **argv) {
   g16_t g16 = j.g16 =
       h ? (g16_t)dlsym(h, f16 ? "cblas_gemm_f16f16f32" : "cblas_gemm_bf16bf16f32") : NULL;
   j.dev = bench_cpu_device(thr);
-  int dt = f16 ? BP_F16 : BP_BF16;
-  j.g = bench_gemm_args(ta ? bench_tensor3(A, dt, B, m, k, m * k, 1, m)
-                           : bench_tensor3(A, dt, B, m, k, m * k, k, 1),
-                        tb ? bench_tensor3(Bm, dt, B, k, n, k * n, 1, k)
-                           : bench_tensor3(Bm, dt, B, k, n, k * n, n, 1),
-                        bench_tensor3(C, dt, B, m, n, m * n, n, 1));
+  bp_dtype_t dt = f16 ? BP_F16 : BP_BF16;
+  j.g = bench_gemm_args(ta ? cpu_tensor_view3(A, dt, B, m, k, m * k, 1, m)
+                           : cpu_tensor_view3(A, dt, B, m, k, m * k, k, 1),
+                        tb ? cpu_tensor_view3(Bm, dt, B, k, n, k * n, 1, k)
+                           : cpu_tensor_view3(Bm, dt, B, k, n, k * n, n, 1),
+                        cpu_tensor_view3(C, dt, B, m, n, m * n, n, 1));
   double bw[2], bc[2];
   if (!bench_best(reps, g16 != NULL, call_side, &j, bw, bc)) {
     printf("fail\n");

@@ -12,6 +12,7 @@
 #define BACKPLANE_CPU_TENSOR_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "plugin-api.h"
 
@@ -26,6 +27,22 @@ static inline int64_t cpu_numel(const bp_plugin_tensor_t *t) {
   for (int32_t d = 0; d < t->rank; d++)
     n *= t->shape[d];
   return n;
+}
+
+/* A rank-3 view of the host memory at p (offset 0): shape (d0, d1, d2),
+ * element strides (s0, s1, s2). For the routes that hand a part of their
+ * work to another op as a view, and for tests and tools. */
+static inline bp_plugin_tensor_t cpu_tensor_view3(const void *p, bp_dtype_t dtype, int64_t d0,
+                                                  int64_t d1, int64_t d2, int64_t s0, int64_t s1,
+                                                  int64_t s2) {
+  bp_plugin_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.ptr = (uint64_t)(uintptr_t)p;
+  t.dtype = dtype;
+  t.rank = 3;
+  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
+  t.strides[0] = s0, t.strides[1] = s1, t.strides[2] = s2;
+  return t;
 }
 
 /* True for rank 0 with no pointer, the ABI's "optional tensor absent". */

@@ -144,19 +144,6 @@ static void bias_fill_task(void *ctx, int64_t begin, int64_t end, unsigned worke
   }
 }
 
-/* A bf16 tensor view of rank 3 over base (element offsets). */
-static bp_plugin_tensor_t view3(const void *base, int64_t b, int64_t m, int64_t n, int64_t sb,
-                                int64_t sm, int64_t sn) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)base;
-  t.dtype = BP_BF16;
-  t.rank = 3;
-  t.shape[0] = b, t.shape[1] = m, t.shape[2] = n;
-  t.strides[0] = sb, t.strides[1] = sm, t.strides[2] = sn;
-  return t;
-}
-
 /* The filter as rows of C/G*R*S bf16 values: in place when (c, r, s) are
  * dense, else copied into *owned (the caller frees it). */
 static const uint16_t *filter_rows(const bp_plugin_tensor_t *w, int64_t *lda, uint16_t **owned) {
@@ -204,9 +191,9 @@ static bp_status_t gemm_groups(cpu_device_t *dev, const bconv_t *j, const uint16
     ga.struct_size = sizeof ga;
     ga.alpha = 1.0;
     ga.beta = j->bias ? 1.0 : 0.0;
-    ga.a = view3(wr + g * kg * lda, N, kg, crs, 0, lda, 1);
-    ga.b = view3(b + g * cg * cstride, N, crs, pq, sbn, sbk, 1);
-    ga.c = view3(j->y + g * kg * ys[1], N, kg, pq, ys[0], ys[1], 1);
+    ga.a = cpu_tensor_view3(wr + g * kg * lda, BP_BF16, N, kg, crs, 0, lda, 1);
+    ga.b = cpu_tensor_view3(b + g * cg * cstride, BP_BF16, N, crs, pq, sbn, sbk, 1);
+    ga.c = cpu_tensor_view3(j->y + g * kg * ys[1], BP_BF16, N, kg, pq, ys[0], ys[1], 1);
     bp_status_t st = cpu_fast_gemm(dev, &ga);
     if (st != BP_OK) return st == BP_ERR_UNIMPLEMENTED && g > 0 ? BP_ERR_OUT_OF_MEMORY : st;
   }
