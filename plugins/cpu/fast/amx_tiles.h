@@ -74,4 +74,23 @@ static inline void cpu_amx_acc_store(void *out, int64_t ld) {
   _tile_stored(3, p + 16 * st + 64, st);
 }
 
+#ifdef __AMX_BF16__
+/* One 32-deep k chunk of bf16 pairs onto the f32 block in tiles 0-3
+ * (TDPBF16PS): A's rows 0-15 at a0 and 16-31 at a1 (tiles 4, 5), B's VNNI
+ * columns 0-15 at b0 and 16-31 at b1 (tiles 6, 7), rows ast and bst
+ * bytes apart. Inlined: it is the tile loop's whole body. */
+static inline __attribute__((always_inline)) void cpu_amx_bf16_2x2(const void *a0, const void *a1,
+                                                                   size_t ast, const void *b0,
+                                                                   const void *b1, size_t bst) {
+  _tile_loadd(4, a0, ast);
+  _tile_loadd(5, a1, ast);
+  _tile_loadd(6, b0, bst);
+  _tile_loadd(7, b1, bst);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+#endif
+
 #endif /* BACKPLANE_CPU_FAST_AMX_TILES_H */

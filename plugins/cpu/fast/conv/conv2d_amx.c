@@ -114,19 +114,9 @@ static void tile_block(const aconv_t *j, const uint16_t *a, const uint16_t *b, f
                        bpack_t *nb, int64_t per) {
   size_t st = (size_t)j->ast * 2;
   int64_t chunks = j->kp / AC_KC;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  cpu_amx_acc_start(NULL, 0, true);
   for (int64_t c = 0; c < chunks; c++, a += j->astep, b += AC_CHUNK) {
-    _tile_loadd(4, a, st);
-    _tile_loadd(5, a + 16 * j->ast, st);
-    _tile_loadd(6, b, 64);
-    _tile_loadd(7, b + 512, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    cpu_amx_bf16_2x2(a, a + 16 * j->ast, st, b, b + 512, 64);
     if (nb) pack_some(j, nb, per);
   }
   cpu_amx_acc_store(t, 32);

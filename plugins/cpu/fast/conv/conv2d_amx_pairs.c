@@ -124,22 +124,12 @@ static void build_rows(const pconv_t *j, const uint16_t *xs, int64_t v0, int64_t
  * of the block in the row block), all taps and channel blocks. */
 static void tile_block(const pconv_t *j, const uint16_t *a, const uint32_t *xb, float *t) {
   size_t st = (size_t)j->ast * 2, bst = (size_t)j->pitch * 4;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  cpu_amx_acc_start(NULL, 0, true);
   for (int64_t tap = 0; tap < j->ntaps; tap++) {
     const uint32_t *bt = xb + j->toff[tap];
     for (int64_t cb = 0; cb < j->ncb; cb++, a += j->astep) {
       const uint32_t *b = bt + cb * 16 * j->pitch;
-      _tile_loadd(4, a, st);
-      _tile_loadd(5, a + 16 * j->ast, st);
-      _tile_loadd(6, b, bst);
-      _tile_loadd(7, b + 16, bst);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+      cpu_amx_bf16_2x2(a, a + 16 * j->ast, st, b, b + 16, bst);
     }
   }
   cpu_amx_acc_store(t, 32);

@@ -60,14 +60,7 @@ static void amx_ukr(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
   cpu_amx_acc_start(w, ld, first);
   for (int64_t c = 0; c < kchunks; c++) {
     for (int64_t l = 0; l < pfl; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
-    _tile_loadd(4, ap, 64);
-    _tile_loadd(5, ap + 512, 64);
-    _tile_loadd(6, bp, 64);
-    _tile_loadd(7, bp + 512, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    cpu_amx_bf16_2x2(ap, ap + 512, 64, bp, bp + 512, 64);
     ap += AMX_PANEL;
     bp += AMX_PANEL;
   }

@@ -127,14 +127,7 @@ static void f8_ukr(int64_t chunks, const int8_t *ap, const int8_t *b0, const int
                    const int32_t *w, int64_t ld, bool first, int32_t *out, int64_t ldo) {
   cpu_amx_acc_start(w, ld, first);
   for (int64_t c = 0; c < chunks; c++) {
-    _tile_loadd(4, ap, CPU_QA_KC);
-    _tile_loadd(5, ap + 1024, CPU_QA_KC);
-    _tile_loadd(6, b0, CPU_QA_KC);
-    _tile_loadd(7, b1, CPU_QA_KC);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    cpu_amx_bf16_2x2(ap, ap + 1024, CPU_QA_KC, b0, b1, CPU_QA_KC);
     ap += CPU_QA_APANEL_CHUNK;
     b0 += 1024;
     b1 += 1024;
