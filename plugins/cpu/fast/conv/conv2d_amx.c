@@ -142,20 +142,12 @@ static const uint16_t unpack_pos[64] = {
 
 /* The runs of the block at wide-grid pixel v0; returns how many. */
 static int block_segs(const aconv_t *j, int64_t v0, seg_t *sg) {
-  int n = 0;
-  int64_t end = v0 + AC_NB < j->nv ? v0 + AC_NB : j->nv;
-  for (int64_t v = v0; v < end;) {
-    int64_t oh = v / j->wp, ow = v % j->wp;
-    if (ow >= j->Q) {
-      v += j->wp - ow;
-      continue;
-    }
-    int64_t e = v + (j->Q - ow) < end ? v + (j->Q - ow) : end;
-    int len = (int)(e - v);
-    sg[n].idx = _mm512_loadu_si512(unpack_pos + (v - v0));
-    sg[n].m = len >= 32 ? 0xffffffffu : (__mmask32)((1u << len) - 1);
-    sg[n++].dst = oh * j->Q + ow;
-    v = e;
+  conv_amx_run_t r[AC_NB];
+  int n = conv_amx_block_runs(v0, j->nv, j->wp, j->Q, r);
+  for (int i = 0; i < n; i++) {
+    sg[i].idx = _mm512_loadu_si512(unpack_pos + r[i].lane);
+    sg[i].m = conv_amx_lanes(0, r[i].len);
+    sg[i].dst = r[i].dst;
   }
   return n;
 }

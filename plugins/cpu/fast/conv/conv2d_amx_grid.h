@@ -2,8 +2,9 @@
  * fast/conv/conv2d_amx_grid.h — what the two bf16 AMX conv2d routes
  * (conv2d_amx.c, conv2d_amx_pairs.c) share around their tiles: the task
  * grid (runs of 32-pixel blocks x channel parts, per image and group), its
- * tasks claimed from per-worker ranges, a 32-lane mask, and a row of f32
- * results plus bias rounded to bf16. For files compiled with AVX-512 BF16
+ * tasks claimed from per-worker ranges, a 32-lane mask, the runs of a
+ * pixel block that land on y, and a row of f32 results plus bias rounded
+ * to bf16. For files compiled with AVX-512 BF16
  * (fast.mk); static inline so that each route keeps its loops whole.
  */
 #ifndef BACKPLANE_CPU_FAST_CONV2D_AMX_GRID_H
@@ -118,6 +119,33 @@ static inline bool conv_amx_grid_run(cpu_device_t *dev, conv_amx_grid_t *gr, dou
                                                  r * gr->ntasks / gr->nranges;
   gr->claim = NULL;
   return done;
+}
+
+/* A run of a block's lanes on one output row: lanes [lane, lane + len)
+ * hold y's pixels dst, dst + 1, ... (columns ow < Q of the wide grid). */
+typedef struct conv_amx_run {
+  int lane, len;
+  int64_t dst;
+} conv_amx_run_t;
+
+/* The runs of the 32-pixel block at wide-grid pixel v0 (a grid nv pixels
+ * long, rows wp apart, the first Q columns kept) into out (room for 32);
+ * returns how many. */
+static inline int conv_amx_block_runs(int64_t v0, int64_t nv, int64_t wp, int64_t Q,
+                                      conv_amx_run_t *out) {
+  int n = 0;
+  int64_t end = v0 + 32 < nv ? v0 + 32 : nv;
+  for (int64_t v = v0; v < end;) {
+    int64_t oh = v / wp, ow = v % wp;
+    if (ow >= Q) {
+      v += wp - ow;
+      continue;
+    }
+    int64_t e = v + (Q - ow) < end ? v + (Q - ow) : end;
+    out[n++] = (conv_amx_run_t){(int)(v - v0), (int)(e - v), oh * Q + ow};
+    v = e;
+  }
+  return n;
 }
 
 /* Row t[0, 32) of f32 results plus bias (when there is one) rounded to

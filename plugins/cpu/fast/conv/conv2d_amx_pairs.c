@@ -144,18 +144,11 @@ typedef struct seg {
 
 /* The runs of the block at wide-grid pixel v0; returns how many. */
 static int block_segs(const pconv_t *j, int64_t v0, seg_t *sg) {
-  int n = 0;
-  int64_t end = v0 + PC_NB < j->nv ? v0 + PC_NB : j->nv;
-  for (int64_t v = v0; v < end;) {
-    int64_t oh = v / j->wp, ow = v % j->wp;
-    if (ow >= j->Q) {
-      v += j->wp - ow;
-      continue;
-    }
-    int64_t e = v + (j->Q - ow) < end ? v + (j->Q - ow) : end;
-    sg[n].m = conv_amx_lanes(v - v0, e - v0);
-    sg[n++].dst = oh * j->Q + ow - (v - v0);
-    v = e;
+  conv_amx_run_t r[PC_NB];
+  int n = conv_amx_block_runs(v0, j->nv, j->wp, j->Q, r);
+  for (int i = 0; i < n; i++) {
+    sg[i].m = conv_amx_lanes(r[i].lane, r[i].lane + r[i].len);
+    sg[i].dst = r[i].dst - r[i].lane;
   }
   return n;
 }
