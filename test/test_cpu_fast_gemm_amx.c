@@ -29,6 +29,7 @@
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/tensor.h"
+#include "test/gemm_half_check.h"
 #include "test/skip.h"
 
 static bool amx_here(void) {
@@ -96,14 +97,10 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
         int64_t x = (b * m + i) * n + j;
         ref_elem(s, A + b * sa + i * am, ak, B + b * sb + j * bn, bk, c0, bv, &R[x], &T[x]);
       }
-  bp_gemm_args_t g;
-  memset(&g, 0, sizeof g);
-  g.struct_size = sizeof g;
-  g.alpha = s->alpha;
-  g.beta = s->beta;
-  g.a = cpu_tensor_view3(A, BP_BF16, nb, m, k, sa, am, ak);
-  g.b = cpu_tensor_view3(B, BP_BF16, nb, k, n, sb, bk, bn);
-  g.c = cpu_tensor_view3(C, BP_BF16, nb, m, n, sc, cm, cn);
+  bp_gemm_args_t g =
+      test_gemm_args(s->alpha, s->beta, cpu_tensor_view3(A, BP_BF16, nb, m, k, sa, am, ak),
+                     cpu_tensor_view3(B, BP_BF16, nb, k, n, sb, bk, bn),
+                     cpu_tensor_view3(C, BP_BF16, nb, m, n, sc, cm, cn));
   if (s->bias) g.bias = cpu_tensor_view3(bias, BP_BF16, nb, m, n, 0, s->bias == 2, s->bias == 1);
   if (s->relu) g.flags |= BP_GEMM_FLAG_ACTIVATION, g.activation = BP_UNARY_RELU;
   checks++;
@@ -113,20 +110,16 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
     fails++;
     goto out;
   }
-  for (int64_t b = 0; b < nb; b++)
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) {
-        int64_t x = (b * m + i) * n + j;
-        double got = bf2d(C[b * sc + i * cm + j * cn]);
-        if (!(fabs(got - R[x]) <= T[x])) {
-          printf("MISMATCH thr%u %ldx%ldx%ldx%ld ta%d tb%d tc%d a%g b%g bias%d relu%d at "
-                 "%ld,%ld,%ld: %.8g vs %.8g\n",
-                 dev->threads, (long)nb, (long)m, (long)n, (long)k, s->ta, s->tb, s->tc, s->alpha,
-                 s->beta, s->bias, s->relu, (long)b, (long)i, (long)j, got, R[x]);
-          fails++;
-          goto out;
-        }
-      }
+  int64_t x = test_gemm_first_miss(C, bf2d, nb, m, n, sc, cm, cn, R, T);
+  if (x >= 0) {
+    int64_t b = x / (m * n), i = x / n % m, j = x % n;
+    printf("MISMATCH thr%u %ldx%ldx%ldx%ld ta%d tb%d tc%d a%g b%g bias%d relu%d at "
+           "%ld,%ld,%ld: %.8g vs %.8g\n",
+           dev->threads, (long)nb, (long)m, (long)n, (long)k, s->ta, s->tb, s->tc, s->alpha,
+           s->beta, s->bias, s->relu, (long)b, (long)i, (long)j, bf2d(C[b * sc + i * cm + j * cn]),
+           R[x]);
+    fails++;
+  }
 out:
   free(A), free(B), free(C), free(bias), free(R), free(T);
 }

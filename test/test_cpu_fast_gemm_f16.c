@@ -24,6 +24,7 @@
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/tensor.h"
+#include "test/gemm_half_check.h"
 #include "test/skip.h"
 
 static bool amx_here(void) {
@@ -83,14 +84,10 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
         T[(b * m + i) * n + j] = ldexp(fabs(r), -10) + ldexp(fabs(s->beta * c0), -22) +
                                  (double)(k + 4) * ldexp(mag * fabs(s->alpha), -23) + ldexp(1, -24);
       }
-  bp_gemm_args_t g;
-  memset(&g, 0, sizeof g);
-  g.struct_size = sizeof g;
-  g.alpha = s->alpha;
-  g.beta = s->beta;
-  g.a = cpu_tensor_view3(A, BP_F16, nb, m, k, sa, am, ak);
-  g.b = cpu_tensor_view3(B, BP_F16, nb, k, n, sb, bk, bn);
-  g.c = cpu_tensor_view3(C, BP_F16, nb, m, n, sc, cm, cn);
+  bp_gemm_args_t g =
+      test_gemm_args(s->alpha, s->beta, cpu_tensor_view3(A, BP_F16, nb, m, k, sa, am, ak),
+                     cpu_tensor_view3(B, BP_F16, nb, k, n, sb, bk, bn),
+                     cpu_tensor_view3(C, BP_F16, nb, m, n, sc, cm, cn));
   checks++;
   bp_status_t st = cpu_fast_gemm_lowp(dev, &g);
   if (st != BP_OK) {
@@ -98,19 +95,15 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
     fails++;
     goto out;
   }
-  for (int64_t b = 0; b < nb; b++)
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) {
-        double r = R[(b * m + i) * n + j], got = h2d(C[b * sc + i * cm + j * cn]);
-        if (!(fabs(got - r) <= T[(b * m + i) * n + j])) {
-          printf("MISMATCH thr%u %ldx%ldx%ldx%ld ta%d tb%d tc%d a%g b%g at %ld,%ld,%ld: "
-                 "%.8g vs %.8g\n",
-                 dev->threads, (long)nb, (long)m, (long)n, (long)k, s->ta, s->tb, s->tc, s->alpha,
-                 s->beta, (long)b, (long)i, (long)j, got, r);
-          fails++;
-          goto out;
-        }
-      }
+  int64_t x = test_gemm_first_miss(C, h2d, nb, m, n, sc, cm, cn, R, T);
+  if (x >= 0) {
+    int64_t b = x / (m * n), i = x / n % m, j = x % n;
+    printf("MISMATCH thr%u %ldx%ldx%ldx%ld ta%d tb%d tc%d a%g b%g at %ld,%ld,%ld: "
+           "%.8g vs %.8g\n",
+           dev->threads, (long)nb, (long)m, (long)n, (long)k, s->ta, s->tb, s->tc, s->alpha,
+           s->beta, (long)b, (long)i, (long)j, h2d(C[b * sc + i * cm + j * cn]), R[x]);
+    fails++;
+  }
 out:
   free(A), free(B), free(C), free(R), free(T);
 }
