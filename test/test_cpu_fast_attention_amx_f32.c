@@ -175,9 +175,9 @@ static void test_amxf_declines(void **state) {
 }
 
 /* cpu_fast_attention runs this kernel for f32 inputs (its output is the
- * kernel's, bit for bit, which the AVX-512 FMA kernel's is not), short
- * causal attention included, and the FMA kernel for values the split
- * cannot take (the NaN row matches). */
+ * kernel's, bit for bit, which the AVX-512 FMA kernel's is not), and the
+ * FMA kernel for short causal attention and for values the split cannot
+ * take (the NaN row matches). */
 static void test_amxf_chosen_for_f32(void **state) {
   (void)state;
   dev_set_t s;
@@ -200,15 +200,16 @@ static void test_amxf_chosen_for_f32(void **state) {
       printf("cpu_fast_attention's f32 output is not the AMX kernel's (thr%u)\n", s.dev[i].threads);
       H.fails++;
     }
-    /* short causal attention too: the AMX kernel's output, bit for bit */
+    /* causal over at most CPU_FAST_ATTENTION_AMX_F32_MIN_CAUSAL keys: the
+     * FMA kernel's output, bit for bit */
     for (int64_t x = 0; x < o1.n; x++) ((float *)o1.p)[x] = NAN, ((float *)o2.p)[x] = 7.0f;
     a.causal = 1, a.out = o1.t;
-    assert_int_equal(cpu_fast_attention_amx_f32(&s.dev[i], &a), BP_OK);
+    assert_int_equal(cpu_fast_attention_avx512(&s.dev[i], &a), BP_OK);
     a.out = o2.t;
     assert_int_equal(cpu_fast_attention(&s.dev[i], &a), BP_OK);
     H.checks++;
     if (memcmp(o1.p, o2.p, sizeof(float) * (size_t)o1.n) != 0) {
-      printf("cpu_fast_attention's short causal f32 output is not the AMX kernel's (thr%u)\n",
+      printf("cpu_fast_attention's short causal f32 output is not the FMA kernel's (thr%u)\n",
              s.dev[i].threads);
       H.fails++;
     }

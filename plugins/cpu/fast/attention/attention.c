@@ -23,8 +23,11 @@ bp_status_t cpu_fast_attention(cpu_device_t *dev, const bp_attention_args_t *a) 
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
   /* f32 on the bf16 tiles, three parts a value: faster than the FMAs,
-   * causal over few keys too (docs/backend-cpu.md) */
-  if (amx && a->q.dtype == BP_F32 && cpu_amx_request()) {
+   * except causal over few keys, where the diagonal blocks' hidden
+   * products are a large share of the tiles' work and the FMA kernel
+   * stops each 12-row tile at its last key (docs/backend-cpu.md) */
+  bool few = a->causal && a->k.rank == 4 && a->k.shape[2] <= CPU_FAST_ATTENTION_AMX_F32_MIN_CAUSAL;
+  if (amx && a->q.dtype == BP_F32 && !few && cpu_amx_request()) {
     bp_status_t st = cpu_fast_attention_amx_f32(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }

@@ -162,5 +162,10 @@ CPU_HIDDEN bp_status_t cpu_fast_attention_amx(cpu_device_t *dev, const bp_attent
  * could not be allocated. The caller has checked what
  * cpu_fast_attention_amx needs. Thread-safe; runs on dev->pool. */
 CPU_HIDDEN bp_status_t cpu_fast_attention_amx_f32(cpu_device_t *dev, const bp_attention_args_t *a);
+/* cpu_fast_attention leaves causal attention over at most this many keys
+ * to the AVX-512 FMA kernel (its P V keeps f32's full accuracy, which the
+ * split's two-part weights do not; a short causal call's first rows are
+ * one weight of exactly 1, and users read them). */
+#define CPU_FAST_ATTENTION_AMX_F32_MIN_CAUSAL 512
 
 #endif /* BACKPLANE_CPU_FAST_ATTENTION_H */
