@@ -24,6 +24,7 @@
 
 #include "core/backplane.h"
 #include "kernels/common/bp_half.h"
+#include "test/quant_test_util.h"
 #include "test/skip.h"
 
 /* One device's handles; a case runs on two of them (cpu-ref, vulkan). */
@@ -34,19 +35,6 @@ typedef struct env {
 } env_t;
 
 static env_t g_env[2]; /* [0] cpu-ref, [1] vulkan */
-
-static bp_buffer_t *buf(env_t *e, uint64_t bytes, const void *src) {
-  bp_buffer_t *b;
-  assert_int_equal(bp_buffer_alloc(e->dev, bytes, &b), BP_OK);
-  void *fill = malloc(bytes);
-  if (src)
-    memcpy(fill, src, bytes);
-  else
-    memset(fill, 0xAB, bytes);
-  assert_int_equal(bp_buffer_write(b, 0, fill, bytes), BP_OK);
-  free(fill);
-  return b;
-}
 
 static void *readback(bp_buffer_t *b, uint64_t bytes) {
   void *p = malloc(bytes);
@@ -153,8 +141,8 @@ static void block_case(bp_dtype_t qdt, bp_dtype_t fdt, int64_t k) {
   int64_t ys[3] = {3 * 2 * k, 2 * k, 2};
   for (int d = 0; d < 2; d++) {
     env_t *e = &g_env[d];
-    bp_buffer_t *bx = buf(e, xn * fsize(fdt), x), *bq = buf(e, qbytes, NULL);
-    bp_buffer_t *by = buf(e, 2 * xn * fsize(fdt), NULL);
+    bp_buffer_t *bx = buf(e->dev, x, xn * fsize(fdt)), *bq = buf(e->dev, NULL, qbytes);
+    bp_buffer_t *by = buf(e->dev, NULL, 2 * xn * fsize(fdt));
     bp_tensor_t tx = view(bx, 0, fdt, 3, shape, xs), tq = view(bq, bs, qdt, 3, shape, qs);
     bp_tensor_t ty = view(by, 0, fdt, 3, shape, ys);
     assert_int_equal(bp_quantize(e->s, &tx, NULL, &tq), BP_OK);
@@ -199,8 +187,8 @@ static void i8_case(bp_dtype_t fdt, int per_row) {
   int64_t shape[2] = {m, n}, ys[2] = {1, m}, ss[2] = {per_row ? m : 1, per_row ? 1 : n};
   for (int d = 0; d < 2; d++) {
     env_t *e = &g_env[d];
-    bp_buffer_t *bx = buf(e, m * n * fsize(fdt), x), *bs = buf(e, sizeof sc, sc);
-    bp_buffer_t *bq = buf(e, m * n + 3, NULL), *by = buf(e, m * n * fsize(fdt), NULL);
+    bp_buffer_t *bx = buf(e->dev, x, m * n * fsize(fdt)), *bs = buf(e->dev, sc, sizeof sc);
+    bp_buffer_t *bq = buf(e->dev, NULL, m * n + 3), *by = buf(e->dev, NULL, m * n * fsize(fdt));
     bp_tensor_t tx = view(bx, 0, fdt, 2, shape, NULL), ts = view(bs, 0, BP_F32, 2, ss, NULL);
     bp_tensor_t tq = view(bq, 3, BP_I8, 2, shape, ys), ty = view(by, 0, fdt, 2, shape, NULL);
     assert_int_equal(bp_quantize(e->s, &tx, &ts, &tq), BP_OK);
@@ -252,9 +240,9 @@ static void qgemm_case(const qgemm_shape_t *q) {
   int64_t sn = q->scales == 1 ? n : 1;
   for (int d = 0; d < 2; d++) {
     env_t *e = &g_env[d];
-    bp_buffer_t *ba = buf(e, B * m * k, a), *bbf = buf(e, bb * k * n, b);
-    bp_buffer_t *bc = buf(e, cbytes, NULL), *bsa = buf(e, sizeof sa, sa),
-                *bsb = buf(e, sizeof sb, sb);
+    bp_buffer_t *ba = buf(e->dev, a, B * m * k), *bbf = buf(e->dev, b, bb * k * n);
+    bp_buffer_t *bc = buf(e->dev, NULL, cbytes), *bsa = buf(e->dev, sa, sizeof sa),
+                *bsb = buf(e->dev, sb, sizeof sb);
     bp_tensor_t ta = view(ba, 0, BP_I8, r, as + 3 - r, ast + 3 - r);
     bp_tensor_t tb = view(bbf, 0, BP_I8, rb, bsh + 3 - rb, bst + 3 - rb);
     bp_tensor_t tc = view(bc, 4, q->cdt, r, cs + 3 - r, cst + 3 - r);
@@ -320,8 +308,8 @@ static void qmatmul_case(bp_dtype_t wdt, bp_dtype_t adt, int64_t B, int64_t m, i
   float *got[2];
   for (int d = 0; d < 2; d++) {
     env_t *e = &g_env[d];
-    bp_buffer_t *ba = buf(e, B * m * k * fsize(adt), a), *bw = buf(e, wbytes, w);
-    bp_buffer_t *by = buf(e, ybytes, NULL);
+    bp_buffer_t *ba = buf(e->dev, a, B * m * k * fsize(adt)), *bw = buf(e->dev, w, wbytes);
+    bp_buffer_t *by = buf(e->dev, NULL, ybytes);
     bp_tensor_t ta = view(ba, 0, adt, r, as + 3 - r, ast + 3 - r);
     bp_tensor_t tw = view(bw, bs, wdt, 2, ws, wst),
                 ty = view(by, 0, adt, r, ys + 3 - r, yst + 3 - r);
@@ -388,7 +376,7 @@ static void test_bytes_copy(void **st) {
     bp_buffer_t *keep[2] = {0};
     for (int d = 0; d < 2; d++) {
       env_t *e = &g_env[d];
-      bp_buffer_t *bx = buf(e, 63, src), *by = buf(e, 1 + 63, NULL);
+      bp_buffer_t *bx = buf(e->dev, src, 63), *by = buf(e->dev, NULL, 1 + 63);
       bp_tensor_t tx = view(bx, 0, dts[t], 2, shape, tr), ty = view(by, 1, dts[t], 2, shape, NULL);
       assert_int_equal(bp_copy(e->s, &tx, &ty), BP_OK); /* a transpose */
       assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
@@ -439,7 +427,7 @@ static void cast_case(bp_dtype_t from, bp_dtype_t to, uint32_t flags) {
   bp_buffer_t *keep[2];
   for (int d = 0; d < 2; d++) {
     env_t *e = &g_env[d];
-    bp_buffer_t *bx = buf(e, 256 * esize(from), src), *by = buf(e, ybytes, NULL);
+    bp_buffer_t *bx = buf(e->dev, src, 256 * esize(from)), *by = buf(e->dev, NULL, ybytes);
     bp_tensor_t tx = view(bx, 0, from, 2, shape, tr), ty = view(by, 4, to, 2, shape, NULL);
     assert_int_equal(bp_cast_ex(e->s, &tx, &ty, flags), BP_OK);
     assert_int_equal(bp_stream_synchronize(e->s), BP_OK);
@@ -480,9 +468,9 @@ static void graph_setup(env_t *e, graph_bufs_t *g, const int8_t *a, const int8_t
                         const float *sc, const float *x, const uint8_t *w) {
   int64_t as[2] = {GM, GK}, bs[2] = {GK, GN}, cs[2] = {GM, GN}, m = GM, n = GN;
   int64_t xs[2] = {1, GWK}, ws[2] = {GWN, GWK}, ys[2] = {1, GWN};
-  g->a = buf(e, GM * GK, a), g->b = buf(e, GK * GN, b), g->c = buf(e, GM * GN, NULL);
-  g->sa = buf(e, 4 * GM, sc), g->sb = buf(e, 4 * GN, sc);
-  g->x = buf(e, 4 * GWK, x), g->w = buf(e, GWN * GWK / 32 * 18, w), g->y = buf(e, 4 * GWN, NULL);
+  g->a = buf(e->dev, a, GM * GK), g->b = buf(e->dev, b, GK * GN), g->c = buf(e->dev, NULL, GM * GN);
+  g->sa = buf(e->dev, sc, 4 * GM), g->sb = buf(e->dev, sc, 4 * GN);
+  g->x = buf(e->dev, x, 4 * GWK), g->w = buf(e->dev, w, GWN * GWK / 32 * 18), g->y = buf(e->dev, NULL, 4 * GWN);
   g->ta = view(g->a, 0, BP_I8, 2, as, NULL), g->tb = view(g->b, 0, BP_I8, 2, bs, NULL);
   g->tc = view(g->c, 0, BP_I8, 2, cs, NULL);
   g->tsa = view(g->sa, 0, BP_F32, 1, &m, NULL), g->tsb = view(g->sb, 0, BP_F32, 1, &n, NULL);
