@@ -8,8 +8,10 @@
  *    (the packers' zero padding, the merge's ragged rows and columns);
  *  - k past one and several k blocks (the f32 workspace between them), n
  *    past one block of B panels (the L2 prefetch of the next block), m
- *    past one row task (the task grid, columns split for few rows) and
- *    past one row group (cpu_fast_gemm_amx_group_bytes shrunk);
+ *    past one row task (the units, columns split for few rows) and
+ *    past one row group (cpu_fast_gemm_amx_group_bytes shrunk); units
+ *    taken by helpers from the back of another worker's run
+ *    (cpu_fast_gemm_amx_help_first);
  *  - transposed A and B, padded leading dimensions, column-major C and C
  *    with both strides apart from 1 (the strided merge), batches;
  *  - alpha / beta, beta == 0 over a C full of NaN;
@@ -178,6 +180,12 @@ static void test_bf16_amx_shapes(void **state) {
     run_case(&dev, &(shape_t){1, 600, 70, 90, 0, 0, 0, 1, 0.5, 0, false});
     run_case(&dev, &(shape_t){2, 520, 300, 70, 1, 1, 0, 1, 0, 1, true});
     cpu_fast_gemm_amx_group_bytes = 0;
+    /* every unit taken by a helper, from the back of another worker's
+     * run (one thread: its own run, front to back) */
+    cpu_fast_gemm_amx_help_first = true;
+    run_case(&dev, &(shape_t){1, 530, 600, 100, 0, 0, 0, 1, 0.5, 0, false});
+    run_case(&dev, &(shape_t){1, 64, 1000, 64, 1, 0, 0, 1, 0, 0, false});
+    cpu_fast_gemm_amx_help_first = false;
     if (dev.pool) cpu_pool_destroy(dev.pool);
   }
   printf("bf16 amx: %d cases, %d failures\n", checks, fails);

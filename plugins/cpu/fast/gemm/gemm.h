@@ -165,6 +165,10 @@ CPU_HIDDEN bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t
  * its row tasks; 0: the default, 32 MiB); tests set it to reach several
  * groups with small problems. */
 CPU_HIDDEN extern int64_t cpu_fast_gemm_amx_group_bytes;
+/* Test hook of cpu_fast_gemm_amx: true makes each worker take the other
+ * workers' units (from the back of their runs) before its own, so that
+ * the helpers' path computes them. */
+CPU_HIDDEN extern bool cpu_fast_gemm_amx_help_first;
 /* Whether cpu_fast_gemm_amx applies a's epilogue (bias in C's dtype, a
  * known activation) in its merge, rounding each value of C once. */
 CPU_HIDDEN bool cpu_fast_gemm_amx_epilogue_ok(const bp_gemm_args_t *a);

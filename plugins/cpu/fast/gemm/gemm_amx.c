@@ -271,6 +271,14 @@ typedef struct amx_ops {
   int64_t kmul; /* tile k elements per source k step */
 } amx_ops_t;
 
+/* A worker's run of units, [front, back) packed in one word so that the
+ * owner (from the front) and a helper (from the back) claim by one CAS;
+ * one cache line each. */
+typedef struct amx_run {
+  alignas(64) uint64_t span; /* front << 32 | back */
+} amx_run_t;
+#define AMX_MAX_RUNS 16 /* workers past it only help */
+
 typedef struct amx_job {
   const uint16_t *a, *b;
   uint16_t *c;
@@ -283,11 +291,15 @@ typedef struct amx_job {
   uint16_t *apack; /* the row group's 32-row micro-panels of A, kp deep */
   /* One pool run per row group [g0, g0 + gcnt): the workers pack pieces of
    * AMX_PACK_PIECE panels (B's, in the first group only, then the group's
-   * A) claimed from a shared counter, wait for all, then claim tasks of
-   * rtask micro-panels x ptask B panels from a second counter. */
-  int64_t g0, gcnt, npanels, bpieces, pieces, rtask, ptask, ncg, ntasks;
-  int64_t next_piece, pieces_done, next_task; /* atomics, zero per run */
+   * A) claimed from a shared counter, wait for all, then compute units of
+   * rtask micro-panels x ptask B panels (unit u: row part u / ncg, panel
+   * part u % ncg), each worker a contiguous run of its own, then the
+   * others' remaining units from their backs. */
+  int64_t g0, gcnt, npanels, bpieces, pieces, rtask, ptask, ncg, nunits;
+  int64_t next_piece, pieces_done; /* atomics, zero per run */
+  unsigned nruns;
   int failed; /* a worker lacked scratch memory */
+  amx_run_t run[AMX_MAX_RUNS];
 } amx_job_t;
 
 static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge_bf16, 1};
@@ -304,7 +316,7 @@ static const amx_ops_t amx_f16_ops = {cpu_fast_amx_f16_pack_a, cpu_fast_amx_f16_
 #define AMX_NB 8
 #define AMX_WS_LD (AMX_NB * 32)
 #define AMX_PACK_PIECE 4       /* B panels per claim */
-#define AMX_TASKS_PER_WORKER 4 /* tasks per worker, for the dynamic split */
+#define AMX_TASKS_PER_WORKER 4 /* units per worker at least (panels split) */
 
 /* Micro-panels [0, ni) of apack (rows r00 + 32 i) against B panels
  * [p0, p1), all of k, finishing in C. */
@@ -320,16 +332,15 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
       for (int64_t p = p0; p < p1; p++) {
         float *w = ws + i * 32 * AMX_WS_LD + (p - p0) * 32;
         /* the B sub-panel that takes this one's place next (the next k
-         * block, or after the last one the next block of panels), a slice
-         * per row panel */
-        const uint16_t *nb = !last ? j->bpack + p * panel + (k0 + kb) * 32
-                             : p + (p1 - p0) < j->npanels ? j->bpack + (p + p1 - p0) * panel
-                                                           : NULL;
+         * block, or after the last one the next block of panels, or the
+         * first block again for the next rows), a slice per row panel */
+        int64_t q = p + (p1 - p0) < j->npanels ? p + (p1 - p0) : p - p0;
+        const uint16_t *nb = !last ? j->bpack + p * panel + (k0 + kb) * 32 : j->bpack + q * panel;
         int64_t nk = last ? kp : kp - k0 - kb, nkb = nk < AMX_KB ? nk : AMX_KB;
         int64_t bytes = nkb * 64 / ni, chunks = kb / AMX_KC;
-        int64_t pfl = nb ? (bytes / 64 + chunks - 1) / chunks : 0;
+        int64_t pfl = (bytes / 64 + chunks - 1) / chunks;
         amx_ukr(chunks, apack + i * panel + k0 * 32, j->bpack + p * panel + k0 * 32, w,
-                AMX_WS_LD, first, nb ? (const char *)nb + i * bytes : NULL, pfl);
+                AMX_WS_LD, first, (const char *)nb + i * bytes, pfl);
         if (!last) continue;
         int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
         const uint16_t *bias = j->epi.bias ? j->epi.bias + r0 * j->epi.sbm + c0 * j->epi.sbn : NULL;
@@ -380,18 +391,43 @@ static void amx_pack_phase(amx_job_t *j) {
   cpu_fast_share_pieces(&j->next_piece, &j->pieces_done, j->pieces, amx_pack_piece, j);
 }
 
-/* Phase 2: tasks (row part t / ncg x panel part t % ncg) claimed from the
- * shared counter until none is left, so a worker that runs slower (shared
- * CPU, preemption) simply takes fewer. */
-static void amx_compute_phase(amx_job_t *j) {
-  int64_t gpanels = (j->gcnt + 31) / 32;
+/* A unit from run r: its front (the owner) or its back (a helper, so
+ * that the owner keeps its order and its L2 prefetch of the next unit);
+ * -1 when the run is empty. */
+static int64_t amx_take(amx_run_t *r, bool front) {
+  uint64_t s = __atomic_load_n(&r->span, __ATOMIC_RELAXED);
   for (;;) {
-    int64_t t = __atomic_fetch_add(&j->next_task, 1, __ATOMIC_RELAXED);
-    if (t >= j->ntasks) break;
-    int64_t i0 = (t / j->ncg) * j->rtask, p0 = (t % j->ncg) * j->ptask;
-    if (i0 >= gpanels || p0 >= j->npanels) continue;
-    amx_range(j, i0, gpanels - i0 < j->rtask ? gpanels - i0 : j->rtask, p0,
-              p0 + j->ptask < j->npanels ? p0 + j->ptask : j->npanels);
+    uint32_t f = (uint32_t)(s >> 32), b = (uint32_t)s;
+    if (f >= b) return -1;
+    uint64_t next = front ? s + ((uint64_t)1 << 32) : s - 1;
+    if (__atomic_compare_exchange_n(&r->span, &s, next, true, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      return front ? (int64_t)f : (int64_t)b - 1;
+  }
+}
+
+/* Unit u: row part u / ncg (rtask micro-panels) x panel part u % ncg. */
+static void amx_unit(amx_job_t *j, int64_t u) {
+  int64_t gpanels = (j->gcnt + 31) / 32;
+  int64_t i0 = (u / j->ncg) * j->rtask, p0 = (u % j->ncg) * j->ptask;
+  amx_range(j, i0, gpanels - i0 < j->rtask ? gpanels - i0 : j->rtask, p0,
+            p0 + j->ptask < j->npanels ? p0 + j->ptask : j->npanels);
+}
+
+/* Test hook: each worker helps the others before its own run. */
+bool cpu_fast_gemm_amx_help_first;
+
+/* Phase 2: the worker's own run front to back (consecutive units share
+ * their rows of A in L2), then the other runs' units from their backs
+ * until none is left, so a worker that runs slower (shared CPU,
+ * preemption, a late start) leaves its last units to the others, one
+ * unit (a small share of the call) at a time. */
+static void amx_compute_phase(amx_job_t *j, unsigned worker) {
+  unsigned own = worker < j->nruns ? worker : 0, first = cpu_fast_gemm_amx_help_first ? 1 : 0;
+  for (unsigned d = first; d < j->nruns + first; d++) {
+    amx_run_t *r = &j->run[(own + d) % j->nruns];
+    bool mine = r == &j->run[own] && worker < j->nruns;
+    for (int64_t u; (u = amx_take(r, mine)) >= 0;) amx_unit(j, u);
   }
 }
 
@@ -399,17 +435,20 @@ static void amx_compute_phase(amx_job_t *j) {
  * configured once. */
 static void amx_worker(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   amx_job_t *j = ctx;
-  (void)begin, (void)end, (void)worker;
+  (void)begin, (void)end;
   amx_pack_phase(j);
   cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
-  amx_compute_phase(j);
+  amx_compute_phase(j, worker);
   _tile_release();
 }
 
-/* The pieces and the task grid of the row group for `workers`: row tasks
- * of up to AMX_MB micro-panels, so a task's A stays in L2 while B streams
- * past it (B is read once per row task); the B panels split too when that
- * leaves fewer than AMX_TASKS_PER_WORKER tasks per worker. */
+/* The pieces and the units of the row group for `workers`: row parts of
+ * up to AMX_MB micro-panels, so a unit's A stays in L2 while B streams
+ * past it; panel parts of AMX_NB panels (one block: a helper takes a
+ * small share of the call), fewer when that leaves under
+ * AMX_TASKS_PER_WORKER units per worker. Each worker's run is a
+ * contiguous share of the units in row-major order: it reads B once per
+ * row part and its rows of A from L2. */
 static void amx_split(amx_job_t *j, int64_t workers, bool pack_b) {
   int64_t gpanels = (j->gcnt + 31) / 32, want = workers * AMX_TASKS_PER_WORKER;
   j->npanels = (j->n + 31) / 32;
@@ -417,12 +456,18 @@ static void amx_split(amx_job_t *j, int64_t workers, bool pack_b) {
   j->pieces = j->bpieces + (gpanels + AMX_PACK_PIECE - 1) / AMX_PACK_PIECE;
   j->rtask = gpanels < AMX_MB ? gpanels : AMX_MB;
   int64_t rtasks = (gpanels + j->rtask - 1) / j->rtask;
-  j->ncg = workers > 1 && rtasks < want ? (want + rtasks - 1) / rtasks : 1;
+  j->ncg = workers > 1 ? (j->npanels + AMX_NB - 1) / AMX_NB : 1;
+  if (workers > 1 && rtasks * j->ncg < want) j->ncg = (want + rtasks - 1) / rtasks;
   if (j->ncg > j->npanels) j->ncg = j->npanels;
   j->ptask = (j->npanels + j->ncg - 1) / j->ncg;
   j->ncg = (j->npanels + j->ptask - 1) / j->ptask;
-  j->ntasks = rtasks * j->ncg;
-  j->next_piece = j->pieces_done = j->next_task = 0;
+  j->nunits = rtasks * j->ncg;
+  j->nruns = workers < AMX_MAX_RUNS ? (unsigned)workers : AMX_MAX_RUNS;
+  for (unsigned w = 0; w < j->nruns; w++) {
+    uint64_t f = (uint64_t)(j->nunits * w / j->nruns), b = (uint64_t)(j->nunits * (w + 1) / j->nruns);
+    j->run[w].span = f << 32 | b;
+  }
+  j->next_piece = j->pieces_done = 0;
 }
 
 /* Packed A per row group (bytes): groups of whole micro-panels. */
