@@ -8,7 +8,11 @@
  *    Prescott set by the caller) has its ratios marked "not comparable" and
  *    is not the best anchor;
  *  - left to itself on an AVX2 / AVX-512 CPU, Debian's OpenBLAS ends up on
- *    a kernel of the CPU's level (forced where it does not know the CPU).
+ *    a kernel of the CPU's level (forced where it does not know the CPU);
+ *  - --isa avx2 on an AVX-512 CPU holds every side to AVX2: the machine's
+ *    peak, OpenBLAS's core, the other anchors' own ceilings (a value the
+ *    caller set kept), the JSON record; a level it cannot take is a usage
+ *    error.
  * Results only, never timings: bp bench --quick --op gemm on the cpu
  * device, with a venv folder made here (no network, no real venv needed).
  */
@@ -147,6 +151,44 @@ static void test_lesser_kernel_forced(void **state) {
   free(out);
 }
 
+static void test_isa_cap(void **state) {
+  (void)state;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) TEST_SKIP_CASE("no AVX-512: --isa avx2 lowers nothing");
+#else
+  TEST_SKIP_CASE("not x86-64");
+#endif
+  char *out, json[PATH_MAX + 16], args[PATH_MAX + 48];
+  snprintf(json, sizeof json, "%s/isa.json", venv);
+  snprintf(args, sizeof args, "--isa avx2 --json '%s'", json);
+  assert_int_equal(run_bench("env -u OPENBLAS_CORETYPE -u ONEDNN_MAX_CPU_ISA "
+                             "-u ATEN_CPU_CAPABILITY MKL_ENABLE_INSTRUCTIONS=SSE4_2",
+                             args, &out),
+                   0);
+  assert_non_null(strstr(out, "machine: "));
+  assert_non_null(strstr(out, " x avx2+fma (8 f32 lanes, "));
+  assert_non_null(strstr(out, "isa:     at most avx2 (--isa): CPU devices opened with isa_max avx2"));
+  assert_non_null(strstr(out, "MKL_ENABLE_INSTRUCTIONS=SSE4_2, ONEDNN_MAX_CPU_ISA=AVX2, "
+                              "ATEN_CPU_CAPABILITY=avx2"));
+  if (have_debian_openblas()) {
+    assert_non_null(strstr(out, "kernel: core Haswell (avx2 kernels); forced OPENBLAS_CORETYPE=Haswell"));
+    assert_null(strstr(out, "NOT COMPARABLE"));
+  }
+  assert_non_null(strstr(slurp(json), "\"isa\": \"avx2+fma\", \"isa_cap\": \"avx2\""));
+  free(out);
+  if (have_debian_openblas()) { /* a kernel above the ceiling is no fair anchor either */
+    assert_int_equal(run_bench("OPENBLAS_CORETYPE=SkylakeX", "--isa avx2", &out), 0);
+    assert_non_null(strstr(out, "NOT COMPARABLE: its kernel is not at this CPU's avx2 (the --isa ceiling)"));
+    assert_true(line_has(case_line(out, "openblas"), "not comparable: core SkylakeX"));
+    free(out);
+  }
+  assert_int_equal(run_bench("", "--isa avx512", &out), 2);
+  free(out);
+  assert_int_equal(run_bench("", "--isa neon", &out), 2);
+  free(out);
+}
+
 static int setup(void **state) {
   (void)state;
   char exe[PATH_MAX];
@@ -168,7 +210,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  const char *files[] = {"missing-mkl.txt", "out.json", "prescott.json"};
+  const char *files[] = {"missing-mkl.txt", "out.json", "prescott.json", "isa.json"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%s", venv, files[i]);
@@ -183,6 +225,7 @@ int main(void) {
       cmocka_unit_test(test_missing_anchor_reported),
       cmocka_unit_test(test_lesser_kernel_marked),
       cmocka_unit_test(test_lesser_kernel_forced),
+      cmocka_unit_test(test_isa_cap),
   };
   return cmocka_run_group_tests_name("bench_anchors", tests, setup, teardown);
 }

@@ -28,6 +28,7 @@ typedef struct bench_opts {
   bool quick;
   const char *json;
   const char *anchors; /* --anchors DIR: the anchors' venv */
+  const char *isa;     /* --isa LEVEL: every side's instruction-set ceiling */
   bpt_context_flags_t ctx;
 } bench_opts_t;
 
@@ -56,7 +57,7 @@ typedef struct bench_env {
 static void bench_help(FILE *f) {
   fprintf(f,
           "usage: bp bench [--device SEL ...] [--op OP[,OP...]] [--quick]\n"
-          "                [--json FILE] [--anchors DIR] [--no-isolate]\n\n"
+          "                [--json FILE] [--anchors DIR] [--isa LEVEL] [--no-isolate]\n\n"
           "Times each op of a fixed suite on each device (best of several runs\n"
           "after a warm-up, bp_device_synchronize around each call) and prints,\n"
           "beside each figure, the anchors measured in the same run, the best\n"
@@ -102,6 +103,12 @@ static void bench_help(FILE *f) {
           "  --quick       a small subset that runs in a few seconds\n"
           "  --json FILE   also write one record per case to FILE ('-': stdout)\n"
           "  --anchors DIR the anchors' virtual environment (see above)\n"
+          "  --isa LEVEL   avx2, avx or sse: run every side at most at that\n"
+          "                instruction set, to measure the kernels a lesser CPU\n"
+          "                runs: CPU devices open with isa_max, MKL, oneDNN and\n"
+          "                PyTorch get their own ceilings (MKL_ENABLE_INSTRUCTIONS,\n"
+          "                ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY), OpenBLAS its\n"
+          "                core; an anchor on another level is marked not comparable\n"
           "  --no-isolate  probe plugins in this process instead of a child\n"
           "  --copies      instead: copy bandwidth between every pair of devices\n"
           "                beside host memcpy (bp bench --copies --help)\n\n"
@@ -127,12 +134,21 @@ static int parse_ops(const char *list, unsigned *mask) {
   return 0;
 }
 
+/* --isa LEVEL: the ceiling is set at once, before any anchor loads. */
+static int parse_isa(const char *name) {
+  bench_isa_level_t level;
+  if (!bench_isa_level_parse(name, &level) || level == BENCH_ISA_AVX512)
+    return bpt_usage_error("bench", "--isa takes avx2, avx or sse, not '%s'", name);
+  bench_isa_cap_set(level);
+  return 0;
+}
+
 static int parse(int argc, char **argv, bench_opts_t *o) {
   static const struct option longopts[] = {
       {"help", no_argument, NULL, 'h'},       {"device", required_argument, NULL, 'd'},
       {"op", required_argument, NULL, 'o'},   {"json", required_argument, NULL, 'j'},
       {"quick", no_argument, NULL, 'q'},      {"no-isolate", no_argument, NULL, 'n'},
-      {"anchors", required_argument, NULL, 'a'},
+      {"anchors", required_argument, NULL, 'a'}, {"isa", required_argument, NULL, 'i'},
       {NULL, 0, NULL, 0}};
   bool started = false;
   for (int c; (c = bpt_getopt("bench", argc, argv, "h", longopts, &started)) != -1;) {
@@ -149,13 +165,14 @@ static int parse(int argc, char **argv, bench_opts_t *o) {
     case 'j': o->json = optarg; break;
     case 'q': o->quick = true; break;
     case 'a': o->anchors = optarg; break;
+    case 'i': o->isa = optarg; break;
     case 'n': o->ctx.no_isolate = true; break;
     default: return BPT_EXIT_USAGE;
     }
   }
   if (optind < argc) return bpt_usage_error("bench", "unexpected argument '%s'", argv[optind]);
   if (!o->op_mask) o->op_mask = (1u << BPT_OP_COUNT) - 1;
-  return 0;
+  return o->isa ? parse_isa(o->isa) : 0;
 }
 
 /* ---------------------------------------------------------------------------
@@ -395,12 +412,26 @@ static void measure_case(bench_env_t *env, bp_device_t *dev,
 /* ---------------------------------------------------------------------------
  * Printing.
  */
+static const char *env_or_unset(const char *name) {
+  const char *v = getenv(name);
+  return v ? v : "(unset)";
+}
+
+static bp_isa_level_t device_isa_max(void);
+
 static void print_env(const bench_env_t *env) {
   const bench_machine_t *m = &env->machine;
   printf("machine: %d cores x %s (%d f32 lanes, %d FMA unit%s/core) x %.2f GHz"
          " measured = %.1f GFLOP/s f32 peak\n",
          m->cores, m->isa, m->lanes_f32, m->fma_units,
          m->fma_units > 1 ? "s" : "", m->ghz, m->peak_f32_gflops);
+  if (bench_isa_capped())
+    printf("isa:     at most %s (--isa): CPU devices opened with isa_max %s; MKL, oneDNN"
+           " and PyTorch capped by MKL_ENABLE_INSTRUCTIONS=%s, ONEDNN_MAX_CPU_ISA=%s,"
+           " ATEN_CPU_CAPABILITY=%s\n",
+           bench_isa_level_name(bench_cpu_isa_level()),
+           device_isa_max() == BP_ISA_AVX2 ? "avx2" : "scalar", env_or_unset("MKL_ENABLE_INSTRUCTIONS"),
+           env_or_unset("ONEDNN_MAX_CPU_ISA"), env_or_unset("ATEN_CPU_CAPABILITY"));
   printf("stream:  %.1f GB/s from memory (read+write loop, %d threads, buffers over"
          " the %.0f MiB last-level cache, measured now)\n",
          m->stream_gbs, m->cores, m->llc_bytes / (1 << 20));
@@ -510,6 +541,13 @@ static void bench_device(bench_env_t *env, bp_device_t *dev, bool print,
   if (print) bench_fallback(dev);
 }
 
+/* A CPU device runs AVX-512, AVX2 + FMA or scalar kernels: a ceiling
+ * below AVX2 leaves it scalar. Other devices ignore isa_max. */
+static bp_isa_level_t device_isa_max(void) {
+  if (!bench_isa_capped()) return BP_ISA_BEST;
+  return bench_cpu_isa_level() >= BENCH_ISA_AVX2 ? BP_ISA_AVX2 : BP_ISA_SCALAR;
+}
+
 int bp_cmd_bench(int argc, char **argv) {
   for (int i = 1; i < argc; i++) /* copy bandwidth: its own options */
     if (!strcmp(argv[i], "--copies")) return bench_copy_main(argc, argv);
@@ -525,8 +563,10 @@ int bp_cmd_bench(int argc, char **argv) {
   bench_env_t *env = calloc(1, sizeof *env);
   bench_result_t *res = NULL;
   rc = BPT_EXIT_FAIL;
+  bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = true,
+                            .isa_max = device_isa_max()};
   for (int d = 0; d < ndev; d++)
-    if (!(devs[d] = bpt_device_open(ctx, o.ndevices ? o.devices[d] : NULL)))
+    if (!(devs[d] = bpt_device_open_config(ctx, o.ndevices ? o.devices[d] : NULL, &cfg)))
       goto out;
   if (!env) goto out;
   env_measure(env, &o);

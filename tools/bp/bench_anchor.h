@@ -37,10 +37,22 @@ typedef enum bench_isa_level {
   BENCH_ISA_AVX512,
 } bench_isa_level_t;
 
-/* The best level this CPU and OS run (CPUID and XSAVE state). */
+/* The best level this CPU and OS run (CPUID and XSAVE state), lowered to
+ * the ceiling bp bench --isa set. */
 bench_isa_level_t bench_cpu_isa_level(void);
 /* "sse", "avx", "avx2", "avx512". */
 const char *bench_isa_level_name(bench_isa_level_t level);
+bool bench_isa_level_parse(const char *name, bench_isa_level_t *out);
+/* bp bench --isa: every side runs at most this level. Sets the anchors'
+ * own ceilings (MKL_ENABLE_INSTRUCTIONS, ONEDNN_MAX_CPU_ISA,
+ * ATEN_CPU_CAPABILITY) unless the caller set them; call it before any
+ * anchor loads. */
+void bench_isa_cap_set(bench_isa_level_t cap);
+/* True when the ceiling is below what the CPU runs. */
+bool bench_isa_capped(void);
+/* Whether an anchor's kernel of this level is a fair comparison: at least
+ * the CPU's level, and exactly the ceiling's when one is set. */
+bool bench_isa_level_fits(bench_isa_level_t kernel);
 
 /* One library: present or why not, its version and selected kernel. */
 typedef struct bench_lib {
@@ -94,7 +106,7 @@ void bench_lib_case_free(bench_lib_case_t *lc);
 
 /* Per-library internals (bench_anchor_blas.c, bench_anchor_dnnl.c). */
 void bench_blas_open(bench_lib_t *lib, const char *path, const char *prefix, bench_isa_level_t cpu);
-void bench_dnnl_open(bench_lib_t *lib, const char *path, bench_isa_level_t cpu);
+void bench_dnnl_open(bench_lib_t *lib, const char *path);
 void bench_dnnl_close(bench_lib_t *lib);
 void bench_lib_unload(bench_lib_t *lib);
 int bench_blas_case(bench_lib_t *lib, const bpt_case_t *c, bench_lib_case_t *out);

@@ -121,11 +121,12 @@ static bool load(bench_lib_t *lib) {
 }
 
 /* Reopens OpenBLAS with OPENBLAS_CORETYPE set for this CPU when it picked a
- * lesser core on its own; a core the caller chose is kept (and marked). */
+ * lesser core on its own (or one above the --isa ceiling); a core the
+ * caller chose is kept (and marked). */
 static void openblas_choose_core(bench_lib_t *lib, const char *prefix, bench_isa_level_t cpu) {
   char chose[64];
   snprintf(chose, sizeof chose, "%s", openblas_core(lib, prefix));
-  if (openblas_core_level(chose) >= cpu) return;
+  if (bench_isa_level_fits(openblas_core_level(chose))) return;
   const char *user = getenv("OPENBLAS_CORETYPE");
   if (user) {
     snprintf(lib->forced, sizeof lib->forced, "OPENBLAS_CORETYPE=%s set by the caller: left as is",
@@ -148,7 +149,7 @@ static void open_openblas(bench_lib_t *lib, const char *prefix, bench_isa_level_
   if (!lib->dl || !resolve(lib, prefix, api)) return;
   const char *core = openblas_core(lib, prefix);
   bench_isa_level_t level = openblas_core_level(core);
-  lib->comparable = level >= cpu;
+  lib->comparable = bench_isa_level_fits(level);
   snprintf(lib->kernel, sizeof lib->kernel, "core %s (%s kernels)", core,
            bench_isa_level_name(level));
   char *(*get_config)(void);
@@ -167,7 +168,7 @@ typedef struct mkl_version {
   char *status, *build, *processor, *platform;
 } mkl_version_t;
 
-static void open_mkl(bench_lib_t *lib, bench_isa_level_t cpu, blas_api_t *api) {
+static void open_mkl(bench_lib_t *lib, blas_api_t *api) {
   if (!resolve(lib, "", api)) return;
   void (*version_string)(char *, int);
   void (*version)(mkl_version_t *);
@@ -185,7 +186,7 @@ static void open_mkl(bench_lib_t *lib, bench_isa_level_t cpu, blas_api_t *api) {
   if (version) version(&v);
   bench_isa_level_t level = BENCH_ISA_SSE;
   const char *branch = auto_branch ? mkl_branch_name(auto_branch(), &level) : "unknown";
-  lib->comparable = auto_branch && level >= cpu;
+  lib->comparable = auto_branch && bench_isa_level_fits(level);
   snprintf(lib->kernel, sizeof lib->kernel, "branch %s; %s", branch,
            v.processor ? v.processor : "no processor string");
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -204,7 +205,7 @@ void bench_blas_open(bench_lib_t *lib, const char *path, const char *prefix,
   lib->api = api;
   if (!load(lib)) return;
   if (lib->id == BENCH_LIB_MKL)
-    open_mkl(lib, cpu, api);
+    open_mkl(lib, api);
   else
     open_openblas(lib, prefix, cpu, api);
   if (!lib->present) return;

@@ -147,7 +147,7 @@ static bool resolve(bench_lib_t *lib, dnnl_api_t *api) {
   return true;
 }
 
-void bench_dnnl_open(bench_lib_t *lib, const char *path, bench_isa_level_t cpu) {
+void bench_dnnl_open(bench_lib_t *lib, const char *path) {
   snprintf(lib->path, sizeof lib->path, "%s", path);
   dnnl_api_t *api = calloc(1, sizeof *api);
   lib->api = api;
@@ -171,7 +171,7 @@ void bench_dnnl_open(bench_lib_t *lib, const char *path, bench_isa_level_t cpu) 
                             : isa >= DNNL_ISA_AVX2      ? BENCH_ISA_AVX2
                             : isa >= DNNL_ISA_AVX       ? BENCH_ISA_AVX
                                                         : BENCH_ISA_SSE;
-  lib->comparable = level >= cpu;
+  lib->comparable = bench_isa_level_fits(level);
   snprintf(lib->kernel, sizeof lib->kernel, "ISA %s", isa_name(isa));
   lib->present = true;
 }

@@ -13,7 +13,9 @@
 
 #include "bench_anchor.h"
 
-bench_isa_level_t bench_cpu_isa_level(void) {
+static bench_isa_level_t isa_cap = BENCH_ISA_AVX512;
+
+static bench_isa_level_t detected_isa_level(void) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return BENCH_ISA_AVX512;
@@ -21,6 +23,46 @@ bench_isa_level_t bench_cpu_isa_level(void) {
   if (__builtin_cpu_supports("avx")) return BENCH_ISA_AVX;
 #endif
   return BENCH_ISA_SSE;
+}
+
+bench_isa_level_t bench_cpu_isa_level(void) {
+  bench_isa_level_t cpu = detected_isa_level();
+  return cpu < isa_cap ? cpu : isa_cap;
+}
+
+bool bench_isa_capped(void) { return detected_isa_level() > isa_cap; }
+
+bool bench_isa_level_fits(bench_isa_level_t kernel) {
+  bench_isa_level_t cpu = bench_cpu_isa_level();
+  return kernel >= cpu && (!bench_isa_capped() || kernel == cpu);
+}
+
+/* Each library's own switch for its instruction-set ceiling, read when it
+ * loads (so set before any anchor is opened or PyTorch started); a value
+ * the caller set is left as is. OpenBLAS is forced per core instead
+ * (bench_anchor_blas.c). */
+static void cap_library_isa(const char *var, const char *const values[4]) {
+  if (!getenv(var)) setenv(var, values[isa_cap], 1);
+}
+
+void bench_isa_cap_set(bench_isa_level_t cap) {
+  static const char *const mkl[] = {"SSE4_2", "AVX", "AVX2", "AVX512"};
+  static const char *const dnnl[] = {"SSE41", "AVX", "AVX2", "AVX512_CORE"};
+  static const char *const aten[] = {"default", "default", "avx2", "avx512"};
+  isa_cap = cap;
+  if (!bench_isa_capped()) return;
+  cap_library_isa("MKL_ENABLE_INSTRUCTIONS", mkl);
+  cap_library_isa("ONEDNN_MAX_CPU_ISA", dnnl);
+  cap_library_isa("ATEN_CPU_CAPABILITY", aten);
+}
+
+bool bench_isa_level_parse(const char *name, bench_isa_level_t *out) {
+  for (int l = BENCH_ISA_SSE; l <= BENCH_ISA_AVX512; l++)
+    if (!strcmp(name, bench_isa_level_name((bench_isa_level_t)l))) {
+      *out = (bench_isa_level_t)l;
+      return true;
+    }
+  return false;
 }
 
 const char *bench_isa_level_name(bench_isa_level_t level) {
@@ -89,7 +131,7 @@ static void open_venv_lib(bench_libs_t *libs, bench_lib_t *lib, const char *cons
     return;
   }
   if (lib->id == BENCH_LIB_ONEDNN)
-    bench_dnnl_open(lib, path, cpu);
+    bench_dnnl_open(lib, path);
   else
     bench_blas_open(lib, path, prefix, cpu);
 }
@@ -142,9 +184,10 @@ void bench_libs_print(const bench_libs_t *libs, FILE *f) {
             l->forced[0] ? "; " : "", l->forced);
     if (!l->comparable)
       fprintf(f,
-              "  %-13s NOT COMPARABLE: its kernel is lesser than this CPU's %s;"
+              "  %-13s NOT COMPARABLE: its kernel is not at this CPU's %s%s;"
               " its ratios are marked\n",
-              "", bench_isa_level_name(bench_cpu_isa_level()));
+              "", bench_isa_level_name(bench_cpu_isa_level()),
+              bench_isa_capped() ? " (the --isa ceiling)" : "");
   }
 }
 

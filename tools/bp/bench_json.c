@@ -94,6 +94,8 @@ bool bench_json_write(const char *path, const bench_machine_t *m,
               *results = json_object_new_array();
   bpt_json_set(machine, "cores", bpt_json_int(m->cores));
   bpt_json_set(machine, "isa", bpt_json_str(m->isa));
+  if (bench_isa_capped())
+    bpt_json_set(machine, "isa_cap", bpt_json_str(bench_isa_level_name(bench_cpu_isa_level())));
   bpt_json_set(machine, "fma_units", bpt_json_int(m->fma_units));
   bpt_json_set(machine, "ghz", bpt_json_num(m->ghz, "%.3f"));
   bpt_json_set(machine, "peak_f32_gflops", bpt_json_num(m->peak_f32_gflops, "%.1f"));

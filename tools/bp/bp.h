@@ -52,6 +52,9 @@ bool bpt_exe_dir(char *out, size_t size);
  * caller says; prints why on failure and returns NULL. */
 bp_device_t *bpt_device_open(bp_context_t *ctx, const char *selector);
 bp_device_t *bpt_device_open_with(bp_context_t *ctx, const char *selector, bool fallback);
+/* The same with the caller's whole config. */
+bp_device_t *bpt_device_open_config(bp_context_t *ctx, const char *selector,
+                                    const bp_device_config_t *cfg);
 
 /* ---------------------------------------------------------------------------
  * Option parsing: every subcommand parses with getopt_long ("--name VALUE",

@@ -76,9 +76,14 @@ bp_device_t *bpt_device_open(bp_context_t *ctx, const char *selector) {
 }
 
 bp_device_t *bpt_device_open_with(bp_context_t *ctx, const char *selector, bool fallback) {
-  bp_device_t *dev = NULL;
   bp_device_config_t cfg = {.struct_size = sizeof cfg, .no_fallback = !fallback};
-  bp_status_t st = bp_device_open(ctx, selector, &cfg, &dev);
+  return bpt_device_open_config(ctx, selector, &cfg);
+}
+
+bp_device_t *bpt_device_open_config(bp_context_t *ctx, const char *selector,
+                                    const bp_device_config_t *cfg) {
+  bp_device_t *dev = NULL;
+  bp_status_t st = bp_device_open(ctx, selector, cfg, &dev);
   if (st != BP_OK) {
     fprintf(stderr, "bp: cannot open device '%s': %s (%s)\n",
             selector ? selector : "(best)", bp_status_string(st),
