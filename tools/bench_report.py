@@ -173,7 +173,7 @@ def library_lines(run):
             if lib.get("forced"):
                 kernel += f"; {lib['forced']}"
             if not lib.get("comparable", True):
-                kernel += " — **not comparable** (lesser than the CPU's)"
+                kernel += " — **not comparable** (not at the CPU's level)"
             out.append(f"| {lib['name']} | {lib['package']} | {lib.get('version', '')} | {kernel} |")
         else:
             out.append(f"| {lib['name']} | {lib['package']} | absent | {lib.get('why', '')} |")
@@ -187,8 +187,11 @@ def region_machine(runs, opts):
     out = [f"{m['cores']} cores × {m['isa']} × {m['ghz']:.2f} GHz (measured) = "
            f"**{m['peak_f32_gflops']:.0f} GFLOP/s** f32 FMA peak; memory {m['stream_gbs']:.1f} GB/s "
            f"(read+write loop over buffers larger than the {m.get('llc_bytes', 0) / 2**20:.0f} MiB "
-           "last-level cache, in the first run, under its load).", "",
-           "Library anchors:", ""]
+           "last-level cache, in the first run, under its load).", ""]
+    if m.get("isa_cap"):
+        out += [f"Every side held to **{m['isa_cap']}** (`bp bench --isa {m['isa_cap']}`): our "
+                "CPU device opened with that `isa_max`, the anchors under their own ceilings.", ""]
+    out += ["Library anchors:", ""]
     return out + library_lines(runs.first)
 
 
