@@ -37,11 +37,14 @@ static inline void *bench_open_mkl(bool skip, unsigned threads) {
   return h;
 }
 
-/* A cpu device at the best ISA level with its own pool of threads. */
+/* A cpu device with its own pool of threads, at the best ISA level or at
+ * AVX2 + FMA with BP_BENCH_ISA=avx2 in the environment (then run MKL with
+ * MKL_ENABLE_INSTRUCTIONS=AVX2 to compare like with like). */
 static inline cpu_device_t bench_cpu_device(unsigned threads) {
   cpu_device_t dev;
   memset(&dev, 0, sizeof dev);
-  dev.isa = BP_ISA_BEST;
+  const char *isa = getenv("BP_BENCH_ISA");
+  dev.isa = isa && !strcmp(isa, "avx2") ? BP_ISA_AVX2 : BP_ISA_BEST;
   dev.threads = threads;
   dev.pool = threads > 1 ? cpu_pool_create(threads) : NULL;
   return dev;

@@ -16,7 +16,9 @@
  *
  * Arguments: dtype (f32 | f64), batch, m, n, k, threads, repetitions
  * [nomkl]. Operands row-major; AXPY=1 in the environment times the axpy
- * matrix-vector product (gemv.c) directly instead of the GEMM entry.
+ * matrix-vector product (gemv.c) directly instead of the GEMM entry;
+ * BP_BENCH_ISA=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 compares the AVX2 + FMA
+ * kernels with MKL's AVX2 branch.
  */
 #include <stdio.h>
 #include <stdlib.h>
