@@ -14,17 +14,23 @@
  *    chunk. Transposed operands with whole panels go through a 16 x 16
  *    transpose of 32-bit pairs, the rest element by element.
  *  - One pool run per row group (32 MiB of packed A; one group for any
- *    model shape), in two phases: the workers pack B (with the first group
- *    only) and the group's A in pieces claimed from a shared counter, so
- *    each is packed once per call whatever the split, and wait for the
- *    last piece; then they configure the tiles and claim tasks from a
- *    second counter: AMX_MB micro-panels (256 rows) x a range of B panels
- *    (all of them unless there are too few row tasks for the workers).
- *    Claiming, not a fixed split, keeps a call steady on a shared machine.
- *  - A task sweeps its rows against blocks of AMX_NB B panels, AMX_KB deep:
+ *    model shape). The work is cut into units of AMX_MB micro-panels (256
+ *    rows) x one block of AMX_NB B panels (fewer when there are too few
+ *    units for the workers). Each worker computes a contiguous run of
+ *    units of its own, front to back, then takes the units the others
+ *    have not reached from the backs of their runs: a worker the shared
+ *    machine holds back leaves one unit of tail, not a fixed half.
+ *  - Packing has no phase of its own: a unit first packs the pieces of A
+ *    and B it needs that nobody has packed (B with the first group only),
+ *    claiming each by a flag, and waits for any another worker is
+ *    packing. So each piece is packed once per call, the packing falls
+ *    between the tile work of the first units, and since each run's row
+ *    parts start at its own block of panels, the workers pack different
+ *    pieces of B at first instead of the same ones.
+ *  - A run sweeps its rows against blocks of AMX_NB B panels, AMX_KB deep:
  *    a 32 x AMX_KB A sub-panel stays in L1 while the block's B sub-panels
- *    come from L2, the task's A stays in L2 across the blocks, and B is
- *    read from memory once per task. The micro-kernel keeps a 32 x 32 f32
+ *    come from L2, the row part's A stays in L2 across the blocks, and B
+ *    is read from memory once per row part. The micro-kernel keeps a 32 x 32 f32
  *    block of C in four tiles (2 x 2: two A and two B tiles per k chunk)
  *    for a k block; between k blocks it waits in an f32 workspace, after
  *    the last one the vectorised merge writes C once (alpha, beta, the
@@ -33,6 +39,7 @@
  *    wake the hardware prefetchers.
  */
 #include <immintrin.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -44,7 +51,6 @@
  * are still in registers, the rounding to bf16) */
 #include "gemm_epi512.h"
 #include "plugins/cpu/fast/amx_tiles.h"
-#include "plugins/cpu/fast/shared_pieces.h"
 
 #define AMX_KC 32       /* bf16 per tile row: one k chunk */
 #define AMX_PANEL 1024  /* bf16 per 32 x 32 panel chunk (two 1 KiB tiles) */
@@ -296,7 +302,7 @@ typedef struct amx_job {
    * part u % ncg), each worker a contiguous run of its own, then the
    * others' remaining units from their backs. */
   int64_t g0, gcnt, npanels, bpieces, pieces, rtask, ptask, ncg, nunits;
-  int64_t next_piece, pieces_done; /* atomics, zero per run */
+  int32_t *pstate; /* per piece: AMX_UNPACKED, AMX_PACKING or AMX_PACKED */
   unsigned nruns;
   int failed; /* a worker lacked scratch memory */
   amx_run_t run[AMX_MAX_RUNS];
@@ -366,10 +372,9 @@ static void amx_range(amx_job_t *j, int64_t i0, int64_t ni, int64_t p0, int64_t 
               pb + AMX_NB < p1 ? pb + AMX_NB : p1, ws);
 }
 
-/* Piece x of phase 1: AMX_PACK_PIECE panels of B (the first bpieces) or
+/* Piece x: AMX_PACK_PIECE panels of B (the first bpieces) or
  * of the row group's A. */
-static void amx_pack_piece(void *ctx, int64_t x) {
-  amx_job_t *j = ctx;
+static void amx_pack_piece(amx_job_t *j, int64_t x) {
   bool isb = x < j->bpieces;
   int64_t p0 = (isb ? x : x - j->bpieces) * AMX_PACK_PIECE;
   int64_t cnt = isb ? j->n : j->gcnt, end = (cnt + 31) / 32;
@@ -385,10 +390,29 @@ static void amx_pack_piece(void *ctx, int64_t x) {
   }
 }
 
-/* Phase 1: pieces claimed from the shared counter and packed, then a wait
- * until every piece is in (fast/shared_pieces.h). */
-static void amx_pack_phase(amx_job_t *j) {
-  cpu_fast_share_pieces(&j->next_piece, &j->pieces_done, j->pieces, amx_pack_piece, j);
+enum { AMX_UNPACKED, AMX_PACKING, AMX_PACKED };
+
+/* Pieces [x0, x1] packed: those nobody has started packed here, then a
+ * wait for any another worker is packing (it never waits itself, so the
+ * wait ends). The first unit that needs a piece packs it, so the packing
+ * is spread over the workers' first units, between their tile work,
+ * instead of a phase of its own that every worker must finish first. */
+static void amx_need(amx_job_t *j, int64_t x0, int64_t x1) {
+  for (int64_t x = x0; x <= x1; x++) {
+    int32_t idle = AMX_UNPACKED;
+    if (__atomic_load_n(&j->pstate[x], __ATOMIC_ACQUIRE) != AMX_UNPACKED ||
+        !__atomic_compare_exchange_n(&j->pstate[x], &idle, AMX_PACKING, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+      continue;
+    amx_pack_piece(j, x);
+    __atomic_store_n(&j->pstate[x], AMX_PACKED, __ATOMIC_RELEASE);
+  }
+  for (int64_t x = x0; x <= x1; x++)
+    for (unsigned spin = 1; __atomic_load_n(&j->pstate[x], __ATOMIC_ACQUIRE) != AMX_PACKED; spin++)
+      if (spin % 256 == 0)
+        sched_yield(); /* the packer may need this CPU */
+      else
+        _mm_pause();
 }
 
 /* A unit from run r: its front (the owner) or its back (a helper, so
@@ -406,12 +430,20 @@ static int64_t amx_take(amx_run_t *r, bool front) {
   }
 }
 
-/* Unit u: row part u / ncg (rtask micro-panels) x panel part u % ncg. */
+/* Unit u: row part r = u / ncg (rtask micro-panels) x panel part
+ * (u + rot) % ncg, its pieces of A and B packed first. The rotation
+ * starts each run's row parts at its own panel part (rot: the share of
+ * the row parts before r, in panel parts), so that the workers' first
+ * units pack different pieces of B, each beside the others' tile work. */
 static void amx_unit(amx_job_t *j, int64_t u) {
-  int64_t gpanels = (j->gcnt + 31) / 32;
-  int64_t i0 = (u / j->ncg) * j->rtask, p0 = (u % j->ncg) * j->ptask;
-  amx_range(j, i0, gpanels - i0 < j->rtask ? gpanels - i0 : j->rtask, p0,
-            p0 + j->ptask < j->npanels ? p0 + j->ptask : j->npanels);
+  int64_t gpanels = (j->gcnt + 31) / 32, r = u / j->ncg, rtasks = (gpanels + j->rtask - 1) / j->rtask;
+  int64_t rot = r * j->nruns / rtasks * j->ncg / j->nruns;
+  int64_t i0 = r * j->rtask, p0 = (u % j->ncg + rot) % j->ncg * j->ptask;
+  int64_t ni = gpanels - i0 < j->rtask ? gpanels - i0 : j->rtask;
+  int64_t p1 = p0 + j->ptask < j->npanels ? p0 + j->ptask : j->npanels;
+  if (j->bpieces) amx_need(j, p0 / AMX_PACK_PIECE, (p1 - 1) / AMX_PACK_PIECE);
+  amx_need(j, j->bpieces + i0 / AMX_PACK_PIECE, j->bpieces + (i0 + ni - 1) / AMX_PACK_PIECE);
+  amx_range(j, i0, ni, p0, p1);
 }
 
 /* Test hook: each worker helps the others before its own run. */
@@ -431,12 +463,11 @@ static void amx_compute_phase(amx_job_t *j, unsigned worker) {
   }
 }
 
-/* Every worker of a row group's pool run: both phases, the tiles
- * configured once. */
+/* Every worker of a row group's pool run: the tiles configured once, then
+ * the units. */
 static void amx_worker(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   amx_job_t *j = ctx;
   (void)begin, (void)end;
-  amx_pack_phase(j);
   cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
   amx_compute_phase(j, worker);
   _tile_release();
@@ -456,7 +487,7 @@ static void amx_split(amx_job_t *j, int64_t workers, bool pack_b) {
   j->pieces = j->bpieces + (gpanels + AMX_PACK_PIECE - 1) / AMX_PACK_PIECE;
   j->rtask = gpanels < AMX_MB ? gpanels : AMX_MB;
   int64_t rtasks = (gpanels + j->rtask - 1) / j->rtask;
-  j->ncg = workers > 1 ? (j->npanels + AMX_NB - 1) / AMX_NB : 1;
+  j->ncg = (j->npanels + AMX_NB - 1) / AMX_NB;
   if (workers > 1 && rtasks * j->ncg < want) j->ncg = (want + rtasks - 1) / rtasks;
   if (j->ncg > j->npanels) j->ncg = j->npanels;
   j->ptask = (j->npanels + j->ncg - 1) / j->ncg;
@@ -467,7 +498,7 @@ static void amx_split(amx_job_t *j, int64_t workers, bool pack_b) {
     uint64_t f = (uint64_t)(j->nunits * w / j->nruns), b = (uint64_t)(j->nunits * (w + 1) / j->nruns);
     j->run[w].span = f << 32 | b;
   }
-  j->next_piece = j->pieces_done = 0;
+  memset(j->pstate, 0, sizeof *j->pstate * (size_t)j->pieces);
 }
 
 /* Packed A per row group (bytes): groups of whole micro-panels. */
@@ -486,8 +517,11 @@ static bool amx_one(cpu_device_t *dev, amx_job_t *j) {
   gpanels = gpanels < AMX_MB ? AMX_MB : gpanels / AMX_MB * AMX_MB;
   if (gpanels > mpanels) gpanels = mpanels;
   j->bpack = cpu_fast_scratch(2, (size_t)(npanels * panel_bytes));
-  j->apack = cpu_fast_scratch(0, (size_t)(gpanels * panel_bytes));
+  /* the pieces' states after the group's A */
+  int64_t states = (npanels + gpanels) / AMX_PACK_PIECE + 2;
+  j->apack = cpu_fast_scratch(0, (size_t)(gpanels * panel_bytes + states * 4));
   if (!j->bpack || !j->apack) return false;
+  j->pstate = (int32_t *)(j->apack + gpanels * 32 * j->kp);
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)j->m * (double)j->n * (double)(j->k * j->ops->kmul);
   bool par = threads > 1 && flops >= 8e6;
