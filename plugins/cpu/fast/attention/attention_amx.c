@@ -13,7 +13,7 @@
  *   online softmax   in f32 with AVX-512: scaled scores, per query a
  *                    running max m and sum l, the output so far rescaled by
  *                    e^(m_old - m_new); the weights P rounded to bf16 (the
- *                    sum l adds the rounded weights, so they sum to one)
+ *                    sum l adds them before rounding)
  *   O += P V         TDPBF16PS again, V in VNNI tiles of 32 keys x 16
  *                    columns, packed once per kv head like K^T; O stays f32
  * and is rounded to bf16 (nearest even) once, at the end. The Sq x Skv
