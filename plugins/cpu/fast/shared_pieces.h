@@ -14,14 +14,14 @@
 #include <stdint.h>
 
 /* Piece x of the job ctx. */
-typedef void (*cpu_fast_piece_fn)(void *ctx, int64_t x);
+typedef void (*cpu_fast_shared_piece_fn)(void *ctx, int64_t x);
 
 /* Claims pieces [0, pieces) from *next and runs fn on each, counting them
  * in *done; then waits until *done reaches pieces (the only wait of the
  * phase: a worker that was preempted holds up the others by at most one
  * piece). Both counters start at zero for the run. */
 static inline void cpu_fast_share_pieces(int64_t *next, int64_t *done, int64_t pieces,
-                                         cpu_fast_piece_fn fn, void *ctx) {
+                                         cpu_fast_shared_piece_fn fn, void *ctx) {
   for (;;) {
     int64_t x = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
     if (x >= pieces) break;
