@@ -27,9 +27,10 @@
  * Ragged edges are masked in the micro-kernels (fast/gemm/gemm_ukr_rows.h), so
  * every tile is written in place. Bias is added to each output block while
  * it is in cache. bf16 (x, w and y) runs on AMX tiles where the CPU has
- * them (fast/conv/conv2d_bf16.c, fast/conv/conv2d_amx.c). Any other dtype, a y without dense
- * planes, or a CPU without AVX2 (AMX for bf16) returns BP_ERR_UNIMPLEMENTED
- * and the reference runs.
+ * them (fast/conv/conv2d_bf16.c, fast/conv/conv2d_amx.c). A y without
+ * dense planes (channels-last) runs through dense copies
+ * (fast/conv/conv2d_relayout.c). Any other dtype, or a CPU without AVX2
+ * (AMX for bf16), returns BP_ERR_UNIMPLEMENTED and the reference runs.
  */
 #include <stdalign.h>
 #include <stdint.h>
@@ -438,10 +439,7 @@ static bp_status_t conv_1x1(cpu_device_t *dev, const bp_conv2d_args_t *a, const 
   return BP_OK;
 }
 
-/* The dense planes the routes need: x's and y's (H, W) unit-strided rows. */
-static bool layout_ok(const bp_conv2d_args_t *a) {
-  const bp_plugin_tensor_t *y = &a->y;
-  if (y->strides[3] != 1 || (y->shape[2] > 1 && y->strides[2] != y->shape[3])) return false;
+static bool geometry_ok(const bp_conv2d_args_t *a) {
   return a->stride_h > 0 && a->stride_w > 0 && a->dilation_h > 0 && a->dilation_w > 0 &&
          a->pad_h >= 0 && a->pad_w >= 0;
 }
@@ -473,8 +471,10 @@ bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   bool f32 = x->dtype == BP_F32 && w->dtype == BP_F32 && y->dtype == BP_F32;
   bool bf16 = x->dtype == BP_BF16 && w->dtype == BP_BF16 && y->dtype == BP_BF16;
-  if (!(f32 || bf16) || !layout_ok(a)) return BP_ERR_UNIMPLEMENTED;
+  if (!(f32 || bf16) || !geometry_ok(a)) return BP_ERR_UNIMPLEMENTED;
   if (bf16 && !cpu_fast_conv_amx_ok(dev)) return BP_ERR_UNIMPLEMENTED;
+  /* the routes write dense planes of y */
+  if (cpu_fast_conv2d_needs_relayout(a)) return cpu_fast_conv2d_relayout(dev, a);
   const cpu_fast_gemm_kernel_t *kr = pick_kernel(dev);
   const cpu_fast_vec_kernels_t *vk = cpu_fast_vec_pick(dev);
   if (f32 && (!kr || !vk)) return BP_ERR_UNIMPLEMENTED;

@@ -157,4 +157,11 @@ CPU_HIDDEN bool cpu_fast_conv_amx_pairs_ok(const bp_conv2d_args_t *a);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_amx_pairs(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                                  const float *bias);
 
+/* A y whose planes are not dense (channels-last, gaps between rows) runs
+ * through dense copies (fast/conv/conv2d_relayout.c): x copied into NCHW
+ * when its rows are not unit-strided, the call into a dense y, that y
+ * copied into the caller's layout; nothing written to y on a decline. */
+CPU_HIDDEN bool cpu_fast_conv2d_needs_relayout(const bp_conv2d_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a);
+
 #endif /* BACKPLANE_CPU_FAST_CONV2D_H */

@@ -1,0 +1,108 @@
+/*
+ * fast/conv/conv2d_relayout.c — conv2d over tensors whose planes are not
+ * dense: a channels-last (NHWC) x or y seen through bp_tensor_permute, or
+ * a y with gaps between rows. The routes of conv2d.c read x's rows and
+ * write y's planes in NCHW order; rather than sending such calls to the
+ * scalar reference, x is copied into a dense NCHW buffer when its rows
+ * are not unit-strided, the call runs into a dense y, and that y is
+ * copied into the caller's layout, each copy blocked through L1
+ * (fast/elementwise/transpose.c) where the layouts cross. Nothing is
+ * written to y when the dense call declines.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/dtype.h"
+#include "plugins/cpu/fast/conv/conv2d.h"
+#include "plugins/cpu/tensor.h"
+
+/* t's dims reordered by perm (dim d of the result is t's dim perm[d]). */
+static bp_plugin_tensor_t permuted(const bp_plugin_tensor_t *t, const int32_t perm[4]) {
+  bp_plugin_tensor_t p = *t;
+  for (int d = 0; d < 4; d++) p.shape[d] = t->shape[perm[d]], p.strides[d] = t->strides[perm[d]];
+  return p;
+}
+
+/* The NCHW-dense view of t's shape over buf. */
+static bp_plugin_tensor_t dense_like(const bp_plugin_tensor_t *t, void *buf) {
+  bp_plugin_tensor_t d = *t;
+  d.ptr = (uint64_t)(uintptr_t)buf;
+  d.offset = 0;
+  d.strides[3] = 1;
+  for (int k = 2; k >= 0; k--) d.strides[k] = d.strides[k + 1] * d.shape[k + 1];
+  return d;
+}
+
+/* Rows along the last dim, unit-strided on both sides: one memcpy each. */
+static void copy_rows(const bp_plugin_tensor_t *dst, const bp_plugin_tensor_t *src) {
+  size_t es = cpu_dtype_size(dst->dtype), row = (size_t)dst->shape[3] * es;
+  char *pd = cpu_tensor_base(dst);
+  const char *ps = cpu_tensor_base(src);
+  for (int64_t n = 0; n < dst->shape[0]; n++)
+    for (int64_t c = 0; c < dst->shape[1]; c++)
+      for (int64_t h = 0; h < dst->shape[2]; h++)
+        memcpy(pd + (n * dst->strides[0] + c * dst->strides[1] + h * dst->strides[2]) * (int64_t)es,
+               ps + (n * src->strides[0] + c * src->strides[1] + h * src->strides[2]) * (int64_t)es,
+               row);
+}
+
+/* Element by element, for layouts neither copy below takes. */
+static void copy_elements(const bp_plugin_tensor_t *dst, const bp_plugin_tensor_t *src) {
+  size_t es = cpu_dtype_size(dst->dtype);
+  char *pd = cpu_tensor_base(dst);
+  const char *ps = cpu_tensor_base(src);
+  const int64_t *n = dst->shape, *sd = dst->strides, *ss = src->strides;
+  for (int64_t i = 0; i < n[0]; i++)
+    for (int64_t j = 0; j < n[1]; j++)
+      for (int64_t k = 0; k < n[2]; k++)
+        for (int64_t l = 0; l < n[3]; l++)
+          memcpy(pd + (i * sd[0] + j * sd[1] + k * sd[2] + l * sd[3]) * (int64_t)es,
+                 ps + (i * ss[0] + j * ss[1] + k * ss[2] + l * ss[3]) * (int64_t)es, es);
+}
+
+/* dst = src (same shape and dtype, 4-D). The dims go in the order of
+ * dst's strides, largest first, so dst's unit stride is last: then whole
+ * rows when src's is unit too, else the blocked transposing copy. */
+static void copy_view(cpu_device_t *dev, const bp_plugin_tensor_t *dst,
+                      const bp_plugin_tensor_t *src) {
+  int32_t perm[4] = {0, 1, 2, 3};
+  for (int i = 1; i < 4; i++) /* insertion sort: stable for equal strides */
+    for (int k = i; k > 0 && dst->strides[perm[k - 1]] < dst->strides[perm[k]]; k--) {
+      int32_t t = perm[k];
+      perm[k] = perm[k - 1], perm[k - 1] = t;
+    }
+  bp_copy_args_t c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.x = permuted(src, perm);
+  c.y = permuted(dst, perm);
+  if (c.y.strides[3] == 1 && (c.x.strides[3] == 1 || c.y.shape[3] == 1))
+    copy_rows(&c.y, &c.x);
+  else if (!cpu_fast_copy_transposed(dev, &c))
+    copy_elements(&c.y, &c.x);
+}
+
+/* Whether t's planes are what the routes read: unit-strided rows, one
+ * after the other. */
+static bool dense_planes(const bp_plugin_tensor_t *t) {
+  return t->strides[3] == 1 && (t->shape[2] <= 1 || t->strides[2] == t->shape[3]);
+}
+
+bool cpu_fast_conv2d_needs_relayout(const bp_conv2d_args_t *a) { return !dense_planes(&a->y); }
+
+bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a) {
+  size_t es = cpu_dtype_size(a->y.dtype);
+  bool copy_x = a->x.strides[3] != 1;
+  int64_t nx = copy_x ? cpu_numel(&a->x) : 0, ny = cpu_numel(&a->y);
+  char *buf = malloc((size_t)(nx + ny) * es);
+  if (!buf) return BP_ERR_UNIMPLEMENTED;
+  bp_conv2d_args_t d = *a;
+  d.x = copy_x ? dense_like(&a->x, buf) : a->x;
+  d.y = dense_like(&a->y, buf + nx * (int64_t)es);
+  if (copy_x) copy_view(dev, &d.x, &a->x);
+  /* into the dense y first, so a decline leaves the caller's y untouched */
+  bp_status_t st = cpu_fast_conv2d(dev, &d);
+  if (st == BP_OK) copy_view(dev, &a->y, &d.y);
+  free(buf);
+  return st;
+}
