@@ -1,8 +1,9 @@
 /*
  * test_cpu_fast_conv_layout.c — the "cpu" device's conv2d fast path over
  * tensors whose planes are not dense (fast/conv/conv2d_relayout.c):
- * channels-last (NHWC) x and y seen as NCHW views, y with gaps between
- * its rows, and y with H innermost; f32 on every vector level this CPU
+ * channels-last (NHWC) x and y seen as NCHW views (a 1x1 layer as one
+ * GEMM, the others through dense copies), y with gaps between its rows,
+ * and y with H innermost; f32 on every vector level this CPU
  * has, bf16 where it has AMX. Each call must run on the fast path (not
  * decline to the reference), match the scalar reference (ref_dnn.c) and
  * leave the bytes between y's elements as they were.
@@ -108,7 +109,9 @@ static const lcase_t cases[] = {
     /* N  C   H   W   K  R  S st pad g  b  x         y */
     {1, 16, 9, 11, 24, 3, 3, 1, 1, 1, 1, NCHW, NHWC},      /* channels-last y only */
     {2, 32, 8, 8, 40, 3, 3, 1, 1, 1, 0, NHWC, NHWC},       /* both channels-last */
-    {1, 64, 7, 9, 32, 1, 1, 1, 0, 1, 1, NHWC, NHWC},       /* 1x1 */
+    {1, 64, 7, 9, 32, 1, 1, 1, 0, 1, 1, NHWC, NHWC},       /* 1x1: one GEMM */
+    {2, 40, 5, 6, 70, 1, 1, 1, 0, 1, 0, NHWC, NHWC},       /* 1x1 GEMM, two images */
+    {1, 48, 6, 5, 24, 1, 1, 1, 0, 1, 1, NCHW, NHWC},       /* 1x1, NCHW x: copies */
     {1, 24, 13, 10, 16, 3, 3, 2, 1, 1, 1, NHWC, NHWC},     /* stride 2 */
     {1, 32, 6, 7, 32, 3, 3, 1, 1, 2, 1, NHWC, NHWC},       /* groups */
     {2, 20, 9, 9, 28, 3, 3, 1, 1, 1, 1, NHWC, ROW_GAPS},   /* y with gaps between rows */

@@ -473,8 +473,6 @@ bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
   bool bf16 = x->dtype == BP_BF16 && w->dtype == BP_BF16 && y->dtype == BP_BF16;
   if (!(f32 || bf16) || !geometry_ok(a)) return BP_ERR_UNIMPLEMENTED;
   if (bf16 && !cpu_fast_conv_amx_ok(dev)) return BP_ERR_UNIMPLEMENTED;
-  /* the routes write dense planes of y */
-  if (cpu_fast_conv2d_needs_relayout(a)) return cpu_fast_conv2d_relayout(dev, a);
   const cpu_fast_gemm_kernel_t *kr = pick_kernel(dev);
   const cpu_fast_vec_kernels_t *vk = cpu_fast_vec_pick(dev);
   if (f32 && (!kr || !vk)) return BP_ERR_UNIMPLEMENTED;
@@ -489,7 +487,10 @@ bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
     for (int64_t k = 0; k < K; k++)
       bias[k] = (float)cpu_load(pb, a->bias.dtype, k * a->bias.strides[0]);
   }
-  bp_status_t st = bf16 ? cpu_fast_conv2d_bf16(dev, a, bias) : conv_route(dev, a, kr, vk, bias);
+  /* the routes write dense planes of y */
+  bp_status_t st = cpu_fast_conv2d_needs_relayout(a) ? cpu_fast_conv2d_relayout(dev, a, bias)
+                   : bf16                            ? cpu_fast_conv2d_bf16(dev, a, bias)
+                                                     : conv_route(dev, a, kr, vk, bias);
   free(bias);
   return st;
 }

@@ -157,11 +157,14 @@ CPU_HIDDEN bool cpu_fast_conv_amx_pairs_ok(const bp_conv2d_args_t *a);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_amx_pairs(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                                  const float *bias);
 
-/* A y whose planes are not dense (channels-last, gaps between rows) runs
- * through dense copies (fast/conv/conv2d_relayout.c): x copied into NCHW
- * when its rows are not unit-strided, the call into a dense y, that y
- * copied into the caller's layout; nothing written to y on a decline. */
+/* A y whose planes are not dense (channels-last, gaps between rows)
+ * (fast/conv/conv2d_relayout.c): a channels-last 1x1 layer as one GEMM
+ * over the tensors as they lie, anything else through dense copies (x
+ * copied into NCHW when its rows are not unit-strided, the call into a
+ * dense y, that y copied into the caller's layout); nothing written to y
+ * on a decline. bias: K floats (widened) or NULL. */
 CPU_HIDDEN bool cpu_fast_conv2d_needs_relayout(const bp_conv2d_args_t *a);
-CPU_HIDDEN bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a);
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                                const float *bias);
 
 #endif /* BACKPLANE_CPU_FAST_CONV2D_H */

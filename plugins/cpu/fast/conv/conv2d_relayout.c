@@ -14,6 +14,7 @@
 
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/conv/conv2d.h"
+#include "plugins/cpu/fast/gemm/gemm_epilogue.h"
 #include "plugins/cpu/tensor.h"
 
 /* t's dims reordered by perm (dim d of the result is t's dim perm[d]). */
@@ -90,7 +91,44 @@ static bool dense_planes(const bp_plugin_tensor_t *t) {
 
 bool cpu_fast_conv2d_needs_relayout(const bp_conv2d_args_t *a) { return !dense_planes(&a->y); }
 
-bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a) {
+/* Whether t's pixels (n, h, w) lie one stride apart, as rows of a matrix. */
+static bool pixels_uniform(const bp_plugin_tensor_t *t) {
+  return (t->shape[2] <= 1 || t->strides[2] == t->shape[3] * t->strides[3]) &&
+         (t->shape[0] <= 1 || t->strides[0] == t->shape[2] * t->strides[2]);
+}
+
+/* A 1x1, stride-1, unpadded, ungrouped conv2d over channels-last x and y
+ * is one GEMM as the tensors lie: Y[pixel][k] = X[pixel][c] · W[k][c]ᵀ,
+ * the bias as the GEMM's epilogue (in y's dtype: f32 widened, bf16 only
+ * when given in bf16, so it is not rounded twice). BP_ERR_UNIMPLEMENTED
+ * when the layer or the layouts are not that, or the GEMM declines. */
+static bp_status_t gemm_1x1(cpu_device_t *dev, const bp_conv2d_args_t *a, const float *bias) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  bool unit = w->shape[2] == 1 && w->shape[3] == 1 && a->stride_h == 1 && a->stride_w == 1 &&
+              a->pad_h == 0 && a->pad_w == 0 && a->groups == 1;
+  bool bias_ok = !bias || y->dtype == BP_F32 || a->bias.dtype == y->dtype;
+  if (!unit || !bias_ok || !pixels_uniform(x) || !pixels_uniform(y) || x->strides[3] == 1)
+    return BP_ERR_UNIMPLEMENTED;
+  int64_t M = x->shape[0] * x->shape[2] * x->shape[3], C = x->shape[1], K = y->shape[1];
+  bp_gemm_args_t g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  g.alpha = 1.0;
+  g.a = (bp_plugin_tensor_t){x->ptr, x->offset, x->dtype, 3, {1, M, C}, {0, x->strides[3], x->strides[1]}};
+  g.b = (bp_plugin_tensor_t){w->ptr, w->offset, w->dtype, 3, {1, C, K}, {0, w->strides[1], w->strides[0]}};
+  g.c = (bp_plugin_tensor_t){y->ptr, y->offset, y->dtype, 3, {1, M, K}, {0, y->strides[3], y->strides[1]}};
+  if (bias && y->dtype == BP_F32)
+    g.bias = (bp_plugin_tensor_t){(uint64_t)(uintptr_t)bias, 0, BP_F32, 3, {1, M, K}, {0, 0, 1}};
+  else if (bias)
+    g.bias = (bp_plugin_tensor_t){a->bias.ptr, a->bias.offset, a->bias.dtype, 3, {1, M, K},
+                                  {0, 0, a->bias.strides[0]}};
+  return cpu_fast_gemm(dev, &g);
+}
+
+bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                     const float *bias) {
+  bp_status_t direct = gemm_1x1(dev, a, bias);
+  if (direct != BP_ERR_UNIMPLEMENTED) return direct;
   size_t es = cpu_dtype_size(a->y.dtype);
   bool copy_x = a->x.strides[3] != 1;
   int64_t nx = copy_x ? cpu_numel(&a->x) : 0, ny = cpu_numel(&a->y);
