@@ -393,7 +393,7 @@ static void amx_pack_piece(amx_job_t *j, int64_t x) {
 enum { AMX_UNPACKED, AMX_PACKING, AMX_PACKED };
 
 /* Pieces [x0, x1] packed: those nobody has started packed here, then a
- * wait for any another worker is packing (it never waits itself, so the
+ * wait for those another worker is packing (a packer never waits, so the
  * wait ends). The first unit that needs a piece packs it, so the packing
  * is spread over the workers' first units, between their tile work,
  * instead of a phase of its own that every worker must finish first. */
@@ -436,7 +436,8 @@ static int64_t amx_take(amx_run_t *r, bool front) {
  * the row parts before r, in panel parts), so that the workers' first
  * units pack different pieces of B, each beside the others' tile work. */
 static void amx_unit(amx_job_t *j, int64_t u) {
-  int64_t gpanels = (j->gcnt + 31) / 32, r = u / j->ncg, rtasks = (gpanels + j->rtask - 1) / j->rtask;
+  int64_t gpanels = (j->gcnt + 31) / 32, r = u / j->ncg;
+  int64_t rtasks = (gpanels + j->rtask - 1) / j->rtask;
   int64_t rot = r * j->nruns / rtasks * j->ncg / j->nruns;
   int64_t i0 = r * j->rtask, p0 = (u % j->ncg + rot) % j->ncg * j->ptask;
   int64_t ni = gpanels - i0 < j->rtask ? gpanels - i0 : j->rtask;
@@ -449,7 +450,7 @@ static void amx_unit(amx_job_t *j, int64_t u) {
 /* Test hook: each worker helps the others before its own run. */
 bool cpu_fast_gemm_amx_help_first;
 
-/* Phase 2: the worker's own run front to back (consecutive units share
+/* The units: the worker's own run front to back (consecutive units share
  * their rows of A in L2), then the other runs' units from their backs
  * until none is left, so a worker that runs slower (shared CPU,
  * preemption, a late start) leaves its last units to the others, one
@@ -495,7 +496,8 @@ static void amx_split(amx_job_t *j, int64_t workers, bool pack_b) {
   j->nunits = rtasks * j->ncg;
   j->nruns = workers < AMX_MAX_RUNS ? (unsigned)workers : AMX_MAX_RUNS;
   for (unsigned w = 0; w < j->nruns; w++) {
-    uint64_t f = (uint64_t)(j->nunits * w / j->nruns), b = (uint64_t)(j->nunits * (w + 1) / j->nruns);
+    uint64_t f = (uint64_t)(j->nunits * w / j->nruns);
+    uint64_t b = (uint64_t)(j->nunits * (w + 1) / j->nruns);
     j->run[w].span = f << 32 | b;
   }
   memset(j->pstate, 0, sizeof *j->pstate * (size_t)j->pieces);
