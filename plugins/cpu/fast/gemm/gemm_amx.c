@@ -325,10 +325,10 @@ static const amx_ops_t amx_f16_ops = {cpu_fast_amx_f16_pack_a, cpu_fast_amx_f16_
 #define AMX_TASKS_PER_WORKER 4 /* units per worker at least (panels split) */
 
 /* Micro-panels [0, ni) of apack (rows r00 + 32 i) against B panels
- * [p0, p1), all of k, finishing in C. */
-static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
-                      int64_t r00, int64_t m_end, int64_t p0, int64_t p1,
-                      float *ws) {
+ * [p0, p1) (at most AMX_NB), all of k, finishing in C; pn is the first
+ * panel of the unit this worker takes next (-1: none). */
+static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni, int64_t r00,
+                      int64_t m_end, int64_t p0, int64_t p1, int64_t pn, float *ws) {
   int64_t kp = j->kp, panel = 32 * kp;
   for (int64_t k0 = 0; k0 < kp; k0 += AMX_KB) {
     int64_t kb = kp - k0 < AMX_KB ? kp - k0 : AMX_KB;
@@ -338,15 +338,17 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
       for (int64_t p = p0; p < p1; p++) {
         float *w = ws + i * 32 * AMX_WS_LD + (p - p0) * 32;
         /* the B sub-panel that takes this one's place next (the next k
-         * block, or after the last one the next block of panels, or the
-         * first block again for the next rows), a slice per row panel */
-        int64_t q = p + (p1 - p0) < j->npanels ? p + (p1 - p0) : p - p0;
-        const uint16_t *nb = !last ? j->bpack + p * panel + (k0 + kb) * 32 : j->bpack + q * panel;
+         * block's; after the last one, the one at the same place in the
+         * next unit's panels), a slice per row panel */
+        int64_t q = pn >= 0 && pn + (p - p0) < j->npanels ? pn + (p - p0) : -1;
+        const uint16_t *nb = !last ? j->bpack + p * panel + (k0 + kb) * 32
+                             : q >= 0 ? j->bpack + q * panel
+                                      : NULL;
         int64_t nk = last ? kp : kp - k0 - kb, nkb = nk < AMX_KB ? nk : AMX_KB;
         int64_t bytes = nkb * 64 / ni, chunks = kb / AMX_KC;
-        int64_t pfl = (bytes / 64 + chunks - 1) / chunks;
+        int64_t pfl = nb ? (bytes / 64 + chunks - 1) / chunks : 0;
         amx_ukr(chunks, apack + i * panel + k0 * 32, j->bpack + p * panel + k0 * 32, w,
-                AMX_WS_LD, first, (const char *)nb + i * bytes, pfl);
+                AMX_WS_LD, first, nb ? (const char *)nb + i * bytes : NULL, pfl);
         if (!last) continue;
         int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
         const uint16_t *bias = j->epi.bias ? j->epi.bias + r0 * j->epi.sbm + c0 * j->epi.sbn : NULL;
@@ -358,18 +360,15 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni,
 }
 
 /* Micro-panels [i0, i0 + ni) of the row group (at most AMX_MB) against
- * B panels [p0, p1), block by block. The tiles are configured by the
- * caller (amx_worker). */
-static void amx_range(amx_job_t *j, int64_t i0, int64_t ni, int64_t p0, int64_t p1) {
+ * B panels [p0, p1) (at most AMX_NB), pn as amx_block's. The tiles are
+ * configured by the caller (amx_worker). */
+static void amx_range(amx_job_t *j, int64_t i0, int64_t ni, int64_t p0, int64_t p1, int64_t pn) {
   float *ws = cpu_fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
   if (!ws) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  const uint16_t *ap = j->apack + i0 * 32 * j->kp;
-  for (int64_t pb = p0; pb < p1; pb += AMX_NB)
-    amx_block(j, ap, ni, j->g0 + i0 * 32, j->g0 + j->gcnt, pb,
-              pb + AMX_NB < p1 ? pb + AMX_NB : p1, ws);
+  amx_block(j, j->apack + i0 * 32 * j->kp, ni, j->g0 + i0 * 32, j->g0 + j->gcnt, p0, p1, pn, ws);
 }
 
 /* Piece x: AMX_PACK_PIECE panels of B (the first bpieces) or
@@ -430,21 +429,29 @@ static int64_t amx_take(amx_run_t *r, bool front) {
   }
 }
 
-/* Unit u: row part r = u / ncg (rtask micro-panels) x panel part
- * (u + rot) % ncg, its pieces of A and B packed first. The rotation
+/* The first B panel of unit u, which is row part r = u / ncg (rtask
+ * micro-panels) x panel part (u + rot) % ncg. The rotation
  * starts each run's row parts at its own panel part (rot: the share of
  * the row parts before r, in panel parts), so that the workers' first
  * units pack different pieces of B, each beside the others' tile work. */
-static void amx_unit(amx_job_t *j, int64_t u) {
+static int64_t amx_unit_panel(const amx_job_t *j, int64_t u) {
   int64_t gpanels = (j->gcnt + 31) / 32, r = u / j->ncg;
   int64_t rtasks = (gpanels + j->rtask - 1) / j->rtask;
   int64_t rot = r * j->nruns / rtasks * j->ncg / j->nruns;
-  int64_t i0 = r * j->rtask, p0 = (u % j->ncg + rot) % j->ncg * j->ptask;
+  return (u % j->ncg + rot) % j->ncg * j->ptask;
+}
+
+/* Unit u, its pieces of A and B packed first; the worker's next unit is
+ * u + step (its own run: 1; a helper on another run's back: -1), whose B
+ * the last k block prefetches. */
+static void amx_unit(amx_job_t *j, int64_t u, int64_t step) {
+  int64_t gpanels = (j->gcnt + 31) / 32, i0 = u / j->ncg * j->rtask, p0 = amx_unit_panel(j, u);
   int64_t ni = gpanels - i0 < j->rtask ? gpanels - i0 : j->rtask;
   int64_t p1 = p0 + j->ptask < j->npanels ? p0 + j->ptask : j->npanels;
+  int64_t next = u + step, pn = next >= 0 && next < j->nunits ? amx_unit_panel(j, next) : -1;
   if (j->bpieces) amx_need(j, p0 / AMX_PACK_PIECE, (p1 - 1) / AMX_PACK_PIECE);
   amx_need(j, j->bpieces + i0 / AMX_PACK_PIECE, j->bpieces + (i0 + ni - 1) / AMX_PACK_PIECE);
-  amx_range(j, i0, ni, p0, p1);
+  amx_range(j, i0, ni, p0, p1, pn);
 }
 
 /* Test hook: each worker helps the others before its own run. */
@@ -460,7 +467,7 @@ static void amx_compute_phase(amx_job_t *j, unsigned worker) {
   for (unsigned d = first; d < j->nruns + first; d++) {
     amx_run_t *r = &j->run[(own + d) % j->nruns];
     bool mine = r == &j->run[own] && worker < j->nruns;
-    for (int64_t u; (u = amx_take(r, mine)) >= 0;) amx_unit(j, u);
+    for (int64_t u; (u = amx_take(r, mine)) >= 0;) amx_unit(j, u, mine ? 1 : -1);
   }
 }
 
