@@ -368,6 +368,19 @@ static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   if (j->nt) _mm_sfence(); /* the streamed rows, before the pool's barrier */
 }
 
+/* Planes per claim on several threads: as many as make about
+ * DW_BATCH_FLOATS of input (at least grain), while every worker still gets
+ * 4 batches. A worker then streams long runs of x and y; claimed one at a
+ * time, consecutive planes alternate between the workers, and the
+ * hardware prefetch that runs on past a plane's end fetches the other
+ * worker's plane. */
+#define DW_BATCH_FLOATS 24576
+static int64_t dw_batch(int64_t planes, int64_t plane, int64_t grain, unsigned threads) {
+  int64_t b = DW_BATCH_FLOATS / (plane > 0 ? plane : 1), most = planes / (4 * (int64_t)threads);
+  b = b < most ? b : most;
+  return b > grain ? b : grain;
+}
+
 /* One input and one output channel per group: a direct stencil per plane. */
 static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                   const cpu_fast_gemm_kernel_t *kr, const cpu_fast_vec_kernels_t *vk,
@@ -408,7 +421,7 @@ static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
      * which worker computes a plane never changes its result */
     j.next = &next;
     j.planes = planes;
-    j.batch = grain;
+    j.batch = dw_batch(planes, g->H * g->W, grain, threads);
     cpu_pool_run(dev->pool, threads, 1, dw_task, &j);
   } else
     cpu_pool_run(dev->pool, planes, grain, dw_task, &j);
