@@ -374,7 +374,7 @@ static void dw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
  * time, consecutive planes alternate between the workers, and the
  * hardware prefetch that runs on past a plane's end fetches the other
  * worker's plane. */
-#define DW_BATCH_FLOATS 24576
+#define DW_BATCH_FLOATS 25600 /* 100 KiB: 8 planes of 56 x 56 */
 static int64_t dw_batch(int64_t planes, int64_t plane, int64_t grain, unsigned threads) {
   int64_t b = DW_BATCH_FLOATS / (plane > 0 ? plane : 1), most = planes / (4 * (int64_t)threads);
   b = b < most ? b : most;
