@@ -6,7 +6,8 @@
  * Routes, picked per call:
  *  - depthwise (one input and one output channel per group): a direct
  *    stencil over each plane, vectorised along output rows (stride-1 rows:
- *    fast/conv/conv2d_dw_avx2.c, conv2d_dw_avx512.c; else the row table's);
+ *    fast/conv/conv2d_dw_avx2.c, conv2d_dw_avx512.c, whose 3 x 3 stride-1
+ *    kernel keeps three rows in flight; else the row table's);
  *  - direct, on AVX-512 CPUs (fast/conv/conv2d_direct.c): output channels
  *    along the vector, input values broadcast from the image rows, for
  *    every layer with at least 16 output channels per group; the routes

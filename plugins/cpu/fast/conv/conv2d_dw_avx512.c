@@ -1,7 +1,9 @@
 /*
- * fast/conv/conv2d_dw_avx512.c — the depthwise stencil of one plane for
+ * fast/conv/conv2d_dw_avx512.c — the depthwise stencils of one plane for
  * stride-1 rows, AVX-512 (fast.mk): fast/conv/conv2d_dw_kern.h with 16
- * lanes and masked tails.
+ * lanes and masked tails, and the 3 x 3 stride-1 kernel that keeps three
+ * output rows in flight and reads x in place under lane masks
+ * (cpu_fast_conv_dw3_plane_avx512).
  */
 #include <immintrin.h>
 #include <stdbool.h>
