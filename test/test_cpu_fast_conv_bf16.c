@@ -22,6 +22,7 @@
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/conv/conv2d.h"
 #include "plugins/cpu/ref/ref.h"
+#include "test/plugin_tensor.h"
 #include "test/skip.h"
 
 typedef struct bcase {
@@ -32,17 +33,6 @@ typedef struct bcase {
 
 static uint16_t brand(void) {
   return cpu_bf16_from_double((double)(rand() % 2001 - 1000) / 500.0);
-}
-
-static bp_plugin_tensor_t tens(void *p, bp_dtype_t dt, int rank, const int64_t *shape,
-                               const int64_t *strides) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = dt;
-  t.rank = rank;
-  for (int d = 0; d < rank; d++) t.shape[d] = shape[d], t.strides[d] = strides[d];
-  return t;
 }
 
 /* Runs c on dev, compares with the reference; returns the mismatches. */
@@ -71,11 +61,11 @@ static int run_case(cpu_device_t *dev, const bcase_t *c) {
   a.struct_size = sizeof a;
   a.stride_h = c->sh, a.stride_w = c->sw, a.pad_h = c->ph, a.pad_w = c->pw;
   a.dilation_h = c->dh, a.dilation_w = c->dw, a.groups = c->groups;
-  a.x = tens(x, BP_BF16, 4, xs, xst);
-  a.w = tens(w, BP_BF16, 4, ws, wst);
-  if (c->bias == 1) a.bias = tens(bf, BP_F32, 1, bs, bst);
-  if (c->bias == 2) a.bias = tens(bb, BP_BF16, 1, bs, bst);
-  a.y = tens(y, BP_BF16, 4, ys, yst);
+  a.x = plugin_tensor(x, BP_BF16, 4, xs, xst);
+  a.w = plugin_tensor(w, BP_BF16, 4, ws, wst);
+  if (c->bias == 1) a.bias = plugin_tensor(bf, BP_F32, 1, bs, bst);
+  if (c->bias == 2) a.bias = plugin_tensor(bb, BP_BF16, 1, bs, bst);
+  a.y = plugin_tensor(y, BP_BF16, 4, ys, yst);
   bp_status_t st = cpu_fast_conv2d(dev, &a);
   assert_int_equal(st, BP_OK); /* AMX is there: the fast path must run */
   a.y.ptr = (uint64_t)(uintptr_t)yr;

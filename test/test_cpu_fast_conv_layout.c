@@ -21,6 +21,7 @@
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/conv/conv2d.h"
 #include "plugins/cpu/ref/ref.h"
+#include "test/plugin_tensor.h"
 #include "test/skip.h"
 
 typedef enum layout { NCHW, NHWC, ROW_GAPS, H_INNER } layout_t;
@@ -42,17 +43,6 @@ static int64_t strides_of(layout_t l, const int64_t s[4], int64_t st[4]) {
   default: st[3] = 1, st[2] = W, st[1] = H * W, st[0] = C * H * W; break;
   }
   return N * st[0];
-}
-
-static bp_plugin_tensor_t tens(void *p, bp_dtype_t dt, int rank, const int64_t *shape,
-                               const int64_t *strides) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = dt;
-  t.rank = rank;
-  for (int d = 0; d < rank; d++) t.shape[d] = shape[d], t.strides[d] = strides[d];
-  return t;
 }
 
 static double value(int64_t i) { return (double)((i * 7919) % 2001 - 1000) / 500.0; }
@@ -78,10 +68,10 @@ static int run_case(cpu_device_t *dev, const lcase_t *c, bp_dtype_t dt) {
   a.struct_size = sizeof a;
   a.stride_h = a.stride_w = c->st, a.pad_h = a.pad_w = c->pad;
   a.dilation_h = a.dilation_w = 1, a.groups = c->groups;
-  a.x = tens(x, dt, 4, xs, xst);
-  a.w = tens(w, dt, 4, ws, wst);
-  if (c->bias) a.bias = tens(b, dt, 1, bs, bst);
-  a.y = tens(y, dt, 4, ys, yst);
+  a.x = plugin_tensor(x, dt, 4, xs, xst);
+  a.w = plugin_tensor(w, dt, 4, ws, wst);
+  if (c->bias) a.bias = plugin_tensor(b, dt, 1, bs, bst);
+  a.y = plugin_tensor(y, dt, 4, ys, yst);
   assert_int_equal(cpu_fast_conv2d(dev, &a), BP_OK); /* the fast path, not a decline */
   memset(yr, 0x5a, (size_t)ny * es);
   a.y.ptr = (uint64_t)(uintptr_t)yr;

@@ -26,6 +26,7 @@
 #include "plugins/cpu/fast/vec.h"
 #include "plugins/cpu/ref/ref.h"
 #include "test/cpu_fast_devs.h"
+#include "test/plugin_tensor.h"
 #include "test/skip.h"
 
 static int fails, checks;
@@ -33,13 +34,7 @@ static int fails, checks;
 
 static bp_plugin_tensor_t tens(float *p, int rank, const int64_t *shape,
                                const int64_t *strides) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = BP_F32;
-  t.rank = rank;
-  for (int d = 0; d < rank; d++) t.shape[d] = shape[d], t.strides[d] = strides[d];
-  return t;
+  return plugin_tensor(p, BP_F32, rank, shape, strides);
 }
 
 static float frand(void) { return (float)(rand() % 20001 - 10000) / 2500.0f; }

@@ -19,21 +19,12 @@
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/ref/ref.h"
 #include "test/cpu_fast_devs.h"
+#include "test/plugin_tensor.h"
 #include "test/skip.h"
 
 static int fails, checks, fallbacks;
 
 
-static bp_plugin_tensor_t tens(void *p, bp_dtype_t dt, int rank,
-                               const int64_t *shape, const int64_t *strides) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)p;
-  t.dtype = dt;
-  t.rank = rank;
-  for (int d = 0; d < rank; d++) t.shape[d] = shape[d], t.strides[d] = strides[d];
-  return t;
-}
 /* Row-major strides of shape. */
 static void dense(int rank, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
