@@ -30,8 +30,9 @@
  * it is in cache. bf16 (x, w and y) runs on AMX tiles where the CPU has
  * them (fast/conv/conv2d_bf16.c, fast/conv/conv2d_amx.c). A y without
  * dense planes (channels-last) runs through dense copies
- * (fast/conv/conv2d_relayout.c). Any other dtype, or a CPU without AVX2
- * (AMX for bf16), returns BP_ERR_UNIMPLEMENTED and the reference runs.
+ * (fast/conv/conv2d_relayout.c); bf16 without AMX through f32 copies
+ * (fast/conv/conv2d_widen.c). Any other dtype, or a CPU without AVX2,
+ * returns BP_ERR_UNIMPLEMENTED and the reference runs.
  */
 #include <stdalign.h>
 #include <stdint.h>
@@ -486,7 +487,7 @@ bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
   bool f32 = x->dtype == BP_F32 && w->dtype == BP_F32 && y->dtype == BP_F32;
   bool bf16 = x->dtype == BP_BF16 && w->dtype == BP_BF16 && y->dtype == BP_BF16;
   if (!(f32 || bf16) || !geometry_ok(a)) return BP_ERR_UNIMPLEMENTED;
-  if (bf16 && !cpu_fast_conv_amx_ok(dev)) return BP_ERR_UNIMPLEMENTED;
+  if (bf16 && !cpu_fast_conv_amx_ok(dev)) return cpu_fast_conv2d_widened(dev, a);
   const cpu_fast_gemm_kernel_t *kr = pick_kernel(dev);
   const cpu_fast_vec_kernels_t *vk = cpu_fast_vec_pick(dev);
   if (f32 && (!kr || !vk)) return BP_ERR_UNIMPLEMENTED;

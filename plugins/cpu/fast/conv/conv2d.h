@@ -167,4 +167,9 @@ CPU_HIDDEN bool cpu_fast_conv2d_needs_relayout(const bp_conv2d_args_t *a);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                                 const float *bias);
 
+/* bf16 conv2d without AMX tiles (fast/conv/conv2d_widen.c): x and w
+ * widened to dense f32, the f32 routes, y rounded to bf16 into the
+ * caller's layout; nothing written to y on a decline. */
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_widened(cpu_device_t *dev, const bp_conv2d_args_t *a);
+
 #endif /* BACKPLANE_CPU_FAST_CONV2D_H */
