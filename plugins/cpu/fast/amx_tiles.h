@@ -74,7 +74,8 @@ static inline void cpu_amx_acc_store(void *out, int64_t ld) {
   _tile_stored(3, p + 16 * st + 64, st);
 }
 
-#ifdef __AMX_BF16__
+/* GCC names the feature __AMX_BF16__, clang __AMXBF16__ */
+#if defined(__AMX_BF16__) || defined(__AMXBF16__)
 /* One 32-deep k chunk of bf16 pairs onto the f32 block in tiles 0-3
  * (TDPBF16PS): A's rows 0-15 at a0 and 16-31 at a1 (tiles 4, 5), B's VNNI
  * columns 0-15 at b0 and 16-31 at b1 (tiles 6, 7), rows ast and bst
