@@ -166,6 +166,9 @@ CPU_HIDDEN bp_status_t cpu_fast_conv2d_amx_pairs(cpu_device_t *dev, const bp_con
 CPU_HIDDEN bool cpu_fast_conv2d_needs_relayout(const bp_conv2d_args_t *a);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_relayout(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                                 const float *bias);
+/* dst = src, 4-D, element by element (converting between float dtypes). */
+CPU_HIDDEN void cpu_fast_conv_copy_elements(const bp_plugin_tensor_t *dst,
+                                            const bp_plugin_tensor_t *src);
 
 /* bf16 conv2d without AMX tiles (fast/conv/conv2d_widen.c): x and w
  * widened to dense f32, the f32 routes, y rounded to bf16 into the

@@ -47,18 +47,18 @@ static void copy_rows(const bp_plugin_tensor_t *dst, const bp_plugin_tensor_t *s
                row);
 }
 
-/* Element by element, for layouts neither copy below takes. */
-static void copy_elements(const bp_plugin_tensor_t *dst, const bp_plugin_tensor_t *src) {
-  size_t es = cpu_dtype_size(dst->dtype);
-  char *pd = cpu_tensor_base(dst);
-  const char *ps = cpu_tensor_base(src);
+/* Element by element through double (f32 and bf16 convert exactly that
+ * way), for layouts the blocked copies do not take. */
+void cpu_fast_conv_copy_elements(const bp_plugin_tensor_t *dst, const bp_plugin_tensor_t *src) {
+  void *pd = cpu_tensor_base(dst);
+  const void *ps = cpu_tensor_base(src);
   const int64_t *n = dst->shape, *sd = dst->strides, *ss = src->strides;
   for (int64_t i = 0; i < n[0]; i++)
     for (int64_t j = 0; j < n[1]; j++)
       for (int64_t k = 0; k < n[2]; k++)
         for (int64_t l = 0; l < n[3]; l++)
-          memcpy(pd + (i * sd[0] + j * sd[1] + k * sd[2] + l * sd[3]) * (int64_t)es,
-                 ps + (i * ss[0] + j * ss[1] + k * ss[2] + l * ss[3]) * (int64_t)es, es);
+          cpu_store(pd, dst->dtype, i * sd[0] + j * sd[1] + k * sd[2] + l * sd[3],
+                    cpu_load(ps, src->dtype, i * ss[0] + j * ss[1] + k * ss[2] + l * ss[3]));
 }
 
 /* dst = src (same shape and dtype, 4-D). The dims go in the order of
@@ -80,7 +80,7 @@ static void copy_view(cpu_device_t *dev, const bp_plugin_tensor_t *dst,
   if (c.y.strides[3] == 1 && (c.x.strides[3] == 1 || c.y.shape[3] == 1))
     copy_rows(&c.y, &c.x);
   else if (!cpu_fast_copy_transposed(dev, &c))
-    copy_elements(&c.y, &c.x);
+    cpu_fast_conv_copy_elements(&c.y, &c.x);
 }
 
 /* Whether t's planes are what the routes read: unit-strided rows, one

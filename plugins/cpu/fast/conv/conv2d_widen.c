@@ -32,16 +32,7 @@ static void convert(cpu_device_t *dev, const bp_plugin_tensor_t *y, const bp_plu
   memset(&c, 0, sizeof c);
   c.struct_size = sizeof c;
   c.x = *x, c.y = *y;
-  if (cpu_fast_cast(dev, &c) == BP_OK) return;
-  void *py = cpu_tensor_base(y);
-  const void *px = cpu_tensor_base(x);
-  const int64_t *n = y->shape, *sy = y->strides, *sx = x->strides;
-  for (int64_t i = 0; i < n[0]; i++)
-    for (int64_t j = 0; j < n[1]; j++)
-      for (int64_t k = 0; k < n[2]; k++)
-        for (int64_t l = 0; l < n[3]; l++)
-          cpu_store(py, y->dtype, i * sy[0] + j * sy[1] + k * sy[2] + l * sy[3],
-                    cpu_load(px, x->dtype, i * sx[0] + j * sx[1] + k * sx[2] + l * sx[3]));
+  if (cpu_fast_cast(dev, &c) != BP_OK) cpu_fast_conv_copy_elements(y, x);
 }
 
 bp_status_t cpu_fast_conv2d_widened(cpu_device_t *dev, const bp_conv2d_args_t *a) {
