@@ -32,7 +32,13 @@ $(CPU_FAST_DIR)/conv/conv2d_dw_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAS
 $(CPU_FAST_DIR)/conv/conv2d_dw_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)
 # f32 conv2d's direct route: output channels along the vector (AVX-512).
-$(CPU_FAST_DIR)/conv/conv2d_direct_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
+# In the fuzz build (clang, -fsanitize=fuzzer-no-link) the sanitizers are
+# left out of this file: clang instrumenting its unrolled register tiles
+# ran for over twenty minutes where the plain compile takes seconds. The
+# fuzz harness reaches it only through conv2d's arguments, which the rest
+# of the plugin (instrumented) checks and packs before the kernel runs.
+CPU_FAST_FUZZ_NOSAN := $(if $(findstring fuzzer-no-link,$(EXTRA_CFLAGS)),-fno-sanitize=address -fno-sanitize=undefined)
+$(CPU_FAST_DIR)/conv/conv2d_direct_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) $(CPU_FAST_FUZZ_NOSAN)
 # bf16 conv2d as an implicit GEMM on AMX tiles (stride 1).
 $(CPU_FAST_DIR)/conv/conv2d_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) \
   -mavx512bf16 -mamx-tile -mamx-bf16
