@@ -23,6 +23,7 @@
 #include "plugins/cpu/fast/quant/quant.h"
 #include "plugins/cpu/ref/ref.h"
 #include "test/cpu_fast_devs.h"
+#include "test/plugin_tensor.h"
 #include "test/skip.h"
 
 enum { A_T = 1, B_T = 2, C_T = 4, B_BATCHED = 8 };
@@ -52,13 +53,8 @@ static uint8_t fill_byte(bool u8, int fill) {
 
 static bp_plugin_tensor_t tensor(void *base, uint64_t off, bp_dtype_t dt, int rank,
                                  const int64_t *shape, const int64_t *strides) {
-  bp_plugin_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.ptr = (uint64_t)(uintptr_t)base;
+  bp_plugin_tensor_t t = plugin_tensor(base, dt, rank, shape, strides);
   t.offset = off;
-  t.dtype = dt;
-  t.rank = rank;
-  for (int d = 0; d < rank; d++) t.shape[d] = shape[d], t.strides[d] = strides[d];
   return t;
 }
 
