@@ -1,6 +1,8 @@
-# test/cpu_fast_gemm_amx.mk: the bf16 GEMM driver on AMX tiles
-# (plugins/cpu/fast/gemm/gemm_amx.c) called directly, against a double
-# reference: ragged tiles, k blocks, task grid, views, beta, epilogue.
+# test/cpu_fast_gemm_amx.mk: the bf16 GEMM driver (plugins/cpu/fast/gemm/
+# gemm_amx.c) called directly with each block product, AMX tiles and
+# VDPBF16PS (gemm_dpbf16.c, wherever the CPU has AVX512-BF16), against a
+# double reference: ragged tiles, k blocks, odd k, task grid, views, beta,
+# epilogue; and cpu_fast_gemm_lowp's choice of the VDPBF16PS route.
 # (after test/cpu_fast.mk in the Makefile's sorted include, for CPU_FAST_TEST_OBJS)
 $(B)/test/test_cpu_fast_gemm_amx: $(B)/obj/test/test_cpu_fast_gemm_amx.o $(CPU_FAST_TEST_OBJS)
 	@mkdir -p $(dir $@)

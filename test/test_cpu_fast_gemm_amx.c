@@ -1,8 +1,11 @@
 /*
- * test_cpu_fast_gemm_amx.c — the bf16 GEMM driver on AMX-BF16 tiles
- * (plugins/cpu/fast/gemm/gemm_amx.c), called directly (cpu_fast_gemm_amx)
- * so that no other path can stand in for it, one and two threads, against
- * a double-precision reference with a tolerance of bf16 output rounding
+ * test_cpu_fast_gemm_amx.c — the bf16 GEMM driver (plugins/cpu/fast/gemm/
+ * gemm_amx.c) with each of its block products: AMX-BF16 tiles
+ * (cpu_fast_gemm_amx) and VDPBF16PS on zmm registers for CPUs without AMX
+ * (cpu_fast_gemm_dpbf16, fast/gemm/gemm_dpbf16.c; it runs wherever the CPU
+ * has AVX512-BF16, tiles or not). Each is called directly so that no other
+ * path can stand in for it, one and two threads, against a
+ * double-precision reference with a tolerance of bf16 output rounding
  * plus f32 accumulation. Its pieces each have cases here:
  *  - m, n, k not multiples of the 32 x 32 tiles or the 32-deep k chunks
  *    (the packers' zero padding, the merge's ragged rows and columns);
@@ -17,6 +20,9 @@
  *  - alpha / beta, beta == 0 over a C full of NaN;
  *  - the epilogue in the merge: a bias broadcast along rows or columns and
  *    relu, rounded once.
+ * The VDPBF16PS product also gets k == 1, odd k around one and several
+ * chunks and blocks, and the choice in cpu_fast_gemm_lowp: taken under
+ * the hook that lifts its vendor rule, refused under an AVX2 ceiling.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +44,14 @@ static bool amx_here(void) {
   const cpu_features_t *f = cpu_features_get();
   return f->amx_bf16 && f->avx512bw && f->avx512vl && cpu_amx_request();
 }
+
+static bool dpbf16_here(void) {
+  const cpu_features_t *f = cpu_features_get();
+  return f->avx512_bf16 && f->avx512bw && f->avx512vl;
+}
+
+/* The route a case runs through. */
+typedef bp_status_t (*route_fn)(cpu_device_t *dev, const bp_gemm_args_t *g);
 
 static double bf2d(uint16_t h) { return cpu_bf16_to_float(h); }
 
@@ -73,8 +87,8 @@ static void ref_elem(const shape_t *s, const uint16_t *arow, int64_t ak, const u
   *tol = t;
 }
 
-/* One case through cpu_fast_gemm_amx on dev; counts a mismatch. */
-static void run_case(cpu_device_t *dev, const shape_t *s) {
+/* One case through route on dev; counts a mismatch. */
+static void run_case_on(cpu_device_t *dev, const shape_t *s, route_fn route) {
   int64_t m = s->m, n = s->n, k = s->k, nb = s->batch;
   int64_t lda = (s->ta ? m : k) + 3, ldb = (s->tb ? k : n) + 5;
   int64_t ldc = (s->tc == 1 ? m : n) + 2;
@@ -106,7 +120,7 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
   if (s->bias) g.bias = cpu_tensor_view3(bias, BP_BF16, nb, m, n, 0, s->bias == 2, s->bias == 1);
   if (s->relu) g.flags |= BP_GEMM_FLAG_ACTIVATION, g.activation = BP_UNARY_RELU;
   checks++;
-  bp_status_t st = cpu_fast_gemm_amx_epilogue_ok(&g) ? cpu_fast_gemm_amx(dev, &g) : -1;
+  bp_status_t st = cpu_fast_gemm_amx_epilogue_ok(&g) ? route(dev, &g) : -1;
   if (st != BP_OK) {
     printf("status %d for %ldx%ldx%ldx%ld\n", st, (long)nb, (long)m, (long)n, (long)k);
     fails++;
@@ -125,6 +139,10 @@ static void run_case(cpu_device_t *dev, const shape_t *s) {
 out:
   free(A), free(B), free(C), free(bias), free(R), free(T);
 }
+
+static route_fn g_route;
+
+static void run_case(cpu_device_t *dev, const shape_t *s) { run_case_on(dev, s, g_route); }
 
 static const shape_t shapes[] = {
     /* ragged tiles and k chunks */
@@ -159,12 +177,17 @@ static const shape_t shapes[] = {
     {2, 20, 300, 40, 1, 0, 2, 1, 0, 2, true},
 };
 
-static void test_bf16_amx_shapes(void **state) {
-  (void)state;
-  if (!amx_here()) {
-    TEST_SKIP_CASE("no AMX-BF16 with AVX-512 BW / VL here, or no tile state");
-    return;
-  }
+/* Odd k (one pair half zero), k == 1 and k around the 32-deep chunks and
+ * the 256-deep blocks, for the VDPBF16PS product. */
+static const shape_t odd_k[] = {
+    {1, 9, 40, 1, 0, 0, 0, 1, 0, 0, false},     {1, 33, 33, 3, 1, 1, 0, 1, 0.5, 0, false},
+    {1, 40, 64, 31, 0, 0, 0, 2, 0, 0, false},   {1, 31, 17, 63, 0, 1, 0, 1, 1, 1, false},
+    {2, 65, 47, 255, 1, 0, 0, 1, 0, 0, false},  {1, 50, 96, 257, 0, 0, 1, 1, 0.5, 2, true},
+    {1, 100, 70, 513, 1, 1, 0, -1, 0, 0, false},
+};
+
+/* All shapes, one and two threads, through g_route. */
+static void run_all_shapes(const char *name, bool odd) {
   srand(3);
   fails = checks = 0;
   for (unsigned thr = 1; thr <= 2; thr++) {
@@ -174,6 +197,7 @@ static void test_bf16_amx_shapes(void **state) {
     dev.threads = thr;
     dev.pool = thr > 1 ? cpu_pool_create(thr) : NULL;
     for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) run_case(&dev, &shapes[c]);
+    for (size_t c = 0; odd && c < sizeof odd_k / sizeof *odd_k; c++) run_case(&dev, &odd_k[c]);
     /* row groups of one row task (8 x 32 rows of A at kp = 96): B packed
      * with the first only, later groups' A in the same buffer */
     cpu_fast_gemm_amx_group_bytes = 8 * 64 * 96;
@@ -188,12 +212,60 @@ static void test_bf16_amx_shapes(void **state) {
     cpu_fast_gemm_amx_help_first = false;
     if (dev.pool) cpu_pool_destroy(dev.pool);
   }
-  printf("bf16 amx: %d cases, %d failures\n", checks, fails);
+  printf("bf16 %s: %d cases, %d failures\n", name, checks, fails);
   assert_int_equal(fails, 0);
   assert_true(checks > 0);
 }
 
+static void test_bf16_amx_shapes(void **state) {
+  (void)state;
+  if (!amx_here()) {
+    TEST_SKIP_CASE("no AMX-BF16 with AVX-512 BW / VL here, or no tile state");
+    return;
+  }
+  g_route = cpu_fast_gemm_amx;
+  run_all_shapes("amx", false);
+}
+
+static void test_bf16_dpbf16_shapes(void **state) {
+  (void)state;
+  if (!dpbf16_here()) {
+    TEST_SKIP_CASE("no AVX512-BF16 with AVX-512 BW / VL on this CPU");
+    return;
+  }
+  g_route = cpu_fast_gemm_dpbf16;
+  run_all_shapes("dpbf16", true);
+}
+
+/* cpu_fast_gemm_lowp: VDPBF16PS's result with the vendor rule lifted
+ * (no AMX), and nothing under an AVX2 ceiling. */
+static void test_bf16_dpbf16_choice(void **state) {
+  (void)state;
+  const cpu_features_t *f = cpu_features_get();
+  if (!dpbf16_here() || (f->amx_bf16 && cpu_amx_request())) {
+    TEST_SKIP_CASE("no AVX512-BF16 with AVX-512 BW / VL, or AMX takes bf16 on this CPU");
+    return;
+  }
+  cpu_device_t dev;
+  memset(&dev, 0, sizeof dev);
+  dev.isa = BP_ISA_BEST;
+  dev.threads = 1;
+  fails = checks = 0;
+  cpu_fast_gemm_dpbf16_any_vendor = true;
+  run_case_on(&dev, &(shape_t){1, 70, 90, 77, 0, 0, 0, 1, 0.5, 1, true}, cpu_fast_gemm_lowp);
+  assert_int_equal(fails, 0);
+  dev.isa = BP_ISA_AVX2;
+  uint16_t a[64 * 64] = {0}, c[64 * 64] = {0};
+  bp_gemm_args_t g = test_gemm_args(1, 0, cpu_tensor_view3(a, BP_BF16, 1, 64, 64, 0, 64, 1),
+                                    cpu_tensor_view3(a, BP_BF16, 1, 64, 64, 0, 64, 1),
+                                    cpu_tensor_view3(c, BP_BF16, 1, 64, 64, 0, 64, 1));
+  assert_int_equal(cpu_fast_gemm_lowp(&dev, &g), BP_ERR_UNIMPLEMENTED);
+  cpu_fast_gemm_dpbf16_any_vendor = false;
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bf16_amx_shapes)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bf16_amx_shapes),
+                                     cmocka_unit_test(test_bf16_dpbf16_shapes),
+                                     cmocka_unit_test(test_bf16_dpbf16_choice)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

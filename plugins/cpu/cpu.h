@@ -28,6 +28,8 @@ typedef struct cpu_features {
   bool amx_tile, amx_bf16, amx_int8; /* CPUID bits; AMX also needs the OS
                                         permission cpu_amx_request() asks */
   char brand[64];
+  bool vendor_amd; /* CPUID vendor "AuthenticAMD": the bf16 GEMM's choice of
+                      VDPBF16PS over widening (fast/gemm/gemm_lowp.c) */
 } cpu_features_t;
 
 /* Detected once (CPUID and the OS's XSAVE state), then cached. */

@@ -68,6 +68,8 @@ static void detect(void) {
   cpu_features_t *f = &g_features;
   unsigned a, b, c, d;
   read_brand(f->brand);
+  __cpuid(0, a, b, c, d);
+  f->vendor_amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* AuthenticAMD */
   if (!__get_cpuid(1, &a, &b, &c, &d))
     return;
   bool osxsave = bit(c, 27), avx = bit(c, 28);

@@ -161,6 +161,21 @@ CPU_HIDDEN bp_status_t cpu_fast_gemm_skinny_f32(cpu_device_t *dev, const bp_gemm
  * checked the CPU features (AMX-BF16, AVX-512 BW / VL) and
  * cpu_amx_request(). */
 CPU_HIDDEN bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *a);
+/* bf16 GEMM through the same driver with VDPBF16PS on zmm registers for
+ * the block product instead of tiles (fast/gemm/gemm_dpbf16.c), for CPUs
+ * with AVX512-BF16 but no AMX; BP_ERR_UNIMPLEMENTED for other dtypes. The
+ * caller has checked the CPU features (AVX512-BF16, AVX-512 BW / VL). */
+CPU_HIDDEN bp_status_t cpu_fast_gemm_dpbf16(cpu_device_t *dev, const bp_gemm_args_t *a);
+/* Test hook of cpu_fast_gemm_lowp: true sends bf16 to cpu_fast_gemm_dpbf16
+ * on any CPU with AVX512-BF16 and no AMX, not only on AMD's. */
+CPU_HIDDEN extern bool cpu_fast_gemm_dpbf16_any_vendor;
+/* The block product of cpu_fast_gemm_dpbf16 (the AMX one's contract):
+ * w[32][ld] (+)= the packed A panel x the packed B panel over kchunks
+ * 32-deep k chunks (first: from zero, w unread), pfl lines from pf on
+ * prefetched into L2 per chunk (pf NULL: none). */
+CPU_HIDDEN void cpu_fast_gemm_dpbf16_block(int64_t kchunks, const uint16_t *ap,
+                                           const uint16_t *bp, float *w, int64_t ld, bool first,
+                                           const char *pf, int64_t pfl);
 /* Bytes of packed A per row group of cpu_fast_gemm_amx (whole groups of
  * its row tasks; 0: the default, 32 MiB); tests set it to reach several
  * groups with small problems. */
@@ -187,8 +202,9 @@ CPU_HIDDEN void cpu_fast_amx_f16_pack_b(const uint16_t *b, int64_t sbk, int64_t 
                                         int64_t cols, int64_t k, int64_t kp,
                                         uint16_t *dst);
 
-/* Fused attention, f32, AVX-512 (fast/attention/attention_avx512.c); the caller has
- * checked the CPU features. */
+/* Fused attention, AVX-512 (fast/attention/attention_avx512.c): q, k, v and
+ * out each f32, bf16 or f16, f32 arithmetic; the caller has checked the
+ * CPU features. */
 CPU_HIDDEN bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev,
                                              const bp_attention_args_t *a);
 

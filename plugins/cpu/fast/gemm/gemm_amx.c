@@ -5,9 +5,16 @@
  * the split and its packers); the driver below only sees other
  * packers, a k four times as long and the f16 form of the merge.
  *
- * Compiled with -mamx-tile -mamx-bf16 and AVX-512 (fast.mk); called only
- * when CPUID reports AMX-BF16 and the kernel granted tile state
- * (cpu_amx_request). Layout:
+ * The same driver runs bf16 on CPUs with AVX512-BF16 but no AMX
+ * (cpu_fast_gemm_dpbf16): the product of a 32 x 32 block over a run of k
+ * chunks is then VDPBF16PS on zmm registers (fast/gemm/gemm_dpbf16.c,
+ * which says why this driver), reading the same packed pairs, with the
+ * same workspace and merge; the block product is an amx_ops_t member,
+ * and the tiles are configured only for the AMX one.
+ *
+ * Compiled with -mamx-tile -mamx-bf16 and AVX-512 (fast.mk); the AMX
+ * product runs only when CPUID reports AMX-BF16 and the kernel granted
+ * tile state (cpu_amx_request). Layout:
  *  - B is packed into VNNI tiles: per 32-deep k chunk and 32-column panel,
  *    two 16 x 64-byte tiles whose row r holds the pairs (B[2r][j],
  *    B[2r+1][j]). A into 32-row micro-panels: two 16 x 64-byte tiles per k
@@ -264,17 +271,22 @@ static void amx_merge_f16(const float *t, int64_t ld, uint16_t *c, int64_t scm, 
 
 /* ---- driver --------------------------------------------------------------- */
 
-/* Per dtype: the panel packers (k padded to kp tile elements) and the
- * merge into C. */
+/* Per dtype and inner product: the panel packers (k padded to kp tile
+ * elements), the merge into C and the 32 x 32 block product (tiles: the
+ * AMX one, which needs the tiles configured on each worker). */
 typedef void (*amx_pack_fn)(const uint16_t *src, int64_t s_outer, int64_t s_inner,
                             int64_t cnt, int64_t k, int64_t kp, uint16_t *dst);
 typedef void (*amx_merge_fn)(const float *t, int64_t ld, uint16_t *c, int64_t scm,
                               int64_t scn, int64_t rows, int64_t cols, float alpha,
                              float beta, const amx_epi_t *e, const uint16_t *bias);
+typedef void (*amx_block_fn)(int64_t kchunks, const uint16_t *ap, const uint16_t *bp, float *w,
+                             int64_t ld, bool first, const char *pf, int64_t pfl);
 typedef struct amx_ops {
   amx_pack_fn pack_a, pack_b;
   amx_merge_fn merge;
   int64_t kmul; /* tile k elements per source k step */
+  amx_block_fn block;
+  bool tiles;
 } amx_ops_t;
 
 /* A worker's run of units, [front, back) packed in one word so that the
@@ -308,9 +320,11 @@ typedef struct amx_job {
   amx_run_t run[AMX_MAX_RUNS];
 } amx_job_t;
 
-static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge_bf16, 1};
+static const amx_ops_t amx_bf16_ops = {amx_pack_a, amx_pack_b, amx_merge_bf16, 1, amx_ukr, true};
 static const amx_ops_t amx_f16_ops = {cpu_fast_amx_f16_pack_a, cpu_fast_amx_f16_pack_b,
-                                      amx_merge_f16, 4};
+                                      amx_merge_f16, 4, amx_ukr, true};
+static const amx_ops_t amx_dpbf16_ops = {amx_pack_a, amx_pack_b, amx_merge_bf16, 1,
+                                         cpu_fast_gemm_dpbf16_block, false};
 
 /* Blocking: a 32 x AMX_KB A sub-panel (16 KiB) stays in L1 while B
  * sub-panels stream from L2; C accumulates in f32 in a workspace of
@@ -347,7 +361,7 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni, int64_t r
         int64_t nk = last ? kp : kp - k0 - kb, nkb = nk < AMX_KB ? nk : AMX_KB;
         int64_t bytes = nkb * 64 / ni, chunks = kb / AMX_KC;
         int64_t pfl = nb ? (bytes / 64 + chunks - 1) / chunks : 0;
-        amx_ukr(chunks, apack + i * panel + k0 * 32, j->bpack + p * panel + k0 * 32, w,
+        j->ops->block(chunks, apack + i * panel + k0 * 32, j->bpack + p * panel + k0 * 32, w,
                 AMX_WS_LD, first, nb ? (const char *)nb + i * bytes : NULL, pfl);
         if (!last) continue;
         int64_t c0 = p * 32, cols = j->n - c0 < 32 ? j->n - c0 : 32;
@@ -360,8 +374,8 @@ static void amx_block(amx_job_t *j, const uint16_t *apack, int64_t ni, int64_t r
 }
 
 /* Micro-panels [i0, i0 + ni) of the row group (at most AMX_MB) against
- * B panels [p0, p1) (at most AMX_NB), pn as amx_block's. The tiles are
- * configured by the caller (amx_worker). */
+ * B panels [p0, p1) (at most AMX_NB), pn as amx_block's. The tiles (when
+ * the block product uses them) are configured by the caller (amx_worker). */
 static void amx_range(amx_job_t *j, int64_t i0, int64_t ni, int64_t p0, int64_t p1, int64_t pn) {
   float *ws = cpu_fast_scratch(3, sizeof(float) * AMX_MB * 32 * AMX_WS_LD);
   if (!ws) {
@@ -471,14 +485,14 @@ static void amx_compute_phase(amx_job_t *j, unsigned worker) {
   }
 }
 
-/* Every worker of a row group's pool run: the tiles configured once, then
- * the units. */
+/* Every worker of a row group's pool run: the tiles configured once (AMX
+ * product only), then the units. */
 static void amx_worker(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   amx_job_t *j = ctx;
   (void)begin, (void)end;
-  cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
+  if (j->ops->tiles) cpu_amx_configure_full(); /* C0..C3 f32, A0/A1 bf16, B0/B1 VNNI */
   amx_compute_phase(j, worker);
-  _tile_release();
+  if (j->ops->tiles) _tile_release();
 }
 
 /* The pieces and the units of the row group for `workers`: row parts of
@@ -562,8 +576,8 @@ bool cpu_fast_gemm_amx_epilogue_ok(const bp_gemm_args_t *g) {
   return !g->bias.rank || (g->bias.rank == 3 && g->bias.dtype == g->c.dtype);
 }
 
-bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *g) {
-  const amx_ops_t *ops = g->a.dtype == BP_F16 ? &amx_f16_ops : &amx_bf16_ops;
+/* Every batch entry of g through the driver with ops. */
+static bp_status_t amx_gemm(cpu_device_t *dev, const bp_gemm_args_t *g, const amx_ops_t *ops) {
   int64_t batch = g->c.shape[0], m = g->c.shape[1], n = g->c.shape[2];
   int64_t k = g->a.shape[2];
   const char *pa = (const char *)(uintptr_t)g->a.ptr + g->a.offset;
@@ -592,4 +606,13 @@ bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *g) {
     if (j.failed) return BP_ERR_OUT_OF_MEMORY;
   }
   return BP_OK;
+}
+
+bp_status_t cpu_fast_gemm_amx(cpu_device_t *dev, const bp_gemm_args_t *g) {
+  return amx_gemm(dev, g, g->a.dtype == BP_F16 ? &amx_f16_ops : &amx_bf16_ops);
+}
+
+bp_status_t cpu_fast_gemm_dpbf16(cpu_device_t *dev, const bp_gemm_args_t *g) {
+  if (g->a.dtype != BP_BF16) return BP_ERR_UNIMPLEMENTED;
+  return amx_gemm(dev, g, &amx_dpbf16_ops);
 }
