@@ -155,7 +155,7 @@ static void test_fa_declines(void **state) {
   devs_open_avx512(&s);
   if (!s.n) TEST_SKIP_CASE("no AVX-512 (F, BW, VL, DQ) on this CPU");
   att_reset(&h);
-  att_case_t c = {1, 2, 2, 20, 20, 16, 16, 1, 0, 0, BP_BF16};
+  att_case_t c = {1, 2, 2, 20, 20, 16, 16, 1, 0, 0, BP_F64};
   assert_int_equal(att_run_case(&h, &s.dev[0], &c), BP_ERR_UNIMPLEMENTED);
   c.dt = BP_F32;
   c.Hkv = 3; /* Hq not a multiple of Hkv */

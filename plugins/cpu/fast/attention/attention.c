@@ -2,8 +2,10 @@
  * fast/attention/attention.c — picks the fused attention kernel for the CPU and the
  * device's ISA ceiling: a few queries per head (decode, f32 or bf16, AVX-512)
  * first, then AMX (bf16, and f32 split into three bf16 parts, when the CPU
- * has AMX-BF16 and Linux grants tile state), then AVX-512 (f32), then AVX2 + FMA + F16C (f32, f16,
- * bf16); BP_ERR_UNIMPLEMENTED elsewhere, and the threaded reference runs.
+ * has AMX-BF16 and Linux grants tile state), then AVX-512 (f32, f16, bf16:
+ * the halves widened to f32, so a CPU without AMX runs bf16 at the full
+ * vector width), then AVX2 + FMA + F16C (f32, f16, bf16);
+ * BP_ERR_UNIMPLEMENTED elsewhere, and the threaded reference runs.
  */
 #include "attention.h"
 #include "plugins/cpu/fast/gemm/gemm.h"

@@ -1,6 +1,7 @@
 /*
- * fast/attention/attention_avx512.c — fused scaled dot-product attention, f32,
- * AVX-512, FlashAttention-2 style on the GEMM micro-kernel.
+ * fast/attention/attention_avx512.c — fused scaled dot-product attention,
+ * f32 arithmetic on f32, bf16 or f16 tensors, AVX-512, FlashAttention-2
+ * style on the GEMM micro-kernel.
  *
  * Work is split over (batch, query head, block of FA_BQ queries), taken
  * from a shared counter by the pool's workers. For one query block the
@@ -25,19 +26,28 @@
  * row hidden from a query never reaches it (diagonal tiles whose hidden
  * values are not finite are finished row by row).
  *
- * Covered: f32 q/k/v/out, any strides (Q, K and V rows without unit stride
- * are copied first). Anything else returns BP_ERR_UNIMPLEMENTED and the
+ * Covered: q, k, v and out each f32, bf16 or f16, any strides. bf16 and
+ * f16 are widened to f32 where they are copied anyway: keys as their K^T
+ * panels are packed, values into an f32 copy of the kv head kept beside
+ * K^T (packed once per worker and kv head, as K^T), queries per block;
+ * the output is rounded (nearest even) once, from the f32 O / l. So a CPU
+ * with AVX-512 but no AMX runs bf16 and f16 at the f32 kernel's speed and
+ * accuracy, where the AVX2 kernel would run them at half the vector width.
+ * f32 Q and V rows with unit stride are read in place; other strides are
+ * copied like bf16. Anything else returns BP_ERR_UNIMPLEMENTED and the
  * next kernel runs. Compiled with AVX-512 flags (fast.mk);
  * cpu_fast_attention checks the CPU first.
  */
 #include <immintrin.h>
 #include <math.h>
+#include <stdalign.h>
 #include <string.h>
 
 #include "attention.h"
 #include "attention_exp512.h"
 #include "attention_mask.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "plugins/cpu/fast/gemm/gemm_epi512.h"
 
 #define FA_MR 12          /* rows of the micro-kernel's tile (queries) */
 #define FA_NR 32          /* columns of the micro-kernel's tile (keys, values) */
@@ -48,15 +58,64 @@ static inline int64_t fa_min(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
+/* Element i of a tensor of dt (f32, bf16 or f16) at base. */
+static inline const char *fa_at(const char *base, bp_dtype_t dt, int64_t i) {
+  return base + i * (dt == BP_F32 ? 4 : 2);
+}
+
+/* Element i of base, widened to f32. */
+static inline float fa_load1(const char *base, bp_dtype_t dt, int64_t i) {
+  if (dt == BP_F32) return ((const float *)(const void *)base)[i];
+  return epi_half_to_float(((const uint16_t *)(const void *)base)[i], dt == BP_F16);
+}
+
+/* The first lanes m of 16 consecutive elements at base, widened. */
+static inline __m512 fa_load16(const char *base, bp_dtype_t dt, __mmask16 m) {
+  if (dt == BP_F32) return _mm512_maskz_loadu_ps(m, base);
+  return epi_half_widen16(_mm256_maskz_loadu_epi16(m, base), dt == BP_F16);
+}
+
+/* dst[0..n) = src[e * stride], widened to f32. */
+static void fa_widen(const char *src, bp_dtype_t dt, int64_t stride, int64_t n, float *dst) {
+  for (int64_t e = 0; stride == 1 && e < n; e += 16) {
+    __mmask16 m = fa_lanes(n - e);
+    _mm512_mask_storeu_ps(dst + e, m, fa_load16(fa_at(src, dt, e), dt, m));
+  }
+  for (int64_t e = 0; stride != 1 && e < n; e++) dst[e] = fa_load1(src, dt, e * stride);
+}
+
+/* dst[e * stride] = src[e] for e < n, rounded to dt (nearest even; NaN
+ * stays NaN), as cpu_store rounds. */
+static void fa_narrow(const float *src, int64_t n, char *dst, bp_dtype_t dt, int64_t stride) {
+  bool f16 = dt == BP_F16;
+  for (int64_t e = 0; e < n; e += 16) {
+    __mmask16 m = fa_lanes(n - e);
+    __m512 x = _mm512_maskz_loadu_ps(m, src + e);
+    if (stride == 1 && dt == BP_F32) {
+      _mm512_mask_storeu_ps(dst + 4 * e, m, x);
+    } else if (stride == 1) {
+      _mm256_mask_storeu_epi16(dst + 2 * e, m, epi_half_narrow16(x, f16));
+    } else if (dt == BP_F32) {
+      for (int64_t c = e; c < n && c < e + 16; c++) ((float *)(void *)dst)[c * stride] = src[c];
+    } else {
+      alignas(32) uint16_t t[16];
+      _mm256_store_si256((__m256i *)(void *)t, epi_half_narrow16(x, f16));
+      for (int64_t c = e; c < n && c < e + 16; c++)
+        ((uint16_t *)(void *)dst)[c * stride] = t[c - e];
+    }
+  }
+}
+
 typedef struct fa_job {
-  const float *q, *k, *v;
-  float *o;
+  const char *q, *k, *v; /* element 0 of each tensor */
+  char *o;
+  bp_dtype_t tq, tk, tv, to;            /* f32, bf16 or f16 */
   int64_t Hq, grp, Sq, Skv, D, Dv, off; /* grp = Hq / Hkv, off = Skv - Sq */
   int64_t sq[4], sk[4], sv[4], so[4];
   int64_t nqb; /* query blocks per head */
   cpu_fast_att_sched_t tasks;
   int64_t ldkt;          /* floats of packed K^T per kv head */
-  bool qdirect, vdirect; /* rows with unit stride: read in place */
+  bool qdirect, vdirect; /* f32 rows with unit stride: read in place */
   float scale;
   int causal;
   bool additive; /* bias or ALiBi terms on the scores */
@@ -70,12 +129,13 @@ typedef struct fa_ws {
   float *qb; /* [FA_BQ][D] the block's queries when not read in place */
   float *s;  /* [FA_BQ][FA_BK] scores, then weights */
   float *o;  /* [FA_BQ][Dv] unnormalised output */
-  float *vb; /* [FA_BK][Dv] a key block's values when not read in place */
+  float *vh; /* [Skv][Dv] the kv head's values when not read in place */
+  float *kw; /* [FA_NR][D] a panel's keys widened (bf16, f16) */
   float m[FA_BQ], l[FA_BQ], corr[FA_BQ];
   int64_t nlo[FA_BQ], nvis[FA_BQ]; /* keys [nlo, nvis) of the key block row r sees */
   bool bad[FA_BQ];
-  float slope;             /* the query head's ALiBi slope */
-  int64_t kb, kg, kpacked; /* whose keys kt holds, and how many */
+  float slope;                      /* the query head's ALiBi slope */
+  int64_t kb, kg, kpacked, vpacked; /* whose keys kt (values vh) hold, how many */
 } fa_ws_t;
 
 /* Keys [lo, hi) query i of batch b sees, relative to the key block at k0
@@ -93,15 +153,17 @@ static void fa_add_terms(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, in
                          int64_t k0, int64_t c0, int64_t c1) {
   float *s = w->s + r * FA_BK;
   const att_mask_t *m = &j->mk;
-  if (m->bias) {
-    const float *bp = (const float *)m->bias + b * m->bs[0] + h * m->bs[1] + i * m->bs[2];
+  if (m->bias) { /* in q's dtype */
+    bp_dtype_t dt = j->tq;
+    const char *bp = fa_at(m->bias, dt, b * m->bs[0] + h * m->bs[1] + i * m->bs[2]);
     for (int64_t c = c0; m->bs[3] == 1 && c < c1; c += 16) {
       __mmask16 k = fa_lanes(c1 - c);
       __m512 x =
-          _mm512_add_ps(_mm512_maskz_loadu_ps(k, s + c), _mm512_maskz_loadu_ps(k, bp + k0 + c));
+          _mm512_add_ps(_mm512_maskz_loadu_ps(k, s + c), fa_load16(fa_at(bp, dt, k0 + c), dt, k));
       _mm512_mask_storeu_ps(s + c, k, x);
     }
-    for (int64_t c = c0; m->bs[3] != 1 && c < c1; c++) s[c] += bp[(k0 + c) * m->bs[3]];
+    for (int64_t c = c0; m->bs[3] != 1 && c < c1; c++)
+      s[c] += fa_load1(bp, dt, (k0 + c) * m->bs[3]);
   }
   if (w->slope != 0.0f) fa_alibi_add(s, c0, c1, i + j->off - k0, w->slope);
 }
@@ -118,24 +180,50 @@ static void fa_mask_row(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int
 }
 
 /* kt holds the first `need` keys of kv head (b, g) in NR-key panels. The
- * panel holding the last packed key is packed again, whole. */
+ * panel holding the last packed key is packed again, whole. bf16 and f16
+ * keys are widened a panel at a time into kw and packed from there. */
 static void fa_pack_keys(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t g, int64_t need) {
-  if (w->kb != b || w->kg != g) w->kb = b, w->kg = g, w->kpacked = 0;
   if (need <= w->kpacked) return;
   int64_t start = w->kpacked / FA_NR * FA_NR, cnt = need - start, D = j->D;
-  const float *src = j->k + b * j->sk[0] + g * j->sk[1] + start * j->sk[2];
+  const char *src = fa_at(j->k, j->tk, b * j->sk[0] + g * j->sk[1] + start * j->sk[2]);
   float *dst = w->kt + start * D;
   int64_t sd = D > 1 ? j->sk[3] : 1;
-  if (!cpu_fast_spack_avx512(src, j->sk[2], sd, cnt, D, FA_NR, dst)) {
+  w->kpacked = need;
+  for (int64_t p0 = 0; j->tk != BP_F32 && p0 < cnt; p0 += FA_NR) {
+    int64_t n = fa_min(FA_NR, cnt - p0);
+    for (int64_t i = 0; i < n; i++)
+      fa_widen(fa_at(src, j->tk, (p0 + i) * j->sk[2]), j->tk, sd, D, w->kw + i * D);
+    cpu_fast_spack_avx512(w->kw, D, 1, n, D, FA_NR, dst + p0 * D);
+  }
+  if (j->tk != BP_F32) return;
+  const float *srcf = (const float *)(const void *)src;
+  if (!cpu_fast_spack_avx512(srcf, j->sk[2], sd, cnt, D, FA_NR, dst)) {
     int64_t panels = (cnt + FA_NR - 1) / FA_NR;
     for (int64_t p = 0; p < panels; p++)
       for (int64_t d = 0; d < D; d++)
         for (int64_t i = 0; i < FA_NR; i++) {
           int64_t key = p * FA_NR + i;
-          dst[(p * D + d) * FA_NR + i] = key < cnt ? src[key * j->sk[2] + d * sd] : 0.0f;
+          dst[(p * D + d) * FA_NR + i] = key < cnt ? srcf[key * j->sk[2] + d * sd] : 0.0f;
         }
   }
-  w->kpacked = need;
+}
+
+/* vh holds the first `need` values of kv head (b, g) widened to f32 rows
+ * of Dv (unless they are read in place). */
+static void fa_pack_values(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t g, int64_t need) {
+  if (j->vdirect || need <= w->vpacked) return;
+  const char *v = fa_at(j->v, j->tv, b * j->sv[0] + g * j->sv[1]);
+  int64_t se = j->Dv > 1 ? j->sv[3] : 1;
+  for (int64_t key = w->vpacked; key < need; key++)
+    fa_widen(fa_at(v, j->tv, key * j->sv[2]), j->tv, se, j->Dv, w->vh + key * j->Dv);
+  w->vpacked = need;
+}
+
+/* kt and vh hold the first `need` keys and values of kv head (b, g). */
+static void fa_pack_head(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t g, int64_t need) {
+  if (w->kb != b || w->kg != g) w->kb = b, w->kg = g, w->kpacked = w->vpacked = 0;
+  fa_pack_keys(j, w, b, g, need);
+  fa_pack_values(j, w, b, g, need);
 }
 
 /* The whole-block case of fa_softmax_row (every key of a full block
@@ -264,19 +352,16 @@ static void fa_pv_tile(const fa_job_t *j, fa_ws_t *w, const float *vp, int64_t l
   }
 }
 
-/* Values of keys [k0, k0 + nk) of kv head (b, g): in place, or copied into
- * vb when their rows are strided. */
+/* Values from key k0 of kv head (b, g): in place, or in vh's copy. */
 static const float *fa_values(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t g, int64_t k0,
-                              int64_t nk, int64_t *ldv) {
-  const float *v = j->v + b * j->sv[0] + g * j->sv[1] + k0 * j->sv[2];
-  if (j->vdirect) {
-    *ldv = j->sv[2];
-    return v;
+                              int64_t *ldv) {
+  if (!j->vdirect) {
+    *ldv = j->Dv;
+    return w->vh + k0 * j->Dv;
   }
-  for (int64_t jj = 0; jj < nk; jj++)
-    for (int64_t e = 0; e < j->Dv; e++) w->vb[jj * j->Dv + e] = v[jj * j->sv[2] + e * j->sv[3]];
-  *ldv = j->Dv;
-  return w->vb;
+  *ldv = j->sv[2];
+  return (const float *)(const void *)fa_at(j->v, BP_F32,
+                                            b * j->sv[0] + g * j->sv[1] + k0 * j->sv[2]);
 }
 
 /* One key block [k0, k0 + nk) for the query block's nq rows at qp. */
@@ -302,35 +387,29 @@ static void fa_key_block(const fa_job_t *j, fa_ws_t *w, const float *qp, int64_t
   }
   fa_rescale(w, nq, j->Dv);
   int64_t ldv;
-  const float *vp = fa_values(j, w, b, h / j->grp, k0, nk, &ldv);
+  const float *vp = fa_values(j, w, b, h / j->grp, k0, &ldv);
   for (int64_t t0 = 0; t0 < nq; t0 += FA_MR)
     if (tk[t0 / FA_MR] > w->nlo[t0])
       fa_pv_tile(j, w, vp, ldv, t0, fa_min(FA_MR, nq - t0), tk[t0 / FA_MR]);
 }
 
-/* out row = o / l; zeros for a row that sees no key or only -inf scores,
- * NaN for a row with a NaN or +inf score. */
-static void fa_store(const fa_job_t *j, const fa_ws_t *w, int64_t b, int64_t h, int64_t i0,
-                     int64_t nq) {
-  int64_t Dv = j->Dv;
+/* out row = o / l, rounded once to out's dtype; zeros for a row that sees
+ * no key or only -inf scores, NaN for a row with a NaN or +inf score. */
+static void fa_store(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i0, int64_t nq) {
+  int64_t Dv = j->Dv, se = Dv > 1 ? j->so[3] : 1;
   for (int64_t r = 0; r < nq; r++) {
-    float *orow = j->o + b * j->so[0] + h * j->so[1] + (i0 + r) * j->so[2];
+    char *orow = (char *)fa_at(j->o, j->to, b * j->so[0] + h * j->so[1] + (i0 + r) * j->so[2]);
     bool nan = w->bad[r], none = !nan && w->m[r] == -INFINITY;
-    float inv = w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f;
-    const float *src = w->o + r * Dv;
-    if (none) {
-      for (int64_t e = 0; e < Dv; e++) orow[e * j->so[3]] = 0.0f;
-      continue;
+    float *row = w->o + r * Dv;
+    __m512 vi = _mm512_set1_ps(w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f);
+    for (int64_t e = 0; e < Dv; e += 16) {
+      __mmask16 k = fa_lanes(Dv - e);
+      __m512 x = nan    ? _mm512_set1_ps(NAN)
+                 : none ? _mm512_setzero_ps()
+                        : _mm512_mul_ps(vi, _mm512_maskz_loadu_ps(k, row + e));
+      _mm512_mask_storeu_ps(row + e, k, x);
     }
-    if (!nan && (j->so[3] == 1 || Dv == 1)) {
-      __m512 vi = _mm512_set1_ps(inv);
-      for (int64_t e = 0; e < Dv; e += 16) {
-        __mmask16 k = fa_lanes(Dv - e);
-        _mm512_mask_storeu_ps(orow + e, k, _mm512_mul_ps(vi, _mm512_maskz_loadu_ps(k, src + e)));
-      }
-      continue;
-    }
-    for (int64_t e = 0; e < Dv; e++) orow[e * j->so[3]] = nan ? NAN : src[e] * inv;
+    fa_narrow(row, Dv, orow, j->to, se);
   }
 }
 
@@ -345,11 +424,12 @@ static void fa_query_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, 
     w->bad[r] = false;
   }
   memset(w->o, 0, sizeof(float) * (size_t)(nq * j->Dv));
-  const float *qp = j->q + b * j->sq[0] + h * j->sq[1] + i0 * j->sq[2];
+  const char *q = fa_at(j->q, j->tq, b * j->sq[0] + h * j->sq[1] + i0 * j->sq[2]);
+  const float *qp = (const float *)(const void *)q;
   int64_t lda = j->sq[2];
   if (!j->qdirect) {
     for (int64_t r = 0; r < nq; r++)
-      for (int64_t d = 0; d < D; d++) w->qb[r * D + d] = qp[r * j->sq[2] + d * j->sq[3]];
+      fa_widen(fa_at(q, j->tq, r * j->sq[2]), j->tq, D > 1 ? j->sq[3] : 1, D, w->qb + r * D);
     qp = w->qb, lda = D;
   }
   /* keys past the last query's limit and before the first query's start
@@ -357,14 +437,15 @@ static void fa_query_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, 
   int64_t kbeg, kend, lo, hi;
   att_mask_keys(&j->mk, b, i0, &kbeg, &hi);
   att_mask_keys(&j->mk, b, i0 + nq - 1, &lo, &kend);
-  fa_pack_keys(j, w, b, g, kend);
+  fa_pack_head(j, w, b, g, kend);
   for (int64_t k0 = kbeg / FA_NR * FA_NR; k0 < kend; k0 += FA_BK)
     fa_key_block(j, w, qp, lda, b, h, i0, nq, k0, fa_min(FA_BK, kend - k0));
   fa_store(j, w, b, h, i0, nq);
 }
 
 static size_t fa_ws_floats(const fa_job_t *j) {
-  return (size_t)(j->ldkt + FA_BQ * (j->D + FA_BK + j->Dv) + FA_BK * j->Dv + 64);
+  int64_t vh = j->vdirect ? 0 : j->Skv * j->Dv, kw = j->tk == BP_F32 ? 0 : FA_NR * j->D;
+  return (size_t)(j->ldkt + FA_BQ * (j->D + FA_BK + j->Dv) + vh + kw + 64);
 }
 
 /* Task t: head t / per (batch-major), query block t % per; causal heads
@@ -383,8 +464,9 @@ static void fa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   w.qb = w.kt + j->ldkt;
   w.s = w.qb + FA_BQ * j->D;
   w.o = w.s + FA_BQ * FA_BK;
-  w.vb = w.o + FA_BQ * j->Dv;
-  w.kb = w.kg = -1, w.kpacked = 0;
+  w.vh = w.o + FA_BQ * j->Dv;
+  w.kw = w.vh + (j->vdirect ? 0 : j->Skv * j->Dv);
+  w.kb = w.kg = -1, w.kpacked = w.vpacked = 0;
   int64_t b, h, blocks[2];
   int nb;
   while ((nb = cpu_fast_att_sched_next(&j->tasks, (unsigned)begin, &b, &h, blocks)) > 0) {
@@ -397,8 +479,10 @@ static void fa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
 
 static bool fa_covered(const bp_attention_args_t *a) {
   const bp_plugin_tensor_t *t[4] = {&a->q, &a->k, &a->v, &a->out};
-  for (int x = 0; x < 4; x++)
-    if (t[x]->dtype != BP_F32 || t[x]->rank != 4) return false;
+  for (int x = 0; x < 4; x++) {
+    bp_dtype_t dt = t[x]->dtype;
+    if ((dt != BP_F32 && dt != BP_BF16 && dt != BP_F16) || t[x]->rank != 4) return false;
+  }
   const cpu_fast_gemm_kernel_t *kr = &cpu_fast_sgemm_avx512;
   return a->k.shape[1] > 0 && a->q.shape[1] % a->k.shape[1] == 0 && kr->ukr_rows &&
          kr->mr == FA_MR && kr->nr == FA_NR;
@@ -411,20 +495,22 @@ bp_status_t cpu_fast_attention_avx512(cpu_device_t *dev, const bp_attention_args
   memset(&j, 0, sizeof j);
   if (!att_mask_init(&j.mk, a)) return BP_ERR_UNIMPLEMENTED;
   j.kr = &cpu_fast_sgemm_avx512;
-  j.q = (const float *)((const char *)(uintptr_t)q->ptr + q->offset);
-  j.k = (const float *)((const char *)(uintptr_t)k->ptr + k->offset);
-  j.v = (const float *)((const char *)(uintptr_t)v->ptr + v->offset);
-  j.o = (float *)((char *)(uintptr_t)o->ptr + o->offset);
+  j.q = (const char *)(uintptr_t)q->ptr + q->offset;
+  j.k = (const char *)(uintptr_t)k->ptr + k->offset;
+  j.v = (const char *)(uintptr_t)v->ptr + v->offset;
+  j.o = (char *)(uintptr_t)o->ptr + o->offset;
+  j.tq = q->dtype, j.tk = k->dtype, j.tv = v->dtype, j.to = o->dtype;
   int64_t B = q->shape[0];
   j.Hq = q->shape[1], j.Sq = q->shape[2], j.D = q->shape[3];
   j.grp = q->shape[1] / k->shape[1], j.Skv = k->shape[2], j.Dv = v->shape[3];
   j.off = j.Skv - j.Sq;
   if (B == 0 || j.Hq == 0 || j.Sq == 0 || j.Dv == 0) return BP_OK;
   cpu_fast_attention_strides(a, j.sq, j.sk, j.sv, j.so);
-  j.qdirect = q->strides[3] == 1 || j.D <= 1;
-  j.vdirect = v->strides[3] == 1 || j.Dv <= 1;
+  j.qdirect = j.tq == BP_F32 && (q->strides[3] == 1 || j.D <= 1);
+  j.vdirect = j.tv == BP_F32 && (v->strides[3] == 1 || j.Dv <= 1);
   j.ldkt = (j.Skv + FA_NR - 1) / FA_NR * FA_NR * (j.D > 0 ? j.D : 1);
-  /* each worker holds a kv head's K^T: absurd ones go to the next kernel */
+  /* each worker holds a kv head's K^T (and values when copied): absurd
+   * ones go to the next kernel */
   if ((double)fa_ws_floats(&j) * sizeof(float) > 256e6) return BP_ERR_UNIMPLEMENTED;
   j.scale = (float)a->scale;
   j.causal = a->causal;

@@ -1,6 +1,6 @@
 /*
  * fast/attention/attention_exp512.h — the online softmax's exponential for
- * the AVX-512 attention kernels (attention_avx512.c, f32, and
+ * the AVX-512 attention kernels (attention_avx512.c, f32 arithmetic, and
  * attention_amx.c, bf16 on AMX). Include only from files compiled with
  * AVX-512 flags (fast.mk).
  */
