@@ -33,7 +33,14 @@ bp_status_t cpu_fast_attention(cpu_device_t *dev, const bp_attention_args_t *a) 
     bp_status_t st = cpu_fast_attention_amx_f32(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
-  if (isa >= BP_ISA_AVX512 && avx512) {
+  /* bf16 or f16 over a few queries of a group of heads (GQA) that the
+   * decode kernel declined: the AVX2 kernel stacks the group's heads into
+   * one block, where the AVX-512 one runs a 12-row tile per head for one
+   * to four live rows and widens K and V besides (docs/backend-cpu.md) */
+  bool lowp_few = a->q.dtype != BP_F32 && a->q.rank == 4 && a->k.rank == 4 &&
+                  a->q.shape[2] <= CPU_FAST_ATTENTION_DECODE_MAX_SQ &&
+                  a->q.shape[1] > a->k.shape[1] && f->avx2 && f->fma && f->f16c;
+  if (isa >= BP_ISA_AVX512 && avx512 && !lowp_few) {
     bp_status_t st = cpu_fast_attention_avx512(dev, a);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
