@@ -59,7 +59,9 @@ for t in "$@"; do
     [ -n "$reasons" ] && echo "$reasons" | sed "s|^|  $t: some cases skipped: |" >> "$tmp/partial"
   elif [ "$rc" -eq 77 ]; then
     skipped=$((skipped + 1))
-    echo "  $t: $(echo "${reasons:-no reason given (the test printed no \"SKIP: \" line)}" | head -1)" >> "$tmp/skips"
+    # every distinct reason: a suite whose cases skip for different reasons
+    # names them all, not the one that sorts first
+    echo "  $t: $(echo "${reasons:-no reason given (the test printed no \"SKIP: \" line)}" | paste -sd ';' - | sed 's/;/; /g')" >> "$tmp/skips"
   else
     failed=$((failed + 1)); failed_names="$failed_names $t"
   fi

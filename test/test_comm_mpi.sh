@@ -35,9 +35,11 @@ esac
 root=""
 [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
 # TCP over loopback only; no binding (4 ranks may share 2 cores); ranks
-# yield while they wait, since they outnumber the cores.
+# yield while they wait, since they outnumber the cores. The time limit
+# only catches a hang: the ring grid, four ranks on two loaded cores, has
+# taken 100 s.
 mpi() {
-  timeout 120 mpirun $root --oversubscribe --bind-to none -np 4 \
+  timeout 400 mpirun $root --oversubscribe --bind-to none -np 4 \
     --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
     --mca mpi_yield_when_idle 1 \
     -x BACKPLANE_PLUGIN_PATH -x LD_LIBRARY_PATH -x BACKPLANE_PROBE_CACHE -x BP_REQUIRE_DEVICES \

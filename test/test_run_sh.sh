@@ -23,7 +23,7 @@ fake crash 'kill -SEGV $$'
 fake skip 'echo "SKIP: no widget here"; exit 77'
 fake skip_silent 'exit 77'
 fake partial 'echo "[  SKIPPED ] test_x"; echo "SKIP: no AVX-512 on this CPU"; echo "[  PASSED  ] 3 test(s)."; exit 0'
-fake all_cases_skipped 'echo "SKIP: needs root"; echo "[  PASSED  ] 0 test(s)."; echo "[  SKIPPED ] test_y"; exit 0'
+fake all_cases_skipped 'echo "SKIP: needs root"; echo "SKIP: no AMX here"; echo "[  PASSED  ] 0 test(s)."; echo "[  SKIPPED ] test_y"; exit 0'
 
 run() { BP_REQUIRE_DEVICES= sh "$here/run.sh" "$tmp/b" "$@" > "$tmp/log" 2>&1; }
 
@@ -35,7 +35,7 @@ check "exit status 1 when a test failed" [ "$rc" -eq 1 ]
 check "the skip reason is listed" grep -q "skip: no widget here" "$tmp/log"
 check "a skip without a reason says so" grep -q "skip_silent: no reason given" "$tmp/log"
 check "a partial skip is listed with its reason" grep -q "partial: some cases skipped: no AVX-512 on this CPU" "$tmp/log"
-check "a suite that skipped every case counts as skipped" grep -q "all_cases_skipped: needs root" "$tmp/log"
+check "a suite that skipped every case counts as skipped, every reason named" grep -q "all_cases_skipped: needs root; no AMX here" "$tmp/log"
 check "failed tests are named" grep -q "^failed: $tmp/fail $tmp/crash" "$tmp/log"
 
 run "$tmp/pass" "$tmp/skip"
