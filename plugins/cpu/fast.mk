@@ -18,6 +18,8 @@ $(CPU_FAST_DIR)/gemm/gemm_skinny_amx.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FA
   -mamx-tile -mamx-bf16
 # bf16 block product of the AMX driver on VDPBF16PS, for CPUs without AMX
 $(CPU_FAST_DIR)/gemm/gemm_dpbf16.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) -mavx512bf16
+# bf16 packers of the AMX driver (AVX-512 only, no tiles)
+$(CPU_FAST_DIR)/gemm/gemm_amx_pack.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 # f16 split into bf16 pairs for the AMX tiles (F16C + AVX-512 only, no tiles)
 $(CPU_FAST_DIR)/gemm/gemm_amx_f16.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/attention/attention_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)

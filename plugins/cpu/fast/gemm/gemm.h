@@ -188,6 +188,16 @@ CPU_HIDDEN extern bool cpu_fast_gemm_amx_help_first;
  * known activation) in its merge, rounding each value of C once. */
 CPU_HIDDEN bool cpu_fast_gemm_amx_epilogue_ok(const bp_gemm_args_t *a);
 
+/* The bf16 packers of that driver (fast/gemm/gemm_amx_pack.c), for both
+ * block products: A, 32 rows of which the first `rows` are read (strides
+ * sam, sak), dst[c][i][kk] = A[i][c*32 + kk]; B, 32 columns of which the
+ * first `cols` are read (strides sbk, sbn), VNNI pairs, dst[c][h][r][2j +
+ * e] = B[c*32 + 2r + e][h*16 + j]; k padded with zeros to kp (a multiple
+ * of 32). */
+CPU_HIDDEN void cpu_fast_amx_bf16_pack_a(const uint16_t *a, int64_t sam, int64_t sak,
+                                         int64_t rows, int64_t k, int64_t kp, uint16_t *dst);
+CPU_HIDDEN void cpu_fast_amx_bf16_pack_b(const uint16_t *b, int64_t sbk, int64_t sbn,
+                                         int64_t cols, int64_t k, int64_t kp, uint16_t *dst);
 /* f16 on the bf16 tiles, each value split into two bf16 values so every
  * product is exact (fast/gemm/gemm_amx_f16.c). The packers write the
  * layouts gemm_amx.c's bf16 packers write, four tile k elements per source
