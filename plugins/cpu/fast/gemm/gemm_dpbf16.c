@@ -19,7 +19,8 @@
  *
  * The block is computed in four register tiles of 8 rows x 32 columns:
  * 16 f32 accumulators (two zmm per row), per k pair two loads of B and
- * one embedded broadcast of A's pair ({1to16}) per row, 16 VDPBF16PS.
+ * one 32-bit broadcast of A's pair per row (a load, VPBROADCASTD from
+ * memory), 16 VDPBF16PS.
  * Each VDPBF16PS adds a lane's two products (exact in f32) into its f32
  * sum one after the other, rounding each time as two FMAs would: the
  * API's f32 accumulation. Unlike the widening path it flushes denormal
@@ -75,7 +76,8 @@ dp_tile(int64_t kchunks, const uint16_t *ap, const uint16_t *bp, float *w, int64
     }
   }
   _Pragma("GCC unroll 16") for (int i = 0; i < DP_ROWS; i++)
-    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) _mm512_storeu_ps(w + (r0 + i) * ld + 16 * h, acc[i][h]);
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+      _mm512_storeu_ps(w + (r0 + i) * ld + 16 * h, acc[i][h]);
 }
 
 void cpu_fast_gemm_dpbf16_block(int64_t kchunks, const uint16_t *ap, const uint16_t *bp,
