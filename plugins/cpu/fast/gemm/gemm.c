@@ -23,13 +23,19 @@
 /* ---- the blocked driver -------------------------------------------------- */
 
 #define GEMM_MT_FLOPS 4e6 /* least work per thread worth a pool dispatch */
-/* Least work (f32 FLOPs; f64 counts twice) for the team driver
- * (gemm_team.c): below it a row split where each worker packs its own B
+/* Least work for the team driver (gemm_team.c), in FLOPs of the AVX-512
+ * f32 kernel: below it a row split where each worker packs its own B
  * finishes sooner. The team's shared B blocks cost a wait for every block,
  * which a short call cannot spread, and what they save (packing B once,
  * rows claimed by whichever worker the host is running) only adds up over
- * a long one (docs/performance.md). A device whose tune sets the row
- * split (the tests, to reach the team with small problems) skips it. */
+ * a long one (docs/performance.md). What counts is the call's length, so
+ * a kernel with a narrower tile counts its FLOPs 32 / NR times (NR is two
+ * vectors: f64 twice, the AVX2 f32 kernel twice, AVX2 f64 four times).
+ * Otherwise a call as long as the AVX-512 team's shortest ran on the
+ * AVX2 kernel as two fixed halves, and waited for the slower whenever
+ * the host took a core away for a while.
+ * A device whose tune sets the row split (the tests, to reach the team
+ * with small problems) skips it. */
 #define GEMM_TEAM_MIN_FLOPS 4e9
 
 /* Small f32 problems in row-major layouts: no packing at all. The
@@ -470,7 +476,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
                           : CPU_FAST_GEMM_ROW_SPLIT_PANELS;
   /* One long problem split by rows: the workers share its B panels (and
    * claim rows in chunks, which evens out the parts) */
-  bool team = flops * (f64 ? 2 : 1) >= GEMM_TEAM_MIN_FLOPS ||
+  bool team = flops * 32.0 / kr.nr >= GEMM_TEAM_MIN_FLOPS ||
               dev->tune.gemm_row_split_panels > 0;
   j.pm = j.pn = 1;
   if (j.v.m >= parts * kr.mr * row_split ||
