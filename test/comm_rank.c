@@ -241,15 +241,28 @@ static double now_ms(void) {
 static int run_dead(env_t *e, uint32_t timeout_ms) {
   float v[4] = {1, 2, 3, 4};
   bp_buffer_t *b = alloc_with(e, BP_F32, 4, v);
-  /* Every rank, the one about to die included, finishes this call: had the
-   * dying rank been killed with it still queued (calls are asynchronous),
-   * this call would break the communicator, and the next would fail at
-   * once instead of being queued (seen on a loaded machine). */
+  /* Every rank finishes this call before the last one dies: killed with
+   * it still queued (calls are asynchronous) or with its last sends in
+   * flight, the dying rank would break this call on the others instead of
+   * the next one (seen on a loaded machine). The survivors mark it in
+   * $BP_COMM_DEAD_DIR and the dying rank waits for every mark. */
   CHECK(synced(e, bp_comm_all_reduce(e->comm, e->s, b, 0, b, 0, 4, BP_F32, BP_COMM_SUM)) == BP_OK,
         "all_reduce before");
+  const char *dir = getenv("BP_COMM_DEAD_DIR");
+  char mark[4096];
   if (rank_ == size_ - 1) {
+    for (int r = 0; dir && r < size_ - 1; r++) {
+      snprintf(mark, sizeof mark, "%s/before.%d", dir, r);
+      for (double t0 = now_ms(); access(mark, F_OK) != 0 && now_ms() - t0 < 60000;) usleep(10000);
+    }
     fflush(stdout);
     raise(SIGKILL);
+  }
+  if (dir) {
+    snprintf(mark, sizeof mark, "%s/before.%d", dir, rank_);
+    FILE *f = fopen(mark, "w");
+    CHECK(f != NULL, "cannot write %s", mark);
+    if (f) fclose(f);
   }
   double t0 = now_ms();
   /* The call is queued: it returns at once, and the dead rank surfaces at

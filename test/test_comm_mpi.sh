@@ -122,10 +122,15 @@ if [ -f "$b/test/shims/cuda/libcuda.so.1" ]; then
 else
   echo "FAILED: the CUDA driver shim is not built"; fail=1
 fi
-run dead 3 --enable-recovery "$rank" dead
+# (the survivors mark their first call done in BP_COMM_DEAD_DIR; the last
+# rank dies once every mark is there)
+dead_dir=$(mktemp -d)
+run dead 3 --enable-recovery -x BP_COMM_DEAD_DIR=$dead_dir "$rank" dead
+rm -f "$dead_dir"/*
 # ... and met by the ring itself (no call check before it): its requests
 # time out too, and their receives are cancelled.
-run dead 3 --enable-recovery -x BP_COMM_NO_CALL_CHECK=1 -x BACKPLANE_MPI_RING_BYTES=0 "$rank" dead
+run dead 3 --enable-recovery -x BP_COMM_DEAD_DIR=$dead_dir -x BP_COMM_NO_CALL_CHECK=1 -x BACKPLANE_MPI_RING_BYTES=0 "$rank" dead
+rm -rf "$dead_dir"
 BP_COMM_READY_FILE=$(mktemp -u "${TMPDIR:-/tmp}/bp-comm-async.XXXXXX")
 export BP_COMM_READY_FILE
 run async 4 -x BP_COMM_READY_FILE "$rank" async

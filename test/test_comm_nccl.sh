@@ -30,6 +30,9 @@ fail=0
 run() {
   plugin=$1 dev=$2 name=$3 want=$4
   export BACKPLANE_NCCL_ID_FILE=$tmp/id-$plugin-$name BACKPLANE_RCCL_ID_FILE=$tmp/id-$plugin-$name
+  # dead: the survivor marks its first call done here before rank 1 dies
+  export BP_COMM_DEAD_DIR=$tmp/dead-$plugin
+  mkdir -p "$BP_COMM_DEAD_DIR"
   start=$(date +%s)
   RANK=0 WORLD_SIZE=2 BACKPLANE_COMM=$plugin timeout 120 "$rank" "$name" "$dev" > "$tmp/$name.0" 2>&1 &
   pid=$!
