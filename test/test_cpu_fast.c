@@ -258,7 +258,7 @@ static void test_gemm_team(void **state) {
       }
   }
   /* at the default floor, where the AVX2 kernel counts its FLOPs twice:
-   * 1024^3 runs as a team, three k blocks of twelve row chunks */
+   * 1024^3 runs as a team, in several k blocks of row chunks */
   team_row_split = 0;
   team_compare(BP_ISA_AVX2, BP_F32, 1024, 1024, 1024, 0, 0, 0, 1, 0.5, 0);
   /* and against the reference: several blocks both ways, threaded */
