@@ -195,8 +195,9 @@ static void team_call(void *ctx, int64_t b, int64_t e, unsigned w) {
   if (b == 1) c->st = cpu_fast_gemm(c->dev, c->g);
 }
 
-/* The threaded device's tune.gemm_row_split_panels in team_compare. */
-static int64_t team_row_split;
+/* The threaded device's tune.gemm_row_split_panels and tune.gemm_band_floats
+ * in team_compare. */
+static int64_t team_row_split, team_band_floats;
 
 static void team_compare(int isa, int dt, int64_t m, int64_t n, int64_t k, int ta,
                          int tb, int tc, double alpha, double beta, int nested) {
@@ -217,7 +218,8 @@ static void team_compare(int isa, int dt, int64_t m, int64_t n, int64_t k, int t
   g.c = tc ? T3(C1, dt, 1, m, n, m * n, 1, m) : T3(C1, dt, 1, m, n, m * n, n, 1);
   cpu_device_t one = {.isa = isa, .threads = 1, .pool = cpu_pool_create(1)};
   cpu_device_t two = {.isa = isa, .threads = 2, .pool = cpu_pool_create(2),
-                      .tune.gemm_row_split_panels = team_row_split};
+                      .tune.gemm_row_split_panels = team_row_split,
+                      .tune.gemm_band_floats = team_band_floats};
   assert_int_equal(cpu_fast_gemm(&one, &g), BP_OK);
   g.c.ptr = (uint64_t)(uintptr_t)C2;
   team_case_t c = {&two, &g, BP_ERR_INTERNAL};
@@ -257,6 +259,23 @@ static void test_gemm_team(void **state) {
         team_compare(isa, dt, 1600, 232, 520, 0, 0, 0, 1, 0.5, 0);
       }
   }
+  /* f16 / bf16 C: the team sums a row group in f32 and rounds each chunk
+   * after its last k block; the one thread sums bands the same way (k past
+   * one block) or keeps k in the registers (k within one), so the bits
+   * agree. Row- and column-major C (the vector and the scalar rounding),
+   * and a row group cut to a few rows (several groups in turn). */
+  team_row_split = 1;
+  for (int isa = 1; isa <= 3; isa++)
+    for (int d = 0; d < 2; d++) {
+      int dt = d ? BP_F16 : BP_BF16;
+      team_compare(isa, dt, 200, 2100, 600, 0, 0, 0, 1, 0, 0);
+      team_compare(isa, dt, 61, 1100, 530, 1, 1, 0, -1.5, 1, 0);
+      team_compare(isa, dt, 500, 40, 700, 0, 1, 1, 0.5, -0.5, 0);
+      team_compare(isa, dt, 301, 517, 257, 1, 0, 0, 1, 1, 0);
+      team_band_floats = 232 * 50;
+      team_compare(isa, dt, 400, 232, 520, 0, 0, 0, 1, 0.5, 0);
+      team_band_floats = 0;
+    }
   /* at the default floor, where the AVX2 kernel counts its FLOPs twice:
    * 1024^3 runs as a team, in several k blocks of row chunks */
   team_row_split = 0;

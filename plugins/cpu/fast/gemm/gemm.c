@@ -188,11 +188,8 @@ static bool gemm_narrow_bands(const gemm_type_t *t, const cpu_fast_gemm_kernel_t
     if (!gemm_loops(t, &cpu_fast_gemm_type_f32, kr, &sub, one, zero, one, zero, kr->kc,
                     kr->mc, kr->nc))
       return false;
-    char *c = v->c + i0 * v->scm * (int64_t)t->in_size;
-    if (!cpu_fast_gemm_wpack_ok(kr) ||
-        !cpu_fast_wmerge_avx2(t->dtype, cb, (int)v->n, c, v->scm, v->scn, rows, v->n,
-                          *(const float *)alpha, *(const float *)beta))
-      t->merge(cb, (int)v->n, c, v->scm, v->scn, rows, v->n, alpha, beta);
+    cpu_fast_gemm_round_c(t, kr, cb, v->n, v->c + i0 * v->scm * (int64_t)t->in_size,
+                          v->scm, v->scn, rows, v->n, alpha, beta);
   }
   return true;
 }
@@ -486,7 +483,9 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   else
     j.pn = parts;
   if (mt && team && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
-      cpu_fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero))
+      cpu_fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero,
+                         dev->tune.gemm_band_floats > 0 ? dev->tune.gemm_band_floats
+                                                        : CPU_FAST_GEMM_TEAM_C_FLOATS))
     return BP_OK;
   int64_t ntasks = batch * j.pm * j.pn;
   j.ntasks = ntasks;

@@ -235,6 +235,11 @@ CPU_HIDDEN void cpu_fast_gemv_axpy(cpu_device_t *dev, bool f64, int64_t k, int64
 /* Floats of f32 C per band of an f16 / bf16 GEMM with k past one k block
  * (4 MiB of C, gemm.c); a device's tune.gemm_band_floats replaces it. */
 #define CPU_FAST_GEMM_BAND_FLOATS ((int64_t)1 << 20)
+/* Floats of f32 C per row group of an f16 / bf16 GEMM run by the team
+ * (16 MiB, gemm_team.c): B is packed once per row group, so a group as tall
+ * as an f32 one keeps the packing what f32 pays; a device's
+ * tune.gemm_band_floats replaces it too. */
+#define CPU_FAST_GEMM_TEAM_C_FLOATS ((int64_t)1 << 22)
 
 /* A threaded GEMM is split by rows (one team sharing B) when m reaches
  * this many MR panels per thread or C is taller than wide in tiles;

@@ -91,15 +91,26 @@ CPU_HIDDEN void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap,
                                 const char *bp, int64_t mb, int64_t nb,
                                 int64_t kb);
 
-/* One thread-shared run of a problem with a wide C (f32 / f64) over the
- * pool: every B block is packed once, by all workers together, and rows of
- * A are claimed in chunks as workers come free (fast/gemm/gemm_team.c). False
- * when it does not apply or its buffers cannot be had: nothing was
+/* Rounds rows x cols of f32 sums (rows ldf apart) into t's narrow C (f16 /
+ * bf16): C = round(alpha * sums + beta * C), by vector code where the
+ * kernel's CPU and C's layout allow, else t's scalar merge (the same
+ * bits). alpha and beta are f32. */
+CPU_HIDDEN void cpu_fast_gemm_round_c(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
+                                  const float *sums, int64_t ldf, char *c, int64_t scm,
+                                  int64_t scn, int64_t rows, int64_t cols,
+                                  const void *alpha, const void *beta);
+
+/* One thread-shared run of a problem over the pool: every B block is
+ * packed once, by all workers together, and rows of A are claimed in
+ * chunks as workers come free (fast/gemm/gemm_team.c). A narrow C (f16 /
+ * bf16 widened to f32) is summed in f32 scratch, at most c_floats of it
+ * per row group, and each chunk rounded into C after its last k block.
+ * False when it does not apply or its buffers cannot be had: nothing was
  * written, the caller runs its own split. */
 CPU_HIDDEN bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
                                const cpu_fast_gemm_kernel_t *kr,
                                const gemm_view_t *v, const void *alpha,
                                const void *beta, const void *one,
-                               const void *zero);
+                               const void *zero, int64_t c_floats);
 
 #endif /* BACKPLANE_CPU_FAST_GEMM_DRIVER_H */

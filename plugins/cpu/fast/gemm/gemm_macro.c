@@ -61,6 +61,16 @@ void cpu_fast_gemm_pack_b(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr
               v->sbn, v->sbk, nb, kb, dst);
 }
 
+void cpu_fast_gemm_round_c(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
+                           const float *sums, int64_t ldf, char *c, int64_t scm,
+                           int64_t scn, int64_t rows, int64_t cols, const void *alpha,
+                           const void *beta) {
+  if (!cpu_fast_gemm_wpack_ok(kr) ||
+      !cpu_fast_wmerge_avx2(t->dtype, sums, (int)ldf, c, scm, scn, rows, cols,
+                            *(const float *)alpha, *(const float *)beta))
+    t->merge(sums, (int)ldf, c, scm, scn, rows, cols, alpha, beta);
+}
+
 void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap, const char *bp,
                      int64_t mb, int64_t nb, int64_t kb) {
   const gemm_type_t *ct = mk->ct;

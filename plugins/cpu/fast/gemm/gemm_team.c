@@ -22,6 +22,12 @@
  * than the kernel's MC run as row groups of at most MC rows, one after
  * another, so the slabs stay the size the per-thread loops pack.
  *
+ * An f16 / bf16 C cannot hold partial sums: the row group is summed into
+ * f32 scratch instead (the blocks and chunks as above), and whoever
+ * computes a chunk's last k block rounds that chunk into C while it is
+ * still in cache. The per-thread loops sum the same k blocks in the same
+ * order (gemm_narrow_bands), so C is the same bits either way.
+ *
  * Ordering, checked with counters (claimed / done per block) and stamps:
  *   - chunk r of block b writes the C that chunk r of block b - nn (same
  *     columns, the previous k block) wrote, so it starts after that one
@@ -63,6 +69,7 @@ typedef struct gemm_team_job {
   const cpu_fast_gemm_kernel_t *kr;
   const gemm_view_t *v;
   const void *alpha, *beta, *one, *zero;
+  float *sums;     /* narrow C: the row group's f32 sums, n floats a row */
   int64_t kc, nc, nn, nblocks;
   int64_t claim_cols; /* B columns packed per claim */
   int64_t panels;  /* MR-row panels of A */
@@ -131,10 +138,21 @@ static void rows_share(const gemm_team_job_t *j, team_block_t *blk, int64_t p,
     }
     int64_t *cdone = &j->cdone[jc / j->nc * j->nchunks + r];
     if (p > 0) wait_for(cdone, p);
-    gemm_macro_t mk = {j->t, j->kr, v->c + (i0 * v->scm + jc * v->scn) * cs,
-                       v->scm, v->scn, j->alpha, pc == 0 ? j->beta : j->one,
-                       j->one, j->zero};
-    cpu_fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
+    if (j->sums) {
+      float *s = j->sums + i0 * v->n + jc;
+      gemm_macro_t mk = {&cpu_fast_gemm_type_f32, j->kr, (char *)s, v->n, 1,
+                         j->one, pc == 0 ? j->zero : j->one, j->one, j->zero};
+      cpu_fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
+      if (pc + kb == v->k)
+        cpu_fast_gemm_round_c(j->t, j->kr, s, v->n,
+                              v->c + (i0 * v->scm + jc * v->scn) * cs, v->scm,
+                              v->scn, mb, nb, j->alpha, j->beta);
+    } else {
+      gemm_macro_t mk = {j->t, j->kr, v->c + (i0 * v->scm + jc * v->scn) * cs,
+                         v->scm, v->scn, j->alpha, pc == 0 ? j->beta : j->one,
+                         j->one, j->zero};
+      cpu_fast_gemm_macro(&mk, ap, bp, mb, nb, kb);
+    }
     __atomic_store_n(cdone, p + 1, __ATOMIC_RELEASE);
     mark_done(&blk->rows_done);
   }
@@ -216,13 +234,25 @@ static void team_run(cpu_device_t *dev, unsigned workers, gemm_team_job_t *j, ch
 bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
                     const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v,
                     const void *alpha, const void *beta, const void *one,
-                    const void *zero) {
+                    const void *zero, int64_t c_floats) {
   unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
-  if (workers < 2 || !t->wide_c || v->k == 0) return false;
-  /* row groups of at most MC rows (MR-aligned), evenly sized; the first
-   * is the largest, so its scratch serves them all */
-  int64_t mr = kr->mr, groups = (v->m + kr->mc - 1) / kr->mc;
+  bool narrow = !t->wide_c;
+  if (workers < 2 || v->k == 0) return false;
+  /* a narrow C is summed in the f32 kernels' scratch: only for the types
+   * widened to f32, with rows short enough for the vector rounding */
+  if (narrow && (t->esize != sizeof(float) || v->n > ((int64_t)1 << 24) / kr->mr))
+    return false;
+  /* row groups of at most MC rows (and c_floats of f32 sums for a narrow
+   * C), MR-aligned, evenly sized; the first is the largest, so its
+   * scratch serves them all */
+  int64_t mr = kr->mr, cap = kr->mc;
+  if (narrow && c_floats / v->n < cap) cap = c_floats / v->n / mr * mr;
+  if (cap < mr) cap = mr;
+  int64_t groups = (v->m + cap - 1) / cap;
   int64_t rows = ((v->m + groups - 1) / groups + mr - 1) / mr * mr;
+  float *sums = NULL;
+  if (narrow && !(sums = cpu_fast_scratch(4, (size_t)(rows * v->n) * sizeof(float))))
+    return false;
   char *mem = NULL;
   for (int64_t i0 = 0; i0 < v->m; i0 += rows) {
     gemm_view_t sub = *v;
@@ -230,7 +260,7 @@ bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
     sub.a += i0 * v->sam * (int64_t)t->in_size;
     sub.c += i0 * v->scm * (int64_t)t->in_size;
     gemm_team_job_t j = {.t = t, .kr = kr, .v = &sub, .alpha = alpha,
-                         .beta = beta, .one = one, .zero = zero};
+                         .beta = beta, .one = one, .zero = zero, .sums = sums};
     size_t bytes = team_plan(&j, workers);
     if (!mem && !(mem = cpu_fast_scratch(1, bytes))) return false;
     team_run(dev, workers, &j, mem);
