@@ -116,12 +116,14 @@ CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix6_avx2;
  * + off[t], channel c at + c * sxc; w the channels' packed weights,
  * w[(c * rs + t) * 32 + k] (64-byte aligned, zero past nk); y the first
  * channel's first pixel, channel k at + k * syk; bias nk floats or NULL;
- * pf the next segment's input (its lines are prefetched; never NULL). */
+ * pf the next segment's input (its lines are prefetched; never NULL).
+ * Only taps [t0, t1) of each channel run: the filter rows that fall on
+ * the zero rows padding the image above or below add nothing. */
 typedef struct dconv_seg {
   const float *x, *w, *bias, *pf;
   float *y;
   const int64_t *off;
-  int64_t cg, rs, sxc, syk, sw, npix;
+  int64_t cg, rs, sxc, syk, sw, npix, t0, t1;
   int nk;
 } dconv_seg_t;
 

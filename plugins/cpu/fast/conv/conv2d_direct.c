@@ -36,6 +36,10 @@ typedef struct dconv_job {
   const float *x, *w, *bias;
   float *y;
   int64_t G, cg, kg, crs, rs, P, Q, rlast; /* rlast: (R - 1) * dilation_h */
+  /* the filter's rows and columns, the padding above the image, its
+   * height and the dilation along it: which filter rows of an output row
+   * land on the image (dconv_taps) */
+  int64_t R, S, pad_h, H, dh;
   int64_t sxn, sxc, sxh, sh, sw, syn, syk, lda;
   const int64_t *off;
   int64_t kpn, kc, nkc; /* panels per group, per chunk; chunks */
@@ -51,6 +55,18 @@ typedef struct dconv_job {
 } dconv_job_t;
 
 /* ---- the tasks -------------------------------------------------------------*/
+
+/* The taps [t0, t1) of output row oh whose filter rows land on the image:
+ * a row that reads padding only multiplies zeros, so it is left out (all
+ * of them when the image has no padding above or below). */
+static void dconv_taps(const dconv_job_t *j, int64_t oh, int64_t *t0, int64_t *t1) {
+  int64_t top = oh * j->sh - j->pad_h; /* image row of filter row 0 */
+  int64_t r0 = top >= 0 ? 0 : (-top + j->dh - 1) / j->dh;
+  int64_t r1 = j->H - top <= 0 ? 0 : (j->H - top + j->dh - 1) / j->dh;
+  if (r1 > j->R) r1 = j->R;
+  if (r0 > r1) r0 = r1;
+  *t0 = r0 * j->S, *t1 = r1 * j->S;
+}
 
 /* Output pixels [j0, j1) of image n, group g, against the nq panels packed
  * in buf (the first one is panel q0 of the group); xg is the group's
@@ -68,6 +84,7 @@ static void dconv_span(const dconv_job_t *j, const float *xg, int64_t row0, int6
     const float *xs = xg + (oh * j->sh - row0) * j->sxh + ow * j->sw;
     int64_t nj = jj + s.npix; /* the next segment's input, for the prefetch */
     s.pf = nj < j1 ? xg + (nj / j->Q * j->sh - row0) * j->sxh + nj % j->Q * j->sw : xs;
+    dconv_taps(j, oh, &s.t0, &s.t1);
     for (int64_t q = 0; q < nq; q++) {
       int64_t k0 = (q0 + q) * 32, nk = j->kg - k0 < 32 ? j->kg - k0 : 32;
       s.x = xs;
@@ -218,6 +235,7 @@ bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
   j.sh = a->stride_h, j.sw = a->stride_w;
   j.syn = y->strides[0], j.syk = y->strides[1];
   j.rlast = (R - 1) * a->dilation_h;
+  j.R = R, j.S = S, j.pad_h = a->pad_h, j.H = x->shape[2], j.dh = a->dilation_h > 0 ? a->dilation_h : 1;
   bool inplace = a->pad_h == 0 && a->pad_w == 0 && x->strides[3] == 1;
   if (inplace && j.rs == 1 && j.sh == 1 && j.sw == 1 && j.P > 1 && j.sxh == j.Q) {
     /* 1x1 over dense rows: one long row, segments run across rows */

@@ -49,18 +49,19 @@ static inline __attribute__((always_inline)) void tile(const dconv_seg_t *s, con
     if (KB == 2) b1 = _mm512_maskz_loadu_ps(cpu_fast_first_lanes16(s->nk - 16), s->bias + 16);
   }
   _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) a0[p] = b0, a1[p] = b1;
-  const float *wp = s->w;
   const int64_t *off = s->off;
   int64_t rs = ONE ? 1 : s->rs, sxc = s->sxc, last = (NP - 1) * SW;
+  int64_t t0 = ONE ? 0 : s->t0, t1 = ONE ? 1 : s->t1;
   /* the input is fetched ahead channels at least DC_PF_STEPS steps ahead:
    * its lines lie a plane apart (more streams than the prefetchers follow)
    * and a 1x1 layer reads them from memory; past the last channel, the
    * next tile's */
-  int64_t ahead = (DC_PF_STEPS + rs - 1) / rs, cg = s->cg;
+  int64_t ahead = (DC_PF_STEPS + rs - 1) / rs, cg = s->t1 > s->t0 ? s->cg : 0;
   for (int64_t c = 0; c < cg; c++) {
     const float *xc = x + c * sxc;
     const float *pc = c + ahead < cg ? xc + ahead * sxc : pf + (c + ahead - cg) * sxc;
-    for (int64_t t = 0; t < rs; t++) {
+    const float *wp = s->w + (c * rs + t0) * 32;
+    for (int64_t t = t0; t < t1; t++) {
       int64_t o = ONE ? 0 : off[t];
       const float *xo = xc + o;
       __m512 w0 = _mm512_load_ps(wp), w1 = _mm512_setzero_ps();
