@@ -17,6 +17,8 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/dtype.h"
+#include "plugins/cpu/fast/conv/conv2d.h"
+#include "plugins/cpu/tensor.h"
 #include "plugins/cpu/ref/ref.h"
 #include "test/cpu_fast_devs.h"
 #include "test/plugin_tensor.h"
@@ -63,6 +65,7 @@ static int compare(const char *what, bp_dtype_t dt, const void *got,
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_conv2d_winograd),
       cmocka_unit_test(test_unary),
       cmocka_unit_test(test_binary),
       cmocka_unit_test(test_half_unary),

@@ -136,6 +136,59 @@ CPU_HIDDEN void cpu_fast_conv_dseg_avx512(const dconv_seg_t *s);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                               const float *bias);
 
+/* ---- Winograd F(2x2, 3x3) (f32, AVX-512): fast/conv/conv2d_winograd.c ---- */
+
+#define WINO_NT 32 /* tiles per chunk: one B panel of the 12 x 32 kernel */
+/* Floats between two xi of a chunk's V (rows = C) or M (rows = K): a line
+ * more than the rows, so the 16 xi a transform writes or reads together
+ * do not all fall in one L1 set. */
+#define WINO_XI_STRIDE(rows) ((rows) * WINO_NT + 16)
+
+/* One 3x3 stride-1 layer as 16 GEMMs over transformed tiles: every 2 x 2
+ * block of output pixels is a tile, T = N * TH * TW of them, numbered
+ * row by row ((n * TH + ti) * TW + tj), and cut into chunks of WINO_NT.
+ *   U[xi][K][C]: each filter g as G g G^T (xi = 4 i + j of the 4 x 4);
+ *   per chunk, V[xi][C][WINO_NT]: each tile's 4 x 4 input patch d as
+ *   B^T d B, and M[xi][K][WINO_NT] = U[xi] . V[xi];
+ *   y's 2 x 2 block = A^T m A, plus the bias.
+ * Strides in floats; x and y unit-strided along their rows. */
+typedef struct wino_job {
+  const float *x, *w, *bias;
+  float *y, *U;
+  int64_t N, C, K, H, W, P, Q, TH, TW, T, ph, pw;
+  int64_t sxn, sxc, sxh, swk, swc, swr, sws, syn, syk, syh;
+  /* the largest |x| and |w| seen (as float bits, which order as the
+   * values do), or UINT32_MAX after a NaN: with a value that is not
+   * finite, or too large for the transforms' sums to stay finite where
+   * the direct route's would, the caller leaves the layer to the direct
+   * route, which gives inf and NaN the reference's places */
+  _Atomic uint32_t xmax, wmax;
+} wino_job_t;
+
+/* Widest input row the input transform takes (its row buffers live on
+ * the stack): padded rows of at most this many floats. */
+#define WINO_ROW_MAX 2048
+
+/* The transforms (fast/conv/conv2d_winograd_avx512.c). The filter's takes
+ * output channels [k0, k1) into j->U; the input's and the output's take
+ * tiles [t0, t0 + nt) (nt <= WINO_NT) from x into a chunk's V, and from a
+ * chunk's M into y. The filter's and the scan record the largest
+ * magnitudes they read (wino_job_t). */
+CPU_HIDDEN void cpu_fast_wino_filter_avx512(wino_job_t *j, int64_t k0, int64_t k1);
+/* The largest |x| of planes [p0, p1) (n * C + c) into j->xmax. */
+CPU_HIDDEN void cpu_fast_wino_scan_avx512(wino_job_t *j, int64_t p0, int64_t p1);
+CPU_HIDDEN void cpu_fast_wino_input_avx512(wino_job_t *j, int64_t t0, int64_t nt, float *V);
+CPU_HIDDEN void cpu_fast_wino_output_avx512(const wino_job_t *j, int64_t t0, int64_t nt,
+                                            const float *M);
+
+/* f32 3x3 stride-1 conv2d by Winograd F(2x2, 3x3) on an AVX-512 CPU:
+ * BP_ERR_UNIMPLEMENTED, y untouched, for layers it does not take (groups,
+ * other filters or strides, too few channels to pay, rows too wide,
+ * scratch not to be had) and for inputs or weights that are not all
+ * finite. */
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                                const float *bias);
+
 /* bf16 conv2d on AMX tiles (fast/conv/conv2d_bf16.c): x, w, y bf16 with
  * dense output planes, bias widened to K floats or NULL. Call only when
  * cpu_fast_conv_amx_ok(dev). */

@@ -1,0 +1,222 @@
+/*
+ * fast/conv/conv2d_winograd.c — f32 3x3 stride-1 conv2d by Winograd
+ * F(2x2, 3x3) on AVX-512 CPUs. Each 2 x 2 block of output pixels is a
+ * tile; its 4 x 4 input patch and each 3 x 3 filter are transformed so
+ * that the block's 36 multiply-adds per input channel become 16 (one per
+ * element of the 4 x 4), and those elementwise products summed over the
+ * input channels are 16 GEMMs: 2.25 times fewer FLOPs than the direct
+ * route's, for three transforms that only add and subtract
+ * (fast/conv/conv2d_winograd_avx512.c):
+ *
+ *   1. filter: U[xi][K][C], then packed into the 12 x 32 kernel's A
+ *      panels once per call (pool over output channels); x scanned for
+ *      its largest magnitude;
+ *   2. per chunk of WINO_NT tiles, claimed by the workers in turn: the
+ *      input's V[xi][C][WINO_NT] (one B panel as it lies, zero rows and
+ *      columns standing in for the padding), M[xi] = U[xi] . V[xi] on the
+ *      GEMM micro-kernels, and y = A^T M A + bias straight into y's rows,
+ *      so V and M stay in the worker's L2.
+ *
+ * The transforms mix neighbouring values, so an inf or NaN would reach
+ * outputs whose own window holds none, and their sums run a few times
+ * larger than the direct route's: a layer whose x or w is not all finite,
+ * or whose largest |x| * |w| passes WINO_MAX_PRODUCT, goes to the direct
+ * route, decided before y is written. docs/backend-cpu.md has the
+ * accuracy and the speed.
+ */
+#include <string.h>
+
+#include "conv2d.h"
+#include "plugins/cpu/tensor.h"
+
+#define WINO_MIN_CHANNELS 32 /* C and K: below, the GEMMs are too thin */
+#define WINO_MIN_TILES 16    /* T: below, too few for a B panel */
+#define WINO_MAX_PRODUCT 0x1p100f /* largest |x| * |w| taken */
+
+typedef struct wino_run {
+  wino_job_t *j;
+  const cpu_fast_gemm_kernel_t *kr;
+  const float *Up;  /* U[xi] packed per k block into the kernel's A panels */
+  int64_t kc, nkb;  /* C in k blocks of kc (the kernel's KC) */
+  int64_t chunks;   /* of WINO_NT tiles */
+  _Atomic int64_t next; /* the next chunk not yet claimed */
+} wino_run_t;
+
+/* Floats of one xi's packed panels for one k block: K rows padded to MR. */
+static int64_t panel_floats(const wino_run_t *r, int64_t kb) {
+  return (r->j->K + r->kr->mr - 1) / r->kr->mr * r->kr->mr * kb;
+}
+
+/* Where xi's panels of k block b begin. */
+static const float *panels(const wino_run_t *r, int64_t xi, int64_t b) {
+  return r->Up + (xi * r->nkb + b) * panel_floats(r, r->kc);
+}
+
+static void filter_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
+  (void)worker;
+  cpu_fast_wino_filter_avx512(ctx, b, e);
+}
+
+static void scan_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
+  (void)worker;
+  cpu_fast_wino_scan_avx512(ctx, b, e);
+}
+
+/* Packs U[xi] of xi in [b, e) into the kernel's A panels, per k block. */
+static void pack_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
+  (void)worker;
+  const wino_run_t *r = ctx;
+  const wino_job_t *j = r->j;
+  for (int64_t xi = b; xi < e; xi++)
+    for (int64_t kb = 0; kb < r->nkb; kb++) {
+      int64_t p0 = kb * r->kc, len = j->C - p0 < r->kc ? j->C - p0 : r->kc;
+      r->kr->pack(j->U + xi * j->K * j->C + p0, j->C, 1, j->K, len, r->kr->mr,
+                  (void *)panels(r, xi, kb));
+    }
+}
+
+/* M[xi] (K x WINO_NT) = U[xi] . V[xi] over C, k block by k block: whole
+ * 12 x 32 tiles on the packed kernel, the last rows on its masked twin
+ * reading the same panels. */
+static void chunk_gemm(const wino_run_t *r, const float *V, float *M) {
+  const wino_job_t *j = r->j;
+  const cpu_fast_gemm_kernel_t *kr = r->kr;
+  int mr = kr->mr;
+  const float one = 1.0f, zero = 0.0f;
+  for (int64_t xi = 0; xi < 16; xi++)
+    for (int64_t kb = 0; kb < r->nkb; kb++) {
+      int64_t p0 = kb * r->kc, len = j->C - p0 < r->kc ? j->C - p0 : r->kc;
+      const float *ap = panels(r, xi, kb), *bp = V + xi * WINO_XI_STRIDE(j->C) + p0 * WINO_NT;
+      float *c = M + xi * WINO_XI_STRIDE(j->K);
+      const float *beta = kb ? &one : &zero;
+      for (int64_t i0 = 0; i0 < j->K; i0 += mr) {
+        int rows = j->K - i0 < mr ? (int)(j->K - i0) : mr;
+        const float *apan = ap + i0 * len;
+        /* all WINO_NT columns (V's past nt are zeros, M's never read) */
+        if (rows == mr)
+          kr->ukr(len, apan, bp, c + i0 * WINO_NT, WINO_NT, &one, beta);
+        else
+          kr->ukr_cols(len, apan, mr, bp, WINO_NT, c + i0 * WINO_NT, WINO_NT, rows, WINO_NT,
+                       one, *beta);
+      }
+    }
+}
+
+/* Chunks are whole rows of tiles (as many as WINO_NT holds) or, for rows
+ * wider than that, even parts of one, so no chunk pads the same input
+ * rows twice. Chunk ch's tiles: [*t0, *t0 + *nt). */
+static int64_t chunk_count(const wino_job_t *j) {
+  int64_t rows = j->N * j->TH;
+  if (j->TW <= WINO_NT) {
+    int64_t per = WINO_NT / j->TW;
+    return (rows + per - 1) / per;
+  }
+  return rows * ((j->TW + WINO_NT - 1) / WINO_NT);
+}
+
+static void chunk_tiles(const wino_job_t *j, int64_t ch, int64_t *t0, int64_t *nt) {
+  int64_t rows = j->N * j->TH;
+  if (j->TW <= WINO_NT) {
+    int64_t per = WINO_NT / j->TW, r0 = ch * per;
+    *t0 = r0 * j->TW;
+    *nt = (rows - r0 < per ? rows - r0 : per) * j->TW;
+    return;
+  }
+  int64_t parts = (j->TW + WINO_NT - 1) / WINO_NT, part = ch % parts;
+  int64_t a = part * j->TW / parts, b = (part + 1) * j->TW / parts;
+  *t0 = ch / parts * j->TW + a;
+  *nt = b - a;
+}
+
+/* Claims chunks until none are left: input transform, GEMMs, output
+ * transform, each chunk's V and M in this worker's scratch. */
+static void chunk_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
+  (void)b, (void)e, (void)worker;
+  wino_run_t *r = ctx;
+  wino_job_t *j = r->j;
+  float *V = cpu_fast_scratch(0, (size_t)(16 * WINO_XI_STRIDE(j->C)) * sizeof(float));
+  float *M = cpu_fast_scratch(1, (size_t)(16 * WINO_XI_STRIDE(j->K)) * sizeof(float));
+  /* checked on the calling thread; a worker without them claims nothing
+   * and the others take every chunk */
+  if (!V || !M) return;
+  for (int64_t ch; (ch = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed)) <
+                   r->chunks;) {
+    int64_t t0, nt;
+    chunk_tiles(j, ch, &t0, &nt);
+    cpu_fast_wino_input_avx512(j, t0, nt, V);
+    chunk_gemm(r, V, M);
+    cpu_fast_wino_output_avx512(j, t0, nt, M);
+  }
+}
+
+static void run(cpu_device_t *dev, int64_t n, int64_t grain, cpu_pool_fn fn, void *ctx) {
+  if (dev->pool)
+    cpu_pool_run(dev->pool, n, grain, fn, ctx);
+  else
+    fn(ctx, 0, n, 0);
+}
+
+/* Whether the layer is one this route takes and pays for: one group, a
+ * 3x3 filter, stride and dilation 1, unit-strided rows, channels and
+ * tiles enough for the GEMMs, rows that fit the input transform's
+ * buffers and channel strides the filter's gathers can index. */
+static bool wino_takes(const bp_conv2d_args_t *a, const wino_job_t *j) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  if (a->groups != 1 || w->shape[2] != 3 || w->shape[3] != 3 || a->stride_h != 1 ||
+      a->stride_w != 1 || a->dilation_h != 1 || a->dilation_w != 1)
+    return false;
+  if (x->strides[3] != 1 || y->strides[3] != 1) return false;
+  if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES)
+    return false;
+  int64_t len = 2 * ((j->TW + 15) / 16 * 16) + 2 + 32;
+  return len <= WINO_ROW_MAX + 64 && j->swc > 0 && j->swc * 15 < ((int64_t)1 << 31);
+}
+
+/* Whether x and w keep every sum finite wherever the direct route's is. */
+static bool wino_values_ok(const wino_job_t *j) {
+  uint32_t xb = atomic_load(&j->xmax), wb = atomic_load(&j->wmax);
+  if (xb == UINT32_MAX || wb == UINT32_MAX) return false;
+  float xm, wm;
+  memcpy(&xm, &xb, sizeof xm);
+  memcpy(&wm, &wb, sizeof wm);
+  return xm <= WINO_MAX_PRODUCT && wm <= WINO_MAX_PRODUCT && xm * wm <= WINO_MAX_PRODUCT;
+}
+
+bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                     const float *bias) {
+  const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
+  wino_job_t j;
+  memset(&j, 0, sizeof j);
+  j.x = cpu_tensor_base(x), j.w = cpu_tensor_base(w), j.y = cpu_tensor_base(y), j.bias = bias;
+  j.N = x->shape[0], j.C = x->shape[1], j.H = x->shape[2], j.W = x->shape[3];
+  j.K = y->shape[1], j.P = y->shape[2], j.Q = y->shape[3];
+  j.ph = a->pad_h, j.pw = a->pad_w;
+  j.TH = (j.P + 1) / 2, j.TW = (j.Q + 1) / 2, j.T = j.N * j.TH * j.TW;
+  j.sxn = x->strides[0], j.sxc = x->strides[1], j.sxh = x->strides[2];
+  j.swk = w->strides[0], j.swc = w->strides[1], j.swr = w->strides[2], j.sws = w->strides[3];
+  j.syn = y->strides[0], j.syk = y->strides[1], j.syh = y->strides[2];
+  if (!wino_takes(a, &j)) return BP_ERR_UNIMPLEMENTED;
+
+  wino_run_t r;
+  memset(&r, 0, sizeof r);
+  r.j = &j;
+  r.kr = &cpu_fast_sgemm_avx512;
+  r.kc = r.kr->kc;
+  r.nkb = (j.C + r.kc - 1) / r.kc;
+  r.chunks = chunk_count(&j);
+  /* slots the chunks leave alone (they take 0 and 1 on every worker) */
+  j.U = cpu_fast_scratch(2, (size_t)(16 * j.K * j.C) * sizeof(float));
+  float *Up = cpu_fast_scratch(3, (size_t)(16 * r.nkb * panel_floats(&r, r.kc)) * sizeof(float));
+  if (!j.U || !Up || !cpu_fast_scratch(0, (size_t)(16 * WINO_XI_STRIDE(j.C)) * sizeof(float)) ||
+      !cpu_fast_scratch(1, (size_t)(16 * WINO_XI_STRIDE(j.K)) * sizeof(float)))
+    return BP_ERR_UNIMPLEMENTED;
+  r.Up = Up;
+
+  run(dev, j.K, 1, filter_task, &j);
+  run(dev, j.N * j.C, 1, scan_task, &j);
+  if (!wino_values_ok(&j)) return BP_ERR_UNIMPLEMENTED;
+  run(dev, 16, 1, pack_task, &r);
+  unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  run(dev, workers, 1, chunk_task, &r);
+  return BP_OK;
+}
