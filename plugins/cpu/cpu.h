@@ -109,6 +109,9 @@ typedef struct cpu_fast_tuning {
   int64_t gemm_band_floats; /* f32 band of an f16 / bf16 C (fast/gemm/gemm.c) */
   int64_t gemm_row_split_panels; /* MR panels per worker before a GEMM
                                     splits by rows (fast/gemm/gemm.c) */
+  int64_t conv_winograd_min_pixels; /* output pixels (all images) before a
+                                       3x3 layer takes Winograd
+                                       (fast/conv/conv2d_winograd.c) */
 } cpu_fast_tuning_t;
 
 typedef struct cpu_device {

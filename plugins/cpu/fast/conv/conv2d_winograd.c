@@ -31,6 +31,11 @@
 
 #define WINO_MIN_CHANNELS 32 /* C and K: below, the GEMMs are too thin */
 #define WINO_MIN_TILES 16    /* T: below, too few for a B panel */
+/* Output pixels over all images: the filter's transform and packing cost
+ * the same per (k, c) whatever the image, what the GEMMs save grows with
+ * its pixels; below, the direct route is faster (docs/backend-cpu.md). A
+ * device's tune.conv_winograd_min_pixels replaces it. */
+#define WINO_MIN_PIXELS 576
 #define WINO_MAX_PRODUCT 0x1p100f /* largest |x| * |w| taken */
 
 typedef struct wino_run {
@@ -102,32 +107,6 @@ static void chunk_gemm(const wino_run_t *r, const float *V, float *M) {
     }
 }
 
-/* Chunks are whole rows of tiles (as many as WINO_NT holds) or, for rows
- * wider than that, even parts of one, so no chunk pads the same input
- * rows twice. Chunk ch's tiles: [*t0, *t0 + *nt). */
-static int64_t chunk_count(const wino_job_t *j) {
-  int64_t rows = j->N * j->TH;
-  if (j->TW <= WINO_NT) {
-    int64_t per = WINO_NT / j->TW;
-    return (rows + per - 1) / per;
-  }
-  return rows * ((j->TW + WINO_NT - 1) / WINO_NT);
-}
-
-static void chunk_tiles(const wino_job_t *j, int64_t ch, int64_t *t0, int64_t *nt) {
-  int64_t rows = j->N * j->TH;
-  if (j->TW <= WINO_NT) {
-    int64_t per = WINO_NT / j->TW, r0 = ch * per;
-    *t0 = r0 * j->TW;
-    *nt = (rows - r0 < per ? rows - r0 : per) * j->TW;
-    return;
-  }
-  int64_t parts = (j->TW + WINO_NT - 1) / WINO_NT, part = ch % parts;
-  int64_t a = part * j->TW / parts, b = (part + 1) * j->TW / parts;
-  *t0 = ch / parts * j->TW + a;
-  *nt = b - a;
-}
-
 /* Claims chunks until none are left: input transform, GEMMs, output
  * transform, each chunk's V and M in this worker's scratch. */
 static void chunk_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
@@ -141,8 +120,7 @@ static void chunk_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
   if (!V || !M) return;
   for (int64_t ch; (ch = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed)) <
                    r->chunks;) {
-    int64_t t0, nt;
-    chunk_tiles(j, ch, &t0, &nt);
+    int64_t t0 = ch * WINO_NT, nt = j->T - t0 < WINO_NT ? j->T - t0 : WINO_NT;
     cpu_fast_wino_input_avx512(j, t0, nt, V);
     chunk_gemm(r, V, M);
     cpu_fast_wino_output_avx512(j, t0, nt, M);
@@ -157,16 +135,19 @@ static void run(cpu_device_t *dev, int64_t n, int64_t grain, cpu_pool_fn fn, voi
 }
 
 /* Whether the layer is one this route takes and pays for: one group, a
- * 3x3 filter, stride and dilation 1, unit-strided rows, channels and
- * tiles enough for the GEMMs, rows that fit the input transform's
- * buffers and channel strides the filter's gathers can index. */
-static bool wino_takes(const bp_conv2d_args_t *a, const wino_job_t *j) {
+ * 3x3 filter, stride and dilation 1, unit-strided rows, channels, tiles
+ * and pixels enough, rows that fit the input transform's buffers and
+ * channel strides the filter's gathers can index. */
+static bool wino_takes(const cpu_device_t *dev, const bp_conv2d_args_t *a, const wino_job_t *j) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   if (a->groups != 1 || w->shape[2] != 3 || w->shape[3] != 3 || a->stride_h != 1 ||
       a->stride_w != 1 || a->dilation_h != 1 || a->dilation_w != 1)
     return false;
   if (x->strides[3] != 1 || y->strides[3] != 1) return false;
-  if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES)
+  int64_t min_pixels = dev->tune.conv_winograd_min_pixels > 0 ? dev->tune.conv_winograd_min_pixels
+                                                              : WINO_MIN_PIXELS;
+  if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES ||
+      j->N * j->P * j->Q < min_pixels)
     return false;
   int64_t len = 2 * ((j->TW + 15) / 16 * 16) + 2 + 32;
   return len <= WINO_ROW_MAX + 64 && j->swc > 0 && j->swc * 15 < ((int64_t)1 << 31);
@@ -195,7 +176,7 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
   j.sxn = x->strides[0], j.sxc = x->strides[1], j.sxh = x->strides[2];
   j.swk = w->strides[0], j.swc = w->strides[1], j.swr = w->strides[2], j.sws = w->strides[3];
   j.syn = y->strides[0], j.syk = y->strides[1], j.syh = y->strides[2];
-  if (!wino_takes(a, &j)) return BP_ERR_UNIMPLEMENTED;
+  if (!wino_takes(dev, a, &j)) return BP_ERR_UNIMPLEMENTED;
 
   wino_run_t r;
   memset(&r, 0, sizeof r);
@@ -203,7 +184,7 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
   r.kr = &cpu_fast_sgemm_avx512;
   r.kc = r.kr->kc;
   r.nkb = (j.C + r.kc - 1) / r.kc;
-  r.chunks = chunk_count(&j);
+  r.chunks = (j.T + WINO_NT - 1) / WINO_NT;
   /* slots the chunks leave alone (they take 0 and 1 on every worker) */
   j.U = cpu_fast_scratch(2, (size_t)(16 * j.K * j.C) * sizeof(float));
   float *Up = cpu_fast_scratch(3, (size_t)(16 * r.nkb * panel_floats(&r, r.kc)) * sizeof(float));
