@@ -165,10 +165,6 @@ typedef struct wino_job {
   _Atomic uint32_t xmax, wmax;
 } wino_job_t;
 
-/* Widest input row the input transform takes (its row buffers live on
- * the stack): padded rows of at most this many floats. */
-#define WINO_ROW_MAX 2048
-
 /* The transforms (fast/conv/conv2d_winograd_avx512.c). The filter's takes
  * output channels [k0, k1) into j->U; the input's and the output's take
  * tiles [t0, t0 + nt) (nt <= WINO_NT) from x into a chunk's V, and from a
@@ -183,8 +179,8 @@ CPU_HIDDEN void cpu_fast_wino_output_avx512(const wino_job_t *j, int64_t t0, int
 
 /* f32 3x3 stride-1 conv2d by Winograd F(2x2, 3x3) on an AVX-512 CPU:
  * BP_ERR_UNIMPLEMENTED, y untouched, for layers it does not take (groups,
- * other filters or strides, too few channels to pay, rows too wide,
- * scratch not to be had) and for inputs or weights that are not all
+ * other filters or strides, too few channels or pixels to pay, scratch
+ * not to be had) and for inputs or weights that are not all
  * finite. */
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                                 const float *bias);

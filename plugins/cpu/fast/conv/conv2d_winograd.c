@@ -57,14 +57,13 @@ static const float *panels(const wino_run_t *r, int64_t xi, int64_t b) {
   return r->Up + (xi * r->nkb + b) * panel_floats(r, r->kc);
 }
 
-static void filter_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
+/* Tasks [0, K) transform output channels' filters, [K, K + N * C) scan
+ * x's planes: one pool run for both. */
+static void filter_scan_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
   (void)worker;
-  cpu_fast_wino_filter_avx512(ctx, b, e);
-}
-
-static void scan_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
-  (void)worker;
-  cpu_fast_wino_scan_avx512(ctx, b, e);
+  wino_job_t *j = ctx;
+  if (b < j->K) cpu_fast_wino_filter_avx512(j, b, e < j->K ? e : j->K);
+  if (e > j->K) cpu_fast_wino_scan_avx512(j, (b > j->K ? b : j->K) - j->K, e - j->K);
 }
 
 /* Packs U[xi] of xi in [b, e) into the kernel's A panels, per k block. */
@@ -136,8 +135,7 @@ static void run(cpu_device_t *dev, int64_t n, int64_t grain, cpu_pool_fn fn, voi
 
 /* Whether the layer is one this route takes and pays for: one group, a
  * 3x3 filter, stride and dilation 1, unit-strided rows, channels, tiles
- * and pixels enough, rows that fit the input transform's buffers and
- * channel strides the filter's gathers can index. */
+ * and pixels enough, and channel strides the filter's gathers can index. */
 static bool wino_takes(const cpu_device_t *dev, const bp_conv2d_args_t *a, const wino_job_t *j) {
   const bp_plugin_tensor_t *x = &a->x, *w = &a->w, *y = &a->y;
   if (a->groups != 1 || w->shape[2] != 3 || w->shape[3] != 3 || a->stride_h != 1 ||
@@ -149,8 +147,7 @@ static bool wino_takes(const cpu_device_t *dev, const bp_conv2d_args_t *a, const
   if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES ||
       j->N * j->P * j->Q < min_pixels)
     return false;
-  int64_t len = 2 * ((j->TW + 15) / 16 * 16) + 2 + 32;
-  return len <= WINO_ROW_MAX + 64 && j->swc > 0 && j->swc * 15 < ((int64_t)1 << 31);
+  return j->swc > 0 && j->swc * 15 < ((int64_t)1 << 31);
 }
 
 /* Whether x and w keep every sum finite wherever the direct route's is. */
@@ -193,8 +190,7 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
     return BP_ERR_UNIMPLEMENTED;
   r.Up = Up;
 
-  run(dev, j.K, 1, filter_task, &j);
-  run(dev, j.N * j.C, 1, scan_task, &j);
+  run(dev, j.K + j.N * j.C, 1, filter_scan_task, &j);
   if (!wino_values_ok(&j)) return BP_ERR_UNIMPLEMENTED;
   run(dev, 16, 1, pack_task, &r);
   unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;

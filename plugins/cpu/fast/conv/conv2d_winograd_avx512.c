@@ -113,20 +113,13 @@ void cpu_fast_wino_scan_avx512(wino_job_t *j, int64_t p0, int64_t p1) {
 
 /* ---- input: V[xi][c][t] = (B^T d B)[xi], 16 tiles of a row a vector ---- */
 
-/* Padded input row h of plane xp into buf (blen floats, a multiple of
- * 16): the image's column 0 at pw, zeros around it and for rows outside
- * the image. Vector loads under lane masks, so nothing outside the row
- * is read. */
-static void padded_row(const wino_job_t *j, const float *xp, int64_t h, float *buf, int64_t blen) {
-  bool in = h >= 0 && h < j->H;
-  const float *row = xp + (in ? h : 0) * j->sxh;
-  for (int64_t i = 0; i < blen; i += 16) {
-    int64_t c0 = i - j->pw; /* the image column of lane 0 */
-    __mmask16 m = in ? (__mmask16)(cpu_fast_first_lanes16(j->W - c0) &
-                                   ~cpu_fast_first_lanes16(-c0))
-                     : 0;
-    _mm512_storeu_ps(buf + i, _mm512_maskz_loadu_ps(m, row + c0));
-  }
+/* 16 floats of image row `row` from column c0 on, zeros for the columns
+ * outside the row (the padding): a masked load, which reads nothing
+ * there. NULL row: a row of padding. */
+static inline __m512 row16(const wino_job_t *j, const float *row, int64_t c0) {
+  if (!row) return _mm512_setzero_ps();
+  __mmask16 m = (__mmask16)(cpu_fast_first_lanes16(j->W - c0) & ~cpu_fast_first_lanes16(-c0));
+  return _mm512_maskz_loadu_ps(m, row + c0);
 }
 
 /* The run of tiles from tile t along its tile row, up to end: its image
@@ -155,25 +148,26 @@ void cpu_fast_wino_input_avx512(wino_job_t *j, int64_t t0, int64_t nt, float *V)
    * columns 2 / 3 are the same two floats further on) */
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  /* a row buffer covers the tiles' columns, and the last vector's reads
-   * past them (zeros) */
-  int64_t blen = 2 * ((j->TW + 15) / 16 * 16) + 48; /* a multiple of 16 */
-  float rows[4][WINO_ROW_MAX + 64];
   int64_t xs = WINO_XI_STRIDE(j->C);
   for (int64_t t = t0, n, ti, tj, len; t < t0 + nt; t += len) {
     len = run_at(j, t, t0 + nt, &n, &ti, &tj);
     int64_t pos = t - t0;
     for (int64_t c = 0; c < j->C; c++) {
-      const float *xp = j->x + n * j->sxn + c * j->sxc;
-      _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) padded_row(j, xp, 2 * ti - j->ph + r, rows[r], blen);
+      /* the tile row's four input rows, read in place (the image's rows
+       * past its edges are padding) */
+      const float *xp = j->x + n * j->sxn + c * j->sxc, *rows[4];
+      _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
+        int64_t h = 2 * ti - j->ph + r;
+        rows[r] = h >= 0 && h < j->H ? xp + h * j->sxh : NULL;
+      }
       float *vc = V + c * WINO_NT + pos;
       for (int64_t b0 = 0; b0 < len; b0 += 16) {
         __mmask16 m = cpu_fast_first_lanes16(len - b0);
         __m512 t[4][4]; /* each row's d B */
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
-          const float *b = rows[r] + 2 * (tj + b0);
-          __m512 lo = _mm512_loadu_ps(b), hi = _mm512_loadu_ps(b + 16);
-          __m512 lo2 = _mm512_loadu_ps(b + 2), hi2 = _mm512_loadu_ps(b + 18);
+          int64_t c0 = 2 * (tj + b0) - j->pw; /* lane 0's image column */
+          __m512 lo = row16(j, rows[r], c0), hi = row16(j, rows[r], c0 + 16);
+          __m512 lo2 = row16(j, rows[r], c0 + 2), hi2 = row16(j, rows[r], c0 + 18);
           __m512 d[4] = {_mm512_permutex2var_ps(lo, even, hi), _mm512_permutex2var_ps(lo, odd, hi),
                          _mm512_permutex2var_ps(lo2, even, hi2),
                          _mm512_permutex2var_ps(lo2, odd, hi2)};
