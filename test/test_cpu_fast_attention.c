@@ -150,7 +150,7 @@ static void test_attention_dispatch(void **state) {
   att_finish(&h, "dispatch");
 }
 
-/* The fused kernels' task ranges (attention.h): workers taking turns,
+/* The fused kernels' task ranges (fast/task_ranges.h, through attention.h): workers taking turns,
  * some stopping early (as one without scratch memory does), take every
  * task exactly once; a worker takes its own range in order from the
  * front, then the others' from their backs; task t decodes to head t /
@@ -162,7 +162,7 @@ static void test_attention_task_ranges(void **state) {
       cpu_fast_att_sched_t s;
       int64_t per = 4, nqb = 7;
       cpu_fast_att_sched_init(&s, ntasks, per, 3, nqb, 1);
-      s.nranges = n;
+      s.ranges.nranges = n;
       int seen[64] = {0};
       int64_t last[5] = {-1, -1, -1, -1, -1};
       bool done[5] = {false}, any = true;
@@ -182,7 +182,7 @@ static void test_attention_task_ranges(void **state) {
           seen[t]++;
           assert_int_equal(nb, blocks[1] != blocks[0] ? 2 : 1);
           assert_int_equal(blocks[1], nqb - 1 - blocks[0]);
-          int64_t lo = cpu_fast_att_range_start(&s, w), hi = cpu_fast_att_range_start(&s, w + 1);
+          int64_t lo = cpu_fast_ranges_start(&s.ranges, w), hi = cpu_fast_ranges_start(&s.ranges, w + 1);
           if (t >= lo && t < hi) { /* its own range: in order */
             assert_true(last[w] < t);
             last[w] = t;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/fast/task_ranges.h"
 
 /* The fused kernels' shared setup, static inline because each kernel is
  * compiled with its own ISA flags. */
@@ -23,49 +24,21 @@ static inline void cpu_fast_attention_strides(const bp_attention_args_t *a, int6
   memcpy(so, a->out.strides, 4 * sizeof *so);
 }
 
-/* Task ranges a job's tasks are split into, one per worker (workers past
- * this many share ranges). */
-#define CPU_FAST_ATT_RANGES 64
-
 /* The tasks of a job whose tasks are (batch, head, pair of query blocks),
- * t = head * per + c, split into one contiguous range per worker. A worker
- * takes its own range from the front; when it is empty it takes the other
- * ranges' tasks from their backs. Consecutive tasks share a head, so a
- * worker keeps the kv head it packed for the next task, where one shared
- * counter had every worker take every head (and pack it) in turn; a worker
- * slowed down by other processes still does less of the work. */
+ * t = head * per + c, in one contiguous range per worker
+ * (fast/task_ranges.h). Consecutive tasks share a head, so a worker keeps
+ * the kv head it packed for the next task, where one shared counter had
+ * every worker take every head (and pack it) in turn. */
 typedef struct cpu_fast_att_sched {
-  int64_t ntasks, per, Hq, nqb;
+  cpu_fast_ranges_t ranges;
+  int64_t per, Hq, nqb;
   int causal;
-  unsigned nranges;
-  /* per range: tasks taken from its front (low 32 bits) and back (high) */
-  uint64_t taken[CPU_FAST_ATT_RANGES];
 } cpu_fast_att_sched_t;
 
 static inline void cpu_fast_att_sched_init(cpu_fast_att_sched_t *s, int64_t ntasks, int64_t per,
                                            int64_t Hq, int64_t nqb, int causal) {
-  memset(s, 0, sizeof *s);
-  s->ntasks = ntasks, s->per = per, s->Hq = Hq, s->nqb = nqb, s->causal = causal;
-  s->nranges = 1;
-}
-
-/* Range r's first task. */
-static inline int64_t cpu_fast_att_range_start(const cpu_fast_att_sched_t *s, unsigned r) {
-  return (int64_t)((__int128)s->ntasks * r / s->nranges);
-}
-
-/* Takes one task of range r, from its front or its back; -1 when the
- * range is empty. */
-static inline int64_t cpu_fast_att_take(cpu_fast_att_sched_t *s, unsigned r, bool front) {
-  int64_t lo = cpu_fast_att_range_start(s, r), len = cpu_fast_att_range_start(s, r + 1) - lo;
-  uint64_t v = __atomic_load_n(&s->taken[r], __ATOMIC_RELAXED);
-  for (;;) {
-    int64_t f = (int64_t)(v & 0xffffffffu), b = (int64_t)(v >> 32);
-    if (f + b >= len) return -1;
-    uint64_t nv = v + (front ? 1u : (uint64_t)1 << 32);
-    if (__atomic_compare_exchange_n(&s->taken[r], &v, nv, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-      return front ? lo + f : lo + len - 1 - b;
-  }
+  cpu_fast_ranges_init(&s->ranges, ntasks, 1);
+  s->per = per, s->Hq = Hq, s->nqb = nqb, s->causal = causal;
 }
 
 /* Takes the next task for the worker of range `mine`: a causal job pairs
@@ -74,9 +47,7 @@ static inline int64_t cpu_fast_att_take(cpu_fast_att_sched_t *s, unsigned r, boo
  * no task is left. */
 static inline int cpu_fast_att_sched_next(cpu_fast_att_sched_t *s, unsigned mine, int64_t *b,
                                           int64_t *h, int64_t blocks[2]) {
-  int64_t t = -1;
-  for (unsigned k = 0; k < s->nranges && t < 0; k++)
-    t = cpu_fast_att_take(s, (mine % s->nranges + k) % s->nranges, k == 0);
+  int64_t t = cpu_fast_ranges_next(&s->ranges, mine);
   if (t < 0) return 0;
   int64_t bh = t / s->per, c = t % s->per;
   *b = bh / s->Hq, *h = bh % s->Hq;
@@ -84,15 +55,9 @@ static inline int cpu_fast_att_sched_next(cpu_fast_att_sched_t *s, unsigned mine
   return s->causal && blocks[1] != c ? 2 : 1;
 }
 
-/* true when every task was taken (a worker that could not get its scratch
- * memory takes none, and the others take its range). */
+/* true when every task was taken (fast/task_ranges.h). */
 static inline bool cpu_fast_att_sched_done(const cpu_fast_att_sched_t *s) {
-  int64_t taken = 0;
-  for (unsigned r = 0; r < s->nranges; r++) {
-    uint64_t v = __atomic_load_n(&s->taken[r], __ATOMIC_RELAXED);
-    taken += (int64_t)(v & 0xffffffffu) + (int64_t)(v >> 32);
-  }
-  return taken >= s->ntasks;
+  return cpu_fast_ranges_done(&s->ranges);
 }
 
 /* How many workers run ntasks tasks: one (the calling thread) when one
@@ -121,8 +86,8 @@ static inline void cpu_fast_attention_run(cpu_device_t *dev, int64_t ntasks, dou
 static inline void cpu_fast_attention_run_sched(cpu_device_t *dev, cpu_fast_att_sched_t *s,
                                                 double work, double min_work, cpu_pool_fn fn,
                                                 void *job) {
-  int64_t workers = cpu_fast_attention_workers(dev, s->ntasks, work, min_work);
-  s->nranges = workers < CPU_FAST_ATT_RANGES ? (unsigned)workers : CPU_FAST_ATT_RANGES;
+  int64_t workers = cpu_fast_attention_workers(dev, s->ranges.ntasks, work, min_work);
+  s->ranges.nranges = workers < CPU_FAST_RANGES_MAX ? (unsigned)workers : CPU_FAST_RANGES_MAX;
   if (workers > 1)
     cpu_pool_run(dev->pool, workers, 1, fn, job);
   else

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "conv2d.h"
+#include "plugins/cpu/fast/task_ranges.h"
 #include "plugins/cpu/tensor.h"
 
 #define WINO_MIN_CHANNELS 32 /* C and K: below, the GEMMs are too thin */
@@ -43,8 +44,10 @@ typedef struct wino_run {
   const cpu_fast_gemm_kernel_t *kr;
   const float *Up;  /* U[xi] packed per k block into the kernel's A panels */
   int64_t kc, nkb;  /* C in k blocks of kc (the kernel's KC) */
-  int64_t chunks;   /* of WINO_NT tiles */
-  _Atomic int64_t next; /* the next chunk not yet claimed */
+  /* chunks of WINO_NT tiles, one range per worker (fast/task_ranges.h):
+   * neighbouring chunks write neighbouring pixels of y, which share cache
+   * lines where a chunk ends inside a row */
+  cpu_fast_ranges_t chunks;
 } wino_run_t;
 
 /* Floats of one xi's packed panels for one k block: K rows padded to MR. */
@@ -106,10 +109,11 @@ static void chunk_gemm(const wino_run_t *r, const float *V, float *M) {
     }
 }
 
-/* Claims chunks until none are left: input transform, GEMMs, output
- * transform, each chunk's V and M in this worker's scratch. */
+/* Takes chunks until none are left, its own range first (chunk b of the
+ * pool runs on worker b): input transform, GEMMs, output transform, each
+ * chunk's V and M in this worker's scratch. */
 static void chunk_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
-  (void)b, (void)e, (void)worker;
+  (void)e, (void)worker;
   wino_run_t *r = ctx;
   wino_job_t *j = r->j;
   float *V = cpu_fast_scratch(0, (size_t)(16 * WINO_XI_STRIDE(j->C)) * sizeof(float));
@@ -117,8 +121,7 @@ static void chunk_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
   /* checked on the calling thread; a worker without them claims nothing
    * and the others take every chunk */
   if (!V || !M) return;
-  for (int64_t ch; (ch = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed)) <
-                   r->chunks;) {
+  for (int64_t ch; (ch = cpu_fast_ranges_next(&r->chunks, (unsigned)b)) >= 0;) {
     int64_t t0 = ch * WINO_NT, nt = j->T - t0 < WINO_NT ? j->T - t0 : WINO_NT;
     cpu_fast_wino_input_avx512(j, t0, nt, V);
     chunk_gemm(r, V, M);
@@ -181,7 +184,8 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
   r.kr = &cpu_fast_sgemm_avx512;
   r.kc = r.kr->kc;
   r.nkb = (j.C + r.kc - 1) / r.kc;
-  r.chunks = (j.T + WINO_NT - 1) / WINO_NT;
+  unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
+  cpu_fast_ranges_init(&r.chunks, (j.T + WINO_NT - 1) / WINO_NT, workers);
   /* slots the chunks leave alone (they take 0 and 1 on every worker) */
   j.U = cpu_fast_scratch(2, (size_t)(16 * j.K * j.C) * sizeof(float));
   float *Up = cpu_fast_scratch(3, (size_t)(16 * r.nkb * panel_floats(&r, r.kc)) * sizeof(float));
@@ -193,7 +197,7 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
   run(dev, j.K + j.N * j.C, 1, filter_scan_task, &j);
   if (!wino_values_ok(&j)) return BP_ERR_UNIMPLEMENTED;
   run(dev, 16, 1, pack_task, &r);
-  unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
   run(dev, workers, 1, chunk_task, &r);
-  return BP_OK;
+  /* a worker without scratch took none; every chunk is done otherwise */
+  return cpu_fast_ranges_done(&r.chunks) ? BP_OK : BP_ERR_OUT_OF_MEMORY;
 }
