@@ -150,11 +150,12 @@ static void test_attention_dispatch(void **state) {
   att_finish(&h, "dispatch");
 }
 
-/* The fused kernels' task ranges (fast/task_ranges.h, through attention.h): workers taking turns,
- * some stopping early (as one without scratch memory does), take every
- * task exactly once; a worker takes its own range in order from the
- * front, then the others' from their backs; task t decodes to head t /
- * per and block t % per, paired with nqb - 1 - c when causal. */
+/* The fused kernels' task ranges (fast/task_ranges.h, through
+ * attention.h): workers taking turns, some stopping early (as one without
+ * scratch memory does), take every task exactly once; a worker takes its
+ * own range in order from the front, then the others' from their backs;
+ * task t decodes to head t / per and block t % per, paired with
+ * nqb - 1 - c when causal. */
 static void test_attention_task_ranges(void **state) {
   (void)state;
   for (unsigned n = 1; n <= 5; n++)
@@ -182,7 +183,8 @@ static void test_attention_task_ranges(void **state) {
           seen[t]++;
           assert_int_equal(nb, blocks[1] != blocks[0] ? 2 : 1);
           assert_int_equal(blocks[1], nqb - 1 - blocks[0]);
-          int64_t lo = cpu_fast_ranges_start(&s.ranges, w), hi = cpu_fast_ranges_start(&s.ranges, w + 1);
+          int64_t lo = cpu_fast_ranges_start(&s.ranges, w);
+          int64_t hi = cpu_fast_ranges_start(&s.ranges, w + 1);
           if (t >= lo && t < hi) { /* its own range: in order */
             assert_true(last[w] < t);
             last[w] = t;

@@ -29,8 +29,9 @@ typedef struct cpu_fast_ranges {
 static inline void cpu_fast_ranges_init(cpu_fast_ranges_t *s, int64_t ntasks, int64_t workers) {
   memset(s, 0, sizeof *s);
   s->ntasks = ntasks;
-  s->nranges = workers < 1 ? 1 : workers < CPU_FAST_RANGES_MAX ? (unsigned)workers
-                                                               : CPU_FAST_RANGES_MAX;
+  s->nranges = workers < 1                     ? 1
+               : workers < CPU_FAST_RANGES_MAX ? (unsigned)workers
+                                               : CPU_FAST_RANGES_MAX;
 }
 
 /* Range r's first task. */

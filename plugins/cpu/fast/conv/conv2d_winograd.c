@@ -42,8 +42,8 @@
 typedef struct wino_run {
   wino_job_t *j;
   const cpu_fast_gemm_kernel_t *kr;
-  const float *Up;  /* U[xi] packed per k block into the kernel's A panels */
-  int64_t kc, nkb;  /* C in k blocks of kc (the kernel's KC) */
+  const float *Up; /* U[xi] packed per k block into the kernel's A panels */
+  int64_t kc, nkb; /* C in k blocks of kc (the kernel's KC) */
   /* chunks of WINO_NT tiles, one range per worker (fast/task_ranges.h):
    * neighbouring chunks write neighbouring pixels of y, which share cache
    * lines where a chunk ends inside a row */
@@ -103,8 +103,8 @@ static void chunk_gemm(const wino_run_t *r, const float *V, float *M) {
         if (rows == mr)
           kr->ukr(len, apan, bp, c + i0 * WINO_NT, WINO_NT, &one, beta);
         else
-          kr->ukr_cols(len, apan, mr, bp, WINO_NT, c + i0 * WINO_NT, WINO_NT, rows, WINO_NT,
-                       one, *beta);
+          kr->ukr_cols(len, apan, mr, bp, WINO_NT, c + i0 * WINO_NT, WINO_NT, rows, WINO_NT, one,
+                       *beta);
       }
     }
 }
@@ -145,8 +145,8 @@ static bool wino_takes(const cpu_device_t *dev, const bp_conv2d_args_t *a, const
       a->stride_w != 1 || a->dilation_h != 1 || a->dilation_w != 1)
     return false;
   if (x->strides[3] != 1 || y->strides[3] != 1) return false;
-  int64_t min_pixels = dev->tune.conv_winograd_min_pixels > 0 ? dev->tune.conv_winograd_min_pixels
-                                                              : WINO_MIN_PIXELS;
+  int64_t min_pixels =
+      dev->tune.conv_winograd_min_pixels > 0 ? dev->tune.conv_winograd_min_pixels : WINO_MIN_PIXELS;
   if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES ||
       j->N * j->P * j->Q < min_pixels)
     return false;

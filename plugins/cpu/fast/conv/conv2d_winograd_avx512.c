@@ -57,9 +57,8 @@ static void vmax_publish(_Atomic uint32_t *word, const vmax_t *m) {
   memcpy(&bits, &f, sizeof bits);
   if (m->nan) bits = UINT32_MAX;
   uint32_t old = atomic_load_explicit(word, memory_order_relaxed);
-  while (old < bits &&
-         !atomic_compare_exchange_weak_explicit(word, &old, bits, memory_order_relaxed,
-                                                memory_order_relaxed)) {
+  while (old < bits && !atomic_compare_exchange_weak_explicit(
+                           word, &old, bits, memory_order_relaxed, memory_order_relaxed)) {
   }
 }
 
@@ -79,8 +78,8 @@ void cpu_fast_wino_filter_avx512(wino_job_t *j, int64_t k0, int64_t k1) {
       _Pragma("GCC unroll 4") for (int s = 0; s < 3; s++) {
         __m512 t[3], o[4];
         _Pragma("GCC unroll 4") for (int r = 0; r < 3; r++) {
-          t[r] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx,
-                                          g + r * j->swr + s * j->sws, 4);
+          t[r] =
+              _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, g + r * j->swr + s * j->sws, 4);
           vmax_add(&seen, t[r], m);
         }
         g3(t[0], t[1], t[2], o);
@@ -90,7 +89,8 @@ void cpu_fast_wino_filter_avx512(wino_job_t *j, int64_t k0, int64_t k1) {
       _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
         __m512 o[4];
         g3(a[i][0], a[i][1], a[i][2], o);
-        _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++) _mm512_mask_storeu_ps(u + (4 * i + jj) * KC, m, o[jj]);
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++)
+            _mm512_mask_storeu_ps(u + (4 * i + jj) * KC, m, o[jj]);
       }
     }
   vmax_publish(&j->wmax, &seen);
@@ -176,7 +176,8 @@ void cpu_fast_wino_input_avx512(wino_job_t *j, int64_t t0, int64_t nt, float *V)
         _Pragma("GCC unroll 4") for (int cc = 0; cc < 4; cc++) {
           __m512 col[4] = {t[0][cc], t[1][cc], t[2][cc], t[3][cc]}, o[4];
           bt4(col, o);
-          _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) _mm512_mask_storeu_ps(vc + (4 * i + cc) * xs + b0, m, o[i]);
+          _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+              _mm512_mask_storeu_ps(vc + (4 * i + cc) * xs + b0, m, o[i]);
         }
       }
     }
@@ -185,12 +186,12 @@ void cpu_fast_wino_input_avx512(wino_job_t *j, int64_t t0, int64_t nt, float *V)
 
 /* ---- output: y's 2 x 2 blocks = A^T m A + bias, 16 tiles a vector ------ */
 
-void cpu_fast_wino_output_avx512(const wino_job_t *j, int64_t t0, int64_t nt,
-                                 const float *M) {
+void cpu_fast_wino_output_avx512(const wino_job_t *j, int64_t t0, int64_t nt, const float *M) {
   /* (a0, b0, a1, b1, ...): a tile's two columns side by side, tiles 0-7
    * in the first vector and 8-15 in the second */
   const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i hi =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   int64_t xs = WINO_XI_STRIDE(j->K);
   for (int64_t t = t0, n, ti, tj, len; t < t0 + nt; t += len) {
     len = run_at(j, t, t0 + nt, &n, &ti, &tj);
@@ -203,12 +204,13 @@ void cpu_fast_wino_output_avx512(const wino_job_t *j, int64_t t0, int64_t nt,
         __mmask16 m = cpu_fast_first_lanes16(len - b0);
         __m512 s0[4], s1[4]; /* A^T down the rows, per column */
         _Pragma("GCC unroll 4") for (int cc = 0; cc < 4; cc++)
-          at4(_mm512_maskz_loadu_ps(m, mk + cc * xs + b0),
-              _mm512_maskz_loadu_ps(m, mk + (4 + cc) * xs + b0),
-              _mm512_maskz_loadu_ps(m, mk + (8 + cc) * xs + b0),
-              _mm512_maskz_loadu_ps(m, mk + (12 + cc) * xs + b0), &s0[cc], &s1[cc]);
+            at4(_mm512_maskz_loadu_ps(m, mk + cc * xs + b0),
+                _mm512_maskz_loadu_ps(m, mk + (4 + cc) * xs + b0),
+                _mm512_maskz_loadu_ps(m, mk + (8 + cc) * xs + b0),
+                _mm512_maskz_loadu_ps(m, mk + (12 + cc) * xs + b0), &s0[cc], &s1[cc]);
         /* the run's columns only: the next ones are another chunk's */
-        int64_t col = 2 * (tj + b0), ncol = j->Q - col < 2 * (len - b0) ? j->Q - col : 2 * (len - b0);
+        int64_t col = 2 * (tj + b0),
+                ncol = j->Q - col < 2 * (len - b0) ? j->Q - col : 2 * (len - b0);
         __mmask16 m0 = cpu_fast_first_lanes16(ncol), m1 = cpu_fast_first_lanes16(ncol - 16);
         __m512 y0, y1;
         float *yr = yk + 2 * ti * j->syh + col;
