@@ -170,7 +170,9 @@ static inline __attribute__((always_inline)) void wmerge(
     uint16_t *ci = c + i * scm;
     for (int64_t j = 0; j < nb; j += 8) {
       int64_t n = nb - j < 8 ? nb - j : 8;
-      __m256 v = _mm256_mul_ps(va, _mm256_loadu_ps(tile + i * nr + j));
+      /* the tile's row ends at nb: a wider load would read past it (into
+       * sums another worker may be writing, or past the buffer) */
+      __m256 v = _mm256_mul_ps(va, load8(tile + i * nr, j, n, SRC_F32));
       /* v + beta * C, two roundings, as the scalar merge */
       if (beta != 0) v = _mm256_add_ps(v, _mm256_mul_ps(vb, load8(ci, j, n, kind)));
       __m128i h = narrow8(v, kind);
