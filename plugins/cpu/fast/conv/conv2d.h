@@ -161,7 +161,8 @@ typedef struct wino_job {
    * values do), or UINT32_MAX after a NaN: with a value that is not
    * finite, or too large for the transforms' sums to stay finite where
    * the direct route's would, the caller leaves the layer to the direct
-   * route, which gives inf and NaN the reference's places */
+   * route, which keeps an inf or NaN to the outputs whose windows read
+   * it */
   _Atomic uint32_t xmax, wmax;
 } wino_job_t;
 
