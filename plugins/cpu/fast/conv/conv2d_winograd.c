@@ -11,11 +11,12 @@
  *   1. filter: U[xi][K][C], then packed into the 12 x 32 kernel's A
  *      panels once per call (pool over output channels); x scanned for
  *      its largest magnitude;
- *   2. per chunk of WINO_NT tiles, claimed by the workers in turn: the
- *      input's V[xi][C][WINO_NT] (one B panel as it lies, zero rows and
- *      columns standing in for the padding), M[xi] = U[xi] . V[xi] on the
- *      GEMM micro-kernels, and y = A^T M A + bias straight into y's rows,
- *      so V and M stay in the worker's L2.
+ *   2. per chunk of WINO_NT tiles, each worker taking its own range of
+ *      chunks first (fast/task_ranges.h): the input's V[xi][C][WINO_NT]
+ *      (one B panel as it lies; x's rows read in place, the padding as
+ *      masked-off lanes), M[xi] = U[xi] . V[xi] on the GEMM
+ *      micro-kernels, and y = A^T M A + bias straight into y's rows, so V
+ *      and M stay in the worker's L2.
  *
  * The transforms mix neighbouring values, so an inf or NaN would reach
  * outputs whose own window holds none, and their sums run a few times
