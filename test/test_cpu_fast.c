@@ -237,6 +237,17 @@ static void team_compare(int isa, int dt, int64_t m, int64_t n, int64_t k, int t
   free(A), free(B), free(C1), free(C2);
 }
 
+/* The team's shapes for every dtype: several k blocks and n blocks (the
+ * blocks of B alternate buffers), ragged rows, transposes, C column-major,
+ * beta 0 / 1 / -0.5; the fourth called from inside a pool task when
+ * `nested` (it runs inline). */
+static void team_shapes(int isa, int dt, int nested) {
+  team_compare(isa, dt, 200, 2100, 600, 0, 0, 0, 1, 0, 0);
+  team_compare(isa, dt, 61, 1100, 530, 1, 1, 0, -1.5, 1, 0);
+  team_compare(isa, dt, 500, 40, 700, 0, 1, 1, 0.5, -0.5, 0);
+  team_compare(isa, dt, 301, 517, 257, 1, 0, 0, 1, 1, nested);
+}
+
 static void test_gemm_team(void **state) {
   (void)state;
   srand(11);
@@ -249,12 +260,7 @@ static void test_gemm_team(void **state) {
     for (int isa = 1; isa <= 3; isa++)
       for (int d = 0; d < 2; d++) {
         int dt = d ? BP_F64 : BP_F32;
-        /* several k blocks and n blocks (the blocks of B alternate buffers),
-         * ragged rows, transposes, C column-major, beta 0 / 1 / -0.5 */
-        team_compare(isa, dt, 200, 2100, 600, 0, 0, 0, 1, 0, 0);
-        team_compare(isa, dt, 61, 1100, 530, 1, 1, 0, -1.5, 1, 0);
-        team_compare(isa, dt, 500, 40, 700, 0, 1, 1, 0.5, -0.5, 0);
-        team_compare(isa, dt, 301, 517, 257, 1, 0, 0, 1, 1, 1); /* nested: inline */
+        team_shapes(isa, dt, 1);
         /* taller than MC (512 portable, 1536 AVX2): row groups in turn */
         team_compare(isa, dt, 1600, 232, 520, 0, 0, 0, 1, 0.5, 0);
       }
@@ -268,10 +274,7 @@ static void test_gemm_team(void **state) {
   for (int isa = 1; isa <= 3; isa++)
     for (int d = 0; d < 2; d++) {
       int dt = d ? BP_F16 : BP_BF16;
-      team_compare(isa, dt, 200, 2100, 600, 0, 0, 0, 1, 0, 0);
-      team_compare(isa, dt, 61, 1100, 530, 1, 1, 0, -1.5, 1, 0);
-      team_compare(isa, dt, 500, 40, 700, 0, 1, 1, 0.5, -0.5, 0);
-      team_compare(isa, dt, 301, 517, 257, 1, 0, 0, 1, 1, 0);
+      team_shapes(isa, dt, 0);
       team_band_floats = 232 * 50;
       team_compare(isa, dt, 400, 232, 520, 0, 0, 0, 1, 0.5, 0);
       team_band_floats = 0;
