@@ -207,7 +207,7 @@ static bool gemm_block(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
     return gemm_direct(kr, v, fa, fb);
   }
   if (!t->wide_c && t->esize == sizeof(float) && v->k > kr->kc &&
-      v->n <= ((int64_t)1 << 24) / kr->mr)
+      cpu_fast_gemm_narrow_rows_fit(kr, v->n))
     return gemm_narrow_bands(t, kr, v, alpha, beta, one, zero, band_floats);
   int64_t es = (int64_t)t->esize;
   int64_t KC = kr->kc, MC = kr->mc, NC = kr->nc;

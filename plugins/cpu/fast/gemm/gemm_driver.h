@@ -91,6 +91,13 @@ CPU_HIDDEN void cpu_fast_gemm_macro(const gemm_macro_t *mk, const char *ap,
                                 const char *bp, int64_t mb, int64_t nb,
                                 int64_t kb);
 
+/* Whether an f16 / bf16 C of n columns may be summed in f32 scratch rows
+ * of n floats: the rounding takes the row length as an int, and a band of
+ * MR such rows stays within 2^24 floats. */
+static inline bool cpu_fast_gemm_narrow_rows_fit(const cpu_fast_gemm_kernel_t *kr, int64_t n) {
+  return n <= ((int64_t)1 << 24) / kr->mr;
+}
+
 /* Rounds rows x cols of f32 sums (rows ldf apart) into t's narrow C (f16 /
  * bf16): C = round(alpha * sums + beta * C), by vector code where the
  * kernel's CPU and C's layout allow, else t's scalar merge (the same

@@ -240,7 +240,7 @@ bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
   if (workers < 2 || v->k == 0) return false;
   /* a narrow C is summed in the f32 kernels' scratch: only for the types
    * widened to f32, with rows short enough for the vector rounding */
-  if (narrow && (t->esize != sizeof(float) || v->n > ((int64_t)1 << 24) / kr->mr))
+  if (narrow && (t->esize != sizeof(float) || !cpu_fast_gemm_narrow_rows_fit(kr, v->n)))
     return false;
   /* row groups of at most MC rows (and c_floats of f32 sums for a narrow
    * C), MR-aligned, evenly sized; the first is the largest, so its
