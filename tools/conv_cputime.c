@@ -15,7 +15,10 @@
  *
  * Arguments: dtype (f32 | bf16), C, H (= W), K, R (= S; padding R / 2,
  * stride 1), depthwise (0 | 1), threads, calls. Inputs are small
- * non-zero values (the AMX tiles run faster on zeros).
+ * non-zero values (the AMX tiles run faster on zeros). BP_BENCH_ISA=avx2
+ * in the environment runs the AVX2 + FMA kernels; WINO_MIN_PIXELS=N
+ * replaces the Winograd route's pixel floor (a large N: the route it
+ * would take otherwise).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +81,9 @@ int main(int argc, char **argv) {
   a.x = tensor4(x, dt, xs), a.w = tensor4(w, dt, ws), a.y = tensor4(y, dt, ys);
   cpu_device_t dev;
   memset(&dev, 0, sizeof dev);
-  dev.isa = BP_ISA_BEST;
+  const char *isa = getenv("BP_BENCH_ISA"), *wino = getenv("WINO_MIN_PIXELS");
+  dev.isa = isa && !strcmp(isa, "avx2") ? BP_ISA_AVX2 : BP_ISA_BEST;
+  dev.tune.conv_winograd_min_pixels = wino ? atoll(wino) : 0;
   dev.threads = (unsigned)threads;
   dev.pool = cpu_pool_create((unsigned)threads);
   double flops = 2.0 * (double)(K * cg * R * R) * (double)(H * H), wall = 1e9, cpu = 1e9;

@@ -88,7 +88,7 @@ static bool pix_pays(const conv_job_t *j) {
 
 /* ---- routes ---------------------------------------------------------------*/
 
-static const cpu_fast_gemm_kernel_t *pick_kernel(const cpu_device_t *dev) {
+const cpu_fast_gemm_kernel_t *cpu_fast_conv_sgemm_kernel(const cpu_device_t *dev) {
   const cpu_features_t *f = cpu_features_get();
   bp_isa_level_t isa = dev->isa == BP_ISA_BEST ? BP_ISA_AVX512 : dev->isa;
   if (isa >= BP_ISA_AVX512 && f->avx512f && f->avx512vl) return &cpu_fast_sgemm_avx512;
@@ -468,12 +468,12 @@ static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
     return conv_depthwise(dev, a, kr, vk, bias);
   bool unit = w->shape[2] == 1 && w->shape[3] == 1 && a->stride_h == 1 && a->stride_w == 1 &&
               a->pad_h == 0 && a->pad_w == 0;
-  /* AVX-512: 3x3 stride 1 by Winograd (fast/conv/conv2d_winograd.c), else
-   * the direct route (fast/conv/conv2d_direct.c), where they take the
-   * layer */
+  /* 3x3 stride 1 by Winograd (fast/conv/conv2d_winograd.c), else on
+   * AVX-512 the direct route (fast/conv/conv2d_direct.c), where they take
+   * the layer */
+  bp_status_t st = cpu_fast_conv2d_winograd(dev, a, bias);
+  if (st != BP_ERR_UNIMPLEMENTED) return st;
   if (kr == &cpu_fast_sgemm_avx512) {
-    bp_status_t st = cpu_fast_conv2d_winograd(dev, a, bias);
-    if (st != BP_ERR_UNIMPLEMENTED) return st;
     st = cpu_fast_conv2d_direct(dev, a, bias);
     if (st != BP_ERR_UNIMPLEMENTED) return st;
   }
@@ -491,7 +491,7 @@ bp_status_t cpu_fast_conv2d(cpu_device_t *dev, const bp_conv2d_args_t *a) {
   bool bf16 = x->dtype == BP_BF16 && w->dtype == BP_BF16 && y->dtype == BP_BF16;
   if (!(f32 || bf16) || !geometry_ok(a)) return BP_ERR_UNIMPLEMENTED;
   if (bf16 && !cpu_fast_conv_amx_ok(dev)) return cpu_fast_conv2d_widened(dev, a);
-  const cpu_fast_gemm_kernel_t *kr = pick_kernel(dev);
+  const cpu_fast_gemm_kernel_t *kr = cpu_fast_conv_sgemm_kernel(dev);
   const cpu_fast_vec_kernels_t *vk = cpu_fast_vec_pick(dev);
   if (f32 && (!kr || !vk)) return BP_ERR_UNIMPLEMENTED;
   int64_t K = y->shape[1];

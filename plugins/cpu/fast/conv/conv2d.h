@@ -62,6 +62,11 @@ typedef struct conv_job {
   const bp_plugin_tensor_t *wt;
 } conv_job_t;
 
+/* The f32 GEMM kernel the conv routes run on under dev's ISA ceiling
+ * (AVX-512, else AVX2 + FMA), or NULL where the CPU has neither. In
+ * conv2d.c. */
+CPU_HIDDEN const cpu_fast_gemm_kernel_t *cpu_fast_conv_sgemm_kernel(const cpu_device_t *dev);
+
 /* Padded rows [h0, h1) of one channel plane xc into d (Wp floats each).
  * ahead, when not NULL, is a plane padded later: its same rows are
  * prefetched meanwhile (the planes lie a plane apart, too far for the
@@ -138,7 +143,7 @@ CPU_HIDDEN bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d
 
 /* ---- Winograd F(2x2, 3x3) (f32, AVX-512): fast/conv/conv2d_winograd.c ---- */
 
-#define WINO_NT 32 /* tiles per chunk: one B panel of the 12 x 32 kernel */
+#define WINO_NT 32 /* tiles per chunk: one B panel of the 12 x 32 kernel, two of the 6 x 16 */
 /* Floats between two xi of a chunk's V (rows = C) or M (rows = K): a line
  * more than the rows, so the 16 xi a transform writes or reads together
  * do not all fall in one L1 set. */
@@ -166,20 +171,22 @@ typedef struct wino_job {
   _Atomic uint32_t xmax, wmax;
 } wino_job_t;
 
-/* The transforms (fast/conv/conv2d_winograd_avx512.c). The filter's takes
- * output channels [k0, k1) into j->U; the input's and the output's take
- * tiles [t0, t0 + nt) (nt <= WINO_NT) from x into a chunk's V, and from a
- * chunk's M into y. The filter's and the scan record the largest
- * magnitudes they read (wino_job_t). */
-CPU_HIDDEN void cpu_fast_wino_filter_avx512(wino_job_t *j, int64_t k0, int64_t k1);
-/* The largest |x| of planes [p0, p1) (n * C + c) into j->xmax. */
-CPU_HIDDEN void cpu_fast_wino_scan_avx512(wino_job_t *j, int64_t p0, int64_t p1);
-CPU_HIDDEN void cpu_fast_wino_input_avx512(wino_job_t *j, int64_t t0, int64_t nt, float *V);
-CPU_HIDDEN void cpu_fast_wino_output_avx512(const wino_job_t *j, int64_t t0, int64_t nt,
-                                            const float *M);
+/* The transforms per ISA (fast/conv/conv2d_winograd_kern.h). The filter's
+ * takes output channels [k0, k1) into j->U; the scan the planes [p0, p1)
+ * (n * C + c) of x; the input's and the output's take tiles [t0, t0 + nt)
+ * (nt <= WINO_NT) from x into a chunk's V, and from a chunk's M into y.
+ * The filter's and the scan record the largest magnitudes they read
+ * (wino_job_t). */
+typedef struct wino_kernels {
+  void (*filter)(wino_job_t *j, int64_t k0, int64_t k1);
+  void (*scan)(wino_job_t *j, int64_t p0, int64_t p1);
+  void (*input)(wino_job_t *j, int64_t t0, int64_t nt, float *V);
+  void (*output)(const wino_job_t *j, int64_t t0, int64_t nt, const float *M);
+} wino_kernels_t;
+CPU_HIDDEN extern const wino_kernels_t cpu_fast_wino_avx512, cpu_fast_wino_avx2;
 
-/* f32 3x3 stride-1 conv2d by Winograd F(2x2, 3x3) on an AVX-512 CPU:
- * BP_ERR_UNIMPLEMENTED, y untouched, for layers it does not take (groups,
+/* f32 3x3 stride-1 conv2d by Winograd F(2x2, 3x3) on an AVX-512 or AVX2
+ * CPU: BP_ERR_UNIMPLEMENTED, y untouched, for layers it does not take (groups,
  * other filters or strides, too few channels or pixels to pay, scratch
  * not to be had) and for inputs or weights that are not all
  * finite. */

@@ -1,19 +1,20 @@
 /*
  * fast/conv/conv2d_winograd.c — f32 3x3 stride-1 conv2d by Winograd
- * F(2x2, 3x3) on AVX-512 CPUs. Each 2 x 2 block of output pixels is a
+ * F(2x2, 3x3) on AVX-512 and AVX2 CPUs. Each 2 x 2 block of output pixels is a
  * tile; its 4 x 4 input patch and each 3 x 3 filter are transformed so
  * that the block's 36 multiply-adds per input channel become 16 (one per
  * element of the 4 x 4), and those elementwise products summed over the
  * input channels are 16 GEMMs: 2.25 times fewer FLOPs than the direct
  * route's, for three transforms that only add and subtract
- * (fast/conv/conv2d_winograd_avx512.c):
+ * (fast/conv/conv2d_winograd_kern.h, per ISA):
  *
- *   1. filter: U[xi][K][C], then packed into the 12 x 32 kernel's A
- *      panels once per call (pool over output channels); x scanned for
- *      its largest magnitude;
+ *   1. filter: U[xi][K][C], then packed into the GEMM kernel's A panels
+ *      (12 x 32 on AVX-512, 6 x 16 on AVX2) once per call (pool over
+ *      output channels); x scanned for its largest magnitude;
  *   2. per chunk of WINO_NT tiles, each worker taking its own range of
  *      chunks first (fast/task_ranges.h): the input's V[xi][C][WINO_NT]
- *      (one B panel as it lies; x's rows read in place, the padding as
+ *      (one B panel of the AVX-512 kernel as it lies, two of AVX2's read
+ *      at V's row stride; x's rows read in place, the padding as
  *      masked-off lanes), M[xi] = U[xi] . V[xi] on the GEMM
  *      micro-kernels, and y = A^T M A + bias straight into y's rows, so V
  *      and M stay in the worker's L2.
@@ -43,6 +44,7 @@
 typedef struct wino_run {
   wino_job_t *j;
   const cpu_fast_gemm_kernel_t *kr;
+  const wino_kernels_t *wk; /* the transforms of kr's ISA */
   const float *Up; /* U[xi] packed per k block into the kernel's A panels */
   int64_t kc, nkb; /* C in k blocks of kc (the kernel's KC) */
   /* chunks of WINO_NT tiles, one range per worker (fast/task_ranges.h):
@@ -65,9 +67,10 @@ static const float *panels(const wino_run_t *r, int64_t xi, int64_t b) {
  * x's planes: one pool run for both. */
 static void filter_scan_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
   (void)worker;
-  wino_job_t *j = ctx;
-  if (b < j->K) cpu_fast_wino_filter_avx512(j, b, e < j->K ? e : j->K);
-  if (e > j->K) cpu_fast_wino_scan_avx512(j, (b > j->K ? b : j->K) - j->K, e - j->K);
+  const wino_run_t *r = ctx;
+  wino_job_t *j = r->j;
+  if (b < j->K) r->wk->filter(j, b, e < j->K ? e : j->K);
+  if (e > j->K) r->wk->scan(j, (b > j->K ? b : j->K) - j->K, e - j->K);
 }
 
 /* Packs U[xi] of xi in [b, e) into the kernel's A panels, per k block. */
@@ -84,8 +87,9 @@ static void pack_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
 }
 
 /* M[xi] (K x WINO_NT) = U[xi] . V[xi] over C, k block by k block: whole
- * 12 x 32 tiles on the packed kernel, the last rows on its masked twin
- * reading the same panels. */
+ * tiles as wide as a chunk (AVX-512's 12 x 32) on the packed kernel; the
+ * last rows, and AVX2's 16-column halves (B rows WINO_NT apart), on its
+ * twin that reads A as packed and B at a row stride. */
 static void chunk_gemm(const wino_run_t *r, const float *V, float *M) {
   const wino_job_t *j = r->j;
   const cpu_fast_gemm_kernel_t *kr = r->kr;
@@ -101,11 +105,12 @@ static void chunk_gemm(const wino_run_t *r, const float *V, float *M) {
         int rows = j->K - i0 < mr ? (int)(j->K - i0) : mr;
         const float *apan = ap + i0 * len;
         /* all WINO_NT columns (V's past nt are zeros, M's never read) */
-        if (rows == mr)
+        if (rows == mr && kr->nr == WINO_NT)
           kr->ukr(len, apan, bp, c + i0 * WINO_NT, WINO_NT, &one, beta);
         else
-          kr->ukr_cols(len, apan, mr, bp, WINO_NT, c + i0 * WINO_NT, WINO_NT, rows, WINO_NT, one,
-                       *beta);
+          for (int64_t j0 = 0; j0 < WINO_NT; j0 += kr->nr)
+            kr->ukr_cols(len, apan, mr, bp + j0, WINO_NT, c + i0 * WINO_NT + j0, WINO_NT, rows,
+                         kr->nr, one, *beta);
       }
     }
 }
@@ -124,9 +129,9 @@ static void chunk_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
   if (!V || !M) return;
   for (int64_t ch; (ch = cpu_fast_ranges_next(&r->chunks, (unsigned)b)) >= 0;) {
     int64_t t0 = ch * WINO_NT, nt = j->T - t0 < WINO_NT ? j->T - t0 : WINO_NT;
-    cpu_fast_wino_input_avx512(j, t0, nt, V);
+    r->wk->input(j, t0, nt, V);
     chunk_gemm(r, V, M);
-    cpu_fast_wino_output_avx512(j, t0, nt, M);
+    r->wk->output(j, t0, nt, M);
   }
 }
 
@@ -182,7 +187,13 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
   wino_run_t r;
   memset(&r, 0, sizeof r);
   r.j = &j;
-  r.kr = &cpu_fast_sgemm_avx512;
+  r.kr = cpu_fast_conv_sgemm_kernel(dev);
+  if (r.kr == &cpu_fast_sgemm_avx512)
+    r.wk = &cpu_fast_wino_avx512;
+  else if (r.kr == &cpu_fast_sgemm_avx2)
+    r.wk = &cpu_fast_wino_avx2;
+  else
+    return BP_ERR_UNIMPLEMENTED;
   r.kc = r.kr->kc;
   r.nkb = (j.C + r.kc - 1) / r.kc;
   unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
@@ -195,7 +206,7 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
     return BP_ERR_UNIMPLEMENTED;
   r.Up = Up;
 
-  run(dev, j.K + j.N * j.C, 1, filter_scan_task, &j);
+  run(dev, j.K + j.N * j.C, 1, filter_scan_task, &r);
   if (!wino_values_ok(&j)) return BP_ERR_UNIMPLEMENTED;
   run(dev, 16, 1, pack_task, &r);
   run(dev, workers, 1, chunk_task, &r);
