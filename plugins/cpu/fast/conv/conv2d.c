@@ -310,7 +310,7 @@ typedef struct plane_job {
   cpu_fast_dw_geom_t g;
   bool avx2;   /* cpu_fast_conv_dw_plane_avx2 (stride-1 rows) instead of vk's */
   bool avx512; /* cpu_fast_conv_dw_plane_avx512 (stride-1 rows) instead of vk's */
-  bool dw3;    /* cpu_fast_conv_dw3_plane_avx512 (3 x 3, stride 1) before both */
+  bool dw3;    /* cpu_fast_conv_dw3_plane_* (3 x 3, stride 1) before both */
   int nt;    /* its output stores bypass the cache */
   /* depthwise on several threads: the pool runs one chunk per worker, and
    * each claims batches of planes from *next until all are taken */
@@ -346,8 +346,10 @@ static void dw_plane(const plane_job_t *j, int64_t t, float *buf) {
       wt[r * S + s] = pw[c * w->strides[0] + r * w->strides[2] + s * w->strides[3]];
   const float *xc = px + n * x->strides[0] + c * x->strides[1];
   float *yc = py + n * y->strides[0] + c * y->strides[1], b = j->bias ? j->bias[c] : 0.0f;
-  if (j->dw3)
+  if (j->dw3 && j->avx512)
     cpu_fast_conv_dw3_plane_avx512(&j->g, xc, wt, b, yc, j->nt);
+  else if (j->dw3)
+    cpu_fast_conv_dw3_plane_avx2(&j->g, xc, wt, b, yc, j->nt);
   else if (j->avx512)
     cpu_fast_conv_dw_plane_avx512(&j->g, xc, wt, b, yc, buf, j->nt);
   else if (j->avx2)
@@ -397,8 +399,8 @@ static bp_status_t conv_depthwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
    * streaming them to memory would make the layer DRAM-bound. */
   j.avx2 = kr == &cpu_fast_sgemm_avx2 && a->stride_w == 1;
   j.avx512 = kr == &cpu_fast_sgemm_avx512 && a->stride_w == 1;
-  /* 3 x 3 stride 1 on AVX-512: three rows in rotation, x read in place */
-  j.dw3 = j.avx512 && a->stride_h == 1 && a->dilation_h == 1 && w->shape[2] == 3 &&
+  /* 3 x 3 stride 1: three rows in rotation, x read in place */
+  j.dw3 = (j.avx512 || j.avx2) && a->stride_h == 1 && a->dilation_h == 1 && w->shape[2] == 3 &&
           w->shape[3] == 3 && x->strides[3] == 1;
   j.nt = (j.avx2 || j.avx512) && cpu_numel(y) * (int64_t)sizeof(float) >= cpu_fast_nt_min_bytes(dev);
   cpu_fast_dw_geom_t *g = &j.g;

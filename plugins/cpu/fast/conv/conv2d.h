@@ -99,11 +99,14 @@ CPU_HIDDEN void cpu_fast_conv_dw_plane_avx512(const cpu_fast_dw_geom_t *g, const
                                               const float *w, float bias, float *y, float *buf,
                                               int nt);
 /* 3 x 3 depthwise with stride 1 and no dilation down the rows, unit-strided
- * rows (fast/conv/conv2d_dw_avx512.c): three output rows in flight, each
- * input row loaded once for all three; x read in place under lane masks
- * (no padded copy, no buffer). nt as above. */
+ * rows (fast/conv/conv2d_dw3_kern.h, in conv2d_dw_avx512.c and
+ * conv2d_dw_avx2.c): three output rows in flight, each input row loaded
+ * once for all three; x read in place under lane masks (no padded copy,
+ * no buffer). nt as above. */
 CPU_HIDDEN void cpu_fast_conv_dw3_plane_avx512(const cpu_fast_dw_geom_t *g, const float *x,
                                                const float *w, float bias, float *y, int nt);
+CPU_HIDDEN void cpu_fast_conv_dw3_plane_avx2(const cpu_fast_dw_geom_t *g, const float *x,
+                                             const float *w, float bias, float *y, int nt);
 
 /* cpu_fast_sgemm_avx2's in-place and channels-along-the-vector kernels with 4
  * rows instead of 6, for a last panel of at most 4 output channels or
