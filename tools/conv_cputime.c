@@ -13,8 +13,8 @@
  *     $B/obj/plugins/cpu/topology.o -lm -lpthread -ldl     (one line)
  *   ./conv_cputime bf16 256 14 256 3 0 1 200
  *
- * Arguments: dtype (f32 | bf16), C, H (= W), K, R (= S; padding R / 2,
- * stride 1), depthwise (0 | 1), threads, calls. Inputs are small
+ * Arguments: dtype (f32 | bf16), C, H (= W), K, R (= S; padding R / 2),
+ * depthwise (0 | 1), threads, calls, and the stride (1 unless given). Inputs are small
  * non-zero values (the AMX tiles run faster on zeros). BP_BENCH_ISA=avx2
  * in the environment runs the AVX2 + FMA kernels; WINO_MIN_PIXELS=N
  * replaces the Winograd route's pixel floor (a large N: the route it
@@ -58,8 +58,8 @@ static void fill(void *p, bp_dtype_t dt, int64_t n, int64_t mul) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 9) {
-    fprintf(stderr, "usage: %s f32|bf16 C H K R depthwise threads calls\n", argv[0]);
+  if (argc != 9 && argc != 10) {
+    fprintf(stderr, "usage: %s f32|bf16 C H K R depthwise threads calls [stride]\n", argv[0]);
     return 2;
   }
   bp_dtype_t dt = strcmp(argv[1], "bf16") ? BP_F32 : BP_BF16;
@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
   int dw = atoi(argv[6]), threads = atoi(argv[7]), calls = atoi(argv[8]);
   int64_t G = dw ? C : 1, cg = C / G, es = dt == BP_BF16 ? 2 : 4;
   if (dw) K = C;
-  int64_t xs[4] = {1, C, H, H}, ws[4] = {K, cg, R, R}, ys[4] = {1, K, H, H};
+  int64_t st = argc == 10 ? atoll(argv[9]) : 1, P = (H + 2 * (R / 2) - R) / st + 1;
+  int64_t xs[4] = {1, C, H, H}, ws[4] = {K, cg, R, R}, ys[4] = {1, K, P, P};
   void *x = calloc((size_t)(C * H * H), (size_t)es),
        *w = calloc((size_t)(K * cg * R * R), (size_t)es);
   void *y = calloc((size_t)(K * H * H), (size_t)es);
@@ -76,7 +77,7 @@ int main(int argc, char **argv) {
   bp_conv2d_args_t a;
   memset(&a, 0, sizeof a);
   a.struct_size = sizeof a;
-  a.stride_h = a.stride_w = 1, a.pad_h = a.pad_w = R / 2;
+  a.stride_h = a.stride_w = st, a.pad_h = a.pad_w = R / 2;
   a.dilation_h = a.dilation_w = 1, a.groups = G;
   a.x = tensor4(x, dt, xs), a.w = tensor4(w, dt, ws), a.y = tensor4(y, dt, ys);
   cpu_device_t dev;
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
   dev.tune.conv_winograd_min_pixels = wino ? atoll(wino) : 0;
   dev.threads = (unsigned)threads;
   dev.pool = cpu_pool_create((unsigned)threads);
-  double flops = 2.0 * (double)(K * cg * R * R) * (double)(H * H), wall = 1e9, cpu = 1e9;
+  double flops = 2.0 * (double)(K * cg * R * R) * (double)(P * P), wall = 1e9, cpu = 1e9;
   for (int i = 0; i < calls; i++) {
     double w0 = seconds(CLOCK_MONOTONIC), c0 = seconds(CLOCK_THREAD_CPUTIME_ID);
     if (cpu_fast_conv2d(&dev, &a) != BP_OK) {

@@ -126,12 +126,17 @@ CPU_HIDDEN extern const cpu_fast_ukr_pix_fn cpu_fast_conv_ukr_pix6_avx2;
  * channel's first pixel, channel k at + k * syk; bias nk floats or NULL;
  * pf the next segment's input (its lines are prefetched; never NULL).
  * Only taps [t0, t1) of each channel run: the filter rows that fall on
- * the zero rows padding the image above or below add nothing. */
+ * the zero rows padding the image above or below add nothing. With col
+ * (not NULL: the image has padding left or right), a tile's first or last
+ * pixel also leaves out the taps whose column falls on that padding:
+ * output column ow's tap t reads image column ow * sw + col[t], ow0 is
+ * the segment's first output column, W the image's width and S the
+ * filter's (taps per filter row). */
 typedef struct dconv_seg {
   const float *x, *w, *bias, *pf;
   float *y;
-  const int64_t *off;
-  int64_t cg, rs, sxc, syk, sw, npix, t0, t1;
+  const int64_t *off, *col;
+  int64_t cg, rs, sxc, syk, sw, npix, t0, t1, ow0, W, S;
   int nk;
 } dconv_seg_t;
 

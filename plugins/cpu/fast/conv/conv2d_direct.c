@@ -42,6 +42,10 @@ typedef struct dconv_job {
   int64_t R, S, pad_h, H, dh;
   int64_t sxn, sxc, sxh, sh, sw, syn, syk, lda;
   const int64_t *off;
+  /* with padding left or right: tap t's image column from output column
+   * ow is ow * sw + col[t] (dconv_seg_t), the image W wide; else NULL */
+  const int64_t *col;
+  int64_t W;
   int64_t kpn, kc, nkc; /* panels per group, per chunk; chunks */
   int64_t span, nsp;    /* output rows (P > 1) or pixels per span; spans */
   int64_t ntasks;
@@ -76,7 +80,8 @@ static void dconv_span(const dconv_job_t *j, const float *xg, int64_t row0, int6
   float *yg = j->y + n * j->syn + g * j->kg * j->syk;
   dconv_seg_t s;
   memset(&s, 0, sizeof s);
-  s.off = j->off, s.cg = j->cg, s.rs = j->rs, s.sxc = j->sxc, s.syk = j->syk, s.sw = j->sw;
+  s.off = j->off, s.col = j->col, s.cg = j->cg, s.rs = j->rs, s.sxc = j->sxc, s.syk = j->syk;
+  s.sw = j->sw, s.W = j->W, s.S = j->S;
   for (int64_t jj = j0; jj < j1; jj += s.npix) {
     int64_t oh = jj / j->Q, ow = jj % j->Q;
     int64_t end = j->Q - ow < j1 - jj ? j->Q - ow : j1 - jj;
@@ -85,6 +90,7 @@ static void dconv_span(const dconv_job_t *j, const float *xg, int64_t row0, int6
     int64_t nj = jj + s.npix; /* the next segment's input, for the prefetch */
     s.pf = nj < j1 ? xg + (nj / j->Q * j->sh - row0) * j->sxh + nj % j->Q * j->sw : xs;
     dconv_taps(j, oh, &s.t0, &s.t1);
+    s.ow0 = ow;
     for (int64_t q = 0; q < nq; q++) {
       int64_t k0 = (q0 + q) * 32, nk = j->kg - k0 < 32 ? j->kg - k0 : 32;
       s.x = xs;
@@ -248,14 +254,19 @@ bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
   if (!cpu_fast_scratch(2, (size_t)(j.kc * 32 * j.crs) * sizeof(float)))
     return BP_ERR_UNIMPLEMENTED;
   j.w = dconv_weights(&j, w);
-  int64_t *off = malloc((size_t)j.rs * sizeof *off);
+  int64_t *off = malloc((size_t)(2 * j.rs) * sizeof *off), *col = off + j.rs;
   if (!j.w || !off) {
     free(off);
     return BP_ERR_UNIMPLEMENTED;
   }
   for (int64_t r = 0; r < R; r++)
-    for (int64_t s = 0; s < S; s++) off[r * S + s] = r * a->dilation_h * j.sxh + s * a->dilation_w;
+    for (int64_t s = 0; s < S; s++) {
+      off[r * S + s] = r * a->dilation_h * j.sxh + s * a->dilation_w;
+      col[r * S + s] = s * a->dilation_w - a->pad_w;
+    }
   j.off = off;
+  j.col = a->pad_w > 0 ? col : NULL;
+  j.W = x->shape[3];
   double flops = 2.0 * (double)(j.kg * j.G) * (double)j.crs * (double)(j.P * j.Q) * (double)N;
   if (flops < 2e6 || threads < 2 || j.ntasks < 2) {
     dconv_task(&j, 0, j.ntasks, 0);
