@@ -10,27 +10,15 @@
  *   accumulators of three rows must fit the registers), D3_VEC, D3_MASK,
  *   D3_LANES(lo, hi) (lanes lo .. hi - 1, both clipped to 0 .. D3_L),
  *   D3_MLOAD(m, p) (zeros where m is clear, nothing read there),
- *   D3_LOADU, D3_FMA, D3_SET1, D3_STOREU, D3_STREAM, D3_STORE_FIRST(d, v,
- *   n) (the first n lanes, nothing past them touched), D3_ASM_VEC(x) (the
- *   register constraint that pins a vector) and D3_PLANE_FN (the
- *   function's name).
+ *   D3_LOADU, D3_FMA, D3_SET1, D3_ASM_VEC(x) (the register constraint
+ *   that pins a vector) and D3_PLANE_FN (the function's name).
+ * Included after conv2d_dw_kern.h with the same vector type: its dw_store
+ * writes the output vectors.
  */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "conv2d.h"
-
-/* One output vector with `left` lanes inside the row (all when D3_L or
- * more); streamed past the cache when nt, whole and aligned. */
-static inline __attribute__((always_inline)) void dw3_store(float *d, D3_VEC v, int64_t left,
-                                                            int nt) {
-  if (left < D3_L)
-    D3_STORE_FIRST(d, v, left);
-  else if (nt && ((uintptr_t)d & (sizeof(D3_VEC) - 1)) == 0)
-    D3_STREAM(d, v);
-  else
-    D3_STOREU(d, v);
-}
 
 /* How a strip's loads are masked: every vector to the row's columns; only
  * its first and last (the vectors between lie inside an undilated row:
@@ -83,10 +71,10 @@ enum { DW3_MASK_ALL, DW3_MASK_EDGES, DW3_MASK_NONE };
       N##0 = N##1 = N##2 = N##3 = vb;                                                              \
     if ((k) >= 2) {                                                                                \
       float *yr_ = y + ((k)-2) * Q + ow0;                                                          \
-      dw3_store(yr_, F##0, nv > 1 ? D3_L : left, nt);                                              \
-      if (nv > 1) dw3_store(yr_ + D3_L, F##1, nv > 2 ? D3_L : left, nt);                           \
-      if (nv > 2) dw3_store(yr_ + 2 * D3_L, F##2, nv > 3 ? D3_L : left, nt);                       \
-      if (nv > 3) dw3_store(yr_ + 3 * D3_L, F##3, left, nt);                                       \
+      dw_store(yr_, F##0, nv > 1 ? D3_L : left, nt);                                              \
+      if (nv > 1) dw_store(yr_ + D3_L, F##1, nv > 2 ? D3_L : left, nt);                           \
+      if (nv > 2) dw_store(yr_ + 2 * D3_L, F##2, nv > 3 ? D3_L : left, nt);                       \
+      if (nv > 3) dw_store(yr_ + 3 * D3_L, F##3, left, nt);                                       \
     }                                                                                              \
   } while (0)
 

@@ -35,9 +35,6 @@
 #define D3_LOADU _mm256_loadu_ps
 #define D3_FMA _mm256_fmadd_ps
 #define D3_SET1 _mm256_set1_ps
-#define D3_STOREU _mm256_storeu_ps
-#define D3_STREAM _mm256_stream_ps
-#define D3_STORE_FIRST(d, v, n) cpu_fast_store_first8(d, v, n)
 #define D3_ASM_VEC(x) "+x"(x)
 #define D3_PLANE_FN cpu_fast_conv_dw3_plane_avx2
 #include "conv2d_dw3_kern.h"

@@ -42,9 +42,6 @@ static inline __mmask16 dw3_lanes(int64_t lo, int64_t hi) {
 #define D3_LOADU _mm512_loadu_ps
 #define D3_FMA _mm512_fmadd_ps
 #define D3_SET1 _mm512_set1_ps
-#define D3_STOREU _mm512_storeu_ps
-#define D3_STREAM _mm512_stream_ps
-#define D3_STORE_FIRST(d, v, n) _mm512_mask_storeu_ps(d, dw3_lanes(0, n), v)
 #define D3_ASM_VEC(x) "+v"(x)
 #define D3_PLANE_FN cpu_fast_conv_dw3_plane_avx512
 #include "conv2d_dw3_kern.h"
