@@ -94,8 +94,8 @@ static inline __attribute__((always_inline)) void dw3_strip(const cpu_fast_dw_ge
   const D3_VEC w00 = D3_SET1(w[0]), w01 = D3_SET1(w[1]), w02 = D3_SET1(w[2]);
   const D3_VEC w10 = D3_SET1(w[3]), w11 = D3_SET1(w[4]), w12 = D3_SET1(w[5]);
   const D3_VEC w20 = D3_SET1(w[6]), w21 = D3_SET1(w[7]), w22 = D3_SET1(w[8]);
-  D3_MASK lm[D3_NV][3];
-  for (int v = 0; v < D3_NV; v++) {
+  D3_MASK lm[4][3]; /* as many as DW3_STEP names (vectors past nv: none) */
+  for (int v = 0; v < 4; v++) {
     int64_t o = ow0 + D3_L * v, out = v < nv ? Q - o : 0; /* the vector's lanes in the row */
     for (int s = 0; s < 3; s++) {
       int64_t c0 = o - pw + s * dw; /* input column of lane 0 */
