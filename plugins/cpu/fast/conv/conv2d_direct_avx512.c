@@ -51,8 +51,12 @@ enum { DC_ALL, DC_BUT_FIRST, DC_BUT_LAST, DC_NONE };
  * repay. */
 static bool tile_cols(const dconv_seg_t *s, int64_t ow, int np, int64_t SW, unsigned char *cls) {
   if (!s->col || s->t1 <= s->t0 || s->t1 - s->t0 > DC_MAX_TAPS) return false;
+  /* a filter row's first tap reaches furthest left, its last furthest
+   * right: most tiles are settled here */
+  if (ow * SW + s->col[s->t0] >= 0 && (ow + np - 1) * SW + s->col[s->t0 + s->S - 1] < s->W)
+    return false;
   /* the filter row's taps that miss the image at the first pixel or at
-   * the last bound what can be left out (most tiles miss at neither) */
+   * the last bound what can be left out */
   int64_t miss = 0, ntaps = s->t1 - s->t0;
   for (int64_t t = s->t0; t < s->t0 + s->S; t++)
     miss += (ow * SW + s->col[t] < 0) + ((ow + np - 1) * SW + s->col[t] >= s->W);
@@ -154,10 +158,16 @@ static inline __attribute__((always_inline)) void seg(const dconv_seg_t *s, cons
   float *y = s->y;
   int64_t ow = s->ow0;
   unsigned char cls[DC_MAX_TAPS];
+  /* whether the segment reaches the padding left or right of the image
+   * at all (a filter row's first tap reaches furthest left, its last
+   * furthest right): only then are its tiles sorted */
+  bool edge = !ONE && s->col && s->t1 > s->t0 &&
+              (s->ow0 * SW + s->col[s->t0] < 0 ||
+               (s->ow0 + n - 1) * SW + s->col[s->t0 + s->S - 1] >= s->W);
   for (int64_t i = 0; i < tiles; i++) {
     int np = (int)(base + (i < wide));
     const float *pf = i + 1 < tiles ? x + np * SW : s->pf;
-    bool cols = !ONE && tile_cols(s, ow, np, SW, cls);
+    bool cols = edge && tile_cols(s, ow, np, SW, cls);
     switch (np) {
 #define DC_CASE(N)                                         \
   case N:                                                  \
