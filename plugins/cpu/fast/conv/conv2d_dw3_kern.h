@@ -28,11 +28,11 @@ enum { DW3_MASK_ALL, DW3_MASK_EDGES, DW3_MASK_NONE };
 
 /* Tap s of vector v at q, masked as mode says. */
 #define DW3_LOAD(v, s, q)                                                                          \
-  (mode == DW3_MASK_NONE    ? D3_LOADU(q)                                                          \
-   : mode == DW3_MASK_ALL   ? D3_MLOAD(lm[v][s], q)                                                \
-   : (v) == 0               ? D3_MLOAD(first##s, q)                                                \
-   : (v) == nv - 1          ? D3_MLOAD(last##s, q)                                                 \
-                            : D3_LOADU(q))
+  (mode == DW3_MASK_NONE  ? D3_LOADU(q)                                                            \
+   : mode == DW3_MASK_ALL ? D3_MLOAD(lm[v][s], q)                                                  \
+   : (v) == 0             ? D3_MLOAD(first##s, q)                                                  \
+   : (v) == nv - 1        ? D3_MLOAD(last##s, q)                                                   \
+                          : D3_LOADU(q))
 
 /* Vector v (a constant) of step k: its three taps of the input row at p_
  * (each loaded once) meet tap row 0 of output row k (N, started at the
@@ -71,10 +71,10 @@ enum { DW3_MASK_ALL, DW3_MASK_EDGES, DW3_MASK_NONE };
       N##0 = N##1 = N##2 = N##3 = vb;                                                              \
     if ((k) >= 2) {                                                                                \
       float *yr_ = y + ((k)-2) * Q + ow0;                                                          \
-      dw_store(yr_, F##0, nv > 1 ? D3_L : left, nt);                                              \
-      if (nv > 1) dw_store(yr_ + D3_L, F##1, nv > 2 ? D3_L : left, nt);                           \
-      if (nv > 2) dw_store(yr_ + 2 * D3_L, F##2, nv > 3 ? D3_L : left, nt);                       \
-      if (nv > 3) dw_store(yr_ + 3 * D3_L, F##3, left, nt);                                       \
+      dw_store(yr_, F##0, nv > 1 ? D3_L : left, nt);                                               \
+      if (nv > 1) dw_store(yr_ + D3_L, F##1, nv > 2 ? D3_L : left, nt);                            \
+      if (nv > 2) dw_store(yr_ + 2 * D3_L, F##2, nv > 3 ? D3_L : left, nt);                        \
+      if (nv > 3) dw_store(yr_ + 3 * D3_L, F##3, left, nt);                                        \
     }                                                                                              \
   } while (0)
 
@@ -134,13 +134,12 @@ static int dw3_mode(const cpu_fast_dw_geom_t *g, int64_t ow0, int64_t nv) {
   if (g->dw != 1) return DW3_MASK_ALL;
   for (int64_t v = 1; v + 1 < nv; v++)
     if (!dw3_inside(g, ow0, v)) return DW3_MASK_ALL;
-  bool ends = dw3_inside(g, ow0, 0) && dw3_inside(g, ow0, nv - 1) &&
-              ow0 + D3_L * nv <= g->Q;
+  bool ends = dw3_inside(g, ow0, 0) && dw3_inside(g, ow0, nv - 1) && ow0 + D3_L * nv <= g->Q;
   return ends ? DW3_MASK_NONE : DW3_MASK_EDGES;
 }
 
-void D3_PLANE_FN(const cpu_fast_dw_geom_t *g, const float *x, const float *w, float bias,
-                 float *y, int nt) {
+void D3_PLANE_FN(const cpu_fast_dw_geom_t *g, const float *x, const float *w, float bias, float *y,
+                 int nt) {
   const D3_VEC vb = D3_SET1(bias);
   /* strips of at most D3_NV vectors, of about equal width */
   int64_t nvec = (g->Q + D3_L - 1) / D3_L, strips = (nvec + D3_NV - 1) / D3_NV;
@@ -150,11 +149,11 @@ void D3_PLANE_FN(const cpu_fast_dw_geom_t *g, const float *x, const float *w, fl
 #define DW3_CALL(n)                                                                                \
   do {                                                                                             \
     if (mode == DW3_MASK_NONE)                                                                     \
-      dw3_strip(g, x, w, vb, y, D3_L * v0, n, DW3_MASK_NONE, nt);                                  \
+      dw3_strip(g, x, w, vb, y, D3_L *v0, n, DW3_MASK_NONE, nt);                                   \
     else if (mode == DW3_MASK_EDGES)                                                               \
-      dw3_strip(g, x, w, vb, y, D3_L * v0, n, DW3_MASK_EDGES, nt);                                 \
+      dw3_strip(g, x, w, vb, y, D3_L *v0, n, DW3_MASK_EDGES, nt);                                  \
     else                                                                                           \
-      dw3_strip(g, x, w, vb, y, D3_L * v0, n, DW3_MASK_ALL, nt);                                   \
+      dw3_strip(g, x, w, vb, y, D3_L *v0, n, DW3_MASK_ALL, nt);                                    \
   } while (0)
     switch (nv) {
 #if D3_NV > 3

@@ -45,8 +45,8 @@ typedef struct wino_run {
   wino_job_t *j;
   const cpu_fast_gemm_kernel_t *kr;
   const wino_kernels_t *wk; /* the transforms of kr's ISA */
-  const float *Up; /* U[xi] packed per k block into the kernel's A panels */
-  int64_t kc, nkb; /* C in k blocks of kc (the kernel's KC) */
+  const float *Up;          /* U[xi] packed per k block into the kernel's A panels */
+  int64_t kc, nkb;          /* C in k blocks of kc (the kernel's KC) */
   /* chunks of WINO_NT tiles, one range per worker (fast/task_ranges.h):
    * neighbouring chunks write neighbouring pixels of y, which share cache
    * lines where a chunk ends inside a row */

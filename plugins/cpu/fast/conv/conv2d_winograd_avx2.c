@@ -19,8 +19,9 @@ static inline float reduce_max8(__m256 v) {
 
 /* The even (sel 0x88) or odd (0xdd) floats of a then b: shuffle_ps picks
  * them per 128-bit half, the 64-bit permute puts a's before b's. */
-#define PICK8(a, b, sel) \
-  _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps((a), (b), (sel))), 0xd8))
+#define PICK8(a, b, sel)                                                                           \
+  _mm256_castpd_ps(                                                                                \
+      _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps((a), (b), (sel))), 0xd8))
 
 #define WK_L 8
 #define WK_VEC __m256
@@ -38,22 +39,21 @@ static inline float reduce_max8(__m256 v) {
 #define WK_ANY(m) (_mm256_movemask_ps(m) != 0)
 #define WK_REDUCE_MAX reduce_max8
 #define WK_FIRST(n) _mm256_castsi256_ps(cpu_fast_first_lanes8(n))
-#define WK_BETWEEN(lo, hi) \
+#define WK_BETWEEN(lo, hi)                                                                         \
   _mm256_castsi256_ps(_mm256_andnot_si256(cpu_fast_first_lanes8(lo), cpu_fast_first_lanes8(hi)))
 #define WK_MLOAD(p, m) _mm256_maskload_ps((p), _mm256_castps_si256(m))
 #define WK_STORE_FIRST(p, v, n) cpu_fast_store_first8((p), (v), (n))
 #define WK_EVEN(a, b) PICK8(a, b, 0x88)
 #define WK_ODD(a, b) PICK8(a, b, 0xdd)
 /* unpack interleaves per 128-bit half; the lane permute joins the halves */
-#define WK_ZIP_LO(a, b) \
+#define WK_ZIP_LO(a, b)                                                                            \
   _mm256_permute2f128_ps(_mm256_unpacklo_ps((a), (b)), _mm256_unpackhi_ps((a), (b)), 0x20)
-#define WK_ZIP_HI(a, b) \
+#define WK_ZIP_HI(a, b)                                                                            \
   _mm256_permute2f128_ps(_mm256_unpacklo_ps((a), (b)), _mm256_unpackhi_ps((a), (b)), 0x31)
 #define WK_IDX_T __m256i
-#define WK_STRIDE_IDX(s) \
+#define WK_STRIDE_IDX(s)                                                                           \
   _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)(s)))
-#define WK_GATHER(base, idx, m) \
-  _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (base), (idx), (m), 4)
+#define WK_GATHER(base, idx, m) _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (base), (idx), (m), 4)
 #define WK_NAME(f) f##_avx2
 
 #include "conv2d_winograd_kern.h"

@@ -230,4 +230,4 @@ static void WK_NAME(wino_output)(const wino_job_t *j, int64_t t0, int64_t nt, co
 }
 
 const wino_kernels_t WK_NAME(cpu_fast_wino) = {WK_NAME(wino_filter), WK_NAME(wino_scan),
-                                              WK_NAME(wino_input), WK_NAME(wino_output)};
+                                               WK_NAME(wino_input), WK_NAME(wino_output)};
