@@ -26,18 +26,12 @@
 #define WK_BETWEEN(lo, hi) ((__mmask16)(cpu_fast_first_lanes16(hi) & ~cpu_fast_first_lanes16(lo)))
 #define WK_MLOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
 #define WK_STORE_FIRST(p, v, n) _mm512_mask_storeu_ps((p), cpu_fast_first_lanes16(n), (v))
-#define WK_EVEN(a, b)                                                                              \
-  _mm512_permutex2var_ps(                                                                          \
-      (a), _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), (b))
-#define WK_ODD(a, b)                                                                               \
-  _mm512_permutex2var_ps(                                                                          \
-      (a), _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), (b))
-#define WK_ZIP_LO(a, b)                                                                            \
-  _mm512_permutex2var_ps(                                                                          \
-      (a), _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), (b))
-#define WK_ZIP_HI(a, b)                                                                            \
-  _mm512_permutex2var_ps(                                                                          \
-      (a), _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), (b))
+/* a's and b's floats as the 16 indices pick them (16 + i: b's i-th) */
+#define PICK16(a, b, ...) _mm512_permutex2var_ps((a), _mm512_setr_epi32(__VA_ARGS__), (b))
+#define WK_EVEN(a, b) PICK16(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#define WK_ODD(a, b) PICK16(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+#define WK_ZIP_LO(a, b) PICK16(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)
+#define WK_ZIP_HI(a, b) PICK16(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
 #define WK_IDX_T __m512i
 #define WK_STRIDE_IDX(s)                                                                           \
   _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),      \
