@@ -47,7 +47,7 @@ extern "C" {
 
 #define BP_PLUGIN_MAGIC 0x4250504cu /* "BPPL" */
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 5
+#define BP_PLUGIN_ABI_MINOR 6
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 
 #if defined(_WIN32)
@@ -182,6 +182,13 @@ typedef struct bp_conv2d_args {
   uint32_t struct_size;
   int32_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
   bp_plugin_tensor_t x, w, bias, y;
+  /* fields below: ABI 1.6 */
+  /* Non-zero while w's buffer is marked constant (bp_buffer_set_constant):
+   * an id the core never gives other contents, so a plugin may key a
+   * prepared form of w (packed, transformed) on it, with w's address,
+   * shape, strides and dtype, and reuse it while the id comes back. Zero:
+   * w may change before the next call. A hint: a plugin may ignore it. */
+  uint64_t w_const_id;
 } bp_conv2d_args_t;
 
 /* x: [N, C, H, W]; y: [N, C, P, Q]. Padding counts as -inf for max; for

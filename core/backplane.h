@@ -275,6 +275,20 @@ BP_API void bp_buffer_free(bp_buffer_t *buffer);
 /* The buffer's size in bytes. */
 BP_API bp_status_t bp_buffer_size(const bp_buffer_t *buffer,
                                   uint64_t *out_size);
+/* Marks the buffer's contents constant, or clears the mark. While it is
+ * set, every write into the buffer that the library sees is refused with
+ * BP_ERR_INVALID_ARGUMENT and changes nothing (bp_buffer_write and its
+ * async form, a copy into it, an op whose output lies in it), and backends
+ * may keep a prepared form of the contents between calls (conv2d's
+ * weights transformed and packed once: docs/runtime.md "Constant
+ * buffers"). The application must not change the memory another way
+ * either: through a DLPack alias, a custom kernel, or a graph captured
+ * before the mark was set. Clearing it allows writes again; setting it
+ * again later starts afresh, so nothing prepared before is reused. */
+BP_API bp_status_t bp_buffer_set_constant(bp_buffer_t *buffer, bool constant);
+/* Whether the buffer is marked constant. */
+BP_API bp_status_t bp_buffer_is_constant(const bp_buffer_t *buffer,
+                                         bool *out_constant);
 /* Host to buffer, synchronous: waits for the device's queued work first. */
 BP_API bp_status_t bp_buffer_write(bp_buffer_t *buffer, uint64_t offset,
                                    const void *src, uint64_t size);

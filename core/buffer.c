@@ -103,10 +103,44 @@ static bp_status_t check_host_copy(const bp__buffer_t *b, uint64_t offset,
   return check_range(b, offset, size, fn, "buffer");
 }
 
+/* ---- constant buffers -------------------------------------------------------*/
+
+bp_status_t bp__buffer_writable(const bp__buffer_t *b, const char *fn, const char *what) {
+  if (!__atomic_load_n(&b->const_id, __ATOMIC_ACQUIRE)) return BP_OK;
+  return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                  "%s: %s is in a buffer marked constant (bp_buffer_set_constant); clear the mark "
+                  "before writing it", fn, what);
+}
+
+bp_status_t bp_buffer_set_constant(bp_buffer_t *bh, bool constant) {
+  bp__clear_error();
+  BP__ENTER(bp__buffer_t, b, bh, BP__H_BUFFER, "bp_buffer_set_constant", "buffer");
+  /* ids are never reused, so a backend's prepared copy of an earlier
+   * mark's contents never matches a later one */
+  static uint64_t last_id;
+  if (!constant)
+    __atomic_store_n(&b->const_id, 0, __ATOMIC_RELEASE);
+  else if (!__atomic_load_n(&b->const_id, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&b->const_id, __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED),
+                     __ATOMIC_RELEASE);
+  return BP_OK;
+}
+
+bp_status_t bp_buffer_is_constant(const bp_buffer_t *bh, bool *out_constant) {
+  bp__clear_error();
+  if (!out_constant)
+    return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_is_constant: out_constant is NULL");
+  *out_constant = false;
+  BP__ENTER(bp__buffer_t, b, bh, BP__H_BUFFER, "bp_buffer_is_constant", "buffer");
+  *out_constant = __atomic_load_n(&b->const_id, __ATOMIC_ACQUIRE) != 0;
+  return BP_OK;
+}
+
 bp_status_t bp_buffer_write(bp_buffer_t *bh, uint64_t offset, const void *src, uint64_t size) {
   bp__clear_error();
   BP__ENTER(bp__buffer_t, b, bh, BP__H_BUFFER, "bp_buffer_write", "buffer");
-  bp_status_t st = check_host_copy(b, offset, src, size, "bp_buffer_write");
+  bp_status_t st = bp__buffer_writable(b, "bp_buffer_write", "the destination");
+  if (st == BP_OK) st = check_host_copy(b, offset, src, size, "bp_buffer_write");
   if (st != BP_OK || size == 0) return st;
   return bp__call_mem_write(b->device, NULL, b->ptr, b->origin + offset, src, size);
 }
@@ -125,7 +159,8 @@ bp_status_t bp_buffer_copy(bp_buffer_t *dsth, uint64_t dst_offset, bp_buffer_t *
   const char *fn = "bp_buffer_copy";
   BP__ENTER(bp__buffer_t, dst, dsth, BP__H_BUFFER, fn, "dst");
   BP__ENTER(bp__buffer_t, src, srch, BP__H_BUFFER, fn, "src");
-  bp_status_t st = check_range(dst, dst_offset, size, fn, "dst");
+  bp_status_t st = bp__buffer_writable(dst, fn, "dst");
+  if (st == BP_OK) st = check_range(dst, dst_offset, size, fn, "dst");
   if (st == BP_OK) st = check_range(src, src_offset, size, fn, "src");
   if (st != BP_OK) return st;
   if (dst == src && dst_offset < src_offset + size && src_offset < dst_offset + size)
@@ -149,6 +184,7 @@ bp_status_t bp_buffer_write_async(bp_stream_t *sh, bp_buffer_t *bh, uint64_t off
   BP__ENTER(bp__stream_t, s, sh, BP__H_STREAM, "bp_buffer_write_async", "stream");
   bp__buffer_t *b;
   bp_status_t st = check_async(s, bh, offset, src, size, "bp_buffer_write_async", &b);
+  if (st == BP_OK) st = bp__buffer_writable(b, "bp_buffer_write_async", "the destination");
   if (st != BP_OK || size == 0) return st;
   return bp__call_mem_write(b->device, s, b->ptr, b->origin + offset, src, size);
 }

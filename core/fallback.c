@@ -197,6 +197,7 @@ static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *arg
   la->count = 0;
   memset(la->inline_staged, 0, sizeof la->inline_staged);
   memcpy(&la->u, args, bp__op_args_size(op));
+  bp__op_strip_hints(op, &la->u);
   bp_plugin_tensor_t *list[BP__OP_MAX_TENSORS];
   bool outs[BP__OP_MAX_TENSORS] = {false};
   uint32_t n = 0;

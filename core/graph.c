@@ -161,6 +161,7 @@ bp_status_t bp__graph_record(bp__graph_t *g, bp_op_t op, const void *args) {
   memset(c, 0, sizeof *c);
   c->op = op;
   memcpy(&c->u, args, bp__op_args_size(op));
+  bp__op_strip_hints(op, &c->u);
   if (op == BP_OP_ADAM) { /* the arrays live only during the call: copy them */
     uint32_t n = c->u.adam.count;
     c->adam_tensors = malloc(4 * (size_t)n * sizeof *c->adam_tensors);

@@ -159,6 +159,7 @@ static bp_status_t run_staged(bp__stream_t *s, bp_op_t op, const void *args) {
   _Alignas(16) unsigned char copy[ARGS_MAX];
   if (size == 0 || size > sizeof copy) return bp__fail(BP_ERR_INTERNAL, "group: op %d cannot be staged", (int)op);
   memcpy(copy, args, size);
+  bp__op_strip_hints(op, copy);
   bp_plugin_tensor_t *t[MAX_TENSORS];
   int n = op_tensors(op, copy, t);
   if (n == 0)

@@ -199,6 +199,9 @@ struct bp__buffer {
   void *block;     /* the pool's record; NULL for imported memory */
   void *foreign;   /* imported DLPack tensor, released on free */
   bool foreign_versioned;
+  /* non-zero while marked constant: an id no other buffer or earlier mark
+   * of this one had (read and written atomically) */
+  uint64_t const_id;
   bp__buffer_t *next, *prev;
 };
 
@@ -294,6 +297,13 @@ bp_status_t bp__broadcast_to(bp_plugin_tensor_t *x, int32_t rank,
                              const char *what);
 /* True when the byte ranges of two tensors may overlap in one buffer. */
 bool bp__tensors_overlap(const bp_tensor_t *a, const bp_tensor_t *b);
+/* bp__buffer_writable for t's buffer: name, an op's output, is written. */
+bp_status_t bp__tensor_writable(const char *op, const bp_tensor_t *t, const char *name);
+/* The constant id of t's buffer (bp__buffer_t.const_id), 0 for none. */
+uint64_t bp__tensor_const_id(const bp_tensor_t *t);
+/* BP_ERR_INVALID_ARGUMENT when b is marked constant: what (a buffer, an
+ * op's output) may not be written. */
+bp_status_t bp__buffer_writable(const bp__buffer_t *b, const char *fn, const char *what);
 /* Checks that two tensors have equal shapes. */
 bp_status_t bp__same_shape(const bp_tensor_t *a, const bp_tensor_t *b,
                            const char *op, const char *wa, const char *wb);
@@ -493,6 +503,10 @@ const char *bp__refusal_text(bp__refusal_t *why);
  * tensors are in arrays. */
 int bp__op_tensor_offsets(bp_op_t op, size_t out[BP__OP_MAX_TENSORS]);
 size_t bp__op_args_size(bp_op_t op);
+/* Clears the hints of a copy of op's args that will not run where and when
+ * the call was made (fallback, graphs, groups, the scheduler): a constant
+ * id (bp_conv2d_args_t.w_const_id) describes the caller's tensor at the call. */
+void bp__op_strip_hints(bp_op_t op, void *args);
 /* The optional parts of op (BP_FEATURE_* bits of op_features[op]) that
  * args use, and the name of one such bit for messages (op_features.c). */
 uint32_t bp__op_features_used(bp_op_t op, const void *args);

@@ -102,6 +102,7 @@ bp_status_t bp_conv2d(bp_stream_t *sh, const bp_conv2d_params_t *params, const b
   bp__tensor_to_plugin(w, &a.w);
   bp__tensor_to_plugin(bias, &a.bias);
   bp__tensor_to_plugin(y, &a.y);
+  a.w_const_id = bp__tensor_const_id(w);
   return bp__call_op(s, BP_OP_CONV2D, &a);
 }
 
@@ -356,6 +357,11 @@ bp_status_t bp_adam(bp_stream_t *sh, const bp_adam_params_t *p, uint32_t count,
     if ((st = adam_check_group(s, op, i, NT(&params[i], &grads[i], &exp_avg[i], &exp_avg_sq[i]))))
       return st;
   if ((st = adam_check_disjoint(op, count, NT(params, grads, exp_avg, exp_avg_sq)))) return st;
+  for (uint32_t i = 0; i < count; i++)
+    if ((st = bp__tensor_writable(op, &params[i], "params")) ||
+        (st = bp__tensor_writable(op, &exp_avg[i], "exp_avg")) ||
+        (st = bp__tensor_writable(op, &exp_avg_sq[i], "exp_avg_sq")))
+      return st;
   for (uint32_t i = 0; i < count; i++)
     if ((st = bp__require_op(s->device, BP_OP_ADAM, params[i].dtype, op))) return st;
   bp_plugin_tensor_t *t = calloc(4 * (size_t)count, sizeof *t);

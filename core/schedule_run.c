@@ -80,6 +80,7 @@ typedef struct local_args {
 static bp_status_t local_args_init(local_args_t *la, bp_op_t op, const void *args) {
   memset(la, 0, sizeof *la);
   memcpy(&la->u, args, bp__op_args_size(op));
+  bp__op_strip_hints(op, &la->u);
   if (op == BP_OP_GEMM) la->reads_output = la->u.gemm.beta != 0;
   if (op == BP_OP_GEMV) la->reads_output = la->u.gemv.beta != 0;
   if (op != BP_OP_ADAM) {

@@ -321,6 +321,8 @@ bool bp__same_view(const bp_tensor_t *a, const bp_tensor_t *b) {
 bp_status_t bp__check_output(const char *op, const bp_tensor_t *y, const char *yname, int n,
                              const bp_tensor_t *const *ins, const char *const *names,
                              bool in_place_ok) {
+  bp_status_t st = bp__tensor_writable(op, y, yname);
+  if (st != BP_OK) return st;
   for (int i = 0; i < n; i++) {
     if (!ins[i] || !bp__tensors_overlap(y, ins[i])) continue;
     if (in_place_ok && bp__same_view(y, ins[i])) continue;
@@ -333,6 +335,16 @@ bp_status_t bp__check_output(const char *op, const bp_tensor_t *y, const char *y
                     "%s: %s's strides make elements share memory (axis %d, stride %lld): an output "
                     "would be written twice", op, yname, axis, (long long)y->strides[axis]);
   return BP_OK;
+}
+
+bp_status_t bp__tensor_writable(const char *op, const bp_tensor_t *t, const char *name) {
+  const bp__buffer_t *b = t->buffer ? bp__handle_get(t->buffer, BP__H_BUFFER) : NULL;
+  return b ? bp__buffer_writable(b, op, name) : BP_OK;
+}
+
+uint64_t bp__tensor_const_id(const bp_tensor_t *t) {
+  const bp__buffer_t *b = t && t->buffer ? bp__handle_get(t->buffer, BP__H_BUFFER) : NULL;
+  return b ? __atomic_load_n(&b->const_id, __ATOMIC_ACQUIRE) : 0;
 }
 
 int bp__self_overlap_axis(const bp_tensor_t *t) {

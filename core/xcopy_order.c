@@ -58,7 +58,8 @@ bp_status_t bp_buffer_copy_async(bp_stream_t *sh, bp_buffer_t *dsth, uint64_t ds
         "%s: the stream is on device '%s', which holds neither dst (on '%s') nor src (on '%s'); "
         "use a stream of one of the two",
         fn, s->device->entry.info.name, dst->device->entry.info.name, src->device->entry.info.name);
-  bp_status_t st = check_range(dst, dst_offset, size, "dst");
+  bp_status_t st = bp__buffer_writable(dst, fn, "dst");
+  if (st == BP_OK) st = check_range(dst, dst_offset, size, "dst");
   if (st == BP_OK) st = check_range(src, src_offset, size, "src");
   if (st != BP_OK) return st;
   if (dst == src && dst_offset < src_offset + size && src_offset < dst_offset + size)

@@ -18,7 +18,9 @@
  * non-zero values (the AMX tiles run faster on zeros). BP_BENCH_ISA=avx2
  * in the environment runs the AVX2 + FMA kernels; WINO_MIN_PIXELS=N
  * replaces the Winograd route's pixel floor (a large N: the route it
- * would take otherwise).
+ * would take otherwise). CONST=1 passes a constant id for the weights
+ * (bp_buffer_set_constant), so the routes that can keep their packed or
+ * transformed weights between calls do.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +82,8 @@ int main(int argc, char **argv) {
   a.stride_h = a.stride_w = st, a.pad_h = a.pad_w = R / 2;
   a.dilation_h = a.dilation_w = 1, a.groups = G;
   a.x = tensor4(x, dt, xs), a.w = tensor4(w, dt, ws), a.y = tensor4(y, dt, ys);
+  /* CONST=1: w as if its buffer were marked constant (prepared once) */
+  a.w_const_id = getenv("CONST") && atoi(getenv("CONST")) ? 1 : 0;
   cpu_device_t dev;
   memset(&dev, 0, sizeof dev);
   const char *isa = getenv("BP_BENCH_ISA"), *wino = getenv("WINO_MIN_PIXELS");

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "plugins/cpu/fast/prepared.h"
 #include "plugin.h"
 
 #define CPU_MEM_ALIGN 64u
@@ -91,6 +92,7 @@ void cpu_mem_free(bp_plugin_device_t *device, uint64_t ptr) {
   cpu_device_t *dev = cpu_device(device);
   if (!ptr)
     return;
+  cpu_prep_forget_alloc(ptr); /* constant weights' packed forms */
   char *block = (char *)(uintptr_t)ptr - CPU_MEM_HEADER;
   uint64_t size;
   memcpy(&size, block, sizeof size);

@@ -26,9 +26,11 @@
  * route, decided before y is written. docs/backend-cpu.md has the
  * accuracy and the speed.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "conv2d.h"
+#include "plugins/cpu/fast/prepared.h"
 #include "plugins/cpu/fast/task_ranges.h"
 #include "plugins/cpu/tensor.h"
 
@@ -39,6 +41,9 @@
  * its pixels; below, the direct route is faster (docs/backend-cpu.md). A
  * device's tune.conv_winograd_min_pixels replaces it. */
 #define WINO_MIN_PIXELS 576
+/* The same with the filter's transform kept between calls (constant
+ * weights, fast/prepared.h): only the per-image work is left to repay */
+#define WINO_MIN_PIXELS_PREPARED 100
 #define WINO_MAX_PRODUCT 0x1p100f /* largest |x| * |w| taken */
 
 typedef struct wino_run {
@@ -46,6 +51,7 @@ typedef struct wino_run {
   const cpu_fast_gemm_kernel_t *kr;
   const wino_kernels_t *wk; /* the transforms of kr's ISA */
   const float *Up;          /* U[xi] packed per k block into the kernel's A panels */
+  bool have_u;              /* Up and j->wmax came prepared (constant weights) */
   int64_t kc, nkb;          /* C in k blocks of kc (the kernel's KC) */
   /* chunks of WINO_NT tiles, one range per worker (fast/task_ranges.h):
    * neighbouring chunks write neighbouring pixels of y, which share cache
@@ -69,7 +75,7 @@ static void filter_scan_task(void *ctx, int64_t b, int64_t e, unsigned worker) {
   (void)worker;
   const wino_run_t *r = ctx;
   wino_job_t *j = r->j;
-  if (b < j->K) r->wk->filter(j, b, e < j->K ? e : j->K);
+  if (b < j->K && !r->have_u) r->wk->filter(j, b, e < j->K ? e : j->K);
   if (e > j->K) r->wk->scan(j, (b > j->K ? b : j->K) - j->K, e - j->K);
 }
 
@@ -142,6 +148,14 @@ static void run(cpu_device_t *dev, int64_t n, int64_t grain, cpu_pool_fn fn, voi
     fn(ctx, 0, n, 0);
 }
 
+/* The constant id of the call's weights (bp_conv2d_args_t.w_const_id, ABI
+ * 1.6), 0 for none or from an older core. */
+static uint64_t wino_const_id(const bp_conv2d_args_t *a) {
+  return a->struct_size >= offsetof(bp_conv2d_args_t, w_const_id) + sizeof a->w_const_id
+             ? a->w_const_id
+             : 0;
+}
+
 /* Whether the layer is one this route takes and pays for: one group, a
  * 3x3 filter, stride and dilation 1, unit-strided rows, channels, tiles
  * and pixels enough, and channel strides the filter's gathers can index. */
@@ -151,8 +165,9 @@ static bool wino_takes(const cpu_device_t *dev, const bp_conv2d_args_t *a, const
       a->stride_w != 1 || a->dilation_h != 1 || a->dilation_w != 1)
     return false;
   if (x->strides[3] != 1 || y->strides[3] != 1) return false;
-  int64_t min_pixels =
-      dev->tune.conv_winograd_min_pixels > 0 ? dev->tune.conv_winograd_min_pixels : WINO_MIN_PIXELS;
+  int64_t min_pixels = dev->tune.conv_winograd_min_pixels > 0 ? dev->tune.conv_winograd_min_pixels
+                       : wino_const_id(a)                      ? WINO_MIN_PIXELS_PREPARED
+                                                               : WINO_MIN_PIXELS;
   if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES ||
       j->N * j->P * j->Q < min_pixels)
     return false;
@@ -167,6 +182,26 @@ static bool wino_values_ok(const wino_job_t *j) {
   memcpy(&xm, &xb, sizeof xm);
   memcpy(&wm, &wb, sizeof wm);
   return xm <= WINO_MAX_PRODUCT && wm <= WINO_MAX_PRODUCT && xm * wm <= WINO_MAX_PRODUCT;
+}
+
+/* The packed transformed filter (Up) and its largest magnitude, kept
+ * between calls when w's buffer is constant (fast/prepared.h): keyed on
+ * everything they depend on, the kernel's panel layout included. */
+static cpu_prep_t *wino_prepared(const bp_conv2d_args_t *a, const wino_run_t *r, size_t bytes,
+                                 bool *fresh) {
+  const bp_plugin_tensor_t *w = &a->w;
+  *fresh = false;
+  if (!wino_const_id(a)) return NULL;
+  cpu_prep_key_t key;
+  memset(&key, 0, sizeof key);
+  key.const_id = wino_const_id(a);
+  key.alloc = w->ptr;
+  uint64_t what[] = {'W', (uint64_t)(uintptr_t)r->kr, w->offset, (uint64_t)w->dtype,
+                     (uint64_t)w->shape[0], (uint64_t)w->shape[1], (uint64_t)w->strides[0],
+                     (uint64_t)w->strides[1], (uint64_t)w->strides[2], (uint64_t)w->strides[3],
+                     (uint64_t)r->kc};
+  memcpy(key.what, what, sizeof what);
+  return cpu_prep_get(&key, bytes, fresh);
 }
 
 bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *a,
@@ -198,18 +233,31 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
   r.nkb = (j.C + r.kc - 1) / r.kc;
   unsigned workers = dev->pool ? cpu_pool_size(dev->pool) : 1;
   cpu_fast_ranges_init(&r.chunks, (j.T + WINO_NT - 1) / WINO_NT, workers);
+  size_t up_bytes = (size_t)(16 * r.nkb * panel_floats(&r, r.kc)) * sizeof(float);
+  bool fresh = false;
+  cpu_prep_t *prep = wino_prepared(a, &r, up_bytes, &fresh);
+  r.have_u = prep && !fresh;
   /* slots the chunks leave alone (they take 0 and 1 on every worker) */
-  j.U = cpu_fast_scratch(2, (size_t)(16 * j.K * j.C) * sizeof(float));
-  float *Up = cpu_fast_scratch(3, (size_t)(16 * r.nkb * panel_floats(&r, r.kc)) * sizeof(float));
-  if (!j.U || !Up || !cpu_fast_scratch(0, (size_t)(16 * WINO_XI_STRIDE(j.C)) * sizeof(float)) ||
-      !cpu_fast_scratch(1, (size_t)(16 * WINO_XI_STRIDE(j.K)) * sizeof(float)))
+  j.U = r.have_u ? NULL : cpu_fast_scratch(2, (size_t)(16 * j.K * j.C) * sizeof(float));
+  float *Up = prep ? cpu_prep_data(prep) : cpu_fast_scratch(3, up_bytes);
+  if ((!r.have_u && !j.U) || !Up ||
+      !cpu_fast_scratch(0, (size_t)(16 * WINO_XI_STRIDE(j.C)) * sizeof(float)) ||
+      !cpu_fast_scratch(1, (size_t)(16 * WINO_XI_STRIDE(j.K)) * sizeof(float))) {
+    if (prep) cpu_prep_release(prep, false);
     return BP_ERR_UNIMPLEMENTED;
+  }
   r.Up = Up;
+  if (r.have_u) atomic_store(&j.wmax, (uint32_t)*cpu_prep_aux(prep));
 
   run(dev, j.K + j.N * j.C, 1, filter_scan_task, &r);
-  if (!wino_values_ok(&j)) return BP_ERR_UNIMPLEMENTED;
-  run(dev, 16, 1, pack_task, &r);
+  if (!wino_values_ok(&j)) {
+    if (prep) cpu_prep_release(prep, !fresh);
+    return BP_ERR_UNIMPLEMENTED;
+  }
+  if (!r.have_u) run(dev, 16, 1, pack_task, &r);
+  if (fresh) *cpu_prep_aux(prep) = atomic_load(&j.wmax);
   run(dev, workers, 1, chunk_task, &r);
+  if (prep) cpu_prep_release(prep, true);
   /* a worker without scratch took none; every chunk is done otherwise */
   return cpu_fast_ranges_done(&r.chunks) ? BP_OK : BP_ERR_OUT_OF_MEMORY;
 }

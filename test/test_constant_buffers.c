@@ -1,0 +1,259 @@
+/*
+ * test_constant_buffers.c — buffers marked constant (bp_buffer_set_constant)
+ * and the CPU backend's prepared weights behind them.
+ *
+ * Every write the library sees is refused while the mark is set, and
+ * changes nothing: a host write (synchronous or on a stream), a copy into
+ * the buffer, an op's output, Adam's updates. On the "cpu" device a 3x3
+ * layer over a 14 x 14 image with constant weights takes the Winograd
+ * route with its filter transform kept between calls; the results are
+ * checked against a double-precision reference after every change that
+ * must not reuse a kept transform: new weights under a new mark, another
+ * view of the same buffer, a graph captured before the weights changed.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backplane.h"
+#include "backplane_graph.h"
+
+/* A layer the prepared Winograd route takes (C, K >= 32, 196 pixels),
+ * with padding so that the edge tiles count. */
+enum { C = 32, K = 32, H = 14, R = 3, WN = K * C * R * R, XN = C * H * H, YN = K * H * H };
+
+typedef struct fixture {
+  bp_context_t *ctx;
+  bp_device_t *dev;
+  bp_stream_t *s;
+} fixture_t;
+
+static int setup(void **state) {
+  fixture_t *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  assert_int_equal(bp_context_create(NULL, &f->ctx), BP_OK);
+  assert_int_equal(bp_device_open(f->ctx, "cpu", NULL, &f->dev), BP_OK);
+  assert_int_equal(bp_stream_create(f->dev, &f->s), BP_OK);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_t *f = *state;
+  bp_device_close(f->dev);
+  bp_context_destroy(f->ctx);
+  free(f);
+  return 0;
+}
+
+static bp_buffer_t *upload(bp_device_t *d, const float *v, size_t n) {
+  bp_buffer_t *b;
+  assert_int_equal(bp_buffer_alloc(d, n * sizeof(float), &b), BP_OK);
+  if (v) assert_int_equal(bp_buffer_write(b, 0, v, n * sizeof(float)), BP_OK);
+  return b;
+}
+
+static bp_tensor_t t4(bp_buffer_t *b, uint64_t offset, int64_t n, int64_t c, int64_t h,
+                      int64_t w) {
+  int64_t shape[4] = {n, c, h, w};
+  bp_tensor_t t;
+  assert_int_equal(bp_tensor_init(b, offset, BP_F32, 4, shape, NULL, &t), BP_OK);
+  return t;
+}
+
+static void fill(float *v, int n, unsigned seed) {
+  for (int i = 0; i < n; i++) v[i] = (float)((i * 37 + seed * 11) % 29) / 14.0f - 1.0f;
+}
+
+/* y = conv(x, w), stride 1, padding 1, in double. */
+static void reference(const float *x, const float *w, double *y) {
+  for (int k = 0; k < K; k++)
+    for (int p = 0; p < H; p++)
+      for (int q = 0; q < H; q++) {
+        double s = 0;
+        for (int c = 0; c < C; c++)
+          for (int r = 0; r < R; r++)
+            for (int t = 0; t < R; t++) {
+              int ih = p + r - 1, iw = q + t - 1;
+              if (ih >= 0 && ih < H && iw >= 0 && iw < H)
+                s += (double)x[(c * H + ih) * H + iw] * w[((k * C + c) * R + r) * R + t];
+            }
+        y[(k * H + p) * H + q] = s;
+      }
+}
+
+/* y's contents against the reference for x and w. */
+static void expect_conv(bp_buffer_t *yb, const float *x, const float *w) {
+  static double ref[YN];
+  static float y[YN];
+  reference(x, w, ref);
+  assert_int_equal(bp_buffer_read(yb, 0, y, sizeof y), BP_OK);
+  int bad = 0;
+  for (int i = 0; i < YN; i++)
+    if (!(fabs(y[i] - ref[i]) <= 1e-4 * (1.0 + fabs(ref[i])))) {
+      if (bad++ < 3) print_error("y[%d] = %g, expected %g\n", i, y[i], ref[i]);
+    }
+  assert_int_equal(bad, 0);
+}
+
+static bp_status_t conv(fixture_t *f, bp_buffer_t *xb, bp_buffer_t *wb, uint64_t woff,
+                        bp_buffer_t *yb) {
+  bp_conv2d_params_t p = {sizeof p, 1, 1, 1, 1, 1, 1, 1};
+  bp_tensor_t x = t4(xb, 0, 1, C, H, H), w = t4(wb, woff, K, C, R, R), y = t4(yb, 0, 1, K, H, H);
+  bp_status_t st = bp_conv2d(f->s, &p, &x, &w, NULL, &y);
+  if (st == BP_OK) assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
+  return st;
+}
+
+static void expect_refused(bp_status_t st) {
+  assert_int_equal(st, BP_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(bp_last_error(), "constant"));
+}
+
+/* Host writes and copies into a constant buffer are refused and change
+ * nothing; reads and copies out of it work; clearing the mark allows
+ * writes again. */
+static void test_writes_refused(void **state) {
+  fixture_t *f = *state;
+  float v[64], other[64], back[64];
+  fill(v, 64, 1), fill(other, 64, 2);
+  bp_buffer_t *b = upload(f->dev, v, 64), *src = upload(f->dev, other, 64),
+              *dst = upload(f->dev, NULL, 64);
+  bool is = true;
+  assert_int_equal(bp_buffer_is_constant(b, &is), BP_OK);
+  assert_false(is);
+  assert_int_equal(bp_buffer_set_constant(b, true), BP_OK);
+  assert_int_equal(bp_buffer_is_constant(b, &is), BP_OK);
+  assert_true(is);
+  expect_refused(bp_buffer_write(b, 0, other, sizeof other));
+  expect_refused(bp_buffer_write_async(f->s, b, 8, other, 16));
+  expect_refused(bp_buffer_copy(b, 0, src, 0, sizeof other));
+  expect_refused(bp_buffer_copy_async(f->s, b, 0, src, 0, sizeof other));
+  assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
+  assert_int_equal(bp_buffer_read(b, 0, back, sizeof back), BP_OK);
+  assert_memory_equal(back, v, sizeof v);
+  /* reading it, and copying out of it, are what constant data is for */
+  assert_int_equal(bp_buffer_copy(dst, 0, b, 0, sizeof v), BP_OK);
+  assert_int_equal(bp_buffer_read(dst, 0, back, sizeof back), BP_OK);
+  assert_memory_equal(back, v, sizeof v);
+  assert_int_equal(bp_buffer_set_constant(b, false), BP_OK);
+  assert_int_equal(bp_buffer_write(b, 0, other, sizeof other), BP_OK);
+  assert_int_equal(bp_buffer_read(b, 0, back, sizeof back), BP_OK);
+  assert_memory_equal(back, other, sizeof other);
+  assert_int_equal(bp_buffer_is_constant(b, NULL), BP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(bp_buffer_set_constant(NULL, true), BP_ERR_INVALID_ARGUMENT);
+  bp_buffer_free(b), bp_buffer_free(src), bp_buffer_free(dst);
+}
+
+/* An op whose output lies in a constant buffer is refused before it runs:
+ * conv2d's y, and Adam's parameters. */
+static void test_outputs_refused(void **state) {
+  fixture_t *f = *state;
+  static float x[XN], w[WN], y0[YN], back[YN];
+  fill(x, XN, 3), fill(w, WN, 4), fill(y0, YN, 5);
+  bp_buffer_t *xb = upload(f->dev, x, XN), *wb = upload(f->dev, w, WN),
+              *yb = upload(f->dev, y0, YN);
+  assert_int_equal(bp_buffer_set_constant(yb, true), BP_OK);
+  expect_refused(conv(f, xb, wb, 0, yb));
+  assert_int_equal(bp_buffer_read(yb, 0, back, sizeof back), BP_OK);
+  assert_memory_equal(back, y0, sizeof back);
+
+  float p[8] = {1, 2, 3, 4, 5, 6, 7, 8}, g[8] = {1, 1, 1, 1, 1, 1, 1, 1}, z[8] = {0}, pb[8];
+  bp_buffer_t *pbuf = upload(f->dev, p, 8), *gbuf = upload(f->dev, g, 8),
+              *m = upload(f->dev, z, 8), *v = upload(f->dev, z, 8);
+  int64_t n = 8;
+  bp_tensor_t tp, tg, tm, tv;
+  assert_int_equal(bp_tensor_init(pbuf, 0, BP_F32, 1, &n, NULL, &tp), BP_OK);
+  assert_int_equal(bp_tensor_init(gbuf, 0, BP_F32, 1, &n, NULL, &tg), BP_OK);
+  assert_int_equal(bp_tensor_init(m, 0, BP_F32, 1, &n, NULL, &tm), BP_OK);
+  assert_int_equal(bp_tensor_init(v, 0, BP_F32, 1, &n, NULL, &tv), BP_OK);
+  bp_adam_params_t ap = {sizeof ap, 0.1, 0.9, 0.999, 1e-8, 0.0, 1, false};
+  assert_int_equal(bp_buffer_set_constant(pbuf, true), BP_OK);
+  expect_refused(bp_adam(f->s, &ap, 1, &tp, &tg, &tm, &tv));
+  assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
+  assert_int_equal(bp_buffer_read(pbuf, 0, pb, sizeof pb), BP_OK);
+  assert_memory_equal(pb, p, sizeof p);
+  /* a constant gradient is only read */
+  assert_int_equal(bp_buffer_set_constant(pbuf, false), BP_OK);
+  assert_int_equal(bp_buffer_set_constant(gbuf, true), BP_OK);
+  assert_int_equal(bp_adam(f->s, &ap, 1, &tp, &tg, &tm, &tv), BP_OK);
+  assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
+  bp_buffer_free(xb), bp_buffer_free(wb), bp_buffer_free(yb);
+  bp_buffer_free(pbuf), bp_buffer_free(gbuf), bp_buffer_free(m), bp_buffer_free(v);
+}
+
+/* Constant weights, called again and again: the kept transform gives the
+ * reference's results every time, and never outlives the contents it was
+ * made from (new weights under a new mark, another view of the buffer). */
+static void test_prepared_weights(void **state) {
+  fixture_t *f = *state;
+  static float x[XN], w[2 * WN], w2[WN], first[YN], again[YN];
+  fill(x, XN, 6), fill(w, 2 * WN, 7), fill(w2, WN, 8);
+  bp_buffer_t *xb = upload(f->dev, x, XN), *wb = upload(f->dev, w, 2 * WN),
+              *yb = upload(f->dev, NULL, YN);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  assert_int_equal(conv(f, xb, wb, 0, yb), BP_OK);
+  expect_conv(yb, x, w);
+  assert_int_equal(bp_buffer_read(yb, 0, first, sizeof first), BP_OK);
+  assert_int_equal(conv(f, xb, wb, 0, yb), BP_OK);
+  assert_int_equal(bp_buffer_read(yb, 0, again, sizeof again), BP_OK);
+  assert_memory_equal(again, first, sizeof first);
+  /* the buffer's second filter: another view, another form */
+  assert_int_equal(conv(f, xb, wb, WN * sizeof(float), yb), BP_OK);
+  expect_conv(yb, x, w + WN);
+  /* new weights in the same place under a new mark */
+  assert_int_equal(bp_buffer_set_constant(wb, false), BP_OK);
+  assert_int_equal(bp_buffer_write(wb, 0, w2, sizeof w2), BP_OK);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  assert_int_equal(conv(f, xb, wb, 0, yb), BP_OK);
+  expect_conv(yb, x, w2);
+  /* and without the mark */
+  assert_int_equal(bp_buffer_set_constant(wb, false), BP_OK);
+  assert_int_equal(bp_buffer_write(wb, 0, w, sizeof(float) * WN), BP_OK);
+  assert_int_equal(conv(f, xb, wb, 0, yb), BP_OK);
+  expect_conv(yb, x, w);
+  bp_buffer_free(xb), bp_buffer_free(wb), bp_buffer_free(yb);
+}
+
+/* A graph records its calls without the constant id: replayed after the
+ * weights changed (mark cleared, new contents, marked again), it uses the
+ * new weights. */
+static void test_graph_after_change(void **state) {
+  fixture_t *f = *state;
+  static float x[XN], w[WN], w2[WN];
+  fill(x, XN, 9), fill(w, WN, 10), fill(w2, WN, 11);
+  bp_buffer_t *xb = upload(f->dev, x, XN), *wb = upload(f->dev, w, WN),
+              *yb = upload(f->dev, NULL, YN);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  assert_int_equal(conv(f, xb, wb, 0, yb), BP_OK); /* a kept transform of w */
+  assert_int_equal(bp_stream_begin_capture(f->s), BP_OK);
+  bp_conv2d_params_t p = {sizeof p, 1, 1, 1, 1, 1, 1, 1};
+  bp_tensor_t tx = t4(xb, 0, 1, C, H, H), tw = t4(wb, 0, K, C, R, R), ty = t4(yb, 0, 1, K, H, H);
+  assert_int_equal(bp_conv2d(f->s, &p, &tx, &tw, NULL, &ty), BP_OK);
+  bp_graph_t *g = NULL;
+  assert_int_equal(bp_stream_end_capture(f->s, &g), BP_OK);
+  assert_int_equal(bp_buffer_set_constant(wb, false), BP_OK);
+  assert_int_equal(bp_buffer_write(wb, 0, w2, sizeof w2), BP_OK);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  assert_int_equal(bp_graph_launch(g, f->s), BP_OK);
+  assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
+  expect_conv(yb, x, w2);
+  bp_graph_destroy(g);
+  bp_buffer_free(xb), bp_buffer_free(wb), bp_buffer_free(yb);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_writes_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_outputs_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_prepared_weights, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_graph_after_change, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
