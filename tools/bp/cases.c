@@ -196,6 +196,10 @@ bp_status_t bpt_instance_create(const bpt_case_t *c, bp_device_t *device,
   for (int i = 0; st == BP_OK && i < out->inputs; i++)
     st = fill_random(out, i, seed);
   if (st == BP_OK) st = bp_stream_synchronize(out->stream);
+  /* a network's conv weights are constant: the backend may keep them
+   * packed or transformed between calls, as oneDNN's anchor keeps its
+   * weights reordered (bp_buffer_set_constant) */
+  if (st == BP_OK && c->op == BPT_CONV2D) st = bp_buffer_set_constant(out->in[1], true);
   if (st != BP_OK) {
     char msg[sizeof out->error];
     snprintf(msg, sizeof msg, "%s: %s%s%s", step, bp_status_string(st),
@@ -300,8 +304,13 @@ bp_status_t bpt_instance_read_input(bpt_instance_t *inst, int i, float *dst) {
 
 bp_status_t bpt_instance_write_input(bpt_instance_t *inst, int i,
                                      const float *src) {
-  return bp_buffer_write(inst->in[i], 0, src,
-                         (uint64_t)inst->in_numel[i] * sizeof(float));
+  bool constant = false;
+  bp_status_t st = bp_buffer_is_constant(inst->in[i], &constant);
+  if (st == BP_OK && constant) st = bp_buffer_set_constant(inst->in[i], false);
+  if (st == BP_OK)
+    st = bp_buffer_write(inst->in[i], 0, src, (uint64_t)inst->in_numel[i] * sizeof(float));
+  if (st == BP_OK && constant) st = bp_buffer_set_constant(inst->in[i], true);
+  return st;
 }
 
 bp_status_t bpt_instance_read_output(bpt_instance_t *inst, float *dst) {
