@@ -133,6 +133,11 @@ static void test_buffers(void **state) {
   REJ(bp_buffer_size(dead, &sz), INV, "buffer");
   assert_int_equal(sz, 0);
   REJ(bp_buffer_size(b, NULL), INV, "out_size");
+  bool is_const = true;
+  REJ(bp_buffer_set_constant(dead, true), INV, "buffer");
+  REJ(bp_buffer_is_constant(dead, &is_const), INV, "buffer");
+  assert_false(is_const);
+  REJ(bp_buffer_is_constant(b, NULL), INV, "out_constant");
   REJ(bp_buffer_write(b, 60, host, 8), INV, "range");
   REJ(bp_buffer_write(b, 65, host, 0), INV, "range");
   REJ(bp_buffer_write(b, UINT64_MAX, host, 2), INV, "range");
