@@ -190,6 +190,8 @@ _SIGNATURES = {
     "bp_buffer_write": ([P, U64, P, U64], ctypes.c_int),
     "bp_buffer_read": ([P, U64, P, U64], ctypes.c_int),
     "bp_buffer_copy": ([P, U64, P, U64, U64], ctypes.c_int),
+    "bp_buffer_set_constant": ([P, ctypes.c_bool], ctypes.c_int),
+    "bp_buffer_is_constant": ([P, ctypes.POINTER(ctypes.c_bool)], ctypes.c_int),
     "bp_stream_create": ([P, PP], ctypes.c_int),
     "bp_stream_destroy": ([P], None),
     "bp_stream_synchronize": ([P], ctypes.c_int),

@@ -81,3 +81,36 @@ def test_missing_library_names_backplane_library():
                        text=True)
     assert r.returncode != 0
     assert "BACKPLANE_LIBRARY" in r.stderr and "LibraryNotFoundError" in r.stderr
+
+
+def test_constant_weights(dev):
+    """A constant buffer refuses writes; conv2d over constant weights matches
+    the same call without the mark, before and after the weights change."""
+    rng = np.random.default_rng(9)
+    x = dev.tensor(rng.standard_normal((1, 32, 14, 14)).astype(np.float32))
+    w0 = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    w1 = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    s = dev.stream()
+    want = []
+    for wv in (w0, w1):
+        y = dev.empty((1, 32, 14, 14))
+        s.conv2d(x, dev.tensor(wv), y, padding=1)
+        want.append(y.numpy())
+    w = dev.tensor(w0)
+    assert not w.constant
+    w.constant = True
+    assert w.constant
+    with pytest.raises(bp.BackplaneError, match="constant"):
+        w.upload(w1)
+    y = dev.empty((1, 32, 14, 14))
+    for _ in range(2):
+        s.conv2d(x, w, y, padding=1)
+        np.testing.assert_allclose(y.numpy(), want[0], rtol=1e-4, atol=1e-4)
+    w.constant = False
+    w.upload(w1)
+    w.constant = True
+    s.conv2d(x, w, y, padding=1)
+    np.testing.assert_allclose(y.numpy(), want[1], rtol=1e-4, atol=1e-4)
+    y.constant = True
+    with pytest.raises(bp.BackplaneError, match="constant"):
+        s.conv2d(x, w, y, padding=1)
