@@ -25,7 +25,8 @@
 #include "backplane_graph.h"
 
 /* A layer the prepared Winograd route takes (C, K >= 32, 196 pixels),
- * with padding so that the edge tiles count. */
+ * with padding so that the edge tiles count; at stride 2 the direct route
+ * takes it, with its weight panels packed once. */
 enum { C = 32, K = 32, H = 14, R = 3, WN = K * C * R * R, XN = C * H * H, YN = K * H * H };
 
 typedef struct fixture {
@@ -71,44 +72,59 @@ static void fill(float *v, int n, unsigned seed) {
   for (int i = 0; i < n; i++) v[i] = (float)((i * 37 + seed * 11) % 29) / 14.0f - 1.0f;
 }
 
-/* y = conv(x, w), stride 1, padding 1, in double. */
-static void reference(const float *x, const float *w, double *y) {
+/* Output rows (and columns) at stride st, padding 1. */
+static int out_size(int st) { return (H + 2 - R) / st + 1; }
+
+/* y = conv(x, w), stride st, padding 1, in double. */
+static void reference(const float *x, const float *w, int st, double *y) {
+  int P = out_size(st);
   for (int k = 0; k < K; k++)
-    for (int p = 0; p < H; p++)
-      for (int q = 0; q < H; q++) {
+    for (int p = 0; p < P; p++)
+      for (int q = 0; q < P; q++) {
         double s = 0;
         for (int c = 0; c < C; c++)
           for (int r = 0; r < R; r++)
             for (int t = 0; t < R; t++) {
-              int ih = p + r - 1, iw = q + t - 1;
+              int ih = p * st + r - 1, iw = q * st + t - 1;
               if (ih >= 0 && ih < H && iw >= 0 && iw < H)
                 s += (double)x[(c * H + ih) * H + iw] * w[((k * C + c) * R + r) * R + t];
             }
-        y[(k * H + p) * H + q] = s;
+        y[(k * P + p) * P + q] = s;
       }
 }
 
-/* y's contents against the reference for x and w. */
-static void expect_conv(bp_buffer_t *yb, const float *x, const float *w) {
+/* y's contents against the reference for x and w at stride st. */
+static void expect_conv_st(bp_buffer_t *yb, const float *x, const float *w, int st) {
   static double ref[YN];
   static float y[YN];
-  reference(x, w, ref);
-  assert_int_equal(bp_buffer_read(yb, 0, y, sizeof y), BP_OK);
+  int n = K * out_size(st) * out_size(st);
+  reference(x, w, st, ref);
+  assert_int_equal(bp_buffer_read(yb, 0, y, sizeof(float) * (size_t)n), BP_OK);
   int bad = 0;
-  for (int i = 0; i < YN; i++)
+  for (int i = 0; i < n; i++)
     if (!(fabs(y[i] - ref[i]) <= 1e-4 * (1.0 + fabs(ref[i])))) {
       if (bad++ < 3) print_error("y[%d] = %g, expected %g\n", i, y[i], ref[i]);
     }
   assert_int_equal(bad, 0);
 }
 
+static void expect_conv(bp_buffer_t *yb, const float *x, const float *w) {
+  expect_conv_st(yb, x, w, 1);
+}
+
+static bp_status_t conv_st(fixture_t *f, bp_buffer_t *xb, bp_buffer_t *wb, uint64_t woff,
+                           bp_buffer_t *yb, int st) {
+  bp_conv2d_params_t p = {sizeof p, st, st, 1, 1, 1, 1, 1};
+  int P = out_size(st);
+  bp_tensor_t x = t4(xb, 0, 1, C, H, H), w = t4(wb, woff, K, C, R, R), y = t4(yb, 0, 1, K, P, P);
+  bp_status_t rc = bp_conv2d(f->s, &p, &x, &w, NULL, &y);
+  if (rc == BP_OK) assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
+  return rc;
+}
+
 static bp_status_t conv(fixture_t *f, bp_buffer_t *xb, bp_buffer_t *wb, uint64_t woff,
                         bp_buffer_t *yb) {
-  bp_conv2d_params_t p = {sizeof p, 1, 1, 1, 1, 1, 1, 1};
-  bp_tensor_t x = t4(xb, 0, 1, C, H, H), w = t4(wb, woff, K, C, R, R), y = t4(yb, 0, 1, K, H, H);
-  bp_status_t st = bp_conv2d(f->s, &p, &x, &w, NULL, &y);
-  if (st == BP_OK) assert_int_equal(bp_stream_synchronize(f->s), BP_OK);
-  return st;
+  return conv_st(f, xb, wb, woff, yb, 1);
 }
 
 static void expect_refused(bp_status_t st) {
@@ -221,6 +237,26 @@ static void test_prepared_weights(void **state) {
   bp_buffer_free(xb), bp_buffer_free(wb), bp_buffer_free(yb);
 }
 
+/* The same at stride 2, where the direct route keeps its packed panels. */
+static void test_prepared_panels(void **state) {
+  fixture_t *f = *state;
+  static float x[XN], w[WN], w2[WN];
+  fill(x, XN, 12), fill(w, WN, 13), fill(w2, WN, 14);
+  bp_buffer_t *xb = upload(f->dev, x, XN), *wb = upload(f->dev, w, WN),
+              *yb = upload(f->dev, NULL, YN);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(conv_st(f, xb, wb, 0, yb, 2), BP_OK);
+    expect_conv_st(yb, x, w, 2);
+  }
+  assert_int_equal(bp_buffer_set_constant(wb, false), BP_OK);
+  assert_int_equal(bp_buffer_write(wb, 0, w2, sizeof w2), BP_OK);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  assert_int_equal(conv_st(f, xb, wb, 0, yb, 2), BP_OK);
+  expect_conv_st(yb, x, w2, 2);
+  bp_buffer_free(xb), bp_buffer_free(wb), bp_buffer_free(yb);
+}
+
 /* A graph records its calls without the constant id: replayed after the
  * weights changed (mark cleared, new contents, marked again), it uses the
  * new weights. */
@@ -253,6 +289,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_writes_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_outputs_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prepared_weights, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_prepared_panels, setup, teardown),
       cmocka_unit_test_setup_teardown(test_graph_after_change, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

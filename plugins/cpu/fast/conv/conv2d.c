@@ -35,6 +35,7 @@
  * returns BP_ERR_UNIMPLEMENTED and the reference runs.
  */
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@
 
 #include "conv2d.h"
 #include "plugins/cpu/dtype.h"
+#include "plugins/cpu/fast/prepared.h"
 #include "plugins/cpu/fast/vec.h"
 #include "plugins/cpu/tensor.h"
 
@@ -84,6 +86,33 @@ static bool pix_pays(const conv_job_t *j) {
   int64_t hp = (j->P - 1) * j->sh + (j->R - 1) * j->dh + 1;
   int64_t wp = (j->Q - 1) * j->sw + (j->S - 1) * j->dw + 1;
   return j->cg * hp * wp * (int64_t)sizeof(float) <= (512 << 10) && pq >= 4 * kr->mr;
+}
+
+/* ---- constant weights (fast/prepared.h) -----------------------------------*/
+
+uint64_t cpu_fast_conv_const_id(const bp_conv2d_args_t *a) {
+  return a->struct_size >= offsetof(bp_conv2d_args_t, w_const_id) + sizeof a->w_const_id
+             ? a->w_const_id
+             : 0;
+}
+
+cpu_prep_t *cpu_fast_conv_prepared(const bp_conv2d_args_t *a, char tag,
+                                   const cpu_fast_gemm_kernel_t *kr, uint64_t extra, size_t bytes,
+                                   bool *fresh) {
+  const bp_plugin_tensor_t *w = &a->w;
+  *fresh = false;
+  if (!cpu_fast_conv_const_id(a)) return NULL;
+  cpu_prep_key_t key;
+  memset(&key, 0, sizeof key);
+  key.const_id = cpu_fast_conv_const_id(a);
+  key.alloc = w->ptr;
+  uint64_t what[] = {(uint64_t)tag, (uint64_t)(uintptr_t)kr, extra, w->offset, (uint64_t)w->dtype,
+                     (uint64_t)w->shape[0], (uint64_t)w->shape[1], (uint64_t)w->shape[2],
+                     (uint64_t)w->shape[3], (uint64_t)w->strides[0], (uint64_t)w->strides[1],
+                     (uint64_t)w->strides[2], (uint64_t)w->strides[3], (uint64_t)a->groups};
+  _Static_assert(sizeof what <= sizeof key.what, "the key's description holds it");
+  memcpy(key.what, what, sizeof what);
+  return cpu_prep_get(&key, bytes, fresh);
 }
 
 /* ---- routes ---------------------------------------------------------------*/

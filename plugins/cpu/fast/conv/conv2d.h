@@ -67,6 +67,18 @@ typedef struct conv_job {
  * conv2d.c. */
 CPU_HIDDEN const cpu_fast_gemm_kernel_t *cpu_fast_conv_sgemm_kernel(const cpu_device_t *dev);
 
+/* The constant id of the call's weights (bp_conv2d_args_t.w_const_id, ABI
+ * 1.6), 0 for none or from an older core. */
+CPU_HIDDEN uint64_t cpu_fast_conv_const_id(const bp_conv2d_args_t *a);
+/* The prepared form `tag` of the call's weights, laid out for kernel kr
+ * with `extra` (what else it depends on), held until cpu_prep_release
+ * (fast/prepared.h; *fresh: the caller fills it); NULL without a constant
+ * id or room. */
+struct cpu_prep;
+CPU_HIDDEN struct cpu_prep *cpu_fast_conv_prepared(const bp_conv2d_args_t *a, char tag,
+                                                   const cpu_fast_gemm_kernel_t *kr,
+                                                   uint64_t extra, size_t bytes, bool *fresh);
+
 /* Padded rows [h0, h1) of one channel plane xc into d (Wp floats each).
  * ahead, when not NULL, is a plane padded later: its same rows are
  * prefetched meanwhile (the planes lie a plane apart, too far for the

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "conv2d.h"
+#include "plugins/cpu/fast/prepared.h"
 #include "plugins/cpu/tensor.h"
 
 #define DC_CHUNK_BYTES (512 << 10) /* packed panels per task, kept in L2 */
@@ -42,6 +43,9 @@ typedef struct dconv_job {
   int64_t R, S, pad_h, H, dh;
   int64_t sxn, sxc, sxh, sh, sw, syn, syk, lda;
   const int64_t *off;
+  /* every group's panels, packed once and kept (constant weights), or NULL:
+   * each task packs its chunk */
+  const float *packed;
   /* with padding left or right: tap t's image column from output column
    * ow is ow * sw + col[t] (dconv_seg_t), the image W wide; else NULL */
   const int64_t *col;
@@ -128,10 +132,10 @@ static void dconv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   size_t bytes = (size_t)(j->kc * 32 * j->crs) * sizeof(float);
   /* checked on the calling thread; a worker without it claims nothing and
    * the others take every task */
-  float *buf = cpu_fast_scratch(2, bytes);
+  float *buf = j->packed ? NULL : cpu_fast_scratch(2, bytes);
   int64_t plane = j->slab_rows * j->pad.Wp;
   float *slab = j->slab ? cpu_fast_scratch(1, (size_t)(j->cg * plane) * sizeof(float)) : NULL;
-  if (!buf || (j->slab && !slab)) return;
+  if ((!j->packed && !buf) || (j->slab && !slab)) return;
   int64_t have = -1, rows = -1, pq = j->P * j->Q;
   if (j->dyn) begin = atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed), end = j->ntasks;
   while (begin < end) {
@@ -139,6 +143,10 @@ static void dconv_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
     int64_t kq = rest % j->nkc, ng = rest / j->nkc, n = ng / j->G, g = ng % j->G;
     int64_t q0 = kq * j->kc, nq = j->kpn - q0 < j->kc ? j->kpn - q0 : j->kc;
     int64_t chunk = g * j->nkc + kq;
+    if (j->packed) {
+      buf = (float *)j->packed + (g * j->kpn + q0) * 32 * j->crs;
+      have = chunk;
+    }
     if (have != chunk) {
       int64_t k0 = q0 * 32, cnt = j->kg - k0 < nq * 32 ? j->kg - k0 : nq * 32;
       j->kr->pack(j->w + (g * j->kg + k0) * j->lda, j->lda, 1, cnt, j->crs, 32, buf);
@@ -220,6 +228,20 @@ static const float *dconv_weights(dconv_job_t *j, const bp_plugin_tensor_t *w) {
   return d;
 }
 
+/* With constant weights, every group's panels packed once and kept
+ * between calls (fast/prepared.h), so the tasks pack nothing. */
+static cpu_prep_t *dconv_prepared(dconv_job_t *j, const bp_conv2d_args_t *a, bool *fresh) {
+  size_t bytes = (size_t)(j->G * j->kpn * 32 * j->crs) * sizeof(float);
+  cpu_prep_t *p = cpu_fast_conv_prepared(a, 'D', j->kr, 0, bytes, fresh);
+  if (!p) return NULL;
+  float *dst = cpu_prep_data(p);
+  for (int64_t g = 0; *fresh && g < j->G; g++)
+    j->kr->pack(j->w + g * j->kg * j->lda, j->lda, 1, j->kg, j->crs, 32,
+                dst + g * j->kpn * 32 * j->crs);
+  j->packed = dst;
+  return p;
+}
+
 /* ---- the call --------------------------------------------------------------*/
 
 bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
@@ -267,6 +289,8 @@ bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
   j.off = off;
   j.col = a->pad_w > 0 ? col : NULL;
   j.W = x->shape[3];
+  bool fresh = false;
+  cpu_prep_t *prep = dconv_prepared(&j, a, &fresh);
   double flops = 2.0 * (double)(j.kg * j.G) * (double)j.crs * (double)(j.P * j.Q) * (double)N;
   if (flops < 2e6 || threads < 2 || j.ntasks < 2) {
     dconv_task(&j, 0, j.ntasks, 0);
@@ -276,6 +300,7 @@ bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
     j.next = &next;
     cpu_pool_run(dev->pool, threads, 1, dconv_task, &j);
   }
+  if (prep) cpu_prep_release(prep, true);
   free(off);
   return BP_OK;
 }

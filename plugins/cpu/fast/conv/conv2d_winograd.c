@@ -26,7 +26,6 @@
  * route, decided before y is written. docs/backend-cpu.md has the
  * accuracy and the speed.
  */
-#include <stddef.h>
 #include <string.h>
 
 #include "conv2d.h"
@@ -148,14 +147,6 @@ static void run(cpu_device_t *dev, int64_t n, int64_t grain, cpu_pool_fn fn, voi
     fn(ctx, 0, n, 0);
 }
 
-/* The constant id of the call's weights (bp_conv2d_args_t.w_const_id, ABI
- * 1.6), 0 for none or from an older core. */
-static uint64_t wino_const_id(const bp_conv2d_args_t *a) {
-  return a->struct_size >= offsetof(bp_conv2d_args_t, w_const_id) + sizeof a->w_const_id
-             ? a->w_const_id
-             : 0;
-}
-
 /* Whether the layer is one this route takes and pays for: one group, a
  * 3x3 filter, stride and dilation 1, unit-strided rows, channels, tiles
  * and pixels enough, and channel strides the filter's gathers can index. */
@@ -166,7 +157,7 @@ static bool wino_takes(const cpu_device_t *dev, const bp_conv2d_args_t *a, const
     return false;
   if (x->strides[3] != 1 || y->strides[3] != 1) return false;
   int64_t min_pixels = dev->tune.conv_winograd_min_pixels > 0 ? dev->tune.conv_winograd_min_pixels
-                       : wino_const_id(a)                      ? WINO_MIN_PIXELS_PREPARED
+                       : cpu_fast_conv_const_id(a)                      ? WINO_MIN_PIXELS_PREPARED
                                                                : WINO_MIN_PIXELS;
   if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES ||
       j->N * j->P * j->Q < min_pixels)
@@ -182,26 +173,6 @@ static bool wino_values_ok(const wino_job_t *j) {
   memcpy(&xm, &xb, sizeof xm);
   memcpy(&wm, &wb, sizeof wm);
   return xm <= WINO_MAX_PRODUCT && wm <= WINO_MAX_PRODUCT && xm * wm <= WINO_MAX_PRODUCT;
-}
-
-/* The packed transformed filter (Up) and its largest magnitude, kept
- * between calls when w's buffer is constant (fast/prepared.h): keyed on
- * everything they depend on, the kernel's panel layout included. */
-static cpu_prep_t *wino_prepared(const bp_conv2d_args_t *a, const wino_run_t *r, size_t bytes,
-                                 bool *fresh) {
-  const bp_plugin_tensor_t *w = &a->w;
-  *fresh = false;
-  if (!wino_const_id(a)) return NULL;
-  cpu_prep_key_t key;
-  memset(&key, 0, sizeof key);
-  key.const_id = wino_const_id(a);
-  key.alloc = w->ptr;
-  uint64_t what[] = {'W', (uint64_t)(uintptr_t)r->kr, w->offset, (uint64_t)w->dtype,
-                     (uint64_t)w->shape[0], (uint64_t)w->shape[1], (uint64_t)w->strides[0],
-                     (uint64_t)w->strides[1], (uint64_t)w->strides[2], (uint64_t)w->strides[3],
-                     (uint64_t)r->kc};
-  memcpy(key.what, what, sizeof what);
-  return cpu_prep_get(&key, bytes, fresh);
 }
 
 bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *a,
@@ -235,7 +206,9 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
   cpu_fast_ranges_init(&r.chunks, (j.T + WINO_NT - 1) / WINO_NT, workers);
   size_t up_bytes = (size_t)(16 * r.nkb * panel_floats(&r, r.kc)) * sizeof(float);
   bool fresh = false;
-  cpu_prep_t *prep = wino_prepared(a, &r, up_bytes, &fresh);
+  /* with constant weights the packed transformed filter (Up) and its
+   * largest magnitude are kept between calls */
+  cpu_prep_t *prep = cpu_fast_conv_prepared(a, 'W', r.kr, (uint64_t)r.kc, up_bytes, &fresh);
   r.have_u = prep && !fresh;
   /* slots the chunks leave alone (they take 0 and 1 on every worker) */
   j.U = r.have_u ? NULL : cpu_fast_scratch(2, (size_t)(16 * j.K * j.C) * sizeof(float));
