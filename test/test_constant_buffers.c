@@ -12,6 +12,7 @@
  * view of the same buffer, a graph captured before the weights changed.
  */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -257,6 +258,52 @@ static void test_prepared_panels(void **state) {
   bp_buffer_free(xb), bp_buffer_free(wb), bp_buffer_free(yb);
 }
 
+/* Threads on their own streams call conv2d with the same constant weights
+ * at once: one fills the kept transform while the others find it being
+ * filled (and prepare their own) or ready (and read it). */
+typedef struct racer {
+  fixture_t *f;
+  bp_stream_t *s;
+  bp_buffer_t *xb, *wb, *yb;
+  bp_status_t st;
+} racer_t;
+
+static void *race(void *arg) {
+  racer_t *r = arg;
+  bp_conv2d_params_t p = {sizeof p, 1, 1, 1, 1, 1, 1, 1};
+  bp_tensor_t x = t4(r->xb, 0, 1, C, H, H), w = t4(r->wb, 0, K, C, R, R),
+              y = t4(r->yb, 0, 1, K, H, H);
+  for (int i = 0; i < 4 && r->st == BP_OK; i++) {
+    r->st = bp_conv2d(r->s, &p, &x, &w, NULL, &y);
+    if (r->st == BP_OK) r->st = bp_stream_synchronize(r->s);
+  }
+  return NULL;
+}
+
+static void test_prepared_threads(void **state) {
+  fixture_t *f = *state;
+  enum { NT = 3 };
+  static float x[XN], w[WN];
+  fill(x, XN, 15), fill(w, WN, 16);
+  bp_buffer_t *xb = upload(f->dev, x, XN), *wb = upload(f->dev, w, WN);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  racer_t r[NT];
+  pthread_t th[NT];
+  for (int i = 0; i < NT; i++) {
+    r[i] = (racer_t){f, NULL, xb, wb, upload(f->dev, NULL, YN), BP_OK};
+    assert_int_equal(bp_stream_create(f->dev, &r[i].s), BP_OK);
+  }
+  for (int i = 0; i < NT; i++) assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
+  for (int i = 0; i < NT; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
+  for (int i = 0; i < NT; i++) {
+    assert_int_equal(r[i].st, BP_OK);
+    expect_conv(r[i].yb, x, w);
+    bp_stream_destroy(r[i].s);
+    bp_buffer_free(r[i].yb);
+  }
+  bp_buffer_free(xb), bp_buffer_free(wb);
+}
+
 /* A graph records its calls without the constant id: replayed after the
  * weights changed (mark cleared, new contents, marked again), it uses the
  * new weights. */
@@ -290,6 +337,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_outputs_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prepared_weights, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prepared_panels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_prepared_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_graph_after_change, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
