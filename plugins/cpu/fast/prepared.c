@@ -39,9 +39,32 @@ static void unlink_form(cpu_prep_t *p) {
     }
 }
 
+static void drop_alloc(uint64_t alloc);
+
+/* Frees p (unlinked), and with it the forms made from p's own bytes (a
+ * form prepared from another, e.g. from bf16 weights widened to f32): their
+ * key names p's data as the allocation, which a later form may reuse. */
 static void free_form(cpu_prep_t *p) {
+  uint64_t data = (uint64_t)(uintptr_t)p->data;
   free(p->data);
   free(p);
+  drop_alloc(data);
+}
+
+/* Drops the forms nobody holds whose source lies in the allocation at
+ * alloc. Under the lock. */
+static void drop_alloc(uint64_t alloc) {
+  for (cpu_prep_t **at = &forms; *at;) {
+    cpu_prep_t *p = *at;
+    if (p->key.alloc != alloc || p->holders) {
+      at = &p->next;
+      continue;
+    }
+    *at = p->next;
+    held_bytes -= p->bytes;
+    free_form(p);
+    at = &forms; /* the list may have lost other forms meanwhile */
+  }
 }
 
 /* Frees ready forms nobody holds, least recently used first, until bytes
@@ -98,23 +121,16 @@ void cpu_prep_release(cpu_prep_t *p, bool keep) {
   p->holders--;
   bool drop = !p->ready && !keep;
   if (!p->ready && keep) p->ready = true;
-  if (drop) unlink_form(p);
+  if (drop) {
+    unlink_form(p);
+    free_form(p);
+  }
   pthread_mutex_unlock(&lock);
-  if (drop) free_form(p);
 }
 
 void cpu_prep_forget_alloc(uint64_t alloc) {
   pthread_mutex_lock(&lock);
-  for (cpu_prep_t **at = &forms; *at;) {
-    cpu_prep_t *p = *at;
-    if (p->key.alloc != alloc || p->holders) {
-      at = &p->next;
-      continue;
-    }
-    *at = p->next;
-    held_bytes -= p->bytes;
-    free_form(p);
-  }
+  drop_alloc(alloc);
   pthread_mutex_unlock(&lock);
 }
 
@@ -131,7 +147,8 @@ __attribute__((destructor)) static void drop_all(void) {
   while (forms) {
     cpu_prep_t *p = forms;
     forms = p->next;
-    free_form(p);
+    free(p->data);
+    free(p);
   }
   held_bytes = 0;
   pthread_mutex_unlock(&lock);

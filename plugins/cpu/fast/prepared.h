@@ -9,8 +9,9 @@
  * on, and build it once. The forms live in one process-wide table with a
  * byte budget: the least recently used ones that no call holds go first
  * when a new one needs the room, and a freed allocation takes its forms
- * with it (cpu_mem_free). Without room a call simply prepares into its
- * scratch as it would without the id.
+ * with it (cpu_mem_free), as a freed form takes the forms prepared from
+ * its bytes. Without room a call simply prepares into its scratch as it
+ * would without the id.
  */
 #ifndef BACKPLANE_CPU_FAST_PREPARED_H
 #define BACKPLANE_CPU_FAST_PREPARED_H

@@ -12,6 +12,7 @@
 
 #include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/conv/conv2d.h"
+#include "plugins/cpu/fast/prepared.h"
 #include "plugins/cpu/tensor.h"
 
 /* t's shape as a dense f32 tensor over buf. */
@@ -37,17 +38,28 @@ static void convert(cpu_device_t *dev, const bp_plugin_tensor_t *y, const bp_plu
 
 bp_status_t cpu_fast_conv2d_widened(cpu_device_t *dev, const bp_conv2d_args_t *a) {
   int64_t nx = cpu_numel(&a->x), nw = cpu_numel(&a->w), ny = cpu_numel(&a->y);
-  float *buf = malloc((size_t)(nx + nw + ny) * sizeof(float));
-  if (!buf) return BP_ERR_UNIMPLEMENTED;
+  /* constant weights are widened once and kept (fast/prepared.h); the f32
+   * routes may then keep their own forms of that copy, keyed on its
+   * address, which lives as long as the copy does */
+  bool fresh = false;
+  cpu_prep_t *wide = cpu_fast_conv_prepared(a, 'F', NULL, 0, (size_t)nw * sizeof(float), &fresh);
+  float *buf = malloc((size_t)(nx + (wide ? 0 : nw) + ny) * sizeof(float));
+  if (!buf) {
+    if (wide) cpu_prep_release(wide, false);
+    return BP_ERR_UNIMPLEMENTED;
+  }
   bp_conv2d_args_t f = *a;
   f.x = dense_f32(&a->x, buf);
-  f.w = dense_f32(&a->w, buf + nx);
-  f.y = dense_f32(&a->y, buf + nx + nw);
+  f.y = dense_f32(&a->y, buf + nx);
+  f.w = dense_f32(&a->w, wide ? cpu_prep_data(wide) : buf + nx + ny);
+  /* a copy in this call's memory is nothing a later call may key on */
+  if (!wide) f.w_const_id = 0;
   convert(dev, &f.x, &a->x);
-  convert(dev, &f.w, &a->w);
+  if (!wide || fresh) convert(dev, &f.w, &a->w);
   /* into the f32 y first, so a decline leaves the caller's y untouched */
   bp_status_t st = cpu_fast_conv2d(dev, &f);
   if (st == BP_OK) convert(dev, &a->y, &f.y);
+  if (wide) cpu_prep_release(wide, true);
   free(buf);
   return st;
 }
