@@ -61,8 +61,7 @@ static bp_buffer_t *upload(bp_device_t *d, const float *v, size_t n) {
   return b;
 }
 
-static bp_tensor_t t4(bp_buffer_t *b, uint64_t offset, int64_t n, int64_t c, int64_t h,
-                      int64_t w) {
+static bp_tensor_t t4(bp_buffer_t *b, uint64_t offset, int64_t n, int64_t c, int64_t h, int64_t w) {
   int64_t shape[4] = {n, c, h, w};
   bp_tensor_t t;
   assert_int_equal(bp_tensor_init(b, offset, BP_F32, 4, shape, NULL, &t), BP_OK);
@@ -74,7 +73,9 @@ static void fill(float *v, int n, unsigned seed) {
 }
 
 /* Output rows (and columns) at stride st, padding 1. */
-static int out_size(int st) { return (H + 2 - R) / st + 1; }
+static int out_size(int st) {
+  return (H + 2 - R) / st + 1;
+}
 
 /* y = conv(x, w), stride st, padding 1, in double. */
 static void reference(const float *x, const float *w, int st, double *y) {
@@ -182,8 +183,8 @@ static void test_outputs_refused(void **state) {
   assert_memory_equal(back, y0, sizeof back);
 
   float p[8] = {1, 2, 3, 4, 5, 6, 7, 8}, g[8] = {1, 1, 1, 1, 1, 1, 1, 1}, z[8] = {0}, pb[8];
-  bp_buffer_t *pbuf = upload(f->dev, p, 8), *gbuf = upload(f->dev, g, 8),
-              *m = upload(f->dev, z, 8), *v = upload(f->dev, z, 8);
+  bp_buffer_t *pbuf = upload(f->dev, p, 8), *gbuf = upload(f->dev, g, 8), *m = upload(f->dev, z, 8),
+              *v = upload(f->dev, z, 8);
   int64_t n = 8;
   bp_tensor_t tp, tg, tm, tv;
   assert_int_equal(bp_tensor_init(pbuf, 0, BP_F32, 1, &n, NULL, &tp), BP_OK);

@@ -89,8 +89,10 @@ cpu_prep_t *cpu_prep_get(const cpu_prep_key_t *key, size_t bytes, bool *fresh) {
   while (p && memcmp(&p->key, key, sizeof *key) != 0) p = p->next;
   if (p) {
     /* being filled by another call: this one prepares its own */
-    if (!p->ready) p = NULL;
-    else p->holders++, p->last_use = ++clock_now;
+    if (!p->ready)
+      p = NULL;
+    else
+      p->holders++, p->last_use = ++clock_now;
     pthread_mutex_unlock(&lock);
     return p;
   }
@@ -112,9 +114,13 @@ cpu_prep_t *cpu_prep_get(const cpu_prep_key_t *key, size_t bytes, bool *fresh) {
   return p;
 }
 
-void *cpu_prep_data(cpu_prep_t *p) { return p->data; }
+void *cpu_prep_data(cpu_prep_t *p) {
+  return p->data;
+}
 
-uint64_t *cpu_prep_aux(cpu_prep_t *p) { return &p->aux; }
+uint64_t *cpu_prep_aux(cpu_prep_t *p) {
+  return &p->aux;
+}
 
 void cpu_prep_release(cpu_prep_t *p, bool keep) {
   pthread_mutex_lock(&lock);
