@@ -1,8 +1,9 @@
 /*
  * fuzz_api.c — a libFuzzer harness that decodes its input into a sequence
  * of public backplane calls on the "cpu" and "cpu-ref" devices: buffers
- * (alloc, free, write, read, copy, async copies), tensor views with fuzzed
- * shapes, strides and offsets, every op family with fuzzed arguments,
+ * (alloc, free, write, read, copy, async copies, constant marks), tensor
+ * views with fuzzed shapes, strides and offsets, every op family with
+ * fuzzed arguments,
  * streams, events and graphs, with handles that may be NULL, destroyed, or
  * of the other device.
  *
@@ -455,9 +456,14 @@ static bool command(state_t *s, reader_t *r) {
     break;
   }
   case 29: st = bp_device_synchronize(pick_dev(r)); break;
-  case 30: {
+  case 30: { /* size; constant marks (writes into a marked buffer are refused) */
     uint64_t size = 0;
-    st = bp_buffer_size(pick_buf(s, r), &size);
+    bool is_const = false;
+    uint8_t which = u8(r);
+    bp_buffer_t *b = pick_buf(s, r);
+    st = which % 3 == 0   ? bp_buffer_size(b, &size)
+         : which % 3 == 1 ? bp_buffer_set_constant(b, (which >> 2) & 1)
+                          : bp_buffer_is_constant(b, &is_const);
     break;
   }
   default: /* the cheap, common ones again, so sequences stay short */
