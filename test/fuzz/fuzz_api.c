@@ -3,9 +3,8 @@
  * of public backplane calls on the "cpu" and "cpu-ref" devices: buffers
  * (alloc, free, write, read, copy, async copies, constant marks), tensor
  * views with fuzzed shapes, strides and offsets, every op family with
- * fuzzed arguments,
- * streams, events and graphs, with handles that may be NULL, destroyed, or
- * of the other device.
+ * fuzzed arguments, streams, events and graphs, with handles that may be
+ * NULL, destroyed, or of the other device.
  *
  * Built by `make fuzz` with clang -fsanitize=fuzzer,address,undefined. The
  * library promises that no argument can make it crash, leak or touch memory
