@@ -304,19 +304,6 @@ class Tensor(ViewMixin, TensorModelMixin):
             raise ValueError(f"shape {a.shape} != tensor shape {self.shape}")
         _check(_lib.lib.bp_buffer_write(self._buffer, self._desc.offset, a.ctypes.data, a.nbytes))
 
-    @property
-    def constant(self) -> bool:
-        """Whether the tensor's buffer is marked constant (bp_buffer_set_constant):
-        writes into it are refused, and backends may keep a prepared form of it,
-        such as conv2d weights transformed once."""
-        out = ctypes.c_bool(False)
-        _check(_lib.lib.bp_buffer_is_constant(self._buffer, ctypes.byref(out)))
-        return bool(out.value)
-
-    @constant.setter
-    def constant(self, value: bool) -> None:
-        _check(_lib.lib.bp_buffer_set_constant(self._buffer, bool(value)))
-
     def is_contiguous(self) -> bool:
         """Whether the elements lie densely in row-major order."""
         stride = 1

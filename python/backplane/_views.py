@@ -8,11 +8,12 @@ base alive, so the buffer outlives every view of it.
 """
 from __future__ import annotations
 
+import ctypes
 import operator
 from typing import Any, Optional, Sequence, Tuple
 
 from . import _lib
-from ._checks import _invalid
+from ._checks import _check, _invalid
 
 
 def _itemsize(t) -> int:
@@ -41,7 +42,22 @@ def _expand_key(key: Any, rank: int) -> list:
 
 
 class ViewMixin:
-    """Tensor methods that make views (mixed into Tensor)."""
+    """Tensor methods that make views (mixed into Tensor), and the constant
+    mark of the buffer they share."""
+
+    @property
+    def constant(self) -> bool:
+        """Whether the tensor's buffer is marked constant (bp_buffer_set_constant):
+        writes into it are refused, and backends may keep a prepared form of it,
+        such as conv2d weights transformed once. The mark is the buffer's, so
+        every view of it shares it."""
+        out = ctypes.c_bool(False)
+        _check(_lib.lib.bp_buffer_is_constant(self._buffer, ctypes.byref(out)))
+        return bool(out.value)
+
+    @constant.setter
+    def constant(self, value: bool) -> None:
+        _check(_lib.lib.bp_buffer_set_constant(self._buffer, bool(value)))
 
     def _element_offset_view(self, elems: int, shape: Sequence[int], strides: Sequence[int]):
         v = self._view(list(shape), list(strides))
