@@ -283,7 +283,8 @@ BP_API bp_status_t bp_buffer_size(const bp_buffer_t *buffer,
  * weights transformed and packed once: docs/runtime.md "Constant
  * buffers"). The application must not change the memory another way
  * either: through a DLPack alias, a custom kernel, or a graph captured
- * before the mark was set. Clearing it allows writes again; setting it
+ * before the mark was set or rebound to the buffer (a graph's calls are
+ * checked when captured). Clearing it allows writes again; setting it
  * again later starts afresh, so nothing prepared before is reused. */
 BP_API bp_status_t bp_buffer_set_constant(bp_buffer_t *buffer, bool constant);
 /* Whether the buffer is marked constant. */
