@@ -72,14 +72,18 @@ static void fill(float *v, int n, unsigned seed) {
   for (int i = 0; i < n; i++) v[i] = (float)((i * 37 + seed * 11) % 29) / 14.0f - 1.0f;
 }
 
-/* Output rows (and columns) at stride st, padding 1. */
-static int out_size(int st) {
-  return (H + 2 - R) / st + 1;
+/* Output rows (and columns) of an hw x hw image at stride st, padding 1. */
+static int out_size_of(int hw, int st) {
+  return (hw + 2 - R) / st + 1;
 }
 
-/* y = conv(x, w), stride st, padding 1, in double. */
-static void reference(const float *x, const float *w, int st, double *y) {
-  int P = out_size(st);
+static int out_size(int st) {
+  return out_size_of(H, st);
+}
+
+/* y = conv(x, w) over an hw x hw image, stride st, padding 1, in double. */
+static void reference_of(const float *x, const float *w, int hw, int st, double *y) {
+  int P = out_size_of(hw, st);
   for (int k = 0; k < K; k++)
     for (int p = 0; p < P; p++)
       for (int q = 0; q < P; q++) {
@@ -88,11 +92,15 @@ static void reference(const float *x, const float *w, int st, double *y) {
           for (int r = 0; r < R; r++)
             for (int t = 0; t < R; t++) {
               int ih = p * st + r - 1, iw = q * st + t - 1;
-              if (ih >= 0 && ih < H && iw >= 0 && iw < H)
-                s += (double)x[(c * H + ih) * H + iw] * w[((k * C + c) * R + r) * R + t];
+              if (ih >= 0 && ih < hw && iw >= 0 && iw < hw)
+                s += (double)x[(c * hw + ih) * hw + iw] * w[((k * C + c) * R + r) * R + t];
             }
         y[(k * P + p) * P + q] = s;
       }
+}
+
+static void reference(const float *x, const float *w, int st, double *y) {
+  reference_of(x, w, H, st, y);
 }
 
 /* y's contents against the reference for x and w at stride st. */
@@ -318,6 +326,45 @@ static void test_prepared_bf16_views(void **state) {
   bp_buffer_free(xb), bp_buffer_free(wb), bp_buffer_free(yb);
 }
 
+/* At AVX2 (the device's ISA held there) a 7 x 7 image takes the route with
+ * output channels along the vector, whose weight blocks are packed once
+ * for constant weights: new weights under a new mark must show. */
+static void test_prepared_pix_avx2(void **state) {
+  fixture_t *f = *state;
+  enum { HS = 7, XS = C * HS * HS, YS = K * HS * HS };
+  bp_device_config_t cfg = {.struct_size = sizeof cfg, .isa_max = BP_ISA_AVX2};
+  bp_device_t *d;
+  bp_stream_t *s;
+  if (bp_device_open(f->ctx, "cpu", &cfg, &d) != BP_OK) skip();
+  assert_int_equal(bp_stream_create(d, &s), BP_OK);
+  static float x[XS], w[WN], w2[WN], y[YS];
+  static double ref[YS];
+  fill(x, XS, 19), fill(w, WN, 20), fill(w2, WN, 21);
+  bp_buffer_t *xb = upload(d, x, XS), *wb = upload(d, w, WN), *yb = upload(d, NULL, YS);
+  bp_conv2d_params_t p = {sizeof p, 1, 1, 1, 1, 1, 1, 1};
+  bp_tensor_t tx = t4(xb, 0, 1, C, HS, HS), tw = t4(wb, 0, K, C, R, R),
+              ty = t4(yb, 0, 1, K, HS, HS);
+  assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+  for (int call = 0; call < 3; call++) {
+    const float *wv = call < 2 ? w : w2;
+    if (call == 2) {
+      assert_int_equal(bp_buffer_set_constant(wb, false), BP_OK);
+      assert_int_equal(bp_buffer_write(wb, 0, w2, sizeof w2), BP_OK);
+      assert_int_equal(bp_buffer_set_constant(wb, true), BP_OK);
+    }
+    assert_int_equal(bp_conv2d(s, &p, &tx, &tw, NULL, &ty), BP_OK);
+    assert_int_equal(bp_stream_synchronize(s), BP_OK);
+    assert_int_equal(bp_buffer_read(yb, 0, y, sizeof y), BP_OK);
+    reference_of(x, wv, HS, 1, ref);
+    int bad = 0;
+    for (int i = 0; i < YS; i++)
+      if (!(fabs(y[i] - ref[i]) <= 1e-4 * (1.0 + fabs(ref[i])))) bad++;
+    if (bad) print_error("call %d: %d outputs wrong\n", call, bad);
+    assert_int_equal(bad, 0);
+  }
+  bp_device_close(d);
+}
+
 /* Threads on their own streams call conv2d with the same constant weights
  * at once: one fills the kept transform while the others find it being
  * filled (and prepare their own) or ready (and read it). */
@@ -398,6 +445,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_prepared_weights, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prepared_panels, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prepared_threads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_prepared_pix_avx2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prepared_bf16_views, setup, teardown),
       cmocka_unit_test_setup_teardown(test_graph_after_change, setup, teardown),
   };

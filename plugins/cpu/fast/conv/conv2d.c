@@ -241,6 +241,22 @@ static bool direct_pays(const conv_job_t *j) {
   return pq * 8 >= strips * 2 * hw * 7;
 }
 
+/* With constant weights, pix_task's NR-channel blocks of every group packed
+ * once and kept between calls (fast/prepared.h), so its tasks pack
+ * nothing. */
+static cpu_prep_t *pix_prepared(conv_job_t *j, const bp_conv2d_args_t *a, bool *fresh) {
+  int64_t nr = j->kr->nr, kq = j->kg / nr;
+  cpu_prep_t *p = cpu_fast_conv_prepared(a, 'P', j->kr, 0,
+                                         (size_t)(j->K * j->crs) * sizeof(float), fresh);
+  if (!p) return NULL;
+  float *dst = cpu_prep_data(p);
+  for (int64_t b = 0; *fresh && b < j->G * kq; b++)
+    j->kr->pack(j->ap + (b / kq * j->kg + b % kq * nr) * j->lda, j->lda, 1, nr, j->crs, (int)nr,
+                dst + b * nr * j->crs);
+  j->wpacked = dst;
+  return p;
+}
+
 static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                  const cpu_fast_gemm_kernel_t *kr, const float *bias) {
   conv_job_t j;
@@ -310,6 +326,8 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
     j.off = off;
   }
   if (ap) cpu_pool_run(dev->pool, j.K, 16, flatten_weights, &j);
+  bool fresh = false;
+  cpu_prep_t *prep = j.pix ? pix_prepared(&j, a, &fresh) : NULL;
   int64_t tasks = x->shape[0] * j.G * j.ncb * j.pm;
   double flops = 2.0 * (double)j.K * (double)j.crs * (double)(j.P * j.Q) * (double)x->shape[0];
   if (j.pix) tasks = x->shape[0] * j.G * (j.kg / kr->nr);
@@ -326,6 +344,7 @@ static bp_status_t conv_implicit(cpu_device_t *dev, const bp_conv2d_args_t *a,
     j.next = &next;
     cpu_pool_run(dev->pool, threads, 1, fn, &j);
   }
+  if (prep) cpu_prep_release(prep, true);
   free(off);
   return BP_OK;
 }

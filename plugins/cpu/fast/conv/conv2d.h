@@ -35,6 +35,9 @@ typedef struct pad_job {
 typedef struct conv_job {
   const cpu_fast_gemm_kernel_t *kr;
   const float *x, *ap; /* image, packed weights (all groups) */
+  /* pix_task: every NR-channel block's packed weights, kept between calls
+   * (constant weights, fast/prepared.h), or NULL: each task packs its own */
+  const float *wpacked;
   float *y;
   const float *bias; /* K floats or NULL */
   int64_t C, H, W, K, P, Q, R, S, G, cg, kg, crs;

@@ -244,7 +244,8 @@ void cpu_fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned work
   for (int64_t t = next_task(j, &begin); t < task_end(j, end); t = next_task(j, &begin)) {
     int64_t q = t % kq, ng = t / kq, n = ng / j->G, g = ng % j->G;
     int64_t k0 = g * j->kg + q * nr;
-    kr->pack(j->ap + k0 * j->lda, j->lda, 1, nr, j->crs, nr, wp);
+    const float *w = j->wpacked ? j->wpacked + (g * kq + q) * nr * j->crs : wp;
+    if (!j->wpacked) kr->pack(j->ap + k0 * j->lda, j->lda, 1, nr, j->crs, nr, wp);
     const float *xg = j->x + n * j->sxn + g * j->cg * j->sxc;
     if (j->slab) {
       if (have != ng) {
@@ -267,7 +268,7 @@ void cpu_fast_conv_pix_task(void *ctx, int64_t begin, int64_t end, unsigned work
       cpu_fast_ukr_pix_fn ukr =
           rows <= 4 && kr == &cpu_fast_sgemm_avx2 ? cpu_fast_conv_ukr_pix4_avx2 : kr->ukr_pix;
       if (rows > 4 && kr == &cpu_fast_sgemm_avx2) ukr = cpu_fast_conv_ukr_pix6_avx2;
-      ukr(j->crs, xp, j->off, wp, y + pi, j->syk, rows, 0.0f);
+      ukr(j->crs, xp, j->off, w, y + pi, j->syk, rows, 0.0f);
     }
     if (j->bias)
       for (int64_t ch = 0; ch < nr; ch++)
