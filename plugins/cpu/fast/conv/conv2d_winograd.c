@@ -157,8 +157,8 @@ static bool wino_takes(const cpu_device_t *dev, const bp_conv2d_args_t *a, const
     return false;
   if (x->strides[3] != 1 || y->strides[3] != 1) return false;
   int64_t min_pixels = dev->tune.conv_winograd_min_pixels > 0 ? dev->tune.conv_winograd_min_pixels
-                       : cpu_fast_conv_const_id(a)                      ? WINO_MIN_PIXELS_PREPARED
-                                                               : WINO_MIN_PIXELS;
+                       : cpu_fast_conv_const_id(a)            ? WINO_MIN_PIXELS_PREPARED
+                                                              : WINO_MIN_PIXELS;
   if (j->C < WINO_MIN_CHANNELS || j->K < WINO_MIN_CHANNELS || j->T < WINO_MIN_TILES ||
       j->N * j->P * j->Q < min_pixels)
     return false;
@@ -224,7 +224,8 @@ bp_status_t cpu_fast_conv2d_winograd(cpu_device_t *dev, const bp_conv2d_args_t *
 
   run(dev, j.K + j.N * j.C, 1, filter_scan_task, &r);
   if (!wino_values_ok(&j)) {
-    if (prep) cpu_prep_release(prep, !fresh);
+    /* a fresh form is not packed yet: dropped; a ready one stays */
+    if (prep) cpu_prep_release(prep, false);
     return BP_ERR_UNIMPLEMENTED;
   }
   if (!r.have_u) run(dev, 16, 1, pack_task, &r);
