@@ -20,7 +20,8 @@
  * replaces the Winograd route's pixel floor (a large N: the route it
  * would take otherwise). CONST=1 passes a constant id for the weights
  * (bp_buffer_set_constant), so the routes that can keep their packed or
- * transformed weights between calls do.
+ * transformed weights between calls do. NHWC=1 lays x and y out
+ * channels-last (NCHW views with channel stride 1).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,11 @@ int main(int argc, char **argv) {
   a.stride_h = a.stride_w = st, a.pad_h = a.pad_w = R / 2;
   a.dilation_h = a.dilation_w = 1, a.groups = G;
   a.x = tensor4(x, dt, xs), a.w = tensor4(w, dt, ws), a.y = tensor4(y, dt, ys);
+  /* NHWC=1: x and y channels-last (an NCHW view with the channel stride 1) */
+  if (getenv("NHWC") && atoi(getenv("NHWC"))) {
+    const int64_t xl[4] = {C * H * H, 1, H * C, C}, yl[4] = {K * P * P, 1, P * K, K};
+    memcpy(a.x.strides, xl, sizeof xl), memcpy(a.y.strides, yl, sizeof yl);
+  }
   /* CONST=1: w as if its buffer were marked constant (prepared once) */
   a.w_const_id = getenv("CONST") && atoi(getenv("CONST")) ? 1 : 0;
   cpu_device_t dev;

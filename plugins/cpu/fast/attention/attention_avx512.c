@@ -6,13 +6,16 @@
  * Work is split over (batch, query head, block of FA_BQ queries), taken
  * from a shared counter by the pool's workers. For one query block the
  * keys are walked in blocks of FA_BK:
- *   S = scale * Q K^T   the f32 GEMM's unpacked micro-kernel (ukr_rows,
- *                       MR queries x NR keys per call), Q read in place,
- *                       K^T from NR-key panels packed by the GEMM's packer
+ *   S = scale * Q K^T   the f32 GEMM's packed micro-kernel (ukr, MR
+ *                       queries x NR keys per call): the block's queries
+ *                       packed once into k-major tiles, K^T in NR-key
+ *                       panels packed by the GEMM's packer
  *   online softmax      per query a running max m and sum l; S becomes
  *                       P = e^(S - m) and the output so far is rescaled by
  *                       e^(m_old - m_new)
- *   O += P V            the same micro-kernel, V read in place
+ *   O += P V            the unpacked micro-kernel, V read in place; whole
+ *                       tiles through an instance whose P rows lie a fixed
+ *                       FA_BK apart (one pointer for all MR rows)
  * so the Sq x Skv score matrix never exists: per worker there is one
  * FA_BQ x FA_BK block of it. With the causal mask, key blocks above the
  * diagonal are never visited, and within a block each MR-row tile stops
@@ -48,11 +51,31 @@
 #include "attention_mask.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/fast/gemm/gemm_epi512.h"
+#include "plugins/cpu/fast/gemm/gemm_ukr_rows.h"
 
 #define FA_MR 12          /* rows of the micro-kernel's tile (queries) */
 #define FA_NR 32          /* columns of the micro-kernel's tile (keys, values) */
 #define FA_BQ (4 * FA_MR) /* queries per block */
 #define FA_BK (4 * FA_NR) /* keys per block */
+
+/* O += P V for a whole tile: the unpacked micro-kernel with P's rows
+ * FA_BK apart in the score block, fixed, so one pointer reaches all
+ * FA_MR of them (the GEMM's ukr_rows keeps a register per row). */
+#include "plugins/cpu/fast/gemm/ukr_avx512_f32.h"
+CPU_FAST_DEFINE_UKR_ROWS_FIXED(fa_pv_ukr, FA_MR, FA_BK)
+#undef VEC
+#undef T
+#undef W
+#undef LOAD
+#undef STORE
+#undef SET1
+#undef FMA
+#undef MUL
+#undef ZERO
+#undef MASK_T
+#undef MASK
+#undef MLOAD
+#undef STORE_N
 
 static inline int64_t fa_min(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -127,6 +150,7 @@ typedef struct fa_job {
 typedef struct fa_ws {
   float *kt; /* [ldkt] K^T of one kv head in NR-key panels [D][NR] */
   float *qb; /* [FA_BQ][D] the block's queries when not read in place */
+  float *qk; /* [FA_BQ / FA_MR][D][FA_MR] the block's queries, k-major tiles */
   float *s;  /* [FA_BQ][FA_BK] scores, then weights */
   float *o;  /* [FA_BQ][Dv] unnormalised output */
   float *vh; /* [Skv][Dv] the kv head's values when not read in place */
@@ -341,10 +365,14 @@ static void fa_pv_tile(const fa_job_t *j, fa_ws_t *w, const float *vp, int64_t l
   int64_t k0 = exact ? lmax : lo, k1 = exact ? (hmin > lmax ? hmin : lmax) : nk;
   const float *p = w->s + t0 * FA_BK;
   float *o = w->o + t0 * Dv;
-  if (k1 > k0)
-    for (int64_t e0 = 0; e0 < Dv; e0 += FA_NR)
-      j->kr->ukr_rows(k1 - k0, p + k0, FA_BK, vp + k0 * ldv + e0, ldv, o + e0, Dv, (int)rows,
+  for (int64_t e0 = 0; k1 > k0 && e0 < Dv; e0 += FA_NR) {
+    const float *ve = vp + k0 * ldv + e0;
+    if (rows == FA_MR && Dv - e0 >= FA_NR)
+      fa_pv_ukr(k1 - k0, p + k0, ve, ldv, o + e0, Dv, 1.0f, 1.0f);
+    else
+      j->kr->ukr_rows(k1 - k0, p + k0, FA_BK, ve, ldv, o + e0, Dv, (int)rows,
                       (int)fa_min(FA_NR, Dv - e0), 1.0f, 1.0f);
+  }
   if (!exact) return;
   for (int64_t r = t0; r < t0 + rows; r++) {
     fa_pv_row(j, w, vp, ldv, r, w->nlo[r], fa_min(k0, w->nvis[r]));
@@ -364,20 +392,23 @@ static const float *fa_values(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t 
                                             b * j->sv[0] + g * j->sv[1] + k0 * j->sv[2]);
 }
 
-/* One key block [k0, k0 + nk) for the query block's nq rows at qp. */
-static void fa_key_block(const fa_job_t *j, fa_ws_t *w, const float *qp, int64_t lda, int64_t b,
-                         int64_t h, int64_t i0, int64_t nq, int64_t k0, int64_t nk) {
+/* One key block [k0, k0 + nk) for the query block's nq rows (packed in
+ * w->qk). */
+static void fa_key_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, int64_t i0,
+                         int64_t nq, int64_t k0, int64_t nk) {
+  static const float zero = 0.0f;
   int64_t D = j->D, tk[FA_BQ / FA_MR];
   for (int64_t r = 0; r < nq; r++) fa_block_keys(j, b, i0 + r, k0, nk, &w->nlo[r], &w->nvis[r]);
   /* scores, each MR-row tile from the NR panel of the first key its first
-   * row sees up to the last key its last row sees */
+   * row sees up to the last key its last row sees; the packed kernel
+   * writes whole tiles (rows past nq and keys past the last seen lie
+   * inside the score block and are never read) */
   for (int64_t t0 = 0; t0 < nq; t0 += FA_MR) {
-    int64_t rows = fa_min(FA_MR, nq - t0);
-    int64_t kv = w->nvis[t0 + rows - 1];
+    int64_t kv = w->nvis[fa_min(t0 + FA_MR, nq) - 1];
     tk[t0 / FA_MR] = kv;
     for (int64_t p0 = w->nlo[t0] / FA_NR * FA_NR; p0 < kv; p0 += FA_NR)
-      j->kr->ukr_rows(D, qp + t0 * lda, lda, w->kt + (k0 + p0) * D, FA_NR, w->s + t0 * FA_BK + p0,
-                      FA_BK, (int)rows, (int)fa_min(FA_NR, kv - p0), j->scale, 0.0f);
+      j->kr->ukr(D, w->qk + t0 * D, w->kt + (k0 + p0) * D, w->s + t0 * FA_BK + p0, FA_BK, &j->scale,
+                 &zero);
   }
   for (int64_t r = 0; r < nq; r++) {
     int64_t kv = tk[r / FA_MR];
@@ -432,6 +463,9 @@ static void fa_query_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, 
       fa_widen(fa_at(q, j->tq, r * j->sq[2]), j->tq, D > 1 ? j->sq[3] : 1, D, w->qb + r * D);
     qp = w->qb, lda = D;
   }
+  /* k-major tiles for the packed kernel (rows past nq zero); unit k
+   * stride, which the packer always takes */
+  cpu_fast_spack_avx512(qp, lda, 1, nq, D, FA_MR, w->qk);
   /* keys past the last query's limit and before the first query's start
    * are hidden from the whole block */
   int64_t kbeg, kend, lo, hi;
@@ -439,13 +473,13 @@ static void fa_query_block(const fa_job_t *j, fa_ws_t *w, int64_t b, int64_t h, 
   att_mask_keys(&j->mk, b, i0 + nq - 1, &lo, &kend);
   fa_pack_head(j, w, b, g, kend);
   for (int64_t k0 = kbeg / FA_NR * FA_NR; k0 < kend; k0 += FA_BK)
-    fa_key_block(j, w, qp, lda, b, h, i0, nq, k0, fa_min(FA_BK, kend - k0));
+    fa_key_block(j, w, b, h, i0, nq, k0, fa_min(FA_BK, kend - k0));
   fa_store(j, w, b, h, i0, nq);
 }
 
 static size_t fa_ws_floats(const fa_job_t *j) {
   int64_t vh = j->vdirect ? 0 : j->Skv * j->Dv, kw = j->tk == BP_F32 ? 0 : FA_NR * j->D;
-  return (size_t)(j->ldkt + FA_BQ * (j->D + FA_BK + j->Dv) + vh + kw + 64);
+  return (size_t)(j->ldkt + FA_BQ * (2 * j->D + FA_BK + j->Dv) + vh + kw + 64);
 }
 
 /* Task t: head t / per (batch-major), query block t % per; causal heads
@@ -462,7 +496,8 @@ static void fa_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   fa_ws_t w;
   w.kt = buf;
   w.qb = w.kt + j->ldkt;
-  w.s = w.qb + FA_BQ * j->D;
+  w.qk = w.qb + FA_BQ * j->D;
+  w.s = w.qk + FA_BQ * j->D;
   w.o = w.s + FA_BQ * FA_BK;
   w.vh = w.o + FA_BQ * j->Dv;
   w.kw = w.vh + (j->vdirect ? 0 : j->Skv * j->Dv);

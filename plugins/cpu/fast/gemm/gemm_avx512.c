@@ -10,24 +10,8 @@
 
 /* 12 rows x 2 vectors: 24 accumulators, 2 B vectors, 1 broadcast of the 32
  * zmm registers; the A panel (12 x KC) stays in L1 while B streams from L2. */
-#define VEC __m512
-#define T float
-#define W 16
-#define LOAD _mm512_loadu_ps
-#define STORE _mm512_storeu_ps
-#define SET1 _mm512_set1_ps
-#define FMA _mm512_fmadd_ps
-#define MUL _mm512_mul_ps
-#define ZERO _mm512_setzero_ps
+#include "ukr_avx512_f32.h"
 CPU_FAST_DEFINE_UKR(sgemm_ukr_12x32, 12)
-/* Lane mask with the first n of 16 lanes set (none for n <= 0). */
-static inline __mmask16 lanes16(int n) {
-  return n <= 0 ? 0 : n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
-}
-#define MASK_T __mmask16
-#define MASK(n) lanes16(n)
-#define MLOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
-#define STORE_N(p, v, n) _mm512_mask_storeu_ps((p), lanes16(n), (v))
 CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_12x32, 12)
 CPU_FAST_DEFINE_UKR_OFFS(sgemm_ukr_offs_12x32, 12)
 CPU_FAST_DEFINE_UKR_PIX(sgemm_ukr_pix_12x32, 12)

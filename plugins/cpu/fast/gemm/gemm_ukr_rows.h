@@ -80,6 +80,17 @@
     CPU_FAST_UKR_ROWS_BODY(MR, CPU_FAST_ROWS_BLO, CPU_FAST_ROWS_BHI, cols)                 \
   }
 
+/* Whole MR x 2W tiles with A's rows LDA apart, a compile-time constant:
+ * one pointer then addresses all MR rows (the row pointers of ukr_rows,
+ * one register each, leave the k loop short of registers). For an A that
+ * lies in a block of known width, as the attention kernels' weights do. */
+#define CPU_FAST_DEFINE_UKR_ROWS_FIXED(name, MR, LDA)                              \
+  static void name(int64_t k, const float *a, const float *b, int64_t ldb,     \
+                   float *c, int64_t ldc, float alpha, float beta) {           \
+    const int rows = MR, cols = 2 * W;                                         \
+    CPU_FAST_UKR_BODY_A(MR, CPU_FAST_ROWS_BLO, CPU_FAST_ROWS_BHI, 2 * W, LDA, 1)         \
+  }
+
 /* Column-major A (cpu_fast_gemm_kernel_t.ukr_cols): element (i, p) at
  * a[p*lda + i], the MR values of one k step side by side. */
 #define CPU_FAST_DEFINE_UKR_COLS(name, MR)                                         \
