@@ -66,6 +66,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d),
       cmocka_unit_test(test_conv2d_winograd),
+      cmocka_unit_test(test_conv2d_pointwise),
       cmocka_unit_test(test_unary),
       cmocka_unit_test(test_binary),
       cmocka_unit_test(test_half_unary),

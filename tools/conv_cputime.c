@@ -18,7 +18,8 @@
  * non-zero values (the AMX tiles run faster on zeros). BP_BENCH_ISA=avx2
  * in the environment runs the AVX2 + FMA kernels; WINO_MIN_PIXELS=N
  * replaces the Winograd route's pixel floor (a large N: the route it
- * would take otherwise). CONST=1 passes a constant id for the weights
+ * would take otherwise), PW_MIN_PIXELS=N the pointwise 1x1 route's
+ * (fast/conv/conv2d_pointwise.c). CONST=1 passes a constant id for the weights
  * (bp_buffer_set_constant), so the routes that can keep their packed or
  * transformed weights between calls do. NHWC=1 lays x and y out
  * channels-last (NCHW views with channel stride 1).
@@ -72,9 +73,10 @@ int main(int argc, char **argv) {
   if (dw) K = C;
   int64_t st = argc == 10 ? atoll(argv[9]) : 1, P = (H + 2 * (R / 2) - R) / st + 1;
   int64_t xs[4] = {1, C, H, H}, ws[4] = {K, cg, R, R}, ys[4] = {1, K, P, P};
-  void *x = calloc((size_t)(C * H * H), (size_t)es),
-       *w = calloc((size_t)(K * cg * R * R), (size_t)es);
-  void *y = calloc((size_t)(K * H * H), (size_t)es);
+  /* 64-byte aligned, as the device's buffers are (plugins/cpu/memory.c) */
+  void *x = aligned_alloc(64, (size_t)(C * H * H * es + 63) / 64 * 64),
+       *w = aligned_alloc(64, (size_t)(K * cg * R * R * es + 63) / 64 * 64);
+  void *y = aligned_alloc(64, (size_t)(K * H * H * es + 63) / 64 * 64);
   if (!x || !w || !y) return 1;
   fill(x, dt, C * H * H, 7), fill(w, dt, K * cg * R * R, 7919);
   bp_conv2d_args_t a;
@@ -95,6 +97,8 @@ int main(int argc, char **argv) {
   const char *isa = getenv("BP_BENCH_ISA"), *wino = getenv("WINO_MIN_PIXELS");
   dev.isa = isa && !strcmp(isa, "avx2") ? BP_ISA_AVX2 : BP_ISA_BEST;
   dev.tune.conv_winograd_min_pixels = wino ? atoll(wino) : 0;
+  const char *pwmin = getenv("PW_MIN_PIXELS");
+  dev.tune.conv_pointwise_min_pixels = pwmin ? atoll(pwmin) : 0;
   dev.threads = (unsigned)threads;
   dev.pool = cpu_pool_create((unsigned)threads);
   double flops = 2.0 * (double)(K * cg * R * R) * (double)(P * P), wall = 1e9, cpu = 1e9;

@@ -112,6 +112,9 @@ typedef struct cpu_fast_tuning {
   int64_t conv_winograd_min_pixels; /* output pixels (all images) before a
                                        3x3 layer takes Winograd
                                        (fast/conv/conv2d_winograd.c) */
+  int64_t conv_pointwise_min_pixels; /* pixels of a plane before a 1x1
+                                        layer takes the pointwise route
+                                        (fast/conv/conv2d_pointwise.c) */
 } cpu_fast_tuning_t;
 
 typedef struct cpu_device {

@@ -518,10 +518,12 @@ static bp_status_t conv_route(cpu_device_t *dev, const bp_conv2d_args_t *a,
     return conv_depthwise(dev, a, kr, vk, bias);
   bool unit = w->shape[2] == 1 && w->shape[3] == 1 && a->stride_h == 1 && a->stride_w == 1 &&
               a->pad_h == 0 && a->pad_w == 0;
-  /* 3x3 stride 1 by Winograd (fast/conv/conv2d_winograd.c), else on
-   * AVX-512 the direct route (fast/conv/conv2d_direct.c), where they take
-   * the layer */
+  /* 3x3 stride 1 by Winograd (fast/conv/conv2d_winograd.c), 1x1 over
+   * large planes by the pointwise route, else on AVX-512 the direct route
+   * (fast/conv/conv2d_direct.c), where they take the layer */
   bp_status_t st = cpu_fast_conv2d_winograd(dev, a, bias);
+  if (st != BP_ERR_UNIMPLEMENTED) return st;
+  st = cpu_fast_conv2d_pointwise(dev, a, kr, bias);
   if (st != BP_ERR_UNIMPLEMENTED) return st;
   if (kr == &cpu_fast_sgemm_avx512) {
     st = cpu_fast_conv2d_direct(dev, a, bias);

@@ -164,6 +164,16 @@ CPU_HIDDEN void cpu_fast_conv_dseg_avx512(const dconv_seg_t *s);
 CPU_HIDDEN bp_status_t cpu_fast_conv2d_direct(cpu_device_t *dev, const bp_conv2d_args_t *a,
                                               const float *bias);
 
+/* f32 1x1 stride-1 layers over dense planes of at least a floor of pixels
+ * (the device's tune.conv_pointwise_min_pixels, else the kernel's), as a
+ * GEMM per image with the pixels along the vector
+ * (fast/conv/conv2d_pointwise.c); kr is the GEMM kernel (its ukr_cols and
+ * panel packer). BP_ERR_UNIMPLEMENTED, having written nothing, for the
+ * layers it does not take. */
+CPU_HIDDEN bp_status_t cpu_fast_conv2d_pointwise(cpu_device_t *dev, const bp_conv2d_args_t *a,
+                                                 const cpu_fast_gemm_kernel_t *kr,
+                                                 const float *bias);
+
 /* ---- Winograd F(2x2, 3x3) (f32, AVX-512): fast/conv/conv2d_winograd.c ---- */
 
 #define WINO_NT 32 /* tiles per chunk: one B panel of the 12 x 32 kernel, two of the 6 x 16 */
