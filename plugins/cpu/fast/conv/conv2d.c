@@ -8,6 +8,9 @@
  *    stencil over each plane, vectorised along output rows (stride-1 rows:
  *    fast/conv/conv2d_dw_avx2.c, conv2d_dw_avx512.c, whose 3 x 3 stride-1
  *    kernel keeps three rows in flight; else the row table's);
+ *  - pointwise (fast/conv/conv2d_pointwise.c): 1x1 stride-1 layers over
+ *    large planes on whole cache lines, as a GEMM per image with the
+ *    pixels along the vector, x and y read and written in place;
  *  - direct, on AVX-512 CPUs (fast/conv/conv2d_direct.c): output channels
  *    along the vector, input values broadcast from the image rows, for
  *    every layer with at least 16 output channels per group; the routes
