@@ -104,6 +104,7 @@ static const lcase_t cases[] = {
     {1, 64, 7, 9, 32, 1, 1, 1, 0, 1, 1, NHWC, NHWC},       /* 1x1: one GEMM */
     {2, 40, 5, 6, 70, 1, 1, 1, 0, 1, 0, NHWC, NHWC},       /* 1x1 GEMM, two images */
     {1, 48, 6, 5, 24, 1, 1, 1, 0, 1, 1, NCHW, NHWC},       /* 1x1, NCHW x: copies */
+    {1, 24, 32, 32, 20, 1, 1, 1, 0, 1, 1, NCHW, NCHW},     /* 1x1 over 32 x 32: pointwise at AVX2 */
     {1, 24, 13, 10, 16, 3, 3, 2, 1, 1, 1, NHWC, NHWC},     /* stride 2 */
     {1, 32, 6, 7, 32, 3, 3, 1, 1, 2, 1, NHWC, NHWC},       /* groups */
     {2, 20, 9, 9, 28, 3, 3, 1, 1, 1, 1, NHWC, ROW_GAPS},   /* y with gaps between rows */

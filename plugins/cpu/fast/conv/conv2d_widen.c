@@ -43,15 +43,19 @@ bp_status_t cpu_fast_conv2d_widened(cpu_device_t *dev, const bp_conv2d_args_t *a
    * address, which lives as long as the copy does */
   bool fresh = false;
   cpu_prep_t *wide = cpu_fast_conv_prepared(a, 'F', NULL, 0, (size_t)nw * sizeof(float), &fresh);
-  float *buf = malloc((size_t)(nx + (wide ? 0 : nw) + ny) * sizeof(float));
-  if (!buf) {
+  /* each copy on a 64-byte boundary, as the device's buffers are: the
+   * pointwise route takes only planes on whole lines */
+  int64_t xs = (nx + 15) / 16 * 16, ys = (ny + 15) / 16 * 16;
+  void *mem = NULL;
+  if (posix_memalign(&mem, 64, (size_t)(xs + ys + (wide ? 0 : nw)) * sizeof(float)) != 0) {
     if (wide) cpu_prep_release(wide, false);
     return BP_ERR_UNIMPLEMENTED;
   }
+  float *buf = mem;
   bp_conv2d_args_t f = *a;
   f.x = dense_f32(&a->x, buf);
-  f.y = dense_f32(&a->y, buf + nx);
-  f.w = dense_f32(&a->w, wide ? cpu_prep_data(wide) : buf + nx + ny);
+  f.y = dense_f32(&a->y, buf + xs);
+  f.w = dense_f32(&a->w, wide ? cpu_prep_data(wide) : buf + xs + ys);
   /* a copy in this call's memory is nothing a later call may key on */
   if (!wide) f.w_const_id = 0;
   convert(dev, &f.x, &a->x);
