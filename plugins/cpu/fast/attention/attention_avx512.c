@@ -63,19 +63,7 @@
  * FA_MR of them (the GEMM's ukr_rows keeps a register per row). */
 #include "plugins/cpu/fast/gemm/ukr_avx512_f32.h"
 CPU_FAST_DEFINE_UKR_ROWS_FIXED(fa_pv_ukr, FA_MR, FA_BK)
-#undef VEC
-#undef T
-#undef W
-#undef LOAD
-#undef STORE
-#undef SET1
-#undef FMA
-#undef MUL
-#undef ZERO
-#undef MASK_T
-#undef MASK
-#undef MLOAD
-#undef STORE_N
+#include "plugins/cpu/fast/gemm/ukr_undef.h"
 
 static inline int64_t fa_min(int64_t a, int64_t b) {
   return a < b ? a : b;

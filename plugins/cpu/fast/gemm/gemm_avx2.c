@@ -44,19 +44,7 @@ static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *
   else
     sgemm_ukr_cols_6x16(k, a, lda, b, ldb, c, ldc, rows, cols, alpha, beta);
 }
-#undef MASK_T
-#undef MASK
-#undef MLOAD
-#undef STORE_N
-#undef VEC
-#undef T
-#undef W
-#undef LOAD
-#undef STORE
-#undef SET1
-#undef FMA
-#undef MUL
-#undef ZERO
+#include "ukr_undef.h"
 
 #define VEC __m256d
 #define T double
