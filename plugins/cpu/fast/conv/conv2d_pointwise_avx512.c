@@ -27,17 +27,29 @@
         cpu_fast_first_lanes16(cols - 16 * v);                                                     \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                           \
         _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[i][v] = _mm512_setzero_ps();       \
-    /* masked loads cost what plain ones do: one loop for whole and partial strips */              \
-    for (int64_t p = 0; p < k; p++, a += as, b += ldb) {                                           \
-      __m512 x[4];                                                                                 \
-      _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                        \
-        x[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);                                            \
-        _mm_prefetch((const char *)(b + PW512_PF * ldb + 16 * v), _MM_HINT_T0);                    \
+    if (cols == 64) {                                                                              \
+      for (int64_t p = 0; p < k; p++, a += as, b += ldb) {                                         \
+        __m512 x[4];                                                                               \
+        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                      \
+          x[v] = _mm512_loadu_ps(b + 16 * v);                                                      \
+          _mm_prefetch((const char *)(b + PW512_PF * ldb + 16 * v), _MM_HINT_T0);                  \
+        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                     \
+          __m512 w = _mm512_set1_ps(a[i]);                                                         \
+          _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[i][v] =                          \
+              _mm512_fmadd_ps(w, x[v], acc[i][v]);                                                 \
+        }                                                                                          \
       }                                                                                            \
-      _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                       \
-        __m512 w = _mm512_set1_ps(a[i]);                                                           \
-        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[i][v] =                            \
-            _mm512_fmadd_ps(w, x[v], acc[i][v]);                                                   \
+    } else {                                                                                       \
+      for (int64_t p = 0; p < k; p++, a += as, b += ldb) {                                         \
+        __m512 x[4];                                                                               \
+        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) x[v] =                                 \
+            _mm512_maskz_loadu_ps(m[v], b + 16 * v);                                               \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                     \
+          __m512 w = _mm512_set1_ps(a[i]);                                                         \
+          _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[i][v] =                          \
+              _mm512_fmadd_ps(w, x[v], acc[i][v]);                                                 \
+        }                                                                                          \
       }                                                                                            \
     }                                                                                              \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                           \
