@@ -43,9 +43,6 @@ $(CPU_FAST_DIR)/conv/conv2d_ukr_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FA
 # of the plugin (instrumented) checks and packs before the kernel runs.
 CPU_FAST_FUZZ_NOSAN := $(if $(findstring fuzzer-no-link,$(EXTRA_CFLAGS)),-fno-sanitize=address -fno-sanitize=undefined)
 $(CPU_FAST_DIR)/conv/conv2d_direct_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) $(CPU_FAST_FUZZ_NOSAN)
-# the pointwise route's AVX-512 tile: unrolled the same way, kept out of
-# the fuzz build's sanitizers for the same reason
-$(CPU_FAST_DIR)/conv/conv2d_pointwise_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512) $(CPU_FAST_FUZZ_NOSAN)
 # f32 3x3 conv2d's Winograd transforms (fast/conv/conv2d_winograd_kern.h).
 $(CPU_FAST_DIR)/conv/conv2d_winograd_avx512.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX512)
 $(CPU_FAST_DIR)/conv/conv2d_winograd_avx2.o: CFLAGS_EXTRA = $(PLUGIN_CFLAGS) $(CPU_FAST_AVX2)

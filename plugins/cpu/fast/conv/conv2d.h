@@ -174,14 +174,6 @@ CPU_HIDDEN bp_status_t cpu_fast_conv2d_pointwise(cpu_device_t *dev, const bp_con
                                                  const cpu_fast_gemm_kernel_t *kr,
                                                  const float *bias);
 
-/* The pointwise route's AVX-512 tile (fast/conv/conv2d_pointwise_avx512.c):
- * c (rows <= 6 output rows, ldc apart; cols <= 64 pixels) = beta * c +
- * the k steps of a (the panel's weights of a step side by side, as apart)
- * times b (k rows of x, ldb apart); beta 0 or 1. */
-CPU_HIDDEN void cpu_fast_conv_pw_tile_avx512(int64_t k, const float *a, int64_t as,
-                                             const float *b, int64_t ldb, float *c, int64_t ldc,
-                                             int rows, int cols, float beta);
-
 /* ---- Winograd F(2x2, 3x3) (f32, AVX-512): fast/conv/conv2d_winograd.c ---- */
 
 #define WINO_NT 32 /* tiles per chunk: one B panel of the 12 x 32 kernel, two of the 6 x 16 */

@@ -3,17 +3,16 @@
  * planes as one GEMM per image with the pixels along the vector:
  * Y[n] (K x HW) = W (K x C) · X[n] (C x HW).
  *
- * The weights are packed once per call into k-major panels of `rows`
- * output channels, wp[(panel * C + c) * rows + i] (zero past K), or once
- * for all calls when their buffer is constant (fast/prepared.c), so the
- * tile reaches a k step's weights through one pointer. x's channel rows
- * are read in place, a strip of pixels of each, and y's planes are
- * written in place, so nothing is transposed. The tile: on AVX-512 its
- * own, 6 channels by 64 pixels (fast/conv/conv2d_pointwise_avx512.c); on
- * AVX2 the GEMM's ukr_cols, 6 by 16. Where the direct route (AVX-512)
- * and the in-place implicit GEMM (AVX2) broadcast pixels from one stream
- * per channel, this route loads whole lines of each channel row, and a
- * strip of every channel stays in L1 while it meets every panel.
+ * The weights are packed once per call into k-major panels of PW_ROWS
+ * output channels, wp[(panel * C + c) * PW_ROWS + i] (zero past K), or
+ * once for all calls when their buffer is constant (fast/prepared.c).
+ * The kernel is the GEMM's ukr_cols, which reads the PW_ROWS values of a
+ * k step side by side through one pointer; x's channel rows are read in
+ * place, NR pixels of each, and y's planes are written in place, so
+ * nothing is transposed. Where the direct route (AVX-512) and the
+ * in-place implicit GEMM (AVX2) broadcast pixels from one stream per
+ * channel, this route loads whole lines of each channel row, and an
+ * NR-pixel strip of every channel stays in L1 while it meets every panel.
  *
  * Work is split into tasks (image, run of strips) that workers claim from
  * a shared counter. Within a task, each strip runs C in blocks of at most
@@ -31,22 +30,27 @@
 #include "plugins/cpu/fast/prepared.h"
 #include "plugins/cpu/tensor.h"
 
+#define PW_ROWS_MAX 8             /* output channels a panel at most */
 #define PW_STRIP_BYTES (32 << 10) /* x per strip and k block: L1's share */
 #define PW_TASKS_PER_THREAD 8
 
 typedef struct pw_job {
   const cpu_fast_gemm_kernel_t *kr;
-  bool wide; /* the AVX-512 tile, else kr's ukr_cols */
   const float *x, *wp, *bias;
   float *y;
   int64_t C, K, HW, rows; /* rows: output channels per panel */
-  int64_t strip;          /* pixels per strip */
   int64_t sxn, sxc, syn, syk;
   int64_t kc;               /* channels per k block */
-  int64_t strips, per_task; /* strips per image, per task */
+  int64_t strips, per_task; /* NR-pixel strips per image, per task */
   int64_t ntasks;
   _Atomic int64_t *next; /* NULL: one caller runs them all */
 } pw_job_t;
+
+/* Panel height: the kernel's own MR, at most PW_ROWS_MAX (the AVX-512
+ * kernel's 12-row tile measured slower here than its 8-row one). */
+static int64_t pw_rows(const cpu_fast_gemm_kernel_t *kr) {
+  return kr->mr < PW_ROWS_MAX ? kr->mr : PW_ROWS_MAX;
+}
 
 /* Output pixels per image from which the route is taken. */
 static int64_t pointwise_min_pixels(const cpu_device_t *dev, const cpu_fast_gemm_kernel_t *kr) {
@@ -63,22 +67,19 @@ static void pw_add_bias(const pw_job_t *j, float *yn, int64_t k0, int64_t rows, 
   }
 }
 
-/* One strip of pixels from p0 of image n, every channel and panel. */
+/* One strip of NR pixels from p0 of image n, every channel and panel. */
 static void pw_strip(const pw_job_t *j, int64_t n, int64_t p0) {
-  int64_t cols = j->HW - p0 < j->strip ? j->HW - p0 : j->strip;
+  const cpu_fast_gemm_kernel_t *kr = j->kr;
+  int64_t nr = kr->nr, cols = j->HW - p0 < nr ? j->HW - p0 : nr;
   const float *xn = j->x + n * j->sxn + p0;
   float *yn = j->y + n * j->syn;
   for (int64_t c0 = 0; c0 < j->C; c0 += j->kc) {
     int64_t kb = j->C - c0 < j->kc ? j->C - c0 : j->kc;
     for (int64_t k0 = 0; k0 < j->K; k0 += j->rows) {
       int64_t rows = j->K - k0 < j->rows ? j->K - k0 : j->rows;
-      const float *wk = j->wp + (k0 * j->C + c0 * j->rows), *xk = xn + c0 * j->sxc;
-      float *yk = yn + k0 * j->syk + p0, beta = c0 == 0 ? 0.0f : 1.0f;
-      if (j->wide)
-        cpu_fast_conv_pw_tile_avx512(kb, wk, j->rows, xk, j->sxc, yk, j->syk, (int)rows, (int)cols,
-                                     beta);
-      else
-        j->kr->ukr_cols(kb, wk, j->rows, xk, j->sxc, yk, j->syk, (int)rows, (int)cols, 1.0f, beta);
+      kr->ukr_cols(kb, j->wp + (k0 * j->C + c0 * j->rows), j->rows, xn + c0 * j->sxc, j->sxc,
+                   yn + k0 * j->syk + p0, j->syk, (int)rows, (int)cols, 1.0f,
+                   c0 == 0 ? 0.0f : 1.0f);
       if (j->bias && c0 + kb == j->C) pw_add_bias(j, yn, k0, rows, p0, cols);
     }
   }
@@ -92,7 +93,7 @@ static void pw_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   while (begin < end) {
     int64_t n = begin / per_image, s0 = begin % per_image * j->per_task;
     int64_t s1 = s0 + j->per_task < j->strips ? s0 + j->per_task : j->strips;
-    for (int64_t s = s0; s < s1; s++) pw_strip(j, n, s * j->strip);
+    for (int64_t s = s0; s < s1; s++) pw_strip(j, n, s * j->kr->nr);
     begin = j->next ? atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed) : begin + 1;
   }
 }
@@ -142,16 +143,13 @@ bp_status_t cpu_fast_conv2d_pointwise(cpu_device_t *dev, const bp_conv2d_args_t 
   const bp_plugin_tensor_t *x = &a->x, *y = &a->y;
   pw_job_t j;
   memset(&j, 0, sizeof j);
-  /* AVX-512: 6 channels x 64 pixels a tile (24 accumulators; four loads
-   * and six broadcasts a step); AVX2: the GEMM's 6 x 16 */
-  j.kr = kr, j.bias = bias, j.wide = kr == &cpu_fast_sgemm_avx512;
-  j.rows = j.wide ? 6 : kr->mr, j.strip = j.wide ? 64 : kr->nr;
+  j.kr = kr, j.bias = bias, j.rows = pw_rows(kr);
   j.x = cpu_tensor_base(x), j.y = cpu_tensor_base(y);
   j.C = x->shape[1], j.K = y->shape[1], j.HW = x->shape[2] * x->shape[3];
   j.sxn = x->strides[0], j.sxc = x->strides[1], j.syn = y->strides[0], j.syk = y->strides[1];
   if (j.C == 0) return BP_ERR_UNIMPLEMENTED; /* y = bias: the other routes */
   /* k blocks as even as PW_STRIP_BYTES allows */
-  int64_t kmax = PW_STRIP_BYTES / (j.strip * (int64_t)sizeof(float)),
+  int64_t kmax = PW_STRIP_BYTES / (kr->nr * (int64_t)sizeof(float)),
           blocks = (j.C + kmax - 1) / kmax;
   j.kc = (j.C + blocks - 1) / blocks;
   size_t wbytes = (size_t)((j.K + j.rows - 1) / j.rows * j.rows * j.C) * sizeof(float);
@@ -163,7 +161,7 @@ bp_status_t cpu_fast_conv2d_pointwise(cpu_device_t *dev, const bp_conv2d_args_t 
   j.wp = wp;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   int64_t N = x->shape[0];
-  j.strips = (j.HW + j.strip - 1) / j.strip;
+  j.strips = (j.HW + kr->nr - 1) / kr->nr;
   int64_t want = (int64_t)threads * PW_TASKS_PER_THREAD;
   j.per_task = N * j.strips >= want ? N * j.strips / want : 1;
   j.ntasks = N * ((j.strips + j.per_task - 1) / j.per_task);
