@@ -3,11 +3,12 @@
  * planes as one GEMM per image with the pixels along the vector:
  * Y[n] (K x HW) = W (K x C) · X[n] (C x HW).
  *
- * The weights are packed once per call into k-major panels of PW_ROWS
- * output channels, wp[(panel * C + c) * PW_ROWS + i] (zero past K), or
- * once for all calls when their buffer is constant (fast/prepared.c).
- * The kernel is the GEMM's ukr_cols, which reads the PW_ROWS values of a
- * k step side by side through one pointer; x's channel rows are read in
+ * The weights are packed once per call into k-major panels of `rows`
+ * output channels (pw_rows()), wp[(panel * C + c) * rows + i] (zero past
+ * K), or once for all calls when their buffer is constant
+ * (fast/prepared.c). The kernel is the GEMM's ukr_cols, which reads the
+ * `rows` values of a k step side by side through one pointer (8 x 32 on
+ * AVX-512, 6 x 16 on AVX2); x's channel rows are read in
  * place, NR pixels of each, and y's planes are written in place, so
  * nothing is transposed. Where the direct route (AVX-512) and the
  * in-place implicit GEMM (AVX2) broadcast pixels from one stream per
