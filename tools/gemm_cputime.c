@@ -15,7 +15,8 @@
  *   MKL_RT=$B/bench-venv/lib/libmkl_rt.so.3 ./gemm_cputime f32 1 1024 1024 1024 1 8
  *
  * Arguments: dtype (f32 | f64), batch, m, n, k, threads, repetitions
- * [nomkl]. Operands row-major; AXPY=1 in the environment times the axpy
+ * [nomkl]. Operands row-major; TRANSB=1 stores B as n x k (C = A B^T, a
+ * linear layer's weights as PyTorch keeps them); AXPY=1 in the environment times the axpy
  * matrix-vector product (gemv.c) directly instead of the GEMM entry;
  * BP_BENCH_ISA=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 compares the AVX2 + FMA
  * kernels with MKL's AVX2 branch.
@@ -40,11 +41,14 @@ typedef struct job {
   bp_gemm_args_t g;
   sg_t sg;
   dg_t dg;
+  int transb; /* B stored n x k (row-major), C = A B^T as a linear layer */
 } job_t;
 
 static bool call_side(void *ctx, int side) {
   job_t *j = ctx;
   int64_t m = j->m, n = j->n, k = j->k;
+  int tb = j->transb ? 112 : 111;
+  int64_t ldb = j->transb ? k : n;
   if (side == 0 && getenv("AXPY"))
     cpu_fast_gemv_axpy(&j->dev, j->f64, k, n, j->A, 1, j->Bm, n, j->C, 1, 1.0, 0.0);
   else if (side == 0) {
@@ -52,18 +56,18 @@ static bool call_side(void *ctx, int side) {
   } else
     for (int64_t b = 0; b < j->B; b++) {
       if (j->f64)
-        j->dg(101, 111, 111, m, n, k, 1.0, (double *)j->A + b * m * k, k,
-              (double *)j->Bm + b * k * n, n, 0.0, (double *)j->C + b * m * n, n);
+        j->dg(101, 111, tb, m, n, k, 1.0, (double *)j->A + b * m * k, k,
+              (double *)j->Bm + b * k * n, ldb, 0.0, (double *)j->C + b * m * n, n);
       else
-        j->sg(101, 111, 111, m, n, k, 1.0f, (float *)j->A + b * m * k, k,
-              (float *)j->Bm + b * k * n, n, 0.0f, (float *)j->C + b * m * n, n);
+        j->sg(101, 111, tb, m, n, k, 1.0f, (float *)j->A + b * m * k, k,
+              (float *)j->Bm + b * k * n, ldb, 0.0f, (float *)j->C + b * m * n, n);
     }
   return true;
 }
 
 int main(int argc, char **argv) {
   if (argc < 8) return 2;
-  job_t j = {.f64 = !strcmp(argv[1], "f64")};
+  job_t j = {.f64 = !strcmp(argv[1], "f64"), .transb = getenv("TRANSB") != NULL};
   int f64 = j.f64;
   int64_t B = j.B = atoll(argv[2]), m = j.m = atoll(argv[3]), n = j.n = atoll(argv[4]),
           k = j.k = atoll(argv[5]);
@@ -93,7 +97,8 @@ int main(int argc, char **argv) {
   j.dev = bench_cpu_device(thr);
   bp_dtype_t dt = f64 ? BP_F64 : BP_F32;
   j.g = bench_gemm_args(cpu_tensor_view3(A, dt, B, m, k, m * k, k, 1),
-                        cpu_tensor_view3(Bm, dt, B, k, n, k * n, n, 1),
+                        j.transb ? cpu_tensor_view3(Bm, dt, B, k, n, k * n, 1, k)
+                                 : cpu_tensor_view3(Bm, dt, B, k, n, k * n, n, 1),
                         cpu_tensor_view3(C, dt, B, m, n, m * n, n, 1));
   double bw[2], bc[2];
   if (!bench_best(reps, h != NULL, call_side, &j, bw, bc)) {

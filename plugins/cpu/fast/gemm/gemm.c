@@ -77,8 +77,11 @@ static bool gemm_skinny(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v) 
  * each element of A and B serves at most MAX / NR and MAX / MR tiles, and
  * packing them cost more than it saved. A wider C reuses each packed
  * element over enough tiles that packing wins again, so the bound stays
- * (docs/performance.md). */
-static bool gemm_direct_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
+ * (docs/performance.md). Also a C of one column panel (n <= NR) however
+ * tall: packing would transpose all of A for NR uses of each element,
+ * while here A's rows stream past B's panel once (narrower C, with lanes
+ * to spare, takes the inner-product route first: gemm_dot.c). */
+bool cpu_fast_gemm_direct_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                              const gemm_view_t *v) {
   /* a column-major A without the kernel that reads it in place is copied
    * whole: only for a short k */
@@ -87,7 +90,7 @@ static bool gemm_direct_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t 
          (v->sak == 1 || v->sam == 1) &&
          ((v->m <= GEMM_DIRECT_MAX && v->n <= GEMM_DIRECT_MAX &&
            (v->k <= GEMM_DIRECT_MAX || a_in_place)) ||
-          gemm_skinny(kr, v));
+          (v->n <= kr->nr && a_in_place) || gemm_skinny(kr, v));
 }
 
 static bool gemm_direct(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v,
@@ -200,7 +203,7 @@ static bool gemm_block(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                        const gemm_view_t *v, const void *alpha,
                        const void *beta, const void *one, const void *zero,
                        int64_t band_floats) {
-  if (gemm_direct_fits(t, kr, v)) {
+  if (cpu_fast_gemm_direct_fits(t, kr, v)) {
     float fa, fb;
     memcpy(&fa, alpha, sizeof fa);
     memcpy(&fb, beta, sizeof fb);
@@ -346,6 +349,20 @@ static bool gemm_vector(cpu_device_t *dev, const gemm_view_t *v, bool f64,
                    v->scn, alpha, beta);
     return true;
   }
+  /* the same two forms with the other operand as the matrix: one row of
+   * C against B given as Bᵀ (a linear layer's weights, out x in) is dots
+   * over B's columns; one column against a column-major A sums A's
+   * columns */
+  if (v->m == 1 && v->sbk == 1) {
+    cpu_fast_gemv_dot(dev, f64, v->n, v->k, v->b, v->sbn, v->a, v->sak, v->c, v->scn, alpha,
+                      beta);
+    return true;
+  }
+  if (v->n == 1 && v->sam == 1) {
+    cpu_fast_gemv_axpy(dev, f64, v->k, v->m, v->b, v->sbk, v->a, v->sak, v->c, v->scm, alpha,
+                       beta);
+    return true;
+  }
   return false;
 }
 
@@ -450,6 +467,12 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
    * the matrix once; packing it first would double that */
   if (batch == 1 && type->wide_c && gemm_vector(dev, &j.v, f64, a->alpha, a->beta))
     return BP_OK;
+  /* a narrow side of C: inner products along k, nothing of A packed */
+  if ((type == &cpu_fast_gemm_type_f32 || type == &cpu_fast_gemm_type_f64) &&
+      cpu_fast_gemm_dot_fits(&kr, &j.v) &&
+      cpu_fast_gemm_dot(dev, type, &kr, &j.v, batch, j.sab, j.sbb, j.scb, j.alpha, j.beta,
+                        j.one))
+    return BP_OK;
 
   /* Threads only pay off when every thread gets ~4 MFLOP or more (tens of
    * microseconds against the pool's wake-up and a second packing of B):
@@ -459,7 +482,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
   /* unpacked problems repeat no packing per thread: split them sooner */
-  double mt_flops = gemm_direct_fits(type, &kr, &j.v) ? GEMM_MT_FLOPS / 2
+  double mt_flops = cpu_fast_gemm_direct_fits(type, &kr, &j.v) ? GEMM_MT_FLOPS / 2
                                                       : GEMM_MT_FLOPS;
   bool mt = threads > 1 && flops >= mt_flops * (double)threads;
   int64_t parts = 1;
@@ -482,7 +505,7 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
     j.pm = parts;
   else
     j.pn = parts;
-  if (mt && team && batch == 1 && j.pm > 1 && !gemm_direct_fits(type, &kr, &j.v) &&
+  if (mt && team && batch == 1 && j.pm > 1 && !cpu_fast_gemm_direct_fits(type, &kr, &j.v) &&
       cpu_fast_gemm_team(dev, type, &kr, &j.v, j.alpha, j.beta, j.one, j.zero,
                          dev->tune.gemm_band_floats > 0 ? dev->tune.gemm_band_floats
                                                         : CPU_FAST_GEMM_TEAM_C_FLOATS))

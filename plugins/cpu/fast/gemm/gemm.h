@@ -79,6 +79,17 @@ typedef void (*cpu_fast_ukr_pix_fn)(int64_t k, const float *const *xp,
 typedef void (*cpu_fast_ukr_part_fn)(int64_t k, const void *ap, const void *bp, void *c,
                                      int64_t ldc, const void *alpha, const void *beta, int rows);
 
+/* Inner-product micro-kernel (fast/gemm/gemm_dot_ukr.h), k along the
+ * vector: up to RA rows of A (unit k stride, lda apart) against up to 4
+ * (CPU_FAST_DOT_RB) rows of Bᵀ (unit k stride, ldb apart), for i < ra, j < rb:
+ *   C[i*scm + j*scn] = alpha * sum_p a[i*lda + p] * b[j*ldb + p] + beta * C
+ * with alpha and beta of the element type; beta == 0: C not read. Rows
+ * past ra / rb re-read the last one; nothing past them is stored. */
+#define CPU_FAST_DOT_RB 4 /* rows of Bᵀ per ukr_dot tile: one fold of four sums */
+typedef void (*cpu_fast_ukr_dot_fn)(int64_t k, const void *a, int64_t lda, const void *b,
+                                    int64_t ldb, void *c, int64_t scm, int64_t scn, int ra,
+                                    int rb, const void *alpha, const void *beta);
+
 /* A micro-kernel with its register tile and the cache blocking it wants. */
 typedef struct cpu_fast_gemm_kernel {
   cpu_fast_ukr_fn ukr;
@@ -96,6 +107,8 @@ typedef struct cpu_fast_gemm_kernel {
    * them on every machine (cpu_fast_gemm_block_for) */
   unsigned tuned_l1_kib, tuned_l2_kib;
   cpu_fast_ukr_part_fn ukr_part; /* optional: C's last rows, see the type */
+  cpu_fast_ukr_dot_fn ukr_dot;   /* optional: k along the vector, see the type */
+  int dot_ra;                    /* ukr_dot's rows of A per tile */
 } cpu_fast_gemm_kernel_t;
 
 /* Scales kr's kc and nc from the caches it was tuned for to l1d / l2

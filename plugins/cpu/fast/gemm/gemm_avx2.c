@@ -5,8 +5,26 @@
 #include <immintrin.h>
 
 #include "gemm.h"
+#include "gemm_dot_ukr.h"
 #include "gemm_ukr.h"
 #include "gemm_ukr_rows.h"
+
+/* The lane sums of four vectors a, b, c, d into out[0..3]. */
+static inline void dot_red4_ps(float *out, __m256 a, __m256 b, __m256 c, __m256 d) {
+  __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
+}
+
+static inline void dot_red4_pd(double *out, __m256d a, __m256d b, __m256d c, __m256d d) {
+  __m256d ab = _mm256_hadd_pd(a, b), cd = _mm256_hadd_pd(c, d);
+  _mm256_storeu_pd(out, _mm256_add_pd(_mm256_permute2f128_pd(ab, cd, 0x20),
+                                      _mm256_permute2f128_pd(ab, cd, 0x31)));
+}
+
+/* The first n of four 64-bit lanes. */
+static inline __m256i first_lanes4(int64_t n) {
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+}
 
 /* 6 rows x 2 vectors: 12 accumulators + 2 B + 1 broadcast of 16 ymm. */
 #include "ukr_avx2_f32.h"
@@ -22,6 +40,9 @@ CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_2x16, 2)
 CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_4x16, 4)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_2x16, 2)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x16, 4)
+/* 2 rows of A x 4 of Bᵀ: 8 accumulators, 4 Bᵀ vectors, one of A. */
+#define DOT_RED4 dot_red4_ps
+CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_2x4, 2)
 
 /* The kernels as the driver sees them: a tile of `rows` takes the
  * shortest kernel that holds it. */
@@ -55,10 +76,15 @@ static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *
 #define FMA _mm256_fmadd_pd
 #define MUL _mm256_mul_pd
 #define ZERO _mm256_setzero_pd
+#define MASK_T __m256i
+#define MASK(n) first_lanes4(n)
+#define MLOAD(p, m) _mm256_maskload_pd((p), (m))
+#define DOT_RED4 dot_red4_pd
 CPU_FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 /* C's last rows from the same 6-row panels (1024 = 170 x 6 + 4). */
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_2x8, 2, 6)
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_4x8, 4, 6)
+CPU_FAST_DEFINE_UKR_DOT(dgemm_ukr_dot_2x4, 2)
 
 static void dgemm_ukr_part(int64_t k, const void *ap, const void *bp, void *c, int64_t ldc,
                            const void *alpha, const void *beta, int rows) {
@@ -76,7 +102,8 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             sgemm_ukr_rows,
                                             sgemm_ukr_offs_6x16,
                                             sgemm_ukr_pix_6x16,
-                                            sgemm_ukr_cols, 32, 1024, NULL};
+                                            sgemm_ukr_cols, 32, 1024, NULL,
+                                            sgemm_ukr_dot_2x4, 2};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
                                             256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024,
-                                            dgemm_ukr_part};
+                                            dgemm_ukr_part, dgemm_ukr_dot_2x4, 2};

@@ -5,8 +5,30 @@
 #include <immintrin.h>
 
 #include "gemm.h"
+#include "gemm_dot_ukr.h"
 #include "gemm_ukr.h"
 #include "gemm_ukr_rows.h"
+
+/* The lane sums of four vectors a, b, c, d into out[0..3]: pairs of
+ * vectors folded into one, then the 128-bit lanes added. */
+static inline void dot_red4_ps(float *out, __m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  __m512 q = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(q), _mm512_extractf32x8_ps(q, 1));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
+static inline void dot_red4_pd(double *out, __m512d a, __m512d b, __m512d c, __m512d d) {
+  __m512d ab = _mm512_add_pd(_mm512_unpacklo_pd(a, b), _mm512_unpackhi_pd(a, b));
+  __m512d cd = _mm512_add_pd(_mm512_unpacklo_pd(c, d), _mm512_unpackhi_pd(c, d));
+  __m512d q = _mm512_add_pd(_mm512_shuffle_f64x2(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_f64x2(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+  __m256d lo = _mm512_castpd512_pd256(q), hi = _mm512_extractf64x4_pd(q, 1);
+  _mm256_storeu_pd(out, _mm256_add_pd(_mm256_permute2f128_pd(lo, hi, 0x20),
+                                      _mm256_permute2f128_pd(lo, hi, 0x31)));
+}
 
 /* 12 rows x 2 vectors: 24 accumulators, 2 B vectors, 1 broadcast of the 32
  * zmm registers; the A panel (12 x KC) stays in L1 while B streams from L2. */
@@ -22,6 +44,9 @@ CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_4x32, 4)
 CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_8x32, 8)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x32, 4)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_8x32, 8)
+/* 6 rows of A x 4 of Bᵀ: 24 accumulators, 4 Bᵀ vectors, one of A. */
+#define DOT_RED4 dot_red4_ps
+CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_6x4, 6)
 
 /* The kernels as the driver sees them: a tile of `rows` takes the
  * shortest kernel that holds it. */
@@ -55,6 +80,10 @@ static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *
 #define FMA _mm512_fmadd_pd
 #define MUL _mm512_mul_pd
 #define ZERO _mm512_setzero_pd
+#define MASK_T __mmask8
+#define MASK(n) ((__mmask8)((1u << (n)) - 1))
+#define MLOAD(p, m) _mm512_maskz_loadu_pd((m), (p))
+#define DOT_RED4 dot_red4_pd
 /* 14 rows x 2 vectors: 28 accumulators, 2 B vectors, 1 broadcast, 31 of
  * the 32 zmm registers; two more FMAs per B load than 12 rows give, and
  * MC a multiple of 14 so only C's last rows make an edge tile. */
@@ -64,6 +93,7 @@ CPU_FAST_DEFINE_UKR(dgemm_ukr_14x16, 14)
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_2x16, 2, 14)
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_4x16, 4, 14)
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_8x16, 8, 14)
+CPU_FAST_DEFINE_UKR_DOT(dgemm_ukr_dot_6x4, 6)
 
 static void dgemm_ukr_part(int64_t k, const void *ap, const void *bp, void *c, int64_t ldc,
                            const void *alpha, const void *beta, int rows) {
@@ -83,9 +113,10 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               sgemm_ukr_rows,
                                               sgemm_ukr_offs_12x32,
                                               sgemm_ukr_pix_12x32,
-                                              sgemm_ukr_cols, 48, 2048, NULL};
+                                              sgemm_ukr_cols, 48, 2048, NULL,
+                                              sgemm_ukr_dot_6x4, 6};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx512 = {dgemm_ukr_14x16, 14, 16,
                                               256, 480, 3066,
                                               cpu_fast_dpack_avx512,
                                               NULL, NULL, NULL, NULL, 48, 2048,
-                                              dgemm_ukr_part};
+                                              dgemm_ukr_part, dgemm_ukr_dot_6x4, 6};

@@ -120,4 +120,24 @@ CPU_HIDDEN bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
                                const void *beta, const void *one,
                                const void *zero, int64_t c_floats);
 
+/* Whether v runs unpacked, A's and B's rows read where they lie (t f32,
+ * kr with ukr_rows; fast/gemm/gemm.c): small problems, a few rows of C,
+ * and a C of one column panel. */
+CPU_HIDDEN bool cpu_fast_gemm_direct_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
+                                          const gemm_view_t *v);
+
+/* Whether v (f32 / f64, after any swap for a column-major C) takes the
+ * inner-product route (fast/gemm/gemm_dot.c): A's rows contiguous along
+ * k, and C a few columns wide, or a few rows or columns with B given as
+ * Bᵀ (B's k stride 1). */
+CPU_HIDDEN bool cpu_fast_gemm_dot_fits(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v);
+
+/* The route itself over batch entries sab / sbb / scb elements apart
+ * (alpha, beta and one are values of t's type). False when its scratch
+ * memory cannot be had: nothing was written. */
+CPU_HIDDEN bool cpu_fast_gemm_dot(cpu_device_t *dev, const gemm_type_t *t,
+                                  const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v,
+                                  int64_t batch, int64_t sab, int64_t sbb, int64_t scb,
+                                  const void *alpha, const void *beta, const void *one);
+
 #endif /* BACKPLANE_CPU_FAST_GEMM_DRIVER_H */

@@ -18,3 +18,4 @@
 #undef FMA
 #undef MUL
 #undef ZERO
+#undef DOT_RED4

@@ -1,0 +1,65 @@
+/*
+ * fast/gemm/gemm_dot_ukr.h — the inner-product micro-kernel body
+ * (cpu_fast_ukr_dot_fn in fast/gemm/gemm.h), instantiated per ISA and
+ * dtype by fast/gemm/gemm_avx512.c and fast/gemm/gemm_avx2.c. Where the
+ * other kernels put C's columns along the vector, this one puts k there:
+ * RA rows of A and 4 rows of Bᵀ, each read front to back, and each of the
+ * RA x 4 sums kept as a vector of partial sums that is folded only after
+ * the k loop. It serves C with a narrow side (a few columns, or a few rows
+ * against B given as Bᵀ), where a vector along C's columns would run
+ * mostly empty lanes, and where packing the long operand would cost more
+ * than the few uses of each of its elements (fast/gemm/gemm_dot.c).
+ *
+ * The includer defines VEC, T, W (lanes), LOAD, ZERO, FMA, MASK_T,
+ * MASK(n) (first n lanes), MLOAD(p, m), and DOT_RED4(out, a, b, c, d),
+ * which writes the lane sums of four vectors to out[0..3].
+ */
+/* One step of k: RA + 4 loads, RA x 4 FMAs. */
+#define CPU_FAST_DOT_STEP(LD_A, LD_B)                                          \
+  do {                                                                         \
+    VEC bv[CPU_FAST_DOT_RB];                                                   \
+    _Pragma("GCC unroll 4") for (int j = 0; j < CPU_FAST_DOT_RB; j++) bv[j] =  \
+        LD_B(j);                                                               \
+    _Pragma("GCC unroll 8") for (int i = 0; i < RA_; i++) {                    \
+      VEC av = LD_A(i);                                                        \
+      _Pragma("GCC unroll 4") for (int j = 0; j < CPU_FAST_DOT_RB; j++)        \
+          acc[i][j] = FMA(av, bv[j], acc[i][j]);                               \
+    }                                                                          \
+  } while (0)
+
+#define CPU_FAST_DOT_LD_A(i) LOAD(ar[i] + p)
+#define CPU_FAST_DOT_LD_B(j) LOAD(br[j] + p)
+#define CPU_FAST_DOT_MLD_A(i) MLOAD(ar[i] + p, tail)
+#define CPU_FAST_DOT_MLD_B(j) MLOAD(br[j] + p, tail)
+
+/* Rows past ra (rb) re-read A's (Bᵀ's) last row; their sums are dropped. */
+#define CPU_FAST_DEFINE_UKR_DOT(name, RA)                                      \
+  static void name(int64_t k, const void *a_, int64_t lda, const void *b_,     \
+                   int64_t ldb, void *c_, int64_t scm, int64_t scn, int ra,    \
+                   int rb, const void *alpha_, const void *beta_) {            \
+    enum { RA_ = RA };                                                         \
+    const T *ar[RA], *br[CPU_FAST_DOT_RB];                                     \
+    _Pragma("GCC unroll 8") for (int i = 0; i < RA; i++) ar[i] =               \
+        (const T *)a_ + (i < ra ? i : ra - 1) * lda;                           \
+    _Pragma("GCC unroll 4") for (int j = 0; j < CPU_FAST_DOT_RB; j++) br[j] =  \
+        (const T *)b_ + (j < rb ? j : rb - 1) * ldb;                           \
+    VEC acc[RA][CPU_FAST_DOT_RB];                                              \
+    _Pragma("GCC unroll 8") for (int i = 0; i < RA; i++)                       \
+        _Pragma("GCC unroll 4") for (int j = 0; j < CPU_FAST_DOT_RB; j++)      \
+            acc[i][j] = ZERO();                                                \
+    int64_t p = 0;                                                             \
+    for (; p + W <= k; p += W)                                                 \
+      CPU_FAST_DOT_STEP(CPU_FAST_DOT_LD_A, CPU_FAST_DOT_LD_B);                 \
+    if (p < k) {                                                               \
+      MASK_T tail = MASK(k - p);                                               \
+      CPU_FAST_DOT_STEP(CPU_FAST_DOT_MLD_A, CPU_FAST_DOT_MLD_B);               \
+    }                                                                          \
+    T alpha = *(const T *)alpha_, beta = *(const T *)beta_, *c = c_;           \
+    _Pragma("GCC unroll 8") for (int i = 0; i < RA; i++) {                     \
+      if (i >= ra) break;                                                      \
+      T s[CPU_FAST_DOT_RB], *ci = c + i * scm;                                 \
+      DOT_RED4(s, acc[i][0], acc[i][1], acc[i][2], acc[i][3]);                 \
+      for (int j = 0; j < rb; j++)                                             \
+        ci[j * scn] = beta == 0 ? alpha * s[j] : alpha * s[j] + beta * ci[j * scn]; \
+    }                                                                          \
+  }
