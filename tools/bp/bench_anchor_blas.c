@@ -18,7 +18,7 @@
 #include "bench_anchor.h"
 #include "kernels/common/bp_half.h"
 
-enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
                          int, float, float *, int);
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *,
@@ -238,22 +238,23 @@ static void blas_call(bench_lib_case_t *lc) {
   blas_case_t *s = lc->state;
   const bpt_case_t *c = &s->c;
   int m = (int)c->m, n = (int)c->n, k = (int)c->k;
+  int tb = c->trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS, ldb = c->trans_b ? k : n;
   for (int64_t i = 0; i < c->batch; i++) {
     size_t oa = (size_t)(i * m * k), ob = (size_t)(i * k * n), oc = (size_t)(i * m * n);
     switch (c->dtype) {
     case BP_F64:
-      s->api->dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0,
-                    (double *)s->a + oa, k, (double *)s->b + ob, n, 0.0, (double *)s->cc + oc, n);
+      s->api->dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0, (double *)s->a + oa, k,
+                    (double *)s->b + ob, ldb, 0.0, (double *)s->cc + oc, n);
       break;
     case BP_BF16:
     case BP_F16:
       (c->dtype == BP_BF16 ? s->api->bf16 : s->api->f16)(
-          CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0f, (uint16_t *)s->a + oa, k,
-          (uint16_t *)s->b + ob, n, 0.0f, (float *)s->cc + oc, n);
+          CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0f, (uint16_t *)s->a + oa, k,
+          (uint16_t *)s->b + ob, ldb, 0.0f, (float *)s->cc + oc, n);
       break;
     default:
-      s->api->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, 1.0f,
-                    (float *)s->a + oa, k, (float *)s->b + ob, n, 0.0f, (float *)s->cc + oc, n);
+      s->api->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0f, (float *)s->a + oa, k,
+                    (float *)s->b + ob, ldb, 0.0f, (float *)s->cc + oc, n);
     }
   }
 }

@@ -309,6 +309,18 @@ static dnnl_handle_t plain_md(dnnl_api_t *api, int nd, const int64_t *dims, int 
   return api->md_with_strides(&md, nd, d, type, strides) == 0 ? md : NULL;
 }
 
+/* dims (batch,) rows, cols stored with its last two dimensions swapped:
+ * B given as Bᵀ. */
+static dnnl_handle_t transposed_md(dnnl_api_t *api, int nd, const int64_t *dims, int type) {
+  dnnl_dims_t d = {0}, strides = {0};
+  memcpy(d, dims, (size_t)nd * sizeof *dims);
+  strides[nd - 2] = 1;
+  strides[nd - 1] = dims[nd - 2];
+  if (nd == 3) strides[0] = dims[1] * dims[2];
+  dnnl_handle_t md = NULL;
+  return api->md_with_strides(&md, nd, d, type, strides) == 0 ? md : NULL;
+}
+
 static dnnl_handle_t any_md(dnnl_api_t *api, int nd, const int64_t *dims, int type) {
   dnnl_dims_t d = {0};
   memcpy(d, dims, (size_t)nd * sizeof *dims);
@@ -322,14 +334,17 @@ static void free_mds(dnnl_api_t *api, dnnl_handle_t *md, int n) {
 }
 
 /* ---------------------------------------------------------------------------
- * matmul: batch x (m x k) . (k x n), row-major, output in the input type.
+ * matmul: batch x (m x k) . (k x n), row-major (B as Bᵀ for a trans_b case),
+ * output in the input type.
  */
 static bool build_matmul(dnnl_case_t *s, const bpt_case_t *c, bench_lib_case_t *lc) {
   int type = dnnl_type(c->dtype), nd = c->batch > 1 ? 3 : 2;
   int64_t a[3] = {c->batch, c->m, c->k}, b[3] = {c->batch, c->k, c->n},
           d[3] = {c->batch, c->m, c->n};
   int off = nd == 3 ? 0 : 1;
-  dnnl_handle_t md[3] = {plain_md(s->api, nd, a + off, type), plain_md(s->api, nd, b + off, type),
+  dnnl_handle_t md[3] = {plain_md(s->api, nd, a + off, type),
+                         c->trans_b ? transposed_md(s->api, nd, b + off, type)
+                                    : plain_md(s->api, nd, b + off, type),
                          plain_md(s->api, nd, d + off, type)};
   dnnl_handle_t pd = NULL, ma, mb, mc;
   bool ok = md[0] && md[1] && md[2] &&

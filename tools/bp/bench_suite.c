@@ -46,6 +46,14 @@ static int suite_gemm(bool quick, bpt_case_t *o, int n, int cap) {
    * through a 4096 x 4096 layer */
   n = add(o, n, cap, gemm(BP_F32, 1, 16, 4096, 4096));
   n = add(o, n, cap, gemm(BP_F32, 1, 1, 4096, 4096));
+  /* the same with the weights as a linear layer keeps them (out x in, B
+   * given as Bᵀ), and a narrow C: a 16-way head over 4096 rows */
+  bpt_case_t nt = gemm(BP_F32, 1, 8, 4096, 4096);
+  nt.trans_b = true;
+  n = add(o, n, cap, nt);
+  nt.m = 1;
+  n = add(o, n, cap, nt);
+  n = add(o, n, cap, gemm(BP_F32, 1, 4096, 16, 4096));
   n = add(o, n, cap, gemm(BP_F64, 1, 1024, 1024, 1024));
   n = add(o, n, cap, gemm(BP_F64, 1, 2048, 2048, 2048));
   n = add(o, n, cap, gemm(BP_BF16, 1, 2048, 2048, 2048));

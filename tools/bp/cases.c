@@ -34,11 +34,11 @@ void bpt_case_label(const bpt_case_t *c, char *out, size_t size) {
   switch (c->op) {
   case BPT_GEMM:
     if (c->batch > 1)
-      snprintf(out, size, "%lldx(%lldx%lldx%lld)", (long long)c->batch,
-               (long long)c->m, (long long)c->n, (long long)c->k);
+      snprintf(out, size, "%lldx(%lldx%lldx%lld)%s", (long long)c->batch,
+               (long long)c->m, (long long)c->n, (long long)c->k, c->trans_b ? " B^T" : "");
     else
-      snprintf(out, size, "%lldx%lldx%lld", (long long)c->m, (long long)c->n,
-               (long long)c->k);
+      snprintf(out, size, "%lldx%lldx%lld%s", (long long)c->m, (long long)c->n,
+               (long long)c->k, c->trans_b ? " B^T" : "");
     break;
   case BPT_ATTENTION:
     snprintf(out, size, "B%lld H%lld S%lld D%lld%s", (long long)c->batch,
@@ -220,14 +220,14 @@ void bpt_instance_destroy(bpt_instance_t *inst) {
 
 static bp_status_t exec_gemm(bpt_instance_t *x) {
   const bpt_case_t *c = &x->c;
+  bp_transpose_t tb = c->trans_b ? BP_TRANS : BP_NO_TRANS;
+  int64_t ldb = c->trans_b ? c->k : c->n;
   if (c->batch <= 1)
-    return bp_gemm(x->stream, c->dtype, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS,
-                   c->m, c->n, c->k, 1.0, x->in[0], 0, c->k, x->in[1], 0,
-                   c->n, 0.0, x->out, 0, c->n);
-  return bp_gemm_strided_batched(
-      x->stream, c->dtype, BP_ROW_MAJOR, BP_NO_TRANS, BP_NO_TRANS, c->m, c->n,
-      c->k, 1.0, x->in[0], 0, c->k, c->m * c->k, x->in[1], 0, c->n,
-      c->k * c->n, 0.0, x->out, 0, c->n, c->m * c->n, c->batch);
+    return bp_gemm(x->stream, c->dtype, BP_ROW_MAJOR, BP_NO_TRANS, tb, c->m, c->n, c->k, 1.0,
+                   x->in[0], 0, c->k, x->in[1], 0, ldb, 0.0, x->out, 0, c->n);
+  return bp_gemm_strided_batched(x->stream, c->dtype, BP_ROW_MAJOR, BP_NO_TRANS, tb, c->m, c->n,
+                                 c->k, 1.0, x->in[0], 0, c->k, c->m * c->k, x->in[1], 0, ldb,
+                                 c->k * c->n, 0.0, x->out, 0, c->n, c->m * c->n, c->batch);
 }
 
 static bp_status_t exec_attention(bpt_instance_t *x) {

@@ -32,6 +32,7 @@ typedef struct bpt_case {
   int64_t heads, seq, dim;
   int64_t c, hw, r, stride, pad, groups;
   bool causal;
+  bool trans_b; /* gemm: B given as Bᵀ (n x k, row-major), as a linear layer's weights */
 } bpt_case_t;
 
 /* One case set up on one device: its buffers and a stream. */

@@ -12,6 +12,7 @@
  * packed GEMM would copy the whole matrix first for one use of each
  * element. Other layouts and dtypes use the reference.
  */
+#include <immintrin.h>
 #include <string.h>
 
 #include "gemm.h"
@@ -61,6 +62,48 @@ typedef struct gemv_job {
   }
 DEFINE_GEMV_DOT(float, f32)
 DEFINE_GEMV_DOT(double, f64)
+
+/* The dot form in AVX-512 (chosen at run time): four rows a pass, so
+ * four streams of the matrix are in flight for the prefetchers, each
+ * summed into two vectors of partial sums (eight independent FMA chains).
+ * One row at a time with eight floats of sums, as the baseline loop
+ * above, reads a matrix from the last-level cache slower than the memory
+ * delivers it (docs/backend-cpu.md, "GEMM"). VEC, W, LOADU, FMADD, ADD,
+ * ZEROV and HSUM are the type's AVX-512 operations. */
+#define GEMV_DOT_ROWS 4
+#define DEFINE_GEMV_DOT_WIDE(T, sfx, VEC, W, LOADU, FMADD, ADD, ZEROV, HSUM)                  \
+  GEMV_AVX512 static void gemv_dot_##sfx(void *ctx, int64_t begin, int64_t end,             \
+                                         unsigned worker) {                                 \
+    const gemv_job_t *j = ctx;                                                               \
+    (void)worker;                                                                            \
+    const T *x = (const T *)j->x;                                                            \
+    int64_t n = j->len, sx = j->incx;                                                        \
+    T alpha = (T)j->alpha, beta = (T)j->beta;                                                \
+    for (int64_t i = begin; i < end; i += GEMV_DOT_ROWS) {                                   \
+      int rows = end - i < GEMV_DOT_ROWS ? (int)(end - i) : GEMV_DOT_ROWS;                   \
+      const T *r[GEMV_DOT_ROWS];                                                             \
+      VEC s0[GEMV_DOT_ROWS], s1[GEMV_DOT_ROWS];                                              \
+      for (int q = 0; q < GEMV_DOT_ROWS; q++) {                                              \
+        r[q] = (const T *)j->a + (i + (q < rows ? q : rows - 1)) * j->lda;                   \
+        s0[q] = s1[q] = ZEROV();                                                             \
+      }                                                                                      \
+      int64_t p = 0;                                                                         \
+      if (sx == 1)                                                                           \
+        for (; p + 2 * W <= n; p += 2 * W) {                                                 \
+          VEC x0 = LOADU(x + p), x1 = LOADU(x + p + W);                                      \
+          for (int q = 0; q < GEMV_DOT_ROWS; q++) {                                          \
+            s0[q] = FMADD(LOADU(r[q] + p), x0, s0[q]);                                       \
+            s1[q] = FMADD(LOADU(r[q] + p + W), x1, s1[q]);                                   \
+          }                                                                                  \
+        }                                                                                    \
+      for (int q = 0; q < rows; q++) {                                                       \
+        T dot = HSUM(ADD(s0[q], s1[q]));                                                     \
+        for (int64_t t = p; t < n; t++) dot += r[q][t] * x[t * sx];                          \
+        T *yi = (T *)j->y + (i + q) * j->incy;                                               \
+        *yi = beta == 0 ? alpha * dot : alpha * dot + beta * *yi;                            \
+      }                                                                                      \
+    }                                                                                        \
+  }
 
 /* Tasks are (block of j->cols columns, range of B's rows): each sums its
  * rows of its block, k outermost, so each row segment is read once, front
@@ -146,6 +189,10 @@ DEFINE_GEMV_AXPY(double, f64, )
 #endif
 DEFINE_GEMV_AXPY(float, f32_avx512, GEMV_AVX512)
 DEFINE_GEMV_AXPY(double, f64_avx512, GEMV_AVX512)
+DEFINE_GEMV_DOT_WIDE(float, f32_avx512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps,
+                     _mm512_add_ps, _mm512_setzero_ps, _mm512_reduce_add_ps)
+DEFINE_GEMV_DOT_WIDE(double, f64_avx512, __m512d, 8, _mm512_loadu_pd, _mm512_fmadd_pd,
+                     _mm512_add_pd, _mm512_setzero_pd, _mm512_reduce_add_pd)
 
 /* y = alpha * (sum of the kparts partial sums, in order) + beta * y. */
 #define DEFINE_GEMV_AXPY_REDUCE(T, sfx)                                        \
@@ -172,7 +219,8 @@ static void run(cpu_device_t *dev, gemv_job_t *j, bool axpy) {
   bool wide = gemv_avx512_ok(dev);
   cpu_pool_fn fn = axpy ? (j->f64 ? (wide ? gemv_axpy_f64_avx512 : gemv_axpy_f64)
                                   : (wide ? gemv_axpy_f32_avx512 : gemv_axpy_f32))
-                        : (j->f64 ? gemv_dot_f64 : gemv_dot_f32);
+                        : (j->f64 ? (wide ? gemv_dot_f64_avx512 : gemv_dot_f64)
+                                  : (wide ? gemv_dot_f32_avx512 : gemv_dot_f32));
   bool mt = dev->pool && (double)j->rows * (double)j->len >= GEMV_MT_ELEMS;
   int64_t tasks = j->rows;
   j->kparts = 1;
