@@ -6,3 +6,5 @@ $(B)/test/test_cpu_fast_gemm_dot: $(B)/obj/test/test_cpu_fast_gemm_dot.o $(CPU_F
 	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lcmocka -lm -lpthread -ldl
 
 TESTS += $(B)/test/test_cpu_fast_gemm_dot
+# the route splits its tasks over two threads: under ThreadSanitizer too
+TSAN_TESTS += $(B)/test/test_cpu_fast_gemm_dot
