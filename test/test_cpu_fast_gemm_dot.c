@@ -159,6 +159,7 @@ static void narrow_cols_grid(cpu_device_t *dev, bool f64) {
     run_case(dev, (dot_case_t){f64, 1, 97 + n, n, 1100, false, false, false, -1, 0.5, false});
   }
   run_case(dev, (dot_case_t){f64, 1, 500, 12, 2048, false, false, false, 1, 1, false});
+  run_case(dev, (dot_case_t){f64, 1, 130, 40, 300, false, false, false, 1, 0, false});
   run_case(dev, (dot_case_t){f64, 1, 200, 16, 33, false, false, false, 0.5, 0, false});
   /* a batch, each entry its own Bᵀ */
   run_case(dev, (dot_case_t){f64, 3, 50, 5, 300, false, false, false, 1, 0.25, false});
@@ -242,6 +243,9 @@ static void test_dot_choice(void **state) {
     assert_true(cpu_fast_gemm_direct_fits(&cpu_fast_gemm_type_f32, f32, &nn));
     nn.n = nn.sbk = 2 * f32->nr; /* two: the blocked path */
     assert_false(cpu_fast_gemm_direct_fits(&cpu_fast_gemm_type_f32, f32, &nn));
+    assert_false(cpu_fast_gemm_dot_fits(f32, &nn));
+    nn.n = nn.sbk = f32->nr + 8; /* a panel and a part of one */
+    assert_true(cpu_fast_gemm_dot_fits(f32, &nn));
     nn.n = nn.sbk = 4 * f64->nr; /* wide: the blocked path */
     assert_false(cpu_fast_gemm_dot_fits(f64, &nn));
     nn.n = nn.sbk = 8;

@@ -40,9 +40,9 @@ CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_2x16, 2)
 CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_4x16, 4)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_2x16, 2)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x16, 4)
-/* 2 rows of A x 4 of Bᵀ: 8 accumulators, 4 Bᵀ vectors, one of A. */
+/* 3 rows of A x 4 of Bᵀ: 12 accumulators, 3 A vectors, one of Bᵀ. */
 #define DOT_RED4 dot_red4_ps
-CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_2x4, 2)
+CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_3x4, 3)
 
 /* The kernels as the driver sees them: a tile of `rows` takes the
  * shortest kernel that holds it. */
@@ -84,7 +84,7 @@ CPU_FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 /* C's last rows from the same 6-row panels (1024 = 170 x 6 + 4). */
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_2x8, 2, 6)
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_4x8, 4, 6)
-CPU_FAST_DEFINE_UKR_DOT(dgemm_ukr_dot_2x4, 2)
+CPU_FAST_DEFINE_UKR_DOT(dgemm_ukr_dot_3x4, 3)
 
 static void dgemm_ukr_part(int64_t k, const void *ap, const void *bp, void *c, int64_t ldc,
                            const void *alpha, const void *beta, int rows) {
@@ -103,7 +103,7 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             sgemm_ukr_offs_6x16,
                                             sgemm_ukr_pix_6x16,
                                             sgemm_ukr_cols, 32, 1024, NULL,
-                                            sgemm_ukr_dot_2x4, 2};
+                                            sgemm_ukr_dot_3x4, 3};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
                                             256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024,
-                                            dgemm_ukr_part, dgemm_ukr_dot_2x4, 2};
+                                            dgemm_ukr_part, dgemm_ukr_dot_3x4, 3};

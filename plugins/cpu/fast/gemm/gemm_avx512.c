@@ -44,7 +44,7 @@ CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_4x32, 4)
 CPU_FAST_DEFINE_UKR_ROWS(sgemm_ukr_rows_8x32, 8)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x32, 4)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_8x32, 8)
-/* 6 rows of A x 4 of Bᵀ: 24 accumulators, 4 Bᵀ vectors, one of A. */
+/* 6 rows of A x 4 of Bᵀ: 24 accumulators, 6 A vectors, one of Bᵀ. */
 #define DOT_RED4 dot_red4_ps
 CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_6x4, 6)
 

@@ -33,10 +33,9 @@
 /* The narrow sides taken (docs/backend-cpu.md, "GEMM"). B given as Bᵀ:
  * C of at most DOT_MAX_SIDE_NT rows or columns, where the blocked path
  * would transpose the long operand for as few uses of it. B row-major: C
- * a few columns wide, Bᵀ copied (k x n elements): up to three quarters of
- * the kernel's NR where an unpacked kernel (ukr_rows) would otherwise run
- * them with a quarter or more of its lanes empty, up to two NR where only
- * the packed path would (it also transposes all of A). */
+ * narrower than two of the kernel's NR-column panels, unless it fills
+ * whole panels (NR columns: the unpacked path, which runs every lane), or
+ * up to two panels where the packed path is the only other one (f64). */
 #define DOT_MAX_SIDE_NT 32
 #define DOT_MIN_K 32 /* shorter sums: folding the lanes costs more than it saves */
 
@@ -58,7 +57,8 @@ typedef struct dot_job {
 bool cpu_fast_gemm_dot_fits(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v) {
   if (!kr->ukr_dot || v->sak != 1 || v->k < DOT_MIN_K) return false;
   if (v->sbk == 1) return (v->m < v->n ? v->m : v->n) <= DOT_MAX_SIDE_NT;
-  return kr->ukr_rows ? v->n * 4 <= kr->nr * 3 : v->n <= 2 * kr->nr;
+  if (kr->ukr_rows) return v->n < 2 * kr->nr && v->n % kr->nr != 0;
+  return v->n <= 2 * kr->nr;
 }
 
 /* One tile of C: rows [i0, i0 + ra) against Bᵀ rows [j0, j0 + rb) of batch

@@ -14,16 +14,17 @@
  * MASK(n) (first n lanes), MLOAD(p, m), and DOT_RED4(out, a, b, c, d),
  * which writes the lane sums of four vectors to out[0..3].
  */
-/* One step of k: RA + 4 loads, RA x 4 FMAs. */
+/* One step of k: RA + 4 loads, RA x 4 FMAs. A's RA vectors are held and
+ * Bᵀ's four streamed past them, so the tile needs RA x 4 + RA + 1
+ * registers: 6 x 4 takes 31 of AVX-512's 32, 3 x 4 all 16 of AVX2's. */
 #define CPU_FAST_DOT_STEP(LD_A, LD_B)                                          \
   do {                                                                         \
-    VEC bv[CPU_FAST_DOT_RB];                                                   \
-    _Pragma("GCC unroll 4") for (int j = 0; j < CPU_FAST_DOT_RB; j++) bv[j] =  \
-        LD_B(j);                                                               \
-    _Pragma("GCC unroll 8") for (int i = 0; i < RA_; i++) {                    \
-      VEC av = LD_A(i);                                                        \
-      _Pragma("GCC unroll 4") for (int j = 0; j < CPU_FAST_DOT_RB; j++)        \
-          acc[i][j] = FMA(av, bv[j], acc[i][j]);                               \
+    VEC av[RA_];                                                               \
+    _Pragma("GCC unroll 8") for (int i = 0; i < RA_; i++) av[i] = LD_A(i);     \
+    _Pragma("GCC unroll 4") for (int j = 0; j < CPU_FAST_DOT_RB; j++) {        \
+      VEC bv = LD_B(j);                                                        \
+      _Pragma("GCC unroll 8") for (int i = 0; i < RA_; i++)                    \
+          acc[i][j] = FMA(av[i], bv, acc[i][j]);                               \
     }                                                                          \
   } while (0)
 
