@@ -25,20 +25,10 @@
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/fast/gemm/gemm_driver.h"
 #include "plugins/cpu/tensor.h"
+#include "test/gemm_vals.h"
 #include "test/skip.h"
 
 static int fails, checks;
-
-static double getv(const void *p, bool f64, int64_t i) {
-  return f64 ? ((const double *)p)[i] : ((const float *)p)[i];
-}
-
-static void setv(void *p, bool f64, int64_t i, double v) {
-  if (f64)
-    ((double *)p)[i] = v;
-  else
-    ((float *)p)[i] = (float)v;
-}
 
 /* One GEMM case: batch entries of C (m x n) = alpha A B + beta C with A
  * row-major (or column-major: ta), B row-major or given as Bᵀ (tb), C

@@ -26,20 +26,10 @@
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/fast/gemm/gemm_driver.h"
 #include "plugins/cpu/tensor.h"
+#include "test/gemm_vals.h"
 #include "test/skip.h"
 
 static int fails, checks;
-
-static double getv(const void *p, bool f64, int64_t i) {
-  return f64 ? ((const double *)p)[i] : ((const float *)p)[i];
-}
-
-static void setv(void *p, bool f64, int64_t i, double v) {
-  if (f64)
-    ((double *)p)[i] = v;
-  else
-    ((float *)p)[i] = (float)v;
-}
 
 /* One d1 x d2 matrix as a batch of one (its batch stride past its end). */
 static bp_plugin_tensor_t t3(void *p, bool f64, int64_t d1, int64_t d2, int64_t s1, int64_t s2) {

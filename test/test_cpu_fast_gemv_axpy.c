@@ -21,18 +21,8 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
+#include "test/gemm_vals.h"
 #include "test/skip.h"
-
-static double getv(const void *p, bool f64, int64_t i) {
-  return f64 ? ((const double *)p)[i] : ((const float *)p)[i];
-}
-
-static void setv(void *p, bool f64, int64_t i, double v) {
-  if (f64)
-    ((double *)p)[i] = v;
-  else
-    ((float *)p)[i] = (float)v;
-}
 
 static int fails, checks;
 
