@@ -22,9 +22,11 @@
 #include <string.h>
 
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/dtype.h"
 #include "plugins/cpu/fast/gemm/gemm.h"
 #include "plugins/cpu/fast/gemm/gemm_driver.h"
 #include "plugins/cpu/tensor.h"
+#include "test/gemm_half_check.h"
 #include "test/gemm_vals.h"
 #include "test/skip.h"
 
@@ -189,6 +191,118 @@ static void one_panel_grid(cpu_device_t *dev, bool f64) {
   run_case(dev, (dot_case_t){f64, 1, 260, nr, 20, false, false, false, -1, 1, false});
 }
 
+/* ---- bf16 and f16: the widening kernels, called through the route ---- */
+
+static double bf2d(uint16_t h) {
+  return cpu_bf16_to_float(h);
+}
+static double hf2d(uint16_t h) {
+  return cpu_f16_to_float(h);
+}
+
+/* One bf16 / f16 case (B as Bᵀ: tb) through cpu_fast_gemm_dot on the f32
+ * kernel kr, or through cpu_fast_gemm (whole): C rounded once from f32
+ * sums, within a rounding of C's type, f32 accumulation of k exact
+ * products and the f32 roundings of alpha * s and beta * C. */
+static void run_half_case(cpu_device_t *dev, const cpu_fast_gemm_kernel_t *kr, bool bf,
+                          dot_case_t q, bool whole) {
+  /* q.bgap here: A all ones and each column of B its first half's values
+   * negated in its second half, so C is 0 and a partial sum rounded to
+   * C's type on the way would show */
+  bool cancel = q.bgap;
+  int64_t m = q.m, n = q.n, k = q.k, nb = q.batch;
+  int64_t lda = k + 3, ldb = (q.tb ? k : n) + 5, ldc = n + 2;
+  int64_t sa = m * lda + 7, sb = (q.tb ? n : k) * ldb + 9, sc = m * ldc + 11;
+  uint16_t *A = malloc(2 * (size_t)(nb * sa)), *B = malloc(2 * (size_t)(nb * sb)),
+           *C = malloc(2 * (size_t)(nb * sc));
+  uint16_t (*enc)(double) = bf ? cpu_bf16_from_double : cpu_f16_from_double;
+  double (*dec)(uint16_t) = bf ? bf2d : hf2d;
+  for (int64_t i = 0; i < nb * sa; i++) A[i] = enc(cancel ? 1 : (rand() % 20001 - 10000) / 5003.0);
+  for (int64_t i = 0; i < nb * sb; i++) B[i] = enc((rand() % 20001 - 10000) / 5003.0);
+  int64_t bk0 = q.tb ? 1 : ldb, bn0 = q.tb ? ldb : 1;
+  for (int64_t b = 0; cancel && b < nb; b++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t p = 0; p < k / 2; p++) {
+        B[b * sb + p * bk0 + j * bn0] = enc(1 + (rand() % 1000) / 1000.0);
+        B[b * sb + (p + k / 2) * bk0 + j * bn0] = B[b * sb + p * bk0 + j * bn0] ^ 0x8000;
+      }
+  for (int64_t i = 0; i < nb * sc; i++)
+    C[i] = q.beta == 0 ? 0x7fc0 : enc((rand() % 2001 - 1000) / 1000.0);
+  int64_t bk = q.tb ? 1 : ldb, bn = q.tb ? ldb : 1;
+  double *R = malloc(sizeof(double) * (size_t)(nb * m * n)),
+         *T = malloc(sizeof(double) * (size_t)(nb * m * n));
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double acc = 0, mag = 0;
+        for (int64_t p = 0; p < k; p++) {
+          double x = dec(A[b * sa + i * lda + p]) * dec(B[b * sb + p * bk + j * bn]);
+          acc += x, mag += fabs(x);
+        }
+        double c0 = q.beta == 0 ? 0 : dec(C[b * sc + i * ldc + j]);
+        double r = q.alpha * acc + q.beta * c0;
+        R[(b * m + i) * n + j] = r;
+        T[(b * m + i) * n + j] = ldexp(fabs(r), bf ? -7 : -10) + ldexp(fabs(q.beta * c0), -22) +
+                                 (double)(k + 4) * ldexp(mag * fabs(q.alpha), -23) + ldexp(1, -24);
+      }
+  bp_dtype_t dt = bf ? BP_BF16 : BP_F16;
+  bp_gemm_args_t g = test_gemm_args(q.alpha, q.beta, cpu_tensor_view3(A, dt, nb, m, k, sa, lda, 1),
+                                    cpu_tensor_view3(B, dt, nb, k, n, sb, bk, bn),
+                                    cpu_tensor_view3(C, dt, nb, m, n, sc, ldc, 1));
+  const gemm_type_t *t = bf ? &cpu_fast_gemm_type_bf16 : &cpu_fast_gemm_type_f16;
+  gemm_view_t v = {m, n, k, (const char *)A, (const char *)B, (char *)C, lda, 1, bk, bn, ldc, 1};
+  float alpha = (float)q.alpha, beta = (float)q.beta, one = 1;
+  checks++;
+  bool ran = whole ? cpu_fast_gemm(dev, &g) == BP_OK
+                   : cpu_fast_gemm_dot_fits(t, kr, &v) &&
+                         cpu_fast_gemm_dot(dev, t, kr, &v, nb, sa, sb, sc, &alpha, &beta, &one);
+  int64_t miss = ran ? test_gemm_first_miss(C, dec, nb, m, n, sc, ldc, 1, R, T) : 0;
+  if (miss >= 0) {
+    printf("%s %s thr%u b%ld m%ld n%ld k%ld tb%d: %s", bf ? "bf16" : "f16", whole ? "gemm" : "dot",
+           dev->threads, (long)nb, (long)m, (long)n, (long)k, q.tb, ran ? "" : "not taken\n");
+    if (ran)
+      printf("at %ld: %g vs %g\n", (long)miss,
+             dec(C[miss / (m * n) * sc + miss % (m * n) / n * ldc + miss % n]), R[miss]);
+    fails++;
+  }
+  free(A), free(B), free(C), free(R), free(T);
+}
+
+static void half_grid(cpu_device_t *dev, bool bf) {
+  const cpu_fast_gemm_kernel_t *kr =
+      dev->isa == BP_ISA_AVX512 ? &cpu_fast_sgemm_avx512 : &cpu_fast_sgemm_avx2;
+  for (int64_t n = 2; n <= 7; n++)
+    run_half_case(
+        dev, kr, bf,
+        (dot_case_t){bf, 1, 61, n, 37 + 50 * n, false, false, false, 1, n % 2 ? 0 : 0.5, false},
+        false);
+  run_half_case(dev, kr, bf, (dot_case_t){bf, 2, 19, 12, 700, false, false, false, -1, 0, false},
+                false);
+  for (int64_t m = 1; m <= 4; m++)
+    run_half_case(dev, kr, bf,
+                  (dot_case_t){bf, 1, m, 70, 515, false, true, false, 1, m == 2 ? 1 : 0, false},
+                  false);
+  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 9, 33, 1030, false, true, false, 0.5, 0, false},
+                false);
+  /* past one k block of f32 sums: C rounded once, at the end */
+  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 13, 6, 3000, false, false, false, 1, 0, true},
+                false);
+  /* through the whole GEMM: the route where no native kernel takes it */
+  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 1, 300, 640, false, true, false, 1, 0, false},
+                true);
+  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 200, 8, 300, false, false, false, 1, 0.5, false},
+                true);
+}
+
+static void half_grids(cpu_device_t *dev, bool f64) {
+  half_grid(dev, !f64); /* the grid's second pass takes f16 */
+}
+
+static void test_half_types(void **state) {
+  (void)state;
+  on_each_device("bf16 and f16", 15, half_grids);
+}
+
 static void test_narrow_cols(void **state) {
   (void)state;
   on_each_device("narrow columns", 11, narrow_cols_grid);
@@ -226,30 +340,30 @@ static void test_dot_choice(void **state) {
     assert_non_null(f64->ukr_dot);
     /* row-major A and B, n columns (m x n x k, strides sam sak sbk sbn) */
     gemm_view_t nn = {2048, 8, 2048, NULL, NULL, NULL, 2048, 1, 8, 1, 8, 1};
-    assert_true(cpu_fast_gemm_dot_fits(f32, &nn));
-    assert_true(cpu_fast_gemm_dot_fits(f64, &nn));
+    assert_true(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nn));
+    assert_true(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f64, f64, &nn));
     nn.n = nn.sbk = f32->nr; /* one whole panel: the unpacked path */
-    assert_false(cpu_fast_gemm_dot_fits(f32, &nn));
+    assert_false(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nn));
     assert_true(cpu_fast_gemm_direct_fits(&cpu_fast_gemm_type_f32, f32, &nn));
     nn.n = nn.sbk = 2 * f32->nr; /* two: the blocked path */
     assert_false(cpu_fast_gemm_direct_fits(&cpu_fast_gemm_type_f32, f32, &nn));
-    assert_false(cpu_fast_gemm_dot_fits(f32, &nn));
+    assert_false(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nn));
     nn.n = nn.sbk = f32->nr + 8; /* a panel and a part of one */
-    assert_true(cpu_fast_gemm_dot_fits(f32, &nn));
+    assert_true(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nn));
     nn.n = nn.sbk = 4 * f64->nr; /* wide: the blocked path */
-    assert_false(cpu_fast_gemm_dot_fits(f64, &nn));
+    assert_false(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f64, f64, &nn));
     nn.n = nn.sbk = 8;
     nn.k = 16; /* too short a sum */
-    assert_false(cpu_fast_gemm_dot_fits(f32, &nn));
+    assert_false(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nn));
     nn.k = 2048;
     nn.sak = 2048, nn.sam = 1; /* A column-major */
-    assert_false(cpu_fast_gemm_dot_fits(f32, &nn));
+    assert_false(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nn));
     /* B given as Bᵀ: a few rows, then many of both */
     gemm_view_t nt = {8, 4096, 4096, NULL, NULL, NULL, 4096, 1, 1, 4096, 4096, 1};
-    assert_true(cpu_fast_gemm_dot_fits(f32, &nt));
-    assert_true(cpu_fast_gemm_dot_fits(f64, &nt));
+    assert_true(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nt));
+    assert_true(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f64, f64, &nt));
     nt.m = 256;
-    assert_false(cpu_fast_gemm_dot_fits(f32, &nt));
+    assert_false(cpu_fast_gemm_dot_fits(&cpu_fast_gemm_type_f32, f32, &nt));
   }
 }
 
@@ -257,7 +371,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dot_choice),   cmocka_unit_test(test_narrow_cols),
       cmocka_unit_test(test_transposed_b), cmocka_unit_test(test_vector_forms),
-      cmocka_unit_test(test_one_panel),
+      cmocka_unit_test(test_one_panel),    cmocka_unit_test(test_half_types),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -467,9 +467,9 @@ bp_status_t cpu_fast_gemm(cpu_device_t *dev, const bp_gemm_args_t *a) {
    * the matrix once; packing it first would double that */
   if (batch == 1 && type->wide_c && gemm_vector(dev, &j.v, f64, a->alpha, a->beta))
     return BP_OK;
-  /* a narrow side of C: inner products along k, nothing of A packed */
-  if ((type == &cpu_fast_gemm_type_f32 || type == &cpu_fast_gemm_type_f64) &&
-      cpu_fast_gemm_dot_fits(&kr, &j.v) &&
+  /* a narrow side of C: inner products along k, nothing of A packed
+   * (bf16 / f16 where no native kernel took them above) */
+  if (cpu_fast_gemm_dot_fits(type, &kr, &j.v) &&
       cpu_fast_gemm_dot(dev, type, &kr, &j.v, batch, j.sab, j.sbb, j.scb, j.alpha, j.beta,
                         j.one))
     return BP_OK;

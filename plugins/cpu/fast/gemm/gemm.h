@@ -109,6 +109,10 @@ typedef struct cpu_fast_gemm_kernel {
   cpu_fast_ukr_part_fn ukr_part; /* optional: C's last rows, see the type */
   cpu_fast_ukr_dot_fn ukr_dot;   /* optional: k along the vector, see the type */
   int dot_ra;                    /* ukr_dot's rows of A per tile */
+  /* optional (f32 kernels): ukr_dot on bf16 / f16 A, Bᵀ and C, widened
+   * to f32 sums (alpha and beta f32), dot_ra rows of A a tile and one
+   * (a single row of C: no widening and FMAs for rows it does not have) */
+  cpu_fast_ukr_dot_fn ukr_dot_bf16, ukr_dot_f16, ukr_dot_bf16_1, ukr_dot_f16_1;
 } cpu_fast_gemm_kernel_t;
 
 /* Scales kr's kc and nc from the caches it was tuned for to l1d / l2

@@ -4,8 +4,11 @@
  */
 #include <immintrin.h>
 
+#include <string.h>
+
 #include "gemm.h"
 #include "gemm_dot_ukr.h"
+#include "plugins/cpu/dtype.h"
 #include "gemm_ukr.h"
 #include "gemm_ukr_rows.h"
 
@@ -42,6 +45,11 @@ CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_2x16, 2)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x16, 4)
 /* 3 rows of A x 4 of Bᵀ: 12 accumulators, 3 A vectors, one of Bᵀ. */
 #define DOT_RED4 dot_red4_ps
+#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
+#define DOT_LD CPU_FAST_DOT_PLAIN_LD
+#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
+#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
+#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
 CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_3x4, 3)
 
 /* The kernels as the driver sees them: a tile of `rows` takes the
@@ -67,6 +75,54 @@ static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *
 }
 #include "ukr_undef.h"
 
+/* bf16 and f16 A, Bᵀ and C on the same tile, widened on the way into
+ * the f32 FMAs (a shift for bf16, VCVTPH2PS for f16), C rounded to
+ * nearest even. A k tail of n < 8 elements is copied next to zeros
+ * (AVX2 has no 16-bit masked load). */
+static inline __m256 dot_ld_bf16(const uint16_t *p) {
+  __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+static inline __m256 dot_ld_f16(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline __m256 dot_tail(const uint16_t *p, int n, bool f16) {
+  uint16_t t[8] = {0};
+  memcpy(t, p, (size_t)n * sizeof *t);
+  return f16 ? dot_ld_f16(t) : dot_ld_bf16(t);
+}
+static inline __m256 dot_mld_bf16(const uint16_t *p, int n) { return dot_tail(p, n, false); }
+static inline __m256 dot_mld_f16(const uint16_t *p, int n) { return dot_tail(p, n, true); }
+static inline float dot_get_bf16(const uint16_t *p) { return cpu_bf16_to_float(*p); }
+static inline float dot_get_f16(const uint16_t *p) { return cpu_f16_to_float(*p); }
+static inline void dot_put_bf16(uint16_t *p, float v) { *p = cpu_bf16_from_double(v); }
+static inline void dot_put_f16(uint16_t *p, float v) { *p = cpu_f16_from_double(v); }
+#include "ukr_avx2_f32.h"
+#define T float
+#undef MASK_T
+#undef MASK
+#define MASK_T int
+#define MASK(n) ((int)(n))
+#define DOT_RED4 dot_red4_ps
+#define DOT_TIN uint16_t
+#define DOT_LD dot_ld_bf16
+#define DOT_MLD dot_mld_bf16
+#define DOT_CGET dot_get_bf16
+#define DOT_CPUT dot_put_bf16
+CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_3x4, 3)
+CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_1x4, 1)
+#undef DOT_LD
+#undef DOT_MLD
+#undef DOT_CGET
+#undef DOT_CPUT
+#define DOT_LD dot_ld_f16
+#define DOT_MLD dot_mld_f16
+#define DOT_CGET dot_get_f16
+#define DOT_CPUT dot_put_f16
+CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_3x4, 3)
+CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_1x4, 1)
+#include "ukr_undef.h"
+
 #define VEC __m256d
 #define T double
 #define W 4
@@ -80,6 +136,11 @@ static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *
 #define MASK(n) first_lanes4(n)
 #define MLOAD(p, m) _mm256_maskload_pd((p), (m))
 #define DOT_RED4 dot_red4_pd
+#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
+#define DOT_LD CPU_FAST_DOT_PLAIN_LD
+#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
+#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
+#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
 CPU_FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 /* C's last rows from the same 6-row panels (1024 = 170 x 6 + 4). */
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_2x8, 2, 6)
@@ -103,7 +164,9 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             sgemm_ukr_offs_6x16,
                                             sgemm_ukr_pix_6x16,
                                             sgemm_ukr_cols, 32, 1024, NULL,
-                                            sgemm_ukr_dot_3x4, 3};
+                                            sgemm_ukr_dot_3x4, 3,
+                                            bf16_ukr_dot_3x4, f16_ukr_dot_3x4,
+                                              bf16_ukr_dot_1x4, f16_ukr_dot_1x4};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
                                             256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024,
-                                            dgemm_ukr_part, dgemm_ukr_dot_3x4, 3};
+                                            dgemm_ukr_part, dgemm_ukr_dot_3x4, 3, NULL, NULL, NULL, NULL};

@@ -6,6 +6,7 @@
 
 #include "gemm.h"
 #include "gemm_dot_ukr.h"
+#include "plugins/cpu/dtype.h"
 #include "gemm_ukr.h"
 #include "gemm_ukr_rows.h"
 
@@ -46,7 +47,54 @@ CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x32, 4)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_8x32, 8)
 /* 6 rows of A x 4 of Bᵀ: 24 accumulators, 6 A vectors, one of Bᵀ. */
 #define DOT_RED4 dot_red4_ps
+#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
+#define DOT_LD CPU_FAST_DOT_PLAIN_LD
+#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
+#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
+#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
 CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_6x4, 6)
+#include "ukr_undef.h"
+
+/* bf16 and f16 A, Bᵀ and C on the same tile, widened on the way into
+ * the f32 FMAs (a shift for bf16, VCVTPH2PS for f16) and C rounded to
+ * nearest even: the f32 accumulation of the other paths. */
+static inline __m512 dot_ld_bf16(const uint16_t *p) {
+  __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+static inline __m512 dot_mld_bf16(const uint16_t *p, __mmask16 m) {
+  __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+static inline __m512 dot_ld_f16(const uint16_t *p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline __m512 dot_mld_f16(const uint16_t *p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+static inline float dot_get_bf16(const uint16_t *p) { return cpu_bf16_to_float(*p); }
+static inline float dot_get_f16(const uint16_t *p) { return cpu_f16_to_float(*p); }
+static inline void dot_put_bf16(uint16_t *p, float v) { *p = cpu_bf16_from_double(v); }
+static inline void dot_put_f16(uint16_t *p, float v) { *p = cpu_f16_from_double(v); }
+#include "ukr_avx512_f32.h"
+#define DOT_RED4 dot_red4_ps
+#define DOT_TIN uint16_t
+#define DOT_LD dot_ld_bf16
+#define DOT_MLD dot_mld_bf16
+#define DOT_CGET dot_get_bf16
+#define DOT_CPUT dot_put_bf16
+CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_6x4, 6)
+CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_1x4, 1)
+#undef DOT_LD
+#undef DOT_MLD
+#undef DOT_CGET
+#undef DOT_CPUT
+#define DOT_LD dot_ld_f16
+#define DOT_MLD dot_mld_f16
+#define DOT_CGET dot_get_f16
+#define DOT_CPUT dot_put_f16
+CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_6x4, 6)
+CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_1x4, 1)
 
 /* The kernels as the driver sees them: a tile of `rows` takes the
  * shortest kernel that holds it. */
@@ -84,6 +132,11 @@ static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *
 #define MASK(n) ((__mmask8)((1u << (n)) - 1))
 #define MLOAD(p, m) _mm512_maskz_loadu_pd((m), (p))
 #define DOT_RED4 dot_red4_pd
+#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
+#define DOT_LD CPU_FAST_DOT_PLAIN_LD
+#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
+#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
+#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
 /* 14 rows x 2 vectors: 28 accumulators, 2 B vectors, 1 broadcast, 31 of
  * the 32 zmm registers; two more FMAs per B load than 12 rows give, and
  * MC a multiple of 14 so only C's last rows make an edge tile. */
@@ -114,9 +167,11 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               sgemm_ukr_offs_12x32,
                                               sgemm_ukr_pix_12x32,
                                               sgemm_ukr_cols, 48, 2048, NULL,
-                                              sgemm_ukr_dot_6x4, 6};
+                                              sgemm_ukr_dot_6x4, 6,
+                                              bf16_ukr_dot_6x4, f16_ukr_dot_6x4,
+                                              bf16_ukr_dot_1x4, f16_ukr_dot_1x4};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx512 = {dgemm_ukr_14x16, 14, 16,
                                               256, 480, 3066,
                                               cpu_fast_dpack_avx512,
                                               NULL, NULL, NULL, NULL, 48, 2048,
-                                              dgemm_ukr_part, dgemm_ukr_dot_6x4, 6};
+                                              dgemm_ukr_part, dgemm_ukr_dot_6x4, 6, NULL, NULL, NULL, NULL};

@@ -1,6 +1,10 @@
 /*
- * fast/gemm/gemm_dot.c — f32 / f64 GEMMs with a narrow side of C, as
+ * fast/gemm/gemm_dot.c — GEMMs with a narrow side of C, as
  * inner products along k (the kernel's ukr_dot, fast/gemm/gemm_dot_ukr.h).
+ *
+ * bf16 and f16 take the f32 kernel's widening instances (f32 sums, C
+ * rounded once); their C cannot hold partial sums, so their k is one
+ * block.
  *
  * The blocked path puts C's columns along the vector and packs both
  * operands. With a few columns (a classifier's handful of outputs over
@@ -40,7 +44,7 @@
 #define DOT_MIN_K 32 /* shorter sums: folding the lanes costs more than it saves */
 
 typedef struct dot_job {
-  const cpu_fast_gemm_kernel_t *kr;
+  cpu_fast_ukr_dot_fn ukr;
   int64_t es;     /* element size */
   gemm_view_t v;  /* A's rows: v.a, v.sam; C: v.c, v.scm, v.scn */
   const char *bt; /* Bᵀ's rows: n of them, ldb apart, k contiguous */
@@ -54,10 +58,22 @@ typedef struct dot_job {
   const void *alpha, *beta, *one;
 } dot_job_t;
 
-bool cpu_fast_gemm_dot_fits(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v) {
-  if (!kr->ukr_dot || v->sak != 1 || v->k < DOT_MIN_K) return false;
+/* The kernel for t's elements: kr's own (f32, f64), or the f32 kernel's
+ * widening ones (bf16, f16). */
+static cpu_fast_ukr_dot_fn dot_ukr(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr) {
+  switch (t->dtype) {
+  case BP_BF16: return kr->ukr_dot_bf16;
+  case BP_F16: return kr->ukr_dot_f16;
+  default: return kr->ukr_dot;
+  }
+}
+
+bool cpu_fast_gemm_dot_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
+                            const gemm_view_t *v) {
+  if (!dot_ukr(t, kr) || v->sak != 1 || v->k < DOT_MIN_K) return false;
   if (v->sbk == 1) return (v->m < v->n ? v->m : v->n) <= DOT_MAX_SIDE_NT;
-  if (kr->ukr_rows) return v->n < 2 * kr->nr && v->n % kr->nr != 0;
+  if (kr->ukr_rows && t == &cpu_fast_gemm_type_f32)
+    return v->n < 2 * kr->nr && v->n % kr->nr != 0;
   return v->n <= 2 * kr->nr;
 }
 
@@ -70,8 +86,8 @@ static void dot_tile(const dot_job_t *j, int64_t b, int64_t i0, int ra, int64_t 
   const char *a = v->a + (b * j->sab + i0 * v->sam + p0) * es;
   const char *bt = j->bt + (b * j->sbt + j0 * j->ldb + p0) * es;
   char *c = v->c + (b * j->scb + i0 * v->scm + j0 * v->scn) * es;
-  j->kr->ukr_dot(kb, a, v->sam, bt, j->ldb, c, v->scm, v->scn, ra, rb, j->alpha,
-                 p0 == 0 ? j->beta : j->one);
+  j->ukr(kb, a, v->sam, bt, j->ldb, c, v->scm, v->scn, ra, rb, j->alpha,
+         p0 == 0 ? j->beta : j->one);
 }
 
 /* Outer tiles [t0, t1) of batch entry b, every k block. */
@@ -121,13 +137,19 @@ static void dot_task(void *ctx, int64_t begin, int64_t end, unsigned worker) {
   }
 DEFINE_DOT_PACK_BT(float, f32)
 DEFINE_DOT_PACK_BT(double, f64)
+DEFINE_DOT_PACK_BT(uint16_t, u16)
 
 bool cpu_fast_gemm_dot(cpu_device_t *dev, const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                        const gemm_view_t *v, int64_t batch, int64_t sab, int64_t sbb, int64_t scb,
                        const void *alpha, const void *beta, const void *one) {
   dot_job_t j;
   memset(&j, 0, sizeof j);
-  j.kr = kr, j.es = (int64_t)t->in_size, j.v = *v;
+  j.ukr = dot_ukr(t, kr), j.es = (int64_t)t->in_size, j.v = *v;
+  int ra = kr->dot_ra;
+  cpu_fast_ukr_dot_fn one_row = t->dtype == BP_BF16  ? kr->ukr_dot_bf16_1
+                                : t->dtype == BP_F16 ? kr->ukr_dot_f16_1
+                                                     : NULL;
+  if (v->m == 1 && one_row) j.ukr = one_row, ra = 1;
   j.sab = sab, j.scb = scb;
   j.alpha = alpha, j.beta = beta, j.one = one;
   if (v->sbk == 1) {
@@ -137,16 +159,19 @@ bool cpu_fast_gemm_dot(cpu_device_t *dev, const gemm_type_t *t, const cpu_fast_g
     if (!bt) return false;
     if (j.es == sizeof(double))
       dot_pack_bt_f64(v, batch, sbb, (double *)bt);
-    else
+    else if (j.es == sizeof(float))
       dot_pack_bt_f32(v, batch, sbb, (float *)bt);
+    else
+      dot_pack_bt_u16(v, batch, sbb, (uint16_t *)bt);
     j.bt = bt, j.ldb = v->k, j.sbt = v->n * v->k;
   }
   j.outer_a = v->n <= v->m;
   j.outer_rows = j.outer_a ? v->m : v->n;
   j.inner_rows = j.outer_a ? v->n : v->m;
-  j.outer_tile = j.outer_a ? kr->dot_ra : CPU_FAST_DOT_RB;
-  j.inner_tile = j.outer_a ? CPU_FAST_DOT_RB : kr->dot_ra;
-  j.kb = cpu_fast_gemm_even_block(v->k, DOT_KB_BYTES / j.es, 16);
+  j.outer_tile = j.outer_a ? ra : CPU_FAST_DOT_RB;
+  j.inner_tile = j.outer_a ? CPU_FAST_DOT_RB : ra;
+  /* a bf16 / f16 C cannot hold partial sums: all of k in one block */
+  j.kb = t->wide_c ? cpu_fast_gemm_even_block(v->k, DOT_KB_BYTES / j.es, 16) : v->k;
   j.tiles = (j.outer_rows + j.outer_tile - 1) / j.outer_tile;
   unsigned threads = dev->pool ? cpu_pool_size(dev->pool) : 1;
   double flops = 2.0 * (double)v->m * (double)v->n * (double)v->k * (double)batch;

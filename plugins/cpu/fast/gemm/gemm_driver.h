@@ -126,14 +126,16 @@ CPU_HIDDEN bool cpu_fast_gemm_team(cpu_device_t *dev, const gemm_type_t *t,
 CPU_HIDDEN bool cpu_fast_gemm_direct_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
                                           const gemm_view_t *v);
 
-/* Whether v (f32 / f64, after any swap for a column-major C) takes the
- * inner-product route (fast/gemm/gemm_dot.c): A's rows contiguous along
- * k, and C a few columns wide, or a few rows or columns with B given as
- * Bᵀ (B's k stride 1). */
-CPU_HIDDEN bool cpu_fast_gemm_dot_fits(const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v);
+/* Whether v (of t's elements, after any swap for a column-major C)
+ * takes the inner-product route (fast/gemm/gemm_dot.c): kr (the f32
+ * kernel for bf16 / f16) has a kernel for t, A's rows are contiguous
+ * along k, and C is a few columns wide, or a few rows or columns with B
+ * given as Bᵀ (B's k stride 1). */
+CPU_HIDDEN bool cpu_fast_gemm_dot_fits(const gemm_type_t *t, const cpu_fast_gemm_kernel_t *kr,
+                                       const gemm_view_t *v);
 
 /* The route itself over batch entries sab / sbb / scb elements apart
- * (alpha, beta and one are values of t's type). False when its scratch
+ * (alpha, beta and one are values of t's compute type). False when its scratch
  * memory cannot be had: nothing was written. */
 CPU_HIDDEN bool cpu_fast_gemm_dot(cpu_device_t *dev, const gemm_type_t *t,
                                   const cpu_fast_gemm_kernel_t *kr, const gemm_view_t *v,

@@ -173,6 +173,6 @@ DEFINE_UKR_C(double, f64)
 
 /* Blocking for the portable kernels (no cache tuning: kept everywhere). */
 const cpu_fast_gemm_kernel_t cpu_fast_gemm_portable_f32 = {
-    ukr_c_f32, C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, 0};
+    ukr_c_f32, C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL};
 const cpu_fast_gemm_kernel_t cpu_fast_gemm_portable_f64 = {
-    ukr_c_f64, C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, 0};
+    ukr_c_f64, C_MR, C_NR, 256, 1024, 512, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL};

@@ -19,3 +19,8 @@
 #undef MUL
 #undef ZERO
 #undef DOT_RED4
+#undef DOT_TIN
+#undef DOT_LD
+#undef DOT_MLD
+#undef DOT_CGET
+#undef DOT_CPUT
