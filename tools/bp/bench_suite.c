@@ -57,6 +57,10 @@ static int suite_gemm(bool quick, bpt_case_t *o, int n, int cap) {
   n = add(o, n, cap, gemm(BP_F64, 1, 1024, 1024, 1024));
   n = add(o, n, cap, gemm(BP_F64, 1, 2048, 2048, 2048));
   n = add(o, n, cap, gemm(BP_BF16, 1, 2048, 2048, 2048));
+  /* bf16 decode against weights kept out x in */
+  bpt_case_t bnt = gemm(BP_BF16, 1, 1, 4096, 4096);
+  bnt.trans_b = true;
+  n = add(o, n, cap, bnt);
   return add(o, n, cap, gemm(BP_F16, 1, 2048, 2048, 2048));
 }
 
