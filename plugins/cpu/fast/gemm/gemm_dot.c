@@ -1,10 +1,6 @@
 /*
- * fast/gemm/gemm_dot.c — GEMMs with a narrow side of C, as
- * inner products along k (the kernel's ukr_dot, fast/gemm/gemm_dot_ukr.h).
- *
- * bf16 and f16 take the f32 kernel's widening instances (f32 sums, C
- * rounded once); their C cannot hold partial sums, so their k is one
- * block.
+ * fast/gemm/gemm_dot.c — GEMMs with a narrow side of C, as inner products
+ * along k (the kernel's ukr_dot, fast/gemm/gemm_dot_ukr.h).
  *
  * The blocked path puts C's columns along the vector and packs both
  * operands. With a few columns (a classifier's handful of outputs over
@@ -21,16 +17,16 @@
  * while the short operand's rows come from L1 / L2 for every tile. k runs
  * in blocks of DOT_KB_BYTES a row, so a tile's rows of the outer operand
  * stay in L1 while they meet all of the inner one; each block after the
- * first adds its sums into C.
+ * first adds its sums into C. bf16 and f16 take the f32 kernel's widening
+ * instances (f32 sums, C rounded once): their C cannot hold partial sums,
+ * so their k is one block.
  */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "gemm_driver.h"
 
-#define DOT_KB_BYTES                                                                               \
-  (2 << 10) /* k per block: a row's 2 KiB (1-8 KiB measured,                                       \
-             * 2-4 best) */
+#define DOT_KB_BYTES (2 << 10) /* k per block: 2 KiB of each row */
 #define DOT_TASKS_PER_THREAD 4
 #define DOT_MT_FLOPS 4e6 /* least work per thread worth a pool dispatch */
 
