@@ -63,7 +63,7 @@ typedef struct gemv_job {
 DEFINE_GEMV_DOT(float, f32)
 DEFINE_GEMV_DOT(double, f64)
 
-/* The dot form in AVX-512 (chosen at run time): four rows a pass, so
+/* The dot form in AVX-512 and in AVX2 (chosen at run time): four rows a pass, so
  * four streams of the matrix are in flight for the prefetchers, each
  * summed into two vectors of partial sums (eight independent FMA chains).
  * One row at a time with eight floats of sums, as the baseline loop
@@ -71,8 +71,8 @@ DEFINE_GEMV_DOT(double, f64)
  * delivers it (docs/backend-cpu.md, "GEMM"). VEC, W, LOADU, FMADD, ADD,
  * ZEROV and HSUM are the type's AVX-512 operations. */
 #define GEMV_DOT_ROWS 4
-#define DEFINE_GEMV_DOT_WIDE(T, sfx, VEC, W, LOADU, FMADD, ADD, ZEROV, HSUM)                  \
-  GEMV_AVX512 static void gemv_dot_##sfx(void *ctx, int64_t begin, int64_t end,             \
+#define DEFINE_GEMV_DOT_WIDE(T, sfx, ATTR, VEC, W, LOADU, FMADD, ADD, ZEROV, HSUM)            \
+  ATTR static void gemv_dot_##sfx(void *ctx, int64_t begin, int64_t end,                    \
                                          unsigned worker) {                                 \
     const gemv_job_t *j = ctx;                                                               \
     (void)worker;                                                                            \
@@ -189,10 +189,25 @@ DEFINE_GEMV_AXPY(double, f64, )
 #endif
 DEFINE_GEMV_AXPY(float, f32_avx512, GEMV_AVX512)
 DEFINE_GEMV_AXPY(double, f64_avx512, GEMV_AVX512)
-DEFINE_GEMV_DOT_WIDE(float, f32_avx512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps,
-                     _mm512_add_ps, _mm512_setzero_ps, _mm512_reduce_add_ps)
-DEFINE_GEMV_DOT_WIDE(double, f64_avx512, __m512d, 8, _mm512_loadu_pd, _mm512_fmadd_pd,
-                     _mm512_add_pd, _mm512_setzero_pd, _mm512_reduce_add_pd)
+DEFINE_GEMV_DOT_WIDE(float, f32_avx512, GEMV_AVX512, __m512, 16, _mm512_loadu_ps,
+                     _mm512_fmadd_ps, _mm512_add_ps, _mm512_setzero_ps, _mm512_reduce_add_ps)
+DEFINE_GEMV_DOT_WIDE(double, f64_avx512, GEMV_AVX512, __m512d, 8, _mm512_loadu_pd,
+                     _mm512_fmadd_pd, _mm512_add_pd, _mm512_setzero_pd, _mm512_reduce_add_pd)
+/* The same in AVX2 + FMA, for CPUs (or devices held) below AVX-512. */
+#define GEMV_AVX2 __attribute__((target("avx2,fma")))
+GEMV_AVX2 static float gemv_hsum_ps256(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+GEMV_AVX2 static double gemv_hsum_pd256(__m256d v) {
+  __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+DEFINE_GEMV_DOT_WIDE(float, f32_avx2, GEMV_AVX2, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps,
+                     _mm256_add_ps, _mm256_setzero_ps, gemv_hsum_ps256)
+DEFINE_GEMV_DOT_WIDE(double, f64_avx2, GEMV_AVX2, __m256d, 4, _mm256_loadu_pd, _mm256_fmadd_pd,
+                     _mm256_add_pd, _mm256_setzero_pd, gemv_hsum_pd256)
 
 /* y = alpha * (sum of the kparts partial sums, in order) + beta * y. */
 #define DEFINE_GEMV_AXPY_REDUCE(T, sfx)                                        \
@@ -209,6 +224,11 @@ DEFINE_GEMV_DOT_WIDE(double, f64_avx512, __m512d, 8, _mm512_loadu_pd, _mm512_fma
 DEFINE_GEMV_AXPY_REDUCE(float, f32)
 DEFINE_GEMV_AXPY_REDUCE(double, f64)
 
+static bool gemv_avx2_ok(const cpu_device_t *dev) {
+  const cpu_features_t *f = cpu_features_get();
+  return (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX2) && f->avx2 && f->fma;
+}
+
 static bool gemv_avx512_ok(const cpu_device_t *dev) {
   const cpu_features_t *f = cpu_features_get();
   return (dev->isa == BP_ISA_BEST || dev->isa >= BP_ISA_AVX512) && f->avx512f &&
@@ -216,11 +236,11 @@ static bool gemv_avx512_ok(const cpu_device_t *dev) {
 }
 
 static void run(cpu_device_t *dev, gemv_job_t *j, bool axpy) {
-  bool wide = gemv_avx512_ok(dev);
+  bool wide = gemv_avx512_ok(dev), avx2 = gemv_avx2_ok(dev);
   cpu_pool_fn fn = axpy ? (j->f64 ? (wide ? gemv_axpy_f64_avx512 : gemv_axpy_f64)
                                   : (wide ? gemv_axpy_f32_avx512 : gemv_axpy_f32))
-                        : (j->f64 ? (wide ? gemv_dot_f64_avx512 : gemv_dot_f64)
-                                  : (wide ? gemv_dot_f32_avx512 : gemv_dot_f32));
+                        : (j->f64 ? (wide ? gemv_dot_f64_avx512 : avx2 ? gemv_dot_f64_avx2 : gemv_dot_f64)
+                                  : (wide ? gemv_dot_f32_avx512 : avx2 ? gemv_dot_f32_avx2 : gemv_dot_f32));
   bool mt = dev->pool && (double)j->rows * (double)j->len >= GEMV_MT_ELEMS;
   int64_t tasks = j->rows;
   j->kparts = 1;
