@@ -8,7 +8,6 @@
 
 #include "gemm.h"
 #include "gemm_dot_ukr.h"
-#include "plugins/cpu/dtype.h"
 #include "gemm_ukr.h"
 #include "gemm_ukr_rows.h"
 
@@ -93,10 +92,6 @@ static inline __m256 dot_tail(const uint16_t *p, int n, bool f16) {
 }
 static inline __m256 dot_mld_bf16(const uint16_t *p, int n) { return dot_tail(p, n, false); }
 static inline __m256 dot_mld_f16(const uint16_t *p, int n) { return dot_tail(p, n, true); }
-static inline float dot_get_bf16(const uint16_t *p) { return cpu_bf16_to_float(*p); }
-static inline float dot_get_f16(const uint16_t *p) { return cpu_f16_to_float(*p); }
-static inline void dot_put_bf16(uint16_t *p, float v) { *p = cpu_bf16_from_double(v); }
-static inline void dot_put_f16(uint16_t *p, float v) { *p = cpu_f16_from_double(v); }
 #include "ukr_avx2_f32.h"
 #define T float
 #undef MASK_T
@@ -104,23 +99,9 @@ static inline void dot_put_f16(uint16_t *p, float v) { *p = cpu_f16_from_double(
 #define MASK_T int
 #define MASK(n) ((int)(n))
 #define DOT_RED4 dot_red4_ps
-#define DOT_TIN uint16_t
-#define DOT_LD dot_ld_bf16
-#define DOT_MLD dot_mld_bf16
-#define DOT_CGET dot_get_bf16
-#define DOT_CPUT dot_put_bf16
-CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_3x4, 3)
-CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_1x4, 1)
-#undef DOT_LD
-#undef DOT_MLD
-#undef DOT_CGET
-#undef DOT_CPUT
-#define DOT_LD dot_ld_f16
-#define DOT_MLD dot_mld_f16
-#define DOT_CGET dot_get_f16
-#define DOT_CPUT dot_put_f16
-CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_3x4, 3)
-CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_1x4, 1)
+#define DOT_HALF_RA 3
+#include "gemm_dot_half.h"
+#undef DOT_HALF_RA
 #include "ukr_undef.h"
 
 #define VEC __m256d
@@ -165,8 +146,8 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx2 = {sgemm_ukr_6x16, 6, 16,
                                             sgemm_ukr_pix_6x16,
                                             sgemm_ukr_cols, 32, 1024, NULL,
                                             sgemm_ukr_dot_3x4, 3,
-                                            bf16_ukr_dot_3x4, f16_ukr_dot_3x4,
-                                              bf16_ukr_dot_1x4, f16_ukr_dot_1x4};
+                                            bf16_ukr_dot, f16_ukr_dot,
+                                            bf16_ukr_dot_1, f16_ukr_dot_1};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx2 = {dgemm_ukr_6x8, 6, 8,
                                             256, 512, 1536, NULL, NULL, NULL, NULL, NULL, 32, 1024,
                                             dgemm_ukr_part, dgemm_ukr_dot_3x4, 3, NULL, NULL, NULL, NULL};

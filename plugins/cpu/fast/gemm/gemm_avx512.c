@@ -6,7 +6,6 @@
 
 #include "gemm.h"
 #include "gemm_dot_ukr.h"
-#include "plugins/cpu/dtype.h"
 #include "gemm_ukr.h"
 #include "gemm_ukr_rows.h"
 
@@ -72,29 +71,11 @@ static inline __m512 dot_ld_f16(const uint16_t *p) {
 static inline __m512 dot_mld_f16(const uint16_t *p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
-static inline float dot_get_bf16(const uint16_t *p) { return cpu_bf16_to_float(*p); }
-static inline float dot_get_f16(const uint16_t *p) { return cpu_f16_to_float(*p); }
-static inline void dot_put_bf16(uint16_t *p, float v) { *p = cpu_bf16_from_double(v); }
-static inline void dot_put_f16(uint16_t *p, float v) { *p = cpu_f16_from_double(v); }
 #include "ukr_avx512_f32.h"
 #define DOT_RED4 dot_red4_ps
-#define DOT_TIN uint16_t
-#define DOT_LD dot_ld_bf16
-#define DOT_MLD dot_mld_bf16
-#define DOT_CGET dot_get_bf16
-#define DOT_CPUT dot_put_bf16
-CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_6x4, 6)
-CPU_FAST_DEFINE_UKR_DOT(bf16_ukr_dot_1x4, 1)
-#undef DOT_LD
-#undef DOT_MLD
-#undef DOT_CGET
-#undef DOT_CPUT
-#define DOT_LD dot_ld_f16
-#define DOT_MLD dot_mld_f16
-#define DOT_CGET dot_get_f16
-#define DOT_CPUT dot_put_f16
-CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_6x4, 6)
-CPU_FAST_DEFINE_UKR_DOT(f16_ukr_dot_1x4, 1)
+#define DOT_HALF_RA 6
+#include "gemm_dot_half.h"
+#undef DOT_HALF_RA
 
 /* The kernels as the driver sees them: a tile of `rows` takes the
  * shortest kernel that holds it. */
@@ -168,8 +149,8 @@ const cpu_fast_gemm_kernel_t cpu_fast_sgemm_avx512 = {sgemm_ukr_12x32, 12, 32,
                                               sgemm_ukr_pix_12x32,
                                               sgemm_ukr_cols, 48, 2048, NULL,
                                               sgemm_ukr_dot_6x4, 6,
-                                              bf16_ukr_dot_6x4, f16_ukr_dot_6x4,
-                                              bf16_ukr_dot_1x4, f16_ukr_dot_1x4};
+                                              bf16_ukr_dot, f16_ukr_dot,
+                                              bf16_ukr_dot_1, f16_ukr_dot_1};
 const cpu_fast_gemm_kernel_t cpu_fast_dgemm_avx512 = {dgemm_ukr_14x16, 14, 16,
                                               256, 480, 3066,
                                               cpu_fast_dpack_avx512,
