@@ -44,11 +44,7 @@ CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_2x16, 2)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x16, 4)
 /* 3 rows of A x 4 of Bᵀ: 12 accumulators, 3 A vectors, one of Bᵀ. */
 #define DOT_RED4 dot_red4_ps
-#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
-#define DOT_LD CPU_FAST_DOT_PLAIN_LD
-#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
-#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
-#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
+#include "dot_plain.h"
 CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_3x4, 3)
 
 /* The kernels as the driver sees them: a tile of `rows` takes the
@@ -117,11 +113,7 @@ static inline __m256 dot_mld_f16(const uint16_t *p, int n) { return dot_tail(p, 
 #define MASK(n) first_lanes4(n)
 #define MLOAD(p, m) _mm256_maskload_pd((p), (m))
 #define DOT_RED4 dot_red4_pd
-#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
-#define DOT_LD CPU_FAST_DOT_PLAIN_LD
-#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
-#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
-#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
+#include "dot_plain.h"
 CPU_FAST_DEFINE_UKR(dgemm_ukr_6x8, 6)
 /* C's last rows from the same 6-row panels (1024 = 170 x 6 + 4). */
 CPU_FAST_DEFINE_UKR_AS(dgemm_ukr_2x8, 2, 6)

@@ -46,11 +46,7 @@ CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_4x32, 4)
 CPU_FAST_DEFINE_UKR_COLS(sgemm_ukr_cols_8x32, 8)
 /* 6 rows of A x 4 of Bᵀ: 24 accumulators, 6 A vectors, one of Bᵀ. */
 #define DOT_RED4 dot_red4_ps
-#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
-#define DOT_LD CPU_FAST_DOT_PLAIN_LD
-#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
-#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
-#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
+#include "dot_plain.h"
 CPU_FAST_DEFINE_UKR_DOT(sgemm_ukr_dot_6x4, 6)
 #include "ukr_undef.h"
 
@@ -113,11 +109,7 @@ static void sgemm_ukr_cols(int64_t k, const float *a, int64_t lda, const float *
 #define MASK(n) ((__mmask8)((1u << (n)) - 1))
 #define MLOAD(p, m) _mm512_maskz_loadu_pd((m), (p))
 #define DOT_RED4 dot_red4_pd
-#define DOT_TIN CPU_FAST_DOT_PLAIN_TIN
-#define DOT_LD CPU_FAST_DOT_PLAIN_LD
-#define DOT_MLD CPU_FAST_DOT_PLAIN_MLD
-#define DOT_CGET CPU_FAST_DOT_PLAIN_CGET
-#define DOT_CPUT CPU_FAST_DOT_PLAIN_CPUT
+#include "dot_plain.h"
 /* 14 rows x 2 vectors: 28 accumulators, 2 B vectors, 1 broadcast, 31 of
  * the 32 zmm registers; two more FMAs per B load than 12 rows give, and
  * MC a multiple of 14 so only C's last rows make an edge tile. */

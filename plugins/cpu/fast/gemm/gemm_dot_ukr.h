@@ -19,7 +19,8 @@
  *   DOT_MLD(p, m)    the same under a MASK_T, lanes outside it zero;
  *   DOT_CGET(p)      C's element at p as a T;
  *   DOT_CPUT(p, v)   v rounded into C's element at p.
- * For f32 / f64 these are plain loads and stores (CPU_FAST_DOT_PLAIN_*).
+ * For f32 / f64 these are plain loads and stores (CPU_FAST_DOT_PLAIN_*,
+ * set by fast/gemm/dot_plain.h).
  */
 #define CPU_FAST_DOT_PLAIN_TIN T
 #define CPU_FAST_DOT_PLAIN_LD(p) LOAD(p)
