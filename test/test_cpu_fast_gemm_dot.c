@@ -274,24 +274,24 @@ static void half_grid(cpu_device_t *dev, bool bf) {
   for (int64_t n = 2; n <= 7; n++)
     run_half_case(
         dev, kr, bf,
-        (dot_case_t){bf, 1, 61, n, 37 + 50 * n, false, false, false, 1, n % 2 ? 0 : 0.5, false},
+        (dot_case_t){false, 1, 61, n, 37 + 50 * n, false, false, false, 1, n % 2 ? 0 : 0.5, false},
         false);
-  run_half_case(dev, kr, bf, (dot_case_t){bf, 2, 19, 12, 700, false, false, false, -1, 0, false},
+  run_half_case(dev, kr, bf, (dot_case_t){false, 2, 19, 12, 700, false, false, false, -1, 0, false},
                 false);
   for (int64_t m = 1; m <= 4; m++)
     run_half_case(dev, kr, bf,
-                  (dot_case_t){bf, 1, m, 70, 515, false, true, false, 1, m == 2 ? 1 : 0, false},
+                  (dot_case_t){false, 1, m, 70, 515, false, true, false, 1, m == 2 ? 1 : 0, false},
                   false);
-  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 9, 33, 1030, false, true, false, 0.5, 0, false},
+  run_half_case(dev, kr, bf, (dot_case_t){false, 1, 9, 33, 1030, false, true, false, 0.5, 0, false},
                 false);
   /* past one k block of f32 sums: C rounded once, at the end */
-  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 13, 6, 3000, false, false, false, 1, 0, true},
+  run_half_case(dev, kr, bf, (dot_case_t){false, 1, 13, 6, 3000, false, false, false, 1, 0, true},
                 false);
   /* through the whole GEMM: the route where no native kernel takes it */
-  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 1, 300, 640, false, true, false, 1, 0, false},
+  run_half_case(dev, kr, bf, (dot_case_t){false, 1, 1, 300, 640, false, true, false, 1, 0, false},
                 true);
-  run_half_case(dev, kr, bf, (dot_case_t){bf, 1, 200, 8, 300, false, false, false, 1, 0.5, false},
-                true);
+  run_half_case(dev, kr, bf,
+                (dot_case_t){false, 1, 200, 8, 300, false, false, false, 1, 0.5, false}, true);
 }
 
 static void half_grids(cpu_device_t *dev, bool f64) {

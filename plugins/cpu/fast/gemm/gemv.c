@@ -69,11 +69,11 @@ DEFINE_GEMV_DOT(double, f64)
  * One row at a time with eight floats of sums, as the baseline loop
  * above, reads a matrix from the last-level cache slower than the memory
  * delivers it (docs/backend-cpu.md, "GEMM"). VEC, W, LOADU, FMADD, ADD,
- * ZEROV and HSUM are the type's AVX-512 operations. */
+ * ZEROV and HSUM are the type's operations in the ISA of ATTR. */
 #define GEMV_DOT_ROWS 4
 #define DEFINE_GEMV_DOT_WIDE(T, sfx, ATTR, VEC, W, LOADU, FMADD, ADD, ZEROV, HSUM)            \
   ATTR static void gemv_dot_##sfx(void *ctx, int64_t begin, int64_t end,                    \
-                                         unsigned worker) {                                 \
+                                  unsigned worker) {                                        \
     const gemv_job_t *j = ctx;                                                               \
     (void)worker;                                                                            \
     const T *x = (const T *)j->x;                                                            \
